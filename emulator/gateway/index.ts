@@ -1,0 +1,17 @@
+/**
+ * The emulator's bundled fake gateway: an OpenAI-Responses-style HTTP server
+ * (`POST /instances/:id/v1/responses`) backed by the deterministic fake model
+ * of contract section 4, with per-session continuity and injectable faults.
+ */
+export type {
+  FakeGateway,
+  GatewayError,
+  GatewayFault,
+  GatewayOptions,
+  GatewayState,
+  StoredResponse,
+} from "./types.js";
+export { createGateway } from "./server.js";
+export { headKey } from "./conversation.js";
+export { LONG_MAX, SLEEP_MAX_MS, longText } from "./model.js";
+export type { ResponseObject } from "./wire.js";

@@ -1,0 +1,130 @@
+import { invalid, type Parsed } from "./request.js";
+import type { GatewayError } from "./types.js";
+
+/**
+ * The deterministic fake model (contract section 4). A turn's user text is
+ * either plain (echoed back) or one of a few directives that let tests reach
+ * every path of the daemon and the emulator without scripting.
+ */
+export type Directive =
+  | { kind: "plain" }
+  | { kind: "recall" }
+  | { kind: "count" }
+  | { kind: "long"; length: number }
+  | { kind: "sleep"; ms: number }
+  | { kind: "fail"; status: number };
+
+export const LONG_MAX = 1_000_000;
+export const SLEEP_MAX_MS = 600_000;
+
+const DIRECTIVE = /^!(recall|count|long|sleep|fail)(?:\s+(\S+))?$/;
+
+function integerArg(name: string, arg: string | undefined, min: number, max: number): Parsed<number> {
+  const value = arg !== undefined && /^\d{1,9}$/.test(arg) ? Number(arg) : NaN;
+  if (Number.isInteger(value) && value >= min && value <= max) return { ok: true, value };
+  return {
+    ok: false,
+    error: invalid("invalid_value", "input", `Directive !${name} needs an integer from ${min} to ${max}, got '${arg ?? ""}'.`),
+  };
+}
+
+/** Reads a directive from the user text; anything that is not one is plain. */
+export function parseDirective(userText: string): Parsed<Directive> {
+  const match = DIRECTIVE.exec(userText.trim());
+  if (!match) return { ok: true, value: { kind: "plain" } };
+  const [, name, arg] = match;
+  switch (name) {
+    // `!recall something` is not the directive, just text.
+    case "recall":
+      return { ok: true, value: arg === undefined ? { kind: "recall" } : { kind: "plain" } };
+    case "count":
+      return { ok: true, value: arg === undefined ? { kind: "count" } : { kind: "plain" } };
+    case "long": {
+      const n = integerArg(name, arg, 0, LONG_MAX);
+      return n.ok ? { ok: true, value: { kind: "long", length: n.value } } : n;
+    }
+    case "sleep": {
+      const ms = integerArg(name, arg, 0, SLEEP_MAX_MS);
+      return ms.ok ? { ok: true, value: { kind: "sleep", ms: ms.value } } : ms;
+    }
+    default: {
+      const status = integerArg("fail", arg, 400, 599);
+      return status.ok ? { ok: true, value: { kind: "fail", status: status.value } } : status;
+    }
+  }
+}
+
+/** The error a `!fail STATUS` turn answers with. */
+export function failError(status: number): GatewayError {
+  return {
+    status,
+    type: status < 500 ? "invalid_request_error" : "server_error",
+    code: "simulated_failure",
+    param: null,
+    message: `Simulated failure requested by !fail ${status}.`,
+  };
+}
+
+/**
+ * The reply text for a turn. `earlierInputs` walks the conversation (the
+ * parent chain), so it is only called by the directives that need history.
+ */
+export function replyText(directive: Directive, userText: string, earlierInputs: () => string[]): string {
+  switch (directive.kind) {
+    case "recall": {
+      const inputs = earlierInputs();
+      return inputs.length ? inputs.join("\n") : "(nothing yet)";
+    }
+    case "count":
+      return String(earlierInputs().length);
+    case "long":
+      return longText(directive.length);
+    case "sleep":
+      return `slept ${directive.ms}`;
+    case "fail": // answered before a reply is made; kept total for the type checker
+    case "plain":
+      return `You said: ${userText}`;
+  }
+}
+
+// Prose paragraphs, each longer than a tiny `!long` so that one stays plain text.
+// ASCII only, so characters, UTF-16 units and code points all agree.
+const PARAGRAPHS = [
+  "The bridge keeps every conversation in order. Each message waits its turn in the queue of its instance, and the reply goes back to the chat it came from, once and only once. Nothing is dropped when the network stumbles; the work is simply tried again.",
+  "Sessions keep people apart. Two friends writing to the same agent never see each other's context, because every chat carries its own session key, and every reply continues the chain that its own previous answer started.",
+  "Long answers are split where a reader would split them: between paragraphs first, then between lines, and only as a last resort in the middle of a sentence. Code blocks stay whole when they fit, and are closed and reopened when they do not.",
+  "The emulator answers like the hosted service, offline and fast. Its fake model is deterministic, so a test can say exactly what it expects to read, and a benchmark can run the same conversation a thousand times and compare the numbers.",
+];
+const PROSE_CYCLE = PARAGRAPHS.join("\n\n") + "\n\n";
+
+const CODE_BLOCK = [
+  "```ts",
+  "export function fibonacci(n: number): number {",
+  "  return n < 2 ? n : fibonacci(n - 1) + fibonacci(n - 2);",
+  "}",
+  "```",
+].join("\n");
+
+/** Exactly `length` characters of prose; never starts or ends with whitespace. */
+function prose(length: number): string {
+  if (length <= 0) return "";
+  const text = PROSE_CYCLE.repeat(Math.ceil(length / PROSE_CYCLE.length)).slice(0, length);
+  const trimmed = text.trimEnd();
+  // Keep the exact length: trailing blanks (a cut at a paragraph break) become dots.
+  return trimmed + ".".repeat(text.length - trimmed.length);
+}
+
+const SEPARATOR = "\n\n";
+/** Below this a reply is plain prose: no room for a code block with text around it. */
+const MIN_WITH_CODE = CODE_BLOCK.length + 2 * SEPARATOR.length + 2 * 40;
+
+/**
+ * `!long N`: exactly N characters, deterministic, paragraphs separated by
+ * blank lines and one fenced code block after the first part of the prose.
+ */
+export function longText(length: number): string {
+  if (length < MIN_WITH_CODE) return prose(length);
+  const rest = length - CODE_BLOCK.length - 2 * SEPARATOR.length;
+  const before = Math.min(Math.floor(rest / 2), PARAGRAPHS[0]!.length);
+  return prose(before) + SEPARATOR + CODE_BLOCK + SEPARATOR + prose(rest - before);
+}

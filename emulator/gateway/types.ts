@@ -1,0 +1,61 @@
+import type { Clock } from "../../shared/clock.js";
+import type { Random } from "../../shared/random.js";
+
+/** One completed turn, as the emulator's store keeps it. */
+export interface StoredResponse {
+  id: string;
+  instance_id: string;
+  session: string;
+  parent_id: string | null;
+  input_text: string;
+  output_text: string;
+  model: string;
+  /** Epoch seconds. */
+  created_at: number;
+}
+
+export interface GatewayState {
+  responses: Record<string, StoredResponse>;
+  /** `${instanceId}\u0000${session}` -> id of the session's latest response. */
+  heads: Record<string, string>;
+}
+
+/** A fault injected for one request, applied before the request is read. */
+export interface GatewayFault {
+  status?: number;
+  error?: "reset" | "timeout";
+  latencyMs?: number;
+}
+
+export interface GatewayOptions {
+  /** A getter, because the emulator's store may replace the object (reset, import). */
+  state: () => GatewayState;
+  /** Called after every mutation so the store can schedule a coalesced write. */
+  onChange: () => void;
+  clock: Clock;
+  random: Random;
+  /** Consulted once per routed request, before anything else happens. */
+  faultFor?: (instanceId: string) => GatewayFault | undefined;
+}
+
+export interface FakeGateway {
+  /** Resolves the base URL, e.g. `http://127.0.0.1:PORT`. Defaults: port 0, host 127.0.0.1. */
+  listen(port?: number, host?: string): Promise<string>;
+  /** Throws if not listening. */
+  readonly url: string;
+  /** `${url}/instances/${instanceId}`: what the emulator stores as `gateway_url`. */
+  urlFor(instanceId: string): string;
+  /** Drops every response and session head of the instance (instance deleted). */
+  forgetInstance(instanceId: string): void;
+  /** Stops listening and destroys open sockets, hanging ones included. */
+  close(): Promise<void>;
+}
+
+/** An OpenAI-style error, as a value: the status and what goes in `{error: {...}}`. */
+export interface GatewayError {
+  status: number;
+  type: "invalid_request_error" | "server_error";
+  code: string | null;
+  param: string | null;
+  message: string;
+}

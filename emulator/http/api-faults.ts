@@ -1,0 +1,26 @@
+/**
+ * Fault rules aimed at the API itself (`target: "api"`): applied before any
+ * route runs, so a test can make the service answer an error, reset the
+ * connection, hang, or slow down, for chosen paths and instances.
+ */
+import type { NextFunction, Request, Response } from "express";
+import type { EmulatorEnv } from "../env.js";
+import { ApiError, sendError } from "../errors.js";
+
+const INSTANCE_IN_PATH = /^\/v1\/instances\/([^/]+)/;
+
+export function applyApiFault(env: EmulatorEnv) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (!req.path.startsWith("/v1/")) return next();
+    const rule = env.faults.take({ target: "api", path: req.path, method: req.method, instanceId: INSTANCE_IN_PATH.exec(req.path)?.[1] });
+    if (!rule) return next();
+    const act = () => {
+      if (rule.error === "reset") return void req.socket.destroy();
+      if (rule.error === "timeout") return; // never answer; the socket dies with the server
+      if (rule.status) return sendError(res, new ApiError(rule.status, `Injected fault (HTTP ${rule.status}).`));
+      next();
+    };
+    if (rule.latency_ms) env.clock.setTimeout(act, rule.latency_ms);
+    else act();
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * Mounts the route table on express. For each route, in this order: the
+ * caller is authenticated (401/403), the instance is found and access checked
+ * (404/403), the query and body are validated against the route's schemas
+ * (422), then the handler runs. Whatever is thrown is answered by `sendError`.
+ */
+import type { Express, NextFunction, Request, Response } from "express";
+import type { z } from "zod";
+import { expressPath, routes, type OperationId, type PathParams, type RouteSpec, type Routes } from "../../shared/api.js";
+import type { EmulatorEnv } from "../env.js";
+import { notImplemented, sendError, validationError } from "../errors.js";
+import type { InstanceRecord } from "../store/state.js";
+import { authenticate, authorizeAdmin, authorizeInstance, requireOrgKey, type Caller } from "./auth.js";
+
+/** Returned by handlers that wrote the response themselves (streams, downloads). */
+export const HANDLED = Symbol("handled");
+
+type AccessOf<S> = S extends { access: infer A } ? A : never;
+
+export interface Ctx<S extends RouteSpec> {
+  params: { [K in PathParams<S["path"]>]: string };
+  body: [S["body"]] extends [undefined] ? undefined : z.output<NonNullable<S["body"]>>;
+  query: [S["query"]] extends [undefined] ? undefined : z.output<NonNullable<S["query"]>>;
+  caller: AccessOf<S> extends { kind: "org" | "instance" } ? Caller : undefined;
+  instance: AccessOf<S> extends { kind: "instance" } ? InstanceRecord : undefined;
+  req: Request;
+  res: Response;
+}
+
+type Result<S extends RouteSpec> = S["response"] extends z.ZodType
+  ? z.input<S["response"]>
+  : S["response"] extends "empty"
+    ? void
+    : S["response"] extends "any"
+      ? unknown
+      : never;
+
+export type Handler<S extends RouteSpec> = (ctx: Ctx<S>) => Promise<Result<S> | typeof HANDLED> | Result<S> | typeof HANDLED;
+export type Handlers = { [K in OperationId]: Handler<Routes[K]> };
+
+export interface MountOptions {
+  /** Parse every success body with its schema: catches drift from the spec in tests. */
+  validateResponses?: boolean;
+}
+
+export function mountRoutes(app: Express, env: EmulatorEnv, handlers: Partial<Handlers>, options: MountOptions = {}): void {
+  for (const [id, spec] of Object.entries(routes) as [OperationId, RouteSpec][]) {
+    const handler = handlers[id] as Handler<RouteSpec> | undefined;
+    const method = spec.method.toLowerCase() as "get" | "post" | "put" | "patch" | "delete";
+    app[method](expressPath(spec.path), async (req: Request, res: Response, next: NextFunction) => {
+      try {
+        const ctx = prepare(env, spec, req, res);
+        if (!handler) throw notImplemented(`${spec.method} ${spec.path}`);
+        const result = await handler(ctx);
+        if (result === HANDLED) return;
+        if (spec.status === 204 || spec.response === "empty") {
+          res.status(spec.status).end();
+          return;
+        }
+        const body = options.validateResponses && typeof spec.response === "object" ? spec.response.parse(result) : result;
+        res.status(spec.status).json(body);
+      } catch (error) {
+        if (res.headersSent) return next(error);
+        sendError(res, error);
+      }
+    });
+  }
+}
+
+function prepare(env: EmulatorEnv, spec: RouteSpec, req: Request, res: Response): Ctx<RouteSpec> {
+  const params = req.params as Record<string, string>;
+  let caller: Caller | undefined;
+  let instance: InstanceRecord | undefined;
+  switch (spec.access.kind) {
+    case "admin":
+      authorizeAdmin(env, req);
+      res.locals.keyKind = "none";
+      break;
+    case "org":
+      caller = authenticate(env, req.headers.authorization);
+      res.locals.keyKind = caller.kind;
+      requireOrgKey(caller);
+      break;
+    case "instance":
+      caller = authenticate(env, req.headers.authorization);
+      res.locals.keyKind = caller.kind;
+      instance = env.settle(authorizeInstance(env, caller, spec.access, params.instance_id!));
+      break;
+    case "public":
+      res.locals.keyKind = "none";
+      break;
+  }
+  let query: unknown;
+  if (spec.query) {
+    const parsed = spec.query.safeParse(req.query);
+    if (!parsed.success) throw validationError("query", parsed.error);
+    query = parsed.data;
+  }
+  let body: unknown;
+  if (spec.body) {
+    const parsed = spec.body.safeParse(req.body ?? undefined);
+    if (!parsed.success) throw validationError("body", parsed.error);
+    body = parsed.data;
+  }
+  return { params, body, query, caller, instance, req, res } as Ctx<RouteSpec>;
+}

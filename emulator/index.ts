@@ -1,0 +1,198 @@
+/**
+ * `createEmulator(options)`: the whole `/v1` service in one process, with the
+ * fake gateway behind real HTTP. Memory-only by default (tests); give
+ * `dataDir` to keep state across restarts.
+ *
+ *   const emulator = await createEmulator();
+ *   await request(emulator.app).post("/v1/organization/signup").send({ name: "acme" });
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import type { Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import { Agent } from "undici";
+import { systemClock, type Clock } from "../shared/clock.js";
+import { cryptoRandom, seededRandom, type Random } from "../shared/random.js";
+import { buildOpenApiDocument } from "../shared/openapi.js";
+import type { EmulatorEnv, EmulatorSettings } from "./env.js";
+import { sendError } from "./errors.js";
+import { createFaultRegistry } from "./faults.js";
+import { createGateway, type FakeGateway } from "./gateway/index.js";
+import { mountRoutes, type Handlers } from "./http/router.js";
+import { applyApiFault } from "./http/api-faults.js";
+import { createRequestJournal, type RequestJournal } from "./journal.js";
+import { mountBillingPage } from "./billing-page.js";
+import { adminHandlers } from "./routes/admin.js";
+import { instanceHandlers, settleInstance } from "./routes/instances.js";
+import { keyHandlers } from "./routes/keys.js";
+import { organizationHandlers } from "./routes/organization.js";
+import { responseHandlers } from "./routes/responses.js";
+import { openStore, type Store } from "./store/store.js";
+import { createWorkspaces } from "./workspace/workspaces.js";
+import { extraHandlers } from "./routes/extra.js";
+
+export const EMULATOR_VERSION = "0.1.0";
+
+export interface EmulatorOptions {
+  /** Keep state in memory only (default unless `dataDir` is given). */
+  inMemory?: boolean;
+  /** Directory for `state.json` and instance workspaces. */
+  dataDir?: string;
+  clock?: Clock;
+  /** Randomness for ids, keys and fault probabilities. */
+  random?: Random;
+  /** Shorthand for `random: seededRandom(seed)`: every id repeats from run to run. */
+  seed?: string | number;
+  /** How long provisioning takes, ms (default 1500). */
+  provisionMs?: number;
+  /** Longest a committed change waits before it is written, ms (default 25). */
+  flushMs?: number;
+  uploadLimitBytes?: number;
+  gatewayTimeoutMs?: number;
+  /** Use this Responses server for new instances instead of the bundled gateway. */
+  gatewayUrl?: string;
+  adminToken?: string;
+  /** Check every success body against its schema (on in the project's tests). */
+  validateResponses?: boolean;
+  /** Host the gateway listens on (default 127.0.0.1). */
+  gatewayHost?: string;
+}
+
+export interface Emulator {
+  app: Express;
+  gateway: FakeGateway;
+  env: EmulatorEnv;
+  store: Store;
+  journal: RequestJournal;
+  /** Starts the API on `port` (0 = any free port); resolves its base URL. */
+  listen(port?: number, host?: string): Promise<string>;
+  readonly url: string;
+  /** Stops both servers and flushes the store. */
+  close(): Promise<void>;
+}
+
+export async function createEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
+  const clock = options.clock ?? systemClock;
+  const random = options.random ?? (options.seed !== undefined ? seededRandom(options.seed) : cryptoRandom);
+  const persistent = options.dataDir !== undefined && options.inMemory !== true;
+  const store = await openStore({ dataDir: persistent ? options.dataDir : undefined, flushMs: options.flushMs });
+  const scratch = persistent ? undefined : mkdtempSync(join(tmpdir(), "agent-bridge-emulator-"));
+  const workspaceRoot = persistent ? join(store.dataDir!, "instances") : scratch!;
+
+  const settings: EmulatorSettings = {
+    provisionMs: options.provisionMs ?? 1500,
+    uploadLimitBytes: options.uploadLimitBytes ?? 50 * 1024 * 1024,
+    gatewayTimeoutMs: options.gatewayTimeoutMs ?? 120_000,
+    gatewayUrl: options.gatewayUrl?.replace(/\/+$/, ""),
+    adminToken: options.adminToken,
+    workspaceRoot,
+    version: EMULATOR_VERSION,
+  };
+  const faults = createFaultRegistry(random);
+  const gateway = createGateway({
+    state: () => store.data.gateway,
+    onChange: () => store.commit(),
+    clock,
+    random,
+    faultFor(instanceId) {
+      const rule = faults.take({ target: "gateway", instanceId });
+      return rule && { status: rule.status, error: rule.error, latencyMs: rule.latency_ms };
+    },
+  });
+  await gateway.listen(0, options.gatewayHost ?? "127.0.0.1");
+
+  let server: Server | undefined;
+  let publicUrl: string | undefined;
+  const journal = createRequestJournal();
+  const env: EmulatorEnv = {
+    store,
+    clock,
+    random,
+    gateway,
+    faults,
+    settings,
+    workspaces: createWorkspaces(workspaceRoot),
+    gatewayDispatcher: new Agent({ keepAliveTimeout: 30_000, connections: 256 }),
+    publicUrl: () => publicUrl ?? "http://localhost",
+    gatewayUrlOf: (instance) => instance.gateway_override ?? gateway.urlFor(instance.id),
+    settle: (instance) => settleInstance(env, instance),
+  };
+
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.use(recordRequests(journal, clock));
+  app.use(applyApiFault(env));
+  app.use(express.json({ limit: "1mb" }));
+
+  const openapi = buildOpenApiDocument({ version: EMULATOR_VERSION });
+  app.get("/v1/openapi.json", (_req, res) => void res.json(openapi));
+  mountBillingPage(app, env);
+  const handlers: Partial<Handlers> = {
+    ...organizationHandlers(env),
+    ...keyHandlers(env),
+    ...instanceHandlers(env),
+    ...responseHandlers(env),
+    ...adminHandlers(env, journal),
+    ...extraHandlers(env),
+  };
+  mountRoutes(app, env, handlers, { validateResponses: options.validateResponses });
+  app.use((_req: Request, res: Response) => void res.status(404).json({ detail: "Not found." }));
+  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => sendError(res, error));
+
+  let closed = false;
+  return {
+    app,
+    gateway,
+    env,
+    store,
+    journal,
+    async listen(port = 0, host = "127.0.0.1") {
+      await new Promise<void>((resolve, reject) => {
+        server = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve()));
+      });
+      const address = server!.address();
+      if (!address || typeof address === "string") throw new Error("emulator: no address");
+      const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+      publicUrl = `http://${shownHost}:${address.port}`;
+      return publicUrl;
+    },
+    get url() {
+      if (!publicUrl) throw new Error("emulator: not listening");
+      return publicUrl;
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (server) {
+        const s = server;
+        await new Promise<void>((resolve) => {
+          s.close(() => resolve());
+          s.closeAllConnections();
+        });
+      }
+      await gateway.close();
+      await env.gatewayDispatcher.close().catch(() => {});
+      await store.close();
+      if (scratch) rmSync(scratch, { recursive: true, force: true });
+    },
+  };
+}
+
+function recordRequests(journal: RequestJournal, clock: Clock) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const started = performance.now();
+    res.on("finish", () => {
+      journal.record({
+        at: new Date(clock.now()).toISOString(),
+        method: req.method,
+        path: req.path,
+        status: res.statusCode,
+        key_kind: (res.locals.keyKind as "org" | "scoped" | "none" | undefined) ?? "none",
+        ms: Math.round((performance.now() - started) * 100) / 100,
+      });
+    });
+    next();
+  };
+}

@@ -1,0 +1,113 @@
+/**
+ * The control plane under `/_emulator` (contract section 6): health, reset,
+ * snapshots, fault rules, forced states, plan changes and the request journal.
+ */
+import { isoAt } from "../../shared/clock.js";
+import type { EmulatorEnv } from "../env.js";
+import { ApiError, notFound } from "../errors.js";
+import type { Handlers } from "../http/router.js";
+import type { RequestJournal } from "../journal.js";
+import { emptyState, STATE_VERSION, type EmulatorState } from "../store/state.js";
+import { organizationView, instanceView } from "../views.js";
+import { terminate } from "./instances.js";
+
+type AdminHandlers = Pick<
+  Handlers,
+  | "adminHealth"
+  | "adminReset"
+  | "adminExportSnapshot"
+  | "adminImportSnapshot"
+  | "adminCreateFault"
+  | "adminListFaults"
+  | "adminClearFaults"
+  | "adminGetFault"
+  | "adminDeleteFault"
+  | "adminForceState"
+  | "adminSetTier"
+  | "adminRequests"
+>;
+
+const STATE_MAPS = ["organizations", "credentials", "keys", "instances", "billing"] as const;
+
+/** A snapshot must at least have the state's shape; deeper checks would duplicate the writers. */
+export function asState(value: Record<string, unknown>): EmulatorState {
+  const problems: { loc: (string | number)[]; msg: string; type: string }[] = [];
+  if (value.version !== STATE_VERSION) problems.push({ loc: ["body", "version"], msg: `Must be ${STATE_VERSION}`, type: "literal_error" });
+  for (const key of STATE_MAPS) {
+    const v = value[key];
+    if (!v || typeof v !== "object" || Array.isArray(v)) problems.push({ loc: ["body", key], msg: "Must be an object", type: "object_type" });
+  }
+  const gateway = value.gateway as { responses?: unknown; heads?: unknown } | undefined;
+  if (!gateway || typeof gateway !== "object" || typeof gateway.responses !== "object" || typeof gateway.heads !== "object") {
+    problems.push({ loc: ["body", "gateway"], msg: "Must hold responses and heads", type: "object_type" });
+  }
+  if (problems.length) throw new ApiError(422, problems);
+  return value as unknown as EmulatorState;
+}
+
+export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminHandlers {
+  const state = () => env.store.data;
+
+  return {
+    adminHealth: () => ({ status: "ok", version: env.settings.version }),
+
+    adminReset() {
+      env.store.replace(emptyState());
+      env.workspaces.clear();
+      env.faults.clear();
+      journal.clear();
+    },
+
+    adminExportSnapshot: () => structuredClone(state()),
+
+    adminImportSnapshot({ body }) {
+      const next = structuredClone(asState(body));
+      env.store.replace(next);
+      for (const instance of Object.values(next.instances)) {
+        if (instance.status !== "terminated") env.workspaces.create(instance);
+      }
+    },
+
+    adminCreateFault: ({ body }) => env.faults.add(body),
+    adminListFaults: () => env.faults.list(),
+    adminClearFaults: () => env.faults.clear(),
+    adminGetFault({ params }) {
+      const rule = env.faults.get(params.fault_id);
+      if (!rule) throw notFound(`Fault rule ${params.fault_id} not found.`);
+      return rule;
+    },
+    adminDeleteFault({ params }) {
+      if (!env.faults.remove(params.fault_id)) throw notFound(`Fault rule ${params.fault_id} not found.`);
+    },
+
+    adminForceState({ params, body }) {
+      const instance = state().instances[params.instance_id];
+      if (!instance || instance.status === "terminated") throw notFound(`Instance ${params.instance_id} not found.`);
+      if (body.gateway_url !== undefined) instance.gateway_override = body.gateway_url.replace(/\/+$/, "");
+      if (body.status === "terminated") {
+        terminate(env, instance);
+        const org = state().organizations[instance.organization_id];
+        if (org) org.instance_ids = org.instance_ids.filter((id) => id !== instance.id);
+        return instanceView(env, instance);
+      }
+      instance.status = body.status;
+      instance.error_message = body.status === "error" ? (body.error_message ?? "Forced into error by the control plane.") : null;
+      instance.ready_at = body.status === "provisioning" ? env.clock.now() + env.settings.provisionMs : null;
+      instance.fail_provision = null;
+      instance.updated_at = isoAt(env.clock.now());
+      env.store.commit();
+      return instanceView(env, instance);
+    },
+
+    adminSetTier({ params, body }) {
+      const org = state().organizations[params.organization_id];
+      if (!org) throw notFound(`Organization ${params.organization_id} not found.`);
+      org.tier = body.tier;
+      org.updated_at = isoAt(env.clock.now());
+      env.store.commit();
+      return organizationView(org);
+    },
+
+    adminRequests: () => journal.list(),
+  };
+}

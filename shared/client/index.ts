@@ -1,0 +1,235 @@
+/**
+ * A typed client for the whole `/v1` API, derived from the route table in
+ * `shared/api.ts`: one method per operation, named by its operation id. Path
+ * parameters go by name, with `body` and `query` beside them.
+ *
+ *   const api = createServiceClient({ baseUrl, apiKey });
+ *   const reply = await api.createSessionResponse({ instance_id, session_id: "alice", body: { model, input: "hi" } });
+ *
+ * Failures throw `ServiceError` (status 0 when the service could not be reached).
+ */
+import { Readable } from "node:stream";
+import { Agent, request, type Dispatcher } from "undici";
+import type { z } from "zod";
+import { routes, type OperationId, type PathParams, type RouteSpec, type Routes } from "../api.js";
+import { errorCodeOf, ServiceError } from "./errors.js";
+
+export { ServiceError } from "./errors.js";
+
+type BodyArg<S> = S extends { body: infer B } ? (B extends z.ZodType ? { body: z.input<B> } : unknown) : unknown;
+type QueryArg<S> = S extends { query: infer Q } ? (Q extends z.ZodType ? { query?: z.input<Q> } : unknown) : unknown;
+type ParamArg<S> = S extends { path: infer P extends string } ? { [K in PathParams<P>]: string } : unknown;
+export type ArgsOf<S> = ParamArg<S> & BodyArg<S> & QueryArg<S>;
+
+export interface Download {
+  body: Readable;
+  contentType: string;
+  fileName: string | undefined;
+  size: number | undefined;
+}
+
+export type ResultOf<S> = S extends { response: infer R }
+  ? R extends z.ZodType
+    ? z.output<R>
+    : R extends "binary"
+      ? Download
+      : R extends "any"
+        ? unknown
+        : void
+  : never;
+
+type Generated = {
+  [K in Exclude<OperationId, "uploadFile">]: {} extends ArgsOf<Routes[K]>
+    ? (args?: ArgsOf<Routes[K]>) => Promise<ResultOf<Routes[K]>>
+    : (args: ArgsOf<Routes[K]>) => Promise<ResultOf<Routes[K]>>;
+};
+
+export interface UploadArgs {
+  instance_id: string;
+  /** Destination path inside the instance root. */
+  path: string;
+  data: Buffer | Uint8Array | Readable;
+  fileName?: string;
+  contentType?: string;
+}
+
+/** One server-sent event of a streamed response. */
+export interface StreamEvent {
+  event: string;
+  data: unknown;
+}
+
+export interface ServiceClient extends Generated {
+  uploadFile(args: UploadArgs): Promise<void>;
+  /** `stream: true` on either responses route: yields events as the gateway sends them. */
+  streamResponse(args: { instance_id: string; session_id?: string; body: z.input<Routes["createResponse"]["body"]> }): AsyncIterable<StreamEvent>;
+  /** The same client with another key (same connection pool). */
+  withKey(apiKey: string | undefined): ServiceClient;
+  readonly baseUrl: string;
+}
+
+export interface ClientOptions {
+  baseUrl: string;
+  apiKey?: string;
+  /** One keep-alive pool per service is the point: pass it to share it. */
+  dispatcher?: Dispatcher;
+  /** Headers and body timeout for each call, ms (default 120 s). */
+  timeoutMs?: number;
+}
+
+export function createServiceClient(options: ClientOptions): ServiceClient {
+  const dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, connections: 128 });
+  return buildClient({ ...options, dispatcher, baseUrl: options.baseUrl.replace(/\/+$/, "") });
+}
+
+function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): ServiceClient {
+  const timeout = options.timeoutMs ?? 120_000;
+
+  const headers = (extra: Record<string, string> = {}): Record<string, string> => ({
+    ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+    ...extra,
+  });
+
+  async function send(method: string, url: string, hdrs: Record<string, string>, body?: string | Buffer | Readable | AsyncIterable<Uint8Array>) {
+    try {
+      return await request(url, {
+        method: method as Dispatcher.HttpMethod,
+        headers: hdrs,
+        // undici streams any async iterable; its option type names only Readable.
+        body: body instanceof Readable || typeof body === "string" || Buffer.isBuffer(body) || body === undefined ? body : Readable.from(body),
+        dispatcher: options.dispatcher,
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+      });
+    } catch (cause) {
+      const message = cause instanceof Error ? cause.message : String(cause);
+      throw new ServiceError(0, message, undefined, undefined, { cause });
+    }
+  }
+
+  async function fail(res: Dispatcher.ResponseData): Promise<never> {
+    const text = await res.body.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // Not JSON: keep the text.
+    }
+    const detail = body && typeof body === "object" && "detail" in body ? (body as { detail: unknown }).detail : undefined;
+    throw new ServiceError(res.statusCode, detail, body, errorCodeOf(body));
+  }
+
+  function urlFor(spec: RouteSpec, args: Record<string, unknown>): string {
+    const path = spec.path.replace(/\{([a-z_]+)\}/g, (_, name: string) => {
+      const value = args[name];
+      if (typeof value !== "string" || !value) throw new TypeError(`missing path parameter ${name}`);
+      return encodeURIComponent(value);
+    });
+    const query = args.query as Record<string, unknown> | undefined;
+    const search = new URLSearchParams();
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) search.set(k, String(v));
+    const qs = search.toString();
+    return `${options.baseUrl}${path}${qs ? `?${qs}` : ""}`;
+  }
+
+  async function call(spec: RouteSpec, args: Record<string, unknown> = {}): Promise<unknown> {
+    const hasBody = "body" in args && args.body !== undefined;
+    const res = await send(
+      spec.method,
+      urlFor(spec, args),
+      headers(hasBody ? { "content-type": "application/json" } : {}),
+      hasBody ? JSON.stringify(args.body) : undefined,
+    );
+    if (res.statusCode >= 400) return fail(res);
+    if (spec.response === "binary") {
+      const disposition = String(res.headers["content-disposition"] ?? "");
+      const match = /filename\*=UTF-8''([^;]+)|filename="([^"]*)"/.exec(disposition);
+      const length = res.headers["content-length"];
+      return {
+        body: res.body,
+        contentType: String(res.headers["content-type"] ?? "application/octet-stream"),
+        fileName: match ? decodeURIComponent(match[1] ?? match[2] ?? "") : undefined,
+        size: length === undefined ? undefined : Number(length),
+      } satisfies Download;
+    }
+    if (res.statusCode === 204 || spec.response === "empty") {
+      await res.body.dump();
+      return undefined;
+    }
+    return res.body.json();
+  }
+
+  const client: Record<string, unknown> = {};
+  for (const [id, spec] of Object.entries(routes) as [string, RouteSpec][]) {
+    client[id] = (args?: Record<string, unknown>) => call(spec, args);
+  }
+
+  client.uploadFile = async (args: UploadArgs): Promise<void> => {
+    const boundary = `----agent-bridge-${Date.now().toString(16)}${Math.random().toString(16).slice(2)}`;
+    const fileName = (args.fileName ?? args.path.split("/").pop() ?? "file").replace(/["\r\n]/g, "_");
+    const data = args.data;
+    async function* body(): AsyncIterable<Uint8Array> {
+      yield Buffer.from(
+        `--${boundary}\r\ncontent-disposition: form-data; name="path"\r\n\r\n${args.path}\r\n` +
+          `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="${fileName}"\r\n` +
+          `content-type: ${args.contentType ?? "application/octet-stream"}\r\n\r\n`,
+      );
+      if (data instanceof Readable) for await (const chunk of data) yield chunk as Uint8Array;
+      else yield data;
+      yield Buffer.from(`\r\n--${boundary}--\r\n`);
+    }
+    const res = await send(
+      "POST",
+      urlFor(routes.uploadFile, args as unknown as Record<string, unknown>),
+      headers({ "content-type": `multipart/form-data; boundary=${boundary}` }),
+      body(),
+    );
+    if (res.statusCode >= 400) return fail(res);
+    await res.body.dump();
+  };
+
+  client.streamResponse = async function* (args: { instance_id: string; session_id?: string; body: Record<string, unknown> }) {
+    const spec = args.session_id ? routes.createSessionResponse : routes.createResponse;
+    const res = await send(
+      "POST",
+      urlFor(spec, args),
+      headers({ "content-type": "application/json", accept: "text/event-stream" }),
+      JSON.stringify({ ...args.body, stream: true }),
+    );
+    if (res.statusCode >= 400) return fail(res);
+    yield* parseEventStream(res.body);
+  };
+
+  client.withKey = (apiKey: string | undefined) => buildClient({ ...options, apiKey });
+  Object.defineProperty(client, "baseUrl", { value: options.baseUrl, enumerable: true });
+  return client as unknown as ServiceClient;
+}
+
+/** Splits a `text/event-stream` body into events; `data` is parsed as JSON when it is. */
+export async function* parseEventStream(body: AsyncIterable<Uint8Array | string>): AsyncIterable<StreamEvent> {
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for await (const chunk of body) {
+    buffer += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
+    let end: number;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let event = "message";
+      const data: string[] = [];
+      for (const line of frame.split("\n")) {
+        if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      if (!data.length) continue;
+      const text = data.join("\n");
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // Not JSON (e.g. "[DONE]"): keep the text.
+      }
+      yield { event, data: parsed };
+    }
+  }
+}
