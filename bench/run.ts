@@ -1,0 +1,79 @@
+/**
+ * `npm run bench`: throughput of the emulator's hot paths against a bare
+ * express baseline on the same machine, over real HTTP with keep-alive.
+ * Timing goals live here, not in tests.
+ */
+import express from "express";
+import type { AddressInfo } from "node:net";
+import { Agent, request } from "undici";
+import { createEmulator } from "../emulator/index.js";
+import { createServiceClient } from "../shared/client/index.js";
+
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const agent = new Agent({ keepAliveTimeout: 30_000, connections: CONCURRENCY });
+
+async function measure(name: string, call: () => Promise<void>): Promise<void> {
+  for (let i = 0; i < 200; i++) await call(); // warm up
+  let next = 0;
+  const latencies: number[] = [];
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next++ < REQUESTS) {
+        const t = performance.now();
+        await call();
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))]!.toFixed(2);
+  console.log(`${name.padEnd(34)} ${(REQUESTS / seconds).toFixed(0).padStart(7)} req/s   p50 ${pct(0.5)} ms   p99 ${pct(0.99)} ms`);
+}
+
+async function main(): Promise<void> {
+  console.log(`${REQUESTS} requests, ${CONCURRENCY} at a time\n`);
+
+  const baseline = express();
+  baseline.get("/hello", (_req, res) => void res.json({ ok: true }));
+  const server = baseline.listen(0, "127.0.0.1");
+  await new Promise((r) => server.once("listening", r));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await measure("express baseline GET /hello", async () => {
+    const res = await request(`${baseUrl}/hello`, { dispatcher: agent });
+    await res.body.dump();
+  });
+  server.close();
+
+  const emulator = await createEmulator({ provisionMs: 0 });
+  const url = await emulator.listen();
+  const anon = createServiceClient({ baseUrl: url, dispatcher: agent });
+  const { api_key } = await anon.signup({ body: { name: "bench" } });
+  const api = anon.withKey(api_key);
+  await api.updateOrganization({ body: { model_api_keys: { anthropic: "bench" } } });
+  const instance = await api.createInstance({ body: { name: "bench" } });
+  const key = await api.createKey({ body: { name: "bench", instance_ids: [instance.id], permissions: ["read", "interact"] } });
+  const scoped = anon.withKey(key.raw_key);
+
+  await measure("emulator GET /v1/instances/{id}", async () => void (await scoped.getInstance({ instance_id: instance.id })));
+  let n = 0;
+  await measure("emulator POST session responses", async () => {
+    await scoped.createSessionResponse({ instance_id: instance.id, session_id: `s${n++ % 64}`, body: { model: "m", input: "hello" } });
+  });
+  await measure("gateway direct POST /v1/responses", async () => {
+    const res = await request(`${emulator.gateway.urlFor(instance.id)}/v1/responses`, {
+      method: "POST",
+      dispatcher: agent,
+      headers: { "content-type": "application/json", "x-session-key": `d${n++ % 64}` },
+      body: JSON.stringify({ model: "m", input: "hello" }),
+    });
+    await res.body.dump();
+  });
+  console.log(`\nstore file writes during the run: ${emulator.store.writes} (in-memory store: 0 expected)`);
+  await emulator.close();
+  await agent.close();
+}
+
+void main();

@@ -1,0 +1,76 @@
+/**
+ * Who may talk to the bot. Allowlists fail closed: an empty list admits
+ * nobody, an unlisted group is refused unless `allowUnlistedGroups`, and
+ * "open" must be chosen explicitly. Pure functions over config + message.
+ */
+import type { AccessConfig, GroupAccessConfig } from "../config/schema.js";
+import type { InboundMessage } from "./adapter.js";
+
+export type AccessDecision = { allowed: true } | { allowed: false; reason: string };
+
+/** Matches anyone, wherever a user list is accepted. */
+export const ANY_USER = "*";
+
+/**
+ * One spelling per person: WhatsApp ids lose `@s.whatsapp.net` / `@c.us`
+ * and any `:device` part; phone numbers lose spaces, dashes, brackets and the
+ * leading `+`. `@lid` ids keep their suffix: their digits are not a phone
+ * number and must never match one.
+ */
+export function normalizeUserId(id: string): string {
+  let s = id.trim();
+  const pn = /^([^@]+)@(s\.whatsapp\.net|c\.us)$/i.exec(s);
+  if (pn?.[1] !== undefined) s = pn[1].replace(/:\d+$/, "");
+  const lid = /^([^@:]+)(?::\d+)?@lid$/i.exec(s);
+  if (lid?.[1] !== undefined) return `${lid[1]}@lid`;
+  if (/^\+?[\d\s\-().]+$/.test(s) && /\d/.test(s) && (s.startsWith("+") || /\s/.test(s) || pn)) {
+    return s.replace(/[^\d]/g, "");
+  }
+  return s.replace(/\s+/g, "");
+}
+
+/** Every normalised id the sender is known by. */
+export function senderIds(msg: Pick<InboundMessage, "userId" | "userAliases">): Set<string> {
+  return new Set([msg.userId, ...(msg.userAliases ?? [])].map(normalizeUserId));
+}
+
+function listed(list: readonly string[], ids: Set<string>): boolean {
+  return list.some((entry) => entry.trim() === ANY_USER || ids.has(normalizeUserId(entry)));
+}
+
+export function checkAccess(access: AccessConfig, msg: InboundMessage): AccessDecision {
+  const ids = senderIds(msg);
+  const open = access.mode === "open";
+
+  if (msg.chatType === "direct") {
+    if (open || listed(access.users, ids)) return { allowed: true };
+    return { allowed: false, reason: "user not in allowlist" };
+  }
+
+  const group: GroupAccessConfig | undefined = Object.hasOwn(access.groups, msg.chatId)
+    ? access.groups[msg.chatId]
+    : undefined;
+  if (group?.enabled === false) return { allowed: false, reason: "group disabled" };
+  if (!group && !open && !access.allowUnlistedGroups) return { allowed: false, reason: "group not in allowlist" };
+
+  // A group's own list replaces the channel-wide one there; without one,
+  // open mode admits everyone and allowlist mode the channel-wide users.
+  if (group?.users) {
+    return listed(group.users, ids) ? { allowed: true } : { allowed: false, reason: "user not in group allowlist" };
+  }
+  if (open || listed(access.users, ids)) return { allowed: true };
+  return { allowed: false, reason: "user not in allowlist" };
+}
+
+/**
+ * Whether the bot answers in this group only when mentioned (or replied to):
+ * the group's own setting, else the channel's. Channels without the
+ * setting (terminal) never require one.
+ */
+export function groupRequiresMention(
+  channel: { access: AccessConfig; requireMention?: boolean },
+  chatId: string,
+): boolean {
+  const group = Object.hasOwn(channel.access.groups, chatId) ? channel.access.groups[chatId] : undefined;
+  return group?.requireMention ?? channel.requireMention ?? false;
+}

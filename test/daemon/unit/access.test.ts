@@ -1,0 +1,147 @@
+import { describe, expect, it } from "vitest";
+import { parseConfig } from "../../../daemon/config/load.js";
+import type { AccessConfig } from "../../../daemon/config/schema.js";
+import { checkAccess, groupRequiresMention, normalizeUserId } from "../../../daemon/core/access.js";
+import type { InboundMessage } from "../../../daemon/core/adapter.js";
+
+const KEY = `svc_org_${"0".repeat(64)}`;
+
+/** Access blocks go through the real schema, so defaults are the shipped ones. */
+function access(raw: Record<string, unknown>): AccessConfig {
+  const cfg = parseConfig({ service: { apiKey: KEY }, channels: [{ type: "whatsapp", access: raw }] }, {});
+  return cfg.channels[0]!.access;
+}
+
+function msg(over: Partial<InboundMessage>): InboundMessage {
+  return {
+    platform: "whatsapp",
+    accountId: "whatsapp",
+    chatId: "chat",
+    chatType: "direct",
+    userId: "u1",
+    messageId: "m1",
+    text: "hi",
+    sentAt: 0,
+    ...over,
+  };
+}
+
+describe("normalizeUserId", () => {
+  it("gives one spelling per WhatsApp person", () => {
+    for (const id of ["+49 151 1234567", "49 151 1234567", "+49-151-123-4567", "491511234567@s.whatsapp.net", "491511234567:12@s.whatsapp.net", "491511234567@c.us"]) {
+      expect(normalizeUserId(id)).toBe("491511234567");
+    }
+  });
+
+  it("keeps @lid ids apart from phone numbers, minus any device", () => {
+    expect(normalizeUserId("12345@lid")).toBe("12345@lid");
+    expect(normalizeUserId("12345:3@lid")).toBe("12345@lid");
+    expect(normalizeUserId("12345@lid")).not.toBe(normalizeUserId("+12345"));
+  });
+
+  it("leaves other platforms' ids alone", () => {
+    expect(normalizeUserId("123456789012345678")).toBe("123456789012345678");
+    expect(normalizeUserId("-100123")).toBe("-100123");
+    expect(normalizeUserId("local")).toBe("local");
+  });
+});
+
+describe("checkAccess in direct chats", () => {
+  it("fails closed: the default allowlist admits nobody", () => {
+    expect(checkAccess(access({}), msg({}))).toEqual({ allowed: false, reason: "user not in allowlist" });
+  });
+
+  it("admits listed users only", () => {
+    const a = access({ users: ["u1", 42] });
+    expect(checkAccess(a, msg({ userId: "u1" })).allowed).toBe(true);
+    expect(checkAccess(a, msg({ userId: "42" })).allowed).toBe(true);
+    expect(checkAccess(a, msg({ userId: "u2" })).allowed).toBe(false);
+  });
+
+  it("matches a phone number against the sender's aliases, however written", () => {
+    const a = access({ users: ["+49 151 1234567"] });
+    expect(checkAccess(a, msg({ userId: "99999@lid", userAliases: ["491511234567@s.whatsapp.net"] })).allowed).toBe(true);
+    expect(checkAccess(a, msg({ userId: "491511234567:4@s.whatsapp.net" })).allowed).toBe(true);
+    expect(checkAccess(a, msg({ userId: "99999@lid", userAliases: ["491511234568@s.whatsapp.net"] })).allowed).toBe(false);
+    // A @lid id with the same digits is somebody else.
+    expect(checkAccess(a, msg({ userId: "491511234567@lid" })).allowed).toBe(false);
+  });
+
+  it("matches @lid entries", () => {
+    const a = access({ users: ["777@lid"] });
+    expect(checkAccess(a, msg({ userId: "+4900", userAliases: ["777@lid"] })).allowed).toBe(true);
+  });
+
+  it("admits everyone in open mode, and anyone with a * entry", () => {
+    expect(checkAccess(access({ mode: "open" }), msg({ userId: "stranger" })).allowed).toBe(true);
+    expect(checkAccess(access({ users: ["*"] }), msg({ userId: "stranger" })).allowed).toBe(true);
+  });
+});
+
+describe("checkAccess in groups", () => {
+  const group = (over: Partial<InboundMessage> = {}) => msg({ chatType: "group", chatId: "g1", ...over });
+
+  it("refuses unlisted groups, even for allowlisted users", () => {
+    expect(checkAccess(access({ users: ["u1"] }), group())).toEqual({ allowed: false, reason: "group not in allowlist" });
+  });
+
+  it("admits channel-wide users in a listed group without its own list", () => {
+    const a = access({ users: ["u1"], groups: { g1: {} } });
+    expect(checkAccess(a, group({ userId: "u1" })).allowed).toBe(true);
+    expect(checkAccess(a, group({ userId: "u2" }))).toEqual({ allowed: false, reason: "user not in allowlist" });
+  });
+
+  it("lets a group's own list replace the channel-wide one there", () => {
+    const a = access({ users: ["u1"], groups: { g1: { users: ["u2"] } } });
+    expect(checkAccess(a, group({ userId: "u2" })).allowed).toBe(true);
+    expect(checkAccess(a, group({ userId: "u1" }))).toEqual({ allowed: false, reason: "user not in group allowlist" });
+    // ...only in that group: u2 is still a stranger in a direct chat.
+    expect(checkAccess(a, msg({ userId: "u2" })).allowed).toBe(false);
+  });
+
+  it("refuses a disabled group, even in open mode", () => {
+    const a = access({ mode: "open", users: ["u1"], groups: { g1: { enabled: false } } });
+    expect(checkAccess(a, group({ userId: "u1" }))).toEqual({ allowed: false, reason: "group disabled" });
+    expect(checkAccess(a, group({ chatId: "g2" })).allowed).toBe(true);
+  });
+
+  it("admits unlisted groups with allowUnlistedGroups, for allowlisted users only", () => {
+    const a = access({ users: ["u1"], allowUnlistedGroups: true });
+    expect(checkAccess(a, group({ chatId: "any", userId: "u1" })).allowed).toBe(true);
+    expect(checkAccess(a, group({ chatId: "any", userId: "u2" })).allowed).toBe(false);
+  });
+
+  it("applies a group's list in open mode too", () => {
+    const a = access({ mode: "open", groups: { g1: { users: ["u1"] } } });
+    expect(checkAccess(a, group({ userId: "u2" })).allowed).toBe(false);
+    expect(checkAccess(a, group({ userId: "u1" })).allowed).toBe(true);
+  });
+
+  it("does not treat inherited object keys as listed groups", () => {
+    const a = access({ users: ["u1"] });
+    expect(checkAccess(a, group({ chatId: "constructor", userId: "u1" })).allowed).toBe(false);
+    expect(checkAccess(a, group({ chatId: "__proto__", userId: "u1" })).allowed).toBe(false);
+  });
+});
+
+describe("groupRequiresMention", () => {
+  it("uses the group's setting, then the channel's", () => {
+    const cfg = parseConfig(
+      {
+        service: { apiKey: KEY },
+        channels: [
+          { type: "telegram", token: `1:${"a".repeat(35)}`, access: { groups: { quiet: { requireMention: false } } } },
+          { type: "discord", token: "t", requireMention: false, access: { groups: { loud: { requireMention: true } } } },
+          { type: "terminal" },
+        ],
+      },
+      {},
+    );
+    const [tg, dc, term] = cfg.channels;
+    expect(groupRequiresMention(tg!, "quiet")).toBe(false);
+    expect(groupRequiresMention(tg!, "other")).toBe(true);
+    expect(groupRequiresMention(dc!, "loud")).toBe(true);
+    expect(groupRequiresMention(dc!, "other")).toBe(false);
+    expect(groupRequiresMention(term!, "x")).toBe(false);
+  });
+});

@@ -1,0 +1,317 @@
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigError, loadConfig, parseConfig } from "../../../daemon/config/load.js";
+
+const KEY = `svc_org_${"a1".repeat(32)}`;
+const TG_TOKEN = `123456789:${"A".repeat(20)}${"b_-".repeat(5)}`;
+
+function problemsOf(fn: () => unknown): readonly string[] {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    const e = err as ConfigError;
+    // The message lists the same problems, one per line.
+    for (const p of e.problems) expect(e.message).toContain(p);
+    return e.problems;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "daemon-config-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("parseConfig", () => {
+  it("fills every default from a minimal config", () => {
+    const cfg = parseConfig({ service: { apiKey: KEY } }, {});
+    expect(cfg.service).toEqual({
+      baseUrl: "http://127.0.0.1:8080",
+      apiKey: KEY,
+      defaultModel: "claude-sonnet-4-5",
+      requestTimeoutMs: 120_000,
+      autoStart: false,
+    });
+    expect(cfg.dataDir).toBe(".data/daemon");
+    expect(cfg.logLevel).toBe("info");
+    expect(cfg.ops).toEqual({ host: "127.0.0.1", port: 9464 });
+    expect(cfg.queue).toEqual({
+      concurrencyPerInstance: 4,
+      maxPendingPerSession: 20,
+      maxPendingTotal: 1000,
+      debounceMs: 1500,
+      maxTurnAgeMs: 24 * 3600 * 1000,
+    });
+    expect(cfg.retry).toEqual({
+      maxAttempts: 6,
+      baseDelayMs: 500,
+      maxDelayMs: 30_000,
+      errorCooldownMs: 60_000,
+      instanceWaitMs: 120_000,
+    });
+    expect(cfg.attachments).toEqual({ enabled: true, maxBytes: 20 * 1024 * 1024 });
+    expect(cfg.routes).toEqual([]);
+    expect(cfg.channels).toEqual([]);
+  });
+
+  it("fills channel defaults: id from type, allowlist access, platform settings", () => {
+    const cfg = parseConfig(
+      {
+        service: { apiKey: KEY },
+        dataDir: "/var/lib/bridge",
+        channels: [
+          { type: "terminal" },
+          { type: "telegram", token: TG_TOKEN },
+          { type: "discord", id: "disc2", token: "abc.def.ghi" },
+          { type: "whatsapp" },
+        ],
+      },
+      {},
+    );
+    const [terminal, telegram, discord, whatsapp] = cfg.channels;
+    expect(terminal).toMatchObject({ type: "terminal", id: "terminal", enabled: true, userId: "local", prompt: "you> " });
+    // The local user, and only they, may use the terminal unless access says otherwise.
+    expect(terminal?.access).toEqual({ mode: "allowlist", users: ["local"], groups: {}, allowUnlistedGroups: false });
+    expect(telegram).toMatchObject({
+      id: "telegram",
+      apiRoot: "https://api.telegram.org",
+      mode: "polling",
+      requireMention: true,
+      setCommands: true,
+      access: { mode: "allowlist", users: [], groups: {}, allowUnlistedGroups: false },
+    });
+    expect(discord).toMatchObject({ id: "disc2", api: "https://discord.com/api", requireMention: true });
+    expect(whatsapp).toMatchObject({ id: "whatsapp", printQr: true, requireMention: true, authDir: "/var/lib/bridge/whatsapp/whatsapp" });
+  });
+
+  it("keeps a terminal's explicit access as written", () => {
+    const cfg = parseConfig(
+      { service: { apiKey: KEY }, channels: [{ type: "terminal", userId: "me", access: { mode: "open" } }] },
+      {},
+    );
+    expect(cfg.channels[0]?.access).toEqual({ mode: "open", users: [], groups: {}, allowUnlistedGroups: false });
+  });
+
+  it("substitutes ${VAR} in any string, and $${VAR} stays literal", () => {
+    const cfg = parseConfig(
+      {
+        service: { apiKey: "${KEY}", baseUrl: "http://${HOST}:${PORT}/" },
+        routes: [{ match: {}, instance: "inst_${INST}", instructions: "cost: $${NOT_A_VAR}" }],
+        channels: [{ type: "telegram", token: "${TG}", access: { users: ["${ADMIN}"] } }],
+      },
+      { KEY, HOST: "127.0.0.1", PORT: "9999", INST: "x1", TG: TG_TOKEN, ADMIN: "42" },
+    );
+    expect(cfg.service.apiKey).toBe(KEY);
+    // Trailing slashes go, so paths can be appended.
+    expect(cfg.service.baseUrl).toBe("http://127.0.0.1:9999");
+    expect(cfg.routes[0]?.instance).toBe("inst_x1");
+    expect(cfg.routes[0]?.instructions).toBe("cost: ${NOT_A_VAR}");
+    expect(cfg.channels[0]).toMatchObject({ token: TG_TOKEN, access: { users: ["42"] } });
+  });
+
+  it("names the key and the variable when one is unset, and says it once", () => {
+    const problems = problemsOf(() =>
+      parseConfig({ service: { apiKey: "${MISSING_KEY}" }, channels: [{ type: "discord", token: "${DISCORD_TOKEN}" }] }, {}),
+    );
+    expect(problems).toEqual([
+      "service.apiKey: environment variable MISSING_KEY is not set",
+      "channels[0].token: environment variable DISCORD_TOKEN is not set",
+    ]);
+  });
+
+  it("lists every problem as key.path: problem", () => {
+    const problems = problemsOf(() =>
+      parseConfig(
+        {
+          service: { baseUrl: "not a url" },
+          logLevel: "loud",
+          ops: { port: 70000 },
+          queue: { debounceMs: -1, concurency: 3 },
+          retry: { baseDelayMs: 1000, maxDelayMs: 10 },
+          routes: [{ match: { chatType: "channel" } }],
+          channels: [
+            { type: "terminal" },
+            { type: "telegram", token: "12345:short" },
+            { type: "irc" },
+            { type: "telegram", id: "tg2", token: TG_TOKEN, mode: "webhook" },
+            { type: "discord", token: "Bot abc" },
+          ],
+        },
+        {},
+      ),
+    );
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        "service.apiKey: required",
+        "service.baseUrl: must be an http(s) URL",
+        'logLevel: must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent"',
+        "ops.port: must be a port number (0 = pick one), null or false (off)",
+        "queue.debounceMs: must not be negative",
+        "queue.concurency: unknown key",
+        "routes[0].instance: required",
+        'routes[0].match.chatType: must be one of "direct", "group"',
+        "channels[1].token: must look like 123456:ABC... (digits, colon, 35 characters)",
+        'channels[2].type: must be one of "terminal", "telegram", "discord", "whatsapp"',
+        'channels[3].webhook: required when mode is "webhook"',
+        'channels[4].token: must be the bare bot token (no whitespace, no "Bot " prefix)',
+        "retry.maxDelayMs: must be at least baseDelayMs",
+      ]),
+    );
+    expect(problems).toHaveLength(13);
+  });
+
+  it("checks cross-field rules once the shape is right", () => {
+    expect(
+      problemsOf(() => parseConfig({ service: { apiKey: KEY }, retry: { baseDelayMs: 1000, maxDelayMs: 10 } }, {})),
+    ).toEqual(["retry.maxDelayMs: must be at least baseDelayMs"]);
+    expect(
+      problemsOf(() =>
+        parseConfig(
+          {
+            service: { apiKey: KEY },
+            routes: [{ match: { accountId: "tg-typo" }, instance: "i" }],
+            channels: [{ type: "terminal" }, { type: "telegram", token: TG_TOKEN }, { type: "telegram", token: TG_TOKEN }],
+          },
+          {},
+        ),
+      ),
+    ).toEqual([
+      'channels[2].id: duplicate account id "telegram" (also channels[1]); give each channel its own id',
+      'routes[0].match.accountId: no channel has id "tg-typo"',
+    ]);
+  });
+
+  it("never echoes secret values in problems", () => {
+    const secretKey = "sk-live-SUPERSECRET-value";
+    const secretToken = "987654:SUPERSECRET";
+    const err = (() => {
+      try {
+        parseConfig(
+          {
+            service: { apiKey: "${API}" },
+            channels: [{ type: "telegram", token: secretToken, webhook: 5 }, { type: "discord", token: "has SUPERSECRET space" }],
+          },
+          { API: secretKey },
+        );
+      } catch (e) {
+        return e as ConfigError;
+      }
+      throw new Error("expected a ConfigError");
+    })();
+    expect(err.problems.length).toBeGreaterThanOrEqual(3);
+    expect(err.message).not.toContain("SUPERSECRET");
+    expect(err.message).toContain("service.apiKey: must start with svc_org_ or svc_sk_");
+  });
+
+  it("accepts svc_sk_ keys and rejects keys with whitespace", () => {
+    expect(parseConfig({ service: { apiKey: `svc_sk_${"0".repeat(64)}` } }, {}).service.apiKey).toMatch(/^svc_sk_/);
+    expect(problemsOf(() => parseConfig({ service: { apiKey: `${KEY}\n` } }, {}))).toEqual([
+      "service.apiKey: must not contain whitespace",
+    ]);
+  });
+
+  it("turns the ops server off with null or false, and picks a port with 0", () => {
+    expect(parseConfig({ service: { apiKey: KEY }, ops: { port: false } }, {}).ops.port).toBeNull();
+    expect(parseConfig({ service: { apiKey: KEY }, ops: { port: null } }, {}).ops.port).toBeNull();
+    expect(parseConfig({ service: { apiKey: KEY }, ops: { port: 0 } }, {}).ops.port).toBe(0);
+  });
+
+  it("takes ids as exact JSON numbers, and refuses inexact ones", () => {
+    const cfg = parseConfig(
+      {
+        service: { apiKey: KEY },
+        routes: [{ match: { userId: 42, chatId: -100123 }, instance: "i" }],
+        channels: [{ type: "telegram", token: TG_TOKEN, access: { users: [12345, " 678 "] } }],
+      },
+      {},
+    );
+    expect(cfg.routes[0]?.match).toEqual({ userId: "42", chatId: "-100123" });
+    expect(cfg.channels[0]?.access.users).toEqual(["12345", "678"]);
+    expect(
+      problemsOf(() =>
+        parseConfig({ service: { apiKey: KEY }, channels: [{ type: "discord", token: "t", access: { users: [123456789012345678901] } }] }, {}),
+      ),
+    ).toEqual(["channels[0].access.users[0]: must be a string: this id is not exact as a JSON number"]);
+  });
+
+  it('ignores "//" comment keys at every level, including group maps', () => {
+    const cfg = parseConfig(
+      {
+        "//": "top comment",
+        service: { "//": ["a", "b"], apiKey: KEY },
+        "//routes": "explained",
+        channels: [
+          { "//": "x", type: "telegram", token: TG_TOKEN, access: { groups: { "//": "by chat id", "-100": { "//note": 1 } } } },
+        ],
+      },
+      {},
+    );
+    expect(cfg.channels[0]?.access.groups).toEqual({ "-100": { enabled: true } });
+    const keys = (v: unknown): string[] =>
+      v && typeof v === "object" ? Object.entries(v).flatMap(([k, x]) => [k, ...keys(x)]) : [];
+    expect(keys(cfg).filter((k) => k.startsWith("//"))).toEqual([]);
+  });
+
+  it("quotes odd keys in paths", () => {
+    expect(
+      problemsOf(() =>
+        parseConfig(
+          { service: { apiKey: KEY }, channels: [{ type: "whatsapp", access: { groups: { "123@g.us": { users: "x" } } } }] },
+          {},
+        ),
+      ),
+    ).toEqual(['channels[0].access.groups["123@g.us"].users: must be a list']);
+  });
+});
+
+describe("loadConfig", () => {
+  it("loads config.example.json, with its variables set", async () => {
+    const env = { AGENT_BRIDGE_API_KEY: KEY, TELEGRAM_BOT_TOKEN: TG_TOKEN, DISCORD_BOT_TOKEN: "abc.def.ghi" };
+    const cfg = await loadConfig(join(import.meta.dirname, "../../../config.example.json"), env);
+    expect(cfg.service.apiKey).toBe(KEY);
+    expect(cfg.channels.map((c) => [c.type, c.id, c.enabled])).toEqual([
+      ["terminal", "terminal", true],
+      ["telegram", "telegram", false],
+      ["discord", "discord", false],
+      ["whatsapp", "whatsapp", false],
+    ]);
+    expect(cfg.routes.map((r) => r.instance)).toEqual(["inst_team", "inst_personal"]);
+    // The example shows the defaults: it must agree with the schema's own.
+    const defaults = parseConfig({ service: { apiKey: KEY } }, {});
+    for (const key of ["service", "ops", "queue", "retry", "attachments", "dataDir", "logLevel"] as const) {
+      expect(cfg[key]).toEqual(defaults[key]);
+    }
+    const raw = JSON.parse(await readFile(join(import.meta.dirname, "../../../config.example.json"), "utf8")) as {
+      channels: Record<string, unknown>[];
+    };
+    expect(raw.channels.length).toBe(4);
+  });
+
+  it("reports a missing file as a ConfigError", async () => {
+    await expect(loadConfig(join(dir, "nope.json"), {})).rejects.toThrow(/cannot read it \(ENOENT\)/);
+  });
+
+  it("reports where JSON is broken without quoting the file", async () => {
+    const path = join(dir, "broken.json");
+    await writeFile(path, `{\n  "service": { "apiKey": "svc_org_TOPSECRETVALUE" }\n  "x": 1\n}\n`);
+    const err = await loadConfig(path, {}).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(/not valid JSON at line 3 column \d+/);
+    expect((err as Error).message).not.toContain("TOPSECRET");
+  });
+
+  it("validates the file it read and names it", async () => {
+    const path = join(dir, "bad.json");
+    await writeFile(path, JSON.stringify({ service: {} }));
+    const err = await loadConfig(path, {}).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).problems).toEqual(["service.apiKey: required"]);
+    expect((err as Error).message).toContain(path);
+  });
+});
