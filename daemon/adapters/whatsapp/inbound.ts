@@ -1,0 +1,209 @@
+/**
+ * Pure translation of one Baileys message into what the relay core needs, or
+ * the reason it is not for the bot (own echo, status broadcast, reaction...).
+ * No I/O here: downloading attachments and gating mentions happen in the adapter.
+ */
+import {
+  isHostedLidUser,
+  isHostedPnUser,
+  isJidGroup,
+  isLidUser,
+  isPnUser,
+  jidNormalizedUser,
+  normalizeMessageContent,
+  type proto,
+  type WAMessage,
+} from "@whiskeysockets/baileys";
+import type { ChatType, InboundAttachment } from "../../core/adapter.js";
+import { chatIdFromJid, jidUser, userIdFromJid } from "./ids.js";
+
+export interface MediaInfo {
+  kind: InboundAttachment["kind"];
+  fileName: string;
+  mimeType?: string;
+  /** What the message claims; the download is bounded separately. */
+  declaredBytes?: number;
+}
+
+export interface InboundDraft {
+  chatId: string;
+  chatType: ChatType;
+  userId: string;
+  userAliases: string[];
+  userName?: string;
+  messageId: string;
+  text: string;
+  sentAt?: number;
+  /** The bot was @mentioned, or the message replies to one of the bot's. */
+  mentioned: boolean;
+  media?: MediaInfo;
+}
+
+export type Translation = { ok: true; draft: InboundDraft } | { ok: false; reason: string };
+
+/** The bot's own JIDs (phone and `@lid`), any device suffix allowed. */
+export type SelfJids = readonly string[];
+
+const skip = (reason: string): Translation => ({ ok: false, reason });
+
+const isPersonJid = (jid: string): boolean =>
+  Boolean(isPnUser(jid) || isLidUser(jid) || isHostedPnUser(jid) || isHostedLidUser(jid));
+
+export function translateMessage(msg: WAMessage, self: SelfJids): Translation {
+  const key = msg.key;
+  const remoteJid = key.remoteJid;
+  if (!remoteJid || !key.id) return skip("no chat or message id");
+  if (key.fromMe) return skip("own message");
+
+  let chatType: ChatType;
+  let senderJid: string | null | undefined;
+  let senderAlt: string | null | undefined;
+  if (isJidGroup(remoteJid)) {
+    chatType = "group";
+    senderJid = key.participant ?? msg.participant;
+    senderAlt = key.participantAlt;
+  } else if (isPersonJid(remoteJid)) {
+    chatType = "direct";
+    senderJid = remoteJid;
+    senderAlt = key.remoteJidAlt;
+  } else {
+    return skip("not a person or group chat");
+  }
+  if (senderJid && isSelf(senderJid, self)) return skip("own message");
+
+  const userId = userIdFromJid(senderJid);
+  if (!userId) return skip("no sender id");
+  // Older Baileys 7 release candidates carried the other identity as senderPn / senderLid.
+  const legacy = key as Record<string, unknown>;
+  const aliases = [senderAlt, str(legacy["senderPn"]), str(legacy["senderLid"])]
+    .map(userIdFromJid)
+    .filter((id): id is string => Boolean(id) && id !== userId);
+
+  const content = normalizeMessageContent(msg.message);
+  if (!content) return skip("no content");
+
+  const media = mediaOf(content, key.id);
+  const text =
+    content.conversation ??
+    content.extendedTextMessage?.text ??
+    content.imageMessage?.caption ??
+    content.videoMessage?.caption ??
+    content.documentMessage?.caption ??
+    "";
+  if (!text.trim() && !media) return skip("no text or supported media");
+
+  const context = contextOf(content);
+  const mentioned =
+    (context?.mentionedJid ?? []).some((jid) => isSelf(jid, self)) ||
+    Boolean(context?.participant && context.stanzaId && isSelf(context.participant, self));
+
+  const sentAt = toNumber(msg.messageTimestamp);
+  return {
+    ok: true,
+    draft: {
+      chatId: chatIdFromJid(remoteJid),
+      chatType,
+      userId,
+      userAliases: [...new Set(aliases)],
+      ...(msg.pushName ? { userName: msg.pushName } : {}),
+      messageId: key.id,
+      text: stripLeadingMentions(text, self).trim(),
+      ...(sentAt !== undefined ? { sentAt: sentAt * 1000 } : {}),
+      mentioned,
+      ...(media ? { media } : {}),
+    },
+  };
+}
+
+export function isSelf(jid: string, self: SelfJids): boolean {
+  const normal = jidNormalizedUser(jid);
+  return Boolean(normal) && self.some((own) => jidNormalizedUser(own) === normal);
+}
+
+/** "@4915123 hello" -> "hello" when 4915123 is the bot (by phone or lid). */
+export function stripLeadingMentions(text: string, self: SelfJids): string {
+  const users = self.map(jidUser).filter((u): u is string => Boolean(u));
+  let out = text;
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const user of users) {
+      const match = new RegExp(`^\\s*@${user}(?![0-9])[\\s,:]*`).exec(out);
+      if (match) {
+        out = out.slice(match[0].length);
+        changed = true;
+      }
+    }
+  }
+  return out;
+}
+
+function contextOf(content: proto.IMessage): proto.IContextInfo | null | undefined {
+  return (
+    content.extendedTextMessage?.contextInfo ??
+    content.imageMessage?.contextInfo ??
+    content.documentMessage?.contextInfo ??
+    content.videoMessage?.contextInfo ??
+    content.audioMessage?.contextInfo ??
+    undefined
+  );
+}
+
+function mediaOf(content: proto.IMessage, messageId: string): MediaInfo | undefined {
+  const pick = (): { kind: MediaInfo["kind"]; m: proto.Message.IDocumentMessage | proto.Message.IImageMessage | proto.Message.IAudioMessage | proto.Message.IVideoMessage } | undefined => {
+    if (content.documentMessage) return { kind: "document", m: content.documentMessage };
+    if (content.imageMessage) return { kind: "photo", m: content.imageMessage };
+    if (content.audioMessage) return { kind: "audio", m: content.audioMessage };
+    if (content.videoMessage) return { kind: "video", m: content.videoMessage };
+    return undefined;
+  };
+  const found = pick();
+  if (!found) return undefined;
+  const mimeType = found.m.mimetype ?? undefined;
+  const named = "fileName" in found.m ? safeFileName(found.m.fileName) : undefined;
+  const declared = toNumber(found.m.fileLength);
+  return {
+    kind: found.kind,
+    fileName: named ?? `${found.kind}-${safeFileName(messageId) ?? "file"}.${extensionFor(mimeType)}`,
+    ...(mimeType ? { mimeType } : {}),
+    ...(declared !== undefined ? { declaredBytes: declared } : {}),
+  };
+}
+
+/** A base name without folders or control characters, or undefined when nothing usable is left. */
+export function safeFileName(name: string | null | undefined): string | undefined {
+  if (!name) return undefined;
+  const base = name.split(/[\\/]/).pop() ?? "";
+  // eslint-disable-next-line no-control-regex
+  const clean = base.replace(/[\u0000-\u001f\u007f]/g, "").trim().slice(0, 120);
+  return clean && clean !== "." && clean !== ".." ? clean : undefined;
+}
+
+const EXTENSIONS: Record<string, string> = {
+  "application/pdf": "pdf",
+  "image/jpeg": "jpg",
+  "image/png": "png",
+  "image/webp": "webp",
+  "image/gif": "gif",
+  "audio/ogg": "ogg",
+  "audio/mpeg": "mp3",
+  "audio/mp4": "m4a",
+  "video/mp4": "mp4",
+  "text/plain": "txt",
+};
+
+function extensionFor(mimeType: string | undefined): string {
+  const bare = mimeType?.split(";")[0]?.trim().toLowerCase();
+  return (bare && EXTENSIONS[bare]) || "bin";
+}
+
+/** Protobuf numbers arrive as number or Long. */
+function toNumber(value: unknown): number | undefined {
+  if (typeof value === "number") return Number.isFinite(value) ? value : undefined;
+  if (value && typeof value === "object" && "toNumber" in value && typeof value.toNumber === "function") {
+    const n: unknown = value.toNumber();
+    return typeof n === "number" && Number.isFinite(n) ? n : undefined;
+  }
+  return undefined;
+}
+
+const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);

@@ -1,0 +1,95 @@
+/**
+ * The whole chain: a WhatsApp message (Baileys-shaped, from the fake socket)
+ * goes through the adapter, the daemon's access rules, journal, queue and
+ * relay to the emulator over real HTTP, and the fake model's answer comes
+ * back through `sendMessage` to the chat it came from.
+ */
+import { afterEach, expect, it, vi } from "vitest";
+import { createWhatsAppAdapter } from "../../daemon/adapters/whatsapp/index.js";
+import { daemonConfigSchema } from "../../daemon/config/schema.js";
+import { createDaemon, type Daemon } from "../../daemon/daemon.js";
+import { systemClock } from "../../shared/clock.js";
+import { seededRandom } from "../../shared/random.js";
+import { createFakeBaileys, directByLid, directByPhone, groupText, lidJid, pnJid } from "../fakes/baileys-socket.js";
+import { runningInstance, signupOrg, startEmulator, tempDir, type TestEmulator } from "../helpers/emulator.js";
+import { Writable } from "node:stream";
+import { pino } from "pino";
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const ANA = "4915111111111";
+const LIA_LID = "210000000000042";
+const LIA_PHONE = "4917622222222";
+const GROUP = "120363000000000001@g.us";
+
+it("relays a WhatsApp message to the agent and sends its reply back to the same chat", async () => {
+  const t: TestEmulator = await startEmulator();
+  cleanups.push(() => t.close());
+  const baseUrl = await t.emulator.listen(0, "127.0.0.1");
+  const org = await signupOrg(t.app);
+  const instance = await runningInstance(t, org);
+  const dir = tempDir("wa-e2e-");
+  cleanups.push(dir.remove);
+
+  const config = daemonConfigSchema.parse({
+    service: { baseUrl, apiKey: org.apiKey },
+    dataDir: dir.path,
+    logLevel: "silent",
+    ops: { port: null },
+    queue: { debounceMs: 0 },
+    routes: [{ instance: instance.id }],
+    channels: [
+      {
+        type: "whatsapp",
+        id: "wa",
+        access: { users: [`+${ANA}`, `+${LIA_PHONE}`], groups: { [GROUP]: {} } },
+      },
+    ],
+  });
+  const channel = config.channels[0];
+  if (channel?.type !== "whatsapp") throw new Error("expected a whatsapp channel");
+  const logger = pino({ level: "silent" });
+  const fake = createFakeBaileys();
+  const adapter = createWhatsAppAdapter(
+    channel,
+    {
+      logger,
+      state: { get: () => undefined, set: async () => undefined },
+      dataDir: dir.path,
+      clock: systemClock,
+      maxAttachmentBytes: config.attachments.maxBytes,
+    },
+    { socketFactory: fake.factory, qrOutput: new Writable({ write: (_c, _e, cb) => cb() }), random: seededRandom(3) },
+  );
+  const daemon: Daemon = createDaemon({ config, adapters: [adapter], logger, random: seededRandom(4) });
+  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+
+  const started = daemon.start();
+  await vi.waitFor(() => expect(fake.sockets).toHaveLength(1));
+  const socket = fake.latest();
+  socket.open();
+  await started;
+
+  // A listed person by phone; a listed person arriving by @lid with the phone as alt;
+  // an unlisted stranger; an unmentioned group message; a mention in the listed group.
+  socket.receive([directByPhone(ANA, "hello agent")]);
+  socket.receive([directByLid(LIA_LID, "hi from lid", { phoneAlt: LIA_PHONE })]);
+  socket.receive([directByPhone("4915999999999", "let me in")]);
+  socket.receive([groupText(GROUP, pnJid(ANA), "not for the bot")]);
+  socket.receive([groupText(GROUP, pnJid(ANA), `@${fake.account.lid} in the group`, { mentions: [lidJid(fake.account.lid)] })]);
+
+  await vi.waitFor(() => expect(socket.sent).toHaveLength(3), { timeout: 10_000 });
+  await daemon.whenIdle();
+  const byJid = new Map(socket.sent.map((s) => [s.jid, s.content.text]));
+  expect(byJid.get(pnJid(ANA))).toBe("You said: hello agent");
+  expect(byJid.get(lidJid(LIA_LID))).toBe("You said: hi from lid");
+  expect(byJid.get(GROUP)).toBe("You said: in the group");
+  expect(byJid.has(pnJid("4915999999999"))).toBe(false);
+  // Each admitted message was marked read once journaled; the stranger's stays unread.
+  expect(socket.reads.flat().map((k) => k.remoteJid).sort()).toEqual([GROUP, lidJid(LIA_LID), pnJid(ANA)].sort());
+  // The bot's own sends came back as "append" upserts and were not answered.
+  expect(socket.sent).toHaveLength(3);
+});
