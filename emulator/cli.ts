@@ -5,7 +5,6 @@
  */
 import { parseArgs } from "node:util";
 import { createEmulator } from "./index.js";
-import { DataDirLockedError } from "./store/lock.js";
 
 const HELP = `Usage: npm run emulator -- [options]
 
@@ -79,7 +78,8 @@ async function main(): Promise<void> {
       gatewayUrl: args["gateway-url"],
     });
   } catch (error) {
-    if (error instanceof DataDirLockedError) {
+    // A locked (DataDirLockedError) or unreadable data directory: say why in one line, not a stack trace.
+    if (error instanceof Error) {
       process.stderr.write(`emulator: ${error.message}\n`);
       process.exit(1);
     }

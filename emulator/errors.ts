@@ -51,13 +51,22 @@ export function sendError(res: Response, error: unknown): void {
   }
   const status = httpStatusOf(error);
   if (status === 413) return void res.status(413).json({ detail: "Request body too large." });
-  if (status === 400) return void res.status(400).json({ detail: "Request body is not valid JSON." });
-  if (status && status >= 400 && status < 500) return void res.status(status).json({ detail: "Bad request." });
+  if (fieldOf(error, "type") === "entity.parse.failed") return void res.status(400).json({ detail: "Request body is not valid JSON." });
+  // Other client errors (a path that is not valid percent-encoding, an unsupported
+  // charset or encoding): the library's sentence is about the caller's own input.
+  if (status && status >= 400 && status < 500) {
+    const message = fieldOf(error, "message");
+    return void res.status(status).json({ detail: typeof message === "string" && message ? `${message}.`.replace(/\.\.$/, ".") : "Bad request." });
+  }
   res.status(500).json({ detail: "Internal error." });
 }
 
 /** body-parser and friends mark their errors with `status`/`type`. */
 function httpStatusOf(error: unknown): number | undefined {
-  if (error && typeof error === "object" && "status" in error && typeof error.status === "number") return error.status;
-  return undefined;
+  const status = fieldOf(error, "status");
+  return typeof status === "number" ? status : undefined;
+}
+
+function fieldOf(error: unknown, name: string): unknown {
+  return error && typeof error === "object" && name in error ? (error as Record<string, unknown>)[name] : undefined;
 }

@@ -101,6 +101,8 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     },
   });
   await gateway.listen(0, options.gatewayHost ?? "127.0.0.1");
+  // Remembered so instance views keep answering after the gateway is closed (tests close it on purpose).
+  const gatewayBase = gateway.url;
 
   let server: Server | undefined;
   let publicUrl: string | undefined;
@@ -115,7 +117,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     workspaces: createWorkspaces(workspaceRoot),
     gatewayDispatcher: new Agent({ keepAliveTimeout: 30_000, connections: 256 }),
     publicUrl: () => publicUrl ?? "http://localhost",
-    gatewayUrlOf: (instance) => instance.gateway_override ?? gateway.urlFor(instance.id),
+    gatewayUrlOf: (instance) => instance.gateway_override ?? `${gatewayBase}/instances/${encodeURIComponent(instance.id)}`,
     settle: (instance) => settleInstance(env, instance),
   };
 

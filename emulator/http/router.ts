@@ -80,6 +80,9 @@ function prepare(env: EmulatorEnv, spec: RouteSpec, req: Request, res: Response)
       caller = authenticate(env, req.headers.authorization);
       res.locals.keyKind = caller.kind;
       requireOrgKey(caller);
+      // An organization-only route that names an instance (delete) still answers
+      // 404 for an unknown, foreign or terminated one.
+      if (params.instance_id !== undefined) instance = authorizeInstance(env, caller, spec.access, params.instance_id);
       break;
     case "instance":
       caller = authenticate(env, req.headers.authorization);

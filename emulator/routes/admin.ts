@@ -27,6 +27,9 @@ type AdminHandlers = Pick<
   | "adminRequests"
 >;
 
+/** Ids come from the URL: never let `constructor` or `__proto__` reach Object's own members. */
+const own = <T>(map: Record<string, T>, id: string): T | undefined => (Object.hasOwn(map, id) ? map[id] : undefined);
+
 const STATE_MAPS = ["organizations", "credentials", "keys", "instances", "billing"] as const;
 
 /** A snapshot must at least have the state's shape; deeper checks would duplicate the writers. */
@@ -81,7 +84,7 @@ export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminH
     },
 
     adminForceState({ params, body }) {
-      const instance = state().instances[params.instance_id];
+      const instance = own(state().instances, params.instance_id);
       if (!instance || instance.status === "terminated") throw notFound(`Instance ${params.instance_id} not found.`);
       if (body.gateway_url !== undefined) instance.gateway_override = body.gateway_url.replace(/\/+$/, "");
       if (body.status === "terminated") {
@@ -100,7 +103,7 @@ export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminH
     },
 
     adminSetTier({ params, body }) {
-      const org = state().organizations[params.organization_id];
+      const org = own(state().organizations, params.organization_id);
       if (!org) throw notFound(`Organization ${params.organization_id} not found.`);
       org.tier = body.tier;
       org.updated_at = isoAt(env.clock.now());

@@ -2,7 +2,7 @@ import { isoAt } from "../../shared/clock.js";
 import { hex, uuid } from "../../shared/random.js";
 import { TIER_LIMITS } from "../../shared/schemas/common.js";
 import type { EmulatorEnv } from "../env.js";
-import { ApiError, badRequest, conflict } from "../errors.js";
+import { ApiError, badRequest, conflict, notFound } from "../errors.js";
 import type { Handlers } from "../http/router.js";
 import type { InstanceRecord } from "../store/state.js";
 import { instanceView } from "../views.js";
@@ -104,7 +104,11 @@ export function instanceHandlers(env: EmulatorEnv): InstanceHandlers {
     },
 
     deleteInstance({ caller, params }) {
-      const instance = state().instances[params.instance_id]!;
+      // The router already answered 404 for an unknown, foreign or terminated id.
+      const instance = state().instances[params.instance_id];
+      if (!instance || instance.organization_id !== caller.organization.id || instance.status === "terminated") {
+        throw notFound(`Instance ${params.instance_id} not found.`);
+      }
       terminate(env, instance);
       const org = caller.organization;
       org.instance_ids = org.instance_ids.filter((id) => id !== instance.id);

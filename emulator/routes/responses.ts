@@ -19,15 +19,16 @@ export function responseHandlers(env: EmulatorEnv): ResponseHandlers {
   async function relay(ctx: Ctx<Routes["createResponse"]>, sessionKey: string): Promise<typeof HANDLED> {
     const { instance, body, res } = ctx;
     if (instance.status !== "running") throw conflict(`Instance is not running (status: ${instance.status}).`);
-    const url = `${env.gatewayUrlOf(instance)}/v1/responses`;
     let upstream: Dispatcher.ResponseData;
     try {
+      // Inside the try: a gateway that is not listening has no address at all.
+      const url = `${env.gatewayUrlOf(instance)}/v1/responses`;
       upstream = await request(url, {
         method: "POST",
         headers: {
           "content-type": "application/json",
           accept: body.stream ? "text/event-stream" : "application/json",
-          "x-session-key": sessionKey,
+          "x-session-key": sessionHeader(sessionKey),
         },
         body: JSON.stringify(body),
         dispatcher: env.gatewayDispatcher,
@@ -83,6 +84,15 @@ export function responseHandlers(env: EmulatorEnv): ResponseHandlers {
     },
   };
 }
+
+/**
+ * A session id is any string, a header value is not (no newlines, nothing
+ * beyond Latin-1, no blanks at either end). Plain printable ASCII without `%`
+ * goes as it is; anything else is percent-encoded, which always yields a `%`,
+ * so two different ids never share a header value.
+ */
+const PLAIN_HEADER = /^[\x21-\x24\x26-\x7e](?:[\x20-\x24\x26-\x7e]*[\x21-\x24\x26-\x7e])?$/;
+export const sessionHeader = (session: string): string => (PLAIN_HEADER.test(session) ? session : encodeURIComponent(session));
 
 async function readAll(upstream: Dispatcher.ResponseData): Promise<string> {
   try {

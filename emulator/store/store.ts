@@ -72,11 +72,20 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
     dueAt = Infinity;
     if (!dirty) return writing;
     dirty = false;
-    // Serialise writes: the next one starts after the previous landed.
-    writing = writing.then(async () => {
-      writes++;
-      await db.write();
-    });
+    // Serialise writes: the next one starts after the previous settled. A failed
+    // write must not poison the chain, and leaves the state dirty so the next
+    // commit or flush writes it again.
+    writing = writing
+      .catch(() => {})
+      .then(async () => {
+        writes++;
+        try {
+          await db.write();
+        } catch (error) {
+          dirty = true;
+          throw error;
+        }
+      });
     return writing;
   };
 

@@ -1,0 +1,110 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { DataDirLockedError } from "../../emulator/store/lock.js";
+import { openStore, type Store } from "../../emulator/store/store.js";
+import { tempDir } from "../helpers/emulator.js";
+
+const stores: Store[] = [];
+const dirs: (() => void)[] = [];
+afterEach(async () => {
+  while (stores.length) await stores.pop()!.close().catch(() => {});
+  while (dirs.length) dirs.pop()!();
+});
+
+function dir(): string {
+  const d = tempDir("agent-bridge-store-");
+  dirs.push(d.remove);
+  return d.path;
+}
+
+async function open(dataDir: string, flushMs = 1): Promise<Store> {
+  const store = await openStore({ dataDir, flushMs });
+  stores.push(store);
+  return store;
+}
+
+const addOrg = (store: Store, id: string) => {
+  store.data.organizations[id] = {
+    id,
+    name: id,
+    tier: "shrimp",
+    provider_keys: {},
+    instance_ids: [],
+    key_ids: [],
+    created_at: "2026-01-01T00:00:00.000Z",
+    updated_at: "2026-01-01T00:00:00.000Z",
+  };
+  store.commit();
+};
+
+const onDisk = (dataDir: string) => JSON.parse(readFileSync(join(dataDir, "state.json"), "utf8")) as { organizations: Record<string, unknown> };
+
+describe("store", () => {
+  it("coalesces a burst of commits into one atomic write, leaving no temporary file", async () => {
+    const d = dir();
+    const store = await open(d, 20);
+    for (let i = 0; i < 50; i++) addOrg(store, `org-${i}`);
+    await store.flush();
+    expect(store.writes).toBe(1);
+    expect(Object.keys(onDisk(d).organizations)).toHaveLength(50);
+    expect(readdirSync(d).sort()).toEqual(["emulator.lock", "state.json"]);
+  });
+
+  it("reads back what it wrote", async () => {
+    const d = dir();
+    const first = await open(d);
+    addOrg(first, "kept");
+    await first.close();
+    const second = await open(d);
+    expect(Object.keys(second.data.organizations)).toEqual(["kept"]);
+  });
+
+  it("keeps writing after a write failed, and does not lose the change that failed", async () => {
+    const root = dir();
+    const d = join(root, "data");
+    const store = await open(d);
+    addOrg(store, "first");
+    await store.flush();
+
+    // The directory disappears under it: the next write fails...
+    rmSync(d, { recursive: true, force: true });
+    addOrg(store, "second");
+    await expect(store.flush()).rejects.toThrow();
+
+    // ...and once it is back, the next flush writes everything, the failed change included.
+    mkdirSync(d);
+    await store.flush();
+    expect(Object.keys(onDisk(d).organizations).sort()).toEqual(["first", "second"]);
+    addOrg(store, "third");
+    await store.flush();
+    expect(Object.keys(onDisk(d).organizations).sort()).toEqual(["first", "second", "third"]);
+  });
+
+  it("one store per directory; the lock is released on close", async () => {
+    const d = dir();
+    const first = await open(d);
+    await expect(openStore({ dataDir: d })).rejects.toBeInstanceOf(DataDirLockedError);
+    await first.close();
+    expect(existsSync(join(d, "emulator.lock"))).toBe(false);
+    await open(d);
+  });
+
+  it("takes over a lock whose process is gone", async () => {
+    const d = dir();
+    const dead = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" });
+    writeFileSync(join(d, "emulator.lock"), dead.stdout);
+    const store = await open(d);
+    expect(readFileSync(join(d, "emulator.lock"), "utf8")).toBe(String(process.pid));
+    addOrg(store, "mine");
+    await store.flush();
+  });
+
+  it("refuses a state file of another version, and frees the lock", async () => {
+    const d = dir();
+    writeFileSync(join(d, "state.json"), JSON.stringify({ version: 99 }));
+    await expect(openStore({ dataDir: d })).rejects.toThrow(/version 99/);
+    expect(existsSync(join(d, "emulator.lock"))).toBe(false);
+  });
+});

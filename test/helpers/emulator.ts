@@ -1,0 +1,147 @@
+/**
+ * Shared helpers for tests that drive the emulator: start one with the test
+ * defaults (manual clock, instant provisioning, response validation), sign up
+ * an organization, get a running instance. Everything goes through the public
+ * HTTP API (supertest against `emulator.app`), so the helpers exercise the
+ * same paths a client does.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Express } from "express";
+import request from "supertest";
+import { createEmulator, type Emulator, type EmulatorOptions } from "../../emulator/index.js";
+import { createManualClock, type ManualClock } from "../../shared/clock.js";
+import type { Provider, Tier } from "../../shared/schemas/common.js";
+import type { Instance } from "../../shared/schemas/instances.js";
+import type { Organization } from "../../shared/schemas/organization.js";
+
+export interface TestEmulator {
+  emulator: Emulator;
+  app: Express;
+  /** The emulator's clock: advance it to finish provisioning or expire keys. */
+  clock: ManualClock;
+  close(): Promise<void>;
+}
+
+/**
+ * An emulator for tests: `validateResponses` on, `provisionMs: 0` and a manual
+ * clock unless overridden. Memory-only unless `dataDir` is given.
+ */
+export async function startEmulator(options: EmulatorOptions & { clock?: ManualClock } = {}): Promise<TestEmulator> {
+  const clock = options.clock ?? createManualClock();
+  const emulator = await createEmulator({ provisionMs: 0, validateResponses: true, ...options, clock });
+  return { emulator, app: emulator.app, clock, close: () => emulator.close() };
+}
+
+export const bearer = (key: string): { Authorization: string } => ({ Authorization: `Bearer ${key}` });
+
+export interface TestOrg {
+  apiKey: string;
+  organization: Organization;
+  /** Headers carrying the organization key. */
+  auth: { Authorization: string };
+}
+
+/** Fake provider keys; recognisable so tests can check they never come back. */
+export const providerKey = (provider: Provider): string => `${provider}-test-secret-0123456789abcdef`;
+
+/**
+ * Signs up an organization and, by default, stores an `anthropic` key so it
+ * can create instances at once. `tier` switches the plan through the control plane.
+ */
+export async function signupOrg(
+  app: Express,
+  options: { name?: string; providers?: Provider[]; tier?: Tier } = {},
+): Promise<TestOrg> {
+  const signup = await request(app).post("/v1/organization/signup").send({ name: options.name ?? "acme" });
+  if (signup.status !== 201) throw new Error(`signup answered ${signup.status}: ${signup.text}`);
+  const apiKey = (signup.body as { api_key: string }).api_key;
+  let organization = (signup.body as { organization: Organization }).organization;
+  const providers = options.providers ?? ["anthropic"];
+  if (providers.length) {
+    const keys = Object.fromEntries(providers.map((p) => [p, providerKey(p)]));
+    const patch = await request(app).patch("/v1/organization").set(bearer(apiKey)).send({ model_api_keys: keys });
+    if (patch.status !== 200) throw new Error(`setting provider keys answered ${patch.status}: ${patch.text}`);
+    organization = patch.body as Organization;
+  }
+  if (options.tier) {
+    const tier = await request(app).post(`/_emulator/organizations/${organization.id}/tier`).send({ tier: options.tier });
+    if (tier.status !== 200) throw new Error(`setting the tier answered ${tier.status}: ${tier.text}`);
+    organization = tier.body as Organization;
+  }
+  return { apiKey, organization, auth: bearer(apiKey) };
+}
+
+/**
+ * Creates an instance and brings it to `running`: advances the manual clock
+ * past the provisioning delay when there is one.
+ */
+export async function runningInstance(t: TestEmulator, org: TestOrg, body: Record<string, unknown> = {}): Promise<Instance> {
+  const created = await request(t.app).post("/v1/instances").set(org.auth).send({ name: "agent", ...body });
+  if (created.status !== 201) throw new Error(`create instance answered ${created.status}: ${created.text}`);
+  let instance = created.body as Instance;
+  if (instance.status === "provisioning") {
+    t.clock.advance(t.emulator.env.settings.provisionMs);
+    const got = await request(t.app).get(`/v1/instances/${instance.id}`).set(org.auth);
+    instance = got.body as Instance;
+  }
+  if (instance.status !== "running") throw new Error(`instance is ${instance.status}, not running`);
+  return instance;
+}
+
+/** Forces an instance's state (and optionally its gateway) through the control plane. */
+export async function forceState(
+  app: Express,
+  instanceId: string,
+  body: { status: Instance["status"]; error_message?: string; gateway_url?: string },
+): Promise<Instance> {
+  const res = await request(app).post(`/_emulator/instances/${instanceId}/state`).send(body);
+  if (res.status !== 200) throw new Error(`forcing state answered ${res.status}: ${res.text}`);
+  return res.body as Instance;
+}
+
+/** The whole exported state, for before/after comparisons. */
+export async function snapshot(app: Express): Promise<unknown> {
+  const res = await request(app).get("/_emulator/snapshot");
+  if (res.status !== 200) throw new Error(`snapshot answered ${res.status}`);
+  return res.body as unknown;
+}
+
+/** The assistant text of a response object (first output text block). */
+export function replyText(body: unknown): string | undefined {
+  const output = (body as { output?: { content?: { type?: string; text?: string }[] }[] } | undefined)?.output;
+  const block = output?.[0]?.content?.find((c) => c.type === "output_text");
+  return block?.text;
+}
+
+/** A temporary directory removed by the returned cleanup. */
+export function tempDir(prefix = "agent-bridge-test-"): { path: string; remove: () => void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/** A loopback port that nothing listens on (bound, then released). */
+export async function deadPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Starts a plain HTTP server on a loopback ephemeral port; resolves its base URL and a closer. */
+export async function listenOn(server: Server): Promise<{ url: string; close: () => Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
