@@ -1,0 +1,122 @@
+/**
+ * Pure translation of one Discord message into the core's terms: whether the
+ * bot should see it at all (bots, system messages, mention gating in guilds)
+ * and with what text. No discord.js objects here, only a plain view of the
+ * message, so every rule is testable without a gateway.
+ */
+import type { DiscordChannelConfig } from "../../config/schema.js";
+import type { ChatType, InboundAttachment } from "../../core/adapter.js";
+import { groupRequiresMention } from "../../core/access.js";
+
+export interface DiscordAttachmentView {
+  id: string;
+  name: string | null;
+  url: string;
+  /** Bytes, as Discord reports them. */
+  size: number;
+  contentType: string | null;
+}
+
+/** The parts of a discord.js `Message` the adapter reads. */
+export interface DiscordMessageView {
+  id: string;
+  channelId: string;
+  /** Null in DMs. */
+  guildId: string | null;
+  /** A thread's parent channel, so a thread inherits its channel's settings. */
+  parentChannelId: string | null;
+  authorId: string;
+  authorIsBot: boolean;
+  authorName: string;
+  /** Joins, pins, boosts and other messages Discord writes itself. */
+  isSystem: boolean;
+  fromWebhook: boolean;
+  content: string;
+  createdTimestamp: number;
+  mentionedUserIds: readonly string[];
+  mentionedRoleIds: readonly string[];
+  /** Author of the message this one replies to, if any. */
+  repliedUserId: string | null;
+  attachments: readonly DiscordAttachmentView[];
+}
+
+export interface BotIdentity {
+  id: string;
+  name: string;
+  /** The bot's managed role in this guild: people often @mention that instead of the bot. */
+  roleIds: readonly string[];
+}
+
+export type InboundDecision =
+  | { kind: "ignore"; reason: "own message" | "bot author" | "system message" | "webhook" | "not mentioned" | "empty" }
+  | { kind: "accept"; chatType: ChatType; text: string };
+
+type MentionConfig = Pick<DiscordChannelConfig, "access" | "requireMention">;
+
+/**
+ * Group settings may be keyed by the channel, a thread's parent channel or the
+ * guild: the most specific listed one wins.
+ */
+export function groupSettingsKey(config: MentionConfig, view: Pick<DiscordMessageView, "channelId" | "parentChannelId" | "guildId">): string {
+  const candidates = [view.channelId, view.parentChannelId, view.guildId].filter((id): id is string => Boolean(id));
+  return candidates.find((id) => Object.hasOwn(config.access.groups, id)) ?? view.channelId;
+}
+
+export function mentionsBot(view: DiscordMessageView, bot: BotIdentity): boolean {
+  if (view.mentionedUserIds.includes(bot.id)) return true;
+  if (view.repliedUserId === bot.id) return true;
+  if (view.mentionedRoleIds.some((id) => bot.roleIds.includes(id))) return true;
+  // `mentions` is authoritative, but the raw tag in the text is proof enough.
+  return mentionTags(bot).some((tag) => view.content.includes(tag));
+}
+
+function mentionTags(bot: BotIdentity): string[] {
+  return [`<@${bot.id}>`, `<@!${bot.id}>`, ...bot.roleIds.map((id) => `<@&${id}>`)];
+}
+
+/**
+ * Removes the leading bot mention(s) ("<@123> hi", "<@!123>, hi"); a mention
+ * later in the sentence becomes a readable "@name" instead of vanishing.
+ */
+export function stripBotMention(content: string, bot: BotIdentity): string {
+  const tags = mentionTags(bot);
+  let text = content.trim();
+  for (;;) {
+    const tag = tags.find((t) => text.startsWith(t));
+    if (!tag) break;
+    text = text.slice(tag.length).replace(/^[\s,:;]+/, "");
+  }
+  for (const tag of tags) text = text.split(tag).join(`@${bot.name}`);
+  return text.trim();
+}
+
+export function classifyMessage(view: DiscordMessageView, bot: BotIdentity, config: MentionConfig): InboundDecision {
+  if (view.authorId === bot.id) return { kind: "ignore", reason: "own message" };
+  if (view.authorIsBot) return { kind: "ignore", reason: "bot author" };
+  if (view.fromWebhook) return { kind: "ignore", reason: "webhook" };
+  if (view.isSystem) return { kind: "ignore", reason: "system message" };
+
+  const chatType: ChatType = view.guildId ? "group" : "direct";
+  if (chatType === "group" && groupRequiresMention(config, groupSettingsKey(config, view)) && !mentionsBot(view, bot)) {
+    return { kind: "ignore", reason: "not mentioned" };
+  }
+  const text = stripBotMention(view.content, bot);
+  if (!text && view.attachments.length === 0) return { kind: "ignore", reason: "empty" };
+  return { kind: "accept", chatType, text };
+}
+
+export function attachmentKind(contentType: string | null): InboundAttachment["kind"] {
+  const type = (contentType ?? "").toLowerCase();
+  if (type.startsWith("image/")) return "photo";
+  if (type.startsWith("audio/")) return "audio";
+  if (type.startsWith("video/")) return "video";
+  if (type.startsWith("application/") || type.startsWith("text/")) return "document";
+  return "other";
+}
+
+/** A base name with no folders or control characters; invented when Discord gives none. */
+export function safeFileName(name: string | null, fallbackId: string): string {
+  const base = (name ?? "").split(/[\\/]/).pop() ?? "";
+  const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, "").replace(/^\.+/, "").trim().slice(0, 200);
+  return cleaned || `attachment-${fallbackId}`;
+}

@@ -1,0 +1,287 @@
+/**
+ * Discord through discord.js 14: the gateway (via `connection.ts`) brings
+ * messages in, a REST client of our own sends replies and typing by channel
+ * id, so replies still go out while the gateway is reconnecting and DM
+ * channels need no cache. Commands and access control are the core's; this
+ * file only translates.
+ */
+import { DiscordAPIError, HTTPError, REST, Routes, type Client, type Message, type RESTPostAPIChannelMessageJSONBody } from "discord.js";
+import { cryptoRandom, type Random } from "../../../shared/random.js";
+import type { DiscordChannelConfig } from "../../config/schema.js";
+import { checkAccess } from "../../core/access.js";
+import type {
+  AdapterDeps,
+  AdapterLimits,
+  ChatAdapter,
+  ChatTarget,
+  InboundAttachment,
+  InboundMessage,
+  InboundSink,
+  SendOptions,
+} from "../../core/adapter.js";
+import { downloadAttachment, formatBytes } from "./attachments.js";
+import { createGatewayConnection, defaultConnectionTuning, type ConnectionTuning } from "./connection.js";
+import {
+  attachmentKind,
+  classifyMessage,
+  safeFileName,
+  type BotIdentity,
+  type DiscordMessageView,
+} from "./inbound.js";
+
+export { ConnectFailure } from "./connection.js";
+export type { ConnectionTuning } from "./connection.js";
+
+export const DISCORD_LIMITS: AdapterLimits = { maxMessageLength: 2000, typingRefreshMs: 8000 };
+
+export interface DiscordAdapterOptions extends Partial<ConnectionTuning> {
+  /** Jitter for reconnect backoff. */
+  random?: Random;
+  attachmentTimeoutMs?: number;
+}
+
+/** A send that failed: `status` is Discord's HTTP status, 0 when no answer came. */
+export class DiscordAdapterError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    /** Discord's JSON error code (10003 unknown channel, 50013 missing permissions, ...). */
+    readonly code?: number | string,
+  ) {
+    super(message);
+    this.name = "DiscordAdapterError";
+  }
+
+  /** Worth trying again later: rate limits, Discord's own errors, no answer. */
+  get retryable(): boolean {
+    return this.status === 0 || this.status === 429 || this.status >= 500;
+  }
+}
+
+export function createDiscordAdapter(
+  config: DiscordChannelConfig,
+  deps: AdapterDeps,
+  options: DiscordAdapterOptions = {},
+): ChatAdapter {
+  const accountId = config.id;
+  const log = deps.logger.child({ adapter: "discord", accountId });
+  const token = config.token;
+  const redact = (text: string): string => (token ? text.split(token).join("[redacted]") : text);
+  const { random = cryptoRandom, attachmentTimeoutMs = 60_000, ...tuningOverrides } = options;
+  const tuning: ConnectionTuning = { ...defaultConnectionTuning, ...stripUndefined(tuningOverrides) };
+
+  // Outbound goes through this client only: it does not depend on the gateway being up.
+  const rest = new REST({ api: config.api }).setToken(token);
+  let sink: InboundSink | null = null;
+  /** One promise chain per channel: messages reach the core in the order they were sent. */
+  const chains = new Map<string, Promise<void>>();
+
+  const connection = createGatewayConnection({
+    config,
+    clock: deps.clock,
+    random,
+    log,
+    redact,
+    tuning,
+    report: (event) => {
+      const status = event.detail === undefined ? event : { ...event, detail: redact(event.detail) };
+      // The core logs status news at info; this line is for adapter debugging.
+      log.debug({ state: status.state, detail: status.detail }, "discord status");
+      sink?.status(status);
+    },
+    onMessage: (message, client) => onMessage(message, client),
+  });
+
+  function onMessage(message: Message, client: Client<true>): void {
+    const view = viewOf(message);
+    const bot: BotIdentity = {
+      id: client.user.id,
+      name: client.user.username,
+      roleIds: botRoleIds(message, client),
+    };
+    const decision = classifyMessage(view, bot, config);
+    if (decision.kind === "ignore") {
+      log.debug({ messageId: view.id, chatId: view.channelId, reason: decision.reason }, "discord message ignored");
+      return;
+    }
+    const inbound: InboundMessage = {
+      platform: "discord",
+      accountId,
+      chatId: view.channelId,
+      chatType: decision.chatType,
+      userId: view.authorId,
+      userName: view.authorName,
+      messageId: view.id,
+      text: decision.text,
+      sentAt: view.createdTimestamp,
+    };
+    enqueue(view.channelId, () => deliver(view, inbound));
+  }
+
+  function enqueue(key: string, task: () => Promise<void>): void {
+    const next = (chains.get(key) ?? Promise.resolve()).then(task).catch((error: unknown) => {
+      log.error({ chatId: key, err: redact(errorText(error)) }, "discord message not handed to the core");
+    });
+    chains.set(key, next);
+    void next.then(() => {
+      if (chains.get(key) === next) chains.delete(key);
+    });
+  }
+
+  async function deliver(view: DiscordMessageView, inbound: InboundMessage): Promise<void> {
+    if (view.attachments.length > 0) {
+      // Strangers' files are not fetched: the core will refuse the message anyway.
+      if (checkAccess(config.access, inbound).allowed) {
+        const { files, refused } = await fetchAttachments(view);
+        if (files.length > 0) inbound.attachments = files;
+        if (refused.length > 0) await tellRefused(inbound, refused);
+      }
+      if (!inbound.text && !inbound.attachments) return;
+    }
+    if (!sink) return;
+    await sink.accept(inbound);
+  }
+
+  async function fetchAttachments(view: DiscordMessageView): Promise<{ files: InboundAttachment[]; refused: string[] }> {
+    const files: InboundAttachment[] = [];
+    const refused: string[] = [];
+    for (const attachment of view.attachments) {
+      const fileName = safeFileName(attachment.name, attachment.id);
+      const result = await downloadAttachment(attachment.url, {
+        maxBytes: deps.maxAttachmentBytes,
+        reportedSize: attachment.size,
+        timeoutMs: attachmentTimeoutMs,
+      });
+      if (result.ok) {
+        const file: InboundAttachment = { kind: attachmentKind(attachment.contentType), fileName, data: result.data };
+        const mimeType = attachment.contentType ?? result.contentType;
+        if (mimeType) file.mimeType = mimeType;
+        files.push(file);
+      } else if (result.reason === "too_large") {
+        refused.push(`"${fileName}" is larger than the ${formatBytes(deps.maxAttachmentBytes)} limit`);
+      } else {
+        log.warn({ messageId: view.id, fileName, detail: result.detail }, "discord attachment download failed");
+        refused.push(`"${fileName}" could not be downloaded`);
+      }
+    }
+    return { files, refused };
+  }
+
+  async function tellRefused(inbound: InboundMessage, refused: string[]): Promise<void> {
+    const text = `${refused.join("; ")}, so it was not passed on.`;
+    const target: ChatTarget = {
+      platform: "discord",
+      accountId,
+      chatId: inbound.chatId,
+      chatType: inbound.chatType,
+      replyToMessageId: inbound.messageId,
+    };
+    await adapter.send(target, text.slice(0, DISCORD_LIMITS.maxMessageLength), { format: "plain" }).catch((error: unknown) => {
+      log.warn({ chatId: inbound.chatId, err: redact(errorText(error)) }, "could not tell the sender about a refused attachment");
+    });
+  }
+
+  const adapter: ChatAdapter = {
+    platform: "discord",
+    accountId,
+    limits: DISCORD_LIMITS,
+
+    async start(inboundSink) {
+      sink = inboundSink;
+      await connection.start();
+    },
+
+    async stop() {
+      await connection.stop();
+      // Messages already taken in still reach the core.
+      await Promise.allSettled([...chains.values()]);
+      rest.clearHashSweeper();
+      rest.clearHandlerSweeper();
+    },
+
+    async send(target: ChatTarget, text: string, _options: SendOptions) {
+      // Discord renders Markdown itself, so "markdown" passes as is; "plain" also
+      // passes as is, since escaping would lengthen a chunk the core sized to fit.
+      if (text.length > DISCORD_LIMITS.maxMessageLength) {
+        throw new DiscordAdapterError(
+          `message of ${text.length} characters is over Discord's ${DISCORD_LIMITS.maxMessageLength}`,
+          400,
+        );
+      }
+      if (!text.trim()) throw new DiscordAdapterError("Discord refuses empty messages", 400);
+      const body: RESTPostAPIChannelMessageJSONBody = {
+        content: text,
+        // Agent text must not ping @everyone, roles or people; a reply may ping its asker.
+        allowed_mentions: { parse: [], replied_user: true },
+      };
+      if (target.replyToMessageId && target.chatType === "group") {
+        body.message_reference = { message_id: target.replyToMessageId, fail_if_not_exists: false };
+      }
+      try {
+        await rest.post(Routes.channelMessages(target.chatId), { body });
+      } catch (error) {
+        throw toAdapterError(error, `discord send to ${target.chatId} failed`);
+      }
+    },
+
+    async sendTyping(target: ChatTarget) {
+      try {
+        await rest.post(Routes.channelTyping(target.chatId));
+      } catch (error) {
+        log.debug({ chatId: target.chatId, err: redact(errorText(error)) }, "discord typing failed");
+      }
+    },
+  };
+
+  function toAdapterError(error: unknown, prefix: string): DiscordAdapterError {
+    if (error instanceof DiscordAPIError) {
+      return new DiscordAdapterError(`${prefix}: ${error.status} ${redact(error.message)}`, error.status, error.code);
+    }
+    if (error instanceof HTTPError) {
+      return new DiscordAdapterError(`${prefix}: ${error.status} ${redact(error.message)}`, error.status);
+    }
+    return new DiscordAdapterError(`${prefix}: ${redact(errorText(error))}`, 0);
+  }
+
+  return adapter;
+}
+
+function viewOf(message: Message): DiscordMessageView {
+  const channel = message.channel;
+  return {
+    id: message.id,
+    channelId: message.channelId,
+    guildId: message.guildId,
+    parentChannelId: channel && "isThread" in channel && channel.isThread() ? channel.parentId : null,
+    authorId: message.author.id,
+    authorIsBot: message.author.bot,
+    authorName: message.member?.displayName ?? message.author.globalName ?? message.author.username,
+    isSystem: message.system,
+    fromWebhook: message.webhookId !== null,
+    content: message.content,
+    createdTimestamp: message.createdTimestamp,
+    mentionedUserIds: [...message.mentions.users.keys()],
+    mentionedRoleIds: [...message.mentions.roles.keys()],
+    repliedUserId: message.mentions.repliedUser?.id ?? null,
+    attachments: [...message.attachments.values()].map((a) => ({
+      id: a.id,
+      name: a.name,
+      url: a.url,
+      size: a.size,
+      contentType: a.contentType,
+    })),
+  };
+}
+
+function botRoleIds(message: Message, client: Client<true>): string[] {
+  const role = message.guild?.roles.botRoleFor(client.user);
+  return role ? [role.id] : [];
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,119 @@
+/**
+ * The whole chain for Discord: a message from the fake gateway goes through
+ * the adapter the daemon builds from its config (real discord.js), the access
+ * rules, journal, queue and relay to the emulator over real HTTP, and the
+ * fake model's answer comes back through Discord's REST API (the fake's) to
+ * the channel it came from.
+ */
+import { afterEach, expect, it } from "vitest";
+import { daemonConfigSchema } from "../../daemon/config/schema.js";
+import { createDaemon, type Daemon } from "../../daemon/daemon.js";
+import { longText } from "../../emulator/gateway/index.js";
+import { seededRandom } from "../../shared/random.js";
+import { createFakeDiscord, waitFor, type FakeDiscord, type FakeUser } from "../fakes/discord.js";
+import { runningInstance, signupOrg, startEmulator, tempDir } from "../helpers/emulator.js";
+
+const TOKEN = "MTA0NjY5.e2e-bot.token-value-that-must-stay-secret";
+const GUILD = "800000000000000001";
+const GENERAL = "800000000000000002";
+const alice: FakeUser = { id: "700000000000000001", username: "alice" };
+const stranger: FakeUser = { id: "700000000000000066", username: "stranger" };
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function bridge(): Promise<{ fake: FakeDiscord; daemon: Daemon }> {
+  const t = await startEmulator();
+  cleanups.push(() => t.close());
+  const baseUrl = await t.emulator.listen(0, "127.0.0.1");
+  const org = await signupOrg(t.app);
+  const instance = await runningInstance(t, org);
+  const dir = tempDir("discord-e2e-");
+  cleanups.push(dir.remove);
+  const fake = await createFakeDiscord({
+    token: TOKEN,
+    guilds: [{ id: GUILD, name: "Test Guild", channels: [{ id: GENERAL, name: "general" }] }],
+  });
+  cleanups.push(() => fake.close());
+
+  const config = daemonConfigSchema.parse({
+    service: { baseUrl, apiKey: org.apiKey },
+    dataDir: dir.path,
+    logLevel: "silent",
+    ops: { port: null },
+    queue: { debounceMs: 0 },
+    routes: [{ instance: instance.id }],
+    channels: [
+      {
+        type: "discord",
+        id: "dc",
+        token: TOKEN,
+        api: fake.apiBase,
+        access: { users: [alice.id], groups: { [GENERAL]: {} } },
+      },
+    ],
+  });
+  const daemon = createDaemon({ config, random: seededRandom(7) });
+  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  await daemon.start();
+  return { fake, daemon };
+}
+
+const contents = (fake: FakeDiscord, channelId: string) => fake.sentMessages(channelId).map((m) => m.content);
+
+it("answers a DM and a guild mention in the chat they came from, and nobody else", async () => {
+  const { fake, daemon } = await bridge();
+  expect(daemon.health().adapters).toEqual({ "discord:dc": "connected" });
+  const dm = fake.dmChannelFor(alice);
+
+  fake.dispatchDirectMessage(stranger, "let me in");
+  fake.dispatchDirectMessage(alice, "hello agent");
+  fake.dispatchMessage({ channelId: GENERAL, guildId: GUILD, author: alice, content: "not for the bot" });
+  const asked = fake.dispatchMessage({
+    channelId: GENERAL,
+    guildId: GUILD,
+    author: alice,
+    content: `<@${fake.bot.id}> in the guild`,
+    mentions: [fake.bot],
+  });
+
+  await waitFor(() => contents(fake, dm).length === 1 && contents(fake, GENERAL).length === 1, "both replies");
+  await daemon.whenIdle();
+  expect(contents(fake, dm)).toEqual(["You said: hello agent"]);
+  expect(contents(fake, GENERAL)).toEqual(["You said: in the guild"]);
+  // The guild reply threads onto the question; the stranger got nothing.
+  expect(fake.sentMessages(GENERAL)[0]?.replyTo).toBe(asked.id);
+  expect(fake.sentMessages(fake.dmChannelFor(stranger))).toEqual([]);
+});
+
+it("delivers a 5,000-character answer as three messages in order", async () => {
+  const { fake, daemon } = await bridge();
+  const dm = fake.dmChannelFor(alice);
+  fake.dispatchDirectMessage(alice, "!long 5000");
+  await waitFor(() => contents(fake, dm).length >= 3, "three chunks");
+  await daemon.whenIdle();
+  const chunks = contents(fake, dm);
+  expect(chunks).toHaveLength(3);
+  for (const chunk of chunks) expect(chunk.length).toBeLessThanOrEqual(2000);
+  // Chunking may close and reopen a code fence at a cut; apart from those markers
+  // the words arrive exactly as the model wrote them, in order.
+  const words = (text: string) => text.split(/\s+/).filter((w) => w && !w.startsWith("```"));
+  expect(words(chunks.join("\n"))).toEqual(words(longText(5000)));
+});
+
+it("keeps answering after the gateway connection drops", async () => {
+  const { fake, daemon } = await bridge();
+  const dm = fake.dmChannelFor(alice);
+  fake.dispatchDirectMessage(alice, "before the drop");
+  await waitFor(() => contents(fake, dm).length === 1, "first reply");
+
+  fake.dropConnection();
+  await waitFor(() => fake.stats.resumes === 1 && fake.isLive(), "resume");
+  fake.dispatchDirectMessage(alice, "after the drop");
+  await waitFor(() => contents(fake, dm).length === 2, "second reply");
+  await daemon.whenIdle();
+  expect(contents(fake, dm)).toEqual(["You said: before the drop", "You said: after the drop"]);
+  expect(daemon.health().adapters).toEqual({ "discord:dc": "connected" });
+});

@@ -1,0 +1,630 @@
+/**
+ * A local stand-in for Discord: the REST API (`/api/v10/...`) and the gateway
+ * WebSocket on one HTTP server bound to 127.0.0.1, port 0. It speaks just what
+ * discord.js 14 (@discordjs/rest 2, @discordjs/ws 1) uses, with JSON encoding
+ * and no compression (zlib-sync is not installed, so the library asks for none):
+ *
+ * - REST: `GET /gateway/bot` (the ws manager's first call on login), `GET /users/@me`,
+ *   `GET /channels/:id`, `POST /channels/:id/messages` (recorded), `POST /channels/:id/typing`,
+ *   `POST /users/@me/channels` (open a DM), and attachment downloads under `/attachments/`.
+ *   Every `/api` call must carry `Authorization: Bot <token>` or gets 401.
+ * - Gateway: HELLO (op 10) on connect; IDENTIFY (op 2) -> READY then GUILD_CREATE for each
+ *   guild (discord.js holds its `clientReady` until every guild listed in READY arrives);
+ *   HEARTBEAT (op 1) -> ACK (op 11); RESUME (op 6) -> replay of missed dispatches, then RESUMED,
+ *   or INVALID_SESSION (op 9, d false) when the session is gone.
+ *
+ * Tests drive it with `dispatchMessage` and friends, break it with `dropConnection`,
+ * `invalidateSession`, `closeGateway` and `failNext`, and read what the bot did with
+ * `sentMessages`, `typingCount` and `waitFor`.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
+import { WebSocketServer, WebSocket, type RawData } from "ws";
+
+const DISCORD_EPOCH = 1_420_070_400_000n;
+
+export interface FakeUser {
+  id: string;
+  username: string;
+  bot?: boolean;
+  global_name?: string | null;
+}
+
+export interface FakeGuild {
+  id: string;
+  name: string;
+  channels: { id: string; name: string }[];
+}
+
+export interface FakeAttachmentInput {
+  filename: string;
+  contentType?: string;
+  data: Buffer;
+  /** Reported size when it should differ from `data.length` (a lying platform). */
+  size?: number;
+}
+
+export interface DispatchMessageInput {
+  channelId: string;
+  author: FakeUser;
+  content: string;
+  /** Set for guild channels; omitted for DMs. */
+  guildId?: string;
+  /** Users mentioned (Discord fills `mentions` with them). */
+  mentions?: FakeUser[];
+  /** Role ids mentioned (`<@&id>`). */
+  mentionRoles?: string[];
+  /** Id of a message in the same channel this one replies to. */
+  replyTo?: string;
+  attachments?: FakeAttachmentInput[];
+  /** Message id; a fresh snowflake when omitted. */
+  id?: string;
+}
+
+export interface RecordedMessage {
+  id: string;
+  channelId: string;
+  content: string;
+  /** The `message_reference.message_id` the bot replied to, if any. */
+  replyTo?: string;
+  allowedMentions?: unknown;
+  /** The whole JSON body as the bot sent it. */
+  body: Record<string, unknown>;
+}
+
+export interface GatewayConnectionInfo {
+  path: string;
+  query: Record<string, string>;
+}
+
+export interface FakeDiscordOptions {
+  token: string;
+  bot?: FakeUser;
+  guilds?: FakeGuild[];
+  /** Sent in HELLO. Large by default so tests see no heartbeat churn. */
+  heartbeatIntervalMs?: number;
+  /** Wall clock for snowflakes and timestamps. */
+  now?: () => number;
+}
+
+interface ChannelRecord {
+  id: string;
+  type: 0 | 1;
+  name?: string;
+  guildId?: string;
+  /** DM channels: the other person. */
+  recipient?: FakeUser;
+}
+
+interface Session {
+  id: string;
+  seq: number;
+  /** Dispatches sent in this session, for RESUME replays. */
+  log: { s: number; payload: string }[];
+  resumable: boolean;
+  socket: WebSocket | null;
+  /** Whether `socket` has finished READY/RESUMED and receives dispatches. */
+  live: boolean;
+}
+
+interface Fault {
+  method: string;
+  path: RegExp;
+  status: number;
+  times: number;
+}
+
+type Json = Record<string, unknown>;
+
+export interface FakeDiscord {
+  readonly bot: FakeUser;
+  /** REST base to configure the client with (`rest.api`), e.g. `http://127.0.0.1:PORT/api`. */
+  readonly apiBase: string;
+  /** What `GET /gateway/bot` hands out. */
+  readonly gatewayUrl: string;
+  /** What READY names as `resume_gateway_url`; RESUMEs connect here. */
+  readonly resumeGatewayUrl: string;
+  readonly stats: { identifies: number; resumes: number; connections: number; invalidSessions: number };
+  /** Every gateway connection's path and query string, oldest first. */
+  readonly connections: GatewayConnectionInfo[];
+  /** Every IDENTIFY payload's `d`, oldest first (token included: tests check it reached the gateway). */
+  readonly identifyPayloads: Json[];
+  /** True while a socket is connected and past READY/RESUMED. */
+  isLive(): boolean;
+  /** Sends MESSAGE_CREATE and returns the message object dispatched. */
+  dispatchMessage(input: DispatchMessageInput): Json;
+  /** A DM from `author` (the DM channel is created on first use). */
+  dispatchDirectMessage(author: FakeUser, content: string, extra?: Partial<DispatchMessageInput>): Json;
+  /** The bot's managed role in a guild (`<@&id>` mentions it). */
+  botRoleId(guildId: string): string;
+  /** The DM channel id between the bot and `user` (created if needed). */
+  dmChannelFor(user: FakeUser): string;
+  /** Messages the bot posted to a channel, oldest first. */
+  sentMessages(channelId: string): RecordedMessage[];
+  typingCount(channelId: string): number;
+  /** The next `times` requests matching method and path answer `status` with an error body. */
+  failNext(method: string, path: RegExp, status: number, times?: number): void;
+  /** Closes the live socket with a resumable code (4000 by default); the session stays resumable. */
+  dropConnection(code?: number): void;
+  /** Sends INVALID_SESSION (op 9). With `resumable` false the session is forgotten. */
+  invalidateSession(resumable?: boolean): void;
+  /** Closes the live socket with any code, e.g. a non-recoverable one (4010 invalid shard). */
+  closeGateway(code: number, reason?: string): void;
+  /** Accepts the next `n` gateway connections without ever sending HELLO. */
+  silenceNextConnections(n: number): void;
+  close(): Promise<void>;
+}
+
+/** Polls `check` until it returns something truthy; rejects with `label` after `timeoutMs`. */
+export async function waitFor<T>(
+  check: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+  label = "condition",
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${label}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+export async function createFakeDiscord(options: FakeDiscordOptions): Promise<FakeDiscord> {
+  const now = options.now ?? (() => Date.now());
+  const bot: FakeUser = options.bot ?? { id: "900000000000000001", username: "relay-bot", bot: true };
+  const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 41_250;
+  const guilds = options.guilds ?? [];
+
+  let increment = 0n;
+  const snowflake = (): string =>
+    (((BigInt(now()) - DISCORD_EPOCH) << 22n) | (increment++ & 0xfffn)).toString();
+
+  // Discord's `timestamp` and the time inside the id agree; discord.js reads the latter.
+  const snowflakeTime = (id: string): number | undefined =>
+    /^\d{15,20}$/.test(id) ? Number((BigInt(id) >> 22n) + DISCORD_EPOCH) : undefined;
+
+  const channels = new Map<string, ChannelRecord>();
+  for (const guild of guilds) {
+    for (const channel of guild.channels) {
+      channels.set(channel.id, { id: channel.id, type: 0, name: channel.name, guildId: guild.id });
+    }
+  }
+  const dmByUser = new Map<string, string>();
+  const messages = new Map<string, Json>();
+  const sent = new Map<string, RecordedMessage[]>();
+  const typing = new Map<string, number>();
+  const attachments = new Map<string, { data: Buffer; contentType: string }>();
+  const faults: Fault[] = [];
+  const stats = { identifies: 0, resumes: 0, connections: 0, invalidSessions: 0 };
+  const connectionLog: GatewayConnectionInfo[] = [];
+  const identifyPayloads: Json[] = [];
+  const sessions = new Map<string, Session>();
+  let current: Session | null = null;
+  let silence = 0;
+
+  const userJson = (user: FakeUser): Json => ({
+    id: user.id,
+    username: user.username,
+    discriminator: "0",
+    global_name: user.global_name ?? null,
+    avatar: null,
+    bot: user.bot ?? false,
+  });
+
+  const channelJson = (channel: ChannelRecord): Json =>
+    channel.type === 1
+      ? { id: channel.id, type: 1, last_message_id: null, recipients: channel.recipient ? [userJson(channel.recipient)] : [] }
+      : {
+          id: channel.id,
+          type: 0,
+          guild_id: channel.guildId,
+          name: channel.name,
+          position: 0,
+          permission_overwrites: [],
+          nsfw: false,
+          topic: null,
+          last_message_id: null,
+          parent_id: null,
+          rate_limit_per_user: 0,
+        };
+
+  const guildJson = (guild: FakeGuild): Json => ({
+    id: guild.id,
+    name: guild.name,
+    icon: null,
+    owner_id: "1",
+    unavailable: false,
+    member_count: 2,
+    large: false,
+    joined_at: new Date(now()).toISOString(),
+    features: [],
+    channels: guild.channels.map((c) => channelJson({ id: c.id, type: 0, name: c.name, guildId: guild.id })),
+    threads: [],
+    roles: [
+      { id: guild.id, name: "@everyone", permissions: "1071698660929", position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 },
+      { id: botRoleId(guild.id), name: bot.username, permissions: "0", position: 1, color: 0, hoist: false, managed: true, mentionable: false, flags: 0, tags: { bot_id: bot.id } },
+    ],
+    members: [{ user: userJson(bot), roles: [botRoleId(guild.id)], joined_at: new Date(now()).toISOString(), deaf: false, mute: false, flags: 0 }],
+    presences: [],
+    voice_states: [],
+    emojis: [],
+    stickers: [],
+    stage_instances: [],
+    guild_scheduled_events: [],
+    soundboard_sounds: [],
+  });
+
+  // Not a real snowflake rule: just distinct and stable for the bot's managed role.
+  function botRoleId(guildId: string): string {
+    return (BigInt(guildId) + 7n).toString();
+  }
+
+  // ---- REST ----------------------------------------------------------------
+
+  const server = createServer((req, res) => {
+    void handleHttp(req, res).catch((error: unknown) => {
+      send(res, 500, { message: String(error), code: 0 });
+    });
+  });
+
+  const send = (res: ServerResponse, status: number, body?: unknown, contentType = "application/json") => {
+    if (res.headersSent) return;
+    if (body === undefined) {
+      res.writeHead(status).end();
+      return;
+    }
+    const payload = Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body));
+    res.writeHead(status, { "content-type": contentType, "content-length": payload.length }).end(payload);
+  };
+
+  const readJson = async (req: IncomingMessage): Promise<Json> => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (!chunks.length) return {};
+    const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    return parsed && typeof parsed === "object" ? (parsed as Json) : {};
+  };
+
+  async function handleHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    const method = req.method ?? "GET";
+    const path = url.pathname;
+
+    const attachment = /^\/attachments\/(\d+)\/(\d+)\/[^/]+$/.exec(path);
+    if (attachment && method === "GET") {
+      const stored = attachments.get(attachment[2]!);
+      if (!stored) return send(res, 404, { message: "Not Found", code: 0 });
+      return send(res, 200, stored.data, stored.contentType);
+    }
+
+    if (!path.startsWith("/api/v10/")) return send(res, 404, { message: "404: Not Found", code: 0 });
+    const route = path.slice("/api/v10".length);
+    if (req.headers.authorization !== `Bot ${options.token}`) {
+      return send(res, 401, { message: "401: Unauthorized", code: 0 });
+    }
+    const faultIndex = faults.findIndex((f) => f.method === method && f.path.test(route));
+    if (faultIndex >= 0) {
+      const fault = faults[faultIndex]!;
+      if (--fault.times <= 0) faults.splice(faultIndex, 1);
+      return send(res, fault.status, { message: `injected ${fault.status}`, code: 0 });
+    }
+
+    if (method === "GET" && route === "/gateway/bot") {
+      return send(res, 200, {
+        url: gatewayUrl,
+        shards: 1,
+        session_start_limit: { total: 1000, remaining: 999, reset_after: 86_400_000, max_concurrency: 1 },
+      });
+    }
+    if (method === "GET" && route === "/users/@me") return send(res, 200, userJson(bot));
+    if (method === "POST" && route === "/users/@me/channels") {
+      const body = await readJson(req);
+      const recipientId = typeof body.recipient_id === "string" ? body.recipient_id : "";
+      if (!recipientId) return send(res, 400, { message: "Invalid Form Body", code: 50035 });
+      const id = dmChannelFor({ id: recipientId, username: `user-${recipientId}` });
+      return send(res, 200, channelJson(channels.get(id)!));
+    }
+    const channelRoute = /^\/channels\/(\d+)(\/messages|\/typing)?$/.exec(route);
+    if (channelRoute) {
+      const channel = channels.get(channelRoute[1]!);
+      if (!channel) return send(res, 404, { message: "Unknown Channel", code: 10003 });
+      const sub = channelRoute[2];
+      if (method === "GET" && !sub) return send(res, 200, channelJson(channel));
+      if (method === "POST" && sub === "/typing") {
+        typing.set(channel.id, (typing.get(channel.id) ?? 0) + 1);
+        return send(res, 204);
+      }
+      if (method === "POST" && sub === "/messages") {
+        const body = await readJson(req);
+        const content = typeof body.content === "string" ? body.content : "";
+        if (!content) return send(res, 400, { message: "Cannot send an empty message", code: 50006 });
+        if ([...content].length > 2000) {
+          return send(res, 400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } } });
+        }
+        const reference = body.message_reference as Json | undefined;
+        const replyTo = typeof reference?.message_id === "string" ? reference.message_id : undefined;
+        const message = messageJson({ id: snowflake(), channel, author: bot, content, replyTo });
+        messages.set(message.id as string, message);
+        const record: RecordedMessage = { id: message.id as string, channelId: channel.id, content, body, allowedMentions: body.allowed_mentions };
+        if (replyTo) record.replyTo = replyTo;
+        sent.set(channel.id, [...(sent.get(channel.id) ?? []), record]);
+        return send(res, 200, message);
+      }
+    }
+    return send(res, 404, { message: "404: Not Found", code: 0 });
+  }
+
+  function messageJson(input: {
+    id: string;
+    channel: ChannelRecord;
+    author: FakeUser;
+    content: string;
+    mentions?: FakeUser[];
+    mentionRoles?: string[];
+    replyTo?: string;
+    attachments?: Json[];
+  }): Json {
+    const referenced = input.replyTo ? messages.get(input.replyTo) : undefined;
+    const mentions = [...(input.mentions ?? [])].map(userJson);
+    const message: Json = {
+      id: input.id,
+      type: referenced ? 19 : 0,
+      channel_id: input.channel.id,
+      author: userJson(input.author),
+      content: input.content,
+      timestamp: new Date(snowflakeTime(input.id) ?? now()).toISOString(),
+      edited_timestamp: null,
+      tts: false,
+      mention_everyone: false,
+      mentions,
+      mention_roles: input.mentionRoles ?? [],
+      attachments: input.attachments ?? [],
+      embeds: [],
+      pinned: false,
+      flags: 0,
+      components: [],
+    };
+    if (input.channel.guildId) message.guild_id = input.channel.guildId;
+    if (referenced) {
+      message.message_reference = { type: 0, message_id: referenced.id, channel_id: input.channel.id, guild_id: input.channel.guildId };
+      message.referenced_message = referenced;
+    }
+    return message;
+  }
+
+  function dmChannelFor(user: FakeUser): string {
+    const existing = dmByUser.get(user.id);
+    if (existing) return existing;
+    const id = snowflake();
+    channels.set(id, { id, type: 1, recipient: user });
+    dmByUser.set(user.id, id);
+    return id;
+  }
+
+  // ---- Gateway -------------------------------------------------------------
+
+  const wss = new WebSocketServer({ noServer: true });
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws, req));
+  });
+
+  function onConnection(ws: WebSocket, req: IncomingMessage): void {
+    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    const query = Object.fromEntries(url.searchParams);
+    connectionLog.push({ path: url.pathname, query });
+    stats.connections++;
+    if (silence > 0) {
+      silence--;
+      return;
+    }
+    // What discord.js must ask for: API v10, JSON, and no transport compression.
+    if (query.v !== "10") return ws.close(4012, "Invalid API version");
+    if (query.encoding !== "json" || query.compress) return ws.close(4002, "Decode error");
+
+    let session: Session | null = null;
+    const sendRaw = (payload: Json) => {
+      if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(payload));
+    };
+    sendRaw({ op: 10, d: { heartbeat_interval: heartbeatIntervalMs }, s: null, t: null });
+
+    ws.on("message", (raw: RawData) => {
+      let payload: Json;
+      try {
+        payload = JSON.parse(raw.toString()) as Json;
+      } catch {
+        ws.close(4002, "Decode error");
+        return;
+      }
+      const d = (payload.d ?? {}) as Json;
+      switch (payload.op) {
+        case 1:
+          sendRaw({ op: 11, d: null, s: null, t: null });
+          return;
+        case 2: {
+          if (d.token !== options.token) return ws.close(4004, "Authentication failed");
+          if (session) return ws.close(4005, "Already authenticated");
+          stats.identifies++;
+          identifyPayloads.push(d);
+          if (current) detach(current);
+          session = { id: `session-${stats.identifies}-${snowflake()}`, seq: 0, log: [], resumable: true, socket: ws, live: true };
+          sessions.set(session.id, session);
+          current = session;
+          dispatch(session, "READY", {
+            v: 10,
+            user: { ...userJson(bot), verified: true, mfa_enabled: false, flags: 0 },
+            session_id: session.id,
+            session_type: "normal",
+            resume_gateway_url: resumeGatewayUrl,
+            guilds: guilds.map((g) => ({ id: g.id, unavailable: true })),
+            private_channels: [],
+            relationships: [],
+            presences: [],
+            application: { id: bot.id, flags: 0 },
+            shard: [0, 1],
+          });
+          for (const guild of guilds) dispatch(session, "GUILD_CREATE", guildJson(guild));
+          return;
+        }
+        case 6: {
+          if (d.token !== options.token) return ws.close(4004, "Authentication failed");
+          const known = typeof d.session_id === "string" ? sessions.get(d.session_id) : undefined;
+          if (!known || !known.resumable) {
+            stats.invalidSessions++;
+            sendRaw({ op: 9, d: false, s: null, t: null });
+            return;
+          }
+          stats.resumes++;
+          if (current && current !== known) detach(current);
+          if (known.socket && known.socket !== ws) known.socket.close(4000, "Session resumed elsewhere");
+          session = known;
+          current = known;
+          known.socket = ws;
+          const from = typeof d.seq === "number" ? d.seq : 0;
+          for (const entry of known.log) if (entry.s > from) ws.send(entry.payload);
+          known.live = true;
+          dispatch(known, "RESUMED", {});
+          return;
+        }
+        default:
+          // Presence updates, member requests and the like: accepted, ignored.
+          return;
+      }
+    });
+    ws.on("close", () => {
+      if (session && session.socket === ws) {
+        session.socket = null;
+        session.live = false;
+      }
+    });
+  }
+
+  function detach(session: Session): void {
+    session.live = false;
+    const socket = session.socket;
+    session.socket = null;
+    if (socket && socket.readyState === WebSocket.OPEN) socket.close(4000, "Superseded");
+  }
+
+  /** Sends (or, while the socket is away, keeps for a RESUME) one dispatch in `session`. */
+  function dispatch(session: Session, type: string, data: Json): void {
+    const s = ++session.seq;
+    const payload = JSON.stringify({ op: 0, t: type, s, d: data });
+    session.log.push({ s, payload });
+    if (session.log.length > 1000) session.log.shift();
+    if (session.socket && session.socket.readyState === WebSocket.OPEN) session.socket.send(payload);
+  }
+
+  function dispatchMessage(input: DispatchMessageInput): Json {
+    let channel = channels.get(input.channelId);
+    if (!channel) {
+      channel = input.guildId
+        ? { id: input.channelId, type: 0, name: `channel-${input.channelId}`, guildId: input.guildId }
+        : { id: input.channelId, type: 1, recipient: input.author };
+      channels.set(channel.id, channel);
+    }
+    const id = input.id ?? snowflake();
+    const attachmentJson = (input.attachments ?? []).map((a) => {
+      const attachmentId = snowflake();
+      const contentType = a.contentType ?? "application/octet-stream";
+      attachments.set(attachmentId, { data: a.data, contentType });
+      return {
+        id: attachmentId,
+        filename: a.filename,
+        size: a.size ?? a.data.length,
+        content_type: contentType,
+        url: `${httpBase}/attachments/${channel.id}/${attachmentId}/${encodeURIComponent(a.filename)}`,
+        proxy_url: `${httpBase}/attachments/${channel.id}/${attachmentId}/${encodeURIComponent(a.filename)}`,
+      };
+    });
+    const message = messageJson({
+      id,
+      channel,
+      author: input.author,
+      content: input.content,
+      mentions: input.mentions,
+      mentionRoles: input.mentionRoles,
+      replyTo: input.replyTo,
+      attachments: attachmentJson,
+    });
+    // Discord adds the replied-to author to `mentions` when the reply pings them.
+    const referenced = message.referenced_message as Json | undefined;
+    const referencedAuthor = referenced?.author as Json | undefined;
+    if (referencedAuthor && Array.isArray(message.mentions) && !message.mentions.some((m) => (m as Json).id === referencedAuthor.id)) {
+      message.mentions.push(referencedAuthor);
+    }
+    messages.set(id, message);
+    // Gateway-only extras: `channel_type` is how discord.js builds an uncached DM channel.
+    const payload: Json = { ...message, channel_type: channel.type };
+    if (channel.guildId) {
+      payload.member = { roles: [], joined_at: new Date(now()).toISOString(), deaf: false, mute: false, flags: 0 };
+    }
+    if (!current) throw new Error("fake discord: no gateway session to dispatch into");
+    dispatch(current, "MESSAGE_CREATE", payload);
+    return message;
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  const httpBase = `http://127.0.0.1:${port}`;
+  const gatewayUrl = `ws://127.0.0.1:${port}`;
+  const resumeGatewayUrl = `ws://127.0.0.1:${port}/resume`;
+
+  const liveSocket = (): WebSocket | null =>
+    current?.socket && current.socket.readyState === WebSocket.OPEN ? current.socket : null;
+
+  return {
+    bot,
+    apiBase: `${httpBase}/api`,
+    gatewayUrl,
+    resumeGatewayUrl,
+    stats,
+    connections: connectionLog,
+    identifyPayloads,
+    isLive: () => Boolean(current?.live && liveSocket()),
+    dispatchMessage,
+    dispatchDirectMessage(author, content, extra = {}) {
+      return dispatchMessage({ ...extra, channelId: dmChannelFor(author), author, content });
+    },
+    dmChannelFor,
+    botRoleId,
+    sentMessages: (channelId) => [...(sent.get(channelId) ?? [])],
+    typingCount: (channelId) => typing.get(channelId) ?? 0,
+    failNext(method, path, status, times = 1) {
+      faults.push({ method, path, status, times });
+    },
+    dropConnection(code = 4000) {
+      const socket = liveSocket();
+      if (!socket || !current) throw new Error("fake discord: no live connection to drop");
+      current.live = false;
+      socket.close(code, "Dropped by test");
+    },
+    invalidateSession(resumable = false) {
+      const socket = liveSocket();
+      if (!socket || !current) throw new Error("fake discord: no live connection to invalidate");
+      stats.invalidSessions++;
+      if (!resumable) {
+        current.resumable = false;
+        current.live = false;
+      }
+      socket.send(JSON.stringify({ op: 9, d: resumable, s: null, t: null }));
+    },
+    closeGateway(code, reason = "Closed by test") {
+      const socket = liveSocket();
+      if (!socket || !current) throw new Error("fake discord: no live connection to close");
+      current.live = false;
+      current.resumable = false;
+      socket.close(code, reason);
+    },
+    silenceNextConnections(n) {
+      silence += n;
+    },
+    async close() {
+      for (const client of wss.clients) client.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
