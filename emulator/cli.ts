@@ -20,6 +20,7 @@ Options:
   --admin-token T     require this bearer on /_emulator (needed off loopback)
   --gateway-url URL   send new instances' messages to this Responses server
   --flush-ms MS       longest a change waits before it is written (default 25)
+  --upload-limit-mb N largest upload accepted, MiB (default 50)
   -h, --help          show this help
 `;
 
@@ -49,6 +50,7 @@ async function main(): Promise<void> {
         "admin-token": { type: "string" },
         "gateway-url": { type: "string" },
         "flush-ms": { type: "string" },
+        "upload-limit-mb": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
       strict: true,
@@ -73,6 +75,7 @@ async function main(): Promise<void> {
       inMemory,
       provisionMs: int("provision-ms", args["provision-ms"], 1500),
       flushMs: int("flush-ms", args["flush-ms"], 25),
+      uploadLimitBytes: int("upload-limit-mb", args["upload-limit-mb"], 50) * 1024 * 1024,
       seed: args.seed,
       adminToken: args["admin-token"],
       gatewayUrl: args["gateway-url"],

@@ -126,6 +126,8 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   app.set("etag", false);
   app.use(recordRequests(journal, clock));
   app.use(applyApiFault(env));
+  // Snapshots carry whole workspaces: their import gets a larger limit than the API's 1 MiB.
+  app.use("/_emulator/snapshot", express.json({ limit: "1gb" }));
   app.use(express.json({ limit: "1mb" }));
 
   const openapi = buildOpenApiDocument({ version: EMULATOR_VERSION });

@@ -1,6 +1,8 @@
 /**
  * The control plane under `/_emulator` (contract section 6): health, reset,
  * snapshots, fault rules, forced states, plan changes and the request journal.
+ * Snapshots carry the instance trees too (`workspaces`: instance id to its
+ * entries, files in base64), so one taken before a reset restores the files.
  */
 import { isoAt } from "../../shared/clock.js";
 import type { EmulatorEnv } from "../env.js";
@@ -9,6 +11,7 @@ import type { Handlers } from "../http/router.js";
 import type { RequestJournal } from "../journal.js";
 import { emptyState, STATE_VERSION, type EmulatorState } from "../store/state.js";
 import { organizationView, instanceView } from "../views.js";
+import { exportTree, importTree, parseTrees } from "../workspace/snapshot.js";
 import { terminate } from "./instances.js";
 
 type AdminHandlers = Pick<
@@ -61,13 +64,28 @@ export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminH
       journal.clear();
     },
 
-    adminExportSnapshot: () => structuredClone(state()),
+    async adminExportSnapshot() {
+      const snapshot = structuredClone(state());
+      const workspaces: Record<string, unknown> = {};
+      for (const instance of Object.values(snapshot.instances)) {
+        if (instance.status !== "terminated") workspaces[instance.id] = await exportTree(env.workspaces.rootOf(instance.id));
+      }
+      return { ...snapshot, workspaces };
+    },
 
-    adminImportSnapshot({ body }) {
-      const next = structuredClone(asState(body));
+    async adminImportSnapshot({ body }) {
+      const { workspaces, ...rest } = body;
+      // Everything is checked before anything is replaced.
+      const trees = workspaces === undefined ? undefined : parseTrees(workspaces);
+      const next = structuredClone(asState(rest));
       env.store.replace(next);
+      // With trees, the disk becomes exactly the snapshot; without (an older snapshot), files stay.
+      if (trees) env.workspaces.clear();
       for (const instance of Object.values(next.instances)) {
-        if (instance.status !== "terminated") env.workspaces.create(instance);
+        if (instance.status === "terminated") continue;
+        const tree = trees?.[instance.id];
+        if (tree) await importTree(env.workspaces.rootOf(instance.id), tree);
+        else env.workspaces.create(instance);
       }
     },
 

@@ -41,12 +41,18 @@ export interface KeyRecord {
 
 export interface ChannelRecord {
   enabled: boolean;
+  /** Token channels connect at once; interactive ones once their QR is scanned. */
   connected: boolean;
-  /** Field values as given, secrets replaced by a redacted fingerprint. */
+  /** Field values as given, secrets replaced by a redacted fingerprint (`<redacted:1a2b...>`). */
   config: Record<string, string>;
+  /** The QR an interactive pairing waits to have scanned; absent otherwise. */
   qr_data?: string;
   connected_at?: string;
+  /** Pairing codes approved through `pair`, oldest first. */
   paired_codes?: string[];
+  /** Gateway restarts this channel's changes caused, and when the last one happened. */
+  restarts: number;
+  restarted_at: string | null;
   updated_at: string;
 }
 
@@ -55,6 +61,8 @@ export interface SkillRecord {
   /** Variable names set, values kept only as redacted fingerprints. */
   env: Record<string, string>;
   config: Record<string, unknown>;
+  /** Registry version installed. */
+  version: string;
   installed_at: string;
   updated_at: string;
 }

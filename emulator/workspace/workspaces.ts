@@ -1,8 +1,11 @@
 /**
  * Each instance owns a real directory tree: `<root>/<instance id>/` holding
  * `runtime.json`, `workspace/` and `skills/`. Created with the instance,
- * removed when it is terminated.
+ * removed when it is terminated. Uploads and atomic writes are first written
+ * to `<root>/.staging/` (same filesystem, so the final rename is atomic and
+ * half-written files never show in a listing).
  */
+import { randomBytes } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import type { InstanceRecord } from "../store/state.js";
@@ -15,7 +18,12 @@ export interface Workspaces {
   destroy(instanceId: string): void;
   /** Removes every instance tree (reset). */
   clear(): void;
+  /** A fresh path in the staging folder for a file about to be renamed into a tree. */
+  tempPath(): string;
 }
+
+/** Instance ids are UUIDs, so this name never collides with an instance tree. */
+export const STAGING_DIR = ".staging";
 
 export function initialRuntimeConfig(instance: InstanceRecord): Record<string, unknown> {
   return {
@@ -27,7 +35,10 @@ export function initialRuntimeConfig(instance: InstanceRecord): Record<string, u
 }
 
 export function createWorkspaces(root: string): Workspaces {
-  mkdirSync(root, { recursive: true });
+  const staging = join(root, STAGING_DIR);
+  // Leftovers of an upload cut short by a crash are worthless: start clean.
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(staging, { recursive: true });
   const rootOf = (id: string) => join(root, id);
   return {
     root,
@@ -44,7 +55,9 @@ export function createWorkspaces(root: string): Workspaces {
     },
     clear() {
       rmSync(root, { recursive: true, force: true });
-      mkdirSync(root, { recursive: true });
+      mkdirSync(staging, { recursive: true });
     },
+    // Not the emulator's seeded randomness: temporary names must not shift the ids a seed repeats.
+    tempPath: () => join(staging, `${randomBytes(12).toString("hex")}.part`),
   };
 }

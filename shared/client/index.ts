@@ -148,12 +148,14 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
     if (res.statusCode >= 400) return fail(res);
     if (spec.response === "binary") {
       const disposition = String(res.headers["content-disposition"] ?? "");
-      const match = /filename\*=UTF-8''([^;]+)|filename="([^"]*)"/.exec(disposition);
+      // Prefer the RFC 5987 name (exact, any script) over the quoted ASCII fallback.
+      const extended = /filename\*=UTF-8''([^;]+)/i.exec(disposition)?.[1];
+      const quoted = /filename="((?:[^"\\]|\\.)*)"/i.exec(disposition)?.[1]?.replace(/\\(.)/g, "$1");
       const length = res.headers["content-length"];
       return {
         body: res.body,
         contentType: String(res.headers["content-type"] ?? "application/octet-stream"),
-        fileName: match ? decodeURIComponent(match[1] ?? match[2] ?? "") : undefined,
+        fileName: extended !== undefined ? decodeURIComponent(extended) : quoted,
         size: length === undefined ? undefined : Number(length),
       } satisfies Download;
     }
