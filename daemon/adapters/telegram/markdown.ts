@@ -1,0 +1,105 @@
+/**
+ * Markdown (what agents write) to the HTML subset Telegram renders: b, i, s,
+ * code, pre, a, blockquote. Everything else becomes text. Parsed with marked's
+ * lexer so nesting and escapes follow CommonMark.
+ */
+import { Lexer, type Token, type Tokens } from "marked";
+
+const escapeHtml = (s: string): string => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+const escapeAttr = (s: string): string => escapeHtml(s).replace(/"/g, "&quot;");
+/** marked hands some text over with entities already in it: undo them before escaping once. */
+const decodeEntities = (s: string): string =>
+  s.replace(/&(amp|lt|gt|quot|#39);/g, (_, e: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'" })[e] ?? _);
+const text = (s: string): string => escapeHtml(decodeEntities(s));
+
+function inline(tokens: Token[] | undefined): string {
+  let out = "";
+  for (const token of tokens ?? []) {
+    switch (token.type) {
+      case "strong":
+        out += `<b>${inline((token as Tokens.Strong).tokens)}</b>`;
+        break;
+      case "em":
+        out += `<i>${inline((token as Tokens.Em).tokens)}</i>`;
+        break;
+      case "del":
+        out += `<s>${inline((token as Tokens.Del).tokens)}</s>`;
+        break;
+      case "codespan":
+        out += `<code>${text((token as Tokens.Codespan).text)}</code>`;
+        break;
+      case "link": {
+        const link = token as Tokens.Link;
+        out += /^(https?|tg|mailto):/i.test(link.href) ? `<a href="${escapeAttr(link.href)}">${inline(link.tokens)}</a>` : inline(link.tokens);
+        break;
+      }
+      case "br":
+        out += "\n";
+        break;
+      case "text": {
+        const t = token as Tokens.Text;
+        out += t.tokens ? inline(t.tokens) : text(t.text);
+        break;
+      }
+      case "image":
+        out += text((token as Tokens.Image).text || (token as Tokens.Image).href);
+        break;
+      default:
+        out += text("text" in token && typeof token.text === "string" ? token.text : token.raw);
+    }
+  }
+  return out;
+}
+
+function block(tokens: Token[]): string {
+  let out = "";
+  for (const token of tokens) {
+    switch (token.type) {
+      case "space":
+        break;
+      case "paragraph":
+        out += `${inline((token as Tokens.Paragraph).tokens)}\n\n`;
+        break;
+      case "heading":
+        out += `<b>${inline((token as Tokens.Heading).tokens)}</b>\n\n`;
+        break;
+      case "code": {
+        const code = token as Tokens.Code;
+        const lang = code.lang?.split(/\s/)[0];
+        out += lang && /^[\w+#.-]+$/.test(lang)
+          ? `<pre><code class="language-${lang}">${escapeHtml(code.text)}</code></pre>\n\n`
+          : `<pre>${escapeHtml(code.text)}</pre>\n\n`;
+        break;
+      }
+      case "blockquote":
+        out += `<blockquote>${block((token as Tokens.Blockquote).tokens).trim()}</blockquote>\n\n`;
+        break;
+      case "list": {
+        const list = token as Tokens.List;
+        const start = typeof list.start === "number" ? list.start : 1;
+        list.items.forEach((item, i) => {
+          out += `${list.ordered ? `${start + i}.` : "•"} ${block(item.tokens).trim()}\n`;
+        });
+        out += "\n";
+        break;
+      }
+      case "hr":
+        out += "———\n\n";
+        break;
+      case "text": {
+        const t = token as Tokens.Text;
+        out += `${t.tokens ? inline(t.tokens) : text(t.text)}\n`;
+        break;
+      }
+      case "table":
+      case "html":
+      default:
+        out += `${escapeHtml(token.raw.trim())}\n\n`;
+    }
+  }
+  return out;
+}
+
+export function telegramMarkdownToHtml(markdown: string): string {
+  return block(new Lexer({ gfm: true }).lex(markdown)).trim();
+}

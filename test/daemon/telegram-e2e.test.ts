@@ -1,0 +1,111 @@
+/**
+ * The whole chain for Telegram: updates from the local Bot API fake, through
+ * the adapter the daemon builds from its config (grammY's real client), the
+ * journal, queue and relay, to the emulator over real HTTP, and the fake
+ * model's answers back through sendMessage.
+ */
+import { afterEach, expect, it } from "vitest";
+import { daemonConfigSchema } from "../../daemon/config/schema.js";
+import { createDaemon, type Daemon } from "../../daemon/daemon.js";
+import { seededRandom } from "../../shared/random.js";
+import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
+import { runningInstance, signupOrg, startEmulator, tempDir } from "../helpers/emulator.js";
+
+const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
+const alice = { id: 5001, username: "alice" };
+const bob = { id: 5002, username: "bob" };
+const stranger = { id: 5066, username: "stranger" };
+const GROUP = -1001234;
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function bridge() {
+  const t = await startEmulator();
+  cleanups.push(() => t.close());
+  const baseUrl = await t.emulator.listen(0, "127.0.0.1");
+  const org = await signupOrg(t.app);
+  const instance = await runningInstance(t, org);
+  const dir = tempDir("telegram-e2e-");
+  cleanups.push(dir.remove);
+  const fake = await createFakeTelegram({ token: TOKEN });
+  cleanups.push(() => fake.close());
+  const config = daemonConfigSchema.parse({
+    service: { baseUrl, apiKey: org.apiKey },
+    dataDir: dir.path,
+    logLevel: "silent",
+    ops: { port: null },
+    queue: { debounceMs: 0 },
+    routes: [{ instance: instance.id }],
+    channels: [{ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id), String(bob.id)], groups: { [String(GROUP)]: {} } } }],
+  });
+  const daemons: Daemon[] = [];
+  const launch = async () => {
+    const daemon = createDaemon({ config, random: seededRandom(3) });
+    daemons.push(daemon);
+    cleanups.push(() => daemon.stop({ graceMs: 0 }));
+    await daemon.start();
+    return daemon;
+  };
+  return { fake, launch };
+}
+
+const texts = (fake: FakeTelegram, chat: number) => fake.sentMessages(chat).map((m) => m.text);
+
+it("answers a private chat with continuity, and only allowlisted people", async () => {
+  const { fake, launch } = await bridge();
+  await launch();
+  fake.privateText(stranger, "let me in");
+  for (const word of ["one", "two", "three"]) {
+    fake.privateText(alice, word);
+    await fake.waitFor(() => texts(fake, alice.id).some((t) => t.includes(word)));
+  }
+  fake.privateText(alice, "!recall");
+  await fake.waitFor(() => texts(fake, alice.id).length === 4);
+  expect(texts(fake, alice.id)[3]).toBe("one\ntwo\nthree");
+  fake.privateText(bob, "!recall");
+  await fake.waitFor(() => texts(fake, bob.id).length === 1);
+  expect(texts(fake, bob.id)).toEqual(["(nothing yet)"]);
+  expect(fake.sentMessages(stranger.id)).toEqual([]);
+});
+
+it("delivers a 9,000-character reply as 3 messages in order, through a 429", async () => {
+  const { fake, launch } = await bridge();
+  await launch();
+  fake.inject429("sendMessage", 1, 1);
+  fake.privateText(alice, "!long 9000");
+  await fake.waitFor(() => texts(fake, alice.id).length === 3, 20_000);
+  const parts = fake.sentMessages(alice.id);
+  expect(parts).toHaveLength(3);
+  for (const p of parts) expect(p.text.length).toBeLessThanOrEqual(4096);
+  // Message ids grow: the chunks went out one after another, in order.
+  expect(parts.map((p) => p.message_id)).toEqual([...parts.map((p) => p.message_id)].sort((a, b) => a - b));
+  await new Promise((r) => setTimeout(r, 200));
+  expect(texts(fake, alice.id)).toHaveLength(3); // nothing doubled by the retry
+});
+
+it("a restart neither replays nor skips updates", async () => {
+  const { fake, launch } = await bridge();
+  const first = await launch();
+  fake.privateText(alice, "before");
+  await fake.waitFor(() => texts(fake, alice.id).length === 1);
+  await first.stop({ graceMs: 1000 });
+  fake.privateText(alice, "while down");
+  await launch();
+  await fake.waitFor(() => texts(fake, alice.id).length === 2);
+  await new Promise((r) => setTimeout(r, 300));
+  expect(texts(fake, alice.id)).toEqual(["You said: before", "You said: while down"]);
+});
+
+it("in a group answers only when mentioned or replied to", async () => {
+  const { fake, launch } = await bridge();
+  await launch();
+  fake.groupText(GROUP, alice, "people talking");
+  fake.groupText(GROUP, alice, "hi bot", { mention: true });
+  await fake.waitFor(() => texts(fake, GROUP).length === 1);
+  fake.groupText(GROUP, bob, "and me", { replyToBot: true });
+  await fake.waitFor(() => texts(fake, GROUP).length === 2);
+  expect(texts(fake, GROUP)).toEqual(["You said: hi bot", "You said: and me"]);
+});
