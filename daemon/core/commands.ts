@@ -1,0 +1,78 @@
+/**
+ * The bridge's own chat commands. They answer at once, beside the session's
+ * queue (a long turn in flight does not hold up `/status`). Anything else
+ * that starts with "/" goes to the agent as an ordinary message.
+ */
+
+export const COMMANDS = {
+  new: "start a fresh conversation (the agent forgets this chat's context)",
+  reset: "same as /new",
+  status: "instance status, your session and the queue",
+  whoami: "your platform ids and session id",
+  help: "this list",
+} as const;
+
+export type CommandName = keyof typeof COMMANDS;
+
+/** `/new`, `/new@SomeBot`, ` /STATUS extra`: the command, or undefined for ordinary text. */
+export function parseCommand(text: string): { name: CommandName; args: string } | undefined {
+  const m = /^\s*\/([A-Za-z]+)(?:@[\w.-]+)?(?:\s+([\s\S]*))?$/.exec(text);
+  const name = m?.[1]?.toLowerCase();
+  if (!name || !Object.hasOwn(COMMANDS, name)) return undefined;
+  return { name: name as CommandName, args: (m?.[2] ?? "").trim() };
+}
+
+export interface CommandContext {
+  platform: string;
+  accountId: string;
+  chatId: string;
+  chatType: string;
+  userId: string;
+  userAliases?: string[];
+  userName?: string;
+  instanceId: string;
+  sessionId: string;
+  /** Whether the session already has a conversation chain. */
+  chained: boolean;
+  /** Starts a fresh session; resolves with its id once persisted. */
+  resetSession(): Promise<string>;
+  /** The instance's status as the service reports it, or why it is unknown. */
+  instanceStatus(): Promise<string>;
+  queue: { sessionWaiting: number; sessionBusy: boolean; instanceWaiting: number; instanceRunning: number; totalWaiting: number };
+  /** Set when this route was stopped (the service refused the key). */
+  routeStopped?: string;
+}
+
+export async function runCommand(name: CommandName, ctx: CommandContext): Promise<string> {
+  switch (name) {
+    case "new":
+    case "reset": {
+      const id = await ctx.resetSession();
+      return `Started a new conversation: the agent no longer sees what was said before.\nSession: ${id}`;
+    }
+    case "status": {
+      const status = await ctx.instanceStatus();
+      const q = ctx.queue;
+      const lines = [
+        `Instance: ${ctx.instanceId} (${status})`,
+        `Session: ${ctx.sessionId}${ctx.chained ? "" : " (new)"}`,
+        `Your messages: ${q.sessionBusy ? "1 being answered" : "none being answered"}, ${q.sessionWaiting} waiting`,
+        `Instance queue: ${q.instanceRunning} running, ${q.instanceWaiting} waiting (all instances: ${q.totalWaiting} waiting)`,
+      ];
+      if (ctx.routeStopped) lines.push(`Route stopped: ${ctx.routeStopped}`);
+      return lines.join("\n");
+    }
+    case "whoami": {
+      const lines = [
+        `Platform: ${ctx.platform} (account ${ctx.accountId})`,
+        `Chat: ${ctx.chatId} (${ctx.chatType})`,
+        `User: ${ctx.userId}${ctx.userName ? ` (${ctx.userName})` : ""}`,
+      ];
+      if (ctx.userAliases?.length) lines.push(`Also known as: ${ctx.userAliases.join(", ")}`);
+      lines.push(`Session: ${ctx.sessionId}`);
+      return lines.join("\n");
+    }
+    case "help":
+      return ["Commands:", ...Object.entries(COMMANDS).map(([n, d]) => `/${n}: ${d}`), "Anything else goes to the agent."].join("\n");
+  }
+}

@@ -1,0 +1,303 @@
+/**
+ * The daemon, wired: config in, adapters at the edges, the durable store,
+ * the scheduler and the relay in the middle, and the ops server beside.
+ *
+ *   const daemon = createDaemon({ config });
+ *   await daemon.start();   // resumes the journal, starts adapters
+ *   await daemon.stop();    // intake off, in-flight turns finish (bounded), state saved
+ *
+ * Tests pass `adapters` (used instead of building them from config.channels),
+ * and may pass `clock`, `random`, `logger` and `client`.
+ */
+import type { Readable, Writable } from "node:stream";
+import { Agent } from "undici";
+import type { Logger } from "pino";
+import { systemClock, type Clock } from "../shared/clock.js";
+import { createServiceClient, type ServiceClient } from "../shared/client/index.js";
+import { cryptoRandom, type Random } from "../shared/random.js";
+import { buildAdapters } from "./adapters/index.js";
+import type { ChannelConfig, DaemonConfig } from "./config/schema.js";
+import type { AdapterStatusEvent, ChatAdapter, InboundSink } from "./core/adapter.js";
+import { createRelay, errorSummary, type Relay, type RelayMetrics } from "./core/relay.js";
+import { createScheduler, type Scheduler } from "./core/scheduler.js";
+import { startOpsServer, type HealthReport, type OpsServer } from "./ops/http.js";
+import { createLogger } from "./ops/logger.js";
+import { createMetrics, type Metrics } from "./ops/metrics.js";
+import { openStore, type Store } from "./state/store.js";
+
+export interface DaemonOptions {
+  config: DaemonConfig;
+  /** Used instead of building adapters from `config.channels` (their access rules still come from there). */
+  adapters?: ChatAdapter[];
+  clock?: Clock;
+  random?: Random;
+  logger?: Logger;
+  client?: ServiceClient;
+  metrics?: Metrics;
+  /** The terminal channel's streams (default stdin/stdout). */
+  stdin?: Readable;
+  stdout?: Writable;
+  /** How long `stop()` lets in-flight turns finish (default 10 s). */
+  shutdownGraceMs?: number;
+  /** Journal size that triggers a snapshot (default 4 MiB). */
+  compactBytes?: number;
+  /** Adapter connection news, after it is logged. */
+  onAdapterStatus?(adapter: ChatAdapter, event: AdapterStatusEvent): void;
+}
+
+export interface Daemon {
+  start(): Promise<void>;
+  /** Graceful: adapters stop, in-flight turns get `graceMs`, the rest stays journaled for next time. */
+  stop(options?: { graceMs?: number }): Promise<void>;
+  /** What a crash leaves behind, for tests: nothing more is written or sent, the lock is freed. */
+  crash(): Promise<void>;
+  /** Resolves once no accepted message is waiting for its reply. */
+  whenIdle(): Promise<void>;
+  health(): HealthReport;
+  readonly adapters: readonly ChatAdapter[];
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  /** Set once started, when the ops server is on. */
+  readonly opsUrl: string | undefined;
+  /** Set once started. */
+  readonly store: Store | undefined;
+  readonly scheduler: Scheduler<string> | undefined;
+}
+
+/** Every secret in the config, so the logger can scrub it wherever it appears. */
+function secretsOf(config: DaemonConfig): string[] {
+  const out = [config.service.apiKey];
+  for (const ch of config.channels) {
+    if (ch.type === "telegram" || ch.type === "discord") out.push(ch.token);
+    if (ch.type === "telegram" && ch.webhook) out.push(ch.webhook.secretToken);
+  }
+  return out;
+}
+
+export function createDaemon(options: DaemonOptions): Daemon {
+  const { config } = options;
+  const clock = options.clock ?? systemClock;
+  const random = options.random ?? cryptoRandom;
+  const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: secretsOf(config) });
+  const metrics = options.metrics ?? createMetrics();
+  const graceDefault = options.shutdownGraceMs ?? 10_000;
+
+  let state: "new" | "starting" | "running" | "stopping" | "stopped" = "new";
+  let store: Store | undefined;
+  let scheduler: Scheduler<string> | undefined;
+  let relay: Relay | undefined;
+  let ops: OpsServer | undefined;
+  let dispatcher: Agent | undefined;
+  let adapters: ChatAdapter[] = options.adapters ? [...options.adapters] : [];
+  const adapterStates = new Map<ChatAdapter, AdapterStatusEvent["state"]>();
+
+  const adapterKey = (platform: string, accountId: string) => `${platform}\u0000${accountId}`;
+  const adapterIndex = new Map<string, ChatAdapter>();
+  const channelIndex = new Map<string, ChannelConfig>(config.channels.map((c) => [c.id, c]));
+
+  const relayMetrics: RelayMetrics = {
+    inbound: (platform) => metrics.inboundMessagesTotal.inc({ platform }),
+    turn(instance, outcome, seconds) {
+      metrics.turnsTotal.inc({ instance, outcome });
+      if (outcome === "answered") metrics.turnLatencySeconds.observe({ instance }, seconds);
+    },
+    retry: (instance, reason) => metrics.retriesTotal.inc({ instance, reason }),
+    error: (route, kind) => metrics.errorsTotal.inc({ route, kind }),
+  };
+
+  async function start(): Promise<void> {
+    if (state !== "new") throw new Error(`daemon already ${state}`);
+    state = "starting";
+    try {
+      await startInner();
+      state = "running";
+    } catch (error) {
+      state = "stopped";
+      await teardown(0).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async function startInner(): Promise<void> {
+    let client = options.client;
+    if (!client) {
+      dispatcher = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connections: 256 });
+      client = createServiceClient({
+        baseUrl: config.service.baseUrl,
+        apiKey: config.service.apiKey,
+        dispatcher,
+        timeoutMs: config.service.requestTimeoutMs,
+      });
+    }
+    store = await openStore({ dataDir: config.dataDir, clock, random, ...(options.compactBytes ? { compactBytes: options.compactBytes } : {}) });
+    const opened = store;
+    const pendingAtStart = opened.pending().length;
+
+    if (!options.adapters) {
+      adapters = await buildAdapters(config, {
+        logger,
+        clock,
+        stateFor: (channel) => opened.kv(`adapter:${channel.type}:${channel.id}`),
+        ...(options.stdin ? { stdin: options.stdin } : {}),
+        ...(options.stdout ? { stdout: options.stdout } : {}),
+      });
+    }
+    for (const a of adapters) adapterIndex.set(adapterKey(a.platform, a.accountId), a);
+
+    // Held until the adapters run: resumed turns go first, new messages queue behind them.
+    const sched = createScheduler<string>({
+      clock,
+      concurrencyPerInstance: config.queue.concurrencyPerInstance,
+      maxPendingPerSession: config.queue.maxPendingPerSession,
+      maxPendingTotal: config.queue.maxPendingTotal,
+      debounceMs: config.queue.debounceMs,
+      held: true,
+      run: (turn) => relay!.runTurn(turn),
+      onError(error) {
+        if (error instanceof Error && (error.name === "StoppingError" || error.name === "JournalClosedError")) return;
+        logger.error({ err: errorSummary(error) }, "turn failed");
+      },
+      onDepth(instance) {
+        const d = sched.depth(instance);
+        metrics.queueDepth.set({ instance }, d.instanceWaiting + d.instanceRunning);
+      },
+    });
+    scheduler = sched;
+    relay = createRelay({
+      config,
+      store: opened,
+      client,
+      scheduler: sched,
+      clock,
+      random,
+      logger: logger.child({ component: "relay" }),
+      metrics: relayMetrics,
+      adapterFor: (platform, accountId) => adapterIndex.get(adapterKey(platform, accountId)),
+      channelFor: (accountId) => channelIndex.get(accountId),
+    });
+    relay.resume();
+
+    if (config.ops.port !== null) {
+      ops = await startOpsServer({ host: config.ops.host, port: config.ops.port, metrics, health });
+      logger.info({ url: ops.url }, "ops server listening (/healthz, /metrics)");
+    }
+
+    const r = relay;
+    let startedCount = 0;
+    for (const adapter of adapters) {
+      const sink: InboundSink = {
+        accept: (message) => r.accept(adapter, message),
+        status(event) {
+          adapterStates.set(adapter, event.state);
+          const level = event.state === "failed" || event.state === "logged_out" ? "error" : "info";
+          logger[level]({ platform: adapter.platform, accountId: adapter.accountId, state: event.state, detail: event.detail }, "adapter status");
+          options.onAdapterStatus?.(adapter, event);
+        },
+      };
+      try {
+        await adapter.start(sink);
+        startedCount++;
+      } catch (error) {
+        adapterStates.set(adapter, "failed");
+        logger.error({ platform: adapter.platform, accountId: adapter.accountId, err: errorSummary(error) }, "adapter failed to start");
+      }
+    }
+    if (adapters.length > 0 && startedCount === 0) throw new Error("no chat adapter could start (see the log)");
+    if (adapters.length === 0) logger.warn("no chat channels configured: nothing will arrive");
+
+    sched.release();
+    r.resumeCommands();
+    logger.info({ adapters: adapters.map((a) => `${a.platform}:${a.accountId}`), resumed: pendingAtStart, routes: config.routes.length }, "daemon started");
+  }
+
+  async function teardown(graceMs: number): Promise<void> {
+    relay?.beginStop();
+    await Promise.allSettled(
+      adapters.map((a) =>
+        a.stop().catch((error: unknown) => {
+          logger.warn({ platform: a.platform, accountId: a.accountId, err: errorSummary(error) }, "adapter did not stop cleanly");
+        }),
+      ),
+    );
+    scheduler?.stop();
+    if (relay && scheduler && graceMs > 0) {
+      let timer: { cancel(): void } | undefined;
+      const settled = Promise.all([scheduler.whenIdle(), relay.whenCommandsIdle()]).then(() => true);
+      const timedOut = new Promise<boolean>((resolve) => {
+        timer = clock.setTimeout(() => resolve(false), graceMs);
+      });
+      const done = await Promise.race([settled, timedOut]);
+      timer?.cancel();
+      if (!done) logger.warn({ graceMs }, "turns still in flight at shutdown: they stay journaled and resume at the next start");
+    }
+    await relay?.haltDelivery();
+    const left = store?.pending().length ?? 0;
+    await store?.close();
+    await ops?.close();
+    await dispatcher?.destroy().catch(() => undefined);
+    if (left) logger.info({ pending: left }, "pending messages saved for the next start");
+  }
+
+  function health(): HealthReport {
+    const adaptersView = Object.fromEntries(adapters.map((a) => [`${a.platform}:${a.accountId}`, adapterStates.get(a) ?? "starting"]));
+    const anyUp = adapters.length === 0 || adapters.some((a) => adapterStates.get(a) === "connected" || adapterStates.get(a) === "pairing");
+    return {
+      healthy: state === "running" && anyUp,
+      state,
+      adapters: adaptersView,
+      pending: store?.pending().length ?? 0,
+      queued: scheduler?.depth().totalWaiting ?? 0,
+      stoppedRoutes: relay ? [...relay.stoppedRoutes.keys()] : [],
+    };
+  }
+
+  return {
+    start,
+    async stop(opts) {
+      if (state === "new") {
+        state = "stopped";
+        return;
+      }
+      if (state === "stopping" || state === "stopped") return;
+      state = "stopping";
+      await teardown(opts?.graceMs ?? graceDefault);
+      state = "stopped";
+      logger.info("daemon stopped");
+    },
+    async crash() {
+      state = "stopped";
+      relay?.beginStop();
+      scheduler?.stop();
+      void relay?.haltDelivery();
+      await store?.abandon();
+      await Promise.allSettled(adapters.map((a) => a.stop()));
+      await ops?.close();
+      await dispatcher?.destroy().catch(() => undefined);
+    },
+    whenIdle() {
+      const s = store;
+      if (!s || s.pending().length === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const off = s.onDrained(() => {
+          off();
+          resolve();
+        });
+      });
+    },
+    health,
+    get adapters() {
+      return adapters;
+    },
+    metrics,
+    logger,
+    get opsUrl() {
+      return ops?.url;
+    },
+    get store() {
+      return store;
+    },
+    get scheduler() {
+      return scheduler;
+    },
+  };
+}

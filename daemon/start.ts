@@ -1,0 +1,209 @@
+/**
+ * `npm start`: everything local, no configuration. Runs the emulator in this
+ * process (state in `.data/emulator`), signs up a local organization once,
+ * gives it a placeholder provider key, creates an instance, mints a scoped
+ * key for the bridge, and opens the terminal chat on stdin/stdout. Ids and
+ * keys are kept in `.data/credentials.json` (mode 0600, never printed), so a
+ * second start talks to the same organization and instance.
+ */
+import { chmod, readFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { z } from "zod";
+import { createEmulator, type Emulator } from "../emulator/index.js";
+import { ServiceError, createServiceClient, type ServiceClient } from "../shared/client/index.js";
+import { runInForeground } from "./cli.js";
+import { parseConfig } from "./config/load.js";
+import { writeFileAtomic } from "./state/files.js";
+
+const HELP = `Usage: npm start [-- options]
+
+Runs the service emulator and the bridge together, with a chat in this
+terminal. Nothing to configure: the first start creates a local organization,
+an instance and a key; later starts reuse them.
+
+Options:
+  --data-dir DIR   where state lives (default .data): emulator/, daemon/, credentials.json
+  --port P         emulator port (default: a free one)
+  -h, --help       show this help
+
+Environment: LOG_LEVEL (default warn; logs go to stderr).
+`;
+
+const PLACEHOLDER_PROVIDER_KEY = "sk-ant-local-placeholder-not-a-real-key";
+
+export const Credentials = z.object({
+  version: z.literal(1),
+  organizationId: z.string(),
+  orgKey: z.string(),
+  instanceId: z.string().optional(),
+  scopedKeyId: z.string().optional(),
+  scopedKey: z.string().optional(),
+});
+export type Credentials = z.infer<typeof Credentials>;
+
+async function readCredentials(file: string): Promise<Credentials | undefined> {
+  try {
+    const parsed = Credentials.safeParse(JSON.parse(await readFile(file, "utf8")));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function saveCredentials(file: string, creds: Credentials): Promise<void> {
+  await writeFileAtomic(file, `${JSON.stringify(creds, null, 2)}\n`, 0o600);
+  await chmod(file, 0o600); // an older file may have had other bits
+}
+
+const isStatus = (error: unknown, ...statuses: number[]) => error instanceof ServiceError && statuses.includes(error.status);
+
+export interface Bootstrap {
+  creds: Required<Credentials>;
+  reusedOrganization: boolean;
+  reusedInstance: boolean;
+}
+
+/** Finds or makes the organization, instance and scoped key; waits until the instance runs. */
+export async function bootstrap(anon: ServiceClient, file: string): Promise<Bootstrap> {
+  let creds = await readCredentials(file);
+  let reusedOrganization = false;
+  if (creds) {
+    try {
+      await anon.withKey(creds.orgKey).getOrganization();
+      reusedOrganization = true;
+    } catch (error) {
+      if (!isStatus(error, 401, 403, 404)) throw error;
+      creds = undefined; // the emulator's state was wiped: start over
+    }
+  }
+  if (!creds) {
+    const signup = await anon.signup({ body: { name: "local" } });
+    creds = { version: 1, organizationId: signup.organization.id, orgKey: signup.api_key };
+    await saveCredentials(file, creds);
+    await anon.withKey(creds.orgKey).updateOrganization({ body: { model_api_keys: { anthropic: PLACEHOLDER_PROVIDER_KEY } } });
+  }
+  const org = anon.withKey(creds.orgKey);
+
+  let reusedInstance = false;
+  if (creds.instanceId) {
+    try {
+      const inst = await org.getInstance({ instance_id: creds.instanceId });
+      reusedInstance = inst.status !== "error" && inst.status !== "terminated";
+    } catch (error) {
+      if (!isStatus(error, 403, 404)) throw error;
+    }
+  }
+  if (!reusedInstance) {
+    if (creds.instanceId) {
+      // A broken instance would still count against the plan's limit of one.
+      await org.deleteInstance({ instance_id: creds.instanceId }).catch(() => undefined);
+    }
+    const inst = await org.createInstance({ body: { name: "local-agent" } });
+    creds = { ...creds, instanceId: inst.id, scopedKey: undefined, scopedKeyId: undefined };
+    await saveCredentials(file, creds);
+  }
+  const instanceId = creds.instanceId!;
+
+  let keyOk = false;
+  if (creds.scopedKeyId && creds.scopedKey) {
+    try {
+      const key = await org.getKey({ key_id: creds.scopedKeyId });
+      keyOk = key.is_active && key.instances.some((g) => g.instance_id === instanceId && g.permissions.includes("interact"));
+    } catch (error) {
+      if (!isStatus(error, 404)) throw error;
+    }
+  }
+  if (!keyOk) {
+    const key = await org.createKey({ body: { name: "local-bridge", instance_ids: [instanceId], permissions: ["interact", "read", "files"] } });
+    creds = { ...creds, scopedKeyId: key.id, scopedKey: key.raw_key };
+    await saveCredentials(file, creds);
+  }
+
+  for (let waited = 0; ; waited += 100) {
+    const { status } = await org.getInstanceStatus({ instance_id: instanceId });
+    if (status === "running") break;
+    if (status === "stopped") await org.startInstance({ instance_id: instanceId }).catch(() => undefined);
+    if (status === "error" || status === "terminated" || waited > 60_000) throw new Error(`the local instance did not start (status: ${status})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { creds: creds as Required<Credentials>, reusedOrganization, reusedInstance };
+}
+
+async function main(argv: string[]): Promise<number> {
+  let values: { "data-dir"?: string; port?: string; help?: boolean };
+  try {
+    values = parseArgs({
+      args: argv,
+      options: { "data-dir": { type: "string" }, port: { type: "string" }, help: { type: "boolean", short: "h" } },
+      strict: true,
+    }).values;
+  } catch (error) {
+    process.stderr.write(`start: ${(error as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const port = values.port === undefined ? 0 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    process.stderr.write(`start: --port needs a port number, got '${values.port}'\n`);
+    return 2;
+  }
+  const dataDir = resolve(values["data-dir"] ?? ".data");
+  const credentialsFile = join(dataDir, "credentials.json");
+
+  let emulator: Emulator;
+  try {
+    emulator = await createEmulator({ dataDir: join(dataDir, "emulator"), provisionMs: 500 });
+  } catch (error) {
+    process.stderr.write(`start: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+  let url: string;
+  let boot: Bootstrap;
+  try {
+    url = await emulator.listen(port, "127.0.0.1");
+    boot = await bootstrap(createServiceClient({ baseUrl: url }), credentialsFile);
+  } catch (error) {
+    process.stderr.write(`start: ${error instanceof Error ? error.message : String(error)}\n`);
+    await emulator.close();
+    return 1;
+  }
+
+  const config = parseConfig(
+    {
+      service: { baseUrl: url, apiKey: boot.creds.scopedKey, defaultModel: "claude-sonnet-4-5" },
+      dataDir: join(dataDir, "daemon"),
+      logLevel: process.env.LOG_LEVEL ?? "warn",
+      // Off: a fixed port could clash with another local run. `npm run daemon` has it.
+      ops: { port: null },
+      queue: { debounceMs: 0 },
+      routes: [{ match: {}, instance: boot.creds.instanceId }],
+      channels: [{ type: "terminal", id: "terminal" }],
+    },
+    {},
+    "(npm start)",
+  );
+
+  process.stdout.write(
+    [
+      "agent-bridge: local mode (emulated service, terminal chat)",
+      `  service    ${url}  (emulator; state in ${join(dataDir, "emulator")})`,
+      `  org        ${boot.creds.organizationId}  (${boot.reusedOrganization ? "reused" : "new"})`,
+      `  instance   ${boot.creds.instanceId}  (${boot.reusedInstance ? "reused" : "new"}, running)`,
+      "Type a message and press Enter. /help lists commands; Ctrl+D or Ctrl+C quits.",
+      "",
+    ].join("\n"),
+  );
+  return runInForeground(config, { beforeExit: () => emulator.close() });
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`start: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);

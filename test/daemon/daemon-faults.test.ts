@@ -1,0 +1,133 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { sessionKeyOf } from "../../daemon/core/relay.js";
+import { sessionBaseFor } from "../../daemon/core/routing.js";
+import { converse, startBridge, startService, tempDir, testConfig, type Bridge, type Service } from "./daemon-harness.js";
+import type { FakeChatAdapter } from "../fakes/chat-adapter.js";
+
+let service: Service;
+const cleanups: (() => Promise<void> | void)[] = [];
+beforeAll(async () => {
+  service = await startService({ permissions: ["interact", "read"] });
+});
+afterAll(async () => {
+  await service.close();
+});
+afterEach(async () => {
+  await service.clearFaults();
+  for (const c of cleanups.splice(0).reverse()) await c();
+  for (const id of service.instanceIds) {
+    const { status } = await service.org.getInstanceStatus({ instance_id: id });
+    if (status === "stopped") await service.org.startInstance({ instance_id: id });
+  }
+});
+
+async function bridge(overrides: Parameters<typeof testConfig>[2] = {}, key = service.key): Promise<Bridge> {
+  const dir = tempDir();
+  const b = await startBridge(testConfig({ ...service, key }, dir.path, overrides));
+  cleanups.push(dir.remove, () => b.daemon.stop({ graceMs: 0 }));
+  return b;
+}
+
+const instance = () => service.instanceIds[0]!;
+const texts = (chat: FakeChatAdapter, user: string) => chat.repliesTo(user).map((m) => m.text);
+/** Long enough for a stray duplicate to show up. */
+const linger = () => new Promise((r) => setTimeout(r, 150));
+
+async function sendAll(chat: FakeChatAdapter, users: string[], count: number): Promise<void> {
+  for (let i = 1; i <= count; i++) for (const u of users) await chat.inject({ userId: u, text: `${u} ${i}` });
+}
+
+describe("daemon under service faults", () => {
+  it("answers every message exactly once, in order, through 502s and connection resets", async () => {
+    const { chat, daemon } = await bridge();
+    const users = ["ann", "ben", "cat"];
+    await service.admin("/_emulator/faults", { target: "gateway", instance_id: instance(), status: 502, times: 3 });
+    await sendAll(chat, users, 3);
+    await service.admin("/_emulator/faults", { target: "gateway", instance_id: instance(), error: "reset", times: 3 });
+    for (let i = 4; i <= 6; i++) for (const u of users) await chat.inject({ userId: u, text: `${u} ${i}` });
+    for (const u of users) await chat.waitForReplies(u, 6);
+    await daemon.whenIdle();
+    await linger();
+    for (const u of users) expect(texts(chat, u)).toEqual([1, 2, 3, 4, 5, 6].map((i) => `You said: ${u} ${i}`));
+    const metrics = await daemon.metrics.text();
+    expect(metrics).toMatch(/retries_total\{instance="[^"]+",reason="server"\} [1-9]/);
+  });
+
+  it("gives up after maxAttempts, tells the person once per cooldown, and recovers", async () => {
+    const { chat, daemon } = await bridge({ retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5, errorCooldownMs: 60_000, instanceWaitMs: 1000 } });
+    await service.admin("/_emulator/faults", { target: "gateway", instance_id: instance(), status: 503, times: 6 });
+    await chat.inject({ userId: "dan", text: "first" });
+    await chat.inject({ userId: "dan", text: "second" });
+    await chat.waitForReplies("dan", 1);
+    await daemon.whenIdle();
+    expect(texts(chat, "dan")).toEqual([expect.stringMatching(/could not be answered: the agent service kept failing/)]);
+    expect(await converse(chat, "dan", ["third"])).toEqual(["You said: third"]);
+    // A gateway error that is not worth retrying is said at once (cooldown permitting: another chat here).
+    expect(await converse(chat, "eve", ["!fail 400"])).toEqual([expect.stringMatching(/refused the message \(HTTP 400\)/)]);
+    // The agent's own 403 (passed through from the gateway) is not the service refusing the key.
+    expect(await converse(chat, "eli", ["!fail 403"])).toEqual([expect.stringMatching(/refused the message \(HTTP 403\)/)]);
+    expect(daemon.health().stoppedRoutes).toEqual([]);
+  });
+
+  it("waits for a stopped instance to run again and loses nothing (autoStart on, but the key may not start it)", async () => {
+    const { chat } = await bridge({ service: { baseUrl: service.url, apiKey: service.key, autoStart: true } });
+    expect(await converse(chat, "fred", ["one", "two"])).toEqual(["You said: one", "You said: two"]);
+    await service.org.stopInstance({ instance_id: instance() });
+    await sendAll(chat, ["fred"], 3);
+    await linger();
+    expect(texts(chat, "fred")).toHaveLength(2);
+    await service.org.startInstance({ instance_id: instance() });
+    await chat.waitForReplies("fred", 5);
+    expect(texts(chat, "fred").slice(2)).toEqual(["You said: fred 1", "You said: fred 2", "You said: fred 3"]);
+    expect(await converse(chat, "fred", ["!recall"])).toEqual(["one\ntwo\nfred 1\nfred 2\nfred 3"]);
+  });
+
+  it("starts a stopped instance itself when autoStart is on and the key may", async () => {
+    const key = await service.mintKey(["interact", "read", "configure"]);
+    const { chat } = await bridge({ service: { baseUrl: service.url, apiKey: key.raw, autoStart: true } }, key.raw);
+    await service.org.stopInstance({ instance_id: instance() });
+    expect(await converse(chat, "gil", ["wake up"])).toEqual(["You said: wake up"]);
+    expect((await service.org.getInstanceStatus({ instance_id: instance() })).status).toBe("running");
+  });
+
+  it("gives up on an instance that stays stopped beyond instanceWaitMs, and says so", async () => {
+    const { chat } = await bridge({ retry: { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 20, errorCooldownMs: 60_000, instanceWaitMs: 150 } });
+    await service.org.stopInstance({ instance_id: instance() });
+    const [reply] = await converse(chat, "hank", ["anyone home?"]);
+    expect(reply).toMatch(/instance is not running/);
+  });
+
+  it("stops a route whose key the service refuses, telling the person once and the log", async () => {
+    const key = await service.mintKey(["interact"]);
+    const { chat, daemon } = await bridge({}, key.raw);
+    expect(await converse(chat, "ida", ["before"])).toEqual(["You said: before"]);
+    await service.org.revokeKey({ key_id: key.id });
+    await chat.inject({ userId: "ida", text: "after 1" });
+    await chat.inject({ userId: "ida", text: "after 2" });
+    await chat.waitForReplies("ida", 2);
+    await daemon.whenIdle();
+    await linger();
+    expect(texts(chat, "ida").slice(1)).toEqual([expect.stringMatching(/refused this bridge's access key/)]);
+    expect(daemon.health().stoppedRoutes).toEqual([0]);
+    const [status] = await converse(chat, "ida", ["/status"]);
+    expect(status).toMatch(/Route stopped: the service answered 403/);
+    const calls = await service.responseCalls();
+    await chat.inject({ userId: "ida", text: "after 3" });
+    await daemon.whenIdle();
+    expect(await service.responseCalls()).toBe(calls); // a stopped route does not keep knocking
+    expect(texts(chat, "ida")).toHaveLength(3);
+  });
+
+  it("starts a fresh chain when the service lost the previous response, and says so", async () => {
+    const { chat, daemon } = await bridge();
+    await converse(chat, "jan", ["remember me"]);
+    await daemon.whenIdle();
+    const base = sessionBaseFor({ platform: "fake", accountId: "acct0", chatId: "jan", chatType: "direct", userId: "jan" }, "user");
+    const key = sessionKeyOf({ instanceId: instance(), sessionBase: base });
+    await daemon.store!.setSession(key, { generation: 0, lastResponseId: `resp_${"0".repeat(32)}` });
+    const [reply] = await converse(chat, "jan", ["hello again"]);
+    expect(reply).toMatch(/^\(The earlier conversation could not be found.*\)\n\nYou said: hello again$/s);
+    expect(await converse(chat, "jan", ["!recall"])).toEqual(["hello again"]);
+    expect(daemon.store!.session(key).generation).toBe(1);
+  });
+});

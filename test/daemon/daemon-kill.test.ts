@@ -1,0 +1,152 @@
+/**
+ * The daemon as its own process (`npx tsx daemon/cli.ts --config ...`), the
+ * terminal chat on its stdin/stdout as the platform, the emulator in this
+ * process: SIGKILL with turns pending, restart, and every message is answered
+ * exactly once across both lives.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startService, tempDir, type Service } from "./daemon-harness.js";
+
+const root = join(import.meta.dirname, "..", "..");
+
+let service: Service;
+beforeAll(async () => {
+  service = await startService();
+});
+afterAll(async () => {
+  await service.close();
+});
+
+interface Child {
+  proc: ChildProcessWithoutNullStreams;
+  out(): string;
+  err(): string;
+  exited: Promise<number | null>;
+  waitFor(pred: (stdout: string) => boolean, what: string, timeoutMs?: number): Promise<void>;
+}
+
+function startDaemon(configFile: string): Child {
+  // Its own process group: npx runs tsx runs node, and a kill must reach the daemon itself.
+  const proc = spawn("npx", ["tsx", "daemon/cli.ts", "--config", configFile], { cwd: root, stdio: ["pipe", "pipe", "pipe"], detached: true });
+  let stdout = "";
+  let stderr = "";
+  const listeners = new Set<() => void>();
+  proc.stdout.on("data", (d: Buffer) => {
+    stdout += d.toString();
+    for (const l of [...listeners]) l();
+  });
+  proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
+  return {
+    proc,
+    out: () => stdout,
+    err: () => stderr,
+    exited,
+    waitFor(pred, what, timeoutMs = 30_000) {
+      return new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (!pred(stdout)) return;
+          listeners.delete(check);
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(new Error(`timed out waiting for ${what}\nstdout: ${stdout}\nstderr: ${stderr}`));
+        }, timeoutMs);
+        listeners.add(check);
+        check();
+      });
+    },
+  };
+}
+
+/** Journal records of accepted messages so far (the daemon's own file; read-only here). */
+function acceptedCount(dataDir: string): number {
+  const file = join(dataDir, "journal.jsonl");
+  if (!existsSync(file)) return 0;
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((line) => line.startsWith('{"t":"msg"')).length;
+}
+
+async function until(pred: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await pred())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const occurrences = (text: string, line: string) => text.split("\n").filter((l) => l === line).length;
+
+describe("daemon process killed with SIGKILL", () => {
+  it("answers every pending turn exactly once after a restart", { timeout: 60_000 }, async () => {
+    const dir = tempDir();
+    const dataDir = join(dir.path, "data");
+    const configFile = join(dir.path, "daemon.json");
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        service: { baseUrl: service.url, apiKey: "${BRIDGE_TEST_KEY}" },
+        dataDir,
+        logLevel: process.env.BRIDGE_TEST_LOG ?? "warn",
+        ops: { port: null },
+        queue: { debounceMs: 0 },
+        retry: { baseDelayMs: 10, maxDelayMs: 100 },
+        routes: [{ match: {}, instance: service.instanceIds[0] }],
+        channels: [{ type: "terminal", id: "terminal" }],
+      }),
+    );
+    process.env.BRIDGE_TEST_KEY = service.key;
+    const children: Child[] = [];
+    try {
+      const first = startDaemon(configFile);
+      children.push(first);
+      first.proc.stdin.write("before the crash\n");
+      await first.waitFor((o) => o.includes("agent> You said: before the crash"), "the first reply");
+      first.proc.stdin.write("!sleep 800\nsecond\nthird\n");
+      // All three journaled, and the sleeping turn under way (its typing line is out): now die.
+      await until(() => acceptedCount(dataDir) >= 4, "three more accepted messages");
+      await first.waitFor((o) => o.split("agent is typing…").length - 1 >= 2, "the sleeping turn to start");
+      await new Promise((r) => setTimeout(r, 100));
+      process.kill(-first.proc.pid!, "SIGKILL");
+      expect(await first.exited).toBe(null);
+
+      const second = startDaemon(configFile);
+      children.push(second);
+      await second.waitFor((o) => o.includes("agent> You said: third"), "the resumed replies");
+      second.proc.stdin.end(); // end of input: it answers what is pending, then exits by itself
+      expect(await second.exited).toBe(0);
+
+      // SIGTERM while a turn is in flight: it finishes, then the process exits 0.
+      const third = startDaemon(configFile);
+      children.push(third);
+      third.proc.stdin.write("!sleep 300\n");
+      await third.waitFor((o) => o.includes("agent is typing…"), "the turn to start");
+      await new Promise((r) => setTimeout(r, 50));
+      expect(third.out()).not.toContain("slept 300");
+      // To the daemon itself (its pid is in the lock file), as a service manager would.
+      process.kill(Number(readFileSync(join(dataDir, "daemon.lock"), "utf8")), "SIGTERM");
+      expect(await third.exited).toBe(0);
+      expect(third.out()).toContain("agent> slept 300");
+
+      const all = `${first.out()}\n${second.out()}`;
+      expect(first.out()).not.toContain("agent> slept 800"); // it really died mid-turn
+      expect(occurrences(all, "agent> You said: before the crash")).toBe(1);
+      expect(occurrences(all, "agent> slept 800")).toBe(1);
+      expect(occurrences(all, "agent> You said: second")).toBe(1);
+      expect(occurrences(all, "agent> You said: third")).toBe(1);
+      const order = ["agent> slept 800", "agent> You said: second", "agent> You said: third"].map((l) => second.out().indexOf(l));
+      expect(order).toEqual([...order].sort((a, b) => a - b));
+      expect(`${first.err()}${second.err()}`).not.toContain(service.key);
+    } finally {
+      for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) process.kill(-c.proc.pid!, "SIGKILL");
+      delete process.env.BRIDGE_TEST_KEY;
+      dir.remove();
+    }
+  });
+});

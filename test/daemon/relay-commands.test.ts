@@ -1,0 +1,82 @@
+import { describe, expect, it } from "vitest";
+import { parseCommand, runCommand, type CommandContext } from "../../daemon/core/commands.js";
+import { backoffDelay } from "../../daemon/core/relay.js";
+import { replyTextOf, responseIdOf } from "../../daemon/core/reply.js";
+import { seededRandom } from "../../shared/random.js";
+
+const context = (over: Partial<CommandContext> = {}): CommandContext => ({
+  platform: "telegram",
+  accountId: "bot1",
+  chatId: "-100",
+  chatType: "group",
+  userId: "42",
+  userName: "Ann",
+  instanceId: "inst-1",
+  sessionId: "telegram.bot1.group.-100",
+  chained: true,
+  resetSession: async () => "telegram.bot1.group.-100.g1",
+  instanceStatus: async () => "running",
+  queue: { sessionWaiting: 2, sessionBusy: true, instanceWaiting: 5, instanceRunning: 3, totalWaiting: 9 },
+  ...over,
+});
+
+describe("commands", () => {
+  it("recognises the bridge's commands, with a bot suffix and any case, and nothing else", () => {
+    expect(parseCommand("/new")).toEqual({ name: "new", args: "" });
+    expect(parseCommand("  /STATUS@my_bot please")).toEqual({ name: "status", args: "please" });
+    expect(parseCommand("/whoami\nmore")).toEqual({ name: "whoami", args: "more" });
+    expect(parseCommand("/newer")).toBeUndefined();
+    expect(parseCommand("/deploy now")).toBeUndefined(); // the agent's business
+    expect(parseCommand("please /new")).toBeUndefined();
+    expect(parseCommand("")).toBeUndefined();
+  });
+
+  it("answers /status, /whoami, /help and /new from the context", async () => {
+    const status = await runCommand("status", context({ routeStopped: "the service answered 403" }));
+    expect(status).toContain("Instance: inst-1 (running)");
+    expect(status).toContain("Session: telegram.bot1.group.-100");
+    expect(status).toContain("1 being answered, 2 waiting");
+    expect(status).toContain("3 running, 5 waiting");
+    expect(status).toContain("Route stopped: the service answered 403");
+    const who = await runCommand("whoami", context({ userAliases: ["+4915"] }));
+    expect(who).toContain("Platform: telegram (account bot1)");
+    expect(who).toContain("User: 42 (Ann)");
+    expect(who).toContain("Also known as: +4915");
+    expect(await runCommand("help", context())).toMatch(/\/new: .*\n.*\/reset/);
+    let resets = 0;
+    const fresh = await runCommand("new", context({ resetSession: async () => `s.g${++resets}` }));
+    expect(resets).toBe(1);
+    expect(fresh).toContain("Session: s.g1");
+  });
+});
+
+describe("reply text", () => {
+  it("takes the output_text blocks of assistant messages, in order", () => {
+    const response = {
+      id: "resp_1",
+      output: [
+        { type: "reasoning", content: [{ type: "output_text", text: "hidden" }] },
+        { type: "message", role: "assistant", content: [{ type: "output_text", text: "one" }, { type: "refusal", refusal: "x" }] },
+        { type: "message", role: "user", content: [{ type: "output_text", text: "not mine" }] },
+        { type: "message", role: "assistant", content: [{ type: "output_text", text: "two" }] },
+      ],
+    };
+    expect(replyTextOf(response)).toBe("one\n\ntwo");
+    expect(responseIdOf(response)).toBe("resp_1");
+    expect(replyTextOf({ output: "nonsense" })).toBe("");
+    expect(replyTextOf(null)).toBe("");
+    expect(responseIdOf({})).toBeUndefined();
+  });
+});
+
+describe("backoff", () => {
+  it("grows exponentially with jitter and stays under the cap", () => {
+    const random = seededRandom(1);
+    for (let attempt = 1; attempt <= 12; attempt++) {
+      const full = Math.min(1000, 10 * 2 ** (attempt - 1));
+      const d = backoffDelay(attempt, 10, 1000, random);
+      expect(d).toBeGreaterThanOrEqual(full / 2);
+      expect(d).toBeLessThanOrEqual(full);
+    }
+  });
+});
