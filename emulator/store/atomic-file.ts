@@ -3,16 +3,12 @@
  * fsync, rename over the old file, fsync the directory. A crash leaves either
  * the old state or the new one, never half of one.
  */
-import { open, readFile, rename, rm } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { readFile } from "node:fs/promises";
+import { writeFileAtomic } from "../../shared/durable-files.js";
 import type { Adapter } from "lowdb";
 
 export class AtomicJsonFile<T> implements Adapter<T> {
-  private readonly tmp: string;
-
-  constructor(private readonly file: string) {
-    this.tmp = join(dirname(file), `.${basename(file)}.tmp`);
-  }
+  constructor(private readonly file: string) {}
 
   async read(): Promise<T | null> {
     let text: string;
@@ -26,31 +22,6 @@ export class AtomicJsonFile<T> implements Adapter<T> {
   }
 
   async write(data: T): Promise<void> {
-    const handle = await open(this.tmp, "w", 0o600);
-    try {
-      await handle.writeFile(JSON.stringify(data));
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(this.tmp, this.file);
-    await syncDirectory(dirname(this.file));
-  }
-
-  async discardTemporary(): Promise<void> {
-    await rm(this.tmp, { force: true });
-  }
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  try {
-    const handle = await open(dir, "r");
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    // Some filesystems refuse fsync on directories; the rename is still atomic.
+    await writeFileAtomic(this.file, JSON.stringify(data));
   }
 }

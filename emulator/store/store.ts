@@ -9,7 +9,7 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Low, Memory } from "lowdb";
 import { AtomicJsonFile } from "./atomic-file.js";
-import { acquireLock } from "./lock.js";
+import { acquireDirLock } from "../../shared/durable-files.js";
 import { emptyState, STATE_VERSION, type EmulatorState } from "./state.js";
 
 export interface StoreOptions {
@@ -43,7 +43,8 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
   let db: Low<EmulatorState>;
   if (dataDir) {
     mkdirSync(dataDir, { recursive: true });
-    release = acquireLock(join(dataDir, "emulator.lock"), dataDir);
+    const lock = acquireDirLock(dataDir, "emulator");
+    release = () => lock.release();
     db = new Low(new AtomicJsonFile<EmulatorState>(join(dataDir, "state.json")), emptyState());
   } else {
     db = new Low(new Memory<EmulatorState>(), emptyState());

@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { DataDirLockedError } from "../../emulator/store/lock.js";
+import { DataDirLockedError } from "../../shared/durable-files.js";
 import { openStore, type Store } from "../../emulator/store/store.js";
 import { tempDir } from "../helpers/emulator.js";
 
@@ -68,12 +68,14 @@ describe("store", () => {
     addOrg(store, "first");
     await store.flush();
 
-    // The directory disappears under it: the next write fails...
+    // A file takes the directory's place: the next write fails...
     rmSync(d, { recursive: true, force: true });
+    writeFileSync(d, "not a directory");
     addOrg(store, "second");
     await expect(store.flush()).rejects.toThrow();
 
-    // ...and once it is back, the next flush writes everything, the failed change included.
+    // ...and once the directory is back, the next flush writes everything, the failed change included.
+    rmSync(d);
     mkdirSync(d);
     await store.flush();
     expect(Object.keys(onDisk(d).organizations).sort()).toEqual(["first", "second"]);
