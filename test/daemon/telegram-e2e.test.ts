@@ -49,7 +49,7 @@ async function bridge() {
     await daemon.start();
     return daemon;
   };
-  return { fake, launch };
+  return { fake, launch, files: t.emulator.env.workspaces, instanceId: instance.id };
 }
 
 const texts = (fake: FakeTelegram, chat: number) => fake.sentMessages(chat).map((m) => m.text);
@@ -108,4 +108,18 @@ it("in a group answers only when mentioned or replied to", async () => {
   fake.groupText(GROUP, bob, "and me", { replyToBot: true });
   await fake.waitFor(() => texts(fake, GROUP).length === 2);
   expect(texts(fake, GROUP)).toEqual(["You said: hi bot", "You said: and me"]);
+});
+
+it("uploads a document to the instance's inbox and names it in the turn", async () => {
+  const { fake, launch, files, instanceId } = await bridge();
+  await launch();
+  fake.document(alice, "notes.txt", Buffer.from("shopping list\n"), "read this");
+  await fake.waitFor(() => texts(fake, alice.id).length === 1);
+  const reply = texts(fake, alice.id)[0]!;
+  const path = /inbox\/telegram\/5001\/\d+-notes\.txt/.exec(reply)?.[0];
+  expect(reply.startsWith("You said: read this")).toBe(true);
+  expect(path).toBeDefined();
+  const { readFile } = await import("node:fs/promises");
+  const { join } = await import("node:path");
+  expect(await readFile(join(files.rootOf(instanceId), path!), "utf8")).toBe("shopping list\n");
 });
