@@ -11,6 +11,7 @@ import type { AdapterStateStore, ChatAdapter, InboundMessage, InboundSink } from
 import { createTelegramAdapter, telegramMarkdownToHtml } from "../../daemon/adapters/telegram/index.js";
 import { systemClock } from "../../shared/clock.js";
 import { createFakeTelegram, parseTelegramHtml, type FakeTelegram } from "../fakes/telegram-bot-api.js";
+import { deadPort } from "../helpers/emulator.js";
 
 const TOKEN = "123456789:AAAbbbCCCdddEEEfffGGGhhhIIIjjjKKKll";
 const alice = { id: 111, username: "alice" };
@@ -149,6 +150,33 @@ describe("intake", () => {
     expect(msg!.text).toBe("see attached");
     expect(msg!.attachments?.[0]).toMatchObject({ kind: "document", fileName: "notes.txt" });
     expect(msg!.attachments?.[0]!.data.toString()).toBe("file body");
+  });
+});
+
+describe("webhook mode", () => {
+  it("registers the webhook with its secret, refuses forged posts, and answers 200 only once accepted", async () => {
+    const port = await deadPort();
+    const secretToken = "s3cret-token_for-tests";
+    const { fake, accepted, sink } = await start({ extra: { mode: "webhook", webhook: { url: "https://bridge.example/telegram", host: "127.0.0.1", port, path: "/telegram", secretToken } } });
+    expect(fake.webhook).toEqual({ url: "https://bridge.example/telegram", secret_token: secretToken });
+    const post = (body: unknown, secret?: string) =>
+      fetch(`http://127.0.0.1:${port}/telegram`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(secret ? { "x-telegram-bot-api-secret-token": secret } : {}) },
+        body: JSON.stringify(body),
+      });
+    const update = (id: number, text: string) => ({
+      update_id: id,
+      message: { message_id: id, date: 1, chat: { id: 111, type: "private" }, from: { id: 111, is_bot: false, first_name: "alice" }, text },
+    });
+    expect((await post(update(1, "forged"), "wrong")).status).toBe(401);
+    expect((await post(update(2, "no secret"))).status).toBe(401);
+    sink.refuse = true;
+    expect((await post(update(3, "refused"), secretToken)).status).toBe(503); // Telegram will deliver it again
+    sink.refuse = false;
+    expect((await post(update(3, "refused"), secretToken)).status).toBe(200);
+    expect((await post(update(4, "hello"), secretToken)).status).toBe(200);
+    expect(accepted.map((m) => m.text)).toEqual(["refused", "hello"]);
   });
 });
 

@@ -38,6 +38,8 @@ export interface FakeTelegram {
   sentMessages(chatId?: string | number): SentMessage[];
   chatActions: { chat_id: string; action: string }[];
   commands: unknown[];
+  /** What setWebhook was last told, if anything. */
+  webhook: { url: string; secret_token?: string } | undefined;
   /** Offsets grammY asked getUpdates for, in order. */
   offsets: (number | undefined)[];
   /** Updates still held (not confirmed by an offset). */
@@ -143,6 +145,7 @@ export async function createFakeTelegram(options: { token: string; bot?: FakeBot
     sentMessages: (chatId) => (chatId === undefined ? [...sent] : sent.filter((m) => m.chat_id === String(chatId))),
     chatActions,
     commands,
+    webhook: undefined,
     offsets,
     pending: () => updates.length,
     async waitFor(probe, timeoutMs = 10_000) {
@@ -183,6 +186,9 @@ export async function createFakeTelegram(options: { token: string; bot?: FakeBot
     switch (method) {
       case "getMe":
         return ok(res, { ...bot, is_bot: true, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false });
+      case "setWebhook":
+        fake.webhook = { url: String(params.url), ...(params.secret_token ? { secret_token: String(params.secret_token) } : {}) };
+        return ok(res, true);
       case "deleteWebhook":
       case "close":
         return ok(res, true);
