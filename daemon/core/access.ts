@@ -47,9 +47,8 @@ export function checkAccess(access: AccessConfig, msg: InboundMessage): AccessDe
     return { allowed: false, reason: "user not in allowlist" };
   }
 
-  const group: GroupAccessConfig | undefined = Object.hasOwn(access.groups, msg.chatId)
-    ? access.groups[msg.chatId]
-    : undefined;
+  const key = [msg.chatId, ...(msg.groupAliases ?? [])].find((id) => Object.hasOwn(access.groups, id));
+  const group: GroupAccessConfig | undefined = key === undefined ? undefined : access.groups[key];
   if (group?.enabled === false) return { allowed: false, reason: "group disabled" };
   if (!group && !open && !access.allowUnlistedGroups) return { allowed: false, reason: "group not in allowlist" };
 

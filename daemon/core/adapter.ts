@@ -22,6 +22,12 @@ export interface InboundMessage {
   accountId: string;
   chatId: string;
   chatType: ChatType;
+  /**
+   * Broader ids the group chat belongs to, most specific first (a Discord
+   * thread's parent channel, then its guild): group settings keyed by one of
+   * them apply when the chat itself is not listed.
+   */
+  groupAliases?: string[];
   /** The sender's stable id on the platform. */
   userId: string;
   /** Other ids the same sender is known by (WhatsApp phone number and `@lid` id). */

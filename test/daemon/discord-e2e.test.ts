@@ -24,7 +24,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function bridge(): Promise<{ fake: FakeDiscord; daemon: Daemon }> {
+async function bridge(groups: Record<string, object> = { [GENERAL]: {} }): Promise<{ fake: FakeDiscord; daemon: Daemon }> {
   const t = await startEmulator();
   cleanups.push(() => t.close());
   const baseUrl = await t.emulator.listen(0, "127.0.0.1");
@@ -51,7 +51,7 @@ async function bridge(): Promise<{ fake: FakeDiscord; daemon: Daemon }> {
         id: "dc",
         token: TOKEN,
         api: fake.apiBase,
-        access: { users: [alice.id], groups: { [GENERAL]: {} } },
+        access: { users: [alice.id], groups },
       },
     ],
   });
@@ -116,4 +116,11 @@ it("keeps answering after the gateway connection drops", async () => {
   await daemon.whenIdle();
   expect(contents(fake, dm)).toEqual(["You said: before the drop", "You said: after the drop"]);
   expect(daemon.health().adapters).toEqual({ "discord:dc": "connected" });
+});
+
+it("applies group settings keyed by the guild to its channels", async () => {
+  const { fake } = await bridge({ [GUILD]: { users: [alice.id] } });
+  fake.dispatchMessage({ channelId: GENERAL, guildId: GUILD, author: alice, content: `<@${fake.bot.id}> via the guild entry`, mentions: [fake.bot] });
+  await waitFor(() => contents(fake, GENERAL).length === 1);
+  expect(contents(fake, GENERAL)).toEqual(["You said: via the guild entry"]);
 });

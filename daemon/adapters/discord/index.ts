@@ -109,6 +109,7 @@ export function createDiscordAdapter(
       accountId,
       chatId: view.channelId,
       chatType: decision.chatType,
+      ...(decision.chatType === "group" ? { groupAliases: [view.parentChannelId, view.guildId].filter((id): id is string => Boolean(id)) } : {}),
       userId: view.authorId,
       userName: view.authorName,
       messageId: view.id,

@@ -145,3 +145,14 @@ describe("groupRequiresMention", () => {
     expect(groupRequiresMention(term!, "x")).toBe(false);
   });
 });
+
+describe("group aliases", () => {
+  it("applies settings keyed by a broader id (a guild) when the chat itself is not listed, the chat's own first", () => {
+    const a = access({ users: ["u1"], groups: { guild: { users: ["u2"] }, "special-channel": { enabled: false } } });
+    const inGuild = (chatId: string, userId: string) => checkAccess(a, msg({ chatType: "group", chatId, userId, groupAliases: ["parent", "guild"] }));
+    expect(inGuild("some-channel", "u2").allowed).toBe(true);
+    expect(inGuild("some-channel", "u1").allowed).toBe(false); // the guild's list replaces the channel-wide one
+    expect(inGuild("special-channel", "u2").allowed).toBe(false); // the chat's own entry wins
+    expect(checkAccess(a, msg({ chatType: "group", chatId: "other", userId: "u2" })).allowed).toBe(false);
+  });
+});
