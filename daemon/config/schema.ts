@@ -198,6 +198,8 @@ export const whatsappChannelSchema = z.strictObject({
   printQr: z.boolean().default(true),
   /** In groups, answer only when mentioned or replied to. */
   requireMention: z.boolean().default(true),
+  /** Mark admitted senders' messages as read once they are journaled. */
+  readReceipts: z.boolean().default(true),
 });
 
 export const channelSchema = z.discriminatedUnion("type", [

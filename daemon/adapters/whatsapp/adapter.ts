@@ -129,7 +129,7 @@ export function createWhatsAppAdapter(
   const random = options.random ?? cryptoRandom;
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
   const sendWaitMs = options.sendWaitMs ?? 30_000;
-  const readReceipts = options.readReceipts ?? true;
+  const readReceipts = options.readReceipts ?? config.readReceipts;
   const { clock } = deps;
   const log = deps.logger.child({ platform: PLATFORM, accountId });
   // Baileys is chatty below warn, and its debug output can carry key material.
