@@ -6,12 +6,11 @@
  * the channel it came from.
  */
 import { afterEach, expect, it } from "vitest";
-import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { longText } from "../../emulator/gateway/index.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeDiscord, waitFor, type FakeDiscord, type FakeUser } from "../fakes/discord.js";
-import { runningInstance, signupOrg, startEmulator, tempDir } from "../helpers/emulator.js";
+import { startServiceFixture } from "../helpers/bridge.js";
 
 const TOKEN = "MTA0NjY5.e2e-bot.token-value-that-must-stay-secret";
 const GUILD = "800000000000000001";
@@ -25,36 +24,14 @@ afterEach(async () => {
 });
 
 async function bridge(groups: Record<string, object> = { [GENERAL]: {} }): Promise<{ fake: FakeDiscord; daemon: Daemon }> {
-  const t = await startEmulator();
-  cleanups.push(() => t.close());
-  const baseUrl = await t.emulator.listen(0, "127.0.0.1");
-  const org = await signupOrg(t.app);
-  const instance = await runningInstance(t, org);
-  const dir = tempDir("discord-e2e-");
-  cleanups.push(dir.remove);
+  const service = await startServiceFixture(cleanups, "discord-e2e-");
   const fake = await createFakeDiscord({
     token: TOKEN,
     guilds: [{ id: GUILD, name: "Test Guild", channels: [{ id: GENERAL, name: "general" }] }],
   });
   cleanups.push(() => fake.close());
 
-  const config = daemonConfigSchema.parse({
-    service: { baseUrl, apiKey: org.apiKey },
-    dataDir: dir.path,
-    logLevel: "silent",
-    ops: { port: null },
-    queue: { debounceMs: 0 },
-    routes: [{ instance: instance.id }],
-    channels: [
-      {
-        type: "discord",
-        id: "dc",
-        token: TOKEN,
-        api: fake.apiBase,
-        access: { users: [alice.id], groups },
-      },
-    ],
-  });
+  const config = service.configFor({ type: "discord", id: "dc", token: TOKEN, api: fake.apiBase, access: { users: [alice.id], groups } });
   const daemon = createDaemon({ config, random: seededRandom(7) });
   cleanups.push(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();

@@ -5,11 +5,10 @@
  * model's answers back through sendMessage.
  */
 import { afterEach, expect, it } from "vitest";
-import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
-import { runningInstance, signupOrg, startEmulator, tempDir } from "../helpers/emulator.js";
+import { startServiceFixture } from "../helpers/bridge.js";
 
 const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
@@ -23,24 +22,10 @@ afterEach(async () => {
 });
 
 async function bridge() {
-  const t = await startEmulator();
-  cleanups.push(() => t.close());
-  const baseUrl = await t.emulator.listen(0, "127.0.0.1");
-  const org = await signupOrg(t.app);
-  const instance = await runningInstance(t, org);
-  const dir = tempDir("telegram-e2e-");
-  cleanups.push(dir.remove);
+  const service = await startServiceFixture(cleanups, "telegram-e2e-");
   const fake = await createFakeTelegram({ token: TOKEN });
   cleanups.push(() => fake.close());
-  const config = daemonConfigSchema.parse({
-    service: { baseUrl, apiKey: org.apiKey },
-    dataDir: dir.path,
-    logLevel: "silent",
-    ops: { port: null },
-    queue: { debounceMs: 0 },
-    routes: [{ instance: instance.id }],
-    channels: [{ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id), String(bob.id)], groups: { [String(GROUP)]: {} } } }],
-  });
+  const config = service.configFor({ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id), String(bob.id)], groups: { [String(GROUP)]: {} } } });
   const daemons: Daemon[] = [];
   const launch = async () => {
     const daemon = createDaemon({ config, random: seededRandom(3) });
@@ -49,7 +34,7 @@ async function bridge() {
     await daemon.start();
     return daemon;
   };
-  return { fake, launch, files: t.emulator.env.workspaces, instanceId: instance.id };
+  return { fake, launch, files: service.emulator.emulator.env.workspaces, instanceId: service.instanceId };
 }
 
 const texts = (fake: FakeTelegram, chat: number) => fake.sentMessages(chat).map((m) => m.text);

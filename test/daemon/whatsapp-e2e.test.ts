@@ -6,12 +6,11 @@
  */
 import { afterEach, expect, it, vi } from "vitest";
 import { createWhatsAppAdapter } from "../../daemon/adapters/whatsapp/index.js";
-import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { systemClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeBaileys, directByLid, directByPhone, groupText, lidJid, pnJid } from "../fakes/baileys-socket.js";
-import { runningInstance, signupOrg, startEmulator, tempDir, type TestEmulator } from "../helpers/emulator.js";
+import { startServiceFixture } from "../helpers/bridge.js";
 import { Writable } from "node:stream";
 import { pino } from "pino";
 
@@ -26,29 +25,8 @@ const LIA_PHONE = "4917622222222";
 const GROUP = "120363000000000001@g.us";
 
 it("relays a WhatsApp message to the agent and sends its reply back to the same chat", async () => {
-  const t: TestEmulator = await startEmulator();
-  cleanups.push(() => t.close());
-  const baseUrl = await t.emulator.listen(0, "127.0.0.1");
-  const org = await signupOrg(t.app);
-  const instance = await runningInstance(t, org);
-  const dir = tempDir("wa-e2e-");
-  cleanups.push(dir.remove);
-
-  const config = daemonConfigSchema.parse({
-    service: { baseUrl, apiKey: org.apiKey },
-    dataDir: dir.path,
-    logLevel: "silent",
-    ops: { port: null },
-    queue: { debounceMs: 0 },
-    routes: [{ instance: instance.id }],
-    channels: [
-      {
-        type: "whatsapp",
-        id: "wa",
-        access: { users: [`+${ANA}`, `+${LIA_PHONE}`], groups: { [GROUP]: {} } },
-      },
-    ],
-  });
+  const service = await startServiceFixture(cleanups, "wa-e2e-");
+  const config = service.configFor({ type: "whatsapp", id: "wa", access: { users: [`+${ANA}`, `+${LIA_PHONE}`], groups: { [GROUP]: {} } } });
   const channel = config.channels[0];
   if (channel?.type !== "whatsapp") throw new Error("expected a whatsapp channel");
   const logger = pino({ level: "silent" });
@@ -58,7 +36,7 @@ it("relays a WhatsApp message to the agent and sends its reply back to the same 
     {
       logger,
       state: { get: () => undefined, set: async () => undefined },
-      dataDir: dir.path,
+      dataDir: service.dataDir,
       clock: systemClock,
       maxAttachmentBytes: config.attachments.maxBytes,
     },

@@ -1,0 +1,42 @@
+/**
+ * The service half of a platform end-to-end test: an emulator listening on
+ * loopback with an organization and a running instance, a temporary daemon
+ * data directory, and a daemon config around the test's one channel.
+ */
+import { daemonConfigSchema, type DaemonConfig } from "../../daemon/config/schema.js";
+import { runningInstance, signupOrg, startEmulator, tempDir, type TestEmulator } from "./emulator.js";
+
+export interface ServiceFixture {
+  emulator: TestEmulator;
+  baseUrl: string;
+  instanceId: string;
+  dataDir: string;
+  /** A validated daemon config: one route to the instance, this channel, quiet logs, no ops port, no debounce. */
+  configFor(channel: Record<string, unknown>): DaemonConfig;
+}
+
+export async function startServiceFixture(cleanups: (() => Promise<void> | void)[], dirPrefix: string): Promise<ServiceFixture> {
+  const emulator = await startEmulator();
+  cleanups.push(() => emulator.close());
+  const baseUrl = await emulator.emulator.listen(0, "127.0.0.1");
+  const org = await signupOrg(emulator.app);
+  const instance = await runningInstance(emulator, org);
+  const dir = tempDir(dirPrefix);
+  cleanups.push(dir.remove);
+  return {
+    emulator,
+    baseUrl,
+    instanceId: instance.id,
+    dataDir: dir.path,
+    configFor: (channel) =>
+      daemonConfigSchema.parse({
+        service: { baseUrl, apiKey: org.apiKey },
+        dataDir: dir.path,
+        logLevel: "silent",
+        ops: { port: null },
+        queue: { debounceMs: 0 },
+        routes: [{ instance: instance.id }],
+        channels: [channel],
+      }),
+  };
+}
