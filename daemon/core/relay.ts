@@ -281,8 +281,9 @@ export function createRelay(deps: RelayDeps): Relay {
         break; // the platform keeps refusing: give up on the rest rather than block the chat
       }
     }
-    await store.complete(members);
+    // Counted before the journal drains, so whoever waits for idle sees the turn in the metrics.
     metrics.turn(instanceId, outcome, Math.max(0, clock.now() - lead.acceptedAt) / 1000);
+    await store.complete(members);
   }
 
   type SendResult = "sent" | "failed" | "halted";
@@ -314,8 +315,8 @@ export function createRelay(deps: RelayDeps): Relay {
     if (!lead) return;
     const ids = entries.map((e) => e.id);
     if (text === undefined || !adapter) {
-      await store.complete(ids);
       metrics.turn(lead.route.instanceId, outcome, Math.max(0, clock.now() - lead.acceptedAt) / 1000);
+      await store.complete(ids);
       return;
     }
     await store.recordReply(lead.id, { chunks: splitReply(text, adapter.limits.maxMessageLength), members: ids, format: "plain" });

@@ -46,19 +46,8 @@ export interface StoredAttachment {
   file: string;
 }
 
-export interface StoredMessage {
-  platform: string;
-  accountId: string;
-  chatId: string;
-  chatType: ChatType;
-  userId: string;
-  userAliases?: string[];
-  userName?: string;
-  messageId: string;
-  text: string;
-  sentAt: number;
-  attachments?: StoredAttachment[];
-}
+/** An inbound message as journaled: attachments spooled to files beside the journal. */
+export type StoredMessage = Omit<InboundMessage, "attachments"> & { attachments?: StoredAttachment[] };
 
 export type EntryKind = "turn" | "command";
 
