@@ -7,15 +7,17 @@ import { Writable } from "node:stream";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { daemonConfigSchema, type TelegramChannelConfig } from "../../daemon/config/schema.js";
-import type { AdapterStateStore, ChatAdapter, InboundMessage, InboundSink } from "../../daemon/core/adapter.js";
-import { createTelegramAdapter, telegramMarkdownToHtml } from "../../daemon/adapters/telegram/index.js";
+import type { AdapterStateStore, AdapterStatusEvent, ChatAdapter, ChatTarget, InboundMessage, InboundSink } from "../../daemon/core/adapter.js";
+import { createTelegramAdapter, TelegramAdapterError, telegramMarkdownToHtml, type TelegramAdapterOptions } from "../../daemon/adapters/telegram/index.js";
 import { systemClock } from "../../shared/clock.js";
 import { createFakeTelegram, parseTelegramHtml, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { deadPort } from "../helpers/emulator.js";
 
 const TOKEN = "123456789:AAAbbbCCCdddEEEfffGGGhhhIIIjjjKKKll";
+const TOKEN_SECRET_PART = TOKEN.split(":")[1]!;
 const alice = { id: 111, username: "alice" };
 const bob = { id: 222, username: "bob" };
+const GROUP = -100;
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -27,129 +29,308 @@ function memoryState(initial: Record<string, unknown> = {}): AdapterStateStore &
   return { data, get: <T>(k: string) => data[k] as T | undefined, set: async (k, v) => void (data[k] = v) };
 }
 
-function channelConfig(fake: FakeTelegram, extra: Record<string, unknown> = {}): TelegramChannelConfig {
+function channelConfig(apiRoot: string, extra: Record<string, unknown> = {}, token = TOKEN): TelegramChannelConfig {
   const config = daemonConfigSchema.parse({
     service: { apiKey: "svc_org_test" },
     routes: [{ instance: "i" }],
-    channels: [{ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { mode: "open" }, ...extra }],
+    channels: [{ type: "telegram", id: "tg", token, apiRoot, access: { mode: "open" }, ...extra }],
   });
   return config.channels[0] as TelegramChannelConfig;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+interface StartOptions {
+  fake?: FakeTelegram;
+  /** Point the adapter here instead of the fake (an API that is not up yet). */
+  apiRoot?: string;
+  token?: string;
+  state?: ReturnType<typeof memoryState>;
+  extra?: Record<string, unknown>;
+  /** Awaited inside accept before the message counts as accepted. */
+  gate?: (m: InboundMessage) => Promise<void> | void;
+  adapterOptions?: TelegramAdapterOptions;
+  maxAttachmentBytes?: number;
 }
 
 interface Harness {
   fake: FakeTelegram;
   adapter: ChatAdapter;
   accepted: InboundMessage[];
+  /** Every accept call, including refused ones. */
+  offered: InboundMessage[];
+  statuses: AdapterStatusEvent[];
   state: ReturnType<typeof memoryState>;
   logs: string[];
-  sink: InboundSink & { refuse: boolean };
+  sink: InboundSink & { refuse: boolean | ((m: InboundMessage) => boolean) };
 }
 
-async function start(options: { fake?: FakeTelegram; state?: ReturnType<typeof memoryState>; extra?: Record<string, unknown>; acceptDelay?: (m: InboundMessage) => number } = {}): Promise<Harness> {
-  const fake = options.fake ?? (await createFakeTelegram({ token: TOKEN }));
-  if (!options.fake) cleanups.push(() => fake.close());
+async function fakeFor(options: StartOptions): Promise<FakeTelegram> {
+  if (options.fake) return options.fake;
+  const fake = await createFakeTelegram({ token: TOKEN });
+  cleanups.push(() => fake.close());
+  return fake;
+}
+
+function setup(options: StartOptions, fake: FakeTelegram): Harness {
   const logs: string[] = [];
   const logger = pino({ level: "trace" }, new Writable({ write: (chunk, _e, cb) => (logs.push(String(chunk)), cb()) }));
   const state = options.state ?? memoryState();
   const accepted: InboundMessage[] = [];
-  const sink: InboundSink & { refuse: boolean } = {
+  const offered: InboundMessage[] = [];
+  const statuses: AdapterStatusEvent[] = [];
+  const sink: Harness["sink"] = {
     refuse: false,
     async accept(message) {
-      if (sink.refuse) throw new Error("journal unavailable");
-      const delay = options.acceptDelay?.(message) ?? 0;
-      if (delay) await new Promise((r) => setTimeout(r, delay));
+      offered.push(message);
+      if (sink.refuse === true || (typeof sink.refuse === "function" && sink.refuse(message))) throw new Error("journal unavailable");
+      await options.gate?.(message);
       accepted.push(message);
     },
-    status: () => {},
+    status: (event) => void statuses.push(event),
   };
-  const adapter = createTelegramAdapter(channelConfig(fake, options.extra), { logger, state, dataDir: "/nonexistent", clock: systemClock, maxAttachmentBytes: 1024 * 1024 }, { pollTimeoutSeconds: 1, retryPauseMs: 20, maxRetryDelaySeconds: 2 });
-  await adapter.start(sink);
+  const adapter = createTelegramAdapter(
+    channelConfig(options.apiRoot ?? fake.url, options.extra, options.token),
+    { logger, state, dataDir: "/nonexistent", clock: systemClock, maxAttachmentBytes: options.maxAttachmentBytes ?? 1024 * 1024 },
+    { pollTimeoutSeconds: 1, retryPauseMs: 20, maxRetryDelaySeconds: 2, ...options.adapterOptions },
+  );
   cleanups.push(() => adapter.stop());
-  return { fake, adapter, accepted, state, logs, sink };
+  return { fake, adapter, accepted, offered, statuses, state, logs, sink };
 }
 
+async function start(options: StartOptions = {}): Promise<Harness> {
+  const harness = setup(options, await fakeFor(options));
+  await harness.adapter.start(harness.sink);
+  return harness;
+}
+
+const texts = (messages: InboundMessage[]) => messages.map((m) => m.text);
+
 describe("intake", () => {
-  it("turns a private message into an InboundMessage with Telegram's ids", async () => {
+  it("turns a private message into an InboundMessage with Telegram's ids, and sets the command menu", async () => {
     const { fake, accepted } = await start();
+    const before = Math.floor(Date.now() / 1000) * 1000;
     fake.privateText(alice, "hello there");
     const [msg] = await fake.waitFor(() => accepted.length > 0 && accepted);
     expect(msg).toMatchObject({ platform: "telegram", accountId: "tg", chatId: "111", chatType: "direct", userId: "111", userName: "alice", text: "hello there" });
     expect(msg!.messageId).toMatch(/^\d+$/);
-    expect(fake.commands).toHaveLength(1); // the command menu was set
+    expect(msg!.sentAt).toBeGreaterThanOrEqual(before);
+    expect(fake.commands).toEqual([[
+      expect.objectContaining({ command: "new" }),
+      expect.objectContaining({ command: "reset" }),
+      expect.objectContaining({ command: "status" }),
+      expect.objectContaining({ command: "help" }),
+      expect.objectContaining({ command: "whoami" }),
+    ]]);
+  });
+
+  it("leaves the command menu alone when setCommands is off", async () => {
+    const { fake, accepted } = await start({ extra: { setCommands: false } });
+    fake.privateText(alice, "hi");
+    await fake.waitFor(() => accepted.length === 1);
+    expect(fake.calls("setMyCommands")).toBe(0);
+  });
+
+  it("removes a webhook left behind, so polling works", async () => {
+    const fake = await fakeFor({});
+    fake.webhook = { url: "https://old.example/hook" };
+    const { accepted } = await start({ fake });
+    fake.privateText(alice, "after the webhook");
+    await fake.waitFor(() => accepted.length === 1);
+    expect(fake.webhook).toBeUndefined();
   });
 
   it("keeps order within a chat while another chat's slow message is in flight", async () => {
-    const { fake, accepted } = await start({ acceptDelay: (m) => (m.userId === "111" && m.text === "a1" ? 150 : 0) });
+    const { fake, accepted } = await start({ gate: (m) => (m.text === "a1" ? sleep(150) : undefined) });
     fake.privateText(alice, "a1");
     fake.privateText(bob, "b1");
     fake.privateText(alice, "a2");
     fake.privateText(alice, "a3");
     await fake.waitFor(() => accepted.length === 4);
-    expect(accepted.filter((m) => m.userId === "111").map((m) => m.text)).toEqual(["a1", "a2", "a3"]);
+    expect(texts(accepted.filter((m) => m.userId === "111"))).toEqual(["a1", "a2", "a3"]);
     // Bob did not wait for Alice's slow first message.
     expect(accepted.findIndex((m) => m.text === "b1")).toBeLessThan(accepted.findIndex((m) => m.text === "a1"));
   });
 
-  it("persists the offset only after accept, and a restart neither replays nor skips", async () => {
-    const fake = await createFakeTelegram({ token: TOKEN });
-    cleanups.push(() => fake.close());
+  it("persists the offset only once accept resolved, and a restart neither replays nor skips", async () => {
+    const fake = await fakeFor({});
     const state = memoryState();
-    const first = await start({ fake, state });
-    const id1 = fake.privateText(alice, "one");
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    const first = await start({ fake, state, gate: (m) => (m.text === "two" ? held : undefined) });
+    fake.privateText(alice, "one");
     const id2 = fake.privateText(alice, "two");
-    await fake.waitFor(() => first.accepted.length === 2);
+    await fake.waitFor(() => first.offered.length === 2);
+    await sleep(50);
+    expect(state.data.lastUpdateId).toBeUndefined(); // "one" is accepted but shares the batch with "two", still in accept
+    release();
     await fake.waitFor(() => state.data.lastUpdateId === id2);
     await first.adapter.stop();
 
     const id3 = fake.privateText(alice, "three"); // arrives while the bridge is down
     const second = await start({ fake, state });
-    await fake.waitFor(() => second.accepted.length === 1);
     await fake.waitFor(() => state.data.lastUpdateId === id3);
-    expect(second.accepted.map((m) => m.text)).toEqual(["three"]);
-    expect(id1).toBeLessThan(id2);
+    expect(texts(first.accepted)).toEqual(["one", "two"]);
+    expect(texts(second.offered)).toEqual(["three"]);
+    expect(fake.offsets).toContain(id2 + 1); // the second instance resumed right after the last accepted update
+  });
+
+  it("drops a saved offset older than Telegram keeps updates (ids may have restarted lower)", async () => {
+    const day = 24 * 60 * 60 * 1000;
+    const fresh = await start({ state: memoryState({ lastUpdateId: 5_000_000, lastUpdateAt: Date.now() - 60_000 }) });
+    const below = fresh.fake.privateText(alice, "below a recent offset");
+    await fresh.fake.waitFor(() => fresh.fake.offsets.includes(5_000_001) && fresh.fake.pending() === 0);
+    expect(below).toBeLessThan(5_000_000);
+    expect(fresh.offered).toEqual([]); // a recent offset is trusted: Telegram counts that update as confirmed
+
+    const stale = await start({ state: memoryState({ lastUpdateId: 5_000_000, lastUpdateAt: Date.now() - 2 * day }) });
+    const id = stale.fake.privateText(alice, "after a long quiet");
+    await stale.fake.waitFor(() => stale.state.data.lastUpdateId === id);
+    expect(texts(stale.accepted)).toEqual(["after a long quiet"]);
+    expect(stale.state.data.lastUpdateAt).toBeGreaterThan(Date.now() - day);
   });
 
   it("does not advance past an update the core refused; it comes again", async () => {
-    const { fake, accepted, state, sink } = await start();
+    const { fake, accepted, state, sink, offered } = await start();
     sink.refuse = true;
     const id = fake.privateText(alice, "important");
-    await fake.waitFor(() => fake.offsets.length >= 3);
+    await fake.waitFor(() => offered.length >= 3);
     expect(state.data.lastUpdateId).toBeUndefined();
+    expect(fake.pending()).toBe(1);
     sink.refuse = false;
-    await fake.waitFor(() => accepted.length === 1);
     await fake.waitFor(() => state.data.lastUpdateId === id);
-    expect(accepted[0]!.text).toBe("important");
+    expect(texts(accepted)).toEqual(["important"]);
+  });
+
+  it("after a refusal keeps the chat in order and hands other chats' messages over once", async () => {
+    let refusals = 1;
+    const { fake, accepted, state, sink, offered } = await start();
+    sink.refuse = (m) => m.text === "a1" && refusals-- > 0;
+    fake.privateText(alice, "a1");
+    fake.privateText(bob, "b1");
+    const last = fake.privateText(alice, "a2");
+    await fake.waitFor(() => state.data.lastUpdateId === last);
+    expect(texts(accepted.filter((m) => m.userId === "111"))).toEqual(["a1", "a2"]);
+    expect(texts(offered.filter((m) => m.userId === "222"))).toEqual(["b1"]);
   });
 
   it("answers in groups only when mentioned or replied to, with the mention stripped", async () => {
     const { fake, accepted } = await start();
-    fake.groupText(-100, alice, "chatter among people");
-    fake.groupText(-100, alice, "what is up?", { mention: true });
-    fake.groupText(-100, bob, "and you?", { replyToBot: true });
-    fake.groupText(-100, alice, `/new@${fake.bot.username}`);
-    await fake.waitFor(() => accepted.length === 3);
-    await new Promise((r) => setTimeout(r, 50));
-    expect(accepted.map((m) => [m.chatType, m.chatId, m.text])).toEqual([
-      ["group", "-100", "what is up?"],
-      ["group", "-100", "and you?"],
-      ["group", "-100", "/new"],
-    ]);
+    fake.groupText(GROUP, alice, "chatter among people");
+    fake.groupText(GROUP, alice, "what is up?", { mention: true });
+    fake.groupText(GROUP, bob, "and you?", { replyToBot: true });
+    fake.groupText(GROUP, alice, `/new@${fake.bot.username}`);
+    fake.groupText(GROUP, bob, "Agent, a question", { textMention: true });
+    fake.groupText(-5, alice, "basic group", { mention: true, basicGroup: true });
+    const last = fake.groupText(GROUP, alice, "more chatter");
+    await fake.waitFor(() => fake.offsets.includes(last + 1));
+    expect(accepted.every((m) => m.chatType === "group")).toBe(true);
+    expect(texts(accepted.filter((m) => m.chatId === "-100"))).toEqual(["what is up?", "and you?", "/new", "Agent, a question"]);
+    expect(texts(accepted.filter((m) => m.chatId === "-5"))).toEqual(["basic group"]);
   });
 
-  it("accepts every group message when mention gating is off", async () => {
-    const { fake, accepted } = await start({ extra: { requireMention: false } });
-    fake.groupText(-100, alice, "chatter");
-    await fake.waitFor(() => accepted.length === 1);
-    expect(accepted[0]!.text).toBe("chatter");
+  it("accepts every group message when mention gating is off, for the channel or for one group", async () => {
+    const channelWide = await start({ extra: { requireMention: false } });
+    channelWide.fake.groupText(GROUP, alice, "chatter");
+    await channelWide.fake.waitFor(() => channelWide.accepted.length === 1);
+    expect(channelWide.accepted[0]!.text).toBe("chatter");
+
+    const perGroup = await start({ extra: { access: { mode: "open", groups: { "-7": { requireMention: false } } } } });
+    perGroup.fake.groupText(GROUP, alice, "not for the bot");
+    perGroup.fake.groupText(-7, alice, "open group chatter");
+    const last = perGroup.fake.privateText(alice, "end");
+    await perGroup.fake.waitFor(() => perGroup.fake.offsets.includes(last + 1));
+    expect(perGroup.accepted.map((m) => [m.chatId, m.text]).sort()).toEqual([["-7", "open group chatter"], ["111", "end"]].sort());
   });
 
-  it("downloads a document into the message's attachments", async () => {
+  it("ignores channel posts and moves past them", async () => {
+    const { fake, accepted, state } = await start();
+    fake.channelPost(-200, "news");
+    const id = fake.privateText(alice, "hello");
+    await fake.waitFor(() => state.data.lastUpdateId === id);
+    expect(texts(accepted)).toEqual(["hello"]);
+  });
+
+  it("downloads a document into the message's attachments, the caption as text", async () => {
     const { fake, accepted } = await start();
     fake.document(alice, "notes.txt", Buffer.from("file body"), "see attached");
     const [msg] = await fake.waitFor(() => accepted.length > 0 && accepted);
     expect(msg!.text).toBe("see attached");
-    expect(msg!.attachments?.[0]).toMatchObject({ kind: "document", fileName: "notes.txt" });
+    expect(msg!.attachments).toHaveLength(1);
+    expect(msg!.attachments?.[0]).toMatchObject({ kind: "document", fileName: "notes.txt", mimeType: "text/plain" });
     expect(msg!.attachments?.[0]!.data.toString()).toBe("file body");
+  });
+
+  it("downloads a photo's largest size only", async () => {
+    const { fake, accepted } = await start();
+    fake.photo(alice, [Buffer.from("small"), Buffer.from("medium"), Buffer.from("the largest size")]);
+    const [msg] = await fake.waitFor(() => accepted.length > 0 && accepted);
+    expect(msg!.text).toBe("");
+    expect(msg!.attachments).toHaveLength(1);
+    expect(msg!.attachments?.[0]).toMatchObject({ kind: "photo", mimeType: "image/jpeg" });
+    expect(msg!.attachments?.[0]!.fileName).toMatch(/^photo-\d+\.jpg$/);
+    expect(msg!.attachments?.[0]!.data.toString()).toBe("the largest size");
+    expect(fake.downloads).toBe(1);
+  });
+
+  it("does not fetch a file over the limit, passes the caption on and tells the sender afterwards", async () => {
+    const { fake, accepted } = await start({ maxAttachmentBytes: 8 });
+    fake.document(alice, "big.bin", Buffer.alloc(64, 1), "with a big file");
+    await fake.waitFor(() => fake.sentMessages(alice.id).length === 1);
+    expect(texts(accepted)).toEqual(["with a big file"]);
+    expect(accepted[0]!.attachments).toBeUndefined();
+    expect(fake.downloads).toBe(0);
+    expect(fake.sentMessages(alice.id)[0]!.text).toMatch(/"big\.bin" is larger than the 8 bytes limit/);
+  });
+
+  it("does not fetch files from people the access rules refuse", async () => {
+    const { fake, offered } = await start({ extra: { access: { users: [String(alice.id)] } } });
+    fake.document(bob, "stranger.txt", Buffer.from("unsolicited"), "hello?");
+    await fake.waitFor(() => offered.length === 1);
+    expect(offered[0]!.attachments).toBeUndefined();
+    expect(fake.calls("getFile")).toBe(0);
+    expect(fake.downloads).toBe(0);
+  });
+});
+
+describe("lifecycle", () => {
+  it("stop ends a pending long poll at once and is idempotent", async () => {
+    const { fake, adapter, statuses } = await start({ adapterOptions: { pollTimeoutSeconds: 30 } });
+    await fake.waitFor(() => fake.openPolls() === 1);
+    await Promise.all([adapter.stop(), adapter.stop()]); // would wait out the 30 s poll if it were not aborted
+    await adapter.stop();
+    await fake.waitFor(() => fake.openPolls() === 0);
+    const polls = fake.calls("getUpdates");
+    fake.privateText(alice, "after stop");
+    await sleep(100);
+    expect(fake.calls("getUpdates")).toBe(polls);
+    expect(statuses.filter((s) => s.state === "stopped")).toHaveLength(1);
+  }, 10_000);
+
+  it("refuses to start with a token Telegram does not know, without printing it", async () => {
+    const fake = await fakeFor({});
+    const other = "555555555:ZZZbbbCCCdddEEEfffGGGhhhIIIjjjKKKll";
+    const harness = setup({ fake, token: other }, fake);
+    const error = await harness.adapter.start(harness.sink).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(TelegramAdapterError);
+    expect((error as TelegramAdapterError).status).toBe(401);
+    expect(String((error as Error).message)).not.toContain(other.split(":")[1]);
+    expect(harness.statuses.at(-1)?.state).toBe("failed");
+    expect(fake.calls("getUpdates")).toBe(0);
+  });
+
+  it("starts while Telegram is unreachable and connects once it is back", async () => {
+    const port = await deadPort();
+    const harness = setup({ apiRoot: `http://127.0.0.1:${port}`, fake: undefined }, await fakeFor({}));
+    await harness.adapter.start(harness.sink);
+    expect(harness.statuses.map((s) => s.state)).toEqual(["starting", "reconnecting"]);
+    const fake = await createFakeTelegram({ token: TOKEN, port });
+    cleanups.push(() => fake.close());
+    fake.privateText(alice, "are you there?");
+    await fake.waitFor(() => harness.accepted.length === 1);
+    expect(harness.accepted[0]!.text).toBe("are you there?");
+    expect(harness.statuses.map((s) => s.state)).toContain("connected");
+    expect(harness.logs.join("\n")).not.toContain(TOKEN_SECRET_PART);
   });
 });
 
@@ -159,6 +340,7 @@ describe("webhook mode", () => {
     const secretToken = "s3cret-token_for-tests";
     const { fake, accepted, sink } = await start({ extra: { mode: "webhook", webhook: { url: "https://bridge.example/telegram", host: "127.0.0.1", port, path: "/telegram", secretToken } } });
     expect(fake.webhook).toEqual({ url: "https://bridge.example/telegram", secret_token: secretToken });
+    expect(fake.calls("getUpdates")).toBe(0);
     const post = (body: unknown, secret?: string) =>
       fetch(`http://127.0.0.1:${port}/telegram`, {
         method: "POST",
@@ -176,12 +358,12 @@ describe("webhook mode", () => {
     sink.refuse = false;
     expect((await post(update(3, "refused"), secretToken)).status).toBe(200);
     expect((await post(update(4, "hello"), secretToken)).status).toBe(200);
-    expect(accepted.map((m) => m.text)).toEqual(["refused", "hello"]);
+    expect(texts(accepted)).toEqual(["refused", "hello"]);
   });
 });
 
 describe("replies", () => {
-  const target = { platform: "telegram", accountId: "tg", chatId: "111", chatType: "direct" as const };
+  const target: ChatTarget = { platform: "telegram", accountId: "tg", chatId: "111", chatType: "direct" };
 
   it("renders Markdown as Telegram HTML", async () => {
     const { fake, adapter } = await start();
@@ -189,6 +371,13 @@ describe("replies", () => {
     const [sent] = fake.sentMessages(111);
     expect(sent!.parse_mode).toBe("HTML");
     expect(sent!.text).toBe('<b>bold</b> and <code>a &lt; b</code> and\n\n<pre><code class="language-ts">let x = 1 &amp;&amp; 2;</code></pre>');
+  });
+
+  it("sends plain text verbatim", async () => {
+    const { fake, adapter } = await start();
+    await adapter.send(target, "**not bold** <tag>", { format: "plain" });
+    expect(fake.sentMessages(111)).toEqual([expect.objectContaining({ text: "**not bold** <tag>" })]);
+    expect(fake.sentMessages(111)[0]!.parse_mode).toBeUndefined();
   });
 
   it("falls back to plain text when Telegram rejects the entities", async () => {
@@ -199,40 +388,99 @@ describe("replies", () => {
     expect(fake.sentMessages(111)[0]!.parse_mode).toBeUndefined();
   });
 
-  it("a 429 with retry_after delays the reply but delivers it", async () => {
+  it("sends plain text when the HTML would exceed 4,096 characters", async () => {
+    const { fake, adapter } = await start();
+    const text = `${"a<b ".repeat(1000)}end`; // 4,003 characters; every < becomes &lt;
+    expect(telegramMarkdownToHtml(text).length).toBeGreaterThan(4096);
+    await adapter.send(target, text, { format: "markdown" });
+    expect(fake.sentMessages(111)).toEqual([expect.objectContaining({ text })]);
+    expect(fake.sentMessages(111)[0]!.parse_mode).toBeUndefined();
+    expect(fake.calls("sendMessage")).toBe(1);
+  });
+
+  it("quotes the answered message in groups", async () => {
+    const { fake, adapter } = await start();
+    await adapter.send({ ...target, chatId: String(GROUP), chatType: "group", replyToMessageId: "42" }, "answer", { format: "plain" });
+    expect(fake.sentMessages(GROUP)).toEqual([expect.objectContaining({ text: "answer", reply_to: 42 })]);
+  });
+
+  it("a 429 with retry_after delays the reply but delivers it once", async () => {
     const { fake, adapter } = await start();
     fake.inject429("sendMessage", 1, 1);
     await adapter.send(target, "after the flood", { format: "plain" });
     expect(fake.sentMessages(111).map((m) => m.text)).toEqual(["after the flood"]);
+    expect(fake.calls("sendMessage")).toBe(2);
   });
 
-  it("typing failures never throw", async () => {
+  it("gives up on a flood wait longer than allowed, and after the allowed number of retries", async () => {
+    const { fake, adapter } = await start({ adapterOptions: { maxRetryDelaySeconds: 2, maxRetryAttempts: 2 } });
+    fake.inject429("sendMessage", 30, 1);
+    const long = await adapter.send(target, "x", { format: "plain" }).then(() => undefined, (e: unknown) => e);
+    expect(long).toBeInstanceOf(TelegramAdapterError);
+    expect(long).toMatchObject({ status: 429, retryAfterSeconds: 30, retryable: true });
+    expect(fake.calls("sendMessage")).toBe(1);
+
+    fake.inject429("sendMessage", 0, 10);
+    await expect(adapter.send(target, "y", { format: "plain" })).rejects.toMatchObject({ status: 429 });
+    expect(fake.calls("sendMessage")).toBe(1 + 3); // the first try and two retries
+    expect(fake.sentMessages(111)).toEqual([]);
+  });
+
+  it("typing is best effort: no flood waits, failures never throw", async () => {
     const { fake, adapter } = await start();
     await adapter.sendTyping(target);
     expect(fake.chatActions).toEqual([{ chat_id: "111", action: "typing" }]);
+    fake.inject429("sendChatAction", 0, 1);
+    await expect(adapter.sendTyping(target)).resolves.toBeUndefined();
+    expect(fake.calls("sendChatAction")).toBe(2); // not retried, even for a zero wait
+    expect(fake.chatActions).toHaveLength(1);
     await fake.close();
     await expect(adapter.sendTyping(target)).resolves.toBeUndefined();
   });
 
-  it("never writes the bot token to the logs", async () => {
+  it("never writes the bot token to logs or errors", async () => {
     const { fake, adapter, logs } = await start();
+    fake.document(alice, "f.txt", Buffer.from("x"));
+    await fake.waitFor(() => fake.downloads === 1);
     await fake.close(); // polls and sends now fail and get logged
-    await expect(adapter.send(target, "x", { format: "plain" })).rejects.toThrow(/telegram sendMessage failed/);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(logs.length).toBeGreaterThan(0);
-    expect(logs.join("\n")).not.toContain(TOKEN);
-    expect(logs.join("\n")).not.toContain(TOKEN.split(":")[1]);
+    const error = await adapter.send(target, "x", { format: "plain" }).then(() => undefined, (e: unknown) => e);
+    expect(error).toMatchObject({ status: 0, retryable: true });
+    expect(String((error as Error).message)).toMatch(/telegram sendMessage failed/);
+    expect(String((error as Error).message)).not.toContain(TOKEN_SECRET_PART);
+    await fake.waitFor(() => logs.some((l) => l.includes("poll failed")));
+    expect(logs.join("\n")).not.toContain(TOKEN_SECRET_PART);
   });
 });
 
 describe("telegramMarkdownToHtml", () => {
-  it("escapes text once and keeps Telegram's tags balanced", () => {
-    for (const md of ["a < b & c > d", "*it* **b** ~~s~~", "# Title\n\n- one\n- two\n\n1. x\n2. y", "> quoted **b**", "```\n<raw>\n```", "[link](https://x.example/?a=1&b=2)"]) {
-      expect(() => parseTelegramHtml(telegramMarkdownToHtml(md))).not.toThrow();
-    }
+  it("produces HTML Telegram accepts for what agents write", () => {
+    const samples = [
+      "a < b & c > d",
+      "*it* **b** ~~s~~ ***both***",
+      "# Title\n\n- one\n- two\n\n1. x\n2. y",
+      "> quoted **b**",
+      "```\n<raw>\n```",
+      "[link](https://x.example/?a=1&b=2)",
+      "- [ ] todo\n- [x] done",
+      "| a | b |\n|---|---|\n| <1> | 2 |",
+      "<script>alert(1)</script> and <b>raw html</b>",
+      "1. a\n   - nested *it*\n2. b",
+    ];
+    for (const md of samples) expect(() => parseTelegramHtml(telegramMarkdownToHtml(md)), md).not.toThrow();
+  });
+
+  it("escapes text once and maps Markdown to Telegram's tags", () => {
     expect(telegramMarkdownToHtml("a < b & c")).toBe("a &lt; b &amp; c");
+    expect(telegramMarkdownToHtml("AT&amp;T")).toBe("AT&amp;T"); // an entity in Markdown text is that character
+    expect(telegramMarkdownToHtml("`&amp;`")).toBe("<code>&amp;amp;</code>"); // code is literal
     expect(telegramMarkdownToHtml("# Title")).toBe("<b>Title</b>");
+    expect(telegramMarkdownToHtml("*it* and _it_ and ~~gone~~")).toBe("<i>it</i> and <i>it</i> and <s>gone</s>");
     expect(telegramMarkdownToHtml("- one\n- two")).toBe("• one\n• two");
+    expect(telegramMarkdownToHtml("1. a\n   - b")).toBe("1. a\n   • b");
+    expect(telegramMarkdownToHtml("- [ ] todo\n- [x] done")).toBe("• ☐ todo\n• ☑ done");
     expect(telegramMarkdownToHtml("[l](https://x.example/?a=1&b=2)")).toBe('<a href="https://x.example/?a=1&amp;b=2">l</a>');
+    expect(telegramMarkdownToHtml("[l](javascript:alert(1))")).toBe("l");
+    expect(telegramMarkdownToHtml("```py\nx = '<'\n```")).toBe('<pre><code class="language-py">x = \'&lt;\'</code></pre>');
+    expect(telegramMarkdownToHtml("| a | b |\n|---|---|\n| 1 | 2 |")).toBe("<pre>| a | b |\n|---|---|\n| 1 | 2 |</pre>");
   });
 });

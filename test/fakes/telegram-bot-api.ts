@@ -1,8 +1,9 @@
 /**
  * A local stand-in for Telegram's Bot API, over real HTTP, for grammY's real
- * client (`apiRoot`). It keeps Telegram's `getUpdates` offset semantics
- * (updates below the offset are confirmed and gone; long polls wake on a new
- * update), checks HTML entities as Telegram does, and lets tests inject 429s.
+ * client (`apiRoot`). It keeps Telegram's `getUpdates` semantics (updates
+ * below the offset are confirmed and gone; a long poll wakes on a new update;
+ * a second poller or an active webhook gets 409), checks HTML entities as
+ * Telegram does, serves files, and lets tests inject 429s.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -21,6 +22,11 @@ export interface SentMessage {
   reply_to?: number;
 }
 
+export interface FakeUser {
+  id: number;
+  username?: string;
+}
+
 type Json = Record<string, unknown>;
 
 export interface FakeTelegram {
@@ -29,21 +35,38 @@ export interface FakeTelegram {
   bot: FakeBotUser;
   /** Queues an update (its id is assigned); returns the id. */
   pushUpdate(update: Json): number;
-  privateText(user: { id: number; username?: string }, text: string): number;
-  groupText(chatId: number, user: { id: number; username?: string }, text: string, extra?: { mention?: boolean; replyToBot?: boolean }): number;
-  document(user: { id: number }, fileName: string, content: Buffer, caption?: string): number;
+  privateText(user: FakeUser, text: string): number;
+  /**
+   * A supergroup (or basic group) message. `mention` prefixes `@bot` with a
+   * mention entity; `textMention` marks the first word as a text mention of the
+   * bot (people without usernames are mentioned so); `replyToBot` replies to one
+   * of the bot's messages.
+   */
+  groupText(chatId: number, user: FakeUser, text: string, extra?: { mention?: boolean; textMention?: boolean; replyToBot?: boolean; basicGroup?: boolean }): number;
+  /** A private document; its bytes are served through getFile and /file/. */
+  document(user: FakeUser, fileName: string, content: Buffer, caption?: string): number;
+  /** A private photo in several sizes, smallest first as Telegram lists them; `sizes[i]` is each size's bytes. */
+  photo(user: FakeUser, sizes: Buffer[], caption?: string): number;
+  /** A channel post (bots must ignore these). */
+  channelPost(chatId: number, text: string): number;
+  /** The next `times` calls of `method` answer 429 with `retry_after`. */
   inject429(method: string, retryAfterSeconds: number, times: number): void;
   /** The next `times` HTML sends are refused as Telegram refuses bad entities. */
   rejectHtml(times: number): void;
   sentMessages(chatId?: string | number): SentMessage[];
   chatActions: { chat_id: string; action: string }[];
   commands: unknown[];
-  /** What setWebhook was last told, if anything. */
+  /** What setWebhook was last told, until deleteWebhook. */
   webhook: { url: string; secret_token?: string } | undefined;
   /** Offsets grammY asked getUpdates for, in order. */
   offsets: (number | undefined)[];
+  /** How often each method was called (429s included); `downloads` counts /file/ fetches. */
+  calls(method: string): number;
+  downloads: number;
   /** Updates still held (not confirmed by an offset). */
   pending(): number;
+  /** Long polls currently held open. */
+  openPolls(): number;
   waitFor<T>(probe: () => T | undefined | false, timeoutMs?: number): Promise<T>;
   close(): Promise<void>;
 }
@@ -74,32 +97,46 @@ export function parseTelegramHtml(html: string): string {
   return visible;
 }
 
-export async function createFakeTelegram(options: { token: string; bot?: FakeBotUser }): Promise<FakeTelegram> {
-  const bot = options.bot ?? { id: 999000, username: "agent_bridge_bot", first_name: "Agent" };
+export async function createFakeTelegram(options: { token: string; botUser?: FakeBotUser; bot?: FakeBotUser; port?: number }): Promise<FakeTelegram> {
+  const bot = options.botUser ?? options.bot ?? { id: 999000, username: "agent_bridge_bot", first_name: "Agent" };
   const updates: Json[] = [];
   let nextUpdateId = 1000;
   let nextMessageId = 1;
+  let nextFileId = 1;
   const sent: SentMessage[] = [];
-  const chatActions: { chat_id: string; action: string }[] = [];
-  const commands: unknown[] = [];
-  const offsets: (number | undefined)[] = [];
+  const chatTypes = new Map<string, string>();
+  const callCounts = new Map<string, number>();
   const files = new Map<string, { path: string; content: Buffer }>();
   const faults = new Map<string, { retryAfter: number; times: number }>();
   let wake: (() => void)[] = [];
+  /** The long poll being held, if any: a newer one ends it with 409 as Telegram does. */
+  let heldPoll: { conflict: () => void } | undefined;
   let htmlRejections = 0;
 
-  const message = (chat: Json, from: Json, text: string, extra: Json = {}) => {
+  const message = (chat: Json, from: FakeUser, text: string, extra: Json = {}) => {
+    chatTypes.set(String(chat.id), String(chat.type));
     // Telegram marks a leading command (`/new` or `/new@bot`) with a bot_command entity.
     const command = /^\/\w+(@\w+)?/.exec(text);
     return {
       message_id: nextMessageId++,
       date: Math.floor(Date.now() / 1000),
       chat,
-      from: { is_bot: false, first_name: String(from.username ?? "user"), ...from },
+      from: { is_bot: false, first_name: from.username ?? "user", ...from },
       text,
       ...(command ? { entities: [{ type: "bot_command", offset: 0, length: command[0].length }] } : {}),
       ...extra,
     };
+  };
+  const addFile = (name: string, content: Buffer) => {
+    const fileId = `file_${nextFileId++}`;
+    files.set(fileId, { path: `documents/${fileId}_${name}`, content });
+    return fileId;
+  };
+  const privateChat = (user: FakeUser) => ({ id: user.id, type: "private", first_name: user.username ?? "user" });
+  /** A media message carries a caption, not text. */
+  const media = (user: FakeUser, caption: string | undefined, extra: Json) => {
+    const { text: _text, ...rest } = message(privateChat(user), user, "");
+    return { ...rest, ...(caption !== undefined ? { caption } : {}), ...extra };
   };
 
   const fake: FakeTelegram = {
@@ -112,29 +149,42 @@ export async function createFakeTelegram(options: { token: string; bot?: FakeBot
       return id;
     },
     privateText(user, text) {
-      return fake.pushUpdate({ message: message({ id: user.id, type: "private" }, user, text) });
+      return fake.pushUpdate({ message: message(privateChat(user), user, text) });
     },
     groupText(chatId, user, text, extra = {}) {
       let body = text;
       const msgExtra: Json = {};
+      const chat = { id: chatId, type: extra.basicGroup ? "group" : "supergroup", title: "group" };
       if (extra.mention) {
         body = `@${bot.username} ${text}`;
         msgExtra.entities = [{ type: "mention", offset: 0, length: bot.username.length + 1 }];
+      } else if (extra.textMention) {
+        const word = /^\S+/.exec(text)?.[0] ?? text;
+        msgExtra.entities = [{ type: "text_mention", offset: 0, length: word.length, user: { id: bot.id, is_bot: true, first_name: bot.first_name } }];
       }
-      if (extra.replyToBot) msgExtra.reply_to_message = { message_id: 1, date: 0, chat: { id: chatId, type: "supergroup" }, from: { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username }, text: "earlier" };
-      return fake.pushUpdate({ message: message({ id: chatId, type: "supergroup", title: "group" }, user, body, msgExtra) });
+      if (extra.replyToBot) {
+        msgExtra.reply_to_message = { message_id: 1, date: 0, chat, from: { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username }, text: "earlier" };
+      }
+      return fake.pushUpdate({ message: message(chat, user, body, msgExtra) });
     },
     document(user, fileName, content, caption) {
-      const fileId = `file_${files.size + 1}`;
-      files.set(fileId, { path: `documents/${fileId}_${fileName}`, content });
+      const fileId = addFile(fileName, content);
       return fake.pushUpdate({
-        message: {
-          ...message({ id: user.id, type: "private" }, user, ""),
-          text: undefined,
-          caption,
+        message: media(user, caption, {
           document: { file_id: fileId, file_unique_id: `u${fileId}`, file_name: fileName, file_size: content.length, mime_type: "text/plain" },
-        },
+        }),
       });
+    },
+    photo(user, sizes, caption) {
+      const photo = sizes.map((content, i) => {
+        const fileId = addFile(`photo_${i}.jpg`, content);
+        const side = 90 * 2 ** i;
+        return { file_id: fileId, file_unique_id: `u${fileId}`, width: side, height: side, file_size: content.length };
+      });
+      return fake.pushUpdate({ message: media(user, caption, { photo }) });
+    },
+    channelPost(chatId, text) {
+      return fake.pushUpdate({ channel_post: { message_id: nextMessageId++, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: "channel", title: "news" }, text } });
     },
     inject429(method, retryAfter, times) {
       faults.set(method, { retryAfter, times });
@@ -143,11 +193,14 @@ export async function createFakeTelegram(options: { token: string; bot?: FakeBot
       htmlRejections = times;
     },
     sentMessages: (chatId) => (chatId === undefined ? [...sent] : sent.filter((m) => m.chat_id === String(chatId))),
-    chatActions,
-    commands,
+    chatActions: [],
+    commands: [],
     webhook: undefined,
-    offsets,
+    offsets: [],
+    calls: (method) => callCounts.get(method) ?? 0,
+    downloads: 0,
     pending: () => updates.length,
+    openPolls: () => (heldPoll ? 1 : 0),
     async waitFor(probe, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
@@ -164,19 +217,42 @@ export async function createFakeTelegram(options: { token: string; bot?: FakeBot
   const fail = (res: ServerResponse, code: number, description: string, parameters?: Json) =>
     json(res, code, { ok: false, error_code: code, description, ...(parameters ? { parameters } : {}) });
 
+  /** Holds a getUpdates until an update arrives, the timeout passes, the client goes away or a newer poll takes over. */
+  function holdPoll(res: ServerResponse, timeoutSeconds: number): Promise<"ready" | "conflict"> {
+    heldPoll?.conflict();
+    return new Promise((resolve) => {
+      const finish = (why: "ready" | "conflict") => {
+        clearTimeout(timer);
+        wake = wake.filter((w) => w !== onWake);
+        if (heldPoll === me) heldPoll = undefined;
+        resolve(why);
+      };
+      const onWake = () => finish("ready");
+      const me = { conflict: () => finish("conflict") };
+      heldPoll = me;
+      const timer = setTimeout(() => finish("ready"), timeoutSeconds * 1000);
+      wake.push(onWake);
+      res.once("close", () => finish("ready"));
+    });
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://x");
     const fileMatch = /^\/file\/bot([^/]+)\/(.+)$/.exec(url.pathname);
     if (fileMatch) {
-      const file = [...files.values()].find((f) => f.path === decodeURIComponent(fileMatch[2]!));
-      if (fileMatch[1] !== options.token || !file) return void res.writeHead(404).end();
-      res.writeHead(200, { "content-length": file.content.length });
+      fake.downloads++;
+      const path = decodeURIComponent(fileMatch[2]!);
+      const file = [...files.values()].find((f) => f.path === path);
+      if (fileMatch[1] !== options.token) return fail(res, 401, "Unauthorized");
+      if (!file) return fail(res, 404, "Not Found");
+      res.writeHead(200, { "content-length": file.content.length, "content-type": "application/octet-stream" });
       return void res.end(file.content);
     }
     const match = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
     if (!match) return fail(res, 404, "Not Found");
     if (match[1] !== options.token) return fail(res, 401, "Unauthorized");
     const method = match[2]!;
+    callCounts.set(method, (callCounts.get(method) ?? 0) + 1);
     const params = await readParams(req);
     const fault = faults.get(method);
     if (fault && fault.times > 0) {
@@ -190,30 +266,22 @@ export async function createFakeTelegram(options: { token: string; bot?: FakeBot
         fake.webhook = { url: String(params.url), ...(params.secret_token ? { secret_token: String(params.secret_token) } : {}) };
         return ok(res, true);
       case "deleteWebhook":
+        fake.webhook = undefined;
+        return ok(res, true);
       case "close":
         return ok(res, true);
       case "setMyCommands":
-        commands.push(params.commands);
+        fake.commands.push(params.commands);
         return ok(res, true);
       case "getUpdates": {
+        if (fake.webhook) return fail(res, 409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first");
         const offset = params.offset === undefined ? undefined : Number(params.offset);
-        offsets.push(offset);
+        fake.offsets.push(offset);
         if (offset !== undefined) while (updates.length && Number(updates[0]!.update_id) < offset) updates.shift();
         const timeout = Number(params.timeout ?? 0);
-        if (!updates.length && timeout > 0) {
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, timeout * 1000);
-            wake.push(() => {
-              clearTimeout(timer);
-              resolve();
-            });
-            req.socket.once("close", () => {
-              clearTimeout(timer);
-              resolve();
-            });
-          });
+        if (!updates.length && timeout > 0 && (await holdPoll(res, timeout)) === "conflict") {
+          return fail(res, 409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running");
         }
-        if (res.destroyed) return;
         return ok(res, updates.slice(0, Number(params.limit ?? 100)));
       }
       case "sendMessage": {
@@ -231,20 +299,22 @@ export async function createFakeTelegram(options: { token: string; bot?: FakeBot
           }
         }
         if (!visible.trim()) return fail(res, 400, "Bad Request: message text is empty");
-        if ([...visible].length > 4096) return fail(res, 400, "Bad Request: message is too long");
+        if (visible.length > 4096) return fail(res, 400, "Bad Request: message is too long");
+        const chatId = String(params.chat_id);
         const reply = (params.reply_parameters as Json | undefined)?.message_id;
         const record: SentMessage = {
-          chat_id: String(params.chat_id),
+          chat_id: chatId,
           text,
           message_id: nextMessageId++,
           ...(typeof params.parse_mode === "string" ? { parse_mode: params.parse_mode } : {}),
           ...(reply !== undefined ? { reply_to: Number(reply) } : {}),
         };
         sent.push(record);
-        return ok(res, { message_id: record.message_id, date: Math.floor(Date.now() / 1000), chat: { id: Number(params.chat_id), type: "private" }, text });
+        const from = { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username };
+        return ok(res, { message_id: record.message_id, date: Math.floor(Date.now() / 1000), from, chat: { id: Number(chatId), type: chatTypes.get(chatId) ?? "private" }, text: visible });
       }
       case "sendChatAction":
-        chatActions.push({ chat_id: String(params.chat_id), action: String(params.action) });
+        fake.chatActions.push({ chat_id: String(params.chat_id), action: String(params.action) });
         return ok(res, true);
       case "getFile": {
         const file = files.get(String(params.file_id));
@@ -252,14 +322,17 @@ export async function createFakeTelegram(options: { token: string; bot?: FakeBot
         return ok(res, { file_id: params.file_id, file_unique_id: `u${String(params.file_id)}`, file_size: file.content.length, file_path: file.path });
       }
       default:
-        return fail(res, 404, `Not Found: method ${method}`);
+        return fail(res, 404, "Not Found");
     }
   }
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => fail(res, 500, String(error)));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, "127.0.0.1", resolve);
+  });
   fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   fake.close = () =>
     new Promise<void>((resolve) => {
@@ -271,12 +344,13 @@ export async function createFakeTelegram(options: { token: string; bot?: FakeBot
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {
-  if (res.destroyed) return;
+  if (res.destroyed || res.headersSent) return;
   const text = JSON.stringify(body);
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
   res.end(text);
 }
 
+/** grammY sends JSON, or multipart when uploading; form bodies and query strings are read too. */
 async function readParams(req: IncomingMessage): Promise<Record<string, unknown>> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -285,6 +359,19 @@ async function readParams(req: IncomingMessage): Promise<Record<string, unknown>
   const fromQuery = Object.fromEntries(new URL(req.url ?? "/", "http://x").searchParams);
   if (!text) return fromQuery;
   if (type.includes("application/json")) return { ...fromQuery, ...(JSON.parse(text) as Record<string, unknown>) };
-  if (type.includes("x-www-form-urlencoded")) return { ...fromQuery, ...Object.fromEntries(new URLSearchParams(text)) };
+  if (type.includes("x-www-form-urlencoded")) {
+    // Telegram accepts JSON-serialised values for object parameters in forms.
+    const form: Record<string, unknown> = {};
+    for (const [k, v] of new URLSearchParams(text)) form[k] = /^[[{]/.test(v) ? safeJson(v) : v;
+    return { ...fromQuery, ...form };
+  }
   return fromQuery;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
 }

@@ -19,7 +19,7 @@ import type {
   InboundSink,
   SendOptions,
 } from "../../core/adapter.js";
-import { downloadAttachment, formatBytes } from "./attachments.js";
+import { downloadAttachment, formatBytes } from "../download.js";
 import { createGatewayConnection, defaultConnectionTuning, type ConnectionTuning } from "./connection.js";
 import {
   attachmentKind,

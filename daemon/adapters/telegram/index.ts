@@ -4,276 +4,463 @@
  *
  * Intake is long polling by default: updates are handed to the core
  * concurrently across chats and in order within one chat, and the offset
- * (the last handled update id) is persisted only after the core accepted
- * them, so a restart neither replays nor skips. Webhook mode is optional.
+ * (the last handled update id) moves, and is persisted, only over updates the
+ * core accepted, so a restart neither replays nor skips. Webhook mode is
+ * optional: there a 2xx goes back to Telegram only once the core accepted.
  */
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { timingSafeEqual } from "node:crypto";
 import { autoRetry } from "@grammyjs/auto-retry";
 import { Api, GrammyError, HttpError } from "grammy";
 import type { Message, Update, UserFromGetMe } from "grammy/types";
 import type { TelegramChannelConfig } from "../../config/schema.js";
 import type { AdapterDeps, ChatAdapter, ChatTarget, InboundAttachment, InboundMessage, InboundSink, SendOptions } from "../../core/adapter.js";
-import { groupRequiresMention } from "../../core/access.js";
+import { checkAccess, groupRequiresMention } from "../../core/access.js";
 import { redactSecrets } from "../../ops/logger.js";
+import { downloadAttachment, formatBytes } from "../download.js";
+import { addressesBot, chatTypeOf, fileRefsOf, stripMention, type FileRef } from "./inbound.js";
 import { telegramMarkdownToHtml } from "./markdown.js";
 
 export { telegramMarkdownToHtml } from "./markdown.js";
+export { addressesBot, stripMention } from "./inbound.js";
 
 export const TELEGRAM_LIMITS = { maxMessageLength: 4096, typingRefreshMs: 4500 } as const;
-const OFFSET_KEY = "lastUpdateId";
-const COMMANDS = [
+/** The adapter's state key for the last update id handed to the core. */
+export const OFFSET_KEY = "lastUpdateId";
+/** When the offset was saved (epoch ms). */
+export const OFFSET_AT_KEY = "lastUpdateAt";
+/**
+ * Telegram holds an update 24 hours, and after a week without updates picks
+ * the next id at random (possibly below a saved offset, which would then skip
+ * it). An offset older than a day guards nothing still held: it is dropped.
+ */
+const OFFSET_TTL_MS = 24 * 60 * 60 * 1000;
+export const TELEGRAM_COMMANDS = [
   { command: "new", description: "Start a fresh conversation" },
   { command: "reset", description: "Forget this conversation" },
   { command: "status", description: "Instance and queue status" },
   { command: "help", description: "What I can do" },
   { command: "whoami", description: "Your ids and session" },
 ];
+const MAX_WEBHOOK_BODY = 1024 * 1024;
 
 export interface TelegramAdapterOptions {
-  /** Long-poll timeout in seconds (Telegram's `timeout`); tests use small ones. */
+  /** Long-poll timeout in seconds (Telegram's `timeout`); tests use small ones. Default 25. */
   pollTimeoutSeconds?: number;
-  /** Flood control: retries of a 429 and the longest `retry_after` honoured. */
+  /** Flood control: a 429 is retried this many times (default 5)... */
   maxRetryAttempts?: number;
+  /** ...and only while its `retry_after` is at most this (default 60 s); otherwise the call fails at once. */
   maxRetryDelaySeconds?: number;
-  /** Pause after a failed poll or refused accept, ms. */
+  /** Pause after a refused accept, and the first pause after a failed poll (doubling up to 30 s). Default 1000 ms. */
   retryPauseMs?: number;
+  /** Per attachment download. Default 60 s. */
+  attachmentTimeoutMs?: number;
 }
 
-export function createTelegramAdapter(config: TelegramChannelConfig, deps: AdapterDeps, options: TelegramAdapterOptions = {}): ChatAdapter {
-  const log = deps.logger;
-  const scrub = (text: string) => redactSecrets(text, [config.token]);
-  const api = new Api(config.token, { apiRoot: config.apiRoot });
-  // Flood limits only: network failures surface at once (the poll loop and the core's turn retries own those).
-  api.config.use(autoRetry({ maxRetryAttempts: options.maxRetryAttempts ?? 5, maxDelaySeconds: options.maxRetryDelaySeconds ?? 60, rethrowHttpErrors: true }));
+/** A Bot API call that failed: `status` is Telegram's error code, 0 when no answer came. */
+export class TelegramAdapterError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    /** Telegram's `retry_after` on a 429 that was not waited out. */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+    this.name = "TelegramAdapterError";
+  }
 
-  let me: UserFromGetMe | undefined;
+  /** Worth trying again later: flood limits, Telegram's own errors, no answer. */
+  get retryable(): boolean {
+    return this.status === 0 || this.status === 429 || this.status >= 500;
+  }
+}
+
+// grammY types signals with its abort-controller polyfill; at runtime it takes the standard one.
+type ApiSignal = Parameters<Api["getMe"]>[0];
+
+export function createTelegramAdapter(config: TelegramChannelConfig, deps: AdapterDeps, options: TelegramAdapterOptions = {}): ChatAdapter {
+  const log = deps.logger.child({ platform: "telegram", accountId: config.id });
+  const scrub = (text: string) => redactSecrets(text, [config.token]);
+  const apiRoot = config.apiRoot.replace(/\/+$/, "");
+  const pollTimeout = options.pollTimeoutSeconds ?? 25;
+  const retryPauseMs = options.retryPauseMs ?? 1000;
+  // A request that hangs must not hang for grammY's default 500 s; a long poll needs its timeout plus slack.
+  const api = new Api(config.token, { apiRoot, timeoutSeconds: pollTimeout + 30 });
+  const floodRetry = autoRetry({
+    maxRetryAttempts: options.maxRetryAttempts ?? 5,
+    maxDelaySeconds: options.maxRetryDelaySeconds ?? 60,
+    // Network failures surface at once: the poll loop and the core's send retries own those.
+    rethrowHttpErrors: true,
+  });
+  // Typing is best effort: waiting out a flood limit there would only hold up the reply it decorates.
+  api.config.use((prev, method, payload, signal) => (method === "sendChatAction" ? prev(method, payload, signal) : floodRetry(prev, method, payload, signal)));
+
+  let phase: "idle" | "running" | "stopped" = "idle";
   let sink: InboundSink | undefined;
-  let running = false;
-  let poll: AbortController | undefined;
+  let me: UserFromGetMe | undefined;
+  let connected = false;
+  /** Aborted by stop: the pending long poll, pauses, getFile. Sends stay usable (the core may finish turns). */
+  const run = new AbortController();
+  const signal = run.signal as unknown as ApiSignal;
   let loop: Promise<void> | undefined;
   let webhook: Server | undefined;
-  const chatChains = new Map<string, Promise<unknown>>();
+  let stopping: Promise<void> | undefined;
+  /** Webhook mode: one chain per chat keeps a chat's updates in order. */
+  const chains = new Map<string, Promise<void>>();
 
-  /** Update -> InboundMessage, or undefined when it is not for us. */
-  async function translate(update: Update): Promise<InboundMessage | undefined> {
-    const message = update.message;
-    if (!message || !message.from || message.from.is_bot || !me) return undefined;
-    const chatType = message.chat.type === "private" ? "direct" : message.chat.type === "group" || message.chat.type === "supergroup" ? "group" : undefined;
-    if (!chatType) return undefined;
-    const chatId = String(message.chat.id);
-    let text = message.text ?? message.caption ?? "";
-    if (chatType === "group" && groupRequiresMention(config, chatId)) {
-      if (!addressesBot(message, me)) return undefined;
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (run.signal.aborted) return resolve();
+      const done = () => {
+        timer.cancel();
+        run.signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = deps.clock.setTimeout(done, ms);
+      run.signal.addEventListener("abort", done, { once: true });
+    });
+
+  const tokenRefused = (error: unknown) => error instanceof GrammyError && (error.error_code === 401 || error.error_code === 404);
+
+  // ------------------------------------------------------------ connecting
+
+  async function connect(): Promise<void> {
+    me = await api.getMe(signal);
+    if (config.setCommands) {
+      await api.setMyCommands(TELEGRAM_COMMANDS, undefined, signal).catch((error: unknown) => {
+        if (run.signal.aborted) throw error;
+        log.warn({ err: describe(error, scrub) }, "telegram setMyCommands failed (the menu stays as it was)");
+      });
     }
-    if (chatType === "group") text = stripMention(text, me.username);
-    const attachments = await downloadAttachments(message);
-    if (!text.trim() && !attachments.length) return undefined;
+    if (config.mode === "webhook") {
+      const hook = config.webhook!;
+      await api.setWebhook(hook.url, { secret_token: hook.secretToken, allowed_updates: ["message"] }, signal);
+    } else {
+      // A webhook left set makes getUpdates answer 409.
+      await api.deleteWebhook(undefined, signal);
+    }
+    connected = true;
+    log.info({ bot: me.username, mode: config.mode }, "telegram connected");
+    sink?.status({ state: "connected", detail: `@${me.username}` });
+  }
+
+  /** Polls (or, for a webhook, only finishes connecting) until stopped. Never throws. */
+  async function runLoop(): Promise<void> {
+    let offset = deps.state.get<number>(OFFSET_KEY);
+    const savedAt = deps.state.get<number>(OFFSET_AT_KEY);
+    if (offset !== undefined && savedAt !== undefined && deps.clock.now() - savedAt > OFFSET_TTL_MS) {
+      log.info({ offset }, "telegram offset older than a day: starting from what Telegram still holds");
+      offset = undefined;
+    }
+    /** Update ids above the offset already accepted (a chat behind them was refused): not handed over twice. */
+    const handedOver = new Set<number>();
+    /** Failed attempts in a row, for the backoff; `degraded` once polls fail after connecting. */
+    let failures = connected ? 0 : 1;
+    let degraded = false;
+    if (!connected) await pause(retryPauseMs);
+    while (phase === "running") {
+      try {
+        if (!connected) await connect();
+        if (config.mode === "webhook") return;
+        const updates = await api.getUpdates(
+          { offset: offset === undefined ? undefined : offset + 1, timeout: pollTimeout, allowed_updates: ["message"] },
+          signal,
+        );
+        failures = 0;
+        if (degraded) {
+          degraded = false;
+          sink?.status({ state: "connected", detail: `@${me?.username ?? "?"}` });
+        }
+        if (!updates.length) continue;
+        for (const id of await handleBatch(updates.filter((u) => !handedOver.has(u.update_id)))) handedOver.add(id);
+        // The offset moves over the longest handled prefix; the rest comes again with the next poll.
+        let next = offset;
+        for (const update of updates) {
+          if (!handedOver.has(update.update_id)) break;
+          next = update.update_id;
+          handedOver.delete(update.update_id);
+        }
+        if (next !== undefined && next !== offset) {
+          offset = next;
+          // Persisted before the next poll confirms these to Telegram, so a crash in between does not replay them.
+          await Promise.all([deps.state.set(OFFSET_KEY, next), deps.state.set(OFFSET_AT_KEY, deps.clock.now())]).catch((error: unknown) => {
+            log.error({ err: describe(error, scrub) }, "telegram offset not persisted (after a crash the core drops the repeats)");
+          });
+        }
+        if (next !== updates[updates.length - 1]!.update_id) await pause(retryPauseMs);
+      } catch (error) {
+        if (phase !== "running") return;
+        if (tokenRefused(error)) {
+          log.error("telegram refused the bot token; the channel stops");
+          sink?.status({ state: "failed", detail: "Telegram refused the bot token" });
+          return;
+        }
+        if (error instanceof GrammyError && error.error_code === 409) {
+          log.error({ err: scrub(error.description) }, "telegram: another client polls this bot, or a webhook is set; retrying");
+          if (/webhook/i.test(error.description)) connected = false;
+        } else {
+          log.warn({ err: describe(error, scrub) }, connected ? "telegram poll failed; retrying" : "telegram not reachable; retrying");
+        }
+        failures++;
+        if (connected) degraded = true;
+        sink?.status({ state: "reconnecting", detail: describe(error, scrub) });
+        await pause(Math.min(retryPauseMs * 2 ** (failures - 1), Math.max(retryPauseMs, 30_000)));
+      }
+    }
+  }
+
+  // ------------------------------------------------------------ intake
+
+  const chatKeyOf = (update: Update) => String(update.message?.chat.id ?? "other");
+
+  /** Hands a poll's updates over: chats side by side, each chat in order, stopping at a chat's first refusal. Returns the handled ids. */
+  async function handleBatch(updates: Update[]): Promise<number[]> {
+    const byChat = new Map<string, Update[]>();
+    for (const update of updates) {
+      const key = chatKeyOf(update);
+      byChat.set(key, [...(byChat.get(key) ?? []), update]);
+    }
+    const handled: number[] = [];
+    await Promise.all(
+      [...byChat.values()].map(async (list) => {
+        for (const update of list) {
+          try {
+            await handleUpdate(update);
+            handled.push(update.update_id);
+          } catch (error) {
+            // Later updates of this chat wait for this one: handing them over first would reorder the chat.
+            if (!run.signal.aborted) log.warn({ updateId: update.update_id, err: describe(error, scrub) }, "telegram update not accepted; will retry");
+            return;
+          }
+        }
+      }),
+    );
+    return handled;
+  }
+
+  /** Resolves once the update is with the core (or is not for us); rejects when it must come again. */
+  async function handleUpdate(update: Update): Promise<void> {
+    const message = update.message;
+    if (!message) return;
+    if (!me || !sink) throw new Error("not connected yet");
+    const inbound = translate(message, me);
+    if (!inbound) return;
+    const refs = fileRefsOf(message);
+    const refused: string[] = [];
+    // Strangers' files are not fetched: the core refuses their messages anyway.
+    if (refs.length && checkAccess(config.access, inbound).allowed) {
+      const files: InboundAttachment[] = [];
+      for (const ref of refs) {
+        const result = await download(ref);
+        if (typeof result === "string") refused.push(result);
+        else files.push(result);
+      }
+      if (files.length) inbound.attachments = files;
+    }
+    if (inbound.text.trim() || inbound.attachments?.length) await sink.accept(inbound);
+    // Told only once the message is with the core, so a redelivery does not say it twice.
+    if (refused.length) await tellRefused(inbound, refused);
+  }
+
+  function translate(message: Message, bot: UserFromGetMe): InboundMessage | undefined {
+    const chatType = chatTypeOf(message);
+    if (!chatType || !message.from || message.from.is_bot) return undefined;
+    const chatId = String(message.chat.id);
+    if (chatType === "group" && groupRequiresMention(config, chatId) && !addressesBot(message, bot)) return undefined;
+    const from = message.from;
     return {
       platform: "telegram",
       accountId: config.id,
       chatId,
       chatType,
-      userId: String(message.from.id),
-      userName: message.from.username ?? [message.from.first_name, message.from.last_name].filter(Boolean).join(" "),
+      userId: String(from.id),
+      userName: from.username ?? [from.first_name, from.last_name].filter(Boolean).join(" "),
       messageId: String(message.message_id),
-      text,
+      text: stripMention(message.text ?? message.caption ?? "", bot.username),
       sentAt: message.date * 1000,
-      ...(attachments.length ? { attachments } : {}),
     };
   }
 
-  async function downloadAttachments(message: Message): Promise<InboundAttachment[]> {
-    const wanted: { fileId: string; size?: number; name: string; kind: InboundAttachment["kind"]; mime?: string }[] = [];
-    if (message.document) {
-      wanted.push({ fileId: message.document.file_id, size: message.document.file_size, name: message.document.file_name ?? `document-${message.message_id}`, kind: "document", mime: message.document.mime_type });
+  /** The file, or why it was not passed on (said to the sender). */
+  async function download(ref: FileRef): Promise<InboundAttachment | string> {
+    const tooLarge = `"${ref.fileName}" is larger than the ${formatBytes(deps.maxAttachmentBytes)} limit`;
+    if (ref.size !== undefined && ref.size > deps.maxAttachmentBytes) return tooLarge;
+    try {
+      const file = await api.getFile(ref.fileId, signal);
+      if (!file.file_path) return `"${ref.fileName}" could not be downloaded`;
+      const path = file.file_path.split("/").map(encodeURIComponent).join("/");
+      const result = await downloadAttachment(`${apiRoot}/file/bot${config.token}/${path}`, {
+        maxBytes: deps.maxAttachmentBytes,
+        ...(file.file_size !== undefined ? { reportedSize: file.file_size } : {}),
+        timeoutMs: options.attachmentTimeoutMs ?? 60_000,
+      });
+      if (result.ok) return { kind: ref.kind, fileName: ref.fileName, ...(ref.mimeType ? { mimeType: ref.mimeType } : {}), data: result.data };
+      if (result.reason === "too_large") return tooLarge;
+      if (run.signal.aborted) throw new Error("stopped");
+      log.warn({ fileName: ref.fileName, err: scrub(result.detail) }, "telegram attachment download failed");
+    } catch (error) {
+      // Stopping mid-download: the update must come again, not go through without its file.
+      if (run.signal.aborted) throw error;
+      // The Bot API serves files up to 20 MB.
+      if (error instanceof GrammyError && /too big/i.test(error.description)) return tooLarge;
+      log.warn({ fileName: ref.fileName, err: describe(error, scrub) }, "telegram attachment download failed");
     }
-    if (message.photo?.length) {
-      const largest = message.photo[message.photo.length - 1]!;
-      wanted.push({ fileId: largest.file_id, size: largest.file_size, name: `photo-${message.message_id}.jpg`, kind: "photo", mime: "image/jpeg" });
-    }
-    const out: InboundAttachment[] = [];
-    for (const item of wanted) {
-      if (item.size !== undefined && item.size > deps.maxAttachmentBytes) {
-        log.info({ size: item.size }, "telegram attachment over the size limit: skipped");
-        continue;
-      }
-      try {
-        const file = await api.getFile(item.fileId);
-        if (!file.file_path) continue;
-        const res = await fetch(`${config.apiRoot}/file/bot${config.token}/${file.file_path}`);
-        if (!res.ok || !res.body) throw new Error(`download answered HTTP ${res.status}`);
-        const chunks: Buffer[] = [];
-        let total = 0;
-        for await (const chunk of res.body) {
-          total += (chunk as Uint8Array).length;
-          if (total > deps.maxAttachmentBytes) throw new Error("attachment over the size limit");
-          chunks.push(Buffer.from(chunk as Uint8Array));
-        }
-        out.push({ kind: item.kind, fileName: safeName(item.name), ...(item.mime ? { mimeType: item.mime } : {}), data: Buffer.concat(chunks) });
-      } catch (error) {
-        log.warn({ err: scrub(String(error)) }, "telegram attachment download failed");
-      }
-    }
-    return out;
+    return `"${ref.fileName}" could not be downloaded`;
   }
 
-  /** Hands one chat's updates to the core strictly in order. */
-  function enqueueForChat(chatKey: string, update: Update): Promise<void> {
-    const previous = chatChains.get(chatKey) ?? Promise.resolve();
-    const next = previous.then(async () => {
-      const message = await translate(update);
-      if (message) await sink!.accept(message);
+  async function tellRefused(inbound: InboundMessage, refused: string[]): Promise<void> {
+    const target: ChatTarget = { platform: "telegram", accountId: config.id, chatId: inbound.chatId, chatType: inbound.chatType, replyToMessageId: inbound.messageId };
+    const text = `${refused.join("; ")}, so it was not passed on.`.slice(0, TELEGRAM_LIMITS.maxMessageLength);
+    await adapter.send(target, text, { format: "plain" }).catch((error: unknown) => {
+      log.warn({ chatId: inbound.chatId, err: describe(error, scrub) }, "could not tell the sender about a refused attachment");
     });
-    // A failure must not poison later updates of the chat: they resolve on their own.
-    chatChains.set(chatKey, next.catch(() => {}));
+  }
+
+  // ------------------------------------------------------------ webhook
+
+  function enqueueForChat(update: Update): Promise<void> {
+    const key = chatKeyOf(update);
+    const next = (chains.get(key) ?? Promise.resolve()).then(() => handleUpdate(update));
+    const settled = next.catch(() => {});
+    chains.set(key, settled);
+    void settled.then(() => {
+      if (chains.get(key) === settled) chains.delete(key);
+    });
     return next;
   }
 
-  async function handleBatch(updates: Update[]): Promise<number | undefined> {
-    const results = await Promise.allSettled(updates.map((u) => enqueueForChat(String(u.message?.chat.id ?? "other"), u)));
-    // Advance only through the longest prefix that was accepted; the rest comes again (the core drops duplicates).
-    let last: number | undefined;
-    for (let i = 0; i < updates.length; i++) {
-      if (results[i]!.status === "rejected") {
-        log.warn({ err: scrub(String((results[i] as PromiseRejectedResult).reason)) }, "telegram update not accepted; will retry");
-        break;
-      }
-      last = updates[i]!.update_id;
-    }
-    return last;
-  }
-
-  async function pollLoop(): Promise<void> {
-    let offset = deps.state.get<number>(OFFSET_KEY);
-    while (running) {
-      poll = new AbortController();
-      let updates: Update[];
-      try {
-        updates = await api.getUpdates(
-          { offset: offset === undefined ? undefined : offset + 1, timeout: options.pollTimeoutSeconds ?? 25, allowed_updates: ["message"] },
-          // grammY types its signal with the abort-controller polyfill's type; the runtime takes the standard one.
-          poll.signal as unknown as Parameters<typeof api.getUpdates>[1],
-        );
-      } catch (error) {
-        if (!running) return;
-        if (error instanceof GrammyError && (error.error_code === 401 || error.error_code === 404)) {
-          sink?.status({ state: "failed", detail: "Telegram refused the bot token" });
-          log.error("telegram refused the bot token; the channel stops");
-          running = false;
-          return;
-        }
-        if (error instanceof GrammyError && error.error_code === 409) {
-          log.error("another client is polling this bot (or a webhook is set); retrying");
-        } else {
-          log.warn({ err: scrub(error instanceof Error ? error.message : String(error)) }, "telegram poll failed; retrying");
-        }
-        sink?.status({ state: "reconnecting", detail: "poll failed" });
-        await deps.clock.sleep(options.retryPauseMs ?? 1000);
-        continue;
-      }
-      if (!updates.length) continue;
-      const last = await handleBatch(updates);
-      if (last !== undefined) {
-        offset = last;
-        await deps.state.set(OFFSET_KEY, last);
-      }
-      if (last !== updates[updates.length - 1]!.update_id) await deps.clock.sleep(options.retryPauseMs ?? 1000);
-    }
-  }
-
-  async function startWebhook(): Promise<void> {
+  function onWebhookRequest(req: IncomingMessage, res: ServerResponse): void {
     const hook = config.webhook!;
-    webhook = createServer((req, res) => {
-      if (req.method !== "POST" || req.url !== hook.path) return void res.writeHead(404).end();
-      if (req.headers["x-telegram-bot-api-secret-token"] !== hook.secretToken) return void res.writeHead(401).end();
-      const chunks: Buffer[] = [];
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => {
-        let update: Update;
-        try {
-          update = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Update;
-        } catch {
-          return void res.writeHead(400).end();
-        }
-        // Answer only once accepted: a non-2xx makes Telegram deliver the update again.
-        enqueueForChat(String(update.message?.chat.id ?? "other"), update).then(
-          () => res.writeHead(200).end(),
-          () => res.writeHead(503).end(),
-        );
+    if (req.method !== "POST" || req.url !== hook.path) return void res.writeHead(404).end();
+    if (!sameSecret(req.headers["x-telegram-bot-api-secret-token"], hook.secretToken)) return void res.writeHead(401).end();
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_WEBHOOK_BODY) {
+        res.writeHead(413).end();
+        req.destroy();
+      } else chunks.push(chunk);
+    });
+    req.on("end", () => {
+      let update: Update;
+      try {
+        update = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Update;
+      } catch {
+        return void res.writeHead(400).end();
+      }
+      // Answer only once accepted: anything but 2xx makes Telegram deliver the update again.
+      enqueueForChat(update).then(
+        () => res.writeHead(200).end(),
+        (error: unknown) => {
+          log.warn({ updateId: update.update_id, err: describe(error, scrub) }, "telegram update not accepted; Telegram will retry");
+          res.writeHead(503).end();
+        },
+      );
+    });
+  }
+
+  async function listenWebhook(): Promise<void> {
+    const hook = config.webhook;
+    if (!hook) throw new TelegramAdapterError('telegram: mode "webhook" needs webhook settings', 0);
+    const server = createServer(onWebhookRequest);
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(hook.port, hook.host, () => {
+        server.off("error", reject);
+        resolve();
       });
     });
-    await new Promise<void>((resolve) => webhook!.listen(hook.port, hook.host, resolve));
-    await api.setWebhook(hook.url, { secret_token: hook.secretToken, allowed_updates: ["message"] });
+    webhook = server;
   }
 
-  return {
+  async function closeWebhook(): Promise<void> {
+    const server = webhook;
+    webhook = undefined;
+    if (!server) return;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    await closed;
+  }
+
+  // ------------------------------------------------------------ the adapter
+
+  const adapter: ChatAdapter = {
     platform: "telegram",
     accountId: config.id,
     limits: TELEGRAM_LIMITS,
 
     async start(s) {
-      if (running) return;
+      if (phase === "stopped") throw new TelegramAdapterError("telegram adapter was stopped", 0);
+      if (phase === "running") return;
+      phase = "running";
       sink = s;
       s.status({ state: "starting" });
-      try {
-        me = await api.getMe();
-      } catch (error) {
-        const detail = scrub(error instanceof Error ? error.message : String(error));
-        s.status({ state: "failed", detail });
-        throw new Error(`telegram: cannot reach the Bot API or the token was refused: ${detail}`);
-      }
-      running = true;
-      if (config.setCommands) {
-        await api.setMyCommands(COMMANDS).catch((error: unknown) => log.warn({ err: scrub(String(error)) }, "telegram setMyCommands failed"));
-      }
       if (config.mode === "webhook") {
-        await startWebhook();
-      } else {
-        await api.deleteWebhook().catch(() => {});
-        loop = pollLoop().catch((error: unknown) => log.error({ err: scrub(String(error)) }, "telegram poll loop ended"));
+        try {
+          await listenWebhook();
+        } catch (error) {
+          phase = "stopped";
+          const detail = describe(error, scrub);
+          s.status({ state: "failed", detail });
+          throw new TelegramAdapterError(`telegram: cannot listen for the webhook: ${detail}`, 0);
+        }
       }
-      log.info({ bot: me.username }, "telegram connected");
-      s.status({ state: "connected", detail: `@${me.username}` });
+      try {
+        await connect();
+      } catch (error) {
+        const detail = describe(error, scrub);
+        if (tokenRefused(error)) {
+          phase = "stopped";
+          await closeWebhook();
+          s.status({ state: "failed", detail: "Telegram refused the bot token" });
+          throw new TelegramAdapterError(`telegram: the bot token was refused (${detail})`, (error as GrammyError).error_code);
+        }
+        // Not reachable for now: keep trying in the background so other channels need not wait for Telegram.
+        log.warn({ err: detail }, "telegram not reachable at start; retrying in the background");
+        s.status({ state: "reconnecting", detail });
+      }
+      loop = runLoop();
     },
 
-    async stop() {
-      if (!running && !webhook && !loop) return;
-      running = false;
-      poll?.abort();
-      await loop;
-      loop = undefined;
-      if (webhook) {
-        const server = webhook;
-        webhook = undefined;
-        await new Promise<void>((resolve) => server.close(() => resolve()));
-      }
-      await Promise.allSettled(chatChains.values());
-      sink?.status({ state: "stopped" });
+    stop() {
+      stopping ??= (async () => {
+        const wasRunning = phase === "running";
+        phase = "stopped";
+        run.abort();
+        await loop;
+        await closeWebhook();
+        // Updates already being handed over still reach the core (or come again).
+        await Promise.allSettled(chains.values());
+        if (wasRunning) sink?.status({ state: "stopped" });
+      })();
+      return stopping;
     },
 
-    async send(target: ChatTarget, text: string, options: SendOptions) {
+    async send(target: ChatTarget, text: string, sendOptions: SendOptions) {
       const chatId = target.chatId;
-      const reply = target.chatType === "group" && target.replyToMessageId
-        ? { reply_parameters: { message_id: Number(target.replyToMessageId), allow_sending_without_reply: true } }
-        : {};
-      if (options.format === "markdown") {
+      // In groups the reply quotes the message it answers (and so lands in the right forum topic).
+      const reply =
+        target.chatType === "group" && target.replyToMessageId && /^\d+$/.test(target.replyToMessageId)
+          ? { reply_parameters: { message_id: Number(target.replyToMessageId), allow_sending_without_reply: true } }
+          : {};
+      if (sendOptions.format === "markdown") {
         const html = telegramMarkdownToHtml(text);
-        if (html.length <= TELEGRAM_LIMITS.maxMessageLength) {
+        // Telegram measures the text left after parsing, never longer than the HTML: within the limit here is within it there.
+        if (html.trim() && html.length <= TELEGRAM_LIMITS.maxMessageLength) {
           try {
             await api.sendMessage(chatId, html, { parse_mode: "HTML", ...reply });
             return;
           } catch (error) {
-            if (!(error instanceof GrammyError && error.error_code === 400 && /parse entities|can't parse|unsupported start tag/i.test(error.description))) {
-              throw new Error(`telegram sendMessage failed: ${scrub(describe(error))}`);
-            }
-            log.debug("telegram rejected the HTML entities; sending plain text");
+            if (!isEntityError(error)) throw toAdapterError("sendMessage", error, scrub);
+            log.debug({ err: describe(error, scrub) }, "telegram refused the HTML entities; sending plain text");
           }
         }
       }
       try {
         await api.sendMessage(chatId, text, reply);
       } catch (error) {
-        throw new Error(`telegram sendMessage failed: ${scrub(describe(error))}`);
+        throw toAdapterError("sendMessage", error, scrub);
       }
     },
 
@@ -281,40 +468,32 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
       try {
         await api.sendChatAction(target.chatId, "typing");
       } catch (error) {
-        log.debug({ err: scrub(describe(error)) }, "telegram typing failed (ignored)");
+        log.debug({ err: describe(error, scrub) }, "telegram typing failed (ignored)");
       }
     },
   };
+  return adapter;
 }
 
-function describe(error: unknown): string {
-  if (error instanceof GrammyError) return `${error.error_code}: ${error.description}`;
-  if (error instanceof HttpError) return `network: ${String(error.error)}`;
-  return error instanceof Error ? error.message : String(error);
+const isEntityError = (error: unknown) =>
+  error instanceof GrammyError && error.error_code === 400 && /can't parse entities|unsupported start tag|can't find end tag/i.test(error.description);
+
+function describe(error: unknown, scrub: (s: string) => string): string {
+  if (error instanceof GrammyError) return scrub(`${error.error_code}: ${error.description}`);
+  // grammY's network errors wrap the fetch error, whose text can carry the URL (with the token in it).
+  if (error instanceof HttpError) return scrub(`network: ${error.error instanceof Error ? error.error.message : String(error.error)}`);
+  return scrub(error instanceof Error ? error.message : String(error));
 }
 
-/** Mentioned by @username or a text mention, a command addressed to the bot, or a reply to one of its messages. */
-export function addressesBot(message: Message, me: UserFromGetMe): boolean {
-  if (message.reply_to_message?.from?.id === me.id) return true;
-  const text = message.text ?? message.caption ?? "";
-  const entities = message.entities ?? message.caption_entities ?? [];
-  const name = `@${me.username}`.toLowerCase();
-  for (const entity of entities) {
-    const part = text.slice(entity.offset, entity.offset + entity.length).toLowerCase();
-    if (entity.type === "mention" && part === name) return true;
-    if (entity.type === "text_mention" && entity.user?.id === me.id) return true;
-    if (entity.type === "bot_command" && part.endsWith(name)) return true;
-  }
-  return false;
+function toAdapterError(method: string, error: unknown, scrub: (s: string) => string): TelegramAdapterError {
+  const status = error instanceof GrammyError ? error.error_code : 0;
+  const retryAfter = error instanceof GrammyError ? error.parameters.retry_after : undefined;
+  return new TelegramAdapterError(`telegram ${method} failed: ${describe(error, scrub)}`, status, retryAfter);
 }
 
-/** Removes a leading `@bot` and the `@bot` suffix of a command, so `/new@bot` reads `/new`. */
-export function stripMention(text: string, username: string): string {
-  const escaped = username.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  return text
-    .replace(new RegExp(`^\\s*@${escaped}\\b[\\s,:]*`, "i"), "")
-    .replace(new RegExp(`^(/\\w+)@${escaped}\\b`, "i"), "$1")
-    .trim();
+function sameSecret(given: string | string[] | undefined, expected: string): boolean {
+  if (typeof given !== "string") return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
-
-const safeName = (name: string): string => name.replace(/[/\\\0]/g, "_").replace(/^\.+/, "_").slice(0, 200) || "file";

@@ -26,7 +26,8 @@ function inline(tokens: Token[] | undefined): string {
         out += `<s>${inline((token as Tokens.Del).tokens)}</s>`;
         break;
       case "codespan":
-        out += `<code>${text((token as Tokens.Codespan).text)}</code>`;
+        // Code is literal: `&amp;` there means those five characters.
+        out += `<code>${escapeHtml((token as Tokens.Codespan).text)}</code>`;
         break;
       case "link": {
         const link = token as Tokens.Link;
@@ -41,9 +42,13 @@ function inline(tokens: Token[] | undefined): string {
         out += t.tokens ? inline(t.tokens) : text(t.text);
         break;
       }
-      case "image":
-        out += text((token as Tokens.Image).text || (token as Tokens.Image).href);
+      case "image": {
+        // Telegram cannot inline an image in text: keep it reachable as a link.
+        const image = token as Tokens.Image;
+        const label = text(image.text || image.href);
+        out += /^https?:/i.test(image.href) ? `<a href="${escapeAttr(image.href)}">${label}</a>` : label;
         break;
+      }
       default:
         out += text("text" in token && typeof token.text === "string" ? token.text : token.raw);
     }
@@ -51,7 +56,7 @@ function inline(tokens: Token[] | undefined): string {
   return out;
 }
 
-function block(tokens: Token[]): string {
+function block(tokens: Token[], depth = 0): string {
   let out = "";
   for (const token of tokens) {
     switch (token.type) {
@@ -72,13 +77,15 @@ function block(tokens: Token[]): string {
         break;
       }
       case "blockquote":
-        out += `<blockquote>${block((token as Tokens.Blockquote).tokens).trim()}</blockquote>\n\n`;
+        out += `<blockquote>${block((token as Tokens.Blockquote).tokens, depth).trim()}</blockquote>\n\n`;
         break;
       case "list": {
         const list = token as Tokens.List;
         const start = typeof list.start === "number" ? list.start : 1;
+        // Nested lists are indented, so their items read as part of the outer one.
+        const indent = "   ".repeat(depth);
         list.items.forEach((item, i) => {
-          out += `${list.ordered ? `${start + i}.` : "•"} ${block(item.tokens).trim()}\n`;
+          out += `${indent}${list.ordered ? `${start + i}.` : "•"} ${block(item.tokens, depth + 1).trim()}\n`;
         });
         out += "\n";
         break;
@@ -86,12 +93,18 @@ function block(tokens: Token[]): string {
       case "hr":
         out += "———\n\n";
         break;
+      case "checkbox":
+        out += (token as Tokens.Checkbox).checked ? "☑ " : "☐ ";
+        break;
+      case "table":
+        // No tables in Telegram: the source keeps its columns in a fixed-width block.
+        out += `<pre>${escapeHtml(token.raw.trim())}</pre>\n\n`;
+        break;
       case "text": {
         const t = token as Tokens.Text;
         out += `${t.tokens ? inline(t.tokens) : text(t.text)}\n`;
         break;
       }
-      case "table":
       case "html":
       default:
         out += `${escapeHtml(token.raw.trim())}\n\n`;

@@ -1,5 +1,5 @@
 /**
- * Downloads a Discord attachment without ever holding more than the limit in
+ * Downloads an attachment (any platform) without ever holding more than the limit in
  * memory: the reported size is checked first, then the stream is counted and
  * cut off, since a reported size is only a claim.
  */

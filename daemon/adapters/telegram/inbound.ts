@@ -1,0 +1,85 @@
+/**
+ * Pure translation of Telegram messages: which ones are for the bot, what
+ * their text reads without the mention, which files they carry. No I/O here.
+ */
+import type { Message, UserFromGetMe } from "grammy/types";
+import type { ChatType, InboundAttachment } from "../../core/adapter.js";
+
+/** Private chat -> direct, group/supergroup -> group; channels (and anything else) are not ours. */
+export function chatTypeOf(message: Message): ChatType | undefined {
+  const type = message.chat.type;
+  if (type === "private") return "direct";
+  if (type === "group" || type === "supergroup") return "group";
+  return undefined;
+}
+
+/** Mentioned by @username or a text mention, a command addressed to the bot, or a reply to one of its messages. */
+export function addressesBot(message: Message, me: Pick<UserFromGetMe, "id" | "username">): boolean {
+  if (message.reply_to_message?.from?.id === me.id) return true;
+  const text = message.text ?? message.caption ?? "";
+  const entities = message.entities ?? message.caption_entities ?? [];
+  const name = `@${me.username}`.toLowerCase();
+  for (const entity of entities) {
+    const part = text.slice(entity.offset, entity.offset + entity.length).toLowerCase();
+    if (entity.type === "mention" && part === name) return true;
+    if (entity.type === "text_mention" && entity.user?.id === me.id) return true;
+    if (entity.type === "bot_command" && part.endsWith(name)) return true;
+  }
+  return false;
+}
+
+/** Removes a leading `@bot` and the `@bot` suffix of a command, so `/new@bot` reads `/new`. */
+export function stripMention(text: string, username: string): string {
+  const escaped = username.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return text
+    .replace(new RegExp(`^\\s*@${escaped}\\b[\\s,:]*`, "i"), "")
+    .replace(new RegExp(`^(/\\w+)@${escaped}\\b`, "i"), "$1")
+    .trim();
+}
+
+/** A file the message carries, before download. */
+export interface FileRef {
+  fileId: string;
+  /** What Telegram says the size is (a claim; the download is counted too). */
+  size?: number;
+  fileName: string;
+  kind: InboundAttachment["kind"];
+  mimeType?: string;
+}
+
+/** Documents, the largest photo size, audio, voice and video; names made safe, invented when missing. */
+export function fileRefsOf(message: Message): FileRef[] {
+  const id = message.message_id;
+  const refs: FileRef[] = [];
+  const add = (ref: FileRef, mimeType: string | undefined) => refs.push(mimeType ? { ...ref, mimeType } : ref);
+  if (message.document) {
+    const d = message.document;
+    add({ fileId: d.file_id, size: d.file_size, fileName: safeFileName(d.file_name, `document-${id}`), kind: "document" }, d.mime_type);
+  }
+  if (message.photo?.length) {
+    // Telegram lists the sizes smallest first; pick by area rather than trust the order.
+    const largest = message.photo.reduce((a, b) => (b.width * b.height > a.width * a.height ? b : a));
+    add({ fileId: largest.file_id, size: largest.file_size, fileName: `photo-${id}.jpg`, kind: "photo" }, "image/jpeg");
+  }
+  if (message.audio) {
+    const a = message.audio;
+    add({ fileId: a.file_id, size: a.file_size, fileName: safeFileName(a.file_name, `audio-${id}`), kind: "audio" }, a.mime_type);
+  }
+  if (message.voice) {
+    const v = message.voice;
+    add({ fileId: v.file_id, size: v.file_size, fileName: `voice-${id}.ogg`, kind: "audio" }, v.mime_type ?? "audio/ogg");
+  }
+  if (message.video) {
+    const v = message.video;
+    add({ fileId: v.file_id, size: v.file_size, fileName: safeFileName(v.file_name, `video-${id}.mp4`), kind: "video" }, v.mime_type);
+  }
+  return refs;
+}
+
+/** A base name without folders, control characters or a leading dot; `fallback` when nothing is left. */
+export function safeFileName(name: string | undefined, fallback: string): string {
+  const base = (name ?? "").split(/[/\\]/).pop() ?? "";
+  // eslint-disable-next-line no-control-regex
+  const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, "").replace(/^\.+/, "").trim().slice(0, 200);
+  return cleaned || fallback;
+}
