@@ -105,7 +105,8 @@ export async function listDirectory(path: WorkspacePath): Promise<{ path: string
   return { path: path.rel, entries: entries.filter((e): e is DirectoryEntryView => e !== null) };
 }
 
-export async function readText(path: WorkspacePath, limit = TEXT_READ_LIMIT): Promise<string> {
+/** Opens a regular file (not a directory) and stats it; the caller owns the handle. */
+async function openFile(path: WorkspacePath): Promise<{ handle: FileHandle; size: number }> {
   let handle: FileHandle;
   try {
     handle = await open(path.abs, "r");
@@ -115,8 +116,18 @@ export async function readText(path: WorkspacePath, limit = TEXT_READ_LIMIT): Pr
   try {
     const stats = await handle.stat();
     if (stats.isDirectory()) throw badRequest(`Path is a directory: ${shown(path)}.`);
-    if (stats.size > limit) {
-      throw tooLarge(`File is ${stats.size} bytes; files/content reads text files up to ${limit} bytes. Use files/download for it.`);
+    return { handle, size: stats.size };
+  } catch (error) {
+    await handle.close();
+    throw error instanceof ApiError ? error : fsError(error, path, false);
+  }
+}
+
+export async function readText(path: WorkspacePath, limit = TEXT_READ_LIMIT): Promise<string> {
+  const { handle, size } = await openFile(path);
+  try {
+    if (size > limit) {
+      throw tooLarge(`File is ${size} bytes; files/content reads text files up to ${limit} bytes. Use files/download for it.`);
     }
     const bytes = await handle.readFile();
     if (bytes.length > limit) throw tooLarge(`File is over ${limit} bytes; use files/download for it.`);
@@ -231,18 +242,6 @@ export interface OpenedFile {
 /** Opens a file for streaming; the descriptor is held, so a concurrent move cannot swap it. */
 export async function openForDownload(path: WorkspacePath): Promise<OpenedFile> {
   if (path.isRoot) throw badRequest("Path is a directory: the instance root.");
-  let handle: FileHandle;
-  try {
-    handle = await open(path.abs, "r");
-  } catch (error) {
-    throw fsError(error, path, false);
-  }
-  try {
-    const stats = await handle.stat();
-    if (stats.isDirectory()) throw badRequest(`Path is a directory: ${shown(path)}.`);
-    return { stream: handle.createReadStream(), size: stats.size, name: posix.basename(path.rel) };
-  } catch (error) {
-    await handle.close();
-    throw error instanceof ApiError ? error : fsError(error, path, false);
-  }
+  const { handle, size } = await openFile(path);
+  return { stream: handle.createReadStream(), size, name: posix.basename(path.rel) };
 }
