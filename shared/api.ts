@@ -164,7 +164,7 @@ export const operationDescriptions = {
   listInstances: "The organization's instances, terminated ones excluded, newest first.",
   getInstance: "One instance. A terminated instance, or one of another organization, is 404.",
   getInstanceStatus: "An instance's status and gateway address, for polling.",
-  updateInstance: "Renames an instance and/or replaces its `runtime_config` (`null` clears it). 409 for an instance in `error`.",
+  updateInstance: "Renames an instance and/or replaces its `runtime_config` (`null` clears it).",
   startInstance: "Starts a `stopped` instance (409 in any other state). Conversations survive stop and start.",
   stopInstance: "Stops a `running` instance (409 in any other state). A stopped instance still counts toward the plan's limit.",
   deleteInstance: "Terminates an instance in any state, destroying its files, skills, channels and conversations. It leaves the list and the instance count; every later call on it is 404.",
