@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { operationDescriptions, routes, tagDescriptions, type OperationId, type RouteSpec } from "./api.js";
+import { pages, type PageSpec } from "./pages.js";
 import { ErrorBody } from "./schemas/common.js";
 import { apiComponents, namedSchemas } from "./schemas/components.js";
 
@@ -37,7 +38,35 @@ const PATH_PARAMETERS: Record<string, string> = {
   skill_name: "An installed skill's name.",
   fault_id: "The fault rule's id.",
   organization_id: "The organization's id (UUID).",
+  session: "The billing session's id, from a checkout or portal URL.",
 };
+
+const pathParameters = (path: string) =>
+  [...path.matchAll(/\{([a-z_]+)\}/g)].map((m) => ({
+    name: m[1],
+    in: "path",
+    required: true,
+    description: PATH_PARAMETERS[m[1]!],
+    schema: { type: "string" },
+  }));
+
+/** A browser page of the control plane (`pages.ts`): described, with no body schema. */
+function pageOperation(operationId: string, page: PageSpec): Record<string, unknown> {
+  const responses: Record<string, unknown> = {};
+  for (const [status, { description, type }] of Object.entries(page.responses)) {
+    responses[status] = type ? { description, content: { [type]: { schema: { type: "string" } } } } : { description };
+  }
+  const operation: Record<string, unknown> = {
+    operationId,
+    summary: page.summary,
+    description: page.description,
+    tags: ["emulator"],
+    parameters: pathParameters(page.path),
+    responses,
+    security: [],
+  };
+  return operation;
+}
 
 /**
  * zod states `.int()` as ±2^53 (JavaScript's safe integers); a client generator
@@ -144,13 +173,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
   const paths: Record<string, Record<string, unknown>> = {};
   const roots = { input: new Set<string>(), output: new Set<string>() };
   for (const [operationId, spec] of entries) {
-    const parameters: unknown[] = [...spec.path.matchAll(/\{([a-z_]+)\}/g)].map((m) => ({
-      name: m[1],
-      in: "path",
-      required: true,
-      description: PATH_PARAMETERS[m[1]!],
-      schema: { type: "string" },
-    }));
+    const parameters: unknown[] = pathParameters(spec.path);
     if (spec.query) {
       const q = schemaFor(spec.query, "input") as { properties?: Record<string, JsonSchema>; required?: string[] };
       for (const [name, schema] of Object.entries(q.properties ?? {})) {
@@ -214,6 +237,11 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
     }
     (paths[spec.path] ??= {})[spec.method.toLowerCase()] = operation;
   }
+  if (!options.serviceOnly) {
+    for (const [operationId, page] of Object.entries(pages) as [string, PageSpec][]) {
+      (paths[page.path] ??= {})[page.method.toLowerCase()] = pageOperation(operationId, page);
+    }
+  }
   const errorSchema = schemaFor(ErrorBody, "output");
   if (usedResponses.size) refsIn(errorSchema, roots.output);
 
@@ -238,6 +266,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
   }
 
   const usedTags = new Set(entries.map(([, spec]) => spec.tag));
+  if (!options.serviceOnly) usedTags.add("emulator");
   const security = new Set(entries.map(([, spec]) => spec.access.kind));
   const securitySchemes: Record<string, unknown> = {};
   if (security.has("org") || security.has("instance")) {

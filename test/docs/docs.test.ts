@@ -7,6 +7,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { routes, type RouteSpec } from "../../shared/api.js";
+import { pages } from "../../shared/pages.js";
 
 const root = resolve(import.meta.dirname, "../..");
 const read = (path: string) => readFileSync(join(root, path), "utf8");
@@ -89,6 +90,11 @@ describe("what the docs cover", () => {
       const short = spec.path.replace("/v1/instances/{instance_id}", "...");
       expect(contract.includes(spec.path) || contract.includes(short), `${spec.method} ${spec.path}`).toBe(true);
     }
+  });
+
+  it.each(Object.entries(pages))("the control-plane page %s is documented", (_id, page) => {
+    expect(emulator).toContain(page.path);
+    expect(readme).toContain(page.path);
   });
 
   it("documents every emulator flag in docs/emulator.md and the README", () => {

@@ -2,6 +2,7 @@ import { createConfig, lintFromString } from "@redocly/openapi-core";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operationDescriptions, routes, type RouteSpec } from "../../shared/api.js";
+import { pages } from "../../shared/pages.js";
 import { runningInstance, signupOrg, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
 interface Operation {
@@ -102,9 +103,14 @@ describe("GET /v1/openapi.json", () => {
     else if (!spec.multipart) expect(op!.requestBody).toBeUndefined();
   });
 
-  it("has every route of the table and nothing else, the control plane under its own described tag", () => {
+  it("has every route of the table and every control-plane page, and nothing else; the control plane under its own described tag", () => {
     const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
-    expect(documented.sort()).toEqual(entries.map(([, s]) => `${s.method} ${s.path}`).sort());
+    const expected = [...entries, ...Object.entries(pages)].map(([, s]) => `${s.method} ${s.path}`);
+    expect(documented.sort()).toEqual(expected.sort());
+    for (const [id, page] of Object.entries(pages)) {
+      const op = doc.paths[page.path]![page.method.toLowerCase()]!;
+      expect(op).toMatchObject({ operationId: id, tags: ["emulator"], security: [], description: page.description });
+    }
     for (const [, spec] of controlPlane) {
       expect(spec.path.startsWith("/_emulator/")).toBe(true);
       expect(doc.paths[spec.path]![spec.method.toLowerCase()]!.tags).toEqual(["emulator"]);
