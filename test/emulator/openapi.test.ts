@@ -157,10 +157,15 @@ describe("GET /v1/openapi.json", () => {
     expect(doc.components.schemas.Organization!.properties?.instance_count).toEqual({ type: "integer", minimum: 0 });
   });
 
-  it("has a license and names, as its server, the address it was asked at", () => {
+  it("has a license and names, as its server, the address it was asked at", async () => {
     expect(doc.info.license).toEqual({ name: "MIT", identifier: "MIT" });
     expect(doc.servers).toHaveLength(1);
     expect(new URL(doc.servers[0]!.url).protocol).toBe("http:");
+    // Driven in-process (not listening): the Host the caller used, when it is a plain host.
+    const asked = await request(t.app).get("/v1/openapi.json").set("host", "emulator.test:8080");
+    expect((asked.body as Document).servers).toEqual([{ url: "http://emulator.test:8080", description: "This emulator" }]);
+    const odd = await request(t.app).get("/v1/openapi.json").set("host", 'x"><script>');
+    expect((odd.body as Document).servers).toEqual([{ url: "http://localhost", description: "This emulator" }]);
   });
 
   it("passes Redocly's recommended rules with no error and no warning", async () => {
