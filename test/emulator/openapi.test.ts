@@ -2,6 +2,7 @@ import { createConfig, lintFromString } from "@redocly/openapi-core";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operationDescriptions, routes, type RouteSpec } from "../../shared/api.js";
+import { buildOpenApiDocument } from "../../shared/openapi.js";
 import { pages } from "../../shared/pages.js";
 import { runningInstance, signupOrg, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
@@ -214,6 +215,21 @@ describe("GET /v1/openapi.json", () => {
       expect(res.status).toBe(422);
       expect((res.body.detail as { loc: unknown[] }[]).map((d) => d.loc)).toContainEqual(["body", field]);
     }
+  });
+});
+
+describe("the service-only document", () => {
+  const service = buildOpenApiDocument({ version: "1", serverUrl: "https://api.example.test", serviceOnly: true }) as unknown as Document;
+
+  it("leaves out the control plane, its tag and its security scheme, and still lints clean", async () => {
+    expect(Object.keys(service.paths).filter((p) => p.startsWith("/_emulator"))).toEqual([]);
+    expect(service.tags.map((t) => t.name)).not.toContain("emulator");
+    expect(Object.keys(service.components.securitySchemes)).toEqual(["apiKey"]);
+    // Schemas only the control plane uses go with it.
+    expect(service.components.schemas.FaultRule).toBeUndefined();
+    expect(service.components.schemas.Instance).toBeDefined();
+    const config = await createConfig({ extends: ["recommended"] });
+    expect(await lintFromString({ source: JSON.stringify(service), absoluteRef: "openapi.json", config })).toEqual([]);
   });
 });
 
