@@ -5,6 +5,8 @@
  */
 import express, { type Express } from "express";
 import { isoAt } from "../shared/clock.js";
+import { expressPath } from "../shared/api.js";
+import { pages } from "../shared/pages.js";
 import { TIER_LIMITS, TIERS, type Tier } from "../shared/schemas/common.js";
 import type { EmulatorEnv } from "./env.js";
 
@@ -17,8 +19,8 @@ export function mountBillingPage(app: Express, env: EmulatorEnv): void {
     return session && org ? { session, org } : undefined;
   };
 
-  app.get("/_emulator/billing/:session", (req, res) => {
-    const found = sessionOf(req.params.session);
+  app.get(expressPath(pages.billingPage.path), (req, res) => {
+    const found = sessionOf(String(req.params.session));
     if (!found) return void res.status(404).type("text/plain").send("This billing link is not valid.");
     const { session, org } = found;
     const rows = TIERS.map((tier) => {
@@ -36,8 +38,8 @@ export function mountBillingPage(app: Express, env: EmulatorEnv): void {
 <ul>${rows}</ul><p><small>Emulated billing: no payment is taken.</small></p></body></html>`);
   });
 
-  app.post("/_emulator/billing/:session", express.urlencoded({ extended: false, limit: "4kb" }), (req, res) => {
-    const found = sessionOf(req.params.session);
+  app.post(expressPath(pages.billingPage.path), express.urlencoded({ extended: false, limit: "4kb" }), (req, res) => {
+    const found = sessionOf(String(req.params.session));
     if (!found) return void res.status(404).type("text/plain").send("This billing link is not valid.");
     const tier = (req.body as Record<string, unknown> | undefined)?.tier;
     if (typeof tier !== "string" || !(TIERS as readonly string[]).includes(tier)) {

@@ -106,6 +106,8 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
 
   let server: Server | undefined;
   let publicUrl: string | undefined;
+  /** The address `listen` bound, to tell a wildcard (0.0.0.0, ::) from a usable URL. */
+  let listeningOn: string | undefined;
   const journal = createRequestJournal();
   const env: EmulatorEnv = {
     store,
@@ -130,8 +132,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   app.use("/_emulator/snapshot", express.json({ limit: "1gb" }));
   app.use(express.json({ limit: "1mb" }));
 
-  const openapi = buildOpenApiDocument({ version: EMULATOR_VERSION });
-  app.get("/v1/openapi.json", (_req, res) => void res.json(openapi));
+  app.get("/v1/openapi.json", serveOpenApi(() => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined)));
   mountBillingPage(app, env);
   const handlers: Partial<Handlers> = {
     ...organizationHandlers(env),
@@ -159,6 +160,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
       const address = server!.address();
       if (!address || typeof address === "string") throw new Error("emulator: no address");
       const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+      listeningOn = address.address;
       publicUrl = `http://${shownHost}:${address.port}`;
       return publicUrl;
     },
@@ -181,6 +183,25 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
       await store.close();
       if (scratch) rmSync(scratch, { recursive: true, force: true });
     },
+  };
+}
+
+const isWildcard = (address: string) => address === "0.0.0.0" || address === "::";
+/** A Host header worth echoing: a name or address and a port, nothing else. */
+const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+/**
+ * `GET /v1/openapi.json`: `servers` names where the emulator listens; when it
+ * listens on every address (or is driven in-process, as supertest does), the
+ * address the caller used. One document is kept, rebuilt when that changes.
+ */
+function serveOpenApi(listening: () => string | undefined) {
+  let cached: { url: string; body: string } | undefined;
+  return (req: Request, res: Response) => {
+    const host = req.get("host");
+    const url = listening() ?? (host && PLAIN_HOST.test(host) ? `${req.protocol}://${host}` : "http://localhost");
+    if (cached?.url !== url) cached = { url, body: JSON.stringify(buildOpenApiDocument({ version: EMULATOR_VERSION, serverUrl: url })) };
+    res.type("application/json").send(cached.body);
   };
 }
 

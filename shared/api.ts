@@ -143,3 +143,76 @@ export type PathParams<P extends string> = P extends `${string}{${infer K}}${inf
 
 /** Express form of a path: `{id}` becomes `:id`. */
 export const expressPath = (path: string): string => path.replace(/\{([a-z_]+)\}/g, ":$1");
+
+/**
+ * What each operation does, for the OpenAPI document: a few sentences a
+ * reader of a generated client needs (effects, states, what is returned once).
+ * Kept beside the table, one entry per operation id (the compiler checks).
+ */
+export const operationDescriptions = {
+  signup: "Creates an organization on the `shrimp` plan (one instance) and its organization key. The raw key (`svc_org_` + 64 hex digits) is in this answer only; the service keeps its SHA-256 hash. Needs no key.",
+  getOrganization: "The organization the key belongs to, with its plan, instance count and the providers it holds keys for. Provider keys are never returned.",
+  updateOrganization: "Renames the organization and/or stores model-provider keys. `model_api_keys` is merged with what is stored; an empty string removes that provider's key.",
+  getSubscription: "The plan, its instance limit and how many non-terminated instances count toward it (stopped ones do).",
+  createCheckout: "A URL of a checkout page that moves the organization to `crab` or `lobster` once the user confirms there.",
+  createPortal: "A URL of the billing portal to send the user to.",
+  createKey: "Mints a scoped key (`svc_sk_`) for some of the organization's instances and a set of permissions, optionally expiring. The raw key is in this answer only. An instance of another organization or a terminated one is 404.",
+  listKeys: "Every scoped key of the organization, revoked and expired ones included (`is_active: false`). Never the raw keys.",
+  getKey: "One scoped key with its grants and when it was last used.",
+  revokeKey: "Revokes a scoped key at once and for good: its next use is 403. Revoking a revoked key is fine (204).",
+  createInstance: "Creates an instance in `provisioning`; it becomes `running` after the provisioning delay. The model provider must be one the organization holds a key for (400), and the plan must have room (402).",
+  listInstances: "The organization's instances, terminated ones excluded, newest first.",
+  getInstance: "One instance. A terminated instance, or one of another organization, is 404.",
+  getInstanceStatus: "An instance's status and gateway address, for polling.",
+  updateInstance: "Renames an instance and/or replaces its `runtime_config` (`null` clears it).",
+  startInstance: "Starts a `stopped` instance (409 in any other state). Conversations survive stop and start.",
+  stopInstance: "Stops a `running` instance (409 in any other state). A stopped instance still counts toward the plan's limit.",
+  deleteInstance: "Terminates an instance in any state, destroying its files, skills, channels and conversations. It leaves the list and the instance count; every later call on it is 404.",
+  createResponse: "Sends a message to the instance's gateway in the default session (`main`). Without `previous_response_id` the session's conversation continues; with one, that response's chain continues. `stream: true` answers server-sent events. The instance must be `running` (409); gateway errors of 4xx pass through unchanged, an unreachable gateway is 502.",
+  createSessionResponse: "As the default-session form, in the session `session_id` (any name; created on first use). Each session keeps its own conversation.",
+  listChannels: "The channel catalog with whether each channel is enabled on this instance.",
+  getChannelInfo: "How a channel connects and the fields its `config` needs. Needs no key and is the same for every instance id; an unknown channel is 404.",
+  connectChannel: "Connects a token channel (answers `connected`) or starts pairing an interactive one (answers `awaiting_scan` with QR data). Missing fields are 422, credentials of the wrong form 400 (never quoted back). Writes the channel into the instance's `runtime.json` with secrets redacted and restarts the gateway. The instance must be `running`.",
+  disconnectChannel: "Disables a channel and keeps its credentials, so it can be reconnected. 409 for a channel never connected.",
+  getChannelStatus: "Whether a channel is enabled and connected, with details such as the pairing state and gateway restarts. Secrets appear only as fingerprints.",
+  pairChannel: "Approves a pairing code (trimmed, upper-cased). The channel must be enabled and connected on a running instance (409).",
+  listSkills: "Every skill of the bundled registry, installed or not; `eligible_only=true` keeps only ready ones (installed, enabled, every variable set).",
+  getSkill: "One installed skill with its path in the workspace; 404 when it is not installed.",
+  installSkill: "Installs a registry skill: writes `skills/<name>/SKILL.md` and its entry in `runtime.json`. Answers `installed_missing_env` with `required_env` when variables are missing. Reinstalling starts the skill's variables and config again. Unknown slug 404.",
+  updateSkill: "Enables or disables an installed skill, merges its variables (an empty string removes one) and replaces its config.",
+  uninstallSkill: "Removes an installed skill's files and its `runtime.json` entry.",
+  listFiles: "Lists a directory of the instance tree (default the root). Symbolic links are shown, never followed.",
+  deleteFile: "Deletes a file, or a directory with everything in it. Deleting the root is 400.",
+  readFile: "Reads a UTF-8 text file of up to 1 MiB. A binary file is 400, a bigger one 413 (use download).",
+  writeFile: "Writes a UTF-8 text file, creating its parents and replacing an existing file atomically.",
+  moveFile: "Moves or renames a file or directory; the destination's parents are created. An existing destination is 409.",
+  uploadFile: "Streams a multipart upload (`path` then `file`) into place, creating parents and replacing an older file. Over the emulator's upload limit (default 50 MiB) is 413 and nothing is left behind.",
+  downloadFile: "Streams a file with `Content-Type` from its extension and `Content-Disposition: attachment`.",
+  mkdir: "Creates a directory and its parents; an existing directory is fine, a file in the way is 409.",
+  adminHealth: "Answers while the emulator is up, with its version.",
+  adminReset: "Forgets every organization, key, instance, file, conversation, fault rule and journal entry.",
+  adminExportSnapshot: "The whole state as JSON, with each instance's files (`workspaces`, base64). Importing it later restores everything the API shows.",
+  adminImportSnapshot: "Replaces the whole state with a snapshot, files included. A snapshot of the wrong shape is 422 and changes nothing.",
+  adminCreateFault: "Adds a fault rule: gateway rules shape the next message calls (a status, a reset or timeout, latency); `api` rules fail the next calls under a path; `provision` rules make the next instance fail provisioning. A rule retires after `times` hits.",
+  adminListFaults: "Every fault rule still active, with its hits.",
+  adminClearFaults: "Removes every fault rule.",
+  adminGetFault: "One fault rule.",
+  adminDeleteFault: "Removes one fault rule.",
+  adminForceState: "Puts an instance into any status at once (e.g. `error` with a message, or `provisioning` again), optionally pointing it at another gateway.",
+  adminScan: "Plays the phone for an interactive channel waiting for a QR scan: the channel becomes connected. 409 when no pairing waits.",
+  adminSetTier: "Sets an organization's plan without a checkout.",
+  adminRequests: "The most recent requests the emulator answered, oldest first: method, path, status, the kind of key used and the time taken.",
+} as const satisfies { [K in OperationId]: string };
+
+/** The document's tags, in order, with what each covers. */
+export const tagDescriptions: Record<string, string> = {
+  organization: "Signing up, the organization and its model-provider keys.",
+  billing: "The plan, checkout and the billing portal.",
+  keys: "Scoped keys: minted by the organization key, limited to some instances and permissions.",
+  instances: "Hosted agent instances and their life cycle.",
+  messaging: "Messages to an instance's gateway, in the OpenAI Responses format, with named sessions.",
+  channels: "Messaging channels connected to an instance.",
+  skills: "Skills installed from the bundled registry.",
+  files: "An instance's file tree; paths are relative to its root.",
+  emulator: "The emulator's control plane under `/_emulator`: not part of the hosted service. Open on loopback; elsewhere only with the emulator's `--admin-token` as a bearer.",
+};

@@ -1,7 +1,7 @@
 /**
  * The emulator's bundled fake gateway: an OpenAI-Responses-style HTTP server
  * (`POST /instances/:id/v1/responses`) backed by the deterministic fake model
- * of contract section 4, with per-session continuity and injectable faults.
+ * of docs/api-contract.md ("The fake model"), with per-session continuity and injectable faults.
  */
 export type {
   FakeGateway,

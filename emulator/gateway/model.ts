@@ -2,7 +2,7 @@ import { invalid, type Parsed } from "./request.js";
 import type { GatewayError } from "./types.js";
 
 /**
- * The deterministic fake model (contract section 4). A turn's user text is
+ * The deterministic fake model (docs/api-contract.md, "The fake model"). A turn's user text is
  * either plain (echoed back) or one of a few directives that let tests reach
  * every path of the daemon and the emulator without scripting.
  */

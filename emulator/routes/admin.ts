@@ -1,5 +1,5 @@
 /**
- * The control plane under `/_emulator` (contract section 6): health, reset,
+ * The control plane under `/_emulator` (docs/emulator.md, "Control plane"): health, reset,
  * snapshots, fault rules, forced states, plan changes and the request journal.
  * Snapshots carry the instance trees too (`workspaces`: instance id to its
  * entries, files in base64), so one taken before a reset restores the files.

@@ -1,5 +1,5 @@
 /**
- * Messaging channels (contract section 5) and the control plane's scan.
+ * Messaging channels (docs/api-contract.md, "Channels") and the control plane's scan.
  *
  * Connect checks the config against the channel's catalog entry (a missing
  * field 422, a credential of the wrong form 400), writes `channels.<name>`
@@ -53,7 +53,7 @@ const httpUrl = (why: string) => (value: string) => {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const field = (description: string, secret: boolean, check: FieldSpec["check"]): FieldSpec => ({ description, secret, check });
 
-/** The catalog, exactly as contract section 5 lists it. */
+/** The catalog, exactly as docs/api-contract.md ("Channels") lists it. */
 export const CHANNELS: readonly ChannelSpec[] = [
   {
     channel: "telegram",

@@ -17,8 +17,8 @@ export const FaultRuleRequest = z.strictObject({
 });
 export const FaultRule = FaultRuleRequest.extend({
   id: z.string(),
-  remaining: z.number().int().nullable(),
-  hits: z.number().int(),
+  remaining: z.number().int().min(0).nullable(),
+  hits: z.number().int().min(0),
 });
 export type FaultRule = z.infer<typeof FaultRule>;
 
@@ -33,7 +33,7 @@ export const JournalEntry = z.object({
   at: z.string(),
   method: z.string(),
   path: z.string(),
-  status: z.number().int(),
+  status: z.number().int().min(100).max(599),
   key_kind: z.enum(["org", "scoped", "none"]),
-  ms: z.number(),
+  ms: z.number().min(0),
 });

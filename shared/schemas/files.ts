@@ -8,7 +8,7 @@ export const DirectoryEntry = z.object({
   name: z.string(),
   path: z.string(),
   is_dir: z.boolean(),
-  size: z.number().int(),
+  size: z.number().int().min(0),
   mod_time: z.string(),
   permissions: z.string(),
 });

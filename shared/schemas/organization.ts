@@ -6,8 +6,8 @@ export const Organization = z.object({
   name: z.string(),
   model_providers: z.array(Provider),
   subscription_tier: Tier,
-  instance_limit: z.number().int(),
-  instance_count: z.number().int(),
+  instance_limit: z.number().int().min(0),
+  instance_count: z.number().int().min(0),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -25,8 +25,8 @@ export type OrganizationUpdate = z.infer<typeof OrganizationUpdate>;
 
 export const Subscription = z.object({
   tier: Tier,
-  instance_limit: z.number().int(),
-  instance_count: z.number().int(),
+  instance_limit: z.number().int().min(0),
+  instance_count: z.number().int().min(0),
 });
 export const CheckoutRequest = z.strictObject({ tier: z.enum(["crab", "lobster"]) });
 export const UrlResponse = z.object({ url: z.url() });

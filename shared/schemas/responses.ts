@@ -31,9 +31,9 @@ export const ResponseObject = z.looseObject({
   output: z.array(OutputItem),
   model: z.string(),
   usage: z.looseObject({
-    input_tokens: z.number().int(),
-    output_tokens: z.number().int(),
-    total_tokens: z.number().int(),
+    input_tokens: z.number().int().min(0),
+    output_tokens: z.number().int().min(0),
+    total_tokens: z.number().int().min(0),
   }),
 });
 export type ResponseObject = z.infer<typeof ResponseObject>;

@@ -1,5 +1,5 @@
 /**
- * Channels: the catalog of contract section 5, public channel info, connect
+ * Channels: the catalog of docs/api-contract.md ("Channels"), public channel info, connect
  * (token channels at once, WhatsApp through a QR and the control plane's
  * scan), credentials checked and never kept in clear, runtime.json as the
  * files API shows it, status, pair and disconnect.

@@ -50,13 +50,17 @@ afterAll(async () => {
   removeBase?.();
 });
 
-/** Names, kinds, contents and link targets of everything under `dir` (state.json and the lock left out: the store owns them). */
+/**
+ * Names, kinds, contents and link targets of everything under `dir`. The store's
+ * files are left out (state.json, its lock, and `.state.json.tmp`, which the
+ * atomic writer creates and renames whenever a flush is due, e.g. mid-walk).
+ */
 function treeHash(dir: string): string {
   const hash = createHash("sha256");
   const walk = (abs: string, rel: string) => {
     for (const name of readdirSync(abs).sort()) {
       const path = `${rel}/${name}`;
-      if (path === "/data/state.json" || path === "/data/emulator.lock" || path.startsWith("/data/state.json.")) continue;
+      if (path === "/data/state.json" || path === "/data/emulator.lock" || path.startsWith("/data/state.json.") || path === "/data/.state.json.tmp") continue;
       const full = join(abs, name);
       const stats = lstatSync(full);
       if (stats.isSymbolicLink()) hash.update(`L ${path} -> ${readlinkSync(full)}\n`);

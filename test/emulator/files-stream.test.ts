@@ -5,7 +5,7 @@
  *
  * The child runs `createEmulator` from a one-line script rather than
  * `emulator/cli.ts`, because the CLI has no flag for the upload limit and its
- * default (50 MiB, contract section 1) refuses a 100 MiB file.
+ * default (50 MiB, docs/api-contract.md "Limits") refuses a 100 MiB file.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";

@@ -1,16 +1,23 @@
+import { createConfig, lintFromString } from "@redocly/openapi-core";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { routes, type RouteSpec } from "../../shared/api.js";
+import { operationDescriptions, routes, type RouteSpec } from "../../shared/api.js";
+import { buildOpenApiDocument } from "../../shared/openapi.js";
+import { pages } from "../../shared/pages.js";
 import { runningInstance, signupOrg, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
 interface Operation {
   operationId: string;
+  summary: string;
+  description: string;
+  tags: string[];
   parameters: { name: string; in: string; required: boolean }[];
   requestBody?: { content: Record<string, { schema: JsonSchema }> };
   responses: Record<string, unknown>;
   security: unknown[];
 }
 interface JsonSchema {
+  $ref?: string;
   type?: string;
   required?: string[];
   properties?: Record<string, JsonSchema & { maxLength?: number; minLength?: number; enum?: string[] }>;
@@ -18,7 +25,11 @@ interface JsonSchema {
 }
 interface Document {
   openapi: string;
+  info: { license?: { name: string; identifier?: string } };
+  servers: { url: string }[];
+  tags: { name: string; description?: string }[];
   paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, JsonSchema>; responses: Record<string, unknown>; securitySchemes: Record<string, unknown> };
 }
 
 let t: TestEmulator;
@@ -41,14 +52,41 @@ afterAll(async () => {
 
 const entries = Object.entries(routes) as [string, RouteSpec][];
 const service = entries.filter(([, spec]) => spec.access.kind !== "admin");
-const bodySchema = (op: Operation) => op.requestBody?.content["application/json"]?.schema;
+const controlPlane = entries.filter(([, spec]) => spec.access.kind === "admin");
+
+/** Follows a local `$ref` (`#/a/b`) to what it names; undefined when it names nothing. */
+function pointer(ref: string): unknown {
+  if (!ref.startsWith("#/")) return undefined;
+  let node: unknown = doc;
+  for (const part of ref.slice(2).split("/")) {
+    if (!node || typeof node !== "object" || !Object.hasOwn(node, part)) return undefined;
+    node = (node as Record<string, unknown>)[part];
+  }
+  return node;
+}
+const deref = (schema: JsonSchema): JsonSchema => (schema.$ref ? deref(pointer(schema.$ref) as JsonSchema) : schema);
+const bodySchema = (op: Operation) => {
+  const schema = op.requestBody?.content["application/json"]?.schema;
+  return schema && deref(schema);
+};
+/** Every `$ref` in a part of the document, with where it was found. */
+function refs(node: unknown, at = "#", into: [string, string][] = []): [string, string][] {
+  if (Array.isArray(node)) node.forEach((v, i) => refs(v, `${at}/${i}`, into));
+  else if (node && typeof node === "object") {
+    for (const [k, v] of Object.entries(node)) {
+      if (k === "$ref" && typeof v === "string") into.push([at, v]);
+      else refs(v, `${at}/${k}`, into);
+    }
+  }
+  return into;
+}
 
 describe("GET /v1/openapi.json", () => {
   it("is OpenAPI 3.1", () => {
     expect(doc.openapi).toMatch(/^3\.1\./);
   });
 
-  it.each(service)("documents %s with its method, path parameters, success status and errors", (id, spec) => {
+  it.each(entries)("documents %s with its method, path parameters, success status, errors and description", (id, spec) => {
     const op = doc.paths[spec.path]?.[spec.method.toLowerCase()];
     expect(op, `${spec.method} ${spec.path}`).toBeDefined();
     expect(op!.operationId).toBe(id);
@@ -56,19 +94,91 @@ describe("GET /v1/openapi.json", () => {
     expect(op!.parameters.filter((p) => p.in === "path").map((p) => p.name)).toEqual(pathParams);
     expect(Object.keys(op!.responses)).toContain(String(spec.status));
     for (const status of spec.errors) expect(Object.keys(op!.responses)).toContain(String(status));
-    expect(op!.security).toEqual(spec.access.kind === "public" ? [] : [{ apiKey: [] }]);
+    const security = { public: [], admin: [{ adminToken: [] }, {}], org: [{ apiKey: [] }], instance: [{ apiKey: [] }] }[spec.access.kind];
+    expect(op!.security).toEqual(security);
+    expect(op!.tags).toEqual([spec.tag]);
+    expect(op!.summary).toBe(spec.summary);
+    expect(op!.description).toBe(operationDescriptions[id as keyof typeof operationDescriptions]);
+    expect(op!.description.length).toBeGreaterThan(spec.summary.length);
     if (spec.body) expect(bodySchema(op!)).toBeDefined();
     else if (!spec.multipart) expect(op!.requestBody).toBeUndefined();
   });
 
-  it("has nothing else: no control-plane route, no operation the route table lacks", () => {
+  it("has every route of the table and every control-plane page, and nothing else; the control plane under its own described tag", () => {
     const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
-    expect(documented.sort()).toEqual(service.map(([, s]) => `${s.method} ${s.path}`).sort());
-    expect(documented.some((d) => d.includes("/_emulator"))).toBe(false);
+    const expected = [...entries, ...Object.entries(pages)].map(([, s]) => `${s.method} ${s.path}`);
+    expect(documented.sort()).toEqual(expected.sort());
+    for (const [id, page] of Object.entries(pages)) {
+      const op = doc.paths[page.path]![page.method.toLowerCase()]!;
+      expect(op).toMatchObject({ operationId: id, tags: ["emulator"], security: [], description: page.description });
+    }
+    for (const [, spec] of controlPlane) {
+      expect(spec.path.startsWith("/_emulator/")).toBe(true);
+      expect(doc.paths[spec.path]![spec.method.toLowerCase()]!.tags).toEqual(["emulator"]);
+    }
+    for (const [, spec] of service) expect(spec.tag).not.toBe("emulator");
+    expect(doc.tags.find((t) => t.name === "emulator")?.description).toMatch(/control plane/);
+    // Every tag an operation uses is declared once, with a description.
+    const used = new Set(entries.map(([, s]) => s.tag));
+    expect(doc.tags.map((t) => t.name).sort()).toEqual([...used].sort());
+    for (const tag of doc.tags) expect(tag.description, tag.name).toBeTruthy();
+  });
+
+  it("names its schemas: every body and answer of a resource is a $ref into components/schemas", () => {
+    const op = (path: string, method: string) => doc.paths[path]![method]!;
+    const json = (o: Operation, status: number) => (o.responses[status] as { content: Record<string, { schema: JsonSchema }> }).content["application/json"]!.schema;
+    expect(op("/v1/organization/signup", "post").requestBody?.content["application/json"]?.schema).toEqual({ $ref: "#/components/schemas/SignupRequest" });
+    expect(json(op("/v1/instances/{instance_id}", "get"), 200)).toEqual({ $ref: "#/components/schemas/Instance" });
+    expect(json(op("/v1/keys", "get"), 200)).toEqual({ type: "array", items: { $ref: "#/components/schemas/ScopedKey" } });
+    expect(json(op("/v1/instances/{instance_id}/responses", "post"), 200)).toEqual({ $ref: "#/components/schemas/Response" });
+    // Shared vocabularies are named once and referred to.
+    expect(doc.components.schemas.Organization!.properties?.subscription_tier).toEqual({ $ref: "#/components/schemas/Tier" });
+    expect(doc.components.schemas.Permission).toMatchObject({ type: "string", enum: ["read", "interact", "configure", "files", "channels"] });
+    // Errors are one shared response per status, each with the error schema.
+    expect(op("/v1/keys", "get").responses["401"]).toEqual({ $ref: "#/components/responses/Unauthorized" });
+    expect(JSON.stringify(doc.components.responses.Unauthorized)).toContain('"#/components/schemas/Error"');
+  });
+
+  it("has every $ref resolve and every component used", () => {
+    const all = refs(doc);
+    expect(all.length).toBeGreaterThan(100);
+    for (const [at, ref] of all) expect(pointer(ref), `${ref} at ${at}`).toBeDefined();
+    const targets = new Set(all.map(([, ref]) => ref));
+    for (const kind of ["schemas", "responses"] as const) {
+      for (const name of Object.keys(doc.components[kind])) expect(targets.has(`#/components/${kind}/${name}`), `${kind}/${name} unused`).toBe(true);
+    }
+    // A security scheme is used by some operation.
+    const schemes = new Set(Object.values(doc.paths).flatMap((ops) => Object.values(ops).flatMap((o) => o.security.flatMap((s) => Object.keys(s as object)))));
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual([...schemes].sort());
+  });
+
+  it("states integer bounds someone meant, never JavaScript's ±2^53", () => {
+    const text = JSON.stringify(doc);
+    expect(text).not.toContain(String(Number.MAX_SAFE_INTEGER));
+    expect(doc.components.schemas.Organization!.properties?.instance_count).toEqual({ type: "integer", minimum: 0 });
+  });
+
+  it("has a license and names, as its server, the address it was asked at", async () => {
+    expect(doc.info.license).toEqual({ name: "MIT", identifier: "MIT" });
+    expect(doc.servers).toHaveLength(1);
+    expect(new URL(doc.servers[0]!.url).protocol).toBe("http:");
+    // Driven in-process (not listening): the Host the caller used, when it is a plain host.
+    const asked = await request(t.app).get("/v1/openapi.json").set("host", "emulator.test:8080");
+    expect((asked.body as Document).servers).toEqual([{ url: "http://emulator.test:8080", description: "This emulator" }]);
+    const odd = await request(t.app).get("/v1/openapi.json").set("host", 'x"><script>');
+    expect((odd.body as Document).servers).toEqual([{ url: "http://localhost", description: "This emulator" }]);
+  });
+
+  it("passes Redocly's recommended rules with no error and no warning", async () => {
+    // Nothing is turned off: the document meets every recommended rule.
+    const config = await createConfig({ extends: ["recommended"] });
+    const problems = await lintFromString({ source: JSON.stringify(doc), absoluteRef: "openapi.json", config });
+    expect(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`)).toEqual([]);
   });
 
   it("states the request schemas the spec gives", () => {
     const schemaOf = (path: string, method: string) => bodySchema(doc.paths[path]![method]!)!;
+    const prop = (schema: JsonSchema, name: string) => deref(schema.properties![name]!) as JsonSchema & { enum?: string[] };
     const signup = schemaOf("/v1/organization/signup", "post");
     expect(signup.required).toEqual(["name"]);
     expect(signup.properties?.name).toMatchObject({ type: "string", minLength: 1, maxLength: 128 });
@@ -76,17 +186,17 @@ describe("GET /v1/openapi.json", () => {
 
     const key = schemaOf("/v1/keys", "post");
     expect([...(key.required ?? [])].sort()).toEqual(["instance_ids", "name", "permissions"]);
-    expect(JSON.stringify(key.properties?.permissions)).toContain('"read","interact","configure","files","channels"');
+    expect(prop(key, "permissions")).toMatchObject({ type: "array", items: { $ref: "#/components/schemas/Permission" } });
 
     const instance = schemaOf("/v1/instances", "post");
     expect(instance.required).toEqual(["name"]);
-    expect(instance.properties?.model_provider?.enum).toEqual(["anthropic", "openai", "gemini"]);
+    expect(prop(instance, "model_provider").enum).toEqual(["anthropic", "openai", "gemini"]);
 
     const message = schemaOf("/v1/instances/{instance_id}/responses", "post");
     expect([...(message.required ?? [])].sort()).toEqual(["input", "model"]);
     expect(message.additionalProperties).not.toBe(false); // open: passed through
 
-    expect(schemaOf("/v1/subscription/checkout", "post").properties?.tier?.enum).toEqual(["crab", "lobster"]);
+    expect(prop(schemaOf("/v1/subscription/checkout", "post"), "tier").enum).toEqual(["crab", "lobster"]);
     const update = schemaOf("/v1/organization", "patch");
     expect(update.required ?? []).toEqual([]);
   });
@@ -105,5 +215,31 @@ describe("GET /v1/openapi.json", () => {
       expect(res.status).toBe(422);
       expect((res.body.detail as { loc: unknown[] }[]).map((d) => d.loc)).toContainEqual(["body", field]);
     }
+  });
+});
+
+describe("the service-only document", () => {
+  const service = buildOpenApiDocument({ version: "1", serverUrl: "https://api.example.test", serviceOnly: true }) as unknown as Document;
+
+  it("leaves out the control plane, its tag and its security scheme, and still lints clean", async () => {
+    expect(Object.keys(service.paths).filter((p) => p.startsWith("/_emulator"))).toEqual([]);
+    expect(service.tags.map((t) => t.name)).not.toContain("emulator");
+    expect(Object.keys(service.components.securitySchemes)).toEqual(["apiKey"]);
+    // Schemas only the control plane uses go with it.
+    expect(service.components.schemas.FaultRule).toBeUndefined();
+    expect(service.components.schemas.Instance).toBeDefined();
+    const config = await createConfig({ extends: ["recommended"] });
+    expect(await lintFromString({ source: JSON.stringify(service), absoluteRef: "openapi.json", config })).toEqual([]);
+  });
+});
+
+describe("GET /v1/openapi.json on a listening emulator", () => {
+  it("names the URL the emulator listens on as its server", async () => {
+    const url = await t.emulator.listen(0, "127.0.0.1");
+    const res = await fetch(`${url}/v1/openapi.json`);
+    expect(res.status).toBe(200);
+    const served = (await res.json()) as Document;
+    expect(served.servers).toEqual([{ url, description: "This emulator" }]);
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   });
 });
