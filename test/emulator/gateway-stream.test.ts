@@ -6,7 +6,8 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { request } from "undici";
-import { createManualClock, type Clock, type ManualClock } from "../../shared/clock.js";
+import type { ManualClock } from "../../shared/clock.js";
+import { createCountedClock } from "../helpers/counted-clock.js";
 import { cryptoRandom } from "../../shared/random.js";
 import { createGateway, headKey, type FakeGateway, type GatewayFault, type GatewayState } from "../../emulator/gateway/index.js";
 import { streamText } from "../../emulator/gateway/model.js";
@@ -18,33 +19,10 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((g) => g.close()));
 });
 
-/** A manual clock that counts its live timers, so a test can see the gateway stop waiting. */
-function countedClock(): { clock: Clock; manual: ManualClock; live: () => number } {
-  const manual = createManualClock();
-  const live = new Set<object>();
-  const clock: Clock = {
-    now: () => manual.now(),
-    setTimeout(fn, ms) {
-      const token = {};
-      live.add(token);
-      const timer = manual.setTimeout(() => {
-        live.delete(token);
-        fn();
-      }, ms);
-      return {
-        cancel() {
-          live.delete(token);
-          timer.cancel();
-        },
-      };
-    },
-    sleep: (ms) => new Promise((resolve) => clock.setTimeout(resolve, ms)),
-  };
-  return { clock, manual, live: () => live.size };
-}
-
 async function start(faults = new Map<string, GatewayFault>()) {
-  const { clock, manual, live } = countedClock();
+  const clock = createCountedClock();
+  const manual: ManualClock = clock;
+  const live = () => clock.live();
   const state: GatewayState = { responses: {}, heads: {} };
   const gateway = createGateway({ state: () => state, onChange: () => {}, clock, random: cryptoRandom, faultFor: (id) => faults.get(id) });
   await gateway.listen(0);
