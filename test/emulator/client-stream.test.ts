@@ -57,6 +57,13 @@ async function caught(work: Promise<unknown>): Promise<unknown> {
   throw new Error("expected a failure");
 }
 
+/** The ServiceError `work` fails with (anything else fails the test). */
+async function serviceError(work: Promise<unknown>): Promise<ServiceError> {
+  const error = await caught(work);
+  if (!(error instanceof ServiceError)) throw new Error(`expected a ServiceError, got ${String(error)}`);
+  return error;
+}
+
 const recall = async (session: string) =>
   outputTextOf(await api.createSessionResponse({ instance_id: instanceId, session_id: session, body: { model: "m", input: "!recall" } }));
 
@@ -99,7 +106,7 @@ describe("streamResponse over the emulator", () => {
     abort.abort(new Error("stop asked"));
     const error = await caught(p.rest());
     expect(error).toBeInstanceOf(Error);
-    expect((error as Error).message).toBe("stop asked");
+    expect(error).toMatchObject({ message: "stop asked" });
     expect(error).not.toBeInstanceOf(ServiceError);
     // The close travels client -> emulator -> gateway, which cancels its wait.
     await vi.waitFor(() => expect(clock.live()).toBe(0));
@@ -107,7 +114,7 @@ describe("streamResponse over the emulator", () => {
     expect(await recall("stopped")).toBe("(nothing yet)");
     // An already aborted signal never sends.
     const early = await caught(api.streamResponse({ instance_id: instanceId, body: { model: "m", input: "!stream 1" }, signal: abort.signal }).next());
-    expect((early as Error).message).toBe("stop asked");
+    expect(early).toMatchObject({ message: "stop asked" });
   });
 
   it("breaking out of the loop closes the stream: the turn is not stored", async () => {
@@ -129,25 +136,22 @@ describe("streamResponse over the emulator", () => {
     const p = puller(api.streamSessionResponse({ instance_id: instanceId, session_id: "cut", body: { model: "m", input: "!stream 1" } }));
     await p.next("response.output_text.delta");
     t.clock.advance(1000);
-    const error = await caught(p.rest());
-    expect(error).toBeInstanceOf(ServiceError);
-    expect((error as ServiceError).status).toBe(0);
-    expect((error as ServiceError).retryable).toBe(true);
+    const error = await serviceError(p.rest());
+    expect(error.status).toBe(0);
+    expect(error.retryable).toBe(true);
     expect(p.seen.filter((e) => e.type === "response.output_text.delta")).toHaveLength(3);
     expect(await recall("cut")).toBe("(nothing yet)");
   });
 
   it("API errors keep their status; an unreachable service is status 0", async () => {
-    const bad = await caught(api.streamResponse({ instance_id: instanceId, body: { model: "m", input: "!stream 500" } }).next());
-    expect(bad).toBeInstanceOf(ServiceError);
-    expect((bad as ServiceError).status).toBe(400);
-    expect((bad as ServiceError).code).toBe("invalid_value");
-    const missing = await caught(api.streamResponse({ instance_id: "no-such-instance", body: { model: "m", input: "hi" } }).next());
-    expect((missing as ServiceError).status).toBe(404);
+    const bad = await serviceError(api.streamResponse({ instance_id: instanceId, body: { model: "m", input: "!stream 500" } }).next());
+    expect(bad.status).toBe(400);
+    expect(bad.code).toBe("invalid_value");
+    const missing = await serviceError(api.streamResponse({ instance_id: "no-such-instance", body: { model: "m", input: "hi" } }).next());
+    expect(missing.status).toBe(404);
     const offline = createServiceClient({ baseUrl: `http://127.0.0.1:${await deadPort()}` });
-    const down = await caught(offline.streamResponse({ instance_id: instanceId, body: { model: "m", input: "hi" } }).next());
-    expect(down).toBeInstanceOf(ServiceError);
-    expect((down as ServiceError).status).toBe(0);
+    const down = await serviceError(offline.streamResponse({ instance_id: instanceId, body: { model: "m", input: "hi" } }).next());
+    expect(down.status).toBe(0);
   });
 });
 
@@ -167,25 +171,25 @@ describe("streamResponse against a service that misbehaves", () => {
   it("a body that ends before a terminal event is status 0; unknown events pass as unknown_event", async () => {
     const s = await serving(`: a comment\n\n${frame({ type: "response.reasoning.delta", x: 1 })}${frame(delta("hi"))}`);
     const seen: ResponseStreamEvent[] = [];
-    const error = await caught((async () => {
+    const error = await serviceError((async () => {
       for await (const e of s.client.streamResponse({ instance_id: "i", body: { model: "m", input: "x" } })) seen.push(e);
     })());
     await s.close();
     expect(seen).toEqual([{ type: "unknown_event", event: "response.reasoning.delta", data: { type: "response.reasoning.delta", x: 1 } }, delta("hi")]);
-    expect((error as ServiceError).status).toBe(0);
-    expect((error as ServiceError).message).toMatch(/ended before the response completed/);
+    expect(error.status).toBe(0);
+    expect(error.message).toMatch(/ended before the response completed/);
   });
 
   it("a malformed known event is a 502 invalid_stream_event; an error event is a 502 with its code", async () => {
     const s = await serving(frame(delta(42)));
-    const error = await caught(s.client.streamResponse({ instance_id: "i", body: { model: "m", input: "x" } }).next());
+    const error = await serviceError(s.client.streamResponse({ instance_id: "i", body: { model: "m", input: "x" } }).next());
     await s.close();
-    expect((error as ServiceError).status).toBe(502);
-    expect((error as ServiceError).code).toBe("invalid_stream_event");
+    expect(error.status).toBe(502);
+    expect(error.code).toBe("invalid_stream_event");
     const e = await serving(frame({ type: "error", code: "rate_limit_exceeded", message: "slow down" }, "error"));
-    const failed = await caught(e.client.streamResponse({ instance_id: "i", body: { model: "m", input: "x" } }).next());
+    const failed = await serviceError(e.client.streamResponse({ instance_id: "i", body: { model: "m", input: "x" } }).next());
     await e.close();
-    expect((failed as ServiceError).status).toBe(502);
-    expect((failed as ServiceError).code).toBe("rate_limit_exceeded");
+    expect(failed.status).toBe(502);
+    expect(failed.code).toBe("rate_limit_exceeded");
   });
 });

@@ -12,7 +12,12 @@ import { cryptoRandom } from "../../shared/random.js";
 import { createGateway, headKey, type FakeGateway, type GatewayFault, type GatewayState } from "../../emulator/gateway/index.js";
 import { streamText } from "../../emulator/gateway/model.js";
 import { deltaDueAt, pacedDeltas } from "../../emulator/gateway/wire.js";
+import { z } from "zod";
+import { ResponseObject, outputTextOf } from "../../shared/schemas/responses.js";
 import { ofType, readSse } from "../helpers/sse.js";
+
+const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.string(), param: z.string().nullable() }) });
+const Completed = z.object({ response: ResponseObject });
 
 const open: FakeGateway[] = [];
 afterEach(async () => {
@@ -74,8 +79,8 @@ describe("!stream S [N]", () => {
     expect(types.slice(0, 4)).toEqual(["response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"]);
     expect(types.slice(-4)).toEqual(["response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed"]);
     // Stored once complete, as the session's head.
-    const completed = ofType(sse.events, "response.completed")[0]!.data;
-    expect(h.state.heads[headKey("i", "s")]).toBe((completed as { response: { id: string } }).response.id);
+    const completed = Completed.parse(ofType(sse.events, "response.completed")[0]!.data);
+    expect(h.state.heads[headKey("i", "s")]).toBe(completed.response.id);
     expect(h.live()).toBe(0);
   });
 
@@ -97,7 +102,7 @@ describe("!stream S [N]", () => {
     let answered = false;
     const pending = h.post("i", { model: "m", input: "!stream 1.5 50" }).then(async (res) => {
       answered = true;
-      return { status: res.statusCode, body: (await res.body.json()) as { output: { content: { text: string }[] }[] } };
+      return { status: res.statusCode, body: ResponseObject.parse(await res.body.json()) };
     });
     await vi.waitFor(() => expect(h.live()).toBe(1));
     h.manual.advance(1499);
@@ -105,14 +110,14 @@ describe("!stream S [N]", () => {
     h.manual.advance(1);
     const { status, body } = await pending;
     expect(status).toBe(200);
-    expect(body.output[0]!.content[0]!.text).toBe(streamText(50));
+    expect(outputTextOf(body)).toBe(streamText(50));
   });
 
   it("refuses bad arguments with a 400 naming the directive", async () => {
     const h = await start();
     for (const input of ["!stream", "!stream 121", "!stream -1", "!stream abc", "!stream 1.2345", "!stream 5 x", "!stream 5 -3", "!stream 1e2"]) {
       const res = await h.post("i", { model: "m", input, stream: true });
-      const body = (await res.body.json()) as { error: { code: string; message: string; param: string } };
+      const body = ErrorBody.parse(await res.body.json());
       expect(res.statusCode, input).toBe(400);
       expect(body.error).toMatchObject({ code: "invalid_value", param: "input" });
       expect(body.error.message).toMatch(/!stream/);
