@@ -74,6 +74,7 @@ async function main(): Promise<void> {
   console.log(`\nstore file writes during the run: ${emulator.store.writes} (in-memory store: 0 expected)`);
   await emulator.close();
   await agent.close();
+  await (await import("./streaming.js")).benchStreaming();
 }
 
 void main();

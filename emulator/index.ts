@@ -97,7 +97,14 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     random,
     faultFor(instanceId) {
       const rule = faults.take({ target: "gateway", instanceId });
-      return rule && { status: rule.status, error: rule.error, latencyMs: rule.latency_ms };
+      return (
+        rule && {
+          status: rule.status,
+          error: rule.error,
+          latencyMs: rule.latency_ms,
+          ...(rule.after_deltas !== undefined ? { resetAfterDeltas: rule.after_deltas } : {}),
+        }
+      );
     },
   });
   await gateway.listen(0, options.gatewayHost ?? "127.0.0.1");

@@ -76,6 +76,24 @@ function findFences(src: string, limit: number): Fence[] {
 const isBlank = (c: string | undefined) => c === " " || c === "\t";
 
 export function splitReply(text: string, limit: number): string[] {
+  return placeChunks(text, limit).map((c) => c.text);
+}
+
+/** A chunk of `splitReply`, with where it came from. */
+export interface PlacedChunk {
+  text: string;
+  /** Where its content starts in the text (after `\r\n` became `\n`, which keeps lengths up to a trailing `\r`). */
+  start: number;
+  /** The fence reopening it starts with (`"\`\`\`ts\n"`), or `""`. */
+  prefix: string;
+}
+
+/**
+ * `splitReply`, saying where each chunk starts in the text: so a reply still
+ * being written can finish a message at a clean boundary and continue the
+ * next one from `prefix + text.slice(start)` as more text arrives.
+ */
+export function placeChunks(text: string, limit: number): PlacedChunk[] {
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError("limit must be a positive integer");
   const src = text.replace(/\r\n?/g, "\n");
   const n = src.length;
@@ -161,7 +179,7 @@ export function splitReply(text: string, limit: number): string[] {
     return { end, suffix, next };
   };
 
-  const chunks: string[] = [];
+  const chunks: PlacedChunk[] = [];
   let s = skipBlankLines(0);
   while (s < n) {
     const open = fenceContaining(s);
@@ -169,7 +187,7 @@ export function splitReply(text: string, limit: number): string[] {
     const restEnd = trimEnd(s, n);
     if (restEnd <= s) break;
     if (prefix.length + (restEnd - s) <= limit) {
-      chunks.push(prefix + src.slice(s, restEnd));
+      chunks.push({ text: prefix + src.slice(s, restEnd), start: s, prefix });
       break;
     }
     const room = limit - prefix.length;
@@ -205,10 +223,21 @@ export function splitReply(text: string, limit: number): string[] {
       }
       cut = { end: e, suffix, next: e };
     }
-    chunks.push(prefix + src.slice(s, cut.end) + cut.suffix);
+    chunks.push({ text: prefix + src.slice(s, cut.end) + cut.suffix, start: s, prefix });
     s = cut.next;
   }
   return chunks;
+}
+
+/**
+ * `text` with its last fenced code block closed when the text ends inside it:
+ * how a reply still being written is shown without an unterminated block.
+ */
+export function closeOpenFence(text: string): string {
+  const src = text.replace(/\r\n?/g, "\n");
+  const last = findFences(src, Number.MAX_SAFE_INTEGER).at(-1);
+  if (!last || last.closeStart < src.length || last.closeEnd > last.closeStart) return text;
+  return `${src.trimEnd()}\n${last.close}`;
 }
 
 /** Binary search: the last fence whose opening line starts before `pos`. */

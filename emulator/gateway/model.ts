@@ -12,10 +12,17 @@ export type Directive =
   | { kind: "count" }
   | { kind: "long"; length: number }
   | { kind: "sleep"; ms: number }
+  | { kind: "stream"; ms: number; length: number }
   | { kind: "fail"; status: number };
 
 export const LONG_MAX = 1_000_000;
 export const SLEEP_MAX_MS = 600_000;
+/** `!stream S`: at most this many seconds. */
+export const STREAM_MAX_SECONDS = 120;
+/** `!stream S` without N: about this many characters. */
+export const STREAM_DEFAULT_LENGTH = 600;
+
+const STREAM = /^!stream(?:\s+(\S+))?(?:\s+(\S+))?$/;
 
 const DIRECTIVE = /^!(recall|count|long|sleep|fail)(?:\s+(\S+))?$/;
 
@@ -30,6 +37,8 @@ function integerArg(name: string, arg: string | undefined, min: number, max: num
 
 /** Reads a directive from the user text; anything that is not one is plain. */
 export function parseDirective(userText: string): Parsed<Directive> {
+  const stream = STREAM.exec(userText.trim());
+  if (stream) return streamDirective(stream[1], stream[2]);
   const match = DIRECTIVE.exec(userText.trim());
   if (!match) return { ok: true, value: { kind: "plain" } };
   const [, name, arg] = match;
@@ -52,6 +61,25 @@ export function parseDirective(userText: string): Parsed<Directive> {
       return status.ok ? { ok: true, value: { kind: "fail", status: status.value } } : status;
     }
   }
+}
+
+/** `!stream S [N]`: S seconds (decimals allowed, 0 to 120), N characters (default 600). */
+function streamDirective(seconds: string | undefined, length: string | undefined): Parsed<Directive> {
+  // At most three decimals: the pacing is in whole milliseconds.
+  const s = seconds !== undefined && /^\d{1,3}(?:\.\d{1,3})?$/.test(seconds) ? Number(seconds) : NaN;
+  if (!(s >= 0 && s <= STREAM_MAX_SECONDS)) {
+    return {
+      ok: false,
+      error: invalid(
+        "invalid_value",
+        "input",
+        `Directive !stream needs a number of seconds from 0 to ${STREAM_MAX_SECONDS} (at most 3 decimals), got '${seconds ?? ""}'.`,
+      ),
+    };
+  }
+  const n = length === undefined ? { ok: true as const, value: STREAM_DEFAULT_LENGTH } : integerArg("stream", length, 0, LONG_MAX);
+  if (!n.ok) return n;
+  return { ok: true, value: { kind: "stream", ms: Math.round(s * 1000), length: n.value } };
 }
 
 /** The error a `!fail STATUS` turn answers with. */
@@ -81,6 +109,8 @@ export function replyText(directive: Directive, userText: string, earlierInputs:
       return longText(directive.length);
     case "sleep":
       return `slept ${directive.ms}`;
+    case "stream":
+      return streamText(directive.length);
     case "fail": // answered before a reply is made; kept total for the type checker
     case "plain":
       return `You said: ${userText}`;
@@ -106,15 +136,33 @@ const CODE_BLOCK = [
 ].join("\n");
 
 /** Exactly `length` characters of prose; never starts or ends with whitespace. */
-function prose(length: number): string {
+function prose(length: number, cycle = PROSE_CYCLE): string {
   if (length <= 0) return "";
-  const text = PROSE_CYCLE.repeat(Math.ceil(length / PROSE_CYCLE.length)).slice(0, length);
+  const text = cycle.repeat(Math.ceil(length / cycle.length)).slice(0, length);
   const trimmed = text.trimEnd();
   // Keep the exact length: trailing blanks (a cut at a paragraph break) become dots.
   return trimmed + ".".repeat(text.length - trimmed.length);
 }
 
 const SEPARATOR = "\n\n";
+/** The prose cycle from its second paragraph on, for the text after a `!stream` code block. */
+const PROSE_FROM_SECOND = PARAGRAPHS.slice(1).concat(PARAGRAPHS[0]!).join("\n\n") + "\n\n";
+
+/**
+ * `!stream S N`: exactly N characters, like `!long N` but shaped like a chat
+ * answer: an opening sentence, one fenced code block, then paragraphs.
+ */
+export function streamText(length: number): string {
+  if (length < MIN_WITH_CODE) return prose(length);
+  const rest = length - CODE_BLOCK.length - 2 * SEPARATOR.length;
+  const first = PARAGRAPHS[0]!;
+  // The opening: whole sentences of the first paragraph, up to a third of the room.
+  const room = Math.min(Math.floor(rest / 3), first.length);
+  const sentenceEnd = first.lastIndexOf(". ", room - 1);
+  const before = sentenceEnd > 0 ? sentenceEnd + 1 : room;
+  return prose(before) + SEPARATOR + CODE_BLOCK + SEPARATOR + prose(rest - before, PROSE_FROM_SECOND);
+}
+
 /** Below this a reply is plain prose: no room for a code block with text around it. */
 const MIN_WITH_CODE = CODE_BLOCK.length + 2 * SEPARATOR.length + 2 * 40;
 

@@ -5,7 +5,8 @@ import { chainInputs, forget, record, responseOf, sessionHead } from "./conversa
 import { failError, parseDirective, replyText } from "./model.js";
 import { invalid, parseResponsesRequest } from "./request.js";
 import type { FakeGateway, GatewayError, GatewayOptions } from "./types.js";
-import { completedResponse, errorBody, streamFrames, type Turn } from "./wire.js";
+import type { Clock } from "../../shared/clock.js";
+import { completedResponse, deltaDueAt, errorBody, pacedDeltas, streamFrames, type Frame, type Turn } from "./wire.js";
 
 /** Bodies carry a turn's text; 16 MiB is far above anything the emulator forwards (1 MiB). */
 const BODY_LIMIT = 16 * 1024 * 1024;
@@ -93,22 +94,84 @@ function writable(res: ServerResponse): Promise<void> {
   });
 }
 
-async function sendStream(res: ServerResponse, frames: Iterable<string>): Promise<void> {
-  if (gone(res)) return;
-  res.writeHead(200, {
-    "content-type": "text/event-stream; charset=utf-8",
-    "cache-control": "no-cache",
-  });
-  let batch = "";
-  for (const frame of frames) {
-    batch += frame;
-    if (batch.length < STREAM_BATCH) continue;
-    const more = res.write(batch);
-    batch = "";
-    if (!more) await writable(res);
+/** How a streamed answer is sent. */
+interface StreamPlan {
+  /** Paced (`!stream S`): deltas spread evenly over this many ms, each written at once. */
+  paceMs?: number;
+  /** Delta frames in the stream (for the pacing). */
+  deltaCount: number;
+  /** Fault: the connection is destroyed once this many deltas were sent (before the text is done, if it has fewer). */
+  resetAfterDeltas?: number;
+  /** Called just before `response.completed` is written, if the client is still there. */
+  beforeCompleted(): void;
+}
+
+export function createStreamSender(clock: Clock) {
+  /** Waits `ms` on the clock, or less if the client goes away (which aborts the stream). */
+  const waitUnlessGone = (res: ServerResponse, ms: number): Promise<void> => {
+    if (ms <= 0 || gone(res)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        timer.cancel();
+        res.off("close", done);
+        resolve();
+      };
+      const timer = clock.setTimeout(done, ms);
+      res.on("close", done);
+    });
+  };
+
+  const write = async (res: ServerResponse, text: string): Promise<void> => {
+    if (text && !res.write(text)) await writable(res);
+  };
+
+  /**
+   * Cuts the connection in the middle of the body: what was written is
+   * flushed first (a FIN after the data, so the client reliably sees those
+   * events), then the socket closes without the body's end.
+   */
+  const cut = async (res: ServerResponse, text: string): Promise<void> => {
+    await write(res, text);
+    res.socket?.end();
+  };
+
+  return async function sendStream(res: ServerResponse, frames: Iterable<Frame>, plan: StreamPlan): Promise<void> {
     if (gone(res)) return;
-  }
-  res.end(batch);
+    res.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+    });
+    const start = clock.now();
+    const paced = plan.paceMs !== undefined;
+    let batch = "";
+    let deltas = 0;
+    for (const frame of frames) {
+      const isDelta = frame.type === "response.output_text.delta";
+      if (isDelta || frame.type === "response.output_text.done") {
+        // The fault never lets the stream complete, even when it has fewer deltas.
+        if (plan.resetAfterDeltas !== undefined && (!isDelta || deltas >= plan.resetAfterDeltas)) return cut(res, batch);
+        if (paced) {
+          // Written in time order: what is due now goes out before the wait.
+          await write(res, batch);
+          batch = "";
+          const due = isDelta ? deltaDueAt(deltas, plan.deltaCount, plan.paceMs!) : plan.paceMs!;
+          await waitUnlessGone(res, start + due - clock.now());
+          if (gone(res)) return;
+        }
+        if (isDelta) deltas++;
+      }
+      if (frame.type === "response.completed") {
+        if (gone(res)) return;
+        plan.beforeCompleted();
+      }
+      batch += frame.text;
+      if (batch.length < STREAM_BATCH && !paced) continue;
+      await write(res, batch);
+      batch = "";
+      if (gone(res)) return;
+    }
+    res.end(batch);
+  };
 }
 
 const injectedError = (status: number): GatewayError => ({
@@ -128,6 +191,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
   let closed = false;
   // Bumped by forgetInstance, so a turn that was waiting when its instance died stores nothing.
   const generations = new Map<string, number>();
+  const sendStream = createStreamSender(clock);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const instanceId = instanceOfPath(req.method, req.url);
@@ -139,7 +203,9 @@ export function createGateway(options: GatewayOptions): FakeGateway {
     const generation = generations.get(instanceId) ?? 0;
     const fault = options.faultFor?.(instanceId);
     if (fault?.latencyMs !== undefined && fault.latencyMs > 0) await clock.sleep(fault.latencyMs);
-    if (fault?.error === "reset") {
+    // A reset after some deltas is applied while streaming, below.
+    const resetAfterDeltas = fault?.error === "reset" ? fault.resetAfterDeltas : undefined;
+    if (fault?.error === "reset" && resetAfterDeltas === undefined) {
       req.socket.destroy();
       return;
     }
@@ -163,6 +229,11 @@ export function createGateway(options: GatewayOptions): FakeGateway {
     const parsed = parseResponsesRequest(body.body);
     if (!parsed.ok) return sendError(res, parsed.error);
     const request = parsed.value;
+    if (resetAfterDeltas !== undefined && !request.stream) {
+      // Nothing to cut part-way: a non-streamed answer is reset before it is made.
+      req.socket.destroy();
+      return;
+    }
     const directive = parseDirective(request.userText);
     if (!directive.ok) return sendError(res, directive.error);
 
@@ -173,16 +244,20 @@ export function createGateway(options: GatewayOptions): FakeGateway {
     }
     if (directive.value.kind === "fail") return sendError(res, failError(directive.value.status));
 
-    if (directive.value.kind === "sleep") await clock.sleep(directive.value.ms);
+    const wanted = directive.value;
+    if (wanted.kind === "sleep") await clock.sleep(wanted.ms);
+    // `!stream S` without `stream: true` is a slow answer, like `!sleep`.
+    if (wanted.kind === "stream" && !request.stream) await clock.sleep(wanted.ms);
 
     // The parent is settled when the turn completes, so concurrent turns of one
     // session chain one after another instead of forking from the same head.
+    // (A streamed turn names its parent in its first event, so it is settled when the stream starts.)
     const state = options.state();
     if (explicitParent !== null && !responseOf(state, instanceId, explicitParent)) {
       return sendError(res, notFound(explicitParent));
     }
     const parentId = explicitParent ?? sessionHead(state, instanceId, session);
-    const text = replyText(directive.value, request.userText, () => chainInputs(state, parentId));
+    const text = replyText(wanted, request.userText, () => chainInputs(state, parentId));
     const turn: Turn = {
       id: `resp_${hex(random, 16)}`,
       messageId: `msg_${hex(random, 16)}`,
@@ -193,8 +268,9 @@ export function createGateway(options: GatewayOptions): FakeGateway {
       inputText: request.userText,
       text,
     };
-    if (!closed && (generations.get(instanceId) ?? 0) === generation) {
-      record(state, {
+    const store = () => {
+      if (closed || (generations.get(instanceId) ?? 0) !== generation) return;
+      record(options.state(), {
         id: turn.id,
         instance_id: instanceId,
         session,
@@ -205,10 +281,22 @@ export function createGateway(options: GatewayOptions): FakeGateway {
         created_at: turn.createdAt,
       });
       options.onChange();
-    }
+    };
 
-    if (request.stream) await sendStream(res, streamFrames(turn));
-    else sendJson(res, 200, JSON.stringify(completedResponse(turn)));
+    if (!request.stream) {
+      store();
+      sendJson(res, 200, JSON.stringify(completedResponse(turn)));
+      return;
+    }
+    // A streamed turn joins the conversation when it completes: a stream the
+    // client closed (or a reset cut) before `response.completed` stores nothing.
+    const deltas = wanted.kind === "stream" ? pacedDeltas(text, wanted.ms) : undefined;
+    await sendStream(res, streamFrames(turn, deltas), {
+      ...(wanted.kind === "stream" ? { paceMs: wanted.ms } : {}),
+      deltaCount: deltas?.length ?? 0,
+      ...(resetAfterDeltas !== undefined ? { resetAfterDeltas } : {}),
+      beforeCompleted: store,
+    });
   }
 
   const server = createServer({ keepAlive: true, noDelay: true }, (req, res) => {

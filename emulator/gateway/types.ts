@@ -24,6 +24,8 @@ export interface GatewayState {
 export interface GatewayFault {
   status?: number;
   error?: "reset" | "timeout";
+  /** With `error: "reset"` on a streamed answer: the connection is cut after this many deltas (0: after the first events). */
+  resetAfterDeltas?: number;
   latencyMs?: number;
 }
 

@@ -103,15 +103,27 @@ export function* chunks(text: string, size: number): Generator<string> {
   }
 }
 
+/** One server-sent event, serialized, with its type so the sender can pace deltas. */
+export interface Frame {
+  type: string;
+  text: string;
+}
+
 /**
  * The server-sent events of a streamed response, in the order the Responses
  * API emits them for one text message, each `event: <type>` with a JSON
- * `data` line carrying `type` and a `sequence_number` from 0.
+ * `data` line carrying `type` and a `sequence_number` from 0. `deltas` are the
+ * pieces of the text, in order (they must add up to it).
  */
-export function* streamFrames(turn: Turn): Generator<string> {
+export function* streamFrames(
+  turn: Turn,
+  deltas: Iterable<string> = chunks(turn.text, deltaSize(turn.text.length)),
+): Generator<Frame> {
   let sequence = 0;
-  const frame = (type: string, fields: Record<string, unknown>): string =>
-    `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...fields })}\n\n`;
+  const frame = (type: string, fields: Record<string, unknown>): Frame => ({
+    type,
+    text: `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...fields })}\n\n`,
+  });
   const done = completedResponse(turn);
   const started: ResponseObject = { ...done, status: "in_progress", output: [], usage: null };
   const item = { item_id: turn.messageId, output_index: 0, content_index: 0 };
@@ -123,7 +135,7 @@ export function* streamFrames(turn: Turn): Generator<string> {
     item: { ...message(turn), status: "in_progress", content: [] },
   });
   yield frame("response.content_part.added", { ...item, part: outputText("") });
-  for (const delta of chunks(turn.text, deltaSize(turn.text.length))) {
+  for (const delta of deltas) {
     yield frame("response.output_text.delta", { ...item, delta, logprobs: [] });
   }
   yield frame("response.output_text.done", { ...item, text: turn.text, logprobs: [] });
@@ -131,3 +143,22 @@ export function* streamFrames(turn: Turn): Generator<string> {
   yield frame("response.output_item.done", { output_index: 0, item: message(turn) });
   yield frame("response.completed", { response: done });
 }
+
+/** Shortest gap between two paced deltas, ms: keeps a long fast stream to a few hundred timers a second. */
+export const PACED_MIN_GAP_MS = 10;
+/** Characters per paced delta when time allows: about a few tokens, as a model sends them. */
+export const PACED_DELTA = 16;
+
+/**
+ * The deltas of a `!stream` reply: pieces of about 16 characters (larger when
+ * a short duration would put them closer than 10 ms apart).
+ */
+export function pacedDeltas(text: string, ms: number): string[] {
+  const byTime = Math.max(1, Math.floor(ms / PACED_MIN_GAP_MS) + 1);
+  const size = Math.max(PACED_DELTA, Math.ceil(text.length / byTime));
+  return [...chunks(text, size)];
+}
+
+/** When delta `index` of `count` is due, ms after the start: the first at once, the last at `ms`. */
+export const deltaDueAt = (index: number, count: number, ms: number): number =>
+  count <= 1 ? 0 : Math.round((index * ms) / (count - 1));

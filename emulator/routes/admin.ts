@@ -89,7 +89,12 @@ export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminH
       }
     },
 
-    adminCreateFault: ({ body }) => env.faults.add(body),
+    adminCreateFault: ({ body }) => {
+      if (body.after_deltas !== undefined && body.error !== "reset") {
+        throw new ApiError(422, [{ loc: ["body", "after_deltas"], msg: 'after_deltas needs error: "reset"', type: "value_error" }]);
+      }
+      return env.faults.add(body);
+    },
     adminListFaults: () => env.faults.list(),
     adminClearFaults: () => env.faults.clear(),
     adminGetFault({ params }) {

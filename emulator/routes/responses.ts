@@ -4,6 +4,7 @@
  * gateway that cannot be reached, answers 5xx or breaks the exchange is a 502.
  * `stream: true` is relayed as server-sent events, frame by frame.
  */
+import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { request } from "undici";
 import type { EmulatorEnv } from "../env.js";
@@ -19,6 +20,12 @@ export function responseHandlers(env: EmulatorEnv): ResponseHandlers {
   async function relay(ctx: Ctx<Routes["createResponse"]>, sessionKey: string): Promise<typeof HANDLED> {
     const { instance, body, res } = ctx;
     if (instance.status !== "running") throw conflict(`Instance is not running (status: ${instance.status}).`);
+    // A client that leaves aborts the gateway call, so a stream it closes stops upstream too.
+    const leaving = new AbortController();
+    const onClose = () => {
+      if (!res.writableFinished) leaving.abort();
+    };
+    res.on("close", onClose);
     let upstream: Dispatcher.ResponseData;
     try {
       // Inside the try: a gateway that is not listening has no address at all.
@@ -34,9 +41,15 @@ export function responseHandlers(env: EmulatorEnv): ResponseHandlers {
         dispatcher: env.gatewayDispatcher,
         headersTimeout: env.settings.gatewayTimeoutMs,
         bodyTimeout: env.settings.gatewayTimeoutMs,
+        signal: leaving.signal,
       });
     } catch (error) {
+      res.off("close", onClose);
       throw badGateway(`The instance gateway could not be reached: ${describe(error)}.`);
+    }
+    if (leaving.signal.aborted) {
+      upstream.body.destroy();
+      return HANDLED;
     }
     const status = upstream.statusCode;
     if (status >= 500) {
@@ -55,8 +68,13 @@ export function responseHandlers(env: EmulatorEnv): ResponseHandlers {
       res.setHeader("cache-control", "no-cache");
       res.flushHeaders();
       try {
-        for await (const chunk of upstream.body) res.write(chunk);
-        res.end();
+        // Each piece is written as it arrives: nothing in between buffers a stream.
+        for await (const chunk of upstream.body) {
+          if (!res.write(chunk)) await drained(res);
+          if (leaving.signal.aborted) break;
+        }
+        if (leaving.signal.aborted) upstream.body.destroy();
+        else res.end();
       } catch {
         // The gateway broke mid-stream: the status is already sent, so cut the stream.
         res.destroy();
@@ -93,6 +111,19 @@ export function responseHandlers(env: EmulatorEnv): ResponseHandlers {
  */
 const PLAIN_HEADER = /^[\x21-\x24\x26-\x7e](?:[\x20-\x24\x26-\x7e]*[\x21-\x24\x26-\x7e])?$/;
 export const sessionHeader = (session: string): string => (PLAIN_HEADER.test(session) ? session : encodeURIComponent(session));
+
+/** Resolves when the client can take more, or is gone. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.once("drain", done);
+    res.once("close", done);
+  });
+}
 
 async function readAll(upstream: Dispatcher.ResponseData): Promise<string> {
   try {

@@ -12,9 +12,13 @@ import { Readable } from "node:stream";
 import { Agent, request, type Dispatcher } from "undici";
 import type { z } from "zod";
 import { routes, type OperationId, type PathParams, type RouteSpec, type Routes } from "../api.js";
+import { createParser } from "eventsource-parser";
 import { errorCodeOf, ServiceError } from "./errors.js";
+import type { ResponseRequest } from "../schemas/responses.js";
+import { readResponseStream, type ResponseStreamEvent } from "./stream.js";
 
 export { ServiceError } from "./errors.js";
+export { parseStreamEvent, readResponseStream, type ResponseStreamEvent, type UnknownStreamEvent } from "./stream.js";
 
 // `body` and `query` are optional members of a route spec: strip `undefined` before looking.
 type BodyArg<S> = S extends { body?: infer B }
@@ -58,16 +62,37 @@ export interface UploadArgs {
   contentType?: string;
 }
 
-/** One server-sent event of a streamed response. */
+/** One raw server-sent event (`parseEventStream`). */
 export interface StreamEvent {
   event: string;
   data: unknown;
 }
 
+export interface StreamArgs {
+  instance_id: string;
+  /** A named session (the `createSessionResponse` route); omitted: the default session. */
+  session_id?: string;
+  /** The request body; `stream: true` is set by the client. */
+  body: z.input<typeof ResponseRequest>;
+  /** Aborts the request or the stream at any point: the connection is closed (the gateway stops) and the iteration throws `signal.reason`. */
+  signal?: AbortSignal;
+}
+
 export interface ServiceClient extends Generated {
   uploadFile(args: UploadArgs): Promise<void>;
-  /** `stream: true` on either responses route: yields events as the gateway sends them. */
-  streamResponse(args: { instance_id: string; session_id?: string; body: z.input<Routes["createResponse"]["body"]> }): AsyncIterable<StreamEvent>;
+  /**
+   * `stream: true` on either responses route: yields schema-checked events as
+   * the gateway sends them, and ends after `response.completed` (its
+   * `response` is the full answer). An HTTP error before the stream is a
+   * `ServiceError` with that status; a connection that fails or breaks, or a
+   * body that ends before a terminal event, is a `ServiceError` with status 0;
+   * an `error`/`response.failed` event or a malformed event is a `ServiceError`
+   * with status 502. The client's `timeoutMs` bounds the wait for the headers
+   * and every gap between two pieces of the body, not the whole stream.
+   */
+  streamResponse(args: StreamArgs): AsyncGenerator<ResponseStreamEvent, void, undefined>;
+  /** `streamResponse` on a named session. */
+  streamSessionResponse(args: StreamArgs & { session_id: string }): AsyncGenerator<ResponseStreamEvent, void, undefined>;
   /** The same client with another key (same connection pool). */
   withKey(apiKey: string | undefined): ServiceClient;
   readonly baseUrl: string;
@@ -95,7 +120,13 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
     ...extra,
   });
 
-  async function send(method: string, url: string, hdrs: Record<string, string>, body?: string | Buffer | Readable | AsyncIterable<Uint8Array>) {
+  async function send(
+    method: string,
+    url: string,
+    hdrs: Record<string, string>,
+    body?: string | Buffer | Readable | AsyncIterable<Uint8Array>,
+    signal?: AbortSignal,
+  ) {
     try {
       return await request(url, {
         method: method as Dispatcher.HttpMethod,
@@ -105,8 +136,10 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
         dispatcher: options.dispatcher,
         headersTimeout: timeout,
         bodyTimeout: timeout,
+        ...(signal ? { signal } : {}),
       });
     } catch (cause) {
+      if (signal?.aborted) throw signal.reason;
       const message = cause instanceof Error ? cause.message : String(cause);
       throw new ServiceError(0, message, undefined, undefined, { cause });
     }
@@ -195,48 +228,45 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
     await res.body.dump();
   };
 
-  client.streamResponse = async function* (args: { instance_id: string; session_id?: string; body: Record<string, unknown> }) {
-    const spec = args.session_id ? routes.createSessionResponse : routes.createResponse;
+  async function* stream(args: StreamArgs): AsyncGenerator<ResponseStreamEvent, void, undefined> {
+    const spec = args.session_id !== undefined ? routes.createSessionResponse : routes.createResponse;
+    const { signal } = args;
+    signal?.throwIfAborted();
     const res = await send(
       "POST",
-      urlFor(spec, args),
+      urlFor(spec, args as unknown as Record<string, unknown>),
       headers({ "content-type": "application/json", accept: "text/event-stream" }),
       JSON.stringify({ ...args.body, stream: true }),
+      signal,
     );
     if (res.statusCode >= 400) return fail(res);
-    yield* parseEventStream(res.body);
-  };
+    yield* readResponseStream(res.body, signal);
+  }
+  client.streamResponse = stream;
+  client.streamSessionResponse = stream;
 
   client.withKey = (apiKey: string | undefined) => buildClient({ ...options, apiKey });
   Object.defineProperty(client, "baseUrl", { value: options.baseUrl, enumerable: true });
   return client as unknown as ServiceClient;
 }
 
-/** Splits a `text/event-stream` body into events; `data` is parsed as JSON when it is. */
+/** Splits a `text/event-stream` body into raw events (`eventsource-parser`); `data` is parsed as JSON when it is. */
 export async function* parseEventStream(body: AsyncIterable<Uint8Array | string>): AsyncIterable<StreamEvent> {
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for await (const chunk of body) {
-    buffer += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const frame = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      let event = "message";
-      const data: string[] = [];
-      for (const line of frame.split("\n")) {
-        if (line.startsWith("event:")) event = line.slice(6).trim();
-        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
-      }
-      if (!data.length) continue;
-      const text = data.join("\n");
-      let parsed: unknown = text;
+  const ready: StreamEvent[] = [];
+  const parser = createParser({
+    onEvent(message) {
+      let data: unknown = message.data;
       try {
-        parsed = JSON.parse(text);
+        data = JSON.parse(message.data);
       } catch {
         // Not JSON (e.g. "[DONE]"): keep the text.
       }
-      yield { event, data: parsed };
-    }
+      ready.push({ event: message.event ?? "message", data });
+    },
+  });
+  const decoder = new TextDecoder();
+  for await (const chunk of body) {
+    parser.feed(typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true }));
+    yield* ready.splice(0);
   }
 }

@@ -11,6 +11,8 @@ export const FaultRuleRequest = z.strictObject({
   method: z.string().optional(),
   status: z.number().int().min(400).max(599).optional(),
   error: z.enum(["reset", "timeout"]).optional(),
+  /** With `error: "reset"`: a streamed answer is cut after this many text deltas (a non-streamed one is reset at once). */
+  after_deltas: z.number().int().min(0).max(1_000_000).optional(),
   latency_ms: z.number().int().min(0).max(600_000).optional(),
   probability: z.number().min(0).max(1).optional(),
   times: z.number().int().min(1).optional(),

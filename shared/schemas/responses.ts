@@ -49,3 +49,52 @@ export function outputTextOf(response: Pick<ResponseObject, "output">): string {
   }
   return parts.join("\n\n");
 }
+
+/**
+ * Server-sent events of a streamed response (`stream: true`), in the shapes of
+ * the OpenAI Responses API. Open objects: fields beyond these pass through.
+ */
+const Sequenced = { sequence_number: z.number().int() };
+const TextRef = { item_id: z.string(), output_index: z.number().int(), content_index: z.number().int() };
+/** A response as it is while in progress: no usage yet, maybe no output. */
+export const ResponseInProgress = ResponseObject.extend({ usage: ResponseObject.shape.usage.nullable().optional() });
+
+export const ResponseCreatedEvent = z.looseObject({ type: z.literal("response.created"), ...Sequenced, response: ResponseInProgress });
+export const ResponseInProgressEvent = z.looseObject({ type: z.literal("response.in_progress"), ...Sequenced, response: ResponseInProgress });
+export const OutputItemAddedEvent = z.looseObject({ type: z.literal("response.output_item.added"), ...Sequenced, output_index: z.number().int(), item: OutputItem });
+export const OutputItemDoneEvent = z.looseObject({ type: z.literal("response.output_item.done"), ...Sequenced, output_index: z.number().int(), item: OutputItem });
+export const ContentPartAddedEvent = z.looseObject({ type: z.literal("response.content_part.added"), ...Sequenced, ...TextRef, part: z.looseObject({ type: z.string() }) });
+export const ContentPartDoneEvent = z.looseObject({ type: z.literal("response.content_part.done"), ...Sequenced, ...TextRef, part: z.looseObject({ type: z.string() }) });
+/** A piece of the assistant's text: the deltas, in order, add up to the final text. */
+export const OutputTextDeltaEvent = z.looseObject({ type: z.literal("response.output_text.delta"), ...Sequenced, ...TextRef, delta: z.string() });
+export const OutputTextDoneEvent = z.looseObject({ type: z.literal("response.output_text.done"), ...Sequenced, ...TextRef, text: z.string() });
+/** Terminal: the whole response, as the non-streamed call would answer it. */
+export const ResponseCompletedEvent = z.looseObject({ type: z.literal("response.completed"), ...Sequenced, response: ResponseObject });
+/** Terminal failures. */
+export const ResponseFailedEvent = z.looseObject({ type: z.literal("response.failed"), ...Sequenced, response: ResponseInProgress });
+export const ResponseIncompleteEvent = z.looseObject({ type: z.literal("response.incomplete"), ...Sequenced, response: ResponseInProgress });
+export const StreamErrorEvent = z.looseObject({
+  type: z.literal("error"),
+  sequence_number: z.number().int().optional(),
+  code: z.string().nullable().optional(),
+  message: z.string(),
+  param: z.string().nullable().optional(),
+});
+
+export const KnownStreamEvent = z.discriminatedUnion("type", [
+  ResponseCreatedEvent,
+  ResponseInProgressEvent,
+  OutputItemAddedEvent,
+  OutputItemDoneEvent,
+  ContentPartAddedEvent,
+  ContentPartDoneEvent,
+  OutputTextDeltaEvent,
+  OutputTextDoneEvent,
+  ResponseCompletedEvent,
+  ResponseFailedEvent,
+  ResponseIncompleteEvent,
+  StreamErrorEvent,
+]);
+export type KnownStreamEvent = z.infer<typeof KnownStreamEvent>;
+/** The `type`s the client knows; any other event reaches callers as `unknown_event`. */
+export const KNOWN_STREAM_EVENT_TYPES: ReadonlySet<string> = new Set(KnownStreamEvent.options.map((o) => o.shape.type.value));

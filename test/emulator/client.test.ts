@@ -63,8 +63,8 @@ describe("typed client over a real port", () => {
     let text = "";
     let completed = "";
     for await (const event of bot.streamResponse({ instance_id: created.id, session_id: "alice", body: { model: "m", input: "streamed hello" } })) {
-      if (event.event === "response.output_text.delta") text += (event.data as { delta: string }).delta;
-      if (event.event === "response.completed") completed = outputTextOf((event.data as { response: { output: [] } }).response);
+      if (event.type === "response.output_text.delta") text += event.delta;
+      if (event.type === "response.completed") completed = outputTextOf(event.response);
     }
     expect(text).toBe("You said: streamed hello");
     expect(completed).toBe(text);

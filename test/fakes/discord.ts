@@ -6,7 +6,9 @@
  *
  * - REST: `GET /gateway/bot` (the ws manager's first call on login), `GET /users/@me`,
  *   `GET /channels/:id`, `POST /channels/:id/messages` (recorded), `POST /channels/:id/typing`,
- *   `POST /users/@me/channels` (open a DM), and attachment downloads under `/attachments/`.
+ *   `POST /users/@me/channels` (open a DM), `PATCH /channels/:id/messages/:id` (edits the bot's own
+ *   messages; history kept; with `editIntervalMs`, edits closer together get Discord's 429), and
+ *   attachment downloads under `/attachments/`.
  *   Every `/api` call must carry `Authorization: Bot <token>` or gets 401.
  * - Gateway: HELLO (op 10) on connect; IDENTIFY (op 2) -> READY then GUILD_CREATE for each
  *   guild (discord.js holds its `clientReady` until every guild listed in READY arrives);
@@ -86,6 +88,15 @@ export interface FakeDiscordOptions {
   heartbeatIntervalMs?: number;
   /** Wall clock for snowflakes and timestamps. */
   now?: () => number;
+  /** Edits in one channel closer together than this answer 429 (default 0: no limit). */
+  editIntervalMs?: number;
+}
+
+/** One version of a bot message: as posted, then after each edit. */
+export interface MessageVersion {
+  content: string;
+  /** The fake's clock when it was accepted. */
+  at: number;
 }
 
 interface ChannelRecord {
@@ -143,6 +154,12 @@ export interface FakeDiscord {
   /** Messages the bot posted to a channel, oldest first. */
   sentMessages(channelId: string): RecordedMessage[];
   typingCount(channelId: string): number;
+  /** A bot message's versions (post, then each accepted edit); undefined for an unknown id. */
+  messageVersions(messageId: string): MessageVersion[] | undefined;
+  /** The bot's messages in a channel with their current content (after edits), oldest first. */
+  shownMessages(channelId: string): { id: string; content: string; versions: MessageVersion[] }[];
+  /** Edits in one channel closer together than this answer 429 with `retry_after` (0: no limit). */
+  setEditInterval(ms: number): void;
   /** The next `times` requests matching method and path answer `status` with an error body. */
   failNext(method: string, path: RegExp, status: number, times?: number): void;
   /** Closes the live socket with a resumable code (4000 by default); the session stays resumable. */
@@ -197,6 +214,9 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
   const typing = new Map<string, number>();
   const attachments = new Map<string, { data: Buffer; contentType: string }>();
   const faults: Fault[] = [];
+  const versions = new Map<string, MessageVersion[]>();
+  let editIntervalMs = options.editIntervalMs ?? 0;
+  const lastEditAt = new Map<string, number>();
   const stats = { identifies: 0, resumes: 0, connections: 0, invalidSessions: 0 };
   const connectionLog: GatewayConnectionInfo[] = [];
   const identifyPayloads: Json[] = [];
@@ -326,6 +346,8 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
       const id = dmChannelFor({ id: recipientId, username: `user-${recipientId}` });
       return send(res, 200, channelJson(channels.get(id)!));
     }
+    const messageRoute = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(route);
+    if (messageRoute && method === "PATCH") return editMessage(req, res, messageRoute[1]!, messageRoute[2]!);
     const channelRoute = /^\/channels\/(\d+)(\/messages|\/typing)?$/.exec(route);
     if (channelRoute) {
       const channel = channels.get(channelRoute[1]!);
@@ -350,10 +372,48 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
         const record: RecordedMessage = { id: message.id as string, channelId: channel.id, content, body, allowedMentions: body.allowed_mentions };
         if (replyTo) record.replyTo = replyTo;
         sent.set(channel.id, [...(sent.get(channel.id) ?? []), record]);
+        versions.set(record.id, [{ content, at: now() }]);
         return send(res, 200, message);
       }
     }
     return send(res, 404, { message: "404: Not Found", code: 0 });
+  }
+
+  /** Discord's edit: only the author may change `content`; limits as on create. */
+  async function editMessage(req: IncomingMessage, res: ServerResponse, channelId: string, messageId: string): Promise<void> {
+    const channel = channels.get(channelId);
+    if (!channel) return send(res, 404, { message: "Unknown Channel", code: 10003 });
+    const message = messages.get(messageId);
+    if (!message || message.channel_id !== channelId) return send(res, 404, { message: "Unknown Message", code: 10008 });
+    const body = await readJson(req);
+    const author = message.author as Json | undefined;
+    if (author?.id !== bot.id) return send(res, 403, { message: "Cannot edit a message authored by another user", code: 50005 });
+    if (body.content !== undefined && typeof body.content !== "string") {
+      return send(res, 400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "STRING_TYPE_CONVERT", message: "Could not interpret as string." }] } } });
+    }
+    const content = typeof body.content === "string" ? body.content : String(message.content);
+    if (!content) return send(res, 400, { message: "Cannot send an empty message", code: 50006 });
+    if ([...content].length > 2000) {
+      return send(res, 400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } } });
+    }
+    const at = now();
+    const last = lastEditAt.get(channelId);
+    if (editIntervalMs > 0 && last !== undefined && at - last < editIntervalMs) {
+      const retryAfter = (last + editIntervalMs - at) / 1000;
+      // Discord's shape: seconds (a float) in the body and in Retry-After, with the bucket headers discord.js reads.
+      res.setHeader("retry-after", String(Math.ceil(retryAfter)));
+      res.setHeader("x-ratelimit-limit", "1");
+      res.setHeader("x-ratelimit-remaining", "0");
+      res.setHeader("x-ratelimit-reset-after", retryAfter.toFixed(3));
+      res.setHeader("x-ratelimit-bucket", `edit-${channelId}`);
+      res.setHeader("x-ratelimit-scope", "user");
+      return send(res, 429, { message: "You are being rate limited.", retry_after: retryAfter, global: false });
+    }
+    lastEditAt.set(channelId, at);
+    message.content = content;
+    message.edited_timestamp = new Date(at).toISOString();
+    versions.get(messageId)?.push({ content, at });
+    return send(res, 200, message);
   }
 
   function messageJson(input: {
@@ -590,6 +650,19 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     dmChannelFor,
     botRoleId,
     sentMessages: (channelId) => [...(sent.get(channelId) ?? [])],
+    messageVersions: (messageId) => {
+      const list = versions.get(messageId);
+      return list ? list.map((v) => ({ ...v })) : undefined;
+    },
+    shownMessages: (channelId) =>
+      (sent.get(channelId) ?? []).map((r) => ({
+        id: r.id,
+        content: String(messages.get(r.id)?.content ?? r.content),
+        versions: (versions.get(r.id) ?? []).map((v) => ({ ...v })),
+      })),
+    setEditInterval(ms) {
+      editIntervalMs = ms;
+    },
     typingCount: (channelId) => typing.get(channelId) ?? 0,
     failNext(method, path, status, times = 1) {
       faults.push({ method, path, status, times });

@@ -4,6 +4,13 @@
  * below the offset are confirmed and gone; a long poll wakes on a new update;
  * a second poller or an active webhook gets 409), checks HTML entities as
  * Telegram does, serves files, and lets tests inject 429s.
+ *
+ * `editMessageText` edits the bot's own messages as Telegram does: the same
+ * content again is a 400 "message is not modified", an unknown id a 400
+ * "message to edit not found", someone else's message a 400 "message can't be
+ * edited", and (with `editIntervalMs`) edits in one chat closer together than
+ * that get a 429 with `retry_after`. Every message's history (send, then each
+ * edit, with times) is kept for tests.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -25,6 +32,24 @@ export interface SentMessage {
 export interface FakeUser {
   id: number;
   username?: string;
+}
+
+/** One version of a bot message: as sent, then after each edit. */
+export interface MessageVersion {
+  text: string;
+  parse_mode?: string;
+  /** The fake's clock (`now`) when it was accepted. */
+  at: number;
+}
+
+/** A bot message as the chat shows it now. */
+export interface ShownMessage {
+  chat_id: string;
+  message_id: number;
+  text: string;
+  parse_mode?: string;
+  /** Send first, then every accepted edit. */
+  versions: MessageVersion[];
 }
 
 type Json = Record<string, unknown>;
@@ -67,6 +92,12 @@ export interface FakeTelegram {
   pending(): number;
   /** Long polls currently held open. */
   openPolls(): number;
+  /** The bot's messages in a chat as they look now (after edits), oldest first. */
+  shownMessages(chatId: string | number): ShownMessage[];
+  /** Every accepted edit, in order. */
+  edits: { chat_id: string; message_id: number; text: string; parse_mode?: string; at: number }[];
+  /** Edits in one chat closer together than this answer 429 with `retry_after` (0: no limit). */
+  setEditInterval(ms: number): void;
   waitFor<T>(probe: () => T | undefined | false, timeoutMs?: number): Promise<T>;
   close(): Promise<void>;
 }
@@ -97,7 +128,32 @@ export function parseTelegramHtml(html: string): string {
   return visible;
 }
 
-export async function createFakeTelegram(options: { token: string; botUser?: FakeBotUser; bot?: FakeBotUser; port?: number }): Promise<FakeTelegram> {
+export async function createFakeTelegram(options: {
+  token: string;
+  botUser?: FakeBotUser;
+  bot?: FakeBotUser;
+  port?: number;
+  /** Edits in one chat closer together than this get 429 (default 0: no limit; Telegram allows about one a second). */
+  editIntervalMs?: number;
+  /** Clock for edit timing and history (default `Date.now`). */
+  now?: () => number;
+}): Promise<FakeTelegram> {
+  const now = options.now ?? (() => Date.now());
+  let editIntervalMs = options.editIntervalMs ?? 0;
+  /** `${chat}:${message}` -> the bot's message. */
+  const shown = new Map<string, ShownMessage>();
+  const lastEditAt = new Map<string, number>();
+  /** Telegram compares the resulting content: tag aliases and entity spellings do not count as changes. */
+  const contentKey = (text: string, parseMode: string | undefined): string =>
+    parseMode === "HTML"
+      ? text
+          .replace(/<(\/?)(strong)\b/gi, "<$1b")
+          .replace(/<(\/?)(em)\b/gi, "<$1i")
+          .replace(/<(\/?)(ins)\b/gi, "<$1u")
+          .replace(/<(\/?)(strike|del)\b/gi, "<$1s")
+          .replace(/&quot;/g, '"')
+          .replace(/&#39;/g, "'")
+      : `${parseMode ?? ""}\u0000${text}`;
   const bot = options.botUser ?? options.bot ?? { id: 999000, username: "agent_bridge_bot", first_name: "Agent" };
   const updates: Json[] = [];
   let nextUpdateId = 1000;
@@ -201,6 +257,11 @@ export async function createFakeTelegram(options: { token: string; botUser?: Fak
     downloads: 0,
     pending: () => updates.length,
     openPolls: () => (heldPoll ? 1 : 0),
+    shownMessages: (chatId) => [...shown.values()].filter((m) => m.chat_id === String(chatId)).map((m) => ({ ...m, versions: [...m.versions] })),
+    edits: [],
+    setEditInterval(ms) {
+      editIntervalMs = ms;
+    },
     async waitFor(probe, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
@@ -310,8 +371,61 @@ export async function createFakeTelegram(options: { token: string; botUser?: Fak
           ...(reply !== undefined ? { reply_to: Number(reply) } : {}),
         };
         sent.push(record);
+        shown.set(`${chatId}:${record.message_id}`, {
+          chat_id: chatId,
+          message_id: record.message_id,
+          text,
+          ...(record.parse_mode ? { parse_mode: record.parse_mode } : {}),
+          versions: [{ text, ...(record.parse_mode ? { parse_mode: record.parse_mode } : {}), at: now() }],
+        });
         const from = { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username };
         return ok(res, { message_id: record.message_id, date: Math.floor(Date.now() / 1000), from, chat: { id: Number(chatId), type: chatTypes.get(chatId) ?? "private" }, text: visible });
+      }
+      case "editMessageText": {
+        const chatId = String(params.chat_id ?? "");
+        const messageId = Number(params.message_id);
+        const text = String(params.text ?? "");
+        const parseMode = typeof params.parse_mode === "string" ? params.parse_mode : undefined;
+        if (!chatId || !Number.isInteger(messageId)) return fail(res, 400, "Bad Request: message identifier is not specified");
+        let visible = text;
+        if (parseMode === "HTML") {
+          try {
+            visible = parseTelegramHtml(text);
+          } catch (error) {
+            return fail(res, 400, `Bad Request: can't parse entities: ${(error as Error).message}`);
+          }
+        }
+        if (!visible.trim()) return fail(res, 400, "Bad Request: message text is empty");
+        if (visible.length > 4096) return fail(res, 400, "Bad Request: message is too long");
+        const target = shown.get(`${chatId}:${messageId}`);
+        if (!target) {
+          // A message id that exists but is not the bot's (a user's message) cannot be edited.
+          return fail(res, 400, messageId > 0 && messageId < nextMessageId ? "Bad Request: message can't be edited" : "Bad Request: message to edit not found");
+        }
+        if (contentKey(text, parseMode) === contentKey(target.text, target.parse_mode)) {
+          return fail(res, 400, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message");
+        }
+        const at = now();
+        const last = lastEditAt.get(chatId);
+        if (editIntervalMs > 0 && last !== undefined && at - last < editIntervalMs) {
+          const retryAfter = Math.max(1, Math.ceil((last + editIntervalMs - at) / 1000));
+          return fail(res, 429, `Too Many Requests: retry after ${retryAfter}`, { retry_after: retryAfter });
+        }
+        lastEditAt.set(chatId, at);
+        target.text = text;
+        if (parseMode) target.parse_mode = parseMode;
+        else delete target.parse_mode;
+        target.versions.push({ text, ...(parseMode ? { parse_mode: parseMode } : {}), at });
+        fake.edits.push({ chat_id: chatId, message_id: messageId, text, ...(parseMode ? { parse_mode: parseMode } : {}), at });
+        const from = { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username };
+        return ok(res, {
+          message_id: messageId,
+          date: Math.floor(target.versions[0]!.at / 1000),
+          edit_date: Math.floor(at / 1000),
+          from,
+          chat: { id: Number(chatId), type: chatTypes.get(chatId) ?? "private" },
+          text: visible,
+        });
       }
       case "sendChatAction":
         fake.chatActions.push({ chat_id: String(params.chat_id), action: String(params.action) });

@@ -1,0 +1,325 @@
+/**
+ * The stream-preview planner: given a reply that grows as the agent writes
+ * it, decides which platform messages to send and edit, and when, so the
+ * person sees the text early, edits stay within the platform's rate, and the
+ * end state is exactly the reply, split into clean chunks. Pure: no platform
+ * knowledge, no I/O, no timers; time is read from the injected clock.
+ *
+ * The caller (the relay) drives it:
+ *
+ *   const plan = createStreamPreview({ measure, limit, clock, minEditIntervalMs: 1000 });
+ *   on each delta:  plan.update(textSoFar); pump();
+ *   on completion:  plan.finish(finalText); pump();
+ *   pump(): loop on plan.next():
+ *     "send"   -> send action.text as a new message; remember its id under action.message;
+ *                 plan.sent(action)   (or plan.failed(action, {...}))
+ *     "edit"   -> edit message action.message to action.text; plan.sent(action) (also when the
+ *                 platform says "not modified") or plan.failed(action, {...})
+ *     "delete" -> best effort; plan.sent(action) or plan.failed(action, {...}), either is fine
+ *     "wait"   -> call next() again at `until` (a timer), or sooner when update()/finish() is called
+ *     "busy"   -> an action is still unreported: report it first
+ *     "idle"   -> nothing to do until update()/finish()
+ *     "done"   -> every message shows its final text (or the plan gave up: `gaveUp`)
+ *
+ * Guarantees (given the caller reports every action it performed):
+ * - One action at a time: `next()` hands out nothing new while one is
+ *   unreported, so a late preview edit can never overwrite a final one.
+ * - Operations (sends, edits, deletes) are at least `minEditIntervalMs` apart,
+ *   except the first send, which goes out as soon as there is visible text; a
+ *   `retryAfterMs` told to `failed()` pushes the next operation back that far.
+ * - Every message's text measures at most `limit`; when the text outgrows the
+ *   current message, that message is finished at a clean chunk boundary
+ *   (`placeChunks`, fence-aware) and the preview continues in a new one.
+ * - After `finish()`, messages end with exactly the chunks of the final text
+ *   (finished messages keep their chunk; the rest is split like `splitReply`),
+ *   and "done" comes only once each message was confirmed with its final text.
+ * - A preview edit that fails for good (`permanent`) stops the previews: at
+ *   the end, the final text of that message and all after it is sent as new
+ *   messages, and the broken preview is deleted (best effort). Never silence,
+ *   never two copies of a finished chunk.
+ * - A send that fails for good ends the plan (`gaveUp`); the caller tells the
+ *   person through its usual failure path.
+ *
+ * Restart: `state()` is plain JSON; journal it with the platform message ids
+ * (by index) and pass it back as `resume` to finish the same messages after a
+ * crash (`finish(answer)` then edits them to the final text). An action that
+ * was in flight at the crash is not in the state: a send may have happened
+ * without its id being journaled (the one-message window of the delivery
+ * contract).
+ */
+import type { Clock } from "../../shared/clock.js";
+import { closeOpenFence, placeChunks, splitReply } from "./chunking.js";
+
+export interface StreamPreviewOptions {
+  /** The platform's visible length of a Markdown text once rendered (Telegram: characters after entity parsing). */
+  measure(text: string): number;
+  /** The platform's longest message, in `measure` units (Telegram 4096, Discord 2000). */
+  limit: number;
+  /** Read for `now()` only. */
+  clock: Clock;
+  /** Least time between two operations on the chat, ms (Telegram: 1000). */
+  minEditIntervalMs: number;
+  /** Visible characters before the first preview is sent (default 1: as soon as there is text). */
+  minFirstChars?: number;
+  /** A plan journaled by `state()` before a restart. */
+  resume?: StreamPreviewState;
+}
+
+export type PreviewAction =
+  | { kind: "send"; message: number; text: string }
+  | { kind: "edit"; message: number; text: string }
+  | { kind: "delete"; message: number }
+  | { kind: "wait"; until: number }
+  | { kind: "busy" }
+  | { kind: "idle" }
+  | { kind: "done" };
+
+/** What `failed()` is told. */
+export interface PreviewFailure {
+  /** The platform refused for good (message deleted, chat gone, text refused). */
+  permanent?: boolean;
+  /** Wait this long before the next operation (Telegram `retry_after` × 1000). Default: `minEditIntervalMs`. */
+  retryAfterMs?: number;
+}
+
+export interface PreviewMessage {
+  /** What it should show: its final text once `final`, else the latest preview. */
+  target: string;
+  /** What it was confirmed to show; null while not sent. */
+  shown: string | null;
+  /** Its text will not change again. */
+  final: boolean;
+  /** A permanent edit failure: its final text goes in a new message, and it is deleted. */
+  broken: boolean;
+  /** Broken, and its replacement is planned. */
+  replaced: boolean;
+  deleted: boolean;
+}
+
+/** Plain JSON, for the journal. */
+export interface StreamPreviewState {
+  messages: PreviewMessage[];
+  /** Where the open message's content starts in the text. */
+  restStart: number;
+  /** The fence reopening the open message starts with. */
+  reopen: string;
+  /** The text so far (normalised: `\r\n` as `\n`). */
+  text: string;
+  finished: boolean;
+  degraded: boolean;
+  gaveUp: boolean;
+}
+
+export interface StreamPreview {
+  /** The whole text so far (each call extends the previous one). */
+  update(text: string): void;
+  /** The stream ended with this text (normally the last `update`'s). */
+  finish(text: string): void;
+  /** What to do now; marks a send/edit/delete as in flight until reported. */
+  next(): PreviewAction;
+  /** The action handed out by `next()` was performed. */
+  sent(action: PreviewAction): void;
+  /** The action handed out by `next()` failed. */
+  failed(action: PreviewAction, failure?: PreviewFailure): void;
+  state(): StreamPreviewState;
+  readonly gaveUp: boolean;
+}
+
+const visible = (text: string) => text.trim() !== "";
+
+export function createStreamPreview(options: StreamPreviewOptions): StreamPreview {
+  const { measure, limit, clock, minEditIntervalMs } = options;
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError("limit must be a positive integer");
+  const minFirst = options.minFirstChars ?? 1;
+  const saved = options.resume;
+  const messages: PreviewMessage[] = saved ? saved.messages.map((m) => ({ ...m })) : [];
+  let restStart = saved?.restStart ?? 0;
+  let reopen = saved?.reopen ?? "";
+  let text = saved?.text ?? "";
+  let finished = saved?.finished ?? false;
+  let degraded = saved?.degraded ?? false;
+  let gaveUp = saved?.gaveUp ?? false;
+  /** A final text not yet laid out (waits while an action is in flight: layouts at the end may renumber unsent messages). */
+  let pendingFinal: string | undefined;
+  let inFlight: PreviewAction | undefined;
+  /** No operation before this time. */
+  let notBefore = Number.NEGATIVE_INFINITY;
+  let anySent = messages.some((m) => m.shown !== null);
+
+  const fresh = (target: string, final: boolean): PreviewMessage => ({
+    target,
+    shown: null,
+    final,
+    broken: false,
+    replaced: false,
+    deleted: false,
+  });
+
+  /** Chunks that each measure within the limit: the raw limit shrinks while one does not. */
+  function place(body: string) {
+    let raw = limit;
+    for (;;) {
+      const chunks = placeChunks(body, raw);
+      const worst = Math.max(0, ...chunks.map((c) => measure(c.text)));
+      if (worst <= limit || raw <= 16) return chunks;
+      raw = Math.max(16, Math.min(raw - 1, Math.floor((raw * limit) / worst)));
+    }
+  }
+
+  const openMessage = (): PreviewMessage | undefined => {
+    const last = messages.at(-1);
+    return last && !last.final ? last : undefined;
+  };
+
+  function setOpen(target: string, final: boolean): void {
+    const open = openMessage();
+    if (open) {
+      open.target = target;
+      open.final = final;
+    } else if (visible(target)) messages.push(fresh(target, final));
+  }
+
+  const body = () => reopen + text.slice(restStart);
+  /** How the open part shows while it is still being written. */
+  const previewOf = (b: string) => closeOpenFence(b.trim());
+
+  /** While writing: finishes messages the text outgrew, then updates the open preview. */
+  function layoutWriting(): void {
+    for (;;) {
+      const b = body();
+      const chunks = place(b);
+      if (chunks.length <= 1 && measure(previewOf(b)) <= limit) break;
+      const [first, second] = chunks;
+      if (!first || !second) break; // only a closing fence overflows: the preview waits for more text
+      // The open message ends with its first chunk, for good; the rest continues in a new one.
+      setOpen(first.text, true);
+      restStart = restStart - reopen.length + second.start;
+      reopen = second.prefix;
+    }
+    const preview = previewOf(body());
+    if (openMessage() || measure(preview) >= minFirst) setOpen(preview, false);
+  }
+
+  /** At the end: the open part, split into final chunks (or everything again if the final text rewrote the start). */
+  function layoutFinal(final: string): void {
+    const consumed = text.slice(0, restStart);
+    text = final;
+    if (final.startsWith(consumed)) {
+      const chunks = place(body());
+      const open = openMessage();
+      if (chunks.length === 0 && open) {
+        // A blank tail is no message (and a shown one, from a longer text, goes).
+        if (open.shown === null) messages.pop();
+        else Object.assign(open, { broken: true, replaced: true });
+      }
+      chunks.forEach((c, i) => (i === 0 ? setOpen(c.text, true) : messages.push(fresh(c.text, true))));
+    } else {
+      const chunks = place(final).map((c) => c.text);
+      chunks.forEach((c, i) => {
+        const m = messages[i];
+        if (m) Object.assign(m, { target: c, final: true });
+        else messages.push(fresh(c, true));
+      });
+      // Messages beyond the new layout: unsent ones vanish, shown ones are deleted.
+      for (let i = messages.length - 1; i >= chunks.length; i--) {
+        const m = messages[i]!;
+        if (m.shown === null) messages.splice(i, 1);
+        else Object.assign(m, { broken: true, replaced: true, final: true });
+      }
+    }
+    for (const m of messages) m.final = true;
+  }
+
+  /** Broken messages get their final text in a new message, placed before anything not yet sent. */
+  function replaceBroken(): void {
+    for (let i = 0; i < messages.length; i++) {
+      const m = messages[i]!;
+      if (!m.broken || m.replaced) continue;
+      m.replaced = true;
+      if (!visible(m.target)) continue;
+      let at = i + 1;
+      while (at < messages.length && messages[at]!.shown !== null) at++;
+      messages.splice(at, 0, fresh(m.target, true));
+    }
+  }
+
+  function due(): PreviewAction | undefined {
+    if (pendingFinal !== undefined) {
+      layoutFinal(pendingFinal);
+      pendingFinal = undefined;
+      finished = true;
+    }
+    if (finished) replaceBroken();
+    // In order: a message's final edit goes before the next message is sent.
+    for (let i = 0; i < messages.length; i++) {
+      const m = messages[i]!;
+      if (m.deleted) continue;
+      if (m.broken) {
+        // Deleted once everything after it is delivered.
+        const rest = messages.slice(i + 1);
+        if (finished && rest.every((n) => n.broken || n.deleted || n.shown === n.target)) return { kind: "delete", message: i };
+        continue;
+      }
+      if (degraded && !finished) return undefined; // previews stopped: nothing until the final text
+      if (m.shown === null) return visible(m.target) ? { kind: "send", message: i, text: m.target } : undefined;
+      if (m.shown !== m.target) return { kind: "edit", message: i, text: m.target };
+    }
+    return undefined;
+  }
+
+  const normal = (t: string) => t.replace(/\r\n?/g, "\n");
+
+  return {
+    update(next) {
+      if (finished || pendingFinal !== undefined || gaveUp) return;
+      text = normal(next);
+      layoutWriting();
+    },
+    finish(final) {
+      if (finished || pendingFinal !== undefined || gaveUp) return;
+      pendingFinal = normal(final);
+    },
+    next() {
+      if (gaveUp) return { kind: "done" };
+      if (inFlight) return { kind: "busy" };
+      const action = due();
+      if (!action) return finished ? { kind: "done" } : { kind: "idle" };
+      const now = clock.now();
+      // The very first send is not held back: that is the point of a preview.
+      const first = action.kind === "send" && !anySent;
+      if (!first && now < notBefore) return { kind: "wait", until: notBefore };
+      notBefore = now + minEditIntervalMs;
+      inFlight = action;
+      return action;
+    },
+    sent(action) {
+      if (action !== inFlight) return;
+      inFlight = undefined;
+      const m = "message" in action ? messages[action.message] : undefined;
+      if (!m) return;
+      if (action.kind === "delete") m.deleted = true;
+      else if (action.kind === "send" || action.kind === "edit") {
+        m.shown = action.text;
+        anySent = true;
+      }
+    },
+    failed(action, failure = {}) {
+      if (action !== inFlight) return;
+      inFlight = undefined;
+      notBefore = Math.max(notBefore, clock.now() + (failure.retryAfterMs ?? minEditIntervalMs));
+      const m = "message" in action ? messages[action.message] : undefined;
+      if (!m) return;
+      // Best effort: a broken preview that cannot be deleted stays.
+      if (action.kind === "delete") m.deleted = true;
+      else if (failure.permanent && action.kind === "send") gaveUp = true;
+      else if (failure.permanent && action.kind === "edit") {
+        m.broken = true;
+        degraded = true;
+      }
+    },
+    state: () => ({ messages: messages.map((m) => ({ ...m })), restStart, reopen, text, finished, degraded, gaveUp }),
+    get gaveUp() {
+      return gaveUp;
+    },
+  };
+}

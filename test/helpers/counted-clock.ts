@@ -1,0 +1,36 @@
+/**
+ * A manual clock that also counts its live timers: a test can wait (on
+ * events, via `vi.waitFor`) until whoever was waiting on the clock has stopped,
+ * e.g. a gateway stream that noticed its client left.
+ */
+import { createManualClock, type ManualClock } from "../../shared/clock.js";
+
+export interface CountedClock extends ManualClock {
+  /** Timers set and neither fired nor cancelled. */
+  live(): number;
+}
+
+export function createCountedClock(start?: number): CountedClock {
+  const manual = createManualClock(start);
+  const live = new Set<object>();
+  const clock: CountedClock = {
+    ...manual,
+    setTimeout(fn, ms) {
+      const token = {};
+      live.add(token);
+      const timer = manual.setTimeout(() => {
+        live.delete(token);
+        fn();
+      }, ms);
+      return {
+        cancel() {
+          live.delete(token);
+          timer.cancel();
+        },
+      };
+    },
+    sleep: (ms) => new Promise((resolve) => clock.setTimeout(resolve, ms)),
+    live: () => live.size,
+  };
+  return clock;
+}
