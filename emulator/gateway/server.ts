@@ -194,7 +194,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
       text,
     };
     if (!closed && (generations.get(instanceId) ?? 0) === generation) {
-      record(state, {
+      const stored = {
         id: turn.id,
         instance_id: instanceId,
         session,
@@ -203,8 +203,10 @@ export function createGateway(options: GatewayOptions): FakeGateway {
         output_text: text,
         model: request.model,
         created_at: turn.createdAt,
-      });
+      };
+      record(state, stored);
       options.onChange();
+      options.onTurn?.(stored);
     }
 
     if (request.stream) await sendStream(res, streamFrames(turn));
