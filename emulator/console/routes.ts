@@ -71,7 +71,8 @@ export function mountConsole(app: Express, env: EmulatorEnv, requests: RequestLo
     res.cookie(ADMIN_COOKIE, given, { httpOnly: true, sameSite: "strict", path: "/_emulator" });
     res.redirect(303, req.path);
   });
-  app.get("/_emulator/ui", admin, (_req, res) => res.redirect(301, "/_emulator/ui/"));
+  // Routing is not strict: `/_emulator/ui` also matches `/_emulator/ui/`, which must not redirect.
+  app.get("/_emulator/ui", admin, (req, res, next) => (req.originalUrl.split("?")[0] === "/_emulator/ui" ? res.redirect(301, "/_emulator/ui/") : next()));
   app.get("/_emulator/ui/vendor/:name", admin, (req, res) => {
     const body = vendor.get(param(req, "name"));
     if (body === undefined) return sendError(res, notFound("No such vendor module."));

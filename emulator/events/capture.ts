@@ -2,8 +2,8 @@
  * Records each finished request for the console: its line in the request log
  * (published as a `request` event) and, in a bounded ring, the first bytes of
  * its request and response bodies with secrets redacted. The console's own
- * traffic (its page, data and the events stream) is left out so the log shows
- * what clients of the emulator did.
+ * traffic (its page, data, the events stream, and calls it marks with
+ * `x-emulator-console`) is left out so the log shows what clients did.
  */
 import type { NextFunction, Request, Response } from "express";
 import type { Clock } from "../../shared/clock.js";
@@ -49,13 +49,15 @@ export function createRequestLog(capacity = 300): RequestLog {
 }
 
 const CONSOLE_OWN = /^\/_emulator\/(ui(\/|$)|console\/|events$|as\/)/;
+/** Sent by the console on its calls to other control-plane routes (faults, snapshot...). */
+export const CONSOLE_HEADER = "x-emulator-console";
 
-export const isConsoleTraffic = (path: string): boolean => CONSOLE_OWN.test(path);
+export const isConsoleTraffic = (req: Request): boolean => CONSOLE_OWN.test(req.path) || req.headers[CONSOLE_HEADER] !== undefined;
 
 export function captureRequests(deps: { clock: Clock; log: RequestLog; hub: EventHub }) {
   let nextId = 1;
   return (req: Request, res: Response, next: NextFunction) => {
-    if (isConsoleTraffic(req.path)) return next();
+    if (isConsoleTraffic(req)) return next();
     const started = performance.now();
     const chunks: Buffer[] = [];
     let kept = 0;
