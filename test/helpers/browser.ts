@@ -5,7 +5,7 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext } from "playwright-core";
+import { chromium, type BrowserContext, type Locator } from "playwright-core";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
@@ -42,3 +42,13 @@ export async function launchBrowser(viewport = { width: 1280, height: 800 }): Pr
     },
   };
 }
+
+/** Polling for page assertions (playwright-core ships no `expect`): checks often, gives up after 10 s. */
+export const UNTIL = { timeout: 10_000, interval: 25 };
+
+/** Text of the first match, or "" while there is none (for `expect.poll`). */
+export const textOf = (locator: Locator): Promise<string> =>
+  locator
+    .first()
+    .innerText({ timeout: 1_000 })
+    .catch(() => "");

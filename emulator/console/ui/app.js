@@ -1,6 +1,6 @@
 // The console's shell: a history-API router over `/_emulator/ui/...`, the
 // navigation, and the live-connection indicator. Each view lives in views/.
-import { BASE, connectEvents, html, Link, render, useEffect, useEvent, useState } from "./lib.js";
+import { BASE, connectEvents, html, Link, liveStatus, render, useEffect, useEvent, useState } from "./lib.js";
 import { Instances, InstanceView } from "./views/instances.js";
 import { Organizations } from "./views/organizations.js";
 import { Conversation, ResponseChain } from "./views/conversation.js";
@@ -52,14 +52,15 @@ function route(path) {
 
 function App() {
   const [path, setPath] = useState(currentPath());
-  const [status, setStatus] = useState("connecting");
+  const [status, setStatus] = useState(liveStatus());
   useEffect(() => {
     const onPop = () => setPath(currentPath());
     addEventListener("popstate", onPop);
     return () => removeEventListener("popstate", onPop);
   }, []);
   useEvent(["status"], (_t, detail) => setStatus(detail));
-  useEvent(["hello"], () => setStatus("live"));
+  // The stream may have attached between the first render and the subscription above.
+  useEffect(() => setStatus(liveStatus()), []);
   useEffect(() => {
     // A new view: focus its heading so keyboard and screen-reader users land in it.
     const heading = document.querySelector("main h1");

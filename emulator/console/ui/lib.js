@@ -55,14 +55,24 @@ export const asOrg = (orgId, path) => `/_emulator/as/${encodeURIComponent(orgId)
 export const bus = new EventTarget();
 const TYPES = ["hello", "request", "state", "turn", "overflow"];
 let source;
+let status = "connecting";
+/** The stream's state now: "connecting", "live" (attached) or "reconnecting". */
+export const liveStatus = () => status;
+const setStatus = (next) => {
+  status = next;
+  bus.dispatchEvent(new CustomEvent("status", { detail: next }));
+};
 export function connectEvents() {
   if (source) return;
   source = new EventSource("/_emulator/events");
   for (const type of TYPES) {
-    source.addEventListener(type, (e) => bus.dispatchEvent(new CustomEvent(type, { detail: JSON.parse(e.data) })));
+    source.addEventListener(type, (e) => {
+      // `hello` arrives once the server attached this stream: from then on nothing is missed.
+      if (type === "hello") setStatus("live");
+      bus.dispatchEvent(new CustomEvent(type, { detail: JSON.parse(e.data) }));
+    });
   }
-  source.addEventListener("open", () => bus.dispatchEvent(new CustomEvent("status", { detail: "live" })));
-  source.addEventListener("error", () => bus.dispatchEvent(new CustomEvent("status", { detail: "reconnecting" })));
+  source.addEventListener("error", () => setStatus("reconnecting"));
 }
 
 export function useEvent(types, handler) {

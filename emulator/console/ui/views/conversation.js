@@ -42,7 +42,8 @@ export function Conversation({ id, session }) {
   const loaded = state.data;
   const base = live.base === loaded ? live.turns : loaded?.turns ?? [];
   useEvent(["turn"], (_t, e) => {
-    if (e.instance_id !== id || e.session !== session || !loaded) return;
+    if (e.instance_id !== id || e.session !== session) return;
+    if (!loaded) return void reload(); // the first load may predate this turn: load once more after it
     const last = base[base.length - 1];
     const whole = e.input_text.length < TEXT_PREVIEW && e.output_text.length < TEXT_PREVIEW;
     // Appended directly when it continues what is shown; otherwise (a gap, a cut text) load again.

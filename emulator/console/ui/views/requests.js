@@ -52,7 +52,8 @@ export function RequestLog() {
   const listRef = useRef();
   const load = () =>
     get("/_emulator/console/requests").then(
-      (list) => setEntries((old) => appendWindow(old, list, max)),
+      // Lines that came by event while this loaded are kept; the merge is put back in order.
+      (list) => setEntries((old) => appendWindow([], appendWindow(old, list, Infinity).sort((a, b) => a.id - b.id), max)),
       (e) => setError(e.message),
     );
   useEffect(() => void load(), []);
