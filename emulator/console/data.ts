@@ -13,6 +13,7 @@ import { headKey } from "../gateway/index.js";
 import type { StoredResponse } from "../gateway/index.js";
 import { tokens } from "../gateway/wire.js";
 import { CHANNELS } from "../routes/channels.js";
+import { redactText } from "../events/redact.js";
 import type { InstanceRecord } from "../store/state.js";
 import { instanceView, keyView, organizationView } from "../views.js";
 
@@ -53,8 +54,8 @@ export function turnView(r: StoredResponse) {
     id: r.id,
     session: r.session,
     previous_response_id: r.parent_id,
-    input_text: r.input_text,
-    output_text: r.output_text,
+    input_text: redactText(r.input_text),
+    output_text: redactText(r.output_text),
     model: r.model,
     created_at: isoAt(r.created_at * 1000),
     usage: { input_tokens: input, output_tokens: output, total_tokens: input + output },
@@ -92,7 +93,7 @@ export function sessions(env: EmulatorEnv, instanceId: string) {
       head_id: headId,
       turns: chain(env, headId, 1).total,
       updated_at: isoAt(head.created_at * 1000),
-      last_input: head.input_text.slice(0, 120),
+      last_input: redactText(head.input_text.slice(0, 120)),
     });
   }
   return out.sort((a, b) => b.updated_at.localeCompare(a.updated_at) || a.session.localeCompare(b.session));

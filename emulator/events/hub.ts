@@ -34,6 +34,8 @@ export interface TurnEvent {
   /** Cut to `TEXT_PREVIEW` characters; the console API gives the whole turn. */
   input_text: string;
   output_text: string;
+  /** True when either text was cut. */
+  truncated: boolean;
   usage: { input_tokens: number; output_tokens: number; total_tokens: number };
 }
 

@@ -1,6 +1,7 @@
 import type { StoredResponse } from "../gateway/index.js";
 import { tokens } from "../gateway/wire.js";
 import type { TurnEvent } from "./hub.js";
+import { redactText } from "./redact.js";
 
 /** Characters of each text an event carries; the console API gives whole turns. */
 export const TEXT_PREVIEW = 2000;
@@ -15,8 +16,9 @@ export function turnEvent(r: StoredResponse): TurnEvent {
     previous_response_id: r.parent_id,
     model: r.model,
     created_at: r.created_at,
-    input_text: r.input_text.slice(0, TEXT_PREVIEW),
-    output_text: r.output_text.slice(0, TEXT_PREVIEW),
+    input_text: redactText(r.input_text.slice(0, TEXT_PREVIEW)),
+    output_text: redactText(r.output_text.slice(0, TEXT_PREVIEW)),
+    truncated: r.input_text.length > TEXT_PREVIEW || r.output_text.length > TEXT_PREVIEW,
     usage: { input_tokens: input, output_tokens: output, total_tokens: input + output },
   };
 }

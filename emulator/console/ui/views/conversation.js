@@ -4,8 +4,6 @@ import { appendWindow, TURN_WINDOW, windowSize } from "../window.js";
 import { get, html, Link, Loading, time, useEvent, useLive, useState } from "../lib.js";
 import { InstanceTabs } from "./instances.js";
 
-const TEXT_PREVIEW = 2000; // what a `turn` event carries of each text
-
 function Turn({ turn, instanceId }) {
   return html`<li class="turn" data-response=${turn.id}>
     <div class="turn-meta">
@@ -45,7 +43,7 @@ export function Conversation({ id, session }) {
     if (e.instance_id !== id || e.session !== session) return;
     if (!loaded) return void reload(); // the first load may predate this turn: load once more after it
     const last = base[base.length - 1];
-    const whole = e.input_text.length < TEXT_PREVIEW && e.output_text.length < TEXT_PREVIEW;
+    const whole = !e.truncated;
     // Appended directly when it continues what is shown; otherwise (a gap, a cut text) load again.
     if (whole && (last ? e.previous_response_id === last.id : e.previous_response_id === null)) {
       setLive({ base: loaded, turns: appendWindow(base, [fromEvent(e)], max) });
