@@ -25,8 +25,21 @@ export interface RequestDetail extends RequestEvent {
   response: CapturedBody;
 }
 
+/**
+ * What is kept per request: raw, so the request path pays only for copying at
+ * most 16 KiB; parsing and redaction happen when someone asks (`get`).
+ */
+export interface RawCapture extends RequestEvent {
+  requestType: string | null;
+  requestBody: unknown;
+  requestLength: number;
+  responseType: string | null;
+  responseBytes: Buffer;
+  responseTruncated: boolean;
+}
+
 export interface RequestLog {
-  record(detail: RequestDetail): void;
+  record(capture: RawCapture): void;
   get(id: number): RequestDetail | undefined;
   /** Oldest first. */
   list(): RequestEvent[];
@@ -35,15 +48,25 @@ export interface RequestLog {
 
 /** A ring of the last `capacity` requests: constant memory whatever the traffic. */
 export function createRequestLog(capacity = 300): RequestLog {
-  const byId = new Map<number, RequestDetail>();
+  const byId = new Map<number, RawCapture>();
   return {
-    record(detail) {
-      byId.set(detail.id, detail);
+    record(capture) {
+      byId.set(capture.id, capture);
       // Map keeps insertion order: the first key is the oldest.
       if (byId.size > capacity) byId.delete(byId.keys().next().value!);
     },
-    get: (id) => byId.get(id),
-    list: () => [...byId.values()].map(({ request: _q, response: _r, ...line }) => line),
+    get(id) {
+      const c = byId.get(id);
+      if (!c) return undefined;
+      const { requestType, requestBody, requestLength, responseType, responseBytes, responseTruncated, ...line } = c;
+      return {
+        ...line,
+        request: requestView(requestType, requestBody, requestLength),
+        response: describe(responseType, responseBytes, responseTruncated),
+      };
+    },
+    list: () =>
+      [...byId.values()].map(({ id, at, method, path, status, key_kind, ms }) => ({ id, at, method, path, status, key_kind, ms })),
     clear: () => byId.clear(),
   };
 }
@@ -100,8 +123,13 @@ export function captureRequests(deps: { clock: Clock; log: RequestLog; hub: Even
       };
       deps.log.record({
         ...line,
-        request: requestBody(req),
-        response: describe(headerOf(res.getHeader("content-type")), Buffer.concat(chunks), total > kept),
+        requestType: headerOf(req.headers["content-type"]),
+        // Kept only when small: a reference to a 1 GiB snapshot import must not outlive its request.
+        requestBody: requestLength(req) <= BODY_LIMIT ? (req.body as unknown) : undefined,
+        requestLength: requestLength(req),
+        responseType: headerOf(res.getHeader("content-type")),
+        responseBytes: Buffer.concat(chunks),
+        responseTruncated: total > kept,
       });
       deps.hub.publish({ type: "request", data: line });
     };
@@ -112,19 +140,25 @@ export function captureRequests(deps: { clock: Clock; log: RequestLog; hub: Even
   };
 }
 
+/** Declared body size; a body without one (chunked) counts as too big to keep. */
+const requestLength = (req: Request): number => {
+  const declared = req.headers["content-length"];
+  if (declared === undefined) return req.headers["transfer-encoding"] ? Infinity : 0;
+  const n = Number(declared);
+  return Number.isFinite(n) && n >= 0 ? n : Infinity;
+};
+
 const headerOf = (value: unknown): string | null => (typeof value === "string" ? value : Array.isArray(value) ? String(value[0]) : null);
 
-function requestBody(req: Request): CapturedBody {
-  const type = headerOf(req.headers["content-type"]);
-  const body: unknown = req.body;
+function requestView(type: string | null, body: unknown, length: number): CapturedBody {
   if (body !== undefined && body !== null && typeof body === "object" && !Buffer.isBuffer(body)) {
     const text = JSON.stringify(body);
     if (text.length > BODY_LIMIT) return { content_type: type, body: `[JSON, ${text.length} characters]`, truncated: true };
     return { content_type: type, body: redactJson(body), truncated: false };
   }
-  const length = Number(req.headers["content-length"] ?? 0);
-  if (type?.startsWith("multipart/")) return { content_type: type, body: `[multipart upload, ${length} bytes]`, truncated: false };
-  return { content_type: type, body: length > 0 ? `[${length} bytes]` : null, truncated: false };
+  const size = Number.isFinite(length) ? `${length} bytes` : "size not declared";
+  if (type?.startsWith("multipart/")) return { content_type: type, body: `[multipart upload, ${size}]`, truncated: false };
+  return { content_type: type, body: length > 0 ? `[${size}, not kept]` : null, truncated: length > 0 };
 }
 
 function describe(type: string | null, bytes: Buffer, truncated: boolean): CapturedBody {

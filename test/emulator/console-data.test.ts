@@ -105,6 +105,22 @@ describe("console data", () => {
     expect(JSON.stringify(detail.body)).not.toContain(org.apiKey);
     expect((await request(t.app).get("/_emulator/console/requests/999999")).status).toBe(404);
   });
+
+  it("does not keep a large request body (the log's memory stays bounded)", async () => {
+    const instance = await runningInstance(t, org);
+    const big = "x".repeat(100_000);
+    await request(t.app).put(`/v1/instances/${instance.id}/files/content`).set(org.auth).send({ path: "big.txt", content: big }).expect(204);
+    const list = await request(t.app).get("/_emulator/console/requests");
+    const line = list.body.find((l: { method: string }) => l.method === "PUT");
+    const detail = await request(t.app).get(`/_emulator/console/requests/${line.id}`);
+    expect(detail.body.request).toMatchObject({ truncated: true, body: expect.stringMatching(/bytes, not kept/) });
+    const read = await request(t.app).get(`/v1/instances/${instance.id}/files/content?path=big.txt`).set(org.auth).expect(200);
+    const readLine = (await request(t.app).get("/_emulator/console/requests")).body.find((l: { path: string; method: string }) => l.method === "GET" && l.path.endsWith("/files/content"));
+    const readDetail = await request(t.app).get(`/_emulator/console/requests/${readLine.id}`);
+    expect(read.body.content).toHaveLength(100_000);
+    expect(readDetail.body.response.truncated).toBe(true);
+    expect(String(readDetail.body.response.body).length).toBeLessThanOrEqual(16 * 1024);
+  });
 });
 
 describe("redaction", () => {
