@@ -56,7 +56,7 @@ function treeHash(dir: string): string {
   const walk = (abs: string, rel: string) => {
     for (const name of readdirSync(abs).sort()) {
       const path = `${rel}/${name}`;
-      if (path === "/data/state.json" || path === "/data/emulator.lock" || path.startsWith("/data/state.json.")) continue;
+      if (path === "/data/state.json" || path === "/data/.state.json.tmp" || path === "/data/emulator.lock" || path.startsWith("/data/state.json.")) continue;
       const full = join(abs, name);
       const stats = lstatSync(full);
       if (stats.isSymbolicLink()) hash.update(`L ${path} -> ${readlinkSync(full)}\n`);
