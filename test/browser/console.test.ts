@@ -172,4 +172,42 @@ describe("web console", () => {
     await expect.poll(() => (page.getByTestId("request-log").locator("tbody tr")).count(), UNTIL).toBe(4);
     expect(pageErrors).toEqual([]);
   });
+
+  it("uploads, lists and deletes workspace files from the files view", async () => {
+    const { key, instanceId } = await orgWithInstance("filer");
+    await open(`/instances/${instanceId}/files?path=workspace`);
+    await page.getByLabel("Upload into this folder").setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("hello files") });
+    await page.getByRole("button", { name: "Upload", exact: true }).click();
+    const link = page.getByRole("link", { name: "notes.txt" });
+    await link.waitFor({ state: "visible" });
+    const read = await call<{ content: string }>("GET", `/v1/instances/${instanceId}/files/content?path=workspace/notes.txt`, undefined, key);
+    expect(read.body.content).toBe("hello files");
+    const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
+    expect(download.suggestedFilename()).toBe("notes.txt");
+
+    await page.getByRole("button", { name: "Delete workspace/notes.txt" }).click();
+    await page.getByRole("button", { name: "Yes" }).click();
+    await expect.poll(() => link.count(), UNTIL).toBe(0);
+    expect((await call("GET", `/v1/instances/${instanceId}/files/content?path=workspace/notes.txt`, undefined, key)).status).toBe(404);
+  });
+
+  it("steers lifecycle and plan from the keyboard: stop an instance, switch a tier", async () => {
+    const { key, instanceId } = await orgWithInstance("steer");
+    await open(`/instances/${instanceId}`);
+    const stop = page.getByRole("button", { name: "Stop" });
+    await stop.focus();
+    await page.keyboard.press("Enter");
+    await expect.poll(() => textOf(page.getByTestId("instance-status")), UNTIL).toBe("stopped");
+    expect((await call<{ status: string }>("GET", `/v1/instances/${instanceId}`, undefined, key)).body.status).toBe("stopped");
+
+    // Navigation links are reachable and followable with the keyboard.
+    await page.getByRole("link", { name: "Organizations" }).focus();
+    await page.keyboard.press("Enter");
+    await page.waitForURL(`${url}/_emulator/ui/organizations`);
+    const org = page.locator("article.card", { hasText: "steer" });
+    await org.getByLabel("Plan of steer").selectOption("crab");
+    await org.getByRole("button", { name: "Switch" }).click();
+    await expect.poll(() => textOf(org.locator("dd").nth(1)), UNTIL).toContain("1 of 10");
+    expect((await call<{ subscription_tier: string }>("GET", "/v1/organization", undefined, key)).body.subscription_tier).toBe("crab");
+  });
 });

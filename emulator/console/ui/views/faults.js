@@ -1,6 +1,6 @@
 // Fault rules: the active ones (hits and what remains update live), a form to
 // add one, and remove.
-import { Action, api, get, html, Loading, useLive, useState } from "../lib.js";
+import { Action, api, get, html, Loading, short, useLive, useState } from "../lib.js";
 
 const EMPTY = { target: "gateway", instance_id: "", path: "", method: "", status: "503", error: "", latency_ms: "", probability: "", times: "1" };
 
@@ -57,7 +57,7 @@ export function Faults() {
             <tbody>${rules.map(
               (r) => html`<tr key=${r.id} data-fault=${r.id}>
                 <td>${r.target}</td>
-                <td>${[r.instance_id && `instance ${r.instance_id}`, r.path && `path ${r.path}*`, r.method && r.method, r.probability !== undefined && `p=${r.probability}`].filter(Boolean).join(", ") || "everything"}</td>
+                <td>${[r.instance_id && `instance ${short(r.instance_id)}`, r.path && `path ${r.path}*`, r.method && r.method, r.probability !== undefined && `p=${r.probability}`].filter(Boolean).join(", ") || "everything"}</td>
                 <td>${[r.status && `HTTP ${r.status}`, r.error, r.latency_ms && `+${r.latency_ms} ms`].filter(Boolean).join(", ") || "—"}</td>
                 <td>${r.hits}</td><td>${r.remaining ?? "∞"}</td>
                 <td><${Action} run=${async () => {
