@@ -96,8 +96,12 @@ export function sessions(env: EmulatorEnv, instanceId: string) {
       last_input: redactText(head.input_text.slice(0, 120)),
     });
   }
-  return out.sort((a, b) => b.updated_at.localeCompare(a.updated_at) || a.session.localeCompare(b.session));
+  // The newest first, and only so many: an instance with thousands of sessions must not make one huge page.
+  return out.sort((a, b) => b.updated_at.localeCompare(a.updated_at) || a.session.localeCompare(b.session)).slice(0, SESSIONS_SHOWN);
 }
+
+/** Sessions listed per instance (the newest). */
+export const SESSIONS_SHOWN = 200;
 
 export function sessionTurns(env: EmulatorEnv, instanceId: string, session: string, query: unknown) {
   liveInstance(env, instanceId);
