@@ -210,4 +210,28 @@ describe("web console", () => {
     await expect.poll(() => textOf(org.locator("dd").nth(1)), UNTIL).toContain("1 of 10");
     expect((await call<{ subscription_tier: string }>("GET", "/v1/organization", undefined, key)).body.subscription_tier).toBe("crab");
   });
+
+  // Last: it wipes the emulator.
+  it("exports a snapshot, resets after a confirmation, and imports the snapshot back", async () => {
+    const { instanceId } = await orgWithInstance("kept");
+    await open("/snapshot");
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download snapshot" }).click()]);
+    const file = await download.path();
+    const { readFileSync } = await import("node:fs");
+    const exported = JSON.parse(readFileSync(file, "utf8")) as { instances: Record<string, unknown> };
+    expect(Object.keys(exported.instances)).toContain(instanceId);
+
+    await page.getByRole("button", { name: "Reset…" }).click();
+    await page.getByRole("button", { name: "Cancel" }).click();
+    expect(((await call<{ instances: unknown[] }>("GET", "/_emulator/console/state")).body.instances).length).toBeGreaterThan(0);
+    await page.getByRole("button", { name: "Reset…" }).click();
+    await page.getByRole("button", { name: "Yes" }).click();
+    await page.getByText("The emulator was reset.").waitFor();
+    expect((await call<{ instances: unknown[] }>("GET", "/_emulator/console/state")).body.instances).toEqual([]);
+
+    await page.getByLabel("Snapshot file").setInputFiles(file);
+    await page.getByText(/^Imported /).waitFor();
+    const back = await call<{ instances: { id: string }[] }>("GET", "/_emulator/console/state");
+    expect(back.body.instances.map((i) => i.id)).toContain(instanceId);
+  });
 });
