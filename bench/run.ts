@@ -71,6 +71,15 @@ async function main(): Promise<void> {
     });
     await res.body.dump();
   });
+  // The same load with a console watching: every request and turn also goes out on /_emulator/events.
+  const watcher = await request(`${url}/_emulator/events`, { dispatcher: new Agent() });
+  let streamed = 0;
+  watcher.body.on("data", (chunk: Buffer) => (streamed += chunk.length));
+  await measure("  ...with an events client attached", async () => {
+    await scoped.createSessionResponse({ instance_id: instance.id, session_id: `s${n++ % 64}`, body: { model: "m", input: "hello" } });
+  });
+  watcher.body.destroy();
+  console.log(`events streamed to the watcher: ${(streamed / 1024).toFixed(0)} KiB`);
   console.log(`\nstore file writes during the run: ${emulator.store.writes} (in-memory store: 0 expected)`);
   await emulator.close();
   await agent.close();

@@ -191,6 +191,7 @@ async function main(argv: string[]): Promise<number> {
     [
       "agent-bridge: local mode (emulated service, terminal chat)",
       `  service    ${url}  (emulator; state in ${join(dataDir, "emulator")})`,
+      `  console    ${url}/_emulator/ui/instances/${boot.creds.instanceId}  (web console: conversations, requests, faults)`,
       `  org        ${boot.creds.organizationId}  (${boot.reusedOrganization ? "reused" : "new"})`,
       `  instance   ${boot.creds.instanceId}  (${boot.reusedInstance ? "reused" : "new"}, running)`,
       "Type a message and press Enter. /help lists commands; Ctrl+D or Ctrl+C quits.",

@@ -99,6 +99,7 @@ async function main(): Promise<void> {
       `  gateway  ${emulator.gateway.url}`,
       `  openapi  ${url}/v1/openapi.json`,
       `  control  ${url}/_emulator (${args["admin-token"] ? "admin token required" : loopback ? "loopback only" : "off: no --admin-token"})`,
+      `  console  ${url}/_emulator/ui/${args["admin-token"] ? " (open once with ?token=<admin token>)" : ""}`,
       `emulator listening on ${url}`,
       "",
     ].join("\n"),

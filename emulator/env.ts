@@ -21,6 +21,8 @@ export interface EmulatorSettings {
   gatewayUrl: string | undefined;
   /** Required as a bearer on `/_emulator` when set. */
   adminToken: string | undefined;
+  /** The host the API listens on, once listening: a `Host` header naming it passes the control plane's host check. */
+  listenHost?: string;
   /** Where instance workspaces live (a temporary folder for in-memory emulators). */
   workspaceRoot: string;
   version: string;

@@ -31,6 +31,12 @@ import { responseHandlers } from "./routes/responses.js";
 import { openStore, type Store } from "./store/store.js";
 import { createWorkspaces } from "./workspace/workspaces.js";
 import { extraHandlers } from "./routes/extra.js";
+import { mountConsole } from "./console/routes.js";
+import { captureRequests, createRequestLog } from "./events/capture.js";
+import { createEventHub, type EventHub } from "./events/hub.js";
+import { observeStore } from "./events/observe.js";
+import { mountEvents } from "./events/routes.js";
+import { turnEvent } from "./events/turn.js";
 
 export const EMULATOR_VERSION = "0.1.0";
 
@@ -57,6 +63,10 @@ export interface EmulatorOptions {
   validateResponses?: boolean;
   /** Host the gateway listens on (default 127.0.0.1). */
   gatewayHost?: string;
+  /** Interval of heartbeat comments on `/_emulator/events`, ms (default 15000). */
+  eventsHeartbeatMs?: number;
+  /** Most bytes an events client may have waiting before its backlog is dropped (default 1 MiB). */
+  eventsMaxQueuedBytes?: number;
 }
 
 export interface Emulator {
@@ -65,6 +75,8 @@ export interface Emulator {
   env: EmulatorEnv;
   store: Store;
   journal: RequestJournal;
+  /** The live feed behind `/_emulator/events`. */
+  events: EventHub;
   /** Starts the API on `port` (0 = any free port); resolves its base URL. */
   listen(port?: number, host?: string): Promise<string>;
   readonly url: string;
@@ -76,7 +88,10 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const clock = options.clock ?? systemClock;
   const random = options.random ?? (options.seed !== undefined ? seededRandom(options.seed) : cryptoRandom);
   const persistent = options.dataDir !== undefined && options.inMemory !== true;
-  const store = await openStore({ dataDir: persistent ? options.dataDir : undefined, flushMs: options.flushMs });
+  const events = createEventHub({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes });
+  const store = observeStore(await openStore({ dataDir: persistent ? options.dataDir : undefined, flushMs: options.flushMs }), () =>
+    events.publish({ type: "state", data: { at: new Date(clock.now()).toISOString() } }),
+  );
   const scratch = persistent ? undefined : mkdtempSync(join(tmpdir(), "agent-bridge-emulator-"));
   const workspaceRoot = persistent ? join(store.dataDir!, "instances") : scratch!;
 
@@ -93,6 +108,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const gateway = createGateway({
     state: () => store.data.gateway,
     onChange: () => store.commit(),
+    onTurn: (response) => events.publish({ type: "turn", data: turnEvent(response) }),
     clock,
     random,
     faultFor(instanceId) {
@@ -134,6 +150,8 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   app.disable("x-powered-by");
   app.set("etag", false);
   app.use(recordRequests(journal, clock));
+  const requestLog = createRequestLog();
+  app.use(captureRequests({ clock, log: requestLog, hub: events }));
   app.use(applyApiFault(env));
   // Snapshots carry whole workspaces: their import gets a larger limit than the API's 1 MiB.
   app.use("/_emulator/snapshot", express.json({ limit: "1gb" }));
@@ -141,6 +159,8 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
 
   app.get("/v1/openapi.json", serveOpenApi(() => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined)));
   mountBillingPage(app, env);
+  mountEvents(app, env, events);
+  mountConsole(app, env, requestLog);
   const handlers: Partial<Handlers> = {
     ...organizationHandlers(env),
     ...keyHandlers(env),
@@ -160,6 +180,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     env,
     store,
     journal,
+    events,
     async listen(port = 0, host = "127.0.0.1") {
       await new Promise<void>((resolve, reject) => {
         server = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve()));
@@ -169,6 +190,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
       const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
       listeningOn = address.address;
       publicUrl = `http://${shownHost}:${address.port}`;
+      settings.listenHost = host;
       return publicUrl;
     },
     get url() {
@@ -178,6 +200,8 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     async close() {
       if (closed) return;
       closed = true;
+      // Event streams end cleanly (clients see the end, not a reset) before sockets are cut.
+      events.close();
       if (server) {
         const s = server;
         await new Promise<void>((resolve) => {

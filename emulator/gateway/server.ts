@@ -270,7 +270,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
     };
     const store = () => {
       if (closed || (generations.get(instanceId) ?? 0) !== generation) return;
-      record(options.state(), {
+      const stored = {
         id: turn.id,
         instance_id: instanceId,
         session,
@@ -279,8 +279,10 @@ export function createGateway(options: GatewayOptions): FakeGateway {
         output_text: text,
         model: request.model,
         created_at: turn.createdAt,
-      });
+      };
+      record(state, stored);
       options.onChange();
+      options.onTurn?.(stored);
     };
 
     if (!request.stream) {

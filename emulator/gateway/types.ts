@@ -34,6 +34,8 @@ export interface GatewayOptions {
   state: () => GatewayState;
   /** Called after every mutation so the store can schedule a coalesced write. */
   onChange: () => void;
+  /** Called with each turn once it is stored (the control plane's events stream). */
+  onTurn?: (response: StoredResponse) => void;
   clock: Clock;
   random: Random;
   /** Consulted once per routed request, before anything else happens. */

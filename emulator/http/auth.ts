@@ -64,18 +64,67 @@ export function requireOrgKey(caller: Caller): void {
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
+const LOOPBACK_HOST = /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|localhost|\[::1\])$/i;
 
-/** The control plane: token when one is set, else loopback callers only. */
+/** The host part of a `Host` header (`name`, `name:port`, `[v6]`, `[v6]:port`), lowercased. */
+export function hostName(header: string): string {
+  const value = header.trim().toLowerCase();
+  if (value.startsWith("[")) {
+    const close = value.indexOf("]");
+    return close < 0 ? value : value.slice(0, close + 1);
+  }
+  const colon = value.indexOf(":");
+  return colon < 0 ? value : value.slice(0, colon);
+}
+
+/**
+ * Without an admin token, a page on another site could reach the control plane
+ * through a name that resolves to 127.0.0.1 (DNS rebinding): its requests then
+ * carry that name in `Host`. Only loopback names and the configured listen
+ * host are answered.
+ */
+export function isAllowedHost(header: string | undefined, configuredHost: string | undefined): boolean {
+  if (!header) return false;
+  const name = hostName(header);
+  if (LOOPBACK_HOST.test(name)) return true;
+  // A wildcard listen address is no name: `http://0.0.0.0:port/` reaches loopback from some browsers.
+  if (!configuredHost || configuredHost === "0.0.0.0" || configuredHost === "::") return false;
+  const configured = configuredHost.includes(":") && !configuredHost.startsWith("[") ? `[${configuredHost}]` : configuredHost;
+  return name === configured.toLowerCase();
+}
+
+/** The console's browser cannot send a bearer on page loads: it may carry the token in this cookie. */
+export const ADMIN_COOKIE = "emulator_admin";
+
+export function cookieValue(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? "").split(";")) {
+    const eq = part.indexOf("=");
+    if (eq > 0 && part.slice(0, eq).trim() === name) {
+      try {
+        return decodeURIComponent(part.slice(eq + 1).trim());
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
+}
+
+export const tokenMatches = (given: string, token: string): boolean => timingSafeEqual(Buffer.from(hashKey(given)), Buffer.from(hashKey(token)));
+
+/** The control plane: token when one is set, else loopback callers naming a loopback (or the configured) host only. */
 export function authorizeAdmin(env: EmulatorEnv, req: Request): void {
   const token = env.settings.adminToken;
   if (token) {
-    const given = BEARER.exec(req.headers.authorization ?? "")?.[1] ?? "";
-    const a = Buffer.from(hashKey(given));
-    const b = Buffer.from(hashKey(token));
-    if (!timingSafeEqual(a, b)) throw unauthorized("The control plane needs the admin token.");
+    const bearer = BEARER.exec(req.headers.authorization ?? "")?.[1];
+    const given = bearer ?? cookieValue(req.headers.cookie, ADMIN_COOKIE) ?? "";
+    if (!tokenMatches(given, token)) throw unauthorized("The control plane needs the admin token.");
     return;
   }
   if (!LOOPBACK.test(req.socket.remoteAddress ?? "")) {
     throw unauthorized("The control plane answers loopback callers only; start with --admin-token to open it.");
+  }
+  if (!isAllowedHost(req.headers.host, env.settings.listenHost)) {
+    throw unauthorized("The control plane answers only requests addressed to a loopback host (Host header); start with --admin-token to open it.");
   }
 }

@@ -8,7 +8,7 @@ import type { Express, NextFunction, Request, Response } from "express";
 import type { z } from "zod";
 import { expressPath, routes, type OperationId, type PathParams, type RouteSpec, type Routes } from "../../shared/api.js";
 import type { EmulatorEnv } from "../env.js";
-import { notImplemented, sendError, validationError } from "../errors.js";
+import { notFound, notImplemented, sendError, validationError } from "../errors.js";
 import type { InstanceRecord } from "../store/state.js";
 import { authenticate, authorizeAdmin, authorizeInstance, requireOrgKey, type Caller } from "./auth.js";
 
@@ -47,7 +47,10 @@ export function mountRoutes(app: Express, env: EmulatorEnv, handlers: Partial<Ha
   for (const [id, spec] of Object.entries(routes) as [OperationId, RouteSpec][]) {
     const handler = handlers[id] as Handler<RouteSpec> | undefined;
     const method = spec.method.toLowerCase() as "get" | "post" | "put" | "patch" | "delete";
-    app[method](expressPath(spec.path), async (req: Request, res: Response, next: NextFunction) => {
+    // The console acts for an organization through `/_emulator/as/{organization_id}/v1/...`
+    // (control-plane access, see `prepare`): one implementation of every route for both.
+    const paths = spec.access.kind === "admin" ? [expressPath(spec.path)] : [expressPath(spec.path), `${ACT_AS_PREFIX}/:${ACT_AS_PARAM}${expressPath(spec.path)}`];
+    app[method](paths, async (req: Request, res: Response, next: NextFunction) => {
       try {
         const ctx = prepare(env, spec, req, res);
         if (!handler) throw notImplemented(`${spec.method} ${spec.path}`);
@@ -67,10 +70,25 @@ export function mountRoutes(app: Express, env: EmulatorEnv, handlers: Partial<Ha
   }
 }
 
+/** Where the console calls the `/v1` routes as an organization (control-plane access required). */
+export const ACT_AS_PREFIX = "/_emulator/as";
+const ACT_AS_PARAM = "act_as_organization";
+
 function prepare(env: EmulatorEnv, spec: RouteSpec, req: Request, res: Response): Ctx<RouteSpec> {
   const params = req.params as Record<string, string>;
   let caller: Caller | undefined;
   let instance: InstanceRecord | undefined;
+  const actAs = params[ACT_AS_PARAM];
+  if (actAs !== undefined && (spec.access.kind === "org" || spec.access.kind === "instance")) {
+    authorizeAdmin(env, req);
+    const organization = Object.hasOwn(env.store.data.organizations, actAs) ? env.store.data.organizations[actAs] : undefined;
+    if (!organization) throw notFound(`Organization ${actAs} not found.`);
+    res.locals.keyKind = "none";
+    caller = { kind: "org", organization };
+    if (params.instance_id !== undefined) instance = env.settle(authorizeInstance(env, caller, spec.access, params.instance_id));
+    return finishPrepare(spec, req, res, params, caller, instance);
+  }
+  if (actAs !== undefined) authorizeAdmin(env, req);
   switch (spec.access.kind) {
     case "admin":
       authorizeAdmin(env, req);
@@ -93,6 +111,17 @@ function prepare(env: EmulatorEnv, spec: RouteSpec, req: Request, res: Response)
       res.locals.keyKind = "none";
       break;
   }
+  return finishPrepare(spec, req, res, params, caller, instance);
+}
+
+function finishPrepare(
+  spec: RouteSpec,
+  req: Request,
+  res: Response,
+  params: Record<string, string>,
+  caller: Caller | undefined,
+  instance: InstanceRecord | undefined,
+): Ctx<RouteSpec> {
   let query: unknown;
   if (spec.query) {
     const parsed = spec.query.safeParse(req.query);

@@ -38,6 +38,7 @@ describe("npm start", () => {
     const [org1, orgState1] = field(first.stdout, "org") ?? [];
     const [inst1, instState1] = field(first.stdout, "instance") ?? [];
     expect([orgState1, instState1]).toEqual(["new", "new"]);
+    expect(first.stdout).toMatch(new RegExp(`console\\s+http://127\\.0\\.0\\.1:\\d+/_emulator/ui/instances/${inst1}\\s`));
 
     const credsFile = join(dataDir, "credentials.json");
     expect(statSync(credsFile).mode & 0o777).toBe(0o600);

@@ -1,0 +1,100 @@
+/**
+ * The web console: its page and assets under `/_emulator/ui/` (any path below
+ * answers the page, which routes in the browser), Preact and htm served from
+ * node_modules by path (no CDN, no build), and the read-only data endpoints
+ * under `/_emulator/console/`. Everything is behind the control plane's
+ * access rule; with an admin token, `?token=` on a page load sets a cookie
+ * that stands in for the bearer (a browser cannot add one to page loads).
+ */
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import type { EmulatorEnv } from "../env.js";
+import { notFound, sendError, unauthorized } from "../errors.js";
+import { ADMIN_COOKIE, authorizeAdmin, tokenMatches } from "../http/auth.js";
+import type { RequestLog } from "../events/capture.js";
+import { channels, overview, responseChain, sessions, sessionTurns } from "./data.js";
+
+const UI_DIR = join(dirname(fileURLToPath(import.meta.url)), "ui");
+const require = createRequire(import.meta.url);
+
+/** Vendor modules by name, their bare `preact` imports pointed at our copy. */
+function vendorModules(): Map<string, string> {
+  const read = (path: string) => readFileSync(path, "utf8").replace(/(from\s*|import\s*)(["'])preact\2/g, "$1$2./preact.mjs$2");
+  // htm's CommonJS entry sits beside its ES module build.
+  const htmDir = dirname(require.resolve("htm"));
+  return new Map([
+    ["preact.mjs", read(require.resolve("preact"))],
+    ["hooks.mjs", read(require.resolve("preact/hooks"))],
+    ["htm.mjs", read(join(htmDir, "htm.mjs"))],
+  ]);
+}
+
+const SECURITY_HEADERS = {
+  "content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+};
+
+export function mountConsole(app: Express, env: EmulatorEnv, requests: RequestLog): void {
+  const vendor = vendorModules();
+  const index = readFileSync(join(UI_DIR, "index.html"), "utf8");
+
+  const admin = (req: Request, res: Response, next: NextFunction) => {
+    try {
+      authorizeAdmin(env, req);
+      res.set(SECURITY_HEADERS);
+      next();
+    } catch (error) {
+      sendError(res, error);
+    }
+  };
+  const json =
+    (read: (req: Request) => unknown) =>
+    async (req: Request, res: Response) => {
+      try {
+        res.set("cache-control", "no-store").json(await read(req));
+      } catch (error) {
+        sendError(res, error);
+      }
+    };
+  const param = (req: Request, name: string) => String(req.params[name]);
+
+  // Token exchange first: it is how a browser gets past `admin` when a token is set.
+  app.get(["/_emulator/ui", "/_emulator/ui/{*rest}"], (req, res, next) => {
+    const token = env.settings.adminToken;
+    const given = typeof req.query.token === "string" ? req.query.token : undefined;
+    if (!token || given === undefined) return next();
+    if (!tokenMatches(given, token)) return sendError(res, unauthorized("The control plane needs the admin token."));
+    res.cookie(ADMIN_COOKIE, given, { httpOnly: true, sameSite: "strict", path: "/_emulator" });
+    res.redirect(303, req.path);
+  });
+  // Routing is not strict: `/_emulator/ui` also matches `/_emulator/ui/`, which must not redirect.
+  app.get("/_emulator/ui", admin, (req, res, next) => (req.originalUrl.split("?")[0] === "/_emulator/ui" ? res.redirect(301, "/_emulator/ui/") : next()));
+  app.get("/_emulator/ui/vendor/:name", admin, (req, res) => {
+    const body = vendor.get(param(req, "name"));
+    if (body === undefined) return sendError(res, notFound("No such vendor module."));
+    res.type("text/javascript").set("cache-control", "no-cache").send(body);
+  });
+  app.use("/_emulator/ui/assets", admin, express.static(UI_DIR, { index: false, fallthrough: false, dotfiles: "deny", cacheControl: true, maxAge: 0 }));
+  // Every other page path is the app: the browser router reads the location.
+  app.get("/_emulator/ui/{*rest}", admin, (_req, res) => void res.type("html").set("cache-control", "no-cache").send(index));
+
+  app.get("/_emulator/console/state", admin, json(() => overview(env)));
+  app.get("/_emulator/console/instances/:id/sessions", admin, json((req) => sessions(env, param(req, "id"))));
+  app.get("/_emulator/console/instances/:id/sessions/:session", admin, json((req) => sessionTurns(env, param(req, "id"), param(req, "session"), req.query)));
+  app.get("/_emulator/console/instances/:id/channels", admin, json((req) => channels(env, param(req, "id"))));
+  app.get("/_emulator/console/responses/:id", admin, json((req) => responseChain(env, param(req, "id"), req.query)));
+  app.get("/_emulator/console/requests", admin, json(() => requests.list()));
+  app.get(
+    "/_emulator/console/requests/:id",
+    admin,
+    json((req) => {
+      const found = requests.get(Number(param(req, "id")));
+      if (!found) throw notFound(`Request ${param(req, "id")} is no longer in the log.`);
+      return found;
+    }),
+  );
+}

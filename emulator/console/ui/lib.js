@@ -1,0 +1,188 @@
+// Shared pieces of the console: rendering (Preact + htm), the API helpers,
+// the one events stream, and hooks that keep a view's data live.
+import { h, render } from "/_emulator/ui/vendor/preact.mjs";
+import { useCallback, useEffect, useRef, useState } from "/_emulator/ui/vendor/hooks.mjs";
+import htm from "/_emulator/ui/vendor/htm.mjs";
+
+export const html = htm.bind(h);
+export { render, useCallback, useEffect, useRef, useState };
+
+export const BASE = "/_emulator/ui";
+
+/** An API error as the contract shapes it: `{detail}` turned into one sentence. */
+export class ApiError extends Error {
+  constructor(status, body) {
+    const detail = body && body.detail;
+    const text =
+      typeof detail === "string"
+        ? detail
+        : Array.isArray(detail)
+          ? detail.map((d) => `${(d.loc || []).join(".")}: ${d.msg}`).join("; ")
+          : detail && detail.error
+            ? detail.error
+            : `HTTP ${status}`;
+    super(text);
+    this.status = status;
+  }
+}
+
+export async function api(method, path, body) {
+  // Marks the console's own calls: the request log leaves them out.
+  const init = { method, headers: { "x-emulator-console": "1" } };
+  if (body instanceof FormData) init.body = body;
+  else if (body !== undefined) {
+    init.headers["content-type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, init);
+  const text = await res.text();
+  let parsed;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = text;
+  }
+  if (!res.ok) throw new ApiError(res.status, parsed);
+  return parsed;
+}
+export const get = (path) => api("GET", path);
+export const CONSOLE_HEADER = "x-emulator-console";
+
+/** `/v1` routes called as the instance's organization (control-plane access). */
+export const asOrg = (orgId, path) => `/_emulator/as/${encodeURIComponent(orgId)}${path}`;
+
+// ---- the events stream ----------------------------------------------------
+export const bus = new EventTarget();
+const TYPES = ["hello", "request", "state", "turn", "overflow"];
+let source;
+let status = "connecting";
+/** The stream's state now: "connecting", "live" (attached) or "reconnecting". */
+export const liveStatus = () => status;
+const setStatus = (next) => {
+  status = next;
+  bus.dispatchEvent(new CustomEvent("status", { detail: next }));
+};
+export function connectEvents() {
+  if (source) return;
+  source = new EventSource("/_emulator/events");
+  for (const type of TYPES) {
+    source.addEventListener(type, (e) => {
+      // `hello` arrives once the server attached this stream: from then on nothing is missed.
+      if (type === "hello") setStatus("live");
+      bus.dispatchEvent(new CustomEvent(type, { detail: JSON.parse(e.data) }));
+    });
+  }
+  source.addEventListener("error", () => setStatus("reconnecting"));
+}
+
+export function useEvent(types, handler) {
+  const ref = useRef(handler);
+  ref.current = handler;
+  useEffect(() => {
+    const on = (e) => ref.current(e.type, e.detail);
+    for (const t of types) bus.addEventListener(t, on);
+    return () => {
+      for (const t of types) bus.removeEventListener(t, on);
+    };
+  }, [types.join()]);
+}
+
+/**
+ * Data loaded by `load` and loaded again when an event passes `when(type, detail)`
+ * (and after every (re)connect or overflow, which may have lost events). At most
+ * one load runs; events during it cause exactly one more.
+ */
+export function useLive(load, deps, when = () => false) {
+  const [state, setState] = useState({ data: undefined, error: undefined });
+  const control = useRef({ inflight: false, again: false, alive: true });
+  const loadRef = useRef(load);
+  loadRef.current = load;
+  const run = useCallback(async () => {
+    const c = control.current;
+    if (c.inflight) {
+      c.again = true;
+      return;
+    }
+    c.inflight = true;
+    try {
+      const data = await loadRef.current();
+      if (c.alive) setState({ data, error: undefined });
+    } catch (error) {
+      if (c.alive) setState((s) => ({ data: s.data, error }));
+    } finally {
+      c.inflight = false;
+      if (c.again && c.alive) {
+        c.again = false;
+        run();
+      }
+    }
+  }, []);
+  useEffect(() => {
+    control.current = { inflight: false, again: false, alive: true };
+    setState({ data: undefined, error: undefined });
+    run();
+    return () => {
+      control.current.alive = false;
+    };
+  }, deps);
+  useEvent(["hello", "overflow", "request", "state", "turn"], (type, detail) => {
+    if (type === "hello" || type === "overflow" || when(type, detail)) run();
+  });
+  return [state, run];
+}
+
+// ---- small shared components ---------------------------------------------
+export const link = (path) => `${BASE}${path}`;
+
+export function navigate(path) {
+  history.pushState(null, "", link(path));
+  dispatchEvent(new PopStateEvent("popstate"));
+}
+
+export function Link({ to, children, ...rest }) {
+  const onClick = (e) => {
+    if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+    e.preventDefault();
+    navigate(to);
+  };
+  return html`<a href=${link(to)} onClick=${onClick} ...${rest}>${children}</a>`;
+}
+
+export function Loading({ state, children }) {
+  if (state.error && state.data === undefined) return html`<p class="error" role="alert">${state.error.message}</p>`;
+  if (state.data === undefined) return html`<p class="muted">Loading…</p>`;
+  return children(state.data);
+}
+
+/** A button that runs an async action, shows it is busy, and reports a failure. */
+export function Action({ run, children, confirm: question, ...rest }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState();
+  const [asking, setAsking] = useState(false);
+  const go = async () => {
+    setBusy(true);
+    setError(undefined);
+    setAsking(false);
+    try {
+      await run();
+    } catch (e) {
+      setError(e.message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  if (asking)
+    return html`<span class="confirm" role="group" aria-label="Confirm">
+      <span>${question}</span>
+      <button class="danger" onClick=${go} autofocus>Yes</button>
+      <button onClick=${() => setAsking(false)}>Cancel</button>
+    </span>`;
+  return html`<span class="action"
+    ><button disabled=${busy} onClick=${() => (question ? setAsking(true) : go())} ...${rest}>${children}</button
+    >${error && html`<span class="error" role="alert">${error}</span>`}</span
+  >`;
+}
+
+export const time = (iso) => (iso ? new Date(iso).toLocaleString() : "—");
+export const short = (id) => (id ? `${id.slice(0, 8)}…` : "—");
+export const origin = () => location.origin;

@@ -1,0 +1,175 @@
+/**
+ * Records each finished request for the console: its line in the request log
+ * (published as a `request` event) and, in a bounded ring, the first bytes of
+ * its request and response bodies with secrets redacted. The console's own
+ * traffic (its page, data, the events stream, and calls it marks with
+ * `x-emulator-console`) is left out so the log shows what clients did.
+ */
+import type { NextFunction, Request, Response } from "express";
+import type { Clock } from "../../shared/clock.js";
+import type { EventHub, RequestEvent } from "./hub.js";
+import { redactJson, redactText } from "./redact.js";
+
+/** Bytes of each body kept (more is cut and marked). */
+export const BODY_LIMIT = 16 * 1024;
+
+export interface CapturedBody {
+  content_type: string | null;
+  /** Parsed JSON (redacted), redacted text, or a note such as `[binary, 120 bytes]`. */
+  body: unknown;
+  truncated: boolean;
+}
+
+export interface RequestDetail extends RequestEvent {
+  request: CapturedBody;
+  response: CapturedBody;
+}
+
+/**
+ * What is kept per request: raw, so the request path pays only for copying at
+ * most 16 KiB; parsing and redaction happen when someone asks (`get`).
+ */
+export interface RawCapture extends RequestEvent {
+  requestType: string | null;
+  requestBody: unknown;
+  requestLength: number;
+  responseType: string | null;
+  responseBytes: Buffer;
+  responseTruncated: boolean;
+}
+
+export interface RequestLog {
+  record(capture: RawCapture): void;
+  get(id: number): RequestDetail | undefined;
+  /** Oldest first. */
+  list(): RequestEvent[];
+  clear(): void;
+}
+
+/** A ring of the last `capacity` requests: constant memory whatever the traffic. */
+export function createRequestLog(capacity = 300): RequestLog {
+  const byId = new Map<number, RawCapture>();
+  return {
+    record(capture) {
+      byId.set(capture.id, capture);
+      // Map keeps insertion order: the first key is the oldest.
+      if (byId.size > capacity) byId.delete(byId.keys().next().value!);
+    },
+    get(id) {
+      const c = byId.get(id);
+      if (!c) return undefined;
+      const { requestType, requestBody, requestLength, responseType, responseBytes, responseTruncated, ...line } = c;
+      return {
+        ...line,
+        request: requestView(requestType, requestBody, requestLength),
+        response: describe(responseType, responseBytes, responseTruncated),
+      };
+    },
+    list: () =>
+      [...byId.values()].map(({ id, at, method, path, status, key_kind, ms }) => ({ id, at, method, path, status, key_kind, ms })),
+    clear: () => byId.clear(),
+  };
+}
+
+const CONSOLE_OWN = /^\/_emulator\/(ui(\/|$)|console\/|events$|as\/)/;
+/** Sent by the console on its calls to other control-plane routes (faults, snapshot...). */
+export const CONSOLE_HEADER = "x-emulator-console";
+
+export const isConsoleTraffic = (req: Request): boolean => CONSOLE_OWN.test(req.path) || req.headers[CONSOLE_HEADER] !== undefined;
+
+export function captureRequests(deps: { clock: Clock; log: RequestLog; hub: EventHub }) {
+  let nextId = 1;
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (isConsoleTraffic(req)) return next();
+    const started = performance.now();
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    let total = 0;
+    const keep = (chunk: unknown, encoding?: unknown) => {
+      if (chunk === undefined || chunk === null || typeof chunk === "function") return;
+      const buf = Buffer.isBuffer(chunk)
+        ? chunk
+        : chunk instanceof Uint8Array
+          ? Buffer.from(chunk)
+          : Buffer.from(String(chunk), typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8");
+      total += buf.length;
+      if (kept >= BODY_LIMIT) return;
+      const part = buf.subarray(0, BODY_LIMIT - kept);
+      chunks.push(part);
+      kept += part.length;
+    };
+    const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+    const end = res.end.bind(res) as (...args: unknown[]) => Response;
+    res.write = ((...args: unknown[]) => {
+      keep(args[0], args[1]);
+      return write(...args);
+    }) as Response["write"];
+    res.end = ((...args: unknown[]) => {
+      keep(args[0], args[1]);
+      return end(...args);
+    }) as Response["end"];
+
+    const finish = () => {
+      res.off("finish", finish);
+      res.off("close", finish);
+      const line: RequestEvent = {
+        id: nextId++,
+        at: new Date(deps.clock.now()).toISOString(),
+        method: req.method,
+        path: req.path,
+        status: res.statusCode,
+        key_kind: (res.locals.keyKind as RequestEvent["key_kind"] | undefined) ?? "none",
+        ms: Math.round((performance.now() - started) * 100) / 100,
+      };
+      deps.log.record({
+        ...line,
+        requestType: headerOf(req.headers["content-type"]),
+        // Kept only when small: a reference to a 1 GiB snapshot import must not outlive its request.
+        requestBody: requestLength(req) <= BODY_LIMIT ? (req.body as unknown) : undefined,
+        requestLength: requestLength(req),
+        responseType: headerOf(res.getHeader("content-type")),
+        responseBytes: Buffer.concat(chunks),
+        responseTruncated: total > kept,
+      });
+      deps.hub.publish({ type: "request", data: line });
+    };
+    res.on("finish", finish);
+    // A reset or a hung fault never finishes: the line still appears when the socket goes.
+    res.on("close", finish);
+    next();
+  };
+}
+
+/** Declared body size; a body without one (chunked) counts as too big to keep. */
+const requestLength = (req: Request): number => {
+  const declared = req.headers["content-length"];
+  if (declared === undefined) return req.headers["transfer-encoding"] ? Infinity : 0;
+  const n = Number(declared);
+  return Number.isFinite(n) && n >= 0 ? n : Infinity;
+};
+
+const headerOf = (value: unknown): string | null => (typeof value === "string" ? value : Array.isArray(value) ? String(value[0]) : null);
+
+function requestView(type: string | null, body: unknown, length: number): CapturedBody {
+  if (body !== undefined && body !== null && typeof body === "object" && !Buffer.isBuffer(body)) {
+    const text = JSON.stringify(body);
+    if (text.length > BODY_LIMIT) return { content_type: type, body: `[JSON, ${text.length} characters]`, truncated: true };
+    return { content_type: type, body: redactJson(body), truncated: false };
+  }
+  const size = Number.isFinite(length) ? `${length} bytes` : "size not declared";
+  if (type?.startsWith("multipart/")) return { content_type: type, body: `[multipart upload, ${size}]`, truncated: false };
+  return { content_type: type, body: length > 0 ? `[${size}, not kept]` : null, truncated: length > 0 };
+}
+
+function describe(type: string | null, bytes: Buffer, truncated: boolean): CapturedBody {
+  if (bytes.length === 0) return { content_type: type, body: null, truncated };
+  if (type?.includes("json") && !truncated) {
+    try {
+      return { content_type: type, body: redactJson(JSON.parse(bytes.toString("utf8"))), truncated };
+    } catch {
+      // Not JSON after all: shown as text below.
+    }
+  }
+  if (!type || /json|text|event-stream|xml|javascript/.test(type)) return { content_type: type, body: redactText(bytes.toString("utf8")), truncated };
+  return { content_type: type, body: `[binary, ${bytes.length}${truncated ? "+" : ""} bytes]`, truncated };
+}

@@ -1,0 +1,24 @@
+import type { StoredResponse } from "../gateway/index.js";
+import { tokens } from "../gateway/wire.js";
+import type { TurnEvent } from "./hub.js";
+import { redactText } from "./redact.js";
+
+/** Characters of each text an event carries; the console API gives whole turns. */
+export const TEXT_PREVIEW = 2000;
+
+export function turnEvent(r: StoredResponse): TurnEvent {
+  const input = tokens(r.input_text);
+  const output = tokens(r.output_text);
+  return {
+    instance_id: r.instance_id,
+    session: r.session,
+    id: r.id,
+    previous_response_id: r.parent_id,
+    model: r.model,
+    created_at: r.created_at,
+    input_text: redactText(r.input_text.slice(0, TEXT_PREVIEW)),
+    output_text: redactText(r.output_text.slice(0, TEXT_PREVIEW)),
+    truncated: r.input_text.length > TEXT_PREVIEW || r.output_text.length > TEXT_PREVIEW,
+    usage: { input_tokens: input, output_tokens: output, total_tokens: input + output },
+  };
+}

@@ -1,0 +1,237 @@
+/**
+ * The web console in real Chromium (Debian's package, driven by
+ * playwright-core): it loads, and every view follows what clients do through
+ * the API live, without a reload. Waits are Playwright's auto-waiting
+ * locators and expect polling: no sleeps.
+ */
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createEmulator, type Emulator } from "../../emulator/index.js";
+import { launchBrowser, textOf, UNTIL, type TestBrowser } from "../helpers/browser.js";
+
+let emulator: Emulator;
+let url: string;
+let browser: TestBrowser;
+let page: Page;
+const pageErrors: string[] = [];
+
+beforeAll(async () => {
+  emulator = await createEmulator({ provisionMs: 0 });
+  url = await emulator.listen(0, "127.0.0.1");
+  browser = await launchBrowser();
+  page = await browser.context.newPage();
+  page.on("pageerror", (error) => pageErrors.push(error.message));
+});
+afterAll(async () => {
+  await browser?.close();
+  await emulator?.close();
+});
+
+async function call<T = Record<string, unknown>>(method: string, path: string, body?: unknown, key?: string): Promise<{ status: number; body: T }> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+}
+
+/** An organization (with a provider key) and one running instance, all through the API. */
+async function orgWithInstance(name: string): Promise<{ key: string; instanceId: string }> {
+  const signup = await call<{ api_key: string }>("POST", "/v1/organization/signup", { name });
+  const key = signup.body.api_key;
+  await call("PATCH", "/v1/organization", { model_api_keys: { anthropic: "sk-ant-browser-secret" } }, key);
+  const created = await call<{ id: string; status: string }>("POST", "/v1/instances", { name: `${name}-agent` }, key);
+  expect(created.status).toBe(201);
+  return { key, instanceId: created.body.id };
+}
+
+/** Opens a console path and waits until its events stream is attached. */
+async function open(path: string): Promise<void> {
+  await page.goto(`${url}/_emulator/ui${path}`);
+  await expect.poll(() => textOf(page.getByTestId("live-status")), UNTIL).toBe("live");
+}
+
+describe("web console", () => {
+  it("loads, says what to do when empty, and shows an instance created through the API without a reload", async () => {
+    await open("/");
+    await (page.getByRole("heading", { level: 1, name: "Instances" })).first().waitFor({ state: "visible" });
+    await (page.getByText("No instances yet.")).first().waitFor({ state: "visible" });
+    await expect.poll(() => textOf(page.locator(".empty pre")), UNTIL).toContain("/v1/instances");
+
+    const { instanceId } = await orgWithInstance("live");
+    const row = page.locator(`tr[data-instance="${instanceId}"]`);
+    await (row).first().waitFor({ state: "visible" });
+    await expect.poll(() => textOf(row), UNTIL).toContain("live-agent");
+    await expect.poll(() => textOf(row), UNTIL).toContain("running");
+
+    // The instance's own URL opens it directly.
+    await row.getByRole("link", { name: "live-agent" }).click();
+    await page.waitForURL(`${url}/_emulator/ui/instances/${instanceId}`);
+    await expect.poll(() => textOf(page.getByTestId("instance-status")), UNTIL).toBe("running");
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("follows a session's conversation live as messages are sent through the API", async () => {
+    const { key, instanceId } = await orgWithInstance("talk");
+    await open(`/instances/${instanceId}/sessions/support-7`);
+    await (page.getByText("No turns in this session yet.")).first().waitFor({ state: "visible" });
+
+    const first = await call<{ id: string }>("POST", `/v1/instances/${instanceId}/session/support-7/responses`, { model: "m", input: "where is my parcel?" }, key);
+    expect(first.status).toBe(200);
+    const turn = page.locator(`li.turn[data-response="${first.body.id}"]`);
+    await expect.poll(() => textOf(turn), UNTIL).toContain("where is my parcel?");
+    await expect.poll(() => textOf(turn), UNTIL).toContain("first turn");
+
+    const second = await call<{ id: string }>("POST", `/v1/instances/${instanceId}/session/support-7/responses`, { model: "m", input: "and when?" }, key);
+    const next = page.locator(`li.turn[data-response="${second.body.id}"]`);
+    await expect.poll(() => textOf(next), UNTIL).toContain("and when?");
+    await (next.getByRole("link", { name: first.body.id })).first().waitFor({ state: "visible" });
+
+    // A response id links to its chain.
+    await next.getByRole("link", { name: second.body.id }).click();
+    await expect.poll(() => textOf(page.getByRole("heading", { level: 1 })), UNTIL).toContain(second.body.id);
+    await expect.poll(() => (page.locator("li.turn")).count(), UNTIL).toBe(2);
+  });
+
+  it("adds a fault from the form, and the next message fails as the rule says", async () => {
+    const { key, instanceId } = await orgWithInstance("faulty");
+    await open("/faults");
+    await (page.getByText("No fault rules")).first().waitFor({ state: "visible" });
+    const form = page.getByRole("form", { name: "Add a fault rule" });
+    await form.getByLabel("Target").selectOption("api");
+    await form.getByLabel("Instance id").fill(instanceId);
+    await form.getByLabel("Path prefix").fill(`/v1/instances/${instanceId}/session`);
+    await form.getByLabel("Status", { exact: true }).fill("503");
+    await form.getByLabel("Times").fill("1");
+    await form.getByRole("button", { name: "Add rule" }).click();
+    const rule = page.locator("tr[data-fault]");
+    await expect.poll(() => (rule).count(), UNTIL).toBe(1);
+    await expect.poll(() => textOf(rule), UNTIL).toContain("HTTP 503");
+
+    const failed = await call<{ detail: string }>("POST", `/v1/instances/${instanceId}/session/s/responses`, { model: "m", input: "hi" }, key);
+    expect(failed).toEqual({ status: 503, body: { detail: "Injected fault (HTTP 503)." } });
+    // Used up (times: 1): the rule leaves the list live, and the next message goes through.
+    await expect.poll(() => (rule).count(), UNTIL).toBe(0);
+    expect((await call("POST", `/v1/instances/${instanceId}/session/s/responses`, { model: "m", input: "hi" }, key)).status).toBe(200);
+  });
+
+  it("draws the WhatsApp pairing QR after a connect, and Scan completes the pairing", async () => {
+    const { key, instanceId } = await orgWithInstance("paired");
+    await open(`/instances/${instanceId}/channels`);
+    const whatsapp = page.locator('tr[data-channel="whatsapp"]');
+    await expect.poll(() => textOf(whatsapp), UNTIL).toContain("no");
+    expect((await call("POST", `/v1/instances/${instanceId}/channels/whatsapp/connect`, { config: {} }, key)).status).toBe(200);
+    const qr = page.getByTestId("qr-whatsapp");
+    await (qr).first().waitFor({ state: "visible" });
+    await expect.poll(() => qr.evaluate((img) => { const image = img as unknown as { complete: boolean; naturalWidth: number }; return image.complete ? image.naturalWidth : 0; }), UNTIL).toBeGreaterThan(50);
+    await whatsapp.getByRole("button", { name: "Scan" }).click();
+    await expect.poll(() => (qr).count(), UNTIL).toBe(0);
+    const status = await call<{ connected: boolean }>("GET", `/v1/instances/${instanceId}/channels/whatsapp/status`, undefined, key);
+    expect(status.body.connected).toBe(true);
+  });
+
+  it("lists requests made through the API as they happen, with redacted bodies for the selected one", async () => {
+    await open("/requests");
+    const signup = await call<{ api_key: string }>("POST", "/v1/organization/signup", { name: "logged" });
+    const key = signup.body.api_key;
+    await call("GET", "/v1/instances", undefined, key);
+    const log = page.getByTestId("request-log");
+    const listRow = log.locator("tr", { hasText: "/v1/instances" }).filter({ hasText: "GET" }).first();
+    await expect.poll(() => textOf(listRow), UNTIL).toContain("200");
+    await expect.poll(() => textOf(listRow), UNTIL).toContain("org");
+
+    const signupRow = log.locator("tr", { hasText: "/v1/organization/signup" }).first();
+    await signupRow.click();
+    const detail = page.getByTestId("request-detail");
+    await expect.poll(() => textOf(detail), UNTIL).toContain('"name": "logged"');
+    await expect.poll(() => textOf(detail), UNTIL).toContain('"api_key": "<redacted>"');
+    expect(await page.content()).not.toContain(key);
+
+    // Keyboard: the filter narrows the list, arrows move the selection.
+    await page.getByLabel("Filter").fill("signup");
+    await expect.poll(() => (log.locator("tbody tr")).count(), UNTIL).toBeGreaterThan(0);
+    for (const text of await log.locator("tbody tr").allTextContents()) expect(text).toContain("signup");
+  });
+
+  it("keeps bounded windows: a long-open page holds only the newest rows", async () => {
+    const { key, instanceId } = await orgWithInstance("bounded");
+    await open(`/instances/${instanceId}/sessions/load?window=3`);
+    const ids: string[] = [];
+    for (let i = 1; i <= 6; i++) {
+      ids.push((await call<{ id: string }>("POST", `/v1/instances/${instanceId}/session/load/responses`, { model: "m", input: `message ${i}` }, key)).body.id);
+      await (page.locator(`li.turn[data-response="${ids.at(-1)}"]`)).first().waitFor({ state: "visible" });
+    }
+    await expect.poll(() => (page.locator("li.turn")).count(), UNTIL).toBe(3);
+    await expect.poll(() => textOf(page.locator("li.turn").first()), UNTIL).toContain("message 4");
+
+    await open("/requests?window=4");
+    for (let i = 0; i < 8; i++) await call("GET", `/v1/organization?probe=${i}`, undefined, key);
+    await expect.poll(() => textOf(page.getByTestId("request-log").locator("tbody tr").first()), UNTIL).toContain("/v1/organization");
+    await expect.poll(() => (page.getByTestId("request-log").locator("tbody tr")).count(), UNTIL).toBe(4);
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("uploads, lists and deletes workspace files from the files view", async () => {
+    const { key, instanceId } = await orgWithInstance("filer");
+    await open(`/instances/${instanceId}/files?path=workspace`);
+    await page.getByLabel("Upload into this folder").setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("hello files") });
+    await page.getByRole("button", { name: "Upload", exact: true }).click();
+    const link = page.getByRole("link", { name: "notes.txt" });
+    await link.waitFor({ state: "visible" });
+    const read = await call<{ content: string }>("GET", `/v1/instances/${instanceId}/files/content?path=workspace/notes.txt`, undefined, key);
+    expect(read.body.content).toBe("hello files");
+    const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
+    expect(download.suggestedFilename()).toBe("notes.txt");
+
+    await page.getByRole("button", { name: "Delete workspace/notes.txt" }).click();
+    await page.getByRole("button", { name: "Yes" }).click();
+    await expect.poll(() => link.count(), UNTIL).toBe(0);
+    expect((await call("GET", `/v1/instances/${instanceId}/files/content?path=workspace/notes.txt`, undefined, key)).status).toBe(404);
+  });
+
+  it("steers lifecycle and plan from the keyboard: stop an instance, switch a tier", async () => {
+    const { key, instanceId } = await orgWithInstance("steer");
+    await open(`/instances/${instanceId}`);
+    const stop = page.getByRole("button", { name: "Stop" });
+    await stop.focus();
+    await page.keyboard.press("Enter");
+    await expect.poll(() => textOf(page.getByTestId("instance-status")), UNTIL).toBe("stopped");
+    expect((await call<{ status: string }>("GET", `/v1/instances/${instanceId}`, undefined, key)).body.status).toBe("stopped");
+
+    // Navigation links are reachable and followable with the keyboard.
+    await page.getByRole("link", { name: "Organizations" }).focus();
+    await page.keyboard.press("Enter");
+    await page.waitForURL(`${url}/_emulator/ui/organizations`);
+    const org = page.locator("article.card", { hasText: "steer" });
+    await org.getByLabel("Plan of steer").selectOption("crab");
+    await org.getByRole("button", { name: "Switch" }).click();
+    await expect.poll(() => textOf(org.locator("dd").nth(1)), UNTIL).toContain("1 of 10");
+    expect((await call<{ subscription_tier: string }>("GET", "/v1/organization", undefined, key)).body.subscription_tier).toBe("crab");
+  });
+
+  // Last: it wipes the emulator.
+  it("exports a snapshot, resets after a confirmation, and imports the snapshot back", async () => {
+    const { instanceId } = await orgWithInstance("kept");
+    await open("/snapshot");
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download snapshot" }).click()]);
+    const file = await download.path();
+    const { readFileSync } = await import("node:fs");
+    const exported = JSON.parse(readFileSync(file, "utf8")) as { instances: Record<string, unknown> };
+    expect(Object.keys(exported.instances)).toContain(instanceId);
+
+    await page.getByRole("button", { name: "Reset…" }).click();
+    await page.getByRole("button", { name: "Cancel" }).click();
+    expect(((await call<{ instances: unknown[] }>("GET", "/_emulator/console/state")).body.instances).length).toBeGreaterThan(0);
+    await page.getByRole("button", { name: "Reset…" }).click();
+    await page.getByRole("button", { name: "Yes" }).click();
+    await page.getByText("The emulator was reset.").waitFor();
+    expect((await call<{ instances: unknown[] }>("GET", "/_emulator/console/state")).body.instances).toEqual([]);
+
+    await page.getByLabel("Snapshot file").setInputFiles(file);
+    await page.getByText(/^Imported /).waitFor();
+    const back = await call<{ instances: { id: string }[] }>("GET", "/_emulator/console/state");
+    expect(back.body.instances.map((i) => i.id)).toContain(instanceId);
+  });
+});

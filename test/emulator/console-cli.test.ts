@@ -1,0 +1,18 @@
+/** The emulator command prints the console's URL, and that URL serves the console. */
+import { describe, expect, it } from "vitest";
+import { startCli, stopCli } from "../helpers/cli.js";
+
+describe("emulator command", () => {
+  it("prints the web console URL, which opens the console", async () => {
+    const run = await startCli(["--port", "0", "--in-memory"]);
+    try {
+      const printed = /console\s+(http:\/\/\S+)/.exec(run.stdout())?.[1];
+      expect(printed).toBe(`${run.url}/_emulator/ui/`);
+      const page = await fetch(printed!);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain("/_emulator/ui/assets/app.js");
+    } finally {
+      await stopCli(run, "SIGTERM");
+    }
+  });
+});
