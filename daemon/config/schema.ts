@@ -251,17 +251,7 @@ export const daemonConfigSchema = z
           return { ...ch, id };
       }
     });
-    cfg.routes.forEach((r, i) => {
-      const acc = r.match.accountId;
-      if (acc !== undefined && !seen.has(acc) && channels.length > 0) {
-        ctx.issues.push({
-          code: "custom",
-          input: acc,
-          path: ["routes", i, "match", "accountId"],
-          message: `no channel has id "${acc}"`,
-        });
-      }
-    });
+    // Routes naming a channel id are checked by the loader, which also sees disabled channels.
     return { ...cfg, channels };
   });
 
