@@ -63,6 +63,10 @@ export interface ForegroundOptions extends Omit<DaemonOptions, "config"> {
   startupCheck?: boolean;
   /** Where notices go (default: the terminal chat, or stderr). */
   board?: NoticeBoard;
+  /** Where SIGINT/SIGTERM come from (default `process`). */
+  signals?: Pick<NodeJS.EventEmitter, "on" | "off">;
+  /** Wall clock in ms, for telling one Ctrl+C from two (default Date.now). */
+  now?: () => number;
 }
 
 /** Two SIGINTs this close together are one Ctrl+C that npm passed on as well. */
@@ -76,6 +80,8 @@ export async function runInForeground(config: DaemonConfig, options: ForegroundO
   const board = options.board ?? noticeBoard();
   const logger = options.logger ?? (await loggerFor(config, board));
   const graceMs = options.shutdownGraceMs ?? 10_000;
+  const signals = options.signals ?? process;
+  const now = options.now ?? Date.now;
   const terminalOnly = config.channels.length > 0 && config.channels.every((c) => !c.enabled || c.type === "terminal");
   return new Promise<number>((resolve) => {
     let finishing: Promise<void> | undefined;
@@ -84,8 +90,8 @@ export async function runInForeground(config: DaemonConfig, options: ForegroundO
     const exit = (code: number) => {
       if (done) return;
       done = true;
-      process.off("SIGINT", onSigint);
-      process.off("SIGTERM", onSigterm);
+      signals.off("SIGINT", onSigint);
+      signals.off("SIGTERM", onSigterm);
       logger.flush();
       resolve(code);
     };
@@ -103,9 +109,9 @@ export async function runInForeground(config: DaemonConfig, options: ForegroundO
       })();
     };
     const onSigint = () => {
-      const now = Date.now();
-      if (now - lastInterrupt < SAME_INTERRUPT_MS) return;
-      lastInterrupt = now;
+      const at = now();
+      if (at - lastInterrupt < SAME_INTERRUPT_MS) return;
+      lastInterrupt = at;
       if (!finishing) {
         const pending = Number(daemon.health().pending) || 0;
         board.show(
@@ -137,8 +143,8 @@ export async function runInForeground(config: DaemonConfig, options: ForegroundO
         }
       },
     });
-    process.on("SIGINT", onSigint);
-    process.on("SIGTERM", onSigterm);
+    signals.on("SIGINT", onSigint);
+    signals.on("SIGTERM", onSigterm);
     daemon.start().then(
       () => {
         if (process.stdout.isTTY) {
