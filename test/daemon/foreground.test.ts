@@ -8,6 +8,7 @@ import { EventEmitter } from "node:events";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { systemClock } from "../../shared/clock.js";
+import { createTerminalAdapter } from "../../daemon/adapters/terminal.js";
 import { runInForeground, type NoticeBoard } from "../../daemon/cli.js";
 import { parseConfig } from "../../daemon/config/load.js";
 import { createLogger, formatNotice } from "../../daemon/ops/logger.js";
@@ -140,6 +141,27 @@ describe("log lines in the terminal chat", () => {
       "(error: adapter failed to start; err: bad token [redacted])",
     ]);
     expect(formatNotice(JSON.stringify({ level: 40, msg: "x".repeat(400) })).length).toBeLessThanOrEqual(242);
+  });
+
+  it("print above the prompt on a terminal: the line is cleared, the notice written, the prompt and typed text restored", async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let out = "";
+    output.setEncoding("utf8").on("data", (c: string) => (out += c));
+    const config = parseConfig({ service: { apiKey: service.key }, channels: [{ type: "terminal" }] }, {}).channels[0]!;
+    if (config.type !== "terminal") throw new Error("expected the terminal channel");
+    const chat = createTerminalAdapter({ input, output, config, terminal: true, onInterrupt: () => undefined });
+    await chat.start({ accept: async () => undefined, status: () => undefined });
+    input.write("half typ");
+    await vi.waitFor(() => expect(out).toContain("half typ"));
+    const before = out.length;
+    chat.notice("(warning: adapter did not stop cleanly)");
+    const written = out.slice(before);
+    // Erase the prompt line, write the notice on its own line, then prompt again with the half-typed text.
+    expect(written.startsWith("\u001b[2K\u001b[1G(warning: adapter did not stop cleanly)\n")).toBe(true);
+    expect(written).toMatch(/you> .*half typ/);
+    input.end();
+    await chat.stop();
   });
 });
 
