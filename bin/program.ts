@@ -8,6 +8,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
+// Types only: erased at run time, so they load nothing.
+import type { EmulatorCommandOptions } from "../emulator/cli.js";
 
 /** package.json sits two levels up from dist/bin/, one from bin/ (tests run the source). */
 function packageVersion(): string {
@@ -102,7 +104,7 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
     .option("--flush-ms <ms>", "longest a change waits before it is written", wholeNumber, 25)
     .option("--upload-limit-mb <n>", "largest upload accepted, MiB", wholeNumber, 50)
     .addHelpText("after", "\nPrints `emulator listening on URL` when ready; SIGINT/SIGTERM flush the store and exit 0.")
-    .action(async (opts: EmulatorOpts) => {
+    .action(async (opts: EmulatorCommandOptions) => {
       const { runEmulatorCommand } = await import("../emulator/cli.js");
       onExit(await runEmulatorCommand(opts));
     });
@@ -122,18 +124,6 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
   return program;
 }
 
-interface EmulatorOpts {
-  port: number;
-  host: string;
-  dataDir: string;
-  inMemory?: boolean;
-  provisionMs: number;
-  seed?: string;
-  adminToken?: string;
-  gatewayUrl?: string;
-  flushMs: number;
-  uploadLimitMb: number;
-}
 
 /** Parses `argv` (without node and script) and runs; resolves with the exit code. */
 export async function main(argv: string[], io?: ProgramIO): Promise<number> {
