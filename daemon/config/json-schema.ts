@@ -23,7 +23,9 @@ function adjust(node: unknown): unknown {
   }
   const constrained = out.pattern !== undefined || out.format !== undefined || Array.isArray(out.allOf);
   if (out.type === "string" && constrained) {
-    return { anyOf: [out, ENV_REF] };
+    // The description and default describe the key, whichever form its value takes.
+    const { description, default: fallback, ...rest } = out;
+    return { ...(description !== undefined ? { description } : {}), ...(fallback !== undefined ? { default: fallback } : {}), anyOf: [rest, ENV_REF] };
   }
   return out;
 }

@@ -2,6 +2,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Ajv2020 } from "ajv/dist/2020.js";
 import { parse as parseJsonc } from "jsonc-parser";
 import { configJsonSchemaText } from "../../../daemon/config/json-schema.js";
 import { ConfigError, loadConfig, parseConfig } from "../../../daemon/config/load.js";
@@ -364,6 +365,15 @@ describe("loadConfig", () => {
     const cfg = await loadConfig(path, {});
     expect(cfg.routes[0]?.instance).toBe("i1");
     expect("$schema" in cfg).toBe(false);
+  });
+
+  it("config.example.json passes config.schema.json in a JSON Schema validator, and a typo does not", async () => {
+    const schema = JSON.parse(await readFile(join(import.meta.dirname, "../../../config.schema.json"), "utf8")) as object;
+    const validate = new Ajv2020({ strict: false, allErrors: true, validateFormats: false }).compile(schema);
+    const example = parseJsonc(await readFile(join(import.meta.dirname, "../../../config.example.json"), "utf8")) as Record<string, unknown>;
+    expect(validate(example), JSON.stringify(validate.errors)).toBe(true);
+    expect(validate({ ...example, service: { apiKey: "${KEY}", autostart: true } })).toBe(false);
+    expect(validate.errors?.map((e) => `${e.instancePath} ${e.message}`)).toContain("/service must NOT have additional properties");
   });
 
   it("commits config.schema.json as generated from the zod schema", async () => {
