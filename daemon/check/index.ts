@@ -6,7 +6,7 @@
 import { readFile } from "node:fs/promises";
 import type { DaemonConfig } from "../config/schema.js";
 import { checkChannels, type ChannelCheckDeps } from "./channels.js";
-import type { CheckResult } from "./result.js";
+import { undiciHttp, type CheckResult } from "./result.js";
 import { checkService } from "./service.js";
 
 export { checkChannels } from "./channels.js";
@@ -16,7 +16,7 @@ export { formatResult, type CheckResult, type CheckStatus } from "./result.js";
 export interface CheckDeps extends Partial<ChannelCheckDeps> {}
 
 export const defaultCheckDeps = (deps: CheckDeps = {}): ChannelCheckDeps => ({
-  fetch: deps.fetch ?? globalThis.fetch,
+  http: deps.http ?? undiciHttp,
   timeoutMs: deps.timeoutMs ?? 10_000,
   readFile: deps.readFile ?? ((path) => readFile(path, "utf8")),
 });

@@ -5,12 +5,13 @@
  * is needed to print lines and return an exit code).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCheckCommand } from "../../daemon/check/command.js";
 import { createFakeDiscord, type FakeDiscord } from "../fakes/discord.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
-import { deadPort } from "../helpers/emulator.js";
+import { deadPort, listenOn } from "../helpers/emulator.js";
 import { startService, tempDir, type Permission, type Service } from "./daemon-harness.js";
 
 const TG_TOKEN = `123456789:${"A".repeat(20)}${"b_-".repeat(5)}`;
@@ -39,11 +40,11 @@ afterAll(async () => {
 type Json = Record<string, unknown>;
 
 /** Writes a config (JSONC allowed) and runs the check; returns its lines and exit code. */
-async function check(config: Json | string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number; lines: string[]; text: string }> {
+async function check(config: Json | string, env: NodeJS.ProcessEnv = {}, timeoutMs = 5_000): Promise<{ code: number; lines: string[]; text: string }> {
   const file = join(dir.path, `config-${++configCount}.json`);
   writeFileSync(file, typeof config === "string" ? config : JSON.stringify(config, null, 2));
   const lines: string[] = [];
-  const code = await runCheckCommand({ configFile: file, env, out: (l) => lines.push(l), timeoutMs: 5_000 });
+  const code = await runCheckCommand({ configFile: file, env, out: (l) => lines.push(l), timeoutMs });
   return { code, lines, text: lines.join("\n") };
 }
 
@@ -206,6 +207,20 @@ describe("agent-bridge check", () => {
     const root = `http://127.0.0.1:${await deadPort()}`;
     const { lines } = await check(base({ channels: [{ type: "telegram", id: "tg", token: TG_TOKEN, apiRoot: root }] }));
     expect(failLines(lines)).toEqual([`FAIL  channel tg (telegram): cannot reach the Bot API at ${root} (connection refused). Fix: check the network, or the channel's apiRoot`]);
+  });
+
+  it("a service that accepts connections but never answers: says how long it waited", async () => {
+    const silent = createServer(() => undefined);
+    const { url, close } = await listenOn(silent);
+    try {
+      const { code, lines } = await check(base({ baseUrl: url }), {}, 300);
+      expect(failLines(lines)).toEqual([
+        `FAIL  service: cannot reach ${url} (no answer within 300 ms). Fix: start the service (or \`agent-bridge emulator\`), or correct service.baseUrl`,
+      ]);
+      expect(code).toBe(1);
+    } finally {
+      await close();
+    }
   });
 
   it("a WhatsApp channel never linked: tells how to pair", async () => {
