@@ -4,11 +4,11 @@
  * compiled binary runs. Parsing is tested in-process (no process needed);
  * one run of the binary shows the build works end to end.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { main } from "../../bin/program.js";
-import { runAgentBridge } from "../helpers/cli.js";
+import { BIN, runAgentBridge } from "../helpers/cli.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
@@ -66,6 +66,11 @@ describe("agent-bridge", () => {
     const { code, out } = await run(["config", "schema"]);
     expect(code).toBe(0);
     expect(out).toBe(readFileSync(join(ROOT, "config.schema.json"), "utf8"));
+  });
+
+  it("is built executable, as npx and a global install run it", () => {
+    expect(statSync(BIN).mode & 0o111).toBe(0o111);
+    expect(readFileSync(BIN, "utf8").startsWith("#!/usr/bin/env node\n")).toBe(true);
   });
 
   it("runs compiled: dist/bin/agent-bridge.js --version", async () => {

@@ -1,5 +1,5 @@
 /**
- * vitest globalSetup: compiles the sources to dist/ (incremental: well under
+ * vitest globalSetup: `npm run build`'s script (tsc, incremental: well under
  * a second when nothing changed), so tests that run `agent-bridge` as a
  * process run the code as it is now, not a stale build.
  */
@@ -9,7 +9,6 @@ import { join } from "node:path";
 const ROOT = join(import.meta.dirname, "..", "..");
 
 export default function setup(): void {
-  const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
-  const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { cwd: ROOT, encoding: "utf8" });
+  const result = spawnSync(process.execPath, [join(ROOT, "scripts", "build.mjs")], { cwd: ROOT, encoding: "utf8" });
   if (result.status !== 0) throw new Error(`the build failed:\n${result.stdout}${result.stderr}`);
 }
