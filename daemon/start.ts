@@ -1,34 +1,22 @@
 /**
- * `npm start`: everything local, no configuration. Runs the emulator in this
+ * `agent-bridge start` (`npm start`): everything local, no configuration. Runs the emulator in this
  * process (state in `.data/emulator`), signs up a local organization once,
  * gives it a placeholder provider key, creates an instance, mints a scoped
  * key for the bridge, and opens the terminal chat on stdin/stdout. Ids and
  * keys are kept in `.data/credentials.json` (mode 0600, never printed), so a
- * second start talks to the same organization and instance.
+ * second start talks to the same organization and instance. The ops server
+ * (/healthz, /metrics) listens on a free port, printed at start. Arguments
+ * are parsed by bin/program.ts.
  */
 import { chmod, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { z } from "zod";
 import { createEmulator, type Emulator } from "../emulator/index.js";
 import { ServiceError, createServiceClient, type ServiceClient } from "../shared/client/index.js";
+import type { TerminalAdapter } from "./adapters/terminal.js";
 import { runInForeground } from "./cli.js";
 import { parseConfig } from "./config/load.js";
 import { writeFileAtomic } from "./state/files.js";
-
-const HELP = `Usage: npm start [-- options]
-
-Runs the service emulator and the bridge together, with a chat in this
-terminal. Nothing to configure: the first start creates a local organization,
-an instance and a key; later starts reuse them.
-
-Options:
-  --data-dir DIR   where state lives (default .data): emulator/, daemon/, credentials.json
-  --port P         emulator port (default: a free one)
-  -h, --help       show this help
-
-Environment: LOG_LEVEL (default warn; logs go to stderr).
-`;
 
 const PLACEHOLDER_PROVIDER_KEY = "sk-ant-local-placeholder-not-a-real-key";
 
@@ -130,28 +118,17 @@ export async function bootstrap(anon: ServiceClient, file: string): Promise<Boot
   return { creds: creds as Required<Credentials>, reusedOrganization, reusedInstance };
 }
 
-async function main(argv: string[]): Promise<number> {
-  let values: { "data-dir"?: string; port?: string; help?: boolean };
-  try {
-    values = parseArgs({
-      args: argv,
-      options: { "data-dir": { type: "string" }, port: { type: "string" }, help: { type: "boolean", short: "h" } },
-      strict: true,
-    }).values;
-  } catch (error) {
-    process.stderr.write(`start: ${(error as Error).message}\n\n${HELP}`);
-    return 2;
-  }
-  if (values.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
-  const port = values.port === undefined ? 0 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
-    process.stderr.write(`start: --port needs a port number, got '${values.port}'\n`);
-    return 2;
-  }
-  const dataDir = resolve(values["data-dir"] ?? ".data");
+export interface StartOptions {
+  /** Where state lives: emulator/, daemon/, credentials.json. */
+  dataDir: string;
+  /** Emulator port; 0 picks a free one. */
+  port: number;
+}
+
+/** Runs the emulator and the bridge with a terminal chat until the person quits; resolves with the exit code. */
+export async function startLocal(options: StartOptions): Promise<number> {
+  const port = options.port;
+  const dataDir = resolve(options.dataDir);
   const credentialsFile = join(dataDir, "credentials.json");
 
   let emulator: Emulator;
@@ -177,8 +154,8 @@ async function main(argv: string[]): Promise<number> {
       service: { baseUrl: url, apiKey: boot.creds.scopedKey, defaultModel: "claude-sonnet-4-5" },
       dataDir: join(dataDir, "daemon"),
       logLevel: process.env.LOG_LEVEL ?? "warn",
-      // Off: a fixed port could clash with another local run. `npm run daemon` has it.
-      ops: { port: null },
+      // A free port: a fixed one could clash with another local run.
+      ops: { port: 0 },
       queue: { debounceMs: 0 },
       routes: [{ match: {}, instance: boot.creds.instanceId }],
       channels: [{ type: "terminal", id: "terminal" }],
@@ -198,13 +175,14 @@ async function main(argv: string[]): Promise<number> {
       "",
     ].join("\n"),
   );
-  return runInForeground(config, { beforeExit: () => emulator.close() });
+  return runInForeground(config, {
+    beforeExit: () => emulator.close(),
+    onStarted(daemon) {
+      if (!daemon.opsUrl) return;
+      const line = `  ops        ${daemon.opsUrl}/healthz  ${daemon.opsUrl}/metrics`;
+      const chat = daemon.adapters.find((a) => a.platform === "terminal") as Partial<TerminalAdapter> | undefined;
+      if (chat?.notice) chat.notice(line);
+      else process.stdout.write(`${line}\n`);
+    },
+  });
 }
-
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    process.stderr.write(`start: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(1);
-  },
-);

@@ -31,7 +31,12 @@ export interface TerminalAdapterOptions {
 
 type Stream = { isTTY?: boolean };
 
-export function createTerminalAdapter(options: TerminalAdapterOptions): ChatAdapter {
+/** The terminal chat, plus a way to show the person a short notice (a log warning, a status line) above the prompt. */
+export interface TerminalAdapter extends ChatAdapter {
+  notice(text: string): void;
+}
+
+export function createTerminalAdapter(options: TerminalAdapterOptions): TerminalAdapter {
   const { input, output, config } = options;
   const clock = options.clock ?? systemClock;
   const tty = options.terminal ?? ((input as Stream).isTTY === true && (output as Stream).isTTY === true);
@@ -58,7 +63,7 @@ export function createTerminalAdapter(options: TerminalAdapterOptions): ChatAdap
     } else output.write(`${text}\n`);
   };
 
-  const adapter: ChatAdapter = {
+  const adapter: TerminalAdapter = {
     platform: TERMINAL_PLATFORM,
     accountId: config.id,
     limits,
@@ -122,6 +127,10 @@ export function createTerminalAdapter(options: TerminalAdapterOptions): ChatAdap
       if (!writable()) throw new Error("terminal output is closed");
       typingShown = false;
       print(`${REPLY_PREFIX}${text}`);
+    },
+
+    notice(text: string) {
+      print(text);
     },
 
     async sendTyping(_target: ChatTarget) {

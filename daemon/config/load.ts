@@ -1,12 +1,24 @@
 /**
- * Reading the config: JSON in, `${ENV_VAR}` references substituted, `"//"`
- * comment keys dropped, zod defaults filled. Every problem is reported at
- * once as `<key.path>: <problem>`, and no message ever carries a value from
- * the file or the environment (they may be secrets).
+ * Reading the config: JSON with comments and trailing commas (JSONC, as
+ * editors write it) in, a top-level `$schema` key and `"//"` comment keys
+ * dropped, `${ENV_VAR}` references substituted, zod defaults filled. Every
+ * problem is reported at once as `<key.path>: <problem>`; channels are named
+ * by their id (`channels.telegram.token`), unknown keys get a "did you
+ * mean", and no message ever carries a value from the file or the
+ * environment (they may be secrets).
+ *
+ * A disabled channel (`"enabled": false`) is checked for shape and typos,
+ * but its `${VAR}`s need not be set, and it is left out of the result: the
+ * daemon never starts it.
  */
 import { readFile } from "node:fs/promises";
-import type { z } from "zod";
-import { daemonConfigSchema, type DaemonConfig } from "./schema.js";
+import { stripComments, substituteEnv } from "./env.js";
+import { readJsonc } from "./jsonc.js";
+import { channelLabeller, formatPath, isRecord, issueMessage, issuesToProblems, relabelProblem, type PathPart, type Relabel } from "./problems.js";
+import { channelSchema, daemonConfigSchema, type DaemonConfig } from "./schema.js";
+
+export { stripComments, substituteEnv } from "./env.js";
+export { formatPath, suggestKey } from "./problems.js";
 
 export type { DaemonConfig } from "./schema.js";
 
@@ -22,125 +34,96 @@ export class ConfigError extends Error {
   }
 }
 
-type PathPart = string | number | symbol;
-
-/** `channels[1].access.groups["-100123"].users`, the way a person would write it. */
-export function formatPath(path: readonly PathPart[]): string {
-  let out = "";
-  for (const part of path) {
-    if (typeof part === "number") out += `[${part}]`;
-    else if (typeof part === "symbol") out += `[${part.toString()}]`;
-    else if (/^[A-Za-z_$][\w$]*$/.test(part)) out += out ? `.${part}` : part;
-    else out += `[${JSON.stringify(part)}]`;
-  }
-  return out || "(root)";
-}
-
-const isComment = (key: string) => key.startsWith("//");
-
-/** Drops `"//..."` keys at every depth, so a JSON file can carry comments. */
-export function stripComments(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(stripComments);
-  if (value !== null && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) if (!isComment(k)) out[k] = stripComments(v);
-    return out;
-  }
-  return value;
-}
-
-const ENV_REF = /\$(\$?)\{([^}]*)\}/g;
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/**
- * Replaces `${NAME}` in every string. `$${NAME}` stays as the literal
- * `${NAME}`. Unset variables become problems; an empty one is kept as "".
- */
-export function substituteEnv(
-  value: unknown,
-  env: NodeJS.ProcessEnv,
-  problems: string[],
-  path: PathPart[] = [],
-): unknown {
-  if (typeof value === "string") {
-    return value.replace(ENV_REF, (whole, escaped: string, name: string) => {
-      if (escaped) return whole.slice(1);
-      if (!ENV_NAME.test(name)) {
-        problems.push(`${formatPath(path)}: "\${${name}}" is not a valid environment variable reference`);
-        return whole;
-      }
-      const v = env[name];
-      if (v === undefined) {
-        problems.push(`${formatPath(path)}: environment variable ${name} is not set`);
-        return "";
-      }
-      return v;
-    });
-  }
-  if (Array.isArray(value)) return value.map((v, i) => substituteEnv(v, env, problems, [...path, i]));
-  if (value !== null && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = substituteEnv(v, env, problems, [...path, k]);
-    return out;
-  }
-  return value;
-}
-
-const TYPE_WORDS: Record<string, string> = {
-  string: "a string",
-  number: "a number",
-  int: "a whole number",
-  boolean: "true or false",
-  array: "a list",
-  object: "an object",
-  record: "an object",
-};
-
-/** Per-parse messages for zod's generic issues; schema-level messages take precedence. */
-const issueMessage = (iss: z.core.$ZodRawIssue): string | undefined => {
-  if (iss.code === "invalid_type") {
-    if (iss.input === undefined) return "required";
-    return `must be ${TYPE_WORDS[iss.expected] ?? iss.expected}`;
-  }
-  if (iss.code === "invalid_value") {
-    return `must be one of ${iss.values.map((v) => JSON.stringify(v)).join(", ")}`;
-  }
-  if (iss.code === "invalid_union" && iss.note === "No matching discriminator") {
-    const options = (iss as { options?: unknown[] }).options ?? [];
-    return `must be one of ${options.map((v) => JSON.stringify(v)).join(", ")}`;
-  }
-  return undefined;
-};
-
-const issuesToProblems = (issues: readonly z.core.$ZodIssue[]): { path: string; text: string }[] =>
-  issues.flatMap((iss) => {
-    if (iss.code === "unrecognized_keys") {
-      return iss.keys.map((k) => ({ path: formatPath([...iss.path, k]), text: "unknown key" }));
-    }
-    return [{ path: formatPath(iss.path), text: iss.message }];
-  });
-
 /**
  * Validates an already-read config value (e.g. `JSON.parse` output, or an
  * object built in code). Throws `ConfigError` listing every problem.
  */
 export function parseConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env, source?: string): DaemonConfig {
-  const envProblems: string[] = [];
-  const substituted = substituteEnv(stripComments(raw), env, envProblems);
-  const result = daemonConfigSchema.safeParse(substituted, { error: issueMessage });
-  if (envProblems.length === 0 && result.success) return result.data;
+  let cleaned = stripComments(raw);
+  if (isRecord(cleaned) && "$schema" in cleaned) {
+    const { $schema: _editorsOnly, ...rest } = cleaned;
+    cleaned = rest;
+  }
+  const relabel = channelLabeller(cleaned);
 
+  // Disabled channels: checked on their own, without their variables, then left out.
+  const problems: string[] = [];
+  const disabledIds = new Map<string, number>();
+  let forSchema = cleaned;
+  const indexMap: number[] = [];
+  if (isRecord(cleaned) && Array.isArray(cleaned.channels)) {
+    const kept: unknown[] = [];
+    cleaned.channels.forEach((ch, i) => {
+      if (!(isRecord(ch) && ch.enabled === false)) {
+        indexMap.push(i);
+        kept.push(ch);
+        return;
+      }
+      const unset: string[] = [];
+      const base: PathPart[] = ["channels", i];
+      const substituted = substituteEnv(ch, env, unset, base);
+      const unsetPaths = new Set(unset.map((p) => relabelProblem(p, relabel)).map((p) => p.slice(0, p.indexOf(": "))));
+      const result = channelSchema.safeParse(substituted, { error: issueMessage });
+      if (!result.success) {
+        for (const p of issuesToProblems(result.error.issues, cleaned, relabel, base)) {
+          if (!unsetPaths.has(p.path)) problems.push(`${p.path}: ${p.text}`);
+        }
+      }
+      const id = typeof ch.id === "string" ? ch.id : typeof ch.type === "string" ? ch.type : undefined;
+      if (id !== undefined) disabledIds.set(id, i);
+    });
+    forSchema = { ...cleaned, channels: kept };
+  }
+  // Paths from the schema count kept channels; name them as the file does.
+  const toFilePath: Relabel = (path) =>
+    relabel(path[0] === "channels" && typeof path[1] === "number" ? ["channels", indexMap[path[1]] ?? path[1], ...path.slice(2)] : path);
+
+  const envProblems: string[] = [];
+  const substituted = substituteEnv(forSchema, env, envProblems);
+  const result = daemonConfigSchema.safeParse(substituted, { error: issueMessage });
+
+  // Cross-references that must see disabled channels too.
+  if (result.success) {
+    result.data.channels.forEach((c, i) => {
+      const other = disabledIds.get(c.id);
+      if (other !== undefined) {
+        problems.push(`${formatPath(toFilePath(["channels", i, "id"]))}: duplicate account id "${c.id}" (also channels[${other}], disabled); give each channel its own id`);
+      }
+    });
+  }
+  problems.push(...unknownAccountIds(forSchema, disabledIds));
+  if (problems.length === 0 && envProblems.length === 0 && result.success) return result.data;
+
+  const relabelledEnv = envProblems.map((p) => relabelProblem(p, toFilePath));
   // An unset variable usually also fails validation at the same key; say it once.
-  const envPaths = new Set(envProblems.map((p) => p.slice(0, p.indexOf(": "))));
+  const envPaths = new Set(relabelledEnv.map((p) => p.slice(0, p.indexOf(": "))));
   const schemaProblems = result.success
     ? []
-    : issuesToProblems(result.error.issues)
+    : issuesToProblems(result.error.issues, forSchema, toFilePath)
         .filter((p) => !envPaths.has(p.path))
         .map((p) => `${p.path}: ${p.text}`);
-  throw new ConfigError([...envProblems, ...schemaProblems], source);
+  throw new ConfigError([...relabelledEnv, ...schemaProblems, ...problems], source);
 }
 
-/** Reads, substitutes and validates the JSON config file at `path`. */
+/** Routes whose `match.accountId` names no channel (enabled or disabled). */
+function unknownAccountIds(raw: unknown, disabledIds: Map<string, number>): string[] {
+  if (!isRecord(raw) || !Array.isArray(raw.routes)) return [];
+  const ids = new Set(disabledIds.keys());
+  if (Array.isArray(raw.channels)) {
+    for (const ch of raw.channels) {
+      if (!isRecord(ch)) continue;
+      const id = typeof ch.id === "string" ? ch.id.trim() : typeof ch.type === "string" ? ch.type : undefined;
+      if (id) ids.add(id);
+    }
+  }
+  if (ids.size === 0) return [];
+  return raw.routes.flatMap((r, i) => {
+    const acc = isRecord(r) && isRecord(r.match) ? r.match.accountId : undefined;
+    return typeof acc === "string" && !ids.has(acc.trim()) ? [`${formatPath(["routes", i, "match", "accountId"])}: no channel has id "${acc.trim()}"`] : [];
+  });
+}
+
+/** Reads, substitutes and validates the JSON (with comments) config file at `path`. */
 export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.env): Promise<DaemonConfig> {
   let text: string;
   try {
@@ -149,27 +132,8 @@ export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.
     const code = (err as NodeJS.ErrnoException).code ?? "read error";
     throw new ConfigError([`(file): cannot read it (${code})`], path);
   }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    // V8 quotes a piece of the file in its message, which may hold a secret: report only where.
-    throw new ConfigError([`(file): not valid JSON${jsonErrorLocation(text, err)}`], path);
-  }
-  return parseConfig(raw, env, path);
+  const { value, problems } = readJsonc(text);
+  if (problems.length > 0) throw new ConfigError(problems.map((p) => `(file): ${p}`), path);
+  return parseConfig(value, env, path);
 }
 
-function jsonErrorLocation(text: string, err: unknown): string {
-  const message = err instanceof Error ? err.message : "";
-  const lc = /line (\d+) column (\d+)/.exec(message);
-  if (lc) return ` at line ${lc[1]} column ${lc[2]}`;
-  const pos = /position (\d+)/.exec(message);
-  if (pos?.[1] !== undefined) {
-    const before = text.slice(0, Number(pos[1]));
-    const line = before.split("\n").length;
-    const column = before.length - before.lastIndexOf("\n");
-    return ` at line ${line} column ${column}`;
-  }
-  if (/end of JSON input/i.test(message)) return " (it ends too early)";
-  return "";
-}

@@ -37,15 +37,15 @@ export const routeScopeSchema = z.enum(["user", "group", "group_user"]);
 export const logLevelSchema = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
 
 export const serviceSchema = z.strictObject({
-  baseUrl: httpUrl.default("http://127.0.0.1:8080"),
+  baseUrl: httpUrl.default("http://127.0.0.1:8080").describe("The hosting service (or the local emulator)."),
   apiKey: z
     .string()
     .regex(/^svc_(org|sk)_/, "must start with svc_org_ or svc_sk_")
-    .regex(/^\S+$/, "must not contain whitespace"),
+    .regex(/^\S+$/, "must not contain whitespace")
+    .describe("An organization key (svc_org_...) or a scoped key (svc_sk_...) with `interact` on the routed instances; best as ${NAME}."),
   defaultModel: nonEmpty.default("claude-sonnet-4-5"),
   requestTimeoutMs: posInt.default(120_000),
-  /** Start a stopped instance when a message arrives for it (if the key may). */
-  autoStart: z.boolean().default(false),
+  autoStart: z.boolean().default(false).describe("Start a stopped instance when a message arrives for it (the key needs `configure`)."),
 });
 
 const PORT_PROBLEM = "must be a port number (0 = pick one), null or false (off)";
@@ -65,9 +65,8 @@ export const queueSchema = z.strictObject({
   concurrencyPerInstance: posInt.default(4),
   maxPendingPerSession: posInt.default(20),
   maxPendingTotal: posInt.default(1000),
-  debounceMs: nonNegInt.default(1500),
-  /** Pending turns older than this after a restart are not answered; the person is told. */
-  maxTurnAgeMs: nonNegInt.default(24 * 60 * 60 * 1000),
+  debounceMs: nonNegInt.default(1500).describe("Messages from one session within this many ms of each other become one turn."),
+  maxTurnAgeMs: nonNegInt.default(24 * 60 * 60 * 1000).describe("Pending turns older than this after a restart are not answered; the person is told."),
 });
 
 export const retrySchema = z
@@ -94,15 +93,12 @@ export const routeSchema = z.strictObject({
       chatType: chatTypeSchema.optional(),
     })
     .prefault({}),
-  /** Instance id on the service. */
-  instance: nonEmpty,
+  instance: nonEmpty.describe("Instance id on the service."),
   model: nonEmpty.optional(),
   instructions: z.string().optional(),
-  /**
-   * Whose context a conversation shares. Default: per user in direct chats,
-   * per group in groups. Direct chats are always per user.
-   */
-  scope: routeScopeSchema.optional(),
+  scope: routeScopeSchema
+    .optional()
+    .describe("Whose context a conversation shares. Default: per user in direct chats, per group in groups. Direct chats are always per user."),
 });
 
 export const attachmentsSchema = z.strictObject({
@@ -112,28 +108,23 @@ export const attachmentsSchema = z.strictObject({
 
 export const groupAccessSchema = z.strictObject({
   enabled: z.boolean().default(true),
-  /** Overrides the channel's `requireMention` for this group. */
-  requireMention: z.boolean().optional(),
-  /** Who may talk in this group; replaces the channel-wide `users` list here. "*" = anyone. */
-  users: z.array(idString).optional(),
+  requireMention: z.boolean().optional().describe("Overrides the channel's `requireMention` for this group."),
+  users: z.array(idString).optional().describe('Who may talk in this group; replaces the channel-wide `users` list here. "*" = anyone.'),
 });
 
 export const accessSchema = z.strictObject({
-  /** "allowlist" fails closed (empty list = nobody); "open" must be chosen explicitly. */
-  mode: z.enum(["allowlist", "open"]).default("allowlist"),
-  /** User ids; WhatsApp phone numbers (+4915...) or `...@lid` ids. "*" = anyone. */
-  users: z.array(idString).default([]),
-  /** Keyed by chat id. */
-  groups: z.record(z.string(), groupAccessSchema).default({}),
+  mode: z.enum(["allowlist", "open"]).default("allowlist").describe('"allowlist" fails closed (empty list = nobody); "open" must be chosen explicitly.'),
+  users: z.array(idString).default([]).describe('User ids; WhatsApp phone numbers (+4915...) or `...@lid` ids. "*" = anyone.'),
+  groups: z.record(z.string(), groupAccessSchema).default({}).describe("Per group, keyed by chat id."),
   allowUnlistedGroups: z.boolean().default(false),
 });
 
 const channelCommon = {
-  /** Account id, unique across channels; defaults to the type. */
   id: z
     .string()
     .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 letters, digits, _ or -")
-    .optional(),
+    .optional()
+    .describe("Account id, unique across channels; defaults to the type."),
   enabled: z.boolean().default(true),
 };
 
@@ -251,17 +242,7 @@ export const daemonConfigSchema = z
           return { ...ch, id };
       }
     });
-    cfg.routes.forEach((r, i) => {
-      const acc = r.match.accountId;
-      if (acc !== undefined && !seen.has(acc) && channels.length > 0) {
-        ctx.issues.push({
-          code: "custom",
-          input: acc,
-          path: ["routes", i, "match", "accountId"],
-          message: `no channel has id "${acc}"`,
-        });
-      }
-    });
+    // Routes naming a channel id are checked by the loader, which also sees disabled channels.
     return { ...cfg, channels };
   });
 

@@ -1,7 +1,9 @@
 /**
  * Structured logs (pino). Known secret-bearing fields are censored wherever
  * they sit (up to a few levels deep), and `secrets` given at creation are
- * scrubbed from every line written, wherever they appear in it.
+ * scrubbed from every line written, wherever they appear in it. Lines are
+ * JSON with ISO times; for people, `prettyDestination` (a terminal) or
+ * `formatNotice` (the terminal chat) render them.
  */
 import { pino, type DestinationStream, type Level, type Logger } from "pino";
 
@@ -49,6 +51,7 @@ export function createLogger(options: LoggerOptions): Logger {
   return pino(
     {
       level: options.level,
+      timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: REDACT_PATHS, censor: REDACTED },
       ...(options.base !== undefined ? { base: options.base } : {}),
     },
@@ -76,4 +79,37 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
   let out = text;
   for (const form of [...forms].sort((a, b) => b.length - a.length)) out = out.split(form).join(REDACTED);
   return out;
+}
+
+/**
+ * pino-pretty on a file descriptor, for a person at a terminal: coloured,
+ * local times, no pid/hostname. Loaded only when asked for.
+ */
+export async function prettyDestination(fd: 1 | 2): Promise<DestinationStream> {
+  const { default: pretty } = await import("pino-pretty");
+  return pretty({ colorize: true, destination: fd, sync: true, translateTime: "SYS:HH:MM:ss", ignore: "pid,hostname" });
+}
+
+const LEVEL_WORDS: Record<number, string> = { 10: "trace", 20: "debug", 30: "info", 40: "warning", 50: "error", 60: "fatal" };
+const NOTICE_MAX = 240;
+
+/**
+ * One log line as a short notice in the terminal chat's own style:
+ * `(warning: adapter did not stop cleanly; platform: telegram)`.
+ */
+export function formatNotice(line: string): string {
+  let entry: unknown;
+  try {
+    entry = JSON.parse(line);
+  } catch {
+    return `(${line.trim()})`;
+  }
+  if (!entry || typeof entry !== "object") return `(${line.trim()})`;
+  const { level, time: _time, pid: _pid, hostname: _host, msg, component: _component, ...rest } = entry as Record<string, unknown>;
+  const word = typeof level === "number" ? (LEVEL_WORDS[level] ?? "log") : "log";
+  const details = Object.entries(rest)
+    .map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`)
+    .join(", ");
+  const text = `${word}: ${typeof msg === "string" ? msg : ""}${details ? `; ${details}` : ""}`;
+  return `(${text.length > NOTICE_MAX ? `${text.slice(0, NOTICE_MAX - 1)}…` : text})`;
 }

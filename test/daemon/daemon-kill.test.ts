@@ -1,5 +1,5 @@
 /**
- * The daemon as its own process (`npx tsx daemon/cli.ts --config ...`), the
+ * The daemon as its own process (`agent-bridge run --config ...`, compiled), the
  * terminal chat on its stdin/stdout as the platform, the emulator in this
  * process: SIGKILL with turns pending, restart, and every message is answered
  * exactly once across both lives.
@@ -8,6 +8,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BIN } from "../helpers/cli.js";
 import { startService, tempDir, type Service } from "./daemon-harness.js";
 
 const root = join(import.meta.dirname, "..", "..");
@@ -29,8 +30,8 @@ interface Child {
 }
 
 function startDaemon(configFile: string): Child {
-  // Its own process group: npx runs tsx runs node, and a kill must reach the daemon itself.
-  const proc = spawn("npx", ["tsx", "daemon/cli.ts", "--config", configFile], { cwd: root, stdio: ["pipe", "pipe", "pipe"], detached: true });
+  // The compiled `agent-bridge run`, one node process: a SIGKILL reaches the daemon itself.
+  const proc = spawn(process.execPath, [BIN, "run", "--config", configFile], { cwd: root, stdio: ["pipe", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   const listeners = new Set<() => void>();
@@ -113,7 +114,7 @@ describe("daemon process killed with SIGKILL", () => {
       await until(() => acceptedCount(dataDir) >= 4, "three more accepted messages");
       await first.waitFor((o) => o.split("agent is typing…").length - 1 >= 2, "the sleeping turn to start");
       await new Promise((r) => setTimeout(r, 100));
-      process.kill(-first.proc.pid!, "SIGKILL");
+      first.proc.kill("SIGKILL");
       expect(await first.exited).toBe(null);
 
       const second = startDaemon(configFile);
@@ -144,7 +145,7 @@ describe("daemon process killed with SIGKILL", () => {
       expect(order).toEqual([...order].sort((a, b) => a - b));
       expect(`${first.err()}${second.err()}`).not.toContain(service.key);
     } finally {
-      for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) process.kill(-c.proc.pid!, "SIGKILL");
+      for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill("SIGKILL");
       delete process.env.BRIDGE_TEST_KEY;
       dir.remove();
     }

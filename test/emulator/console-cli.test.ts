@@ -11,6 +11,8 @@ describe("emulator command", () => {
       const page = await fetch(printed!);
       expect(page.status).toBe(200);
       expect(await page.text()).toContain("/_emulator/ui/assets/app.js");
+      // The compiled command serves the static assets too (the build copies them beside dist/).
+      expect((await fetch(`${run.url}/_emulator/ui/assets/app.js`)).status).toBe(200);
     } finally {
       await stopCli(run, "SIGTERM");
     }

@@ -1,54 +1,29 @@
 /**
- * A 100 MiB upload and download through an emulator in a child process,
- * watching that process's resident memory: both directions must stream (the
- * peak stays far below the file's size above the idle baseline).
- *
- * The child runs `createEmulator` from a one-line script rather than
- * `emulator/cli.ts`, because the CLI has no flag for the upload limit and its
- * default (50 MiB, docs/api-contract.md "Limits") refuses a 100 MiB file.
+ * A 100 MiB upload and download through an emulator in a child process
+ * (`agent-bridge emulator --upload-limit-mb 128`, compiled), watching that
+ * process's resident memory: both directions must stream (the peak stays far
+ * below the file's size above the idle baseline).
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServiceClient, type ServiceClient } from "../../shared/client/index.js";
+import { startCli } from "../helpers/cli.js";
 import { providerKey } from "../helpers/emulator.js";
 
-const ROOT = join(import.meta.dirname, "..", "..");
 const MiB = 1024 * 1024;
 const SIZE = 100 * MiB;
-
-const SCRIPT = `
-import { createEmulator } from "./emulator/index.ts";
-const emulator = await createEmulator({ inMemory: true, provisionMs: 0, uploadLimitBytes: ${128 * MiB} });
-const url = await emulator.listen(0, "127.0.0.1");
-process.stdout.write("emulator listening on " + url + "\\n");
-process.on("SIGTERM", () => emulator.close().then(() => process.exit(0)));
-`;
 
 let child: ChildProcess;
 let api: ServiceClient;
 let instanceId: string;
 
 beforeAll(async () => {
-  child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", SCRIPT], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  let err = "";
-  child.stderr!.setEncoding("utf8").on("data", (c: string) => (err += c));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`emulator did not start: ${out} ${err}`)), 20_000);
-    child.stdout!.setEncoding("utf8").on("data", (c: string) => {
-      out += c;
-      const match = /emulator listening on (\S+)/.exec(out);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    });
-    child.on("exit", (code) => reject(new Error(`emulator exited ${code}: ${err}`)));
-  });
+  const run = await startCli(["--port", "0", "--in-memory", "--provision-ms", "0", "--upload-limit-mb", "128"]);
+  child = run.child;
+  const url = run.url;
   const anon = createServiceClient({ baseUrl: url });
   const signup = await anon.signup({ body: { name: "stream" } });
   api = anon.withKey(signup.api_key);

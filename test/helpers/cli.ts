@@ -1,7 +1,8 @@
 /**
- * The emulator CLI as a child process (`tsx emulator/cli.ts ...`), for tests
- * of what only a process shows: persistence across a kill, the data-directory
- * lock, signals, flags.
+ * `agent-bridge` as a child process, compiled (dist/, built by the vitest
+ * globalSetup), for tests of what only a process shows: persistence across
+ * a kill, the data-directory lock, signals, flags. `runCli` runs the
+ * emulator subcommand; `runAgentBridge` any.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
@@ -16,10 +17,16 @@ export interface CliRun {
   exited: Promise<number | string>;
 }
 
+export const BIN = join(ROOT, "dist", "bin", "agent-bridge.js");
+
+/** `agent-bridge emulator ARGS`. */
 export function runCli(args: string[]): CliRun {
-  // `node --import tsx`, not the `tsx` binary: that one runs the script in a
-  // second process, which a SIGKILL of the first would leave running.
-  const child = spawn(process.execPath, ["--import", "tsx", "emulator/cli.ts", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  return runAgentBridge(["emulator", ...args]);
+}
+
+/** `agent-bridge ARGS`: one node process (no npm or shell between), so a SIGKILL reaches it. */
+export function runAgentBridge(args: string[], options: { stdin?: "ignore" | "pipe"; env?: NodeJS.ProcessEnv } = {}): CliRun {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: [options.stdin ?? "ignore", "pipe", "pipe"], env: options.env ?? process.env });
   let out = "";
   let err = "";
   child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));

@@ -2,6 +2,9 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { parse as parseJsonc } from "jsonc-parser";
+import { configJsonSchemaText } from "../../../daemon/config/json-schema.js";
 import { ConfigError, loadConfig, parseConfig } from "../../../daemon/config/load.js";
 
 const KEY = `svc_org_${"a1".repeat(32)}`;
@@ -121,7 +124,7 @@ describe("parseConfig", () => {
     );
     expect(problems).toEqual([
       "service.apiKey: environment variable MISSING_KEY is not set",
-      "channels[0].token: environment variable DISCORD_TOKEN is not set",
+      "channels.discord.token: environment variable DISCORD_TOKEN is not set",
     ]);
   });
 
@@ -149,17 +152,17 @@ describe("parseConfig", () => {
     expect(problems).toEqual(
       expect.arrayContaining([
         "service.apiKey: required",
+        'queue.concurency: unknown key; did you mean "concurrencyPerInstance"?',
         "service.baseUrl: must be an http(s) URL",
         'logLevel: must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent"',
         "ops.port: must be a port number (0 = pick one), null or false (off)",
         "queue.debounceMs: must not be negative",
-        "queue.concurency: unknown key",
         "routes[0].instance: required",
         'routes[0].match.chatType: must be one of "direct", "group"',
-        "channels[1].token: must look like 123456:ABC... (digits, colon, 35 characters)",
-        'channels[2].type: must be one of "terminal", "telegram", "discord", "whatsapp"',
-        'channels[3].webhook: required when mode is "webhook"',
-        'channels[4].token: must be the bare bot token (no whitespace, no "Bot " prefix)',
+        "channels.telegram.token: must look like 123456:ABC... (digits, colon, 35 characters)",
+        'channels.irc.type: must be one of "terminal", "telegram", "discord", "whatsapp"',
+        'channels.tg2.webhook: required when mode is "webhook"',
+        'channels.discord.token: must be the bare bot token (no whitespace, no "Bot " prefix)',
         "retry.maxDelayMs: must be at least baseDelayMs",
       ]),
     );
@@ -237,7 +240,7 @@ describe("parseConfig", () => {
       problemsOf(() =>
         parseConfig({ service: { apiKey: KEY }, channels: [{ type: "discord", token: "t", access: { users: [123456789012345678901] } }] }, {}),
       ),
-    ).toEqual(["channels[0].access.users[0]: must be a string: this id is not exact as a JSON number"]);
+    ).toEqual(["channels.discord.access.users[0]: must be a string: this id is not exact as a JSON number"]);
   });
 
   it('ignores "//" comment keys at every level, including group maps', () => {
@@ -266,31 +269,119 @@ describe("parseConfig", () => {
           {},
         ),
       ),
-    ).toEqual(['channels[0].access.groups["123@g.us"].users: must be a list']);
+    ).toEqual(['channels.whatsapp.access.groups["123@g.us"].users: must be a list']);
   });
 });
 
 describe("loadConfig", () => {
-  it("loads config.example.json, with its variables set", async () => {
-    const env = { AGENT_BRIDGE_API_KEY: KEY, TELEGRAM_BOT_TOKEN: TG_TOKEN, DISCORD_BOT_TOKEN: "abc.def.ghi" };
-    const cfg = await loadConfig(join(import.meta.dirname, "../../../config.example.json"), env);
+  it("loads config.example.json without the variables of its disabled channels", async () => {
+    const cfg = await loadConfig(join(import.meta.dirname, "../../../config.example.json"), { AGENT_BRIDGE_API_KEY: KEY });
     expect(cfg.service.apiKey).toBe(KEY);
-    expect(cfg.channels.map((c) => [c.type, c.id, c.enabled])).toEqual([
-      ["terminal", "terminal", true],
-      ["telegram", "telegram", false],
-      ["discord", "discord", false],
-      ["whatsapp", "whatsapp", false],
-    ]);
+    // Disabled channels are checked, then left out: the daemon never starts them.
+    expect(cfg.channels.map((c) => [c.type, c.id, c.enabled])).toEqual([["terminal", "terminal", true]]);
     expect(cfg.routes.map((r) => r.instance)).toEqual(["inst_team", "inst_personal"]);
     // The example shows the defaults: it must agree with the schema's own.
     const defaults = parseConfig({ service: { apiKey: KEY } }, {});
     for (const key of ["service", "ops", "queue", "retry", "attachments", "dataDir", "logLevel"] as const) {
       expect(cfg[key]).toEqual(defaults[key]);
     }
-    const raw = JSON.parse(await readFile(join(import.meta.dirname, "../../../config.example.json"), "utf8")) as {
+    const raw = parseJsonc(await readFile(join(import.meta.dirname, "../../../config.example.json"), "utf8")) as {
+      $schema: string;
       channels: Record<string, unknown>[];
     };
     expect(raw.channels.length).toBe(4);
+    expect(raw.$schema).toBe("./config.schema.json");
+  });
+
+  it("loads every channel of config.example.json once enabled, with its variables set", async () => {
+    const text = (await readFile(join(import.meta.dirname, "../../../config.example.json"), "utf8")).replaceAll('"enabled": false', '"enabled": true');
+    const path = join(dir, "all-enabled.json");
+    await writeFile(path, text);
+    const cfg = await loadConfig(path, { AGENT_BRIDGE_API_KEY: KEY, TELEGRAM_BOT_TOKEN: TG_TOKEN, DISCORD_BOT_TOKEN: "abc.def.ghi" });
+    expect(cfg.channels.map((c) => c.id)).toEqual(["terminal", "telegram", "discord", "whatsapp"]);
+    expect(problemsOf(() => parseConfig(parseJsonc(text), { AGENT_BRIDGE_API_KEY: KEY }))).toEqual([
+      "channels.telegram.token: environment variable TELEGRAM_BOT_TOKEN is not set",
+      "channels.discord.token: environment variable DISCORD_BOT_TOKEN is not set",
+    ]);
+  });
+
+  it("still checks a disabled channel's shape and names it by id", () => {
+    expect(
+      problemsOf(() =>
+        parseConfig(
+          {
+            service: { apiKey: KEY },
+            channels: [
+              { type: "telegram", id: "tg-main", enabled: false, token: "${UNSET_TOKEN}", requireMentoin: true },
+              { type: "discord", enabled: false, token: "Bot x" },
+            ],
+          },
+          {},
+        ),
+      ),
+    ).toEqual([
+      'channels["tg-main"].requireMentoin: unknown key; did you mean "requireMention"?',
+      'channels.discord.token: must be the bare bot token (no whitespace, no "Bot " prefix)',
+    ]);
+  });
+
+  it('suggests the key meant for a typo, at any depth, and none when nothing is close', () => {
+    expect(
+      problemsOf(() =>
+        parseConfig(
+          {
+            service: { apiKey: KEY, baseURL: "http://x" },
+            queue: { debounce: 5 },
+            channels: [{ type: "telegram", token: TG_TOKEN, acess: {} }, { type: "terminal", promt: "> " }],
+            zebra: 1,
+          },
+          {},
+        ),
+      ),
+    ).toEqual(
+      expect.arrayContaining([
+        'service.baseURL: unknown key; did you mean "baseUrl"?',
+        'queue.debounce: unknown key; did you mean "debounceMs"?',
+        'channels.telegram.acess: unknown key; did you mean "access"?',
+        'channels.terminal.promt: unknown key; did you mean "prompt"?',
+        "zebra: unknown key",
+      ]),
+    );
+  });
+
+  it("reads JSON with comments and trailing commas, and accepts a $schema key", async () => {
+    const path = join(dir, "jsonc.json");
+    await writeFile(
+      path,
+      `// the bridge
+{
+  "$schema": "./config.schema.json",
+  /* block comment */
+  "service": { "apiKey": "${KEY}", }, // trailing comma above
+  "routes": [{ "match": {}, "instance": "i1" },],
+}
+`,
+    );
+    const cfg = await loadConfig(path, {});
+    expect(cfg.routes[0]?.instance).toBe("i1");
+    expect("$schema" in cfg).toBe(false);
+  });
+
+  it("config.example.json passes config.schema.json in a JSON Schema validator, and a typo does not", async () => {
+    const schema = JSON.parse(await readFile(join(import.meta.dirname, "../../../config.schema.json"), "utf8")) as object;
+    const validate = new Ajv2020({ strict: false, allErrors: true, validateFormats: false }).compile(schema);
+    const example = parseJsonc(await readFile(join(import.meta.dirname, "../../../config.example.json"), "utf8")) as Record<string, unknown>;
+    expect(validate(example), JSON.stringify(validate.errors)).toBe(true);
+    expect(validate({ ...example, service: { apiKey: "${KEY}", autostart: true } })).toBe(false);
+    expect(validate.errors?.map((e) => `${e.instancePath} ${e.message}`)).toContain("/service must NOT have additional properties");
+  });
+
+  it("commits config.schema.json as generated from the zod schema", async () => {
+    const committed = await readFile(join(import.meta.dirname, "../../../config.schema.json"), "utf8");
+    expect(committed).toBe(configJsonSchemaText());
+    const schema = JSON.parse(committed) as { properties: Record<string, unknown>; additionalProperties: boolean };
+    expect(Object.keys(schema.properties)).toEqual(expect.arrayContaining(["$schema", "service", "routes", "channels"]));
+    expect(schema.additionalProperties).toBe(false);
   });
 
   it("reports a missing file as a ConfigError", async () => {

@@ -1,0 +1,28 @@
+/**
+ * `agent-bridge check`, as a function: the service and routes (service.ts),
+ * then each channel (channels.ts). Dependencies are explicit so tests point
+ * it at an emulator and platform fakes.
+ */
+import { readFile } from "node:fs/promises";
+import type { DaemonConfig } from "../config/schema.js";
+import { checkChannels, type ChannelCheckDeps } from "./channels.js";
+import { undiciHttp, type CheckResult } from "./result.js";
+import { checkService } from "./service.js";
+
+export { checkChannels } from "./channels.js";
+export { checkService } from "./service.js";
+export { formatResult, type CheckResult, type CheckStatus } from "./result.js";
+
+export interface CheckDeps extends Partial<ChannelCheckDeps> {}
+
+export const defaultCheckDeps = (deps: CheckDeps = {}): ChannelCheckDeps => ({
+  http: deps.http ?? undiciHttp,
+  timeoutMs: deps.timeoutMs ?? 10_000,
+  readFile: deps.readFile ?? ((path) => readFile(path, "utf8")),
+});
+
+export async function runChecks(config: DaemonConfig, deps: CheckDeps = {}): Promise<CheckResult[]> {
+  const full = defaultCheckDeps(deps);
+  const [service, channels] = await Promise.all([checkService(config, full), checkChannels(config, full)]);
+  return [...service, ...channels];
+}
