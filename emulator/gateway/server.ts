@@ -131,7 +131,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const instanceId = instanceOfPath(req.method, req.url);
-    if (instanceId === null) {
+    if (instanceId === null || (options.serves && !options.serves(instanceId))) {
       sendError(res, invalid("not_found", null, `No route for ${req.method ?? "?"} ${req.url ?? ""}.`, 404));
       return;
     }
@@ -194,7 +194,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
       text,
     };
     if (!closed && (generations.get(instanceId) ?? 0) === generation) {
-      record(state, {
+      const stored = {
         id: turn.id,
         instance_id: instanceId,
         session,
@@ -203,8 +203,9 @@ export function createGateway(options: GatewayOptions): FakeGateway {
         output_text: text,
         model: request.model,
         created_at: turn.createdAt,
-      });
-      options.onChange();
+      };
+      record(state, stored);
+      options.onChange({ kind: "record", response: stored });
     }
 
     if (request.stream) await sendStream(res, streamFrames(turn));
@@ -248,7 +249,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
     },
     forgetInstance(instanceId) {
       generations.set(instanceId, (generations.get(instanceId) ?? 0) + 1);
-      if (forget(options.state(), instanceId)) options.onChange();
+      if (forget(options.state(), instanceId)) options.onChange({ kind: "forget", instanceId });
     },
     close() {
       closed = true;

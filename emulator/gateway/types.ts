@@ -20,6 +20,8 @@ export interface GatewayState {
   heads: Record<string, string>;
 }
 
+export type GatewayChange = { kind: "record"; response: StoredResponse } | { kind: "forget"; instanceId: string };
+
 /** A fault injected for one request, applied before the request is read. */
 export interface GatewayFault {
   status?: number;
@@ -30,8 +32,10 @@ export interface GatewayFault {
 export interface GatewayOptions {
   /** A getter, because the emulator's store may replace the object (reset, import). */
   state: () => GatewayState;
-  /** Called after every mutation so the store can schedule a coalesced write. */
-  onChange: () => void;
+  /** Called after every mutation (which one, so a store can append instead of rewriting). */
+  onChange: (change: GatewayChange) => void;
+  /** Instance ids this gateway serves; others get 404 (default: any). */
+  serves?: (instanceId: string) => boolean;
   clock: Clock;
   random: Random;
   /** Consulted once per routed request, before anything else happens. */

@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import type { InstanceRecord } from "../store/state.js";
+import { isMintedId } from "../store/schema.js";
 
 export interface Workspaces {
   readonly root: string;
@@ -39,7 +40,11 @@ export function createWorkspaces(root: string): Workspaces {
   // Leftovers of an upload cut short by a crash are worthless: start clean.
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
-  const rootOf = (id: string) => join(root, id);
+  const rootOf = (id: string) => {
+    // The one place an instance id becomes a path: only an id of the minted form may.
+    if (!isMintedId(id)) throw new Error(`Refusing a workspace path for instance id ${JSON.stringify(id.slice(0, 64))}.`);
+    return join(root, id);
+  };
   return {
     root,
     rootOf,
@@ -51,6 +56,7 @@ export function createWorkspaces(root: string): Workspaces {
       if (!existsSync(runtime)) writeFileSync(runtime, `${JSON.stringify(initialRuntimeConfig(instance), null, 2)}\n`);
     },
     destroy(id) {
+      if (!isMintedId(id)) return; // never had a tree
       rmSync(rootOf(id), { recursive: true, force: true });
     },
     clear() {
