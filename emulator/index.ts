@@ -100,7 +100,11 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const faults = createFaultRegistry(random);
   const gateway = createGateway({
     state: () => store.data.gateway,
-    onChange: (change) => (change.kind === "record" ? store.recordResponse(change.response) : store.dropConversations(change.instanceId)),
+    onChange(change) {
+      if (change.kind === "forget") return store.dropConversations(change.instanceId);
+      store.recordResponse(change.response);
+      return store.durable();
+    },
     // Only instances of the form the API mints: an id from a gateway URL may name a log file.
     serves: isMintedId,
     clock,

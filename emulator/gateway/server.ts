@@ -193,8 +193,9 @@ export function createGateway(options: GatewayOptions): FakeGateway {
       inputText: request.userText,
       text,
     };
+    let stored: Promise<void> | void = undefined;
     if (!closed && (generations.get(instanceId) ?? 0) === generation) {
-      const stored = {
+      const response = {
         id: turn.id,
         instance_id: instanceId,
         session,
@@ -204,9 +205,11 @@ export function createGateway(options: GatewayOptions): FakeGateway {
         model: request.model,
         created_at: turn.createdAt,
       };
-      record(state, stored);
-      options.onChange({ kind: "record", response: stored });
+      record(state, response);
+      stored = options.onChange({ kind: "record", response });
     }
+    // Answered once the store says the turn is kept.
+    await stored;
 
     if (request.stream) await sendStream(res, streamFrames(turn));
     else sendJson(res, 200, JSON.stringify(completedResponse(turn)));

@@ -32,8 +32,12 @@ export interface GatewayFault {
 export interface GatewayOptions {
   /** A getter, because the emulator's store may replace the object (reset, import). */
   state: () => GatewayState;
-  /** Called after every mutation (which one, so a store can append instead of rewriting). */
-  onChange: (change: GatewayChange) => void;
+  /**
+   * Called after every mutation (which one, so a store can append instead of
+   * rewriting). A turn is answered once the promise it returns settles, so a
+   * store can make it durable first.
+   */
+  onChange: (change: GatewayChange) => void | Promise<void>;
   /** Instance ids this gateway serves; others get 404 (default: any). */
   serves?: (instanceId: string) => boolean;
   clock: Clock;

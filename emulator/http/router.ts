@@ -59,6 +59,8 @@ export function mountRoutes(app: Express, env: EmulatorEnv, handlers: Partial<Ha
         if (!handler) throw notImplemented(`${spec.method} ${spec.path}`);
         const result = await handler(ctx);
         if (result === HANDLED) return;
+        // A write is answered once it is on disk (reads do not wait for anyone's writes).
+        if (spec.method !== "GET") await env.store.durable();
         if (spec.status === 204 || spec.response === "empty") {
           res.status(spec.status).end();
           return;

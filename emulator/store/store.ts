@@ -61,6 +61,14 @@ export interface Store {
   recordResponse(response: StoredResponse): void;
   /** An instance's conversations were forgotten: remove its log. */
   dropConversations(instanceId: string): void;
+  /**
+   * Resolves once every change committed so far (not `touch`) is on disk:
+   * the router awaits it before answering a write, so an answered write is a
+   * durable one. Waiting starts a write round at once; concurrent waiters
+   * share it (group commit). Also resolves when that round failed (the change
+   * stays in memory, is retried, and health shows the failure).
+   */
+  durable(): Promise<void>;
   /** Writes now if anything is pending; resolves when it is on disk, rejects if the write failed. */
   flush(): Promise<void>;
   /** Swaps in a whole new state (reset, snapshot import) and commits it. */
@@ -128,8 +136,32 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
 
   const pending = () => controlDirty || (logs?.pending ?? false);
 
+  /** Changes a client was told about, counted; `durableSeq` of them are on disk. */
+  let changeSeq = 0;
+  let durableSeq = 0;
+  let waiters: { seq: number; resolve: () => void }[] = [];
+  const settleWaiters = (upTo: number) => {
+    if (!waiters.length) return;
+    const still: typeof waiters = [];
+    for (const w of waiters) (w.seq <= upTo ? w.resolve() : still.push(w));
+    waiters = still;
+  };
+
   const writeOnce = async (): Promise<void> => {
     writes++;
+    // Both parts take what they write synchronously, here: everything counted so far is in this round.
+    const target = changeSeq;
+    const results = await Promise.allSettled([writeControl(), logs?.pending ? logs.flush() : undefined]);
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) {
+      // The clients waiting are answered anyway (their change is in memory, retried, and health says so).
+      settleWaiters(target);
+      throw failed.reason;
+    }
+    durableSeq = Math.max(durableSeq, target);
+    settleWaiters(durableSeq);
+  };
+  const writeControl = async (): Promise<void> => {
     if (controlDirty && control) {
       controlDirty = false;
       try {
@@ -143,7 +175,6 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
         throw error;
       }
     }
-    if (logs?.pending) await logs.flush();
   };
 
   const writeNow = (): Promise<void> => {
@@ -188,28 +219,36 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
     timer = setTimeout(() => void writeNow().catch(() => {}), delay);
     timer.unref?.();
   };
-  const markControl = (delay: number) => {
+  const markControl = (delay: number, counted = true) => {
     controlDirty = true;
+    if (counted) changeSeq++;
     schedule(delay);
   };
-  if (migrate) schedule(0);
-
-  return {
+  const store: Store = {
     get data() {
       return data;
     },
     dataDir,
     commit: () => markControl(flushMs),
-    touch: () => markControl(touchFlushMs),
+    touch: () => markControl(touchFlushMs, false),
     recordResponse(response) {
       if (!logs) return;
       logs.append(response, options.randomPosition?.());
+      changeSeq++;
       schedule(flushMs);
     },
     dropConversations(instanceId) {
       if (!logs) return;
       logs.drop(instanceId);
+      changeSeq++;
       schedule(flushMs);
+    },
+    durable() {
+      if (!dataDir || closed || durableSeq >= changeSeq) return Promise.resolve();
+      const seq = changeSeq;
+      // Someone waits: start the round now (group commit) instead of after the coalescing delay.
+      schedule(0);
+      return new Promise<void>((resolve) => waiters.push({ seq, resolve }));
     },
     flush: () => (dataDir ? writeNow() : Promise.resolve()),
     replace(state) {
@@ -224,6 +263,7 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
       } finally {
         closed = true;
         if (timer) clearTimeout(timer);
+        settleWaiters(Infinity);
         release();
       }
     },
@@ -246,6 +286,16 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
       return controlWrites;
     },
   };
+  // The one-time move of conversations out of an old state.json happens before the store is used.
+  if (migrate) {
+    try {
+      await writeNow();
+    } catch (error) {
+      release();
+      throw new Error(`Cannot move conversations out of ${dataDir}/state.json: ${(error as Error).message}`);
+    }
+  }
+  return store;
 }
 
 /** The part of the state that goes to `state.json`. */
