@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { Agent, request } from "undici";
 import { createEmulator } from "../emulator/index.js";
 import { createServiceClient } from "../shared/client/index.js";
+import { storeGrowth } from "./store-growth.js";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -76,4 +77,4 @@ async function main(): Promise<void> {
   await agent.close();
 }
 
-void main();
+void main().then(storeGrowth);

@@ -19,7 +19,8 @@ Options:
   --seed S            repeatable ids, keys and fault draws
   --admin-token T     require this bearer on /_emulator (needed off loopback)
   --gateway-url URL   send new instances' messages to this Responses server
-  --flush-ms MS       longest a change waits before it is written (default 25)
+  --flush-ms MS       longest a change nobody waits for stays unwritten (default 25;
+                      writes are answered once on disk)
   --upload-limit-mb N largest upload accepted, MiB (default 50)
   -h, --help          show this help
 `;

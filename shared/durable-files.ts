@@ -23,6 +23,14 @@ export async function syncDirectory(dir: string): Promise<void> {
   }
 }
 
+export interface AtomicWriteOptions {
+  /**
+   * Where the temporary file goes (default: beside `file`). Must be on the
+   * same filesystem; use it when the file's folder is listed to clients.
+   */
+  tempDir?: string;
+}
+
 /** Prefix of every temporary file `writeFileAtomic` makes beside `file` (tests exclude them by it). */
 export const tempPrefixOf = (file: string): string => `.${basename(file)}.`;
 
@@ -31,9 +39,9 @@ export const tempPrefixOf = (file: string): string => `.${basename(file)}.`;
  * temporary name is unique per call (`.<name>.<pid>.<random>.tmp`), so two
  * writers to one path never share a temporary file; the last rename wins whole.
  */
-export async function writeFileAtomic(file: string, data: string | Buffer, mode = 0o600): Promise<void> {
+export async function writeFileAtomic(file: string, data: string | Buffer, mode = 0o600, options: AtomicWriteOptions = {}): Promise<void> {
   await mkdir(dirname(file), { recursive: true });
-  const tmp = join(dirname(file), `${tempPrefixOf(file)}${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+  const tmp = join(options.tempDir ?? dirname(file), `${tempPrefixOf(file)}${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
   try {
     const handle = await open(tmp, "w", mode);
     try {

@@ -10,7 +10,7 @@
  * rewritten atomically from memory. A crash can tear the last line; loading
  * drops such a tail and truncates it away before anything is appended.
  */
-import { mkdir, open, readdir, readFile, rm, truncate } from "node:fs/promises";
+import { mkdir, open, readdir, rm, truncate } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import { appendFileDurable, syncDirectory, writeFileAtomic } from "../../shared/durable-files.js";
@@ -43,6 +43,35 @@ export interface ConversationLogs {
   readonly pending: boolean;
   /** Writes what is buffered. On failure everything is kept for the next try. */
   flush(): Promise<void>;
+}
+
+/**
+ * Calls `onLine` for every complete line of `file`, reading it in pieces (a
+ * log can outgrow the longest string V8 allows). Resolves the byte length of
+ * the complete lines when an unterminated tail follows them, else undefined.
+ */
+async function readLines(file: string, onLine: (line: string) => void): Promise<number | undefined> {
+  const handle = await open(file, "r");
+  try {
+    const chunk = Buffer.allocUnsafe(4 << 20);
+    let carry = Buffer.alloc(0);
+    let offset = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, offset);
+      if (bytesRead === 0) break;
+      offset += bytesRead;
+      const data = carry.length ? Buffer.concat([carry, chunk.subarray(0, bytesRead)]) : chunk.subarray(0, bytesRead);
+      let start = 0;
+      for (let end = data.indexOf(10, start); end !== -1; end = data.indexOf(10, start)) {
+        if (end > start) onLine(data.toString("utf8", start, end));
+        start = end + 1;
+      }
+      carry = Buffer.from(data.subarray(start));
+    }
+    return carry.length ? offset - carry.length : undefined;
+  } finally {
+    await handle.close();
+  }
 }
 
 export function conversationLogs(dataDir: string, state: () => GatewayState): ConversationLogs {
@@ -102,17 +131,16 @@ export function conversationLogs(dataDir: string, state: () => GatewayState): Co
         }
         const instanceId = name.slice(0, -SUFFIX.length);
         if (!name.endsWith(SUFFIX) || !isMintedId(instanceId)) continue;
+        // One string per distinct value: a million turns share a few sessions, models and parents.
+        const interned = new Map<string, string>();
+        const intern = (value: string) => {
+          const known = interned.get(value);
+          if (known !== undefined) return known;
+          interned.set(value, value);
+          return value;
+        };
         const file = join(dir, name);
-        const text = await readFile(file, "utf8");
-        const end = text.lastIndexOf("\n") + 1;
-        if (end < text.length) {
-          // A torn last line (a crash mid-append): never answered as stored, so dropped.
-          await truncate(file, Buffer.byteLength(text.slice(0, end)));
-          const handle = await open(file, "r+");
-          await handle.sync().finally(() => handle.close());
-        }
-        for (const raw of text.slice(0, end).split("\n")) {
-          if (!raw) continue;
+        const complete = await readLines(file, (raw) => {
           let parsed;
           try {
             parsed = Line.safeParse(JSON.parse(raw));
@@ -121,12 +149,28 @@ export function conversationLogs(dataDir: string, state: () => GatewayState): Co
           }
           if (!parsed?.success || parsed.data.instance_id !== instanceId) {
             skipped++;
-            continue;
+            return;
           }
-          const { p, ...response } = parsed.data;
-          if (p !== undefined && p > position) position = p;
+          const line = parsed.data;
+          if (line.p !== undefined && line.p > position) position = line.p;
+          const response: StoredResponse = {
+            id: line.id,
+            instance_id: instanceId,
+            session: intern(line.session),
+            parent_id: line.parent_id === null ? null : (Object.hasOwn(loaded.responses, line.parent_id) ? loaded.responses[line.parent_id]!.id : line.parent_id),
+            input_text: line.input_text,
+            output_text: line.output_text,
+            model: intern(line.model),
+            created_at: line.created_at,
+          };
           loaded.responses[response.id] = response;
           loaded.heads[headKey(instanceId, response.session)] = response.id;
+        });
+        if (complete !== undefined) {
+          // A torn last line (a crash mid-append): never answered as stored, so dropped.
+          await truncate(file, complete);
+          const handle = await open(file, "r+");
+          await handle.sync().finally(() => handle.close());
         }
       }
       return { state: loaded, position, skipped };
