@@ -158,12 +158,13 @@ export async function storeGrowth(): Promise<void> {
     const measured = /\{.*\}/.exec(child.stdout ?? "");
     if (!measured) console.log(`million start-up: the child failed: ${child.stderr}`);
     else {
-      const m = JSON.parse(measured[0]) as { ms: number; cpuMs: number; rss: number; heap: number; count: number };
+      const m = JSON.parse(measured[0]) as { ms: number; cpuMs: number; loadMs: number; loadCpuMs: number; rss: number; count: number };
       const mib = m.rss / 2 ** 20;
-      console.log(
-        `start-up with ${m.count} stored responses (${(dirSize(grown.dir) / 1e6).toFixed(0)} MB on disk): ${(m.ms / 1000).toFixed(1)} s wall, ${(m.cpuMs / 1000).toFixed(1)} s CPU ${m.ms < 10_000 ? "(goal < 10 s: met)" : "(goal < 10 s: MISSED)"}, ` +
-          `memory ${mib.toFixed(0)} MiB rss ${mib < 1024 ? "(goal < 1 GiB: met)" : "(goal < 1 GiB: MISSED)"}`,
-      );
+      const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+      console.log(`${m.count} stored responses (${(dirSize(grown.dir) / 1e6).toFixed(0)} MB on disk):`);
+      console.log(`  start-up (listening; logs read on first use): ${s(m.ms)} wall, ${s(m.cpuMs)} CPU ${m.ms < 10_000 ? "(goal < 10 s: met)" : "(goal < 10 s: MISSED)"}`);
+      console.log(`  then reading every log (what a snapshot export does): ${s(m.loadMs)} wall, ${s(m.loadCpuMs)} CPU`);
+      console.log(`  memory with all of them loaded: ${mib.toFixed(0)} MiB rss ${mib < 1024 ? "(goal < 1 GiB: met)" : "(goal < 1 GiB: MISSED)"}`);
     }
   } finally {
     server.close();

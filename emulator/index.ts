@@ -107,6 +107,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     },
     // Only instances of the form the API mints: an id from a gateway URL may name a log file.
     serves: isMintedId,
+    prepare: (instanceId) => store.conversations(instanceId),
     clock,
     random,
     faultFor(instanceId) {

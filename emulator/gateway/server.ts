@@ -166,6 +166,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
     const directive = parseDirective(request.userText);
     if (!directive.ok) return sendError(res, directive.error);
 
+    await options.prepare?.(instanceId);
     const session = sessionOf(req);
     const explicitParent = request.previousResponseId;
     if (explicitParent !== null && !responseOf(options.state(), instanceId, explicitParent)) {
@@ -252,7 +253,9 @@ export function createGateway(options: GatewayOptions): FakeGateway {
     },
     forgetInstance(instanceId) {
       generations.set(instanceId, (generations.get(instanceId) ?? 0) + 1);
-      if (forget(options.state(), instanceId)) options.onChange({ kind: "forget", instanceId });
+      forget(options.state(), instanceId);
+      // Always told: a store may hold conversations it has not read into memory.
+      void options.onChange({ kind: "forget", instanceId });
     },
     close() {
       closed = true;

@@ -38,6 +38,8 @@ export interface GatewayOptions {
    * store can make it durable first.
    */
   onChange: (change: GatewayChange) => void | Promise<void>;
+  /** Awaited before an instance's conversations are looked at (a store that reads them on first use). */
+  prepare?: (instanceId: string) => Promise<void>;
   /** Instance ids this gateway serves; others get 404 (default: any). */
   serves?: (instanceId: string) => boolean;
   clock: Clock;

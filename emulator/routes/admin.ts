@@ -51,6 +51,7 @@ export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminH
     },
 
     async adminExportSnapshot() {
+      await env.store.allConversations();
       const snapshot = structuredClone(state());
       const workspaces: Record<string, unknown> = {};
       for (const instance of Object.values(snapshot.instances)) {

@@ -24,16 +24,18 @@ const SUFFIX = ".jsonl";
 /** A line: the response, and `p`, the seeded generator's position once its ids were drawn. */
 const Line = StoredResponseSchema.extend({ p: z.number().int().min(0).optional() });
 
-export interface LoadedConversations {
-  state: GatewayState;
-  /** Largest `p` found (0 when none). */
-  position: number;
-  /** Lines skipped because they did not parse (a torn tail is not counted). */
-  skipped: number;
-}
-
 export interface ConversationLogs {
-  load(): Promise<LoadedConversations>;
+  /**
+   * Opens the folder without reading the logs: leftovers of a crash are
+   * removed, torn tails truncated, and the largest `p` found is resolved
+   * (from each log's last line). Each log is read the first time its
+   * instance is used (`ensure`), so start-up does not grow with conversations.
+   */
+  open(): Promise<{ position: number }>;
+  /** Reads the instance's log into `state()` unless that happened already. */
+  ensure(instanceId: string): Promise<void>;
+  /** Reads every log not read yet (snapshot export, migration). */
+  ensureAll(): Promise<void>;
   /** Buffers one line; written by the next `flush`. */
   append(response: StoredResponse, position: number | undefined): void;
   /** Buffers the removal of an instance's log. */
@@ -74,7 +76,47 @@ async function readLines(file: string, onLine: (line: string) => void): Promise<
   }
 }
 
-export function conversationLogs(dataDir: string, state: () => GatewayState): ConversationLogs {
+/** One line through the schema; undefined when it does not parse or names another instance. */
+function parseLine(raw: string, instanceId: string): z.output<typeof Line> | undefined {
+  let parsed;
+  try {
+    parsed = Line.safeParse(JSON.parse(raw));
+  } catch {
+    return undefined;
+  }
+  return parsed.success && parsed.data.instance_id === instanceId ? parsed.data : undefined;
+}
+
+/**
+ * The end of a log, read backwards: `complete` is the byte length to keep
+ * when an unterminated tail follows the last newline (else undefined), and
+ * `last` the last complete line.
+ */
+async function tailOf(file: string): Promise<{ complete: number | undefined; last: string | undefined }> {
+  const handle = await open(file, "r");
+  try {
+    const size = (await handle.stat()).size;
+    const newlines: number[] = [];
+    const piece = Buffer.allocUnsafe(64 << 10);
+    // Find the last two newlines (or the start of the file).
+    for (let end = size; end > 0 && newlines.length < 2; ) {
+      const start = Math.max(0, end - piece.length);
+      const { bytesRead } = await handle.read(piece, 0, end - start, start);
+      for (let i = bytesRead - 1; i >= 0 && newlines.length < 2; i--) if (piece[i] === 10) newlines.push(start + i);
+      end = start;
+    }
+    if (newlines.length === 0) return { complete: size > 0 ? 0 : undefined, last: undefined };
+    const lastNewline = newlines[0]!;
+    const lineStart = newlines.length > 1 ? newlines[1]! + 1 : 0;
+    const line = Buffer.alloc(lastNewline - lineStart);
+    await handle.read(line, 0, line.length, lineStart);
+    return { complete: lastNewline + 1 < size ? lastNewline + 1 : undefined, last: line.length ? line.toString("utf8") : undefined };
+  } finally {
+    await handle.close();
+  }
+}
+
+export function conversationLogs(dataDir: string, state: () => GatewayState, report: (message: string) => void = () => {}): ConversationLogs {
   const dir = join(dataDir, CONVERSATIONS_DIR);
   const fileOf = (instanceId: string) => {
     // Ids reach a path only in the form the API mints: nothing else can name a file.
@@ -86,6 +128,45 @@ export function conversationLogs(dataDir: string, state: () => GatewayState): Co
   let rewriteAll = false;
   /** Instances whose last append failed: the next one starts on a new line, so a torn fragment stays alone. */
   const torn = new Set<string>();
+  /** Instances with a log on disk not read into memory yet. */
+  const unread = new Set<string>();
+  const inFlight = new Map<string, Promise<void>>();
+  /** Bumped when everything is replaced: a read under way then merges nothing. */
+  let epoch = 0;
+
+  async function readLog(instanceId: string): Promise<GatewayState> {
+    const loaded: GatewayState = { responses: {}, heads: {} };
+    let skipped = 0;
+    // One string per distinct value: a million turns share a few sessions, models and parents.
+    const interned = new Map<string, string>();
+    const intern = (value: string) => {
+      const known = interned.get(value);
+      if (known !== undefined) return known;
+      interned.set(value, value);
+      return value;
+    };
+    await readLines(fileOf(instanceId), (raw) => {
+      const line = parseLine(raw, instanceId);
+      if (!line) {
+        skipped++;
+        return;
+      }
+      const response: StoredResponse = {
+        id: line.id,
+        instance_id: instanceId,
+        session: intern(line.session),
+        parent_id: line.parent_id === null ? null : Object.hasOwn(loaded.responses, line.parent_id) ? loaded.responses[line.parent_id]!.id : line.parent_id,
+        input_text: line.input_text,
+        output_text: line.output_text,
+        model: intern(line.model),
+        created_at: line.created_at,
+      };
+      loaded.responses[response.id] = response;
+      loaded.heads[headKey(instanceId, response.session)] = response.id;
+    });
+    if (skipped) report(`skipped ${skipped} unreadable line(s) in ${fileOf(instanceId)}`);
+    return loaded;
+  }
 
   async function writeAll(): Promise<void> {
     const current = state();
@@ -118,11 +199,9 @@ export function conversationLogs(dataDir: string, state: () => GatewayState): Co
   const mkdirp = () => mkdir(dir, { recursive: true });
 
   return {
-    async load() {
+    async open() {
       await mkdirp();
-      const loaded: GatewayState = { responses: {}, heads: {} };
       let position = 0;
-      let skipped = 0;
       for (const name of await readdir(dir)) {
         // Temporary files of a rewrite a crash interrupted: the rename never happened.
         if (name.startsWith(".") && name.endsWith(".tmp")) {
@@ -131,49 +210,45 @@ export function conversationLogs(dataDir: string, state: () => GatewayState): Co
         }
         const instanceId = name.slice(0, -SUFFIX.length);
         if (!name.endsWith(SUFFIX) || !isMintedId(instanceId)) continue;
-        // One string per distinct value: a million turns share a few sessions, models and parents.
-        const interned = new Map<string, string>();
-        const intern = (value: string) => {
-          const known = interned.get(value);
-          if (known !== undefined) return known;
-          interned.set(value, value);
-          return value;
-        };
         const file = join(dir, name);
-        const complete = await readLines(file, (raw) => {
-          let parsed;
-          try {
-            parsed = Line.safeParse(JSON.parse(raw));
-          } catch {
-            parsed = undefined;
-          }
-          if (!parsed?.success || parsed.data.instance_id !== instanceId) {
-            skipped++;
-            return;
-          }
-          const line = parsed.data;
-          if (line.p !== undefined && line.p > position) position = line.p;
-          const response: StoredResponse = {
-            id: line.id,
-            instance_id: instanceId,
-            session: intern(line.session),
-            parent_id: line.parent_id === null ? null : (Object.hasOwn(loaded.responses, line.parent_id) ? loaded.responses[line.parent_id]!.id : line.parent_id),
-            input_text: line.input_text,
-            output_text: line.output_text,
-            model: intern(line.model),
-            created_at: line.created_at,
-          };
-          loaded.responses[response.id] = response;
-          loaded.heads[headKey(instanceId, response.session)] = response.id;
-        });
+        const { complete, last } = await tailOf(file);
         if (complete !== undefined) {
-          // A torn last line (a crash mid-append): never answered as stored, so dropped.
+          // A torn last line (a crash mid-append): never answered as stored, so dropped before anything is appended.
           await truncate(file, complete);
           const handle = await open(file, "r+");
           await handle.sync().finally(() => handle.close());
         }
+        // Positions only grow along a log, so its last line holds its largest; a log whose last line
+        // does not parse is scanned whole.
+        let p = last === undefined ? undefined : parseLine(last, instanceId)?.p;
+        if (last !== undefined && p === undefined) await readLines(file, (raw) => (p = Math.max(p ?? 0, parseLine(raw, instanceId)?.p ?? 0)));
+        if (p !== undefined && p > position) position = p;
+        unread.add(instanceId);
       }
-      return { state: loaded, position, skipped };
+      return { position };
+    },
+
+    ensure(instanceId) {
+      if (!unread.has(instanceId)) return Promise.resolve();
+      let reading = inFlight.get(instanceId);
+      if (reading) return reading;
+      const startedIn = epoch;
+      reading = readLog(instanceId).then((loaded) => {
+        inFlight.delete(instanceId);
+        // Dropped, or everything replaced, while it was read: what was read is gone.
+        if (epoch !== startedIn || !unread.has(instanceId)) return;
+        unread.delete(instanceId);
+        const current = state();
+        for (const response of Object.values(loaded.responses)) current.responses[response.id] = response;
+        for (const [key, id] of Object.entries(loaded.heads)) if (!Object.hasOwn(current.heads, key)) current.heads[key] = id;
+      });
+      inFlight.set(instanceId, reading);
+      reading.catch(() => inFlight.delete(instanceId));
+      return reading;
+    },
+
+    async ensureAll() {
+      await Promise.all([...unread].map((id) => this.ensure(id)));
     },
 
     append(response, position) {
@@ -186,10 +261,14 @@ export function conversationLogs(dataDir: string, state: () => GatewayState): Co
 
     drop(instanceId) {
       lines.delete(instanceId);
+      unread.delete(instanceId);
       if (isMintedId(instanceId)) drops.add(instanceId);
     },
 
     rewrite() {
+      // Everything is replaced: logs not read yet belong to the old state, and the rewrite removes them.
+      unread.clear();
+      epoch++;
       rewriteAll = true;
       lines = new Map();
       drops = new Set();

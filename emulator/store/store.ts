@@ -59,6 +59,10 @@ export interface Store {
   touch(): void;
   /** A gateway turn was recorded in `data.gateway`: append it to its instance's log. */
   recordResponse(response: StoredResponse): void;
+  /** Resolves once the instance's conversations are in `data.gateway` (logs are read on first use). */
+  conversations(instanceId: string): Promise<void>;
+  /** Resolves once every conversation is in `data.gateway` (snapshot export). */
+  allConversations(): Promise<void>;
   /** An instance's conversations were forgotten: remove its log. */
   dropConversations(instanceId: string): void;
   /**
@@ -106,16 +110,13 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
       control = new Low(new AtomicJsonFile<ControlFile>(join(dataDir, "state.json"), parseControl), controlOf(data));
       await control.read();
       const { gateway: legacy, random_position, ...rest } = control.data as ControlFile & { gateway?: EmulatorState["gateway"] };
-      logs = conversationLogs(dataDir, () => data.gateway);
-      const loaded = await logs.load();
-      if (loaded.skipped) report(`skipped ${loaded.skipped} unreadable line(s) in ${join(dataDir, "conversations")}`);
+      logs = conversationLogs(dataDir, () => data.gateway, report);
+      const opened = await logs.open();
       // A state.json from before conversations had their own logs: move them there once.
       migrate = legacy !== undefined && Object.keys(legacy.responses).length > 0;
-      const gateway = migrate
-        ? { responses: { ...legacy!.responses, ...loaded.state.responses }, heads: { ...legacy!.heads, ...loaded.state.heads } }
-        : loaded.state;
-      data = { ...rest, gateway };
-      randomPosition = Math.max(random_position ?? 0, loaded.position);
+      data = { ...rest, gateway: migrate ? legacy! : { responses: {}, heads: {} } };
+      if (migrate) await logs.ensureAll();
+      randomPosition = Math.max(random_position ?? 0, opened.position);
     } catch (error) {
       release();
       throw new Error(`Cannot read ${dataDir}/state.json: ${(error as Error).message}`);
@@ -231,6 +232,8 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
     dataDir,
     commit: () => markControl(flushMs),
     touch: () => markControl(touchFlushMs, false),
+    conversations: (instanceId) => logs?.ensure(instanceId) ?? Promise.resolve(),
+    allConversations: () => logs?.ensureAll() ?? Promise.resolve(),
     recordResponse(response) {
       if (!logs) return;
       logs.append(response, options.randomPosition?.());

@@ -124,6 +124,11 @@ describe("conversations in append-only logs", () => {
     await store.close();
 
     const again = await open(d);
+    // Logs are read on first use, not at start.
+    expect(again.data.gateway.responses).toEqual({});
+    await again.conversations(INSTANCE);
+    expect(Object.keys(again.data.gateway.responses).sort()).toEqual([a1.id, a2.id, a3.id, b1.id].sort());
+    await again.allConversations();
     expect(Object.keys(again.data.gateway.responses).sort()).toEqual([a1.id, a2.id, a3.id, b1.id, o1.id].sort());
     expect(again.data.gateway.heads).toEqual({ [headKey(INSTANCE, "alice")]: a3.id, [headKey(INSTANCE, "bob")]: b1.id, [headKey(OTHER, "main")]: o1.id });
   });
@@ -137,11 +142,14 @@ describe("conversations in append-only logs", () => {
     appendFileSync(file, '{"id":"resp_torn","instance_');
 
     const again = await open(d);
-    expect(Object.keys(again.data.gateway.responses)).toEqual([kept.id]);
+    // Truncated at start, before anything can be appended after the fragment.
     expect(readFileSync(file, "utf8")).toBe(`${JSON.stringify(kept)}\n`);
+    await again.allConversations();
+    expect(Object.keys(again.data.gateway.responses)).toEqual([kept.id]);
     const next = say(again, turn(INSTANCE, "main", kept.id));
     await again.close();
     const third = await open(d);
+    await third.allConversations();
     expect(third.data.gateway.heads[headKey(INSTANCE, "main")]).toBe(next.id);
   });
 
@@ -161,6 +169,20 @@ describe("conversations in append-only logs", () => {
     expect(store.data.gateway.responses[other.id]).toBeUndefined();
   });
 
+  it("removes the log of an instance whose conversations were never read since the start", async () => {
+    const d = dir();
+    const store = await open(d);
+    say(store, turn(INSTANCE, "main"));
+    await store.close();
+    const again = await open(d);
+    again.dropConversations(INSTANCE);
+    await again.flush();
+    expect(readdirSync(join(d, "conversations"))).toEqual([]);
+    // And it is not read back later either.
+    await again.conversations(INSTANCE);
+    expect(again.data.gateway.responses).toEqual({});
+  });
+
   it("moves conversations out of a state.json written before the split, once", async () => {
     const d = dir();
     const legacy = turn(INSTANCE, "main");
@@ -173,6 +195,7 @@ describe("conversations in append-only logs", () => {
     await store.close();
     expect(JSON.parse(readFileSync(join(d, "state.json"), "utf8"))).not.toHaveProperty("gateway");
     const again = await open(d);
+    await again.allConversations();
     expect(again.data.gateway.heads[headKey(INSTANCE, "main")]).toBe(legacy.id);
   });
 });
