@@ -72,7 +72,7 @@ export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminH
         if (instance.status === "terminated") continue;
         const tree = trees?.[instance.id];
         if (tree) await importTree(env.workspaces.rootOf(instance.id), tree);
-        else env.workspaces.create(instance);
+        else await env.workspaces.create(instance);
       }
     },
 

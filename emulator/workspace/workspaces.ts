@@ -6,7 +6,8 @@
  * half-written files never show in a listing).
  */
 import { randomBytes } from "node:crypto";
-import { mkdirSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { mkdirSync, rmSync, existsSync } from "node:fs";
+import { writeFileAtomic } from "../../shared/durable-files.js";
 import { join } from "node:path";
 import type { InstanceRecord } from "../store/state.js";
 import { isMintedId } from "../store/schema.js";
@@ -15,7 +16,7 @@ export interface Workspaces {
   readonly root: string;
   /** The instance's root directory (it may not exist for a terminated instance). */
   rootOf(instanceId: string): string;
-  create(instance: InstanceRecord): void;
+  create(instance: InstanceRecord): Promise<void>;
   destroy(instanceId: string): void;
   /** Removes every instance tree (reset). */
   clear(): void;
@@ -48,12 +49,13 @@ export function createWorkspaces(root: string): Workspaces {
   return {
     root,
     rootOf,
-    create(instance) {
+    async create(instance) {
       const dir = rootOf(instance.id);
       mkdirSync(join(dir, "workspace"), { recursive: true });
       mkdirSync(join(dir, "skills"), { recursive: true });
       const runtime = join(dir, "runtime.json");
-      if (!existsSync(runtime)) writeFileSync(runtime, `${JSON.stringify(initialRuntimeConfig(instance), null, 2)}\n`);
+      // Through the one durable writer, its temporary file in staging (out of listings).
+      if (!existsSync(runtime)) await writeFileAtomic(runtime, `${JSON.stringify(initialRuntimeConfig(instance), null, 2)}\n`, 0o644, { tempDir: staging });
     },
     destroy(id) {
       if (!isMintedId(id)) return; // never had a tree
