@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { Agent, request } from "undici";
 import { createEmulator } from "../emulator/index.js";
 import { createServiceClient } from "../shared/client/index.js";
+import { storeGrowth } from "./store-growth.js";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -86,4 +87,4 @@ async function main(): Promise<void> {
   await (await import("./streaming.js")).benchStreaming();
 }
 
-void main();
+void main().then(storeGrowth);

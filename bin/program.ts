@@ -101,7 +101,7 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
     .option("--seed <seed>", "repeatable ids, keys and fault draws")
     .option("--admin-token <token>", "require this bearer on /_emulator (needed off loopback)")
     .option("--gateway-url <url>", "send new instances' messages to this Responses server", httpUrl)
-    .option("--flush-ms <ms>", "longest a change waits before it is written", wholeNumber, 25)
+    .option("--flush-ms <ms>", "longest a change nobody waits for stays unwritten (writes are answered once on disk)", wholeNumber, 25)
     .option("--upload-limit-mb <n>", "largest upload accepted, MiB", wholeNumber, 50)
     .addHelpText("after", "\nPrints `emulator listening on URL` when ready; SIGINT/SIGTERM flush the store and exit 0.")
     .action(async (opts: EmulatorCommandOptions) => {

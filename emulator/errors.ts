@@ -24,6 +24,7 @@ export const forbidden = (detail: string) => new ApiError(403, detail);
 export const notFound = (detail: string) => new ApiError(404, detail);
 export const conflict = (detail: string) => new ApiError(409, detail);
 export const tooLarge = (detail: string) => new ApiError(413, detail);
+export const methodNotAllowed = (allow: string) => new ApiError(405, `Method not allowed here. Allowed: ${allow}.`);
 export const badGateway = (error: string) => new ApiError(502, { error });
 export const notImplemented = (what: string) => new ApiError(501, `${what} is not implemented by this emulator.`);
 

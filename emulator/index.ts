@@ -29,6 +29,7 @@ import { keyHandlers } from "./routes/keys.js";
 import { organizationHandlers } from "./routes/organization.js";
 import { responseHandlers } from "./routes/responses.js";
 import { openStore, type Store } from "./store/store.js";
+import { isMintedId } from "./store/schema.js";
 import { createWorkspaces } from "./workspace/workspaces.js";
 import { extraHandlers } from "./routes/extra.js";
 import { mountConsole } from "./console/routes.js";
@@ -86,12 +87,20 @@ export interface Emulator {
 
 export async function createEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const clock = options.clock ?? systemClock;
-  const random = options.random ?? (options.seed !== undefined ? seededRandom(options.seed) : cryptoRandom);
   const persistent = options.dataDir !== undefined && options.inMemory !== true;
   const events = createEventHub({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes });
-  const store = observeStore(await openStore({ dataDir: persistent ? options.dataDir : undefined, flushMs: options.flushMs }), () =>
-    events.publish({ type: "state", data: { at: new Date(clock.now()).toISOString() } }),
+  // The generator is made once the store is open: a seeded one continues from the position on disk,
+  // so ids drawn before a restart are never drawn again.
+  let random: Random | undefined;
+  const store = observeStore(
+    await openStore({
+      dataDir: persistent ? options.dataDir : undefined,
+      flushMs: options.flushMs,
+      randomPosition: () => random?.position?.(),
+    }),
+    () => events.publish({ type: "state", data: { at: new Date(clock.now()).toISOString() } }),
   );
+  random = options.random ?? (options.seed !== undefined ? seededRandom(options.seed, store.randomPosition) : cryptoRandom);
   const scratch = persistent ? undefined : mkdtempSync(join(tmpdir(), "agent-bridge-emulator-"));
   const workspaceRoot = persistent ? join(store.dataDir!, "instances") : scratch!;
 
@@ -107,8 +116,15 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const faults = createFaultRegistry(random);
   const gateway = createGateway({
     state: () => store.data.gateway,
-    onChange: () => store.commit(),
+    onChange(change) {
+      if (change.kind === "forget") return store.dropConversations(change.instanceId);
+      store.recordResponse(change.response);
+      return store.durable();
+    },
     onTurn: (response) => events.publish({ type: "turn", data: turnEvent(response) }),
+    // Only instances of the form the API mints: an id from a gateway URL may name a log file.
+    serves: isMintedId,
+    prepare: (instanceId) => store.conversations(instanceId),
     clock,
     random,
     faultFor(instanceId) {
@@ -154,8 +170,9 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   app.use(captureRequests({ clock, log: requestLog, hub: events }));
   app.use(applyApiFault(env));
   // Snapshots carry whole workspaces: their import gets a larger limit than the API's 1 MiB.
-  app.use("/_emulator/snapshot", express.json({ limit: "1gb" }));
-  app.use(express.json({ limit: "1mb" }));
+  // Not `strict`: valid JSON that is not an object (`null`, `1`) reaches the route's schema and gets its 422.
+  app.use("/_emulator/snapshot", express.json({ limit: "1gb", strict: false }));
+  app.use(express.json({ limit: "1mb", strict: false }));
 
   app.get("/v1/openapi.json", serveOpenApi(() => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined)));
   mountBillingPage(app, env);

@@ -14,6 +14,7 @@ import * as org from "./schemas/organization.js";
 import * as responses from "./schemas/responses.js";
 import * as skills from "./schemas/skills.js";
 import { z as zod } from "zod";
+import { MAX_JSON_DEPTH } from "./json-depth.js";
 
 export type Access =
   | { kind: "public" }
@@ -47,6 +48,8 @@ export interface RouteSpec<
   response: R;
   /** Statuses this route can answer besides success, for the OpenAPI document. */
   errors: readonly number[];
+  /** Deepest JSON nesting accepted in the body (default `MAX_JSON_DEPTH`). */
+  maxDepth?: number;
 }
 
 const route = <
@@ -55,7 +58,9 @@ const route = <
   Q extends z.ZodType | undefined = undefined,
   R extends z.ZodType | "empty" | "binary" | "any" = "empty",
   A extends Access = Access,
->(spec: RouteSpec<P, B, Q, R, A>): RouteSpec<P, B, Q, R, A> => spec;
+>(spec: RouteSpec<P, B, Q, R, A>): RouteSpec<P, B, Q, R, A> =>
+  // A JSON body can always be malformed (400), too large (413) or refused by its schema (422).
+  spec.body ? { ...spec, errors: [...new Set([...spec.errors, 400, 413, 422])].sort((a, b) => a - b) } : spec;
 
 const PUBLIC = { kind: "public" } as const satisfies Access;
 const ORG = { kind: "org" } as const satisfies Access;
@@ -123,7 +128,7 @@ export const routes = {
   adminHealth: route({ method: "GET", path: "/_emulator/health", tag: "emulator", summary: "Liveness", access: ADMIN, status: 200, response: admin.Health, errors: [401] }),
   adminReset: route({ method: "POST", path: "/_emulator/reset", tag: "emulator", summary: "Forget all state", access: ADMIN, status: 204, response: "empty", errors: [401] }),
   adminExportSnapshot: route({ method: "GET", path: "/_emulator/snapshot", tag: "emulator", summary: "Export the whole state", access: ADMIN, status: 200, response: "any", errors: [401] }),
-  adminImportSnapshot: route({ method: "PUT", path: "/_emulator/snapshot", tag: "emulator", summary: "Replace the whole state", access: ADMIN, body: zod.record(zod.string(), zod.unknown()), status: 204, response: "empty", errors: [401, 422] }),
+  adminImportSnapshot: route({ method: "PUT", path: "/_emulator/snapshot", tag: "emulator", summary: "Replace the whole state", access: ADMIN, body: zod.record(zod.string(), zod.unknown()), maxDepth: MAX_JSON_DEPTH + 8, status: 204, response: "empty", errors: [401, 422] }),
   adminCreateFault: route({ method: "POST", path: "/_emulator/faults", tag: "emulator", summary: "Add a fault rule", access: ADMIN, body: admin.FaultRuleRequest, status: 201, response: admin.FaultRule, errors: [401, 422] }),
   adminListFaults: route({ method: "GET", path: "/_emulator/faults", tag: "emulator", summary: "Fault rules", access: ADMIN, status: 200, response: zod.array(admin.FaultRule), errors: [401] }),
   adminClearFaults: route({ method: "DELETE", path: "/_emulator/faults", tag: "emulator", summary: "Remove every fault rule", access: ADMIN, status: 204, response: "empty", errors: [401] }),

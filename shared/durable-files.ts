@@ -1,10 +1,12 @@
 /**
  * Durable-file helpers both halves use: atomic replace (temp + fsync + rename
- * + fsync of the directory) and a pid lock file so two processes never share
- * a data directory.
+ * + fsync of the directory), durable appends, and a pid lock file so two
+ * processes never share a data directory. Every JSON file either half keeps
+ * goes through `writeFileAtomic`: one writer, one set of guarantees.
  */
+import { randomBytes } from "node:crypto";
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
-import { mkdir, open, rename } from "node:fs/promises";
+import { mkdir, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 
 /** Flushes a directory entry (a rename or a new file) to disk. */
@@ -21,19 +23,56 @@ export async function syncDirectory(dir: string): Promise<void> {
   }
 }
 
-/** Writes a file so a crash leaves either the old content or the new one. */
-export async function writeFileAtomic(file: string, data: string | Buffer, mode = 0o600): Promise<void> {
+export interface AtomicWriteOptions {
+  /**
+   * Where the temporary file goes (default: beside `file`). Must be on the
+   * same filesystem; use it when the file's folder is listed to clients.
+   */
+  tempDir?: string;
+}
+
+/** Prefix of every temporary file `writeFileAtomic` makes beside `file` (tests exclude them by it). */
+export const tempPrefixOf = (file: string): string => `.${basename(file)}.`;
+
+/**
+ * Writes a file so a crash leaves either the old content or the new one. The
+ * temporary name is unique per call (`.<name>.<pid>.<random>.tmp`), so two
+ * writers to one path never share a temporary file; the last rename wins whole.
+ */
+export async function writeFileAtomic(file: string, data: string | Buffer, mode = 0o600, options: AtomicWriteOptions = {}): Promise<void> {
   await mkdir(dirname(file), { recursive: true });
-  const tmp = join(dirname(file), `.${basename(file)}.tmp`);
-  const handle = await open(tmp, "w", mode);
+  const tmp = join(options.tempDir ?? dirname(file), `${tempPrefixOf(file)}${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
   try {
+    const handle = await open(tmp, "w", mode);
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(tmp, file);
+  } catch (error) {
+    await rm(tmp, { force: true }).catch(() => {});
+    throw error;
+  }
+  await syncDirectory(dirname(file));
+}
+
+/**
+ * Appends to a file and fsyncs it; a new file's directory entry is synced too.
+ * A crash can leave a torn last line: readers drop an unterminated tail.
+ */
+export async function appendFileDurable(file: string, data: string | Buffer, mode = 0o600): Promise<void> {
+  const handle = await open(file, "a", mode);
+  let created = false;
+  try {
+    created = (await handle.stat()).size === 0;
     await handle.writeFile(data);
     await handle.sync();
   } finally {
     await handle.close();
   }
-  await rename(tmp, file);
-  await syncDirectory(dirname(file));
+  if (created) await syncDirectory(dirname(file));
 }
 
 /** Writes a new file and makes both it and its directory entry durable. */

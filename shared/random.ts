@@ -8,6 +8,12 @@ export interface Random {
   bytes(n: number): Buffer;
   /** Uniform in [0, 1). */
   float(): number;
+  /**
+   * Bytes drawn so far, for a seeded source: persisted with the state so a
+   * restart continues the sequence instead of repeating it. Absent for
+   * cryptographic randomness.
+   */
+  position?(): number;
 }
 
 export const cryptoRandom: Random = {
@@ -15,11 +21,19 @@ export const cryptoRandom: Random = {
   float: () => randomBytes(6).readUIntBE(0, 6) / 2 ** 48,
 };
 
-/** SHA-256 in counter mode over the seed: simple, portable, repeatable. */
-export function seededRandom(seed: string | number): Random {
-  let counter = 0;
+/**
+ * SHA-256 in counter mode over the seed: simple, portable, repeatable.
+ * `start` skips that many bytes (a persisted `position()`), so the draws
+ * continue where an earlier run stopped.
+ */
+export function seededRandom(seed: string | number, start = 0): Random {
+  const BLOCK = 32;
+  let counter = Math.floor(start / BLOCK);
   let pool = Buffer.alloc(0);
+  let drawn = start;
+  if (start % BLOCK) pool = createHash("sha256").update(`${seed}:${counter++}`).digest().subarray(start % BLOCK);
   const take = (n: number): Buffer => {
+    drawn += n;
     while (pool.length < n) {
       const block = createHash("sha256").update(`${seed}:${counter++}`).digest();
       pool = Buffer.concat([pool, block]);
@@ -31,6 +45,7 @@ export function seededRandom(seed: string | number): Random {
   return {
     bytes: take,
     float: () => take(6).readUIntBE(0, 6) / 2 ** 48,
+    position: () => drawn,
   };
 }
 

@@ -102,8 +102,8 @@ interface StreamPlan {
   deltaCount: number;
   /** Fault: the connection is destroyed once this many deltas were sent (before the text is done, if it has fewer). */
   resetAfterDeltas?: number;
-  /** Called just before `response.completed` is written, if the client is still there. */
-  beforeCompleted(): void;
+  /** Called just before `response.completed` is written, if the client is still there; awaited (the store makes the turn durable). */
+  beforeCompleted(): Promise<void>;
 }
 
 export function createStreamSender(clock: Clock) {
@@ -162,7 +162,7 @@ export function createStreamSender(clock: Clock) {
       }
       if (frame.type === "response.completed") {
         if (gone(res)) return;
-        plan.beforeCompleted();
+        await plan.beforeCompleted();
       }
       batch += frame.text;
       if (batch.length < STREAM_BATCH && !paced) continue;
@@ -195,7 +195,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const instanceId = instanceOfPath(req.method, req.url);
-    if (instanceId === null) {
+    if (instanceId === null || (options.serves && !options.serves(instanceId))) {
       sendError(res, invalid("not_found", null, `No route for ${req.method ?? "?"} ${req.url ?? ""}.`, 404));
       return;
     }
@@ -237,6 +237,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
     const directive = parseDirective(request.userText);
     if (!directive.ok) return sendError(res, directive.error);
 
+    await options.prepare?.(instanceId);
     const session = sessionOf(req);
     const explicitParent = request.previousResponseId;
     if (explicitParent !== null && !responseOf(options.state(), instanceId, explicitParent)) {
@@ -268,9 +269,9 @@ export function createGateway(options: GatewayOptions): FakeGateway {
       inputText: request.userText,
       text,
     };
-    const store = () => {
+    const store = async (): Promise<void> => {
       if (closed || (generations.get(instanceId) ?? 0) !== generation) return;
-      const stored = {
+      const response = {
         id: turn.id,
         instance_id: instanceId,
         session,
@@ -280,13 +281,14 @@ export function createGateway(options: GatewayOptions): FakeGateway {
         model: request.model,
         created_at: turn.createdAt,
       };
-      record(state, stored);
-      options.onChange();
-      options.onTurn?.(stored);
+      record(state, response);
+      // Answered once the store says the turn is kept.
+      await options.onChange({ kind: "record", response });
+      options.onTurn?.(response);
     };
 
     if (!request.stream) {
-      store();
+      await store();
       sendJson(res, 200, JSON.stringify(completedResponse(turn)));
       return;
     }
@@ -338,7 +340,9 @@ export function createGateway(options: GatewayOptions): FakeGateway {
     },
     forgetInstance(instanceId) {
       generations.set(instanceId, (generations.get(instanceId) ?? 0) + 1);
-      if (forget(options.state(), instanceId)) options.onChange();
+      forget(options.state(), instanceId);
+      // Always told: a store may hold conversations it has not read into memory.
+      void options.onChange({ kind: "forget", instanceId });
     },
     close() {
       closed = true;

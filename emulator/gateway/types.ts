@@ -20,6 +20,8 @@ export interface GatewayState {
   heads: Record<string, string>;
 }
 
+export type GatewayChange = { kind: "record"; response: StoredResponse } | { kind: "forget"; instanceId: string };
+
 /** A fault injected for one request, applied before the request is read. */
 export interface GatewayFault {
   status?: number;
@@ -32,8 +34,16 @@ export interface GatewayFault {
 export interface GatewayOptions {
   /** A getter, because the emulator's store may replace the object (reset, import). */
   state: () => GatewayState;
-  /** Called after every mutation so the store can schedule a coalesced write. */
-  onChange: () => void;
+  /**
+   * Called after every mutation (which one, so a store can append instead of
+   * rewriting). A turn is answered once the promise it returns settles, so a
+   * store can make it durable first.
+   */
+  onChange: (change: GatewayChange) => void | Promise<void>;
+  /** Awaited before an instance's conversations are looked at (a store that reads them on first use). */
+  prepare?: (instanceId: string) => Promise<void>;
+  /** Instance ids this gateway serves; others get 404 (default: any). */
+  serves?: (instanceId: string) => boolean;
   /** Called with each turn once it is stored (the control plane's events stream). */
   onTurn?: (response: StoredResponse) => void;
   clock: Clock;

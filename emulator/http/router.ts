@@ -8,7 +8,8 @@ import type { Express, NextFunction, Request, Response } from "express";
 import type { z } from "zod";
 import { expressPath, routes, type OperationId, type PathParams, type RouteSpec, type Routes } from "../../shared/api.js";
 import type { EmulatorEnv } from "../env.js";
-import { notFound, notImplemented, sendError, validationError } from "../errors.js";
+import { MAX_JSON_DEPTH, deeperThan } from "../../shared/json-depth.js";
+import { ApiError, methodNotAllowed, notFound, notImplemented, sendError, validationError } from "../errors.js";
 import type { InstanceRecord } from "../store/state.js";
 import { authenticate, authorizeAdmin, authorizeInstance, requireOrgKey, type Caller } from "./auth.js";
 
@@ -44,6 +45,11 @@ export interface MountOptions {
 }
 
 export function mountRoutes(app: Express, env: EmulatorEnv, handlers: Partial<Handlers>, options: MountOptions = {}): void {
+  const methods = new Map<string, string[]>();
+  for (const spec of Object.values(routes) as RouteSpec[]) {
+    const path = expressPath(spec.path);
+    methods.set(path, [...(methods.get(path) ?? []), spec.method]);
+  }
   for (const [id, spec] of Object.entries(routes) as [OperationId, RouteSpec][]) {
     const handler = handlers[id] as Handler<RouteSpec> | undefined;
     const method = spec.method.toLowerCase() as "get" | "post" | "put" | "patch" | "delete";
@@ -56,6 +62,8 @@ export function mountRoutes(app: Express, env: EmulatorEnv, handlers: Partial<Ha
         if (!handler) throw notImplemented(`${spec.method} ${spec.path}`);
         const result = await handler(ctx);
         if (result === HANDLED) return;
+        // A write is answered once it is on disk (reads do not wait for anyone's writes).
+        if (spec.method !== "GET") await env.store.durable();
         if (spec.status === 204 || spec.response === "empty") {
           res.status(spec.status).end();
           return;
@@ -67,6 +75,11 @@ export function mountRoutes(app: Express, env: EmulatorEnv, handlers: Partial<Ha
         sendError(res, error);
       }
     });
+  }
+  // A known path with a method it does not have: 405 naming the ones it has.
+  for (const [path, allowed] of methods) {
+    const allow = [...new Set(allowed.includes("GET") ? [...allowed, "HEAD"] : allowed)].join(", ");
+    app.all(path, (_req: Request, res: Response) => sendError(res.setHeader("Allow", allow), methodNotAllowed(allow)));
   }
 }
 
@@ -130,6 +143,9 @@ function finishPrepare(
   }
   let body: unknown;
   if (spec.body) {
+    // Before the schema (zod recurses) and before anything is applied.
+    const limit = spec.maxDepth ?? MAX_JSON_DEPTH;
+    if (deeperThan(req.body, limit)) throw new ApiError(422, [{ loc: ["body"], msg: `JSON nested deeper than ${limit} levels`, type: "too_deep" }]);
     const parsed = spec.body.safeParse(req.body ?? undefined);
     if (!parsed.success) throw validationError("body", parsed.error);
     body = parsed.data;

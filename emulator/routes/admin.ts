@@ -9,7 +9,8 @@ import type { EmulatorEnv } from "../env.js";
 import { ApiError, notFound } from "../errors.js";
 import type { Handlers } from "../http/router.js";
 import type { RequestJournal } from "../journal.js";
-import { emptyState, STATE_VERSION, type EmulatorState } from "../store/state.js";
+import { parseSnapshotState } from "../store/snapshot-check.js";
+import { emptyState } from "../store/state.js";
 import { organizationView, instanceView } from "../views.js";
 import { exportTree, importTree, parseTrees } from "../workspace/snapshot.js";
 import { terminate } from "./instances.js";
@@ -33,29 +34,14 @@ type AdminHandlers = Pick<
 /** Ids come from the URL: never let `constructor` or `__proto__` reach Object's own members. */
 const own = <T>(map: Record<string, T>, id: string): T | undefined => (Object.hasOwn(map, id) ? map[id] : undefined);
 
-const STATE_MAPS = ["organizations", "credentials", "keys", "instances", "billing"] as const;
-
-/** A snapshot must at least have the state's shape; deeper checks would duplicate the writers. */
-export function asState(value: Record<string, unknown>): EmulatorState {
-  const problems: { loc: (string | number)[]; msg: string; type: string }[] = [];
-  if (value.version !== STATE_VERSION) problems.push({ loc: ["body", "version"], msg: `Must be ${STATE_VERSION}`, type: "literal_error" });
-  for (const key of STATE_MAPS) {
-    const v = value[key];
-    if (!v || typeof v !== "object" || Array.isArray(v)) problems.push({ loc: ["body", key], msg: "Must be an object", type: "object_type" });
-  }
-  const gateway = value.gateway as { responses?: unknown; heads?: unknown } | undefined;
-  if (!gateway || typeof gateway !== "object" || typeof gateway.responses !== "object" || typeof gateway.heads !== "object") {
-    problems.push({ loc: ["body", "gateway"], msg: "Must hold responses and heads", type: "object_type" });
-  }
-  if (problems.length) throw new ApiError(422, problems);
-  return value as unknown as EmulatorState;
-}
-
 export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminHandlers {
   const state = () => env.store.data;
 
   return {
-    adminHealth: () => ({ status: "ok", version: env.settings.version }),
+    adminHealth() {
+      const store = env.store.health();
+      return { status: store.ok ? "ok" : "degraded", version: env.settings.version, store };
+    },
 
     adminReset() {
       env.store.replace(emptyState());
@@ -65,6 +51,7 @@ export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminH
     },
 
     async adminExportSnapshot() {
+      await env.store.allConversations();
       const snapshot = structuredClone(state());
       const workspaces: Record<string, unknown> = {};
       for (const instance of Object.values(snapshot.instances)) {
@@ -76,8 +63,8 @@ export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminH
     async adminImportSnapshot({ body }) {
       const { workspaces, ...rest } = body;
       // Everything is checked before anything is replaced.
+      const next = parseSnapshotState(rest);
       const trees = workspaces === undefined ? undefined : parseTrees(workspaces);
-      const next = structuredClone(asState(rest));
       env.store.replace(next);
       // With trees, the disk becomes exactly the snapshot; without (an older snapshot), files stay.
       if (trees) env.workspaces.clear();
@@ -85,7 +72,7 @@ export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminH
         if (instance.status === "terminated") continue;
         const tree = trees?.[instance.id];
         if (tree) await importTree(env.workspaces.rootOf(instance.id), tree);
-        else env.workspaces.create(instance);
+        else await env.workspaces.create(instance);
       }
     },
 

@@ -23,7 +23,7 @@ export function instanceHandlers(env: EmulatorEnv): InstanceHandlers {
   };
 
   return {
-    createInstance({ caller, body }) {
+    async createInstance({ caller, body }) {
       const org = caller.organization;
       const limit = TIER_LIMITS[org.tier];
       if (org.instance_ids.length >= limit) {
@@ -63,8 +63,9 @@ export function instanceHandlers(env: EmulatorEnv): InstanceHandlers {
       };
       state().instances[id] = instance;
       org.instance_ids.push(id);
-      env.workspaces.create(instance);
       env.store.commit();
+      // After the record is in: a concurrent create sees the limit taken while the files are written.
+      await env.workspaces.create(instance);
       return instanceView(env, env.settle(instance));
     },
 

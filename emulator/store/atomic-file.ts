@@ -1,14 +1,18 @@
 /**
- * A lowdb adapter that writes the way a database should: to a temporary file,
- * fsync, rename over the old file, fsync the directory. A crash leaves either
- * the old state or the new one, never half of one.
+ * A lowdb adapter that writes the way a database should (through
+ * `writeFileAtomic`: a uniquely named temporary file, fsync, rename over the
+ * old file, fsync of the directory) and reads through a schema, never a cast.
+ * A crash leaves either the old state or the new one, never half of one.
  */
 import { readFile } from "node:fs/promises";
-import { writeFileAtomic } from "../../shared/durable-files.js";
 import type { Adapter } from "lowdb";
+import { writeFileAtomic } from "../../shared/durable-files.js";
 
 export class AtomicJsonFile<T> implements Adapter<T> {
-  constructor(private readonly file: string) {}
+  constructor(
+    private readonly file: string,
+    private readonly parse: (value: unknown) => T,
+  ) {}
 
   async read(): Promise<T | null> {
     let text: string;
@@ -18,7 +22,7 @@ export class AtomicJsonFile<T> implements Adapter<T> {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
       throw error;
     }
-    return JSON.parse(text) as T;
+    return this.parse(JSON.parse(text));
   }
 
   async write(data: T): Promise<void> {

@@ -1,24 +1,55 @@
 /**
- * The emulator's store: state is read once at start and lives in memory;
- * changes are flushed by a coalescing writer, so a burst of requests costs one
- * atomic file write, not one each. `commit()` is for changes a client was
- * told about (flushed within `flushMs`); `touch()` is for bookkeeping such as
- * `last_used_at` that may wait longer.
+ * The emulator's store: state is read once at start and lives in memory.
+ * On disk it is split by how it changes:
+ *
+ * - `state.json`: the small control state (organizations, keys, instances,
+ *   channels, skills), rewritten whole and atomically by lowdb.
+ * - `conversations/<instance>.jsonl`: gateway turns, appended (see
+ *   conversation-log.ts), so a flush never rewrites conversations.
+ *
+ * Changes are flushed by one coalescing writer: `commit()` (and every
+ * recorded turn) is on disk within `flushMs`; `touch()` is for bookkeeping
+ * such as `last_used_at` that may wait longer. A write that fails keeps the
+ * state in memory, is retried with backoff until it succeeds, shows in
+ * `health()`, and is reported once (and once more when it recovers).
  */
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { Low, Memory } from "lowdb";
-import { AtomicJsonFile } from "./atomic-file.js";
+import { Low } from "lowdb";
 import { acquireDirLock } from "../../shared/durable-files.js";
+import type { StoredResponse } from "../gateway/types.js";
+import { AtomicJsonFile } from "./atomic-file.js";
+import { conversationLogs, type ConversationLogs } from "./conversation-log.js";
+import { ControlState } from "./schema.js";
 import { emptyState, STATE_VERSION, type EmulatorState } from "./state.js";
 
 export interface StoreOptions {
-  /** Directory for `state.json`; omit for a memory-only store. */
+  /** Directory for `state.json` and `conversations/`; omit for a memory-only store. */
   dataDir?: string;
-  /** Longest a committed change waits before it is on disk, ms. */
+  /** Longest a committed change waits before it is on disk, ms (default 25). */
   flushMs?: number;
-  /** Longest a touched (bookkeeping) change waits, ms. */
+  /** Longest a touched (bookkeeping) change waits, ms (default 5000). */
   touchFlushMs?: number;
+  /** Longest wait between retries of a failed write, ms (default 2000). */
+  maxRetryMs?: number;
+  /** The seeded generator's position, persisted with every write (see `Random.position`). */
+  randomPosition?: () => number | undefined;
+  /** Where failures and recoveries are reported (default: stderr). */
+  report?: (message: string) => void;
+}
+
+export interface StoreHealth {
+  persistent: boolean;
+  /** False while the last write failed; the store keeps retrying. */
+  ok: boolean;
+  /** Changes in memory not yet on disk. */
+  pending: boolean;
+  /** When the current run of failures began (ISO), else null. */
+  failing_since: string | null;
+  last_error: string | null;
+  /** Failed attempts in the current run of failures. */
+  failed_attempts: number;
+  writes: number;
 }
 
 export interface Store {
@@ -26,106 +57,263 @@ export interface Store {
   readonly dataDir: string | undefined;
   commit(): void;
   touch(): void;
-  /** Writes now if anything is pending; resolves when it is on disk. */
+  /** A gateway turn was recorded in `data.gateway`: append it to its instance's log. */
+  recordResponse(response: StoredResponse): void;
+  /** Resolves once the instance's conversations are in `data.gateway` (logs are read on first use). */
+  conversations(instanceId: string): Promise<void>;
+  /** Resolves once every conversation is in `data.gateway` (snapshot export). */
+  allConversations(): Promise<void>;
+  /** An instance's conversations were forgotten: remove its log. */
+  dropConversations(instanceId: string): void;
+  /**
+   * Resolves once every change committed so far (not `touch`) is on disk:
+   * the router awaits it before answering a write, so an answered write is a
+   * durable one. Waiting starts a write round at once; concurrent waiters
+   * share it (group commit). Also resolves when that round failed (the change
+   * stays in memory, is retried, and health shows the failure).
+   */
+  durable(): Promise<void>;
+  /** Writes now if anything is pending; resolves when it is on disk, rejects if the write failed. */
   flush(): Promise<void>;
   /** Swaps in a whole new state (reset, snapshot import) and commits it. */
   replace(state: EmulatorState): void;
   close(): Promise<void>;
-  /** Number of file writes so far (tests and benchmarks check coalescing). */
+  health(): StoreHealth;
+  /** The seeded generator's position found on disk (0 for a new directory). */
+  readonly randomPosition: number;
+  /** Number of write rounds so far (tests and benchmarks check coalescing). */
   readonly writes: number;
+  /** Number of `state.json` rewrites so far (conversation appends do not count). */
+  readonly controlWrites: number;
 }
+
+type ControlFile = Omit<EmulatorState, "gateway"> & { random_position?: number };
 
 export async function openStore(options: StoreOptions = {}): Promise<Store> {
   const flushMs = options.flushMs ?? 25;
   const touchFlushMs = options.touchFlushMs ?? 5_000;
+  const maxRetryMs = options.maxRetryMs ?? 2_000;
+  const report = options.report ?? ((message: string) => void process.stderr.write(`emulator: ${message}\n`));
   const dataDir = options.dataDir ? resolve(options.dataDir) : undefined;
+  let data: EmulatorState = emptyState();
   let release = () => {};
-  let db: Low<EmulatorState>;
+  let control: Low<ControlFile> | undefined;
+  let logs: ConversationLogs | undefined;
+  let randomPosition = 0;
+  let migrate = false;
+
   if (dataDir) {
     mkdirSync(dataDir, { recursive: true });
     const lock = acquireDirLock(dataDir, "emulator");
     release = () => lock.release();
-    db = new Low(new AtomicJsonFile<EmulatorState>(join(dataDir, "state.json")), emptyState());
-  } else {
-    db = new Low(new Memory<EmulatorState>(), emptyState());
-  }
-  try {
-    await db.read();
-  } catch (error) {
-    release();
-    throw new Error(`Cannot read ${dataDir}/state.json: ${(error as Error).message}`);
-  }
-  if (db.data.version !== STATE_VERSION) {
-    release();
-    throw new Error(`state.json has version ${db.data.version}; this emulator reads version ${STATE_VERSION}.`);
+    try {
+      control = new Low(new AtomicJsonFile<ControlFile>(join(dataDir, "state.json"), parseControl), controlOf(data));
+      await control.read();
+      const { gateway: legacy, random_position, ...rest } = control.data as ControlFile & { gateway?: EmulatorState["gateway"] };
+      logs = conversationLogs(dataDir, () => data.gateway, report);
+      const opened = await logs.open();
+      // A state.json from before conversations had their own logs: move them there once.
+      migrate = legacy !== undefined && Object.keys(legacy.responses).length > 0;
+      data = { ...rest, gateway: migrate ? legacy! : { responses: {}, heads: {} } };
+      if (migrate) await logs.ensureAll();
+      randomPosition = Math.max(random_position ?? 0, opened.position);
+    } catch (error) {
+      release();
+      throw new Error(`Cannot read ${dataDir}/state.json: ${(error as Error).message}`);
+    }
   }
 
   let timer: NodeJS.Timeout | undefined;
   let dueAt = Infinity;
-  let dirty = false;
+  let controlDirty = migrate;
   let writing: Promise<void> = Promise.resolve();
   let writes = 0;
+  let controlWrites = 0;
   let closed = false;
+  let failingSince: number | null = null;
+  let lastError: string | null = null;
+  let failedAttempts = 0;
+  if (migrate) logs!.rewrite();
+
+  const pending = () => controlDirty || (logs?.pending ?? false);
+
+  /** Changes a client was told about, counted; `durableSeq` of them are on disk. */
+  let changeSeq = 0;
+  let durableSeq = 0;
+  let waiters: { seq: number; resolve: () => void }[] = [];
+  const settleWaiters = (upTo: number) => {
+    if (!waiters.length) return;
+    const still: typeof waiters = [];
+    for (const w of waiters) (w.seq <= upTo ? w.resolve() : still.push(w));
+    waiters = still;
+  };
+
+  const writeOnce = async (): Promise<void> => {
+    writes++;
+    // Both parts take what they write synchronously, here: everything counted so far is in this round.
+    const target = changeSeq;
+    const results = await Promise.allSettled([writeControl(), logs?.pending ? logs.flush() : undefined]);
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) {
+      // The clients waiting are answered anyway (their change is in memory, retried, and health says so).
+      settleWaiters(target);
+      throw failed.reason;
+    }
+    durableSeq = Math.max(durableSeq, target);
+    settleWaiters(durableSeq);
+  };
+  const writeControl = async (): Promise<void> => {
+    if (controlDirty && control) {
+      controlDirty = false;
+      try {
+        const file = controlOf(data);
+        const position = options.randomPosition?.();
+        control.data = position === undefined ? file : { ...file, random_position: Math.max(position, randomPosition) };
+        await control.write();
+        controlWrites++;
+      } catch (error) {
+        controlDirty = true;
+        throw error;
+      }
+    }
+  };
 
   const writeNow = (): Promise<void> => {
     if (timer) clearTimeout(timer);
     timer = undefined;
     dueAt = Infinity;
-    if (!dirty) return writing;
-    dirty = false;
-    // Serialise writes: the next one starts after the previous settled. A failed
-    // write must not poison the chain, and leaves the state dirty so the next
-    // commit or flush writes it again.
+    if (!pending()) return writing;
+    // One writer: the next round starts after the previous settled; a failed
+    // round leaves its changes pending for the retry.
     writing = writing
       .catch(() => {})
-      .then(async () => {
-        writes++;
-        try {
-          await db.write();
-        } catch (error) {
-          dirty = true;
+      .then(writeOnce)
+      .then(
+        () => {
+          if (failingSince !== null) report(`writing state recovered after ${failedAttempts} failed attempt(s)`);
+          failingSince = null;
+          lastError = null;
+          failedAttempts = 0;
+        },
+        (error: unknown) => {
+          const message = error instanceof Error ? error.message : String(error);
+          if (failingSince === null) {
+            failingSince = Date.now();
+            // Once per run of failures, not once per retry.
+            report(`writing state failed (retrying until it succeeds): ${message}`);
+          }
+          lastError = message;
+          failedAttempts++;
+          if (!closed) schedule(Math.min(maxRetryMs, Math.max(flushMs, 10) * 2 ** Math.min(failedAttempts, 10)));
           throw error;
-        }
-      });
+        },
+      );
     return writing;
   };
 
   const schedule = (delay: number) => {
-    dirty = true;
     if (closed || !dataDir) return;
     const at = Date.now() + delay;
     if (at >= dueAt) return;
     if (timer) clearTimeout(timer);
     dueAt = at;
-    timer = setTimeout(() => void writeNow().catch(reportWriteFailure), delay);
+    timer = setTimeout(() => void writeNow().catch(() => {}), delay);
     timer.unref?.();
   };
-
-  return {
+  const markControl = (delay: number, counted = true) => {
+    controlDirty = true;
+    if (counted) changeSeq++;
+    schedule(delay);
+  };
+  const store: Store = {
     get data() {
-      return db.data;
+      return data;
     },
     dataDir,
-    commit: () => schedule(flushMs),
-    touch: () => schedule(touchFlushMs),
+    commit: () => markControl(flushMs),
+    touch: () => markControl(touchFlushMs, false),
+    conversations: (instanceId) => logs?.ensure(instanceId) ?? Promise.resolve(),
+    allConversations: () => logs?.ensureAll() ?? Promise.resolve(),
+    recordResponse(response) {
+      if (!logs) return;
+      logs.append(response, options.randomPosition?.());
+      changeSeq++;
+      schedule(flushMs);
+    },
+    dropConversations(instanceId) {
+      if (!logs) return;
+      logs.drop(instanceId);
+      changeSeq++;
+      schedule(flushMs);
+    },
+    durable() {
+      if (!dataDir || closed || durableSeq >= changeSeq) return Promise.resolve();
+      const seq = changeSeq;
+      // Someone waits: start the round now (group commit) instead of after the coalescing delay.
+      schedule(0);
+      return new Promise<void>((resolve) => waiters.push({ seq, resolve }));
+    },
     flush: () => (dataDir ? writeNow() : Promise.resolve()),
     replace(state) {
-      db.data = state;
-      schedule(flushMs);
+      data = state;
+      logs?.rewrite();
+      markControl(flushMs);
     },
     async close() {
       if (closed) return;
-      if (dataDir) await writeNow();
-      closed = true;
-      release();
+      try {
+        if (dataDir) await writeNow();
+      } finally {
+        closed = true;
+        if (timer) clearTimeout(timer);
+        settleWaiters(Infinity);
+        release();
+      }
+    },
+    health: () => ({
+      persistent: dataDir !== undefined,
+      ok: failingSince === null,
+      pending: dataDir !== undefined && pending(),
+      failing_since: failingSince === null ? null : new Date(failingSince).toISOString(),
+      last_error: lastError,
+      failed_attempts: failedAttempts,
+      writes,
+    }),
+    get randomPosition() {
+      return randomPosition;
     },
     get writes() {
       return writes;
     },
+    get controlWrites() {
+      return controlWrites;
+    },
   };
+  // The one-time move of conversations out of an old state.json happens before the store is used.
+  if (migrate) {
+    try {
+      await writeNow();
+    } catch (error) {
+      release();
+      throw new Error(`Cannot move conversations out of ${dataDir}/state.json: ${(error as Error).message}`);
+    }
+  }
+  return store;
 }
 
-function reportWriteFailure(error: unknown): void {
-  // Nothing to answer: the next commit retries. Say it loudly once per failure.
-  console.error(`emulator: writing state failed: ${(error as Error).message}`);
+/** The part of the state that goes to `state.json`. */
+function controlOf(state: EmulatorState): ControlFile {
+  const { gateway: _, ...rest } = state;
+  return rest;
+}
+
+function parseControl(value: unknown): ControlFile {
+  const version = value && typeof value === "object" && "version" in value ? value.version : undefined;
+  if (version !== STATE_VERSION) throw new Error(`state.json has version ${String(version)}; this emulator reads version ${STATE_VERSION}.`);
+  const parsed = ControlState.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`state.json does not hold a valid state (${issue.path.join(".")}: ${issue.message})`);
+  }
+  return parsed.data as ControlFile;
 }

@@ -201,10 +201,11 @@ export async function makeDirectory(path: WorkspacePath): Promise<void> {
 export async function movePath(source: WorkspacePath, destination: WorkspacePath): Promise<void> {
   if (source.isRoot) throw badRequest("The instance root cannot be moved.");
   if (destination.isRoot) throw conflict("Destination already exists: the instance root.");
+  // A missing source is 404 whatever the destination, onto itself included.
+  if (!(await lstatOrNull(source.abs))) throw notFound(`Path not found: ${shown(source)}.`);
   if (destination.rel === source.rel || destination.rel.startsWith(`${source.rel}/`)) {
     throw badRequest("A directory cannot be moved into itself.");
   }
-  if (!(await lstatOrNull(source.abs))) throw notFound(`Path not found: ${shown(source)}.`);
   if (await lstatOrNull(destination.abs)) throw conflict(`Destination already exists: ${shown(destination)}.`);
   await ensureParent(destination);
   try {

@@ -5,8 +5,9 @@
  * change, write through a temporary file and an atomic rename), so two
  * concurrent connects never lose each other's change.
  */
-import { readFile, rm, writeFile, rename } from "node:fs/promises";
-import { join } from "node:path";
+import { readFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { writeFileAtomic } from "../../shared/durable-files.js";
 import { conflict } from "../errors.js";
 import type { Workspaces } from "./workspaces.js";
 
@@ -61,14 +62,8 @@ export function createRuntimeConfigs(workspaces: Workspaces): RuntimeConfigs {
       config = parsed;
     }
     const after = change(config);
-    const temp = workspaces.tempPath();
-    await writeFile(temp, `${JSON.stringify(config, null, 2)}\n`, "utf8");
-    try {
-      await rename(temp, file);
-    } catch (error) {
-      await rm(temp, { force: true });
-      throw error;
-    }
+    // The one durable writer; its temporary file goes to staging, out of the listed tree.
+    await writeFileAtomic(file, `${JSON.stringify(config, null, 2)}\n`, 0o644, { tempDir: dirname(workspaces.tempPath()) });
     after?.();
     return config;
   }

@@ -8,6 +8,7 @@ import { chmod, lstat, lutimes, mkdir, readdir, readFile, readlink, symlink, uti
 import { dirname, join } from "node:path";
 import { z } from "zod";
 import { ApiError } from "../errors.js";
+import { ID_PATTERN } from "../store/schema.js";
 import { parseRelativePath } from "./paths.js";
 
 export type TreeEntry =
@@ -62,7 +63,30 @@ const Entry = z.discriminatedUnion("type", [
   z.strictObject({ path: TreePath, type: z.literal("file"), mode: Mode, mtime: Mtime, data: z.base64() }),
   z.strictObject({ path: TreePath, type: z.literal("symlink"), target: z.string().min(1).max(4096), mtime: Mtime }),
 ]);
-const Trees = z.record(z.string(), z.array(Entry));
+const Trees = z.record(z.string().regex(ID_PATTERN, "Must be an instance id in the form the API mints"), z.array(Entry));
+
+/**
+ * Where a link's target may point: relative, inside the root. Leading `..`
+ * only (climbing real directories, since tree paths never go through a link),
+ * then plain names; a `..` after a name could climb out of another link's
+ * target, so it is refused. Returns why not, or undefined.
+ */
+export function linkTargetProblem(linkPath: string, target: string): string | undefined {
+  if (target.startsWith("/")) return "Link target must be relative to the link, not absolute";
+  const parts = target.split("/");
+  let up = 0;
+  let i = 0;
+  for (; i < parts.length && (parts[i] === ".." || parts[i] === "." || parts[i] === ""); i++) if (parts[i] === "..") up++;
+  const names = parts.slice(i);
+  if (names.includes("..")) return "Link target must not go up ('..') after a name";
+  try {
+    if (names.length) parseRelativePath(names.join("/"));
+  } catch (error) {
+    return `Link target: ${error instanceof Error ? error.message : "invalid"}`;
+  }
+  if (up > linkPath.split("/").length - 1) return "Link target points outside the instance root";
+  return undefined;
+}
 
 /** Checks a snapshot's `workspaces` member; 422 in the contract's form when it is wrong. */
 export function parseTrees(value: unknown): Record<string, TreeEntry[]> {
@@ -83,6 +107,8 @@ export function parseTrees(value: unknown): Record<string, TreeEntry[]> {
       const problem = (msg: string) => new ApiError(422, [{ loc: ["body", "workspaces", instanceId, index, "path"], msg, type: "value_error" }]);
       if (kinds.has(entry.path)) throw problem("Path appears twice in the tree");
       kinds.set(entry.path, entry.type);
+      const link = entry.type === "symlink" ? linkTargetProblem(entry.path, entry.target) : undefined;
+      if (link) throw new ApiError(422, [{ loc: ["body", "workspaces", instanceId, index, "target"], msg: link, type: "value_error" }]);
     });
     entries.forEach((entry, index) => {
       const parts = entry.path.split("/");

@@ -6,15 +6,17 @@
  * half-written files never show in a listing).
  */
 import { randomBytes } from "node:crypto";
-import { mkdirSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { mkdirSync, rmSync, existsSync } from "node:fs";
+import { writeFileAtomic } from "../../shared/durable-files.js";
 import { join } from "node:path";
 import type { InstanceRecord } from "../store/state.js";
+import { isMintedId } from "../store/schema.js";
 
 export interface Workspaces {
   readonly root: string;
   /** The instance's root directory (it may not exist for a terminated instance). */
   rootOf(instanceId: string): string;
-  create(instance: InstanceRecord): void;
+  create(instance: InstanceRecord): Promise<void>;
   destroy(instanceId: string): void;
   /** Removes every instance tree (reset). */
   clear(): void;
@@ -39,18 +41,24 @@ export function createWorkspaces(root: string): Workspaces {
   // Leftovers of an upload cut short by a crash are worthless: start clean.
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
-  const rootOf = (id: string) => join(root, id);
+  const rootOf = (id: string) => {
+    // The one place an instance id becomes a path: only an id of the minted form may.
+    if (!isMintedId(id)) throw new Error(`Refusing a workspace path for instance id ${JSON.stringify(id.slice(0, 64))}.`);
+    return join(root, id);
+  };
   return {
     root,
     rootOf,
-    create(instance) {
+    async create(instance) {
       const dir = rootOf(instance.id);
       mkdirSync(join(dir, "workspace"), { recursive: true });
       mkdirSync(join(dir, "skills"), { recursive: true });
       const runtime = join(dir, "runtime.json");
-      if (!existsSync(runtime)) writeFileSync(runtime, `${JSON.stringify(initialRuntimeConfig(instance), null, 2)}\n`);
+      // Through the one durable writer, its temporary file in staging (out of listings).
+      if (!existsSync(runtime)) await writeFileAtomic(runtime, `${JSON.stringify(initialRuntimeConfig(instance), null, 2)}\n`, 0o644, { tempDir: staging });
     },
     destroy(id) {
+      if (!isMintedId(id)) return; // never had a tree
       rmSync(rootOf(id), { recursive: true, force: true });
     },
     clear() {

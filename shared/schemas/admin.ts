@@ -30,7 +30,22 @@ export const ForceStateRequest = z.strictObject({
   gateway_url: z.url().optional(),
 });
 export const TierRequest = z.strictObject({ tier: Tier });
-export const Health = z.object({ status: z.literal("ok"), version: z.string() });
+/** `degraded` while the store cannot write: the state is kept in memory and writes are retried. */
+export const Health = z.object({
+  status: z.enum(["ok", "degraded"]),
+  version: z.string(),
+  store: z
+    .object({
+      persistent: z.boolean(),
+      ok: z.boolean(),
+      pending: z.boolean(),
+      failing_since: z.string().nullable(),
+      last_error: z.string().nullable(),
+      failed_attempts: z.number().int(),
+      writes: z.number().int(),
+    })
+    .optional(),
+});
 export const JournalEntry = z.object({
   at: z.string(),
   method: z.string(),

@@ -3,7 +3,9 @@ import { z } from "zod";
 /** Shapes used across resources; every other schema file builds on these. */
 export const Uuid = z.uuid();
 export const Timestamp = z.iso.datetime();
-export const Name = z.string().min(1).max(128);
+/** A lone UTF-16 surrogate cannot be encoded as UTF-8: such a string is not text. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+export const Name = z.string().min(1).max(128).refine((s) => !LONE_SURROGATE.test(s), "Must be valid Unicode (no lone surrogate)");
 
 export const PROVIDERS = ["anthropic", "openai", "gemini"] as const;
 export const Provider = z.enum(PROVIDERS);

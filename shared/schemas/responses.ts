@@ -1,11 +1,19 @@
 import { z } from "zod";
 
-/** Input items: a superset the gateway accepts (OpenAI Responses input items). */
-export const InputItem = z.looseObject({
-  type: z.string().optional(),
-  role: z.string().optional(),
-  content: z.union([z.string(), z.array(z.looseObject({ type: z.string(), text: z.string().optional() }))]).optional(),
+const TEXT_PARTS = new Set(["input_text", "output_text", "text"]);
+const ContentPart = z
+  .looseObject({ type: z.string(), text: z.string().optional() })
+  .refine((part) => !TEXT_PARTS.has(part.type) || typeof part.text === "string", { message: "A text part needs `text`", path: ["text"] });
+/** A message (`type` absent or `message`): `role` and `content` required, as the gateway requires them. */
+const MessageItem = z.looseObject({
+  type: z.literal("message").optional(),
+  role: z.string(),
+  content: z.union([z.string(), z.array(ContentPart)]),
 });
+/** Any other item type (tool outputs...): passed through, the gateway ignores it. */
+const OtherItem = z.looseObject({ type: z.string().refine((type) => type !== "message", "A message item needs role and content") });
+/** Input items: exactly what the gateway accepts (OpenAI Responses input items). */
+export const InputItem = z.union([MessageItem, OtherItem]);
 
 /** Open: any other gateway-supported field passes through unchanged. */
 export const ResponseRequest = z.looseObject({

@@ -10,6 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tempPrefixOf } from "../../shared/durable-files.js";
+import { CONVERSATIONS_DIR } from "../../emulator/store/conversation-log.js";
 import { runningInstance, signupOrg, startEmulator, tempDir, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
 let t: TestEmulator;
@@ -51,16 +53,17 @@ afterAll(async () => {
 });
 
 /**
- * Names, kinds, contents and link targets of everything under `dir`. The store's
- * files are left out (state.json, its lock, and `.state.json.tmp`, which the
- * atomic writer creates and renames whenever a flush is due, e.g. mid-walk).
+ * Names, kinds, contents and link targets of everything under `dir`. What the
+ * store owns is left out: state.json, its temporary files (a flush may be
+ * under way while this runs), the conversation logs, the lock.
  */
 function treeHash(dir: string): string {
   const hash = createHash("sha256");
   const walk = (abs: string, rel: string) => {
     for (const name of readdirSync(abs).sort()) {
       const path = `${rel}/${name}`;
-      if (path === "/data/state.json" || path === "/data/emulator.lock" || path.startsWith("/data/state.json.") || path === "/data/.state.json.tmp") continue;
+      if (path === "/data/state.json" || path === "/data/emulator.lock" || path === `/data/${CONVERSATIONS_DIR}`) continue;
+      if (rel === "/data" && name.startsWith(tempPrefixOf("state.json"))) continue;
       const full = join(abs, name);
       const stats = lstatSync(full);
       if (stats.isSymbolicLink()) hash.update(`L ${path} -> ${readlinkSync(full)}\n`);

@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -20,15 +21,23 @@ function dir(): string {
 }
 
 async function open(dataDir: string, flushMs = 1): Promise<Store> {
-  const store = await openStore({ dataDir, flushMs });
+  // Failures are expected in one test: kept off the console.
+  const store = await openStore({ dataDir, flushMs, report: () => {} });
   stores.push(store);
   return store;
 }
 
-const addOrg = (store: Store, id: string) => {
+/** A UUID v4 of the minted form for a readable name (the store refuses other ids on read). */
+const idOf = (name: string) => {
+  const h = createHash("sha256").update(name).digest("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+};
+
+const addOrg = (store: Store, name: string) => {
+  const id = idOf(name);
   store.data.organizations[id] = {
     id,
-    name: id,
+    name,
     tier: "shrimp",
     provider_keys: {},
     instance_ids: [],
@@ -40,6 +49,7 @@ const addOrg = (store: Store, id: string) => {
 };
 
 const onDisk = (dataDir: string) => JSON.parse(readFileSync(join(dataDir, "state.json"), "utf8")) as { organizations: Record<string, unknown> };
+const namesOnDisk = (dataDir: string) => Object.values(onDisk(dataDir).organizations as Record<string, { name: string }>).map((o) => o.name).sort();
 
 describe("store", () => {
   it("coalesces a burst of commits into one atomic write, leaving no temporary file", async () => {
@@ -49,7 +59,7 @@ describe("store", () => {
     await store.flush();
     expect(store.writes).toBe(1);
     expect(Object.keys(onDisk(d).organizations)).toHaveLength(50);
-    expect(readdirSync(d).sort()).toEqual(["emulator.lock", "state.json"]);
+    expect(readdirSync(d).sort()).toEqual(["conversations", "emulator.lock", "state.json"]);
   });
 
   it("reads back what it wrote", async () => {
@@ -58,7 +68,7 @@ describe("store", () => {
     addOrg(first, "kept");
     await first.close();
     const second = await open(d);
-    expect(Object.keys(second.data.organizations)).toEqual(["kept"]);
+    expect(Object.keys(second.data.organizations)).toEqual([idOf("kept")]);
   });
 
   it("keeps writing after a write failed, and does not lose the change that failed", async () => {
@@ -78,10 +88,10 @@ describe("store", () => {
     rmSync(d);
     mkdirSync(d);
     await store.flush();
-    expect(Object.keys(onDisk(d).organizations).sort()).toEqual(["first", "second"]);
+    expect(namesOnDisk(d)).toEqual(["first", "second"]);
     addOrg(store, "third");
     await store.flush();
-    expect(Object.keys(onDisk(d).organizations).sort()).toEqual(["first", "second", "third"]);
+    expect(namesOnDisk(d)).toEqual(["first", "second", "third"]);
   });
 
   it("one store per directory; the lock is released on close", async () => {

@@ -4,7 +4,8 @@
  * replaced atomically (a crash mid-write must not cost the link), and nothing
  * here ever logs their content.
  */
-import { chmod, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readdir, rm } from "node:fs/promises";
+import { writeFileAtomic } from "../../../shared/durable-files.js";
 import { join } from "node:path";
 import { BufferJSON, useMultiFileAuthState } from "@whiskeysockets/baileys";
 import type { AuthenticationState } from "./socket.js";
@@ -23,11 +24,7 @@ export async function openAuthStore(dir: string): Promise<AuthStore> {
   const { state } = await useMultiFileAuthState(dir);
   let chain: Promise<void> = Promise.resolve();
   const credsPath = join(dir, "creds.json");
-  const write = async (): Promise<void> => {
-    const tmp = `${credsPath}.${process.pid}.tmp`;
-    await writeFile(tmp, JSON.stringify(state.creds, BufferJSON.replacer), { mode: 0o600 });
-    await rename(tmp, credsPath);
-  };
+  const write = (): Promise<void> => writeFileAtomic(credsPath, JSON.stringify(state.creds, BufferJSON.replacer), 0o600);
   return {
     state,
     saveCreds() {
@@ -51,7 +48,7 @@ export async function clearAuthDir(dir: string): Promise<number> {
   } catch {
     return 0;
   }
-  const ours = names.filter((n) => n.endsWith(".json") || /\.json\.\d+\.tmp$/.test(n));
+  const ours = names.filter((n) => n.endsWith(".json") || /\.json\.\d+(?:\.[0-9a-f]+)?\.tmp$/.test(n));
   await Promise.all(ours.map((n) => rm(join(dir, n), { force: true })));
   return ours.length;
 }
