@@ -16,10 +16,10 @@ import { readFile } from "node:fs/promises";
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import { ServiceError, type ServiceClient } from "../../shared/client/index.js";
-import type { Random } from "../../shared/random.js";
+import { hex, type Random } from "../../shared/random.js";
 import type { ResponseRequest } from "../../shared/schemas/responses.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
-import { dedupeKey, type JournalEntry, type StoredMessage, type StoredReply, type StoredRoute, type Store } from "../state/store.js";
+import { dedupeKey, type JournalEntry, type SessionState, type StoredMessage, type StoredReply, type StoredRoute, type Store } from "../state/store.js";
 import { checkAccess } from "./access.js";
 import type { ChatAdapter, ChatTarget, InboundMessage } from "./adapter.js";
 import { splitReply } from "./chunking.js";
@@ -88,7 +88,7 @@ export const sessionKeyOf = (route: Pick<StoredRoute, "instanceId" | "sessionBas
 const pathPart = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^\.+/, "_").slice(0, 100) || "_";
 
 type CallOutcome =
-  | { ok: true; text: string; responseId?: string; generation: number; contextReset: boolean }
+  | { ok: true; text: string; responseId?: string; sessionId: string; generation: number; contextReset: boolean }
   | { ok: false; reason: string; notice?: string };
 
 export interface Relay {
@@ -393,7 +393,7 @@ export function createRelay(deps: RelayDeps): Relay {
     const current = store.session(sessionKey);
     const session =
       outcome.responseId && current.generation === outcome.generation
-        ? { base: sessionKey, state: { generation: current.generation, lastResponseId: outcome.responseId } }
+        ? { base: sessionKey, state: { generation: current.generation, lastResponseId: outcome.responseId, sessionId: outcome.sessionId } }
         : undefined;
     await store.recordReply(lead.id, { chunks, members: entries.map((e) => e.id), format: "markdown" }, session);
     log.debug({ ...logCtx, chunks: chunks.length, ms: clock.now() - started }, "turn answered");
@@ -537,25 +537,42 @@ export function createRelay(deps: RelayDeps): Relay {
     }
   }
 
+  /**
+   * The service session one attempt goes to. A request without
+   * `previous_response_id` continues its session's running conversation, so
+   * a first turn sent twice into one session (the first answer lost to a
+   * timeout, a reset or a kill -9) would leave its input there twice. Each
+   * first-turn attempt therefore opens a session of its own; the one that
+   * answers is recorded, and later turns chain onto its response id (which
+   * names the chain exactly, whatever else reached the session).
+   */
+  function serviceSessionFor(route: StoredRoute, state: SessionState): string {
+    const base = sessionIdFor(route.sessionBase, state.generation);
+    if (state.lastResponseId) return state.sessionId ?? base;
+    return `${base}.a${hex(random, 4)}`;
+  }
+
   async function callService(route: StoredRoute, input: string, logCtx: Record<string, unknown>): Promise<CallOutcome> {
     const sessionKey = sessionKeyOf(route);
     let contextReset = false;
     let generation = 0;
+    let sessionId = "";
     for (;;) {
       try {
         const response = await withRetries(route.instanceId, () => {
           const state = store.session(sessionKey);
           generation = state.generation;
+          sessionId = serviceSessionFor(route, state);
           const body: ResponseRequest = {
             model: route.model,
             input,
             ...(route.instructions !== undefined ? { instructions: route.instructions } : {}),
             ...(state.lastResponseId ? { previous_response_id: state.lastResponseId } : {}),
           };
-          return client.createSessionResponse({ instance_id: route.instanceId, session_id: sessionIdFor(route.sessionBase, state.generation), body });
+          return client.createSessionResponse({ instance_id: route.instanceId, session_id: sessionId, body });
         });
         const responseId = responseIdOf(response);
-        return { ok: true, text: replyTextOf(response), ...(responseId ? { responseId } : {}), generation, contextReset };
+        return { ok: true, text: replyTextOf(response), ...(responseId ? { responseId } : {}), sessionId, generation, contextReset };
       } catch (error) {
         if (error instanceof StoppingError) throw error;
         if (!(error instanceof ServiceError)) {
@@ -644,7 +661,7 @@ export function createRelay(deps: RelayDeps): Relay {
         ...(m.userAliases ? { userAliases: m.userAliases } : {}),
         ...(m.userName ? { userName: m.userName } : {}),
         instanceId: route.instanceId,
-        sessionId: sessionIdFor(route.sessionBase, state.generation),
+        sessionId: state.lastResponseId && state.sessionId ? state.sessionId : sessionIdFor(route.sessionBase, state.generation),
         chained: !!state.lastResponseId,
         async resetSession() {
           const next = store.session(sessionKey).generation + 1;

@@ -82,6 +82,12 @@ export interface SessionState {
   generation: number;
   /** The last response of the current generation's chain. */
   lastResponseId?: string;
+  /**
+   * The service session the chain lives in. A first turn (no response id yet)
+   * uses a fresh session per attempt, so an attempt whose answer was lost is
+   * never continued by the next one; later turns chain by response id.
+   */
+  sessionId?: string;
 }
 
 type JournalRecord =
