@@ -16,14 +16,18 @@ export interface ProxiedRequest {
   json: unknown;
 }
 
-/** What becomes of the answer: passed on, connection reset once answered, or held until the proxy closes. */
-export type ProxyFate = "pass" | "reset" | "hold";
+/**
+ * What becomes of a request: passed on; answered upstream and then the
+ * connection reset; answered upstream and the answer held back until the proxy
+ * closes; or never forwarded nor answered ("drop").
+ */
+export type ProxyFate = "pass" | "reset" | "hold" | "drop";
 
 export interface LossyProxy {
   url: string;
   /** Decides each request's fate (default: pass). */
-  setPolicy(policy: (request: ProxiedRequest) => ProxyFate): void;
-  /** Resolves with the next request whose answer was held back (after the upstream answered). */
+  setPolicy(policy: (request: ProxiedRequest) => ProxyFate | Promise<ProxyFate>): void;
+  /** Resolves with the next request held back: answered upstream ("hold") or not forwarded ("drop"). */
   nextHeld(): Promise<ProxiedRequest>;
   /** Answers lost so far (reset or held). */
   readonly lost: ProxiedRequest[];
@@ -31,7 +35,7 @@ export interface LossyProxy {
 }
 
 export async function createLossyProxy(upstream: string): Promise<LossyProxy> {
-  let policy: (request: ProxiedRequest) => ProxyFate = () => "pass";
+  let policy: (request: ProxiedRequest) => ProxyFate | Promise<ProxyFate> = () => "pass";
   const lost: ProxiedRequest[] = [];
   const heldWaiters: ((r: ProxiedRequest) => void)[] = [];
   const heldQueue: ProxiedRequest[] = [];
@@ -48,7 +52,15 @@ export async function createLossyProxy(upstream: string): Promise<LossyProxy> {
       json = undefined;
     }
     const request: ProxiedRequest = { method: req.method ?? "GET", path: req.url ?? "/", json };
-    const fate = policy(request);
+    const fate = await policy(request);
+    const holdBack = () => {
+      lost.push(request);
+      held.add(res);
+      const waiter = heldWaiters.shift();
+      if (waiter) waiter(request);
+      else heldQueue.push(request);
+    };
+    if (fate === "drop") return holdBack();
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string" && k !== "host" && k !== "connection" && k !== "content-length") headers[k] = v;
     const answer = await fetch(`${upstream}${request.path}`, {
@@ -62,14 +74,7 @@ export async function createLossyProxy(upstream: string): Promise<LossyProxy> {
       req.socket.destroy();
       return;
     }
-    if (fate === "hold") {
-      lost.push(request);
-      held.add(res);
-      const waiter = heldWaiters.shift();
-      if (waiter) waiter(request);
-      else heldQueue.push(request);
-      return;
-    }
+    if (fate === "hold") return holdBack();
     const out: Record<string, string> = {};
     answer.headers.forEach((v, k) => {
       if (k !== "content-length" && k !== "transfer-encoding" && k !== "connection" && k !== "content-encoding") out[k] = v;
