@@ -138,8 +138,8 @@ export interface Store {
   complete(ids: string[]): Promise<void>;
   session(base: string): SessionState;
   setSession(base: string, state: SessionState): Promise<void>;
-  /** Durable key-values for one adapter. */
-  kv(namespace: string): AdapterStateStore;
+  /** Durable key-values of one namespace (an adapter's, say). */
+  kv(namespace: string): AdapterStateStore & { keys(): string[] };
   /** Calls `listener` whenever the last pending entry is completed; returns an unsubscribe. */
   onDrained(listener: () => void): () => void;
   /** Absolute path of a spooled attachment. */
@@ -397,6 +397,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         set(key: string, value: unknown) {
           return commit([{ t: "kv", ns: namespace, k: key, ...(value === undefined ? {} : { v: value }) }]);
         },
+        keys: () => [...(kvs.get(namespace)?.keys() ?? [])],
       };
     },
     onDrained(listener) {

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createManualClock } from "../../shared/clock.js";
 import { replyTextOf } from "../../daemon/core/reply.js";
 import { converse, startBridge, startService, tempDir, testConfig, type Bridge, type Service } from "./daemon-harness.js";
@@ -155,6 +155,39 @@ describe("daemon against the emulator", () => {
     expect(replies.map((r) => r.text)).toEqual([expect.stringMatching(/busy/), "slept 300", "You said: queued"]);
   });
 
+  it("tells of every refused message on a platform that cannot redeliver: one notice now, one later saying how many", async () => {
+    const { chat, daemon } = await bridge({
+      queue: { debounceMs: 0, maxPendingPerSession: 1 },
+      retry: { maxAttempts: 5, baseDelayMs: 5, maxDelayMs: 40, errorCooldownMs: 300, instanceWaitMs: 10_000 },
+    });
+    await chat.inject({ userId: "hub", text: "!sleep 600" });
+    // In flight (so no longer waiting): the one waiting slot is free for "queued".
+    await vi.waitFor(() => expect(daemon.scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
+    await chat.inject({ userId: "hub", text: "queued" });
+    for (let i = 1; i <= 4; i++) await chat.inject({ userId: "hub", text: `extra ${i}` });
+    expect(chat.outcomes.slice(2).map((o) => o.status === "refused" && o.reason)).toEqual(["busy", "busy", "busy", "busy"]);
+    const replies = await chat.waitForReplies("hub", 4);
+    const texts = replies.map((r) => r.text);
+    // Observation 2: the cooldown used to swallow the notices after the first.
+    expect(texts.filter((t) => /busy/.test(t))).toEqual([expect.stringMatching(/this one was not taken/), expect.stringMatching(/3 more messages from you were not taken/)]);
+    expect(texts.filter((t) => !/busy/.test(t))).toEqual(["slept 600", "You said: queued"]);
+  });
+
+  it("leaves a busy message unacknowledged on a platform that redelivers, and tells nobody", async () => {
+    const dir = tempDir();
+    cleanups.push(dir.remove);
+    const b = await startBridge(testConfig(service, dir.path, { queue: { debounceMs: 0, maxPendingPerSession: 1 } }), { redelivers: true });
+    cleanups.push(() => b.daemon.stop({ graceMs: 0 }));
+    await b.chat.inject({ userId: "ike", text: "!sleep 300" });
+    await vi.waitFor(() => expect(b.daemon.scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
+    await b.chat.inject({ userId: "ike", text: "queued" });
+    await b.chat.inject({ userId: "ike", text: "later" });
+    expect(b.chat.outcomes.map((o) => o.status)).toEqual(["accepted", "accepted", "deferred"]);
+    expect(b.chat.outcomes[2]).toMatchObject({ acknowledge: false, reason: "busy" });
+    const replies = await b.chat.waitForReplies("ike", 2);
+    expect(replies.map((r) => r.text)).toEqual(["slept 300", "You said: queued"]);
+  });
+
   it("uploads attachments to the inbox and names them in the turn", async () => {
     const { chat } = await bridge();
     const data = Buffer.from("hello file\n");
@@ -220,7 +253,8 @@ describe("daemon against the emulator", () => {
     expect(await health.json()).toMatchObject({ healthy: true, pending: 0 });
     const metrics = await (await fetch(`${daemon.opsUrl}/metrics`)).text();
     expect(metrics).toMatch(new RegExp(`turns_total\\{instance="${service.instanceIds[0]}",outcome="answered"\\} 1`));
-    expect(metrics).toMatch(/inbound_messages_total\{platform="fake"\} 1/);
+    expect(metrics).toMatch(/agent_bridge_inbound_messages_total\{platform="fake",outcome="accepted"\} 1/);
+    expect(metrics).toMatch(/agent_bridge_turns_total/);
     expect(metrics).not.toContain(service.key);
   });
 

@@ -2,6 +2,7 @@
  * The Discord adapter with a real discord.js client against the local fake
  * of Discord's REST API and gateway (test/fakes/discord.ts).
  */
+import { testSink } from "../fakes/sink.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -79,10 +80,13 @@ async function startAdapter(
   const received: InboundMessage[] = [];
   const statuses: AdapterStatusEvent[] = [];
   running.push(adapter);
-  await adapter.start({
-    accept: async (message) => void received.push(message),
-    status: (event) => void statuses.push(event),
-  });
+  await adapter.start(
+    testSink({
+      accept: (message) => void received.push(message),
+      status: (event) => void statuses.push(event),
+      maxAttachmentBytes: opts.maxAttachmentBytes ?? 1024 * 1024,
+    }),
+  );
   return { adapter, received, statuses, logs };
 }
 
@@ -230,7 +234,7 @@ describe("discord adapter: sending", () => {
   it("rejects with Discord's status when the channel does not exist", async () => {
     const h = await startAdapter();
     const missing = h.adapter.send({ ...general, chatId: "123456789012345678" }, "anyone?", { format: "plain" });
-    await expect(missing).rejects.toMatchObject({ name: "DiscordAdapterError", status: 404, code: 10003, retryable: false });
+    await expect(missing).rejects.toMatchObject({ name: "SendError", status: 404, code: 10003, permanent: true, retryable: false });
   });
 
   it("shows typing, and swallows a typing failure", async () => {
@@ -382,7 +386,7 @@ describe("discord adapter: connection", () => {
       { identifyThrottler: noThrottle },
     );
     running.push(adapter);
-    const error: unknown = await adapter.start({ accept: async () => undefined, status: (e) => void statuses.push(e) }).catch((e: unknown) => e);
+    const error: unknown = await adapter.start(testSink({ status: (e) => void statuses.push(e) })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Error);
     expect(String((error as Error).message)).not.toContain(wrong);
     expect(statuses.at(-1)?.state).toBe("failed");

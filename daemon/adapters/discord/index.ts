@@ -5,10 +5,10 @@
  * channels need no cache. Commands and access control are the core's; this
  * file only translates.
  */
-import { DiscordAPIError, HTTPError, REST, Routes, type Client, type Message, type RESTPostAPIChannelMessageJSONBody } from "discord.js";
+import { DiscordAPIError, HTTPError, RateLimitError, REST, Routes, type Client, type Message, type RESTPostAPIChannelMessageJSONBody } from "discord.js";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
 import type { DiscordChannelConfig } from "../../config/schema.js";
-import { checkAccess } from "../../core/access.js";
+import { rawLength, SendError, type AdmissionAnswer } from "../../core/adapter.js";
 import type {
   AdapterDeps,
   AdapterLimits,
@@ -41,20 +41,23 @@ export interface DiscordAdapterOptions extends Partial<ConnectionTuning> {
 }
 
 /** A send that failed: `status` is Discord's HTTP status, 0 when no answer came. */
-export class DiscordAdapterError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-    /** Discord's JSON error code (10003 unknown channel, 50013 missing permissions, ...). */
-    readonly code?: number | string,
-  ) {
-    super(message);
-    this.name = "DiscordAdapterError";
+/**
+ * A Discord call that failed, as the core's `SendError`: 4xx other than 429
+ * and 408 (unknown channel, missing access, a user who blocks DMs) is
+ * permanent; a rate limit carries its retry-after.
+ */
+export class DiscordAdapterError extends SendError {
+  /** Discord's JSON error code (10003 unknown channel, 50013 missing permissions, ...). */
+  readonly code: number | string | undefined;
+  constructor(message: string, status: number, code?: number | string, retryAfterMs?: number) {
+    const permanent = status >= 400 && status < 500 && status !== 429 && status !== 408;
+    super(message, { permanent, status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
+    this.code = code;
   }
 
   /** Worth trying again later: rate limits, Discord's own errors, no answer. */
   get retryable(): boolean {
-    return this.status === 0 || this.status === 429 || this.status >= 500;
+    return !this.permanent;
   }
 }
 
@@ -71,7 +74,9 @@ export function createDiscordAdapter(
   const tuning: ConnectionTuning = { ...defaultConnectionTuning, ...stripUndefined(tuningOverrides) };
 
   // Outbound goes through this client only: it does not depend on the gateway being up.
-  const rest = new REST({ api: config.api }).setToken(token);
+  // No retries and no rate-limit waits inside it: the core's one retry policy owns those
+  // (a rate limit comes back as an error carrying its retry-after).
+  const rest = new REST({ api: config.api, retries: 0, rejectOnRateLimit: () => true }).setToken(token);
   let sink: InboundSink | null = null;
   /** One promise chain per channel: messages reach the core in the order they were sent. */
   const chains = new Map<string, Promise<void>>();
@@ -130,26 +135,33 @@ export function createDiscordAdapter(
   }
 
   async function deliver(view: DiscordMessageView, inbound: InboundMessage): Promise<void> {
+    if (!sink) return;
     if (view.attachments.length > 0) {
-      // Strangers' files are not fetched: the core will refuse the message anyway.
-      if (checkAccess(config.access, inbound).allowed) {
-        const { files, refused } = await fetchAttachments(view);
+      // Strangers' files are not fetched: the core says whether it would take the message, and which sizes.
+      const admission = sink.admit({ message: inbound, attachmentSizes: view.attachments.map((a) => a.size) });
+      if (admission.allowed) {
+        const { files, refused } = await fetchAttachments(view, admission.attachments);
         if (files.length > 0) inbound.attachments = files;
         if (refused.length > 0) await tellRefused(inbound, refused);
       }
       if (!inbound.text && !inbound.attachments) return;
     }
-    if (!sink) return;
+    // Discord never delivers a message twice: the core journals it or tells the person.
     await sink.accept(inbound);
   }
 
-  async function fetchAttachments(view: DiscordMessageView): Promise<{ files: InboundAttachment[]; refused: string[] }> {
+  async function fetchAttachments(view: DiscordMessageView, admitted: AdmissionAnswer["attachments"]): Promise<{ files: InboundAttachment[]; refused: string[] }> {
     const files: InboundAttachment[] = [];
     const refused: string[] = [];
-    for (const attachment of view.attachments) {
+    for (const [i, attachment] of view.attachments.entries()) {
       const fileName = safeFileName(attachment.name, attachment.id);
+      const verdict = admitted[i];
+      if (!verdict?.fetch) {
+        if (verdict?.reason === "too_large") refused.push(`"${fileName}" is larger than the ${formatBytes(deps.maxAttachmentBytes)} limit`);
+        continue;
+      }
       const result = await downloadAttachment(attachment.url, {
-        maxBytes: deps.maxAttachmentBytes,
+        maxBytes: verdict.maxBytes,
         reportedSize: attachment.size,
         timeoutMs: attachmentTimeoutMs,
       });
@@ -186,6 +198,9 @@ export function createDiscordAdapter(
     platform: "discord",
     accountId,
     limits: DISCORD_LIMITS,
+    capabilities: { redelivers: false, edit: false },
+    // Discord counts the raw text (it renders Markdown itself).
+    measure: rawLength,
 
     async start(inboundSink) {
       sink = inboundSink;
@@ -235,6 +250,9 @@ export function createDiscordAdapter(
   };
 
   function toAdapterError(error: unknown, prefix: string): DiscordAdapterError {
+    if (error instanceof RateLimitError) {
+      return new DiscordAdapterError(`${prefix}: rate limited for ${error.retryAfter} ms`, 429, undefined, error.retryAfter);
+    }
     if (error instanceof DiscordAPIError) {
       return new DiscordAdapterError(`${prefix}: ${error.status} ${redact(error.message)}`, error.status, error.code);
     }
