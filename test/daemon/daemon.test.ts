@@ -188,6 +188,27 @@ describe("daemon against the emulator", () => {
     expect(replies.map((r) => r.text)).toEqual(["slept 300", "You said: queued"]);
   });
 
+  it("applies the group mention rule in the core, from the adapter's mentioned flag (group settings and aliases included)", async () => {
+    const dir = tempDir();
+    cleanups.push(dir.remove);
+    const config = testConfig(service, dir.path, {
+      channels: [{ type: "telegram", id: "acct0", token: "123456789:AAAbbbCCCdddEEEfffGGGhhhIIIjjjKKKll", access: { mode: "open", groups: { open: { requireMention: false }, guild: { requireMention: false } } } }],
+      routes: [{ match: {}, instance: service.instanceIds[0]! }],
+    });
+    const b = await startBridge(config);
+    cleanups.push(() => b.daemon.stop({ graceMs: 0 }));
+    const group = (chatId: string, mentioned: boolean, text: string, groupAliases?: string[]) =>
+      b.chat.inject({ userId: "gus", chatId, chatType: "group", mentioned, text, ...(groupAliases ? { groupAliases } : {}) });
+    await group("quiet", false, "chatter");
+    await group("quiet", true, "hi bot");
+    await group("open", false, "no mention needed");
+    await group("thread", false, "guild says no mention needed", ["guild"]);
+    expect(b.chat.outcomes.map((o) => (o.status === "refused" ? o.reason : o.status))).toEqual(["not_mentioned", "accepted", "accepted", "accepted"]);
+    await b.chat.waitForReplies("quiet", 1);
+    await b.daemon.whenIdle();
+    expect(b.chat.repliesTo("quiet").map((m) => m.text)).toEqual(["You said: hi bot"]);
+  });
+
   it("uploads attachments to the inbox and names them in the turn", async () => {
     const { chat } = await bridge();
     const data = Buffer.from("hello file\n");
