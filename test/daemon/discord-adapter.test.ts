@@ -137,15 +137,21 @@ describe("discord adapter: direct messages", () => {
 });
 
 describe("discord adapter: guild channels", () => {
-  it("ignores unmentioned messages and accepts mentioned ones with the mention stripped", async () => {
+  it("flags unmentioned messages (the core ignores them) and strips the mention from mentioned ones", async () => {
     const h = await startAdapter();
-    guildMessage(alice, "just chatting among ourselves");
+    const chatting = guildMessage(alice, "just chatting among ourselves");
     const plain = guildMessage(alice, `${mention(fake.bot)} summarise this`, { mentions: [fake.bot] });
     const nick = guildMessage(bob, `${mention(fake.bot, "nick")}, and in French`, { mentions: [fake.bot] });
     const middle = guildMessage(bob, `thanks ${mention(fake.bot)} for that`, { mentions: [fake.bot] });
     await byId(h, middle.id);
-    // Same channel, delivered in order: the unmentioned first message would be here by now.
-    expect(h.received.map((m) => [m.messageId, m.text, m.chatType, m.chatId])).toEqual([
+    // Same channel, delivered in order.
+    expect(h.received.map((m) => [m.messageId, m.mentioned])).toEqual([
+      [chatting.id, false],
+      [plain.id, true],
+      [nick.id, true],
+      [middle.id, true],
+    ]);
+    expect(h.received.filter((m) => m.mentioned).map((m) => [m.messageId, m.text, m.chatType, m.chatId])).toEqual([
       [plain.id, "summarise this", "group", GENERAL],
       [nick.id, "and in French", "group", GENERAL],
       [middle.id, `thanks @${fake.bot.username} for that`, "group", GENERAL],
@@ -164,9 +170,9 @@ describe("discord adapter: guild channels", () => {
     const roleId = fake.botRoleId(GUILD);
     const role = guildMessage(bob, `<@&${roleId}> via the role`, { mentionRoles: [roleId] });
     await byId(h, role.id);
-    expect(h.received.slice(1).map((m) => [m.messageId, m.text])).toEqual([
-      [reply.id, "a follow-up without any mention"],
-      [role.id, "via the role"],
+    expect(h.received.slice(1).map((m) => [m.messageId, m.text, m.mentioned])).toEqual([
+      [reply.id, "a follow-up without any mention", true],
+      [role.id, "via the role", true],
     ]);
   });
 
@@ -176,31 +182,16 @@ describe("discord adapter: guild channels", () => {
     guildMessage(alice, "alice answers bob", { replyTo: String(first.id) });
     const sentinel = guildMessage(alice, `${mention(fake.bot)} sentinel`, { mentions: [fake.bot] });
     await byId(h, sentinel.id);
-    expect(h.received.map((m) => m.messageId)).toEqual([sentinel.id]);
+    expect(h.received.filter((m) => m.mentioned).map((m) => m.messageId)).toEqual([sentinel.id]);
+    expect(h.received.find((m) => m.text === "alice answers bob")?.mentioned).toBe(false);
   });
 
-  it("takes every message where requireMention is off, per channel, per guild or for the whole account", async () => {
-    const perChannel = await startAdapter({
-      config: makeConfig({ access: { mode: "open", groups: { [QUIET]: { requireMention: false } } } }),
-    });
-    guildMessage(alice, "ignored in general");
-    const quiet = guildMessage(alice, "no mention needed here", { channelId: QUIET });
-    await byId(perChannel, quiet.id);
-    const sentinel = guildMessage(alice, `${mention(fake.bot)} sentinel`, { mentions: [fake.bot] });
-    await byId(perChannel, sentinel.id);
-    expect(perChannel.received.map((m) => m.messageId)).toEqual([quiet.id, sentinel.id]);
-    await perChannel.adapter.stop();
-
-    const perGuild = await startAdapter({
-      config: makeConfig({ access: { mode: "open", groups: { [GUILD]: { requireMention: false } } } }),
-    });
-    const inGuild = guildMessage(bob, "guild-wide setting applies");
-    expect((await byId(perGuild, inGuild.id)).text).toBe("guild-wide setting applies");
-    await perGuild.adapter.stop();
-
-    const account = await startAdapter({ config: makeConfig({ requireMention: false }) });
-    const anywhere = guildMessage(bob, "account-wide setting applies", { channelId: QUIET });
-    expect((await byId(account, anywhere.id)).chatType).toBe("group");
+  it("names a thread's parent channel and guild as group aliases, so the core finds group settings keyed by either", async () => {
+    const h = await startAdapter();
+    const inGuild = guildMessage(bob, "guild-wide setting applies", { channelId: QUIET });
+    const got = await byId(h, inGuild.id);
+    expect(got.groupAliases).toContain(GUILD);
+    expect(got.mentioned).toBe(false);
   });
 
   it("ignores its own messages and other bots, even when they mention it", async () => {

@@ -104,7 +104,7 @@ export function createDiscordAdapter(
       name: client.user.username,
       roleIds: botRoleIds(message, client),
     };
-    const decision = classifyMessage(view, bot, config);
+    const decision = classifyMessage(view, bot);
     if (decision.kind === "ignore") {
       log.debug({ messageId: view.id, chatId: view.channelId, reason: decision.reason }, "discord message ignored");
       return;
@@ -120,6 +120,7 @@ export function createDiscordAdapter(
       messageId: view.id,
       text: decision.text,
       sentAt: view.createdTimestamp,
+      ...(decision.mentioned !== undefined ? { mentioned: decision.mentioned } : {}),
     };
     enqueue(view.channelId, () => deliver(view, inbound));
   }
