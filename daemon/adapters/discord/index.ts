@@ -9,6 +9,7 @@ import { DiscordAPIError, HTTPError, RateLimitError, REST, Routes, type Client, 
 import { cryptoRandom, type Random } from "../../../shared/random.js";
 import type { DiscordChannelConfig } from "../../config/schema.js";
 import { rawLength, SendError, type AdmissionAnswer } from "../../core/adapter.js";
+import { createSerialQueue } from "../../core/retry.js";
 import type {
   AdapterDeps,
   AdapterLimits,
@@ -78,8 +79,8 @@ export function createDiscordAdapter(
   // (a rate limit comes back as an error carrying its retry-after).
   const rest = new REST({ api: config.api, retries: 0, rejectOnRateLimit: () => true }).setToken(token);
   let sink: InboundSink | null = null;
-  /** One promise chain per channel: messages reach the core in the order they were sent. */
-  const chains = new Map<string, Promise<void>>();
+  /** Messages of one channel reach the core in the order they were sent; channels side by side. */
+  const chains = createSerialQueue<string>();
 
   const connection = createGatewayConnection({
     config,
@@ -126,12 +127,8 @@ export function createDiscordAdapter(
   }
 
   function enqueue(key: string, task: () => Promise<void>): void {
-    const next = (chains.get(key) ?? Promise.resolve()).then(task).catch((error: unknown) => {
+    chains.run(key, task).catch((error: unknown) => {
       log.error({ chatId: key, err: redact(errorText(error)) }, "discord message not handed to the core");
-    });
-    chains.set(key, next);
-    void next.then(() => {
-      if (chains.get(key) === next) chains.delete(key);
     });
   }
 
@@ -211,7 +208,7 @@ export function createDiscordAdapter(
     async stop() {
       await connection.stop();
       // Messages already taken in still reach the core.
-      await Promise.allSettled([...chains.values()]);
+      await chains.idle();
       rest.clearHashSweeper();
       rest.clearHandlerSweeper();
     },
