@@ -173,6 +173,28 @@ describe("daemon against the emulator", () => {
     expect(texts.filter((t) => !/busy/.test(t))).toEqual(["slept 600", "You said: queued"]);
   });
 
+  it("a busy notice still owed when the daemon stops is sent after the next start", async () => {
+    const dir = tempDir();
+    cleanups.push(dir.remove);
+    const config = testConfig(service, dir.path, { queue: { debounceMs: 0, maxPendingPerSession: 1 } });
+    const first = await startBridge(config);
+    await first.chat.inject({ userId: "owe", text: "!sleep 400" });
+    await vi.waitFor(() => expect(first.daemon.scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
+    await first.chat.inject({ userId: "owe", text: "queued" });
+    await first.chat.inject({ userId: "owe", text: "extra 1" });
+    await first.chat.inject({ userId: "owe", text: "extra 2" }); // inside the 60 s cooldown: owed, not yet said
+    await first.chat.waitForReplies("owe", 1);
+    await first.daemon.stop({ graceMs: 0 });
+    expect(first.chat.repliesTo("owe").map((m) => m.text)).toEqual([expect.stringMatching(/this one was not taken/)]);
+    const second = await startBridge(config);
+    cleanups.push(() => second.daemon.stop({ graceMs: 0 }));
+    await second.chat.waitForReplies("owe", 3);
+    await second.daemon.whenIdle();
+    const texts = second.chat.repliesTo("owe").map((m) => m.text);
+    expect(texts.filter((t) => /not taken/.test(t))).toEqual([expect.stringMatching(/1 more message from you was not taken/)]);
+    expect(texts.filter((t) => !/not taken/.test(t))).toEqual(["slept 400", "You said: queued"]);
+  });
+
   it("leaves a busy message unacknowledged on a platform that redelivers, and tells nobody", async () => {
     const dir = tempDir();
     cleanups.push(dir.remove);
