@@ -77,7 +77,7 @@ export interface NoticeDeps {
   cooldownMs: number;
   /** Durable counts of refused-before-journaling messages still owed a notice. */
   owed: AdapterStateStore & { keys(): string[] };
-  /** Sends a plain notice (best effort, logged by the caller). */
+  /** Sends a plain notice (best effort: failures are logged by it, never thrown). */
   send(target: ChatTarget, text: string): Promise<void>;
   /** Finishes journaled entries with one notice as their reply. */
   finish(entryIds: string[], text: string): Promise<void>;
@@ -151,7 +151,8 @@ export function createNotices(deps: NoticeDeps): Notices {
       const key = `busy ${chatKey}`;
       if (!inCooldown(key)) {
         lastTold.set(key, deps.clock.now());
-        await deps.send(target, noticeText.busyOne);
+        // Not awaited: the platform's intake must not wait on our send retries.
+        void deps.send(target, noticeText.busyOne).catch(() => undefined);
         return;
       }
       const owed = deps.owed.get<OwedBusy>(chatKey);
