@@ -6,6 +6,7 @@
  * the adapter may acknowledge to its platform.
  */
 import type { Logger } from "pino";
+import type { Clock } from "../../shared/clock.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
 import { dedupeKey, type JournalEntry, type StoredRoute, type Store } from "../state/store.js";
 import { checkAccess, groupRequiresMention } from "./access.js";
@@ -19,6 +20,7 @@ import type { Scheduler } from "./scheduler.js";
 
 export interface IntakeDeps {
   config: DaemonConfig;
+  clock: Clock;
   store: Store;
   scheduler: Scheduler<string>;
   logger: Logger;
@@ -45,6 +47,7 @@ export function createIntake(deps: IntakeDeps): Intake {
   const log = deps.logger;
   let stopping = false;
   const warnedNoChannel = new BoundedMap<string, true>(1000);
+  const loggedRefusals = new BoundedMap<string, number>(10_000);
 
   const refused = (platform: string, reason: RefusalReason, counted: InboundOutcome): AcceptOutcome => {
     metrics.inbound(platform, counted);
@@ -55,13 +58,14 @@ export function createIntake(deps: IntakeDeps): Intake {
   function screen(message: Omit<InboundMessage, "attachments">): { ok: true; channel: ChannelConfig } | { ok: false; reason: RefusalReason; detail?: string } {
     const channel = deps.channelFor(message.accountId);
     if (!channel) return { ok: false, reason: "no_channel" };
-    const decision = checkAccess(channel.access, message);
-    if (!decision.allowed) return { ok: false, reason: "access", detail: decision.reason };
+    // Unaddressed group chatter first: it is ignored quietly, whoever wrote it.
     if (message.chatType === "group" && message.mentioned === false) {
       const keys = [message.chatId, ...(message.groupAliases ?? [])];
       const settingsKey = keys.find((k) => Object.hasOwn(channel.access.groups, k)) ?? message.chatId;
       if (groupRequiresMention(channel, settingsKey)) return { ok: false, reason: "not_mentioned" };
     }
+    const decision = checkAccess(channel.access, message);
+    if (!decision.allowed) return { ok: false, reason: "access", detail: decision.reason };
     return { ok: true, channel };
   }
 
@@ -74,7 +78,13 @@ export function createIntake(deps: IntakeDeps): Intake {
       }
     } else if (reason === "access") {
       // At info, naming the sender: this is how an operator finds the id to allow (README, Telegram step 3).
-      log.info(
+      // Once an hour per sender at info; repeats at debug, so a persistent stranger cannot flood the log.
+      const who = `${message.platform} ${message.accountId} ${message.userId}`;
+      const last = loggedRefusals.get(who);
+      const now = deps.clock.now();
+      const level = last === undefined || now - last > 60 * 60 * 1000 ? "info" : "debug";
+      if (level === "info") loggedRefusals.set(who, now);
+      log[level](
         { ...ids, chatType: message.chatType, userId: message.userId, ...(message.userAliases?.length ? { userAliases: message.userAliases } : {}), userName: message.userName, reason: detail },
         `message from ${message.userId} refused by the access rules (${detail ?? "not allowed"}): add this id to the channel's access list to let them in`,
       );

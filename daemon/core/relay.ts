@@ -110,6 +110,7 @@ export function createRelay(deps: RelayDeps): Relay {
   const commandQueue = createSerialQueue<string>();
   const intake = createIntake({
     config,
+    clock,
     store,
     scheduler,
     logger: log,
