@@ -419,9 +419,10 @@ describe("replies", () => {
     expect(sent!.text).toBe('<b>bold</b> and <code>a &lt; b</code> and\n\n<pre><code class="language-ts">let x = 1 &amp;&amp; 2;</code></pre>');
   });
 
-  it("sends plain text verbatim", async () => {
+  it("sends plain text verbatim, and says which message it became (for later edits)", async () => {
     const { fake, adapter } = await start();
-    await adapter.send(target, "**not bold** <tag>", { format: "plain" });
+    const receipt = await adapter.send(target, "**not bold** <tag>", { format: "plain" });
+    expect(receipt).toEqual({ messageId: String(fake.sentMessages(111)[0]!.message_id) });
     expect(fake.sentMessages(111)).toEqual([expect.objectContaining({ text: "**not bold** <tag>" })]);
     expect(fake.sentMessages(111)[0]!.parse_mode).toBeUndefined();
   });

@@ -8,7 +8,7 @@
 import { DiscordAPIError, HTTPError, RateLimitError, REST, Routes, type Client, type Message, type RESTPostAPIChannelMessageJSONBody } from "discord.js";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
 import type { DiscordChannelConfig } from "../../config/schema.js";
-import { rawLength, SendError, type AdmissionAnswer } from "../../core/adapter.js";
+import { rawLength, SendError, type AdmissionAnswer, type SendReceipt } from "../../core/adapter.js";
 import { createSerialQueue } from "../../core/retry.js";
 import type {
   AdapterDeps,
@@ -213,7 +213,7 @@ export function createDiscordAdapter(
       rest.clearHandlerSweeper();
     },
 
-    async send(target: ChatTarget, text: string, _options: SendOptions) {
+    async send(target: ChatTarget, text: string, _options: SendOptions): Promise<SendReceipt> {
       // Discord renders Markdown itself, so "markdown" passes as is; "plain" also
       // passes as is, since escaping would lengthen a chunk the core sized to fit.
       if (text.length > DISCORD_LIMITS.maxMessageLength) {
@@ -232,7 +232,8 @@ export function createDiscordAdapter(
         body.message_reference = { message_id: target.replyToMessageId, fail_if_not_exists: false };
       }
       try {
-        await rest.post(Routes.channelMessages(target.chatId), { body });
+        const sent = (await rest.post(Routes.channelMessages(target.chatId), { body })) as { id?: unknown } | null;
+        return typeof sent?.id === "string" ? { messageId: sent.id } : {};
       } catch (error) {
         throw toAdapterError(error, `discord send to ${target.chatId} failed`);
       }

@@ -23,6 +23,7 @@ import {
   type InboundMessage,
   type InboundSink,
   type SendOptions,
+  type SendReceipt,
   type TextFormat,
 } from "../../core/adapter.js";
 import { backoffDelay, createSerialQueue, pause as pauseFor } from "../../core/retry.js";
@@ -461,7 +462,7 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
       return stopping;
     },
 
-    async send(target: ChatTarget, text: string, sendOptions: SendOptions) {
+    async send(target: ChatTarget, text: string, sendOptions: SendOptions): Promise<SendReceipt> {
       const chatId = target.chatId;
       // In groups the reply quotes the message it answers (and so lands in the right forum topic).
       const reply =
@@ -473,8 +474,8 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
         // Telegram's limit is on the text left after entity parsing, not on the HTML source.
         if (html.trim() && telegramVisibleLength(html) <= TELEGRAM_LIMITS.maxMessageLength) {
           try {
-            await api.sendMessage(chatId, html, { parse_mode: "HTML", ...reply });
-            return;
+            const sent = await api.sendMessage(chatId, html, { parse_mode: "HTML", ...reply });
+            return { messageId: String(sent.message_id) };
           } catch (error) {
             if (!isEntityError(error)) throw toAdapterError("sendMessage", error, scrub);
             log.debug({ err: describe(error, scrub) }, "telegram refused the HTML entities; sending plain text");
@@ -482,7 +483,8 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
         }
       }
       try {
-        await api.sendMessage(chatId, text, reply);
+        const sent = await api.sendMessage(chatId, text, reply);
+        return { messageId: String(sent.message_id) };
       } catch (error) {
         throw toAdapterError("sendMessage", error, scrub);
       }

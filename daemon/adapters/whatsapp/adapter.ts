@@ -36,6 +36,7 @@ import {
   type InboundMessage,
   type InboundSink,
   type SendOptions,
+  type SendReceipt,
   type TextFormat,
 } from "../../core/adapter.js";
 import { clearAuthDir, openAuthStore, type AuthStore } from "./auth.js";
@@ -577,7 +578,7 @@ export function createWhatsAppAdapter(
       return stopping;
     },
 
-    async send(target: ChatTarget, text: string, options: SendOptions) {
+    async send(target: ChatTarget, text: string, options: SendOptions): Promise<SendReceipt> {
       const jid = toSendJid(target.chatId);
       const socket = await waitForOpen();
       const body = options.format === "markdown" ? markdownToWhatsApp(text) : text;
@@ -592,6 +593,7 @@ export function createWhatsAppAdapter(
         throw new WhatsAppAdapterError("send_failed", `WhatsApp send failed: ${describe(err)}`);
       }
       if (sent?.key.id && sent.message) sentMessages.set(`${sent.key.remoteJid}:${sent.key.id}`, sent.message);
+      return sent?.key.id ? { messageId: sent.key.id } : {};
     },
 
     async sendTyping(target: ChatTarget) {
