@@ -7,7 +7,7 @@
  *   service-call.ts  the service call: retries, instance wait, context reset, stopped routes
  *   delivery.ts      chunks sent and recorded one by one, the one send-retry policy
  *   notices.ts       everything said to a person in the bridge's own words, coalesced, never silent
- *   commands.ts      the bridge's commands (run here, beside the session queue)
+ *   command-runner.ts the bridge's commands (commands.ts), run beside the session queue
  *
  * This file wires them and runs a turn. It creates the scheduler itself, so
  * the scheduler's `run` is this relay's function from the start.
@@ -19,13 +19,11 @@ import type { Random } from "../../shared/random.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
 import type { JournalEntry, Store } from "../state/store.js";
 import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, ChatTarget, InboundMessage } from "./adapter.js";
-import { parseCommand, runCommand, type CommandName } from "./commands.js";
+import { createCommandRunner } from "./command-runner.js";
 import { chunksFor, createDelivery, targetOf } from "./delivery.js";
 import { createIntake } from "./intake.js";
 import { createNotices, noticeText } from "./notices.js";
 import { chatKeyOf, errorSummary, noMetrics, StoppingError, type RelayMetrics } from "./relay-types.js";
-import { createSerialQueue } from "./retry.js";
-import { sessionIdFor } from "./routing.js";
 import { createScheduler, type Scheduler, type Turn } from "./scheduler.js";
 import { createServiceCalls, sessionKeyOf } from "./service-call.js";
 
@@ -107,7 +105,14 @@ export function createRelay(deps: RelayDeps): Relay {
       await delivery.finishWith(entries, text, "failed");
     },
   });
-  const commandQueue = createSerialQueue<string>();
+  const commands = createCommandRunner({
+    store,
+    scheduler,
+    delivery,
+    service,
+    logger: log,
+    adapterFor: deps.adapterFor,
+  });
   const intake = createIntake({
     config,
     clock,
@@ -120,7 +125,7 @@ export function createRelay(deps: RelayDeps): Relay {
     notify(_adapter, message, text) {
       void delivery.notify(targetOf(message), text);
     },
-    onCommand: (entry) => trackCommand(entry),
+    onCommand: (entry) => commands.track(entry),
   });
 
   // ---------------------------------------------------------------- turns
@@ -216,62 +221,6 @@ export function createRelay(deps: RelayDeps): Relay {
     };
   }
 
-  // ---------------------------------------------------------------- commands
-
-  /** Commands of one chat answer in the order they came (beside the turns, not behind them). */
-  function trackCommand(entry: JournalEntry): void {
-    void commandQueue
-      .run(chatKeyOf(entry.message), () => runCommandEntry(entry))
-      .catch((error: unknown) => {
-        if (!(error instanceof StoppingError) && !(error instanceof Error && error.name === "JournalClosedError")) {
-          log.error({ err: errorSummary(error) }, "command failed");
-        }
-      });
-  }
-
-  async function runCommandEntry(entry: JournalEntry): Promise<void> {
-    if (entry.reply) return delivery.deliver(entry.id);
-    const parsed = parseCommand(entry.message.text);
-    const adapter = deps.adapterFor(entry.message.platform, entry.message.accountId);
-    if (!parsed || !adapter) return store.complete([entry.id]);
-    const text = await commandReply(parsed.name, entry);
-    await store.recordReply(entry.id, { chunks: chunksFor(adapter, text, "plain"), members: [entry.id], format: "plain" });
-    await delivery.deliver(entry.id);
-  }
-
-  async function commandReply(name: CommandName, entry: JournalEntry): Promise<string> {
-    const m = entry.message;
-    const route = entry.route;
-    const sessionKey = sessionKeyOf(route);
-    const state = store.session(sessionKey);
-    try {
-      return await runCommand(name, {
-        platform: m.platform,
-        accountId: m.accountId,
-        chatId: m.chatId,
-        chatType: m.chatType,
-        userId: m.userId,
-        ...(m.userAliases ? { userAliases: m.userAliases } : {}),
-        ...(m.userName ? { userName: m.userName } : {}),
-        instanceId: route.instanceId,
-        sessionId: state.lastResponseId && state.sessionId ? state.sessionId : sessionIdFor(route.sessionBase, state.generation),
-        chained: !!state.lastResponseId,
-        async resetSession() {
-          const next = store.session(sessionKey).generation + 1;
-          await store.setSession(sessionKey, { generation: next });
-          log.info({ platform: m.platform, chatId: m.chatId, instanceId: route.instanceId }, "conversation reset by the person");
-          return sessionIdFor(route.sessionBase, next);
-        },
-        instanceStatus: () => service.instanceStatus(route.instanceId),
-        queue: scheduler.depth(route.instanceId, route.sessionBase),
-        ...(service.stoppedRoutes.has(route.ruleIndex) ? { routeStopped: service.stoppedRoutes.get(route.ruleIndex) } : {}),
-      });
-    } catch (error) {
-      log.error({ err: errorSummary(error) }, "command failed");
-      return noticeText.commandFailed;
-    }
-  }
-
   // ---------------------------------------------------------------- lifecycle
 
   return {
@@ -289,7 +238,7 @@ export function createRelay(deps: RelayDeps): Relay {
     },
     release() {
       scheduler.release();
-      for (const entry of store.pending()) if (entry.kind === "command") trackCommand(entry);
+      for (const entry of store.pending()) if (entry.kind === "command") commands.track(entry);
       notices.resume();
     },
     beginStop() {
@@ -301,7 +250,7 @@ export function createRelay(deps: RelayDeps): Relay {
       notices.stop();
       await delivery.halt();
     },
-    whenCommandsIdle: () => commandQueue.idle(),
+    whenCommandsIdle: () => commands.idle(),
     get stoppedRoutes() {
       return service.stoppedRoutes;
     },

@@ -83,8 +83,10 @@ describe("daemon under service faults", () => {
     await first.chat.inject({ userId: "dot", text: "one" });
     await first.chat.inject({ userId: "dot", text: "two" });
     await first.chat.waitForReplies("dot", 1);
-    await vi.waitFor(async () => expect(await service.responseCalls()).toBeGreaterThanOrEqual(4));
-    await vi.waitFor(() => expect(first.daemon.store!.pending()).toHaveLength(1));
+    // Both turns used up their attempts (the fault rule retires after 4 hits), and none is running.
+    await vi.waitFor(() => expect(service.emulator.env.faults.list()).toHaveLength(0));
+    await vi.waitFor(() => expect(first.daemon.scheduler!.running().get(instance()) ?? 0).toBe(0));
+    expect(first.daemon.store!.pending()).toHaveLength(1);
     await first.daemon.stop({ graceMs: 0 });
     expect(texts(first.chat, "dot")).toEqual([expect.stringMatching(/^Sorry, your message could not be answered/)]);
     const second = await startBridge(config);
