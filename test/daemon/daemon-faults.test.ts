@@ -54,7 +54,7 @@ describe("daemon under service faults", () => {
   });
 
   it("gives up after maxAttempts and tells the person of every message: at once, then one notice per cooldown saying how many", async () => {
-    const { chat, daemon } = await bridge({ retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5, errorCooldownMs: 400, instanceWaitMs: 1000 } });
+    const { chat, daemon } = await bridge({ retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5, errorCooldownMs: 1500, instanceWaitMs: 1000 } });
     await service.admin("/_emulator/faults", { target: "gateway", instance_id: instance(), status: 503, times: 9 });
     await chat.inject({ userId: "dan", text: "first" });
     await chat.inject({ userId: "dan", text: "second" });
@@ -125,7 +125,7 @@ describe("daemon under service faults", () => {
 
   it("stops a route whose key the service refuses, telling the log and the person of every message (coalesced)", async () => {
     const key = await service.mintKey(["interact"]);
-    const { chat, daemon } = await bridge({ retry: { maxAttempts: 5, baseDelayMs: 5, maxDelayMs: 40, errorCooldownMs: 300, instanceWaitMs: 10_000 } }, key.raw);
+    const { chat, daemon } = await bridge({ retry: { maxAttempts: 5, baseDelayMs: 5, maxDelayMs: 40, errorCooldownMs: 1500, instanceWaitMs: 10_000 } }, key.raw);
     expect(await converse(chat, "ida", ["before"])).toEqual(["You said: before"]);
     await service.org.revokeKey({ key_id: key.id });
     await chat.inject({ userId: "ida", text: "after 1" });

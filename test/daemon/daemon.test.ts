@@ -158,7 +158,7 @@ describe("daemon against the emulator", () => {
   it("tells of every refused message on a platform that cannot redeliver: one notice now, one later saying how many", async () => {
     const { chat, daemon } = await bridge({
       queue: { debounceMs: 0, maxPendingPerSession: 1 },
-      retry: { maxAttempts: 5, baseDelayMs: 5, maxDelayMs: 40, errorCooldownMs: 300, instanceWaitMs: 10_000 },
+      retry: { maxAttempts: 5, baseDelayMs: 5, maxDelayMs: 40, errorCooldownMs: 1500, instanceWaitMs: 10_000 },
     });
     await chat.inject({ userId: "hub", text: "!sleep 600" });
     // In flight (so no longer waiting): the one waiting slot is free for "queued".
