@@ -160,7 +160,7 @@ describe("daemon against the emulator", () => {
       queue: { debounceMs: 0, maxPendingPerSession: 1 },
       retry: { maxAttempts: 5, baseDelayMs: 5, maxDelayMs: 40, errorCooldownMs: 1500, instanceWaitMs: 10_000 },
     });
-    await chat.inject({ userId: "hub", text: "!sleep 600" });
+    await chat.inject({ userId: "hub", text: "!sleep 1500" });
     // In flight (so no longer waiting): the one waiting slot is free for "queued".
     await vi.waitFor(() => expect(daemon.scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
     await chat.inject({ userId: "hub", text: "queued" });
@@ -170,7 +170,7 @@ describe("daemon against the emulator", () => {
     const texts = replies.map((r) => r.text);
     // Observation 2: the cooldown used to swallow the notices after the first.
     expect(texts.filter((t) => /busy/.test(t))).toEqual([expect.stringMatching(/this one was not taken/), expect.stringMatching(/3 more messages from you were not taken/)]);
-    expect(texts.filter((t) => !/busy/.test(t))).toEqual(["slept 600", "You said: queued"]);
+    expect(texts.filter((t) => !/busy/.test(t))).toEqual(["slept 1500", "You said: queued"]);
   });
 
   it("a busy notice still owed when the daemon stops is sent after the next start", async () => {
@@ -178,7 +178,7 @@ describe("daemon against the emulator", () => {
     cleanups.push(dir.remove);
     const config = testConfig(service, dir.path, { queue: { debounceMs: 0, maxPendingPerSession: 1 } });
     const first = await startBridge(config);
-    await first.chat.inject({ userId: "owe", text: "!sleep 400" });
+    await first.chat.inject({ userId: "owe", text: "!sleep 1000" });
     await vi.waitFor(() => expect(first.daemon.scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
     await first.chat.inject({ userId: "owe", text: "queued" });
     await first.chat.inject({ userId: "owe", text: "extra 1" });
@@ -192,7 +192,7 @@ describe("daemon against the emulator", () => {
     await second.daemon.whenIdle();
     const texts = second.chat.repliesTo("owe").map((m) => m.text);
     expect(texts.filter((t) => /not taken/.test(t))).toEqual([expect.stringMatching(/1 more message from you was not taken/)]);
-    expect(texts.filter((t) => !/not taken/.test(t))).toEqual(["slept 400", "You said: queued"]);
+    expect(texts.filter((t) => !/not taken/.test(t))).toEqual(["slept 1000", "You said: queued"]);
   });
 
   it("leaves a busy message unacknowledged on a platform that redelivers, and tells nobody", async () => {
@@ -200,14 +200,14 @@ describe("daemon against the emulator", () => {
     cleanups.push(dir.remove);
     const b = await startBridge(testConfig(service, dir.path, { queue: { debounceMs: 0, maxPendingPerSession: 1 } }), { redelivers: true });
     cleanups.push(() => b.daemon.stop({ graceMs: 0 }));
-    await b.chat.inject({ userId: "ike", text: "!sleep 300" });
+    await b.chat.inject({ userId: "ike", text: "!sleep 1000" });
     await vi.waitFor(() => expect(b.daemon.scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
     await b.chat.inject({ userId: "ike", text: "queued" });
     await b.chat.inject({ userId: "ike", text: "later" });
     expect(b.chat.outcomes.map((o) => o.status)).toEqual(["accepted", "accepted", "deferred"]);
     expect(b.chat.outcomes[2]).toMatchObject({ acknowledge: false, reason: "busy" });
     const replies = await b.chat.waitForReplies("ike", 2);
-    expect(replies.map((r) => r.text)).toEqual(["slept 300", "You said: queued"]);
+    expect(replies.map((r) => r.text)).toEqual(["slept 1000", "You said: queued"]);
   });
 
   it("applies the group mention rule in the core, from the adapter's mentioned flag (group settings and aliases included)", async () => {
