@@ -123,7 +123,7 @@ export function createRelay(deps: RelayDeps): Relay {
     notices,
     channelFor: deps.channelFor,
     notify(_adapter, message, text) {
-      void delivery.notify(targetOf(message), text);
+      void delivery.notify(targetOf(message), text).catch((error: unknown) => log.warn({ err: errorSummary(error) }, "could not send a notice"));
     },
     onCommand: (entry) => commands.track(entry),
   });
