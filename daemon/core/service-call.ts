@@ -159,7 +159,8 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
   function serviceSessionFor(route: StoredRoute, state: SessionState): string {
     const base = sessionIdFor(route.sessionBase, state.generation);
     if (state.lastResponseId) return state.sessionId ?? base;
-    return `${base}.a${hex(random, 4)}`;
+    // Time as well as randomness: a restarted daemon with the same seed (tests) must not land in a lost attempt's session.
+    return `${base}.a${clock.now().toString(36)}${hex(random, 4)}`;
   }
 
   async function buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[]): Promise<string | undefined> {
