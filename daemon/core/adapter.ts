@@ -54,6 +54,17 @@ export interface InboundMessage {
   /** Epoch milliseconds when the platform says it was sent. */
   sentAt: number;
   attachments?: InboundAttachment[];
+  /**
+   * Files the person sent that the adapter did not pass on (the admission said
+   * no, or the download failed). The core tells the person, once the message
+   * is journaled (or refused as empty), so a redelivery does not say it twice.
+   */
+  droppedAttachments?: DroppedAttachment[];
+}
+
+export interface DroppedAttachment {
+  fileName: string;
+  reason: "too_large" | "disabled" | "unavailable";
 }
 
 /** Where a reply goes: the chat the message came from. */

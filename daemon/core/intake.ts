@@ -10,7 +10,7 @@ import type { Clock } from "../../shared/clock.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
 import { dedupeKey, type JournalEntry, type StoredRoute, type Store } from "../state/store.js";
 import { checkAccess, groupRequiresMention } from "./access.js";
-import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, InboundMessage, RefusalReason } from "./adapter.js";
+import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, DroppedAttachment, InboundMessage, RefusalReason } from "./adapter.js";
 import { parseCommand } from "./commands.js";
 import { targetOf } from "./delivery.js";
 import { BoundedMap, noticeText, type Notices } from "./notices.js";
@@ -39,8 +39,6 @@ export interface Intake {
   /** From now on redelivering platforms are deferred; the others are still journaled until the store closes. */
   beginStop(): void;
 }
-
-const formatMiB = (bytes: number) => `${Math.floor(bytes / 1024 / 1024)} MiB`;
 
 export function createIntake(deps: IntakeDeps): Intake {
   const { config, store, scheduler, metrics } = deps;
@@ -116,20 +114,31 @@ export function createIntake(deps: IntakeDeps): Intake {
       return { status: "duplicate", acknowledge: true };
     }
 
-    let msg = message;
+    // Files not passed on: the adapter's (admission, downloads) and the core's own check of what arrived.
+    const dropped: DroppedAttachment[] = [...(message.droppedAttachments ?? [])];
+    let msg: InboundMessage = message;
     if (msg.attachments?.length) {
-      const allowed = config.attachments.enabled ? msg.attachments.filter((a) => a.data.length <= config.attachments.maxBytes) : [];
-      if (allowed.length < msg.attachments.length) {
-        deps.notify(adapter, msg, config.attachments.enabled ? noticeText.attachmentTooLarge(formatMiB(config.attachments.maxBytes)) : noticeText.attachmentsOff);
-        msg = { ...msg, attachments: allowed };
-      }
+      const { enabled, maxBytes } = config.attachments;
+      const kept = msg.attachments.filter((a) => enabled && a.data.length <= maxBytes);
+      for (const a of msg.attachments) if (!kept.includes(a)) dropped.push({ fileName: a.fileName, reason: enabled ? "too_large" : "disabled" });
+      msg = { ...msg, attachments: kept };
     }
-    if (!msg.text.trim() && !msg.attachments?.length) return refused(message.platform, "empty", "empty");
+    const { droppedAttachments: _told, ...rest } = msg;
+    msg = rest;
+    if (!msg.attachments?.length) delete msg.attachments;
+    const tellDropped = () => {
+      if (dropped.length) deps.notify(adapter, message, noticeText.attachmentsDropped(dropped, config.attachments.maxBytes));
+    };
+    if (!msg.text.trim() && !msg.attachments?.length) {
+      tellDropped();
+      return refused(message.platform, "empty", "empty");
+    }
 
     const storedRoute: StoredRoute = { ...route };
     const command = msg.attachments?.length ? undefined : parseCommand(msg.text);
     if (command) {
       const entry = await store.add({ kind: "command", key, message: msg, route: storedRoute });
+      tellDropped();
       metrics.inbound(message.platform, "command");
       deps.onCommand(entry);
       return { status: "accepted", acknowledge: true };
@@ -146,6 +155,7 @@ export function createIntake(deps: IntakeDeps): Intake {
       log.warn({ ...ids, reason: slot.reason }, "queue full: message not taken (the person is told)");
       metrics.inbound(message.platform, "busy");
       await deps.notices.busy(chatKeyOf(msg), targetOf(msg));
+      tellDropped();
       return { status: "refused", reason: "busy", acknowledge: true };
     }
     let entry: JournalEntry;
@@ -155,6 +165,7 @@ export function createIntake(deps: IntakeDeps): Intake {
       slot.cancel();
       throw error;
     }
+    tellDropped();
     metrics.inbound(message.platform, "accepted");
     slot.submit(entry.id);
     return { status: "accepted", acknowledge: true };

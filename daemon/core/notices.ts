@@ -16,7 +16,25 @@
 import type { Clock, Timer } from "../../shared/clock.js";
 import type { AdapterStateStore, ChatTarget } from "./adapter.js";
 
+/** Sizes as people read them ("20 MB", "1 KB", "8 bytes"). */
+export function formatBytes(bytes: number): string {
+  if (bytes >= 1024 * 1024) return `${(bytes / (1024 * 1024)).toFixed(1).replace(/\.0$/, "")} MB`;
+  if (bytes >= 1024) return `${(bytes / 1024).toFixed(1).replace(/\.0$/, "")} KB`;
+  return `${bytes} bytes`;
+}
+
 export const noticeText = {
+  /** Files not passed on, each with why; `limit` is attachments.maxBytes. */
+  attachmentsDropped: (files: { fileName: string; reason: "too_large" | "disabled" | "unavailable" }[], limit: number) =>
+    `${files
+      .map((f) =>
+        f.reason === "too_large"
+          ? `"${f.fileName}" is larger than the ${formatBytes(limit)} limit`
+          : f.reason === "disabled"
+            ? `attachments are off here ("${f.fileName}")`
+            : `"${f.fileName}" could not be downloaded`,
+      )
+      .join("; ")}, so ${files.length === 1 ? "it was" : "they were"} not passed on.`,
   busyOne: "The agent is busy with earlier messages, so this one was not taken. Please send it again in a little while.",
   busyMore: (n: number) =>
     `While the agent was busy, ${n === 1 ? "1 more message" : `${n} more messages`} from you ${n === 1 ? "was" : "were"} not taken. Please send ${n === 1 ? "it" : "them"} again.`,
@@ -34,8 +52,6 @@ export const noticeText = {
   contextReset:
     "(The earlier conversation could not be found on the service, so this starts a new one: the agent no longer sees what was said before.)",
   emptyAnswer: "(The agent answered without any text.)",
-  attachmentsOff: "Attachments are turned off here, so files are not passed on to the agent.",
-  attachmentTooLarge: (limit: string) => `A file was larger than ${limit} and was not passed on.`,
   uploadRefused: "(Attachments are off for this agent: the bridge's key may not write files, so only your text was passed on.)",
   uploadFailed: (fileName: string) => `(The file ${fileName} could not be passed on.)`,
   commandFailed: "Sorry, that command failed. Please try again.",

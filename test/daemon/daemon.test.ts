@@ -231,6 +231,18 @@ describe("daemon against the emulator", () => {
     expect(b.chat.repliesTo("quiet").map((m) => m.text)).toEqual(["You said: hi bot"]);
   });
 
+  it("tells the sender of files the adapter did not pass on, once the message is journaled, and also when nothing else was left", async () => {
+    const { chat } = await bridge();
+    await chat.inject({ userId: "fay", text: "see the files", droppedAttachments: [{ fileName: "big.pdf", reason: "too_large" }, { fileName: "x.bin", reason: "unavailable" }] });
+    await chat.inject({ userId: "fay", text: "", droppedAttachments: [{ fileName: "only.zip", reason: "disabled" }] });
+    const replies = await chat.waitForReplies("fay", 3);
+    const texts = replies.map((r) => r.text);
+    expect(texts).toContain("You said: see the files");
+    expect(texts).toContainEqual(expect.stringMatching(/^"big\.pdf" is larger than the 20 MB limit; "x\.bin" could not be downloaded, so they were not passed on\.$/));
+    expect(texts).toContainEqual('attachments are off here ("only.zip"), so it was not passed on.');
+    expect(chat.outcomes.map((o) => o.status)).toEqual(["accepted", "refused"]);
+  });
+
   it("uploads attachments to the inbox and names them in the turn", async () => {
     const { chat } = await bridge();
     const data = Buffer.from("hello file\n");

@@ -256,7 +256,7 @@ describe("discord adapter: attachments", () => {
     expect(h.received[0]?.attachments).toEqual([{ kind: "photo", fileName: "cat.png", mimeType: "image/png", data: png }]);
   });
 
-  it("refuses attachments over the limit, tells the sender, and still passes the text on", async () => {
+  it("refuses attachments over the limit, names them for the core to tell the sender, and still passes the text on", async () => {
     const h = await startAdapter({ maxAttachmentBytes: 1024 });
     const big = fake.dispatchDirectMessage(alice, "two files", {
       attachments: [
@@ -269,19 +269,21 @@ describe("discord adapter: attachments", () => {
     const msg = await byId(h, big.id);
     expect(msg.text).toBe("two files");
     expect(msg.attachments).toEqual([{ kind: "document", fileName: "notes.txt", mimeType: "text/plain", data: Buffer.from("ok") }]);
-    const notice = fake.sentMessages(fake.dmChannelFor(alice)).map((m) => m.content);
-    expect(notice).toHaveLength(1);
-    expect(notice[0]).toContain('"big.pdf" is larger than the 1 KB limit');
-    expect(notice[0]).toContain('"liar.bin" is larger than the 1 KB limit');
+    expect(msg.droppedAttachments).toEqual([
+      { fileName: "big.pdf", reason: "too_large" },
+      { fileName: "liar.bin", reason: "too_large" },
+    ]);
+    expect(fake.sentMessages(fake.dmChannelFor(alice))).toEqual([]); // the adapter itself says nothing
   });
 
-  it("drops a message whose only content was a refused file", async () => {
+  it("hands over a message whose only content was a refused file, so the core can tell the sender", async () => {
     const h = await startAdapter({ maxAttachmentBytes: 10 });
-    fake.dispatchDirectMessage(alice, "", { attachments: [{ filename: "huge.zip", data: Buffer.alloc(100) }] });
+    const only = fake.dispatchDirectMessage(alice, "", { attachments: [{ filename: "huge.zip", data: Buffer.alloc(100) }] });
     const next = fake.dispatchDirectMessage(alice, "next");
     await byId(h, next.id);
-    expect(h.received.map((m) => m.messageId)).toEqual([next.id]);
-    await waitFor(() => fake.sentMessages(fake.dmChannelFor(alice)).length === 1, "refusal notice");
+    expect(h.received.map((m) => m.messageId)).toEqual([only.id, next.id]);
+    expect(h.received[0]).toMatchObject({ text: "", droppedAttachments: [{ fileName: "huge.zip", reason: "too_large" }] });
+    expect(h.received[0]!.attachments).toBeUndefined();
   });
 });
 

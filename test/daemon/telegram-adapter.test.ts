@@ -285,14 +285,15 @@ describe("intake", () => {
     expect(fake.downloads).toBe(1);
   });
 
-  it("does not fetch a file over the limit, passes the caption on and tells the sender afterwards", async () => {
+  it("does not fetch a file over the limit, passes the caption on and names the file for the core to tell the sender", async () => {
     const { fake, accepted } = await start({ maxAttachmentBytes: 8 });
     fake.document(alice, "big.bin", Buffer.alloc(64, 1), "with a big file");
-    await fake.waitFor(() => fake.sentMessages(alice.id).length === 1);
+    await fake.waitFor(() => accepted.length === 1);
     expect(texts(accepted)).toEqual(["with a big file"]);
     expect(accepted[0]!.attachments).toBeUndefined();
+    expect(accepted[0]!.droppedAttachments).toEqual([{ fileName: "big.bin", reason: "too_large" }]);
     expect(fake.downloads).toBe(0);
-    expect(fake.sentMessages(alice.id)[0]!.text).toMatch(/"big\.bin" is larger than the 8 bytes limit/);
+    expect(fake.sentMessages(alice.id)).toEqual([]); // the adapter itself says nothing
   });
 
   it("does not fetch files when the core's admission says no (a stranger)", async () => {

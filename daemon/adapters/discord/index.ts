@@ -8,7 +8,7 @@
 import { DiscordAPIError, HTTPError, RateLimitError, REST, Routes, type Client, type Message, type RESTPostAPIChannelMessageJSONBody } from "discord.js";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
 import type { DiscordChannelConfig } from "../../config/schema.js";
-import { rawLength, SendError, type AdmissionAnswer, type SendReceipt } from "../../core/adapter.js";
+import { rawLength, SendError, type AdmissionAnswer, type DroppedAttachment, type SendReceipt } from "../../core/adapter.js";
 import { createSerialQueue } from "../../core/retry.js";
 import type {
   AdapterDeps,
@@ -20,7 +20,7 @@ import type {
   InboundSink,
   SendOptions,
 } from "../../core/adapter.js";
-import { downloadAttachment, formatBytes } from "../download.js";
+import { downloadAttachment } from "../download.js";
 import { createGatewayConnection, defaultConnectionTuning, type ConnectionTuning } from "./connection.js";
 import {
   attachmentKind,
@@ -138,24 +138,25 @@ export function createDiscordAdapter(
       // Strangers' files are not fetched: the core says whether it would take the message, and which sizes.
       const admission = sink.admit({ message: inbound, attachmentSizes: view.attachments.map((a) => a.size) });
       if (admission.allowed) {
-        const { files, refused } = await fetchAttachments(view, admission.attachments);
+        const { files, dropped } = await fetchAttachments(view, admission.attachments);
         if (files.length > 0) inbound.attachments = files;
-        if (refused.length > 0) await tellRefused(inbound, refused);
+        // The core tells the sender, once the message is journaled.
+        if (dropped.length > 0) inbound.droppedAttachments = dropped;
       }
-      if (!inbound.text && !inbound.attachments) return;
+      if (!inbound.text && !inbound.attachments && !inbound.droppedAttachments) return;
     }
     // Discord never delivers a message twice: the core journals it or tells the person.
     await sink.accept(inbound);
   }
 
-  async function fetchAttachments(view: DiscordMessageView, admitted: AdmissionAnswer["attachments"]): Promise<{ files: InboundAttachment[]; refused: string[] }> {
+  async function fetchAttachments(view: DiscordMessageView, admitted: AdmissionAnswer["attachments"]): Promise<{ files: InboundAttachment[]; dropped: DroppedAttachment[] }> {
     const files: InboundAttachment[] = [];
-    const refused: string[] = [];
+    const dropped: DroppedAttachment[] = [];
     for (const [i, attachment] of view.attachments.entries()) {
       const fileName = safeFileName(attachment.name, attachment.id);
       const verdict = admitted[i];
       if (!verdict?.fetch) {
-        if (verdict?.reason === "too_large") refused.push(`"${fileName}" is larger than the ${formatBytes(deps.maxAttachmentBytes)} limit`);
+        dropped.push({ fileName, reason: verdict?.reason ?? "disabled" });
         continue;
       }
       const result = await downloadAttachment(attachment.url, {
@@ -169,27 +170,13 @@ export function createDiscordAdapter(
         if (mimeType) file.mimeType = mimeType;
         files.push(file);
       } else if (result.reason === "too_large") {
-        refused.push(`"${fileName}" is larger than the ${formatBytes(deps.maxAttachmentBytes)} limit`);
+        dropped.push({ fileName, reason: "too_large" });
       } else {
         log.warn({ messageId: view.id, fileName, detail: result.detail }, "discord attachment download failed");
-        refused.push(`"${fileName}" could not be downloaded`);
+        dropped.push({ fileName, reason: "unavailable" });
       }
     }
-    return { files, refused };
-  }
-
-  async function tellRefused(inbound: InboundMessage, refused: string[]): Promise<void> {
-    const text = `${refused.join("; ")}, so it was not passed on.`;
-    const target: ChatTarget = {
-      platform: "discord",
-      accountId,
-      chatId: inbound.chatId,
-      chatType: inbound.chatType,
-      replyToMessageId: inbound.messageId,
-    };
-    await adapter.send(target, text.slice(0, DISCORD_LIMITS.maxMessageLength), { format: "plain" }).catch((error: unknown) => {
-      log.warn({ chatId: inbound.chatId, err: redact(errorText(error)) }, "could not tell the sender about a refused attachment");
-    });
+    return { files, dropped };
   }
 
   const adapter: ChatAdapter = {

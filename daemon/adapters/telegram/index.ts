@@ -18,6 +18,7 @@ import {
   type AdapterDeps,
   type AdmissionAnswer,
   type ChatAdapter,
+  type DroppedAttachment,
   type ChatTarget,
   type InboundAttachment,
   type InboundMessage,
@@ -29,7 +30,7 @@ import {
 import { backoffDelay, createSerialQueue, pause as pauseFor } from "../../core/retry.js";
 import { redactSecrets } from "../../ops/logger.js";
 import { cryptoRandom } from "../../../shared/random.js";
-import { downloadAttachment, formatBytes } from "../download.js";
+import { downloadAttachment } from "../download.js";
 import { addressesBot, chatTypeOf, fileRefsOf, stripMention, type FileRef } from "./inbound.js";
 import { telegramFetch } from "./fetch.js";
 import { telegramMarkdownToHtml, telegramVisibleLength } from "./markdown.js";
@@ -264,27 +265,27 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
     const inbound = translate(message, me);
     if (!inbound) return;
     const refs = fileRefsOf(message);
-    const refused: string[] = [];
     if (refs.length) {
       // Strangers' files are not fetched: the core says whether it would take the message, and which files.
       const admission = sink.admit({ message: inbound, attachmentSizes: refs.map((r) => r.size) });
       if (admission.allowed) {
         const files: InboundAttachment[] = [];
+        const dropped: DroppedAttachment[] = [];
         for (const [i, ref] of refs.entries()) {
           const result = await download(ref, admission.attachments[i]);
-          if (typeof result === "string") refused.push(result);
+          if ("reason" in result) dropped.push(result);
           else files.push(result);
         }
         if (files.length) inbound.attachments = files;
+        // The core tells the sender, once the message is journaled.
+        if (dropped.length) inbound.droppedAttachments = dropped;
       }
     }
-    if (inbound.text.trim() || inbound.attachments?.length) {
+    if (inbound.text.trim() || inbound.attachments?.length || inbound.droppedAttachments?.length) {
       const outcome = await sink.accept(inbound);
       // Not acknowledged (busy, stopping): the offset stays, and Telegram hands it over again.
       if (!outcome.acknowledge) throw new Error(`not taken now (${outcome.reason}); Telegram will deliver it again`);
     }
-    // Told only once the message is with the core, so a redelivery does not say it twice.
-    if (refused.length) await tellRefused(inbound, refused);
   }
 
   function translate(message: Message, bot: UserFromGetMe): InboundMessage | undefined {
@@ -307,13 +308,14 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
     };
   }
 
-  /** The file, or why it was not passed on (said to the sender). */
-  async function download(ref: FileRef, verdict: AdmissionAnswer["attachments"][number] | undefined): Promise<InboundAttachment | string> {
-    const tooLarge = `"${ref.fileName}" is larger than the ${formatBytes(deps.maxAttachmentBytes)} limit`;
-    if (!verdict?.fetch) return verdict?.reason === "too_large" ? tooLarge : `"${ref.fileName}" was not passed on (attachments are off here)`;
+  /** The file, or why it was not passed on (the core tells the sender). */
+  async function download(ref: FileRef, verdict: AdmissionAnswer["attachments"][number] | undefined): Promise<InboundAttachment | DroppedAttachment> {
+    const tooLarge: DroppedAttachment = { fileName: ref.fileName, reason: "too_large" };
+    const unavailable: DroppedAttachment = { fileName: ref.fileName, reason: "unavailable" };
+    if (!verdict?.fetch) return { fileName: ref.fileName, reason: verdict?.reason ?? "disabled" };
     try {
       const file = await api.getFile(ref.fileId, signal);
-      if (!file.file_path) return `"${ref.fileName}" could not be downloaded`;
+      if (!file.file_path) return unavailable;
       const path = file.file_path.split("/").map(encodeURIComponent).join("/");
       const result = await downloadAttachment(`${apiRoot}/file/bot${config.token}/${path}`, {
         maxBytes: verdict.maxBytes,
@@ -331,15 +333,7 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
       if (error instanceof GrammyError && /too big/i.test(error.description)) return tooLarge;
       log.warn({ fileName: ref.fileName, err: describe(error, scrub) }, "telegram attachment download failed");
     }
-    return `"${ref.fileName}" could not be downloaded`;
-  }
-
-  async function tellRefused(inbound: InboundMessage, refused: string[]): Promise<void> {
-    const target: ChatTarget = { platform: "telegram", accountId: config.id, chatId: inbound.chatId, chatType: inbound.chatType, replyToMessageId: inbound.messageId };
-    const text = `${refused.join("; ")}, so it was not passed on.`.slice(0, TELEGRAM_LIMITS.maxMessageLength);
-    await adapter.send(target, text, { format: "plain" }).catch((error: unknown) => {
-      log.warn({ chatId: inbound.chatId, err: describe(error, scrub) }, "could not tell the sender about a refused attachment");
-    });
+    return unavailable;
   }
 
   // ------------------------------------------------------------ webhook

@@ -32,6 +32,7 @@ import {
   type AdmissionAnswer,
   type ChatAdapter,
   type ChatTarget,
+  type DroppedAttachment,
   type InboundAttachment,
   type InboundMessage,
   type InboundSink,
@@ -437,7 +438,9 @@ export function createWhatsAppAdapter(
     };
     // Strangers' files are not fetched: the core says whether it would take the message, and which sizes.
     const admission = draft.media ? sink.admit({ message: base, attachmentSizes: [draft.media.declaredBytes] }) : undefined;
-    const { attachments, notes } = admission?.allowed ? await fetchAttachments(socket, msg, draft, admission.attachments[0]) : { attachments: [], notes: [] };
+    const { attachments, notes, dropped } = admission?.allowed
+      ? await fetchAttachments(socket, msg, draft, admission.attachments[0])
+      : { attachments: [], notes: [], dropped: [] };
     const text = [draft.text, ...notes].filter(Boolean).join("\n");
     const inbound: InboundMessage = {
       platform: PLATFORM,
@@ -452,6 +455,7 @@ export function createWhatsAppAdapter(
       sentAt: draft.sentAt ?? clock.now(),
       ...(draft.chatType === "group" ? { mentioned: draft.mentioned } : {}),
       ...(attachments.length ? { attachments } : {}),
+      ...(dropped.length ? { droppedAttachments: dropped } : {}),
     };
     let outcome;
     try {
@@ -476,29 +480,34 @@ export function createWhatsAppAdapter(
     msg: WAMessage,
     draft: InboundDraft,
     verdict: AdmissionAnswer["attachments"][number] | undefined,
-  ): Promise<{ attachments: InboundAttachment[]; notes: string[] }> => {
+  ): Promise<{ attachments: InboundAttachment[]; notes: string[]; dropped: DroppedAttachment[] }> => {
     const media = draft.media;
-    if (!media) return { attachments: [], notes: [] };
+    if (!media) return { attachments: [], notes: [], dropped: [] };
     const limit = verdict?.fetch ? Math.min(verdict.maxBytes, deps.maxAttachmentBytes) : deps.maxAttachmentBytes;
-    const refuse = (why: string) => ({ attachments: [], notes: [`[Attachment "${media.fileName}" not delivered: ${why}]`] });
-    if (!verdict?.fetch && verdict?.reason === "disabled") return refuse("attachments are off here");
+    // The agent reads a note in the text; the core tells the sender (droppedAttachments).
+    const refuse = (why: string, reason: DroppedAttachment["reason"]) => ({
+      attachments: [],
+      notes: [`[Attachment "${media.fileName}" not delivered: ${why}]`],
+      dropped: [{ fileName: media.fileName, reason }],
+    });
+    if (!verdict?.fetch && verdict?.reason === "disabled") return refuse("attachments are off here", "disabled");
     if (!verdict?.fetch || (media.declaredBytes !== undefined && media.declaredBytes > limit)) {
-      return refuse(`${formatBytes(media.declaredBytes ?? limit + 1)} is over the ${formatBytes(limit)} limit`);
+      return refuse(`${formatBytes(media.declaredBytes ?? limit + 1)} is over the ${formatBytes(limit)} limit`, "too_large");
     }
     try {
       const source = await downloader(msg, { socket, logger: baileysLog });
       const data = await readBounded(source, limit);
-      if (!data) return refuse(`it is over the ${formatBytes(limit)} limit`);
+      if (!data) return refuse(`it is over the ${formatBytes(limit)} limit`, "too_large");
       const attachment: InboundAttachment = {
         kind: media.kind,
         fileName: media.fileName,
         ...(media.mimeType ? { mimeType: media.mimeType } : {}),
         data,
       };
-      return { attachments: [attachment], notes: [] };
+      return { attachments: [attachment], notes: [], dropped: [] };
     } catch (err) {
       log.warn({ err: describe(err), messageId: draft.messageId }, "downloading WhatsApp media failed");
-      return refuse("it could not be downloaded");
+      return refuse("it could not be downloaded", "unavailable");
     }
   };
 
