@@ -95,8 +95,8 @@ export interface NoticeDeps {
   owed: AdapterStateStore & { keys(): string[] };
   /** Sends a plain notice (best effort: failures are logged by it, never thrown). */
   send(target: ChatTarget, text: string): Promise<void>;
-  /** Finishes journaled entries with one notice as their reply. */
-  finish(entryIds: string[], text: string): Promise<void>;
+  /** Finishes journaled entries with one notice as their reply (`failure` says why, for metrics). */
+  finish(entryIds: string[], text: string, failure: FailureKind): Promise<void>;
   /** Chats tracked at most (oldest forgotten first). Default 10,000. */
   maxChats?: number;
 }
@@ -159,7 +159,7 @@ export function createNotices(deps: NoticeDeps): Notices {
     deferred.delete(key);
     d.timer.cancel();
     lastTold.set(key, deps.clock.now());
-    return deps.finish(d.ids, failureText(d.failure, d.ids.length));
+    return deps.finish(d.ids, failureText(d.failure, d.ids.length), d.failure);
   }
 
   return {
@@ -185,7 +185,7 @@ export function createNotices(deps: NoticeDeps): Notices {
       }
       if (!inCooldown(key)) {
         lastTold.set(key, deps.clock.now());
-        await deps.finish(entryIds, failureText(failure, entryIds.length));
+        await deps.finish(entryIds, failureText(failure, entryIds.length), failure);
         return;
       }
       if (stopped) return; // stays journaled: tried again at the next start

@@ -100,9 +100,9 @@ export function createRelay(deps: RelayDeps): Relay {
     cooldownMs: config.retry.errorCooldownMs,
     owed: store.kv("relay:owed-notices"),
     send: (target, text) => delivery.notify(target, text),
-    async finish(ids, text) {
+    async finish(ids, text, failure) {
       const entries = ids.map((id) => store.get(id)).filter((e): e is JournalEntry => !!e);
-      await delivery.finishWith(entries, text, "failed");
+      await delivery.finishWith(entries, text, failure.kind);
     },
   });
   const commands = createCommandRunner({
