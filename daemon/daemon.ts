@@ -19,7 +19,7 @@ import { buildAdapters } from "./adapters/index.js";
 import type { ChannelConfig, DaemonConfig } from "./config/schema.js";
 import type { AdapterStatusEvent, ChatAdapter, InboundSink } from "./core/adapter.js";
 import { createRelay, errorSummary, type Relay, type RelayMetrics } from "./core/relay.js";
-import { createScheduler, type Scheduler } from "./core/scheduler.js";
+import type { Scheduler } from "./core/scheduler.js";
 import { startOpsServer, type HealthReport, type OpsServer } from "./ops/http.js";
 import { createLogger } from "./ops/logger.js";
 import { createMetrics, type Metrics } from "./ops/metrics.js";
@@ -96,12 +96,9 @@ export function createDaemon(options: DaemonOptions): Daemon {
   const channelIndex = new Map<string, ChannelConfig>(config.channels.map((c) => [c.id, c]));
 
   const relayMetrics: RelayMetrics = {
-    inbound: (platform) => metrics.inboundMessagesTotal.inc({ platform }),
-    turn(instance, outcome, seconds) {
-      metrics.turnsTotal.inc({ instance, outcome });
-      if (outcome === "answered") metrics.turnLatencySeconds.observe({ instance }, seconds);
-    },
-    retry: (instance, reason) => metrics.retriesTotal.inc({ instance, reason }),
+    inbound: (platform, outcome) => metrics.countInbound(platform, outcome),
+    turn: (instance, outcome, seconds) => metrics.countTurn(instance, outcome, seconds),
+    retry: (instance, reason) => metrics.countRetry(instance, reason),
     error: (route, kind) => metrics.errorsTotal.inc({ route, kind }),
   };
 
@@ -144,37 +141,20 @@ export function createDaemon(options: DaemonOptions): Daemon {
     }
     for (const a of adapters) adapterIndex.set(adapterKey(a.platform, a.accountId), a);
 
-    // Held until the adapters run: resumed turns go first, new messages queue behind them.
-    const sched = createScheduler<string>({
-      clock,
-      concurrencyPerInstance: config.queue.concurrencyPerInstance,
-      maxPendingPerSession: config.queue.maxPendingPerSession,
-      maxPendingTotal: config.queue.maxPendingTotal,
-      debounceMs: config.queue.debounceMs,
-      held: true,
-      run: (turn) => relay!.runTurn(turn),
-      onError(error) {
-        if (error instanceof Error && (error.name === "StoppingError" || error.name === "JournalClosedError")) return;
-        logger.error({ err: errorSummary(error) }, "turn failed");
-      },
-      onDepth(instance) {
-        const d = sched.depth(instance);
-        metrics.queueDepth.set({ instance }, d.instanceWaiting + d.instanceRunning);
-      },
-    });
-    scheduler = sched;
+    // The relay's scheduler is held until the adapters run: resumed turns go first, new messages queue behind them.
     relay = createRelay({
       config,
       store: opened,
       client,
-      scheduler: sched,
       clock,
       random,
       logger: logger.child({ component: "relay" }),
       metrics: relayMetrics,
       adapterFor: (platform, accountId) => adapterIndex.get(adapterKey(platform, accountId)),
       channelFor: (accountId) => channelIndex.get(accountId),
+      onDepth: (instance, depth) => metrics.queueDepth.set({ instance }, depth),
     });
+    scheduler = relay.scheduler;
     relay.resume();
 
     if (config.ops.port !== null) {
@@ -187,6 +167,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     for (const adapter of adapters) {
       const sink: InboundSink = {
         accept: (message) => r.accept(adapter, message),
+        admit: (question) => r.admit(adapter, question),
         status(event) {
           adapterStates.set(adapter, event.state);
           const level = event.state === "failed" || event.state === "logged_out" ? "error" : "info";
@@ -205,13 +186,13 @@ export function createDaemon(options: DaemonOptions): Daemon {
     if (adapters.length > 0 && startedCount === 0) throw new Error("no chat adapter could start (see the log)");
     if (adapters.length === 0) logger.warn("no chat channels configured: nothing will arrive");
 
-    sched.release();
-    r.resumeCommands();
+    r.release();
     logger.info({ adapters: adapters.map((a) => `${a.platform}:${a.accountId}`), resumed: pendingAtStart, routes: config.routes.length }, "daemon started");
   }
 
   async function teardown(graceMs: number): Promise<void> {
-    relay?.beginStop();
+    // Intake stops first: a message an adapter received meanwhile is still journaled
+    // (Discord and WhatsApp never deliver it again); only then do new turns stop.
     await Promise.allSettled(
       adapters.map((a) =>
         a.stop().catch((error: unknown) => {
@@ -219,6 +200,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
         }),
       ),
     );
+    relay?.beginStop();
     scheduler?.stop();
     if (relay && scheduler && graceMs > 0) {
       let timer: { cancel(): void } | undefined;

@@ -59,8 +59,4 @@ export async function downloadAttachment(url: string, options: DownloadOptions):
   }
 }
 
-export function formatBytes(bytes: number): string {
-  if (bytes >= 1024 * 1024) return `${(bytes / (1024 * 1024)).toFixed(1).replace(/\.0$/, "")} MB`;
-  if (bytes >= 1024) return `${(bytes / 1024).toFixed(1).replace(/\.0$/, "")} KB`;
-  return `${bytes} bytes`;
-}
+export { formatBytes } from "../core/notices.js";

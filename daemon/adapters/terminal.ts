@@ -9,7 +9,7 @@ import { clearLine, createInterface, cursorTo, type Interface } from "node:readl
 import type { Readable, Writable } from "node:stream";
 import { systemClock, type Clock } from "../../shared/clock.js";
 import type { TerminalChannelConfig } from "../config/schema.js";
-import type { AdapterLimits, ChatAdapter, ChatTarget, InboundMessage, InboundSink, SendOptions } from "../core/adapter.js";
+import { rawLength, type AdapterCapabilities, type AdapterLimits, type ChatAdapter, type ChatTarget, type InboundMessage, type InboundSink, type SendOptions } from "../core/adapter.js";
 
 export const TERMINAL_PLATFORM = "terminal";
 export const REPLY_PREFIX = "agent> ";
@@ -43,6 +43,8 @@ export function createTerminalAdapter(options: TerminalAdapterOptions): Terminal
   const onInterrupt = options.onInterrupt ?? (() => process.kill(process.pid, "SIGINT"));
   // A typing line per pending reply at most; refreshes would only repeat it.
   const limits: AdapterLimits = { maxMessageLength: 100_000, typingRefreshMs: 60_000 };
+  // Lines typed are read once: what the core cannot take is told, never left for a redelivery.
+  const capabilities: AdapterCapabilities = { redelivers: false, edit: false };
 
   let rl: Interface | undefined;
   let inputOpen = false;
@@ -67,6 +69,8 @@ export function createTerminalAdapter(options: TerminalAdapterOptions): Terminal
     platform: TERMINAL_PLATFORM,
     accountId: config.id,
     limits,
+    capabilities,
+    measure: rawLength,
 
     async start(sink: InboundSink) {
       if (rl) throw new Error("terminal adapter already started");
@@ -96,7 +100,7 @@ export function createTerminalAdapter(options: TerminalAdapterOptions): Terminal
             sentAt: clock.now(),
           };
           if (config.userName !== undefined) message.userName = config.userName;
-          const accepted = sink.accept(message).catch((err: unknown) => {
+          const accepted = sink.accept(message).then(() => undefined, (err: unknown) => {
             const reason = err instanceof Error ? err.message : String(err);
             print(`(message not taken: ${reason}; please send it again)`);
           });

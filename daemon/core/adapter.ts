@@ -1,7 +1,15 @@
 /**
- * The one interface every chat platform implements. The relay core knows
- * nothing of Telegram, Discord or WhatsApp: it sees `InboundMessage`s and
- * answers through `ChatAdapter.send`. An adapter is a thin translation.
+ * The one contract between the core and every chat platform. The core knows
+ * nothing of Telegram, Discord or WhatsApp: it sees `InboundMessage`s (built
+ * from platform-neutral facts) and answers through `ChatAdapter.send`.
+ *
+ * Division of labour:
+ * - the core alone decides who is heard (access, mention and attachment-size
+ *   rules), journals, dedupes, queues, retries, splits and tells people;
+ * - an adapter translates its platform's events into `InboundMessage`s,
+ *   acknowledges to its platform only what `accept` says to, renders and
+ *   measures text for its platform, sends, and reports failures as one typed
+ *   `SendError`. It keeps no retry loop of its own around sends.
  */
 
 export type ChatType = "direct" | "group";
@@ -37,9 +45,26 @@ export interface InboundMessage {
   messageId: string;
   /** Text with any leading bot mention removed. May be empty when only attachments came. */
   text: string;
+  /**
+   * In a group: whether the message addresses the bot (a mention, a reply to
+   * it, a command aimed at it). The core applies the group's mention rule.
+   * Leave undefined where the platform has no such notion (treated as addressed).
+   */
+  mentioned?: boolean;
   /** Epoch milliseconds when the platform says it was sent. */
   sentAt: number;
   attachments?: InboundAttachment[];
+  /**
+   * Files the person sent that the adapter did not pass on (the admission said
+   * no, or the download failed). The core tells the person, once the message
+   * is journaled (or refused as empty), so a redelivery does not say it twice.
+   */
+  droppedAttachments?: DroppedAttachment[];
+}
+
+export interface DroppedAttachment {
+  fileName: string;
+  reason: "too_large" | "disabled" | "unavailable";
 }
 
 /** Where a reply goes: the chat the message came from. */
@@ -52,25 +77,99 @@ export interface ChatTarget {
   replyToMessageId?: string;
 }
 
+/** "markdown": the adapter renders what it can (Telegram HTML, Discord as is); "plain": verbatim. */
+export type TextFormat = "markdown" | "plain";
+
 export interface SendOptions {
-  /** "markdown": the adapter renders what it can (Telegram HTML, Discord as is); "plain": verbatim. */
-  format: "markdown" | "plain";
+  format: TextFormat;
+}
+
+/** What a successful send may report back (streaming edits will need the id). */
+export interface SendReceipt {
+  /** The platform's id of the message sent (the last one, if the platform split it). */
+  messageId?: string;
 }
 
 export interface AdapterLimits {
-  /** Longest single message the platform accepts, in characters. */
+  /**
+   * Longest single message the platform accepts, as the platform counts it
+   * (see `ChatAdapter.measure`): Telegram counts visible characters after
+   * entity parsing, Discord the raw text.
+   */
   maxMessageLength: number;
   /** How often the typing indicator must be refreshed to stay visible, ms. 0 = no indicator. */
   typingRefreshMs: number;
 }
 
+export interface AdapterCapabilities {
+  /**
+   * The platform delivers again what was not acknowledged (Telegram's update
+   * offset, a webhook answered non-2xx). A message the core cannot take now
+   * (busy, stopping) is then left unacknowledged instead of refused with a
+   * notice. Platforms that cannot (Discord, WhatsApp, the terminal) get every
+   * message journaled or deliberately refused with a notice.
+   */
+  redelivers: boolean;
+  /**
+   * Reserved for streaming replies: the adapter implements `edit`. The core
+   * never calls `edit` unless this is true.
+   */
+  edit: boolean;
+}
+
+/** Why the core deliberately did not take a message (the adapter acknowledges it anyway). */
+export type RefusalReason =
+  /** The sender or group is not allowed (logged at info with the sender's id, so the operator can add it). */
+  | "access"
+  /** A group message that does not address the bot, where the group requires it. */
+  | "not_mentioned"
+  /** No route matches. */
+  | "no_route"
+  /** Nothing to pass on (no text, attachments refused). */
+  | "empty"
+  /** The account has no channel config (no access rules). */
+  | "no_channel"
+  /** Queue full on a platform that cannot redeliver: the person was told (one notice may cover several). */
+  | "busy";
+
 /**
- * What the core hands an adapter at start. `accept` resolves once the message
- * is durably journaled: only then may the adapter acknowledge it to the
- * platform (advance an offset, mark read). If it rejects, do not acknowledge.
+ * What became of a message handed to `accept`. `acknowledge` says whether the
+ * adapter may now confirm it to its platform (advance an offset, answer 2xx,
+ * mark read): true once it is journaled, known already, or deliberately
+ * refused; false when the platform should deliver it again later.
+ */
+export type AcceptOutcome =
+  | { status: "accepted"; acknowledge: true }
+  | { status: "duplicate"; acknowledge: true }
+  | { status: "refused"; reason: RefusalReason; acknowledge: true }
+  /** Not taken now (queue full, daemon stopping), on a platform that redelivers: do not acknowledge. */
+  | { status: "deferred"; reason: "busy" | "stopping"; acknowledge: false };
+
+/** What an adapter knows before downloading anything (sizes as the platform reports them). */
+export interface AdmissionQuestion {
+  message: Omit<InboundMessage, "attachments">;
+  /** Declared sizes of the attachments, bytes (undefined when the platform does not say). */
+  attachmentSizes: (number | undefined)[];
+}
+
+export interface AdmissionAnswer {
+  /** False when the core would refuse the message anyway: download nothing. */
+  allowed: boolean;
+  /** Per attachment, in order: fetch it, or why not (said to the sender by the core once accepted). */
+  attachments: ({ fetch: true; maxBytes: number } | { fetch: false; reason: "too_large" | "disabled" })[];
+}
+
+/**
+ * What the core hands an adapter at start.
+ *
+ * `accept` resolves with the outcome once the message is durably journaled or
+ * deliberately refused; act on `outcome.acknowledge`. It rejects only when the
+ * message could not be handled at all (the journal failed): do not acknowledge.
  */
 export interface InboundSink {
-  accept(message: InboundMessage): Promise<void>;
+  accept(message: InboundMessage): Promise<AcceptOutcome>;
+  /** Asked before downloading attachments: whether the message is welcome and which files to fetch. */
+  admit(question: AdmissionQuestion): AdmissionAnswer;
   /** Connection news for logs and metrics ("connected", "reconnecting", "logged_out", ...). */
   status(event: AdapterStatusEvent): void;
 }
@@ -80,19 +179,63 @@ export interface AdapterStatusEvent {
   detail?: string;
 }
 
+/**
+ * A send that failed, as every adapter reports it. The core's one retry policy
+ * reads it: `permanent` is never retried (a blocked bot, a deleted chat, a
+ * message the platform will never take); `retryAfterMs` (a flood limit's
+ * retry_after) is waited at least before the next try. Anything an adapter
+ * throws that is not a SendError counts as transient.
+ */
+export class SendError extends Error {
+  override readonly name = "SendError";
+  readonly permanent: boolean;
+  readonly retryAfterMs: number | undefined;
+  /** The platform's status or error code, when it gave one (0: no answer). */
+  readonly status: number | undefined;
+  constructor(message: string, options: { permanent: boolean; retryAfterMs?: number; status?: number; cause?: unknown }) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.permanent = options.permanent;
+    this.retryAfterMs = options.retryAfterMs;
+    this.status = options.status;
+  }
+}
+
 export interface ChatAdapter {
   readonly platform: string;
   readonly accountId: string;
   readonly limits: AdapterLimits;
+  readonly capabilities: AdapterCapabilities;
   /** Connects and begins delivering inbound messages to `sink`. Resolves when connected (or pairing). */
   start(sink: InboundSink): Promise<void>;
-  /** Stops intake and disconnects. Idempotent. */
+  /**
+   * Stops intake first (nothing more reaches `sink.accept` once it resolves;
+   * accepts already under way finish), then disconnects. Idempotent. Sends
+   * may still be asked for afterwards only until the core halts delivery.
+   */
   stop(): Promise<void>;
-  /** Sends one message of at most `limits.maxMessageLength` characters. Rejects on failure. */
-  send(target: ChatTarget, text: string, options: SendOptions): Promise<void>;
+  /**
+   * The length the platform will count for `text` sent in `format`, to compare
+   * with `limits.maxMessageLength` (Telegram: visible characters of the
+   * rendered HTML). The core's chunker splits until every chunk measures
+   * within the limit, so a formatted reply is never sent unformatted for length.
+   */
+  measure(text: string, format: TextFormat): number;
+  /**
+   * Renders and sends one message that `measure`s within the limit. Rejects
+   * with a `SendError` on failure; no retries of its own (the core retries).
+   */
+  send(target: ChatTarget, text: string, options: SendOptions): Promise<SendReceipt | void>;
+  /**
+   * Streaming (when `capabilities.edit`): replaces the text of a message this
+   * adapter sent. Same rules as `send`.
+   */
+  edit?(target: ChatTarget, messageId: string, text: string, options: SendOptions): Promise<void>;
   /** Best effort: a failure here must never lose a reply. */
   sendTyping(target: ChatTarget): Promise<void>;
 }
+
+/** `measure` for platforms that count the raw text. */
+export const rawLength = (text: string): number => text.length;
 
 /**
  * Small durable key-value state an adapter may keep (Telegram's last handled
@@ -111,6 +254,6 @@ export interface AdapterDeps {
   /** The daemon's data directory (WhatsApp keeps its auth files below it). */
   dataDir: string;
   clock: import("../../shared/clock.js").Clock;
-  /** Attachments larger than this are refused (the person is told). */
+  /** Attachments larger than this are refused (the person is told). Prefer `sink.admit`, which applies the route's rules. */
   maxAttachmentBytes: number;
 }

@@ -75,8 +75,29 @@ function findFences(src: string, limit: number): Fence[] {
 
 const isBlank = (c: string | undefined) => c === " " || c === "\t";
 
-export function splitReply(text: string, limit: number): string[] {
-  return placeChunks(text, limit).map((c) => c.text);
+/**
+ * Splits `text` into chunks of at most `limit` characters, and, when the
+ * platform counts differently (`measure`: Telegram counts the visible text
+ * after rendering), splits any chunk that measures over the limit again,
+ * smaller, until every one fits both ways. Raw length stays within the limit
+ * too, so a chunk the platform refuses to render can still go as plain text.
+ */
+export function splitReply(text: string, limit: number, measure?: (chunk: string) => number): string[] {
+  const chunks = placeChunks(text, limit).map((c) => c.text);
+  if (!measure) return chunks;
+  const out: string[] = [];
+  const fit = (chunk: string, room: number, depth: number) => {
+    const size = measure(chunk);
+    if (size <= limit || room <= 1 || depth > 20) {
+      out.push(chunk);
+      return;
+    }
+    // Shrink in proportion to the overshoot, with a margin, and try again.
+    const smaller = Math.max(1, Math.min(room - 1, Math.floor((room * limit) / size) - 8));
+    for (const piece of placeChunks(chunk, smaller).map((c) => c.text)) fit(piece, smaller, depth + 1);
+  };
+  for (const chunk of chunks) fit(chunk, Math.min(limit, chunk.length), 0);
+  return out;
 }
 
 /** A chunk of `splitReply`, with where it came from. */

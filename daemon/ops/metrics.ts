@@ -3,36 +3,47 @@
  * one), so several daemons, or tests, in one process do not collide.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { InboundOutcome, RetryReason, TurnOutcome } from "../core/relay-types.js";
+
+export type { InboundOutcome, RetryReason, TurnOutcome } from "../core/relay-types.js";
+
+/** Every metric's name starts with this (and process metrics, when collected). */
+export const METRICS_PREFIX = "agent_bridge_";
 
 export interface Metrics {
   registry: Registry;
-  /** outcome: "ok", "error", "expired", "rejected", ... */
+  /** outcome: a `TurnOutcome` ("answered", "failed", "expired", ...). */
   turnsTotal: Counter<"instance" | "outcome">;
   /** From the message being accepted to the last reply piece sent. */
   turnLatencySeconds: Histogram<"instance">;
   queueDepth: Gauge<"instance">;
-  /** reason: "timeout", "http_429", "http_5xx", "network", "instance_not_running", ... */
+  /** reason: a `RetryReason` ("network", "server", "not_running", "context_reset", "send"). */
   retriesTotal: Counter<"instance" | "reason">;
   /** route: the route rule index, or the instance id; kind: what failed. */
   errorsTotal: Counter<"route" | "kind">;
-  inboundMessagesTotal: Counter<"platform">;
+  /** outcome: an `InboundOutcome` ("accepted", "duplicate", "denied", "busy", ...). */
+  inboundMessagesTotal: Counter<"platform" | "outcome">;
   /** The Prometheus text exposition of everything registered. */
   text(): Promise<string>;
+  /** Typed recorders: label values are the relay's own types, so the two cannot drift. */
+  countInbound(platform: string, outcome: InboundOutcome): void;
+  countTurn(instance: string, outcome: TurnOutcome, seconds: number): void;
+  countRetry(instance: string, reason: RetryReason): void;
 }
 
 export interface MetricsOptions {
   /** Also collect Node process metrics (CPU, memory, event loop). Default false. */
   processMetrics?: boolean;
-  /** Prefix for every metric name, e.g. "agent_bridge_". Default none. */
+  /** Prefix for every metric name. Default `METRICS_PREFIX` ("agent_bridge_"). */
   prefix?: string;
 }
 
 export function createMetrics(options: MetricsOptions = {}): Metrics {
   const registry = new Registry();
-  const prefix = options.prefix ?? "";
+  const prefix = options.prefix ?? METRICS_PREFIX;
   const registers = [registry];
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix });
-  return {
+  const metrics: Metrics = {
     registry,
     turnsTotal: new Counter({
       name: `${prefix}turns_total`,
@@ -67,10 +78,17 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     }),
     inboundMessagesTotal: new Counter({
       name: `${prefix}inbound_messages_total`,
-      help: "Messages received from chat platforms, by platform.",
-      labelNames: ["platform"] as const,
+      help: "Messages received from chat platforms, by platform and what became of them.",
+      labelNames: ["platform", "outcome"] as const,
       registers,
     }),
     text: () => registry.metrics(),
+    countInbound: (platform, outcome) => metrics.inboundMessagesTotal.inc({ platform, outcome }),
+    countTurn(instance, outcome, seconds) {
+      metrics.turnsTotal.inc({ instance, outcome });
+      if (outcome === "answered") metrics.turnLatencySeconds.observe({ instance }, seconds);
+    },
+    countRetry: (instance, reason) => metrics.retriesTotal.inc({ instance, reason }),
   };
+  return metrics;
 }

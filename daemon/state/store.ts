@@ -23,6 +23,9 @@ import { cryptoRandom, hex, type Random } from "../../shared/random.js";
 import type { AdapterStateStore, ChatType, InboundAttachment, InboundMessage } from "../core/adapter.js";
 import { acquireDirLock, syncDirectory, writeFileAtomic, writeFileDurable, type DirLock } from "./files.js";
 import { JournalClosedError, openJournalFile, type JournalFile } from "./journal.js";
+import { parseJournalRecord, parseSnapshot, StateFileError, STATE_VERSION, type JournalRecord, type Snapshot } from "./records.js";
+
+export { StateFileError } from "./records.js";
 
 export { DataDirLockedError } from "./files.js";
 export { JournalClosedError } from "./journal.js";
@@ -82,27 +85,16 @@ export interface SessionState {
   generation: number;
   /** The last response of the current generation's chain. */
   lastResponseId?: string;
+  /**
+   * The service session the chain lives in. A first turn (no response id yet)
+   * uses a fresh session per attempt, so an attempt whose answer was lost is
+   * never continued by the next one; later turns chain by response id.
+   */
+  sessionId?: string;
 }
-
-type JournalRecord =
-  | { t: "msg"; s: number; e: JournalEntry }
-  | { t: "reply"; s: number; id: string; reply: StoredReply }
-  | { t: "sent"; s: number; id: string; n: number }
-  | { t: "done"; s: number; ids: string[] }
-  | { t: "session"; s: number; base: string; state: SessionState }
-  | { t: "kv"; s: number; ns: string; k: string; v?: unknown };
 
 /** A record as passed to `commit`, before it is numbered. */
 type Unnumbered<R> = R extends unknown ? Omit<R, "s"> : never;
-
-interface Snapshot {
-  version: 1;
-  lastSeq: number;
-  entries: JournalEntry[];
-  sessions: Record<string, SessionState>;
-  kv: Record<string, Record<string, unknown>>;
-  recentKeys: string[];
-}
 
 export interface StoreOptions {
   dataDir: string;
@@ -132,8 +124,8 @@ export interface Store {
   complete(ids: string[]): Promise<void>;
   session(base: string): SessionState;
   setSession(base: string, state: SessionState): Promise<void>;
-  /** Durable key-values for one adapter. */
-  kv(namespace: string): AdapterStateStore;
+  /** Durable key-values of one namespace (an adapter's, say). */
+  kv(namespace: string): AdapterStateStore & { keys(): string[] };
   /** Calls `listener` whenever the last pending entry is completed; returns an unsubscribe. */
   onDrained(listener: () => void): () => void;
   /** Absolute path of a spooled attachment. */
@@ -232,10 +224,20 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
   // Load: snapshot, then the journal records after it.
   let snapshot: Snapshot | undefined;
+  let snapshotText: string | undefined;
   try {
-    snapshot = JSON.parse(await readFile(snapshotPath, "utf8")) as Snapshot;
+    snapshotText = await readFile(snapshotPath, "utf8");
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  if (snapshotText !== undefined) {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(snapshotText);
+    } catch {
+      throw new StateFileError(snapshotPath, "not valid JSON. Move it aside to start without it, or restore it from a backup.");
+    }
+    snapshot = parseSnapshot(snapshotPath, raw);
   }
   if (snapshot) {
     seq = snapshot.lastSeq;
@@ -249,9 +251,9 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   }
   const journal: JournalFile = await openJournalFile(journalPath);
   const floor = seq;
-  for (const raw of journal.initial) {
-    const r = raw as JournalRecord;
-    if (typeof r?.s !== "number" || r.s <= floor) continue;
+  for (const [i, raw] of journal.initial.entries()) {
+    const r = parseJournalRecord(journalPath, i + 1, raw);
+    if (r.s <= floor) continue;
     apply(r);
     seq = Math.max(seq, r.s);
   }
@@ -262,7 +264,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
   function serialize(): string {
     const data: Snapshot = {
-      version: 1,
+      version: STATE_VERSION,
       lastSeq: seq,
       entries: [...entries.values()],
       sessions: Object.fromEntries(sessions),
@@ -391,6 +393,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         set(key: string, value: unknown) {
           return commit([{ t: "kv", ns: namespace, k: key, ...(value === undefined ? {} : { v: value }) }]);
         },
+        keys: () => [...(kvs.get(namespace)?.keys() ?? [])],
       };
     },
     onDrained(listener) {

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { sessionKeyOf } from "../../daemon/core/relay.js";
 import { sessionBaseFor } from "../../daemon/core/routing.js";
 import { converse, startBridge, startService, tempDir, testConfig, type Bridge, type Service } from "./daemon-harness.js";
@@ -53,20 +53,46 @@ describe("daemon under service faults", () => {
     expect(metrics).toMatch(/retries_total\{instance="[^"]+",reason="server"\} [1-9]/);
   });
 
-  it("gives up after maxAttempts, tells the person once per cooldown, and recovers", async () => {
-    const { chat, daemon } = await bridge({ retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5, errorCooldownMs: 60_000, instanceWaitMs: 1000 } });
-    await service.admin("/_emulator/faults", { target: "gateway", instance_id: instance(), status: 503, times: 6 });
+  it("gives up after maxAttempts and tells the person of every message: at once, then one notice per cooldown saying how many", async () => {
+    const { chat, daemon } = await bridge({ retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5, errorCooldownMs: 1500, instanceWaitMs: 1000 } });
+    await service.admin("/_emulator/faults", { target: "gateway", instance_id: instance(), status: 503, times: 9 });
     await chat.inject({ userId: "dan", text: "first" });
     await chat.inject({ userId: "dan", text: "second" });
-    await chat.waitForReplies("dan", 1);
+    await chat.inject({ userId: "dan", text: "third" });
+    // Observation 3: the cooldown used to swallow the second and third without a word.
+    await chat.waitForReplies("dan", 2);
     await daemon.whenIdle();
-    expect(texts(chat, "dan")).toEqual([expect.stringMatching(/could not be answered: the agent service kept failing/)]);
-    expect(await converse(chat, "dan", ["third"])).toEqual(["You said: third"]);
-    // A gateway error that is not worth retrying is said at once (cooldown permitting: another chat here).
+    expect(texts(chat, "dan")).toEqual([
+      expect.stringMatching(/^Sorry, your message could not be answered: the agent service kept failing/),
+      expect.stringMatching(/^Sorry, 2 of your messages could not be answered: the agent service kept failing/),
+    ]);
+    expect(await converse(chat, "dan", ["fourth"])).toEqual(["You said: fourth"]);
+    // A gateway error that is not worth retrying is said at once (another chat, so no cooldown).
     expect(await converse(chat, "eve", ["!fail 400"])).toEqual([expect.stringMatching(/refused the message \(HTTP 400\)/)]);
     // The agent's own 403 (passed through from the gateway) is not the service refusing the key.
     expect(await converse(chat, "eli", ["!fail 403"])).toEqual([expect.stringMatching(/refused the message \(HTTP 403\)/)]);
     expect(daemon.health().stoppedRoutes).toEqual([]);
+  });
+
+  it("turns that gave up but are not yet covered by a notice stay journaled: a restart tries them again", async () => {
+    const dir = tempDir();
+    cleanups.push(dir.remove);
+    const config = testConfig(service, dir.path, { retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5, errorCooldownMs: 60_000, instanceWaitMs: 1000 } });
+    const first = await startBridge(config);
+    await service.admin("/_emulator/faults", { target: "gateway", instance_id: instance(), status: 503, times: 4 });
+    await first.chat.inject({ userId: "dot", text: "one" });
+    await first.chat.inject({ userId: "dot", text: "two" });
+    await first.chat.waitForReplies("dot", 1);
+    // Both turns used up their attempts (the fault rule retires after 4 hits), and none is running.
+    await vi.waitFor(() => expect(service.emulator.env.faults.list()).toHaveLength(0));
+    await vi.waitFor(() => expect(first.daemon.scheduler!.running().get(instance()) ?? 0).toBe(0));
+    expect(first.daemon.store!.pending()).toHaveLength(1);
+    await first.daemon.stop({ graceMs: 0 });
+    expect(texts(first.chat, "dot")).toEqual([expect.stringMatching(/^Sorry, your message could not be answered/)]);
+    const second = await startBridge(config);
+    cleanups.push(() => second.daemon.stop({ graceMs: 0 }));
+    await second.chat.waitForReplies("dot", 1);
+    expect(texts(second.chat, "dot")).toEqual(["You said: two"]);
   });
 
   it("waits for a stopped instance to run again and loses nothing (autoStart on, but the key may not start it)", async () => {
@@ -97,25 +123,40 @@ describe("daemon under service faults", () => {
     expect(reply).toMatch(/instance is not running/);
   });
 
-  it("stops a route whose key the service refuses, telling the person once and the log", async () => {
+  it("stops a route whose key the service refuses, telling the log and the person of every message (coalesced)", async () => {
     const key = await service.mintKey(["interact"]);
-    const { chat, daemon } = await bridge({}, key.raw);
+    const { chat, daemon } = await bridge({ retry: { maxAttempts: 5, baseDelayMs: 5, maxDelayMs: 40, errorCooldownMs: 1500, instanceWaitMs: 10_000 } }, key.raw);
     expect(await converse(chat, "ida", ["before"])).toEqual(["You said: before"]);
     await service.org.revokeKey({ key_id: key.id });
     await chat.inject({ userId: "ida", text: "after 1" });
     await chat.inject({ userId: "ida", text: "after 2" });
-    await chat.waitForReplies("ida", 2);
+    await chat.inject({ userId: "ida", text: "after 3" });
+    await chat.waitForReplies("ida", 3);
     await daemon.whenIdle();
-    await linger();
-    expect(texts(chat, "ida").slice(1)).toEqual([expect.stringMatching(/refused this bridge's access key/)]);
+    expect(texts(chat, "ida").slice(1)).toEqual([
+      expect.stringMatching(/refused this bridge's access key, so this message could not be answered/),
+      expect.stringMatching(/refused this bridge's access key, so 2 of your messages could not be answered/),
+    ]);
     expect(daemon.health().stoppedRoutes).toEqual([0]);
     const [status] = await converse(chat, "ida", ["/status"]);
     expect(status).toMatch(/Route stopped: the service answered 403/);
     const calls = await service.responseCalls();
-    await chat.inject({ userId: "ida", text: "after 3" });
+    await chat.inject({ userId: "ida", text: "after 4" });
+    await chat.waitForReplies("ida", 5);
     await daemon.whenIdle();
     expect(await service.responseCalls()).toBe(calls); // a stopped route does not keep knocking
-    expect(texts(chat, "ida")).toHaveLength(3);
+  });
+
+  it("a route whose instance does not exist tells the person the route is misconfigured, not to try later", async () => {
+    const dir = tempDir();
+    const config = testConfig(service, dir.path, {
+      routes: [{ match: {}, instance: "inst_doesnotexist0000" }],
+    });
+    const b = await startBridge(config);
+    cleanups.push(dir.remove, () => b.daemon.stop({ graceMs: 0 }));
+    const [reply] = await converse(b.chat, "una", ["hello?"]);
+    expect(reply).toMatch(/routed to an agent instance that does not exist/);
+    expect(reply).not.toMatch(/try again later/i);
   });
 
   it("starts a fresh chain when the service lost the previous response, and says so", async () => {

@@ -131,13 +131,14 @@ export interface Bridge {
 
 export async function startBridge(
   config: DaemonConfig,
-  options: Partial<DaemonOptions> & { maxMessageLength?: number; typingRefreshMs?: number } = {},
+  options: Partial<DaemonOptions> & { maxMessageLength?: number; typingRefreshMs?: number; redelivers?: boolean } = {},
 ): Promise<Bridge> {
   const adapters = config.channels.map((c) =>
     createFakeAdapter({
       accountId: c.id,
       ...(options.maxMessageLength ? { maxMessageLength: options.maxMessageLength } : {}),
       ...(options.typingRefreshMs ? { typingRefreshMs: options.typingRefreshMs } : {}),
+      ...(options.redelivers ? { redelivers: true } : {}),
     }),
   );
   const daemon = createDaemon({ config, adapters, logger: createLogger({ level: "silent" }), shutdownGraceMs: 2000, ...options });

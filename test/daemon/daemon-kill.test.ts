@@ -4,14 +4,12 @@
  * process: SIGKILL with turns pending, restart, and every message is answered
  * exactly once across both lives.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BIN } from "../helpers/cli.js";
 import { startService, tempDir, type Service } from "./daemon-harness.js";
-
-const root = join(import.meta.dirname, "..", "..");
+import { acceptedCount, occurrences, startDaemonProcess, until, type DaemonChild } from "./daemon-process.js";
 
 let service: Service;
 beforeAll(async () => {
@@ -21,68 +19,8 @@ afterAll(async () => {
   await service.close();
 });
 
-interface Child {
-  proc: ChildProcessWithoutNullStreams;
-  out(): string;
-  err(): string;
-  exited: Promise<number | null>;
-  waitFor(pred: (stdout: string) => boolean, what: string, timeoutMs?: number): Promise<void>;
-}
-
-function startDaemon(configFile: string): Child {
-  // The compiled `agent-bridge run`, one node process: a SIGKILL reaches the daemon itself.
-  const proc = spawn(process.execPath, [BIN, "run", "--config", configFile], { cwd: root, stdio: ["pipe", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  const listeners = new Set<() => void>();
-  proc.stdout.on("data", (d: Buffer) => {
-    stdout += d.toString();
-    for (const l of [...listeners]) l();
-  });
-  proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
-  return {
-    proc,
-    out: () => stdout,
-    err: () => stderr,
-    exited,
-    waitFor(pred, what, timeoutMs = 30_000) {
-      return new Promise<void>((resolve, reject) => {
-        const check = () => {
-          if (!pred(stdout)) return;
-          listeners.delete(check);
-          clearTimeout(timer);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          listeners.delete(check);
-          reject(new Error(`timed out waiting for ${what}\nstdout: ${stdout}\nstderr: ${stderr}`));
-        }, timeoutMs);
-        listeners.add(check);
-        check();
-      });
-    },
-  };
-}
-
-/** Journal records of accepted messages so far (the daemon's own file; read-only here). */
-function acceptedCount(dataDir: string): number {
-  const file = join(dataDir, "journal.jsonl");
-  if (!existsSync(file)) return 0;
-  return readFileSync(file, "utf8")
-    .split("\n")
-    .filter((line) => line.startsWith('{"t":"msg"')).length;
-}
-
-async function until(pred: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-const occurrences = (text: string, line: string) => text.split("\n").filter((l) => l === line).length;
+type Child = DaemonChild;
+const startDaemon = startDaemonProcess;
 
 describe("daemon process killed with SIGKILL", () => {
   it("answers every pending turn exactly once after a restart", { timeout: 60_000 }, async () => {

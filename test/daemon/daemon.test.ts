@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createManualClock } from "../../shared/clock.js";
 import { replyTextOf } from "../../daemon/core/reply.js";
 import { converse, startBridge, startService, tempDir, testConfig, type Bridge, type Service } from "./daemon-harness.js";
@@ -155,6 +155,94 @@ describe("daemon against the emulator", () => {
     expect(replies.map((r) => r.text)).toEqual([expect.stringMatching(/busy/), "slept 300", "You said: queued"]);
   });
 
+  it("tells of every refused message on a platform that cannot redeliver: one notice now, one later saying how many", async () => {
+    const { chat, daemon } = await bridge({
+      queue: { debounceMs: 0, maxPendingPerSession: 1 },
+      retry: { maxAttempts: 5, baseDelayMs: 5, maxDelayMs: 40, errorCooldownMs: 1500, instanceWaitMs: 10_000 },
+    });
+    await chat.inject({ userId: "hub", text: "!sleep 1500" });
+    // In flight (so no longer waiting): the one waiting slot is free for "queued".
+    await vi.waitFor(() => expect(daemon.scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
+    await chat.inject({ userId: "hub", text: "queued" });
+    for (let i = 1; i <= 4; i++) await chat.inject({ userId: "hub", text: `extra ${i}` });
+    expect(chat.outcomes.slice(2).map((o) => o.status === "refused" && o.reason)).toEqual(["busy", "busy", "busy", "busy"]);
+    const replies = await chat.waitForReplies("hub", 4);
+    const texts = replies.map((r) => r.text);
+    // Observation 2: the cooldown used to swallow the notices after the first.
+    expect(texts.filter((t) => /busy/.test(t))).toEqual([expect.stringMatching(/this one was not taken/), expect.stringMatching(/3 more messages from you were not taken/)]);
+    expect(texts.filter((t) => !/busy/.test(t))).toEqual(["slept 1500", "You said: queued"]);
+  });
+
+  it("a busy notice still owed when the daemon stops is sent after the next start", async () => {
+    const dir = tempDir();
+    cleanups.push(dir.remove);
+    const config = testConfig(service, dir.path, { queue: { debounceMs: 0, maxPendingPerSession: 1 } });
+    const first = await startBridge(config);
+    await first.chat.inject({ userId: "owe", text: "!sleep 1000" });
+    await vi.waitFor(() => expect(first.daemon.scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
+    await first.chat.inject({ userId: "owe", text: "queued" });
+    await first.chat.inject({ userId: "owe", text: "extra 1" });
+    await first.chat.inject({ userId: "owe", text: "extra 2" }); // inside the 60 s cooldown: owed, not yet said
+    await first.chat.waitForReplies("owe", 1);
+    await first.daemon.stop({ graceMs: 0 });
+    expect(first.chat.repliesTo("owe").map((m) => m.text)).toEqual([expect.stringMatching(/this one was not taken/)]);
+    const second = await startBridge(config);
+    cleanups.push(() => second.daemon.stop({ graceMs: 0 }));
+    await second.chat.waitForReplies("owe", 3);
+    await second.daemon.whenIdle();
+    const texts = second.chat.repliesTo("owe").map((m) => m.text);
+    expect(texts.filter((t) => /not taken/.test(t))).toEqual([expect.stringMatching(/1 more message from you was not taken/)]);
+    expect(texts.filter((t) => !/not taken/.test(t))).toEqual(["slept 1000", "You said: queued"]);
+  });
+
+  it("leaves a busy message unacknowledged on a platform that redelivers, and tells nobody", async () => {
+    const dir = tempDir();
+    cleanups.push(dir.remove);
+    const b = await startBridge(testConfig(service, dir.path, { queue: { debounceMs: 0, maxPendingPerSession: 1 } }), { redelivers: true });
+    cleanups.push(() => b.daemon.stop({ graceMs: 0 }));
+    await b.chat.inject({ userId: "ike", text: "!sleep 1000" });
+    await vi.waitFor(() => expect(b.daemon.scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
+    await b.chat.inject({ userId: "ike", text: "queued" });
+    await b.chat.inject({ userId: "ike", text: "later" });
+    expect(b.chat.outcomes.map((o) => o.status)).toEqual(["accepted", "accepted", "deferred"]);
+    expect(b.chat.outcomes[2]).toMatchObject({ acknowledge: false, reason: "busy" });
+    const replies = await b.chat.waitForReplies("ike", 2);
+    expect(replies.map((r) => r.text)).toEqual(["slept 1000", "You said: queued"]);
+  });
+
+  it("applies the group mention rule in the core, from the adapter's mentioned flag (group settings and aliases included)", async () => {
+    const dir = tempDir();
+    cleanups.push(dir.remove);
+    const config = testConfig(service, dir.path, {
+      channels: [{ type: "telegram", id: "acct0", token: "123456789:AAAbbbCCCdddEEEfffGGGhhhIIIjjjKKKll", access: { mode: "open", groups: { open: { requireMention: false }, guild: { requireMention: false } } } }],
+      routes: [{ match: {}, instance: service.instanceIds[0]! }],
+    });
+    const b = await startBridge(config);
+    cleanups.push(() => b.daemon.stop({ graceMs: 0 }));
+    const group = (chatId: string, mentioned: boolean, text: string, groupAliases?: string[]) =>
+      b.chat.inject({ userId: "gus", chatId, chatType: "group", mentioned, text, ...(groupAliases ? { groupAliases } : {}) });
+    await group("quiet", false, "chatter");
+    await group("quiet", true, "hi bot");
+    await group("open", false, "no mention needed");
+    await group("thread", false, "guild says no mention needed", ["guild"]);
+    expect(b.chat.outcomes.map((o) => (o.status === "refused" ? o.reason : o.status))).toEqual(["not_mentioned", "accepted", "accepted", "accepted"]);
+    await b.chat.waitForReplies("quiet", 1);
+    await b.daemon.whenIdle();
+    expect(b.chat.repliesTo("quiet").map((m) => m.text)).toEqual(["You said: hi bot"]);
+  });
+
+  it("tells the sender of files the adapter did not pass on, once the message is journaled, and also when nothing else was left", async () => {
+    const { chat } = await bridge();
+    await chat.inject({ userId: "fay", text: "see the files", droppedAttachments: [{ fileName: "big.pdf", reason: "too_large" }, { fileName: "x.bin", reason: "unavailable" }] });
+    await chat.inject({ userId: "fay", text: "", droppedAttachments: [{ fileName: "only.zip", reason: "disabled" }] });
+    const replies = await chat.waitForReplies("fay", 3);
+    const texts = replies.map((r) => r.text);
+    expect(texts).toContain("You said: see the files");
+    expect(texts).toContainEqual(expect.stringMatching(/^"big\.pdf" is larger than the 20 MB limit; "x\.bin" could not be downloaded, so they were not passed on\.$/));
+    expect(texts).toContainEqual('attachments are off here ("only.zip"), so it was not passed on.');
+    expect(chat.outcomes.map((o) => o.status)).toEqual(["accepted", "refused"]);
+  });
+
   it("uploads attachments to the inbox and names them in the turn", async () => {
     const { chat } = await bridge();
     const data = Buffer.from("hello file\n");
@@ -220,7 +308,8 @@ describe("daemon against the emulator", () => {
     expect(await health.json()).toMatchObject({ healthy: true, pending: 0 });
     const metrics = await (await fetch(`${daemon.opsUrl}/metrics`)).text();
     expect(metrics).toMatch(new RegExp(`turns_total\\{instance="${service.instanceIds[0]}",outcome="answered"\\} 1`));
-    expect(metrics).toMatch(/inbound_messages_total\{platform="fake"\} 1/);
+    expect(metrics).toMatch(/agent_bridge_inbound_messages_total\{platform="fake",outcome="accepted"\} 1/);
+    expect(metrics).toMatch(/agent_bridge_turns_total/);
     expect(metrics).not.toContain(service.key);
   });
 

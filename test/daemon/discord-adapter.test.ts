@@ -2,6 +2,7 @@
  * The Discord adapter with a real discord.js client against the local fake
  * of Discord's REST API and gateway (test/fakes/discord.ts).
  */
+import { testSink } from "../fakes/sink.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -79,10 +80,13 @@ async function startAdapter(
   const received: InboundMessage[] = [];
   const statuses: AdapterStatusEvent[] = [];
   running.push(adapter);
-  await adapter.start({
-    accept: async (message) => void received.push(message),
-    status: (event) => void statuses.push(event),
-  });
+  await adapter.start(
+    testSink({
+      accept: (message) => void received.push(message),
+      status: (event) => void statuses.push(event),
+      maxAttachmentBytes: opts.maxAttachmentBytes ?? 1024 * 1024,
+    }),
+  );
   return { adapter, received, statuses, logs };
 }
 
@@ -133,15 +137,21 @@ describe("discord adapter: direct messages", () => {
 });
 
 describe("discord adapter: guild channels", () => {
-  it("ignores unmentioned messages and accepts mentioned ones with the mention stripped", async () => {
+  it("flags unmentioned messages (the core ignores them) and strips the mention from mentioned ones", async () => {
     const h = await startAdapter();
-    guildMessage(alice, "just chatting among ourselves");
+    const chatting = guildMessage(alice, "just chatting among ourselves");
     const plain = guildMessage(alice, `${mention(fake.bot)} summarise this`, { mentions: [fake.bot] });
     const nick = guildMessage(bob, `${mention(fake.bot, "nick")}, and in French`, { mentions: [fake.bot] });
     const middle = guildMessage(bob, `thanks ${mention(fake.bot)} for that`, { mentions: [fake.bot] });
     await byId(h, middle.id);
-    // Same channel, delivered in order: the unmentioned first message would be here by now.
-    expect(h.received.map((m) => [m.messageId, m.text, m.chatType, m.chatId])).toEqual([
+    // Same channel, delivered in order.
+    expect(h.received.map((m) => [m.messageId, m.mentioned])).toEqual([
+      [chatting.id, false],
+      [plain.id, true],
+      [nick.id, true],
+      [middle.id, true],
+    ]);
+    expect(h.received.filter((m) => m.mentioned).map((m) => [m.messageId, m.text, m.chatType, m.chatId])).toEqual([
       [plain.id, "summarise this", "group", GENERAL],
       [nick.id, "and in French", "group", GENERAL],
       [middle.id, `thanks @${fake.bot.username} for that`, "group", GENERAL],
@@ -160,9 +170,9 @@ describe("discord adapter: guild channels", () => {
     const roleId = fake.botRoleId(GUILD);
     const role = guildMessage(bob, `<@&${roleId}> via the role`, { mentionRoles: [roleId] });
     await byId(h, role.id);
-    expect(h.received.slice(1).map((m) => [m.messageId, m.text])).toEqual([
-      [reply.id, "a follow-up without any mention"],
-      [role.id, "via the role"],
+    expect(h.received.slice(1).map((m) => [m.messageId, m.text, m.mentioned])).toEqual([
+      [reply.id, "a follow-up without any mention", true],
+      [role.id, "via the role", true],
     ]);
   });
 
@@ -172,31 +182,16 @@ describe("discord adapter: guild channels", () => {
     guildMessage(alice, "alice answers bob", { replyTo: String(first.id) });
     const sentinel = guildMessage(alice, `${mention(fake.bot)} sentinel`, { mentions: [fake.bot] });
     await byId(h, sentinel.id);
-    expect(h.received.map((m) => m.messageId)).toEqual([sentinel.id]);
+    expect(h.received.filter((m) => m.mentioned).map((m) => m.messageId)).toEqual([sentinel.id]);
+    expect(h.received.find((m) => m.text === "alice answers bob")?.mentioned).toBe(false);
   });
 
-  it("takes every message where requireMention is off, per channel, per guild or for the whole account", async () => {
-    const perChannel = await startAdapter({
-      config: makeConfig({ access: { mode: "open", groups: { [QUIET]: { requireMention: false } } } }),
-    });
-    guildMessage(alice, "ignored in general");
-    const quiet = guildMessage(alice, "no mention needed here", { channelId: QUIET });
-    await byId(perChannel, quiet.id);
-    const sentinel = guildMessage(alice, `${mention(fake.bot)} sentinel`, { mentions: [fake.bot] });
-    await byId(perChannel, sentinel.id);
-    expect(perChannel.received.map((m) => m.messageId)).toEqual([quiet.id, sentinel.id]);
-    await perChannel.adapter.stop();
-
-    const perGuild = await startAdapter({
-      config: makeConfig({ access: { mode: "open", groups: { [GUILD]: { requireMention: false } } } }),
-    });
-    const inGuild = guildMessage(bob, "guild-wide setting applies");
-    expect((await byId(perGuild, inGuild.id)).text).toBe("guild-wide setting applies");
-    await perGuild.adapter.stop();
-
-    const account = await startAdapter({ config: makeConfig({ requireMention: false }) });
-    const anywhere = guildMessage(bob, "account-wide setting applies", { channelId: QUIET });
-    expect((await byId(account, anywhere.id)).chatType).toBe("group");
+  it("names a thread's parent channel and guild as group aliases, so the core finds group settings keyed by either", async () => {
+    const h = await startAdapter();
+    const inGuild = guildMessage(bob, "guild-wide setting applies", { channelId: QUIET });
+    const got = await byId(h, inGuild.id);
+    expect(got.groupAliases).toContain(GUILD);
+    expect(got.mentioned).toBe(false);
   });
 
   it("ignores its own messages and other bots, even when they mention it", async () => {
@@ -230,7 +225,7 @@ describe("discord adapter: sending", () => {
   it("rejects with Discord's status when the channel does not exist", async () => {
     const h = await startAdapter();
     const missing = h.adapter.send({ ...general, chatId: "123456789012345678" }, "anyone?", { format: "plain" });
-    await expect(missing).rejects.toMatchObject({ name: "DiscordAdapterError", status: 404, code: 10003, retryable: false });
+    await expect(missing).rejects.toMatchObject({ name: "SendError", status: 404, code: 10003, permanent: true, retryable: false });
   });
 
   it("shows typing, and swallows a typing failure", async () => {
@@ -261,7 +256,7 @@ describe("discord adapter: attachments", () => {
     expect(h.received[0]?.attachments).toEqual([{ kind: "photo", fileName: "cat.png", mimeType: "image/png", data: png }]);
   });
 
-  it("refuses attachments over the limit, tells the sender, and still passes the text on", async () => {
+  it("refuses attachments over the limit, names them for the core to tell the sender, and still passes the text on", async () => {
     const h = await startAdapter({ maxAttachmentBytes: 1024 });
     const big = fake.dispatchDirectMessage(alice, "two files", {
       attachments: [
@@ -274,19 +269,21 @@ describe("discord adapter: attachments", () => {
     const msg = await byId(h, big.id);
     expect(msg.text).toBe("two files");
     expect(msg.attachments).toEqual([{ kind: "document", fileName: "notes.txt", mimeType: "text/plain", data: Buffer.from("ok") }]);
-    const notice = fake.sentMessages(fake.dmChannelFor(alice)).map((m) => m.content);
-    expect(notice).toHaveLength(1);
-    expect(notice[0]).toContain('"big.pdf" is larger than the 1 KB limit');
-    expect(notice[0]).toContain('"liar.bin" is larger than the 1 KB limit');
+    expect(msg.droppedAttachments).toEqual([
+      { fileName: "big.pdf", reason: "too_large" },
+      { fileName: "liar.bin", reason: "too_large" },
+    ]);
+    expect(fake.sentMessages(fake.dmChannelFor(alice))).toEqual([]); // the adapter itself says nothing
   });
 
-  it("drops a message whose only content was a refused file", async () => {
+  it("hands over a message whose only content was a refused file, so the core can tell the sender", async () => {
     const h = await startAdapter({ maxAttachmentBytes: 10 });
-    fake.dispatchDirectMessage(alice, "", { attachments: [{ filename: "huge.zip", data: Buffer.alloc(100) }] });
+    const only = fake.dispatchDirectMessage(alice, "", { attachments: [{ filename: "huge.zip", data: Buffer.alloc(100) }] });
     const next = fake.dispatchDirectMessage(alice, "next");
     await byId(h, next.id);
-    expect(h.received.map((m) => m.messageId)).toEqual([next.id]);
-    await waitFor(() => fake.sentMessages(fake.dmChannelFor(alice)).length === 1, "refusal notice");
+    expect(h.received.map((m) => m.messageId)).toEqual([only.id, next.id]);
+    expect(h.received[0]).toMatchObject({ text: "", droppedAttachments: [{ fileName: "huge.zip", reason: "too_large" }] });
+    expect(h.received[0]!.attachments).toBeUndefined();
   });
 });
 
@@ -382,7 +379,7 @@ describe("discord adapter: connection", () => {
       { identifyThrottler: noThrottle },
     );
     running.push(adapter);
-    const error: unknown = await adapter.start({ accept: async () => undefined, status: (e) => void statuses.push(e) }).catch((e: unknown) => e);
+    const error: unknown = await adapter.start(testSink({ status: (e) => void statuses.push(e) })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Error);
     expect(String((error as Error).message)).not.toContain(wrong);
     expect(statuses.at(-1)?.state).toBe("failed");

@@ -23,7 +23,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function bridge(groups: Record<string, object> = { [GENERAL]: {} }): Promise<{ fake: FakeDiscord; daemon: Daemon }> {
+async function bridge(groups: Record<string, object> = { [GENERAL]: {} }): Promise<{ fake: FakeDiscord; daemon: Daemon; restart(): Promise<Daemon> }> {
   const service = await startServiceFixture(cleanups, "discord-e2e-");
   const fake = await createFakeDiscord({
     token: TOKEN,
@@ -35,7 +35,13 @@ async function bridge(groups: Record<string, object> = { [GENERAL]: {} }): Promi
   const daemon = createDaemon({ config, random: seededRandom(7) });
   cleanups.push(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
-  return { fake, daemon };
+  const restart = async () => {
+    const next = createDaemon({ config, random: seededRandom(8) });
+    cleanups.push(() => next.stop({ graceMs: 0 }));
+    await next.start();
+    return next;
+  };
+  return { fake, daemon, restart };
 }
 
 const contents = (fake: FakeDiscord, channelId: string) => fake.sentMessages(channelId).map((m) => m.content);
@@ -100,4 +106,20 @@ it("applies group settings keyed by the guild to its channels", async () => {
   fake.dispatchMessage({ channelId: GENERAL, guildId: GUILD, author: alice, content: `<@${fake.bot.id}> via the guild entry`, mentions: [fake.bot] });
   await waitFor(() => contents(fake, GENERAL).length === 1);
   expect(contents(fake, GENERAL)).toEqual(["You said: via the guild entry"]);
+});
+
+it("journals a message received while the daemon stops (Discord never delivers it again) and answers it after the restart", async () => {
+  const { fake, daemon, restart } = await bridge();
+  const release = fake.holdAttachments();
+  fake.dispatchDirectMessage(alice, "read this file", { attachments: [{ filename: "notes.txt", contentType: "text/plain", data: Buffer.from("hello") }] });
+  // The adapter has the message in hand (downloading its file) when the daemon is told to stop.
+  await waitFor(() => fake.attachmentRequests === 1 || undefined, "the attachment download");
+  const stopping = daemon.stop({ graceMs: 0 });
+  release();
+  await stopping;
+  const next = await restart();
+  const dm = fake.dmChannelFor(alice);
+  await waitFor(() => fake.sentMessages(dm).length >= 1 || undefined, "the answer after the restart");
+  expect(contents(fake, dm)).toEqual([expect.stringMatching(/^You said: read this file\n\nAttached files \(in the workspace\):\n- inbox\/discord\//)]);
+  await next.whenIdle();
 });

@@ -54,33 +54,32 @@ describe("stripBotMention", () => {
 });
 
 describe("classifyMessage", () => {
-  it("requires a mention in guilds by default, never in DMs", () => {
-    expect(classifyMessage(view(), bot, config())).toEqual({ kind: "ignore", reason: "not mentioned" });
-    expect(classifyMessage(view({ guildId: null }), bot, config())).toEqual({ kind: "accept", chatType: "direct", text: "hello" });
-    expect(classifyMessage(view({ content: "<@900> hello", mentionedUserIds: ["900"] }), bot, config())).toEqual({
+  it("says whether a guild message mentions the bot (the core applies the rule); DMs carry no flag", () => {
+    expect(classifyMessage(view(), bot)).toEqual({ kind: "accept", chatType: "group", text: "hello", mentioned: false });
+    expect(classifyMessage(view({ guildId: null }), bot)).toEqual({ kind: "accept", chatType: "direct", text: "hello" });
+    expect(classifyMessage(view({ content: "<@900> hello", mentionedUserIds: ["900"] }), bot)).toEqual({
       kind: "accept",
       chatType: "group",
       text: "hello",
+      mentioned: true,
     });
   });
 
   it("lets a thread inherit its parent channel's setting, and a channel override its guild's", () => {
     const cfg = config({ access: { mode: "open", groups: { "20": { requireMention: false }, "11": { requireMention: true } } } });
     expect(groupSettingsKey(cfg, view({ channelId: "99", parentChannelId: "11" }))).toBe("11");
-    expect(classifyMessage(view({ channelId: "99", parentChannelId: "11" }), bot, cfg).kind).toBe("ignore");
-    expect(classifyMessage(view({ channelId: "12" }), bot, cfg).kind).toBe("accept");
   });
 
   it("drops a bare mention with nothing to say, but not one with a file", () => {
     const bare = view({ content: "<@900>", mentionedUserIds: ["900"] });
-    expect(classifyMessage(bare, bot, config())).toEqual({ kind: "ignore", reason: "empty" });
+    expect(classifyMessage(bare, bot)).toEqual({ kind: "ignore", reason: "empty" });
     const withFile = { ...bare, attachments: [{ id: "5", name: "a.txt", url: "http://x/a.txt", size: 1, contentType: "text/plain" }] };
-    expect(classifyMessage(withFile, bot, config())).toEqual({ kind: "accept", chatType: "group", text: "" });
+    expect(classifyMessage(withFile, bot)).toEqual({ kind: "accept", chatType: "group", text: "", mentioned: true });
   });
 
   it("ignores webhooks and system messages", () => {
-    expect(classifyMessage(view({ guildId: null, fromWebhook: true }), bot, config())).toMatchObject({ reason: "webhook" });
-    expect(classifyMessage(view({ guildId: null, isSystem: true }), bot, config())).toMatchObject({ reason: "system message" });
+    expect(classifyMessage(view({ guildId: null, fromWebhook: true }), bot)).toMatchObject({ reason: "webhook" });
+    expect(classifyMessage(view({ guildId: null, isSystem: true }), bot)).toMatchObject({ reason: "system message" });
   });
 });
 

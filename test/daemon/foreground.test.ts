@@ -151,7 +151,11 @@ describe("log lines in the terminal chat", () => {
     const config = parseConfig({ service: { apiKey: service.key }, channels: [{ type: "terminal" }] }, {}).channels[0]!;
     if (config.type !== "terminal") throw new Error("expected the terminal channel");
     const chat = createTerminalAdapter({ input, output, config, terminal: true, onInterrupt: () => undefined });
-    await chat.start({ accept: async () => undefined, status: () => undefined });
+    await chat.start({
+      accept: async () => ({ status: "accepted", acknowledge: true }),
+      admit: () => ({ allowed: true, attachments: [] }),
+      status: () => undefined,
+    });
     input.write("half typ");
     await vi.waitFor(() => expect(out).toContain("half typ"));
     const before = out.length;

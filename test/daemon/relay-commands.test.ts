@@ -74,7 +74,7 @@ describe("backoff", () => {
     const random = seededRandom(1);
     for (let attempt = 1; attempt <= 12; attempt++) {
       const full = Math.min(1000, 10 * 2 ** (attempt - 1));
-      const d = backoffDelay(attempt, 10, 1000, random);
+      const d = backoffDelay(attempt, { baseMs: 10, maxMs: 1000 }, random);
       expect(d).toBeGreaterThanOrEqual(full / 2);
       expect(d).toBeLessThanOrEqual(full);
     }

@@ -207,3 +207,31 @@ describe("store", () => {
     expect(s2.kv("b").get("gone")).toBeUndefined();
   });
 });
+
+describe("state read back is checked", () => {
+  it("a snapshot from a newer daemon stops the start with an error saying so", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "snapshot.json"), JSON.stringify({ version: 2, lastSeq: 0, entries: [], sessions: {}, kv: {}, recentKeys: [] }));
+    await expect(openStore({ dataDir: dir, clock, lock: false })).rejects.toMatchObject({ name: "StateFileError", message: expect.stringMatching(/snapshot\.json: written by a newer daemon \(state version 2/) });
+  });
+
+  it("a snapshot that does not match the schema, or is not JSON, is refused with the file and the field named", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "snapshot.json"), JSON.stringify({ version: 1, lastSeq: 3, entries: [{ id: 7 }], sessions: {}, kv: {}, recentKeys: [] }));
+    await expect(openStore({ dataDir: dir, clock, lock: false })).rejects.toThrow(/snapshot\.json: not a valid snapshot \(entries\.0\.id/);
+    writeFileSync(join(dir, "snapshot.json"), "{ not json");
+    await expect(openStore({ dataDir: dir, clock, lock: false })).rejects.toThrow(/snapshot\.json: not valid JSON/);
+  });
+
+  it("a journal record of another shape or a newer version is refused, not cast", async () => {
+    const dir = tempDir();
+    const s = await openAt(dir);
+    await add(s, message("kept"));
+    await crash(s);
+    appendFileSync(join(dir, "journal.jsonl"), `${JSON.stringify({ t: "sent", s: 99, id: "x", n: "three" })}\n`);
+    await expect(openStore({ dataDir: dir, clock, lock: false })).rejects.toThrow(/journal\.jsonl line 2: not a valid journal record \(n:/);
+    const lines = readFileSync(join(dir, "journal.jsonl"), "utf8").split("\n").filter(Boolean);
+    writeFileSync(join(dir, "journal.jsonl"), `${lines[0]}\n${JSON.stringify({ ver: 2, t: "sent", s: 2, id: "x", n: 1 })}\n`);
+    await expect(openStore({ dataDir: dir, clock, lock: false })).rejects.toThrow(/written by a newer daemon/);
+  });
+});

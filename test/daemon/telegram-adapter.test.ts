@@ -9,7 +9,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { daemonConfigSchema, type TelegramChannelConfig } from "../../daemon/config/schema.js";
 import type { AdapterStateStore, AdapterStatusEvent, ChatAdapter, ChatTarget, InboundMessage, InboundSink } from "../../daemon/core/adapter.js";
 import { createTelegramAdapter, TelegramAdapterError, telegramMarkdownToHtml, type TelegramAdapterOptions } from "../../daemon/adapters/telegram/index.js";
-import { systemClock } from "../../shared/clock.js";
+import { SendError } from "../../daemon/core/adapter.js";
+import { ACCEPTED, admitUpTo } from "../fakes/sink.js";
+import { createManualClock, systemClock, type Clock } from "../../shared/clock.js";
 import { createFakeTelegram, parseTelegramHtml, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { deadPort } from "../helpers/emulator.js";
 
@@ -42,6 +44,7 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 interface StartOptions {
   fake?: FakeTelegram;
+  clock?: Clock;
   /** Point the adapter here instead of the fake (an API that is not up yet). */
   apiRoot?: string;
   token?: string;
@@ -86,13 +89,15 @@ function setup(options: StartOptions, fake: FakeTelegram): Harness {
       if (sink.refuse === true || (typeof sink.refuse === "function" && sink.refuse(message))) throw new Error("journal unavailable");
       await options.gate?.(message);
       accepted.push(message);
+      return ACCEPTED;
     },
+    admit: admitUpTo(options.maxAttachmentBytes ?? 1024 * 1024),
     status: (event) => void statuses.push(event),
   };
   const adapter = createTelegramAdapter(
     channelConfig(options.apiRoot ?? fake.url, options.extra, options.token),
-    { logger, state, dataDir: "/nonexistent", clock: systemClock, maxAttachmentBytes: options.maxAttachmentBytes ?? 1024 * 1024 },
-    { pollTimeoutSeconds: 1, retryPauseMs: 20, maxRetryDelaySeconds: 2, ...options.adapterOptions },
+    { logger, state, dataDir: "/nonexistent", clock: options.clock ?? systemClock, maxAttachmentBytes: options.maxAttachmentBytes ?? 1024 * 1024 },
+    { pollTimeoutSeconds: 1, retryPauseMs: 20, ...options.adapterOptions },
   );
   cleanups.push(() => adapter.stop());
   return { fake, adapter, accepted, offered, statuses, state, logs, sink };
@@ -105,6 +110,7 @@ async function start(options: StartOptions = {}): Promise<Harness> {
 }
 
 const texts = (messages: InboundMessage[]) => messages.map((m) => m.text);
+const testSinkFor = (): InboundSink => ({ accept: async () => ACCEPTED, admit: admitUpTo(1024 * 1024), status: () => undefined });
 
 describe("intake", () => {
   it("turns a private message into an InboundMessage with Telegram's ids, and sets the command menu", async () => {
@@ -214,7 +220,7 @@ describe("intake", () => {
     expect(texts(offered.filter((m) => m.userId === "222"))).toEqual(["b1"]);
   });
 
-  it("answers in groups only when mentioned or replied to, with the mention stripped", async () => {
+  it("says which group messages address the bot (mention, reply, command, text mention), with the mention stripped; the core applies the rule", async () => {
     const { fake, accepted } = await start();
     fake.groupText(GROUP, alice, "chatter among people");
     fake.groupText(GROUP, alice, "what is up?", { mention: true });
@@ -225,22 +231,28 @@ describe("intake", () => {
     const last = fake.groupText(GROUP, alice, "more chatter");
     await fake.waitFor(() => fake.offsets.includes(last + 1));
     expect(accepted.every((m) => m.chatType === "group")).toBe(true);
-    expect(texts(accepted.filter((m) => m.chatId === "-100"))).toEqual(["what is up?", "and you?", "/new", "Agent, a question"]);
-    expect(texts(accepted.filter((m) => m.chatId === "-5"))).toEqual(["basic group"]);
+    const mentioned = accepted.filter((m) => m.mentioned);
+    expect(texts(mentioned.filter((m) => m.chatId === "-100"))).toEqual(["what is up?", "and you?", "/new", "Agent, a question"]);
+    expect(texts(mentioned.filter((m) => m.chatId === "-5"))).toEqual(["basic group"]);
+    expect(texts(accepted.filter((m) => m.mentioned === false))).toEqual(["chatter among people", "more chatter"]);
   });
 
-  it("accepts every group message when mention gating is off, for the channel or for one group", async () => {
-    const channelWide = await start({ extra: { requireMention: false } });
-    channelWide.fake.groupText(GROUP, alice, "chatter");
-    await channelWide.fake.waitFor(() => channelWide.accepted.length === 1);
-    expect(channelWide.accepted[0]!.text).toBe("chatter");
-
-    const perGroup = await start({ extra: { access: { mode: "open", groups: { "-7": { requireMention: false } } } } });
-    perGroup.fake.groupText(GROUP, alice, "not for the bot");
-    perGroup.fake.groupText(-7, alice, "open group chatter");
-    const last = perGroup.fake.privateText(alice, "end");
-    await perGroup.fake.waitFor(() => perGroup.fake.offsets.includes(last + 1));
-    expect(perGroup.accepted.map((m) => [m.chatId, m.text]).sort()).toEqual([["-7", "open group chatter"], ["111", "end"]].sort());
+  it("leaves a message the core defers (busy) unacknowledged: the offset stays and it comes again", async () => {
+    const { fake, sink, accepted, offered } = await start();
+    let deferOnce = true;
+    sink.accept = async (message) => {
+      offered.push(message);
+      if (deferOnce) {
+        deferOnce = false;
+        return { status: "deferred", reason: "busy", acknowledge: false };
+      }
+      accepted.push(message);
+      return ACCEPTED;
+    };
+    const id = fake.privateText(alice, "try me twice");
+    await fake.waitFor(() => fake.offsets.includes(id + 1));
+    expect(texts(offered)).toEqual(["try me twice", "try me twice"]);
+    expect(texts(accepted)).toEqual(["try me twice"]);
   });
 
   it("ignores channel posts and moves past them", async () => {
@@ -273,27 +285,62 @@ describe("intake", () => {
     expect(fake.downloads).toBe(1);
   });
 
-  it("does not fetch a file over the limit, passes the caption on and tells the sender afterwards", async () => {
+  it("does not fetch a file over the limit, passes the caption on and names the file for the core to tell the sender", async () => {
     const { fake, accepted } = await start({ maxAttachmentBytes: 8 });
     fake.document(alice, "big.bin", Buffer.alloc(64, 1), "with a big file");
-    await fake.waitFor(() => fake.sentMessages(alice.id).length === 1);
+    await fake.waitFor(() => accepted.length === 1);
     expect(texts(accepted)).toEqual(["with a big file"]);
     expect(accepted[0]!.attachments).toBeUndefined();
+    expect(accepted[0]!.droppedAttachments).toEqual([{ fileName: "big.bin", reason: "too_large" }]);
     expect(fake.downloads).toBe(0);
-    expect(fake.sentMessages(alice.id)[0]!.text).toMatch(/"big\.bin" is larger than the 8 bytes limit/);
+    expect(fake.sentMessages(alice.id)).toEqual([]); // the adapter itself says nothing
   });
 
-  it("does not fetch files from people the access rules refuse", async () => {
-    const { fake, offered } = await start({ extra: { access: { users: [String(alice.id)] } } });
+  it("does not fetch files when the core's admission says no (a stranger)", async () => {
+    const { fake, offered, sink } = await start();
+    const asked: string[] = [];
+    sink.admit = (question) => {
+      asked.push(question.message.userId);
+      return { allowed: question.message.userId === String(alice.id), attachments: question.attachmentSizes.map(() => ({ fetch: false, reason: "disabled" as const })) };
+    };
     fake.document(bob, "stranger.txt", Buffer.from("unsolicited"), "hello?");
     await fake.waitFor(() => offered.length === 1);
     expect(offered[0]!.attachments).toBeUndefined();
     expect(fake.calls("getFile")).toBe(0);
     expect(fake.downloads).toBe(0);
+    expect(asked).toEqual([String(bob.id)]);
   });
 });
 
 describe("lifecycle", () => {
+  it("does not spin against a Bot API server that answers an empty getUpdates at once: every such poll is followed by a pause", async () => {
+    const fake = await fakeFor({});
+    fake.holdPolls = false;
+    const manual = createManualClock();
+    const events: string[] = [];
+    fake.onCall = (method) => {
+      if (method === "getUpdates") events.push("poll");
+    };
+    const clock: Clock = {
+      now: () => manual.now(),
+      setTimeout(fn, ms) {
+        events.push("pause");
+        return manual.setTimeout(fn, ms);
+      },
+      sleep: (ms) => manual.sleep(ms),
+    };
+    const { adapter } = setup({ clock, adapterOptions: { pollTimeoutSeconds: 25, retryPauseMs: 1000 } }, fake);
+    await adapter.start(testSinkFor());
+    for (let round = 1; round <= 3; round++) {
+      // Time stands still: the adapter waits on its clock instead of asking again.
+      await fake.waitFor(() => events.at(-1) === "pause" && events.filter((e) => e === "poll").length === round);
+      manual.advance(10_000);
+    }
+    await fake.waitFor(() => events.filter((e) => e === "poll").length === 4);
+    expect(events.join(" ")).not.toMatch(/poll poll/);
+    expect(fake.calls("getUpdates")).toBeLessThanOrEqual(5);
+  });
+
   it("stop ends a pending long poll at once and is idempotent", async () => {
     const { fake, adapter, statuses } = await start({ adapterOptions: { pollTimeoutSeconds: 30 } });
     await fake.waitFor(() => fake.openPolls() === 1);
@@ -373,9 +420,10 @@ describe("replies", () => {
     expect(sent!.text).toBe('<b>bold</b> and <code>a &lt; b</code> and\n\n<pre><code class="language-ts">let x = 1 &amp;&amp; 2;</code></pre>');
   });
 
-  it("sends plain text verbatim", async () => {
+  it("sends plain text verbatim, and says which message it became (for later edits)", async () => {
     const { fake, adapter } = await start();
-    await adapter.send(target, "**not bold** <tag>", { format: "plain" });
+    const receipt = await adapter.send(target, "**not bold** <tag>", { format: "plain" });
+    expect(receipt).toEqual({ messageId: String(fake.sentMessages(111)[0]!.message_id) });
     expect(fake.sentMessages(111)).toEqual([expect.objectContaining({ text: "**not bold** <tag>" })]);
     expect(fake.sentMessages(111)[0]!.parse_mode).toBeUndefined();
   });
@@ -388,13 +436,15 @@ describe("replies", () => {
     expect(fake.sentMessages(111)[0]!.parse_mode).toBeUndefined();
   });
 
-  it("sends plain text when the HTML would exceed 4,096 characters", async () => {
+  it("HTML overflow: sends HTML whose source is over 4,096 characters when its visible text is within (Telegram counts after parsing)", async () => {
     const { fake, adapter } = await start();
-    const text = `${"a<b ".repeat(1000)}end`; // 4,003 characters; every < becomes &lt;
-    expect(telegramMarkdownToHtml(text).length).toBeGreaterThan(4096);
+    const text = `${"a<b **bold** & ".repeat(250)}end`; // 4,003 characters of Markdown
+    const html = telegramMarkdownToHtml(text);
+    expect(html.length).toBeGreaterThan(4096);
+    expect(adapter.measure(text, "markdown")).toBeLessThanOrEqual(4096);
+    expect(adapter.measure(text, "markdown")).toBe(parseTelegramHtml(html).length);
     await adapter.send(target, text, { format: "markdown" });
-    expect(fake.sentMessages(111)).toEqual([expect.objectContaining({ text })]);
-    expect(fake.sentMessages(111)[0]!.parse_mode).toBeUndefined();
+    expect(fake.sentMessages(111)).toEqual([expect.objectContaining({ text: html, parse_mode: "HTML" })]);
     expect(fake.calls("sendMessage")).toBe(1);
   });
 
@@ -404,26 +454,36 @@ describe("replies", () => {
     expect(fake.sentMessages(GROUP)).toEqual([expect.objectContaining({ text: "answer", reply_to: 42 })]);
   });
 
-  it("a 429 with retry_after delays the reply but delivers it once", async () => {
+  it("a 429 fails at once as a SendError carrying retry_after: no retry layer inside the adapter", async () => {
     const { fake, adapter } = await start();
-    fake.inject429("sendMessage", 1, 1);
-    await adapter.send(target, "after the flood", { format: "plain" });
-    expect(fake.sentMessages(111).map((m) => m.text)).toEqual(["after the flood"]);
+    fake.inject429("sendMessage", 30, 1);
+    const error = await adapter.send(target, "x", { format: "plain" }).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(TelegramAdapterError);
+    expect(error).toBeInstanceOf(SendError);
+    expect(error).toMatchObject({ status: 429, retryAfterSeconds: 30, retryAfterMs: 30_000, permanent: false });
+    expect(fake.calls("sendMessage")).toBe(1);
+  });
+
+  it("a refusal that will not change (bot blocked, chat gone) is a permanent SendError", async () => {
+    const { fake, adapter } = await start();
+    fake.injectError("sendMessage", 403, { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" }, 1);
+    await expect(adapter.send(target, "x", { format: "plain" })).rejects.toMatchObject({ status: 403, permanent: true });
+    fake.injectError("sendMessage", 400, { ok: false, error_code: 400, description: "Bad Request: chat not found" }, 1);
+    await expect(adapter.send(target, "x", { format: "plain" })).rejects.toMatchObject({ status: 400, permanent: true });
     expect(fake.calls("sendMessage")).toBe(2);
   });
 
-  it("gives up on a flood wait longer than allowed, and after the allowed number of retries", async () => {
-    const { fake, adapter } = await start({ adapterOptions: { maxRetryDelaySeconds: 2, maxRetryAttempts: 2 } });
-    fake.inject429("sendMessage", 30, 1);
-    const long = await adapter.send(target, "x", { format: "plain" }).then(() => undefined, (e: unknown) => e);
-    expect(long).toBeInstanceOf(TelegramAdapterError);
-    expect(long).toMatchObject({ status: 429, retryAfterSeconds: 30, retryable: true });
-    expect(fake.calls("sendMessage")).toBe(1);
-
-    fake.inject429("sendMessage", 0, 10);
-    await expect(adapter.send(target, "y", { format: "plain" })).rejects.toMatchObject({ status: 429 });
-    expect(fake.calls("sendMessage")).toBe(1 + 3); // the first try and two retries
-    expect(fake.sentMessages(111)).toEqual([]);
+  it("an error body that is not Telegram-shaped keeps its HTTP status and text", async () => {
+    const { fake, adapter, logs } = await start();
+    fake.injectError("sendMessage", 502, "<html><body>502 Bad Gateway from the proxy</body></html>", 1);
+    const error = await adapter.send(target, "x", { format: "plain" }).then(() => undefined, (e: unknown) => e);
+    expect(error).toMatchObject({ status: 502, permanent: false });
+    expect(String((error as Error).message)).toMatch(/502.*Bad Gateway from the proxy/);
+    fake.injectError("getUpdates", 500, { detail: "local server exploded" }, 1);
+    await fake.waitFor(() => logs.some((l) => l.includes("local server exploded")));
+    const line = logs.find((l) => l.includes("local server exploded"))!;
+    expect(line).toMatch(/500/);
+    expect(logs.join("\n")).not.toContain("undefined: undefined");
   });
 
   it("typing is best effort: no flood waits, failures never throw", async () => {

@@ -7,7 +7,7 @@
 import { afterEach, expect, it } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { seededRandom } from "../../shared/random.js";
-import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
+import { createFakeTelegram, parseTelegramHtml, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 
 const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
@@ -27,8 +27,8 @@ async function bridge() {
   cleanups.push(() => fake.close());
   const config = service.configFor({ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id), String(bob.id)], groups: { [String(GROUP)]: {} } } });
   const daemons: Daemon[] = [];
-  const launch = async () => {
-    const daemon = createDaemon({ config, random: seededRandom(3) });
+  const launch = async (logger?: import("pino").Logger) => {
+    const daemon = createDaemon({ config, random: seededRandom(3), ...(logger ? { logger } : {}) });
     daemons.push(daemon);
     cleanups.push(() => daemon.stop({ graceMs: 0 }));
     await daemon.start();
@@ -69,6 +69,58 @@ it("delivers a 9,000-character reply as 3 messages in order, through a 429", asy
   expect(parts.map((p) => p.message_id)).toEqual([...parts.map((p) => p.message_id)].sort((a, b) => a - b));
   await new Promise((r) => setTimeout(r, 200));
   expect(texts(fake, alice.id)).toHaveLength(3); // nothing doubled by the retry
+  expect(fake.calls("sendMessage")).toBe(4); // one retry, by the core alone
+});
+
+it("a 9,000-character reply full of bold, inline code, links and & arrives as valid HTML of at most 4,096 visible characters each, no Markdown showing", async () => {
+  const { fake, launch } = await bridge();
+  await launch();
+  const paragraphs: string[] = [];
+  for (let i = 0; paragraphs.join("\n\n").length < 9000; i++) {
+    paragraphs.push(`Step ${i}: use **bold ${i}** and \`code_${i} && x < y\` with [the docs ${i}](https://example.com/docs?a=${i}&b=2) for R&D & more, then *stress* it.`);
+  }
+  const input = paragraphs.join("\n\n");
+  expect(input.length).toBeGreaterThanOrEqual(9000);
+  fake.privateText(alice, input);
+  await fake.waitFor(() => texts(fake, alice.id).join("").includes(`docs ${paragraphs.length - 1}`) || undefined, 20_000);
+  const parts = fake.sentMessages(alice.id);
+  expect(parts.length).toBeGreaterThanOrEqual(3);
+  const visible = parts.map((p) => {
+    expect(p.parse_mode).toBe("HTML");
+    const shown = parseTelegramHtml(p.text); // throws on HTML Telegram would refuse
+    expect(shown.length).toBeLessThanOrEqual(4096);
+    expect(shown).not.toMatch(/\*\*|`|\]\(/);
+    return shown;
+  });
+  const all = parts.map((p) => p.text).join("\n");
+  for (let i = 0; i < paragraphs.length; i++) {
+    expect(all).toContain(`<b>bold ${i}</b>`);
+    expect(all).toContain(`<a href="https://example.com/docs?a=${i}&amp;b=2">the docs ${i}</a>`);
+  }
+  for (let i = 0; i < paragraphs.length; i++) expect(all).toContain(`<code>code_${i} &amp;&amp; x &lt; y</code>`);
+  expect(all).toContain("R&amp;D &amp; more");
+  expect(visible.join("")).toContain(`Step ${paragraphs.length - 1}: use bold ${paragraphs.length - 1} and code_`);
+});
+
+it("retries honour retry_after, and a permanent refusal (bot blocked) is not retried", async () => {
+  const { fake, launch } = await bridge();
+  const daemon = await launch();
+  const sendTimes: number[] = [];
+  fake.onCall = (method) => {
+    if (method === "sendMessage") sendTimes.push(Date.now());
+  };
+  fake.inject429("sendMessage", 1, 1);
+  fake.privateText(alice, "after the flood");
+  await fake.waitFor(() => texts(fake, alice.id).length === 1);
+  expect(sendTimes).toHaveLength(2);
+  expect(sendTimes[1]! - sendTimes[0]!).toBeGreaterThanOrEqual(950); // retry_after 1 s, waited by the core
+
+  fake.injectError("sendMessage", 403, { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" }, 10);
+  fake.privateText(bob, "hello?");
+  await fake.waitFor(() => sendTimes.length === 3);
+  await daemon.whenIdle(); // the turn is over: nothing is left to retry
+  expect(sendTimes).toHaveLength(3); // tried once, never again
+  expect(await daemon.metrics.text()).toMatch(/turns_total\{instance="[^"]+",outcome="undeliverable"\} 1/);
 });
 
 it("a restart neither replays nor skips updates", async () => {
@@ -107,4 +159,20 @@ it("uploads a document to the instance's inbox and names it in the turn", async 
   const { readFile } = await import("node:fs/promises");
   const { join } = await import("node:path");
   expect(await readFile(join(files.rootOf(instanceId), path!), "utf8")).toBe("shopping list\n");
+});
+
+it("logs a refused sender at info, naming their id, so the operator can allow them (README Telegram step 3)", async () => {
+  const { fake, launch } = await bridge();
+  const lines: string[] = [];
+  const { default: pino } = await import("pino");
+  const { Writable } = await import("node:stream");
+  await launch(pino({ level: "info" }, new Writable({ write: (chunk, _e, cb) => (lines.push(String(chunk)), cb()) })));
+  const id = fake.privateText(stranger, "let me in");
+  await fake.waitFor(() => fake.offsets.includes(id + 1));
+  await fake.waitFor(() => lines.find((l) => l.includes(String(stranger.id)) && /refused/.test(l)));
+  const line = JSON.parse(lines.find((l) => l.includes(String(stranger.id)) && /refused/.test(l))!) as { level: number; msg: string; userId: string };
+  expect(line.level).toBeGreaterThanOrEqual(30); // info or above: seen at the default level
+  expect(line.userId).toBe(String(stranger.id));
+  expect(line.msg).toContain(String(stranger.id));
+  expect(fake.sentMessages(stranger.id)).toEqual([]);
 });

@@ -1,3 +1,4 @@
+import { ACCEPTED, admitUpTo } from "../fakes/sink.js";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -52,7 +53,7 @@ interface RecordingSink extends InboundSink {
   states(): string[];
 }
 
-function recordingSink(accept?: (m: InboundMessage) => Promise<void>): RecordingSink {
+function recordingSink(accept?: (m: InboundMessage) => Promise<void>, maxAttachmentBytes = 1024 * 1024): RecordingSink {
   const accepted: InboundMessage[] = [];
   const statuses: AdapterStatusEvent[] = [];
   return {
@@ -62,7 +63,9 @@ function recordingSink(accept?: (m: InboundMessage) => Promise<void>): Recording
     async accept(m) {
       if (accept) await accept(m);
       accepted.push(m);
+      return ACCEPTED;
     },
+    admit: admitUpTo(maxAttachmentBytes),
     status: (e) => void statuses.push(e),
   };
 }
@@ -277,7 +280,7 @@ describe("WhatsApp adapter: linking and connection lifecycle", () => {
     expect(env.fake.sockets).toHaveLength(1);
     expect(socket.logoutCalls).toBe(0);
     const sent = env.adapter.send({ platform: "whatsapp", accountId: "wa", chatId: pnJid(ANA), chatType: "direct" }, "hi", { format: "plain" });
-    await expect(sent).rejects.toMatchObject({ status: "logged_out" });
+    await expect(sent).rejects.toMatchObject({ reason: "logged_out", permanent: true });
     await env.adapter.stop(); // idempotent on a logged-out channel
   });
 
@@ -493,7 +496,7 @@ describe("WhatsApp adapter: inbound messages", () => {
     expect(checkAccess(env.config.access, m)).toEqual({ allowed: true });
   });
 
-  it("in groups answers only when mentioned (by lid or phone) or replied to, unless the group says otherwise", async () => {
+  it("in groups says which messages address the bot (mentioned by lid or phone, or replied to); the core applies the group's rule", async () => {
     const quiet = "120363000000000009@g.us";
     const env = setup({
       channel: { access: { mode: "open", groups: { [quiet]: { requireMention: false } } } },
@@ -510,14 +513,14 @@ describe("WhatsApp adapter: inbound messages", () => {
       groupText(GROUP, gus, "reply to someone else", { replyTo: { participant: pnJid("4915555555555"), stanzaId: "X1" } }),
       groupText(quiet, gus, "no mention needed here"),
     ]);
-    await vi.waitFor(() => expect(sink.accepted).toHaveLength(4));
-    expect(sink.accepted.map((m) => [m.chatId, m.text])).toEqual([
+    await vi.waitFor(() => expect(sink.accepted).toHaveLength(7));
+    expect(sink.accepted.filter((m) => m.mentioned).map((m) => [m.chatId, m.text])).toEqual([
       [GROUP, "what is 2+2?"],
       [GROUP, "and 3+3?"],
       [GROUP, "thanks! and 4+4?"],
-      [quiet, "no mention needed here"],
     ]);
-    const first = sink.accepted[0]!;
+    expect(sink.accepted.filter((m) => m.mentioned === false).map((m) => m.text)).toEqual(["just chatting", "@someoneelse look", "reply to someone else", "no mention needed here"]);
+    const first = sink.accepted.find((m) => m.mentioned)!;
     expect(first.chatType).toBe("group");
     expect(first.userId).toBe("230000000000007@lid");
     expect(first.userAliases).toEqual(["+4915333333333"]);
@@ -604,7 +607,7 @@ describe("WhatsApp adapter: sending", () => {
     env.clock.advance(120_000); // reconnects but never opens
     const err = await settled;
     expect(err).toBeInstanceOf(WhatsAppAdapterError);
-    expect(err).toMatchObject({ status: "not_connected" });
+    expect(err).toMatchObject({ reason: "not_connected", permanent: false });
     await env.adapter.stop();
   });
 
@@ -614,7 +617,7 @@ describe("WhatsApp adapter: sending", () => {
     const socket = env.fake.latest();
     const target: ChatTarget = { platform: "whatsapp", accountId: "wa", chatId: GROUP, chatType: "group" };
     socket.failNextSend();
-    await expect(env.adapter.send(target, "x", { format: "plain" })).rejects.toMatchObject({ status: "send_failed" });
+    await expect(env.adapter.send(target, "x", { format: "plain" })).rejects.toMatchObject({ reason: "send_failed", permanent: false });
     await env.adapter.sendTyping(target);
     expect(socket.presence).toEqual([{ type: "composing", jid: GROUP }]);
     socket.close(428);

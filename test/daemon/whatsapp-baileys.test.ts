@@ -4,6 +4,7 @@
  * library's close events, event buffer and `end()` go through the adapter's
  * reconnect logic. The server counts how many connections are open at once.
  */
+import { testSink } from "../fakes/sink.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -76,7 +77,7 @@ it("reconnects the real Baileys socket with backoff, one connection at a time, a
   );
 
   // The first attempt fails; start still resolves and reconnecting goes on in the background.
-  await adapter.start({ accept: async () => undefined, status: (e) => void statuses.push(e) });
+  await adapter.start(testSink({ status: (e) => void statuses.push(e) }));
   expect(server.stats.total).toBe(1);
   expect(statuses.map((s) => s.state)).toEqual(["starting", "reconnecting"]);
   await vi.waitFor(() => expect(server.stats.open).toBe(0));

@@ -3,14 +3,18 @@
  * would (resolving once the core journaled it), `send` records what the core
  * answers, and `waitForReplies` awaits them. Sends can be made to fail.
  */
-import type {
-  AdapterLimits,
-  AdapterStatusEvent,
-  ChatAdapter,
-  ChatTarget,
-  InboundMessage,
-  InboundSink,
-  SendOptions,
+import {
+  rawLength,
+  SendError,
+  type AcceptOutcome,
+  type AdapterCapabilities,
+  type AdapterLimits,
+  type AdapterStatusEvent,
+  type ChatAdapter,
+  type ChatTarget,
+  type InboundMessage,
+  type InboundSink,
+  type SendOptions,
 } from "../../daemon/core/adapter.js";
 
 export interface SentMessage {
@@ -24,6 +28,8 @@ export interface FakeAdapterOptions {
   accountId?: string;
   maxMessageLength?: number;
   typingRefreshMs?: number;
+  /** Whether the fake platform redelivers what was not acknowledged (default false). */
+  redelivers?: boolean;
 }
 
 export type InjectInput = Partial<InboundMessage> & { text: string };
@@ -42,8 +48,12 @@ export interface FakeChatAdapter extends ChatAdapter {
   repliesTo(chatId: string): SentMessage[];
   /** Resolves once at least `count` messages were sent to the chat (rejects after `timeoutMs`). */
   waitForReplies(chatId: string, count: number, timeoutMs?: number): Promise<SentMessage[]>;
-  /** Makes the next `n` sends reject, as a platform outage would. */
-  failNextSends(n: number): void;
+  /** What `accept` answered, per injected message, in order. */
+  readonly outcomes: AcceptOutcome[];
+  /** Makes the next `n` sends reject, as a platform outage would (a plain Error, or the given SendError fields). */
+  failNextSends(n: number, error?: { permanent: boolean; retryAfterMs?: number }): void;
+  /** Send attempts so far, failed ones included. */
+  readonly sendAttempts: number;
   /** After `n` more sends succeed, further sends hang (a process about to die mid-reply). */
   hangAfter(n: number): void;
 }
@@ -63,6 +73,10 @@ export function createFakeAdapter(options: FakeAdapterOptions = {}): FakeChatAda
   const waiters = new Set<() => void>();
   let sink: InboundSink | undefined;
   let failures = 0;
+  let failWith: { permanent: boolean; retryAfterMs?: number } | undefined;
+  let attempts = 0;
+  const outcomes: AcceptOutcome[] = [];
+  const capabilities: AdapterCapabilities = { redelivers: options.redelivers ?? false, edit: false };
   let untilHang = Number.POSITIVE_INFINITY;
 
   const wake = () => {
@@ -73,6 +87,12 @@ export function createFakeAdapter(options: FakeAdapterOptions = {}): FakeChatAda
     platform,
     accountId,
     limits,
+    capabilities,
+    outcomes,
+    get sendAttempts() {
+      return attempts;
+    },
+    measure: rawLength,
     sent,
     typing,
     statuses,
@@ -91,8 +111,10 @@ export function createFakeAdapter(options: FakeAdapterOptions = {}): FakeChatAda
     async send(target, text, opts) {
       if (untilHang <= 0) return new Promise<void>(() => undefined);
       untilHang--;
+      attempts++;
       if (failures > 0) {
         failures--;
+        if (failWith) throw new SendError("fake platform: send refused", failWith);
         throw new Error("fake platform: send failed");
       }
       if (text.length > limits.maxMessageLength) throw new Error(`fake platform: message of ${text.length} > ${limits.maxMessageLength}`);
@@ -115,7 +137,7 @@ export function createFakeAdapter(options: FakeAdapterOptions = {}): FakeChatAda
         sentAt: Date.now(),
         ...input,
       };
-      await sink.accept(message);
+      outcomes.push(await sink.accept(message));
       return message;
     },
     repliesTo: (chatId) => sent.filter((m) => m.target.chatId === chatId),
@@ -137,8 +159,9 @@ export function createFakeAdapter(options: FakeAdapterOptions = {}): FakeChatAda
         check();
       });
     },
-    failNextSends(n) {
+    failNextSends(n, error) {
       failures = n;
+      failWith = error;
     },
     hangAfter(n) {
       untilHang = n;

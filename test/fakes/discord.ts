@@ -130,6 +130,10 @@ type Json = Record<string, unknown>;
 
 export interface FakeDiscord {
   readonly bot: FakeUser;
+  /** Attachment downloads wait until the returned function is called (a slow CDN). */
+  holdAttachments(): () => void;
+  /** Attachment downloads asked for so far. */
+  readonly attachmentRequests: number;
   /** REST base to configure the client with (`rest.api`), e.g. `http://127.0.0.1:PORT/api`. */
   readonly apiBase: string;
   /** What `GET /gateway/bot` hands out. */
@@ -213,6 +217,8 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
   const sent = new Map<string, RecordedMessage[]>();
   const typing = new Map<string, number>();
   const attachments = new Map<string, { data: Buffer; contentType: string }>();
+  let attachmentGate: Promise<void> | undefined;
+  let attachmentRequests = 0;
   const faults: Fault[] = [];
   const versions = new Map<string, MessageVersion[]>();
   let editIntervalMs = options.editIntervalMs ?? 0;
@@ -314,6 +320,8 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
 
     const attachment = /^\/attachments\/(\d+)\/(\d+)\/[^/]+$/.exec(path);
     if (attachment && method === "GET") {
+      attachmentRequests++;
+      await attachmentGate;
       const stored = attachments.get(attachment[2]!);
       if (!stored) return send(res, 404, { message: "Not Found", code: 0 });
       return send(res, 200, stored.data, stored.contentType);
@@ -636,6 +644,17 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
 
   return {
     bot,
+    holdAttachments() {
+      let release!: () => void;
+      attachmentGate = new Promise<void>((r) => (release = r));
+      return () => {
+        attachmentGate = undefined;
+        release();
+      };
+    },
+    get attachmentRequests() {
+      return attachmentRequests;
+    },
     apiBase: `${httpBase}/api`,
     gatewayUrl,
     resumeGatewayUrl,

@@ -78,6 +78,15 @@ export interface FakeTelegram {
   inject429(method: string, retryAfterSeconds: number, times: number): void;
   /** The next `times` HTML sends are refused as Telegram refuses bad entities. */
   rejectHtml(times: number): void;
+  /**
+   * The next `times` calls of `method` answer `status` with this body as is
+   * (a Telegram error object, or what a proxy in front says: HTML, other JSON).
+   */
+  injectError(method: string, status: number, body: string | Json, times: number): void;
+  /** Answer getUpdates at once even when empty, as some Bot API servers do (never hold a long poll). */
+  holdPolls: boolean;
+  /** Called on every Bot API call as it arrives (method name). */
+  onCall?: (method: string) => void;
   sentMessages(chatId?: string | number): SentMessage[];
   chatActions: { chat_id: string; action: string }[];
   commands: unknown[];
@@ -164,6 +173,7 @@ export async function createFakeTelegram(options: {
   const callCounts = new Map<string, number>();
   const files = new Map<string, { path: string; content: Buffer }>();
   const faults = new Map<string, { retryAfter: number; times: number }>();
+  const rawFaults = new Map<string, { status: number; body: string | Json; times: number }>();
   let wake: (() => void)[] = [];
   /** The long poll being held, if any: a newer one ends it with 409 as Telegram does. */
   let heldPoll: { conflict: () => void } | undefined;
@@ -248,6 +258,10 @@ export async function createFakeTelegram(options: {
     rejectHtml(times) {
       htmlRejections = times;
     },
+    injectError(method, status, body, times) {
+      rawFaults.set(method, { status, body, times });
+    },
+    holdPolls: true,
     sentMessages: (chatId) => (chatId === undefined ? [...sent] : sent.filter((m) => m.chat_id === String(chatId))),
     chatActions: [],
     commands: [],
@@ -314,7 +328,17 @@ export async function createFakeTelegram(options: {
     if (match[1] !== options.token) return fail(res, 401, "Unauthorized");
     const method = match[2]!;
     callCounts.set(method, (callCounts.get(method) ?? 0) + 1);
+    fake.onCall?.(method);
     const params = await readParams(req);
+    const raw = rawFaults.get(method);
+    if (raw && raw.times > 0) {
+      raw.times--;
+      if (typeof raw.body === "string") {
+        res.writeHead(raw.status, { "content-type": "text/html" });
+        return void res.end(raw.body);
+      }
+      return json(res, raw.status, raw.body);
+    }
     const fault = faults.get(method);
     if (fault && fault.times > 0) {
       fault.times--;
@@ -340,7 +364,7 @@ export async function createFakeTelegram(options: {
         fake.offsets.push(offset);
         if (offset !== undefined) while (updates.length && Number(updates[0]!.update_id) < offset) updates.shift();
         const timeout = Number(params.timeout ?? 0);
-        if (!updates.length && timeout > 0 && (await holdPoll(res, timeout)) === "conflict") {
+        if (!updates.length && timeout > 0 && fake.holdPolls && (await holdPoll(res, timeout)) === "conflict") {
           return fail(res, 409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running");
         }
         return ok(res, updates.slice(0, Number(params.limit ?? 100)));

@@ -28,6 +28,7 @@ import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import type { DiscordChannelConfig } from "../../config/schema.js";
 import type { AdapterStatusEvent } from "../../core/adapter.js";
+import { backoffDelay, pause } from "../../core/retry.js";
 
 /** @discordjs/ws's manager (discord.js exports its own class under that name). */
 type WSWebSocketManager = Parameters<NonNullable<WebSocketOptions["buildStrategy"]>>[0];
@@ -150,30 +151,16 @@ export function createGatewayConnection(deps: ConnectionDeps): GatewayConnection
   let lastConnectedAt = 0;
   let rebuildStreak = 0;
   let graceTimer: Timer | null = null;
-  let wakeSleep: (() => void) | null = null;
+  /** Aborted by stop: ends a backoff pause at once. */
+  const stopSignal = new AbortController();
   let abortAttempt: ((error: Error) => void) | null = null;
   let loop: Promise<void> | null = null;
   let startPromise: Promise<void> | null = null;
   let stopPromise: Promise<void> | null = null;
 
-  const backoff = (attempt: number): number => {
-    const base = Math.min(tuning.backoffMaxMs, tuning.backoffInitialMs * 2 ** Math.max(0, attempt - 1));
-    // ±20 % jitter, so many bridges do not hammer the gateway in step.
-    return Math.round(base * (0.8 + 0.4 * deps.random.float()));
-  };
-
-  const sleep = (ms: number): Promise<void> =>
-    new Promise((resolve) => {
-      const timer = clock.setTimeout(() => {
-        wakeSleep = null;
-        resolve();
-      }, ms);
-      wakeSleep = () => {
-        timer.cancel();
-        wakeSleep = null;
-        resolve();
-      };
-    });
+  // Jittered, so many bridges do not hammer the gateway in step (the daemon's one backoff).
+  const backoff = (attempt: number): number => backoffDelay(attempt, { baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs }, deps.random);
+  const sleep = (ms: number): Promise<void> => pause(clock, ms, stopSignal.signal);
 
   const describe = (error: unknown): ConnectFailure => {
     if (error instanceof ConnectFailure) return error;
@@ -411,7 +398,7 @@ export function createGatewayConnection(deps: ConnectionDeps): GatewayConnection
         connected = false;
         graceTimer?.cancel();
         graceTimer = null;
-        wakeSleep?.();
+        stopSignal.abort();
         abortAttempt?.(new ConnectFailure("stopped", false));
         const built = active;
         active = null;

@@ -6,7 +6,6 @@
  */
 import type { DiscordChannelConfig } from "../../config/schema.js";
 import type { ChatType, InboundAttachment } from "../../core/adapter.js";
-import { groupRequiresMention } from "../../core/access.js";
 
 export interface DiscordAttachmentView {
   id: string;
@@ -48,8 +47,9 @@ export interface BotIdentity {
 }
 
 export type InboundDecision =
-  | { kind: "ignore"; reason: "own message" | "bot author" | "system message" | "webhook" | "not mentioned" | "empty" }
-  | { kind: "accept"; chatType: ChatType; text: string };
+  | { kind: "ignore"; reason: "own message" | "bot author" | "system message" | "webhook" | "empty" }
+  /** `mentioned` (groups only): whether it addresses the bot; the core applies the group's mention rule. */
+  | { kind: "accept"; chatType: ChatType; text: string; mentioned?: boolean };
 
 type MentionConfig = Pick<DiscordChannelConfig, "access" | "requireMention">;
 
@@ -90,19 +90,16 @@ export function stripBotMention(content: string, bot: BotIdentity): string {
   return text.trim();
 }
 
-export function classifyMessage(view: DiscordMessageView, bot: BotIdentity, config: MentionConfig): InboundDecision {
+export function classifyMessage(view: DiscordMessageView, bot: BotIdentity): InboundDecision {
   if (view.authorId === bot.id) return { kind: "ignore", reason: "own message" };
   if (view.authorIsBot) return { kind: "ignore", reason: "bot author" };
   if (view.fromWebhook) return { kind: "ignore", reason: "webhook" };
   if (view.isSystem) return { kind: "ignore", reason: "system message" };
 
   const chatType: ChatType = view.guildId ? "group" : "direct";
-  if (chatType === "group" && groupRequiresMention(config, groupSettingsKey(config, view)) && !mentionsBot(view, bot)) {
-    return { kind: "ignore", reason: "not mentioned" };
-  }
   const text = stripBotMention(view.content, bot);
   if (!text && view.attachments.length === 0) return { kind: "ignore", reason: "empty" };
-  return { kind: "accept", chatType, text };
+  return chatType === "group" ? { kind: "accept", chatType, text, mentioned: mentionsBot(view, bot) } : { kind: "accept", chatType, text };
 }
 
 export function attachmentKind(contentType: string | null): InboundAttachment["kind"] {

@@ -5,10 +5,11 @@
  * channels need no cache. Commands and access control are the core's; this
  * file only translates.
  */
-import { DiscordAPIError, HTTPError, REST, Routes, type Client, type Message, type RESTPostAPIChannelMessageJSONBody } from "discord.js";
+import { DiscordAPIError, HTTPError, RateLimitError, REST, Routes, type Client, type Message, type RESTPostAPIChannelMessageJSONBody } from "discord.js";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
 import type { DiscordChannelConfig } from "../../config/schema.js";
-import { checkAccess } from "../../core/access.js";
+import { rawLength, SendError, type AdmissionAnswer, type DroppedAttachment, type SendReceipt } from "../../core/adapter.js";
+import { createSerialQueue } from "../../core/retry.js";
 import type {
   AdapterDeps,
   AdapterLimits,
@@ -19,7 +20,7 @@ import type {
   InboundSink,
   SendOptions,
 } from "../../core/adapter.js";
-import { downloadAttachment, formatBytes } from "../download.js";
+import { downloadAttachment } from "../download.js";
 import { createGatewayConnection, defaultConnectionTuning, type ConnectionTuning } from "./connection.js";
 import {
   attachmentKind,
@@ -41,20 +42,23 @@ export interface DiscordAdapterOptions extends Partial<ConnectionTuning> {
 }
 
 /** A send that failed: `status` is Discord's HTTP status, 0 when no answer came. */
-export class DiscordAdapterError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-    /** Discord's JSON error code (10003 unknown channel, 50013 missing permissions, ...). */
-    readonly code?: number | string,
-  ) {
-    super(message);
-    this.name = "DiscordAdapterError";
+/**
+ * A Discord call that failed, as the core's `SendError`: 4xx other than 429
+ * and 408 (unknown channel, missing access, a user who blocks DMs) is
+ * permanent; a rate limit carries its retry-after.
+ */
+export class DiscordAdapterError extends SendError {
+  /** Discord's JSON error code (10003 unknown channel, 50013 missing permissions, ...). */
+  readonly code: number | string | undefined;
+  constructor(message: string, status: number, code?: number | string, retryAfterMs?: number) {
+    const permanent = status >= 400 && status < 500 && status !== 429 && status !== 408;
+    super(message, { permanent, status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
+    this.code = code;
   }
 
   /** Worth trying again later: rate limits, Discord's own errors, no answer. */
   get retryable(): boolean {
-    return this.status === 0 || this.status === 429 || this.status >= 500;
+    return !this.permanent;
   }
 }
 
@@ -71,10 +75,12 @@ export function createDiscordAdapter(
   const tuning: ConnectionTuning = { ...defaultConnectionTuning, ...stripUndefined(tuningOverrides) };
 
   // Outbound goes through this client only: it does not depend on the gateway being up.
-  const rest = new REST({ api: config.api }).setToken(token);
+  // No retries and no rate-limit waits inside it: the core's one retry policy owns those
+  // (a rate limit comes back as an error carrying its retry-after).
+  const rest = new REST({ api: config.api, retries: 0, rejectOnRateLimit: () => true }).setToken(token);
   let sink: InboundSink | null = null;
-  /** One promise chain per channel: messages reach the core in the order they were sent. */
-  const chains = new Map<string, Promise<void>>();
+  /** Messages of one channel reach the core in the order they were sent; channels side by side. */
+  const chains = createSerialQueue<string>();
 
   const connection = createGatewayConnection({
     config,
@@ -99,7 +105,7 @@ export function createDiscordAdapter(
       name: client.user.username,
       roleIds: botRoleIds(message, client),
     };
-    const decision = classifyMessage(view, bot, config);
+    const decision = classifyMessage(view, bot);
     if (decision.kind === "ignore") {
       log.debug({ messageId: view.id, chatId: view.channelId, reason: decision.reason }, "discord message ignored");
       return;
@@ -115,41 +121,46 @@ export function createDiscordAdapter(
       messageId: view.id,
       text: decision.text,
       sentAt: view.createdTimestamp,
+      ...(decision.mentioned !== undefined ? { mentioned: decision.mentioned } : {}),
     };
     enqueue(view.channelId, () => deliver(view, inbound));
   }
 
   function enqueue(key: string, task: () => Promise<void>): void {
-    const next = (chains.get(key) ?? Promise.resolve()).then(task).catch((error: unknown) => {
+    chains.run(key, task).catch((error: unknown) => {
       log.error({ chatId: key, err: redact(errorText(error)) }, "discord message not handed to the core");
-    });
-    chains.set(key, next);
-    void next.then(() => {
-      if (chains.get(key) === next) chains.delete(key);
     });
   }
 
   async function deliver(view: DiscordMessageView, inbound: InboundMessage): Promise<void> {
-    if (view.attachments.length > 0) {
-      // Strangers' files are not fetched: the core will refuse the message anyway.
-      if (checkAccess(config.access, inbound).allowed) {
-        const { files, refused } = await fetchAttachments(view);
-        if (files.length > 0) inbound.attachments = files;
-        if (refused.length > 0) await tellRefused(inbound, refused);
-      }
-      if (!inbound.text && !inbound.attachments) return;
-    }
     if (!sink) return;
+    if (view.attachments.length > 0) {
+      // Strangers' files are not fetched: the core says whether it would take the message, and which sizes.
+      const admission = sink.admit({ message: inbound, attachmentSizes: view.attachments.map((a) => a.size) });
+      if (admission.allowed) {
+        const { files, dropped } = await fetchAttachments(view, admission.attachments);
+        if (files.length > 0) inbound.attachments = files;
+        // The core tells the sender, once the message is journaled.
+        if (dropped.length > 0) inbound.droppedAttachments = dropped;
+      }
+      if (!inbound.text && !inbound.attachments && !inbound.droppedAttachments) return;
+    }
+    // Discord never delivers a message twice: the core journals it or tells the person.
     await sink.accept(inbound);
   }
 
-  async function fetchAttachments(view: DiscordMessageView): Promise<{ files: InboundAttachment[]; refused: string[] }> {
+  async function fetchAttachments(view: DiscordMessageView, admitted: AdmissionAnswer["attachments"]): Promise<{ files: InboundAttachment[]; dropped: DroppedAttachment[] }> {
     const files: InboundAttachment[] = [];
-    const refused: string[] = [];
-    for (const attachment of view.attachments) {
+    const dropped: DroppedAttachment[] = [];
+    for (const [i, attachment] of view.attachments.entries()) {
       const fileName = safeFileName(attachment.name, attachment.id);
+      const verdict = admitted[i];
+      if (!verdict?.fetch) {
+        dropped.push({ fileName, reason: verdict?.reason ?? "disabled" });
+        continue;
+      }
       const result = await downloadAttachment(attachment.url, {
-        maxBytes: deps.maxAttachmentBytes,
+        maxBytes: verdict.maxBytes,
         reportedSize: attachment.size,
         timeoutMs: attachmentTimeoutMs,
       });
@@ -159,33 +170,22 @@ export function createDiscordAdapter(
         if (mimeType) file.mimeType = mimeType;
         files.push(file);
       } else if (result.reason === "too_large") {
-        refused.push(`"${fileName}" is larger than the ${formatBytes(deps.maxAttachmentBytes)} limit`);
+        dropped.push({ fileName, reason: "too_large" });
       } else {
         log.warn({ messageId: view.id, fileName, detail: result.detail }, "discord attachment download failed");
-        refused.push(`"${fileName}" could not be downloaded`);
+        dropped.push({ fileName, reason: "unavailable" });
       }
     }
-    return { files, refused };
-  }
-
-  async function tellRefused(inbound: InboundMessage, refused: string[]): Promise<void> {
-    const text = `${refused.join("; ")}, so it was not passed on.`;
-    const target: ChatTarget = {
-      platform: "discord",
-      accountId,
-      chatId: inbound.chatId,
-      chatType: inbound.chatType,
-      replyToMessageId: inbound.messageId,
-    };
-    await adapter.send(target, text.slice(0, DISCORD_LIMITS.maxMessageLength), { format: "plain" }).catch((error: unknown) => {
-      log.warn({ chatId: inbound.chatId, err: redact(errorText(error)) }, "could not tell the sender about a refused attachment");
-    });
+    return { files, dropped };
   }
 
   const adapter: ChatAdapter = {
     platform: "discord",
     accountId,
     limits: DISCORD_LIMITS,
+    capabilities: { redelivers: false, edit: false },
+    // Discord counts the raw text (it renders Markdown itself).
+    measure: rawLength,
 
     async start(inboundSink) {
       sink = inboundSink;
@@ -195,12 +195,12 @@ export function createDiscordAdapter(
     async stop() {
       await connection.stop();
       // Messages already taken in still reach the core.
-      await Promise.allSettled([...chains.values()]);
+      await chains.idle();
       rest.clearHashSweeper();
       rest.clearHandlerSweeper();
     },
 
-    async send(target: ChatTarget, text: string, _options: SendOptions) {
+    async send(target: ChatTarget, text: string, _options: SendOptions): Promise<SendReceipt> {
       // Discord renders Markdown itself, so "markdown" passes as is; "plain" also
       // passes as is, since escaping would lengthen a chunk the core sized to fit.
       if (text.length > DISCORD_LIMITS.maxMessageLength) {
@@ -219,7 +219,8 @@ export function createDiscordAdapter(
         body.message_reference = { message_id: target.replyToMessageId, fail_if_not_exists: false };
       }
       try {
-        await rest.post(Routes.channelMessages(target.chatId), { body });
+        const sent = (await rest.post(Routes.channelMessages(target.chatId), { body })) as { id?: unknown } | null;
+        return typeof sent?.id === "string" ? { messageId: sent.id } : {};
       } catch (error) {
         throw toAdapterError(error, `discord send to ${target.chatId} failed`);
       }
@@ -235,6 +236,9 @@ export function createDiscordAdapter(
   };
 
   function toAdapterError(error: unknown, prefix: string): DiscordAdapterError {
+    if (error instanceof RateLimitError) {
+      return new DiscordAdapterError(`${prefix}: rate limited for ${error.retryAfter} ms`, 429, undefined, error.retryAfter);
+    }
     if (error instanceof DiscordAPIError) {
       return new DiscordAdapterError(`${prefix}: ${error.status} ${redact(error.message)}`, error.status, error.code);
     }

@@ -10,18 +10,32 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { timingSafeEqual } from "node:crypto";
-import { autoRetry } from "@grammyjs/auto-retry";
 import { Api, GrammyError, HttpError } from "grammy";
 import type { Message, Update, UserFromGetMe } from "grammy/types";
 import type { TelegramChannelConfig } from "../../config/schema.js";
-import type { AdapterDeps, ChatAdapter, ChatTarget, InboundAttachment, InboundMessage, InboundSink, SendOptions } from "../../core/adapter.js";
-import { checkAccess, groupRequiresMention } from "../../core/access.js";
+import {
+  SendError,
+  type AdapterDeps,
+  type AdmissionAnswer,
+  type ChatAdapter,
+  type DroppedAttachment,
+  type ChatTarget,
+  type InboundAttachment,
+  type InboundMessage,
+  type InboundSink,
+  type SendOptions,
+  type SendReceipt,
+  type TextFormat,
+} from "../../core/adapter.js";
+import { backoffDelay, createSerialQueue, pause as pauseFor } from "../../core/retry.js";
 import { redactSecrets } from "../../ops/logger.js";
-import { downloadAttachment, formatBytes } from "../download.js";
+import { cryptoRandom } from "../../../shared/random.js";
+import { downloadAttachment } from "../download.js";
 import { addressesBot, chatTypeOf, fileRefsOf, stripMention, type FileRef } from "./inbound.js";
-import { telegramMarkdownToHtml } from "./markdown.js";
+import { telegramFetch } from "./fetch.js";
+import { telegramMarkdownToHtml, telegramVisibleLength } from "./markdown.js";
 
-export { telegramMarkdownToHtml } from "./markdown.js";
+export { telegramMarkdownToHtml, telegramVisibleLength } from "./markdown.js";
 export { addressesBot, stripMention } from "./inbound.js";
 
 export const TELEGRAM_LIMITS = { maxMessageLength: 4096, typingRefreshMs: 4500 } as const;
@@ -47,31 +61,40 @@ const MAX_WEBHOOK_BODY = 1024 * 1024;
 export interface TelegramAdapterOptions {
   /** Long-poll timeout in seconds (Telegram's `timeout`); tests use small ones. Default 25. */
   pollTimeoutSeconds?: number;
-  /** Flood control: a 429 is retried this many times (default 5)... */
-  maxRetryAttempts?: number;
-  /** ...and only while its `retry_after` is at most this (default 60 s); otherwise the call fails at once. */
-  maxRetryDelaySeconds?: number;
-  /** Pause after a refused accept, and the first pause after a failed poll (doubling up to 30 s). Default 1000 ms. */
+  /**
+   * Pause after a refused accept, the first pause after a failed poll (doubling
+   * up to 30 s), and after an empty poll answered at once (doubling up to 5 s:
+   * a Bot API server that does not hold long polls must not be polled in a
+   * tight loop). Default 1000 ms.
+   */
   retryPauseMs?: number;
   /** Per attachment download. Default 60 s. */
   attachmentTimeoutMs?: number;
+  /** Jitter for pauses. */
+  random?: import("../../../shared/random.js").Random;
 }
 
-/** A Bot API call that failed: `status` is Telegram's error code, 0 when no answer came. */
-export class TelegramAdapterError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-    /** Telegram's `retry_after` on a 429 that was not waited out. */
-    readonly retryAfterSeconds?: number,
-  ) {
-    super(message);
-    this.name = "TelegramAdapterError";
+/**
+ * A Bot API call that failed, as the core's `SendError`: `status` is
+ * Telegram's error code (0 when no answer came). 4xx other than 429 is
+ * permanent (403 "bot was blocked by the user", 400 "chat not found"); a 429
+ * carries its `retry_after`, which the core's retry policy waits out.
+ */
+export class TelegramAdapterError extends SendError {
+  /** Telegram's `retry_after` on a 429, seconds. */
+  readonly retryAfterSeconds: number | undefined;
+  constructor(message: string, status: number, retryAfterSeconds?: number) {
+    super(message, {
+      permanent: status >= 400 && status < 500 && status !== 429,
+      status,
+      ...(retryAfterSeconds !== undefined ? { retryAfterMs: retryAfterSeconds * 1000 } : {}),
+    });
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 
   /** Worth trying again later: flood limits, Telegram's own errors, no answer. */
   get retryable(): boolean {
-    return this.status === 0 || this.status === 429 || this.status >= 500;
+    return !this.permanent;
   }
 }
 
@@ -80,20 +103,14 @@ type ApiSignal = Parameters<Api["getMe"]>[0];
 
 export function createTelegramAdapter(config: TelegramChannelConfig, deps: AdapterDeps, options: TelegramAdapterOptions = {}): ChatAdapter {
   const log = deps.logger.child({ platform: "telegram", accountId: config.id });
+  const random = options.random ?? cryptoRandom;
   const scrub = (text: string) => redactSecrets(text, [config.token]);
   const apiRoot = config.apiRoot.replace(/\/+$/, "");
   const pollTimeout = options.pollTimeoutSeconds ?? 25;
   const retryPauseMs = options.retryPauseMs ?? 1000;
   // A request that hangs must not hang for grammY's default 500 s; a long poll needs its timeout plus slack.
-  const api = new Api(config.token, { apiRoot, timeoutSeconds: pollTimeout + 30 });
-  const floodRetry = autoRetry({
-    maxRetryAttempts: options.maxRetryAttempts ?? 5,
-    maxDelaySeconds: options.maxRetryDelaySeconds ?? 60,
-    // Network failures surface at once: the poll loop and the core's send retries own those.
-    rethrowHttpErrors: true,
-  });
-  // Typing is best effort: waiting out a flood limit there would only hold up the reply it decorates.
-  api.config.use((prev, method, payload, signal) => (method === "sendChatAction" ? prev(method, payload, signal) : floodRetry(prev, method, payload, signal)));
+  // No retry layer here: a 429 surfaces with its retry_after, and the core's one retry policy waits it out.
+  const api = new Api(config.token, { apiRoot, timeoutSeconds: pollTimeout + 30, fetch: telegramFetch });
 
   let phase: "idle" | "running" | "stopped" = "idle";
   let sink: InboundSink | undefined;
@@ -106,19 +123,9 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
   let webhook: Server | undefined;
   let stopping: Promise<void> | undefined;
   /** Webhook mode: one chain per chat keeps a chat's updates in order. */
-  const chains = new Map<string, Promise<void>>();
+  const chains = createSerialQueue<string>();
 
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (run.signal.aborted) return resolve();
-      const done = () => {
-        timer.cancel();
-        run.signal.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = deps.clock.setTimeout(done, ms);
-      run.signal.addEventListener("abort", done, { once: true });
-    });
+  const pause = (ms: number) => pauseFor(deps.clock, ms, run.signal);
 
   const tokenRefused = (error: unknown) => error instanceof GrammyError && (error.error_code === 401 || error.error_code === 404);
 
@@ -156,12 +163,15 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
     const handedOver = new Set<number>();
     /** Failed attempts in a row, for the backoff; `degraded` once polls fail after connecting. */
     let failures = connected ? 0 : 1;
+    /** Empty polls answered at once in a row (a server that does not hold long polls). */
+    let hastyEmpty = 0;
     let degraded = false;
     if (!connected) await pause(retryPauseMs);
     while (phase === "running") {
       try {
         if (!connected) await connect();
         if (config.mode === "webhook") return;
+        const asked = deps.clock.now();
         const updates = await api.getUpdates(
           { offset: offset === undefined ? undefined : offset + 1, timeout: pollTimeout, allowed_updates: ["message"] },
           signal,
@@ -171,7 +181,16 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
           degraded = false;
           sink?.status({ state: "connected", detail: `@${me?.username ?? "?"}` });
         }
-        if (!updates.length) continue;
+        if (!updates.length) {
+          // Telegram holds an empty poll for `timeout` seconds; one answered well before that means a
+          // server that does not, and asking again at once would spin. Wait, longer each time.
+          if (deps.clock.now() - asked < (pollTimeout * 1000) / 2) {
+            hastyEmpty++;
+            await pause(backoffDelay(hastyEmpty, { baseMs: retryPauseMs, maxMs: Math.max(retryPauseMs, 5000) }, random));
+          } else hastyEmpty = 0;
+          continue;
+        }
+        hastyEmpty = 0;
         for (const id of await handleBatch(updates.filter((u) => !handedOver.has(u.update_id)))) handedOver.add(id);
         // The offset moves over the longest handled prefix; the rest comes again with the next poll.
         let next = offset;
@@ -204,7 +223,7 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
         failures++;
         if (connected) degraded = true;
         sink?.status({ state: "reconnecting", detail: describe(error, scrub) });
-        await pause(Math.min(retryPauseMs * 2 ** (failures - 1), Math.max(retryPauseMs, 30_000)));
+        await pause(backoffDelay(failures, { baseMs: retryPauseMs, maxMs: Math.max(retryPauseMs, 30_000) }, random));
       }
     }
   }
@@ -246,27 +265,33 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
     const inbound = translate(message, me);
     if (!inbound) return;
     const refs = fileRefsOf(message);
-    const refused: string[] = [];
-    // Strangers' files are not fetched: the core refuses their messages anyway.
-    if (refs.length && checkAccess(config.access, inbound).allowed) {
-      const files: InboundAttachment[] = [];
-      for (const ref of refs) {
-        const result = await download(ref);
-        if (typeof result === "string") refused.push(result);
-        else files.push(result);
+    if (refs.length) {
+      // Strangers' files are not fetched: the core says whether it would take the message, and which files.
+      const admission = sink.admit({ message: inbound, attachmentSizes: refs.map((r) => r.size) });
+      if (admission.allowed) {
+        const files: InboundAttachment[] = [];
+        const dropped: DroppedAttachment[] = [];
+        for (const [i, ref] of refs.entries()) {
+          const result = await download(ref, admission.attachments[i]);
+          if ("reason" in result) dropped.push(result);
+          else files.push(result);
+        }
+        if (files.length) inbound.attachments = files;
+        // The core tells the sender, once the message is journaled.
+        if (dropped.length) inbound.droppedAttachments = dropped;
       }
-      if (files.length) inbound.attachments = files;
     }
-    if (inbound.text.trim() || inbound.attachments?.length) await sink.accept(inbound);
-    // Told only once the message is with the core, so a redelivery does not say it twice.
-    if (refused.length) await tellRefused(inbound, refused);
+    if (inbound.text.trim() || inbound.attachments?.length || inbound.droppedAttachments?.length) {
+      const outcome = await sink.accept(inbound);
+      // Not acknowledged (busy, stopping): the offset stays, and Telegram hands it over again.
+      if (!outcome.acknowledge) throw new Error(`not taken now (${outcome.reason}); Telegram will deliver it again`);
+    }
   }
 
   function translate(message: Message, bot: UserFromGetMe): InboundMessage | undefined {
     const chatType = chatTypeOf(message);
     if (!chatType || !message.from || message.from.is_bot) return undefined;
     const chatId = String(message.chat.id);
-    if (chatType === "group" && groupRequiresMention(config, chatId) && !addressesBot(message, bot)) return undefined;
     const from = message.from;
     return {
       platform: "telegram",
@@ -278,19 +303,22 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
       messageId: String(message.message_id),
       text: stripMention(message.text ?? message.caption ?? "", bot.username),
       sentAt: message.date * 1000,
+      // The core applies the group's mention rule.
+      ...(chatType === "group" ? { mentioned: addressesBot(message, bot) } : {}),
     };
   }
 
-  /** The file, or why it was not passed on (said to the sender). */
-  async function download(ref: FileRef): Promise<InboundAttachment | string> {
-    const tooLarge = `"${ref.fileName}" is larger than the ${formatBytes(deps.maxAttachmentBytes)} limit`;
-    if (ref.size !== undefined && ref.size > deps.maxAttachmentBytes) return tooLarge;
+  /** The file, or why it was not passed on (the core tells the sender). */
+  async function download(ref: FileRef, verdict: AdmissionAnswer["attachments"][number] | undefined): Promise<InboundAttachment | DroppedAttachment> {
+    const tooLarge: DroppedAttachment = { fileName: ref.fileName, reason: "too_large" };
+    const unavailable: DroppedAttachment = { fileName: ref.fileName, reason: "unavailable" };
+    if (!verdict?.fetch) return { fileName: ref.fileName, reason: verdict?.reason ?? "disabled" };
     try {
       const file = await api.getFile(ref.fileId, signal);
-      if (!file.file_path) return `"${ref.fileName}" could not be downloaded`;
+      if (!file.file_path) return unavailable;
       const path = file.file_path.split("/").map(encodeURIComponent).join("/");
       const result = await downloadAttachment(`${apiRoot}/file/bot${config.token}/${path}`, {
-        maxBytes: deps.maxAttachmentBytes,
+        maxBytes: verdict.maxBytes,
         ...(file.file_size !== undefined ? { reportedSize: file.file_size } : {}),
         timeoutMs: options.attachmentTimeoutMs ?? 60_000,
       });
@@ -305,28 +333,13 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
       if (error instanceof GrammyError && /too big/i.test(error.description)) return tooLarge;
       log.warn({ fileName: ref.fileName, err: describe(error, scrub) }, "telegram attachment download failed");
     }
-    return `"${ref.fileName}" could not be downloaded`;
-  }
-
-  async function tellRefused(inbound: InboundMessage, refused: string[]): Promise<void> {
-    const target: ChatTarget = { platform: "telegram", accountId: config.id, chatId: inbound.chatId, chatType: inbound.chatType, replyToMessageId: inbound.messageId };
-    const text = `${refused.join("; ")}, so it was not passed on.`.slice(0, TELEGRAM_LIMITS.maxMessageLength);
-    await adapter.send(target, text, { format: "plain" }).catch((error: unknown) => {
-      log.warn({ chatId: inbound.chatId, err: describe(error, scrub) }, "could not tell the sender about a refused attachment");
-    });
+    return unavailable;
   }
 
   // ------------------------------------------------------------ webhook
 
   function enqueueForChat(update: Update): Promise<void> {
-    const key = chatKeyOf(update);
-    const next = (chains.get(key) ?? Promise.resolve()).then(() => handleUpdate(update));
-    const settled = next.catch(() => {});
-    chains.set(key, settled);
-    void settled.then(() => {
-      if (chains.get(key) === settled) chains.delete(key);
-    });
-    return next;
+    return chains.run(chatKeyOf(update), () => handleUpdate(update));
   }
 
   function onWebhookRequest(req: IncomingMessage, res: ServerResponse): void {
@@ -389,6 +402,12 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
     platform: "telegram",
     accountId: config.id,
     limits: TELEGRAM_LIMITS,
+    // An update not confirmed by the next poll's offset (or a webhook answered non-2xx) comes again.
+    capabilities: { redelivers: true, edit: false },
+
+    measure(text: string, format: TextFormat) {
+      return format === "markdown" ? telegramVisibleLength(telegramMarkdownToHtml(text)) : text.length;
+    },
 
     async start(s) {
       if (phase === "stopped") throw new TelegramAdapterError("telegram adapter was stopped", 0);
@@ -431,13 +450,13 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
         await loop;
         await closeWebhook();
         // Updates already being handed over still reach the core (or come again).
-        await Promise.allSettled(chains.values());
+        await chains.idle();
         if (wasRunning) sink?.status({ state: "stopped" });
       })();
       return stopping;
     },
 
-    async send(target: ChatTarget, text: string, sendOptions: SendOptions) {
+    async send(target: ChatTarget, text: string, sendOptions: SendOptions): Promise<SendReceipt> {
       const chatId = target.chatId;
       // In groups the reply quotes the message it answers (and so lands in the right forum topic).
       const reply =
@@ -446,11 +465,11 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
           : {};
       if (sendOptions.format === "markdown") {
         const html = telegramMarkdownToHtml(text);
-        // Telegram measures the text left after parsing, never longer than the HTML: within the limit here is within it there.
-        if (html.trim() && html.length <= TELEGRAM_LIMITS.maxMessageLength) {
+        // Telegram's limit is on the text left after entity parsing, not on the HTML source.
+        if (html.trim() && telegramVisibleLength(html) <= TELEGRAM_LIMITS.maxMessageLength) {
           try {
-            await api.sendMessage(chatId, html, { parse_mode: "HTML", ...reply });
-            return;
+            const sent = await api.sendMessage(chatId, html, { parse_mode: "HTML", ...reply });
+            return { messageId: String(sent.message_id) };
           } catch (error) {
             if (!isEntityError(error)) throw toAdapterError("sendMessage", error, scrub);
             log.debug({ err: describe(error, scrub) }, "telegram refused the HTML entities; sending plain text");
@@ -458,7 +477,8 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
         }
       }
       try {
-        await api.sendMessage(chatId, text, reply);
+        const sent = await api.sendMessage(chatId, text, reply);
+        return { messageId: String(sent.message_id) };
       } catch (error) {
         throw toAdapterError("sendMessage", error, scrub);
       }

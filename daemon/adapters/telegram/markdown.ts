@@ -116,3 +116,25 @@ function block(tokens: Token[], depth = 0): string {
 export function telegramMarkdownToHtml(markdown: string): string {
   return block(new Lexer({ gfm: true }).lex(markdown)).trim();
 }
+
+/**
+ * What Telegram counts against its 4,096 limit for an HTML message: the text
+ * left after entity parsing (tags removed, each character reference one
+ * character), in UTF-16 code units.
+ */
+export function telegramVisibleLength(html: string): number {
+  let n = 0;
+  for (const m of html.matchAll(/<[^>]*>|&(?:#\d+|#x[0-9a-fA-F]+|[A-Za-z]+);|[^<&]+|[<&]/g)) {
+    const token = m[0];
+    if (token.startsWith("<") && token.length > 1) continue;
+    if (token.startsWith("&") && token.length > 1) {
+      const code = /^&#x([0-9a-f]+);$/i.exec(token)?.[1] ?? undefined;
+      const dec = /^&#(\d+);$/.exec(token)?.[1];
+      const cp = code !== undefined ? parseInt(code, 16) : dec !== undefined ? Number(dec) : 0;
+      n += cp > 0xffff ? 2 : 1;
+      continue;
+    }
+    n += token.length;
+  }
+  return n;
+}

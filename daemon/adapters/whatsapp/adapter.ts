@@ -24,17 +24,21 @@ import qrcodeTerminal from "qrcode-terminal";
 import type { Timer } from "../../../shared/clock.js";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
 import type { WhatsAppChannelConfig } from "../../config/schema.js";
-import { checkAccess, groupRequiresMention } from "../../core/access.js";
-import type {
-  AdapterDeps,
-  AdapterLimits,
-  AdapterStatusEvent,
-  ChatAdapter,
-  ChatTarget,
-  InboundAttachment,
-  InboundMessage,
-  InboundSink,
-  SendOptions,
+import {
+  SendError,
+  type AdapterDeps,
+  type AdapterLimits,
+  type AdapterStatusEvent,
+  type AdmissionAnswer,
+  type ChatAdapter,
+  type ChatTarget,
+  type DroppedAttachment,
+  type InboundAttachment,
+  type InboundMessage,
+  type InboundSink,
+  type SendOptions,
+  type SendReceipt,
+  type TextFormat,
 } from "../../core/adapter.js";
 import { clearAuthDir, openAuthStore, type AuthStore } from "./auth.js";
 import { DEFAULT_BACKOFF, reconnectDelay, type BackoffPolicy } from "./backoff.js";
@@ -68,14 +72,17 @@ export interface WhatsAppAdapterOptions {
 
 export type WhatsAppErrorStatus = "not_connected" | "stopped" | "logged_out" | "failed" | "send_failed" | "auth_failed";
 
-/** Errors are values with a status the core can branch on. */
-export class WhatsAppAdapterError extends Error {
-  constructor(
-    readonly status: WhatsAppErrorStatus,
-    message: string,
-  ) {
-    super(message);
-    this.name = "WhatsAppAdapterError";
+/**
+ * Errors are values with a status the core can branch on; as the core's
+ * `SendError`, a logged-out or failed account is permanent (pairing again is
+ * a person's job), a connection that is down for now is not.
+ */
+export class WhatsAppAdapterError extends SendError {
+  /** The error's kind ("not_connected", "logged_out", ...). */
+  readonly reason: WhatsAppErrorStatus;
+  constructor(status: WhatsAppErrorStatus, message: string) {
+    super(message, { permanent: status === "logged_out" || status === "auth_failed" || status === "failed" });
+    this.reason = status;
   }
 }
 
@@ -414,11 +421,26 @@ export function createWhatsAppAdapter(
       return "skipped";
     }
     const draft = result.draft;
-    if (draft.chatType === "group" && !draft.mentioned && groupRequiresMention(config, draft.chatId)) {
-      log.debug({ chatId: draft.chatId, messageId: draft.messageId }, "group message without mention ignored");
-      return "skipped";
-    }
-    const { attachments, notes } = await fetchAttachments(socket, msg, draft);
+    if (!sink) return "refused";
+    const base: InboundMessage = {
+      platform: PLATFORM,
+      accountId,
+      chatId: draft.chatId,
+      chatType: draft.chatType,
+      userId: draft.userId,
+      ...(draft.userAliases.length ? { userAliases: draft.userAliases } : {}),
+      ...(draft.userName ? { userName: draft.userName } : {}),
+      messageId: draft.messageId,
+      text: draft.text,
+      sentAt: draft.sentAt ?? clock.now(),
+      // The core applies the group's mention rule.
+      ...(draft.chatType === "group" ? { mentioned: draft.mentioned } : {}),
+    };
+    // Strangers' files are not fetched: the core says whether it would take the message, and which sizes.
+    const admission = draft.media ? sink.admit({ message: base, attachmentSizes: [draft.media.declaredBytes] }) : undefined;
+    const { attachments, notes, dropped } = admission?.allowed
+      ? await fetchAttachments(socket, msg, draft, admission.attachments[0])
+      : { attachments: [], notes: [], dropped: [] };
     const text = [draft.text, ...notes].filter(Boolean).join("\n");
     const inbound: InboundMessage = {
       platform: PLATFORM,
@@ -431,19 +453,22 @@ export function createWhatsAppAdapter(
       messageId: draft.messageId,
       text,
       sentAt: draft.sentAt ?? clock.now(),
+      ...(draft.chatType === "group" ? { mentioned: draft.mentioned } : {}),
       ...(attachments.length ? { attachments } : {}),
+      ...(dropped.length ? { droppedAttachments: dropped } : {}),
     };
-    if (!sink) return "refused";
+    let outcome;
     try {
-      await sink.accept(inbound);
+      outcome = await sink.accept(inbound);
+      if (!outcome.acknowledge) throw new Error(`not taken now (${outcome.reason})`);
     } catch (err) {
       // Not journaled: do not acknowledge; kept to offer again.
       log.warn({ err: describe(err), chatId: draft.chatId, messageId: draft.messageId }, "core refused WhatsApp message; will offer it again");
       return "refused";
     }
     if (draft.chatType === "group") receivedMessages.set(`${draft.chatId}:${draft.messageId}`, msg);
-    // Strangers' messages stay unread: on a personal number the owner should still see them.
-    if (readReceipts && checkAccess(config.access, inbound).allowed) {
+    // Strangers' (and unaddressed) messages stay unread: on a personal number the owner should still see them.
+    if (readReceipts && (outcome.status === "accepted" || outcome.status === "duplicate")) {
       const reader = conn?.open ? conn.socket : socket;
       reader.readMessages?.([msg.key]).catch((err: unknown) => log.debug({ err: describe(err) }, "read receipt failed"));
     }
@@ -454,28 +479,35 @@ export function createWhatsAppAdapter(
     socket: WhatsAppSocket,
     msg: WAMessage,
     draft: InboundDraft,
-  ): Promise<{ attachments: InboundAttachment[]; notes: string[] }> => {
+    verdict: AdmissionAnswer["attachments"][number] | undefined,
+  ): Promise<{ attachments: InboundAttachment[]; notes: string[]; dropped: DroppedAttachment[] }> => {
     const media = draft.media;
-    if (!media) return { attachments: [], notes: [] };
-    const limit = deps.maxAttachmentBytes;
-    const refuse = (why: string) => ({ attachments: [], notes: [`[Attachment "${media.fileName}" not delivered: ${why}]`] });
-    if (media.declaredBytes !== undefined && media.declaredBytes > limit) {
-      return refuse(`${formatBytes(media.declaredBytes)} is over the ${formatBytes(limit)} limit`);
+    if (!media) return { attachments: [], notes: [], dropped: [] };
+    const limit = verdict?.fetch ? Math.min(verdict.maxBytes, deps.maxAttachmentBytes) : deps.maxAttachmentBytes;
+    // The agent reads a note in the text; the core tells the sender (droppedAttachments).
+    const refuse = (why: string, reason: DroppedAttachment["reason"]) => ({
+      attachments: [],
+      notes: [`[Attachment "${media.fileName}" not delivered: ${why}]`],
+      dropped: [{ fileName: media.fileName, reason }],
+    });
+    if (!verdict?.fetch && verdict?.reason === "disabled") return refuse("attachments are off here", "disabled");
+    if (!verdict?.fetch || (media.declaredBytes !== undefined && media.declaredBytes > limit)) {
+      return refuse(`${formatBytes(media.declaredBytes ?? limit + 1)} is over the ${formatBytes(limit)} limit`, "too_large");
     }
     try {
       const source = await downloader(msg, { socket, logger: baileysLog });
       const data = await readBounded(source, limit);
-      if (!data) return refuse(`it is over the ${formatBytes(limit)} limit`);
+      if (!data) return refuse(`it is over the ${formatBytes(limit)} limit`, "too_large");
       const attachment: InboundAttachment = {
         kind: media.kind,
         fileName: media.fileName,
         ...(media.mimeType ? { mimeType: media.mimeType } : {}),
         data,
       };
-      return { attachments: [attachment], notes: [] };
+      return { attachments: [attachment], notes: [], dropped: [] };
     } catch (err) {
       log.warn({ err: describe(err), messageId: draft.messageId }, "downloading WhatsApp media failed");
-      return refuse("it could not be downloaded");
+      return refuse("it could not be downloaded", "unavailable");
     }
   };
 
@@ -526,6 +558,12 @@ export function createWhatsAppAdapter(
     platform: PLATFORM,
     accountId,
     limits: WHATSAPP_LIMITS,
+    // Baileys hands a message over once: what the core cannot take is told, never left for a redelivery.
+    capabilities: { redelivers: false, edit: false },
+
+    measure(text: string, format: TextFormat) {
+      return format === "markdown" ? markdownToWhatsApp(text).length : text.length;
+    },
 
     start(next: InboundSink) {
       if (phase === "running" && starting) return starting;
@@ -549,7 +587,7 @@ export function createWhatsAppAdapter(
       return stopping;
     },
 
-    async send(target: ChatTarget, text: string, options: SendOptions) {
+    async send(target: ChatTarget, text: string, options: SendOptions): Promise<SendReceipt> {
       const jid = toSendJid(target.chatId);
       const socket = await waitForOpen();
       const body = options.format === "markdown" ? markdownToWhatsApp(text) : text;
@@ -564,6 +602,7 @@ export function createWhatsAppAdapter(
         throw new WhatsAppAdapterError("send_failed", `WhatsApp send failed: ${describe(err)}`);
       }
       if (sent?.key.id && sent.message) sentMessages.set(`${sent.key.remoteJid}:${sent.key.id}`, sent.message);
+      return sent?.key.id ? { messageId: sent.key.id } : {};
     },
 
     async sendTyping(target: ChatTarget) {

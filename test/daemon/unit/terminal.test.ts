@@ -1,3 +1,4 @@
+import { testSink } from "../../fakes/sink.js";
 import { PassThrough } from "node:stream";
 import { describe, expect, it, vi } from "vitest";
 import { createTerminalAdapter } from "../../../daemon/adapters/terminal.js";
@@ -21,13 +22,13 @@ function setup(opts: { terminal?: boolean; accept?: (m: InboundMessage) => Promi
   const clock = createManualClock();
   const received: InboundMessage[] = [];
   const statuses: AdapterStatusEvent["state"][] = [];
-  const sink: InboundSink = {
+  const sink: InboundSink = testSink({
     accept: (m) => {
       received.push(m);
-      return opts.accept ? opts.accept(m) : Promise.resolve();
+      return opts.accept ? opts.accept(m) : undefined;
     },
     status: (e) => void statuses.push(e.state),
-  };
+  });
   const adapter = createTerminalAdapter({
     input,
     output,

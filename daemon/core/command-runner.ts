@@ -1,0 +1,94 @@
+/**
+ * The bridge's own commands, run beside the session queue (a long turn in
+ * flight does not hold up `/status`), in arrival order per chat. A command is
+ * journaled like any message; its answer is recorded and delivered like a
+ * reply, so a restart neither loses nor repeats it.
+ */
+import type { Logger } from "pino";
+import type { JournalEntry, Store } from "../state/store.js";
+import type { ChatAdapter } from "./adapter.js";
+import { parseCommand, runCommand, type CommandName } from "./commands.js";
+import { chunksFor, type Delivery } from "./delivery.js";
+import { noticeText } from "./notices.js";
+import { chatKeyOf, errorSummary, StoppingError } from "./relay-types.js";
+import { createSerialQueue } from "./retry.js";
+import { sessionIdFor } from "./routing.js";
+import type { Scheduler } from "./scheduler.js";
+import { sessionKeyOf, type ServiceCalls } from "./service-call.js";
+
+export interface CommandRunnerDeps {
+  store: Store;
+  scheduler: Scheduler<string>;
+  delivery: Delivery;
+  service: ServiceCalls;
+  logger: Logger;
+  adapterFor(platform: string, accountId: string): ChatAdapter | undefined;
+}
+
+export interface CommandRunner {
+  /** Runs a journaled command entry (after the commands of its chat queued before it). */
+  track(entry: JournalEntry): void;
+  /** Resolves once no command is running or queued. */
+  idle(): Promise<void>;
+}
+
+export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
+  const { store, scheduler, delivery, service } = deps;
+  const log = deps.logger;
+  const commandQueue = createSerialQueue<string>();
+  /** Commands of one chat answer in the order they came (beside the turns, not behind them). */
+  function trackCommand(entry: JournalEntry): void {
+    void commandQueue
+      .run(chatKeyOf(entry.message), () => runCommandEntry(entry))
+      .catch((error: unknown) => {
+        if (!(error instanceof StoppingError) && !(error instanceof Error && error.name === "JournalClosedError")) {
+          log.error({ err: errorSummary(error) }, "command failed");
+        }
+      });
+  }
+
+  async function runCommandEntry(entry: JournalEntry): Promise<void> {
+    if (entry.reply) return delivery.deliver(entry.id);
+    const parsed = parseCommand(entry.message.text);
+    const adapter = deps.adapterFor(entry.message.platform, entry.message.accountId);
+    if (!parsed || !adapter) return store.complete([entry.id]);
+    const text = await commandReply(parsed.name, entry);
+    await store.recordReply(entry.id, { chunks: chunksFor(adapter, text, "plain"), members: [entry.id], format: "plain" });
+    await delivery.deliver(entry.id);
+  }
+
+  async function commandReply(name: CommandName, entry: JournalEntry): Promise<string> {
+    const m = entry.message;
+    const route = entry.route;
+    const sessionKey = sessionKeyOf(route);
+    const state = store.session(sessionKey);
+    try {
+      return await runCommand(name, {
+        platform: m.platform,
+        accountId: m.accountId,
+        chatId: m.chatId,
+        chatType: m.chatType,
+        userId: m.userId,
+        ...(m.userAliases ? { userAliases: m.userAliases } : {}),
+        ...(m.userName ? { userName: m.userName } : {}),
+        instanceId: route.instanceId,
+        sessionId: state.lastResponseId && state.sessionId ? state.sessionId : sessionIdFor(route.sessionBase, state.generation),
+        chained: !!state.lastResponseId,
+        async resetSession() {
+          const next = store.session(sessionKey).generation + 1;
+          await store.setSession(sessionKey, { generation: next });
+          log.info({ platform: m.platform, chatId: m.chatId, instanceId: route.instanceId }, "conversation reset by the person");
+          return sessionIdFor(route.sessionBase, next);
+        },
+        instanceStatus: () => service.instanceStatus(route.instanceId),
+        queue: scheduler.depth(route.instanceId, route.sessionBase),
+        ...(service.stoppedRoutes.has(route.ruleIndex) ? { routeStopped: service.stoppedRoutes.get(route.ruleIndex) } : {}),
+      });
+    } catch (error) {
+      log.error({ err: errorSummary(error) }, "command failed");
+      return noticeText.commandFailed;
+    }
+  }
+
+  return { track: trackCommand, idle: () => commandQueue.idle() };
+}

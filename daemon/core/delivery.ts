@@ -1,0 +1,172 @@
+/**
+ * Delivery: a recorded reply's chunks go out one at a time, each recorded as
+ * sent before the next, and the entries are forgotten only once the last one
+ * is out. A failed send is retried by the one retry policy (`retry.ts`):
+ * a platform's retry-after is honoured, a permanent refusal (blocked bot,
+ * deleted chat) is never retried. The window: a kill -9 between the platform
+ * taking a chunk and the journal recording it resends that one chunk.
+ */
+import type { Logger } from "pino";
+import type { Clock } from "../../shared/clock.js";
+import type { Random } from "../../shared/random.js";
+import type { DaemonConfig } from "../config/schema.js";
+import type { JournalEntry, StoredMessage, StoredReply, Store } from "../state/store.js";
+import { SendError, type ChatAdapter, type ChatTarget, type InboundMessage, type TextFormat } from "./adapter.js";
+import { splitReply } from "./chunking.js";
+import { errorSummary, StoppingError, type RelayMetrics, type TurnOutcome } from "./relay-types.js";
+import { AbortedError, retry, type RetryVerdict } from "./retry.js";
+
+export interface DeliveryDeps {
+  config: DaemonConfig;
+  store: Store;
+  clock: Clock;
+  random: Random;
+  logger: Logger;
+  metrics: RelayMetrics;
+  adapterFor(platform: string, accountId: string): ChatAdapter | undefined;
+}
+
+export function targetOf(m: StoredMessage | InboundMessage, replyTo?: string): ChatTarget {
+  const replyToMessageId = replyTo ?? m.messageId;
+  return {
+    platform: m.platform,
+    accountId: m.accountId,
+    chatId: m.chatId,
+    chatType: m.chatType,
+    ...(replyToMessageId ? { replyToMessageId } : {}),
+  };
+}
+
+/** The chunks of `text` for this adapter: each measures within its limit as the platform counts it. */
+export function chunksFor(adapter: ChatAdapter, text: string, format: TextFormat): string[] {
+  return splitReply(text, adapter.limits.maxMessageLength, (chunk) => adapter.measure(chunk, format));
+}
+
+/** How the core treats a failed send: the adapter's typed verdict, anything else transient. */
+export function classifySendError(error: unknown): RetryVerdict {
+  if (error instanceof SendError) return error.permanent ? { retry: false } : { retry: true, ...(error.retryAfterMs !== undefined ? { afterMs: error.retryAfterMs } : {}) };
+  return { retry: true };
+}
+
+export interface Delivery {
+  /** Sends the recorded reply's remaining chunks, then forgets its entries. */
+  deliver(leaderId: string, outcome?: TurnOutcome): Promise<void>;
+  /** Ends entries with the bridge's own words (recorded like any reply), or silently when `text` is undefined. */
+  finishWith(entries: JournalEntry[], text: string | undefined, outcome: TurnOutcome): Promise<void>;
+  /** A best-effort word that is not part of any turn (busy, attachments off). */
+  notify(target: ChatTarget, text: string): Promise<void>;
+  /** After the grace period: no further chunk is sent; resolves once sends in progress are recorded. */
+  halt(): Promise<void>;
+}
+
+export function createDelivery(deps: DeliveryDeps): Delivery {
+  const { store, clock, random, metrics } = deps;
+  const log = deps.logger;
+  const policy = deps.config.retry;
+  const halted = new AbortController();
+  const sendsInProgress = new Set<Promise<unknown>>();
+
+  type SendResult = "sent" | "failed" | "halted";
+
+  async function sendChunk(instanceId: string, adapter: ChatAdapter, target: ChatTarget, text: string, format: StoredReply["format"]): Promise<SendResult> {
+    try {
+      await retry(() => adapter.send(target, text, { format }), {
+        clock,
+        random,
+        maxAttempts: policy.maxAttempts,
+        backoff: { baseMs: policy.baseDelayMs, maxMs: policy.maxDelayMs },
+        classify: classifySendError,
+        signal: halted.signal,
+        onRetry(error, attempt, delayMs) {
+          metrics.error("-", "send");
+          metrics.retry(instanceId, "send");
+          log.warn({ platform: target.platform, attempt, delayMs, err: errorSummary(error) }, "sending failed: retrying");
+        },
+      });
+      return "sent";
+    } catch (error) {
+      if (halted.signal.aborted || error instanceof AbortedError) return "halted";
+      metrics.error("-", "send");
+      const permanent = error instanceof SendError && error.permanent;
+      log.error(
+        { platform: target.platform, accountId: target.accountId, chatId: target.chatId, err: errorSummary(error) },
+        permanent ? "the platform refused the reply for good: not retried" : "could not deliver a reply: giving up",
+      );
+      return "failed";
+    }
+  }
+
+  async function deliver(leaderId: string, outcome: TurnOutcome = "answered"): Promise<void> {
+    const lead = store.get(leaderId);
+    if (!lead?.reply) return;
+    const { chunks, members, format } = lead.reply;
+    const instanceId = lead.route.instanceId;
+    const last = store.get(members[members.length - 1] ?? leaderId) ?? lead;
+    const adapter = deps.adapterFor(lead.message.platform, lead.message.accountId);
+    if (!adapter) {
+      log.warn({ platform: lead.message.platform, accountId: lead.message.accountId }, "no adapter for this account any more: reply dropped");
+      metrics.turn(instanceId, "undeliverable", 0);
+      await store.complete(members);
+      return;
+    }
+    const target = targetOf(lead.message, last.message.messageId);
+    for (let i = lead.sent; i < chunks.length; i++) {
+      if (halted.signal.aborted) throw new StoppingError();
+      const sending = sendChunk(instanceId, adapter, target, chunks[i] ?? "", format).then(async (sent) => {
+        if (sent === "sent") await store.recordSent(leaderId, i + 1);
+        return sent;
+      });
+      sendsInProgress.add(sending);
+      let sent: SendResult;
+      try {
+        sent = await sending;
+      } finally {
+        sendsInProgress.delete(sending);
+      }
+      if (sent === "halted") throw new StoppingError(); // stays journaled: the next start sends the rest
+      if (sent === "failed") {
+        outcome = "undeliverable";
+        break; // the platform keeps refusing: give up on the rest rather than block the chat
+      }
+    }
+    // Counted before the journal drains, so whoever waits for idle sees the turn in the metrics.
+    metrics.turn(instanceId, outcome, Math.max(0, clock.now() - lead.acceptedAt) / 1000);
+    await store.complete(members);
+  }
+
+  async function finishWith(entries: JournalEntry[], text: string | undefined, outcome: TurnOutcome): Promise<void> {
+    const lead = entries[0];
+    if (!lead) return;
+    const ids = entries.map((e) => e.id);
+    const adapter = deps.adapterFor(lead.message.platform, lead.message.accountId);
+    if (text === undefined || !adapter) {
+      metrics.turn(lead.route.instanceId, outcome, Math.max(0, clock.now() - lead.acceptedAt) / 1000);
+      await store.complete(ids);
+      return;
+    }
+    await store.recordReply(lead.id, { chunks: chunksFor(adapter, text, "plain"), members: ids, format: "plain" });
+    await deliver(lead.id, outcome);
+  }
+
+  async function notify(target: ChatTarget, text: string): Promise<void> {
+    const adapter = deps.adapterFor(target.platform, target.accountId);
+    if (!adapter) return;
+    for (const chunk of chunksFor(adapter, text, "plain")) {
+      const sent = await sendChunk("-", adapter, target, chunk, "plain");
+      if (sent !== "sent") {
+        log.warn({ platform: target.platform, accountId: target.accountId }, "could not send a notice");
+        return;
+      }
+    }
+  }
+
+  return {
+    deliver,
+    finishWith,
+    notify,
+    async halt() {
+      halted.abort();
+      while (sendsInProgress.size) await Promise.allSettled([...sendsInProgress]);
+    },
+  };
+}

@@ -1,0 +1,193 @@
+/**
+ * Intake: from a platform's message to a journaled entry, or a deliberate,
+ * stated refusal. The core alone applies the rules here (access, the group
+ * mention rule, attachment sizes, routing, dedupe, queue bounds) from the
+ * platform-neutral facts the adapter supplies, and says in its answer what
+ * the adapter may acknowledge to its platform.
+ */
+import type { Logger } from "pino";
+import type { Clock } from "../../shared/clock.js";
+import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
+import { dedupeKey, type JournalEntry, type StoredRoute, type Store } from "../state/store.js";
+import { checkAccess, groupRequiresMention } from "./access.js";
+import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, DroppedAttachment, InboundMessage, RefusalReason } from "./adapter.js";
+import { parseCommand } from "./commands.js";
+import { targetOf } from "./delivery.js";
+import { BoundedMap, noticeText, type Notices } from "./notices.js";
+import { chatKeyOf, type InboundOutcome, type RelayMetrics } from "./relay-types.js";
+import { resolveRoute } from "./routing.js";
+import type { Scheduler } from "./scheduler.js";
+
+export interface IntakeDeps {
+  config: DaemonConfig;
+  clock: Clock;
+  store: Store;
+  scheduler: Scheduler<string>;
+  logger: Logger;
+  metrics: RelayMetrics;
+  notices: Notices;
+  channelFor(accountId: string): ChannelConfig | undefined;
+  /** A best-effort word to the person (attachments refused). */
+  notify(adapter: ChatAdapter, message: InboundMessage, text: string): void;
+  /** A journaled command: run it beside the session queue. */
+  onCommand(entry: JournalEntry): void;
+}
+
+export interface Intake {
+  accept(adapter: ChatAdapter, message: InboundMessage): Promise<AcceptOutcome>;
+  admit(adapter: ChatAdapter, question: AdmissionQuestion): AdmissionAnswer;
+  /** From now on redelivering platforms are deferred; the others are still journaled until the store closes. */
+  beginStop(): void;
+}
+
+export function createIntake(deps: IntakeDeps): Intake {
+  const { config, store, scheduler, metrics } = deps;
+  const log = deps.logger;
+  let stopping = false;
+  const warnedNoChannel = new BoundedMap<string, true>(1000);
+  const loggedRefusals = new BoundedMap<string, number>(10_000);
+
+  const refused = (platform: string, reason: RefusalReason, counted: InboundOutcome): AcceptOutcome => {
+    metrics.inbound(platform, counted);
+    return { status: "refused", reason, acknowledge: true };
+  };
+
+  /** The rules that do not depend on the message's content: who, where, whether addressed, which route. */
+  function screen(message: Omit<InboundMessage, "attachments">): { ok: true; channel: ChannelConfig } | { ok: false; reason: RefusalReason; detail?: string } {
+    const channel = deps.channelFor(message.accountId);
+    if (!channel) return { ok: false, reason: "no_channel" };
+    // Unaddressed group chatter first: it is ignored quietly, whoever wrote it.
+    if (message.chatType === "group" && message.mentioned === false) {
+      const keys = [message.chatId, ...(message.groupAliases ?? [])];
+      const settingsKey = keys.find((k) => Object.hasOwn(channel.access.groups, k)) ?? message.chatId;
+      if (groupRequiresMention(channel, settingsKey)) return { ok: false, reason: "not_mentioned" };
+    }
+    const decision = checkAccess(channel.access, message);
+    if (!decision.allowed) return { ok: false, reason: "access", detail: decision.reason };
+    return { ok: true, channel };
+  }
+
+  function logRefusal(message: Omit<InboundMessage, "attachments">, reason: RefusalReason, detail?: string): void {
+    const ids = { platform: message.platform, accountId: message.accountId, chatId: message.chatId, messageId: message.messageId };
+    if (reason === "no_channel") {
+      if (!warnedNoChannel.has(message.accountId)) {
+        warnedNoChannel.set(message.accountId, true);
+        log.warn({ accountId: message.accountId }, "no channel config for this account: its messages are refused (no access rules)");
+      }
+    } else if (reason === "access") {
+      // At info, naming the sender: this is how an operator finds the id to allow (README, Telegram step 3).
+      // Once an hour per sender at info; repeats at debug, so a persistent stranger cannot flood the log.
+      const who = `${message.platform} ${message.accountId} ${message.userId}`;
+      const last = loggedRefusals.get(who);
+      const now = deps.clock.now();
+      const level = last === undefined || now - last > 60 * 60 * 1000 ? "info" : "debug";
+      if (level === "info") loggedRefusals.set(who, now);
+      log[level](
+        { ...ids, chatType: message.chatType, userId: message.userId, ...(message.userAliases?.length ? { userAliases: message.userAliases } : {}), userName: message.userName, reason: detail },
+        `message from ${message.userId} refused by the access rules (${detail ?? "not allowed"}): add this id to the channel's access list to let them in`,
+      );
+    } else if (reason === "not_mentioned") {
+      log.debug(ids, "group message does not address the bot: ignored");
+    }
+  }
+
+  async function accept(adapter: ChatAdapter, message: InboundMessage): Promise<AcceptOutcome> {
+    if (stopping && adapter.capabilities.redelivers) {
+      metrics.inbound(message.platform, "deferred");
+      return { status: "deferred", reason: "stopping", acknowledge: false };
+    }
+    const ids = { platform: message.platform, accountId: message.accountId, chatId: message.chatId, messageId: message.messageId };
+    const screened = screen(message);
+    if (!screened.ok) {
+      logRefusal(message, screened.reason, screened.detail);
+      return refused(message.platform, screened.reason, screened.reason === "not_mentioned" ? "not_mentioned" : "denied");
+    }
+    const route = resolveRoute(config, message);
+    if (!route) {
+      log.info({ ...ids }, "no route matches this message: dropped");
+      return refused(message.platform, "no_route", "unrouted");
+    }
+    const key = dedupeKey(message);
+    if (store.has(key)) {
+      log.debug({ ...ids }, "duplicate message ignored");
+      metrics.inbound(message.platform, "duplicate");
+      return { status: "duplicate", acknowledge: true };
+    }
+
+    // Files not passed on: the adapter's (admission, downloads) and the core's own check of what arrived.
+    const dropped: DroppedAttachment[] = [...(message.droppedAttachments ?? [])];
+    let msg: InboundMessage = message;
+    if (msg.attachments?.length) {
+      const { enabled, maxBytes } = config.attachments;
+      const kept = msg.attachments.filter((a) => enabled && a.data.length <= maxBytes);
+      for (const a of msg.attachments) if (!kept.includes(a)) dropped.push({ fileName: a.fileName, reason: enabled ? "too_large" : "disabled" });
+      msg = { ...msg, attachments: kept };
+    }
+    const { droppedAttachments: _told, ...rest } = msg;
+    msg = rest;
+    if (!msg.attachments?.length) delete msg.attachments;
+    const tellDropped = () => {
+      if (dropped.length) deps.notify(adapter, message, noticeText.attachmentsDropped(dropped, config.attachments.maxBytes));
+    };
+    if (!msg.text.trim() && !msg.attachments?.length) {
+      tellDropped();
+      return refused(message.platform, "empty", "empty");
+    }
+
+    const storedRoute: StoredRoute = { ...route };
+    const command = msg.attachments?.length ? undefined : parseCommand(msg.text);
+    if (command) {
+      const entry = await store.add({ kind: "command", key, message: msg, route: storedRoute });
+      tellDropped();
+      metrics.inbound(message.platform, "command");
+      deps.onCommand(entry);
+      return { status: "accepted", acknowledge: true };
+    }
+
+    const slot = scheduler.reserve(route.instanceId, route.sessionBase);
+    if (!slot.ok) {
+      if (adapter.capabilities.redelivers) {
+        // Left unacknowledged: the platform delivers it again, by when the queue has room.
+        log.info({ ...ids, reason: slot.reason }, "queue full: message left with the platform for now");
+        metrics.inbound(message.platform, "deferred");
+        return { status: "deferred", reason: "busy", acknowledge: false };
+      }
+      log.warn({ ...ids, reason: slot.reason }, "queue full: message not taken (the person is told)");
+      metrics.inbound(message.platform, "busy");
+      await deps.notices.busy(chatKeyOf(msg), targetOf(msg));
+      tellDropped();
+      return { status: "refused", reason: "busy", acknowledge: true };
+    }
+    let entry: JournalEntry;
+    try {
+      entry = await store.add({ kind: "turn", key, message: msg, route: storedRoute });
+    } catch (error) {
+      slot.cancel();
+      throw error;
+    }
+    tellDropped();
+    metrics.inbound(message.platform, "accepted");
+    slot.submit(entry.id);
+    return { status: "accepted", acknowledge: true };
+  }
+
+  function admit(_adapter: ChatAdapter, question: AdmissionQuestion): AdmissionAnswer {
+    const screened = screen(question.message);
+    if (!screened.ok || !resolveRoute(config, question.message)) return { allowed: false, attachments: question.attachmentSizes.map(() => ({ fetch: false, reason: "disabled" })) };
+    const { enabled, maxBytes } = config.attachments;
+    return {
+      allowed: true,
+      attachments: question.attachmentSizes.map((size) =>
+        !enabled ? { fetch: false, reason: "disabled" } : size !== undefined && size > maxBytes ? { fetch: false, reason: "too_large" } : { fetch: true, maxBytes },
+      ),
+    };
+  }
+
+  return {
+    accept,
+    admit,
+    beginStop() {
+      stopping = true;
+    },
+  };
+}

@@ -1,0 +1,209 @@
+/**
+ * Everything the bridge says to a person in its own words, in one place: the
+ * texts, and the rule that keeps them from flooding a chat without ever
+ * dropping a message silently. Per chat and kind, the first notice goes out
+ * at once; what happens again within `cooldownMs` is counted, and one notice
+ * at the end of the cooldown covers all of it, saying how many.
+ *
+ * Two kinds of coverage:
+ * - turns that could not be answered stay journaled until the notice that
+ *   covers them is recorded as their reply (a crash before that resumes them:
+ *   they are tried again, not forgotten);
+ * - messages refused before journaling (queue full on a platform that cannot
+ *   redeliver) are counted in a durable key-value record, so a restart still
+ *   owes the person the summary.
+ */
+import type { Clock, Timer } from "../../shared/clock.js";
+import type { AdapterStateStore, ChatTarget } from "./adapter.js";
+
+/** Sizes as people read them ("20 MB", "1 KB", "8 bytes"). */
+export function formatBytes(bytes: number): string {
+  if (bytes >= 1024 * 1024) return `${(bytes / (1024 * 1024)).toFixed(1).replace(/\.0$/, "")} MB`;
+  if (bytes >= 1024) return `${(bytes / 1024).toFixed(1).replace(/\.0$/, "")} KB`;
+  return `${bytes} bytes`;
+}
+
+export const noticeText = {
+  /** Files not passed on, each with why; `limit` is attachments.maxBytes. */
+  attachmentsDropped: (files: { fileName: string; reason: "too_large" | "disabled" | "unavailable" }[], limit: number) =>
+    `${files
+      .map((f) =>
+        f.reason === "too_large"
+          ? `"${f.fileName}" is larger than the ${formatBytes(limit)} limit`
+          : f.reason === "disabled"
+            ? `attachments are off here ("${f.fileName}")`
+            : `"${f.fileName}" could not be downloaded`,
+      )
+      .join("; ")}, so ${files.length === 1 ? "it was" : "they were"} not passed on.`,
+  busyOne: "The agent is busy with earlier messages, so this one was not taken. Please send it again in a little while.",
+  busyMore: (n: number) =>
+    `While the agent was busy, ${n === 1 ? "1 more message" : `${n} more messages`} from you ${n === 1 ? "was" : "were"} not taken. Please send ${n === 1 ? "it" : "them"} again.`,
+  failed: (what: string, n: number) =>
+    n === 1
+      ? `Sorry, your message could not be answered: ${what}. Please try again later.`
+      : `Sorry, ${n} of your messages could not be answered: ${what}. Please try again later.`,
+  routeStopped: (n: number) =>
+    `The agent service refused this bridge's access key, so ${n === 1 ? "this message" : `${n} of your messages`} could not be answered. Messages here cannot be answered until the operator fixes the configuration; the operator has been told.`,
+  instanceMissing: (n: number) =>
+    `This chat is routed to an agent instance that does not exist, so ${n === 1 ? "your message" : `${n} of your messages`} could not be answered. The bridge's configuration needs fixing; the operator has been told.`,
+  internal: "something went wrong in the bridge",
+  expired: (n: number, when: string) =>
+    `${n === 1 ? "Your message" : `Your ${n} messages`} from ${when} UTC came in while the agent was unavailable and ${n === 1 ? "is" : "are"} now too old to answer. Please send ${n === 1 ? "it" : "them"} again if still needed.`,
+  contextReset:
+    "(The earlier conversation could not be found on the service, so this starts a new one: the agent no longer sees what was said before.)",
+  emptyAnswer: "(The agent answered without any text.)",
+  uploadRefused: "(Attachments are off for this agent: the bridge's key may not write files, so only your text was passed on.)",
+  uploadFailed: (fileName: string) => `(The file ${fileName} could not be passed on.)`,
+  commandFailed: "Sorry, that command failed. Please try again.",
+} as const;
+
+/** Why a turn ended without an answer, as the person hears it. */
+export type FailureKind = { kind: "failed"; what: string } | { kind: "route_stopped" } | { kind: "instance_missing" };
+
+export function failureText(failure: FailureKind, n: number): string {
+  switch (failure.kind) {
+    case "failed":
+      return noticeText.failed(failure.what, n);
+    case "route_stopped":
+      return noticeText.routeStopped(n);
+    case "instance_missing":
+      return noticeText.instanceMissing(n);
+  }
+}
+
+/** A Map that forgets its oldest keys beyond `max` (per-chat bookkeeping must not grow without bound). */
+export class BoundedMap<K, V> extends Map<K, V> {
+  constructor(private readonly max: number) {
+    super();
+  }
+  override set(key: K, value: V): this {
+    if (super.has(key)) super.delete(key);
+    super.set(key, value);
+    while (this.size > this.max) {
+      const oldest = this.keys().next();
+      if (oldest.done) break;
+      super.delete(oldest.value);
+    }
+    return this;
+  }
+}
+
+export interface NoticeDeps {
+  clock: Clock;
+  cooldownMs: number;
+  /** Durable counts of refused-before-journaling messages still owed a notice. */
+  owed: AdapterStateStore & { keys(): string[] };
+  /** Sends a plain notice (best effort: failures are logged by it, never thrown). */
+  send(target: ChatTarget, text: string): Promise<void>;
+  /** Finishes journaled entries with one notice as their reply (`failure` says why, for metrics). */
+  finish(entryIds: string[], text: string, failure: FailureKind): Promise<void>;
+  /** Chats tracked at most (oldest forgotten first). Default 10,000. */
+  maxChats?: number;
+}
+
+interface OwedBusy {
+  target: ChatTarget;
+  count: number;
+}
+
+interface Deferred {
+  failure: FailureKind;
+  ids: string[];
+  timer: Timer;
+}
+
+export interface Notices {
+  /** A message refused as busy on a platform that cannot redeliver: told now, or counted for the summary. */
+  busy(chatKey: string, target: ChatTarget): Promise<void>;
+  /** Journaled entries that could not be answered: finished with a notice now, or kept until the summary. */
+  turnFailed(chatKey: string, entryIds: string[], failure: FailureKind): Promise<void>;
+  /** Sends summaries a previous run still owed (at start). */
+  resume(): void;
+  /** Cancels timers (deferred entries stay journaled and are retried at the next start). */
+  stop(): void;
+}
+
+export function createNotices(deps: NoticeDeps): Notices {
+  const max = deps.maxChats ?? 10_000;
+  const lastTold = new BoundedMap<string, number>(max);
+  const busyTimers = new BoundedMap<string, Timer>(max);
+  const deferred = new Map<string, Deferred>();
+  let stopped = false;
+
+  const inCooldown = (key: string): boolean => {
+    const last = lastTold.get(key);
+    return last !== undefined && deps.clock.now() - last < deps.cooldownMs;
+  };
+  const untilCooldownEnds = (key: string) => Math.max(0, (lastTold.get(key) ?? 0) + deps.cooldownMs - deps.clock.now());
+
+  async function flushBusy(chatKey: string): Promise<void> {
+    busyTimers.delete(chatKey);
+    const owed = deps.owed.get<OwedBusy>(chatKey);
+    if (!owed?.count) return;
+    lastTold.set(`busy ${chatKey}`, deps.clock.now());
+    await deps.send(owed.target, noticeText.busyMore(owed.count));
+    await deps.owed.set(chatKey, undefined);
+  }
+
+  function armBusy(chatKey: string, delay: number): void {
+    if (stopped || busyTimers.has(chatKey)) return;
+    busyTimers.set(
+      chatKey,
+      deps.clock.setTimeout(() => void flushBusy(chatKey).catch(() => undefined), delay),
+    );
+  }
+
+  function flushDeferred(key: string): Promise<void> {
+    const d = deferred.get(key);
+    if (!d) return Promise.resolve();
+    deferred.delete(key);
+    d.timer.cancel();
+    lastTold.set(key, deps.clock.now());
+    return deps.finish(d.ids, failureText(d.failure, d.ids.length), d.failure);
+  }
+
+  return {
+    async busy(chatKey, target) {
+      const key = `busy ${chatKey}`;
+      if (!inCooldown(key)) {
+        lastTold.set(key, deps.clock.now());
+        // Not awaited: the platform's intake must not wait on our send retries.
+        void deps.send(target, noticeText.busyOne).catch(() => undefined);
+        return;
+      }
+      const owed = deps.owed.get<OwedBusy>(chatKey);
+      await deps.owed.set(chatKey, { target, count: (owed?.count ?? 0) + 1 } satisfies OwedBusy);
+      armBusy(chatKey, untilCooldownEnds(key));
+    },
+
+    async turnFailed(chatKey, entryIds, failure) {
+      const key = `${failure.kind} ${chatKey}`;
+      const waiting = deferred.get(key);
+      if (waiting) {
+        waiting.ids.push(...entryIds);
+        return;
+      }
+      if (!inCooldown(key)) {
+        lastTold.set(key, deps.clock.now());
+        await deps.finish(entryIds, failureText(failure, entryIds.length), failure);
+        return;
+      }
+      if (stopped) return; // stays journaled: tried again at the next start
+      const timer = deps.clock.setTimeout(() => void flushDeferred(key).catch(() => undefined), untilCooldownEnds(key));
+      deferred.set(key, { failure, ids: [...entryIds], timer });
+    },
+
+    resume() {
+      // The owed store is namespaced to notices: every key is a chat.
+      for (const chatKey of deps.owed.keys()) armBusy(chatKey, 0);
+    },
+
+    stop() {
+      stopped = true;
+      for (const t of busyTimers.values()) t.cancel();
+      busyTimers.clear();
+      for (const d of deferred.values()) d.timer.cancel();
+      deferred.clear();
+    },
+  };
+}

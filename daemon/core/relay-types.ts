@@ -1,0 +1,48 @@
+/**
+ * Types and small helpers the relay's parts share, and the label values the
+ * metrics module uses (one definition, so a new outcome cannot be counted
+ * under a name the dashboard does not know).
+ */
+import { ServiceError } from "../../shared/client/index.js";
+
+export const INBOUND_OUTCOMES = ["accepted", "duplicate", "denied", "not_mentioned", "unrouted", "busy", "deferred", "command", "empty"] as const;
+export type InboundOutcome = (typeof INBOUND_OUTCOMES)[number];
+
+export const TURN_OUTCOMES = ["answered", "failed", "expired", "route_stopped", "instance_missing", "undeliverable"] as const;
+export type TurnOutcome = (typeof TURN_OUTCOMES)[number];
+
+export const RETRY_REASONS = ["network", "server", "not_running", "context_reset", "send"] as const;
+export type RetryReason = (typeof RETRY_REASONS)[number];
+
+/** What the relay reports; the daemon maps it onto prom-client. */
+export interface RelayMetrics {
+  inbound(platform: string, outcome: InboundOutcome): void;
+  /** seconds: from acceptance to the last chunk sent. */
+  turn(instanceId: string, outcome: TurnOutcome, seconds: number): void;
+  retry(instanceId: string, reason: RetryReason): void;
+  /** route: the rule index, or "-" when none applies. */
+  error(route: string, kind: string): void;
+}
+
+export const noMetrics: RelayMetrics = { inbound() {}, turn() {}, retry() {}, error() {} };
+
+export class StoppingError extends Error {
+  override readonly name = "StoppingError";
+  readonly status = 503;
+  constructor() {
+    super("The daemon is stopping.");
+  }
+}
+
+/** An error for a log line: class, status and message, never a request body or header. */
+export function errorSummary(error: unknown): Record<string, unknown> {
+  if (error instanceof ServiceError) return { type: error.name, status: error.status, message: error.message, ...(error.code ? { code: error.code } : {}) };
+  if (error instanceof Error) {
+    const status = "status" in error && typeof error.status === "number" ? { status: error.status } : {};
+    return { type: error.name, message: error.message, ...status };
+  }
+  return { message: String(error) };
+}
+
+/** A chat, as the key of per-chat bookkeeping. */
+export const chatKeyOf = (m: { platform: string; accountId: string; chatId: string }) => JSON.stringify([m.platform, m.accountId, m.chatId]);

@@ -1,0 +1,281 @@
+/**
+ * The service call of a turn: attachments uploaded, the Responses request with
+ * session continuity, retries of network errors and 5xx, waiting for (and
+ * starting) a stopped instance, a fresh chain when the service lost the old
+ * one, and routes stopped when the service refuses the key.
+ *
+ * Exactly once in the conversation: a later turn names its chain by
+ * `previous_response_id`, so a retried attempt forks from the same parent and
+ * the lost attempt is never part of the visible chain. A first turn has no
+ * parent to name; each of its attempts opens a service session of its own
+ * (see `serviceSessionFor`). The model may still run twice for one input (the
+ * API has no idempotency key); the conversation holds the input once.
+ */
+import { readFile } from "node:fs/promises";
+import type { Logger } from "pino";
+import type { Clock } from "../../shared/clock.js";
+import { ServiceError, type ServiceClient } from "../../shared/client/index.js";
+import { hex, type Random } from "../../shared/random.js";
+import type { ResponseRequest } from "../../shared/schemas/responses.js";
+import type { DaemonConfig } from "../config/schema.js";
+import type { JournalEntry, SessionState, StoredRoute, Store } from "../state/store.js";
+import { noticeText, type FailureKind } from "./notices.js";
+import { errorSummary, StoppingError, type RelayMetrics } from "./relay-types.js";
+import { replyTextOf, responseIdOf } from "./reply.js";
+import { backoffDelay, sleep } from "./retry.js";
+import { sessionIdFor } from "./routing.js";
+
+/** A person's session state is per instance: a response id means nothing to another instance. */
+export const sessionKeyOf = (route: Pick<StoredRoute, "instanceId" | "sessionBase">) => `${route.instanceId} ${route.sessionBase}`;
+
+/** Path components the files API accepts as they are. */
+const pathPart = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^\.+/, "_").slice(0, 100) || "_";
+
+export type CallOutcome =
+  | { ok: true; text: string; responseId?: string; sessionId: string; generation: number; contextReset: boolean }
+  | { ok: false; reason: string; failure: FailureKind };
+
+export interface ServiceCallDeps {
+  config: DaemonConfig;
+  store: Store;
+  client: ServiceClient;
+  clock: Clock;
+  random: Random;
+  logger: Logger;
+  metrics: RelayMetrics;
+  /** Aborted when the daemon halts: waits end at once. */
+  signal: AbortSignal;
+}
+
+export interface ServiceCalls {
+  /** The turn's text, with uploaded attachments named; undefined when nothing is left to send. */
+  buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[]): Promise<string | undefined>;
+  call(route: StoredRoute, input: string, logCtx: Record<string, unknown>): Promise<CallOutcome>;
+  /** The instance's status as the service reports it, or why it is unknown (for /status). */
+  instanceStatus(instanceId: string): Promise<string>;
+  /** Routes the service refused (401/403), by rule index. */
+  readonly stoppedRoutes: ReadonlyMap<number, string>;
+}
+
+export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
+  const { config, store, client, clock, random, metrics, signal } = deps;
+  const log = deps.logger;
+  const policy = config.retry;
+  const stoppedRoutes = new Map<number, string>();
+  /** Instances whose start the key may not do (bounded by the instances routed to). */
+  const startRefused = new Set<string>();
+  const instanceWaits = new Map<string, Promise<"running" | "retry" | "failed" | "missing">>();
+  const backoff = { baseMs: Math.max(policy.baseDelayMs, 1), maxMs: policy.maxDelayMs };
+
+  const wait = (ms: number) => sleep(clock, ms, signal).catch(() => Promise.reject(new StoppingError()));
+
+  /**
+   * Runs `op`, retrying network errors and 5xx with backoff up to
+   * `maxAttempts`, and waiting out 409 (instance not running) up to
+   * `instanceWaitMs`. Other errors, and the last one, are thrown; a missing
+   * instance (404 on its status) is thrown as that 404.
+   */
+  async function withRetries<R>(instanceId: string, op: () => Promise<R>): Promise<R> {
+    let attempt = 0;
+    let waits = 0;
+    let waitDeadline: number | undefined;
+    for (;;) {
+      if (signal.aborted) throw new StoppingError();
+      attempt++;
+      try {
+        return await op();
+      } catch (error) {
+        if (!(error instanceof ServiceError)) throw error;
+        if (error.status === 409) {
+          waitDeadline ??= clock.now() + policy.instanceWaitMs;
+          metrics.retry(instanceId, "not_running");
+          const state = await waitForInstance(instanceId, waitDeadline, ++waits);
+          if (state === "missing") throw new ServiceError(404, `Instance ${instanceId} not found.`, undefined);
+          if (state === "failed") throw error;
+          attempt--; // waiting for the instance is bounded by time, not attempts
+          continue;
+        }
+        if (!error.retryable || attempt >= policy.maxAttempts) throw error;
+        metrics.retry(instanceId, error.status === 0 ? "network" : "server");
+        log.debug({ instanceId, status: error.status, attempt }, "service call failed: retrying");
+        await wait(backoffDelay(attempt, backoff, random));
+      }
+    }
+  }
+
+  /** Polls the instance until it runs, starting it when allowed. Shared by every turn of the instance. */
+  function waitForInstance(instanceId: string, deadline: number, round: number): Promise<"running" | "retry" | "failed" | "missing"> {
+    let w = instanceWaits.get(instanceId);
+    if (!w) {
+      w = pollInstance(instanceId, deadline, round).finally(() => instanceWaits.delete(instanceId));
+      instanceWaits.set(instanceId, w);
+    }
+    return w.then((state) => (state === "retry" && clock.now() >= deadline ? "failed" : state));
+  }
+
+  /** `round`: how many times this turn has waited already, so the backoff keeps growing across polls. */
+  async function pollInstance(instanceId: string, deadline: number, round: number): Promise<"running" | "retry" | "failed" | "missing"> {
+    for (let attempt = round; ; attempt++) {
+      let status: string | undefined;
+      try {
+        status = (await client.getInstanceStatus({ instance_id: instanceId })).status;
+      } catch (error) {
+        if (error instanceof ServiceError && error.status === 404) return "missing";
+        // A key without `read` cannot look: fall back to retrying the call itself.
+      }
+      if (status === "running") return "running";
+      if (status === "error" || status === "terminated") {
+        log.error({ instanceId, status }, "instance cannot run: giving up on its turns");
+        return "failed";
+      }
+      if (status === "stopped" && config.service.autoStart && !startRefused.has(instanceId)) {
+        try {
+          await client.startInstance({ instance_id: instanceId });
+          log.info({ instanceId }, "instance was stopped: started it");
+        } catch (error) {
+          if (error instanceof ServiceError && (error.status === 403 || error.status === 401)) {
+            startRefused.add(instanceId);
+            log.warn({ instanceId }, "instance is stopped and the key may not start it (needs configure): waiting for someone to start it");
+          }
+          // 409: someone else is starting it.
+        }
+      }
+      // Out of time (this poll's deadline): each waiting turn then judges by its own.
+      if (clock.now() >= deadline) return "retry";
+      await wait(Math.min(backoffDelay(attempt, backoff, random), Math.max(0, deadline - clock.now())));
+      if (status === undefined) return "retry";
+    }
+  }
+
+  /**
+   * The service session one attempt goes to. A request without
+   * `previous_response_id` continues its session's running conversation, so
+   * a first turn sent twice into one session (the first answer lost to a
+   * timeout, a reset or a kill -9) would leave its input there twice. Each
+   * first-turn attempt therefore opens a session of its own; the one that
+   * answers is recorded, and later turns chain onto its response id (which
+   * names the chain exactly, whatever else reached the session).
+   */
+  function serviceSessionFor(route: StoredRoute, state: SessionState): string {
+    const base = sessionIdFor(route.sessionBase, state.generation);
+    if (state.lastResponseId) return state.sessionId ?? base;
+    // Time as well as randomness: a restarted daemon with the same seed (tests) must not land in a lost attempt's session.
+    return `${base}.a${clock.now().toString(36)}${hex(random, 4)}`;
+  }
+
+  async function buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[]): Promise<string | undefined> {
+    const texts = entries.map((e) => e.message.text).filter((t) => t.trim());
+    const uploaded: string[] = [];
+    let refused = false;
+    for (const e of entries) {
+      for (const a of e.message.attachments ?? []) {
+        if (refused) break;
+        const m = e.message;
+        const remote = `inbox/${pathPart(m.platform)}/${pathPart(m.chatId)}/${m.sentAt}-${pathPart(a.fileName)}`;
+        try {
+          const data = await readFile(store.attachmentPath(a));
+          await withRetries(route.instanceId, () =>
+            client.uploadFile({ instance_id: route.instanceId, path: remote, data, fileName: a.fileName, ...(a.mimeType ? { contentType: a.mimeType } : {}) }),
+          );
+          uploaded.push(remote);
+        } catch (error) {
+          if (error instanceof StoppingError) throw error;
+          if (error instanceof ServiceError && (error.status === 403 || error.status === 401)) {
+            refused = true;
+            notes.push(noticeText.uploadRefused);
+            log.warn({ instanceId: route.instanceId, status: error.status }, "file upload refused: attachments are off for this route");
+          } else {
+            notes.push(noticeText.uploadFailed(a.fileName));
+            log.warn({ instanceId: route.instanceId, err: errorSummary(error) }, "file upload failed");
+          }
+        }
+      }
+    }
+    let input = texts.join("\n");
+    if (uploaded.length) input += `${input ? "\n\n" : ""}Attached files (in the workspace):\n${uploaded.map((p) => `- ${p}`).join("\n")}`;
+    return input.trim() ? input : undefined;
+  }
+
+  async function call(route: StoredRoute, input: string, logCtx: Record<string, unknown>): Promise<CallOutcome> {
+    const sessionKey = sessionKeyOf(route);
+    let contextReset = false;
+    let generation = 0;
+    let sessionId = "";
+    for (;;) {
+      try {
+        const response = await withRetries(route.instanceId, () => {
+          const state = store.session(sessionKey);
+          generation = state.generation;
+          sessionId = serviceSessionFor(route, state);
+          const body: ResponseRequest = {
+            model: route.model,
+            input,
+            ...(route.instructions !== undefined ? { instructions: route.instructions } : {}),
+            ...(state.lastResponseId ? { previous_response_id: state.lastResponseId } : {}),
+          };
+          return client.createSessionResponse({ instance_id: route.instanceId, session_id: sessionId, body });
+        });
+        const responseId = responseIdOf(response);
+        return { ok: true, text: replyTextOf(response), ...(responseId ? { responseId } : {}), sessionId, generation, contextReset };
+      } catch (error) {
+        if (error instanceof StoppingError) throw error;
+        if (!(error instanceof ServiceError)) {
+          metrics.error(String(route.ruleIndex), "internal");
+          log.error({ ...logCtx, err: errorSummary(error) }, "turn failed unexpectedly");
+          return { ok: false, reason: "internal error", failure: { kind: "failed", what: noticeText.internal } };
+        }
+        if (error.status === 400 && error.code === "previous_response_not_found" && !contextReset) {
+          // The service lost the chain: once, start a fresh one (new session id too) and say so.
+          contextReset = true;
+          metrics.retry(route.instanceId, "context_reset");
+          log.warn(logCtx, "previous response not found: starting a fresh conversation");
+          const current = store.session(sessionKey);
+          await store.setSession(sessionKey, { generation: current.generation + 1 });
+          continue;
+        }
+        // The service's own refusal of the key (not a gateway error passed through, which has an OpenAI-style body).
+        if ((error.status === 401 || error.status === 403) && !isGatewayError(error)) {
+          if (!stoppedRoutes.has(route.ruleIndex)) {
+            const why = `the service answered ${error.status} for instance ${route.instanceId}`;
+            stoppedRoutes.set(route.ruleIndex, why);
+            metrics.error(String(route.ruleIndex), "auth");
+            log.error({ route: route.ruleIndex, instanceId: route.instanceId, status: error.status }, "the service refused the API key: this route is stopped until the configuration is fixed and the daemon restarted");
+          }
+          return { ok: false, reason: "route_stopped", failure: { kind: "route_stopped" } };
+        }
+        // The routed instance does not exist: the configuration is wrong, waiting will not help.
+        if (error.status === 404 && !isGatewayError(error)) {
+          metrics.error(String(route.ruleIndex), "instance_missing");
+          log.error({ route: route.ruleIndex, instanceId: route.instanceId }, "the routed instance does not exist: fix the route's instance id");
+          return { ok: false, reason: "instance_missing", failure: { kind: "instance_missing" } };
+        }
+        metrics.error(String(route.ruleIndex), error.status === 0 ? "network" : `http_${error.status}`);
+        const what =
+          error.status === 409
+            ? "the agent's instance is not running"
+            : error.status === 0
+              ? "the agent service could not be reached"
+              : error.status >= 500
+                ? "the agent service kept failing"
+                : `the agent service refused the message (HTTP ${error.status})`;
+        return { ok: false, reason: `${error.status}: ${error.message}`, failure: { kind: "failed", what } };
+      }
+    }
+  }
+
+  async function instanceStatus(instanceId: string): Promise<string> {
+    try {
+      return (await client.getInstanceStatus({ instance_id: instanceId })).status;
+    } catch (error) {
+      return error instanceof ServiceError ? `status unknown: ${error.status === 0 ? "service unreachable" : `HTTP ${error.status}`}` : "status unknown";
+    }
+  }
+
+  return { buildInput, call, instanceStatus, stoppedRoutes };
+}
+
+/** A gateway error passed through by the service: `{"error": {...}}` rather than `{"detail": ...}`. */
+function isGatewayError(error: ServiceError): boolean {
+  const body = error.body;
+  return typeof body === "object" && body !== null && "error" in body && !("detail" in body);
+}

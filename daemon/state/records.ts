@@ -1,0 +1,136 @@
+/**
+ * What the store reads back from disk, as versioned zod schemas: the snapshot
+ * and every journal record are parsed, never cast. A file written by a newer
+ * daemon, or one that does not match, stops the start with an error naming
+ * the file and the problem (a silent cast could answer the wrong person).
+ *
+ * Version 1 is the only one so far. Journal records carry no version field
+ * while it is 1 (the journal's size is on the hot path); a later format adds
+ * `ver` to its records (not `v`: a kv record's value), and this reader refuses them.
+ */
+import { z } from "zod";
+
+export const STATE_VERSION = 1;
+
+const ChatTypeSchema = z.enum(["direct", "group"]);
+
+export const StoredRouteSchema = z.object({
+  ruleIndex: z.number().int().nonnegative(),
+  instanceId: z.string(),
+  model: z.string(),
+  instructions: z.string().optional(),
+  scope: z.string(),
+  sessionBase: z.string(),
+});
+
+export const StoredAttachmentSchema = z.object({
+  kind: z.enum(["document", "photo", "audio", "video", "other"]),
+  fileName: z.string(),
+  mimeType: z.string().optional(),
+  size: z.number().int().nonnegative(),
+  file: z.string(),
+});
+
+export const StoredMessageSchema = z.object({
+  platform: z.string(),
+  accountId: z.string(),
+  chatId: z.string(),
+  chatType: ChatTypeSchema,
+  groupAliases: z.array(z.string()).optional(),
+  userId: z.string(),
+  userAliases: z.array(z.string()).optional(),
+  userName: z.string().optional(),
+  messageId: z.string(),
+  text: z.string(),
+  mentioned: z.boolean().optional(),
+  sentAt: z.number(),
+  attachments: z.array(StoredAttachmentSchema).optional(),
+});
+
+export const StoredReplySchema = z.object({
+  chunks: z.array(z.string()),
+  members: z.array(z.string()).min(1),
+  format: z.enum(["markdown", "plain"]),
+});
+
+export const JournalEntrySchema = z.object({
+  id: z.string(),
+  seq: z.number().int(),
+  kind: z.enum(["turn", "command"]),
+  key: z.string(),
+  acceptedAt: z.number(),
+  message: StoredMessageSchema,
+  route: StoredRouteSchema,
+  reply: StoredReplySchema.optional(),
+  sent: z.number().int().nonnegative(),
+  leader: z.string().optional(),
+});
+
+export const SessionStateSchema = z.object({
+  generation: z.number().int().nonnegative(),
+  lastResponseId: z.string().optional(),
+  sessionId: z.string().optional(),
+});
+
+const seq = z.number().int().positive();
+export const JournalRecordSchema = z.discriminatedUnion("t", [
+  z.object({ t: z.literal("msg"), s: seq, e: JournalEntrySchema }),
+  z.object({ t: z.literal("reply"), s: seq, id: z.string(), reply: StoredReplySchema }),
+  z.object({ t: z.literal("sent"), s: seq, id: z.string(), n: z.number().int().nonnegative() }),
+  z.object({ t: z.literal("done"), s: seq, ids: z.array(z.string()) }),
+  z.object({ t: z.literal("session"), s: seq, base: z.string(), state: SessionStateSchema }),
+  z.object({ t: z.literal("kv"), s: seq, ns: z.string(), k: z.string(), v: z.unknown().optional() }),
+]);
+
+export const SnapshotSchema = z.object({
+  version: z.literal(STATE_VERSION),
+  lastSeq: z.number().int().nonnegative(),
+  entries: z.array(JournalEntrySchema),
+  sessions: z.record(z.string(), SessionStateSchema),
+  kv: z.record(z.string(), z.record(z.string(), z.unknown())),
+  recentKeys: z.array(z.string()),
+});
+
+export type JournalRecord = z.infer<typeof JournalRecordSchema>;
+export type Snapshot = z.infer<typeof SnapshotSchema>;
+
+/** The daemon's state files cannot be read as they are: the start stops here. */
+export class StateFileError extends Error {
+  override readonly name = "StateFileError";
+  readonly status = 500;
+  constructor(
+    readonly file: string,
+    detail: string,
+  ) {
+    super(`${file}: ${detail}`);
+  }
+}
+
+const describeIssues = (error: z.ZodError): string =>
+  error.issues
+    .slice(0, 3)
+    .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
+    .join("; ");
+
+const newer = (file: string, version: unknown) =>
+  new StateFileError(
+    file,
+    `written by a newer daemon (state version ${String(version)}, this one reads ${STATE_VERSION}). Run the newer version, or move the data directory aside to start empty.`,
+  );
+
+export function parseSnapshot(file: string, raw: unknown): Snapshot {
+  const version = typeof raw === "object" && raw !== null && "version" in raw ? (raw as { version: unknown }).version : undefined;
+  if (typeof version === "number" && version > STATE_VERSION) throw newer(file, version);
+  const parsed = SnapshotSchema.safeParse(raw);
+  if (!parsed.success) throw new StateFileError(file, `not a valid snapshot (${describeIssues(parsed.error)}). Move it aside to start without it, or restore it from a backup.`);
+  return parsed.data;
+}
+
+/** `line`: 1-based, for the message. */
+export function parseJournalRecord(file: string, line: number, raw: unknown): JournalRecord {
+  const version = typeof raw === "object" && raw !== null && "ver" in raw ? (raw as { ver: unknown }).ver : undefined;
+  if (typeof version === "number" && version > STATE_VERSION) throw newer(`${file} line ${line}`, version);
+  const parsed = JournalRecordSchema.safeParse(raw);
+  if (!parsed.success) throw new StateFileError(`${file} line ${line}`, `not a valid journal record (${describeIssues(parsed.error)}). Move the data directory aside, or repair the line.`);
+  return parsed.data;
+}
