@@ -217,7 +217,7 @@ describe("discord adapter: sending", () => {
 
   it("sends a full 2,000-character message and refuses a longer one without calling Discord", async () => {
     const h = await startAdapter();
-    const full = "x".repeat(1999) + "y";
+    const full = `${"x".repeat(1999)}y`;
     await h.adapter.send(general, full, { format: "plain" });
     expect(fake.sentMessages(GENERAL).map((m) => m.content)).toEqual([full]);
 

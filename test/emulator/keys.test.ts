@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
 import type { z } from "zod";
-import { KeyCreated, ScopedKey } from "../../shared/schemas/keys.js";
+import { KeyCreated, type ScopedKey } from "../../shared/schemas/keys.js";
 
 type Created = z.infer<typeof KeyCreated>;
 import { bearer, runningInstance, signupOrg, startEmulator, tempDir, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
