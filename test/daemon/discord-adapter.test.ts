@@ -343,7 +343,8 @@ describe("discord adapter: connection", () => {
   it("rebuilds the client when a reconnect hangs past the grace period", async () => {
     // @discordjs/ws (the copy discord.js loads) reconnects a destroyed shard after
     // `await setTimeout(500)` from node:timers/promises, through the shard's internalConnect:
-    // watch both, so the test waits for that moment instead of sleeping past it.
+    // watch both, so the test waits for that moment instead of sleeping past it. Those 500 ms
+    // waits (fixed in the library, on the real clock) end at once here: only their order matters.
     const { WebSocketShard } = createRequire(createRequire(import.meta.url).resolve("discord.js"))("@discordjs/ws") as {
       WebSocketShard: { prototype: { internalConnect(): Promise<void> } };
     };
@@ -351,8 +352,9 @@ describe("discord adapter: connection", () => {
     const realSetTimeout = timersPromises.setTimeout;
     const reconnectWaits: Promise<unknown>[] = [];
     const waits = vi.spyOn(timersPromises, "setTimeout").mockImplementation(((...args: Parameters<typeof realSetTimeout>) => {
-      const wait = realSetTimeout(...args);
-      if (args[0] === 500) reconnectWaits.push(wait);
+      if (args[0] !== 500) return realSetTimeout(...args);
+      const wait = realSetTimeout(0, args[1], args[2]);
+      reconnectWaits.push(wait);
       return wait;
     }) as typeof realSetTimeout);
     try {
