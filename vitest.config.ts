@@ -1,13 +1,39 @@
 import { defineConfig } from "vitest/config";
 
+// Three projects (`npm test -- --project unit`):
+// - unit: pure logic of the daemon's core (test/daemon/unit), no servers, no build;
+// - integration: everything else, over real HTTP against the emulator and the platform fakes,
+//   and the compiled `agent-bridge` as a process (globalSetup builds dist/ first);
+// - browser: the web console in a real browser (test/browser).
+const BUILD = ["test/helpers/build.ts"];
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    // Builds dist/ first: process tests run the compiled `agent-bridge`.
-    globalSetup: ["test/helpers/build.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Two cores on CI: a few files at a time keeps port and CPU contention low.
     maxWorkers: 2,
+    // Each worker process (the default `forks` pool) runs its files one after another without
+    // re-importing every module per file: importing express, zod schemas, discord.js and Baileys
+    // again for each of ~50 files was half the suite's CPU time. Safe here because nothing is
+    // mocked (no vi.mock, no fake timers, no stubbed globals), the product keeps no module-level
+    // state (its metrics use their own registries, clocks and stores are injected), and every
+    // file starts and closes its own servers on port 0 and its own temporary directories.
+    isolate: false,
+    projects: [
+      { extends: true, test: { name: "unit", include: ["test/daemon/unit/**/*.test.ts"] } },
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/daemon/unit/**", "test/browser/**"],
+          globalSetup: BUILD,
+        },
+      },
+      // A real browser: its file gets a fresh worker of its own, so nothing another file left
+      // running (servers, timers) competes with the page's live updates.
+      { extends: true, test: { name: "browser", include: ["test/browser/**/*.test.ts"], isolate: true } },
+    ],
   },
 });

@@ -47,7 +47,7 @@ const hasTerminalChat = (config: DaemonConfig) => config.channels.some((c) => c.
 export async function loggerFor(config: DaemonConfig, board?: NoticeBoard): Promise<Logger> {
   const secrets = secretsOf(config);
   const tty = process.stdout.isTTY === true;
-  let destination;
+  let destination: pino.DestinationStream;
   if (hasTerminalChat(config)) {
     destination = tty && board ? { write: (line: string) => board.show(formatNotice(line)) } : pino.destination({ dest: 2, sync: true });
   } else {

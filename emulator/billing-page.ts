@@ -10,7 +10,7 @@ import { pages } from "../shared/pages.js";
 import { TIER_LIMITS, TIERS, type Tier } from "../shared/schemas/common.js";
 import type { EmulatorEnv } from "./env.js";
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 export function mountBillingPage(app: Express, env: EmulatorEnv): void {
   const sessionOf = (id: string) => {
@@ -32,9 +32,9 @@ export function mountBillingPage(app: Express, env: EmulatorEnv): void {
           : `<form method="post" style="display:inline"><input type="hidden" name="tier" value="${tier}"><button${suggested ? " autofocus" : ""}>Switch to ${tier}</button></form>`
       }</li>`;
     }).join("\n");
-    res.type("html").send(`<!doctype html><html><head><meta charset="utf-8"><title>Billing · ${escape(org.name)}</title></head>
+    res.type("html").send(`<!doctype html><html><head><meta charset="utf-8"><title>Billing · ${escapeHtml(org.name)}</title></head>
 <body><h1>${session.kind === "checkout" ? "Checkout" : "Billing portal"}</h1>
-<p>Organization <strong>${escape(org.name)}</strong>, plan <strong id="tier">${org.tier}</strong>, ${org.instance_ids.length} of ${TIER_LIMITS[org.tier]} instances in use.</p>
+<p>Organization <strong>${escapeHtml(org.name)}</strong>, plan <strong id="tier">${org.tier}</strong>, ${org.instance_ids.length} of ${TIER_LIMITS[org.tier]} instances in use.</p>
 <ul>${rows}</ul><p><small>Emulated billing: no payment is taken.</small></p></body></html>`);
   });
 

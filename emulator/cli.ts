@@ -23,7 +23,7 @@ export interface EmulatorCommandOptions {
 export async function runEmulatorCommand(opts: EmulatorCommandOptions): Promise<number> {
   const inMemory = opts.inMemory === true;
   const dataDir = inMemory ? undefined : opts.dataDir;
-  let emulator;
+  let emulator: Awaited<ReturnType<typeof createEmulator>>;
   try {
     emulator = await createEmulator({
       dataDir,

@@ -31,7 +31,7 @@ export function createFaultRegistry(random: Random): FaultRegistry {
   const matches = (rule: FaultRule, m: FaultMatch) =>
     rule.target === m.target &&
     (rule.instance_id === undefined || rule.instance_id === m.instanceId) &&
-    (rule.path === undefined || (m.path !== undefined && m.path.startsWith(rule.path))) &&
+    (rule.path === undefined || m.path?.startsWith(rule.path) === true) &&
     (rule.method === undefined || rule.method.toUpperCase() === m.method?.toUpperCase());
 
   return {

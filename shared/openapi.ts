@@ -235,11 +235,15 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
         },
       };
     }
-    (paths[spec.path] ??= {})[spec.method.toLowerCase()] = operation;
+    const item = paths[spec.path] ?? {};
+    item[spec.method.toLowerCase()] = operation;
+    paths[spec.path] = item;
   }
   if (!options.serviceOnly) {
     for (const [operationId, page] of Object.entries(pages) as [string, PageSpec][]) {
-      (paths[page.path] ??= {})[page.method.toLowerCase()] = pageOperation(operationId, page);
+      const item = paths[page.path] ?? {};
+      item[page.method.toLowerCase()] = pageOperation(operationId, page);
+      paths[page.path] = item;
     }
   }
   const errorSchema = schemaFor(ErrorBody, "output");

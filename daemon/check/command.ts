@@ -16,7 +16,7 @@ export interface CheckCommandOptions extends CheckDeps {
 
 export async function runCheckCommand(opts: CheckCommandOptions): Promise<number> {
   const out = opts.out ?? ((line: string) => process.stdout.write(`${line}\n`));
-  let config;
+  let config: Awaited<ReturnType<typeof loadConfig>>;
   try {
     config = await loadConfig(opts.configFile, opts.env ?? process.env);
   } catch (error) {

@@ -34,7 +34,7 @@ const statusText = (status: number, body: unknown): string => {
 /** Routes by instance, in config order, as `routes[0], routes[2]`. */
 function instancesOf(config: DaemonConfig): Map<string, number[]> {
   const out = new Map<string, number[]>();
-  config.routes.forEach((r, i) => out.set(r.instance, [...(out.get(r.instance) ?? []), i]));
+  for (const [i, r] of config.routes.entries()) out.set(r.instance, [...(out.get(r.instance) ?? []), i]);
   return out;
 }
 

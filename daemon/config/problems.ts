@@ -127,7 +127,7 @@ export function channelLabeller(raw: unknown): Relabel {
       if (id !== undefined) count.set(id, (count.get(id) ?? 0) + 1);
       return id;
     });
-    own.forEach((id) => labels.push(id !== undefined && count.get(id) === 1 ? id : undefined));
+    for (const id of own) labels.push(id !== undefined && count.get(id) === 1 ? id : undefined);
   }
   return (path) => {
     if (path[0] === "channels" && typeof path[1] === "number") {

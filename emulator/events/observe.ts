@@ -19,8 +19,16 @@ export function observeStore(store: Store, onChange: () => void): Store {
   // A Proxy, not a copy: members added to Store later keep working unchanged.
   return new Proxy(store, {
     get(target, property, receiver) {
-      if (property === "commit") return () => (target.commit(), notify());
-      if (property === "replace") return (state: Store["data"]) => (target.replace(state), notify());
+      if (property === "commit")
+        return () => {
+          target.commit();
+          notify();
+        };
+      if (property === "replace")
+        return (state: Store["data"]) => {
+          target.replace(state);
+          notify();
+        };
       return Reflect.get(target, property, receiver) as unknown;
     },
   });

@@ -125,7 +125,7 @@ const PARAGRAPHS = [
   "Long answers are split where a reader would split them: between paragraphs first, then between lines, and only as a last resort in the middle of a sentence. Code blocks stay whole when they fit, and are closed and reopened when they do not.",
   "The emulator answers like the hosted service, offline and fast. Its fake model is deterministic, so a test can say exactly what it expects to read, and a benchmark can run the same conversation a thousand times and compare the numbers.",
 ];
-const PROSE_CYCLE = PARAGRAPHS.join("\n\n") + "\n\n";
+const PROSE_CYCLE = `${PARAGRAPHS.join("\n\n")}\n\n`;
 
 const CODE_BLOCK = [
   "```ts",
@@ -146,7 +146,7 @@ function prose(length: number, cycle = PROSE_CYCLE): string {
 
 const SEPARATOR = "\n\n";
 /** The prose cycle from its second paragraph on, for the text after a `!stream` code block. */
-const PROSE_FROM_SECOND = PARAGRAPHS.slice(1).concat(PARAGRAPHS[0]!).join("\n\n") + "\n\n";
+const PROSE_FROM_SECOND = `${PARAGRAPHS.slice(1).concat(PARAGRAPHS[0]!).join("\n\n")}\n\n`;
 
 /**
  * `!stream S N`: exactly N characters, like `!long N` but shaped like a chat

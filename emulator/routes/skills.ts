@@ -23,7 +23,7 @@ type SkillHandlers = Pick<Handlers, "listSkills" | "getSkill" | "installSkill" |
 export const skillPath = (name: string): string => `skills/${name}`;
 
 export function isReady(skill: RegistrySkill | undefined, record: SkillRecord | undefined): boolean {
-  if (!record || !record.enabled) return false;
+  if (!record?.enabled) return false;
   return (skill?.requiredEnv ?? []).every((name) => record.env[name] !== undefined);
 }
 

@@ -87,7 +87,7 @@ export async function resolveInRoot(root: string, input: string): Promise<Worksp
   let current = rootReal;
   for (const part of parts) {
     const next = join(current, part);
-    let stats;
+    let stats: Awaited<ReturnType<typeof lstat>>;
     try {
       stats = await lstat(next);
     } catch (error) {

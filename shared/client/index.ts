@@ -48,6 +48,7 @@ export type ResultOf<S> = S extends { response: infer R }
   : never;
 
 type Generated = {
+  // biome-ignore lint/complexity/noBannedTypes: `{} extends Args` is the check for "every argument is optional".
   [K in Exclude<OperationId, "uploadFile">]: {} extends ArgsOf<Routes[K]>
     ? (args?: ArgsOf<Routes[K]>) => Promise<ResultOf<Routes[K]>>
     : (args: ArgsOf<Routes[K]>) => Promise<ResultOf<Routes[K]>>;

@@ -4,10 +4,12 @@
  */
 import { testSink } from "../fakes/sink.js";
 import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import timersPromises from "node:timers/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createManualClock, systemClock, type Clock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import { createDiscordAdapter, DiscordAdapterError, type DiscordAdapterOptions } from "../../daemon/adapters/discord/index.js";
@@ -212,7 +214,7 @@ describe("discord adapter: sending", () => {
 
   it("sends a full 2,000-character message and refuses a longer one without calling Discord", async () => {
     const h = await startAdapter();
-    const full = "x".repeat(1999) + "y";
+    const full = `${"x".repeat(1999)}y`;
     await h.adapter.send(general, full, { format: "plain" });
     expect(fake.sentMessages(GENERAL).map((m) => m.content)).toEqual([full]);
 
@@ -336,6 +338,31 @@ describe("discord adapter: connection", () => {
   });
 
   it("rebuilds the client when a reconnect hangs past the grace period", async () => {
+    // @discordjs/ws (the copy discord.js loads) reconnects a destroyed shard after
+    // `await setTimeout(500)` from node:timers/promises, through the shard's internalConnect:
+    // watch both, so the test waits for that moment instead of sleeping past it. Those 500 ms
+    // waits (fixed in the library, on the real clock) end at once here: only their order matters.
+    const { WebSocketShard } = createRequire(createRequire(import.meta.url).resolve("discord.js"))("@discordjs/ws") as {
+      WebSocketShard: { prototype: { internalConnect(): Promise<void> } };
+    };
+    const connects = vi.spyOn(WebSocketShard.prototype, "internalConnect");
+    const realSetTimeout = timersPromises.setTimeout;
+    const reconnectWaits: Promise<unknown>[] = [];
+    const waits = vi.spyOn(timersPromises, "setTimeout").mockImplementation(((...args: Parameters<typeof realSetTimeout>) => {
+      if (args[0] !== 500) return realSetTimeout(...args);
+      const wait = realSetTimeout(0, args[1], args[2]);
+      reconnectWaits.push(wait);
+      return wait;
+    }) as typeof realSetTimeout);
+    try {
+      await hungReconnectIsRebuilt(connects, reconnectWaits);
+    } finally {
+      connects.mockRestore();
+      waits.mockRestore();
+    }
+  });
+
+  async function hungReconnectIsRebuilt(connects: { mock: { calls: unknown[] } }, reconnectWaits: Promise<unknown>[]): Promise<void> {
     const clock = createManualClock();
     const h = await startAdapter({ clock, options: { reconnectGraceMs: 30_000, stableAfterMs: 1_000 } });
     // The resume socket opens but the gateway never says HELLO: discord.js would wait 60 s.
@@ -347,11 +374,15 @@ describe("discord adapter: connection", () => {
     const dm = fake.dispatchDirectMessage(alice, "heard after the rebuild");
     await byId(h, dm.id);
     expect(h.statuses.some((s) => s.state === "reconnecting" && /not back after 30000 ms/.test(s.detail ?? ""))).toBe(true);
-    // @discordjs/ws would reconnect the destroyed client 500 ms after its destroy; the adapter stops that.
-    await new Promise((resolve) => setTimeout(resolve, 800));
+    // @discordjs/ws would reconnect the destroyed client 500 ms after its destroy; the adapter stops
+    // that. Wait for that moment: the reconnect call would be made as the wait ends.
+    await vi.waitFor(() => expect(reconnectWaits.length).toBeGreaterThan(0), { timeout: 10_000 });
+    for (let seen = 0; seen < reconnectWaits.length; seen = reconnectWaits.length) await Promise.allSettled(reconnectWaits);
+    // The first client's connect, its resume, the new client's connect: no fourth.
+    expect(connects.mock.calls).toHaveLength(3);
     expect(fake.stats.connections).toBe(3);
     expect(fake.stats.identifies).toBe(2);
-  });
+  }
 
   it("starts when Discord is briefly unreachable and connects once it answers", async () => {
     // @discordjs/rest retries a 5xx three times, so four failures end the first attempt.

@@ -33,7 +33,8 @@ async function droppingServer() {
     stats.open++;
     stats.maxOpen = Math.max(stats.maxOpen, stats.open);
     ws.on("close", () => void stats.open--);
-    setTimeout(() => ws.close(), 20);
+    // Drop it once Baileys has started its handshake (its first frame), as a flaky network would.
+    ws.once("message", () => ws.close());
   });
   const { port } = wss.address() as { port: number };
   cleanups.push(() => new Promise<void>((resolve) => wss.close(() => resolve())));

@@ -6,7 +6,8 @@
  */
 import { existsSync } from "node:fs";
 import request from "supertest";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createCountedClock } from "../helpers/counted-clock.js";
 import { replyText, runningInstance, signupOrg, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
 const fault = async (t: TestEmulator, body: Record<string, unknown>) => {
@@ -24,8 +25,10 @@ describe("gateway fault rules", () => {
   let t: TestEmulator;
   let org: TestOrg;
   let id: string;
+  const clock = createCountedClock();
   beforeAll(async () => {
-    t = await startEmulator({ gatewayTimeoutMs: 300 });
+    // The default gateway timeout (2 min): a slow machine must not turn these calls into 502s.
+    t = await startEmulator({ clock });
     org = await signupOrg(t.app, { tier: "lobster" });
     id = (await runningInstance(t, org)).id;
   });
@@ -71,20 +74,30 @@ describe("gateway fault rules", () => {
   });
 
   it("timeout: no answer within gatewayTimeoutMs is a 502 'timed out'; the next call works", async () => {
-    await fault(t, { target: "gateway", error: "timeout", times: 1 });
-    const failed = await say(t, org, id, "hang");
-    expect(failed.status).toBe(502);
-    expect(failed.body.detail.error).toMatch(/timed out/);
-    expect((await say(t, org, id, "prompt")).status).toBe(200);
+    // Its own emulator: the timeout is on the real clock (undici's), so only this test waits 300 ms.
+    const short = await startEmulator({ gatewayTimeoutMs: 300 });
+    try {
+      const o = await signupOrg(short.app);
+      const i = (await runningInstance(short, o)).id;
+      await fault(short, { target: "gateway", error: "timeout", times: 1 });
+      const failed = await say(short, o, i, "hang");
+      expect(failed.status).toBe(502);
+      expect(failed.body.detail.error).toMatch(/timed out/);
+      expect((await say(short, o, i, "prompt")).status).toBe(200);
+    } finally {
+      await short.close();
+    }
   });
 
   it("latency: the reply waits for the emulator's clock to pass it", async () => {
     await fault(t, { target: "gateway", latency_ms: 5000, times: 1 });
     let done = false;
-    const pending = say(t, org, id, "slow").then((res) => ((done = true), res));
-    // The rule is consumed when the gateway takes the request; then it sleeps on the manual clock.
-    while ((await request(t.app).get("/_emulator/faults")).body.length > 0) await new Promise((r) => setTimeout(r, 5));
-    await new Promise((r) => setTimeout(r, 20));
+    const pending = say(t, org, id, "slow").then((res) => {
+      done = true;
+      return res;
+    });
+    // The gateway takes the request, then sleeps 5000 ms on the manual clock: wait for that sleep.
+    await vi.waitFor(() => expect(clock.delays()).toContain(5000), { timeout: 10_000, interval: 5 });
     expect(done).toBe(false);
     t.clock.advance(5000);
     const res = await pending;

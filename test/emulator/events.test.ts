@@ -170,7 +170,7 @@ describe("a slow client's backlog", () => {
     s.drain();
     expect(s.written[1]).toMatch(/^event: overflow\ndata: \{"dropped":\d+\}\n\n$/);
     // What was queued after the last drop follows, in order, ending with the newest.
-    expect(s.written.at(-1)).toContain("x".repeat(40) + "9999");
+    expect(s.written.at(-1)).toContain(`${"x".repeat(40)}9999`);
     expect(client.queuedBytes).toBe(0);
   });
 
@@ -188,7 +188,14 @@ describe("a slow client's backlog", () => {
     const slow = stalledSink();
     const fast: string[] = [];
     hub.attach(slow.sink);
-    hub.attach({ write: (c) => (fast.push(c), true), end() {}, once() {} });
+    hub.attach({
+      write: (c) => {
+        fast.push(c);
+        return true;
+      },
+      end() {},
+      once() {},
+    });
     for (let i = 0; i < 1000; i++) hub.publish({ type: "state", data: { at: String(i) } });
     expect(fast).toHaveLength(1000);
     expect(slow.written).toHaveLength(1);

@@ -10,7 +10,7 @@ import { connect } from "node:net";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import request from "supertest";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createServiceClient, ServiceError } from "../../shared/client/index.js";
 import { STAGING_DIR } from "../../emulator/workspace/workspaces.js";
 import { forceState, runningInstance, signupOrg, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
@@ -234,11 +234,9 @@ describe("upload", () => {
     );
     socket.write(Buffer.alloc(256 * 1024, 9));
     // Wait until the bytes are on disk in staging, then vanish.
-    for (let i = 0; i < 400 && stagingLeft().length === 0; i++) await new Promise((r) => setTimeout(r, 5));
-    expect(stagingLeft()).toHaveLength(1);
+    await vi.waitFor(() => expect(stagingLeft()).toHaveLength(1), { timeout: 10_000, interval: 5 });
     socket.destroy();
-    for (let i = 0; i < 400 && stagingLeft().length > 0; i++) await new Promise((r) => setTimeout(r, 5));
-    expect(stagingLeft()).toEqual([]);
+    await vi.waitFor(() => expect(stagingLeft()).toEqual([]), { timeout: 10_000, interval: 5 });
     expect(existsSync(join(root, "workspace/cut.bin"))).toBe(false);
   });
 

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { request } from "undici";
 import { createManualClock, type Clock, type ManualClock } from "../../shared/clock.js";
 import { cryptoRandom, seededRandom, type Random } from "../../shared/random.js";
@@ -499,7 +499,7 @@ describe("fake gateway: time, faults and determinism", () => {
         return e;
       },
     );
-    while (!h.faultCalls.includes("t")) await new Promise((r) => setTimeout(r, 5));
+    await vi.waitFor(() => expect(h.faultCalls).toContain("t"), { timeout: 10_000, interval: 5 });
     // The server has decided on the hanging request; a full exchange after it proves it stays unanswered.
     expect((await say(h, "ok", "ping")).reply).toBe("You said: ping");
     expect(settled).toBe(false);

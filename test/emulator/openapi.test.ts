@@ -71,7 +71,9 @@ const bodySchema = (op: Operation) => {
 };
 /** Every `$ref` in a part of the document, with where it was found. */
 function refs(node: unknown, at = "#", into: [string, string][] = []): [string, string][] {
-  if (Array.isArray(node)) node.forEach((v, i) => refs(v, `${at}/${i}`, into));
+  if (Array.isArray(node)) {
+    for (const [i, v] of node.entries()) refs(v, `${at}/${i}`, into);
+  }
   else if (node && typeof node === "object") {
     for (const [k, v] of Object.entries(node)) {
       if (k === "$ref" && typeof v === "string") into.push([at, v]);

@@ -488,8 +488,14 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
       return;
     }
     // What discord.js must ask for: API v10, JSON, and no transport compression.
-    if (query.v !== "10") return ws.close(4012, "Invalid API version");
-    if (query.encoding !== "json" || query.compress) return ws.close(4002, "Decode error");
+    if (query.v !== "10") {
+      ws.close(4012, "Invalid API version");
+      return;
+    }
+    if (query.encoding !== "json" || query.compress) {
+      ws.close(4002, "Decode error");
+      return;
+    }
 
     let session: Session | null = null;
     const sendRaw = (payload: Json) => {
@@ -538,7 +544,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
         case 6: {
           if (d.token !== options.token) return ws.close(4004, "Authentication failed");
           const known = typeof d.session_id === "string" ? sessions.get(d.session_id) : undefined;
-          if (!known || !known.resumable) {
+          if (!known?.resumable) {
             stats.invalidSessions++;
             sendRaw({ op: 9, d: false, s: null, t: null });
             return;

@@ -8,16 +8,18 @@ import { createManualClock, type ManualClock } from "../../shared/clock.js";
 export interface CountedClock extends ManualClock {
   /** Timers set and neither fired nor cancelled. */
   live(): number;
+  /** The delays (ms) those live timers were set with, e.g. to see that a 5000 ms sleep has begun. */
+  delays(): number[];
 }
 
 export function createCountedClock(start?: number): CountedClock {
   const manual = createManualClock(start);
-  const live = new Set<object>();
+  const live = new Map<object, number>();
   const clock: CountedClock = {
     ...manual,
     setTimeout(fn, ms) {
       const token = {};
-      live.add(token);
+      live.set(token, ms);
       const timer = manual.setTimeout(() => {
         live.delete(token);
         fn();
@@ -31,6 +33,7 @@ export function createCountedClock(start?: number): CountedClock {
     },
     sleep: (ms) => new Promise((resolve) => clock.setTimeout(resolve, ms)),
     live: () => live.size,
+    delays: () => [...live.values()],
   };
   return clock;
 }

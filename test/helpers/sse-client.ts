@@ -37,8 +37,7 @@ export function openSse(url: string, headers: Record<string, string> = {}): Prom
       response.on("data", (chunk: string) => {
         text += chunk;
         pending += chunk;
-        let cut: number;
-        while ((cut = pending.indexOf("\n\n")) >= 0) {
+        for (let cut = pending.indexOf("\n\n"); cut >= 0; cut = pending.indexOf("\n\n")) {
           const block = pending.slice(0, cut);
           pending = pending.slice(cut + 2);
           const frame: SseFrame = { comments: [] };

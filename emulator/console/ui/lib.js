@@ -12,13 +12,13 @@ export const BASE = "/_emulator/ui";
 /** An API error as the contract shapes it: `{detail}` turned into one sentence. */
 export class ApiError extends Error {
   constructor(status, body) {
-    const detail = body && body.detail;
+    const detail = body?.detail;
     const text =
       typeof detail === "string"
         ? detail
         : Array.isArray(detail)
           ? detail.map((d) => `${(d.loc || []).join(".")}: ${d.msg}`).join("; ")
-          : detail && detail.error
+          : detail?.error
             ? detail.error
             : `HTTP ${status}`;
     super(text);
