@@ -120,19 +120,19 @@ export const routes = {
   mkdir: route({ method: "POST", path: "/v1/instances/{instance_id}/files/mkdir", tag: "files", summary: "Create a directory and its parents", access: may("files"), query: files.PathQuery, status: 204, response: "empty", errors: [...ON_INSTANCE, 400, 409, 422] }),
 
   // Emulator control plane
-  adminHealth: route({ method: "GET", path: "/_emulator/health", tag: "emulator", summary: "Liveness", access: ADMIN, status: 200, response: admin.Health, errors: [401] }),
-  adminReset: route({ method: "POST", path: "/_emulator/reset", tag: "emulator", summary: "Forget all state", access: ADMIN, status: 204, response: "empty", errors: [401] }),
-  adminExportSnapshot: route({ method: "GET", path: "/_emulator/snapshot", tag: "emulator", summary: "Export the whole state", access: ADMIN, status: 200, response: "any", errors: [401] }),
-  adminImportSnapshot: route({ method: "PUT", path: "/_emulator/snapshot", tag: "emulator", summary: "Replace the whole state", access: ADMIN, body: zod.record(zod.string(), zod.unknown()), status: 204, response: "empty", errors: [401, 422] }),
-  adminCreateFault: route({ method: "POST", path: "/_emulator/faults", tag: "emulator", summary: "Add a fault rule", access: ADMIN, body: admin.FaultRuleRequest, status: 201, response: admin.FaultRule, errors: [401, 422] }),
-  adminListFaults: route({ method: "GET", path: "/_emulator/faults", tag: "emulator", summary: "Fault rules", access: ADMIN, status: 200, response: zod.array(admin.FaultRule), errors: [401] }),
-  adminClearFaults: route({ method: "DELETE", path: "/_emulator/faults", tag: "emulator", summary: "Remove every fault rule", access: ADMIN, status: 204, response: "empty", errors: [401] }),
-  adminGetFault: route({ method: "GET", path: "/_emulator/faults/{fault_id}", tag: "emulator", summary: "One fault rule", access: ADMIN, status: 200, response: admin.FaultRule, errors: [401, 404] }),
-  adminDeleteFault: route({ method: "DELETE", path: "/_emulator/faults/{fault_id}", tag: "emulator", summary: "Remove a fault rule", access: ADMIN, status: 204, response: "empty", errors: [401, 404] }),
-  adminForceState: route({ method: "POST", path: "/_emulator/instances/{instance_id}/state", tag: "emulator", summary: "Force an instance's status", access: ADMIN, body: admin.ForceStateRequest, status: 200, response: instances.Instance, errors: [401, 404, 422] }),
-  adminScan: route({ method: "POST", path: "/_emulator/instances/{instance_id}/channels/{channel}/scan", tag: "emulator", summary: "Complete an interactive pairing", access: ADMIN, status: 200, response: channels.ChannelStatus, errors: [401, 404, 409] }),
-  adminSetTier: route({ method: "POST", path: "/_emulator/organizations/{organization_id}/tier", tag: "emulator", summary: "Set an organization's plan", access: ADMIN, body: admin.TierRequest, status: 200, response: org.Organization, errors: [401, 404, 422] }),
-  adminRequests: route({ method: "GET", path: "/_emulator/requests", tag: "emulator", summary: "Recent requests, newest last", access: ADMIN, status: 200, response: zod.array(admin.JournalEntry), errors: [401] }),
+  adminHealth: route({ method: "GET", path: "/_emulator/health", tag: "emulator", summary: "Liveness", access: ADMIN, status: 200, response: admin.Health, errors: [401, 403] }),
+  adminReset: route({ method: "POST", path: "/_emulator/reset", tag: "emulator", summary: "Forget all state", access: ADMIN, status: 204, response: "empty", errors: [401, 403] }),
+  adminExportSnapshot: route({ method: "GET", path: "/_emulator/snapshot", tag: "emulator", summary: "Export the whole state", access: ADMIN, status: 200, response: "any", errors: [401, 403] }),
+  adminImportSnapshot: route({ method: "PUT", path: "/_emulator/snapshot", tag: "emulator", summary: "Replace the whole state", access: ADMIN, body: zod.record(zod.string(), zod.unknown()), status: 204, response: "empty", errors: [401, 403, 422] }),
+  adminCreateFault: route({ method: "POST", path: "/_emulator/faults", tag: "emulator", summary: "Add a fault rule", access: ADMIN, body: admin.FaultRuleRequest, status: 201, response: admin.FaultRule, errors: [401, 403, 422] }),
+  adminListFaults: route({ method: "GET", path: "/_emulator/faults", tag: "emulator", summary: "Fault rules", access: ADMIN, status: 200, response: zod.array(admin.FaultRule), errors: [401, 403] }),
+  adminClearFaults: route({ method: "DELETE", path: "/_emulator/faults", tag: "emulator", summary: "Remove every fault rule", access: ADMIN, status: 204, response: "empty", errors: [401, 403] }),
+  adminGetFault: route({ method: "GET", path: "/_emulator/faults/{fault_id}", tag: "emulator", summary: "One fault rule", access: ADMIN, status: 200, response: admin.FaultRule, errors: [401, 403, 404] }),
+  adminDeleteFault: route({ method: "DELETE", path: "/_emulator/faults/{fault_id}", tag: "emulator", summary: "Remove a fault rule", access: ADMIN, status: 204, response: "empty", errors: [401, 403, 404] }),
+  adminForceState: route({ method: "POST", path: "/_emulator/instances/{instance_id}/state", tag: "emulator", summary: "Force an instance's status", access: ADMIN, body: admin.ForceStateRequest, status: 200, response: instances.Instance, errors: [401, 403, 404, 422] }),
+  adminScan: route({ method: "POST", path: "/_emulator/instances/{instance_id}/channels/{channel}/scan", tag: "emulator", summary: "Complete an interactive pairing", access: ADMIN, status: 200, response: channels.ChannelStatus, errors: [401, 403, 404, 409] }),
+  adminSetTier: route({ method: "POST", path: "/_emulator/organizations/{organization_id}/tier", tag: "emulator", summary: "Set an organization's plan", access: ADMIN, body: admin.TierRequest, status: 200, response: org.Organization, errors: [401, 403, 404, 422] }),
+  adminRequests: route({ method: "GET", path: "/_emulator/requests", tag: "emulator", summary: "Recent requests, newest last", access: ADMIN, status: 200, response: zod.array(admin.JournalEntry), errors: [401, 403] }),
 } as const;
 
 export type Routes = typeof routes;

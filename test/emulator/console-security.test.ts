@@ -1,0 +1,132 @@
+/**
+ * A hostile look at the control plane a browser can reach: cross-site state
+ * changes (CSRF), Host forms a rebinding page could send, path traversal in
+ * the console's static files, secrets in the request log and events, and bad
+ * query parameters on the console's data routes. Real HTTP on a listening
+ * emulator where the exact bytes on the wire matter (raw paths, no Host).
+ */
+import { request as httpRequest } from "node:http";
+import request from "supertest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { runningInstance, signupOrg, snapshot, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
+
+let t: TestEmulator;
+let org: TestOrg;
+beforeEach(async () => {
+  t = await startEmulator();
+  org = await signupOrg(t.app);
+});
+afterEach(() => t.close());
+
+/** One raw request: the path goes on the wire exactly as given; `host: null` sends no Host header. */
+function raw(url: string, path: string, options: { method?: string; host?: string | null; headers?: Record<string, string> } = {}) {
+  const { hostname, port } = new URL(url);
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.host) headers.host = options.host;
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = httpRequest({ hostname, port, path, method: options.method ?? "GET", headers, setHost: options.host === undefined }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => (body += c));
+      res.on("end", () => resolve({ status: res.statusCode!, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("cross-site state changes (CSRF)", () => {
+  it("a page of another site cannot reset, act for an organization, or add a fault; the state is unchanged", async () => {
+    const instance = await runningInstance(t, org);
+    const before = await snapshot(t.app);
+    const crossSite = [
+      { "sec-fetch-site": "cross-site" },
+      { "sec-fetch-site": "same-site" }, // another port of localhost: same site, not same origin
+      { origin: "http://evil.example" },
+      { origin: "null" },
+    ];
+    for (const headers of crossSite) {
+      const reset = await request(t.app).post("/_emulator/reset").set(headers);
+      expect(reset.status, JSON.stringify(headers)).toBe(403);
+      expect(reset.body).toEqual({ detail: expect.stringContaining("another origin") });
+      const stop = await request(t.app).post(`/_emulator/as/${org.organization.id}/v1/instances/${instance.id}/stop`).set(headers);
+      expect(stop.status).toBe(403);
+      const fault = await request(t.app).post("/_emulator/faults").set(headers).set("content-type", "text/plain").send('{"target":"gateway"}');
+      expect(fault.status).toBe(403);
+    }
+    expect(await snapshot(t.app)).toEqual(before);
+    expect((await request(t.app).get("/_emulator/faults")).body).toEqual([]);
+  });
+
+  it("the console's own calls (same origin) and clients that are not browsers (curl, supertest) still work", async () => {
+    const url = await t.emulator.listen(0, "127.0.0.1");
+    const host = new URL(url).host;
+    const sameOrigin = await raw(url, "/_emulator/reset", { method: "POST", headers: { origin: url, "sec-fetch-site": "same-origin" } });
+    expect(sameOrigin.status).toBe(204);
+    const originOnly = await raw(url, "/_emulator/faults", { method: "DELETE", headers: { origin: `http://${host}` } });
+    expect(originOnly.status).toBe(204);
+    expect((await raw(url, "/_emulator/reset", { method: "POST" })).status).toBe(204);
+    // Reads are not state changes: a cross-site GET is still only stopped by the Host rule and CORS.
+    expect((await raw(url, "/_emulator/health", { headers: { "sec-fetch-site": "cross-site" } })).status).toBe(200);
+  });
+
+  it("with an admin token, the cookie does not carry a cross-site (or same-site, other port) POST", async () => {
+    await t.close();
+    t = await startEmulator({ adminToken: "s3cret-admin" });
+    const url = await t.emulator.listen(0, "127.0.0.1");
+    const cookie = `emulator_admin=s3cret-admin`;
+    const refused = await raw(url, "/_emulator/reset", { method: "POST", headers: { cookie, "sec-fetch-site": "same-site", origin: "http://localhost:3000" } });
+    expect(refused.status).toBe(403);
+    expect((await raw(url, "/_emulator/reset", { method: "POST", headers: { cookie, "sec-fetch-site": "same-origin" } })).status).toBe(204);
+  });
+});
+
+describe("Host header forms", () => {
+  it("refuses a request without Host, and names that only look like loopback", async () => {
+    const url = await t.emulator.listen(0, "127.0.0.1");
+    // Node's server itself answers 400 to HTTP/1.1 without Host; either way, refused.
+    expect([400, 401]).toContain((await raw(url, "/_emulator/health", { host: null })).status);
+    for (const host of ["127.0.0.1.evil.example", "localhost.evil", "[::1].evil.example", "[::ffff:7f00:1]", "127.1", "localhost.", "evil.example", "localhost:80@evil.example", "localhost:abc", "[::1]x"]) {
+      const res = await raw(url, "/_emulator/health", { host });
+      expect(res.status, host).toBe(401);
+      expect(JSON.parse(res.body), host).toEqual({ detail: expect.stringContaining("Host") });
+    }
+  });
+
+  it("an absolute-form request target does not stand in for the Host header", async () => {
+    const url = await t.emulator.listen(0, "127.0.0.1");
+    const res = await raw(url, `${url}/_emulator/health`, { host: "evil.example" });
+    expect(res.status).toBe(401);
+  });
+});
+
+describe("the console's static files", () => {
+  it("serves nothing outside its own folder and the three vendor modules, however the path is written", async () => {
+    const url = await t.emulator.listen(0, "127.0.0.1");
+    const attempts = [
+      "/_emulator/ui/../../package.json",
+      "/_emulator/ui/assets/../../../../package.json",
+      "/_emulator/ui/assets/%2e%2e/%2e%2e/%2e%2e/%2e%2e/package.json",
+      "/_emulator/ui/assets/..%2f..%2f..%2f..%2fpackage.json",
+      "/_emulator/ui/assets/%2e%2e%5c%2e%2e%5cdata.ts",
+      "/_emulator/ui/assets/../data.ts",
+      "/_emulator/ui/assets/%2e%2e/routes.ts",
+      "/_emulator/ui/assets/..%252froutes.ts",
+      "/_emulator/ui/vendor/..%2f..%2f..%2fpackage.json",
+      "/_emulator/ui/vendor/preact",
+      "/_emulator/ui/vendor/..%2fnode_modules%2fexpress%2fpackage.json",
+      "/_emulator/ui/vendor/constructor",
+      "/_emulator/ui/vendor/__proto__",
+      "/_emulator/ui/assets/%00app.js",
+      "/_emulator/ui/assets/.hidden",
+    ];
+    for (const path of attempts) {
+      const res = await raw(url, path);
+      // Either the app's HTML shell (paths outside assets/) or an error: never a file's source.
+      expect(res.body, path).not.toMatch(/"dependencies"|import express|mountConsole|export function overview/);
+      if (res.status === 200) expect(res.body, path).toContain('<div id="app">');
+    }
+    expect((await raw(url, "/_emulator/ui/vendor/preact.mjs")).status).toBe(200);
+    expect((await raw(url, "/_emulator/ui/assets/views/../app.js")).status).toBe(200);
+  });
+});
