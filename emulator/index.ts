@@ -31,6 +31,7 @@ import { responseHandlers } from "./routes/responses.js";
 import { openStore, type Store } from "./store/store.js";
 import { createWorkspaces } from "./workspace/workspaces.js";
 import { extraHandlers } from "./routes/extra.js";
+import { consoleHandlers } from "./console/handlers.js";
 import { mountConsole } from "./console/routes.js";
 import { captureRequests, createRequestLog } from "./events/capture.js";
 import { createEventHub, type EventHub } from "./events/hub.js";
@@ -160,7 +161,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   app.get("/v1/openapi.json", serveOpenApi(() => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined)));
   mountBillingPage(app, env);
   mountEvents(app, env, events);
-  mountConsole(app, env, requestLog);
+  mountConsole(app, env);
   const handlers: Partial<Handlers> = {
     ...organizationHandlers(env),
     ...keyHandlers(env),
@@ -168,6 +169,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     ...responseHandlers(env),
     ...adminHandlers(env, journal),
     ...extraHandlers(env),
+    ...consoleHandlers(env, requestLog),
   };
   mountRoutes(app, env, handlers, { validateResponses: options.validateResponses });
   app.use((_req: Request, res: Response) => void res.status(404).json({ detail: "Not found." }));

@@ -130,3 +130,25 @@ describe("the console's static files", () => {
     expect((await raw(url, "/_emulator/ui/assets/views/../app.js")).status).toBe(200);
   });
 });
+
+describe("the console's data routes under bad query parameters", () => {
+  it("answer 422 in the contract's format for a limit or request id out of range or not a number", async () => {
+    const instance = await runningInstance(t, org);
+    const turn = await request(t.app).post(`/v1/instances/${instance.id}/session/s/responses`).set(org.auth).send({ model: "m", input: "hi" });
+    const bad = ["-1", "0", "abc", "1001", "99999999999999999999", "1.5", ""];
+    for (const limit of bad) {
+      for (const path of [`/_emulator/console/instances/${instance.id}/sessions/s`, `/_emulator/console/responses/${turn.body.id}`]) {
+        const res = await request(t.app).get(path).query({ limit });
+        expect(res.status, `${path}?limit=${limit}`).toBe(422);
+        expect(res.body.detail[0]).toMatchObject({ loc: ["query", "limit"], msg: expect.any(String), type: expect.any(String) });
+      }
+    }
+    expect((await request(t.app).get(`/_emulator/console/instances/${instance.id}/sessions/s?limit=1000`)).status).toBe(200);
+    for (const id of ["abc", "-1", "0", "1.5", "1e400"]) {
+      const res = await request(t.app).get(`/_emulator/console/requests/${id}`);
+      expect(res.status, id).toBe(422);
+      expect(res.body.detail[0].loc).toEqual(["path", "request_id"]);
+    }
+    expect((await request(t.app).get("/_emulator/console/requests/999999")).status).toBe(404);
+  });
+});

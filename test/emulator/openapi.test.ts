@@ -110,7 +110,7 @@ describe("GET /v1/openapi.json", () => {
     expect(documented.sort()).toEqual(expected.sort());
     for (const [id, page] of Object.entries(pages)) {
       const op = doc.paths[page.path]![page.method.toLowerCase()]!;
-      expect(op).toMatchObject({ operationId: id, tags: ["emulator"], security: [], description: page.description });
+      expect(op).toMatchObject({ operationId: id, tags: ["emulator"], security: "admin" in page ? [{ adminToken: [] }, {}] : [], description: page.description });
     }
     for (const [, spec] of controlPlane) {
       expect(spec.path.startsWith("/_emulator/")).toBe(true);
