@@ -38,6 +38,7 @@ import { createEventHub, type EventHub } from "./events/hub.js";
 import { observeStore } from "./events/observe.js";
 import { mountEvents } from "./events/routes.js";
 import { turnEvent } from "./events/turn.js";
+import { redactText } from "./events/redact.js";
 
 export const EMULATOR_VERSION = "0.1.0";
 
@@ -245,7 +246,8 @@ function recordRequests(journal: RequestJournal, clock: Clock) {
       journal.record({
         at: new Date(clock.now()).toISOString(),
         method: req.method,
-        path: req.path,
+        // A raw key pasted into a URL is a secret like any other.
+        path: redactText(req.path),
         status: res.statusCode,
         key_kind: (res.locals.keyKind as "org" | "scoped" | "none" | undefined) ?? "none",
         ms: Math.round((performance.now() - started) * 100) / 100,

@@ -116,7 +116,8 @@ export function captureRequests(deps: { clock: Clock; log: RequestLog; hub: Even
         id: nextId++,
         at: new Date(deps.clock.now()).toISOString(),
         method: req.method,
-        path: req.path,
+        // A raw key pasted into a URL is a secret like any other.
+        path: redactText(req.path),
         status: res.statusCode,
         key_kind: (res.locals.keyKind as RequestEvent["key_kind"] | undefined) ?? "none",
         ms: Math.round((performance.now() - started) * 100) / 100,

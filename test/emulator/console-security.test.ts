@@ -7,7 +7,7 @@
  */
 import { request as httpRequest } from "node:http";
 import request from "supertest";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { runningInstance, signupOrg, snapshot, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
 let t: TestEmulator;
@@ -150,5 +150,32 @@ describe("the console's data routes under bad query parameters", () => {
       expect(res.body.detail[0].loc).toEqual(["path", "request_id"]);
     }
     expect((await request(t.app).get("/_emulator/console/requests/999999")).status).toBe(404);
+  });
+});
+
+describe("secrets in the request log, the journal and the events stream", () => {
+  it("a raw key in a path, or a secret under any key-like field of a skill's config, never shows", async () => {
+    const instance = await runningInstance(t, org);
+    const events: string[] = [];
+    const sink = { write: (chunk: string) => (events.push(chunk), true), end: () => {}, once: () => undefined };
+    const detach = t.emulator.events.attach(sink);
+    const rawKey = `svc_sk_${"ab".repeat(32)}`;
+    await request(t.app).get(`/v1/keys/${rawKey}`).set(org.auth);
+    await request(t.app).get(`/v1/instances/${instance.id}/files?path=x&api_key=${rawKey}`).set(org.auth);
+    const secrets = ["sk_live_stripe_0123456789", "whsec_signing_0123456789", "dsn-private-0123456789"];
+    await request(t.app)
+      .patch(`/v1/instances/${instance.id}/skills/weather`)
+      .set(org.auth)
+      .send({ config: { stripe_key: secrets[0], signingKey: secrets[1], auth: { dsn: secrets[2] } } });
+    await vi.waitFor(() => expect(events.join("")).toContain("/skills/weather"));
+    detach();
+
+    const lines = (await request(t.app).get("/_emulator/console/requests")).body as { id: number }[];
+    const details = await Promise.all(lines.map(async (l) => JSON.stringify((await request(t.app).get(`/_emulator/console/requests/${l.id}`)).body)));
+    const journal = JSON.stringify((await request(t.app).get("/_emulator/requests")).body);
+    for (const [where, text] of [["request log", JSON.stringify(lines) + details.join("")], ["journal", journal], ["events", events.join("")]] as const) {
+      for (const secret of [rawKey, ...secrets]) expect(text, `${where}: ${secret}`).not.toContain(secret);
+    }
+    expect(journal).toContain("/v1/keys/<redacted>");
   });
 });
