@@ -91,8 +91,8 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const random = options.random ?? (options.seed !== undefined ? seededRandom(options.seed) : cryptoRandom);
   const persistent = options.dataDir !== undefined && options.inMemory !== true;
   const events = createEventHub({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes });
-  const store = observeStore(await openStore({ dataDir: persistent ? options.dataDir : undefined, flushMs: options.flushMs }), () =>
-    events.publish({ type: "state", data: { at: new Date(clock.now()).toISOString() } }),
+  const store = observeStore(await openStore({ dataDir: persistent ? options.dataDir : undefined, flushMs: options.flushMs }), (replaced) =>
+    events.publish({ type: "state", data: { at: new Date(clock.now()).toISOString(), replaced } }),
   );
   const scratch = persistent ? undefined : mkdtempSync(join(tmpdir(), "agent-bridge-emulator-"));
   const workspaceRoot = persistent ? join(store.dataDir!, "instances") : scratch!;

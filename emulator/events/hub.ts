@@ -9,7 +9,8 @@
 /** What the stream carries; README "Events stream" documents each payload. */
 export type EmulatorEvent =
   | { type: "request"; data: RequestEvent }
-  | { type: "state"; data: { at: string } }
+  /** `replaced`: the whole state was replaced (reset, snapshot import), not changed in place. */
+  | { type: "state"; data: { at: string; replaced: boolean } }
   | { type: "turn"; data: TurnEvent };
 
 export interface RequestEvent {

@@ -234,4 +234,21 @@ describe("web console", () => {
     const back = await call<{ instances: { id: string }[] }>("GET", "/_emulator/console/state");
     expect(back.body.instances.map((i) => i.id)).toContain(instanceId);
   });
+  // After the snapshot test: it resets the emulator too.
+  it("a conversation left open follows a reset made elsewhere (it is gone) and a snapshot import (it is back)", async () => {
+    const { key, instanceId } = await orgWithInstance("reopened");
+    const sent = await call<{ id: string }>("POST", `/v1/instances/${instanceId}/session/s1/responses`, { model: "m", input: "remember me" }, key);
+    await open(`/instances/${instanceId}/sessions/s1`);
+    const turn = page.locator(`li.turn[data-response="${sent.body.id}"]`);
+    await expect.poll(() => textOf(turn), UNTIL).toContain("remember me");
+    const saved = await call("GET", "/_emulator/snapshot");
+
+    expect((await call("POST", "/_emulator/reset")).status).toBe(204);
+    await expect.poll(() => turn.count(), UNTIL).toBe(0);
+    await expect.poll(() => textOf(page.getByRole("alert")), UNTIL).toContain("not found");
+
+    expect((await call("PUT", "/_emulator/snapshot", saved.body)).status).toBe(204);
+    await expect.poll(() => textOf(turn), UNTIL).toContain("remember me");
+    expect(pageErrors).toEqual([]);
+  });
 });

@@ -179,3 +179,22 @@ describe("secrets in the request log, the journal and the events stream", () => 
     expect(journal).toContain("/v1/keys/<redacted>");
   });
 });
+
+describe("reset and snapshot import while a console listens", () => {
+  it("a state event says when the whole state was replaced, so views load again", async () => {
+    const frames: string[] = [];
+    const detach = t.emulator.events.attach({ write: (chunk: string) => (frames.push(chunk), true), end: () => {}, once: () => undefined });
+    const states = () => frames.filter((f) => f.includes("event: state")).map((f) => JSON.parse(f.slice(f.indexOf("data: ") + 6)) as { replaced: boolean });
+    await signupOrg(t.app, { name: "second" });
+    await vi.waitFor(() => expect(states().length).toBeGreaterThan(0));
+    expect(states().every((s) => s.replaced === false)).toBe(true);
+    const saved = await snapshot(t.app);
+    await request(t.app).post("/_emulator/reset").expect(204);
+    await vi.waitFor(() => expect(states().at(-1)).toMatchObject({ replaced: true }));
+    const count = states().length;
+    await request(t.app).put("/_emulator/snapshot").send(saved as object).expect(204);
+    await vi.waitFor(() => expect(states().length).toBe(count + 1));
+    expect(states().at(-1)).toMatchObject({ replaced: true });
+    detach();
+  });
+});

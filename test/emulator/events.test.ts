@@ -189,7 +189,7 @@ describe("a slow client's backlog", () => {
     const fast: string[] = [];
     hub.attach(slow.sink);
     hub.attach({ write: (c) => (fast.push(c), true), end() {}, once() {} });
-    for (let i = 0; i < 1000; i++) hub.publish({ type: "state", data: { at: String(i) } });
+    for (let i = 0; i < 1000; i++) hub.publish({ type: "state", data: { at: String(i), replaced: false } });
     expect(fast).toHaveLength(1000);
     expect(slow.written).toHaveLength(1);
     hub.close();

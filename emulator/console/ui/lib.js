@@ -108,7 +108,8 @@ export function useLive(load, deps, when = () => false) {
       const data = await loadRef.current();
       if (c.alive) setState({ data, error: undefined });
     } catch (error) {
-      if (c.alive) setState((s) => ({ data: s.data, error }));
+      // Gone (deleted, reset away): stale data would pass for live, so it is dropped and the 404 shown.
+      if (c.alive) setState((s) => ({ data: error.status === 404 ? undefined : s.data, error }));
     } finally {
       c.inflight = false;
       if (c.again && c.alive) {
@@ -126,7 +127,8 @@ export function useLive(load, deps, when = () => false) {
     };
   }, deps);
   useEvent(["hello", "overflow", "request", "state", "turn"], (type, detail) => {
-    if (type === "hello" || type === "overflow" || when(type, detail)) run();
+    // A reset or a snapshot import replaced everything: whatever a view shows may be gone.
+    if (type === "hello" || type === "overflow" || (type === "state" && detail.replaced) || when(type, detail)) run();
   });
   return [state, run];
 }
