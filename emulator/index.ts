@@ -69,6 +69,8 @@ export interface EmulatorOptions {
   eventsHeartbeatMs?: number;
   /** Most bytes an events client may have waiting before its backlog is dropped (default 1 MiB). */
   eventsMaxQueuedBytes?: number;
+  /** Most `/_emulator/events` streams open at once; more answer 503 (default 100). */
+  eventsMaxClients?: number;
 }
 
 export interface Emulator {
@@ -90,7 +92,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const clock = options.clock ?? systemClock;
   const random = options.random ?? (options.seed !== undefined ? seededRandom(options.seed) : cryptoRandom);
   const persistent = options.dataDir !== undefined && options.inMemory !== true;
-  const events = createEventHub({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes });
+  const events = createEventHub({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes, maxClients: options.eventsMaxClients });
   const store = observeStore(await openStore({ dataDir: persistent ? options.dataDir : undefined, flushMs: options.flushMs }), (replaced) =>
     events.publish({ type: "state", data: { at: new Date(clock.now()).toISOString(), replaced } }),
   );

@@ -52,6 +52,7 @@ export const pages = {
     responses: {
       200: { description: "The stream, until the client or the emulator closes it", type: "text/event-stream" },
       401: { description: "Not a loopback caller addressing a loopback host, or no admin token", type: "application/json" },
+      503: { description: "Too many streams are open (100 by default)", type: "application/json" },
     },
   },
 } as const satisfies Record<string, PageSpec>;
