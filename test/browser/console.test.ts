@@ -211,6 +211,25 @@ describe("web console", () => {
     expect((await call<{ subscription_tier: string }>("GET", "/v1/organization", undefined, key)).body.subscription_tier).toBe("crab");
   });
 
+  it("fits a 420 px window (no sideways page scroll) and keeps table cells as cells", async () => {
+    const { key, instanceId } = await orgWithInstance("narrow");
+    await call("GET", `/v1/instances/${instanceId}/${"x".repeat(150)}`, undefined, key);
+    await page.setViewportSize({ width: 420, height: 800 });
+    try {
+      await open("/requests");
+      await page.locator("tr[data-id]").first().click();
+      await page.getByTestId("request-detail").waitFor();
+      const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      expect(await overflow()).toBe(0);
+      await open(`/instances/${instanceId}/skills`);
+      await page.getByTestId("skills").waitFor();
+      const displays = await page.locator("[data-testid=skills] td").evaluateAll((cells) => [...new Set(cells.map((c) => getComputedStyle(c).display))]);
+      expect(displays).toEqual(["table-cell"]);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
+  });
+
   // Last: it wipes the emulator.
   it("exports a snapshot, resets after a confirmation, and imports the snapshot back", async () => {
     const { instanceId } = await orgWithInstance("kept");
