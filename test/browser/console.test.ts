@@ -21,6 +21,8 @@ beforeAll(async () => {
   browser = await launchBrowser();
   page = await browser.context.newPage();
   page.on("pageerror", (error) => pageErrors.push(error.message));
+  // A blocked script or a Trusted Types violation is a console error, not a page error.
+  page.on("console", (m) => void (m.type() === "error" && /Content Security Policy|Trusted ?Type/i.test(m.text()) && pageErrors.push(m.text())));
 });
 afterAll(async () => {
   await browser?.close();
@@ -219,15 +221,31 @@ describe("web console", () => {
       await open("/requests");
       await page.locator("tr[data-id]").first().click();
       await page.getByTestId("request-detail").waitFor();
-      const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      const overflow = () => page.evaluate<number>("document.documentElement.scrollWidth - document.documentElement.clientWidth");
       expect(await overflow()).toBe(0);
       await open(`/instances/${instanceId}/skills`);
       await page.getByTestId("skills").waitFor();
-      const displays = await page.locator("[data-testid=skills] td").evaluateAll((cells) => [...new Set(cells.map((c) => getComputedStyle(c).display))]);
+      const displays = await page.evaluate<string[]>(`[...new Set([...document.querySelectorAll("[data-testid=skills] td")].map((c) => getComputedStyle(c).display))]`);
       expect(displays).toEqual(["table-cell"]);
     } finally {
       await page.setViewportSize({ width: 1280, height: 800 });
     }
+  });
+
+  it("shows markup an API user chose (names, sessions, messages, files) as text, never as HTML", async () => {
+    const xss = `<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>`;
+    const { key, instanceId } = await orgWithInstance("hostile");
+    await call("PATCH", `/v1/instances/${instanceId}`, { name: `agent ${xss}` }, key);
+    const session = `s"><svg onload=window.__xss=3>`;
+    await call("POST", `/v1/instances/${instanceId}/session/${encodeURIComponent(session)}/responses`, { model: "m", input: xss }, key);
+    await call("PUT", `/v1/instances/${instanceId}/files/content`, { path: `<img src=x onerror=window.__xss=4>.txt`, content: "x" }, key);
+    for (const view of [`/instances/${instanceId}`, `/instances/${instanceId}/sessions/${encodeURIComponent(session)}`, `/instances/${instanceId}/files`]) {
+      await open(view);
+      await expect.poll(() => textOf(page.locator("main")), UNTIL).toContain(view.endsWith("/files") ? "onerror=window.__xss=4>.txt" : "<img src=x");
+      expect(await page.locator("main img, main script, main svg").count()).toBe(0);
+      expect(await page.evaluate<unknown>("window.__xss")).toBeUndefined();
+    }
+    expect(pageErrors).toEqual([]);
   });
 
   // Last: it wipes the emulator.
