@@ -58,7 +58,11 @@ export function mountConsole(app: Express, env: EmulatorEnv): void {
     if (!token || given === undefined) return next();
     if (!tokenMatches(given, token)) return sendError(res, unauthorized("The control plane needs the admin token."));
     res.cookie(ADMIN_COOKIE, given, { httpOnly: true, sameSite: "strict", path: "/_emulator" });
-    res.redirect(303, req.path);
+    // The same page without the token (it must not stay in the address bar or history), other parameters kept.
+    const rest = new URLSearchParams(req.originalUrl.includes("?") ? req.originalUrl.slice(req.originalUrl.indexOf("?") + 1) : "");
+    rest.delete("token");
+    const query = rest.toString();
+    res.redirect(303, query ? `${req.path}?${query}` : req.path);
   });
   // Routing is not strict: `/_emulator/ui` also matches `/_emulator/ui/`, which must not redirect.
   app.get("/_emulator/ui", admin, (req, res, next) => (req.originalUrl.split("?")[0] === "/_emulator/ui" ? res.redirect(301, "/_emulator/ui/") : next()));

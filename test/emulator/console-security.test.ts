@@ -81,6 +81,18 @@ describe("cross-site state changes (CSRF)", () => {
   });
 });
 
+describe("the ?token= cookie exchange", () => {
+  it("redirects to the same view without the token, keeping its other parameters, and sets a strict HttpOnly cookie", async () => {
+    await t.close();
+    t = await startEmulator({ adminToken: "s3cret-admin" });
+    const res = await request(t.app).get("/_emulator/ui/instances/abc/files?path=workspace%2Fdocs&token=s3cret-admin&window=50");
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe("/_emulator/ui/instances/abc/files?path=workspace%2Fdocs&window=50");
+    const cookie = String(res.headers["set-cookie"]);
+    expect(cookie).toMatch(/^emulator_admin=[^;]+; Path=\/_emulator; HttpOnly; SameSite=Strict$/);
+  });
+});
+
 describe("Host header forms", () => {
   it("refuses a request without Host, and names that only look like loopback", async () => {
     const url = await t.emulator.listen(0, "127.0.0.1");
