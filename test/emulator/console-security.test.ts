@@ -211,10 +211,12 @@ describe("secrets in the request log, the journal and the events stream", () => 
   });
 
   it("an API client cannot hide its requests from the console by sending the console's own header", async () => {
-    const hidden = await request(t.app).get("/v1/organization").set(org.auth).set("x-emulator-console", "1");
+    const before = (await request(t.app).get("/_emulator/console/requests")).body as { path: string }[];
+    expect(before.map((l) => l.path)).not.toContain("/v1/subscription");
+    const hidden = await request(t.app).get("/v1/subscription").set(org.auth).set("x-emulator-console", "1");
     expect(hidden.status).toBe(200);
     const lines = (await request(t.app).get("/_emulator/console/requests")).body as { path: string }[];
-    expect(lines.map((l) => l.path)).toContain("/v1/organization");
+    expect(lines.map((l) => l.path)).toContain("/v1/subscription");
     // On the control plane it still marks the console's own calls.
     await request(t.app).get("/_emulator/faults").set("x-emulator-console", "1");
     const after = (await request(t.app).get("/_emulator/console/requests")).body as { path: string }[];
