@@ -248,6 +248,33 @@ describe("web console", () => {
     expect(pageErrors).toEqual([]);
   });
 
+  it("a page of another origin cannot reset the emulator: neither a form POST nor a no-cors fetch", async () => {
+    const { instanceId } = await orgWithInstance("csrf-target");
+    const { createServer } = await import("node:http");
+    const target = `${url}/_emulator/reset`;
+    const evil = createServer((_req, res) => {
+      res.setHeader("content-type", "text/html");
+      res.end(`<script>fetch(${JSON.stringify(target)}, { method: "POST", mode: "no-cors" }).finally(() => document.forms[0].submit());</script><form method="POST" action="${target}"></form>`);
+    });
+    await new Promise<void>((resolve) => evil.listen(0, "127.0.0.1", resolve));
+    const answers: number[] = [];
+    const onResponse = (r: { url(): string; status(): number }) => void (r.url() === target && answers.push(r.status()));
+    page.on("response", onResponse);
+    try {
+      const port = (evil.address() as { port: number }).port;
+      // localhost vs 127.0.0.1: another origin, and another site.
+      await page.goto(`http://localhost:${port}/`);
+      await expect.poll(() => answers.length, UNTIL).toBe(2);
+      expect(answers).toEqual([403, 403]);
+      const state = await call<{ instances: { id: string }[] }>("GET", "/_emulator/console/state");
+      expect(state.body.instances.map((i) => i.id)).toContain(instanceId);
+    } finally {
+      page.off("response", onResponse);
+      evil.closeAllConnections();
+      await new Promise((resolve) => evil.close(resolve));
+    }
+  });
+
   // Last: it wipes the emulator.
   it("exports a snapshot, resets after a confirmation, and imports the snapshot back", async () => {
     const { instanceId } = await orgWithInstance("kept");
