@@ -95,6 +95,20 @@ export function isAllowedHost(header: string | undefined, configuredHost: string
   return name === configured.toLowerCase();
 }
 
+/**
+ * The authority of an absolute-form target (`GET http://name/path`), which
+ * RFC 9112 (3.2.2) puts before `Host`; null for the usual origin form.
+ */
+export function absoluteTargetHost(req: Request): string | null {
+  const target = req.originalUrl;
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(target)) return null;
+  try {
+    return new URL(target).host;
+  } catch {
+    return "";
+  }
+}
+
 /** The console's browser cannot send a bearer on page loads: it may carry the token in this cookie. */
 export const ADMIN_COOKIE = "emulator_admin";
 
@@ -156,7 +170,9 @@ export function authorizeAdmin(env: EmulatorEnv, req: Request): void {
   if (!LOOPBACK.test(req.socket.remoteAddress ?? "")) {
     throw unauthorized("The control plane answers loopback callers only; start with --admin-token to open it.");
   }
-  if (!isAllowedHost(req.headers.host, env.settings.listenHost)) {
+  // Both must name us: `Host`, and an absolute-form target's authority when there is one.
+  const absolute = absoluteTargetHost(req);
+  if (!isAllowedHost(req.headers.host, env.settings.listenHost) || (absolute !== null && !isAllowedHost(absolute, env.settings.listenHost))) {
     throw unauthorized("The control plane answers only requests addressed to a loopback host (Host header); start with --admin-token to open it.");
   }
 }

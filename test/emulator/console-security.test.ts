@@ -109,6 +109,10 @@ describe("Host header forms", () => {
     const url = await t.emulator.listen(0, "127.0.0.1");
     const res = await raw(url, `${url}/_emulator/health`, { host: "evil.example" });
     expect(res.status).toBe(401);
+    // The target's authority comes before Host (RFC 9112): a loopback Host does not vouch for it.
+    const host = new URL(url).host;
+    expect((await raw(url, "http://evil.example/_emulator/health", { host })).status).toBe(401);
+    expect((await raw(url, `http://${host}/_emulator/health`, { host })).status).toBe(200);
   });
 });
 
