@@ -99,7 +99,7 @@ async function main(): Promise<void> {
       `  gateway  ${emulator.gateway.url}`,
       `  openapi  ${url}/v1/openapi.json`,
       `  control  ${url}/_emulator (${args["admin-token"] ? "admin token required" : loopback ? "loopback only" : "off: no --admin-token"})`,
-      `  console  ${url}/_emulator/ui/${args["admin-token"] ? " (open once with ?token=<admin token>)" : ""}`,
+      `  console  ${consoleUrl(url)}${args["admin-token"] ? " (open once with ?token=<admin token>)" : ""}`,
       `emulator listening on ${url}`,
       "",
     ].join("\n"),
@@ -123,3 +123,15 @@ async function main(): Promise<void> {
 }
 
 void main();
+
+/**
+ * The console's URL for a browser on this machine. A wildcard listen address
+ * (0.0.0.0, ::) is no host name: the control plane refuses it in `Host`
+ * (DNS-rebinding rule), so the loopback address stands in for it.
+ */
+export function consoleUrl(url: string): string {
+  const u = new URL(url);
+  if (u.hostname === "0.0.0.0") u.hostname = "127.0.0.1";
+  else if (u.hostname === "[::]") u.hostname = "[::1]";
+  return `${u.origin}/_emulator/ui/`;
+}
