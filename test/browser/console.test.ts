@@ -275,6 +275,30 @@ describe("web console", () => {
     }
   });
 
+  it("hidden tabs let go of their stream, so a seventh console tab still loads (six connections per origin)", async () => {
+    const hide = `Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "hidden" }); document.dispatchEvent(new Event("visibilitychange"));`;
+    const tabs: Page[] = [];
+    try {
+      for (let i = 0; i < 6; i++) {
+        const tab = await browser.context.newPage();
+        tabs.push(tab);
+        await tab.goto(`${url}/_emulator/ui/instances`);
+        await expect.poll(() => textOf(tab.getByTestId("live-status")), UNTIL).toBe("live");
+        await tab.evaluate(hide); // the user switched to another tab
+        await expect.poll(() => textOf(tab.getByTestId("live-status")), UNTIL).toBe("paused");
+      }
+      const seventh = await browser.context.newPage();
+      tabs.push(seventh);
+      await seventh.goto(`${url}/_emulator/ui/requests`);
+      await expect.poll(() => textOf(seventh.getByTestId("live-status")), UNTIL).toBe("live");
+      // A tab shown again reconnects and loads its view again.
+      await tabs[0]!.evaluate(`Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "visible" }); document.dispatchEvent(new Event("visibilitychange"));`);
+      await expect.poll(() => textOf(tabs[0]!.getByTestId("live-status")), UNTIL).toBe("live");
+    } finally {
+      for (const tab of tabs) await tab.close();
+    }
+  });
+
   // Last: it wipes the emulator.
   it("exports a snapshot, resets after a confirmation, and imports the snapshot back", async () => {
     const { instanceId } = await orgWithInstance("kept");

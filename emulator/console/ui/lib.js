@@ -55,15 +55,15 @@ export const asOrg = (orgId, path) => `/_emulator/as/${encodeURIComponent(orgId)
 export const bus = new EventTarget();
 const TYPES = ["hello", "request", "state", "turn", "overflow"];
 let source;
+let started = false;
 let status = "connecting";
-/** The stream's state now: "connecting", "live" (attached) or "reconnecting". */
+/** The stream's state now: "connecting", "live" (attached), "reconnecting" or "paused" (tab hidden). */
 export const liveStatus = () => status;
 const setStatus = (next) => {
   status = next;
   bus.dispatchEvent(new CustomEvent("status", { detail: next }));
 };
-export function connectEvents() {
-  if (source) return;
+function openStream() {
   source = new EventSource("/_emulator/events");
   for (const type of TYPES) {
     source.addEventListener(type, (e) => {
@@ -73,6 +73,28 @@ export function connectEvents() {
     });
   }
   source.addEventListener("error", () => setStatus("reconnecting"));
+}
+/**
+ * One stream per tab while it is visible. A browser gives an origin only six
+ * HTTP/1.1 connections and each open stream holds one, so a hidden tab lets go
+ * of its stream (a seventh console tab would otherwise never load); when it
+ * shows again it reconnects, and `hello` makes every view load again.
+ */
+export function connectEvents() {
+  if (started) return;
+  started = true;
+  if (document.visibilityState !== "hidden") openStream();
+  else setStatus("paused");
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "hidden") {
+      source?.close();
+      source = undefined;
+      setStatus("paused");
+    } else if (!source) {
+      setStatus("connecting");
+      openStream();
+    }
+  });
 }
 
 export function useEvent(types, handler) {
