@@ -299,6 +299,22 @@ describe("web console", () => {
     }
   });
 
+  it("a confirmation from the keyboard: focus lands on Cancel, Escape cancels, focus returns to the button", async () => {
+    await open("/snapshot");
+    const reset = page.getByRole("button", { name: "Reset…" });
+    const focused = () => page.evaluate<string>("document.activeElement?.textContent ?? ''");
+    await reset.focus();
+    await page.keyboard.press("Enter");
+    await expect.poll(focused, UNTIL).toBe("Cancel");
+    await page.keyboard.press("Escape");
+    await expect.poll(focused, UNTIL).toBe("Reset…");
+    await page.keyboard.press("Enter");
+    await expect.poll(focused, UNTIL).toBe("Cancel");
+    await page.keyboard.press("Enter"); // a second Enter cancels: it never lands on Yes
+    await expect.poll(focused, UNTIL).toBe("Reset…");
+    expect((await call<{ instances: unknown[] }>("GET", "/_emulator/console/state")).body.instances.length).toBeGreaterThan(0);
+  });
+
   // Last: it wipes the emulator.
   it("exports a snapshot, resets after a confirmation, and imports the snapshot back", async () => {
     const { instanceId } = await orgWithInstance("kept");
