@@ -313,6 +313,17 @@ describe("web console", () => {
     await page.keyboard.press("Enter"); // a second Enter cancels: it never lands on Yes
     await expect.poll(focused, UNTIL).toBe("Reset…");
     expect((await call<{ instances: unknown[] }>("GET", "/_emulator/console/state")).body.instances.length).toBeGreaterThan(0);
+
+    // Forcing `terminated` deletes the instance: it asks first, like Delete.
+    const { instanceId } = await orgWithInstance("forced");
+    await open(`/instances/${instanceId}`);
+    await page.getByLabel("Force state").selectOption("terminated");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await expect.poll(focused, UNTIL).toBe("Cancel");
+    await page.keyboard.press("Escape");
+    await expect.poll(() => textOf(page.getByTestId("instance-status")), UNTIL).toBe("running");
+    const still = await call<{ instances: { id: string }[] }>("GET", "/_emulator/console/state");
+    expect(still.body.instances.map((i) => i.id)).toContain(instanceId);
   });
 
   // Last: it wipes the emulator.
