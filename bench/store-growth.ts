@@ -125,16 +125,21 @@ export async function storeGrowth(): Promise<void> {
         `state.json ${(statSync(join(grown.dir, "state.json")).size / 1e3).toFixed(1)} kB (conversations are appended to their log, never rewritten)`,
     );
     const p99: Record<string, number[]> = { express: [] };
+    const append = <T>(map: Record<string, T[]>, key: string, value: T) => {
+      const list = map[key] ?? [];
+      list.push(value);
+      map[key] = list;
+    };
     const results: Record<string, Result[]> = {};
     for (let round = 0; round < ROUNDS; round++) {
       const r = await measure(async () => void (await (await request(bare, { dispatcher: agent })).body.dump()));
-      (results.express ??= []).push(r);
+      append(results, "express", r);
       p99.express!.push(r.p99);
       for (const name of Object.keys(fresh.ops)) {
         for (const [label, s] of [["before", fresh], ["after", grown]] as const) {
           const m = await measure(s.ops[name]!);
-          (results[`${label} ${name}`] ??= []).push(m);
-          (p99[`${label} ${name}`] ??= []).push(m.p99);
+          append(results, `${label} ${name}`, m);
+          append(p99, `${label} ${name}`, m.p99);
         }
       }
     }

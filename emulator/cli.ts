@@ -55,7 +55,7 @@ export async function runEmulatorCommand(opts: EmulatorCommandOptions): Promise<
       `  gateway  ${emulator.gateway.url}`,
       `  openapi  ${url}/v1/openapi.json`,
       `  control  ${url}/_emulator (${opts.adminToken ? "admin token required" : loopback ? "loopback only" : "off: no --admin-token"})`,
-      `  console  ${url}/_emulator/ui/${opts.adminToken ? " (open once with ?token=<admin token>)" : ""}`,
+      `  console  ${consoleUrl(url)}${opts.adminToken ? " (open once with ?token=<admin token>)" : ""}`,
       `emulator listening on ${url}`,
       "",
     ].join("\n"),
@@ -79,4 +79,16 @@ export async function runEmulatorCommand(opts: EmulatorCommandOptions): Promise<
     process.on("SIGINT", () => stop("SIGINT"));
     process.on("SIGTERM", () => stop("SIGTERM"));
   });
+}
+
+/**
+ * The console's URL for a browser on this machine. A wildcard listen address
+ * (0.0.0.0, ::) is no host name: the control plane refuses it in `Host`
+ * (DNS-rebinding rule), so the loopback address stands in for it.
+ */
+export function consoleUrl(url: string): string {
+  const u = new URL(url);
+  if (u.hostname === "0.0.0.0") u.hostname = "127.0.0.1";
+  else if (u.hostname === "[::]") u.hostname = "[::1]";
+  return `${u.origin}/_emulator/ui/`;
 }

@@ -32,12 +32,14 @@ import { openStore, type Store } from "./store/store.js";
 import { isMintedId } from "./store/schema.js";
 import { createWorkspaces } from "./workspace/workspaces.js";
 import { extraHandlers } from "./routes/extra.js";
+import { consoleHandlers } from "./console/handlers.js";
 import { mountConsole } from "./console/routes.js";
 import { captureRequests, createRequestLog } from "./events/capture.js";
 import { createEventHub, type EventHub } from "./events/hub.js";
 import { observeStore } from "./events/observe.js";
 import { mountEvents } from "./events/routes.js";
 import { turnEvent } from "./events/turn.js";
+import { redactText } from "./events/redact.js";
 
 export const EMULATOR_VERSION = "0.1.0";
 
@@ -68,6 +70,8 @@ export interface EmulatorOptions {
   eventsHeartbeatMs?: number;
   /** Most bytes an events client may have waiting before its backlog is dropped (default 1 MiB). */
   eventsMaxQueuedBytes?: number;
+  /** Most `/_emulator/events` streams open at once; more answer 503 (default 100). */
+  eventsMaxClients?: number;
 }
 
 export interface Emulator {
@@ -88,7 +92,7 @@ export interface Emulator {
 export async function createEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const clock = options.clock ?? systemClock;
   const persistent = options.dataDir !== undefined && options.inMemory !== true;
-  const events = createEventHub({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes });
+  const events = createEventHub({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes, maxClients: options.eventsMaxClients });
   // The generator is made once the store is open: a seeded one continues from the position on disk,
   // so ids drawn before a restart are never drawn again.
   let random: Random | undefined;
@@ -98,7 +102,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
       flushMs: options.flushMs,
       randomPosition: () => random?.position?.(),
     }),
-    () => events.publish({ type: "state", data: { at: new Date(clock.now()).toISOString() } }),
+    (replaced) => events.publish({ type: "state", data: { at: new Date(clock.now()).toISOString(), replaced } }),
   );
   random = options.random ?? (options.seed !== undefined ? seededRandom(options.seed, store.randomPosition) : cryptoRandom);
   const scratch = persistent ? undefined : mkdtempSync(join(tmpdir(), "agent-bridge-emulator-"));
@@ -177,7 +181,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   app.get("/v1/openapi.json", serveOpenApi(() => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined)));
   mountBillingPage(app, env);
   mountEvents(app, env, events);
-  mountConsole(app, env, requestLog);
+  mountConsole(app, env);
   const handlers: Partial<Handlers> = {
     ...organizationHandlers(env),
     ...keyHandlers(env),
@@ -185,6 +189,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     ...responseHandlers(env),
     ...adminHandlers(env, journal),
     ...extraHandlers(env),
+    ...consoleHandlers(env, requestLog),
   };
   mountRoutes(app, env, handlers, { validateResponses: options.validateResponses });
   app.use((_req: Request, res: Response) => void res.status(404).json({ detail: "Not found." }));
@@ -260,7 +265,8 @@ function recordRequests(journal: RequestJournal, clock: Clock) {
       journal.record({
         at: new Date(clock.now()).toISOString(),
         method: req.method,
-        path: req.path,
+        // A raw key pasted into a URL is a secret like any other.
+        path: redactText(req.path),
         status: res.statusCode,
         key_kind: (res.locals.keyKind as "org" | "scoped" | "none" | undefined) ?? "none",
         ms: Math.round((performance.now() - started) * 100) / 100,

@@ -6,6 +6,7 @@
 import type { z } from "zod";
 import * as admin from "./schemas/admin.js";
 import * as channels from "./schemas/channels.js";
+import * as consoleSchemas from "./schemas/console.js";
 import type { Permission } from "./schemas/common.js";
 import * as files from "./schemas/files.js";
 import * as instances from "./schemas/instances.js";
@@ -125,19 +126,28 @@ export const routes = {
   mkdir: route({ method: "POST", path: "/v1/instances/{instance_id}/files/mkdir", tag: "files", summary: "Create a directory and its parents", access: may("files"), query: files.PathQuery, status: 204, response: "empty", errors: [...ON_INSTANCE, 400, 409, 422] }),
 
   // Emulator control plane
-  adminHealth: route({ method: "GET", path: "/_emulator/health", tag: "emulator", summary: "Liveness", access: ADMIN, status: 200, response: admin.Health, errors: [401] }),
-  adminReset: route({ method: "POST", path: "/_emulator/reset", tag: "emulator", summary: "Forget all state", access: ADMIN, status: 204, response: "empty", errors: [401] }),
-  adminExportSnapshot: route({ method: "GET", path: "/_emulator/snapshot", tag: "emulator", summary: "Export the whole state", access: ADMIN, status: 200, response: "any", errors: [401] }),
-  adminImportSnapshot: route({ method: "PUT", path: "/_emulator/snapshot", tag: "emulator", summary: "Replace the whole state", access: ADMIN, body: zod.record(zod.string(), zod.unknown()), maxDepth: MAX_JSON_DEPTH + 8, status: 204, response: "empty", errors: [401, 422] }),
-  adminCreateFault: route({ method: "POST", path: "/_emulator/faults", tag: "emulator", summary: "Add a fault rule", access: ADMIN, body: admin.FaultRuleRequest, status: 201, response: admin.FaultRule, errors: [401, 422] }),
-  adminListFaults: route({ method: "GET", path: "/_emulator/faults", tag: "emulator", summary: "Fault rules", access: ADMIN, status: 200, response: zod.array(admin.FaultRule), errors: [401] }),
-  adminClearFaults: route({ method: "DELETE", path: "/_emulator/faults", tag: "emulator", summary: "Remove every fault rule", access: ADMIN, status: 204, response: "empty", errors: [401] }),
-  adminGetFault: route({ method: "GET", path: "/_emulator/faults/{fault_id}", tag: "emulator", summary: "One fault rule", access: ADMIN, status: 200, response: admin.FaultRule, errors: [401, 404] }),
-  adminDeleteFault: route({ method: "DELETE", path: "/_emulator/faults/{fault_id}", tag: "emulator", summary: "Remove a fault rule", access: ADMIN, status: 204, response: "empty", errors: [401, 404] }),
-  adminForceState: route({ method: "POST", path: "/_emulator/instances/{instance_id}/state", tag: "emulator", summary: "Force an instance's status", access: ADMIN, body: admin.ForceStateRequest, status: 200, response: instances.Instance, errors: [401, 404, 422] }),
-  adminScan: route({ method: "POST", path: "/_emulator/instances/{instance_id}/channels/{channel}/scan", tag: "emulator", summary: "Complete an interactive pairing", access: ADMIN, status: 200, response: channels.ChannelStatus, errors: [401, 404, 409] }),
-  adminSetTier: route({ method: "POST", path: "/_emulator/organizations/{organization_id}/tier", tag: "emulator", summary: "Set an organization's plan", access: ADMIN, body: admin.TierRequest, status: 200, response: org.Organization, errors: [401, 404, 422] }),
-  adminRequests: route({ method: "GET", path: "/_emulator/requests", tag: "emulator", summary: "Recent requests, newest last", access: ADMIN, status: 200, response: zod.array(admin.JournalEntry), errors: [401] }),
+  adminHealth: route({ method: "GET", path: "/_emulator/health", tag: "emulator", summary: "Liveness", access: ADMIN, status: 200, response: admin.Health, errors: [401, 403] }),
+  adminReset: route({ method: "POST", path: "/_emulator/reset", tag: "emulator", summary: "Forget all state", access: ADMIN, status: 204, response: "empty", errors: [401, 403] }),
+  adminExportSnapshot: route({ method: "GET", path: "/_emulator/snapshot", tag: "emulator", summary: "Export the whole state", access: ADMIN, status: 200, response: "any", errors: [401, 403] }),
+  adminImportSnapshot: route({ method: "PUT", path: "/_emulator/snapshot", tag: "emulator", summary: "Replace the whole state", access: ADMIN, body: zod.record(zod.string(), zod.unknown()), maxDepth: MAX_JSON_DEPTH + 8, status: 204, response: "empty", errors: [401, 403, 422] }),
+  adminCreateFault: route({ method: "POST", path: "/_emulator/faults", tag: "emulator", summary: "Add a fault rule", access: ADMIN, body: admin.FaultRuleRequest, status: 201, response: admin.FaultRule, errors: [401, 403, 422] }),
+  adminListFaults: route({ method: "GET", path: "/_emulator/faults", tag: "emulator", summary: "Fault rules", access: ADMIN, status: 200, response: zod.array(admin.FaultRule), errors: [401, 403] }),
+  adminClearFaults: route({ method: "DELETE", path: "/_emulator/faults", tag: "emulator", summary: "Remove every fault rule", access: ADMIN, status: 204, response: "empty", errors: [401, 403] }),
+  adminGetFault: route({ method: "GET", path: "/_emulator/faults/{fault_id}", tag: "emulator", summary: "One fault rule", access: ADMIN, status: 200, response: admin.FaultRule, errors: [401, 403, 404] }),
+  adminDeleteFault: route({ method: "DELETE", path: "/_emulator/faults/{fault_id}", tag: "emulator", summary: "Remove a fault rule", access: ADMIN, status: 204, response: "empty", errors: [401, 403, 404] }),
+  adminForceState: route({ method: "POST", path: "/_emulator/instances/{instance_id}/state", tag: "emulator", summary: "Force an instance's status", access: ADMIN, body: admin.ForceStateRequest, status: 200, response: instances.Instance, errors: [401, 403, 404, 422] }),
+  adminScan: route({ method: "POST", path: "/_emulator/instances/{instance_id}/channels/{channel}/scan", tag: "emulator", summary: "Complete an interactive pairing", access: ADMIN, status: 200, response: channels.ChannelStatus, errors: [401, 403, 404, 409] }),
+  adminSetTier: route({ method: "POST", path: "/_emulator/organizations/{organization_id}/tier", tag: "emulator", summary: "Set an organization's plan", access: ADMIN, body: admin.TierRequest, status: 200, response: org.Organization, errors: [401, 403, 404, 422] }),
+  adminRequests: route({ method: "GET", path: "/_emulator/requests", tag: "emulator", summary: "Recent requests, newest last", access: ADMIN, status: 200, response: zod.array(admin.JournalEntry), errors: [401, 403] }),
+
+  // The web console's reads (control plane): views only, never a secret
+  consoleState: route({ method: "GET", path: "/_emulator/console/state", tag: "emulator", summary: "Every organization (with key views) and instance", access: ADMIN, status: 200, response: consoleSchemas.ConsoleState, errors: [401, 403] }),
+  consoleSessions: route({ method: "GET", path: "/_emulator/console/instances/{instance_id}/sessions", tag: "emulator", summary: "An instance's newest sessions", access: ADMIN, status: 200, response: zod.array(consoleSchemas.ConsoleSession), errors: [401, 403, 404] }),
+  consoleSessionTurns: route({ method: "GET", path: "/_emulator/console/instances/{instance_id}/sessions/{session_id}", tag: "emulator", summary: "A session's newest turns", access: ADMIN, query: consoleSchemas.TurnsQuery, status: 200, response: consoleSchemas.SessionTurns, errors: [401, 403, 404, 422] }),
+  consoleChannels: route({ method: "GET", path: "/_emulator/console/instances/{instance_id}/channels", tag: "emulator", summary: "An instance's channels, with a pending pairing's QR", access: ADMIN, status: 200, response: zod.array(consoleSchemas.ConsoleChannel), errors: [401, 403, 404] }),
+  consoleResponseChain: route({ method: "GET", path: "/_emulator/console/responses/{response_id}", tag: "emulator", summary: "The chain of turns ending at a response", access: ADMIN, query: consoleSchemas.TurnsQuery, status: 200, response: consoleSchemas.ResponseChain, errors: [401, 403, 404, 422] }),
+  consoleRequests: route({ method: "GET", path: "/_emulator/console/requests", tag: "emulator", summary: "The request log's lines, oldest first", access: ADMIN, status: 200, response: zod.array(consoleSchemas.RequestLine), errors: [401, 403] }),
+  consoleRequest: route({ method: "GET", path: "/_emulator/console/requests/{request_id}", tag: "emulator", summary: "One logged request with its redacted bodies", access: ADMIN, status: 200, response: consoleSchemas.RequestDetail, errors: [401, 403, 404, 422] }),
 } as const;
 
 export type Routes = typeof routes;
@@ -207,6 +217,13 @@ export const operationDescriptions = {
   adminScan: "Plays the phone for an interactive channel waiting for a QR scan: the channel becomes connected. 409 when no pairing waits.",
   adminSetTier: "Sets an organization's plan without a checkout.",
   adminRequests: "The most recent requests the emulator answered, oldest first: method, path, status, the kind of key used and the time taken.",
+  consoleState: "What the web console shows of everything: every organization with its plan and scoped-key views (permissions, last use, expiry; never a key or a hash), and every non-terminated instance, newest first.",
+  consoleSessions: "The instance's newest 200 sessions, newest first: name, head response id, number of turns, time of the last turn and the first 120 characters of its input (secrets redacted).",
+  consoleSessionTurns: "The session's newest `limit` turns, oldest first, and `total`: input, output (secrets redacted), response id, `previous_response_id`, model, usage and time. A session with no turns answers `head_id: null` and no turns.",
+  consoleChannels: "Every catalog channel of the instance: enabled, connected, and while an interactive pairing waits for its scan, the QR as a PNG data URL (`qr_png`). Never a credential.",
+  consoleResponseChain: "The chain of turns that ends at this response, oldest first (its newest `limit`), with its instance, session and `total`.",
+  consoleRequests: "The request log's last 300 lines, oldest first: what `request` events carry. The console's own calls are left out.",
+  consoleRequest: "One line of the request log with its request and response bodies (the first 16 KiB, secrets redacted). 404 once it has left the log; 422 for an id that is not a positive integer.",
 } as const satisfies { [K in OperationId]: string };
 
 /** The document's tags, in order, with what each covers. */
@@ -219,5 +236,6 @@ export const tagDescriptions: Record<string, string> = {
   channels: "Messaging channels connected to an instance.",
   skills: "Skills installed from the bundled registry.",
   files: "An instance's file tree; paths are relative to its root.",
-  emulator: "The emulator's control plane under `/_emulator`: not part of the hosted service. Open on loopback; elsewhere only with the emulator's `--admin-token` as a bearer.",
+  emulator:
+    "The emulator's control plane under `/_emulator`: not part of the hosted service. Open on loopback to requests whose `Host` names a loopback address; elsewhere only with the emulator's `--admin-token` as a bearer. A state change sent by a browser page of another origin (`Origin`, `Sec-Fetch-Site`) is refused with 403. Besides the routes listed, every organization and instance route of `/v1` is also served under `/_emulator/as/{organization_id}/v1/...` with control-plane access in place of the organization key (the web console acts through it).",
 };

@@ -39,6 +39,9 @@ const PATH_PARAMETERS: Record<string, string> = {
   fault_id: "The fault rule's id.",
   organization_id: "The organization's id (UUID).",
   session: "The billing session's id, from a checkout or portal URL.",
+  response_id: "A response's id (`resp_...`).",
+  request_id: "A request log line's id (a positive integer, from a `request` event).",
+  view: "A console view's path, e.g. `instances` or `instances/{id}/sessions/{session}` (may hold slashes).",
 };
 
 const pathParameters = (path: string) =>
@@ -63,7 +66,7 @@ function pageOperation(operationId: string, page: PageSpec): Record<string, unkn
     tags: ["emulator"],
     parameters: pathParameters(page.path),
     responses,
-    security: [],
+    security: page.admin ? [{ adminToken: [] }, {}] : [],
   };
   return operation;
 }

@@ -5,10 +5,9 @@
  * and the captured request bodies.
  */
 import QRCode from "qrcode";
-import { z } from "zod";
 import { isoAt } from "../../shared/clock.js";
 import type { EmulatorEnv } from "../env.js";
-import { notFound, validationError } from "../errors.js";
+import { notFound } from "../errors.js";
 import { headKey } from "../gateway/index.js";
 import type { StoredResponse } from "../gateway/index.js";
 import { tokens } from "../gateway/wire.js";
@@ -21,8 +20,6 @@ const own = <T>(map: Record<string, T>, id: string): T | undefined => (Object.ha
 
 /** Longest chain walked (imported state may hold anything). */
 const WALK_MAX = 100_000;
-
-export const TurnsQuery = z.object({ limit: z.coerce.number().int().min(1).max(1000).default(100) });
 
 export function overview(env: EmulatorEnv) {
   const state = env.store.data;
@@ -103,21 +100,17 @@ export function sessions(env: EmulatorEnv, instanceId: string) {
 /** Sessions listed per instance (the newest). */
 export const SESSIONS_SHOWN = 200;
 
-export function sessionTurns(env: EmulatorEnv, instanceId: string, session: string, query: unknown) {
+export function sessionTurns(env: EmulatorEnv, instanceId: string, session: string, limit: number) {
   liveInstance(env, instanceId);
-  const parsed = TurnsQuery.safeParse(query);
-  if (!parsed.success) throw validationError("query", parsed.error);
   const heads = env.store.data.gateway.heads;
   const headId = own(heads, headKey(instanceId, session)) ?? null;
-  return { instance_id: instanceId, session, head_id: headId, ...chain(env, headId, parsed.data.limit) };
+  return { instance_id: instanceId, session, head_id: headId, ...chain(env, headId, limit) };
 }
 
-export function responseChain(env: EmulatorEnv, responseId: string, query: unknown) {
-  const parsed = TurnsQuery.safeParse(query);
-  if (!parsed.success) throw validationError("query", parsed.error);
+export function responseChain(env: EmulatorEnv, responseId: string, limit: number) {
   const r = own(env.store.data.gateway.responses, responseId);
   if (!r) throw notFound(`Response ${responseId} not found.`);
-  return { instance_id: r.instance_id, session: r.session, response_id: r.id, ...chain(env, r.id, parsed.data.limit) };
+  return { instance_id: r.instance_id, session: r.session, response_id: r.id, ...chain(env, r.id, limit) };
 }
 
 /** Every catalog channel of the instance; an interactive one awaiting its scan carries the QR as a PNG data URL. */

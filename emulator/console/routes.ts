@@ -1,8 +1,8 @@
 /**
  * The web console: its page and assets under `/_emulator/ui/` (any path below
  * answers the page, which routes in the browser), Preact and htm served from
- * node_modules by path (no CDN, no build), and the read-only data endpoints
- * under `/_emulator/console/`. Everything is behind the control plane's
+ * node_modules by path (no CDN, no build). Its data routes
+ * (`/_emulator/console/...`) are in the route table (`handlers.ts`). Everything is behind the control plane's
  * access rule; with an admin token, `?token=` on a page load sets a cookie
  * that stands in for the bearer (a browser cannot add one to page loads).
  */
@@ -14,8 +14,6 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import type { EmulatorEnv } from "../env.js";
 import { notFound, sendError, unauthorized } from "../errors.js";
 import { ADMIN_COOKIE, authorizeAdmin, tokenMatches } from "../http/auth.js";
-import type { RequestLog } from "../events/capture.js";
-import { channels, overview, responseChain, sessions, sessionTurns } from "./data.js";
 
 const UI_DIR = join(dirname(fileURLToPath(import.meta.url)), "ui");
 const require = createRequire(import.meta.url);
@@ -33,12 +31,12 @@ function vendorModules(): Map<string, string> {
 }
 
 const SECURITY_HEADERS = {
-  "content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  "content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'; require-trusted-types-for 'script'; trusted-types 'none'",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
 };
 
-export function mountConsole(app: Express, env: EmulatorEnv, requests: RequestLog): void {
+export function mountConsole(app: Express, env: EmulatorEnv): void {
   const vendor = vendorModules();
   const index = readFileSync(join(UI_DIR, "index.html"), "utf8");
 
@@ -51,15 +49,6 @@ export function mountConsole(app: Express, env: EmulatorEnv, requests: RequestLo
       sendError(res, error);
     }
   };
-  const json =
-    (read: (req: Request) => unknown) =>
-    async (req: Request, res: Response) => {
-      try {
-        res.set("cache-control", "no-store").json(await read(req));
-      } catch (error) {
-        sendError(res, error);
-      }
-    };
   const param = (req: Request, name: string) => String(req.params[name]);
 
   // Token exchange first: it is how a browser gets past `admin` when a token is set.
@@ -69,7 +58,11 @@ export function mountConsole(app: Express, env: EmulatorEnv, requests: RequestLo
     if (!token || given === undefined) return next();
     if (!tokenMatches(given, token)) return sendError(res, unauthorized("The control plane needs the admin token."));
     res.cookie(ADMIN_COOKIE, given, { httpOnly: true, sameSite: "strict", path: "/_emulator" });
-    res.redirect(303, req.path);
+    // The same page without the token (it must not stay in the address bar or history), other parameters kept.
+    const rest = new URLSearchParams(req.originalUrl.includes("?") ? req.originalUrl.slice(req.originalUrl.indexOf("?") + 1) : "");
+    rest.delete("token");
+    const query = rest.toString();
+    res.redirect(303, query ? `${req.path}?${query}` : req.path);
   });
   // Routing is not strict: `/_emulator/ui` also matches `/_emulator/ui/`, which must not redirect.
   app.get("/_emulator/ui", admin, (req, res, next) => (req.originalUrl.split("?")[0] === "/_emulator/ui" ? res.redirect(301, "/_emulator/ui/") : next()));
@@ -81,20 +74,4 @@ export function mountConsole(app: Express, env: EmulatorEnv, requests: RequestLo
   app.use("/_emulator/ui/assets", admin, express.static(UI_DIR, { index: false, fallthrough: false, dotfiles: "deny", cacheControl: true, maxAge: 0 }));
   // Every other page path is the app: the browser router reads the location.
   app.get("/_emulator/ui/{*rest}", admin, (_req, res) => void res.type("html").set("cache-control", "no-cache").send(index));
-
-  app.get("/_emulator/console/state", admin, json(() => overview(env)));
-  app.get("/_emulator/console/instances/:id/sessions", admin, json((req) => sessions(env, param(req, "id"))));
-  app.get("/_emulator/console/instances/:id/sessions/:session", admin, json((req) => sessionTurns(env, param(req, "id"), param(req, "session"), req.query)));
-  app.get("/_emulator/console/instances/:id/channels", admin, json((req) => channels(env, param(req, "id"))));
-  app.get("/_emulator/console/responses/:id", admin, json((req) => responseChain(env, param(req, "id"), req.query)));
-  app.get("/_emulator/console/requests", admin, json(() => requests.list()));
-  app.get(
-    "/_emulator/console/requests/:id",
-    admin,
-    json((req) => {
-      const found = requests.get(Number(param(req, "id")));
-      if (!found) throw notFound(`Request ${param(req, "id")} is no longer in the log.`);
-      return found;
-    }),
-  );
 }

@@ -75,7 +75,12 @@ const CONSOLE_OWN = /^\/_emulator\/(ui(\/|$)|console\/|events$|as\/)/;
 /** Sent by the console on its calls to other control-plane routes (faults, snapshot...). */
 export const CONSOLE_HEADER = "x-emulator-console";
 
-export const isConsoleTraffic = (req: Request): boolean => CONSOLE_OWN.test(req.path) || req.headers[CONSOLE_HEADER] !== undefined;
+/**
+ * The header counts on control-plane paths only: an API client that sends it
+ * on `/v1` must not be able to hide its requests from the developer watching.
+ */
+export const isConsoleTraffic = (req: Request): boolean =>
+  CONSOLE_OWN.test(req.path) || (req.headers[CONSOLE_HEADER] !== undefined && req.path.startsWith("/_emulator/"));
 
 export function captureRequests(deps: { clock: Clock; log: RequestLog; hub: EventHub }) {
   let nextId = 1;
@@ -116,7 +121,8 @@ export function captureRequests(deps: { clock: Clock; log: RequestLog; hub: Even
         id: nextId++,
         at: new Date(deps.clock.now()).toISOString(),
         method: req.method,
-        path: req.path,
+        // A raw key pasted into a URL is a secret like any other.
+        path: redactText(req.path),
         status: res.statusCode,
         key_kind: (res.locals.keyKind as RequestEvent["key_kind"] | undefined) ?? "none",
         ms: Math.round((performance.now() - started) * 100) / 100,

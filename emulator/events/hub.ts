@@ -9,7 +9,8 @@
 /** What the stream carries; README "Events stream" documents each payload. */
 export type EmulatorEvent =
   | { type: "request"; data: RequestEvent }
-  | { type: "state"; data: { at: string } }
+  /** `replaced`: the whole state was replaced (reset, snapshot import), not changed in place. */
+  | { type: "state"; data: { at: string; replaced: boolean } }
   | { type: "turn"; data: TurnEvent };
 
 export interface RequestEvent {
@@ -128,6 +129,8 @@ export function createSseClient(sink: SseSink, options: SseClientOptions = {}): 
 }
 
 export interface EventHubOptions extends SseClientOptions {
+  /** Most streams attached at once; more are refused (default 100). Each costs a socket and up to `maxQueuedBytes`. */
+  maxClients?: number;
   /** Interval of `: ping` comments that keep proxies and idle timeouts away, ms (default 15000). */
   heartbeatMs?: number;
 }
@@ -137,12 +140,15 @@ export interface EventHub {
   /** Adds a client; returns its detach function. */
   attach(sink: SseSink): () => void;
   readonly clients: number;
+  /** True when `maxClients` streams are attached: the next is refused. */
+  readonly full: boolean;
   /** Ends every stream (the emulator is closing); later attaches end at once. */
   close(): void;
 }
 
 export function createEventHub(options: EventHubOptions = {}): EventHub {
   const heartbeatMs = options.heartbeatMs ?? 15_000;
+  const maxClients = options.maxClients ?? 100;
   const clients = new Set<SseClient>();
   let nextId = 1;
   let closed = false;
@@ -184,6 +190,9 @@ export function createEventHub(options: EventHubOptions = {}): EventHub {
     },
     get clients() {
       return clients.size;
+    },
+    get full() {
+      return clients.size >= maxClients;
     },
     close() {
       closed = true;

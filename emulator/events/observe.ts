@@ -1,19 +1,25 @@
 /**
  * State-change notifications without touching the store: a view of the store
  * whose `commit` and `replace` also tell a listener. Bursts within one turn of
- * the event loop become one `state` event. `touch` (bookkeeping such as a
- * key's last use) is not a change anyone watches live.
+ * the event loop become one `state` event, which says whether the whole state
+ * was replaced (reset, snapshot import): a view that shows anything must then
+ * load again. `touch` (bookkeeping such as a key's last use) is not a change
+ * anyone watches live.
  */
 import type { Store } from "../store/store.js";
 
-export function observeStore(store: Store, onChange: () => void): Store {
+export function observeStore(store: Store, onChange: (replaced: boolean) => void): Store {
   let pending = false;
-  const notify = () => {
+  let replaced = false;
+  const notify = (whole: boolean) => {
+    replaced ||= whole;
     if (pending) return;
     pending = true;
     setImmediate(() => {
+      const wasReplaced = replaced;
       pending = false;
-      onChange();
+      replaced = false;
+      onChange(wasReplaced);
     });
   };
   // A Proxy, not a copy: members added to Store later keep working unchanged.
@@ -22,12 +28,12 @@ export function observeStore(store: Store, onChange: () => void): Store {
       if (property === "commit")
         return () => {
           target.commit();
-          notify();
+          notify(false);
         };
       if (property === "replace")
         return (state: Store["data"]) => {
           target.replace(state);
-          notify();
+          notify(true);
         };
       return Reflect.get(target, property, receiver) as unknown;
     },

@@ -6,14 +6,23 @@
  * wherever it appears, free text included.
  */
 import { CHANNELS } from "../routes/channels.js";
-import { REDACTED } from "../workspace/redact.js";
+import { REDACTED, SECRET_NAME } from "../workspace/redact.js";
 
 const SECRET_FIELD = /token|secret|password|passwd|api_?key|raw_key|^key$|credential|authorization|cookie|^env(_applied)?$/i;
 const CHANNEL_SECRETS = new Set(CHANNELS.flatMap((c) => Object.entries(c.fields).filter(([, f]) => f.secret).map(([name]) => name)));
 /** Raw service keys (`svc_org_`/`svc_sk_` + 64 hex) and Telegram-style bot tokens. */
 const SECRET_TEXT = /svc_(?:org|sk)_[0-9a-f]+|\b\d{6,}:[A-Za-z0-9_-]{30,}\b|\bx(?:oxb|app)-[A-Za-z0-9-]{10,}/g;
 
-export const isSecretField = (name: string): boolean => SECRET_FIELD.test(name) || CHANNEL_SECRETS.has(name);
+/** Fields of the service's own answers whose names look key-like but hold no secret. */
+const NOT_SECRET = new Set(["key_kind", "key_id", "key_prefix", "session", "session_id", "instance_ids"]);
+
+/**
+ * At least as wide as what the store never keeps in clear (`SECRET_NAME`: any
+ * name with key, auth, session...), so a skill's `config: {stripe_key}` is
+ * redacted here too.
+ */
+export const isSecretField = (name: string): boolean =>
+  SECRET_FIELD.test(name) || CHANNEL_SECRETS.has(name) || (SECRET_NAME.test(name) && !NOT_SECRET.has(name));
 
 export function redactText(text: string): string {
   return text.replace(SECRET_TEXT, REDACTED);

@@ -1,7 +1,7 @@
 /** `GET /_emulator/events`: the hub's stream over HTTP, behind the control plane's access rule. */
 import type { Express, Request, Response } from "express";
 import type { EmulatorEnv } from "../env.js";
-import { sendError } from "../errors.js";
+import { ApiError, sendError } from "../errors.js";
 import { authorizeAdmin } from "../http/auth.js";
 import type { EventHub } from "./hub.js";
 
@@ -9,6 +9,7 @@ export function mountEvents(app: Express, env: EmulatorEnv, hub: EventHub): void
   app.get("/_emulator/events", (req: Request, res: Response) => {
     try {
       authorizeAdmin(env, req);
+      if (hub.full) throw new ApiError(503, "Too many event streams are open; close one (or start the emulator with a larger eventsMaxClients).");
     } catch (error) {
       return sendError(res, error);
     }

@@ -66,15 +66,17 @@ export function requireOrgKey(caller: Caller): void {
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 const LOOPBACK_HOST = /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|localhost|\[::1\])$/i;
 
-/** The host part of a `Host` header (`name`, `name:port`, `[v6]`, `[v6]:port`), lowercased. */
+/** A whole `Host` header: a name or a bracketed IPv6 address, then an optional port; nothing else. */
+const HOST_HEADER = /^(\[[^\]]*\]|[^:[\]]*)(?::\d{1,5})?$/;
+
+/**
+ * The host part of a `Host` header (`name`, `name:port`, `[v6]`, `[v6]:port`),
+ * lowercased. Anything else (`[::1].evil`, `localhost:80@evil`) is returned
+ * whole, so it matches no allowed name.
+ */
 export function hostName(header: string): string {
   const value = header.trim().toLowerCase();
-  if (value.startsWith("[")) {
-    const close = value.indexOf("]");
-    return close < 0 ? value : value.slice(0, close + 1);
-  }
-  const colon = value.indexOf(":");
-  return colon < 0 ? value : value.slice(0, colon);
+  return HOST_HEADER.exec(value)?.[1] ?? value;
 }
 
 /**
@@ -91,6 +93,20 @@ export function isAllowedHost(header: string | undefined, configuredHost: string
   if (!configuredHost || configuredHost === "0.0.0.0" || configuredHost === "::") return false;
   const configured = configuredHost.includes(":") && !configuredHost.startsWith("[") ? `[${configuredHost}]` : configuredHost;
   return name === configured.toLowerCase();
+}
+
+/**
+ * The authority of an absolute-form target (`GET http://name/path`), which
+ * RFC 9112 (3.2.2) puts before `Host`; null for the usual origin form.
+ */
+export function absoluteTargetHost(req: Request): string | null {
+  const target = req.originalUrl;
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(target)) return null;
+  try {
+    return new URL(target).host;
+  } catch {
+    return "";
+  }
 }
 
 /** The console's browser cannot send a bearer on page loads: it may carry the token in this cookie. */
@@ -112,8 +128,38 @@ export function cookieValue(header: string | undefined, name: string): string | 
 
 export const tokenMatches = (given: string, token: string): boolean => timingSafeEqual(Buffer.from(hashKey(given)), Buffer.from(hashKey(token)));
 
-/** The control plane: token when one is set, else loopback callers naming a loopback (or the configured) host only. */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * A browser page on another origin can send a form POST (or a no-cors fetch)
+ * to `http://127.0.0.1:PORT/_emulator/reset`: it passes the loopback and Host
+ * checks, and with a token the SameSite cookie still rides along from any
+ * other port of the same host (same site). Browsers mark such requests
+ * (`Sec-Fetch-Site`, `Origin`); curl, supertest and server-side clients send
+ * neither, so they are unaffected. The same rule as Go's CrossOriginProtection.
+ */
+export function isCrossOrigin(req: Request): boolean {
+  if (SAFE_METHODS.has(req.method)) return false;
+  const site = req.headers["sec-fetch-site"];
+  if (site !== undefined) return site !== "same-origin" && site !== "none";
+  const origin = req.headers.origin;
+  if (origin === undefined) return false;
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    return true; // "null" (sandboxed frames, file:) or garbage
+  }
+  return host === "" || host !== (req.headers.host ?? "").trim().toLowerCase();
+}
+
+/**
+ * The control plane: token when one is set, else loopback callers naming a
+ * loopback (or the configured) host only; and a state change never from a
+ * page of another origin.
+ */
 export function authorizeAdmin(env: EmulatorEnv, req: Request): void {
+  if (isCrossOrigin(req)) throw forbidden("The control plane refuses state changes sent by a page of another origin (Origin / Sec-Fetch-Site).");
   const token = env.settings.adminToken;
   if (token) {
     const bearer = BEARER.exec(req.headers.authorization ?? "")?.[1];
@@ -124,7 +170,9 @@ export function authorizeAdmin(env: EmulatorEnv, req: Request): void {
   if (!LOOPBACK.test(req.socket.remoteAddress ?? "")) {
     throw unauthorized("The control plane answers loopback callers only; start with --admin-token to open it.");
   }
-  if (!isAllowedHost(req.headers.host, env.settings.listenHost)) {
+  // Both must name us: `Host`, and an absolute-form target's authority when there is one.
+  const absolute = absoluteTargetHost(req);
+  if (!isAllowedHost(req.headers.host, env.settings.listenHost) || (absolute !== null && !isAllowedHost(absolute, env.settings.listenHost))) {
     throw unauthorized("The control plane answers only requests addressed to a loopback host (Host header); start with --admin-token to open it.");
   }
 }

@@ -78,7 +78,7 @@ async function readLines(file: string, onLine: (line: string) => void): Promise<
 
 /** One line through the schema; undefined when it does not parse or names another instance. */
 function parseLine(raw: string, instanceId: string): z.output<typeof Line> | undefined {
-  let parsed;
+  let parsed: ReturnType<typeof Line.safeParse>;
   try {
     parsed = Line.safeParse(JSON.parse(raw));
   } catch {
@@ -176,8 +176,8 @@ export function conversationLogs(dataDir: string, state: () => GatewayState, rep
     for (const pass of [false, true]) {
       for (const response of Object.values(current.responses)) {
         if (heads.has(response.id) !== pass) continue;
-        let list = byInstance.get(response.instance_id);
-        if (!list) byInstance.set(response.instance_id, (list = []));
+        const list = byInstance.get(response.instance_id) ?? [];
+        byInstance.set(response.instance_id, list);
         list.push(response);
       }
     }
@@ -254,8 +254,8 @@ export function conversationLogs(dataDir: string, state: () => GatewayState, rep
     append(response, position) {
       if (rewriteAll) return; // the rewrite takes it from memory
       fileOf(response.instance_id);
-      let list = lines.get(response.instance_id);
-      if (!list) lines.set(response.instance_id, (list = []));
+      const list = lines.get(response.instance_id) ?? [];
+      lines.set(response.instance_id, list);
       list.push(`${JSON.stringify(position === undefined ? response : { ...response, p: position })}\n`);
     },
 

@@ -9,6 +9,7 @@ import { z } from "zod";
 import * as admin from "./admin.js";
 import * as channels from "./channels.js";
 import * as common from "./common.js";
+import * as consoleSchemas from "./console.js";
 import * as files from "./files.js";
 import * as instances from "./instances.js";
 import * as keys from "./keys.js";
@@ -97,3 +98,16 @@ name(admin.FaultRule, "FaultRule", "A fault rule with its id, how many hits rema
 name(admin.ForceStateRequest, "ForceStateRequest", "The status to force an instance into, optionally with an error message or another gateway.");
 name(admin.TierRequest, "TierRequest", "The plan to put an organization on, without checkout.");
 name(admin.JournalEntry, "RequestRecord", "One request the emulator answered: method, path, status, the kind of key and how long it took.");
+
+// The web console's reads (control plane)
+name(consoleSchemas.ConsoleOrganization, "ConsoleOrganization", "An organization as the console shows it: with its scoped-key views.");
+name(consoleSchemas.ConsoleState, "ConsoleState", "Every organization and non-terminated instance, for the console.");
+name(consoleSchemas.ConsoleSession, "ConsoleSession", "A session of an instance: its head response, number of turns, last activity and input preview.");
+name(consoleSchemas.Usage, "Usage", "Token counts of a turn.");
+name(consoleSchemas.ConsoleTurn, "ConsoleTurn", "One stored turn: input, output (secrets redacted), ids, model, usage and time.");
+name(consoleSchemas.SessionTurns, "SessionTurns", "A session's newest turns, oldest first, and how many it has.");
+name(consoleSchemas.ResponseChain, "ResponseChain", "The chain of turns ending at a response, oldest first.");
+name(consoleSchemas.ConsoleChannel, "ConsoleChannel", "A catalog channel of an instance, with a pending pairing's QR as a PNG data URL.");
+name(consoleSchemas.RequestLine, "RequestLine", "One line of the request log (what a `request` event carries).");
+name(consoleSchemas.CapturedBody, "CapturedBody", "A logged body: parsed JSON or text with secrets redacted, or a note; cut at 16 KiB.");
+name(consoleSchemas.RequestDetail, "RequestDetail", "A logged request with its request and response bodies.");

@@ -21,6 +21,8 @@ beforeAll(async () => {
   browser = await launchBrowser();
   page = await browser.context.newPage();
   page.on("pageerror", (error) => pageErrors.push(error.message));
+  // A blocked script or a Trusted Types violation is a console error, not a page error.
+  page.on("console", (m) => void (m.type() === "error" && /Content Security Policy|Trusted ?Type/i.test(m.text()) && pageErrors.push(m.text())));
 });
 afterAll(async () => {
   await browser?.close();
@@ -211,6 +213,119 @@ describe("web console", () => {
     expect((await call<{ subscription_tier: string }>("GET", "/v1/organization", undefined, key)).body.subscription_tier).toBe("crab");
   });
 
+  it("fits a 420 px window (no sideways page scroll) and keeps table cells as cells", async () => {
+    const { key, instanceId } = await orgWithInstance("narrow");
+    await call("GET", `/v1/instances/${instanceId}/${"x".repeat(150)}`, undefined, key);
+    await page.setViewportSize({ width: 420, height: 800 });
+    try {
+      await open("/requests");
+      await page.locator("tr[data-id]").first().click();
+      await page.getByTestId("request-detail").waitFor();
+      const overflow = () => page.evaluate<number>("document.documentElement.scrollWidth - document.documentElement.clientWidth");
+      expect(await overflow()).toBe(0);
+      await open(`/instances/${instanceId}/skills`);
+      await page.getByTestId("skills").waitFor();
+      const displays = await page.evaluate<string[]>(`[...new Set([...document.querySelectorAll("[data-testid=skills] td")].map((c) => getComputedStyle(c).display))]`);
+      expect(displays).toEqual(["table-cell"]);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
+  });
+
+  it("shows markup an API user chose (names, sessions, messages, files) as text, never as HTML", async () => {
+    const xss = `<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>`;
+    const { key, instanceId } = await orgWithInstance("hostile");
+    await call("PATCH", `/v1/instances/${instanceId}`, { name: `agent ${xss}` }, key);
+    const session = `s"><svg onload=window.__xss=3>`;
+    await call("POST", `/v1/instances/${instanceId}/session/${encodeURIComponent(session)}/responses`, { model: "m", input: xss }, key);
+    await call("PUT", `/v1/instances/${instanceId}/files/content`, { path: `<img src=x onerror=window.__xss=4>.txt`, content: "x" }, key);
+    for (const view of [`/instances/${instanceId}`, `/instances/${instanceId}/sessions/${encodeURIComponent(session)}`, `/instances/${instanceId}/files`]) {
+      await open(view);
+      await expect.poll(() => textOf(page.locator("main")), UNTIL).toContain(view.endsWith("/files") ? "onerror=window.__xss=4>.txt" : "<img src=x");
+      expect(await page.locator("main img, main script, main svg").count()).toBe(0);
+      expect(await page.evaluate<unknown>("window.__xss")).toBeUndefined();
+    }
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("a page of another origin cannot reset the emulator: neither a form POST nor a no-cors fetch", async () => {
+    const { instanceId } = await orgWithInstance("csrf-target");
+    const { createServer } = await import("node:http");
+    const target = `${url}/_emulator/reset`;
+    const evil = createServer((_req, res) => {
+      res.setHeader("content-type", "text/html");
+      res.end(`<script>fetch(${JSON.stringify(target)}, { method: "POST", mode: "no-cors" }).finally(() => document.forms[0].submit());</script><form method="POST" action="${target}"></form>`);
+    });
+    await new Promise<void>((resolve) => evil.listen(0, "127.0.0.1", resolve));
+    const answers: number[] = [];
+    const onResponse = (r: { url(): string; status(): number }) => void (r.url() === target && answers.push(r.status()));
+    page.on("response", onResponse);
+    try {
+      const port = (evil.address() as { port: number }).port;
+      // localhost vs 127.0.0.1: another origin, and another site.
+      await page.goto(`http://localhost:${port}/`);
+      await expect.poll(() => answers.length, UNTIL).toBe(2);
+      expect(answers).toEqual([403, 403]);
+      const state = await call<{ instances: { id: string }[] }>("GET", "/_emulator/console/state");
+      expect(state.body.instances.map((i) => i.id)).toContain(instanceId);
+    } finally {
+      page.off("response", onResponse);
+      evil.closeAllConnections();
+      await new Promise((resolve) => evil.close(resolve));
+    }
+  });
+
+  it("hidden tabs let go of their stream, so a seventh console tab still loads (six connections per origin)", async () => {
+    const hide = `Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "hidden" }); document.dispatchEvent(new Event("visibilitychange"));`;
+    const tabs: Page[] = [];
+    try {
+      for (let i = 0; i < 6; i++) {
+        const tab = await browser.context.newPage();
+        tabs.push(tab);
+        await tab.goto(`${url}/_emulator/ui/instances`);
+        await expect.poll(() => textOf(tab.getByTestId("live-status")), UNTIL).toBe("live");
+        await tab.evaluate(hide); // the user switched to another tab
+        await expect.poll(() => textOf(tab.getByTestId("live-status")), UNTIL).toBe("paused");
+      }
+      const seventh = await browser.context.newPage();
+      tabs.push(seventh);
+      await seventh.goto(`${url}/_emulator/ui/requests`);
+      await expect.poll(() => textOf(seventh.getByTestId("live-status")), UNTIL).toBe("live");
+      // A tab shown again reconnects and loads its view again.
+      await tabs[0]!.evaluate(`Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "visible" }); document.dispatchEvent(new Event("visibilitychange"));`);
+      await expect.poll(() => textOf(tabs[0]!.getByTestId("live-status")), UNTIL).toBe("live");
+    } finally {
+      for (const tab of tabs) await tab.close();
+    }
+  });
+
+  it("a confirmation from the keyboard: focus lands on Cancel, Escape cancels, focus returns to the button", async () => {
+    await open("/snapshot");
+    const reset = page.getByRole("button", { name: "Reset…" });
+    const focused = () => page.evaluate<string>("document.activeElement?.textContent ?? ''");
+    await reset.focus();
+    await page.keyboard.press("Enter");
+    await expect.poll(focused, UNTIL).toBe("Cancel");
+    await page.keyboard.press("Escape");
+    await expect.poll(focused, UNTIL).toBe("Reset…");
+    await page.keyboard.press("Enter");
+    await expect.poll(focused, UNTIL).toBe("Cancel");
+    await page.keyboard.press("Enter"); // a second Enter cancels: it never lands on Yes
+    await expect.poll(focused, UNTIL).toBe("Reset…");
+    expect((await call<{ instances: unknown[] }>("GET", "/_emulator/console/state")).body.instances.length).toBeGreaterThan(0);
+
+    // Forcing `terminated` deletes the instance: it asks first, like Delete.
+    const { instanceId } = await orgWithInstance("forced");
+    await open(`/instances/${instanceId}`);
+    await page.getByLabel("Force state").selectOption("terminated");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await expect.poll(focused, UNTIL).toBe("Cancel");
+    await page.keyboard.press("Escape");
+    await expect.poll(() => textOf(page.getByTestId("instance-status")), UNTIL).toBe("running");
+    const still = await call<{ instances: { id: string }[] }>("GET", "/_emulator/console/state");
+    expect(still.body.instances.map((i) => i.id)).toContain(instanceId);
+  });
+
   // Last: it wipes the emulator.
   it("exports a snapshot, resets after a confirmation, and imports the snapshot back", async () => {
     const { instanceId } = await orgWithInstance("kept");
@@ -233,5 +348,22 @@ describe("web console", () => {
     await page.getByText(/^Imported /).waitFor();
     const back = await call<{ instances: { id: string }[] }>("GET", "/_emulator/console/state");
     expect(back.body.instances.map((i) => i.id)).toContain(instanceId);
+  });
+  // After the snapshot test: it resets the emulator too.
+  it("a conversation left open follows a reset made elsewhere (it is gone) and a snapshot import (it is back)", async () => {
+    const { key, instanceId } = await orgWithInstance("reopened");
+    const sent = await call<{ id: string }>("POST", `/v1/instances/${instanceId}/session/s1/responses`, { model: "m", input: "remember me" }, key);
+    await open(`/instances/${instanceId}/sessions/s1`);
+    const turn = page.locator(`li.turn[data-response="${sent.body.id}"]`);
+    await expect.poll(() => textOf(turn), UNTIL).toContain("remember me");
+    const saved = await call("GET", "/_emulator/snapshot");
+
+    expect((await call("POST", "/_emulator/reset")).status).toBe(204);
+    await expect.poll(() => turn.count(), UNTIL).toBe(0);
+    await expect.poll(() => textOf(page.getByRole("alert")), UNTIL).toContain("not found");
+
+    expect((await call("PUT", "/_emulator/snapshot", saved.body)).status).toBe(204);
+    await expect.poll(() => textOf(turn), UNTIL).toContain("remember me");
+    expect(pageErrors).toEqual([]);
   });
 });

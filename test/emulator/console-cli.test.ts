@@ -17,4 +17,15 @@ describe("emulator command", () => {
       await stopCli(run, "SIGTERM");
     }
   });
+
+  it("listening on every address, prints a console URL a browser may open (loopback, not 0.0.0.0)", async () => {
+    const run = await startCli(["--port", "0", "--in-memory", "--host", "0.0.0.0"]);
+    try {
+      const printed = /console\s+(http:\/\/\S+)/.exec(run.stdout())?.[1];
+      expect(printed).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/_emulator\/ui\/$/);
+      expect((await fetch(printed!)).status).toBe(200);
+    } finally {
+      await stopCli(run, "SIGTERM");
+    }
+  });
 });

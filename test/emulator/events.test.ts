@@ -127,6 +127,21 @@ describe("events stream", () => {
     stream.close();
     await expect.poll(() => emulator!.events.clients).toBe(0);
   });
+
+  it("refuses streams past eventsMaxClients with 503 in the contract's format, and admits one when another leaves", async () => {
+    const url = await start({ eventsMaxClients: 2 });
+    const a = await events(url);
+    const b = await events(url);
+    await a.next((f) => f.event === "hello");
+    await b.next((f) => f.event === "hello");
+    const refused = await call(url, "/_emulator/events");
+    expect(refused.status).toBe(503);
+    expect(JSON.parse(refused.body)).toEqual({ detail: expect.stringContaining("Too many event streams") });
+    a.close();
+    await expect.poll(() => emulator!.events.clients).toBe(1);
+    const c = await events(url);
+    await c.next((f) => f.event === "hello");
+  });
 });
 
 describe("a slow client's backlog", () => {
@@ -196,7 +211,7 @@ describe("a slow client's backlog", () => {
       end() {},
       once() {},
     });
-    for (let i = 0; i < 1000; i++) hub.publish({ type: "state", data: { at: String(i) } });
+    for (let i = 0; i < 1000; i++) hub.publish({ type: "state", data: { at: String(i), replaced: false } });
     expect(fast).toHaveLength(1000);
     expect(slow.written).toHaveLength(1);
     hub.close();

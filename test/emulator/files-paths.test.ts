@@ -179,8 +179,8 @@ describe("hostile paths", () => {
   });
 
   it("says why in a sentence, without echoing the secret parts back", async () => {
-    const escape = await ROUTES.read!("../outside.txt");
-    expect(escape.body.detail).toBe("Path escapes the instance root.");
+    const escaped = await ROUTES.read!("../outside.txt");
+    expect(escaped.body.detail).toBe("Path escapes the instance root.");
     const link = await ROUTES.read!("workspace/escape/secret.txt");
     expect(link.body.detail).toBe("Path goes through a symbolic link that points outside the instance root.");
     const absolute = await ROUTES.read!("/etc/passwd");

@@ -86,6 +86,7 @@ describe("observation 2: snapshot import", () => {
     const t = await emulator({ dataDir: join(base, "data") });
     const org = await signupOrg(t.app);
     const instance = await runningInstance(t, org);
+    // biome-ignore lint/suspicious/noExplicitAny: the test builds deliberately malformed snapshots by hand.
     const taken = (await request(t.app).get("/_emulator/snapshot")).body as Record<string, any>;
     return { base, t, org, instance, taken };
   }
@@ -134,6 +135,7 @@ describe("observation 2: snapshot import", () => {
 
   it("checks every record like the API does: malformed records and dangling references are 422", async () => {
     const { t, org, instance, taken } = await withInstance();
+    // biome-ignore lint/suspicious/noExplicitAny: each case writes a malformed record into arbitrary JSON.
     const cases: [string, (s: Record<string, any>) => void][] = [
       ["org id not a uuid", (s) => (s.organizations["not-a-uuid"] = { ...s.organizations[org.organization.id], id: "not-a-uuid" })],
       ["instance of an unknown org", (s) => (s.instances[instance.id].organization_id = "00000000-0000-4000-8000-000000000000")],

@@ -32,7 +32,15 @@ async function call(agent: Agent, base: string, method: "GET" | "POST" | "PATCH"
   });
   const text = await res.body.text();
   if (res.statusCode >= 300) throw new Error(`${method} ${path}: ${res.statusCode} ${text}`);
-  return JSON.parse(text || "null") as Record<string, any>;
+  return JSON.parse(text || "null") as Answer;
+}
+
+/** The members this test reads from the answers it gets (signup, instance, key, turn, snapshot). */
+interface Answer {
+  id: string;
+  api_key: string;
+  keys: Record<string, unknown>;
+  gateway: { responses: Record<string, unknown> };
 }
 
 const start = async (dir: string) => {
@@ -52,7 +60,7 @@ describe("kill -9 under write load with a large state", () => {
     // An organization with a running instance, then stopped cleanly.
     const first = await start(dir);
     const signup = await call(agent, first.url, "POST", "/v1/organization/signup", null, { name: "load" });
-    const key = signup.api_key as string;
+    const key = signup.api_key;
     await call(agent, first.url, "PATCH", "/v1/organization", key, { model_api_keys: { anthropic: providerKey("anthropic") } });
     const instance = await call(agent, first.url, "POST", "/v1/instances", key, { name: "busy" });
     await call(agent, first.url, "GET", `/v1/instances/${instance.id}`, key);

@@ -112,7 +112,7 @@ describe("GET /v1/openapi.json", () => {
     expect(documented.sort()).toEqual(expected.sort());
     for (const [id, page] of Object.entries(pages)) {
       const op = doc.paths[page.path]![page.method.toLowerCase()]!;
-      expect(op).toMatchObject({ operationId: id, tags: ["emulator"], security: [], description: page.description });
+      expect(op).toMatchObject({ operationId: id, tags: ["emulator"], security: "admin" in page ? [{ adminToken: [] }, {}] : [], description: page.description });
     }
     for (const [, spec] of controlPlane) {
       expect(spec.path.startsWith("/_emulator/")).toBe(true);
@@ -124,6 +124,21 @@ describe("GET /v1/openapi.json", () => {
     const used = new Set(entries.map(([, s]) => s.tag));
     expect(doc.tags.map((t) => t.name).sort()).toEqual([...used].sort());
     for (const tag of doc.tags) expect(tag.description, tag.name).toBeTruthy();
+  });
+
+  it("describes the web console's routes: its page, the events stream and its data routes, behind the admin rule", () => {
+    const op = (path: string) => doc.paths[path]?.get;
+    type Content = { content: Record<string, { schema: unknown }> };
+    const answer = (path: string, status: string) => op(path)!.responses[status] as Content;
+    for (const path of ["/_emulator/ui/{view}", "/_emulator/events", "/_emulator/console/state", "/_emulator/console/instances/{instance_id}/sessions/{session_id}", "/_emulator/console/requests/{request_id}"]) {
+      expect(op(path), path).toMatchObject({ tags: ["emulator"], security: [{ adminToken: [] }, {}] });
+    }
+    expect(Object.keys(answer("/_emulator/events", "200").content)).toEqual(["text/event-stream"]);
+    expect(Object.keys(answer("/_emulator/ui/{view}", "200").content)).toEqual(["text/html"]);
+    const turns = op("/_emulator/console/instances/{instance_id}/sessions/{session_id}")!;
+    expect(turns.parameters).toContainEqual(expect.objectContaining({ name: "limit", in: "query", schema: expect.objectContaining({ minimum: 1, maximum: 1000 }) }));
+    expect(answer("/_emulator/console/instances/{instance_id}/sessions/{session_id}", "200").content["application/json"]!.schema).toEqual({ $ref: "#/components/schemas/SessionTurns" });
+    expect(turns.responses["422"]).toEqual({ $ref: "#/components/responses/ValidationFailed" });
   });
 
   it("names its schemas: every body and answer of a resource is a $ref into components/schemas", () => {

@@ -50,6 +50,5 @@ export const UNTIL = { timeout: 10_000, interval: 25 };
 export const textOf = (locator: Locator): Promise<string> =>
   locator
     .first()
-    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's Locator.innerText, not the DOM property: it is the rendered text a person sees.
     .innerText({ timeout: 1_000 })
     .catch(() => "");

@@ -55,15 +55,15 @@ export const asOrg = (orgId, path) => `/_emulator/as/${encodeURIComponent(orgId)
 export const bus = new EventTarget();
 const TYPES = ["hello", "request", "state", "turn", "overflow"];
 let source;
+let started = false;
 let status = "connecting";
-/** The stream's state now: "connecting", "live" (attached) or "reconnecting". */
+/** The stream's state now: "connecting", "live" (attached), "reconnecting" or "paused" (tab hidden). */
 export const liveStatus = () => status;
 const setStatus = (next) => {
   status = next;
   bus.dispatchEvent(new CustomEvent("status", { detail: next }));
 };
-export function connectEvents() {
-  if (source) return;
+function openStream() {
   source = new EventSource("/_emulator/events");
   for (const type of TYPES) {
     source.addEventListener(type, (e) => {
@@ -73,6 +73,28 @@ export function connectEvents() {
     });
   }
   source.addEventListener("error", () => setStatus("reconnecting"));
+}
+/**
+ * One stream per tab while it is visible. A browser gives an origin only six
+ * HTTP/1.1 connections and each open stream holds one, so a hidden tab lets go
+ * of its stream (a seventh console tab would otherwise never load); when it
+ * shows again it reconnects, and `hello` makes every view load again.
+ */
+export function connectEvents() {
+  if (started) return;
+  started = true;
+  if (document.visibilityState !== "hidden") openStream();
+  else setStatus("paused");
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "hidden") {
+      source?.close();
+      source = undefined;
+      setStatus("paused");
+    } else if (!source) {
+      setStatus("connecting");
+      openStream();
+    }
+  });
 }
 
 export function useEvent(types, handler) {
@@ -108,7 +130,8 @@ export function useLive(load, deps, when = () => false) {
       const data = await loadRef.current();
       if (c.alive) setState({ data, error: undefined });
     } catch (error) {
-      if (c.alive) setState((s) => ({ data: s.data, error }));
+      // Gone (deleted, reset away): stale data would pass for live, so it is dropped and the 404 shown.
+      if (c.alive) setState((s) => ({ data: error.status === 404 ? undefined : s.data, error }));
     } finally {
       c.inflight = false;
       if (c.again && c.alive) {
@@ -126,7 +149,8 @@ export function useLive(load, deps, when = () => false) {
     };
   }, deps);
   useEvent(["hello", "overflow", "request", "state", "turn"], (type, detail) => {
-    if (type === "hello" || type === "overflow" || when(type, detail)) run();
+    // A reset or a snapshot import replaced everything: whatever a view shows may be gone.
+    if (type === "hello" || type === "overflow" || (type === "state" && detail.replaced) || when(type, detail)) run();
   });
   return [state, run];
 }
@@ -154,11 +178,23 @@ export function Loading({ state, children }) {
   return children(state.data);
 }
 
-/** A button that runs an async action, shows it is busy, and reports a failure. */
+/**
+ * A button that runs an async action, shows it is busy, and reports a failure.
+ * With `confirm`, it asks first: focus goes to Cancel (Enter twice must not
+ * destroy anything), Escape cancels, and focus comes back to the button.
+ */
 export function Action({ run, children, confirm: question, ...rest }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState();
   const [asking, setAsking] = useState(false);
+  const trigger = useRef();
+  const cancel = useRef();
+  const asked = useRef(false);
+  useEffect(() => {
+    if (asking) cancel.current?.focus();
+    else if (asked.current) trigger.current?.focus();
+    asked.current = asking;
+  }, [asking]);
   const go = async () => {
     setBusy(true);
     setError(undefined);
@@ -172,13 +208,13 @@ export function Action({ run, children, confirm: question, ...rest }) {
     }
   };
   if (asking)
-    return html`<span class="confirm" role="group" aria-label="Confirm">
+    return html`<span class="confirm" role="group" aria-label="Confirm" onKeyDown=${(e) => e.key === "Escape" && setAsking(false)}>
       <span>${question}</span>
-      <button class="danger" onClick=${go} autofocus>Yes</button>
-      <button onClick=${() => setAsking(false)}>Cancel</button>
+      <button class="danger" onClick=${go}>Yes</button>
+      <button ref=${cancel} onClick=${() => setAsking(false)}>Cancel</button>
     </span>`;
   return html`<span class="action"
-    ><button disabled=${busy} onClick=${() => (question ? setAsking(true) : go())} ...${rest}>${children}</button
+    ><button ref=${trigger} disabled=${busy} onClick=${() => (question ? setAsking(true) : go())} ...${rest}>${children}</button
     >${error && html`<span class="error" role="alert">${error}</span>`}</span
   >`;
 }

@@ -109,7 +109,7 @@ export function InstanceView({ id }) {
         }}>Delete…<//>
         <span class="force">
           <label>Force state <select value=${force} onChange=${(e) => setForce(e.currentTarget.value)}>${STATUSES.map((s) => html`<option value=${s}>${s}</option>`)}</select></label>
-          <${Action} run=${async () => {
+          <${Action} confirm=${force === "terminated" ? "Terminate this instance (as a delete: files and conversations go)?" : undefined} run=${async () => {
             await api("POST", `/_emulator/instances/${encodeURIComponent(id)}/state`, { status: force });
             await reload();
           }}>Apply<//>

@@ -18,7 +18,7 @@ export function Skills({ id }) {
             <tbody>${list.map(
               (s) => html`<tr key=${s.name}>
                 <td>${s.name}</td><td>${s.description}</td><td>${s.source}</td><td>${s.ready ? "yes" : "no"}</td>
-                <td class="toolbar">
+                <td><div class="toolbar cell-actions">
                   <${Action} run=${async () => {
                     await api("POST", base("/install"), { slug: s.name });
                     await reload();
@@ -26,7 +26,7 @@ export function Skills({ id }) {
                   <${Action} confirm=${`Remove ${s.name}?`} run=${async () => {
                     await api("DELETE", base(`/${encodeURIComponent(s.name)}`));
                     await reload();
-                  }}>Remove<//></td>
+                  }}>Remove<//></div></td>
               </tr>`,
             )}</tbody></table></div>`}<//>`}
   </section>`;
