@@ -7,7 +7,7 @@
 import { z } from "zod";
 import type { FinalizeContext } from "../adapters/platform.js";
 import { platforms } from "../adapters/registry.js";
-import { accessSchema, groupAccessSchema, httpUrl, idString, nonEmpty, nonNegInt, posInt } from "./fields.js";
+import { httpUrl, idString, nonEmpty, nonNegInt, posInt } from "./fields.js";
 
 export { accessSchema, groupAccessSchema, type AccessConfig, type GroupAccessConfig } from "./fields.js";
 
