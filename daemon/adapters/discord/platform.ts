@@ -4,7 +4,7 @@
  * Light on purpose: discord.js loads only in `create`.
  */
 import { z } from "zod";
-import { probe, type CheckResult, type ProbeDeps } from "../../check/result.js";
+import { channelSubject, probe, type CheckResult, type ProbeDeps } from "../../check/result.js";
 import { accessSchema, channelCommon, httpUrl } from "../../config/fields.js";
 import { definePlatform } from "../platform.js";
 
@@ -26,7 +26,7 @@ export type DiscordChannelConfig = z.output<typeof discordChannelSchema> & { id:
 const DiscordUser = z.object({ id: z.string(), username: z.string() });
 
 async function checkDiscord(channel: DiscordChannelConfig, deps: ProbeDeps): Promise<CheckResult> {
-  const subject = `channel ${channel.id} (${channel.type})`;
+  const subject = channelSubject(channel);
   const got = await probe(deps, `${channel.api}/v10/users/@me`, { headers: { authorization: `Bot ${channel.token}` } });
   if (got.kind === "unreachable") {
     return { status: "fail", subject, message: `cannot reach Discord at ${channel.api} (${got.reason})`, fix: "check the network, or the channel's api" };

@@ -4,7 +4,7 @@
  * Light on purpose: grammY loads only in `create`.
  */
 import { z } from "zod";
-import { probe, type CheckResult, type ProbeDeps } from "../../check/result.js";
+import { channelSubject, probe, type CheckResult, type ProbeDeps } from "../../check/result.js";
 import { accessSchema, channelCommon, httpUrl, nonEmpty } from "../../config/fields.js";
 import { definePlatform } from "../platform.js";
 
@@ -43,7 +43,7 @@ const TelegramMe = z.object({ ok: z.literal(true), result: z.object({ username: 
 const TelegramError = z.object({ ok: z.literal(false), error_code: z.number().optional(), description: z.string().optional() });
 
 async function checkTelegram(channel: TelegramChannelConfig, deps: ProbeDeps): Promise<CheckResult> {
-  const subject = `channel ${channel.id} (${channel.type})`;
+  const subject = channelSubject(channel);
   const got = await probe(deps, `${channel.apiRoot}/bot${channel.token}/getMe`);
   if (got.kind === "unreachable") {
     return { status: "fail", subject, message: `cannot reach the Bot API at ${channel.apiRoot} (${got.reason})`, fix: "check the network, or the channel's apiRoot" };

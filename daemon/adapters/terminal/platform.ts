@@ -3,6 +3,7 @@
  * streams. With no `access` block only that person (`userId`) may talk.
  */
 import { z } from "zod";
+import { channelSubject } from "../../check/result.js";
 import { accessSchema, channelCommon, idString, nonEmpty, type AccessConfig } from "../../config/fields.js";
 import { definePlatform } from "../platform.js";
 
@@ -27,7 +28,7 @@ export const terminalPlatform = definePlatform({
     access: channel.access ?? { mode: "allowlist", users: [channel.userId], groups: {}, allowUnlistedGroups: false },
   }),
   secrets: () => [],
-  check: async (channel) => ({ status: "ok", subject: `channel ${channel.id} (${channel.type})`, message: "nothing to check" }),
+  check: async (channel) => ({ status: "ok", subject: channelSubject(channel), message: "nothing to check" }),
   async create(channel, deps) {
     const { createTerminalAdapter } = await import("./index.js");
     return createTerminalAdapter({ input: deps.stdin ?? process.stdin, output: deps.stdout ?? process.stdout, config: channel, clock: deps.clock });

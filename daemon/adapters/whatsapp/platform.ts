@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { z } from "zod";
-import type { CheckResult } from "../../check/result.js";
+import { channelSubject, type CheckResult } from "../../check/result.js";
 import { accessSchema, channelCommon, nonEmpty } from "../../config/fields.js";
 import { definePlatform, type ChannelCheckDeps } from "../platform.js";
 
@@ -30,7 +30,7 @@ export type WhatsAppChannelConfig = Omit<z.output<typeof whatsappChannelSchema>,
 const WhatsAppCreds = z.looseObject({ me: z.looseObject({ id: z.string() }).optional() });
 
 async function checkWhatsApp(channel: WhatsAppChannelConfig, deps: ChannelCheckDeps): Promise<CheckResult> {
-  const subject = `channel ${channel.id} (${channel.type})`;
+  const subject = channelSubject(channel);
   const authDir = channel.authDir;
   const notLinked = (why: string): CheckResult => ({
     status: "fail",
