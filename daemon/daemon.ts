@@ -17,6 +17,7 @@ import { createServiceClient, type ServiceClient } from "../shared/client/index.
 import { cryptoRandom, type Random } from "../shared/random.js";
 import { buildAdapters } from "./adapters/index.js";
 import type { ChannelConfig, DaemonConfig } from "./config/schema.js";
+import { secretsOf } from "./config/secrets.js";
 import type { AdapterStatusEvent, ChatAdapter, InboundSink } from "./core/adapter.js";
 import { createRelay, errorSummary, type Relay, type RelayMetrics } from "./core/relay.js";
 import type { Scheduler } from "./core/scheduler.js";
@@ -62,16 +63,6 @@ export interface Daemon {
   /** Set once started. */
   readonly store: Store | undefined;
   readonly scheduler: Scheduler<string> | undefined;
-}
-
-/** Every secret in the config, so the logger can scrub it wherever it appears. */
-function secretsOf(config: DaemonConfig): string[] {
-  const out = [config.service.apiKey];
-  for (const ch of config.channels) {
-    if (ch.type === "telegram" || ch.type === "discord") out.push(ch.token);
-    if (ch.type === "telegram" && ch.webhook) out.push(ch.webhook.secretToken);
-  }
-  return out;
 }
 
 export function createDaemon(options: DaemonOptions): Daemon {

@@ -13,7 +13,7 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import { createEmulator, type Emulator } from "../emulator/index.js";
 import { ServiceError, createServiceClient, type ServiceClient } from "../shared/client/index.js";
-import type { TerminalAdapter } from "./adapters/terminal.js";
+import type { TerminalAdapter } from "./adapters/terminal/index.js";
 import { runInForeground } from "./cli.js";
 import { parseConfig } from "./config/load.js";
 import { writeFileAtomic } from "./state/files.js";

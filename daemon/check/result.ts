@@ -15,6 +15,9 @@ export interface CheckResult {
   fix?: string;
 }
 
+/** The subject of a channel's check: `channel tg (telegram)`. */
+export const channelSubject = (channel: { id: string; type: string }) => `channel ${channel.id} (${channel.type})`;
+
 const MARK: Record<CheckStatus, string> = { ok: "ok  ", warn: "warn", fail: "FAIL", skip: "skip" };
 
 /** `FAIL  instance inst_1: not found on the service. Fix: ...` */

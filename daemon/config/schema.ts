@@ -4,33 +4,14 @@
  * silently ignored setting; `"//"` comment keys are stripped before parsing
  * (see load.ts). Messages never echo input values: they may be secrets.
  */
-import { join } from "node:path";
 import { z } from "zod";
+import type { FinalizeContext } from "../adapters/platform.js";
+import { platforms } from "../adapters/registry.js";
+import { httpUrl, idString, nonEmpty, nonNegInt, posInt } from "./fields.js";
+
+export { accessSchema, groupAccessSchema, type AccessConfig, type GroupAccessConfig } from "./fields.js";
 
 const MiB = 1024 * 1024;
-
-/** Ids may be written as JSON numbers for convenience, but only while exact. */
-const idString = z
-  .union([z.string(), z.number()], { error: "must be a string" })
-  .transform((v, ctx) => {
-    if (typeof v === "number") {
-      if (Number.isSafeInteger(v)) return String(v);
-      ctx.issues.push({ code: "custom", input: v, message: "must be a string: this id is not exact as a JSON number" });
-      return z.NEVER;
-    }
-    const t = v.trim();
-    if (t) return t;
-    ctx.issues.push({ code: "custom", input: v, message: "must not be empty" });
-    return z.NEVER;
-  });
-
-const nonEmpty = z.string().trim().min(1, "must not be empty");
-const posInt = z.number().int("must be a whole number").min(1, "must be at least 1");
-const nonNegInt = z.number().int("must be a whole number").min(0, "must not be negative");
-const httpUrl = z
-  .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
-  // A trailing slash would double up when paths are appended.
-  .transform((u) => u.replace(/\/+$/, ""));
 
 export const chatTypeSchema = z.enum(["direct", "group"]);
 export const routeScopeSchema = z.enum(["user", "group", "group_user"]);
@@ -106,106 +87,12 @@ export const attachmentsSchema = z.strictObject({
   maxBytes: posInt.default(20 * MiB),
 });
 
-export const groupAccessSchema = z.strictObject({
-  enabled: z.boolean().default(true),
-  requireMention: z.boolean().optional().describe("Overrides the channel's `requireMention` for this group."),
-  users: z.array(idString).optional().describe('Who may talk in this group; replaces the channel-wide `users` list here. "*" = anyone.'),
-});
-
-export const accessSchema = z.strictObject({
-  mode: z.enum(["allowlist", "open"]).default("allowlist").describe('"allowlist" fails closed (empty list = nobody); "open" must be chosen explicitly.'),
-  users: z.array(idString).default([]).describe('User ids; WhatsApp phone numbers (+4915...) or `...@lid` ids. "*" = anyone.'),
-  groups: z.record(z.string(), groupAccessSchema).default({}).describe("Per group, keyed by chat id."),
-  allowUnlistedGroups: z.boolean().default(false),
-});
-
-const channelCommon = {
-  id: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 letters, digits, _ or -")
-    .optional()
-    .describe("Account id, unique across channels; defaults to the type."),
-  enabled: z.boolean().default(true),
-};
-
-export const terminalChannelSchema = z.strictObject({
-  type: z.literal("terminal"),
-  ...channelCommon,
-  /** Absent: the local user (and only they) may talk. */
-  access: accessSchema.optional(),
-  userId: idString.default("local"),
-  userName: nonEmpty.optional(),
-  prompt: z.string().default("you> "),
-});
-
-export const telegramWebhookSchema = z.strictObject({
-  /** Public https URL Telegram posts updates to. */
-  url: httpUrl,
-  host: nonEmpty.default("127.0.0.1"),
-  port: z.number().int().min(0).max(65_535).default(8787),
-  path: z.string().regex(/^\//, "must start with /").default("/telegram"),
-  /** Telegram echoes it in a header, so forged updates can be refused: required. */
-  secretToken: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/, "must be 1-256 letters, digits, _ or -"),
-});
-
-export const telegramChannelSchema = z
-  .strictObject({
-    type: z.literal("telegram"),
-    ...channelCommon,
-    access: accessSchema.prefault({}),
-    token: z.string().regex(/^\d+:[A-Za-z0-9_-]{35}$/, "must look like 123456:ABC... (digits, colon, 35 characters)"),
-    apiRoot: httpUrl.default("https://api.telegram.org"),
-    mode: z.enum(["polling", "webhook"]).default("polling"),
-    webhook: telegramWebhookSchema.optional(),
-    /** In groups, answer only when mentioned or replied to. */
-    requireMention: z.boolean().default(true),
-    /** Register the bot's command list with Telegram at start. */
-    setCommands: z.boolean().default(true),
-  })
-  .refine((c) => c.mode !== "webhook" || c.webhook !== undefined, {
-    message: 'required when mode is "webhook"',
-    path: ["webhook"],
-  });
-
-export const discordChannelSchema = z.strictObject({
-  type: z.literal("discord"),
-  ...channelCommon,
-  access: accessSchema.prefault({}),
-  token: z.string().regex(/^\S+$/, 'must be the bare bot token (no whitespace, no "Bot " prefix)'),
-  /** REST base. */
-  api: httpUrl.default("https://discord.com/api"),
-  /** Gateway override, for tests against a local fake. */
-  gatewayUrl: z.url({ protocol: /^wss?$/, error: "must be a ws(s) URL" }).optional(),
-  /** In guild channels, answer only when mentioned or replied to. */
-  requireMention: z.boolean().default(true),
-});
-
-export const whatsappChannelSchema = z.strictObject({
-  type: z.literal("whatsapp"),
-  ...channelCommon,
-  access: accessSchema.prefault({}),
-  /** Default `<dataDir>/whatsapp/<id>`. */
-  authDir: nonEmpty.optional(),
-  printQr: z.boolean().default(true),
-  /** In groups, answer only when mentioned or replied to. */
-  requireMention: z.boolean().default(true),
-  /** Mark admitted senders' messages as read once they are journaled. */
-  readReceipts: z.boolean().default(true),
-});
-
-export const channelSchema = z.discriminatedUnion("type", [
-  terminalChannelSchema,
-  telegramChannelSchema,
-  discordChannelSchema,
-  whatsappChannelSchema,
-]);
-
-const defaultAccess = (users: string[]) => ({
-  mode: "allowlist" as const,
-  users,
-  groups: {},
-  allowUnlistedGroups: false,
-});
+/**
+ * One channel: the union of every registered platform's channel schema, in
+ * registry order, told apart by `type`.
+ */
+const [firstPlatform, ...otherPlatforms] = platforms;
+export const channelSchema = z.discriminatedUnion("type", [firstPlatform.schema, ...otherPlatforms.map((p) => p.schema)]);
 
 export const daemonConfigSchema = z
   .strictObject({
@@ -233,14 +120,7 @@ export const daemonConfigSchema = z
           message: `duplicate account id "${id}" (also channels[${first}]); give each channel its own id`,
         });
       } else seen.set(id, i);
-      switch (ch.type) {
-        case "terminal":
-          return { ...ch, id, access: ch.access ?? defaultAccess([ch.userId]) };
-        case "whatsapp":
-          return { ...ch, id, authDir: ch.authDir ?? join(cfg.dataDir, "whatsapp", id) };
-        default:
-          return { ...ch, id };
-      }
+      return finalizeChannel(ch, { id, dataDir: cfg.dataDir });
     });
     // Routes naming a channel id are checked by the loader, which also sees disabled channels.
     return { ...cfg, channels };
@@ -249,12 +129,6 @@ export const daemonConfigSchema = z
 export type DaemonConfig = z.output<typeof daemonConfigSchema>;
 export type DaemonConfigInput = z.input<typeof daemonConfigSchema>;
 export type ChannelConfig = DaemonConfig["channels"][number];
-export type TerminalChannelConfig = Extract<ChannelConfig, { type: "terminal" }>;
-export type TelegramChannelConfig = Extract<ChannelConfig, { type: "telegram" }>;
-export type DiscordChannelConfig = Extract<ChannelConfig, { type: "discord" }>;
-export type WhatsAppChannelConfig = Extract<ChannelConfig, { type: "whatsapp" }>;
-export type AccessConfig = z.output<typeof accessSchema>;
-export type GroupAccessConfig = z.output<typeof groupAccessSchema>;
 export type RouteConfig = z.output<typeof routeSchema>;
 export type RouteScope = z.output<typeof routeScopeSchema>;
 export type ServiceConfig = z.output<typeof serviceSchema>;
@@ -262,3 +136,15 @@ export type OpsConfig = z.output<typeof opsSchema>;
 export type QueueConfig = z.output<typeof queueSchema>;
 export type RetryConfig = z.output<typeof retrySchema>;
 export type AttachmentsConfig = z.output<typeof attachmentsSchema>;
+
+type ParsedChannelConfig = z.output<typeof channelSchema>;
+
+/** The channel with the per-platform defaults that need its id or the data folder (each platform's `finalize`). */
+function finalizeChannel(channel: ParsedChannelConfig, context: FinalizeContext) {
+  for (const platform of platforms) {
+    const done = platform.finalize(channel, context);
+    if (done) return done;
+  }
+  // The union only parses registered types, so a platform always answers.
+  throw new Error(`no platform for channel type "${channel.type}"`);
+}

@@ -1,11 +1,11 @@
+import { platforms } from "../adapters/registry.js";
 import type { DaemonConfig } from "./schema.js";
 
-/** Every secret in the config (API key, bot tokens, webhook secret), so output can be scrubbed of them. */
+/** Every secret in the config (API key, and what each channel's platform says it holds), so output can be scrubbed of them. */
 export function secretsOf(config: DaemonConfig): string[] {
   const out = [config.service.apiKey];
-  for (const ch of config.channels) {
-    if (ch.type === "telegram" || ch.type === "discord") out.push(ch.token);
-    if (ch.type === "telegram" && ch.webhook) out.push(ch.webhook.secretToken);
+  for (const channel of config.channels) {
+    for (const platform of platforms) out.push(...(platform.secrets(channel) ?? []));
   }
   return out;
 }

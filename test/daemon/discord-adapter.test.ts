@@ -13,7 +13,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createManualClock, systemClock, type Clock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import { createDiscordAdapter, DiscordAdapterError, type DiscordAdapterOptions } from "../../daemon/adapters/discord/index.js";
-import { discordChannelSchema, type DiscordChannelConfig } from "../../daemon/config/schema.js";
+import { discordChannelSchema, type DiscordChannelConfig } from "../../daemon/adapters/discord/platform.js";
 import type { AdapterStatusEvent, ChatAdapter, ChatTarget, InboundMessage } from "../../daemon/core/adapter.js";
 import { createFakeDiscord, waitFor, type FakeDiscord, type FakeUser } from "../fakes/discord.js";
 

@@ -8,7 +8,7 @@ import { EventEmitter } from "node:events";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { systemClock } from "../../shared/clock.js";
-import { createTerminalAdapter } from "../../daemon/adapters/terminal.js";
+import { createTerminalAdapter } from "../../daemon/adapters/terminal/index.js";
 import { runInForeground, type NoticeBoard } from "../../daemon/cli.js";
 import { parseConfig } from "../../daemon/config/load.js";
 import { createLogger, formatNotice } from "../../daemon/ops/logger.js";

@@ -6,7 +6,8 @@
 import { Writable } from "node:stream";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { daemonConfigSchema, type TelegramChannelConfig } from "../../daemon/config/schema.js";
+import type { TelegramChannelConfig } from "../../daemon/adapters/telegram/platform.js";
+import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import type { AdapterStateStore, AdapterStatusEvent, ChatAdapter, ChatTarget, InboundMessage, InboundSink } from "../../daemon/core/adapter.js";
 import { createTelegramAdapter, TelegramAdapterError, telegramMarkdownToHtml, type TelegramAdapterOptions } from "../../daemon/adapters/telegram/index.js";
 import { SendError } from "../../daemon/core/adapter.js";

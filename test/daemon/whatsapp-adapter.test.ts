@@ -12,7 +12,8 @@ import {
   createWhatsAppAdapter,
   WhatsAppAdapterError,
 } from "../../daemon/adapters/whatsapp/index.js";
-import { daemonConfigSchema, type WhatsAppChannelConfig } from "../../daemon/config/schema.js";
+import type { WhatsAppChannelConfig } from "../../daemon/adapters/whatsapp/platform.js";
+import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import { checkAccess } from "../../daemon/core/access.js";
 import type {
   AdapterStateStore,

@@ -26,7 +26,7 @@ import {
 import type { Logger } from "pino";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
-import type { DiscordChannelConfig } from "../../config/schema.js";
+import type { DiscordChannelConfig } from "./platform.js";
 import type { AdapterStatusEvent } from "../../core/adapter.js";
 import { backoffDelay, pause } from "../../core/retry.js";
 

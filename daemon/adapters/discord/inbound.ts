@@ -4,7 +4,7 @@
  * and with what text. No discord.js objects here, only a plain view of the
  * message, so every rule is testable without a gateway.
  */
-import type { DiscordChannelConfig } from "../../config/schema.js";
+import type { DiscordChannelConfig } from "./platform.js";
 import type { ChatType, InboundAttachment } from "../../core/adapter.js";
 
 export interface DiscordAttachmentView {

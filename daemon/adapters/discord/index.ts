@@ -7,7 +7,7 @@
  */
 import { DiscordAPIError, HTTPError, RateLimitError, REST, Routes, type Client, type Message, type RESTPostAPIChannelMessageJSONBody } from "discord.js";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
-import type { DiscordChannelConfig } from "../../config/schema.js";
+import type { DiscordChannelConfig } from "./platform.js";
 import { rawLength, SendError, type AdmissionAnswer, type DroppedAttachment, type SendReceipt } from "../../core/adapter.js";
 import { createSerialQueue } from "../../core/retry.js";
 import type {

@@ -12,7 +12,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { timingSafeEqual } from "node:crypto";
 import { Api, GrammyError, HttpError } from "grammy";
 import type { Message, Update, UserFromGetMe } from "grammy/types";
-import type { TelegramChannelConfig } from "../../config/schema.js";
+import type { TelegramChannelConfig } from "./platform.js";
 import {
   SendError,
   type AdapterDeps,

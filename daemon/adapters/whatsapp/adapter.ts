@@ -23,7 +23,7 @@ import { BufferJSON, DisconnectReason, type BaileysEventMap, type proto } from "
 import qrcodeTerminal from "qrcode-terminal";
 import type { Timer } from "../../../shared/clock.js";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
-import type { WhatsAppChannelConfig } from "../../config/schema.js";
+import type { WhatsAppChannelConfig } from "./platform.js";
 import {
   SendError,
   type AdapterDeps,

@@ -7,9 +7,9 @@
  */
 import { clearLine, createInterface, cursorTo, type Interface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
-import { systemClock, type Clock } from "../../shared/clock.js";
-import type { TerminalChannelConfig } from "../config/schema.js";
-import { rawLength, type AdapterCapabilities, type AdapterLimits, type ChatAdapter, type ChatTarget, type InboundMessage, type InboundSink, type SendOptions } from "../core/adapter.js";
+import { systemClock, type Clock } from "../../../shared/clock.js";
+import type { TerminalChannelConfig } from "./platform.js";
+import { rawLength, type AdapterCapabilities, type AdapterLimits, type ChatAdapter, type ChatTarget, type InboundMessage, type InboundSink, type SendOptions } from "../../core/adapter.js";
 
 export const TERMINAL_PLATFORM = "terminal";
 export const REPLY_PREFIX = "agent> ";

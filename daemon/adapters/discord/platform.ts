@@ -1,0 +1,57 @@
+/**
+ * The Discord platform's descriptor: channel schema, secrets, the `check`
+ * probe (`GET /users/@me` at the channel's own api) and a lazy adapter.
+ * Light on purpose: discord.js loads only in `create`.
+ */
+import { z } from "zod";
+import { channelSubject, probe, type CheckResult, type ProbeDeps } from "../../check/result.js";
+import { accessSchema, channelCommon, httpUrl } from "../../config/fields.js";
+import { definePlatform } from "../platform.js";
+
+export const discordChannelSchema = z.strictObject({
+  type: z.literal("discord"),
+  ...channelCommon,
+  access: accessSchema.prefault({}),
+  token: z.string().regex(/^\S+$/, 'must be the bare bot token (no whitespace, no "Bot " prefix)'),
+  /** REST base. */
+  api: httpUrl.default("https://discord.com/api"),
+  /** Gateway override, for tests against a local fake. */
+  gatewayUrl: z.url({ protocol: /^wss?$/, error: "must be a ws(s) URL" }).optional(),
+  /** In guild channels, answer only when mentioned or replied to. */
+  requireMention: z.boolean().default(true),
+});
+
+export type DiscordChannelConfig = z.output<typeof discordChannelSchema> & { id: string };
+
+const DiscordUser = z.object({ id: z.string(), username: z.string() });
+
+async function checkDiscord(channel: DiscordChannelConfig, deps: ProbeDeps): Promise<CheckResult> {
+  const subject = channelSubject(channel);
+  const got = await probe(deps, `${channel.api}/v10/users/@me`, { headers: { authorization: `Bot ${channel.token}` } });
+  if (got.kind === "unreachable") {
+    return { status: "fail", subject, message: `cannot reach Discord at ${channel.api} (${got.reason})`, fix: "check the network, or the channel's api" };
+  }
+  const user = DiscordUser.safeParse(got.body);
+  if (got.status === 200 && user.success) return { status: "ok", subject, message: `token accepted (bot ${user.data.username})` };
+  if (got.status === 401) {
+    return {
+      status: "fail",
+      subject,
+      message: "Discord does not accept the token (401 Unauthorized)",
+      fix: `put the bot token from the Developer Portal (Bot → Reset Token) in channel ${channel.id}'s token, without a "Bot " prefix`,
+    };
+  }
+  return { status: "fail", subject, message: `GET /users/@me failed (HTTP ${got.status})`, fix: "try again later, or check the channel's api" };
+}
+
+export const discordPlatform = definePlatform({
+  type: "discord",
+  schema: discordChannelSchema,
+  finalize: (channel, { id }): DiscordChannelConfig => ({ ...channel, id }),
+  secrets: (channel) => [channel.token],
+  check: checkDiscord,
+  async create(channel, deps) {
+    const { createDiscordAdapter } = await import("./index.js");
+    return createDiscordAdapter(channel, deps);
+  },
+});

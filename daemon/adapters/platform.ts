@@ -1,0 +1,90 @@
+/**
+ * What a chat platform tells the rest of the daemon about itself, in one
+ * small descriptor (`daemon/adapters/<platform>/platform.ts`): its channel
+ * config schema, the defaults it fills once the channel's id is known, the
+ * secrets a channel holds, the `agent-bridge check` probe, and a lazy
+ * `create` that imports the heavy adapter module only when a channel of the
+ * platform is enabled. The registry (registry.ts) lists the descriptors;
+ * config, secret scrubbing, check and buildAdapters go through it, so adding
+ * a platform touches its own folder and one registry line.
+ */
+import type { Readable, Writable } from "node:stream";
+import type { z } from "zod";
+import type { CheckResult, ProbeDeps } from "../check/result.js";
+import type { AdapterDeps, ChatAdapter } from "../core/adapter.js";
+
+/** A channel as its schema parses it, before the daemon fills in the id. */
+export interface ParsedChannel {
+  type: string;
+  id?: string | undefined;
+  enabled: boolean;
+}
+
+/** A channel once finalised: every channel has its account id. */
+export interface FinalChannel {
+  type: string;
+  id: string;
+  enabled: boolean;
+}
+
+export interface FinalizeContext {
+  /** The channel's account id (its `id`, or the type when none is given). */
+  id: string;
+  /** The daemon's data folder, for per-channel state paths. */
+  dataDir: string;
+}
+
+export interface ChannelCheckDeps extends ProbeDeps {
+  /** Reads a file as UTF-8; rejects with an ErrnoException when it is missing. */
+  readFile(path: string): Promise<string>;
+}
+
+export interface PlatformDeps extends AdapterDeps {
+  /** The process's own streams, for a platform that talks through them (default stdin/stdout). */
+  stdin?: Readable;
+  stdout?: Writable;
+}
+
+/** One platform, as its folder writes it: every function sees only its own channels, precisely typed. */
+export interface PlatformSpec<T extends string, S extends z.ZodType<ParsedChannel & { type: T }>, C extends FinalChannel & { type: T }> {
+  /** The channel `type` in the config. */
+  type: T;
+  /** The channel's config schema (a strict object with `type: z.literal(type)`, `...channelCommon`). */
+  schema: S;
+  /** Per-channel defaults that need the id or the data folder; must set `id`. */
+  finalize(channel: z.output<S>, context: FinalizeContext): C;
+  /** Everything in the channel that must never appear in logs or output (tokens, webhook secrets). */
+  secrets(channel: C): string[];
+  /** `agent-bridge check`: is the channel ready (token accepted, phone linked)? Never reports a secret. */
+  check(channel: C, deps: ChannelCheckDeps): Promise<CheckResult>;
+  /** Builds the adapter; dynamic-imports the platform library so unused platforms are never loaded. */
+  create(channel: C, deps: PlatformDeps): Promise<ChatAdapter>;
+}
+
+/**
+ * A platform as the registry holds it. Each entry point takes any channel and
+ * answers `undefined` for another platform's, so callers dispatch by asking
+ * each platform in turn, with no per-type switch outside the platform.
+ */
+export interface Platform<T extends string = string, S extends z.ZodType<ParsedChannel & { type: T }> = z.ZodType<ParsedChannel & { type: T }>, C extends FinalChannel & { type: T } = FinalChannel & { type: T }> {
+  readonly type: T;
+  readonly schema: S;
+  finalize(channel: ParsedChannel, context: FinalizeContext): C | undefined;
+  secrets(channel: FinalChannel): string[] | undefined;
+  check(channel: FinalChannel, deps: ChannelCheckDeps): Promise<CheckResult> | undefined;
+  create(channel: FinalChannel, deps: PlatformDeps): Promise<ChatAdapter> | undefined;
+}
+
+export function definePlatform<T extends string, S extends z.ZodType<ParsedChannel & { type: T }>, C extends FinalChannel & { type: T }>(spec: PlatformSpec<T, S, C>): Platform<T, S, C> {
+  // The schema's `type` literal is the discriminant: a channel with this type was parsed by this schema.
+  const parsedHere = (channel: ParsedChannel): channel is z.output<S> => channel.type === spec.type;
+  const finalHere = (channel: FinalChannel): channel is C => channel.type === spec.type;
+  return {
+    type: spec.type,
+    schema: spec.schema,
+    finalize: (channel, context) => (parsedHere(channel) ? spec.finalize(channel, context) : undefined),
+    secrets: (channel) => (finalHere(channel) ? spec.secrets(channel) : undefined),
+    check: (channel, deps) => (finalHere(channel) ? spec.check(channel, deps) : undefined),
+    create: (channel, deps) => (finalHere(channel) ? spec.create(channel, deps) : undefined),
+  };
+}

@@ -1,0 +1,69 @@
+/**
+ * The WhatsApp platform's descriptor: channel schema, its auth folder
+ * default, the `check` probe (linked when the auth folder's creds name a
+ * paired account) and a lazy adapter. Light on purpose: Baileys loads only
+ * in `create`. A channel holds no secret in the config (the pairing keys
+ * live in its auth folder).
+ */
+import { join } from "node:path";
+import { z } from "zod";
+import { channelSubject, type CheckResult } from "../../check/result.js";
+import { accessSchema, channelCommon, nonEmpty } from "../../config/fields.js";
+import { definePlatform, type ChannelCheckDeps } from "../platform.js";
+
+export const whatsappChannelSchema = z.strictObject({
+  type: z.literal("whatsapp"),
+  ...channelCommon,
+  access: accessSchema.prefault({}),
+  /** Default `<dataDir>/whatsapp/<id>`. */
+  authDir: nonEmpty.optional(),
+  printQr: z.boolean().default(true),
+  /** In groups, answer only when mentioned or replied to. */
+  requireMention: z.boolean().default(true),
+  /** Mark admitted senders' messages as read once they are journaled. */
+  readReceipts: z.boolean().default(true),
+});
+
+export type WhatsAppChannelConfig = Omit<z.output<typeof whatsappChannelSchema>, "id" | "authDir"> & { id: string; authDir: string };
+
+/** Baileys' creds.json: `me` is set once a phone has paired. */
+const WhatsAppCreds = z.looseObject({ me: z.looseObject({ id: z.string() }).optional() });
+
+async function checkWhatsApp(channel: WhatsAppChannelConfig, deps: ChannelCheckDeps): Promise<CheckResult> {
+  const subject = channelSubject(channel);
+  const authDir = channel.authDir;
+  const notLinked = (why: string): CheckResult => ({
+    status: "fail",
+    subject,
+    message: `not linked to a phone (${why} in ${authDir})`,
+    fix: "run `agent-bridge run --config ...` in a terminal and scan the QR code it prints with WhatsApp (Settings → Linked devices)",
+  });
+  let text: string;
+  try {
+    text = await deps.readFile(join(authDir, "creds.json"));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === "ENOENT" ? notLinked("no creds.json") : { status: "fail", subject, message: `cannot read ${join(authDir, "creds.json")} (${code ?? "read error"})`, fix: "check the folder's owner and permissions" };
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return notLinked("creds.json is not valid JSON");
+  }
+  const creds = WhatsAppCreds.safeParse(raw);
+  if (!creds.success || !creds.data.me) return notLinked("pairing was never completed");
+  return { status: "ok", subject, message: "linked to a phone" };
+}
+
+export const whatsappPlatform = definePlatform({
+  type: "whatsapp",
+  schema: whatsappChannelSchema,
+  finalize: (channel, { id, dataDir }): WhatsAppChannelConfig => ({ ...channel, id, authDir: channel.authDir ?? join(dataDir, "whatsapp", id) }),
+  secrets: () => [],
+  check: checkWhatsApp,
+  async create(channel, deps) {
+    const { createWhatsAppAdapter } = await import("./index.js");
+    return createWhatsAppAdapter(channel, deps);
+  },
+});

@@ -1,0 +1,57 @@
+/**
+ * Field schemas shared by the daemon config and every platform's channel
+ * schema (daemon/adapters/<platform>/platform.ts). Kept apart from schema.ts,
+ * which builds the channel union from the platform registry, so a platform
+ * can use them without an import cycle. Messages never echo input values:
+ * they may be secrets.
+ */
+import { z } from "zod";
+
+/** Ids may be written as JSON numbers for convenience, but only while exact. */
+export const idString = z
+  .union([z.string(), z.number()], { error: "must be a string" })
+  .transform((v, ctx) => {
+    if (typeof v === "number") {
+      if (Number.isSafeInteger(v)) return String(v);
+      ctx.issues.push({ code: "custom", input: v, message: "must be a string: this id is not exact as a JSON number" });
+      return z.NEVER;
+    }
+    const t = v.trim();
+    if (t) return t;
+    ctx.issues.push({ code: "custom", input: v, message: "must not be empty" });
+    return z.NEVER;
+  });
+
+export const nonEmpty = z.string().trim().min(1, "must not be empty");
+export const posInt = z.number().int("must be a whole number").min(1, "must be at least 1");
+export const nonNegInt = z.number().int("must be a whole number").min(0, "must not be negative");
+export const httpUrl = z
+  .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
+  // A trailing slash would double up when paths are appended.
+  .transform((u) => u.replace(/\/+$/, ""));
+
+export const groupAccessSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  requireMention: z.boolean().optional().describe("Overrides the channel's `requireMention` for this group."),
+  users: z.array(idString).optional().describe('Who may talk in this group; replaces the channel-wide `users` list here. "*" = anyone.'),
+});
+
+export const accessSchema = z.strictObject({
+  mode: z.enum(["allowlist", "open"]).default("allowlist").describe('"allowlist" fails closed (empty list = nobody); "open" must be chosen explicitly.'),
+  users: z.array(idString).default([]).describe('User ids; WhatsApp phone numbers (+4915...) or `...@lid` ids. "*" = anyone.'),
+  groups: z.record(z.string(), groupAccessSchema).default({}).describe("Per group, keyed by chat id."),
+  allowUnlistedGroups: z.boolean().default(false),
+});
+
+/** The keys every channel has, whatever its platform: spread into each channel schema. */
+export const channelCommon = {
+  id: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 letters, digits, _ or -")
+    .optional()
+    .describe("Account id, unique across channels; defaults to the type."),
+  enabled: z.boolean().default(true),
+};
+
+export type AccessConfig = z.output<typeof accessSchema>;
+export type GroupAccessConfig = z.output<typeof groupAccessSchema>;
