@@ -128,6 +128,12 @@ const channelCommon = {
   enabled: z.boolean().default(true),
 };
 
+/** How a reply shows while the agent writes it. */
+export const streamingSchema = z
+  .enum(["off", "partial"])
+  .default("partial")
+  .describe('"partial": the reply appears as the agent writes it (a message edited in place; the terminal prints as it comes); "off": the whole reply once it is done.');
+
 export const terminalChannelSchema = z.strictObject({
   type: z.literal("terminal"),
   ...channelCommon,
@@ -136,6 +142,7 @@ export const terminalChannelSchema = z.strictObject({
   userId: idString.default("local"),
   userName: nonEmpty.optional(),
   prompt: z.string().default("you> "),
+  streaming: streamingSchema,
 });
 
 export const telegramWebhookSchema = z.strictObject({
@@ -161,6 +168,7 @@ export const telegramChannelSchema = z
     requireMention: z.boolean().default(true),
     /** Register the bot's command list with Telegram at start. */
     setCommands: z.boolean().default(true),
+    streaming: streamingSchema,
   })
   .refine((c) => c.mode !== "webhook" || c.webhook !== undefined, {
     message: 'required when mode is "webhook"',
@@ -178,6 +186,7 @@ export const discordChannelSchema = z.strictObject({
   gatewayUrl: z.url({ protocol: /^wss?$/, error: "must be a ws(s) URL" }).optional(),
   /** In guild channels, answer only when mentioned or replied to. */
   requireMention: z.boolean().default(true),
+  streaming: streamingSchema,
 });
 
 export const whatsappChannelSchema = z.strictObject({

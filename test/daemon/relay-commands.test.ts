@@ -16,6 +16,7 @@ const context = (over: Partial<CommandContext> = {}): CommandContext => ({
   chained: true,
   resetSession: async () => "telegram.bot1.group.-100.g1",
   instanceStatus: async () => "running",
+  stopTurn: async () => ({ stopped: true, dropped: 2 }),
   queue: { sessionWaiting: 2, sessionBusy: true, instanceWaiting: 5, instanceRunning: 3, totalWaiting: 9 },
   ...over,
 });
