@@ -1,0 +1,129 @@
+/**
+ * Streamed replies on Telegram, end to end: the Bot API fake (grammY's real
+ * client), the daemon's relay and journal, the emulator over real HTTP. The
+ * emulator runs on a manual clock, so the gateway's `!stream S` moves only
+ * when the test advances it: text seen before the clock reaches S was seen
+ * before the gateway completed the answer.
+ */
+import { afterEach, expect, it } from "vitest";
+import { createDaemon, type Daemon } from "../../daemon/daemon.js";
+import { splitReply } from "../../daemon/core/chunking.js";
+import { telegramMarkdownToHtml, telegramVisibleLength } from "../../daemon/adapters/telegram/index.js";
+import { streamText } from "../../emulator/gateway/model.js";
+import { seededRandom } from "../../shared/random.js";
+import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
+import { startServiceFixture } from "../helpers/bridge.js";
+
+const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
+const alice = { id: 5001, username: "alice" };
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function bridge() {
+  const service = await startServiceFixture(cleanups, "telegram-stream-");
+  const fake = await createFakeTelegram({ token: TOKEN });
+  cleanups.push(() => fake.close());
+  const config = service.configFor({ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id)] } });
+  const launch = async (): Promise<Daemon> => {
+    const daemon = createDaemon({ config, random: seededRandom(3) });
+    cleanups.push(() => daemon.stop({ graceMs: 0 }));
+    await daemon.start();
+    return daemon;
+  };
+  return { fake, launch, clock: service.emulator.clock };
+}
+
+/** What the non-streamed path sends for `text`: its measure-aware chunks, rendered. */
+const expectedMessages = (text: string) =>
+  splitReply(text, 4096, (c) => telegramVisibleLength(telegramMarkdownToHtml(c))).map((c) => telegramMarkdownToHtml(c));
+
+const shown = (fake: FakeTelegram) => fake.shownMessages(alice.id);
+
+/** Every operation (send or edit) in the chat, in time order. */
+const operationTimes = (fake: FakeTelegram) =>
+  shown(fake)
+    .flatMap((m) => m.versions.map((v) => v.at))
+    .sort((a, b) => a - b);
+
+it("!stream 6: the first text shows before the gateway completes, the message is edited in place (a second apart at most once), and ends as the answer exactly", async () => {
+  const { fake, launch, clock } = await bridge();
+  await launch();
+  fake.privateText(alice, "!stream 6");
+  // The gateway sends its first delta at once; its clock has not moved, so it cannot have completed.
+  const first = await fake.waitFor(() => shown(fake)[0]);
+  const answer = streamText(600);
+  expect(first.versions[0]!.text.length).toBeLessThan(telegramMarkdownToHtml(answer).length);
+  expect(fake.sentMessages(alice.id)).toHaveLength(1);
+
+  // Half the answer: the same message grows.
+  clock.advance(3000);
+  await fake.waitFor(() => (shown(fake)[0]?.versions.length ?? 0) >= 2 || undefined);
+  clock.advance(3000);
+  const final = expectedMessages(answer);
+  await fake.waitFor(() => JSON.stringify(shown(fake).map((m) => m.text)) === JSON.stringify(final) || undefined);
+
+  const messages = shown(fake);
+  expect(messages).toHaveLength(1); // one message per chunk, nothing sent twice
+  expect(messages[0]!.message_id).toBe(first.message_id); // the preview became the answer
+  expect(messages[0]!.parse_mode).toBe("HTML");
+  expect(fake.sentMessages(alice.id)).toHaveLength(1);
+  const times = operationTimes(fake);
+  for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(950); // 1 s throttle, network jitter aside
+});
+
+it("a 9,000-character streamed reply ends as the same formatted messages as the non-streamed split", async () => {
+  const { fake, launch, clock } = await bridge();
+  await launch();
+  fake.privateText(alice, "!stream 2 9000");
+  await fake.waitFor(() => shown(fake)[0]);
+  clock.advance(2000);
+  const final = expectedMessages(streamText(9000));
+  expect(final.length).toBeGreaterThanOrEqual(3);
+  await fake.waitFor(() => JSON.stringify(shown(fake).map((m) => m.text)) === JSON.stringify(final) || undefined, 20_000);
+  expect(fake.sentMessages(alice.id)).toHaveLength(final.length); // exactly one message per chunk
+  for (const m of shown(fake)) expect(m.parse_mode).toBe("HTML");
+  const times = operationTimes(fake);
+  for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(950);
+});
+
+it("an edit refused with 429 waits out retry_after, and the answer still ends complete in the same message", async () => {
+  const { fake, launch, clock } = await bridge();
+  await launch();
+  // Telegram's flood limit, stricter than the daemon's pace: edits closer than 2.5 s get a 429 retry_after.
+  fake.setEditInterval(2500);
+  fake.privateText(alice, "!stream 4");
+  const first = await fake.waitFor(() => shown(fake)[0]);
+  clock.advance(2000);
+  await fake.waitFor(() => fake.calls("editMessageText") >= 2 || undefined, 15_000);
+  clock.advance(2000);
+  const final = expectedMessages(streamText(600));
+  await fake.waitFor(() => JSON.stringify(shown(fake).map((m) => m.text)) === JSON.stringify(final) || undefined, 15_000);
+  expect(shown(fake).map((m) => m.message_id)).toEqual([first.message_id]);
+  expect(fake.sentMessages(alice.id)).toHaveLength(1);
+  // Accepted edits are spaced by the flood limit: every 429 was waited out, not hammered.
+  const times = operationTimes(fake);
+  for (let i = 2; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(2400);
+});
+
+it("/stop during !stream 30 ends the turn at once, marks the preview stopped, drops the queued messages and says how many", async () => {
+  const { fake, launch } = await bridge();
+  const daemon = await launch();
+  fake.privateText(alice, "!stream 30");
+  const first = await fake.waitFor(() => shown(fake)[0]);
+  fake.privateText(alice, "queued one");
+  fake.privateText(alice, "queued two");
+  await fake.waitFor(() => daemon.health().queued >= 2 || undefined);
+  fake.privateText(alice, "/stop");
+  // The emulator's clock never moves: the answer cannot complete, only the stop ends it.
+  await fake.waitFor(() => shown(fake).some((m) => m.text.includes("Dropped 2 queued messages")) || undefined);
+  await fake.waitFor(() => shown(fake)[0]!.text.endsWith("(stopped)") || undefined);
+  await daemon.whenIdle();
+  expect(shown(fake)[0]!.message_id).toBe(first.message_id);
+  // The stream was closed before it completed: the gateway stored nothing of it.
+  fake.privateText(alice, "!recall");
+  await fake.waitFor(() => shown(fake).some((m) => m.text === "(nothing yet)") || undefined);
+  expect(shown(fake).some((m) => m.text.includes("queued one"))).toBe(false);
+});
