@@ -96,8 +96,11 @@ it("an edit refused with 429 waits out retry_after, and the answer still ends co
   fake.setEditInterval(2500);
   fake.privateText(alice, "!stream 4");
   const first = await fake.waitFor(() => shown(fake)[0]);
-  clock.advance(2000);
-  await fake.waitFor(() => fake.calls("editMessageText") >= 2 || undefined, 15_000);
+  clock.advance(1000);
+  await fake.waitFor(() => fake.edits.length >= 1 || undefined);
+  clock.advance(1000);
+  // The next edit comes a second later and is refused (2.5 s since the last one).
+  await fake.waitFor(() => fake.calls("editMessageText") > fake.edits.length || undefined);
   clock.advance(2000);
   const final = expectedMessages(streamText(600));
   await fake.waitFor(() => JSON.stringify(shown(fake).map((m) => m.text)) === JSON.stringify(final) || undefined, 15_000);
