@@ -356,7 +356,6 @@ export function createRelay(deps: RelayDeps): Relay {
     async haltDelivery() {
       halt.abort();
       notices.stop();
-      for (const c of stoppable.values()) c.abort(new StoppingError());
       await delivery.halt();
       while (previews.size) await Promise.allSettled([...previews]);
     },

@@ -125,6 +125,7 @@ describe("intake", () => {
       expect.objectContaining({ command: "new" }),
       expect.objectContaining({ command: "reset" }),
       expect.objectContaining({ command: "status" }),
+      expect.objectContaining({ command: "stop" }),
       expect.objectContaining({ command: "help" }),
       expect.objectContaining({ command: "whoami" }),
     ]]);
