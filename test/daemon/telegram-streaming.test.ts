@@ -118,7 +118,7 @@ it("/stop during !stream 30 ends the turn at once, marks the preview stopped, dr
   const first = await fake.waitFor(() => shown(fake)[0]);
   fake.privateText(alice, "queued one");
   fake.privateText(alice, "queued two");
-  await fake.waitFor(() => daemon.health().queued >= 2 || undefined);
+  await fake.waitFor(() => Number(daemon.health().queued) >= 2 || undefined);
   fake.privateText(alice, "/stop");
   // The emulator's clock never moves: the answer cannot complete, only the stop ends it.
   await fake.waitFor(() => shown(fake).some((m) => m.text.includes("Dropped 2 queued messages")) || undefined);
