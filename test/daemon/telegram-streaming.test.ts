@@ -5,7 +5,7 @@
  * when the test advances it: text seen before the clock reaches S was seen
  * before the gateway completed the answer.
  */
-import { afterEach, expect, it } from "vitest";
+import { afterEach, expect, it, vi } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { splitReply } from "../../daemon/core/chunking.js";
 import { telegramMarkdownToHtml, telegramVisibleLength } from "../../daemon/adapters/telegram/index.js";
@@ -33,7 +33,12 @@ async function bridge() {
     await daemon.start();
     return daemon;
   };
-  return { fake, launch, clock: service.emulator.clock };
+  /** A fault rule through the emulator's control plane. */
+  const fault = async (rule: Record<string, unknown>) => {
+    const res = await fetch(`${config.service.baseUrl}/_emulator/faults`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(rule) });
+    expect(res.status).toBeLessThan(300);
+  };
+  return { fake, launch, clock: service.emulator.clock, fault };
 }
 
 /** What the non-streamed path sends for `text`: its measure-aware chunks, rendered. */
@@ -109,6 +114,46 @@ it("an edit refused with 429 waits out retry_after, and the answer still ends co
   // Accepted edits are spaced by the flood limit: every 429 was waited out, not hammered.
   const times = operationTimes(fake);
   for (let i = 2; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(2400);
+});
+
+it("a stream cut after text was shown is asked again: the same message ends as the answer, nothing shown twice, the input once in !recall", async () => {
+  const { fake, launch, clock, fault } = await bridge();
+  const daemon = await launch();
+  await fault({ target: "gateway", error: "reset", after_deltas: 4, times: 1 });
+  fake.privateText(alice, "!stream 2");
+  const first = await fake.waitFor(() => shown(fake)[0]);
+  const final = expectedMessages(streamText(600));
+  // Moves the gateway on until the cut attempt is retried and the retry completes.
+  await vi.waitFor(
+    () => {
+      clock.advance(250);
+      expect(shown(fake).map((m) => m.text)).toEqual(final);
+    },
+    { timeout: 20_000, interval: 50 },
+  );
+  expect(shown(fake).map((m) => m.message_id)).toEqual([first.message_id]);
+  expect(fake.sentMessages(alice.id)).toHaveLength(1);
+  expect(await daemon.metrics.text()).toMatch(/retries_total\{[^}]*reason="network"[^}]*\} 1/); // the cut happened, and was retried once
+  fake.privateText(alice, "!recall");
+  await fake.waitFor(() => (shown(fake)[1]?.text === "!stream 2" ? true : undefined));
+});
+
+it("an edit refused for good (the preview was deleted) degrades to sending the final text once, never silence", async () => {
+  const { fake, launch, clock } = await bridge();
+  const daemon = await launch();
+  fake.injectError("editMessageText", 400, { ok: false, error_code: 400, description: "Bad Request: message to edit not found" }, 100);
+  fake.privateText(alice, "!stream 2");
+  await fake.waitFor(() => shown(fake)[0]);
+  clock.advance(1000);
+  await fake.waitFor(() => fake.calls("editMessageText") >= 1 || undefined);
+  clock.advance(1000);
+  const final = expectedMessages(streamText(600));
+  await fake.waitFor(() => (fake.sentMessages(alice.id).length === 2 ? true : undefined));
+  await daemon.whenIdle();
+  const sent = fake.sentMessages(alice.id);
+  expect(sent[1]!.text).toBe(final[0]); // the final text, once, in a new message
+  expect(sent).toHaveLength(2);
+  expect(fake.calls("editMessageText")).toBe(1); // no further edits after a permanent refusal
 });
 
 it("/stop during !stream 30 ends the turn at once, marks the preview stopped, drops the queued messages and says how many", async () => {
