@@ -215,7 +215,7 @@ export function createRelay(deps: RelayDeps): Relay {
       if (!(error instanceof TurnStoppedError)) throw error;
       // /stop: the text so far stays, marked as stopped, and the messages are forgotten.
       log.info(logCtx, "turn stopped by the person");
-      await endPreview(preview, writer, noticeText.stoppedMarker);
+      await endPreview(lead.id, preview, writer, noticeText.stoppedMarker);
       metrics.turn(route.instanceId, "failed", Math.max(0, clock.now() - lead.acceptedAt) / 1000);
       await store.complete(entries.map((e) => e.id));
       return;
@@ -224,7 +224,7 @@ export function createRelay(deps: RelayDeps): Relay {
       if (stoppable.get(sessionKey) === stop) stoppable.delete(sessionKey);
     }
 
-    if (!outcome || !outcome.ok) await endPreview(preview, writer, noticeText.interruptedMarker);
+    if (!outcome || !outcome.ok) await endPreview(lead.id, preview, writer, noticeText.interruptedMarker);
     if (!outcome) {
       // Nothing could be passed on (every file failed): say what happened.
       return delivery.finishWith(entries, notes.join("\n") || undefined, "failed");
@@ -302,10 +302,12 @@ export function createRelay(deps: RelayDeps): Relay {
   }
 
   /** A turn that ends without an answer: a preview shown so far is closed with `marker`, never left looking unfinished. */
-  async function endPreview(preview: PreviewDriver | undefined, writer: AppendWriter | undefined, marker: string): Promise<void> {
+  async function endPreview(leadId: string, preview: PreviewDriver | undefined, writer: AppendWriter | undefined, marker: string): Promise<void> {
     if (preview) {
       const so = preview.text;
       await preview.finish(so.trim() ? `${so.trimEnd()}\n\n${marker}` : "");
+      // Closed for good: if the turn is tried again (a restart after a failure), its answer starts a new preview.
+      await store.recordPreview(leadId, null);
     }
     if (writer?.shown) await writer.finish(`${writer.text}\n${marker}`);
   }

@@ -104,8 +104,8 @@ export const JournalRecordSchema = z.discriminatedUnion("t", [
   z.object({ t: z.literal("msg"), s: seq, e: JournalEntrySchema }),
   z.object({ t: z.literal("reply"), s: seq, id: z.string(), reply: StoredReplySchema }),
   z.object({ t: z.literal("sent"), s: seq, id: z.string(), n: z.number().int().nonnegative() }),
-  /** A streamed reply's preview messages so far (written as each is created). */
-  z.object({ t: z.literal("preview"), s: seq, id: z.string(), preview: StoredPreviewSchema }),
+  /** A streamed reply's preview messages so far (written as each is created); null: closed, a later answer starts anew. */
+  z.object({ t: z.literal("preview"), s: seq, id: z.string(), preview: StoredPreviewSchema.nullable() }),
   z.object({ t: z.literal("done"), s: seq, ids: z.array(z.string()) }),
   z.object({ t: z.literal("session"), s: seq, base: z.string(), state: SessionStateSchema }),
   z.object({ t: z.literal("kv"), s: seq, ns: z.string(), k: z.string(), v: z.unknown().optional() }),

@@ -127,8 +127,8 @@ export interface Store {
   /** Records the reply of `leaderId`, with the session change it caused, in one write. */
   recordReply(leaderId: string, reply: StoredReply, session?: { base: string; state: SessionState }): Promise<void>;
   recordSent(id: string, sent: number): Promise<void>;
-  /** Records a streamed reply's preview messages (after each one is created). */
-  recordPreview(id: string, preview: StoredPreview): Promise<void>;
+  /** Records a streamed reply's preview messages (after each one is created); null closes it (a later answer starts anew). */
+  recordPreview(id: string, preview: StoredPreview | null): Promise<void>;
   /** Forgets entries (answered, or given up); their keys stay known for dedupe. */
   complete(ids: string[]): Promise<void>;
   session(base: string): SessionState;
@@ -210,7 +210,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       }
       case "preview": {
         const e = entries.get(r.id);
-        if (e) e.preview = r.preview;
+        if (e && r.preview) e.preview = r.preview;
+        else if (e) delete e.preview;
         break;
       }
       case "done":
@@ -389,7 +390,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       return commit([{ t: "sent", id, n }]);
     },
     recordPreview(id, preview) {
-      return commit([{ t: "preview", id, preview: structuredClone(preview) }]);
+      return commit([{ t: "preview", id, preview: preview && structuredClone(preview) }]);
     },
     async complete(ids) {
       const known = ids.filter((id) => entries.has(id));

@@ -5,6 +5,8 @@
  * when the test advances it: text seen before the clock reaches S was seen
  * before the gateway completed the answer.
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, expect, it, vi } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { splitReply } from "../../daemon/core/chunking.js";
@@ -38,7 +40,7 @@ async function bridge() {
     const res = await fetch(`${config.service.baseUrl}/_emulator/faults`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(rule) });
     expect(res.status).toBeLessThan(300);
   };
-  return { fake, launch, clock: service.emulator.clock, fault };
+  return { fake, launch, clock: service.emulator.clock, fault, dataDir: config.dataDir };
 }
 
 /** What the non-streamed path sends for `text`: its measure-aware chunks, rendered. */
@@ -154,6 +156,35 @@ it("an edit refused for good (the preview was deleted) degrades to sending the f
   expect(sent[1]!.text).toBe(final[0]); // the final text, once, in a new message
   expect(sent).toHaveLength(2);
   expect(fake.calls("editMessageText")).toBe(1); // no further edits after a permanent refusal
+});
+
+it("a crash after the answer was recorded, before the last edit: the restart finishes the same message without asking again", async () => {
+  const { fake, launch, clock, dataDir } = await bridge();
+  const first = await launch();
+  fake.privateText(alice, "!stream 2");
+  const preview = await fake.waitFor(() => shown(fake)[0]);
+  clock.advance(1000);
+  await fake.waitFor(() => fake.edits.length >= 1 || undefined);
+  // From now on Telegram refuses edits for a minute: the final edit waits, and the daemon dies meanwhile.
+  fake.setEditInterval(60_000);
+  clock.advance(1000);
+  await fake.waitFor(() => fake.calls("editMessageText") > fake.edits.length || undefined);
+  expect(readFileSync(join(dataDir, "journal.jsonl"), "utf8")).toContain('{"t":"reply"');
+  await first.crash();
+  const halfway = shown(fake)[0]!.text;
+
+  fake.setEditInterval(0);
+  // The emulator's clock does not move again: a second call for `!stream 2` could never complete,
+  // so the final text below can only come from the recorded answer.
+  await launch();
+  const final = expectedMessages(streamText(600));
+  expect(halfway).not.toBe(final[0]);
+  await fake.waitFor(() => JSON.stringify(shown(fake).map((m) => m.text)) === JSON.stringify(final) || undefined);
+  expect(shown(fake).map((m) => m.message_id)).toEqual([preview.message_id]);
+  expect(fake.sentMessages(alice.id)).toHaveLength(1);
+  // The conversation holds the input once, and the chain goes on from the recorded answer.
+  fake.privateText(alice, "!recall");
+  await fake.waitFor(() => (shown(fake)[1]?.text === "!stream 2" ? true : undefined));
 });
 
 it("/stop during !stream 30 ends the turn at once, marks the preview stopped, drops the queued messages and says how many", async () => {
