@@ -66,3 +66,19 @@ it("a 9,000-character streamed reply ends as exactly the non-streamed split, one
   await waitFor(() => same(shownIn(fake, dm).map((m) => m.content), final), "the final messages", 30_000);
   expect(fake.sentMessages(dm)).toHaveLength(final.length);
 });
+
+it("an edit answered 429 is retried after Discord's retry_after, and the message still ends as the answer, once", async () => {
+  const { fake, clock } = await bridge();
+  const dm = fake.dmChannelFor(alice);
+  fake.setEditInterval(2500);
+  fake.dispatchDirectMessage(alice, "!stream 4");
+  const first = await waitFor(() => shownIn(fake, dm)[0], "the first text");
+  clock.advance(1000);
+  await waitFor(() => (shownIn(fake, dm)[0]?.versions.length ?? 0) >= 2, "the first edit");
+  clock.advance(3000);
+  const final = splitReply(streamText(600), 2000);
+  await waitFor(() => same(shownIn(fake, dm).map((m) => m.content), final), "the final text", 20_000);
+  expect(shownIn(fake, dm).map((m) => m.id)).toEqual([first.id]);
+  // Rate limited, not refused: no degraded second message.
+  expect(fake.sentMessages(dm)).toHaveLength(1);
+});
