@@ -24,11 +24,11 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function bridge() {
+async function bridge(channel: Record<string, unknown> = {}) {
   const service = await startServiceFixture(cleanups, "telegram-stream-");
   const fake = await createFakeTelegram({ token: TOKEN });
   cleanups.push(() => fake.close());
-  const config = service.configFor({ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id)] } });
+  const config = service.configFor({ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id)] }, ...channel });
   const launch = async (): Promise<Daemon> => {
     const daemon = createDaemon({ config, random: seededRandom(3) });
     cleanups.push(() => daemon.stop({ graceMs: 0 }));
@@ -205,4 +205,16 @@ it("/stop during !stream 30 ends the turn at once, marks the preview stopped, dr
   fake.privateText(alice, "!recall");
   await fake.waitFor(() => shown(fake).some((m) => m.text === "(nothing yet)") || undefined);
   expect(shown(fake).some((m) => m.text.includes("queued one"))).toBe(false);
+});
+
+it('with streaming "off", /stop still ends a slow turn at once: no answer comes, and the person is told', async () => {
+  const { fake, launch } = await bridge({ streaming: "off" });
+  const daemon = await launch();
+  // Not streamed, `!stream 30` is an answer after 30 s of the emulator's clock, which never moves here.
+  fake.privateText(alice, "!stream 30");
+  await fake.waitFor(() => fake.chatActions.length > 0 || undefined);
+  fake.privateText(alice, "/stop");
+  await fake.waitFor(() => shown(fake).find((m) => m.text.startsWith("Stopped the answer in progress.")));
+  await daemon.whenIdle();
+  expect(shown(fake)).toHaveLength(1);
 });
