@@ -185,6 +185,10 @@ export function createRelay(deps: RelayDeps): Relay {
       const expired = entries.filter((e) => started - e.acceptedAt > config.queue.maxTurnAgeMs);
       if (expired.length) {
         log.info({ ...logCtx, expired: expired.length }, "pending messages too old: not answered");
+        // A reply half shown before the daemon went down is closed, not left looking unfinished.
+        if (lead.preview && expired.includes(lead) && adapter.capabilities.edit) {
+          await endPreview(lead.id, previewFor(adapter, lead), undefined, noticeText.interruptedMarker);
+        }
         const when = new Date(expired[0]!.message.sentAt).toISOString().replace("T", " ").slice(0, 16);
         await delivery.finishWith(expired, noticeText.expired(expired.length, when), "expired");
         entries = entries.filter((e) => !expired.includes(e));
