@@ -1,13 +1,15 @@
 import { describe, expect, it, vi } from "vitest";
 import { rawLength, SendError, type ChatAdapter, type ChatTarget } from "../../../daemon/core/adapter.js";
 import { createPreviewDriver } from "../../../daemon/core/stream-delivery.js";
+import { chunksFor } from "../../../daemon/core/delivery.js";
+import { telegramMarkdownToHtml, telegramVisibleLength } from "../../../daemon/adapters/telegram/index.js";
 import type { StoredPreview } from "../../../daemon/state/store.js";
 import { createManualClock } from "../../../shared/clock.js";
 
 const target: ChatTarget = { platform: "p", accountId: "a", chatId: "c", chatType: "direct" };
 
 /** A platform with editable messages; `editFailures` makes the next edits throw. */
-function platform() {
+function platform(limits: { maxMessageLength: number; measure?: (text: string) => number } = { maxMessageLength: 100 }) {
   const messages = new Map<string, string>();
   const ops: string[] = [];
   let next = 1;
@@ -15,9 +17,9 @@ function platform() {
   const adapter: ChatAdapter = {
     platform: "p",
     accountId: "a",
-    limits: { maxMessageLength: 100, typingRefreshMs: 0, minEditIntervalMs: 1000 },
+    limits: { maxMessageLength: limits.maxMessageLength, typingRefreshMs: 0, minEditIntervalMs: 1000 },
     capabilities: { redelivers: false, edit: true },
-    measure: rawLength,
+    measure: limits.measure ?? rawLength,
     async start() {},
     async stop() {},
     async send(_t, text) {
@@ -102,6 +104,26 @@ describe("preview driver", () => {
     expect(driver.text).toBe("Once upon a time there was");
     expect(await settle(clock, driver.finish("Once upon a time there was a bridge."))).toBe("done");
     expect([...p.messages.values()]).toEqual(["Once upon a time there was a bridge."]);
+  });
+
+  it("a long formatted reply streamed in small pieces ends as exactly the chunks the non-streamed path sends", async () => {
+    const measure = (text: string) => telegramVisibleLength(telegramMarkdownToHtml(text));
+    const p = platform({ maxMessageLength: 4096, measure });
+    const { driver, clock } = drive(p);
+    const paragraphs: string[] = [];
+    for (let i = 0; paragraphs.join("\n\n").length < 9000; i++) {
+      paragraphs.push(`Step ${i}: use **bold ${i}** and \`code_${i} && x < y\` with [the docs ${i}](https://example.com/docs?a=${i}&b=2) for R&D & more, then *stress* it.`);
+      if (i % 7 === 3) paragraphs.push("```ts\nconst x = 1 < 2 && 3 > 2;\nconsole.log(x);\n```");
+    }
+    const text = paragraphs.join("\n\n");
+    for (let at = 16; at < text.length; at += 16) {
+      driver.update(text.slice(0, at));
+      if (at % 1600 === 0) clock.advance(1000);
+      await Promise.resolve();
+    }
+    expect(await settle(clock, driver.finish(text))).toBe("done");
+    expect(p.messages.size).toBeGreaterThanOrEqual(3);
+    expect([...p.messages.values()]).toEqual(chunksFor(p.adapter, text, "markdown"));
   });
 
   it("a permanent refusal of the first send gives up (the caller tells the person)", async () => {
