@@ -129,6 +129,7 @@ export function createPreviewDriver(options: PreviewDriverOptions): PreviewDrive
       }
       const free = gate.get(key) ?? 0;
       if (clock.now() < free) await sleep(clock, free - clock.now(), signal).catch(() => Promise.reject(new StoppingError()));
+      if (gate.size > 10_000) for (const [k, at] of gate) if (at <= clock.now()) gate.delete(k); // only chats still paced are kept
       gate.set(key, clock.now() + interval);
       try {
         await perform(action);
