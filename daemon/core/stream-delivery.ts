@@ -5,7 +5,8 @@
  *
  * - One operation at a time per reply, and at most one per
  *   `minEditIntervalMs` per chat across replies (Telegram: one edit a second
- *   per chat); a platform's retry-after pushes the chat's next operation back.
+ *   per chat), counted from when the platform answered the previous one; a
+ *   platform's retry-after pushes the chat's next operation back.
  * - A transient failure is tried again (the planner waits); after
  *   `maxAttempts` in a row it counts as permanent: a failed edit degrades to
  *   sending the final text as a new message (the broken preview is deleted),
@@ -133,9 +134,12 @@ export function createPreviewDriver(options: PreviewDriverOptions): PreviewDrive
       gate.set(key, clock.now() + interval);
       try {
         await perform(action);
+        // Paced from when the platform answered: the next request cannot reach it sooner than `interval` after this one did.
+        gate.set(key, Math.max(gate.get(key) ?? 0, clock.now() + interval));
         failures = 0;
         plan.sent(action);
       } catch (error) {
+        gate.set(key, Math.max(gate.get(key) ?? 0, clock.now() + interval));
         failures++;
         const retryAfterMs = error instanceof SendError ? error.retryAfterMs : undefined;
         const permanent = (error instanceof SendError && error.permanent) || failures >= options.maxAttempts;
