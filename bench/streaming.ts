@@ -10,6 +10,15 @@ import { Agent, request } from "undici";
 import { createEmulator } from "../emulator/index.js";
 import { readResponseStream } from "../shared/client/stream.js";
 import { createServiceClient } from "../shared/client/index.js";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
+import { createTerminalAdapter, REPLY_PREFIX } from "../daemon/adapters/terminal/index.js";
+import type { TerminalChannelConfig } from "../daemon/adapters/terminal/platform.js";
+import { daemonConfigSchema } from "../daemon/config/schema.js";
+import { createDaemon } from "../daemon/daemon.js";
+import { streamText } from "../emulator/gateway/model.js";
 
 const RUNS = Number(process.env.BENCH_STREAM_RUNS ?? 8);
 const SECONDS = Number(process.env.BENCH_STREAM_SECONDS ?? 5);
@@ -82,11 +91,11 @@ export async function benchStreaming(): Promise<void> {
       return timeStream(started, res.body);
     },
   };
-  // HOOK(through-daemon): add a StreamingPath here that sends `input` to the daemon through the
-  // Telegram fake and times the first visible text (first sendMessage) and the final text (the
-  // edit that equals the answer); the issue's goal is first visible text within 0.3 s of the
-  // gateway's first delta, median.
-  const paths: StreamingPath[] = [direct, proxy];
+  // Through the daemon: the person's line typed into a terminal chat, timed to the first reply text
+  // the terminal shows and to the whole answer shown. Goal: first visible text within 0.3 s of the
+  // gateway's own first delta, median.
+  const daemon = await throughDaemon(url, api_key, instance.id, input);
+  const paths: StreamingPath[] = [direct, proxy, daemon.path];
 
   console.log(`\nstreaming: "${input}", ${RUNS} concurrent runs per path (ms from request sent)`);
   let baseline: { first: number; done: number } | undefined;
@@ -101,7 +110,74 @@ export async function benchStreaming(): Promise<void> {
       `${path.name.padEnd(34)} first delta p50 ${first.toFixed(1).padStart(7)} p90 ${p90(timings.map((t) => t.firstMs)).toFixed(1).padStart(7)}   ` +
         `completed p50 ${done.toFixed(1).padStart(8)} p90 ${p90(timings.map((t) => t.doneMs)).toFixed(1).padStart(8)}   ${vs}`,
     );
+    if (path === daemon.path) {
+      const late = first - baseline.first;
+      console.log(`  daemon: first visible text ${late.toFixed(1)} ms after the gateway's first delta (goal: within 300 ms, median) ${late <= 300 ? "ok" : "MISSED"}`);
+    }
   }
+  await daemon.close();
   await emulator.close();
   await agent.close();
+}
+
+/**
+ * A daemon with one terminal chat per concurrent run (each its own person and
+ * session), streaming on (the default), in this process over real HTTP.
+ */
+async function throughDaemon(baseUrl: string, apiKey: string, instanceId: string, input: string): Promise<{ path: StreamingPath; close(): Promise<void> }> {
+  const chats = RUNS + 2;
+  const dataDir = await mkdtemp(join(tmpdir(), "bench-stream-daemon-"));
+  const config = daemonConfigSchema.parse({
+    service: { baseUrl, apiKey },
+    dataDir,
+    logLevel: "silent",
+    ops: { port: null },
+    queue: { debounceMs: 0, concurrencyPerInstance: chats },
+    routes: [{ instance: instanceId }],
+    channels: Array.from({ length: chats }, (_, i) => ({ type: "terminal", id: `t${i}`, userId: `u${i}` })),
+  });
+  const terminals = config.channels.filter((c): c is TerminalChannelConfig => c.type === "terminal").map((channel) => {
+    const stdin = new PassThrough();
+    const stdout = new PassThrough();
+    let out = "";
+    const listeners = new Set<() => void>();
+    stdout.setEncoding("utf8").on("data", (c: string) => {
+      out += c;
+      for (const l of [...listeners]) l();
+    });
+    const adapter = createTerminalAdapter({ input: stdin, output: stdout, config: channel, terminal: false });
+    return { adapter, stdin, out: () => out, listeners };
+  });
+  const daemon = createDaemon({ config, adapters: terminals.map((t) => t.adapter) });
+  await daemon.start();
+  const answer = streamText(600);
+  let next = 0;
+  const path: StreamingPath = {
+    name: "through the daemon (terminal)",
+    run() {
+      const t = terminals[next++ % terminals.length]!;
+      const from = t.out().length;
+      const started = performance.now();
+      return new Promise<Timing>((resolve) => {
+        let firstMs = Number.NaN;
+        const check = () => {
+          const shown = t.out().slice(from);
+          if (Number.isNaN(firstMs) && shown.includes(REPLY_PREFIX)) firstMs = performance.now() - started;
+          if (shown.includes(`${REPLY_PREFIX}${answer}\n`)) {
+            t.listeners.delete(check);
+            resolve({ firstMs, doneMs: performance.now() - started });
+          }
+        };
+        t.listeners.add(check);
+        t.stdin.write(`${input}\n`);
+      });
+    },
+  };
+  return {
+    path,
+    async close() {
+      await daemon.stop({ graceMs: 0 });
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
 }

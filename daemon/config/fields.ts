@@ -55,3 +55,9 @@ export const channelCommon = {
 
 export type AccessConfig = z.output<typeof accessSchema>;
 export type GroupAccessConfig = z.output<typeof groupAccessSchema>;
+
+/** How a reply shows while the agent writes it (channels that can show a reply as it grows). */
+export const streamingSchema = z
+  .enum(["off", "partial"])
+  .default("partial")
+  .describe('"partial": the reply appears as the agent writes it (a message edited in place; the terminal prints as it comes); "off": the whole reply once it is done.');

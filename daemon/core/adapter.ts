@@ -99,6 +99,11 @@ export interface AdapterLimits {
   maxMessageLength: number;
   /** How often the typing indicator must be refreshed to stay visible, ms. 0 = no indicator. */
   typingRefreshMs: number;
+  /**
+   * Streaming: least time between two sends or edits in one chat, ms
+   * (Telegram 1000). Default 1000.
+   */
+  minEditIntervalMs?: number;
 }
 
 export interface AdapterCapabilities {
@@ -111,10 +116,16 @@ export interface AdapterCapabilities {
    */
   redelivers: boolean;
   /**
-   * Reserved for streaming replies: the adapter implements `edit`. The core
-   * never calls `edit` unless this is true.
+   * Streaming replies: the adapter implements `edit`, and `send` returns the
+   * message id. The core never calls `edit` unless this is true.
    */
   edit: boolean;
+  /**
+   * Streaming replies on an output that cannot change what it showed (the
+   * terminal): the adapter implements `write`, and the reply is written as it
+   * comes instead of being sent at the end.
+   */
+  append?: boolean;
 }
 
 /** Why the core deliberately did not take a message (the adapter acknowledges it anyway). */
@@ -230,6 +241,11 @@ export interface ChatAdapter {
    * adapter sent. Same rules as `send`.
    */
   edit?(target: ChatTarget, messageId: string, text: string, options: SendOptions): Promise<void>;
+  /**
+   * Streaming (when `capabilities.append`): shows `piece`, the next part of a
+   * reply being written; `end` closes the reply (the prompt comes back).
+   */
+  write?(target: ChatTarget, piece: string, options: { end: boolean }): Promise<void>;
   /** Best effort: a failure here must never lose a reply. */
   sendTyping(target: ChatTarget): Promise<void>;
 }

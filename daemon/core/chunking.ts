@@ -86,7 +86,7 @@ export function splitReply(text: string, limit: number, measure?: (chunk: string
   const chunks = placeChunks(text, limit).map((c) => c.text);
   if (!measure) return chunks;
   const out: string[] = [];
-  const fit = (chunk: string, room: number, depth: number) => {
+  const fitChunk = (chunk: string, room: number, depth: number) => {
     const size = measure(chunk);
     if (size <= limit || room <= 1 || depth > 20) {
       out.push(chunk);
@@ -94,9 +94,9 @@ export function splitReply(text: string, limit: number, measure?: (chunk: string
     }
     // Shrink in proportion to the overshoot, with a margin, and try again.
     const smaller = Math.max(1, Math.min(room - 1, Math.floor((room * limit) / size) - 8));
-    for (const piece of placeChunks(chunk, smaller).map((c) => c.text)) fit(piece, smaller, depth + 1);
+    for (const piece of placeChunks(chunk, smaller).map((c) => c.text)) fitChunk(piece, smaller, depth + 1);
   };
-  for (const chunk of chunks) fit(chunk, Math.min(limit, chunk.length), 0);
+  for (const chunk of chunks) fitChunk(chunk, Math.min(limit, chunk.length), 0);
   return out;
 }
 

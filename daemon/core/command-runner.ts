@@ -22,6 +22,8 @@ export interface CommandRunnerDeps {
   delivery: Delivery;
   service: ServiceCalls;
   logger: Logger;
+  /** /stop: aborts the session's turn in flight and forgets its queued messages. */
+  stopSession(route: JournalEntry["route"]): Promise<{ stopped: boolean; dropped: number }>;
   adapterFor(platform: string, accountId: string): ChatAdapter | undefined;
 }
 
@@ -81,6 +83,7 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
           return sessionIdFor(route.sessionBase, next);
         },
         instanceStatus: () => service.instanceStatus(route.instanceId),
+        stopTurn: () => deps.stopSession(route),
         queue: scheduler.depth(route.instanceId, route.sessionBase),
         ...(service.stoppedRoutes.has(route.ruleIndex) ? { routeStopped: service.stoppedRoutes.get(route.ruleIndex) } : {}),
       });

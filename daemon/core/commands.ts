@@ -4,10 +4,13 @@
  * that starts with "/" goes to the agent as an ordinary message.
  */
 
+import { noticeText } from "./notices.js";
+
 export const COMMANDS = {
   new: "start a fresh conversation (the agent forgets this chat's context)",
   reset: "same as /new",
   status: "instance status, your session and the queue",
+  stop: "stop the answer being written and drop your queued messages",
   whoami: "your platform ids and session id",
   help: "this list",
 } as const;
@@ -39,6 +42,8 @@ export interface CommandContext {
   /** The instance's status as the service reports it, or why it is unknown. */
   instanceStatus(): Promise<string>;
   queue: { sessionWaiting: number; sessionBusy: boolean; instanceWaiting: number; instanceRunning: number; totalWaiting: number };
+  /** Aborts the person's turn in flight and drops their queued messages. */
+  stopTurn(): Promise<{ stopped: boolean; dropped: number }>;
   /** Set when this route was stopped (the service refused the key). */
   routeStopped?: string;
 }
@@ -49,6 +54,10 @@ export async function runCommand(name: CommandName, ctx: CommandContext): Promis
     case "reset": {
       const id = await ctx.resetSession();
       return `Started a new conversation: the agent no longer sees what was said before.\nSession: ${id}`;
+    }
+    case "stop": {
+      const { stopped, dropped } = await ctx.stopTurn();
+      return noticeText.stopped(stopped, dropped);
     }
     case "status": {
       const status = await ctx.instanceStatus();

@@ -55,6 +55,15 @@ export const noticeText = {
   uploadRefused: "(Attachments are off for this agent: the bridge's key may not write files, so only your text was passed on.)",
   uploadFailed: (fileName: string) => `(The file ${fileName} could not be passed on.)`,
   commandFailed: "Sorry, that command failed. Please try again.",
+  /** Ends a reply shown as it was written when the person stopped it. */
+  stoppedMarker: "(stopped)",
+  /** Ends a reply shown as it was written when the turn failed (the failure notice follows). */
+  interruptedMarker: "(interrupted)",
+  /** The answer to /stop. */
+  stopped: (stopped: boolean, dropped: number) =>
+    `${stopped ? "Stopped the answer in progress." : "No answer was in progress."} ${
+      dropped === 0 ? "No queued messages were dropped." : dropped === 1 ? "Dropped 1 queued message." : `Dropped ${dropped} queued messages.`
+    }`,
 } as const;
 
 /** Why a turn ended without an answer, as the person hears it. */

@@ -34,6 +34,14 @@ export class StoppingError extends Error {
   }
 }
 
+/** The person stopped their turn (/stop): the abort reason of its call. */
+export class TurnStoppedError extends Error {
+  override readonly name = "TurnStoppedError";
+  constructor() {
+    super("The turn was stopped.");
+  }
+}
+
 /** An error for a log line: class, status and message, never a request body or header. */
 export function errorSummary(error: unknown): Record<string, unknown> {
   if (error instanceof ServiceError) return { type: error.name, status: error.status, message: error.message, ...(error.code ? { code: error.code } : {}) };

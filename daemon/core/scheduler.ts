@@ -65,6 +65,12 @@ export interface Scheduler<T> {
   depth(instanceId?: string, sessionKey?: string): QueueDepth;
   /** Turns running now, per instance. */
   running(): Map<string, number>;
+  /**
+   * Takes every message of the session that has not started (/stop): they
+   * will not run. A turn handed to the instance queue but not started keeps
+   * its place and starts with its items, which the caller forgets.
+   */
+  drop(instanceId: string, sessionKey: string): T[];
   /** Starts turns (when created `held`). */
   release(): void;
   /** Stops starting turns; waiting ones stay queued (their journal entries survive). */
@@ -251,6 +257,19 @@ export function createScheduler<T>(options: SchedulerOptions<T>): Scheduler<T> {
       };
     },
     running: () => new Map(runningPer),
+    drop(instanceId, sessionKey) {
+      const s = sessions.get(slotKey(instanceId, sessionKey));
+      if (!s) return [];
+      s.timer?.cancel();
+      s.timer = undefined;
+      const taken = [...s.buffer, ...s.turns.flat()];
+      s.buffer = [];
+      s.turns = [];
+      if (taken.length) changeWaiting(-taken.length, instanceId);
+      const handed = s.active && !s.active.started ? [...s.active.items] : [];
+      forget(s);
+      return [...handed, ...taken];
+    },
     release() {
       if (!held) return;
       held = false;

@@ -16,7 +16,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import { ServiceError, type ServiceClient } from "../../shared/client/index.js";
 import { hex, type Random } from "../../shared/random.js";
-import type { ResponseRequest } from "../../shared/schemas/responses.js";
+import type { ResponseObject, ResponseRequest } from "../../shared/schemas/responses.js";
 import type { DaemonConfig } from "../config/schema.js";
 import type { JournalEntry, SessionState, StoredRoute, Store } from "../state/store.js";
 import { noticeText, type FailureKind } from "./notices.js";
@@ -47,10 +47,22 @@ export interface ServiceCallDeps {
   signal: AbortSignal;
 }
 
+/** How a turn's call reads the answer. */
+export interface CallOptions {
+  /**
+   * Streams the answer (`stream: true`) and calls this with the whole text so
+   * far after each delta. A retried attempt starts its text from nothing again:
+   * the caller shows only text that extends what it has shown.
+   */
+  onText?(textSoFar: string): void;
+  /** Aborts the turn (/stop): the stream closes, waits end, and `call` throws `signal.reason`. */
+  signal?: AbortSignal;
+}
+
 export interface ServiceCalls {
   /** The turn's text, with uploaded attachments named; undefined when nothing is left to send. */
   buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[]): Promise<string | undefined>;
-  call(route: StoredRoute, input: string, logCtx: Record<string, unknown>): Promise<CallOutcome>;
+  call(route: StoredRoute, input: string, logCtx: Record<string, unknown>, options?: CallOptions): Promise<CallOutcome>;
   /** The instance's status as the service reports it, or why it is unknown (for /status). */
   instanceStatus(instanceId: string): Promise<string>;
   /** Routes the service refused (401/403), by rule index. */
@@ -67,7 +79,8 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
   const instanceWaits = new Map<string, Promise<"running" | "retry" | "failed" | "missing">>();
   const backoff = { baseMs: Math.max(policy.baseDelayMs, 1), maxMs: policy.maxDelayMs };
 
-  const wait = (ms: number) => sleep(clock, ms, signal).catch(() => Promise.reject(new StoppingError()));
+  const wait = (ms: number, turn?: AbortSignal) =>
+    sleep(clock, ms, turn ? AbortSignal.any([signal, turn]) : signal).catch(() => Promise.reject(turn?.aborted ? turn.reason : new StoppingError()));
 
   /**
    * Runs `op`, retrying network errors and 5xx with backoff up to
@@ -75,17 +88,18 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
    * `instanceWaitMs`. Other errors, and the last one, are thrown; a missing
    * instance (404 on its status) is thrown as that 404.
    */
-  async function withRetries<R>(instanceId: string, op: () => Promise<R>): Promise<R> {
+  async function withRetries<R>(instanceId: string, op: () => Promise<R>, turn?: AbortSignal): Promise<R> {
     let attempt = 0;
     let waits = 0;
     let waitDeadline: number | undefined;
     for (;;) {
+      if (turn?.aborted) throw turn.reason;
       if (signal.aborted) throw new StoppingError();
       attempt++;
       try {
         return await op();
       } catch (error) {
-        if (!(error instanceof ServiceError)) throw error;
+        if (!(error instanceof ServiceError) || turn?.aborted) throw turn?.aborted ? turn.reason : error;
         if (error.status === 409) {
           waitDeadline ??= clock.now() + policy.instanceWaitMs;
           metrics.retry(instanceId, "not_running");
@@ -98,7 +112,7 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
         if (!error.retryable || attempt >= policy.maxAttempts) throw error;
         metrics.retry(instanceId, error.status === 0 ? "network" : "server");
         log.debug({ instanceId, status: error.status, attempt }, "service call failed: retrying");
-        await wait(backoffDelay(attempt, backoff, random));
+        await wait(backoffDelay(attempt, backoff, random), turn);
       }
     }
   }
@@ -196,7 +210,21 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
     return input.trim() ? input : undefined;
   }
 
-  async function call(route: StoredRoute, input: string, logCtx: Record<string, unknown>): Promise<CallOutcome> {
+  /** One attempt, streamed: the text so far goes to `onText`; the completed response is the answer. */
+  async function streamed(args: { instance_id: string; session_id: string; body: ResponseRequest }, onText: (text: string) => void, turn?: AbortSignal): Promise<ResponseObject> {
+    let text = "";
+    for await (const event of client.streamSessionResponse({ ...args, ...(turn ? { signal: turn } : {}) })) {
+      if (event.type === "response.output_text.delta") {
+        text += event.delta;
+        onText(text);
+      } else if (event.type === "response.completed") return event.response;
+    }
+    // The client throws on a body that ends early; this is only a guard.
+    throw new ServiceError(0, "The answer stream ended before the response was completed.", undefined);
+  }
+
+  async function call(route: StoredRoute, input: string, logCtx: Record<string, unknown>, options: CallOptions = {}): Promise<CallOutcome> {
+    const turn = options.signal;
     const sessionKey = sessionKeyOf(route);
     let contextReset = false;
     let generation = 0;
@@ -213,12 +241,15 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
             ...(route.instructions !== undefined ? { instructions: route.instructions } : {}),
             ...(state.lastResponseId ? { previous_response_id: state.lastResponseId } : {}),
           };
-          return client.createSessionResponse({ instance_id: route.instanceId, session_id: sessionId, body });
-        });
+          const args = { instance_id: route.instanceId, session_id: sessionId, body };
+          if (options.onText) return streamed(args, options.onText, turn);
+          return untilAborted(client.createSessionResponse(args), turn);
+        }, turn);
         const responseId = responseIdOf(response);
         return { ok: true, text: replyTextOf(response), ...(responseId ? { responseId } : {}), sessionId, generation, contextReset };
       } catch (error) {
         if (error instanceof StoppingError) throw error;
+        if (turn?.aborted) throw turn.reason;
         if (!(error instanceof ServiceError)) {
           metrics.error(String(route.ruleIndex), "internal");
           log.error({ ...logCtx, err: errorSummary(error) }, "turn failed unexpectedly");
@@ -272,6 +303,26 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
   }
 
   return { buildInput, call, instanceStatus, stoppedRoutes };
+}
+
+/** The request cannot be aborted: a stopped turn stops waiting for it (its answer is dropped). */
+function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
 }
 
 /** A gateway error passed through by the service: `{"error": {...}}` rather than `{"detail": ...}`. */

@@ -48,7 +48,7 @@
  * contract).
  */
 import type { Clock } from "../../shared/clock.js";
-import { closeOpenFence, placeChunks, splitReply } from "./chunking.js";
+import { closeOpenFence, placeChunks, } from "./chunking.js";
 
 export interface StreamPreviewOptions {
   /** The platform's visible length of a Markdown text once rendered (Telegram: characters after entity parsing). */
@@ -212,7 +212,10 @@ export function createStreamPreview(options: StreamPreviewOptions): StreamPrevie
         if (open.shown === null) messages.pop();
         else Object.assign(open, { broken: true, replaced: true });
       }
-      chunks.forEach((c, i) => (i === 0 ? setOpen(c.text, true) : messages.push(fresh(c.text, true))));
+      chunks.forEach((c, i) => {
+        if (i === 0) setOpen(c.text, true);
+        else messages.push(fresh(c.text, true));
+      });
     } else {
       const chunks = place(final).map((c) => c.text);
       chunks.forEach((c, i) => {

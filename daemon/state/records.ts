@@ -51,6 +51,32 @@ export const StoredReplySchema = z.object({
   chunks: z.array(z.string()),
   members: z.array(z.string()).min(1),
   format: z.enum(["markdown", "plain"]),
+  /** The whole text (streamed replies: a preview resumed after a restart is finished to it). */
+  text: z.string().optional(),
+});
+
+/** The stream-preview planner's `state()` (stream-preview.ts), as journaled. */
+export const PreviewMessageSchema = z.object({
+  target: z.string(),
+  shown: z.string().nullable(),
+  final: z.boolean(),
+  broken: z.boolean(),
+  replaced: z.boolean(),
+  deleted: z.boolean(),
+});
+
+export const StoredPreviewSchema = z.object({
+  state: z.object({
+    messages: z.array(PreviewMessageSchema),
+    restStart: z.number().int().nonnegative(),
+    reopen: z.string(),
+    text: z.string(),
+    finished: z.boolean(),
+    degraded: z.boolean(),
+    gaveUp: z.boolean(),
+  }),
+  /** Platform message ids by the planner's message index (null: not sent, or its id unknown). */
+  ids: z.array(z.string().nullable()),
 });
 
 export const JournalEntrySchema = z.object({
@@ -64,6 +90,7 @@ export const JournalEntrySchema = z.object({
   reply: StoredReplySchema.optional(),
   sent: z.number().int().nonnegative(),
   leader: z.string().optional(),
+  preview: StoredPreviewSchema.optional(),
 });
 
 export const SessionStateSchema = z.object({
@@ -77,6 +104,8 @@ export const JournalRecordSchema = z.discriminatedUnion("t", [
   z.object({ t: z.literal("msg"), s: seq, e: JournalEntrySchema }),
   z.object({ t: z.literal("reply"), s: seq, id: z.string(), reply: StoredReplySchema }),
   z.object({ t: z.literal("sent"), s: seq, id: z.string(), n: z.number().int().nonnegative() }),
+  /** A streamed reply's preview messages so far (written as each is created); null: closed, a later answer starts anew. */
+  z.object({ t: z.literal("preview"), s: seq, id: z.string(), preview: StoredPreviewSchema.nullable() }),
   z.object({ t: z.literal("done"), s: seq, ids: z.array(z.string()) }),
   z.object({ t: z.literal("session"), s: seq, base: z.string(), state: SessionStateSchema }),
   z.object({ t: z.literal("kv"), s: seq, ns: z.string(), k: z.string(), v: z.unknown().optional() }),

@@ -20,10 +20,11 @@ import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Clock } from "../../shared/clock.js";
 import { cryptoRandom, hex, type Random } from "../../shared/random.js";
-import type { AdapterStateStore, ChatType, InboundAttachment, InboundMessage } from "../core/adapter.js";
+import type { AdapterStateStore, InboundAttachment, InboundMessage } from "../core/adapter.js";
 import { acquireDirLock, syncDirectory, writeFileAtomic, writeFileDurable, type DirLock } from "./files.js";
 import { JournalClosedError, openJournalFile, type JournalFile } from "./journal.js";
-import { parseJournalRecord, parseSnapshot, StateFileError, STATE_VERSION, type JournalRecord, type Snapshot } from "./records.js";
+import type { z } from "zod";
+import { parseJournalRecord, parseSnapshot, StateFileError, STATE_VERSION, type JournalRecord, type Snapshot, type StoredPreviewSchema } from "./records.js";
 
 export { StateFileError } from "./records.js";
 
@@ -70,7 +71,11 @@ export interface JournalEntry {
   sent: number;
   /** On a merged entry: the entry whose reply answers it too. */
   leader?: string;
+  /** On a leader whose reply streams: the preview messages shown so far. */
+  preview?: StoredPreview;
 }
+
+export type StoredPreview = z.infer<typeof StoredPreviewSchema>;
 
 export interface StoredReply {
   chunks: string[];
@@ -78,6 +83,8 @@ export interface StoredReply {
   members: string[];
   /** "plain" for the bridge's own words, "markdown" for the agent's. */
   format: "markdown" | "plain";
+  /** The whole text, kept for streamed replies (a resumed preview is finished to it). */
+  text?: string;
 }
 
 export interface SessionState {
@@ -120,6 +127,8 @@ export interface Store {
   /** Records the reply of `leaderId`, with the session change it caused, in one write. */
   recordReply(leaderId: string, reply: StoredReply, session?: { base: string; state: SessionState }): Promise<void>;
   recordSent(id: string, sent: number): Promise<void>;
+  /** Records a streamed reply's preview messages (after each one is created); null closes it (a later answer starts anew). */
+  recordPreview(id: string, preview: StoredPreview | null): Promise<void>;
   /** Forgets entries (answered, or given up); their keys stay known for dedupe. */
   complete(ids: string[]): Promise<void>;
   session(base: string): SessionState;
@@ -199,6 +208,12 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         if (e) e.sent = Math.max(e.sent, r.n);
         break;
       }
+      case "preview": {
+        const e = entries.get(r.id);
+        if (e && r.preview) e.preview = r.preview;
+        else if (e) delete e.preview;
+        break;
+      }
       case "done":
         for (const id of r.ids) {
           const e = entries.get(id);
@@ -213,8 +228,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         sessions.set(r.base, r.state);
         break;
       case "kv": {
-        let ns = kvs.get(r.ns);
-        if (!ns) kvs.set(r.ns, (ns = new Map()));
+        const ns = kvs.get(r.ns) ?? new Map();
+        kvs.set(r.ns, ns);
         if (r.v === undefined) ns.delete(r.k);
         else ns.set(r.k, r.v);
         break;
@@ -373,6 +388,9 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     },
     recordSent(id, n) {
       return commit([{ t: "sent", id, n }]);
+    },
+    recordPreview(id, preview) {
+      return commit([{ t: "preview", id, preview: preview && structuredClone(preview) }]);
     },
     async complete(ids) {
       const known = ids.filter((id) => entries.has(id));

@@ -40,7 +40,8 @@ function writeConfig(dir: string, requestTimeoutMs = 5000): { configFile: string
       queue: { debounceMs: 0 },
       retry: { baseDelayMs: 10, maxDelayMs: 100 },
       routes: [{ match: {}, instance: service.instanceIds[0] }],
-      channels: [{ type: "terminal", id: "terminal" }],
+      // Whole replies: a line printed as it comes cannot be taken back, so the one-chunk window is a whole line here.
+      channels: [{ type: "terminal", id: "terminal", streaming: "off" }],
     }),
   );
   return { configFile, dataDir };

@@ -7,7 +7,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BIN } from "../helpers/cli.js";
 import { startService, tempDir, type Service } from "./daemon-harness.js";
 import { acceptedCount, occurrences, startDaemonProcess, until, type DaemonChild } from "./daemon-process.js";
 

@@ -100,7 +100,7 @@ const guildMessage = (author: FakeUser, content: string, extra: { mentions?: Fak
 describe("discord adapter: direct messages", () => {
   it("turns a DM into an InboundMessage and sends the reply to the DM channel", async () => {
     const h = await startAdapter();
-    expect(h.adapter.limits).toEqual({ maxMessageLength: 2000, typingRefreshMs: 8000 });
+    expect(h.adapter.limits).toEqual({ maxMessageLength: 2000, typingRefreshMs: 8000, minEditIntervalMs: 1000 });
     const dm = fake.dispatchDirectMessage(alice, "hello there");
     const msg = await byId(h, dm.id);
     expect(msg).toEqual({

@@ -16,6 +16,7 @@ const context = (over: Partial<CommandContext> = {}): CommandContext => ({
   chained: true,
   resetSession: async () => "telegram.bot1.group.-100.g1",
   instanceStatus: async () => "running",
+  stopTurn: async () => ({ stopped: true, dropped: 2 }),
   queue: { sessionWaiting: 2, sessionBusy: true, instanceWaiting: 5, instanceRunning: 3, totalWaiting: 9 },
   ...over,
 });
@@ -43,6 +44,10 @@ describe("commands", () => {
     expect(who).toContain("User: 42 (Ann)");
     expect(who).toContain("Also known as: +4915");
     expect(await runCommand("help", context())).toMatch(/\/new: .*\n.*\/reset/);
+    expect(await runCommand("help", context())).toMatch(/^\/stop: stop the answer being written and drop your queued messages$/m);
+    expect(parseCommand("/stop")).toEqual({ name: "stop", args: "" });
+    expect(await runCommand("stop", context())).toBe("Stopped the answer in progress. Dropped 2 queued messages.");
+    expect(await runCommand("stop", context({ stopTurn: async () => ({ stopped: false, dropped: 1 }) }))).toBe("No answer was in progress. Dropped 1 queued message.");
     let resets = 0;
     const fresh = await runCommand("new", context({ resetSession: async () => `s.g${++resets}` }));
     expect(resets).toBe(1);

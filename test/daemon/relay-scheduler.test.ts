@@ -39,6 +39,28 @@ const settle = async () => {
 const base = { concurrencyPerInstance: 2, maxPendingPerSession: 100, maxPendingTotal: 1000, debounceMs: 0 };
 
 describe("scheduler", () => {
+  it("drop (/stop) takes the session's waiting messages, buffered ones included, and leaves its running turn and other sessions alone", async () => {
+    const clock = createManualClock();
+    const r = controlledRunner();
+    const s = createScheduler<string>({ ...base, debounceMs: 1000, clock, run: r.run });
+    s.enqueue("i1", "a", "a1", { debounce: false });
+    s.enqueue("i1", "b", "b1", { debounce: false });
+    await settle();
+    s.enqueue("i1", "a", "a2", { debounce: false });
+    s.enqueue("i1", "a", "a3"); // still being debounced
+    s.enqueue("i1", "b", "b2", { debounce: false });
+    expect(s.depth("i1", "a").sessionWaiting).toBe(2);
+    expect(s.drop("i1", "a").sort()).toEqual(["a2", "a3"]);
+    expect(s.depth("i1", "a")).toMatchObject({ sessionWaiting: 0, sessionBusy: true });
+    expect(s.depth().totalWaiting).toBe(1); // b2
+    clock.advance(5000);
+    await r.finish("a1");
+    await r.finish("b1");
+    await r.finish("b2");
+    expect(r.started.map((t) => t.items.join("+"))).toEqual(["a1", "b1", "b2"]);
+    expect(s.drop("i1", "nobody")).toEqual([]);
+  });
+
   it("runs one turn per session at a time, in arrival order, and bounds each instance's concurrency", async () => {
     const clock = createManualClock();
     const r = controlledRunner();

@@ -116,6 +116,38 @@ describe("store", () => {
     expect(s3.pending()).toEqual([]);
   });
 
+  it("records a streamed reply's preview (planner state and message ids) across a crash and a compaction, and forgets it when closed", async () => {
+    const dir = tempDir();
+    const s1 = await openAt(dir);
+    const a = await add(s1, message("a"));
+    const preview = {
+      state: {
+        messages: [{ target: "Hello, wor", shown: "Hello, wor", final: false, broken: false, replaced: false, deleted: false }],
+        restStart: 0,
+        reopen: "",
+        text: "Hello, wor",
+        finished: false,
+        degraded: false,
+        gaveUp: false,
+      },
+      ids: ["42"],
+    };
+    await s1.recordPreview(a.id, preview);
+    await crash(s1);
+    const s2 = await openAt(dir);
+    expect(s2.get(a.id)?.preview).toEqual(preview);
+    await s2.recordReply(a.id, { chunks: ["Hello, world."], members: [a.id], format: "markdown", text: "Hello, world." });
+    await s2.compact();
+    await crash(s2);
+    const s3 = await openAt(dir);
+    expect(s3.get(a.id)?.preview).toEqual(preview);
+    expect(s3.get(a.id)?.reply?.text).toBe("Hello, world.");
+    await s3.recordPreview(a.id, null);
+    await crash(s3);
+    const s4 = await openAt(dir);
+    expect(s4.get(a.id)?.preview).toBeUndefined();
+  });
+
   it("compacts the journal into a snapshot once it grows, and replays the same state", async () => {
     const dir = tempDir();
     const s1 = await openAt(dir, { compactBytes: 4096 });

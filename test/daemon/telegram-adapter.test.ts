@@ -29,7 +29,10 @@ afterEach(async () => {
 
 function memoryState(initial: Record<string, unknown> = {}): AdapterStateStore & { data: Record<string, unknown> } {
   const data = { ...initial };
-  return { data, get: <T>(k: string) => data[k] as T | undefined, set: async (k, v) => void (data[k] = v) };
+  return { data, get: <T>(k: string) => data[k] as T | undefined, set: async (k, v) => {
+      data[k] = v;
+    },
+  };
 }
 
 function channelConfig(apiRoot: string, extra: Record<string, unknown> = {}, token = TOKEN): TelegramChannelConfig {
@@ -126,6 +129,7 @@ describe("intake", () => {
       expect.objectContaining({ command: "new" }),
       expect.objectContaining({ command: "reset" }),
       expect.objectContaining({ command: "status" }),
+      expect.objectContaining({ command: "stop" }),
       expect.objectContaining({ command: "help" }),
       expect.objectContaining({ command: "whoami" }),
     ]]);
@@ -271,7 +275,7 @@ describe("intake", () => {
     expect(msg!.text).toBe("see attached");
     expect(msg!.attachments).toHaveLength(1);
     expect(msg!.attachments?.[0]).toMatchObject({ kind: "document", fileName: "notes.txt", mimeType: "text/plain" });
-    expect(msg!.attachments?.[0]!.data.toString()).toBe("file body");
+    expect(msg!.attachments![0]!.data.toString()).toBe("file body");
   });
 
   it("downloads a photo's largest size only", async () => {
@@ -281,8 +285,8 @@ describe("intake", () => {
     expect(msg!.text).toBe("");
     expect(msg!.attachments).toHaveLength(1);
     expect(msg!.attachments?.[0]).toMatchObject({ kind: "photo", mimeType: "image/jpeg" });
-    expect(msg!.attachments?.[0]!.fileName).toMatch(/^photo-\d+\.jpg$/);
-    expect(msg!.attachments?.[0]!.data.toString()).toBe("the largest size");
+    expect(msg!.attachments![0]!.fileName).toMatch(/^photo-\d+\.jpg$/);
+    expect(msg!.attachments![0]!.data.toString()).toBe("the largest size");
     expect(fake.downloads).toBe(1);
   });
 
@@ -427,6 +431,26 @@ describe("replies", () => {
     expect(receipt).toEqual({ messageId: String(fake.sentMessages(111)[0]!.message_id) });
     expect(fake.sentMessages(111)).toEqual([expect.objectContaining({ text: "**not bold** <tag>" })]);
     expect(fake.sentMessages(111)[0]!.parse_mode).toBeUndefined();
+  });
+
+  it("edits in place: Markdown as HTML, plain text when Telegram rejects the entities, \"not modified\" as done, a deleted message as a permanent refusal", async () => {
+    const { fake, adapter } = await start();
+    expect(adapter.capabilities.edit).toBe(true);
+    const receipt = await adapter.send(target, "first", { format: "markdown" });
+    const id = receipt?.messageId;
+    if (!id) throw new Error("send gave no message id");
+    await adapter.edit!(target, id, "**second**", { format: "markdown" });
+    expect(fake.shownMessages(111)[0]).toMatchObject({ text: "<b>second</b>", parse_mode: "HTML" });
+    await adapter.edit!(target, id, "**second**", { format: "markdown" }); // Telegram: "message is not modified"
+    fake.injectError("editMessageText", 400, { ok: false, error_code: 400, description: "Bad Request: can't parse entities: unsupported start tag at byte offset 0" }, 1);
+    await adapter.edit!(target, id, "**third**", { format: "markdown" });
+    const shown = fake.shownMessages(111);
+    expect(shown).toHaveLength(1);
+    expect(shown[0]!.text).toBe("**third**");
+    expect(shown[0]!.parse_mode).toBeUndefined();
+    const refused = adapter.edit!(target, "999999", "gone", { format: "plain" });
+    await expect(refused).rejects.toBeInstanceOf(SendError);
+    await expect(refused).rejects.toMatchObject({ permanent: true, status: 400 });
   });
 
   it("falls back to plain text when Telegram rejects the entities", async () => {

@@ -21,11 +21,12 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
+/** The whole-reply path (`streaming: "off"`); streamed replies are tested in telegram-streaming.test.ts. */
 async function bridge() {
   const service = await startServiceFixture(cleanups, "telegram-e2e-");
   const fake = await createFakeTelegram({ token: TOKEN });
   cleanups.push(() => fake.close());
-  const config = service.configFor({ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id), String(bob.id)], groups: { [String(GROUP)]: {} } } });
+  const config = service.configFor({ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, streaming: "off", access: { users: [String(alice.id), String(bob.id)], groups: { [String(GROUP)]: {} } } });
   const daemons: Daemon[] = [];
   const launch = async (logger?: import("pino").Logger) => {
     const daemon = createDaemon({ config, random: seededRandom(3), ...(logger ? { logger } : {}) });

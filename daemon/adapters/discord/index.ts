@@ -5,7 +5,7 @@
  * channels need no cache. Commands and access control are the core's; this
  * file only translates.
  */
-import { DiscordAPIError, HTTPError, RateLimitError, REST, Routes, type Client, type Message, type RESTPostAPIChannelMessageJSONBody } from "discord.js";
+import { DiscordAPIError, HTTPError, RateLimitError, REST, Routes, type Client, type Message, type RESTPostAPIChannelMessageJSONBody, type RESTPatchAPIChannelMessageJSONBody } from "discord.js";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
 import type { DiscordChannelConfig } from "./platform.js";
 import { rawLength, SendError, type AdmissionAnswer, type DroppedAttachment, type SendReceipt } from "../../core/adapter.js";
@@ -33,7 +33,8 @@ import {
 export { ConnectFailure } from "./connection.js";
 export type { ConnectionTuning } from "./connection.js";
 
-export const DISCORD_LIMITS: AdapterLimits = { maxMessageLength: 2000, typingRefreshMs: 8000 };
+/** Streaming: an edit a second per channel stays well inside Discord's per-channel message limits (5 per 5 s). */
+export const DISCORD_LIMITS: AdapterLimits = { maxMessageLength: 2000, typingRefreshMs: 8000, minEditIntervalMs: 1000 };
 
 export interface DiscordAdapterOptions extends Partial<ConnectionTuning> {
   /** Jitter for reconnect backoff. */
@@ -183,7 +184,7 @@ export function createDiscordAdapter(
     platform: "discord",
     accountId,
     limits: DISCORD_LIMITS,
-    capabilities: { redelivers: false, edit: false },
+    capabilities: { redelivers: false, edit: true },
     // Discord counts the raw text (it renders Markdown itself).
     measure: rawLength,
 
@@ -223,6 +224,20 @@ export function createDiscordAdapter(
         return typeof sent?.id === "string" ? { messageId: sent.id } : {};
       } catch (error) {
         throw toAdapterError(error, `discord send to ${target.chatId} failed`);
+      }
+    },
+
+    async edit(target: ChatTarget, messageId: string, text: string, _options: SendOptions): Promise<void> {
+      if (text.length > DISCORD_LIMITS.maxMessageLength) {
+        throw new DiscordAdapterError(`message of ${text.length} characters is over Discord's ${DISCORD_LIMITS.maxMessageLength}`, 400);
+      }
+      if (!text.trim()) throw new DiscordAdapterError("Discord refuses empty messages", 400);
+      const body: RESTPatchAPIChannelMessageJSONBody = { content: text, allowed_mentions: { parse: [], replied_user: true } };
+      try {
+        // discord.js's REST client waits out Discord's rate-limit buckets itself.
+        await rest.patch(Routes.channelMessage(target.chatId, messageId), { body });
+      } catch (error) {
+        throw toAdapterError(error, `discord edit in ${target.chatId} failed`);
       }
     },
 

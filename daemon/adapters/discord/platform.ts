@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { channelSubject, probe, type CheckResult, type ProbeDeps } from "../../check/result.js";
-import { accessSchema, channelCommon, httpUrl } from "../../config/fields.js";
+import { accessSchema, channelCommon, httpUrl, streamingSchema } from "../../config/fields.js";
 import { definePlatform } from "../platform.js";
 
 export const discordChannelSchema = z.strictObject({
@@ -19,6 +19,7 @@ export const discordChannelSchema = z.strictObject({
   gatewayUrl: z.url({ protocol: /^wss?$/, error: "must be a ws(s) URL" }).optional(),
   /** In guild channels, answer only when mentioned or replied to. */
   requireMention: z.boolean().default(true),
+  streaming: streamingSchema,
 });
 
 export type DiscordChannelConfig = z.output<typeof discordChannelSchema> & { id: string };

@@ -38,7 +38,8 @@ import { telegramMarkdownToHtml, telegramVisibleLength } from "./markdown.js";
 export { telegramMarkdownToHtml, telegramVisibleLength } from "./markdown.js";
 export { addressesBot, stripMention } from "./inbound.js";
 
-export const TELEGRAM_LIMITS = { maxMessageLength: 4096, typingRefreshMs: 4500 } as const;
+/** Streaming: at most one send or edit a second per chat (Telegram's flood limits start about there). */
+export const TELEGRAM_LIMITS = { maxMessageLength: 4096, typingRefreshMs: 4500, minEditIntervalMs: 1000 } as const;
 /** The adapter's state key for the last update id handed to the core. */
 export const OFFSET_KEY = "lastUpdateId";
 /** When the offset was saved (epoch ms). */
@@ -53,6 +54,7 @@ export const TELEGRAM_COMMANDS = [
   { command: "new", description: "Start a fresh conversation" },
   { command: "reset", description: "Forget this conversation" },
   { command: "status", description: "Instance and queue status" },
+  { command: "stop", description: "Stop the answer and drop queued messages" },
   { command: "help", description: "What I can do" },
   { command: "whoami", description: "Your ids and session" },
 ];
@@ -403,7 +405,7 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
     accountId: config.id,
     limits: TELEGRAM_LIMITS,
     // An update not confirmed by the next poll's offset (or a webhook answered non-2xx) comes again.
-    capabilities: { redelivers: true, edit: false },
+    capabilities: { redelivers: true, edit: true },
 
     measure(text: string, format: TextFormat) {
       return format === "markdown" ? telegramVisibleLength(telegramMarkdownToHtml(text)) : text.length;
@@ -484,6 +486,32 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
       }
     },
 
+    async edit(target: ChatTarget, messageId: string, text: string, editOptions: SendOptions): Promise<void> {
+      const chatId = target.chatId;
+      const id = Number(messageId);
+      if (!Number.isSafeInteger(id)) throw new TelegramAdapterError(`telegram editMessageText: not a message id`, 400);
+      // Same rules as send: HTML when it renders within the limit, else (or when refused as entities) plain text.
+      if (editOptions.format === "markdown") {
+        const html = telegramMarkdownToHtml(text);
+        if (html.trim() && telegramVisibleLength(html) <= TELEGRAM_LIMITS.maxMessageLength) {
+          try {
+            await api.editMessageText(chatId, id, html, { parse_mode: "HTML" });
+            return;
+          } catch (error) {
+            if (isNotModified(error)) return;
+            if (!isEntityError(error)) throw toAdapterError("editMessageText", error, scrub);
+            log.debug({ err: describe(error, scrub) }, "telegram refused the HTML entities; editing to plain text");
+          }
+        }
+      }
+      try {
+        await api.editMessageText(chatId, id, text);
+      } catch (error) {
+        if (isNotModified(error)) return;
+        throw toAdapterError("editMessageText", error, scrub);
+      }
+    },
+
     async sendTyping(target) {
       try {
         await api.sendChatAction(target.chatId, "typing");
@@ -497,6 +525,9 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
 
 const isEntityError = (error: unknown) =>
   error instanceof GrammyError && error.error_code === 400 && /can't parse entities|unsupported start tag|can't find end tag/i.test(error.description);
+
+/** The message already shows this text: the edit's purpose is met. */
+const isNotModified = (error: unknown) => error instanceof GrammyError && error.error_code === 400 && /message is not modified/i.test(error.description);
 
 function describe(error: unknown, scrub: (s: string) => string): string {
   if (error instanceof GrammyError) return scrub(`${error.error_code}: ${error.description}`);

@@ -105,7 +105,6 @@ function block(tokens: Token[], depth = 0): string {
         out += `${t.tokens ? inline(t.tokens) : text(t.text)}\n`;
         break;
       }
-      case "html":
       default:
         out += `${escapeHtml(token.raw.trim())}\n\n`;
     }

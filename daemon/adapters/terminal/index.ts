@@ -44,12 +44,15 @@ export function createTerminalAdapter(options: TerminalAdapterOptions): Terminal
   // A typing line per pending reply at most; refreshes would only repeat it.
   const limits: AdapterLimits = { maxMessageLength: 100_000, typingRefreshMs: 60_000 };
   // Lines typed are read once: what the core cannot take is told, never left for a redelivery.
-  const capabilities: AdapterCapabilities = { redelivers: false, edit: false };
+  // Streaming: text is written as it comes (a terminal cannot change what it printed).
+  const capabilities: AdapterCapabilities = { redelivers: false, edit: false, append: true };
 
   let rl: Interface | undefined;
   let inputOpen = false;
   let stopped: Promise<void> | undefined;
   let typingShown = false;
+  /** A reply is being written: the prompt waits below it until it ends. */
+  let writing = false;
   let seq = 0;
   const pending = new Set<Promise<void>>();
 
@@ -131,6 +134,26 @@ export function createTerminalAdapter(options: TerminalAdapterOptions): Terminal
       if (!writable()) throw new Error("terminal output is closed");
       typingShown = false;
       print(`${REPLY_PREFIX}${text}`);
+    },
+
+    async write(_target: ChatTarget, piece: string, { end }: { end: boolean }) {
+      if (!writable()) throw new Error("terminal output is closed");
+      if (!writing) {
+        typingShown = false;
+        writing = true;
+        // On a TTY the prompt line (and what is half typed) gives way to the reply until it ends.
+        if (tty && rl && inputOpen) {
+          clearLine(output, 0);
+          cursorTo(output, 0);
+        }
+        output.write(REPLY_PREFIX);
+      }
+      if (piece) output.write(piece);
+      if (end) {
+        writing = false;
+        output.write("\n");
+        if (tty && rl && inputOpen) rl.prompt(true);
+      }
     },
 
     notice(text: string) {

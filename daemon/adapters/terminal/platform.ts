@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { channelSubject } from "../../check/result.js";
-import { accessSchema, channelCommon, idString, nonEmpty, type AccessConfig } from "../../config/fields.js";
+import { accessSchema, channelCommon, idString, nonEmpty, type AccessConfig, streamingSchema } from "../../config/fields.js";
 import { definePlatform } from "../platform.js";
 
 export const terminalChannelSchema = z.strictObject({
@@ -15,6 +15,7 @@ export const terminalChannelSchema = z.strictObject({
   userId: idString.default("local"),
   userName: nonEmpty.optional(),
   prompt: z.string().default("you> "),
+  streaming: streamingSchema,
 });
 
 export type TerminalChannelConfig = Omit<z.output<typeof terminalChannelSchema>, "id" | "access"> & { id: string; access: AccessConfig };

@@ -457,7 +457,7 @@ export function createWhatsAppAdapter(
       ...(attachments.length ? { attachments } : {}),
       ...(dropped.length ? { droppedAttachments: dropped } : {}),
     };
-    let outcome;
+    let outcome: Awaited<ReturnType<typeof sink.accept>>;
     try {
       outcome = await sink.accept(inbound);
       if (!outcome.acknowledge) throw new Error(`not taken now (${outcome.reason})`);

@@ -75,7 +75,7 @@ export function translateMessage(msg: WAMessage, self: SelfJids): Translation {
   if (!userId) return skip("no sender id");
   // Older Baileys 7 release candidates carried the other identity as senderPn / senderLid.
   const legacy = key as Record<string, unknown>;
-  const aliases = [senderAlt, str(legacy["senderPn"]), str(legacy["senderLid"])]
+  const aliases = [senderAlt, str(legacy.senderPn), str(legacy.senderLid)]
     .map(userIdFromJid)
     .filter((id): id is string => Boolean(id) && id !== userId);
 

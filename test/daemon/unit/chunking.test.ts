@@ -14,7 +14,7 @@ function fenceWalk(chunk: string): { balanced: boolean; emptyBlocks: number; inf
     if (!open && m && m[1]) {
       open = { marker: m[1], info: (m[2] ?? "").trim(), lines: 0 };
       infoOfLine.push(undefined);
-    } else if (open && m && m[1] && m[1][0] === open.marker[0] && m[1].length >= open.marker.length && !m[2]?.trim()) {
+    } else if (open && m?.[1] && m[1][0] === open.marker[0] && m[1].length >= open.marker.length && !m[2]?.trim()) {
       if (open.lines === 0) emptyBlocks++;
       open = undefined;
       infoOfLine.push(undefined);
@@ -98,7 +98,7 @@ function checkChunks(text: string, chunks: string[], limit: number) {
 describe("splitReply", () => {
   it("returns short text as one chunk, and exactly-at-limit text unsplit", () => {
     expect(splitReply("hello world", 4096)).toEqual(["hello world"]);
-    const exact = "x".repeat(100) + " " + "y".repeat(99);
+    const exact = `${"x".repeat(100)} ${"y".repeat(99)}`;
     expect(exact.length).toBe(200);
     expect(splitReply(exact, 200)).toEqual([exact]);
     expect(splitReply(exact, 199)).toEqual(["x".repeat(100), "y".repeat(99)]);

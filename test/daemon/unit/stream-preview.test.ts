@@ -114,7 +114,11 @@ describe("stream preview planner", () => {
     const clock = createManualClock();
     const t0 = clock.now();
     let refuse = true;
-    const c = chat(clock, (a) => (a.kind === "edit" && refuse ? ((refuse = false), { retryAfterMs: 5000 }) : undefined));
+    const c = chat(clock, (a) => {
+      if (a.kind !== "edit" || !refuse) return undefined;
+      refuse = false;
+      return { retryAfterMs: 5000 };
+    });
     const plan = createStreamPreview(base(clock));
     plan.update("one");
     c.pump(plan);
@@ -154,7 +158,7 @@ describe("stream preview planner", () => {
 
   it("splits inside a code block with the fence closed and reopened, and by the platform's measure", () => {
     const clock = createManualClock();
-    const code = "```py\n" + Array.from({ length: 40 }, (_, i) => `print(${i})`).join("\n") + "\n```";
+    const code = `\`\`\`py\n${Array.from({ length: 40 }, (_, i) => `print(${i})`).join("\n")}\n\`\`\``;
     const text = `Intro.\n\n${code}\n\nDone.`;
     // A platform that counts every character twice: chunks must fit that count.
     const plan = createStreamPreview(base(clock, { limit: 200, measure: (t) => 2 * t.length }));
@@ -271,7 +275,7 @@ describe("stream preview planner", () => {
 describe("placeChunks and closeOpenFence (chunking helpers the planner uses)", () => {
   it("each chunk's start and prefix continue the text: re-splitting from there gives the same rest", async () => {
     const { closeOpenFence } = await import("../../../daemon/core/chunking.js");
-    const text = `Intro line.\n\n${"```ts\n" + Array.from({ length: 30 }, (_, i) => `const v${i} = ${i};`).join("\n") + "\n```"}\n\n${streamText(700)}`;
+    const text = `Intro line.\n\n${`\`\`\`ts\n${Array.from({ length: 30 }, (_, i) => `const v${i} = ${i};`).join("\n")}\n\`\`\``}\n\n${streamText(700)}`;
     for (const limit of [120, 300, 1000]) {
       const placed = placeChunks(text, limit);
       expect(placed.map((p) => p.text)).toEqual(splitReply(text, limit));

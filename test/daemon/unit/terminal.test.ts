@@ -147,6 +147,23 @@ describe("terminal adapter", () => {
     expect(t.statuses.at(-1)).toBe("stopped");
   });
 
+  it("writes a streamed reply as it comes on one reply line, and brings the prompt back only when it ends", async () => {
+    const t = setup({ terminal: true, config: { prompt: "me> " } });
+    await t.adapter.start(t.sink);
+    await vi.waitFor(() => expect(t.out()).toContain("me> "));
+    expect(t.adapter.capabilities.append).toBe(true);
+    const before = t.out().length;
+    await t.adapter.write!(target, "Hello", { end: false });
+    await t.adapter.write!(target, ", wor", { end: false });
+    expect(t.out().slice(before)).not.toContain("me> "); // no prompt in the middle of the reply
+    expect(t.out().slice(before)).toContain("agent> Hello, wor");
+    await t.adapter.write!(target, "ld.", { end: true });
+    const after = t.out().slice(before);
+    expect(after).toContain("agent> Hello, world.\n");
+    expect(after.slice(after.indexOf("world.\n"))).toContain("me> "); // redrawn below it
+    await t.adapter.stop();
+  });
+
   it("declares its limits", () => {
     const t = setup();
     expect(t.adapter.platform).toBe("terminal");

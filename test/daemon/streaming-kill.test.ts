@@ -1,0 +1,88 @@
+/**
+ * Crash-safe streaming: the compiled daemon as its own process, with a
+ * Telegram channel pointed at the Bot API fake in this process, killed with
+ * SIGKILL while a `!stream` reply is being shown, then started again. The
+ * person must end up with the complete answer exactly once, in the message
+ * the preview started, and the conversation must hold the input once.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { splitReply } from "../../daemon/core/chunking.js";
+import { telegramMarkdownToHtml, telegramVisibleLength } from "../../daemon/adapters/telegram/index.js";
+import { streamText } from "../../emulator/gateway/model.js";
+import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
+import { startService, tempDir, type Service } from "./daemon-harness.js";
+import { startDaemonProcess, until, type DaemonChild } from "./daemon-process.js";
+
+const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
+const alice = { id: 5001, username: "alice" };
+
+let service: Service;
+beforeAll(async () => {
+  service = await startService();
+});
+afterAll(async () => {
+  await service.close();
+});
+
+const shown = (fake: FakeTelegram) => fake.shownMessages(alice.id);
+const journalHas = (dataDir: string, record: string) => {
+  const file = join(dataDir, "journal.jsonl");
+  return existsSync(file) && readFileSync(file, "utf8").includes(record);
+};
+
+it("a kill -9 in the middle of a streamed reply: after the restart the same message is edited to the complete answer, shown once; !recall holds the input once", { timeout: 60_000 }, async () => {
+  const fake = await createFakeTelegram({ token: TOKEN });
+  const dir = tempDir();
+  const dataDir = join(dir.path, "data");
+  const configFile = join(dir.path, "daemon.json");
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      service: { baseUrl: service.url, apiKey: "${BRIDGE_TEST_KEY}" },
+      dataDir,
+      logLevel: process.env.BRIDGE_TEST_LOG ?? "warn",
+      ops: { port: null },
+      queue: { debounceMs: 0 },
+      retry: { baseDelayMs: 10, maxDelayMs: 100 },
+      routes: [{ match: {}, instance: service.instanceIds[0] }],
+      channels: [{ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id)] } }],
+    }),
+  );
+  process.env.BRIDGE_TEST_KEY = service.key;
+  const children: DaemonChild[] = [];
+  try {
+    const first = startDaemonProcess(configFile);
+    children.push(first);
+    fake.privateText(alice, "!stream 3");
+    // The preview message is out and its id journaled; the gateway is still writing (3 s).
+    const preview = await fake.waitFor(() => shown(fake)[0], 30_000);
+    await until(() => journalHas(dataDir, '{"t":"preview"'), "the preview journaled");
+    expect(journalHas(dataDir, '{"t":"reply"')).toBe(false); // no answer recorded yet: the kill is mid-stream
+    first.kill();
+    expect(await first.exited).toBe(null);
+    const atKill = shown(fake)[0]!.text;
+
+    const second = startDaemonProcess(configFile);
+    children.push(second);
+    const answer = streamText(600);
+    const final = splitReply(answer, 4096, (c) => telegramVisibleLength(telegramMarkdownToHtml(c))).map((c) => telegramMarkdownToHtml(c));
+    await fake.waitFor(() => JSON.stringify(shown(fake).map((m) => m.text)) === JSON.stringify(final) || undefined, 30_000);
+    expect(atKill).not.toBe(final[0]); // it was half-written when the daemon died
+    expect(shown(fake).map((m) => m.message_id)).toEqual([preview.message_id]); // finished in place
+    expect(fake.sentMessages(alice.id)).toHaveLength(1); // never sent anew
+
+    fake.privateText(alice, "!recall");
+    await fake.waitFor(() => shown(fake).length === 2 || undefined, 30_000);
+    await fake.waitFor(() => (shown(fake)[1]!.text === "!stream 3" ? true : undefined), 10_000);
+    second.proc.stdin.end();
+    second.proc.kill("SIGTERM");
+    await second.exited;
+  } finally {
+    for (const c of children) c.kill();
+    await Promise.all(children.map((c) => c.exited));
+    await fake.close();
+    dir.remove();
+  }
+});

@@ -1,0 +1,138 @@
+import { describe, expect, it, vi } from "vitest";
+import { rawLength, SendError, type ChatAdapter, type ChatTarget } from "../../../daemon/core/adapter.js";
+import { createPreviewDriver } from "../../../daemon/core/stream-delivery.js";
+import { chunksFor } from "../../../daemon/core/delivery.js";
+import { telegramMarkdownToHtml, telegramVisibleLength } from "../../../daemon/adapters/telegram/index.js";
+import type { StoredPreview } from "../../../daemon/state/store.js";
+import { createManualClock } from "../../../shared/clock.js";
+
+const target: ChatTarget = { platform: "p", accountId: "a", chatId: "c", chatType: "direct" };
+
+/** A platform with editable messages; `editFailures` makes the next edits throw. */
+function platform(limits: { maxMessageLength: number; measure?: (text: string) => number } = { maxMessageLength: 100 }) {
+  const messages = new Map<string, string>();
+  const ops: string[] = [];
+  let next = 1;
+  const state = { editFailures: 0, failure: new Error("edit failed") as Error };
+  const adapter: ChatAdapter = {
+    platform: "p",
+    accountId: "a",
+    limits: { maxMessageLength: limits.maxMessageLength, typingRefreshMs: 0, minEditIntervalMs: 1000 },
+    capabilities: { redelivers: false, edit: true },
+    measure: limits.measure ?? rawLength,
+    async start() {},
+    async stop() {},
+    async send(_t, text) {
+      const id = String(next++);
+      messages.set(id, text);
+      ops.push(`send ${id}`);
+      return { messageId: id };
+    },
+    async edit(_t, id, text) {
+      if (state.editFailures > 0) {
+        state.editFailures--;
+        ops.push(`edit ${id} failed`);
+        throw state.failure;
+      }
+      messages.set(id, text);
+      ops.push(`edit ${id}`);
+    },
+    async sendTyping() {},
+  };
+  return { adapter, messages, ops, state };
+}
+
+function drive(p: ReturnType<typeof platform>, records: StoredPreview[] = []) {
+  const clock = createManualClock();
+  const driver = createPreviewDriver({
+    adapter: p.adapter,
+    target,
+    clock,
+    gate: new Map(),
+    maxAttempts: 3,
+    record: async (r) => void records.push(r),
+    signal: new AbortController().signal,
+  });
+  return { driver, clock, records };
+}
+
+/** Advances the manual clock until `promise` settles. */
+async function settle<T>(clock: ReturnType<typeof createManualClock>, promise: Promise<T>): Promise<T> {
+  let done = false;
+  void promise.finally(() => (done = true));
+  await vi.waitFor(() => {
+    clock.advance(500);
+    expect(done).toBe(true);
+  });
+  return promise;
+}
+
+describe("preview driver", () => {
+  it("sends the first text at once, edits in place, and journals the message id when it is created", async () => {
+    const p = platform();
+    const { driver, clock, records } = drive(p);
+    driver.update("Hello");
+    await vi.waitFor(() => expect(p.ops).toEqual(["send 1"]));
+    expect(records.at(-1)?.ids).toEqual(["1"]);
+    driver.update("Hello, world");
+    expect(await settle(clock, driver.finish("Hello, world."))).toBe("done");
+    expect([...p.messages.values()]).toEqual(["Hello, world."]);
+    expect(p.ops.filter((o) => o.startsWith("send"))).toHaveLength(1);
+  });
+
+  it("transient edit failures are tried again; after maxAttempts in a row the final text is sent once as a new message", async () => {
+    const p = platform();
+    const { driver, clock } = drive(p);
+    driver.update("Hello");
+    await vi.waitFor(() => expect(p.ops).toEqual(["send 1"]));
+    p.state.editFailures = 3;
+    driver.update("Hello, world");
+    expect(await settle(clock, driver.finish("Hello, world, and more."))).toBe("done");
+    expect(p.ops.filter((o) => o.endsWith("failed"))).toHaveLength(3);
+    expect(p.messages.get("2")).toBe("Hello, world, and more."); // the final text, once
+    expect(p.messages.size).toBe(2);
+  });
+
+  it("ignores text that does not extend what it was given (a retried attempt starting over) until it does", async () => {
+    const p = platform();
+    const { driver, clock } = drive(p);
+    driver.update("Once upon a time");
+    await vi.waitFor(() => expect(p.ops).toEqual(["send 1"]));
+    driver.update("Once"); // the retried attempt begins again
+    expect(driver.text).toBe("Once upon a time");
+    driver.update("Once upon a time there was");
+    expect(driver.text).toBe("Once upon a time there was");
+    expect(await settle(clock, driver.finish("Once upon a time there was a bridge."))).toBe("done");
+    expect([...p.messages.values()]).toEqual(["Once upon a time there was a bridge."]);
+  });
+
+  it("a long formatted reply streamed in small pieces ends as exactly the chunks the non-streamed path sends", async () => {
+    const measure = (text: string) => telegramVisibleLength(telegramMarkdownToHtml(text));
+    const p = platform({ maxMessageLength: 4096, measure });
+    const { driver, clock } = drive(p);
+    const paragraphs: string[] = [];
+    for (let i = 0; paragraphs.join("\n\n").length < 9000; i++) {
+      paragraphs.push(`Step ${i}: use **bold ${i}** and \`code_${i} && x < y\` with [the docs ${i}](https://example.com/docs?a=${i}&b=2) for R&D & more, then *stress* it.`);
+      if (i % 7 === 3) paragraphs.push("```ts\nconst x = 1 < 2 && 3 > 2;\nconsole.log(x);\n```");
+    }
+    const text = paragraphs.join("\n\n");
+    for (let at = 16; at < text.length; at += 16) {
+      driver.update(text.slice(0, at));
+      if (at % 1600 === 0) clock.advance(1000);
+      await Promise.resolve();
+    }
+    expect(await settle(clock, driver.finish(text))).toBe("done");
+    expect(p.messages.size).toBeGreaterThanOrEqual(3);
+    expect([...p.messages.values()]).toEqual(chunksFor(p.adapter, text, "markdown"));
+  });
+
+  it("a permanent refusal of the first send gives up (the caller tells the person)", async () => {
+    const p = platform();
+    p.adapter.send = async () => {
+      throw new SendError("blocked", { permanent: true, status: 403 });
+    };
+    const { driver, clock } = drive(p);
+    driver.update("Hello");
+    expect(await settle(clock, driver.finish("Hello."))).toBe("gave_up");
+  });
+});
