@@ -149,6 +149,7 @@ describe("intake", () => {
     let release: () => void = () => {};
     const held = new Promise<void>((r) => (release = r));
     const { fake, accepted, offered } = await start({ gate: (m) => (m.text === "a1" ? held : undefined) });
+    cleanups.push(async () => release()); // before the adapter stops, should the test fail while it is held
     fake.privateText(alice, "a1");
     fake.privateText(bob, "b1");
     fake.privateText(alice, "a2");
