@@ -3,6 +3,7 @@ import { sessionKeyOf } from "../../daemon/core/relay.js";
 import { sessionBaseFor } from "../../daemon/core/routing.js";
 import { converse, startBridge, startService, tempDir, testConfig, type Bridge, type Service } from "./daemon-harness.js";
 import type { FakeChatAdapter } from "../fakes/chat-adapter.js";
+import { waitUntil } from "../helpers/wait.js";
 
 let service: Service;
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -30,8 +31,18 @@ async function bridge(overrides: Parameters<typeof testConfig>[2] = {}, key = se
 
 const instance = () => service.instanceIds[0]!;
 const texts = (chat: FakeChatAdapter, user: string) => chat.repliesTo(user).map((m) => m.text);
-/** Long enough for a stray duplicate to show up. */
-const linger = () => new Promise((r) => setTimeout(r, 150));
+
+/**
+ * The daemon found the instance stopped, was refused starting it (its key may
+ * not) and has asked for its status again since: it is waiting, not giving up.
+ */
+async function waitingForStoppedInstance(since: number): Promise<boolean> {
+  const requests = (await (await fetch(`${service.url}/_emulator/requests`)).json()) as { at: string; method: string; path: string; status: number }[];
+  const recent = requests.filter((r) => Date.parse(r.at) >= since);
+  const base = `/v1/instances/${instance()}`;
+  const refused = recent.map((r) => r.method === "POST" && r.path === `${base}/start` && r.status === 403).lastIndexOf(true);
+  return refused >= 0 && recent.slice(refused + 1).some((r) => r.method === "GET" && r.path === `${base}/status`);
+}
 
 async function sendAll(chat: FakeChatAdapter, users: string[], count: number): Promise<void> {
   for (let i = 1; i <= count; i++) for (const u of users) await chat.inject({ userId: u, text: `${u} ${i}` });
@@ -47,8 +58,9 @@ describe("daemon under service faults", () => {
     for (let i = 4; i <= 6; i++) for (const u of users) await chat.inject({ userId: u, text: `${u} ${i}` });
     for (const u of users) await chat.waitForReplies(u, 6);
     await daemon.whenIdle();
-    await linger();
-    for (const u of users) expect(texts(chat, u)).toEqual([1, 2, 3, 4, 5, 6].map((i) => `You said: ${u} ${i}`));
+    // One more message each, answered: a stray duplicate of an earlier reply would have come before it.
+    for (const u of users) await converse(chat, u, ["done"]);
+    for (const u of users) expect(texts(chat, u)).toEqual([...[1, 2, 3, 4, 5, 6].map((i) => `You said: ${u} ${i}`), "You said: done"]);
     const metrics = await daemon.metrics.text();
     expect(metrics).toMatch(/retries_total\{instance="[^"]+",reason="server"\} [1-9]/);
   });
@@ -99,8 +111,9 @@ describe("daemon under service faults", () => {
     const { chat } = await bridge({ service: { baseUrl: service.url, apiKey: service.key, autoStart: true } });
     expect(await converse(chat, "fred", ["one", "two"])).toEqual(["You said: one", "You said: two"]);
     await service.org.stopInstance({ instance_id: instance() });
+    const since = Date.now();
     await sendAll(chat, ["fred"], 3);
-    await linger();
+    await waitUntil(() => waitingForStoppedInstance(since), "the daemon to wait for the stopped instance");
     expect(texts(chat, "fred")).toHaveLength(2);
     await service.org.startInstance({ instance_id: instance() });
     await chat.waitForReplies("fred", 5);

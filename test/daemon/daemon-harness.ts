@@ -12,7 +12,9 @@ import { parseConfig } from "../../daemon/config/load.js";
 import type { DaemonConfig, DaemonConfigInput } from "../../daemon/config/schema.js";
 import { createDaemon, type Daemon, type DaemonOptions } from "../../daemon/daemon.js";
 import { createLogger } from "../../daemon/ops/logger.js";
+import { systemClock, type Clock } from "../../shared/clock.js";
 import { createFakeAdapter, type FakeChatAdapter } from "../fakes/chat-adapter.js";
+import { waitUntil } from "../helpers/wait.js";
 
 export type Permission = "read" | "interact" | "configure" | "files" | "channels";
 
@@ -31,11 +33,29 @@ export interface Service {
   clearFaults(): Promise<void>;
   /** Responses calls the emulator has seen. */
   responseCalls(): Promise<number>;
+  /**
+   * Resolves when the fake model next starts a `!sleep ms` (or any gateway wait of
+   * that length): a turn is then out at the service and its reply is not. Call it
+   * before sending the message.
+   */
+  nextSleep(ms: number): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function startService(options: { instances?: number; permissions?: Permission[] } = {}): Promise<Service> {
-  const emulator = await createEmulator({ inMemory: true, provisionMs: 20 });
+  // The system clock, except that the gateway's sleeps (`!sleep N`) are announced to `nextSleep`.
+  const sleepWaiters: { ms: number; resolve: () => void }[] = [];
+  const clock: Clock = {
+    ...systemClock,
+    sleep(ms) {
+      for (const w of sleepWaiters.filter((x) => x.ms === ms)) {
+        sleepWaiters.splice(sleepWaiters.indexOf(w), 1);
+        w.resolve();
+      }
+      return systemClock.sleep(ms);
+    },
+  };
+  const emulator = await createEmulator({ inMemory: true, provisionMs: 20, clock });
   const url = await emulator.listen(0, "127.0.0.1");
   const anon = createServiceClient({ baseUrl: url });
   const signup = await anon.signup({ body: { name: "bridge-test" } });
@@ -46,10 +66,7 @@ export async function startService(options: { instances?: number; permissions?: 
   const instanceIds: string[] = [];
   for (let i = 0; i < count; i++) instanceIds.push((await org.createInstance({ body: { name: `agent-${i}` } })).id);
   for (const id of instanceIds) {
-    for (let tries = 0; (await org.getInstanceStatus({ instance_id: id })).status !== "running"; tries++) {
-      if (tries > 200) throw new Error("instance never ran");
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await waitUntil(async () => (await org.getInstanceStatus({ instance_id: id })).status === "running", `instance ${id} to run`);
   }
   const mintKey = async (permissions: Permission[]) => {
     const created = await org.createKey({ body: { name: `bridge-${permissions.join("-")}`, instance_ids: instanceIds, permissions } });
@@ -85,6 +102,7 @@ export async function startService(options: { instances?: number; permissions?: 
       const list = (await res.json()) as { method: string; path: string }[];
       return list.filter((r) => r.method === "POST" && r.path.endsWith("/responses")).length;
     },
+    nextSleep: (ms) => new Promise<void>((resolve) => sleepWaiters.push({ ms, resolve })),
     close: () => emulator.close(),
   };
 }

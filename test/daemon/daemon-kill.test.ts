@@ -46,11 +46,12 @@ describe("daemon process killed with SIGKILL", () => {
       children.push(first);
       first.proc.stdin.write("before the crash\n");
       await first.waitFor((o) => o.includes("agent> You said: before the crash"), "the first reply");
+      const sleeping = service.nextSleep(800);
       first.proc.stdin.write("!sleep 800\nsecond\nthird\n");
       // All three journaled, and the sleeping turn under way (its typing line is out): now die.
       await until(() => acceptedCount(dataDir) >= 4, "three more accepted messages");
       await first.waitFor((o) => o.split("agent is typing…").length - 1 >= 2, "the sleeping turn to start");
-      await new Promise((r) => setTimeout(r, 100));
+      await sleeping; // the fake model holds the turn: the daemon dies with its call out
       first.proc.kill("SIGKILL");
       expect(await first.exited).toBe(null);
 
@@ -63,9 +64,10 @@ describe("daemon process killed with SIGKILL", () => {
       // SIGTERM while a turn is in flight: it finishes, then the process exits 0.
       const third = startDaemon(configFile);
       children.push(third);
+      const inFlight = service.nextSleep(300);
       third.proc.stdin.write("!sleep 300\n");
       await third.waitFor((o) => o.includes("agent is typing…"), "the turn to start");
-      await new Promise((r) => setTimeout(r, 50));
+      await inFlight; // the call is out at the service, its reply not yet
       expect(third.out()).not.toContain("slept 300");
       // To the daemon itself (its pid is in the lock file), as a service manager would.
       process.kill(Number(readFileSync(join(dataDir, "daemon.lock"), "utf8")), "SIGTERM");

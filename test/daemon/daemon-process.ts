@@ -6,6 +6,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { BIN } from "../helpers/cli.js";
+import { waitUntil } from "../helpers/wait.js";
 
 export const repoRoot = join(import.meta.dirname, "..", "..");
 
@@ -81,13 +82,9 @@ export function acceptedCount(dataDir: string): number {
     .filter((line) => line.startsWith('{"t":"msg"')).length;
 }
 
-/** Polls `pred` (a file the child writes, say) until true. */
+/** Re-checks `pred` (a file the child writes, say) until true: another process's files have no event to wait on. */
 export async function until(pred: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitUntil(pred, what, timeoutMs, 20);
 }
 
 export const occurrences = (text: string, line: string) => text.split("\n").filter((l) => l === line).length;

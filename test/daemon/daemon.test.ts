@@ -90,7 +90,7 @@ describe("daemon against the emulator", () => {
 
   for (const limit of [4096, 2000]) {
     it(`splits a 9,000-character reply for a ${limit}-character limit with fences intact`, async () => {
-      const { chat } = await bridge({}, { maxMessageLength: limit });
+      const { chat, daemon } = await bridge({}, { maxMessageLength: limit });
       const original = await service.org.createSessionResponse({
         instance_id: service.instanceIds[0]!,
         session_id: `direct-${limit}`,
@@ -101,7 +101,7 @@ describe("daemon against the emulator", () => {
 
       await chat.inject({ userId: `long${limit}`, text: "!long 9000" });
       await chat.waitForReplies(`long${limit}`, Math.ceil(9000 / limit));
-      await new Promise((r) => setTimeout(r, 100)); // any stray extra chunk would land by now
+      await daemon.whenIdle(); // the turn is journaled as answered: every chunk it sends is out
       const chunks = chat.repliesTo(`long${limit}`).map((m) => m.text);
       expect(chunks.length).toBeGreaterThanOrEqual(Math.ceil(9000 / limit));
       for (const c of chunks) {
@@ -147,8 +147,9 @@ describe("daemon against the emulator", () => {
 
   it("tells the person when the queue is full instead of dropping silently", async () => {
     const { chat } = await bridge({ queue: { debounceMs: 0, maxPendingPerSession: 1 } });
+    const atService = service.nextSleep(300);
     await chat.inject({ userId: "hal", text: "!sleep 300" });
-    await new Promise((r) => setTimeout(r, 50)); // the first is in flight, so it no longer waits
+    await atService; // the first is in flight, so it no longer waits
     await chat.inject({ userId: "hal", text: "queued" });
     await chat.inject({ userId: "hal", text: "one too many" });
     const replies = await chat.waitForReplies("hal", 3);
@@ -268,8 +269,9 @@ describe("daemon against the emulator", () => {
   it("refreshes the typing indicator while waiting, and stops once the reply is in", async () => {
     const clock = createManualClock(Date.now());
     const { chat, daemon } = await bridge({}, { clock, typingRefreshMs: 5000 });
+    const atService = service.nextSleep(400);
     await chat.inject({ userId: "tia", text: "!sleep 400" });
-    await new Promise((r) => setTimeout(r, 50)); // the call is out; its reply is not
+    await atService; // the call is out; its reply is not
     expect(chat.typing).toHaveLength(1);
     clock.advance(5000);
     clock.advance(5000);
@@ -317,8 +319,9 @@ describe("daemon against the emulator", () => {
     const dir = tempDir();
     cleanups.push(dir.remove);
     const b = await startBridge(testConfig(service, dir.path));
+    const atService = service.nextSleep(200);
     await b.chat.inject({ userId: "lou", text: "!sleep 200" });
-    await new Promise((r) => setTimeout(r, 30));
+    await atService; // the turn is in flight
     await b.daemon.stop({ graceMs: 5000 });
     expect(b.chat.repliesTo("lou").map((m) => m.text)).toEqual(["slept 200"]);
     expect(b.chat.running).toBe(false);

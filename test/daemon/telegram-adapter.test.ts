@@ -44,8 +44,6 @@ function channelConfig(apiRoot: string, extra: Record<string, unknown> = {}, tok
   return config.channels[0] as TelegramChannelConfig;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 interface StartOptions {
   fake?: FakeTelegram;
   clock?: Clock;
@@ -152,11 +150,18 @@ describe("intake", () => {
   });
 
   it("keeps order within a chat while another chat's slow message is in flight", async () => {
-    const { fake, accepted } = await start({ gate: (m) => (m.text === "a1" ? sleep(150) : undefined) });
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    const { fake, accepted, offered } = await start({ gate: (m) => (m.text === "a1" ? held : undefined) });
+    cleanups.push(async () => release()); // before the adapter stops, should the test fail while it is held
     fake.privateText(alice, "a1");
     fake.privateText(bob, "b1");
     fake.privateText(alice, "a2");
     fake.privateText(alice, "a3");
+    // Bob's message goes through while Alice's first is still held in accept.
+    await fake.waitFor(() => texts(accepted).includes("b1"));
+    expect(texts(offered).filter((t) => t.startsWith("a"))).toEqual(["a1"]); // her later ones wait behind it
+    release();
     await fake.waitFor(() => accepted.length === 4);
     expect(texts(accepted.filter((m) => m.userId === "111"))).toEqual(["a1", "a2", "a3"]);
     // Bob did not wait for Alice's slow first message.
@@ -171,8 +176,9 @@ describe("intake", () => {
     const first = await start({ fake, state, gate: (m) => (m.text === "two" ? held : undefined) });
     fake.privateText(alice, "one");
     const id2 = fake.privateText(alice, "two");
+    // "two" is offered only once "one" went through: whatever "one" leads to has happened.
     await fake.waitFor(() => first.offered.length === 2);
-    await sleep(50);
+    expect(texts(first.accepted)).toEqual(["one"]);
     expect(state.data.lastUpdateId).toBeUndefined(); // "one" is accepted but shares the batch with "two", still in accept
     release();
     await fake.waitFor(() => state.data.lastUpdateId === id2);
@@ -347,15 +353,18 @@ describe("lifecycle", () => {
   });
 
   it("stop ends a pending long poll at once and is idempotent", async () => {
-    const { fake, adapter, statuses } = await start({ adapterOptions: { pollTimeoutSeconds: 30 } });
+    const { fake, adapter, statuses, offered, logs } = await start({ adapterOptions: { pollTimeoutSeconds: 30 } });
     await fake.waitFor(() => fake.openPolls() === 1);
     await Promise.all([adapter.stop(), adapter.stop()]); // would wait out the 30 s poll if it were not aborted
     await adapter.stop();
     await fake.waitFor(() => fake.openPolls() === 0);
-    const polls = fake.calls("getUpdates");
-    fake.privateText(alice, "after stop");
-    await sleep(100);
-    expect(fake.calls("getUpdates")).toBe(polls);
+    const id = fake.privateText(alice, "after stop");
+    // A later adapter takes the update and polls past it: a stopped one still polling would have taken it or met a 409 meanwhile.
+    const next = await start({ fake });
+    await fake.waitFor(() => fake.offsets.includes(id + 1));
+    expect(texts(next.accepted)).toEqual(["after stop"]);
+    expect(offered).toEqual([]);
+    expect(`${logs.join("\n")}${next.logs.join("\n")}`).not.toMatch(/another client polls/);
     expect(statuses.filter((s) => s.state === "stopped")).toHaveLength(1);
   }, 10_000);
 

@@ -59,7 +59,7 @@ it("answers a private chat with continuity, and only allowlisted people", async 
 
 it("delivers a 9,000-character reply as 3 messages in order, through a 429", async () => {
   const { fake, launch } = await bridge();
-  await launch();
+  const daemon = await launch();
   fake.inject429("sendMessage", 1, 1);
   fake.privateText(alice, "!long 9000");
   await fake.waitFor(() => texts(fake, alice.id).length === 3, 20_000);
@@ -68,7 +68,7 @@ it("delivers a 9,000-character reply as 3 messages in order, through a 429", asy
   for (const p of parts) expect(p.text.length).toBeLessThanOrEqual(4096);
   // Message ids grow: the chunks went out one after another, in order.
   expect(parts.map((p) => p.message_id)).toEqual([...parts.map((p) => p.message_id)].sort((a, b) => a - b));
-  await new Promise((r) => setTimeout(r, 200));
+  await daemon.whenIdle(); // the turn is journaled as answered: whatever it sends is out
   expect(texts(fake, alice.id)).toHaveLength(3); // nothing doubled by the retry
   expect(fake.calls("sendMessage")).toBe(4); // one retry, by the core alone
 });
@@ -130,10 +130,12 @@ it("a restart neither replays nor skips updates", async () => {
   fake.privateText(alice, "before");
   await fake.waitFor(() => texts(fake, alice.id).length === 1);
   await first.stop({ graceMs: 1000 });
-  fake.privateText(alice, "while down");
-  await launch();
+  const last = fake.privateText(alice, "while down");
+  const second = await launch();
   await fake.waitFor(() => texts(fake, alice.id).length === 2);
-  await new Promise((r) => setTimeout(r, 300));
+  // Everything up to "while down" is confirmed to Telegram and answered: a replay would have been handed over and answered by now.
+  await fake.waitFor(() => fake.offsets.includes(last + 1));
+  await second.whenIdle();
   expect(texts(fake, alice.id)).toEqual(["You said: before", "You said: while down"]);
 });
 

@@ -23,6 +23,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, WebSocket, type RawData } from "ws";
+import { waitUntil } from "../helpers/wait.js";
 
 const DISCORD_EPOCH = 1_420_070_400_000n;
 
@@ -177,19 +178,13 @@ export interface FakeDiscord {
   close(): Promise<void>;
 }
 
-/** Polls `check` until it returns something truthy; rejects with `label` after `timeoutMs`. */
-export async function waitFor<T>(
+/** Re-checks `check` until it returns something truthy; rejects with `label` after `timeoutMs`. */
+export function waitFor<T>(
   check: () => T | undefined | null | false | Promise<T | undefined | null | false>,
   label = "condition",
   timeoutMs = 10_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${label}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  return waitUntil(check, label, timeoutMs);
 }
 
 export async function createFakeDiscord(options: FakeDiscordOptions): Promise<FakeDiscord> {

@@ -14,6 +14,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { waitUntil } from "../helpers/wait.js";
 
 export interface FakeBotUser {
   id: number;
@@ -276,15 +277,7 @@ export async function createFakeTelegram(options: {
     setEditInterval(ms) {
       editIntervalMs = ms;
     },
-    async waitFor(probe, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const value = probe();
-        if (value !== undefined && value !== false) return value as never;
-        if (Date.now() > deadline) throw new Error("waitFor: timed out");
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    },
+    waitFor: (probe, timeoutMs = 10_000) => waitUntil(probe, "the fake Telegram condition", timeoutMs),
     close: async () => {},
   };
 
