@@ -90,4 +90,6 @@ it("an edit answered 429 is retried after Discord's retry_after, and the message
   expect(shownIn(fake, dm).map((m) => m.id)).toEqual([first.id]);
   // Rate limited, not refused: no degraded second message.
   expect(fake.sentMessages(dm)).toHaveLength(1);
+  // The 429 did happen: the second edit came a daemon second after the first, inside the fake's 2.5 s.
+  expect(fake.rateLimitedEdits()).toBeGreaterThanOrEqual(1);
 });
