@@ -54,7 +54,8 @@ it("a kill -9 in the middle of a streamed reply: after the restart the same mess
       queue: { debounceMs: 0 },
       retry: { baseDelayMs: 10, maxDelayMs: 100 },
       routes: [{ match: {}, instance: service.instanceId }],
-      channels: [{ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id)] } }],
+      // The daemon runs on the real clock here: a tenth of Telegram's pace keeps the edits (and the `!recall` answer after them) quick.
+      channels: [{ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id)] }, minEditIntervalMs: 100 }],
     }),
   );
   process.env.BRIDGE_TEST_KEY = apiKey;
@@ -86,6 +87,11 @@ it("a kill -9 in the middle of a streamed reply: after the restart the same mess
     expect(atKill).not.toBe(final[0]); // it was half-written when the daemon died
     expect(shown(fake).map((m) => m.message_id)).toEqual([preview.message_id]); // finished in place
     expect(fake.sentMessages(alice.id)).toHaveLength(1); // never sent anew
+    // The channel's pace held across the restart as well: operations in the chat at least 100 ms apart.
+    const times = shown(fake)
+      .flatMap((m) => m.versions.map((v) => v.at))
+      .sort((a, b) => a - b);
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(100);
 
     fake.privateText(alice, "!recall");
     await fake.waitFor(() => shown(fake).length === 2 || undefined, 30_000);
