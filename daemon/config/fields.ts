@@ -61,3 +61,15 @@ export const streamingSchema = z
   .enum(["off", "partial"])
   .default("partial")
   .describe('"partial": the reply appears as the agent writes it (a message edited in place; the terminal prints as it comes); "off": the whole reply once it is done.');
+
+/**
+ * Streaming pace on a platform that edits: no default here, the adapter's own
+ * (its platform's flood limit) applies when it is left out.
+ */
+export const minEditIntervalSchema = z
+  .number()
+  .int()
+  .min(0)
+  .max(60_000)
+  .optional()
+  .describe("Streaming: least time between two sends or edits of replies in one chat, ms. Default: the platform's (1000). Lower only where the platform allows it (a local Bot API server, tests).");

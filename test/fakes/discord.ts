@@ -165,6 +165,8 @@ export interface FakeDiscord {
   shownMessages(channelId: string): { id: string; content: string; versions: MessageVersion[] }[];
   /** Edits in one channel closer together than this answer 429 with `retry_after` (0: no limit). */
   setEditInterval(ms: number): void;
+  /** Edits answered 429 because of `setEditInterval`, so far. */
+  rateLimitedEdits(): number;
   /** The next `times` requests matching method and path answer `status` with an error body. */
   failNext(method: string, path: RegExp, status: number, times?: number): void;
   /** Closes the live socket with a resumable code (4000 by default); the session stays resumable. */
@@ -218,6 +220,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
   const versions = new Map<string, MessageVersion[]>();
   let editIntervalMs = options.editIntervalMs ?? 0;
   const lastEditAt = new Map<string, number>();
+  let rateLimitedEdits = 0;
   const stats = { identifies: 0, resumes: 0, connections: 0, invalidSessions: 0 };
   const connectionLog: GatewayConnectionInfo[] = [];
   const identifyPayloads: Json[] = [];
@@ -403,6 +406,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     const last = lastEditAt.get(channelId);
     if (editIntervalMs > 0 && last !== undefined && at - last < editIntervalMs) {
       const retryAfter = (last + editIntervalMs - at) / 1000;
+      rateLimitedEdits++;
       // Discord's shape: seconds (a float) in the body and in Retry-After, with the bucket headers discord.js reads.
       res.setHeader("retry-after", String(Math.ceil(retryAfter)));
       res.setHeader("x-ratelimit-limit", "1");
@@ -683,6 +687,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     setEditInterval(ms) {
       editIntervalMs = ms;
     },
+    rateLimitedEdits: () => rateLimitedEdits,
     typingCount: (channelId) => typing.get(channelId) ?? 0,
     failNext(method, path, status, times = 1) {
       faults.push({ method, path, status, times });

@@ -183,7 +183,7 @@ export function createDiscordAdapter(
   const adapter: ChatAdapter = {
     platform: "discord",
     accountId,
-    limits: DISCORD_LIMITS,
+    limits: { ...DISCORD_LIMITS, minEditIntervalMs: config.minEditIntervalMs ?? DISCORD_LIMITS.minEditIntervalMs },
     capabilities: { redelivers: false, edit: true },
     // Discord counts the raw text (it renders Markdown itself).
     measure: rawLength,

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { channelSubject, probe, type CheckResult, type ProbeDeps } from "../../check/result.js";
-import { accessSchema, channelCommon, httpUrl, streamingSchema } from "../../config/fields.js";
+import { accessSchema, channelCommon, httpUrl, minEditIntervalSchema, streamingSchema } from "../../config/fields.js";
 import { definePlatform } from "../platform.js";
 
 export const discordChannelSchema = z.strictObject({
@@ -20,6 +20,7 @@ export const discordChannelSchema = z.strictObject({
   /** In guild channels, answer only when mentioned or replied to. */
   requireMention: z.boolean().default(true),
   streaming: streamingSchema,
+  minEditIntervalMs: minEditIntervalSchema,
 });
 
 export type DiscordChannelConfig = z.output<typeof discordChannelSchema> & { id: string };

@@ -403,7 +403,7 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
   const adapter: ChatAdapter = {
     platform: "telegram",
     accountId: config.id,
-    limits: TELEGRAM_LIMITS,
+    limits: { ...TELEGRAM_LIMITS, minEditIntervalMs: config.minEditIntervalMs ?? TELEGRAM_LIMITS.minEditIntervalMs },
     // An update not confirmed by the next poll's offset (or a webhook answered non-2xx) comes again.
     capabilities: { redelivers: true, edit: true },
 

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { channelSubject, probe, type CheckResult, type ProbeDeps } from "../../check/result.js";
-import { accessSchema, channelCommon, httpUrl, nonEmpty, streamingSchema } from "../../config/fields.js";
+import { accessSchema, channelCommon, httpUrl, minEditIntervalSchema, nonEmpty, streamingSchema } from "../../config/fields.js";
 import { definePlatform } from "../platform.js";
 
 export const telegramWebhookSchema = z.strictObject({
@@ -32,6 +32,7 @@ export const telegramChannelSchema = z
     /** Register the bot's command list with Telegram at start. */
     setCommands: z.boolean().default(true),
     streaming: streamingSchema,
+    minEditIntervalMs: minEditIntervalSchema,
   })
   .refine((c) => c.mode !== "webhook" || c.webhook !== undefined, {
     message: 'required when mode is "webhook"',

@@ -60,10 +60,13 @@ function drive(p: ReturnType<typeof platform>, records: StoredPreview[] = []) {
 async function settle<T>(clock: ReturnType<typeof createManualClock>, promise: Promise<T>): Promise<T> {
   let done = false;
   void promise.finally(() => (done = true));
-  await vi.waitFor(() => {
-    clock.advance(500);
-    expect(done).toBe(true);
-  });
+  await vi.waitFor(
+    () => {
+      clock.advance(500);
+      expect(done).toBe(true);
+    },
+    { interval: 5 }, // each look lets the driver's awaited I/O (all in memory here) run
+  );
   return promise;
 }
 
