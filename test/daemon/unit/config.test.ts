@@ -407,3 +407,19 @@ describe("loadConfig", () => {
     expect((err as Error).message).toContain(path);
   });
 });
+
+describe("streaming options", () => {
+  it("defaults to partial streaming with the adapter's own edit pace, and refuses an edit interval out of range", () => {
+    const cfg = parseConfig({ service: { apiKey: KEY }, channels: [{ type: "telegram", token: TG_TOKEN }] }, {});
+    const tg = cfg.channels[0]!;
+    expect(tg.type === "telegram" && [tg.streaming, tg.minEditIntervalMs]).toEqual(["partial", undefined]);
+    for (const bad of [-1, 60_001, 1.5]) {
+      const problems = problemsOf(() => parseConfig({ service: { apiKey: KEY }, channels: [{ type: "discord", token: "abc.def.ghi", minEditIntervalMs: bad }] }, {}));
+      expect(problems, String(bad)).toHaveLength(1);
+      expect(problems[0], String(bad)).toMatch(/^channels\.discord\.minEditIntervalMs: /);
+    }
+    expect(problemsOf(() => parseConfig({ service: { apiKey: KEY }, channels: [{ type: "telegram", token: TG_TOKEN, streaming: "full" }] }, {}))[0]).toMatch(
+      /^channels\.telegram\.streaming: /,
+    );
+  });
+});
