@@ -34,7 +34,11 @@ function run(cmd, args, { buffered }) {
 
 const checks = [];
 if (!extra.length) {
-  checks.push({ name: "type check (tsc --noEmit)", done: run(join(BIN, "tsc"), ["--noEmit", "-p", "tsconfig.json"], { buffered: true }) });
+  // Incremental: a full check is ~17 s of CPU on two cores, competing with the suite; with the
+  // build info kept (in node_modules/.cache, never committed) an unchanged tree checks in ~2 s.
+  // tsc still reports every error of files it does not re-check (they are kept in the build info).
+  const typecheck = ["--noEmit", "--incremental", "--tsBuildInfoFile", join(ROOT, "node_modules", ".cache", "agent-bridge", "typecheck.tsbuildinfo"), "-p", "tsconfig.json"];
+  checks.push({ name: "type check (tsc --noEmit)", done: run(join(BIN, "tsc"), typecheck, { buffered: true }) });
   // `biome check` = lint + format check (assists such as import sorting stay off).
   const biome = CHECK_FORMAT ? ["check", "--assist-enabled=false"] : ["lint"];
   checks.push({ name: `biome ${biome[0]}`, done: run(join(BIN, "biome"), [...biome, "--reporter=summary", "--colors=off", "."], { buffered: true }) });

@@ -86,13 +86,13 @@ describe("daemon killed with SIGKILL while answers are lost", () => {
   });
 
   it("random kills and lost answers: every input once in !recall, in order, every reply once but the one-chunk window", { timeout: 120_000 }, async () => {
-    const seed = Number(process.env.BRIDGE_CHAOS_SEED ?? Math.floor(Math.random() * 1_000_000));
+    const seed = Number(process.env.BRIDGE_CHAOS_SEED || Math.floor(Math.random() * 1_000_000));
     console.log(`daemon kill chaos seed: ${seed} (BRIDGE_CHAOS_SEED=${seed} repeats it)`);
     const random = seededRandom(seed);
     const pick = (n: number) => Math.floor(random.float() * n);
     const dir = tempDir();
     // A request timeout the control plane's gateway latency can outlast.
-    const { configFile, dataDir } = writeConfig(dir.path, 1500);
+    const { configFile, dataDir } = writeConfig(dir.path, 1000);
     process.env.BRIDGE_TEST_KEY = service.key;
     const children: DaemonChild[] = [];
     /** Replies printed at the moment of a kill: the one-chunk window may show them twice. */
@@ -120,7 +120,7 @@ describe("daemon killed with SIGKILL while answers are lost", () => {
         const killNow = new Promise<void>((r) => (killed = r));
         // Sometimes the gateway also answers one call of the round later than the daemon waits (control plane).
         const slow = pick(2) === 0;
-        if (slow) await service.admin("/_emulator/faults", { target: "gateway", instance_id: service.instanceIds[0], latency_ms: 2500, times: 1 });
+        if (slow) await service.admin("/_emulator/faults", { target: "gateway", instance_id: service.instanceIds[0], latency_ms: 1700, times: 1 });
         console.log(`round ${round}: kill ${how} at call/reply ${killAt}${slow ? ", one gateway answer slower than the request timeout" : ""}`);
         proxy.setPolicy(async (r) => {
           const input = responsesInput(r);

@@ -152,7 +152,9 @@ export function useLive(load, deps, when = () => false) {
     // A reset or a snapshot import replaced everything: whatever a view shows may be gone.
     if (type === "hello" || type === "overflow" || (type === "state" && detail.replaced) || when(type, detail)) run();
   });
-  return [state, run];
+  // Whether a load is under way: what it read may predate an event that has just come in.
+  const loading = useCallback(() => control.current.inflight, []);
+  return [state, run, loading];
 }
 
 // ---- small shared components ---------------------------------------------

@@ -34,7 +34,7 @@ const fromEvent = (e) => ({
 export function Conversation({ id, session }) {
   const max = windowSize(location.search, TURN_WINDOW);
   const url = `/_emulator/console/instances/${encodeURIComponent(id)}/sessions/${encodeURIComponent(session)}?limit=${Math.min(max, 1000)}`;
-  const [state, reload] = useLive(() => get(url), [id, session]);
+  const [state, reload, loading] = useLive(() => get(url), [id, session]);
   // Turns that arrived by event since the last load, appended in the same bounded window.
   const [live, setLive] = useState({ base: undefined, turns: [] });
   const loaded = state.data;
@@ -42,6 +42,9 @@ export function Conversation({ id, session }) {
   useEvent(["turn"], (_t, e) => {
     if (e.instance_id !== id || e.session !== session) return;
     if (!loaded) return void reload(); // the first load may predate this turn: load once more after it
+    // A load under way (after a reconnect, say) may have read the session before this turn and would
+    // replace what is appended below: load once more after it, as well.
+    if (loading()) reload();
     const last = base[base.length - 1];
     const whole = !e.truncated;
     // Appended directly when it continues what is shown; otherwise (a gap, a cut text) load again.
