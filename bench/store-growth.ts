@@ -52,7 +52,9 @@ async function measure(call: () => Promise<void>): Promise<Result> {
 }
 
 const line = (name: string, r: Result, extra = "") =>
-  console.log(`${name.padEnd(44)} ${r.rps.toFixed(0).padStart(7)} req/s   p50 ${r.p50.toFixed(2).padStart(7)} ms   p99 ${r.p99.toFixed(2).padStart(7)} ms${extra}`);
+  console.log(
+    `${name.padEnd(44)} ${r.rps.toFixed(0).padStart(7)} req/s   p50 ${r.p50.toFixed(2).padStart(7)} ms   p99 ${r.p99.toFixed(2).padStart(7)} ms${extra}`,
+  );
 
 /** Stores `count` responses through the store's own append path (what `count` turns would leave). */
 async function grow(emulator: Emulator, instanceId: string, count: number, offset = 0): Promise<void> {
@@ -61,7 +63,16 @@ async function grow(emulator: Emulator, instanceId: string, count: number, offse
   for (let i = 0; i < count; i++) {
     const id = `resp_${(offset + i).toString(16).padStart(32, "0")}`;
     const session = `grown-${i % 1000}`;
-    const response = { id, instance_id: instanceId, session, parent_id: null, input_text: text, output_text: `You said: ${text}`, model: "m", created_at: 1_700_000_000 };
+    const response = {
+      id,
+      instance_id: instanceId,
+      session,
+      parent_id: null,
+      input_text: text,
+      output_text: `You said: ${text}`,
+      model: "m",
+      created_at: 1_700_000_000,
+    };
     record(state, response);
     emulator.store.recordResponse(response);
     if (i % 20_000 === 19_999) await emulator.store.flush();
@@ -105,7 +116,9 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 export async function storeGrowth(): Promise<void> {
-  console.log(`\n== issue 8: store growth (${REQUESTS} requests, ${CONCURRENCY} at a time, persistent data directories, median of ${ROUNDS} interleaved rounds) ==`);
+  console.log(
+    `\n== issue 8: store growth (${REQUESTS} requests, ${CONCURRENCY} at a time, persistent data directories, median of ${ROUNDS} interleaved rounds) ==`,
+  );
   const agent = new Agent({ keepAliveTimeout: 30_000, connections: CONCURRENCY * 2 });
   const baseline = express();
   baseline.get("/hello", (_req, res) => void res.json({ ok: true }));
@@ -136,7 +149,10 @@ export async function storeGrowth(): Promise<void> {
       append(results, "express", r);
       p99.express!.push(r.p99);
       for (const name of Object.keys(fresh.ops)) {
-        for (const [label, s] of [["before", fresh], ["after", grown]] as const) {
+        for (const [label, s] of [
+          ["before", fresh],
+          ["after", grown],
+        ] as const) {
           const m = await measure(s.ops[name]!);
           append(results, `${label} ${name}`, m);
           append(p99, `${label} ${name}`, m.p99);
@@ -152,7 +168,10 @@ export async function storeGrowth(): Promise<void> {
       const before = median(p99[`before ${name}`]!);
       const after = median(p99[`after ${name}`]!);
       show(`before ${name}`, `   ${(before / median(p99.express!)).toFixed(1)}x express`);
-      show(`after ${name}`, `   ${(after / median(p99.express!)).toFixed(1)}x express, ${(after / before).toFixed(2)}x before ${after / before <= 1.5 ? "(goal <= 1.5x: met)" : "(goal <= 1.5x: MISSED)"}`);
+      show(
+        `after ${name}`,
+        `   ${(after / median(p99.express!)).toFixed(1)}x express, ${(after / before).toFixed(2)}x before ${after / before <= 1.5 ? "(goal <= 1.5x: met)" : "(goal <= 1.5x: MISSED)"}`,
+      );
     }
     await fresh.emulator.close();
 
@@ -167,7 +186,9 @@ export async function storeGrowth(): Promise<void> {
       const mib = m.rss / 2 ** 20;
       const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
       console.log(`${m.count} stored responses (${(dirSize(grown.dir) / 1e6).toFixed(0)} MB on disk):`);
-      console.log(`  start-up (listening; logs read on first use): ${s(m.ms)} wall, ${s(m.cpuMs)} CPU ${m.ms < 10_000 ? "(goal < 10 s: met)" : "(goal < 10 s: MISSED)"}`);
+      console.log(
+        `  start-up (listening; logs read on first use): ${s(m.ms)} wall, ${s(m.cpuMs)} CPU ${m.ms < 10_000 ? "(goal < 10 s: met)" : "(goal < 10 s: MISSED)"}`,
+      );
       console.log(`  then reading every log (what a snapshot export does): ${s(m.loadMs)} wall, ${s(m.loadCpuMs)} CPU`);
       console.log(`  memory with all of them loaded: ${mib.toFixed(0)} MiB rss ${mib < 1024 ? "(goal < 1 GiB: met)" : "(goal < 1 GiB: MISSED)"}`);
     }

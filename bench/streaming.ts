@@ -105,14 +105,21 @@ export async function benchStreaming(): Promise<void> {
     const first = median(timings.map((t) => t.firstMs));
     const done = median(timings.map((t) => t.doneMs));
     baseline ??= { first, done };
-    const vs = path === paths[0] ? "(baseline)" : `(+${(first - baseline.first).toFixed(1)} ms first, +${(done - baseline.done).toFixed(1)} ms done vs baseline)`;
+    const vs =
+      path === paths[0] ? "(baseline)" : `(+${(first - baseline.first).toFixed(1)} ms first, +${(done - baseline.done).toFixed(1)} ms done vs baseline)`;
     console.log(
-      `${path.name.padEnd(34)} first delta p50 ${first.toFixed(1).padStart(7)} p90 ${p90(timings.map((t) => t.firstMs)).toFixed(1).padStart(7)}   ` +
-        `completed p50 ${done.toFixed(1).padStart(8)} p90 ${p90(timings.map((t) => t.doneMs)).toFixed(1).padStart(8)}   ${vs}`,
+      `${path.name.padEnd(34)} first delta p50 ${first.toFixed(1).padStart(7)} p90 ${p90(timings.map((t) => t.firstMs))
+        .toFixed(1)
+        .padStart(7)}   ` +
+        `completed p50 ${done.toFixed(1).padStart(8)} p90 ${p90(timings.map((t) => t.doneMs))
+          .toFixed(1)
+          .padStart(8)}   ${vs}`,
     );
     if (path === daemon.path) {
       const late = first - baseline.first;
-      console.log(`  daemon: first visible text ${late.toFixed(1)} ms after the gateway's first delta (goal: within 300 ms, median) ${late <= 300 ? "ok" : "MISSED"}`);
+      console.log(
+        `  daemon: first visible text ${late.toFixed(1)} ms after the gateway's first delta (goal: within 300 ms, median) ${late <= 300 ? "ok" : "MISSED"}`,
+      );
     }
   }
   await daemon.close();
@@ -136,18 +143,20 @@ async function throughDaemon(baseUrl: string, apiKey: string, instanceId: string
     routes: [{ instance: instanceId }],
     channels: Array.from({ length: chats }, (_, i) => ({ type: "terminal", id: `t${i}`, userId: `u${i}` })),
   });
-  const terminals = config.channels.filter((c): c is TerminalChannelConfig => c.type === "terminal").map((channel) => {
-    const stdin = new PassThrough();
-    const stdout = new PassThrough();
-    let out = "";
-    const listeners = new Set<() => void>();
-    stdout.setEncoding("utf8").on("data", (c: string) => {
-      out += c;
-      for (const l of [...listeners]) l();
+  const terminals = config.channels
+    .filter((c): c is TerminalChannelConfig => c.type === "terminal")
+    .map((channel) => {
+      const stdin = new PassThrough();
+      const stdout = new PassThrough();
+      let out = "";
+      const listeners = new Set<() => void>();
+      stdout.setEncoding("utf8").on("data", (c: string) => {
+        out += c;
+        for (const l of [...listeners]) l();
+      });
+      const adapter = createTerminalAdapter({ input: stdin, output: stdout, config: channel, terminal: false });
+      return { adapter, stdin, out: () => out, listeners };
     });
-    const adapter = createTerminalAdapter({ input: stdin, output: stdout, config: channel, terminal: false });
-    return { adapter, stdin, out: () => out, listeners };
-  });
   const daemon = createDaemon({ config, adapters: terminals.map((t) => t.adapter) });
   await daemon.start();
   const answer = streamText(600);

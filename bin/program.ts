@@ -77,7 +77,10 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
   sub("run", "Run the bridge daemon with a config file, against the service it names.")
     .requiredOption("-c, --config <file>", "the daemon's config (JSON with comments); ${ENV_VAR} references are read from the environment")
     .option("--no-check", "skip the service checks at start")
-    .addHelpText("after", "\nSignals: SIGINT/SIGTERM stop intake, let in-flight replies finish (up to 10 s), keep the rest journaled\nfor the next start, and exit 0. A second SIGINT exits at once (nothing accepted is lost).")
+    .addHelpText(
+      "after",
+      "\nSignals: SIGINT/SIGTERM stop intake, let in-flight replies finish (up to 10 s), keep the rest journaled\nfor the next start, and exit 0. A second SIGINT exits at once (nothing accepted is lost).",
+    )
     .action(async (opts: { config: string; check: boolean }) => {
       const { runDaemonCommand } = await import("../daemon/cli.js");
       onExit(await runDaemonCommand({ configFile: opts.config, startupCheck: opts.check }));
@@ -123,7 +126,6 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
 
   return program;
 }
-
 
 /** Parses `argv` (without node and script) and runs; resolves with the exit code. */
 export async function main(argv: string[], io?: ProgramIO): Promise<number> {

@@ -178,7 +178,10 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   app.use("/_emulator/snapshot", express.json({ limit: "1gb", strict: false }));
   app.use(express.json({ limit: "1mb", strict: false }));
 
-  app.get("/v1/openapi.json", serveOpenApi(() => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined)));
+  app.get(
+    "/v1/openapi.json",
+    serveOpenApi(() => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined)),
+  );
   mountBillingPage(app, env);
   mountEvents(app, env, events);
   mountConsole(app, env);

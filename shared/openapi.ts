@@ -195,7 +195,13 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
       const schema = schemaFor(spec.response, "output");
       refsIn(schema, roots.output);
       const content: Record<string, unknown> = { "application/json": { schema } };
-      if (spec.streams) content["text/event-stream"] = { schema: { type: "string", description: "Server-sent events (`response.created`, `response.output_text.delta`, ..., `response.completed`) when the body asks `stream: true`" } };
+      if (spec.streams)
+        content["text/event-stream"] = {
+          schema: {
+            type: "string",
+            description: "Server-sent events (`response.created`, `response.output_text.delta`, ..., `response.completed`) when the body asks `stream: true`",
+          },
+        };
       responses[spec.status] = { description: "Success", content };
     }
     for (const status of spec.errors) {
@@ -280,7 +286,11 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
     securitySchemes.apiKey = { type: "http", scheme: "bearer", description: "An organization key (`svc_org_...`) or a scoped key (`svc_sk_...`)" };
   }
   if (security.has("admin")) {
-    securitySchemes.adminToken = { type: "http", scheme: "bearer", description: "The emulator's `--admin-token`, needed on the control plane when one was set" };
+    securitySchemes.adminToken = {
+      type: "http",
+      scheme: "bearer",
+      description: "The emulator's `--admin-token`, needed on the control plane when one was set",
+    };
   }
 
   return {

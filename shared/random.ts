@@ -31,7 +31,11 @@ export function seededRandom(seed: string | number, start = 0): Random {
   let counter = Math.floor(start / BLOCK);
   let pool = Buffer.alloc(0);
   let drawn = start;
-  if (start % BLOCK) pool = createHash("sha256").update(`${seed}:${counter++}`).digest().subarray(start % BLOCK);
+  if (start % BLOCK)
+    pool = createHash("sha256")
+      .update(`${seed}:${counter++}`)
+      .digest()
+      .subarray(start % BLOCK);
   const take = (n: number): Buffer => {
     drawn += n;
     while (pool.length < n) {

@@ -66,7 +66,11 @@ export interface PlatformSpec<T extends string, S extends z.ZodType<ParsedChanne
  * answers `undefined` for another platform's, so callers dispatch by asking
  * each platform in turn, with no per-type switch outside the platform.
  */
-export interface Platform<T extends string = string, S extends z.ZodType<ParsedChannel & { type: T }> = z.ZodType<ParsedChannel & { type: T }>, C extends FinalChannel & { type: T } = FinalChannel & { type: T }> {
+export interface Platform<
+  T extends string = string,
+  S extends z.ZodType<ParsedChannel & { type: T }> = z.ZodType<ParsedChannel & { type: T }>,
+  C extends FinalChannel & { type: T } = FinalChannel & { type: T },
+> {
   readonly type: T;
   readonly schema: S;
   finalize(channel: ParsedChannel, context: FinalizeContext): C | undefined;
@@ -75,7 +79,9 @@ export interface Platform<T extends string = string, S extends z.ZodType<ParsedC
   create(channel: FinalChannel, deps: PlatformDeps): Promise<ChatAdapter> | undefined;
 }
 
-export function definePlatform<T extends string, S extends z.ZodType<ParsedChannel & { type: T }>, C extends FinalChannel & { type: T }>(spec: PlatformSpec<T, S, C>): Platform<T, S, C> {
+export function definePlatform<T extends string, S extends z.ZodType<ParsedChannel & { type: T }>, C extends FinalChannel & { type: T }>(
+  spec: PlatformSpec<T, S, C>,
+): Platform<T, S, C> {
   // The schema's `type` literal is the discriminant: a channel with this type was parsed by this schema.
   const parsedHere = (channel: ParsedChannel): channel is z.output<S> => channel.type === spec.type;
   const finalHere = (channel: FinalChannel): channel is C => channel.type === spec.type;

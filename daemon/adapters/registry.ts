@@ -8,11 +8,6 @@ import { telegramPlatform } from "./telegram/platform.js";
 import { terminalPlatform } from "./terminal/platform.js";
 import { whatsappPlatform } from "./whatsapp/platform.js";
 
-export const platforms = [
-  terminalPlatform,
-  telegramPlatform,
-  discordPlatform,
-  whatsappPlatform,
-] as const;
+export const platforms = [terminalPlatform, telegramPlatform, discordPlatform, whatsappPlatform] as const;
 
 export type RegisteredPlatform = (typeof platforms)[number];

@@ -25,7 +25,14 @@ const detailOf = (body: unknown): string => {
   return "";
 };
 
-const STATUS_WORDS: Record<number, string> = { 401: "401 Unauthorized", 403: "403 Forbidden", 404: "404 Not Found", 500: "500 Internal Server Error", 502: "502 Bad Gateway", 503: "503 Service Unavailable" };
+const STATUS_WORDS: Record<number, string> = {
+  401: "401 Unauthorized",
+  403: "403 Forbidden",
+  404: "404 Not Found",
+  500: "500 Internal Server Error",
+  502: "502 Bad Gateway",
+  503: "503 Service Unavailable",
+};
 const statusText = (status: number, body: unknown): string => {
   const detail = detailOf(body);
   return `${STATUS_WORDS[status] ?? `HTTP ${status}`}${detail ? ` "${detail}"` : ""}`;
@@ -85,7 +92,12 @@ export async function checkService(config: DaemonConfig, deps: ProbeDeps): Promi
     return results;
   }
   if (keyProbe.status >= 500) {
-    results.push({ status: "fail", subject: "service", message: `${base} answers with an error (${statusText(keyProbe.status, keyProbe.body)})`, fix: "try again later, or check the service's status" });
+    results.push({
+      status: "fail",
+      subject: "service",
+      message: `${base} answers with an error (${statusText(keyProbe.status, keyProbe.body)})`,
+      fix: "try again later, or check the service's status",
+    });
     return results;
   }
   results.push({ status: "ok", subject: "service", message: `${base} answers and accepts the ${keyKind}` });
@@ -148,14 +160,20 @@ export async function checkService(config: DaemonConfig, deps: ProbeDeps): Promi
 function instanceStatusResult(subject: string, got: ProbeOutcome, where: string, config: DaemonConfig, orgKey: boolean): CheckResult | undefined {
   if (got.kind === "unreachable") return { status: "fail", subject, message: `no answer (${got.reason})`, fix: "check the service, then run the check again" };
   if (got.status === 404 || got.status === 403) return undefined;
-  if (got.status !== 200) return { status: "fail", subject, message: `the service answered ${statusText(got.status, got.body)}`, fix: "check the service, then run the check again" };
+  if (got.status !== 200)
+    return { status: "fail", subject, message: `the service answered ${statusText(got.status, got.body)}`, fix: "check the service, then run the check again" };
   const status = got.body && typeof got.body === "object" && "status" in got.body && typeof got.body.status === "string" ? got.body.status : "unknown";
   const keyNote = orgKey ? " (organization key: every permission)" : "";
   switch (status) {
     case "running":
       return { status: "ok", subject, message: `exists and is running${keyNote}` };
     case "provisioning":
-      return { status: "warn", subject, message: `exists and is still provisioning${keyNote}`, fix: "wait until it is running; messages wait for it meanwhile" };
+      return {
+        status: "warn",
+        subject,
+        message: `exists and is still provisioning${keyNote}`,
+        fix: "wait until it is running; messages wait for it meanwhile",
+      };
     case "stopped":
       return config.service.autoStart
         ? { status: "ok", subject, message: `exists and is stopped; service.autoStart will start it on the first message${keyNote}` }
@@ -166,12 +184,18 @@ function instanceStatusResult(subject: string, got: ProbeOutcome, where: string,
             fix: "start it (POST /v1/instances/{id}/start), or set service.autoStart to true with a key that has `configure`",
           };
     default:
-      return { status: "fail", subject, message: `is in status "${status}" and cannot answer (used by ${where})${keyNote}`, fix: "delete and recreate the instance, or route to another one" };
+      return {
+        status: "fail",
+        subject,
+        message: `is in status "${status}" and cannot answer (used by ${where})${keyNote}`,
+        fix: "delete and recreate the instance, or route to another one",
+      };
   }
 }
 
 function permissionResult(subject: string, permission: Permission, got: ProbeOutcome, where: string, why: string, alternative = ""): CheckResult {
-  if (got.kind === "unreachable") return { status: "fail", subject, message: `could not check \`${permission}\` (${got.reason})`, fix: "check the service, then run the check again" };
+  if (got.kind === "unreachable")
+    return { status: "fail", subject, message: `could not check \`${permission}\` (${got.reason})`, fix: "check the service, then run the check again" };
   if (got.status === 422 || got.status === 400 || got.status === 409 || (got.status >= 200 && got.status < 300)) {
     return { status: "ok", subject, message: `the key has \`${permission}\`` };
   }
@@ -183,5 +207,10 @@ function permissionResult(subject: string, permission: Permission, got: ProbeOut
       fix: `mint a scoped key with \`${permission}\` on this instance and put it in service.apiKey${alternative ? `, ${alternative}` : ""}`,
     };
   }
-  return { status: "fail", subject, message: `could not check \`${permission}\`: the service answered ${statusText(got.status, got.body)}`, fix: "check the service, then run the check again" };
+  return {
+    status: "fail",
+    subject,
+    message: `could not check \`${permission}\`: the service answered ${statusText(got.status, got.body)}`,
+    fix: "check the service, then run the check again",
+  };
 }

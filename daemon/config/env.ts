@@ -24,12 +24,7 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * Replaces `${NAME}` in every string. `$${NAME}` stays as the literal
  * `${NAME}`. Unset variables become problems; an empty one is kept as "".
  */
-export function substituteEnv(
-  value: unknown,
-  env: NodeJS.ProcessEnv,
-  problems: string[],
-  path: PathPart[] = [],
-): unknown {
+export function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, problems: string[], path: PathPart[] = []): unknown {
   if (typeof value === "string") {
     return value.replace(ENV_REF, (whole, escaped: string, name: string) => {
       if (escaped) return whole.slice(1);

@@ -8,19 +8,17 @@
 import { z } from "zod";
 
 /** Ids may be written as JSON numbers for convenience, but only while exact. */
-export const idString = z
-  .union([z.string(), z.number()], { error: "must be a string" })
-  .transform((v, ctx) => {
-    if (typeof v === "number") {
-      if (Number.isSafeInteger(v)) return String(v);
-      ctx.issues.push({ code: "custom", input: v, message: "must be a string: this id is not exact as a JSON number" });
-      return z.NEVER;
-    }
-    const t = v.trim();
-    if (t) return t;
-    ctx.issues.push({ code: "custom", input: v, message: "must not be empty" });
+export const idString = z.union([z.string(), z.number()], { error: "must be a string" }).transform((v, ctx) => {
+  if (typeof v === "number") {
+    if (Number.isSafeInteger(v)) return String(v);
+    ctx.issues.push({ code: "custom", input: v, message: "must be a string: this id is not exact as a JSON number" });
     return z.NEVER;
-  });
+  }
+  const t = v.trim();
+  if (t) return t;
+  ctx.issues.push({ code: "custom", input: v, message: "must not be empty" });
+  return z.NEVER;
+});
 
 export const nonEmpty = z.string().trim().min(1, "must not be empty");
 export const posInt = z.number().int("must be a whole number").min(1, "must be at least 1");
@@ -60,7 +58,9 @@ export type GroupAccessConfig = z.output<typeof groupAccessSchema>;
 export const streamingSchema = z
   .enum(["off", "partial"])
   .default("partial")
-  .describe('"partial": the reply appears as the agent writes it (a message edited in place; the terminal prints as it comes); "off": the whole reply once it is done.');
+  .describe(
+    '"partial": the reply appears as the agent writes it (a message edited in place; the terminal prints as it comes); "off": the whole reply once it is done.',
+  );
 
 /**
  * Streaming pace on a platform that edits: no default here, the adapter's own
@@ -72,4 +72,6 @@ export const minEditIntervalSchema = z
   .min(0)
   .max(60_000)
   .optional()
-  .describe("Streaming: least time between two sends or edits of replies in one chat, ms. Default: the platform's (1000). Lower only where the platform allows it (a local Bot API server, tests).");
+  .describe(
+    "Streaming: least time between two sends or edits of replies in one chat, ms. Default: the platform's (1000). Lower only where the platform allows it (a local Bot API server, tests).",
+  );

@@ -87,7 +87,9 @@ export function parseConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env, 
     result.data.channels.forEach((c, i) => {
       const other = disabledIds.get(c.id);
       if (other !== undefined) {
-        problems.push(`${formatPath(toFilePath(["channels", i, "id"]))}: duplicate account id "${c.id}" (also channels[${other}], disabled); give each channel its own id`);
+        problems.push(
+          `${formatPath(toFilePath(["channels", i, "id"]))}: duplicate account id "${c.id}" (also channels[${other}], disabled); give each channel its own id`,
+        );
       }
     });
   }
@@ -133,7 +135,10 @@ export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.
     throw new ConfigError([`(file): cannot read it (${code})`], path);
   }
   const { value, problems } = readJsonc(text);
-  if (problems.length > 0) throw new ConfigError(problems.map((p) => `(file): ${p}`), path);
+  if (problems.length > 0)
+    throw new ConfigError(
+      problems.map((p) => `(file): ${p}`),
+      path,
+    );
   return parseConfig(value, env, path);
 }
-

@@ -84,7 +84,15 @@ export function suggestKey(typed: string, known: readonly string[]): string | un
   return best?.key;
 }
 
-type JsonSchemaNode = { properties?: Record<string, JsonSchemaNode>; items?: JsonSchemaNode; additionalProperties?: JsonSchemaNode | boolean; anyOf?: JsonSchemaNode[]; oneOf?: JsonSchemaNode[]; allOf?: JsonSchemaNode[]; const?: unknown };
+type JsonSchemaNode = {
+  properties?: Record<string, JsonSchemaNode>;
+  items?: JsonSchemaNode;
+  additionalProperties?: JsonSchemaNode | boolean;
+  anyOf?: JsonSchemaNode[];
+  oneOf?: JsonSchemaNode[];
+  allOf?: JsonSchemaNode[];
+  const?: unknown;
+};
 let cachedSchema: JsonSchemaNode | undefined;
 
 /** The keys the schema knows at `path` of `raw` (union branches picked by the value's `type`). */
@@ -102,7 +110,8 @@ function knownKeysAt(raw: unknown, path: readonly PathPart[]): string[] {
     node = pick(node, value);
     if (!node) return [];
     if (typeof part === "number") node = node.items;
-    else if (typeof part === "string") node = node.properties?.[part] ?? (typeof node.additionalProperties === "object" ? node.additionalProperties : undefined);
+    else if (typeof part === "string")
+      node = node.properties?.[part] ?? (typeof node.additionalProperties === "object" ? node.additionalProperties : undefined);
     else return [];
     value = value && typeof value === "object" ? (value as Record<string, unknown>)[part as string] : undefined;
   }

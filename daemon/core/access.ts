@@ -66,10 +66,7 @@ export function checkAccess(access: AccessConfig, msg: InboundMessage): AccessDe
  * the group's own setting, else the channel's. Channels without the
  * setting (terminal) never require one.
  */
-export function groupRequiresMention(
-  channel: { access: AccessConfig; requireMention?: boolean },
-  chatId: string,
-): boolean {
+export function groupRequiresMention(channel: { access: AccessConfig; requireMention?: boolean }, chatId: string): boolean {
   const group = Object.hasOwn(channel.access.groups, chatId) ? channel.access.groups[chatId] : undefined;
   return group?.requireMention ?? channel.requireMention ?? false;
 }

@@ -44,7 +44,8 @@ export function chunksFor(adapter: ChatAdapter, text: string, format: TextFormat
 
 /** How the core treats a failed send: the adapter's typed verdict, anything else transient. */
 export function classifySendError(error: unknown): RetryVerdict {
-  if (error instanceof SendError) return error.permanent ? { retry: false } : { retry: true, ...(error.retryAfterMs !== undefined ? { afterMs: error.retryAfterMs } : {}) };
+  if (error instanceof SendError)
+    return error.permanent ? { retry: false } : { retry: true, ...(error.retryAfterMs !== undefined ? { afterMs: error.retryAfterMs } : {}) };
   return { retry: true };
 }
 

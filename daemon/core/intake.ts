@@ -83,7 +83,14 @@ export function createIntake(deps: IntakeDeps): Intake {
       const level = last === undefined || now - last > 60 * 60 * 1000 ? "info" : "debug";
       if (level === "info") loggedRefusals.set(who, now);
       log[level](
-        { ...ids, chatType: message.chatType, userId: message.userId, ...(message.userAliases?.length ? { userAliases: message.userAliases } : {}), userName: message.userName, reason: detail },
+        {
+          ...ids,
+          chatType: message.chatType,
+          userId: message.userId,
+          ...(message.userAliases?.length ? { userAliases: message.userAliases } : {}),
+          userName: message.userName,
+          reason: detail,
+        },
         `message from ${message.userId} refused by the access rules (${detail ?? "not allowed"}): add this id to the channel's access list to let them in`,
       );
     } else if (reason === "not_mentioned") {
@@ -173,12 +180,17 @@ export function createIntake(deps: IntakeDeps): Intake {
 
   function admit(_adapter: ChatAdapter, question: AdmissionQuestion): AdmissionAnswer {
     const screened = screen(question.message);
-    if (!screened.ok || !resolveRoute(config, question.message)) return { allowed: false, attachments: question.attachmentSizes.map(() => ({ fetch: false, reason: "disabled" })) };
+    if (!screened.ok || !resolveRoute(config, question.message))
+      return { allowed: false, attachments: question.attachmentSizes.map(() => ({ fetch: false, reason: "disabled" })) };
     const { enabled, maxBytes } = config.attachments;
     return {
       allowed: true,
       attachments: question.attachmentSizes.map((size) =>
-        !enabled ? { fetch: false, reason: "disabled" } : size !== undefined && size > maxBytes ? { fetch: false, reason: "too_large" } : { fetch: true, maxBytes },
+        !enabled
+          ? { fetch: false, reason: "disabled" }
+          : size !== undefined && size > maxBytes
+            ? { fetch: false, reason: "too_large" }
+            : { fetch: true, maxBytes },
       ),
     };
   }

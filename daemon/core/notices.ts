@@ -49,8 +49,7 @@ export const noticeText = {
   internal: "something went wrong in the bridge",
   expired: (n: number, when: string) =>
     `${n === 1 ? "Your message" : `Your ${n} messages`} from ${when} UTC came in while the agent was unavailable and ${n === 1 ? "is" : "are"} now too old to answer. Please send ${n === 1 ? "it" : "them"} again if still needed.`,
-  contextReset:
-    "(The earlier conversation could not be found on the service, so this starts a new one: the agent no longer sees what was said before.)",
+  contextReset: "(The earlier conversation could not be found on the service, so this starts a new one: the agent no longer sees what was said before.)",
   emptyAnswer: "(The agent answered without any text.)",
   uploadRefused: "(Attachments are off for this agent: the bridge's key may not write files, so only your text was passed on.)",
   uploadFailed: (fileName: string) => `(The file ${fileName} could not be passed on.)`,

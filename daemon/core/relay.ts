@@ -196,13 +196,20 @@ export function createRelay(deps: RelayDeps): Relay {
       }
     }
 
-    if (service.stoppedRoutes.has(route.ruleIndex)) return notices.turnFailed(chatKey, entries.map((e) => e.id), { kind: "route_stopped" });
+    if (service.stoppedRoutes.has(route.ruleIndex))
+      return notices.turnFailed(
+        chatKey,
+        entries.map((e) => e.id),
+        { kind: "route_stopped" },
+      );
 
     const target = targetOf(msg, entries[entries.length - 1]!.message.messageId);
     const mode = streamModeFor(adapter, lead);
     const preview = mode === "edit" ? previewFor(adapter, lead, target) : undefined;
     const writer: AppendWriter | undefined =
-      mode === "append" ? createAppendWriter(adapter, target, (error) => log.warn({ ...logCtx, err: errorSummary(error) }, "could not write the reply as it came")) : undefined;
+      mode === "append"
+        ? createAppendWriter(adapter, target, (error) => log.warn({ ...logCtx, err: errorSummary(error) }, "could not write the reply as it came"))
+        : undefined;
     const streamTo = preview ?? writer;
     const stop = new AbortController();
     const sessionKey = sessionKeyOf(route);
@@ -236,7 +243,11 @@ export function createRelay(deps: RelayDeps): Relay {
     if (!outcome.ok) {
       log.warn({ ...logCtx, reason: outcome.reason }, "turn gave up");
       if (notes.length) await delivery.notify(target, notes.join("\n\n"));
-      return notices.turnFailed(chatKey, entries.map((e) => e.id), outcome.failure);
+      return notices.turnFailed(
+        chatKey,
+        entries.map((e) => e.id),
+        outcome.failure,
+      );
     }
 
     if (outcome.contextReset) notes.unshift(noticeText.contextReset);
@@ -298,7 +309,8 @@ export function createRelay(deps: RelayDeps): Relay {
   /** The preview shows the final text; then the entries are done. */
   async function finishPreview(lead: JournalEntry, driver: PreviewDriver, text: string): Promise<void> {
     const result = await driver.finish(text);
-    if (result === "gave_up") log.error({ platform: lead.message.platform, chatId: lead.message.chatId }, "the platform refused the streamed reply for good: giving up");
+    if (result === "gave_up")
+      log.error({ platform: lead.message.platform, chatId: lead.message.chatId }, "the platform refused the streamed reply for good: giving up");
     const members = lead.reply?.members ?? [lead.id];
     if (lead.reply) await store.recordSent(lead.id, lead.reply.chunks.length);
     metrics.turn(lead.route.instanceId, result === "done" ? "answered" : "undeliverable", Math.max(0, clock.now() - lead.acceptedAt) / 1000);

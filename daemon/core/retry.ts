@@ -43,10 +43,13 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
       timer.cancel();
       reject(abortReason(signal!));
     };
-    const timer = clock.setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, Math.max(0, ms));
+    const timer = clock.setTimeout(
+      () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      },
+      Math.max(0, ms),
+    );
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }

@@ -59,10 +59,7 @@ export function effectiveScope(scope: RouteScope | undefined, msg: Pick<InboundM
   return scope === "user" || scope === "group_user" ? "group_user" : "group";
 }
 
-export function sessionBaseFor(
-  msg: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId">,
-  scope: RouteScope,
-): string {
+export function sessionBaseFor(msg: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId">, scope: RouteScope): string {
   const head = `${encodeId(msg.platform)}.${encodeId(msg.accountId)}`;
   // Raw ids, not normalised ones: the adapter gives each person one stable id,
   // and any merging here could put two people in one conversation.

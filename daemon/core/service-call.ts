@@ -29,7 +29,11 @@ import { sessionIdFor } from "./routing.js";
 export const sessionKeyOf = (route: Pick<StoredRoute, "instanceId" | "sessionBase">) => `${route.instanceId} ${route.sessionBase}`;
 
 /** Path components the files API accepts as they are. */
-const pathPart = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^\.+/, "_").slice(0, 100) || "_";
+const pathPart = (s: string) =>
+  s
+    .replace(/[^A-Za-z0-9._-]+/g, "_")
+    .replace(/^\.+/, "_")
+    .slice(0, 100) || "_";
 
 export type CallOutcome =
   | { ok: true; text: string; responseId?: string; sessionId: string; generation: number; contextReset: boolean }
@@ -211,7 +215,11 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
   }
 
   /** One attempt, streamed: the text so far goes to `onText`; the completed response is the answer. */
-  async function streamed(args: { instance_id: string; session_id: string; body: ResponseRequest }, onText: (text: string) => void, turn?: AbortSignal): Promise<ResponseObject> {
+  async function streamed(
+    args: { instance_id: string; session_id: string; body: ResponseRequest },
+    onText: (text: string) => void,
+    turn?: AbortSignal,
+  ): Promise<ResponseObject> {
     let text = "";
     for await (const event of client.streamSessionResponse({ ...args, ...(turn ? { signal: turn } : {}) })) {
       if (event.type === "response.output_text.delta") {
@@ -231,20 +239,24 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
     let sessionId = "";
     for (;;) {
       try {
-        const response = await withRetries(route.instanceId, () => {
-          const state = store.session(sessionKey);
-          generation = state.generation;
-          sessionId = serviceSessionFor(route, state);
-          const body: ResponseRequest = {
-            model: route.model,
-            input,
-            ...(route.instructions !== undefined ? { instructions: route.instructions } : {}),
-            ...(state.lastResponseId ? { previous_response_id: state.lastResponseId } : {}),
-          };
-          const args = { instance_id: route.instanceId, session_id: sessionId, body };
-          if (options.onText) return streamed(args, options.onText, turn);
-          return untilAborted(client.createSessionResponse(args), turn);
-        }, turn);
+        const response = await withRetries(
+          route.instanceId,
+          () => {
+            const state = store.session(sessionKey);
+            generation = state.generation;
+            sessionId = serviceSessionFor(route, state);
+            const body: ResponseRequest = {
+              model: route.model,
+              input,
+              ...(route.instructions !== undefined ? { instructions: route.instructions } : {}),
+              ...(state.lastResponseId ? { previous_response_id: state.lastResponseId } : {}),
+            };
+            const args = { instance_id: route.instanceId, session_id: sessionId, body };
+            if (options.onText) return streamed(args, options.onText, turn);
+            return untilAborted(client.createSessionResponse(args), turn);
+          },
+          turn,
+        );
         const responseId = responseIdOf(response);
         return { ok: true, text: replyTextOf(response), ...(responseId ? { responseId } : {}), sessionId, generation, contextReset };
       } catch (error) {
@@ -270,7 +282,10 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
             const why = `the service answered ${error.status} for instance ${route.instanceId}`;
             stoppedRoutes.set(route.ruleIndex, why);
             metrics.error(String(route.ruleIndex), "auth");
-            log.error({ route: route.ruleIndex, instanceId: route.instanceId, status: error.status }, "the service refused the API key: this route is stopped until the configuration is fixed and the daemon restarted");
+            log.error(
+              { route: route.ruleIndex, instanceId: route.instanceId, status: error.status },
+              "the service refused the API key: this route is stopped until the configuration is fixed and the daemon restarted",
+            );
           }
           return { ok: false, reason: "route_stopped", failure: { kind: "route_stopped" } };
         }

@@ -48,7 +48,7 @@
  * contract).
  */
 import type { Clock } from "../../shared/clock.js";
-import { closeOpenFence, placeChunks, } from "./chunking.js";
+import { closeOpenFence, placeChunks } from "./chunking.js";
 
 export interface StreamPreviewOptions {
   /** The platform's visible length of a Markdown text once rendered (Telegram: characters after entity parsing). */

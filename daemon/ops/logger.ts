@@ -46,8 +46,7 @@ export interface LoggerOptions {
 export function createLogger(options: LoggerOptions): Logger {
   const destination = options.destination ?? pino.destination({ dest: 1, sync: false });
   const secrets = (options.secrets ?? []).filter((s) => s.length >= MIN_SECRET_LENGTH);
-  const stream: DestinationStream =
-    secrets.length === 0 ? destination : { write: (line: string) => destination.write(redactSecrets(line, secrets)) };
+  const stream: DestinationStream = secrets.length === 0 ? destination : { write: (line: string) => destination.write(redactSecrets(line, secrets)) };
   return pino(
     {
       level: options.level,

@@ -151,7 +151,8 @@ export function parseSnapshot(file: string, raw: unknown): Snapshot {
   const version = typeof raw === "object" && raw !== null && "version" in raw ? (raw as { version: unknown }).version : undefined;
   if (typeof version === "number" && version > STATE_VERSION) throw newer(file, version);
   const parsed = SnapshotSchema.safeParse(raw);
-  if (!parsed.success) throw new StateFileError(file, `not a valid snapshot (${describeIssues(parsed.error)}). Move it aside to start without it, or restore it from a backup.`);
+  if (!parsed.success)
+    throw new StateFileError(file, `not a valid snapshot (${describeIssues(parsed.error)}). Move it aside to start without it, or restore it from a backup.`);
   return parsed.data;
 }
 
@@ -160,6 +161,10 @@ export function parseJournalRecord(file: string, line: number, raw: unknown): Jo
   const version = typeof raw === "object" && raw !== null && "ver" in raw ? (raw as { ver: unknown }).ver : undefined;
   if (typeof version === "number" && version > STATE_VERSION) throw newer(`${file} line ${line}`, version);
   const parsed = JournalRecordSchema.safeParse(raw);
-  if (!parsed.success) throw new StateFileError(`${file} line ${line}`, `not a valid journal record (${describeIssues(parsed.error)}). Move the data directory aside, or repair the line.`);
+  if (!parsed.success)
+    throw new StateFileError(
+      `${file} line ${line}`,
+      `not a valid journal record (${describeIssues(parsed.error)}). Move the data directory aside, or repair the line.`,
+    );
   return parsed.data;
 }

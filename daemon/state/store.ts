@@ -153,7 +153,10 @@ export const dedupeKey = (m: Pick<InboundMessage, "platform" | "accountId" | "ch
 
 /** Names the file system will not misread: no folders, no dot-files, bounded. */
 const safeName = (name: string): string =>
-  name.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^\.+/, "_").slice(-100) || "file";
+  name
+    .replace(/[^A-Za-z0-9._-]+/g, "_")
+    .replace(/^\.+/, "_")
+    .slice(-100) || "file";
 
 export async function openStore(options: StoreOptions): Promise<Store> {
   const { dataDir, clock } = options;

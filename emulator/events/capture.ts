@@ -65,8 +65,7 @@ export function createRequestLog(capacity = 300): RequestLog {
         response: describe(responseType, responseBytes, responseTruncated),
       };
     },
-    list: () =>
-      [...byId.values()].map(({ id, at, method, path, status, key_kind, ms }) => ({ id, at, method, path, status, key_kind, ms })),
+    list: () => [...byId.values()].map(({ id, at, method, path, status, key_kind, ms }) => ({ id, at, method, path, status, key_kind, ms })),
     clear: () => byId.clear(),
   };
 }

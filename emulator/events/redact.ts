@@ -9,7 +9,13 @@ import { CHANNELS } from "../routes/channels.js";
 import { REDACTED, SECRET_NAME } from "../workspace/redact.js";
 
 const SECRET_FIELD = /token|secret|password|passwd|api_?key|raw_key|^key$|credential|authorization|cookie|^env(_applied)?$/i;
-const CHANNEL_SECRETS = new Set(CHANNELS.flatMap((c) => Object.entries(c.fields).filter(([, f]) => f.secret).map(([name]) => name)));
+const CHANNEL_SECRETS = new Set(
+  CHANNELS.flatMap((c) =>
+    Object.entries(c.fields)
+      .filter(([, f]) => f.secret)
+      .map(([name]) => name),
+  ),
+);
 /** Raw service keys (`svc_org_`/`svc_sk_` + 64 hex) and Telegram-style bot tokens. */
 const SECRET_TEXT = /svc_(?:org|sk)_[0-9a-f]+|\b\d{6,}:[A-Za-z0-9_-]{30,}\b|\bx(?:oxb|app)-[A-Za-z0-9-]{10,}/g;
 

@@ -127,13 +127,9 @@ const PARAGRAPHS = [
 ];
 const PROSE_CYCLE = `${PARAGRAPHS.join("\n\n")}\n\n`;
 
-const CODE_BLOCK = [
-  "```ts",
-  "export function fibonacci(n: number): number {",
-  "  return n < 2 ? n : fibonacci(n - 1) + fibonacci(n - 2);",
-  "}",
-  "```",
-].join("\n");
+const CODE_BLOCK = ["```ts", "export function fibonacci(n: number): number {", "  return n < 2 ? n : fibonacci(n - 1) + fibonacci(n - 2);", "}", "```"].join(
+  "\n",
+);
 
 /** Exactly `length` characters of prose; never starts or ends with whitespace. */
 function prose(length: number, cycle = PROSE_CYCLE): string {

@@ -12,24 +12,22 @@ export interface ResponsesRequest {
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: GatewayError };
 
-const isRecord = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
-const typeName = (v: unknown): string =>
-  v === null ? "null" : Array.isArray(v) ? "an array" : typeof v === "object" ? "an object" : `a ${typeof v}`;
+const typeName = (v: unknown): string => (v === null ? "null" : Array.isArray(v) ? "an array" : typeof v === "object" ? "an object" : `a ${typeof v}`);
 
-export const invalid = (
-  code: string,
-  param: string | null,
-  message: string,
-  status = 400,
-): GatewayError => ({ status, type: "invalid_request_error", code, param, message });
+export const invalid = (code: string, param: string | null, message: string, status = 400): GatewayError => ({
+  status,
+  type: "invalid_request_error",
+  code,
+  param,
+  message,
+});
 
 const wrongType = (param: string, expected: string, got: unknown): GatewayError =>
   invalid("invalid_type", param, `Invalid type for '${param}': expected ${expected}, but got ${typeName(got)} instead.`);
 
-const missing = (param: string): GatewayError =>
-  invalid("missing_required_parameter", param, `Missing required parameter: '${param}'.`);
+const missing = (param: string): GatewayError => invalid("missing_required_parameter", param, `Missing required parameter: '${param}'.`);
 
 /**
  * Pulls the user text out of `input`: a string, or an array of input items.
@@ -63,10 +61,7 @@ function userTextOf(input: unknown): Parsed<string> {
     if (!Array.isArray(content)) {
       return {
         ok: false,
-        error:
-          content === undefined
-            ? missing(`${at}.content`)
-            : wrongType(`${at}.content`, "a string or an array of content parts", content),
+        error: content === undefined ? missing(`${at}.content`) : wrongType(`${at}.content`, "a string or an array of content parts", content),
       };
     }
     for (let j = 0; j < content.length; j++) {

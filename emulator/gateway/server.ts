@@ -78,8 +78,7 @@ function sendJson(res: ServerResponse, status: number, body: string, close = fal
   res.end(body);
 }
 
-const sendError = (res: ServerResponse, error: GatewayError, close = false): void =>
-  sendJson(res, error.status, errorBody(error), close);
+const sendError = (res: ServerResponse, error: GatewayError, close = false): void => sendJson(res, error.status, errorBody(error), close);
 
 /** Resolves once the response can take more data, or is gone. */
 function writable(res: ServerResponse): Promise<void> {
@@ -182,8 +181,7 @@ const injectedError = (status: number): GatewayError => ({
   message: `Injected gateway fault (status ${status}).`,
 });
 
-const notFound = (id: string): GatewayError =>
-  invalid("previous_response_not_found", "previous_response_id", `Previous response with id '${id}' not found.`);
+const notFound = (id: string): GatewayError => invalid("previous_response_not_found", "previous_response_id", `Previous response with id '${id}' not found.`);
 
 export function createGateway(options: GatewayOptions): FakeGateway {
   const { clock, random } = options;
@@ -324,8 +322,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
           closed = false;
           const address = server.address() as AddressInfo;
           // A wildcard address is reached through loopback.
-          const reachable =
-            address.address === "0.0.0.0" ? "127.0.0.1" : address.address === "::" ? "::1" : address.address;
+          const reachable = address.address === "0.0.0.0" ? "127.0.0.1" : address.address === "::" ? "::1" : address.address;
           baseUrl = `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${address.port}`;
           resolve(baseUrl);
         });

@@ -115,10 +115,7 @@ export interface Frame {
  * `data` line carrying `type` and a `sequence_number` from 0. `deltas` are the
  * pieces of the text, in order (they must add up to it).
  */
-export function* streamFrames(
-  turn: Turn,
-  deltas: Iterable<string> = chunks(turn.text, deltaSize(turn.text.length)),
-): Generator<Frame> {
+export function* streamFrames(turn: Turn, deltas: Iterable<string> = chunks(turn.text, deltaSize(turn.text.length))): Generator<Frame> {
   let sequence = 0;
   const frame = (type: string, fields: Record<string, unknown>): Frame => ({
     type,
@@ -160,5 +157,4 @@ export function pacedDeltas(text: string, ms: number): string[] {
 }
 
 /** When delta `index` of `count` is due, ms after the start: the first at once, the last at `ms`. */
-export const deltaDueAt = (index: number, count: number, ms: number): number =>
-  count <= 1 ? 0 : Math.round((index * ms) / (count - 1));
+export const deltaDueAt = (index: number, count: number, ms: number): number => (count <= 1 ? 0 : Math.round((index * ms) / (count - 1)));

@@ -11,9 +11,7 @@ import type { EmulatorEnv } from "../env.js";
 import { forbidden, notFound, unauthorized } from "../errors.js";
 import type { InstanceRecord, KeyRecord, OrganizationRecord } from "../store/state.js";
 
-export type Caller =
-  | { kind: "org"; organization: OrganizationRecord }
-  | { kind: "scoped"; organization: OrganizationRecord; key: KeyRecord };
+export type Caller = { kind: "org"; organization: OrganizationRecord } | { kind: "scoped"; organization: OrganizationRecord; key: KeyRecord };
 
 export const hashKey = (raw: string): string => createHash("sha256").update(raw).digest("hex");
 

@@ -55,7 +55,8 @@ export function mountRoutes(app: Express, env: EmulatorEnv, handlers: Partial<Ha
     const method = spec.method.toLowerCase() as "get" | "post" | "put" | "patch" | "delete";
     // The console acts for an organization through `/_emulator/as/{organization_id}/v1/...`
     // (control-plane access, see `prepare`): one implementation of every route for both.
-    const paths = spec.access.kind === "admin" ? [expressPath(spec.path)] : [expressPath(spec.path), `${ACT_AS_PREFIX}/:${ACT_AS_PARAM}${expressPath(spec.path)}`];
+    const paths =
+      spec.access.kind === "admin" ? [expressPath(spec.path)] : [expressPath(spec.path), `${ACT_AS_PREFIX}/:${ACT_AS_PARAM}${expressPath(spec.path)}`];
     app[method](paths, async (req: Request, res: Response, next: NextFunction) => {
       try {
         const ctx = prepare(env, spec, req, res);

@@ -60,7 +60,11 @@ export const CHANNELS: readonly ChannelSpec[] = [
     label: "Telegram",
     connection_type: "token",
     fields: {
-      token: field("Bot token from @BotFather (123456789:ABC...)", true, matching(/^\d+:[A-Za-z0-9_-]{35}$/, "a Telegram bot token is <digits>:<35 letters, digits, _ or ->, as @BotFather gives it")),
+      token: field(
+        "Bot token from @BotFather (123456789:ABC...)",
+        true,
+        matching(/^\d+:[A-Za-z0-9_-]{35}$/, "a Telegram bot token is <digits>:<35 letters, digits, _ or ->, as @BotFather gives it"),
+      ),
     },
   },
   {
@@ -90,7 +94,11 @@ export const CHANNELS: readonly ChannelSpec[] = [
     label: "Signal",
     connection_type: "token",
     fields: {
-      account: field("Phone number of the Signal account, in E.164 form (+15551234567)", false, matching(/^\+[1-9]\d{6,14}$/, "a Signal account is a phone number in E.164 form, like +15551234567")),
+      account: field(
+        "Phone number of the Signal account, in E.164 form (+15551234567)",
+        false,
+        matching(/^\+[1-9]\d{6,14}$/, "a Signal account is a phone number in E.164 form, like +15551234567"),
+      ),
     },
   },
   {
@@ -117,7 +125,11 @@ export const CHANNELS: readonly ChannelSpec[] = [
     label: "LINE",
     connection_type: "token",
     fields: {
-      channel_access_token: field("Channel access token (long-lived)", true, matching(/^[A-Za-z0-9+/=._-]{32,}$/, "a LINE channel access token is a long base64 string")),
+      channel_access_token: field(
+        "Channel access token (long-lived)",
+        true,
+        matching(/^[A-Za-z0-9+/=._-]{32,}$/, "a LINE channel access token is a long base64 string"),
+      ),
       channel_secret: field("Channel secret (32 hex digits)", true, matching(/^[0-9a-f]{32}$/, "a LINE channel secret is 32 hexadecimal digits")),
     },
   },
@@ -126,7 +138,11 @@ export const CHANNELS: readonly ChannelSpec[] = [
     label: "Google Chat",
     connection_type: "token",
     fields: {
-      audience_type: field("How the audience is given: app-url or project-number", false, matching(/^(app-url|project-number)$/, "audience_type is app-url or project-number")),
+      audience_type: field(
+        "How the audience is given: app-url or project-number",
+        false,
+        matching(/^(app-url|project-number)$/, "audience_type is app-url or project-number"),
+      ),
       audience: field("The app URL, or the Google Cloud project number", false, (value, config) =>
         config.audience_type === "project-number"
           ? /^\d{6,20}$/.test(value)
@@ -142,7 +158,11 @@ export const CHANNELS: readonly ChannelSpec[] = [
     connection_type: "token",
     fields: {
       app_id: field("Microsoft App ID of the bot (a UUID)", false, matching(UUID, "a Teams app_id is a UUID")),
-      app_password: field("Client secret of the bot's app registration", true, matching(/^\S{8,}$/, "a Teams app_password is at least 8 characters without spaces")),
+      app_password: field(
+        "Client secret of the bot's app registration",
+        true,
+        matching(/^\S{8,}$/, "a Teams app_password is at least 8 characters without spaces"),
+      ),
       tenant_id: field("Directory (tenant) ID (a UUID)", false, matching(UUID, "a Teams tenant_id is a UUID")),
     },
   },
@@ -261,7 +281,8 @@ export function channelHandlers(env: EmulatorEnv, runtime: RuntimeConfigs): Chan
         };
       });
 
-      if (qr === undefined) return { channel: spec.channel, status: "connected", message: `${spec.label} connected; the gateway restarted with the new configuration.` };
+      if (qr === undefined)
+        return { channel: spec.channel, status: "connected", message: `${spec.label} connected; the gateway restarted with the new configuration.` };
       return {
         channel: spec.channel,
         status: "awaiting_scan",
@@ -314,7 +335,12 @@ export function channelHandlers(env: EmulatorEnv, runtime: RuntimeConfigs): Chan
       if (!codes.includes(code)) record.paired_codes = [...codes, code];
       record.updated_at = now();
       env.store.commit();
-      return { channel: spec.channel, code, status: "approved", output: `Approved ${spec.channel} pairing code ${code}; the sender may now message the agent.\n` };
+      return {
+        channel: spec.channel,
+        code,
+        status: "approved",
+        output: `Approved ${spec.channel} pairing code ${code}; the sender may now message the agent.\n`,
+      };
     },
 
     adminScan({ params }) {

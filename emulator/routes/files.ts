@@ -16,7 +16,17 @@ import { ApiError, badRequest, conflict, tooLarge } from "../errors.js";
 import { HANDLED, type Handlers } from "../http/router.js";
 import type { InstanceRecord } from "../store/state.js";
 import { MAX_PATH_LENGTH } from "../../shared/schemas/files.js";
-import { attachmentDisposition, listDirectory, makeDirectory, movePath, openForDownload, placeFile, readText, removePath, writeText } from "../workspace/files.js";
+import {
+  attachmentDisposition,
+  listDirectory,
+  makeDirectory,
+  movePath,
+  openForDownload,
+  placeFile,
+  readText,
+  removePath,
+  writeText,
+} from "../workspace/files.js";
 import { resolveInRoot, type WorkspacePath } from "../workspace/paths.js";
 
 type FileHandlers = Pick<Handlers, "listFiles" | "deleteFile" | "readFile" | "writeFile" | "moveFile" | "uploadFile" | "downloadFile" | "mkdir">;

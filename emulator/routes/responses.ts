@@ -58,7 +58,10 @@ export function responseHandlers(env: EmulatorEnv): ResponseHandlers {
     }
     if (status >= 400) {
       const text = await readAll(upstream);
-      res.status(status).type(String(upstream.headers["content-type"] ?? "application/json")).send(text);
+      res
+        .status(status)
+        .type(String(upstream.headers["content-type"] ?? "application/json"))
+        .send(text);
       return HANDLED;
     }
     const type = String(upstream.headers["content-type"] ?? "");

@@ -115,9 +115,7 @@ export function skillHandlers(env: EmulatorEnv, runtime: RuntimeConfigs): SkillH
         output,
         ...(applied.length ? { env_applied: Object.fromEntries(applied.map((key) => [key, REDACTED])) } : {}),
         ...(missing.length ? { required_env: missing } : {}),
-        message: missing.length
-          ? `Skill '${name}' installed; set ${missing.join(", ")} to make it ready.`
-          : `Skill '${name}' installed and ready.`,
+        message: missing.length ? `Skill '${name}' installed; set ${missing.join(", ")} to make it ready.` : `Skill '${name}' installed and ready.`,
       };
     },
 

@@ -43,7 +43,8 @@ function referenceIssues(state: EmulatorState): Issue[] {
       }
     });
     org.key_ids.forEach((keyId, i) => {
-      if (!has(state.keys, keyId) || state.keys[keyId]!.organization_id !== id) bad(["organizations", id, "key_ids", i], "Must name a key of this organization");
+      if (!has(state.keys, keyId) || state.keys[keyId]!.organization_id !== id)
+        bad(["organizations", id, "key_ids", i], "Must name a key of this organization");
     });
   }
   for (const [id, instance] of Object.entries(state.instances)) {
@@ -78,7 +79,8 @@ function referenceIssues(state: EmulatorState): Issue[] {
   }
   for (const [key, id] of Object.entries(heads)) {
     const response = has(responses, id) ? responses[id] : undefined;
-    if (!response || headKey(response.instance_id, response.session) !== key) bad(["gateway", "heads", key], "Must name the latest response of that instance and session");
+    if (!response || headKey(response.instance_id, response.session) !== key)
+      bad(["gateway", "heads", key], "Must name the latest response of that instance and session");
   }
   return issues;
 }

@@ -144,7 +144,7 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
   const settleWaiters = (upTo: number) => {
     if (!waiters.length) return;
     const still: typeof waiters = [];
-    for (const w of waiters) (w.seq <= upTo ? w.resolve() : still.push(w));
+    for (const w of waiters) w.seq <= upTo ? w.resolve() : still.push(w);
     waiters = still;
   };
 

@@ -51,13 +51,16 @@ export async function exportTree(root: string): Promise<TreeEntry[]> {
 
 const Mode = z.number().int().min(0).max(0o7777);
 const Mtime = z.iso.datetime();
-const TreePath = z.string().min(1).superRefine((path, ctx) => {
-  try {
-    if (parseRelativePath(path).join("/") !== path) ctx.addIssue({ code: "custom", message: "Path must be normalised (no '.', '..' or empty components)" });
-  } catch (error) {
-    ctx.addIssue({ code: "custom", message: error instanceof Error ? error.message : "Invalid path" });
-  }
-});
+const TreePath = z
+  .string()
+  .min(1)
+  .superRefine((path, ctx) => {
+    try {
+      if (parseRelativePath(path).join("/") !== path) ctx.addIssue({ code: "custom", message: "Path must be normalised (no '.', '..' or empty components)" });
+    } catch (error) {
+      ctx.addIssue({ code: "custom", message: error instanceof Error ? error.message : "Invalid path" });
+    }
+  });
 const Entry = z.discriminatedUnion("type", [
   z.strictObject({ path: TreePath, type: z.literal("dir"), mode: Mode, mtime: Mtime }),
   z.strictObject({ path: TreePath, type: z.literal("file"), mode: Mode, mtime: Mtime, data: z.base64() }),
@@ -115,7 +118,9 @@ export function parseTrees(value: unknown): Record<string, TreeEntry[]> {
       for (let i = 1; i < parts.length; i++) {
         const kind = kinds.get(parts.slice(0, i).join("/"));
         if (kind !== undefined && kind !== "dir") {
-          throw new ApiError(422, [{ loc: ["body", "workspaces", instanceId, index, "path"], msg: "A parent of this path is not a directory", type: "value_error" }]);
+          throw new ApiError(422, [
+            { loc: ["body", "workspaces", instanceId, index, "path"], msg: "A parent of this path is not a directory", type: "value_error" },
+          ]);
         }
       }
     });

@@ -28,7 +28,7 @@ export class ServiceError extends Error {
           ? detail.error
           : Array.isArray(detail)
             ? detail.map((d: { loc?: unknown[]; msg?: string }) => `${(d.loc ?? []).join(".")}: ${d.msg ?? ""}`).join("; ")
-            : errorMessageOf(body) ?? "request failed";
+            : (errorMessageOf(body) ?? "request failed");
     return status === 0 ? `service unreachable: ${text}` : `HTTP ${status}: ${text}`;
   }
 }

@@ -22,10 +22,18 @@ export { parseStreamEvent, readResponseStream, type ResponseStreamEvent, type Un
 
 // `body` and `query` are optional members of a route spec: strip `undefined` before looking.
 type BodyArg<S> = S extends { body?: infer B }
-  ? [NonNullable<B>] extends [never] ? unknown : NonNullable<B> extends z.ZodType ? { body: z.input<NonNullable<B>> } : unknown
+  ? [NonNullable<B>] extends [never]
+    ? unknown
+    : NonNullable<B> extends z.ZodType
+      ? { body: z.input<NonNullable<B>> }
+      : unknown
   : unknown;
 type QueryArg<S> = S extends { query?: infer Q }
-  ? [NonNullable<Q>] extends [never] ? unknown : NonNullable<Q> extends z.ZodType ? { query?: z.input<NonNullable<Q>> } : unknown
+  ? [NonNullable<Q>] extends [never]
+    ? unknown
+    : NonNullable<Q> extends z.ZodType
+      ? { query?: z.input<NonNullable<Q>> }
+      : unknown
   : unknown;
 type ParamArg<S> = S extends { path: infer P extends string } ? { [K in PathParams<P>]: string } : unknown;
 export type ArgsOf<S> = ParamArg<S> & BodyArg<S> & QueryArg<S>;

@@ -5,7 +5,11 @@ export const Uuid = z.uuid();
 export const Timestamp = z.iso.datetime();
 /** A lone UTF-16 surrogate cannot be encoded as UTF-8: such a string is not text. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-export const Name = z.string().min(1).max(128).refine((s) => !LONE_SURROGATE.test(s), "Must be valid Unicode (no lone surrogate)");
+export const Name = z
+  .string()
+  .min(1)
+  .max(128)
+  .refine((s) => !LONE_SURROGATE.test(s), "Must be valid Unicode (no lone surrogate)");
 
 export const PROVIDERS = ["anthropic", "openai", "gemini"] as const;
 export const Provider = z.enum(PROVIDERS);
@@ -31,9 +35,7 @@ export const ErrorBody = z.object({
 export type ErrorBody = z.infer<typeof ErrorBody>;
 
 /** Query booleans arrive as text. */
-export const QueryBoolean = z
-  .enum(["true", "false", "1", "0"])
-  .transform((v) => v === "true" || v === "1");
+export const QueryBoolean = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
 
 export const StringMap = z.record(z.string(), z.string());
 export const JsonObject = z.record(z.string(), z.unknown());

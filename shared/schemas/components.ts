@@ -37,7 +37,7 @@ name(common.Provider, "Provider", "A model provider whose key an organization ca
 name(common.Permission, "Permission", "What a scoped key may do on the instances it is granted.");
 name(common.Tier, "Tier", "A subscription plan: shrimp (1 instance), crab (10), lobster (500).");
 name(common.ErrorBody, "Error", "Every error answer: a sentence, a list of validation issues (422), or a gateway failure `{error}` (502).");
-name(common.ValidationIssue, "ValidationIssue", "One failed check: where (`loc`, e.g. `[\"body\", \"name\"]`), why, and its kind.");
+name(common.ValidationIssue, "ValidationIssue", 'One failed check: where (`loc`, e.g. `["body", "name"]`), why, and its kind.');
 
 // Organization and billing
 name(org.Organization, "Organization", "An organization: its plan, instance count and the providers it holds keys for (never the keys).");
@@ -93,7 +93,11 @@ name(files.MoveRequest, "MoveRequest", "A file or directory to move or rename.")
 
 // Emulator control plane
 name(admin.Health, "Health", "The emulator is up, and its version.");
-name(admin.FaultRuleRequest, "FaultRuleRequest", "A fault to inject: which calls it hits (target, instance, path, method), what it does (status, reset, timeout, latency) and how often.");
+name(
+  admin.FaultRuleRequest,
+  "FaultRuleRequest",
+  "A fault to inject: which calls it hits (target, instance, path, method), what it does (status, reset, timeout, latency) and how often.",
+);
 name(admin.FaultRule, "FaultRule", "A fault rule with its id, how many hits remain (`null`: unlimited) and how many it has had.");
 name(admin.ForceStateRequest, "ForceStateRequest", "The status to force an instance into, optionally with an error message or another gateway.");
 name(admin.TierRequest, "TierRequest", "The plan to put an organization on, without checkout.");

@@ -69,10 +69,30 @@ export const ResponseInProgress = ResponseObject.extend({ usage: ResponseObject.
 
 export const ResponseCreatedEvent = z.looseObject({ type: z.literal("response.created"), ...Sequenced, response: ResponseInProgress });
 export const ResponseInProgressEvent = z.looseObject({ type: z.literal("response.in_progress"), ...Sequenced, response: ResponseInProgress });
-export const OutputItemAddedEvent = z.looseObject({ type: z.literal("response.output_item.added"), ...Sequenced, output_index: z.number().int(), item: OutputItem });
-export const OutputItemDoneEvent = z.looseObject({ type: z.literal("response.output_item.done"), ...Sequenced, output_index: z.number().int(), item: OutputItem });
-export const ContentPartAddedEvent = z.looseObject({ type: z.literal("response.content_part.added"), ...Sequenced, ...TextRef, part: z.looseObject({ type: z.string() }) });
-export const ContentPartDoneEvent = z.looseObject({ type: z.literal("response.content_part.done"), ...Sequenced, ...TextRef, part: z.looseObject({ type: z.string() }) });
+export const OutputItemAddedEvent = z.looseObject({
+  type: z.literal("response.output_item.added"),
+  ...Sequenced,
+  output_index: z.number().int(),
+  item: OutputItem,
+});
+export const OutputItemDoneEvent = z.looseObject({
+  type: z.literal("response.output_item.done"),
+  ...Sequenced,
+  output_index: z.number().int(),
+  item: OutputItem,
+});
+export const ContentPartAddedEvent = z.looseObject({
+  type: z.literal("response.content_part.added"),
+  ...Sequenced,
+  ...TextRef,
+  part: z.looseObject({ type: z.string() }),
+});
+export const ContentPartDoneEvent = z.looseObject({
+  type: z.literal("response.content_part.done"),
+  ...Sequenced,
+  ...TextRef,
+  part: z.looseObject({ type: z.string() }),
+});
 /** A piece of the assistant's text: the deltas, in order, add up to the final text. */
 export const OutputTextDeltaEvent = z.looseObject({ type: z.literal("response.output_text.delta"), ...Sequenced, ...TextRef, delta: z.string() });
 export const OutputTextDoneEvent = z.looseObject({ type: z.literal("response.output_text.done"), ...Sequenced, ...TextRef, text: z.string() });

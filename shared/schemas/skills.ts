@@ -1,7 +1,13 @@
 import { z } from "zod";
 import { JsonObject, QueryBoolean, StringMap } from "./common.js";
 
-const EnvMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).max(128), z.string().max(4096));
+const EnvMap = z.record(
+  z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+    .max(128),
+  z.string().max(4096),
+);
 
 export const SkillListItem = z.object({
   name: z.string(),

@@ -58,13 +58,13 @@ async function open(path: string): Promise<void> {
 describe("web console", () => {
   it("loads, says what to do when empty, and shows an instance created through the API without a reload", async () => {
     await open("/");
-    await (page.getByRole("heading", { level: 1, name: "Instances" })).first().waitFor({ state: "visible" });
-    await (page.getByText("No instances yet.")).first().waitFor({ state: "visible" });
+    await page.getByRole("heading", { level: 1, name: "Instances" }).first().waitFor({ state: "visible" });
+    await page.getByText("No instances yet.").first().waitFor({ state: "visible" });
     await expect.poll(() => textOf(page.locator(".empty pre")), UNTIL).toContain("/v1/instances");
 
     const { instanceId } = await orgWithInstance("live");
     const row = page.locator(`tr[data-instance="${instanceId}"]`);
-    await (row).first().waitFor({ state: "visible" });
+    await row.first().waitFor({ state: "visible" });
     await expect.poll(() => textOf(row), UNTIL).toContain("live-agent");
     await expect.poll(() => textOf(row), UNTIL).toContain("running");
 
@@ -78,9 +78,14 @@ describe("web console", () => {
   it("follows a session's conversation live as messages are sent through the API", async () => {
     const { key, instanceId } = await orgWithInstance("talk");
     await open(`/instances/${instanceId}/sessions/support-7`);
-    await (page.getByText("No turns in this session yet.")).first().waitFor({ state: "visible" });
+    await page.getByText("No turns in this session yet.").first().waitFor({ state: "visible" });
 
-    const first = await call<{ id: string }>("POST", `/v1/instances/${instanceId}/session/support-7/responses`, { model: "m", input: "where is my parcel?" }, key);
+    const first = await call<{ id: string }>(
+      "POST",
+      `/v1/instances/${instanceId}/session/support-7/responses`,
+      { model: "m", input: "where is my parcel?" },
+      key,
+    );
     expect(first.status).toBe(200);
     const turn = page.locator(`li.turn[data-response="${first.body.id}"]`);
     await expect.poll(() => textOf(turn), UNTIL).toContain("where is my parcel?");
@@ -89,18 +94,18 @@ describe("web console", () => {
     const second = await call<{ id: string }>("POST", `/v1/instances/${instanceId}/session/support-7/responses`, { model: "m", input: "and when?" }, key);
     const next = page.locator(`li.turn[data-response="${second.body.id}"]`);
     await expect.poll(() => textOf(next), UNTIL).toContain("and when?");
-    await (next.getByRole("link", { name: first.body.id })).first().waitFor({ state: "visible" });
+    await next.getByRole("link", { name: first.body.id }).first().waitFor({ state: "visible" });
 
     // A response id links to its chain.
     await next.getByRole("link", { name: second.body.id }).click();
     await expect.poll(() => textOf(page.getByRole("heading", { level: 1 })), UNTIL).toContain(second.body.id);
-    await expect.poll(() => (page.locator("li.turn")).count(), UNTIL).toBe(2);
+    await expect.poll(() => page.locator("li.turn").count(), UNTIL).toBe(2);
   });
 
   it("adds a fault from the form, and the next message fails as the rule says", async () => {
     const { key, instanceId } = await orgWithInstance("faulty");
     await open("/faults");
-    await (page.getByText("No fault rules")).first().waitFor({ state: "visible" });
+    await page.getByText("No fault rules").first().waitFor({ state: "visible" });
     const form = page.getByRole("form", { name: "Add a fault rule" });
     await form.getByLabel("Target").selectOption("api");
     await form.getByLabel("Instance id").fill(instanceId);
@@ -109,13 +114,13 @@ describe("web console", () => {
     await form.getByLabel("Times").fill("1");
     await form.getByRole("button", { name: "Add rule" }).click();
     const rule = page.locator("tr[data-fault]");
-    await expect.poll(() => (rule).count(), UNTIL).toBe(1);
+    await expect.poll(() => rule.count(), UNTIL).toBe(1);
     await expect.poll(() => textOf(rule), UNTIL).toContain("HTTP 503");
 
     const failed = await call<{ detail: string }>("POST", `/v1/instances/${instanceId}/session/s/responses`, { model: "m", input: "hi" }, key);
     expect(failed).toEqual({ status: 503, body: { detail: "Injected fault (HTTP 503)." } });
     // Used up (times: 1): the rule leaves the list live, and the next message goes through.
-    await expect.poll(() => (rule).count(), UNTIL).toBe(0);
+    await expect.poll(() => rule.count(), UNTIL).toBe(0);
     expect((await call("POST", `/v1/instances/${instanceId}/session/s/responses`, { model: "m", input: "hi" }, key)).status).toBe(200);
   });
 
@@ -126,10 +131,19 @@ describe("web console", () => {
     await expect.poll(() => textOf(whatsapp), UNTIL).toContain("no");
     expect((await call("POST", `/v1/instances/${instanceId}/channels/whatsapp/connect`, { config: {} }, key)).status).toBe(200);
     const qr = page.getByTestId("qr-whatsapp");
-    await (qr).first().waitFor({ state: "visible" });
-    await expect.poll(() => qr.evaluate((img) => { const image = img as unknown as { complete: boolean; naturalWidth: number }; return image.complete ? image.naturalWidth : 0; }), UNTIL).toBeGreaterThan(50);
+    await qr.first().waitFor({ state: "visible" });
+    await expect
+      .poll(
+        () =>
+          qr.evaluate((img) => {
+            const image = img as unknown as { complete: boolean; naturalWidth: number };
+            return image.complete ? image.naturalWidth : 0;
+          }),
+        UNTIL,
+      )
+      .toBeGreaterThan(50);
     await whatsapp.getByRole("button", { name: "Scan" }).click();
-    await expect.poll(() => (qr).count(), UNTIL).toBe(0);
+    await expect.poll(() => qr.count(), UNTIL).toBe(0);
     const status = await call<{ connected: boolean }>("GET", `/v1/instances/${instanceId}/channels/whatsapp/status`, undefined, key);
     expect(status.body.connected).toBe(true);
   });
@@ -153,7 +167,7 @@ describe("web console", () => {
 
     // Keyboard: the filter narrows the list, arrows move the selection.
     await page.getByLabel("Filter").fill("signup");
-    await expect.poll(() => (log.locator("tbody tr")).count(), UNTIL).toBeGreaterThan(0);
+    await expect.poll(() => log.locator("tbody tr").count(), UNTIL).toBeGreaterThan(0);
     for (const text of await log.locator("tbody tr").allTextContents()) expect(text).toContain("signup");
   });
 
@@ -163,15 +177,18 @@ describe("web console", () => {
     const ids: string[] = [];
     for (let i = 1; i <= 6; i++) {
       ids.push((await call<{ id: string }>("POST", `/v1/instances/${instanceId}/session/load/responses`, { model: "m", input: `message ${i}` }, key)).body.id);
-      await (page.locator(`li.turn[data-response="${ids.at(-1)}"]`)).first().waitFor({ state: "visible" });
+      await page
+        .locator(`li.turn[data-response="${ids.at(-1)}"]`)
+        .first()
+        .waitFor({ state: "visible" });
     }
-    await expect.poll(() => (page.locator("li.turn")).count(), UNTIL).toBe(3);
+    await expect.poll(() => page.locator("li.turn").count(), UNTIL).toBe(3);
     await expect.poll(() => textOf(page.locator("li.turn").first()), UNTIL).toContain("message 4");
 
     await open("/requests?window=4");
     for (let i = 0; i < 8; i++) await call("GET", `/v1/organization?probe=${i}`, undefined, key);
     await expect.poll(() => textOf(page.getByTestId("request-log").locator("tbody tr").first()), UNTIL).toContain("/v1/organization");
-    await expect.poll(() => (page.getByTestId("request-log").locator("tbody tr")).count(), UNTIL).toBe(4);
+    await expect.poll(() => page.getByTestId("request-log").locator("tbody tr").count(), UNTIL).toBe(4);
     expect(pageErrors).toEqual([]);
   });
 
@@ -225,7 +242,9 @@ describe("web console", () => {
       expect(await overflow()).toBe(0);
       await open(`/instances/${instanceId}/skills`);
       await page.getByTestId("skills").waitFor();
-      const displays = await page.evaluate<string[]>(`[...new Set([...document.querySelectorAll("[data-testid=skills] td")].map((c) => getComputedStyle(c).display))]`);
+      const displays = await page.evaluate<string[]>(
+        `[...new Set([...document.querySelectorAll("[data-testid=skills] td")].map((c) => getComputedStyle(c).display))]`,
+      );
       expect(displays).toEqual(["table-cell"]);
     } finally {
       await page.setViewportSize({ width: 1280, height: 800 });
@@ -254,7 +273,9 @@ describe("web console", () => {
     const target = `${url}/_emulator/reset`;
     const evil = createServer((_req, res) => {
       res.setHeader("content-type", "text/html");
-      res.end(`<script>fetch(${JSON.stringify(target)}, { method: "POST", mode: "no-cors" }).finally(() => document.forms[0].submit());</script><form method="POST" action="${target}"></form>`);
+      res.end(
+        `<script>fetch(${JSON.stringify(target)}, { method: "POST", mode: "no-cors" }).finally(() => document.forms[0].submit());</script><form method="POST" action="${target}"></form>`,
+      );
     });
     await new Promise<void>((resolve) => evil.listen(0, "127.0.0.1", resolve));
     const answers: number[] = [];
@@ -296,7 +317,9 @@ describe("web console", () => {
       await seventh.goto(`${url}/_emulator/ui/requests`);
       await expect.poll(() => textOf(seventh.getByTestId("live-status")), UNTIL).toBe("live");
       // A tab shown again reconnects and loads its view again.
-      await tabs[0]!.evaluate(`Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "visible" }); document.dispatchEvent(new Event("visibilitychange"));`);
+      await tabs[0]!.evaluate(
+        `Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "visible" }); document.dispatchEvent(new Event("visibilitychange"));`,
+      );
       await expect.poll(() => textOf(tabs[0]!.getByTestId("live-status")), UNTIL).toBe("live");
     } finally {
       for (const tab of tabs) await tab.close();
@@ -342,7 +365,7 @@ describe("web console", () => {
 
     await page.getByRole("button", { name: "Reset…" }).click();
     await page.getByRole("button", { name: "Cancel" }).click();
-    expect(((await call<{ instances: unknown[] }>("GET", "/_emulator/console/state")).body.instances).length).toBeGreaterThan(0);
+    expect((await call<{ instances: unknown[] }>("GET", "/_emulator/console/state")).body.instances.length).toBeGreaterThan(0);
     await page.getByRole("button", { name: "Reset…" }).click();
     await page.getByRole("button", { name: "Yes" }).click();
     await page.getByText("The emulator was reset.").waitFor();

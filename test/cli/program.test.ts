@@ -39,7 +39,18 @@ describe("agent-bridge", () => {
   it("run and check name the config option; emulator every flag", async () => {
     for (const sub of ["run", "check"]) expect((await run([sub, "--help"])).out).toContain("-c, --config <file>");
     const emulator = (await run(["emulator", "--help"])).out;
-    for (const flag of ["--port", "--host", "--data-dir", "--in-memory", "--provision-ms", "--seed", "--admin-token", "--gateway-url", "--flush-ms", "--upload-limit-mb"]) {
+    for (const flag of [
+      "--port",
+      "--host",
+      "--data-dir",
+      "--in-memory",
+      "--provision-ms",
+      "--seed",
+      "--admin-token",
+      "--gateway-url",
+      "--flush-ms",
+      "--upload-limit-mb",
+    ]) {
       expect(emulator).toContain(flag);
     }
   });

@@ -25,11 +25,7 @@ let dir: { path: string; remove(): void };
 let configCount = 0;
 
 beforeAll(async () => {
-  [service, telegram, discord] = await Promise.all([
-    startService(),
-    createFakeTelegram({ token: TG_TOKEN }),
-    createFakeDiscord({ token: DC_TOKEN }),
-  ]);
+  [service, telegram, discord] = await Promise.all([startService(), createFakeTelegram({ token: TG_TOKEN }), createFakeDiscord({ token: DC_TOKEN })]);
   dir = tempDir();
 });
 afterAll(async () => {
@@ -48,7 +44,9 @@ async function check(config: Json | string, env: NodeJS.ProcessEnv = {}, timeout
   return { code, lines, text: lines.join("\n") };
 }
 
-const base = (overrides: { apiKey?: string; baseUrl?: string; instance?: string; attachments?: boolean; autoStart?: boolean; channels?: Json[] } = {}): Json => ({
+const base = (
+  overrides: { apiKey?: string; baseUrl?: string; instance?: string; attachments?: boolean; autoStart?: boolean; channels?: Json[] } = {},
+): Json => ({
   service: { baseUrl: overrides.baseUrl ?? service.url, apiKey: overrides.apiKey ?? service.key, autoStart: overrides.autoStart ?? false },
   dataDir: join(dir.path, "data"),
   attachments: { enabled: overrides.attachments ?? false },
@@ -104,7 +102,11 @@ describe("agent-bridge check", () => {
   });
 
   it("an organization key has every permission; its instances are looked up directly", async () => {
-    const signup = await fetch(`${service.url}/v1/organization/signup`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "org-check" }) });
+    const signup = await fetch(`${service.url}/v1/organization/signup`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "org-check" }),
+    });
     const orgKey = ((await signup.json()) as { api_key: string }).api_key;
     // The other organization's key does not see this organization's instance: a 404, told as "not found".
     const { code, lines } = await check(base({ apiKey: orgKey }));
@@ -129,7 +131,7 @@ describe("agent-bridge check", () => {
     await service.org.revokeKey({ key_id: minted.id });
     const { code, lines } = await check(base({ apiKey: minted.raw }));
     expect(failLines(lines)).toEqual([
-      "FAIL  service: the API key is no longer valid (403 Forbidden \"API key has been revoked.\"). Fix: mint a new key (POST /v1/keys with an organization key) and put it in service.apiKey",
+      'FAIL  service: the API key is no longer valid (403 Forbidden "API key has been revoked."). Fix: mint a new key (POST /v1/keys with an organization key) and put it in service.apiKey',
     ]);
     expect(code).toBe(1);
   });
@@ -206,7 +208,9 @@ describe("agent-bridge check", () => {
   it("a Bot API that cannot be reached", async () => {
     const root = `http://127.0.0.1:${await deadPort()}`;
     const { lines } = await check(base({ channels: [{ type: "telegram", id: "tg", token: TG_TOKEN, apiRoot: root }] }));
-    expect(failLines(lines)).toEqual([`FAIL  channel tg (telegram): cannot reach the Bot API at ${root} (connection refused). Fix: check the network, or the channel's apiRoot`]);
+    expect(failLines(lines)).toEqual([
+      `FAIL  channel tg (telegram): cannot reach the Bot API at ${root} (connection refused). Fix: check the network, or the channel's apiRoot`,
+    ]);
   });
 
   it("a service that accepts connections but never answers: says how long it waited", async () => {

@@ -138,7 +138,10 @@ describe("daemon under service faults", () => {
 
   it("stops a route whose key the service refuses, telling the log and the person of every message (coalesced)", async () => {
     const key = await service.mintKey(["interact"]);
-    const { chat, daemon } = await bridge({ retry: { maxAttempts: 5, baseDelayMs: 5, maxDelayMs: 40, errorCooldownMs: 1500, instanceWaitMs: 10_000 } }, key.raw);
+    const { chat, daemon } = await bridge(
+      { retry: { maxAttempts: 5, baseDelayMs: 5, maxDelayMs: 40, errorCooldownMs: 1500, instanceWaitMs: 10_000 } },
+      key.raw,
+    );
     expect(await converse(chat, "ida", ["before"])).toEqual(["You said: before"]);
     await service.org.revokeKey({ key_id: key.id });
     await chat.inject({ userId: "ida", text: "after 1" });

@@ -107,7 +107,16 @@ describe("daemon killed with SIGKILL while answers are lost", () => {
         const inputs = Array.from({ length: PER_ROUND }, (_, i) => `r${round}-${i + 1}`);
         // Every round starts a conversation: its first input is a first turn.
         daemon.proc.stdin.write("/new\n");
-        await until(() => children.map((c) => c.out()).join("\n").split("Started a new conversation").length - 1 >= round, "the /new answer");
+        await until(
+          () =>
+            children
+              .map((c) => c.out())
+              .join("\n")
+              .split("Started a new conversation").length -
+              1 >=
+            round,
+          "the /new answer",
+        );
         journaled += 1;
 
         // Calls wait until all inputs are journaled (the terminal cannot deliver twice), then meet their fate.

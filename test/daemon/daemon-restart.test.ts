@@ -38,7 +38,12 @@ describe("daemon across a crash", () => {
     const second = await startBridge(testConfig(service, dir));
     cleanups.push(() => second.daemon.stop({ graceMs: 0 }));
     await second.daemon.whenIdle();
-    expect(second.chat.repliesTo("ann").filter((m) => !m.text.startsWith("Platform:")).map((m) => m.text)).toEqual(["You said: a1", "You said: a2"]);
+    expect(
+      second.chat
+        .repliesTo("ann")
+        .filter((m) => !m.text.startsWith("Platform:"))
+        .map((m) => m.text),
+    ).toEqual(["You said: a1", "You said: a2"]);
     expect(second.chat.repliesTo("bob").map((m) => m.text)).toEqual(["You said: b1"]);
     // The command was answered exactly once, by one daemon or the other.
     const whoami = [...first.chat.sent, ...second.chat.sent].filter((m) => m.text.startsWith("Platform:"));

@@ -109,7 +109,11 @@ describe("daemon against the emulator", () => {
         // Every chunk opens and closes the fences it has.
         expect((c.match(/^\s*```/gm) ?? []).length % 2).toBe(0);
       }
-      const plain = (t: string) => t.replace(/^\s*```.*$/gm, "").replace(/\s+/g, " ").trim();
+      const plain = (t: string) =>
+        t
+          .replace(/^\s*```.*$/gm, "")
+          .replace(/\s+/g, " ")
+          .trim();
       expect(plain(chunks.join("\n"))).toBe(plain(originalText));
       expect(chat.repliesTo(`long${limit}`).every((m) => m.format === "markdown")).toBe(true);
     });
@@ -170,7 +174,10 @@ describe("daemon against the emulator", () => {
     const replies = await chat.waitForReplies("hub", 4);
     const texts = replies.map((r) => r.text);
     // Observation 2: the cooldown used to swallow the notices after the first.
-    expect(texts.filter((t) => /busy/.test(t))).toEqual([expect.stringMatching(/this one was not taken/), expect.stringMatching(/3 more messages from you were not taken/)]);
+    expect(texts.filter((t) => /busy/.test(t))).toEqual([
+      expect.stringMatching(/this one was not taken/),
+      expect.stringMatching(/3 more messages from you were not taken/),
+    ]);
     expect(texts.filter((t) => !/busy/.test(t))).toEqual(["slept 1500", "You said: queued"]);
   });
 
@@ -215,7 +222,14 @@ describe("daemon against the emulator", () => {
     const dir = tempDir();
     cleanups.push(dir.remove);
     const config = testConfig(service, dir.path, {
-      channels: [{ type: "telegram", id: "acct0", token: "123456789:AAAbbbCCCdddEEEfffGGGhhhIIIjjjKKKll", access: { mode: "open", groups: { open: { requireMention: false }, guild: { requireMention: false } } } }],
+      channels: [
+        {
+          type: "telegram",
+          id: "acct0",
+          token: "123456789:AAAbbbCCCdddEEEfffGGGhhhIIIjjjKKKll",
+          access: { mode: "open", groups: { open: { requireMention: false }, guild: { requireMention: false } } },
+        },
+      ],
       routes: [{ match: {}, instance: service.instanceIds[0]! }],
     });
     const b = await startBridge(config);
@@ -234,12 +248,21 @@ describe("daemon against the emulator", () => {
 
   it("tells the sender of files the adapter did not pass on, once the message is journaled, and also when nothing else was left", async () => {
     const { chat } = await bridge();
-    await chat.inject({ userId: "fay", text: "see the files", droppedAttachments: [{ fileName: "big.pdf", reason: "too_large" }, { fileName: "x.bin", reason: "unavailable" }] });
+    await chat.inject({
+      userId: "fay",
+      text: "see the files",
+      droppedAttachments: [
+        { fileName: "big.pdf", reason: "too_large" },
+        { fileName: "x.bin", reason: "unavailable" },
+      ],
+    });
     await chat.inject({ userId: "fay", text: "", droppedAttachments: [{ fileName: "only.zip", reason: "disabled" }] });
     const replies = await chat.waitForReplies("fay", 3);
     const texts = replies.map((r) => r.text);
     expect(texts).toContain("You said: see the files");
-    expect(texts).toContainEqual(expect.stringMatching(/^"big\.pdf" is larger than the 20 MB limit; "x\.bin" could not be downloaded, so they were not passed on\.$/));
+    expect(texts).toContainEqual(
+      expect.stringMatching(/^"big\.pdf" is larger than the 20 MB limit; "x\.bin" could not be downloaded, so they were not passed on\.$/),
+    );
     expect(texts).toContainEqual('attachments are off here ("only.zip"), so it was not passed on.');
     expect(chat.outcomes.map((o) => o.status)).toEqual(["accepted", "refused"]);
   });
@@ -247,7 +270,13 @@ describe("daemon against the emulator", () => {
   it("uploads attachments to the inbox and names them in the turn", async () => {
     const { chat } = await bridge();
     const data = Buffer.from("hello file\n");
-    await chat.inject({ userId: "ivy", chatId: "ivy", text: "see attached", sentAt: 1_700_000_000_000, attachments: [{ kind: "document", fileName: "notes.txt", mimeType: "text/plain", data }] });
+    await chat.inject({
+      userId: "ivy",
+      chatId: "ivy",
+      text: "see attached",
+      sentAt: 1_700_000_000_000,
+      attachments: [{ kind: "document", fileName: "notes.txt", mimeType: "text/plain", data }],
+    });
     const [reply] = await chat.waitForReplies("ivy", 1);
     const path = "inbox/fake/ivy/1700000000000-notes.txt";
     expect(reply!.text).toBe(`You said: see attached\n\nAttached files (in the workspace):\n- ${path}`);

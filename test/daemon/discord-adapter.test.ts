@@ -40,7 +40,16 @@ const running: ChatAdapter[] = [];
 beforeEach(async () => {
   fake = await createFakeDiscord({
     token: TOKEN,
-    guilds: [{ id: GUILD, name: "Test Guild", channels: [{ id: GENERAL, name: "general" }, { id: QUIET, name: "quiet" }] }],
+    guilds: [
+      {
+        id: GUILD,
+        name: "Test Guild",
+        channels: [
+          { id: GENERAL, name: "general" },
+          { id: QUIET, name: "quiet" },
+        ],
+      },
+    ],
   });
   dataDir = mkdtempSync(join(tmpdir(), "discord-adapter-"));
 });
@@ -94,8 +103,11 @@ async function startAdapter(
 
 const mention = (user: FakeUser, style: "plain" | "nick" = "plain") => (style === "nick" ? `<@!${user.id}>` : `<@${user.id}>`);
 const byId = (h: Harness, id: unknown) => waitFor(() => h.received.find((m) => m.messageId === id), `message ${String(id)}`);
-const guildMessage = (author: FakeUser, content: string, extra: { mentions?: FakeUser[]; replyTo?: string; channelId?: string; mentionRoles?: string[] } = {}) =>
-  fake.dispatchMessage({ channelId: extra.channelId ?? GENERAL, guildId: GUILD, author, content, ...extra });
+const guildMessage = (
+  author: FakeUser,
+  content: string,
+  extra: { mentions?: FakeUser[]; replyTo?: string; channelId?: string; mentionRoles?: string[] } = {},
+) => fake.dispatchMessage({ channelId: extra.channelId ?? GENERAL, guildId: GUILD, author, content, ...extra });
 
 describe("discord adapter: direct messages", () => {
   it("turns a DM into an InboundMessage and sends the reply to the DM channel", async () => {
@@ -164,7 +176,11 @@ describe("discord adapter: guild channels", () => {
     const h = await startAdapter();
     const asked = guildMessage(alice, `${mention(fake.bot)} first question`, { mentions: [fake.bot] });
     await byId(h, asked.id);
-    await h.adapter.send({ platform: "discord", accountId: "discord-main", chatId: GENERAL, chatType: "group", replyToMessageId: String(asked.id) }, "first answer", { format: "markdown" });
+    await h.adapter.send(
+      { platform: "discord", accountId: "discord-main", chatId: GENERAL, chatType: "group", replyToMessageId: String(asked.id) },
+      "first answer",
+      { format: "markdown" },
+    );
     const answer = fake.sentMessages(GENERAL)[0]!;
     expect(answer.replyTo).toBe(asked.id);
 
@@ -434,7 +450,9 @@ describe("discord adapter: connection", () => {
     await waitFor(() => fake.stats.resumes === 1 && fake.isLive(), "resume");
     fake.invalidateSession();
     await waitFor(() => fake.stats.identifies === 2 && fake.isLive(), "re-identify");
-    await h.adapter.send({ platform: "discord", accountId: "discord-main", chatId: "1", chatType: "direct" }, "to nowhere", { format: "plain" }).catch(() => undefined);
+    await h.adapter
+      .send({ platform: "discord", accountId: "discord-main", chatId: "1", chatType: "direct" }, "to nowhere", { format: "plain" })
+      .catch(() => undefined);
     await h.adapter.stop();
     // The gateway did get the token; the logs (trace level, discord.js debug included) did not.
     expect(fake.identifyPayloads[0]?.token).toBe(TOKEN);

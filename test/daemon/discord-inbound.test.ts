@@ -36,8 +36,7 @@ const view = (overrides: Partial<DiscordMessageView> = {}): DiscordMessageView =
   ...overrides,
 });
 
-const config = (extra: Record<string, unknown> = {}) =>
-  discordChannelSchema.parse({ type: "discord", token: "t", access: { mode: "open" }, ...extra });
+const config = (extra: Record<string, unknown> = {}) => discordChannelSchema.parse({ type: "discord", token: "t", access: { mode: "open" }, ...extra });
 
 describe("stripBotMention", () => {
   it("removes leading mentions in every form, with the punctuation after them", () => {

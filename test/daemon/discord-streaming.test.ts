@@ -29,7 +29,11 @@ afterEach(async () => {
 async function bridge() {
   const service = await startServiceFixture(cleanups, "discord-stream-");
   const time = createManualClock();
-  const fake = await createFakeDiscord({ token: TOKEN, now: () => time.now(), guilds: [{ id: GUILD, name: "Test Guild", channels: [{ id: GENERAL, name: "general" }] }] });
+  const fake = await createFakeDiscord({
+    token: TOKEN,
+    now: () => time.now(),
+    guilds: [{ id: GUILD, name: "Test Guild", channels: [{ id: GENERAL, name: "general" }] }],
+  });
   cleanups.push(() => fake.close());
   const config = service.configFor({ type: "discord", id: "dc", token: TOKEN, api: fake.apiBase, access: { users: [alice.id] } });
   const daemon = createDaemon({ config, clock: time, random: seededRandom(7) });
@@ -57,10 +61,19 @@ it("!stream 6 in a DM: first text before the gateway completes, one message edit
   await waitFor(() => (shownIn(fake, dm)[0]?.versions.length ?? 0) >= 2, "an edit");
   clock.advance(3000);
   const final = splitReply(answer, 2000);
-  await waitFor(() => same(shownIn(fake, dm).map((m) => m.content), final), "the final text");
+  await waitFor(
+    () =>
+      same(
+        shownIn(fake, dm).map((m) => m.content),
+        final,
+      ),
+    "the final text",
+  );
   expect(shownIn(fake, dm).map((m) => m.id)).toEqual([first.id]);
   expect(fake.sentMessages(dm)).toHaveLength(1);
-  const times = shownIn(fake, dm).flatMap((m) => m.versions.map((v) => v.at)).sort((a, b) => a - b);
+  const times = shownIn(fake, dm)
+    .flatMap((m) => m.versions.map((v) => v.at))
+    .sort((a, b) => a - b);
   for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(950);
 });
 
@@ -72,7 +85,15 @@ it("a 9,000-character streamed reply ends as exactly the non-streamed split, one
   clock.advance(2000);
   const final = splitReply(streamText(9000), 2000);
   expect(final.length).toBeGreaterThanOrEqual(5);
-  await waitFor(() => same(shownIn(fake, dm).map((m) => m.content), final), "the final messages", 30_000);
+  await waitFor(
+    () =>
+      same(
+        shownIn(fake, dm).map((m) => m.content),
+        final,
+      ),
+    "the final messages",
+    30_000,
+  );
   expect(fake.sentMessages(dm)).toHaveLength(final.length);
 });
 
@@ -86,7 +107,15 @@ it("an edit answered 429 is retried after Discord's retry_after, and the message
   await waitFor(() => (shownIn(fake, dm)[0]?.versions.length ?? 0) >= 2, "the first edit");
   clock.advance(3000);
   const final = splitReply(streamText(600), 2000);
-  await waitFor(() => same(shownIn(fake, dm).map((m) => m.content), final), "the final text", 20_000);
+  await waitFor(
+    () =>
+      same(
+        shownIn(fake, dm).map((m) => m.content),
+        final,
+      ),
+    "the final text",
+    20_000,
+  );
   expect(shownIn(fake, dm).map((m) => m.id)).toEqual([first.id]);
   // Rate limited, not refused: no degraded second message.
   expect(fake.sentMessages(dm)).toHaveLength(1);

@@ -91,7 +91,11 @@ describe("Discord fake: PATCH /channels/{id}/messages/{id}", () => {
   const token = "discord-edit-token";
   const channelId = "300000000000000001";
   async function start(editIntervalMs = 0): Promise<{ dc: FakeDiscord; rest: REST }> {
-    const dc = await createFakeDiscord({ token, editIntervalMs, guilds: [{ id: "200000000000000001", name: "g", channels: [{ id: channelId, name: "general" }] }] });
+    const dc = await createFakeDiscord({
+      token,
+      editIntervalMs,
+      guilds: [{ id: "200000000000000001", name: "g", channels: [{ id: channelId, name: "general" }] }],
+    });
     closers.push(() => dc.close());
     const rest = new REST({ api: dc.apiBase }).setToken(token);
     return { dc, rest };

@@ -55,7 +55,11 @@ afterAll(async () => {
 
 /** Builds (never starts) the adapters of `channels` in a fresh process: which platforms were built, which libraries were resolved. */
 async function build(channels: unknown[]): Promise<{ built: string[]; loaded: string[] }> {
-  const { stdout, stderr } = await promisify(execFile)(process.execPath, ["--import", join(dir, "register.mjs"), join(dir, "build.mjs"), JSON.stringify(channels), join(dir, "data")], { cwd: ROOT });
+  const { stdout, stderr } = await promisify(execFile)(
+    process.execPath,
+    ["--import", join(dir, "register.mjs"), join(dir, "build.mjs"), JSON.stringify(channels), join(dir, "data")],
+    { cwd: ROOT },
+  );
   const loaded = [...new Set(stderr.split("\n").flatMap((line) => (line.startsWith("LOADED ") ? [line.slice("LOADED ".length)] : [])))];
   return { built: JSON.parse(stdout) as string[], loaded: loaded.sort() };
 }

@@ -47,7 +47,9 @@ describe("commands", () => {
     expect(await runCommand("help", context())).toMatch(/^\/stop: stop the answer being written and drop your queued messages$/m);
     expect(parseCommand("/stop")).toEqual({ name: "stop", args: "" });
     expect(await runCommand("stop", context())).toBe("Stopped the answer in progress. Dropped 2 queued messages.");
-    expect(await runCommand("stop", context({ stopTurn: async () => ({ stopped: false, dropped: 1 }) }))).toBe("No answer was in progress. Dropped 1 queued message.");
+    expect(await runCommand("stop", context({ stopTurn: async () => ({ stopped: false, dropped: 1 }) }))).toBe(
+      "No answer was in progress. Dropped 1 queued message.",
+    );
     let resets = 0;
     const fresh = await runCommand("new", context({ resetSession: async () => `s.g${++resets}` }));
     expect(resets).toBe(1);
@@ -61,7 +63,14 @@ describe("reply text", () => {
       id: "resp_1",
       output: [
         { type: "reasoning", content: [{ type: "output_text", text: "hidden" }] },
-        { type: "message", role: "assistant", content: [{ type: "output_text", text: "one" }, { type: "refusal", refusal: "x" }] },
+        {
+          type: "message",
+          role: "assistant",
+          content: [
+            { type: "output_text", text: "one" },
+            { type: "refusal", refusal: "x" },
+          ],
+        },
         { type: "message", role: "user", content: [{ type: "output_text", text: "not mine" }] },
         { type: "message", role: "assistant", content: [{ type: "output_text", text: "two" }] },
       ],

@@ -115,7 +115,12 @@ describe("scheduler", () => {
     s.enqueue("i1", "a", "m6");
     clock.advance(1000);
     await settle();
-    expect(r.started.map((t) => t.items).slice(-2).sort()).toEqual([["b1"], ["m6"]].sort());
+    expect(
+      r.started
+        .map((t) => t.items)
+        .slice(-2)
+        .sort(),
+    ).toEqual([["b1"], ["m6"]].sort());
   });
 
   it("does not let a burst that never pauses wait forever", async () => {

@@ -96,7 +96,11 @@ describe("store", () => {
     const s1 = await openAt(dir);
     const a = await add(s1, message("a", { attachments: [{ kind: "document", fileName: "x.txt", data: Buffer.from("x") }] }));
     const b = await add(s1, message("b"));
-    await s1.recordReply(a.id, { chunks: ["c1", "c2", "c3"], members: [a.id, b.id], format: "markdown" }, { base: "k", state: { generation: 2, lastResponseId: "resp_1" } });
+    await s1.recordReply(
+      a.id,
+      { chunks: ["c1", "c2", "c3"], members: [a.id, b.id], format: "markdown" },
+      { base: "k", state: { generation: 2, lastResponseId: "resp_1" } },
+    );
     await s1.recordSent(a.id, 1);
     await crash(s1);
 
@@ -244,7 +248,10 @@ describe("state read back is checked", () => {
   it("a snapshot from a newer daemon stops the start with an error saying so", async () => {
     const dir = tempDir();
     writeFileSync(join(dir, "snapshot.json"), JSON.stringify({ version: 2, lastSeq: 0, entries: [], sessions: {}, kv: {}, recentKeys: [] }));
-    await expect(openStore({ dataDir: dir, clock, lock: false })).rejects.toMatchObject({ name: "StateFileError", message: expect.stringMatching(/snapshot\.json: written by a newer daemon \(state version 2/) });
+    await expect(openStore({ dataDir: dir, clock, lock: false })).rejects.toMatchObject({
+      name: "StateFileError",
+      message: expect.stringMatching(/snapshot\.json: written by a newer daemon \(state version 2/),
+    });
   });
 
   it("a snapshot that does not match the schema, or is not JSON, is refused with the file and the field named", async () => {

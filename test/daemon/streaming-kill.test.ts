@@ -39,7 +39,9 @@ const journalHas = (dataDir: string, record: string) => {
   return existsSync(file) && readFileSync(file, "utf8").includes(record);
 };
 
-it("a kill -9 in the middle of a streamed reply: after the restart the same message is edited to the complete answer, shown once; !recall holds the input once", { timeout: 60_000 }, async () => {
+it("a kill -9 in the middle of a streamed reply: after the restart the same message is edited to the complete answer, shown once; !recall holds the input once", {
+  timeout: 60_000,
+}, async () => {
   const fake = await createFakeTelegram({ token: TOKEN });
   const dir = tempDir();
   const dataDir = join(dir.path, "data");

@@ -29,7 +29,10 @@ afterEach(async () => {
 
 function memoryState(initial: Record<string, unknown> = {}): AdapterStateStore & { data: Record<string, unknown> } {
   const data = { ...initial };
-  return { data, get: <T>(k: string) => data[k] as T | undefined, set: async (k, v) => {
+  return {
+    data,
+    get: <T>(k: string) => data[k] as T | undefined,
+    set: async (k, v) => {
       data[k] = v;
     },
   };
@@ -120,17 +123,27 @@ describe("intake", () => {
     const before = Math.floor(Date.now() / 1000) * 1000;
     fake.privateText(alice, "hello there");
     const [msg] = await fake.waitFor(() => accepted.length > 0 && accepted);
-    expect(msg).toMatchObject({ platform: "telegram", accountId: "tg", chatId: "111", chatType: "direct", userId: "111", userName: "alice", text: "hello there" });
+    expect(msg).toMatchObject({
+      platform: "telegram",
+      accountId: "tg",
+      chatId: "111",
+      chatType: "direct",
+      userId: "111",
+      userName: "alice",
+      text: "hello there",
+    });
     expect(msg!.messageId).toMatch(/^\d+$/);
     expect(msg!.sentAt).toBeGreaterThanOrEqual(before);
-    expect(fake.commands).toEqual([[
-      expect.objectContaining({ command: "new" }),
-      expect.objectContaining({ command: "reset" }),
-      expect.objectContaining({ command: "status" }),
-      expect.objectContaining({ command: "stop" }),
-      expect.objectContaining({ command: "help" }),
-      expect.objectContaining({ command: "whoami" }),
-    ]]);
+    expect(fake.commands).toEqual([
+      [
+        expect.objectContaining({ command: "new" }),
+        expect.objectContaining({ command: "reset" }),
+        expect.objectContaining({ command: "status" }),
+        expect.objectContaining({ command: "stop" }),
+        expect.objectContaining({ command: "help" }),
+        expect.objectContaining({ command: "whoami" }),
+      ],
+    ]);
   });
 
   it("leaves the command menu alone when setCommands is off", async () => {
@@ -312,7 +325,10 @@ describe("intake", () => {
     const asked: string[] = [];
     sink.admit = (question) => {
       asked.push(question.message.userId);
-      return { allowed: question.message.userId === String(alice.id), attachments: question.attachmentSizes.map(() => ({ fetch: false, reason: "disabled" as const })) };
+      return {
+        allowed: question.message.userId === String(alice.id),
+        attachments: question.attachmentSizes.map(() => ({ fetch: false, reason: "disabled" as const })),
+      };
     };
     fake.document(bob, "stranger.txt", Buffer.from("unsolicited"), "hello?");
     await fake.waitFor(() => offered.length === 1);
@@ -372,7 +388,10 @@ describe("lifecycle", () => {
     const fake = await fakeFor({});
     const other = "555555555:ZZZbbbCCCdddEEEfffGGGhhhIIIjjjKKKll";
     const harness = setup({ fake, token: other }, fake);
-    const error = await harness.adapter.start(harness.sink).then(() => undefined, (e: unknown) => e);
+    const error = await harness.adapter.start(harness.sink).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(TelegramAdapterError);
     expect((error as TelegramAdapterError).status).toBe(401);
     expect(String((error as Error).message)).not.toContain(other.split(":")[1]);
@@ -399,7 +418,9 @@ describe("webhook mode", () => {
   it("registers the webhook with its secret, refuses forged posts, and answers 200 only once accepted", async () => {
     const port = await deadPort();
     const secretToken = "s3cret-token_for-tests";
-    const { fake, accepted, sink } = await start({ extra: { mode: "webhook", webhook: { url: "https://bridge.example/telegram", host: "127.0.0.1", port, path: "/telegram", secretToken } } });
+    const { fake, accepted, sink } = await start({
+      extra: { mode: "webhook", webhook: { url: "https://bridge.example/telegram", host: "127.0.0.1", port, path: "/telegram", secretToken } },
+    });
     expect(fake.webhook).toEqual({ url: "https://bridge.example/telegram", secret_token: secretToken });
     expect(fake.calls("getUpdates")).toBe(0);
     const post = (body: unknown, secret?: string) =>
@@ -442,7 +463,7 @@ describe("replies", () => {
     expect(fake.sentMessages(111)[0]!.parse_mode).toBeUndefined();
   });
 
-  it("edits in place: Markdown as HTML, plain text when Telegram rejects the entities, \"not modified\" as done, a deleted message as a permanent refusal", async () => {
+  it('edits in place: Markdown as HTML, plain text when Telegram rejects the entities, "not modified" as done, a deleted message as a permanent refusal', async () => {
     const { fake, adapter } = await start();
     expect(adapter.capabilities.edit).toBe(true);
     const receipt = await adapter.send(target, "first", { format: "markdown" });
@@ -451,7 +472,12 @@ describe("replies", () => {
     await adapter.edit!(target, id, "**second**", { format: "markdown" });
     expect(fake.shownMessages(111)[0]).toMatchObject({ text: "<b>second</b>", parse_mode: "HTML" });
     await adapter.edit!(target, id, "**second**", { format: "markdown" }); // Telegram: "message is not modified"
-    fake.injectError("editMessageText", 400, { ok: false, error_code: 400, description: "Bad Request: can't parse entities: unsupported start tag at byte offset 0" }, 1);
+    fake.injectError(
+      "editMessageText",
+      400,
+      { ok: false, error_code: 400, description: "Bad Request: can't parse entities: unsupported start tag at byte offset 0" },
+      1,
+    );
     await adapter.edit!(target, id, "**third**", { format: "markdown" });
     const shown = fake.shownMessages(111);
     expect(shown).toHaveLength(1);
@@ -491,7 +517,10 @@ describe("replies", () => {
   it("a 429 fails at once as a SendError carrying retry_after: no retry layer inside the adapter", async () => {
     const { fake, adapter } = await start();
     fake.inject429("sendMessage", 30, 1);
-    const error = await adapter.send(target, "x", { format: "plain" }).then(() => undefined, (e: unknown) => e);
+    const error = await adapter.send(target, "x", { format: "plain" }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(TelegramAdapterError);
     expect(error).toBeInstanceOf(SendError);
     expect(error).toMatchObject({ status: 429, retryAfterSeconds: 30, retryAfterMs: 30_000, permanent: false });
@@ -510,7 +539,10 @@ describe("replies", () => {
   it("an error body that is not Telegram-shaped keeps its HTTP status and text", async () => {
     const { fake, adapter, logs } = await start();
     fake.injectError("sendMessage", 502, "<html><body>502 Bad Gateway from the proxy</body></html>", 1);
-    const error = await adapter.send(target, "x", { format: "plain" }).then(() => undefined, (e: unknown) => e);
+    const error = await adapter.send(target, "x", { format: "plain" }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toMatchObject({ status: 502, permanent: false });
     expect(String((error as Error).message)).toMatch(/502.*Bad Gateway from the proxy/);
     fake.injectError("getUpdates", 500, { detail: "local server exploded" }, 1);
@@ -537,7 +569,10 @@ describe("replies", () => {
     fake.document(alice, "f.txt", Buffer.from("x"));
     await fake.waitFor(() => fake.downloads === 1);
     await fake.close(); // polls and sends now fail and get logged
-    const error = await adapter.send(target, "x", { format: "plain" }).then(() => undefined, (e: unknown) => e);
+    const error = await adapter.send(target, "x", { format: "plain" }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toMatchObject({ status: 0, retryable: true });
     expect(String((error as Error).message)).toMatch(/telegram sendMessage failed/);
     expect(String((error as Error).message)).not.toContain(TOKEN_SECRET_PART);
@@ -574,7 +609,7 @@ describe("telegramMarkdownToHtml", () => {
     expect(telegramMarkdownToHtml("- [ ] todo\n- [x] done")).toBe("• ☐ todo\n• ☑ done");
     expect(telegramMarkdownToHtml("[l](https://x.example/?a=1&b=2)")).toBe('<a href="https://x.example/?a=1&amp;b=2">l</a>');
     expect(telegramMarkdownToHtml("[l](javascript:alert(1))")).toBe("l");
-    expect(telegramMarkdownToHtml("```py\nx = '<'\n```")).toBe('<pre><code class="language-py">x = \'&lt;\'</code></pre>');
+    expect(telegramMarkdownToHtml("```py\nx = '<'\n```")).toBe("<pre><code class=\"language-py\">x = '&lt;'</code></pre>");
     expect(telegramMarkdownToHtml("| a | b |\n|---|---|\n| 1 | 2 |")).toBe("<pre>| a | b |\n|---|---|\n| 1 | 2 |</pre>");
   });
 });

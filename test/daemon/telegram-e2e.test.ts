@@ -26,7 +26,14 @@ async function bridge() {
   const service = await startServiceFixture(cleanups, "telegram-e2e-");
   const fake = await createFakeTelegram({ token: TOKEN });
   cleanups.push(() => fake.close());
-  const config = service.configFor({ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, streaming: "off", access: { users: [String(alice.id), String(bob.id)], groups: { [String(GROUP)]: {} } } });
+  const config = service.configFor({
+    type: "telegram",
+    id: "tg",
+    token: TOKEN,
+    apiRoot: fake.url,
+    streaming: "off",
+    access: { users: [String(alice.id), String(bob.id)], groups: { [String(GROUP)]: {} } },
+  });
   const daemons: Daemon[] = [];
   const launch = async (logger?: import("pino").Logger) => {
     const daemon = createDaemon({ config, random: seededRandom(3), ...(logger ? { logger } : {}) });
@@ -78,12 +85,20 @@ it("a 9,000-character reply full of bold, inline code, links and & arrives as va
   await launch();
   const paragraphs: string[] = [];
   for (let i = 0; paragraphs.join("\n\n").length < 9000; i++) {
-    paragraphs.push(`Step ${i}: use **bold ${i}** and \`code_${i} && x < y\` with [the docs ${i}](https://example.com/docs?a=${i}&b=2) for R&D & more, then *stress* it.`);
+    paragraphs.push(
+      `Step ${i}: use **bold ${i}** and \`code_${i} && x < y\` with [the docs ${i}](https://example.com/docs?a=${i}&b=2) for R&D & more, then *stress* it.`,
+    );
   }
   const input = paragraphs.join("\n\n");
   expect(input.length).toBeGreaterThanOrEqual(9000);
   fake.privateText(alice, input);
-  await fake.waitFor(() => texts(fake, alice.id).join("").includes(`docs ${paragraphs.length - 1}`) || undefined, 20_000);
+  await fake.waitFor(
+    () =>
+      texts(fake, alice.id)
+        .join("")
+        .includes(`docs ${paragraphs.length - 1}`) || undefined,
+    20_000,
+  );
   const parts = fake.sentMessages(alice.id);
   expect(parts.length).toBeGreaterThanOrEqual(3);
   const visible = parts.map((p) => {

@@ -43,7 +43,11 @@ async function bridge(channel: Record<string, unknown> = {}) {
   };
   /** A fault rule through the emulator's control plane. */
   const fault = async (rule: Record<string, unknown>) => {
-    const res = await fetch(`${config.service.baseUrl}/_emulator/faults`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(rule) });
+    const res = await fetch(`${config.service.baseUrl}/_emulator/faults`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(rule),
+    });
     expect(res.status).toBeLessThan(300);
   };
   /** Waits for `check`, moving the daemon's clock on meanwhile. */

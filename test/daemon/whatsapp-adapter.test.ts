@@ -7,21 +7,11 @@ import { BufferJSON } from "@whiskeysockets/baileys";
 import { pino } from "pino";
 import qrcodeTerminal from "qrcode-terminal";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import {
-  backoffCeiling,
-  createWhatsAppAdapter,
-  WhatsAppAdapterError,
-} from "../../daemon/adapters/whatsapp/index.js";
+import { backoffCeiling, createWhatsAppAdapter, WhatsAppAdapterError } from "../../daemon/adapters/whatsapp/index.js";
 import type { WhatsAppChannelConfig } from "../../daemon/adapters/whatsapp/platform.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import { checkAccess } from "../../daemon/core/access.js";
-import type {
-  AdapterStateStore,
-  AdapterStatusEvent,
-  ChatTarget,
-  InboundMessage,
-  InboundSink,
-} from "../../daemon/core/adapter.js";
+import type { AdapterStateStore, AdapterStatusEvent, ChatTarget, InboundMessage, InboundSink } from "../../daemon/core/adapter.js";
 import { createManualClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import {
@@ -97,7 +87,7 @@ function memoryState(): AdapterStateStore & { data: Map<string, unknown> } {
   const data = new Map<string, unknown>();
   return {
     data,
-    get: <T,>(key: string) => data.get(key) as T | undefined,
+    get: <T>(key: string) => data.get(key) as T | undefined,
     async set(key, value) {
       // Stored as JSON, as the daemon's store does.
       if (value === undefined) data.delete(key);
@@ -520,7 +510,12 @@ describe("WhatsApp adapter: inbound messages", () => {
       [GROUP, "and 3+3?"],
       [GROUP, "thanks! and 4+4?"],
     ]);
-    expect(sink.accepted.filter((m) => m.mentioned === false).map((m) => m.text)).toEqual(["just chatting", "@someoneelse look", "reply to someone else", "no mention needed here"]);
+    expect(sink.accepted.filter((m) => m.mentioned === false).map((m) => m.text)).toEqual([
+      "just chatting",
+      "@someoneelse look",
+      "reply to someone else",
+      "no mention needed here",
+    ]);
     const first = sink.accepted.find((m) => m.mentioned)!;
     expect(first.chatType).toBe("group");
     expect(first.userId).toBe("230000000000007@lid");
@@ -538,10 +533,9 @@ describe("WhatsApp adapter: inbound messages", () => {
     const sink = await startConnected(env);
     const pdf = Buffer.alloc(10_000, 7);
     const jpg = Buffer.alloc(3000, 9);
-    env.fake.latest().receive([
-      env.media.put(documentFrom(ANA, "../../etc/report.pdf", pdf, { caption: "summarise this" }), pdf),
-      env.media.put(imageFrom(ANA, jpg), jpg),
-    ]);
+    env.fake
+      .latest()
+      .receive([env.media.put(documentFrom(ANA, "../../etc/report.pdf", pdf, { caption: "summarise this" }), pdf), env.media.put(imageFrom(ANA, jpg), jpg)]);
     await vi.waitFor(() => expect(sink.accepted).toHaveLength(2));
     const [doc, img] = sink.accepted as [InboundMessage, InboundMessage];
     expect(doc.text).toBe("summarise this");

@@ -67,7 +67,12 @@ it("relays a WhatsApp message to the agent and sends its reply back to the same 
   expect(byJid.get(GROUP)).toBe("You said: in the group");
   expect(byJid.has(pnJid("4915999999999"))).toBe(false);
   // Each admitted message was marked read once journaled; the stranger's stays unread.
-  expect(socket.reads.flat().map((k) => k.remoteJid).sort()).toEqual([GROUP, lidJid(LIA_LID), pnJid(ANA)].sort());
+  expect(
+    socket.reads
+      .flat()
+      .map((k) => k.remoteJid)
+      .sort(),
+  ).toEqual([GROUP, lidJid(LIA_LID), pnJid(ANA)].sort());
   // The bot's own sends came back as "append" upserts and were not answered.
   expect(socket.sent).toHaveLength(3);
 });

@@ -1,12 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  markdownToWhatsApp,
-  reconnectDelay,
-  backoffCeiling,
-  toSendJid,
-  translateMessage,
-  userIdFromJid,
-} from "../../daemon/adapters/whatsapp/index.js";
+import { markdownToWhatsApp, reconnectDelay, backoffCeiling, toSendJid, translateMessage, userIdFromJid } from "../../daemon/adapters/whatsapp/index.js";
 import { seededRandom } from "../../shared/random.js";
 import { BOT_ACCOUNT, directByPhone, groupText, lidJid, pnJid } from "../fakes/baileys-socket.js";
 

@@ -15,7 +15,14 @@ beforeAll(async () => {
   t = await startEmulator();
   org = await signupOrg(t.app, { tier: "crab" });
   instanceId = (await runningInstance(t, org)).id;
-  keyId = ((await request(t.app).post("/v1/keys").set(org.auth).send({ name: "k", instance_ids: [instanceId], permissions: ["read"] })).body as { id: string }).id;
+  keyId = (
+    (
+      await request(t.app)
+        .post("/v1/keys")
+        .set(org.auth)
+        .send({ name: "k", instance_ids: [instanceId], permissions: ["read"] })
+    ).body as { id: string }
+  ).id;
   // A conversation, so the gateway state is not empty either.
   await request(t.app).post(`/v1/instances/${instanceId}/responses`).set(org.auth).send({ model: "m", input: "hi" }).expect(200);
 });
@@ -59,10 +66,7 @@ async function unchanged(run: () => Promise<request.Response>): Promise<request.
 const isValidationList = (detail: unknown) =>
   Array.isArray(detail) &&
   detail.length > 0 &&
-  detail.every(
-    (d: { loc?: unknown; msg?: unknown; type?: unknown }) =>
-      Array.isArray(d.loc) && typeof d.msg === "string" && typeof d.type === "string",
-  );
+  detail.every((d: { loc?: unknown; msg?: unknown; type?: unknown }) => Array.isArray(d.loc) && typeof d.msg === "string" && typeof d.type === "string");
 
 describe.each(Object.entries(CALLS))("%s", (_name, call) => {
   it("malformed JSON: 400, nothing changes", async () => {
@@ -161,7 +165,12 @@ describe("malformed requests other than the body", () => {
 
 describe("refusals before validation change nothing either", () => {
   it("an unknown key, a wrong state, a foreign id", async () => {
-    await unchanged(() => request(t.app).patch("/v1/organization").set("Authorization", `Bearer svc_org_${"1".repeat(64)}`).send({ name: "x" }));
+    await unchanged(() =>
+      request(t.app)
+        .patch("/v1/organization")
+        .set("Authorization", `Bearer svc_org_${"1".repeat(64)}`)
+        .send({ name: "x" }),
+    );
     await unchanged(() => request(t.app).post(`/v1/instances/${instanceId}/start`).set(org.auth));
     const other = await signupOrg(t.app, { name: "other" });
     await unchanged(() => request(t.app).delete(`/v1/keys/${keyId}`).set(other.auth));

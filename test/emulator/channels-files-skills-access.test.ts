@@ -34,7 +34,10 @@ beforeAll(async () => {
   a2 = (await runningInstance(t, orgA, { name: "a2" })).id;
   const b1 = (await runningInstance(t, orgB, { name: "b1" })).id;
   const mint = async (org: TestOrg, instance: string, permissions: readonly Permission[], expires_at?: string) => {
-    const res = await request(t.app).post("/v1/keys").set(org.auth).send({ name: "k", instance_ids: [instance], permissions, expires_at });
+    const res = await request(t.app)
+      .post("/v1/keys")
+      .set(org.auth)
+      .send({ name: "k", instance_ids: [instance], permissions, expires_at });
     expect(res.status).toBe(201);
     return res.body as { id: string; raw_key: string };
   };
@@ -53,9 +56,18 @@ afterAll(async () => {
 
 const A = (suffix: string) => `/v1/instances/${a1}${suffix}`;
 const asOrg = (req: Test) => req.set(orgA.auth);
-const write = (path: string, content = "x") => asOrg(request(t.app).put(A("/files/content"))).send({ path, content }).expect(204);
-const install = (slug: string) => asOrg(request(t.app).post(A("/skills/install"))).send({ slug }).expect(200);
-const connect = () => asOrg(request(t.app).post(A("/channels/telegram/connect"))).send({ config: { token: TOKEN } }).expect(200);
+const write = (path: string, content = "x") =>
+  asOrg(request(t.app).put(A("/files/content")))
+    .send({ path, content })
+    .expect(204);
+const install = (slug: string) =>
+  asOrg(request(t.app).post(A("/skills/install")))
+    .send({ slug })
+    .expect(200);
+const connect = () =>
+  asOrg(request(t.app).post(A("/channels/telegram/connect")))
+    .send({ config: { token: TOKEN } })
+    .expect(200);
 
 /** For each route: set up what a success needs (with the org key), then the call, to which a caller's key is added. */
 type Fixture = () => Promise<(auth: Record<string, string>) => Test>;
@@ -81,7 +93,10 @@ const FIXTURES: Partial<Record<OperationId, Fixture>> = {
   },
   uploadFile: async () => {
     const path = `workspace/perm/u-${++n}.bin`;
-    return (auth) => on(request(t.app).post(A("/files/upload")), auth).field("path", path).attach("file", Buffer.from("u"), "u.bin");
+    return (auth) =>
+      on(request(t.app).post(A("/files/upload")), auth)
+        .field("path", path)
+        .attach("file", Buffer.from("u"), "u.bin");
   },
   mkdir: async () => {
     const path = `workspace/perm/dir-${++n}`;
@@ -131,9 +146,7 @@ interface Caller {
 
 const CALLERS: Caller[] = [
   { label: "organization key", auth: () => orgA.auth, expect: () => "ok" },
-  ...PERMISSIONS.map(
-    (p): Caller => ({ label: `scoped key with ${p}`, auth: () => bearer(keys.get(p)!), expect: (needed) => (needed === p ? "ok" : 403) }),
-  ),
+  ...PERMISSIONS.map((p): Caller => ({ label: `scoped key with ${p}`, auth: () => bearer(keys.get(p)!), expect: (needed) => (needed === p ? "ok" : 403) })),
   { label: "scoped key for another instance", auth: () => bearer(keys.get("other-instance")!), expect: () => 403 },
   { label: "another organization's key", auth: () => orgB.auth, expect: () => 404 },
   { label: "another organization's scoped key", auth: () => bearer(keys.get("other-org-scoped")!), expect: () => 404 },
@@ -166,7 +179,8 @@ describe("access to files, skills and channels", () => {
         if (res.status !== spec.status) wrong.push(`${caller.label}: expected ${spec.status}, got ${res.status} ${String(res.text ?? "").slice(0, 160)}`);
         continue;
       }
-      if (res.status !== want || typeof res.body?.detail !== "string") wrong.push(`${caller.label}: expected ${want}, got ${res.status} ${String(res.text ?? "").slice(0, 160)}`);
+      if (res.status !== want || typeof res.body?.detail !== "string")
+        wrong.push(`${caller.label}: expected ${want}, got ${res.status} ${String(res.text ?? "").slice(0, 160)}`);
       if (footprint() !== before) wrong.push(`${caller.label}: a refused call changed the instance`);
     }
     expect(wrong).toEqual([]);

@@ -161,9 +161,24 @@ describe("connect a token channel", () => {
     const runtime = await c.runtime();
     expect(Object.keys(runtime.json.channels).sort()).toEqual(Object.keys(VALID).sort());
     expect(runtime.json.channels.slack).toEqual({ bot_token: "<redacted>", app_token: "<redacted>", enabled: true, dmPolicy: "pairing" });
-    expect(runtime.json.channels.matrix).toEqual({ homeserver: "https://matrix.example.org", user_id: "@bot:example.org", access_token: "<redacted>", enabled: true, dmPolicy: "pairing" });
+    expect(runtime.json.channels.matrix).toEqual({
+      homeserver: "https://matrix.example.org",
+      user_id: "@bot:example.org",
+      access_token: "<redacted>",
+      enabled: true,
+      dmPolicy: "pairing",
+    });
     expect(runtime.json.channels.msteams).toMatchObject({ app_id: VALID.msteams!.app_id, app_password: "<redacted>" });
-    const secrets = [VALID.discord!.token, VALID.slack!.bot_token, VALID.slack!.app_token, VALID.matrix!.access_token, VALID.mattermost!.bot_token, VALID.line!.channel_access_token, VALID.line!.channel_secret, VALID.msteams!.app_password];
+    const secrets = [
+      VALID.discord!.token,
+      VALID.slack!.bot_token,
+      VALID.slack!.app_token,
+      VALID.matrix!.access_token,
+      VALID.mattermost!.bot_token,
+      VALID.line!.channel_access_token,
+      VALID.line!.channel_secret,
+      VALID.msteams!.app_password,
+    ];
     const everything = allText(c.root) + JSON.stringify(await snapshot(t.app));
     for (const secret of secrets) expect(everything).not.toContain(secret!);
   });
@@ -218,7 +233,13 @@ describe("connect a token channel", () => {
     const status = await c.status("telegram");
     expect(status.body.details.gateway_restarts).toBe(2);
     const runtime = await c.runtime();
-    expect(runtime.json.channels.telegram).toEqual({ token: "<redacted>", allow_from: "alice", webhook_secret: "<redacted>", enabled: true, dmPolicy: "pairing" });
+    expect(runtime.json.channels.telegram).toEqual({
+      token: "<redacted>",
+      allow_from: "alice",
+      webhook_secret: "<redacted>",
+      enabled: true,
+      dmPolicy: "pairing",
+    });
     expect(allText(c.root)).not.toContain("hook-secret-123");
   });
 });
@@ -349,7 +370,12 @@ describe("WhatsApp (interactive)", () => {
 describe("status, pair, disconnect", () => {
   it("status of a channel never connected; 404 for an unknown one", async () => {
     const c = await fresh();
-    expect((await c.status("discord")).body).toEqual({ channel: "discord", enabled: false, connected: false, details: { connection_type: "token", configured: false } });
+    expect((await c.status("discord")).body).toEqual({
+      channel: "discord",
+      enabled: false,
+      connected: false,
+      details: { connection_type: "token", configured: false },
+    });
     expect((await c.status("irc")).status).toBe(404);
   });
 

@@ -101,7 +101,9 @@ describe("streamResponse over the emulator", () => {
 
   it("an AbortSignal ends the stream with its reason, and the gateway stops: nothing is stored", async () => {
     const abort = new AbortController();
-    const p = puller(api.streamSessionResponse({ instance_id: instanceId, session_id: "stopped", body: { model: "m", input: "!stream 30" }, signal: abort.signal }));
+    const p = puller(
+      api.streamSessionResponse({ instance_id: instanceId, session_id: "stopped", body: { model: "m", input: "!stream 30" }, signal: abort.signal }),
+    );
     await p.next("response.output_text.delta");
     abort.abort(new Error("stop asked"));
     const error = await caught(p.rest());
@@ -171,9 +173,11 @@ describe("streamResponse against a service that misbehaves", () => {
   it("a body that ends before a terminal event is status 0; unknown events pass as unknown_event", async () => {
     const s = await serving(`: a comment\n\n${frame({ type: "response.reasoning.delta", x: 1 })}${frame(delta("hi"))}`);
     const seen: ResponseStreamEvent[] = [];
-    const error = await serviceError((async () => {
-      for await (const e of s.client.streamResponse({ instance_id: "i", body: { model: "m", input: "x" } })) seen.push(e);
-    })());
+    const error = await serviceError(
+      (async () => {
+        for await (const e of s.client.streamResponse({ instance_id: "i", body: { model: "m", input: "x" } })) seen.push(e);
+      })(),
+    );
     await s.close();
     expect(seen).toEqual([{ type: "unknown_event", event: "response.reasoning.delta", data: { type: "response.reasoning.delta", x: 1 } }, delta("hi")]);
     expect(error.status).toBe(0);

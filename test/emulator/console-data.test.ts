@@ -17,7 +17,10 @@ beforeEach(async () => {
 afterEach(() => t.close());
 
 const send = (instanceId: string, session: string, input: string, auth = org.auth) =>
-  request(t.app).post(`/v1/instances/${instanceId}/session/${encodeURIComponent(session)}/responses`).set(auth).send({ model: "m", input });
+  request(t.app)
+    .post(`/v1/instances/${instanceId}/session/${encodeURIComponent(session)}/responses`)
+    .set(auth)
+    .send({ model: "m", input });
 
 describe("console data", () => {
   it("lists organizations with key views and instances, never a secret", async () => {
@@ -27,7 +30,9 @@ describe("console data", () => {
       .set(org.auth)
       .send({ name: "bridge", instance_ids: [instance.id], permissions: ["read", "interact"] });
     expect(minted.status).toBe(201);
-    await request(t.app).get(`/v1/instances/${instance.id}`).set({ Authorization: `Bearer ${minted.body.raw_key}` });
+    await request(t.app)
+      .get(`/v1/instances/${instance.id}`)
+      .set({ Authorization: `Bearer ${minted.body.raw_key}` });
 
     const res = await request(t.app).get("/_emulator/console/state");
     expect(res.status).toBe(200);
@@ -35,7 +40,12 @@ describe("console data", () => {
     const [o] = res.body.organizations;
     expect(o).toMatchObject({ id: org.organization.id, subscription_tier: org.organization.subscription_tier, model_providers: ["anthropic"] });
     expect(o.keys).toEqual([
-      expect.objectContaining({ name: "bridge", is_active: true, last_used_at: expect.any(String), instances: [{ instance_id: instance.id, permissions: ["read", "interact"] }] }),
+      expect.objectContaining({
+        name: "bridge",
+        is_active: true,
+        last_used_at: expect.any(String),
+        instances: [{ instance_id: instance.id, permissions: ["read", "interact"] }],
+      }),
     ]);
     const text = JSON.stringify(res.body);
     for (const secret of [org.apiKey, minted.body.raw_key, providerKey("anthropic")]) expect(text).not.toContain(secret);
@@ -115,7 +125,9 @@ describe("console data", () => {
     const detail = await request(t.app).get(`/_emulator/console/requests/${line.id}`);
     expect(detail.body.request).toMatchObject({ truncated: true, body: expect.stringMatching(/bytes, not kept/) });
     const read = await request(t.app).get(`/v1/instances/${instance.id}/files/content?path=big.txt`).set(org.auth).expect(200);
-    const readLine = (await request(t.app).get("/_emulator/console/requests")).body.find((l: { path: string; method: string }) => l.method === "GET" && l.path.endsWith("/files/content"));
+    const readLine = (await request(t.app).get("/_emulator/console/requests")).body.find(
+      (l: { path: string; method: string }) => l.method === "GET" && l.path.endsWith("/files/content"),
+    );
     const readDetail = await request(t.app).get(`/_emulator/console/requests/${readLine.id}`);
     expect(read.body.content).toHaveLength(100_000);
     expect(readDetail.body.response.truncated).toBe(true);

@@ -98,7 +98,18 @@ describe("Host header forms", () => {
     const url = await t.emulator.listen(0, "127.0.0.1");
     // Node's server itself answers 400 to HTTP/1.1 without Host; either way, refused.
     expect([400, 401]).toContain((await raw(url, "/_emulator/health", { host: null })).status);
-    for (const host of ["127.0.0.1.evil.example", "localhost.evil", "[::1].evil.example", "[::ffff:7f00:1]", "127.1", "localhost.", "evil.example", "localhost:80@evil.example", "localhost:abc", "[::1]x"]) {
+    for (const host of [
+      "127.0.0.1.evil.example",
+      "localhost.evil",
+      "[::1].evil.example",
+      "[::ffff:7f00:1]",
+      "127.1",
+      "localhost.",
+      "evil.example",
+      "localhost:80@evil.example",
+      "localhost:abc",
+      "[::1]x",
+    ]) {
       const res = await raw(url, "/_emulator/health", { host });
       expect(res.status, host).toBe(401);
       expect(JSON.parse(res.body), host).toEqual({ detail: expect.stringContaining("Host") });
@@ -122,7 +133,12 @@ describe("the console page's headers", () => {
       const res = await request(t.app).get(path);
       expect(res.status, path).toBe(200);
       const csp = String(res.headers["content-security-policy"]);
-      const directives = new Map(csp.split(";").map((d) => { const [name, ...values] = d.trim().split(/\s+/); return [name!, values.join(" ")]; }));
+      const directives = new Map(
+        csp.split(";").map((d) => {
+          const [name, ...values] = d.trim().split(/\s+/);
+          return [name!, values.join(" ")];
+        }),
+      );
       expect(directives.get("script-src")).toBe("'self'");
       expect(directives.get("object-src")).toBe("'none'");
       expect(directives.get("frame-ancestors")).toBe("'none'");
@@ -208,7 +224,11 @@ describe("secrets in the request log, the journal and the events stream", () => 
     const lines = (await request(t.app).get("/_emulator/console/requests")).body as { id: number }[];
     const details = await Promise.all(lines.map(async (l) => JSON.stringify((await request(t.app).get(`/_emulator/console/requests/${l.id}`)).body)));
     const journal = JSON.stringify((await request(t.app).get("/_emulator/requests")).body);
-    for (const [where, text] of [["request log", JSON.stringify(lines) + details.join("")], ["journal", journal], ["events", events.join("")]] as const) {
+    for (const [where, text] of [
+      ["request log", JSON.stringify(lines) + details.join("")],
+      ["journal", journal],
+      ["events", events.join("")],
+    ] as const) {
       for (const secret of [rawKey, ...secrets]) expect(text, `${where}: ${secret}`).not.toContain(secret);
     }
     expect(journal).toContain("/v1/keys/<redacted>");
@@ -240,7 +260,10 @@ describe("reset and snapshot import while a console listens", () => {
     await request(t.app).post("/_emulator/reset").expect(204);
     await vi.waitFor(() => expect(states().at(-1)).toMatchObject({ replaced: true }));
     const count = states().length;
-    await request(t.app).put("/_emulator/snapshot").send(saved as object).expect(204);
+    await request(t.app)
+      .put("/_emulator/snapshot")
+      .send(saved as object)
+      .expect(204);
     await vi.waitFor(() => expect(states().length).toBe(count + 1));
     expect(states().at(-1)).toMatchObject({ replaced: true });
     detach();

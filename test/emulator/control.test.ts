@@ -200,10 +200,17 @@ describe("snapshot and reset", () => {
 
   it("a snapshot taken before a reset restores the same state, files included", async () => {
     await api("put", "/files/content").send({ path: "workspace/notes/today.md", content: "# Today\n" }).expect(204);
-    await api("post", "/files/upload").field("path", "workspace/bin/blob.bin").attach("file", Buffer.from([0, 1, 2, 250, 255]), "blob.bin").expect(204);
+    await api("post", "/files/upload")
+      .field("path", "workspace/bin/blob.bin")
+      .attach("file", Buffer.from([0, 1, 2, 250, 255]), "blob.bin")
+      .expect(204);
     await api("post", "/files/mkdir").query({ path: "workspace/empty/dir" }).expect(204);
-    await api("post", "/skills/install").send({ slug: "weather", env: { WEATHER_API_KEY: "w-secret" } }).expect(200);
-    await api("post", "/channels/telegram/connect").send({ config: { token: "123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0" } }).expect(200);
+    await api("post", "/skills/install")
+      .send({ slug: "weather", env: { WEATHER_API_KEY: "w-secret" } })
+      .expect(200);
+    await api("post", "/channels/telegram/connect")
+      .send({ config: { token: "123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0" } })
+      .expect(200);
     await api("post", "/channels/telegram/pair").send({ code: "PAIR1234" }).expect(200);
     await api("post", "/channels/whatsapp/connect").send({ config: {} }).expect(200);
     expect(replyText((await say(t, org, id, "remember this", "alice")).body)).toBe("You said: remember this");
@@ -236,7 +243,15 @@ describe("snapshot and reset", () => {
     const res = await request(t.app).put("/_emulator/snapshot").send(bad);
     expect(res.status).toBe(422);
     expect(res.body.detail[0].loc.slice(0, 3)).toEqual(["body", "workspaces", id]);
-    const twice = { ...taken, workspaces: { [id]: [{ path: "a", type: "file", mode: 0o644, mtime: "2026-01-01T00:00:00.000Z", data: "" }, { path: "a/b", type: "dir", mode: 0o755, mtime: "2026-01-01T00:00:00.000Z" }] } };
+    const twice = {
+      ...taken,
+      workspaces: {
+        [id]: [
+          { path: "a", type: "file", mode: 0o644, mtime: "2026-01-01T00:00:00.000Z", data: "" },
+          { path: "a/b", type: "dir", mode: 0o755, mtime: "2026-01-01T00:00:00.000Z" },
+        ],
+      },
+    };
     expect((await request(t.app).put("/_emulator/snapshot").send(twice)).status).toBe(422);
     expect((await api("get", "/files/content").query({ path: "workspace/notes/today.md" })).body.content).toBe("# Today\n");
     expect(existsSync(`${t.emulator.env.workspaces.root}/escape.txt`)).toBe(false);

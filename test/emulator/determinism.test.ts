@@ -13,9 +13,17 @@ async function script(seed: string | undefined): Promise<Record<string, unknown>
   open.push(t);
   const signup = await request(t.app).post("/v1/organization/signup").send({ name: "acme" }).expect(201);
   const auth = { Authorization: `Bearer ${signup.body.api_key}` };
-  await request(t.app).patch("/v1/organization").set(auth).send({ model_api_keys: { anthropic: "k" } }).expect(200);
+  await request(t.app)
+    .patch("/v1/organization")
+    .set(auth)
+    .send({ model_api_keys: { anthropic: "k" } })
+    .expect(200);
   const instance = await request(t.app).post("/v1/instances").set(auth).send({ name: "a" }).expect(201);
-  const key = await request(t.app).post("/v1/keys").set(auth).send({ name: "k", instance_ids: [instance.body.id], permissions: ["interact"] }).expect(201);
+  const key = await request(t.app)
+    .post("/v1/keys")
+    .set(auth)
+    .send({ name: "k", instance_ids: [instance.body.id], permissions: ["interact"] })
+    .expect(201);
   const reply = await request(t.app)
     .post(`/v1/instances/${instance.body.id}/session/s/responses`)
     .set({ Authorization: `Bearer ${key.body.raw_key}` })

@@ -25,7 +25,14 @@ describe("the README's curl sequences", () => {
     const signup = await request(t.app).post("/v1/organization/signup").send({ name: "acme" });
     expect(signup.status).toBe(201);
     key = signup.body.api_key as string;
-    expect((await request(t.app).patch("/v1/organization").set(auth()).send({ model_api_keys: { anthropic: "sk-placeholder" } })).status).toBe(200);
+    expect(
+      (
+        await request(t.app)
+          .patch("/v1/organization")
+          .set(auth())
+          .send({ model_api_keys: { anthropic: "sk-placeholder" } })
+      ).status,
+    ).toBe(200);
     const created = await request(t.app).post("/v1/instances").set(auth()).send({ name: "first" });
     expect(created.status).toBe(201);
     id = created.body.id as string;

@@ -75,7 +75,12 @@ describe("events stream", () => {
     expect(created.status).toBe(201);
     await stream.next((f) => f.event === "request" && dataOf(f).path === "/v1/instances" && dataOf(f).key_kind === "org");
 
-    const sent = await json<{ id: string }>(`${url}/v1/instances/${created.body.id}/session/chat-1/responses`, "POST", { model: "m", input: "hello there" }, key);
+    const sent = await json<{ id: string }>(
+      `${url}/v1/instances/${created.body.id}/session/chat-1/responses`,
+      "POST",
+      { model: "m", input: "hello there" },
+      key,
+    );
     expect(sent.status).toBe(200);
     const turn = dataOf(await stream.next((f) => f.event === "turn"));
     expect(turn).toMatchObject({

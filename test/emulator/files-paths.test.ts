@@ -143,9 +143,18 @@ const ROUTES: Record<string, Sender> = {
 
 const RAW_ROUTES: Record<string, (raw: string) => request.Test> = {
   list: (raw) => request(t.app).get(`${on()}?path=${raw}`).set(org.auth),
-  read: (raw) => request(t.app).get(`${on("/content")}?path=${raw}`).set(org.auth),
-  download: (raw) => request(t.app).get(`${on("/download")}?path=${raw}`).set(org.auth),
-  mkdir: (raw) => request(t.app).post(`${on("/mkdir")}?path=${raw}`).set(org.auth),
+  read: (raw) =>
+    request(t.app)
+      .get(`${on("/content")}?path=${raw}`)
+      .set(org.auth),
+  download: (raw) =>
+    request(t.app)
+      .get(`${on("/download")}?path=${raw}`)
+      .set(org.auth),
+  mkdir: (raw) =>
+    request(t.app)
+      .post(`${on("/mkdir")}?path=${raw}`)
+      .set(org.auth),
   delete: (raw) => request(t.app).delete(`${on()}?path=${raw}`).set(org.auth),
 };
 
@@ -162,7 +171,8 @@ describe("hostile paths", () => {
       for (const hostile of hostilePaths()) {
         const res = await send(hostile.path);
         const want = hostile.status ?? 400;
-        if (res.status !== want || res.body?.detail === undefined) wrong.push(`${route} / ${hostile.label}: ${res.status} ${String(res.text ?? "").slice(0, 120)}`);
+        if (res.status !== want || res.body?.detail === undefined)
+          wrong.push(`${route} / ${hostile.label}: ${res.status} ${String(res.text ?? "").slice(0, 120)}`);
       }
     }
     for (const [route, send] of Object.entries(RAW_ROUTES)) {

@@ -113,7 +113,9 @@ describe("100 MiB through a child-process emulator", () => {
     // Streaming keeps a few buffers in flight, plus garbage buffers V8 collects once
     // about 64 MiB of them pile up (measured: 30-40 MiB); holding the file would add 100 MiB.
     const growth = { upload: (upPeak - baseline) / MiB, download: (downPeak - baseline) / MiB };
-    console.log(`child RSS baseline ${(baseline / MiB).toFixed(1)} MiB; peak growth upload ${growth.upload.toFixed(1)} MiB, download ${growth.download.toFixed(1)} MiB`);
+    console.log(
+      `child RSS baseline ${(baseline / MiB).toFixed(1)} MiB; peak growth upload ${growth.upload.toFixed(1)} MiB, download ${growth.download.toFixed(1)} MiB`,
+    );
     expect(growth.upload).toBeLessThan(64);
     expect(growth.download).toBeLessThan(64);
   });

@@ -71,8 +71,22 @@ describe("list", () => {
     expect(res.body).toEqual({
       path: "workspace/list",
       entries: [
-        { name: "a.txt", path: "workspace/list/a.txt", is_dir: false, size: 5, mod_time: statSync(join(root, "workspace/list/a.txt")).mtime.toISOString(), permissions: "-rw-r-----" },
-        { name: "sub", path: "workspace/list/sub", is_dir: true, size: 0, mod_time: statSync(join(root, "workspace/list/sub")).mtime.toISOString(), permissions: "drwxr-x---" },
+        {
+          name: "a.txt",
+          path: "workspace/list/a.txt",
+          is_dir: false,
+          size: 5,
+          mod_time: statSync(join(root, "workspace/list/a.txt")).mtime.toISOString(),
+          permissions: "-rw-r-----",
+        },
+        {
+          name: "sub",
+          path: "workspace/list/sub",
+          is_dir: true,
+          size: 0,
+          mod_time: statSync(join(root, "workspace/list/sub")).mtime.toISOString(),
+          permissions: "drwxr-x---",
+        },
       ],
     });
   });
@@ -200,7 +214,11 @@ describe("upload", () => {
   });
 
   it("accepts the file part before the path field (spooled)", async () => {
-    const res = await request(t.app).post(files("/upload")).set(org.auth).attach("file", Buffer.from("file first"), "f.txt").field("path", "workspace/up/ff.txt");
+    const res = await request(t.app)
+      .post(files("/upload"))
+      .set(org.auth)
+      .attach("file", Buffer.from("file first"), "f.txt")
+      .field("path", "workspace/up/ff.txt");
     expect(res.status).toBe(204);
     expect(readFileSync(join(root, "workspace/up/ff.txt"), "utf8")).toBe("file first");
     expect(stagingLeft()).toEqual([]);
@@ -265,11 +283,13 @@ describe("download", () => {
   it("streams the bytes with Content-Type from the extension, attachment filename and length", async () => {
     const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 1, 2, 3]);
     writeFileSync(join(root, "workspace/pic.png"), png);
-    const res = await get("/download", "workspace/pic.png").buffer(true).parse((r, done) => {
-      const chunks: Buffer[] = [];
-      r.on("data", (c: Buffer) => chunks.push(c));
-      r.on("end", () => done(null, Buffer.concat(chunks)));
-    });
+    const res = await get("/download", "workspace/pic.png")
+      .buffer(true)
+      .parse((r, done) => {
+        const chunks: Buffer[] = [];
+        r.on("data", (c: Buffer) => chunks.push(c));
+        r.on("end", () => done(null, Buffer.concat(chunks)));
+      });
     expect(res.status).toBe(200);
     expect(res.headers["content-type"]).toBe("image/png");
     expect(res.headers["content-disposition"]).toBe('attachment; filename="pic.png"');

@@ -2,13 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { request } from "undici";
 import { createManualClock, type Clock, type ManualClock } from "../../shared/clock.js";
 import { cryptoRandom, seededRandom, type Random } from "../../shared/random.js";
-import {
-  createGateway,
-  headKey,
-  type FakeGateway,
-  type GatewayFault,
-  type GatewayState,
-} from "../../emulator/gateway/index.js";
+import { createGateway, headKey, type FakeGateway, type GatewayFault, type GatewayState } from "../../emulator/gateway/index.js";
 
 // ---------- helpers ----------
 
@@ -57,7 +51,11 @@ interface Harness {
   replaceState(next: GatewayState): void;
   changes: () => number;
   faultCalls: string[];
-  post(instanceId: string, body: unknown, opts?: { session?: string }): Promise<{
+  post(
+    instanceId: string,
+    body: unknown,
+    opts?: { session?: string },
+  ): Promise<{
     status: number;
     headers: Record<string, string | string[] | undefined>;
     text: string;
@@ -67,11 +65,7 @@ interface Harness {
 
 const open: FakeGateway[] = [];
 
-async function startGateway(opts: {
-  clock?: Clock;
-  random?: Random;
-  faults?: Map<string, GatewayFault>;
-} = {}): Promise<Harness> {
+async function startGateway(opts: { clock?: Clock; random?: Random; faults?: Map<string, GatewayFault> } = {}): Promise<Harness> {
   let state: GatewayState = { responses: {}, heads: {} };
   let changes = 0;
   const faultCalls: string[] = [];

@@ -97,7 +97,9 @@ describe("observation 2: snapshot import", () => {
     const hostile = structuredClone(taken);
     hostile.instances[evil] = { ...hostile.instances[instance.id], id: evil };
     hostile.organizations[org.organization.id].instance_ids.push(evil);
-    hostile.workspaces[evil] = [{ path: "pwned.txt", type: "file", mode: 0o644, mtime: "2026-01-01T00:00:00.000Z", data: Buffer.from("pwned").toString("base64") }];
+    hostile.workspaces[evil] = [
+      { path: "pwned.txt", type: "file", mode: 0o644, mtime: "2026-01-01T00:00:00.000Z", data: Buffer.from("pwned").toString("base64") },
+    ];
     const before = await snapshot(t.app);
     const res = await request(t.app).put("/_emulator/snapshot").send(hostile);
     expect(res.status).toBe(422);
@@ -117,7 +119,10 @@ describe("observation 2: snapshot import", () => {
 
   it("refuses link targets that leave the instance root, absolute or relative (422)", async () => {
     const { t, instance, taken } = await withInstance();
-    const link = (path: string, target: string) => ({ ...taken, workspaces: { [instance.id]: [{ path, type: "symlink", target, mtime: "2026-01-01T00:00:00.000Z" }] } });
+    const link = (path: string, target: string) => ({
+      ...taken,
+      workspaces: { [instance.id]: [{ path, type: "symlink", target, mtime: "2026-01-01T00:00:00.000Z" }] },
+    });
     for (const [path, target] of [
       ["workspace/out", "/etc"],
       ["workspace/out", "../../x"],
@@ -143,7 +148,20 @@ describe("observation 2: snapshot import", () => {
       ["unknown channel", (s) => (s.instances[instance.id].channels["../x"] = {})],
       ["deep runtime_config", (s) => (s.instances[instance.id].runtime_config = JSON.parse(nested(MAX_JSON_DEPTH + 1)))],
       ["workspace key not an id", (s) => (s.workspaces["../x"] = [])],
-      ["response of an unknown instance", (s) => (s.gateway.responses[`resp_${"0".repeat(32)}`] = { id: `resp_${"0".repeat(32)}`, instance_id: "00000000-0000-4000-8000-000000000000", session: "main", parent_id: null, input_text: "", output_text: "", model: "m", created_at: 0 })],
+      [
+        "response of an unknown instance",
+        (s) =>
+          (s.gateway.responses[`resp_${"0".repeat(32)}`] = {
+            id: `resp_${"0".repeat(32)}`,
+            instance_id: "00000000-0000-4000-8000-000000000000",
+            session: "main",
+            parent_id: null,
+            input_text: "",
+            output_text: "",
+            model: "m",
+            created_at: 0,
+          }),
+      ],
     ];
     const before = await snapshot(t.app);
     for (const [name, mutate] of cases) {
@@ -197,7 +215,10 @@ describe("observation 3: --seed with a persistent data directory", () => {
     const second = await emulator({ dataDir: dir, seed: "turns" });
     const next = await request(second.app).post(`/v1/instances/${instance.id}/responses`).set(org.auth).send({ model: "m", input: "two" }).expect(200);
     expect(next.body.id).not.toBe(turn.body.id);
-    expect((await request(second.app).post(`/v1/instances/${instance.id}/responses`).set(org.auth).send({ model: "m", input: "!recall" })).body.output[0].content[0].text).toBe("one\ntwo");
+    expect(
+      (await request(second.app).post(`/v1/instances/${instance.id}/responses`).set(org.auth).send({ model: "m", input: "!recall" })).body.output[0].content[0]
+        .text,
+    ).toBe("one\ntwo");
   });
 });
 
@@ -229,7 +250,10 @@ describe("observation 6: statuses", () => {
     const t = await emulator();
     const org = await signupOrg(t.app);
     const instance = await runningInstance(t, org);
-    const res = await request(t.app).post(`/v1/instances/${instance.id}/files/move`).set(org.auth).send({ source: "workspace/missing", destination: "workspace/missing" });
+    const res = await request(t.app)
+      .post(`/v1/instances/${instance.id}/files/move`)
+      .set(org.auth)
+      .send({ source: "workspace/missing", destination: "workspace/missing" });
     expect(res.status).toBe(404);
   });
 
@@ -241,7 +265,16 @@ describe("observation 6: statuses", () => {
       const res = await request(t.app).post(`/v1/instances/${instance.id}/responses`).set(org.auth).send({ model: "m", input });
       expect(res.status, JSON.stringify(input)).toBe(422);
     }
-    const fine = await request(t.app).post(`/v1/instances/${instance.id}/responses`).set(org.auth).send({ model: "m", input: [{ role: "user", content: "hi" }, { type: "function_call_output", output: "x" }] });
+    const fine = await request(t.app)
+      .post(`/v1/instances/${instance.id}/responses`)
+      .set(org.auth)
+      .send({
+        model: "m",
+        input: [
+          { role: "user", content: "hi" },
+          { type: "function_call_output", output: "x" },
+        ],
+      });
     expect(fine.status).toBe(200);
   });
 
@@ -257,7 +290,9 @@ describe("observation 6: statuses", () => {
 
   it("400 and 413 are documented on every route that takes a JSON body", async () => {
     const t = await emulator();
-    const doc = (await request(t.app).get("/v1/openapi.json").expect(200)).body as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+    const doc = (await request(t.app).get("/v1/openapi.json").expect(200)).body as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    };
     for (const [id, spec] of Object.entries(routes)) {
       // The control plane is not in the service's document.
       if (!("body" in spec) || !spec.body || spec.access.kind === "admin") continue;

@@ -183,7 +183,10 @@ describe("list, get, status, patch", () => {
     const org = await signupOrg(t.app);
     const instance = await runningInstance(t, org, { region: "us" });
     t.clock.advance(1000);
-    let res = await request(t.app).patch(`/v1/instances/${instance.id}`).set(org.auth).send({ name: "renamed", runtime_config: { a: 1 } });
+    let res = await request(t.app)
+      .patch(`/v1/instances/${instance.id}`)
+      .set(org.auth)
+      .send({ name: "renamed", runtime_config: { a: 1 } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ...instance, name: "renamed", runtime_config: { a: 1 }, updated_at: "2026-01-01T00:00:01.000Z" });
     res = await request(t.app).patch(`/v1/instances/${instance.id}`).set(org.auth).send({ runtime_config: null });
@@ -263,7 +266,12 @@ describe("delete", () => {
     t = await startEmulator();
     const org = await signupOrg(t.app);
     const instance = await runningInstance(t, org);
-    const key = (await request(t.app).post("/v1/keys").set(org.auth).send({ name: "k", instance_ids: [instance.id], permissions: ["read", "interact", "configure"] })).body as { raw_key: string };
+    const key = (
+      await request(t.app)
+        .post("/v1/keys")
+        .set(org.auth)
+        .send({ name: "k", instance_ids: [instance.id], permissions: ["read", "interact", "configure"] })
+    ).body as { raw_key: string };
     const res = await request(t.app).delete(`/v1/instances/${instance.id}`).set(org.auth);
     expect(res.status).toBe(204);
     expect(res.text).toBe("");

@@ -119,11 +119,19 @@ describe("list, get, revoke", () => {
     expect((await request(t.app).delete(`/v1/keys/${revoked.id}`).set(org.auth)).status).toBe(204);
 
     let list = (await request(t.app).get("/v1/keys").set(org.auth)).body as ScopedKey[];
-    expect(list.map((k) => [k.name, k.is_active])).toEqual([["live", true], ["revoked", false], ["expiring", true]]);
+    expect(list.map((k) => [k.name, k.is_active])).toEqual([
+      ["live", true],
+      ["revoked", false],
+      ["expiring", true],
+    ]);
 
     t.clock.advance(60_000);
     list = (await request(t.app).get("/v1/keys").set(org.auth)).body as ScopedKey[];
-    expect(list.map((k) => [k.name, k.is_active])).toEqual([["live", true], ["revoked", false], ["expiring", false]]);
+    expect(list.map((k) => [k.name, k.is_active])).toEqual([
+      ["live", true],
+      ["revoked", false],
+      ["expiring", false],
+    ]);
     expect(list.map((k) => k.id)).toEqual([live.id, revoked.id, expiring.id]);
 
     // Another organization sees none of them.
@@ -174,7 +182,8 @@ describe("list, get, revoke", () => {
   it("an expired key yields 403 once the clock passes expires_at, not before", async () => {
     const { org, instanceId } = await setup();
     const expires = t.clock.now() + 10_000;
-    const key = (await createKey(org, { name: "k", instance_ids: [instanceId], permissions: ["read"], expires_at: new Date(expires).toISOString() })).body as Created;
+    const key = (await createKey(org, { name: "k", instance_ids: [instanceId], permissions: ["read"], expires_at: new Date(expires).toISOString() }))
+      .body as Created;
     t.clock.advance(9_999);
     expect((await request(t.app).get(`/v1/instances/${instanceId}`).set(bearer(key.raw_key))).status).toBe(200);
     t.clock.advance(1);

@@ -74,7 +74,16 @@ describe("kill -9 under write load with a large state", () => {
     const text = "x".repeat(1000);
     for (let i = 0; i < 5200; i++) {
       const id = `resp_${i.toString(16).padStart(32, "0")}`;
-      responses[id] = { id, instance_id: instance.id, session: `seed-${i % 50}`, parent_id: null, input_text: text, output_text: text, model: "m", created_at: 1_700_000_000 };
+      responses[id] = {
+        id,
+        instance_id: instance.id,
+        session: `seed-${i % 50}`,
+        parent_id: null,
+        input_text: text,
+        output_text: text,
+        model: "m",
+        created_at: 1_700_000_000,
+      };
     }
     state.gateway = { responses, heads: {} };
     writeFileSync(file, JSON.stringify(state));

@@ -5,17 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parseEventStream, type StreamEvent } from "../../shared/client/index.js";
 import { ResponseObject } from "../../shared/schemas/responses.js";
 import type { Instance } from "../../shared/schemas/instances.js";
-import {
-  deadPort,
-  forceState,
-  listenOn,
-  replyText,
-  runningInstance,
-  signupOrg,
-  startEmulator,
-  type TestEmulator,
-  type TestOrg,
-} from "../helpers/emulator.js";
+import { deadPort, forceState, listenOn, replyText, runningInstance, signupOrg, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
 let t: TestEmulator;
 const cleanups: (() => Promise<void>)[] = [];
@@ -32,7 +22,10 @@ async function setup(options: Parameters<typeof startEmulator>[0] = {}): Promise
 
 function send(org: TestOrg, instanceId: string, body: Record<string, unknown>, session?: string) {
   const path = session === undefined ? `/v1/instances/${instanceId}/responses` : `/v1/instances/${instanceId}/session/${encodeURIComponent(session)}/responses`;
-  return request(t.app).post(path).set(org.auth).send({ model: "test-model", ...body });
+  return request(t.app)
+    .post(path)
+    .set(org.auth)
+    .send({ model: "test-model", ...body });
 }
 
 const say = async (org: TestOrg, instanceId: string, input: string, session?: string, extra: Record<string, unknown> = {}) => {

@@ -73,8 +73,7 @@ const bodySchema = (op: Operation) => {
 function refs(node: unknown, at = "#", into: [string, string][] = []): [string, string][] {
   if (Array.isArray(node)) {
     for (const [i, v] of node.entries()) refs(v, `${at}/${i}`, into);
-  }
-  else if (node && typeof node === "object") {
+  } else if (node && typeof node === "object") {
     for (const [k, v] of Object.entries(node)) {
       if (k === "$ref" && typeof v === "string") into.push([at, v]);
       else refs(v, `${at}/${k}`, into);
@@ -112,7 +111,12 @@ describe("GET /v1/openapi.json", () => {
     expect(documented.sort()).toEqual(expected.sort());
     for (const [id, page] of Object.entries(pages)) {
       const op = doc.paths[page.path]![page.method.toLowerCase()]!;
-      expect(op).toMatchObject({ operationId: id, tags: ["emulator"], security: "admin" in page ? [{ adminToken: [] }, {}] : [], description: page.description });
+      expect(op).toMatchObject({
+        operationId: id,
+        tags: ["emulator"],
+        security: "admin" in page ? [{ adminToken: [] }, {}] : [],
+        description: page.description,
+      });
     }
     for (const [, spec] of controlPlane) {
       expect(spec.path.startsWith("/_emulator/")).toBe(true);
@@ -130,20 +134,31 @@ describe("GET /v1/openapi.json", () => {
     const op = (path: string) => doc.paths[path]?.get;
     type Content = { content: Record<string, { schema: unknown }> };
     const answer = (path: string, status: string) => op(path)!.responses[status] as Content;
-    for (const path of ["/_emulator/ui/{view}", "/_emulator/events", "/_emulator/console/state", "/_emulator/console/instances/{instance_id}/sessions/{session_id}", "/_emulator/console/requests/{request_id}"]) {
+    for (const path of [
+      "/_emulator/ui/{view}",
+      "/_emulator/events",
+      "/_emulator/console/state",
+      "/_emulator/console/instances/{instance_id}/sessions/{session_id}",
+      "/_emulator/console/requests/{request_id}",
+    ]) {
       expect(op(path), path).toMatchObject({ tags: ["emulator"], security: [{ adminToken: [] }, {}] });
     }
     expect(Object.keys(answer("/_emulator/events", "200").content)).toEqual(["text/event-stream"]);
     expect(Object.keys(answer("/_emulator/ui/{view}", "200").content)).toEqual(["text/html"]);
     const turns = op("/_emulator/console/instances/{instance_id}/sessions/{session_id}")!;
-    expect(turns.parameters).toContainEqual(expect.objectContaining({ name: "limit", in: "query", schema: expect.objectContaining({ minimum: 1, maximum: 1000 }) }));
-    expect(answer("/_emulator/console/instances/{instance_id}/sessions/{session_id}", "200").content["application/json"]!.schema).toEqual({ $ref: "#/components/schemas/SessionTurns" });
+    expect(turns.parameters).toContainEqual(
+      expect.objectContaining({ name: "limit", in: "query", schema: expect.objectContaining({ minimum: 1, maximum: 1000 }) }),
+    );
+    expect(answer("/_emulator/console/instances/{instance_id}/sessions/{session_id}", "200").content["application/json"]!.schema).toEqual({
+      $ref: "#/components/schemas/SessionTurns",
+    });
     expect(turns.responses["422"]).toEqual({ $ref: "#/components/responses/ValidationFailed" });
   });
 
   it("names its schemas: every body and answer of a resource is a $ref into components/schemas", () => {
     const op = (path: string, method: string) => doc.paths[path]![method]!;
-    const json = (o: Operation, status: number) => (o.responses[status] as { content: Record<string, { schema: JsonSchema }> }).content["application/json"]!.schema;
+    const json = (o: Operation, status: number) =>
+      (o.responses[status] as { content: Record<string, { schema: JsonSchema }> }).content["application/json"]!.schema;
     expect(op("/v1/organization/signup", "post").requestBody?.content["application/json"]?.schema).toEqual({ $ref: "#/components/schemas/SignupRequest" });
     expect(json(op("/v1/instances/{instance_id}", "get"), 200)).toEqual({ $ref: "#/components/schemas/Instance" });
     expect(json(op("/v1/keys", "get"), 200)).toEqual({ type: "array", items: { $ref: "#/components/schemas/ScopedKey" } });

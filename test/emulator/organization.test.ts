@@ -68,7 +68,13 @@ describe("signup", () => {
 
   it("accepts a name of exactly 128 and of 1 character", async () => {
     t = await startEmulator();
-    expect((await request(t.app).post("/v1/organization/signup").send({ name: "x".repeat(128) })).status).toBe(201);
+    expect(
+      (
+        await request(t.app)
+          .post("/v1/organization/signup")
+          .send({ name: "x".repeat(128) })
+      ).status,
+    ).toBe(201);
     expect((await request(t.app).post("/v1/organization/signup").send({ name: "x" })).status).toBe(201);
   });
 });
@@ -93,7 +99,14 @@ describe("organization", () => {
     expect(res.body.created_at).toBe(org.organization.created_at);
     expect((await request(t.app).get("/v1/organization").set(org.auth)).body.name).toBe("renamed");
     expect((await request(t.app).patch("/v1/organization").set(org.auth).send({ name: "" })).status).toBe(422);
-    expect((await request(t.app).patch("/v1/organization").set(org.auth).send({ name: "y".repeat(129) })).status).toBe(422);
+    expect(
+      (
+        await request(t.app)
+          .patch("/v1/organization")
+          .set(org.auth)
+          .send({ name: "y".repeat(129) })
+      ).status,
+    ).toBe(422);
     expect((await request(t.app).get("/v1/organization").set(org.auth)).body.name).toBe("renamed");
   });
 
@@ -137,7 +150,14 @@ describe("organization", () => {
       for (const path of ["/v1/organization", "/v1/subscription", "/v1/instances", `/v1/instances/${instance.id}`, "/v1/keys"]) {
         texts.push((await request(t.app).get(path).set(org.auth)).text);
       }
-      texts.push((await request(t.app).patch("/v1/organization").set(org.auth).send({ model_api_keys: { gemini: "" } })).text);
+      texts.push(
+        (
+          await request(t.app)
+            .patch("/v1/organization")
+            .set(org.auth)
+            .send({ model_api_keys: { gemini: "" } })
+        ).text,
+      );
       texts.push((await request(t.app).get("/_emulator/snapshot")).text);
       texts.push((await request(t.app).get("/_emulator/requests")).text);
       await t.emulator.store.flush();

@@ -41,7 +41,10 @@ const ensure = async (w: World, status: "running" | "stopped") => {
   await forceState(w.t.app, w.a1, { status });
 };
 const freshKeyId = async (w: World): Promise<string> => {
-  const res = await request(w.t.app).post("/v1/keys").set(w.orgA.auth).send({ name: "target", instance_ids: [w.a1], permissions: ["read"] });
+  const res = await request(w.t.app)
+    .post("/v1/keys")
+    .set(w.orgA.auth)
+    .send({ name: "target", instance_ids: [w.a1], permissions: ["read"] });
   return (res.body as { id: string }).id;
 };
 
@@ -123,8 +126,7 @@ const CALLERS: Who[] = [
   { kind: "header", label: "unknown org key", value: `Bearer svc_org_${"0".repeat(64)}` },
 ];
 
-const label = (who: Who) =>
-  who.kind === "scoped" ? `scoped:${who.permission}` : who.kind === "header" ? `header:${who.label}` : who.kind;
+const label = (who: Who) => (who.kind === "scoped" ? `scoped:${who.permission}` : who.kind === "header" ? `header:${who.label}` : who.kind);
 
 /** "allowed": the route's success (or, for skipped routes, anything past auth); a number: exactly that. */
 type Expected = "allowed" | 401 | 403 | 404 | "skip";
@@ -166,7 +168,10 @@ beforeAll(async () => {
   const b1 = (await runningInstance(t, orgB, { name: "b1" })).id;
   w = { t, orgA, orgB, a1, a2, b1 };
   const mint = async (org: TestOrg, instance: string, permissions: readonly Permission[], expires_at?: string) => {
-    const res = await request(t.app).post("/v1/keys").set(org.auth).send({ name: "m", instance_ids: [instance], permissions, expires_at });
+    const res = await request(t.app)
+      .post("/v1/keys")
+      .set(org.auth)
+      .send({ name: "m", instance_ids: [instance], permissions, expires_at });
     if (res.status !== 201) throw new Error(res.text);
     return res.body as { id: string; raw_key: string };
   };
@@ -234,7 +239,8 @@ describe("permission matrix", () => {
       else ok = res.status === spec.status;
       // Every refusal carries the contract's error body.
       if (ok && want !== "allowed") ok = typeof (res.body as { detail?: unknown }).detail === "string";
-      if (!ok) wrong.push(`${label(who)}: expected ${want}${want === "allowed" && !skipped ? ` (${spec.status})` : ""}, got ${res.status} ${res.text.slice(0, 160)}`);
+      if (!ok)
+        wrong.push(`${label(who)}: expected ${want}${want === "allowed" && !skipped ? ` (${spec.status})` : ""}, got ${res.status} ${res.text.slice(0, 160)}`);
     }
     expect(wrong).toEqual([]);
   });

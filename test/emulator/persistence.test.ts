@@ -84,11 +84,17 @@ describe("persistence across a SIGKILL", () => {
     expect((await second.api.withKey(other.api_key).getOrganization()).name).toBe("second-org");
 
     const instances = await org2.listInstances();
-    expect(instances.map((i) => [i.name, i.status])).toEqual([["b", "stopped"], ["a-renamed", "running"]]);
+    expect(instances.map((i) => [i.name, i.status])).toEqual([
+      ["b", "stopped"],
+      ["a-renamed", "running"],
+    ]);
     expect(instances[0]!.runtime_config).toEqual({ x: 1 });
 
     const keys = await org2.listKeys();
-    expect(keys.map((k) => [k.name, k.is_active])).toEqual([["bot", true], ["old", false]]);
+    expect(keys.map((k) => [k.name, k.is_active])).toEqual([
+      ["bot", true],
+      ["old", false],
+    ]);
     const bot2 = org2.withKey(key.raw_key);
     expect((await bot2.getInstance({ instance_id: a.id })).name).toBe("a-renamed");
     expect(await status(org2.withKey(revoked.raw_key).getInstance({ instance_id: a.id }))).toBe(403);
@@ -162,7 +168,12 @@ describe("signals and flags", () => {
     for (const flag of ["--port", "--data-dir", "--in-memory", "--provision-ms", "--seed", "--admin-token", "--flush-ms"]) {
       expect(runs.help.stdout()).toContain(flag);
     }
-    for (const [name, run] of [["unknown", runs.unknown], ["port", runs.port], ["provision", runs.provision], ["gateway", runs.gateway]] as const) {
+    for (const [name, run] of [
+      ["unknown", runs.unknown],
+      ["port", runs.port],
+      ["provision", runs.provision],
+      ["gateway", runs.gateway],
+    ] as const) {
       expect(await run.exited, name).toBe(2);
       expect(run.stderr(), name).toContain("Usage: ");
       expect(run.stdout(), name).not.toContain("emulator listening on");

@@ -30,7 +30,11 @@ async function fresh() {
   return {
     id,
     root: t.emulator.env.workspaces.rootOf(id),
-    list: (query?: Record<string, string>) => request(t.app).get(base).query(query ?? {}).set(org.auth),
+    list: (query?: Record<string, string>) =>
+      request(t.app)
+        .get(base)
+        .query(query ?? {})
+        .set(org.auth),
     detail: (name: string) => request(t.app).get(`${base}/${name}`).set(org.auth),
     install: (body: Record<string, unknown>) => request(t.app).post(`${base}/install`).set(org.auth).send(body),
     update: (name: string, body: Record<string, unknown>) => request(t.app).patch(`${base}/${name}`).set(org.auth).send(body),
@@ -80,10 +84,21 @@ describe("install", () => {
     const s = await fresh();
     const res = await s.install({ slug: "summarize" });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ skill: "summarize", status: "installed", output: expect.stringContaining("wrote skills/summarize/SKILL.md"), message: "Skill 'summarize' installed and ready." });
+    expect(res.body).toEqual({
+      skill: "summarize",
+      status: "installed",
+      output: expect.stringContaining("wrote skills/summarize/SKILL.md"),
+      message: "Skill 'summarize' installed and ready.",
+    });
     expect(readFileSync(join(s.root, "skills/summarize/SKILL.md"), "utf8")).toMatch(/^---\nname: summarize\ndescription: Summarize/);
     expect((await s.runtime()).skills.entries.summarize).toEqual({ enabled: true, env: {}, config: {} });
-    expect((await s.detail("summarize")).body).toEqual({ name: "summarize", description: expect.any(String), source: "registry", ready: true, path: "skills/summarize" });
+    expect((await s.detail("summarize")).body).toEqual({
+      name: "summarize",
+      description: expect.any(String),
+      source: "registry",
+      ready: true,
+      path: "skills/summarize",
+    });
     const eligible = await s.list({ eligible_only: "true" });
     expect(eligible.body.map((i: { name: string }) => i.name)).toEqual(["summarize"]);
     expect((await s.list({ eligible_only: "false" })).body.length).toBe(SKILL_REGISTRY.length);

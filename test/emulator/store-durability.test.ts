@@ -16,7 +16,11 @@ import { tempDir } from "../helpers/emulator.js";
 const stores: Store[] = [];
 const dirs: (() => void)[] = [];
 afterEach(async () => {
-  while (stores.length) await stores.pop()!.close().catch(() => {});
+  while (stores.length)
+    await stores
+      .pop()!
+      .close()
+      .catch(() => {});
   while (dirs.length) dirs.pop()!();
 });
 
@@ -113,7 +117,9 @@ describe("conversations in append-only logs", () => {
     await store.flush();
     expect(store.controlWrites).toBe(controlWrites);
     expect(statSync(join(d, "state.json")).mtimeMs).toBe(stateBefore);
-    const log = readFileSync(join(d, "conversations", `${INSTANCE}.jsonl`), "utf8").trim().split("\n");
+    const log = readFileSync(join(d, "conversations", `${INSTANCE}.jsonl`), "utf8")
+      .trim()
+      .split("\n");
     expect(log.map((l) => JSON.parse(l).id)).toEqual([a1.id, a2.id, b1.id]);
 
     // Another turn appends exactly one line.
@@ -188,7 +194,15 @@ describe("conversations in append-only logs", () => {
     const legacy = turn(INSTANCE, "main");
     writeFileSync(
       join(d, "state.json"),
-      JSON.stringify({ version: 1, organizations: {}, credentials: {}, keys: {}, instances: {}, billing: {}, gateway: { responses: { [legacy.id]: legacy }, heads: { [headKey(INSTANCE, "main")]: legacy.id } } }),
+      JSON.stringify({
+        version: 1,
+        organizations: {},
+        credentials: {},
+        keys: {},
+        instances: {},
+        billing: {},
+        gateway: { responses: { [legacy.id]: legacy }, heads: { [headKey(INSTANCE, "main")]: legacy.id } },
+      }),
     );
     const store = await open(d);
     expect(store.data.gateway.responses[legacy.id]).toEqual(legacy);

@@ -10,7 +10,11 @@ import { tempDir } from "../helpers/emulator.js";
 const stores: Store[] = [];
 const dirs: (() => void)[] = [];
 afterEach(async () => {
-  while (stores.length) await stores.pop()!.close().catch(() => {});
+  while (stores.length)
+    await stores
+      .pop()!
+      .close()
+      .catch(() => {});
   while (dirs.length) dirs.pop()!();
 });
 
@@ -49,7 +53,10 @@ const addOrg = (store: Store, name: string) => {
 };
 
 const onDisk = (dataDir: string) => JSON.parse(readFileSync(join(dataDir, "state.json"), "utf8")) as { organizations: Record<string, unknown> };
-const namesOnDisk = (dataDir: string) => Object.values(onDisk(dataDir).organizations as Record<string, { name: string }>).map((o) => o.name).sort();
+const namesOnDisk = (dataDir: string) =>
+  Object.values(onDisk(dataDir).organizations as Record<string, { name: string }>)
+    .map((o) => o.name)
+    .sort();
 
 describe("store", () => {
   it("coalesces a burst of commits into one atomic write, leaving no temporary file", async () => {

@@ -18,20 +18,9 @@
  * `participantAlt` carrying the other identity.
  */
 import { Readable } from "node:stream";
-import {
-  makeEventBuffer,
-  type BaileysEventMap,
-  type WAMessage,
-  type WAMessageKey,
-  type WAPresence,
-} from "@whiskeysockets/baileys";
+import { makeEventBuffer, type BaileysEventMap, type WAMessage, type WAMessageKey, type WAPresence } from "@whiskeysockets/baileys";
 import { pino } from "pino";
-import type {
-  MediaDownloader,
-  SocketFactory,
-  WhatsAppSocket,
-  WhatsAppSocketConfig,
-} from "../../daemon/adapters/whatsapp/index.js";
+import type { MediaDownloader, SocketFactory, WhatsAppSocket, WhatsAppSocketConfig } from "../../daemon/adapters/whatsapp/index.js";
 
 export interface FakeAccount {
   /** Digits only. */
@@ -43,10 +32,8 @@ export interface FakeAccount {
 
 export const BOT_ACCOUNT: FakeAccount = { phone: "4915100000001", lid: "190000000000001", name: "Agent" };
 
-export const pnJid = (phone: string, device?: number): string =>
-  `${phone.replace(/\D/g, "")}${device !== undefined ? `:${device}` : ""}@s.whatsapp.net`;
-export const lidJid = (lid: string, device?: number): string =>
-  `${lid}${device !== undefined ? `:${device}` : ""}@lid`;
+export const pnJid = (phone: string, device?: number): string => `${phone.replace(/\D/g, "")}${device !== undefined ? `:${device}` : ""}@s.whatsapp.net`;
+export const lidJid = (lid: string, device?: number): string => `${lid}${device !== undefined ? `:${device}` : ""}@lid`;
 
 /** What `@hapi/boom` errors look like to the adapter. */
 export class FakeBoom extends Error {
@@ -290,9 +277,7 @@ export function groupText(groupJid: string, participant: string, text: string, o
     opts.mentions || opts.replyTo
       ? {
           ...(opts.mentions ? { mentionedJid: opts.mentions } : {}),
-          ...(opts.replyTo
-            ? { participant: opts.replyTo.participant, stanzaId: opts.replyTo.stanzaId, quotedMessage: { conversation: "earlier" } }
-            : {}),
+          ...(opts.replyTo ? { participant: opts.replyTo.participant, stanzaId: opts.replyTo.stanzaId, quotedMessage: { conversation: "earlier" } } : {}),
         }
       : undefined;
   return {

@@ -153,7 +153,11 @@ export function createFakeAdapter(options: FakeAdapterOptions = {}): FakeChatAda
         };
         const timer = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`chat ${chatId}: ${adapter.repliesTo(chatId).length} of ${count} replies after ${timeoutMs} ms: ${JSON.stringify(adapter.repliesTo(chatId).map((m) => m.text.slice(0, 80)))}`));
+          reject(
+            new Error(
+              `chat ${chatId}: ${adapter.repliesTo(chatId).length} of ${count} replies after ${timeoutMs} ms: ${JSON.stringify(adapter.repliesTo(chatId).map((m) => m.text.slice(0, 80)))}`,
+            ),
+          );
         }, timeoutMs);
         waiters.add(check);
         check();

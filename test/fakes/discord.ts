@@ -196,12 +196,10 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
   const guilds = options.guilds ?? [];
 
   let increment = 0n;
-  const snowflake = (): string =>
-    (((BigInt(now()) - DISCORD_EPOCH) << 22n) | (increment++ & 0xfffn)).toString();
+  const snowflake = (): string => (((BigInt(now()) - DISCORD_EPOCH) << 22n) | (increment++ & 0xfffn)).toString();
 
   // Discord's `timestamp` and the time inside the id agree; discord.js reads the latter.
-  const snowflakeTime = (id: string): number | undefined =>
-    /^\d{15,20}$/.test(id) ? Number((BigInt(id) >> 22n) + DISCORD_EPOCH) : undefined;
+  const snowflakeTime = (id: string): number | undefined => (/^\d{15,20}$/.test(id) ? Number((BigInt(id) >> 22n) + DISCORD_EPOCH) : undefined);
 
   const channels = new Map<string, ChannelRecord>();
   for (const guild of guilds) {
@@ -268,7 +266,18 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     threads: [],
     roles: [
       { id: guild.id, name: "@everyone", permissions: "1071698660929", position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 },
-      { id: botRoleId(guild.id), name: bot.username, permissions: "0", position: 1, color: 0, hoist: false, managed: true, mentionable: false, flags: 0, tags: { bot_id: bot.id } },
+      {
+        id: botRoleId(guild.id),
+        name: bot.username,
+        permissions: "0",
+        position: 1,
+        color: 0,
+        hoist: false,
+        managed: true,
+        mentionable: false,
+        flags: 0,
+        tags: { bot_id: bot.id },
+      },
     ],
     members: [{ user: userJson(bot), roles: [botRoleId(guild.id)], joined_at: new Date(now()).toISOString(), deaf: false, mute: false, flags: 0 }],
     presences: [],
@@ -369,7 +378,11 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
         const content = typeof body.content === "string" ? body.content : "";
         if (!content) return send(res, 400, { message: "Cannot send an empty message", code: 50006 });
         if ([...content].length > 2000) {
-          return send(res, 400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } } });
+          return send(res, 400, {
+            message: "Invalid Form Body",
+            code: 50035,
+            errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } },
+          });
         }
         const reference = body.message_reference as Json | undefined;
         const replyTo = typeof reference?.message_id === "string" ? reference.message_id : undefined;
@@ -395,12 +408,20 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     const author = message.author as Json | undefined;
     if (author?.id !== bot.id) return send(res, 403, { message: "Cannot edit a message authored by another user", code: 50005 });
     if (body.content !== undefined && typeof body.content !== "string") {
-      return send(res, 400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "STRING_TYPE_CONVERT", message: "Could not interpret as string." }] } } });
+      return send(res, 400, {
+        message: "Invalid Form Body",
+        code: 50035,
+        errors: { content: { _errors: [{ code: "STRING_TYPE_CONVERT", message: "Could not interpret as string." }] } },
+      });
     }
     const content = typeof body.content === "string" ? body.content : String(message.content);
     if (!content) return send(res, 400, { message: "Cannot send an empty message", code: 50006 });
     if ([...content].length > 2000) {
-      return send(res, 400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } } });
+      return send(res, 400, {
+        message: "Invalid Form Body",
+        code: 50035,
+        errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } },
+      });
     }
     const at = now();
     const last = lastEditAt.get(channelId);
@@ -644,8 +665,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
   const gatewayUrl = `ws://127.0.0.1:${port}`;
   const resumeGatewayUrl = `ws://127.0.0.1:${port}/resume`;
 
-  const liveSocket = (): WebSocket | null =>
-    current?.socket && current.socket.readyState === WebSocket.OPEN ? current.socket : null;
+  const liveSocket = (): WebSocket | null => (current?.socket && current.socket.readyState === WebSocket.OPEN ? current.socket : null);
 
   return {
     bot,

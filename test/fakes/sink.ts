@@ -10,7 +10,9 @@ export const ACCEPTED: AcceptOutcome = { status: "accepted", acknowledge: true }
 export function admitUpTo(maxBytes: number): (question: AdmissionQuestion) => AdmissionAnswer {
   return (question) => ({
     allowed: true,
-    attachments: question.attachmentSizes.map((size) => (size !== undefined && size > maxBytes ? { fetch: false, reason: "too_large" } : { fetch: true, maxBytes })),
+    attachments: question.attachmentSizes.map((size) =>
+      size !== undefined && size > maxBytes ? { fetch: false, reason: "too_large" } : { fetch: true, maxBytes },
+    ),
   });
 }
 

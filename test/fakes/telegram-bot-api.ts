@@ -68,7 +68,12 @@ export interface FakeTelegram {
    * bot (people without usernames are mentioned so); `replyToBot` replies to one
    * of the bot's messages.
    */
-  groupText(chatId: number, user: FakeUser, text: string, extra?: { mention?: boolean; textMention?: boolean; replyToBot?: boolean; basicGroup?: boolean }): number;
+  groupText(
+    chatId: number,
+    user: FakeUser,
+    text: string,
+    extra?: { mention?: boolean; textMention?: boolean; replyToBot?: boolean; basicGroup?: boolean },
+  ): number;
   /** A private document; its bytes are served through getFile and /file/. */
   document(user: FakeUser, fileName: string, content: Buffer, caption?: string): number;
   /** A private photo in several sizes, smallest first as Telegram lists them; `sizes[i]` is each size's bytes. */
@@ -230,7 +235,13 @@ export async function createFakeTelegram(options: {
         msgExtra.entities = [{ type: "text_mention", offset: 0, length: word.length, user: { id: bot.id, is_bot: true, first_name: bot.first_name } }];
       }
       if (extra.replyToBot) {
-        msgExtra.reply_to_message = { message_id: 1, date: 0, chat, from: { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username }, text: "earlier" };
+        msgExtra.reply_to_message = {
+          message_id: 1,
+          date: 0,
+          chat,
+          from: { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username },
+          text: "earlier",
+        };
       }
       return fake.pushUpdate({ message: message(chat, user, body, msgExtra) });
     },
@@ -251,7 +262,9 @@ export async function createFakeTelegram(options: {
       return fake.pushUpdate({ message: media(user, caption, { photo }) });
     },
     channelPost(chatId, text) {
-      return fake.pushUpdate({ channel_post: { message_id: nextMessageId++, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: "channel", title: "news" }, text } });
+      return fake.pushUpdate({
+        channel_post: { message_id: nextMessageId++, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: "channel", title: "news" }, text },
+      });
     },
     inject429(method, retryAfter, times) {
       faults.set(method, { retryAfter, times });
@@ -396,7 +409,13 @@ export async function createFakeTelegram(options: {
           versions: [{ text, ...(record.parse_mode ? { parse_mode: record.parse_mode } : {}), at: now() }],
         });
         const from = { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username };
-        return ok(res, { message_id: record.message_id, date: Math.floor(Date.now() / 1000), from, chat: { id: Number(chatId), type: chatTypes.get(chatId) ?? "private" }, text: visible });
+        return ok(res, {
+          message_id: record.message_id,
+          date: Math.floor(Date.now() / 1000),
+          from,
+          chat: { id: Number(chatId), type: chatTypes.get(chatId) ?? "private" },
+          text: visible,
+        });
       }
       case "editMessageText": {
         const chatId = String(params.chat_id ?? "");
@@ -420,7 +439,11 @@ export async function createFakeTelegram(options: {
           return fail(res, 400, messageId > 0 && messageId < nextMessageId ? "Bad Request: message can't be edited" : "Bad Request: message to edit not found");
         }
         if (contentKey(text, parseMode) === contentKey(target.text, target.parse_mode)) {
-          return fail(res, 400, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message");
+          return fail(
+            res,
+            400,
+            "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
+          );
         }
         const at = now();
         const last = lastEditAt.get(chatId);

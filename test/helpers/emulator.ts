@@ -52,11 +52,10 @@ export const providerKey = (provider: Provider): string => `${provider}-test-sec
  * Signs up an organization and, by default, stores an `anthropic` key so it
  * can create instances at once. `tier` switches the plan through the control plane.
  */
-export async function signupOrg(
-  app: Express,
-  options: { name?: string; providers?: Provider[]; tier?: Tier } = {},
-): Promise<TestOrg> {
-  const signup = await request(app).post("/v1/organization/signup").send({ name: options.name ?? "acme" });
+export async function signupOrg(app: Express, options: { name?: string; providers?: Provider[]; tier?: Tier } = {}): Promise<TestOrg> {
+  const signup = await request(app)
+    .post("/v1/organization/signup")
+    .send({ name: options.name ?? "acme" });
   if (signup.status !== 201) throw new Error(`signup answered ${signup.status}: ${signup.text}`);
   const apiKey = (signup.body as { api_key: string }).api_key;
   let organization = (signup.body as { organization: Organization }).organization;
@@ -80,7 +79,10 @@ export async function signupOrg(
  * past the provisioning delay when there is one.
  */
 export async function runningInstance(t: TestEmulator, org: TestOrg, body: Record<string, unknown> = {}): Promise<Instance> {
-  const created = await request(t.app).post("/v1/instances").set(org.auth).send({ name: "agent", ...body });
+  const created = await request(t.app)
+    .post("/v1/instances")
+    .set(org.auth)
+    .send({ name: "agent", ...body });
   if (created.status !== 201) throw new Error(`create instance answered ${created.status}: ${created.text}`);
   let instance = created.body as Instance;
   if (instance.status === "provisioning") {

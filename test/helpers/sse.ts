@@ -79,5 +79,4 @@ const fieldOf = (value: unknown, key: string): unknown =>
   typeof value === "object" && value !== null && key in value ? (value as Record<string, unknown>)[key] : undefined;
 
 /** Events of one type. */
-export const ofType = (events: SeenEvent[], type: string): SeenEvent[] =>
-  events.filter((e) => fieldOf(e.data, "type") === type);
+export const ofType = (events: SeenEvent[], type: string): SeenEvent[] => events.filter((e) => fieldOf(e.data, "type") === type);

@@ -201,12 +201,7 @@ export function createGatewayConnection(deps: ConnectionDeps): GatewayConnection
     };
     const throttler = tuning.identifyThrottler;
     const client = new Client({
-      intents: [
-        GatewayIntentBits.Guilds,
-        GatewayIntentBits.GuildMessages,
-        GatewayIntentBits.DirectMessages,
-        GatewayIntentBits.MessageContent,
-      ],
+      intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages, GatewayIntentBits.MessageContent],
       // DM channels are not cached until a message arrives in one.
       partials: [Partials.Channel],
       rest: { api: deps.config.api },
@@ -263,9 +258,7 @@ export function createGatewayConnection(deps: ConnectionDeps): GatewayConnection
     built.guard.cancelled = true;
     // A login still in flight rejects once its connect is refused; nobody needs that rejection.
     void built.login?.catch(() => undefined);
-    const done = built.client
-      .destroy()
-      .catch((error: unknown) => log.debug({ err: describe(error).message }, "destroying discord client"));
+    const done = built.client.destroy().catch((error: unknown) => log.debug({ err: describe(error).message }, "destroying discord client"));
     if (!wait) return;
     let cancelBound = () => {};
     const bound = new Promise<void>((resolve) => {

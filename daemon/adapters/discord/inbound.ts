@@ -114,6 +114,10 @@ export function attachmentKind(contentType: string | null): InboundAttachment["k
 /** A base name with no folders or control characters; invented when Discord gives none. */
 export function safeFileName(name: string | null, fallbackId: string): string {
   const base = (name ?? "").split(/[\\/]/).pop() ?? "";
-  const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, "").replace(/^\.+/, "").trim().slice(0, 200);
+  const cleaned = base
+    .replace(/[\u0000-\u001f\u007f]/g, "")
+    .replace(/^\.+/, "")
+    .trim()
+    .slice(0, 200);
   return cleaned || `attachment-${fallbackId}`;
 }

@@ -5,30 +5,25 @@
  * channels need no cache. Commands and access control are the core's; this
  * file only translates.
  */
-import { DiscordAPIError, HTTPError, RateLimitError, REST, Routes, type Client, type Message, type RESTPostAPIChannelMessageJSONBody, type RESTPatchAPIChannelMessageJSONBody } from "discord.js";
+import {
+  DiscordAPIError,
+  HTTPError,
+  RateLimitError,
+  REST,
+  Routes,
+  type Client,
+  type Message,
+  type RESTPostAPIChannelMessageJSONBody,
+  type RESTPatchAPIChannelMessageJSONBody,
+} from "discord.js";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
 import type { DiscordChannelConfig } from "./platform.js";
 import { rawLength, SendError, type AdmissionAnswer, type DroppedAttachment, type SendReceipt } from "../../core/adapter.js";
 import { createSerialQueue } from "../../core/retry.js";
-import type {
-  AdapterDeps,
-  AdapterLimits,
-  ChatAdapter,
-  ChatTarget,
-  InboundAttachment,
-  InboundMessage,
-  InboundSink,
-  SendOptions,
-} from "../../core/adapter.js";
+import type { AdapterDeps, AdapterLimits, ChatAdapter, ChatTarget, InboundAttachment, InboundMessage, InboundSink, SendOptions } from "../../core/adapter.js";
 import { downloadAttachment } from "../download.js";
 import { createGatewayConnection, defaultConnectionTuning, type ConnectionTuning } from "./connection.js";
-import {
-  attachmentKind,
-  classifyMessage,
-  safeFileName,
-  type BotIdentity,
-  type DiscordMessageView,
-} from "./inbound.js";
+import { attachmentKind, classifyMessage, safeFileName, type BotIdentity, type DiscordMessageView } from "./inbound.js";
 
 export { ConnectFailure } from "./connection.js";
 export type { ConnectionTuning } from "./connection.js";
@@ -63,11 +58,7 @@ export class DiscordAdapterError extends SendError {
   }
 }
 
-export function createDiscordAdapter(
-  config: DiscordChannelConfig,
-  deps: AdapterDeps,
-  options: DiscordAdapterOptions = {},
-): ChatAdapter {
+export function createDiscordAdapter(config: DiscordChannelConfig, deps: AdapterDeps, options: DiscordAdapterOptions = {}): ChatAdapter {
   const accountId = config.id;
   const log = deps.logger.child({ adapter: "discord", accountId });
   const token = config.token;
@@ -150,7 +141,10 @@ export function createDiscordAdapter(
     await sink.accept(inbound);
   }
 
-  async function fetchAttachments(view: DiscordMessageView, admitted: AdmissionAnswer["attachments"]): Promise<{ files: InboundAttachment[]; dropped: DroppedAttachment[] }> {
+  async function fetchAttachments(
+    view: DiscordMessageView,
+    admitted: AdmissionAnswer["attachments"],
+  ): Promise<{ files: InboundAttachment[]; dropped: DroppedAttachment[] }> {
     const files: InboundAttachment[] = [];
     const dropped: DroppedAttachment[] = [];
     for (const [i, attachment] of view.attachments.entries()) {
@@ -205,10 +199,7 @@ export function createDiscordAdapter(
       // Discord renders Markdown itself, so "markdown" passes as is; "plain" also
       // passes as is, since escaping would lengthen a chunk the core sized to fit.
       if (text.length > DISCORD_LIMITS.maxMessageLength) {
-        throw new DiscordAdapterError(
-          `message of ${text.length} characters is over Discord's ${DISCORD_LIMITS.maxMessageLength}`,
-          400,
-        );
+        throw new DiscordAdapterError(`message of ${text.length} characters is over Discord's ${DISCORD_LIMITS.maxMessageLength}`, 400);
       }
       if (!text.trim()) throw new DiscordAdapterError("Discord refuses empty messages", 400);
       const body: RESTPostAPIChannelMessageJSONBody = {

@@ -44,7 +44,10 @@ export const telegramFetch = (async (input: Parameters<typeof fetch>[0], init?: 
     if (isTelegramShaped(body)) return new Response(text, { status: res.status, headers: { "content-type": "application/json" } });
     const snippet = text.replace(/\s+/g, " ").trim().slice(0, 300);
     const description = `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ""}${snippet ? `: ${snippet}` : ""}`;
-    return new Response(JSON.stringify({ ok: false, error_code: res.status, description }), { status: res.status, headers: { "content-type": "application/json" } });
+    return new Response(JSON.stringify({ ok: false, error_code: res.status, description }), {
+      status: res.status,
+      headers: { "content-type": "application/json" },
+    });
   } finally {
     bridged.done();
   }

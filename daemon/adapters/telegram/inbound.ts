@@ -80,6 +80,10 @@ export function fileRefsOf(message: Message): FileRef[] {
 export function safeFileName(name: string | undefined, fallback: string): string {
   const base = (name ?? "").split(/[/\\]/).pop() ?? "";
   // eslint-disable-next-line no-control-regex
-  const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, "").replace(/^\.+/, "").trim().slice(0, 200);
+  const cleaned = base
+    .replace(/[\u0000-\u001f\u007f]/g, "")
+    .replace(/^\.+/, "")
+    .trim()
+    .slice(0, 200);
   return cleaned || fallback;
 }

@@ -71,9 +71,10 @@ function block(tokens: Token[], depth = 0): string {
       case "code": {
         const code = token as Tokens.Code;
         const lang = code.lang?.split(/\s/)[0];
-        out += lang && /^[\w+#.-]+$/.test(lang)
-          ? `<pre><code class="language-${lang}">${escapeHtml(code.text)}</code></pre>\n\n`
-          : `<pre>${escapeHtml(code.text)}</pre>\n\n`;
+        out +=
+          lang && /^[\w+#.-]+$/.test(lang)
+            ? `<pre><code class="language-${lang}">${escapeHtml(code.text)}</code></pre>\n\n`
+            : `<pre>${escapeHtml(code.text)}</pre>\n\n`;
         break;
       }
       case "blockquote":

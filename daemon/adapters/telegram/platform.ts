@@ -48,7 +48,12 @@ async function checkTelegram(channel: TelegramChannelConfig, deps: ProbeDeps): P
   const subject = channelSubject(channel);
   const got = await probe(deps, `${channel.apiRoot}/bot${channel.token}/getMe`);
   if (got.kind === "unreachable") {
-    return { status: "fail", subject, message: `cannot reach the Bot API at ${channel.apiRoot} (${got.reason})`, fix: "check the network, or the channel's apiRoot" };
+    return {
+      status: "fail",
+      subject,
+      message: `cannot reach the Bot API at ${channel.apiRoot} (${got.reason})`,
+      fix: "check the network, or the channel's apiRoot",
+    };
   }
   const me = TelegramMe.safeParse(got.body);
   if (got.status === 200 && me.success) {

@@ -9,7 +9,16 @@ import { clearLine, createInterface, cursorTo, type Interface } from "node:readl
 import type { Readable, Writable } from "node:stream";
 import { systemClock, type Clock } from "../../../shared/clock.js";
 import type { TerminalChannelConfig } from "./platform.js";
-import { rawLength, type AdapterCapabilities, type AdapterLimits, type ChatAdapter, type ChatTarget, type InboundMessage, type InboundSink, type SendOptions } from "../../core/adapter.js";
+import {
+  rawLength,
+  type AdapterCapabilities,
+  type AdapterLimits,
+  type ChatAdapter,
+  type ChatTarget,
+  type InboundMessage,
+  type InboundSink,
+  type SendOptions,
+} from "../../core/adapter.js";
 
 export const TERMINAL_PLATFORM = "terminal";
 export const REPLY_PREFIX = "agent> ";
@@ -103,10 +112,13 @@ export function createTerminalAdapter(options: TerminalAdapterOptions): Terminal
             sentAt: clock.now(),
           };
           if (config.userName !== undefined) message.userName = config.userName;
-          const accepted = sink.accept(message).then(() => undefined, (err: unknown) => {
-            const reason = err instanceof Error ? err.message : String(err);
-            print(`(message not taken: ${reason}; please send it again)`);
-          });
+          const accepted = sink.accept(message).then(
+            () => undefined,
+            (err: unknown) => {
+              const reason = err instanceof Error ? err.message : String(err);
+              print(`(message not taken: ${reason}; please send it again)`);
+            },
+          );
           pending.add(accepted);
           void accepted.finally(() => pending.delete(accepted));
         }

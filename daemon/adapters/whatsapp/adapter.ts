@@ -45,14 +45,7 @@ import { DEFAULT_BACKOFF, reconnectDelay, type BackoffPolicy } from "./backoff.j
 import { markdownToWhatsApp } from "./format.js";
 import { toSendJid } from "./ids.js";
 import { translateMessage, type InboundDraft, type SelfJids } from "./inbound.js";
-import {
-  baileysMediaDownloader,
-  baileysSocketFactory,
-  type MediaDownloader,
-  type SocketFactory,
-  type WAMessage,
-  type WhatsAppSocket,
-} from "./socket.js";
+import { baileysMediaDownloader, baileysSocketFactory, type MediaDownloader, type SocketFactory, type WAMessage, type WhatsAppSocket } from "./socket.js";
 
 export const WHATSAPP_LIMITS: AdapterLimits = { maxMessageLength: 4000, typingRefreshMs: 10_000 };
 
@@ -123,11 +116,7 @@ const MAX_UNACCEPTED = 200;
 
 type IntakeOutcome = "accepted" | "refused" | "skipped";
 
-export function createWhatsAppAdapter(
-  config: WhatsAppChannelConfig,
-  deps: AdapterDeps,
-  options: WhatsAppAdapterOptions = {},
-): ChatAdapter {
+export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: AdapterDeps, options: WhatsAppAdapterOptions = {}): ChatAdapter {
   const accountId = config.id;
   const authDir = config.authDir ?? `${deps.dataDir}/whatsapp/${accountId}`;
   const factory = options.socketFactory ?? baileysSocketFactory;
@@ -140,10 +129,7 @@ export function createWhatsAppAdapter(
   const { clock } = deps;
   const log = deps.logger.child({ platform: PLATFORM, accountId });
   // Baileys is chatty below warn, and its debug output can carry key material.
-  const baileysLog = log.child(
-    { component: "baileys" },
-    { level: log.levelVal > log.levels.values.warn! ? log.level : "warn" },
-  );
+  const baileysLog = log.child({ component: "baileys" }, { level: log.levelVal > log.levels.values.warn! ? log.level : "warn" });
 
   let phase: Phase = "idle";
   let sink: InboundSink | undefined;
@@ -281,9 +267,7 @@ export function createWhatsAppAdapter(
       if (config.printQr) drawQr(update.qr);
       status({
         state: "pairing",
-        detail: config.printQr
-          ? "scan the QR code with WhatsApp > Linked devices"
-          : "waiting for a link (printQr is off)",
+        detail: config.printQr ? "scan the QR code with WhatsApp > Linked devices" : "waiting for a link (printQr is off)",
       });
       settleStart?.();
     }
@@ -591,10 +575,7 @@ export function createWhatsAppAdapter(
       const jid = toSendJid(target.chatId);
       const socket = await waitForOpen();
       const body = options.format === "markdown" ? markdownToWhatsApp(text) : text;
-      const quoted =
-        target.chatType === "group" && target.replyToMessageId
-          ? receivedMessages.get(`${target.chatId}:${target.replyToMessageId}`)
-          : undefined;
+      const quoted = target.chatType === "group" && target.replyToMessageId ? receivedMessages.get(`${target.chatId}:${target.replyToMessageId}`) : undefined;
       let sent: WAMessage | undefined;
       try {
         sent = await socket.sendMessage(jid, { text: body }, quoted ? { quoted } : undefined);
@@ -656,4 +637,3 @@ function describe(err: unknown): string {
   if (err instanceof Error) return err.message;
   return typeof err === "string" ? err : "unknown error";
 }
-

@@ -46,8 +46,7 @@ export type SelfJids = readonly string[];
 
 const skip = (reason: string): Translation => ({ ok: false, reason });
 
-const isPersonJid = (jid: string): boolean =>
-  Boolean(isPnUser(jid) || isLidUser(jid) || isHostedPnUser(jid) || isHostedLidUser(jid));
+const isPersonJid = (jid: string): boolean => Boolean(isPnUser(jid) || isLidUser(jid) || isHostedPnUser(jid) || isHostedLidUser(jid));
 
 export function translateMessage(msg: WAMessage, self: SelfJids): Translation {
   const key = msg.key;
@@ -75,9 +74,7 @@ export function translateMessage(msg: WAMessage, self: SelfJids): Translation {
   if (!userId) return skip("no sender id");
   // Older Baileys 7 release candidates carried the other identity as senderPn / senderLid.
   const legacy = key as Record<string, unknown>;
-  const aliases = [senderAlt, str(legacy.senderPn), str(legacy.senderLid)]
-    .map(userIdFromJid)
-    .filter((id): id is string => Boolean(id) && id !== userId);
+  const aliases = [senderAlt, str(legacy.senderPn), str(legacy.senderLid)].map(userIdFromJid).filter((id): id is string => Boolean(id) && id !== userId);
 
   const content = normalizeMessageContent(msg.message);
   if (!content) return skip("no content");
@@ -94,8 +91,7 @@ export function translateMessage(msg: WAMessage, self: SelfJids): Translation {
 
   const context = contextOf(content);
   const mentioned =
-    (context?.mentionedJid ?? []).some((jid) => isSelf(jid, self)) ||
-    Boolean(context?.participant && context.stanzaId && isSelf(context.participant, self));
+    (context?.mentionedJid ?? []).some((jid) => isSelf(jid, self)) || Boolean(context?.participant && context.stanzaId && isSelf(context.participant, self));
 
   const sentAt = toNumber(msg.messageTimestamp);
   return {
@@ -149,7 +145,9 @@ function contextOf(content: proto.IMessage): proto.IContextInfo | null | undefin
 }
 
 function mediaOf(content: proto.IMessage, messageId: string): MediaInfo | undefined {
-  const pick = (): { kind: MediaInfo["kind"]; m: proto.Message.IDocumentMessage | proto.Message.IImageMessage | proto.Message.IAudioMessage | proto.Message.IVideoMessage } | undefined => {
+  const pick = ():
+    | { kind: MediaInfo["kind"]; m: proto.Message.IDocumentMessage | proto.Message.IImageMessage | proto.Message.IAudioMessage | proto.Message.IVideoMessage }
+    | undefined => {
     if (content.documentMessage) return { kind: "document", m: content.documentMessage };
     if (content.imageMessage) return { kind: "photo", m: content.imageMessage };
     if (content.audioMessage) return { kind: "audio", m: content.audioMessage };
@@ -174,7 +172,10 @@ export function safeFileName(name: string | null | undefined): string | undefine
   if (!name) return undefined;
   const base = name.split(/[\\/]/).pop() ?? "";
   // eslint-disable-next-line no-control-regex
-  const clean = base.replace(/[\u0000-\u001f\u007f]/g, "").trim().slice(0, 120);
+  const clean = base
+    .replace(/[\u0000-\u001f\u007f]/g, "")
+    .trim()
+    .slice(0, 120);
   return clean && clean !== "." && clean !== ".." ? clean : undefined;
 }
 

@@ -43,7 +43,14 @@ async function checkWhatsApp(channel: WhatsAppChannelConfig, deps: ChannelCheckD
     text = await deps.readFile(join(authDir, "creds.json"));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    return code === "ENOENT" ? notLinked("no creds.json") : { status: "fail", subject, message: `cannot read ${join(authDir, "creds.json")} (${code ?? "read error"})`, fix: "check the folder's owner and permissions" };
+    return code === "ENOENT"
+      ? notLinked("no creds.json")
+      : {
+          status: "fail",
+          subject,
+          message: `cannot read ${join(authDir, "creds.json")} (${code ?? "read error"})`,
+          fix: "check the folder's owner and permissions",
+        };
   }
   let raw: unknown;
   try {

@@ -37,11 +37,7 @@ export interface WhatsAppSocket {
   ev: WhatsAppSocketEvents;
   /** The linked account once known: `id` is the phone JID, `lid` the `@lid` id. */
   user?: { id: string; lid?: string } | undefined;
-  sendMessage(
-    jid: string,
-    content: { text: string },
-    options?: { quoted?: WAMessage },
-  ): Promise<WAMessage | undefined>;
+  sendMessage(jid: string, content: { text: string }, options?: { quoted?: WAMessage }): Promise<WAMessage | undefined>;
   sendPresenceUpdate(type: WAPresence, toJid?: string): Promise<void>;
   /** Closes the connection without logging out (the link survives). */
   end(error: Error | undefined): unknown;
@@ -57,10 +53,7 @@ export type SocketFactory = (config: WhatsAppSocketConfig) => WhatsAppSocket;
 export const baileysSocketFactory: SocketFactory = makeWASocket;
 
 /** Bytes of a media message: a buffer, or a stream the adapter reads with a size bound. */
-export type MediaDownloader = (
-  message: WAMessage,
-  context: { socket: WhatsAppSocket; logger: Logger },
-) => Promise<Uint8Array | AsyncIterable<Uint8Array>>;
+export type MediaDownloader = (message: WAMessage, context: { socket: WhatsAppSocket; logger: Logger }) => Promise<Uint8Array | AsyncIterable<Uint8Array>>;
 
 export const baileysMediaDownloader: MediaDownloader = async (message, { socket, logger }) => {
   const reupload = socket.updateMediaMessage;

@@ -28,7 +28,14 @@ function msg(over: Partial<InboundMessage>): InboundMessage {
 
 describe("normalizeUserId", () => {
   it("gives one spelling per WhatsApp person", () => {
-    for (const id of ["+49 151 1234567", "49 151 1234567", "+49-151-123-4567", "491511234567@s.whatsapp.net", "491511234567:12@s.whatsapp.net", "491511234567@c.us"]) {
+    for (const id of [
+      "+49 151 1234567",
+      "49 151 1234567",
+      "+49-151-123-4567",
+      "491511234567@s.whatsapp.net",
+      "491511234567:12@s.whatsapp.net",
+      "491511234567@c.us",
+    ]) {
       expect(normalizeUserId(id)).toBe("491511234567");
     }
   });

@@ -37,8 +37,7 @@ function pick<T>(random: Random, items: readonly T[]): T {
   return items[Math.floor(random.float() * items.length)]!;
 }
 
-const word = (random: Random, i: number) =>
-  `w${i}${"abcdefghijklmnop".slice(0, 1 + Math.floor(random.float() * 10))}`;
+const word = (random: Random, i: number) => `w${i}${"abcdefghijklmnop".slice(0, 1 + Math.floor(random.float() * 10))}`;
 
 /**
  * Paragraphs, bullet lists and code blocks; every code line names its block
@@ -65,7 +64,9 @@ function generate(random: Random, length: number, codeShare = 0.4): string {
       block++;
     } else if (r < codeShare + 0.2) {
       const count = 2 + Math.floor(random.float() * 12);
-      part = Array.from({ length: count }, () => `- ${Array.from({ length: 3 + Math.floor(random.float() * 12) }, () => word(random, n++)).join(" ")}`).join("\n");
+      part = Array.from({ length: count }, () => `- ${Array.from({ length: 3 + Math.floor(random.float() * 12) }, () => word(random, n++)).join(" ")}`).join(
+        "\n",
+      );
     } else {
       part = Array.from({ length: 5 + Math.floor(random.float() * 120) }, () => word(random, n++)).join(" ");
     }

@@ -68,12 +68,7 @@ describe("parseConfig", () => {
       {
         service: { apiKey: KEY },
         dataDir: "/var/lib/bridge",
-        channels: [
-          { type: "terminal" },
-          { type: "telegram", token: TG_TOKEN },
-          { type: "discord", id: "disc2", token: "abc.def.ghi" },
-          { type: "whatsapp" },
-        ],
+        channels: [{ type: "terminal" }, { type: "telegram", token: TG_TOKEN }, { type: "discord", id: "disc2", token: "abc.def.ghi" }, { type: "whatsapp" }],
       },
       {},
     );
@@ -94,10 +89,7 @@ describe("parseConfig", () => {
   });
 
   it("keeps a terminal's explicit access as written", () => {
-    const cfg = parseConfig(
-      { service: { apiKey: KEY }, channels: [{ type: "terminal", userId: "me", access: { mode: "open" } }] },
-      {},
-    );
+    const cfg = parseConfig({ service: { apiKey: KEY }, channels: [{ type: "terminal", userId: "me", access: { mode: "open" } }] }, {});
     expect(cfg.channels[0]?.access).toEqual({ mode: "open", users: [], groups: {}, allowUnlistedGroups: false });
   });
 
@@ -119,9 +111,7 @@ describe("parseConfig", () => {
   });
 
   it("names the key and the variable when one is unset, and says it once", () => {
-    const problems = problemsOf(() =>
-      parseConfig({ service: { apiKey: "${MISSING_KEY}" }, channels: [{ type: "discord", token: "${DISCORD_TOKEN}" }] }, {}),
-    );
+    const problems = problemsOf(() => parseConfig({ service: { apiKey: "${MISSING_KEY}" }, channels: [{ type: "discord", token: "${DISCORD_TOKEN}" }] }, {}));
     expect(problems).toEqual([
       "service.apiKey: environment variable MISSING_KEY is not set",
       "channels.discord.token: environment variable DISCORD_TOKEN is not set",
@@ -170,9 +160,9 @@ describe("parseConfig", () => {
   });
 
   it("checks cross-field rules once the shape is right", () => {
-    expect(
-      problemsOf(() => parseConfig({ service: { apiKey: KEY }, retry: { baseDelayMs: 1000, maxDelayMs: 10 } }, {})),
-    ).toEqual(["retry.maxDelayMs: must be at least baseDelayMs"]);
+    expect(problemsOf(() => parseConfig({ service: { apiKey: KEY }, retry: { baseDelayMs: 1000, maxDelayMs: 10 } }, {}))).toEqual([
+      "retry.maxDelayMs: must be at least baseDelayMs",
+    ]);
     expect(
       problemsOf(() =>
         parseConfig(
@@ -198,7 +188,10 @@ describe("parseConfig", () => {
         parseConfig(
           {
             service: { apiKey: "${API}" },
-            channels: [{ type: "telegram", token: secretToken, webhook: 5 }, { type: "discord", token: "has SUPERSECRET space" }],
+            channels: [
+              { type: "telegram", token: secretToken, webhook: 5 },
+              { type: "discord", token: "has SUPERSECRET space" },
+            ],
           },
           { API: secretKey },
         );
@@ -214,9 +207,7 @@ describe("parseConfig", () => {
 
   it("accepts svc_sk_ keys and rejects keys with whitespace", () => {
     expect(parseConfig({ service: { apiKey: `svc_sk_${"0".repeat(64)}` } }, {}).service.apiKey).toMatch(/^svc_sk_/);
-    expect(problemsOf(() => parseConfig({ service: { apiKey: `${KEY}\n` } }, {}))).toEqual([
-      "service.apiKey: must not contain whitespace",
-    ]);
+    expect(problemsOf(() => parseConfig({ service: { apiKey: `${KEY}\n` } }, {}))).toEqual(["service.apiKey: must not contain whitespace"]);
   });
 
   it("turns the ops server off with null or false, and picks a port with 0", () => {
@@ -250,26 +241,18 @@ describe("parseConfig", () => {
         "//": "top comment",
         service: { "//": ["a", "b"], apiKey: KEY },
         "//routes": "explained",
-        channels: [
-          { "//": "x", type: "telegram", token: TG_TOKEN, access: { groups: { "//": "by chat id", "-100": { "//note": 1 } } } },
-        ],
+        channels: [{ "//": "x", type: "telegram", token: TG_TOKEN, access: { groups: { "//": "by chat id", "-100": { "//note": 1 } } } }],
       },
       {},
     );
     expect(cfg.channels[0]?.access.groups).toEqual({ "-100": { enabled: true } });
-    const keys = (v: unknown): string[] =>
-      v && typeof v === "object" ? Object.entries(v).flatMap(([k, x]) => [k, ...keys(x)]) : [];
+    const keys = (v: unknown): string[] => (v && typeof v === "object" ? Object.entries(v).flatMap(([k, x]) => [k, ...keys(x)]) : []);
     expect(keys(cfg).filter((k) => k.startsWith("//"))).toEqual([]);
   });
 
   it("quotes odd keys in paths", () => {
     expect(
-      problemsOf(() =>
-        parseConfig(
-          { service: { apiKey: KEY }, channels: [{ type: "whatsapp", access: { groups: { "123@g.us": { users: "x" } } } }] },
-          {},
-        ),
-      ),
+      problemsOf(() => parseConfig({ service: { apiKey: KEY }, channels: [{ type: "whatsapp", access: { groups: { "123@g.us": { users: "x" } } } }] }, {})),
     ).toEqual(['channels.whatsapp.access.groups["123@g.us"].users: must be a list']);
   });
 });
@@ -326,14 +309,17 @@ describe("loadConfig", () => {
     ]);
   });
 
-  it('suggests the key meant for a typo, at any depth, and none when nothing is close', () => {
+  it("suggests the key meant for a typo, at any depth, and none when nothing is close", () => {
     expect(
       problemsOf(() =>
         parseConfig(
           {
             service: { apiKey: KEY, baseURL: "http://x" },
             queue: { debounce: 5 },
-            channels: [{ type: "telegram", token: TG_TOKEN, acess: {} }, { type: "terminal", promt: "> " }],
+            channels: [
+              { type: "telegram", token: TG_TOKEN, acess: {} },
+              { type: "terminal", promt: "> " },
+            ],
             zebra: 1,
           },
           {},
@@ -414,7 +400,9 @@ describe("streaming options", () => {
     const tg = cfg.channels[0]!;
     expect(tg.type === "telegram" && [tg.streaming, tg.minEditIntervalMs]).toEqual(["partial", undefined]);
     for (const bad of [-1, 60_001, 1.5]) {
-      const problems = problemsOf(() => parseConfig({ service: { apiKey: KEY }, channels: [{ type: "discord", token: "abc.def.ghi", minEditIntervalMs: bad }] }, {}));
+      const problems = problemsOf(() =>
+        parseConfig({ service: { apiKey: KEY }, channels: [{ type: "discord", token: "abc.def.ghi", minEditIntervalMs: bad }] }, {}),
+      );
       expect(problems, String(bad)).toHaveLength(1);
       expect(problems[0], String(bad)).toMatch(/^channels\.discord\.minEditIntervalMs: /);
     }

@@ -53,9 +53,7 @@ describe("createLogger", () => {
 
 describe("redactSecrets", () => {
   it("replaces every occurrence, longest secret first, and ignores very short ones", () => {
-    expect(redactSecrets("a=abcdefgh b=abcdefghij c=abcdefgh", ["abcdefgh", "abcdefghij"])).toBe(
-      "a=[redacted] b=[redacted] c=[redacted]",
-    );
+    expect(redactSecrets("a=abcdefgh b=abcdefghij c=abcdefgh", ["abcdefgh", "abcdefghij"])).toBe("a=[redacted] b=[redacted] c=[redacted]");
     expect(redactSecrets("id 12345 and abc", ["abc", "12345"])).toBe("id 12345 and abc");
     expect(redactSecrets('{"k":"se\\"cret!"}', ['se"cret!'])).toBe('{"k":"[redacted]"}');
   });
@@ -157,8 +155,6 @@ describe("startOpsServer", () => {
   it("rejects when the port is taken", async () => {
     server = await startOpsServer({ host: "127.0.0.1", port: 0, metrics: createMetrics(), health: () => ({ healthy: true }) });
     const port = Number(new URL(server.url).port);
-    await expect(
-      startOpsServer({ host: "127.0.0.1", port, metrics: createMetrics(), health: () => ({ healthy: true }) }),
-    ).rejects.toThrow(/EADDRINUSE/);
+    await expect(startOpsServer({ host: "127.0.0.1", port, metrics: createMetrics(), health: () => ({ healthy: true }) })).rejects.toThrow(/EADDRINUSE/);
   });
 });

@@ -101,15 +101,21 @@ describe("a platform defined with the registry's types alone", () => {
       throw new Error("not built in this test");
     },
   });
-  const parsed = z.array(z.discriminatedUnion("type", [echo.schema, ...platforms.map((p) => p.schema)])).parse([
-    { type: "echo", key: "echo-key-123" },
-    { type: "terminal" },
-  ]);
+  const parsed = z
+    .array(z.discriminatedUnion("type", [echo.schema, ...platforms.map((p) => p.schema)]))
+    .parse([{ type: "echo", key: "echo-key-123" }, { type: "terminal" }]);
 
   it("parses beside the registered ones and is finalised only by itself", () => {
     const [mine, terminal] = parsed;
     const done = echo.finalize(mine!, { id: "e1", dataDir: "/data" });
-    expect(done).toEqual({ type: "echo", id: "e1", enabled: true, access: { mode: "allowlist", users: [], groups: {}, allowUnlistedGroups: false }, key: "echo-key-123", home: "/data/echo/e1" });
+    expect(done).toEqual({
+      type: "echo",
+      id: "e1",
+      enabled: true,
+      access: { mode: "allowlist", users: [], groups: {}, allowUnlistedGroups: false },
+      key: "echo-key-123",
+      home: "/data/echo/e1",
+    });
     expect(echo.finalize(terminal!, { id: "terminal", dataDir: "/data" })).toBeUndefined();
     for (const p of platforms) expect(p.finalize(mine!, { id: "e1", dataDir: "/data" })).toBeUndefined();
   });
@@ -122,7 +128,9 @@ describe("a platform defined with the registry's types alone", () => {
     expect(await echo.check(mine, checkDeps)).toEqual({ status: "ok", subject: "channel e1 (echo)", message: "home /data/echo/e1" });
     const quiet = pino({ level: "silent" }, new Writable({ write: (_c, _e, done) => done() }));
     const state = { get: () => undefined, set: async () => undefined };
-    await expect(echo.create(mine, { logger: quiet, state, dataDir: "/data", clock: systemClock, maxAttachmentBytes: 1 })).rejects.toThrow("not built in this test");
+    await expect(echo.create(mine, { logger: quiet, state, dataDir: "/data", clock: systemClock, maxAttachmentBytes: 1 })).rejects.toThrow(
+      "not built in this test",
+    );
     expect(built).toEqual([mine]);
   });
 });
@@ -133,7 +141,13 @@ describe("the registered platforms, through the registry", () => {
     dataDir: "/srv/bridge",
     channels: [
       { type: "terminal" },
-      { type: "telegram", id: "tg", token: `123456:${"A".repeat(35)}`, mode: "webhook", webhook: { url: "https://bot.example", secretToken: "hook-secret-123" } },
+      {
+        type: "telegram",
+        id: "tg",
+        token: `123456:${"A".repeat(35)}`,
+        mode: "webhook",
+        webhook: { url: "https://bot.example", secretToken: "hook-secret-123" },
+      },
       { type: "discord", token: "discord-token-xyz" },
       { type: "whatsapp", id: "wa" },
     ],

@@ -22,9 +22,19 @@ describe("retry", () => {
         calls++;
         throw new SendError("flood", { permanent: false, retryAfterMs: 5000 });
       },
-      { clock, random: seededRandom(1), maxAttempts: 3, backoff: { baseMs: 10, maxMs: 100 }, classify: classifySendError, onRetry: (_e, _a, ms) => waits.push(ms) },
+      {
+        clock,
+        random: seededRandom(1),
+        maxAttempts: 3,
+        backoff: { baseMs: 10, maxMs: 100 },
+        classify: classifySendError,
+        onRetry: (_e, _a, ms) => waits.push(ms),
+      },
     );
-    const outcome = run.then(() => "resolved", (e: unknown) => e);
+    const outcome = run.then(
+      () => "resolved",
+      (e: unknown) => e,
+    );
     await flush();
     expect(calls).toBe(1);
     clock.advance(4999);

@@ -11,11 +11,7 @@ function config(routes: unknown[]) {
     {
       service: { apiKey: KEY, defaultModel: "model-default" },
       routes,
-      channels: [
-        { type: "telegram", id: "bot1", token: TG },
-        { type: "telegram", id: "bot2", token: TG },
-        { type: "whatsapp" },
-      ],
+      channels: [{ type: "telegram", id: "bot1", token: TG }, { type: "telegram", id: "bot2", token: TG }, { type: "whatsapp" }],
     },
     {},
   );
@@ -96,8 +92,7 @@ describe("resolveRoute", () => {
 });
 
 describe("session ids", () => {
-  const base = (over: Partial<InboundMessage>, scope: "user" | "group" | "group_user" = "group_user") =>
-    sessionBaseFor(msg(over), scope);
+  const base = (over: Partial<InboundMessage>, scope: "user" | "group" | "group_user" = "group_user") => sessionBaseFor(msg(over), scope);
 
   it("depend only on platform, account, chat, user and scope", () => {
     const a = base({ platform: "whatsapp", accountId: "wa", chatType: "direct", userId: "491511234567", messageId: "1", text: "a" });
@@ -119,8 +114,28 @@ describe("session ids", () => {
 
   it("never give two different people or chats the same id", () => {
     const tricky = [
-      "42", "43", "a.user.b", "a", "user", "b", "a_b", "a.b", "a:b", "a b", "A", "-100", "100", "+100",
-      "x".repeat(64), "x".repeat(65), "x".repeat(66), "g1", "dm", "group", "1203630@g.us", "1203630_g_us",
+      "42",
+      "43",
+      "a.user.b",
+      "a",
+      "user",
+      "b",
+      "a_b",
+      "a.b",
+      "a:b",
+      "a b",
+      "A",
+      "-100",
+      "100",
+      "+100",
+      "x".repeat(64),
+      "x".repeat(65),
+      "x".repeat(66),
+      "g1",
+      "dm",
+      "group",
+      "1203630@g.us",
+      "1203630_g_us",
     ];
     const seen = new Map<string, string>();
     const add = (key: string, what: string) => {

@@ -115,7 +115,9 @@ describe("preview driver", () => {
     const { driver, clock } = drive(p);
     const paragraphs: string[] = [];
     for (let i = 0; paragraphs.join("\n\n").length < 9000; i++) {
-      paragraphs.push(`Step ${i}: use **bold ${i}** and \`code_${i} && x < y\` with [the docs ${i}](https://example.com/docs?a=${i}&b=2) for R&D & more, then *stress* it.`);
+      paragraphs.push(
+        `Step ${i}: use **bold ${i}** and \`code_${i} && x < y\` with [the docs ${i}](https://example.com/docs?a=${i}&b=2) for R&D & more, then *stress* it.`,
+      );
       if (i % 7 === 3) paragraphs.push("```ts\nconst x = 1 < 2 && 3 > 2;\nconsole.log(x);\n```");
     }
     const text = paragraphs.join("\n\n");

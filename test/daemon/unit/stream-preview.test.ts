@@ -5,7 +5,13 @@
 import { describe, expect, it } from "vitest";
 import { createManualClock, type ManualClock } from "../../../shared/clock.js";
 import { placeChunks, splitReply } from "../../../daemon/core/chunking.js";
-import { createStreamPreview, type PreviewAction, type PreviewFailure, type StreamPreview, type StreamPreviewOptions } from "../../../daemon/core/stream-preview.js";
+import {
+  createStreamPreview,
+  type PreviewAction,
+  type PreviewFailure,
+  type StreamPreview,
+  type StreamPreviewOptions,
+} from "../../../daemon/core/stream-preview.js";
 import { streamText } from "../../../emulator/gateway/model.js";
 
 type Performed = Extract<PreviewAction, { kind: "send" | "edit" | "delete" }>;
@@ -150,7 +156,10 @@ describe("stream preview planner", () => {
     expect(sends(c.ops)).toHaveLength(final.length);
     c.ops.forEach((o, i) => {
       if (o.action.kind !== "send" || o.action.message === 0) return;
-      const before = c.ops.slice(0, i).filter((p) => p.action.kind !== "delete" && p.action.message === o.action.message - 1).at(-1)!;
+      const before = c.ops
+        .slice(0, i)
+        .filter((p) => p.action.kind !== "delete" && p.action.message === o.action.message - 1)
+        .at(-1)!;
       expect(before.action).toMatchObject({ text: final[o.action.message - 1] });
     });
     for (let i = 1; i < c.ops.length; i++) expect(c.ops[i]!.at - c.ops[i - 1]!.at).toBeGreaterThanOrEqual(1000);
@@ -171,7 +180,12 @@ describe("stream preview planner", () => {
       expect(m.split("```").length % 2).toBe(1);
     }
     expect(final[1]).toMatch(/^```py\n/);
-    expect(final.join("\n").replace(/```(py)?\n?/g, "").replace(/\s+/g, "")).toBe(text.replace(/```(py)?\n?/g, "").replace(/\s+/g, ""));
+    expect(
+      final
+        .join("\n")
+        .replace(/```(py)?\n?/g, "")
+        .replace(/\s+/g, ""),
+    ).toBe(text.replace(/```(py)?\n?/g, "").replace(/\s+/g, ""));
   });
 
   it("one action at a time: a preview edit in flight when the stream ends cannot overwrite the final text", () => {
@@ -245,7 +259,12 @@ describe("stream preview planner", () => {
       if (last.kind === "wait") clock.set(last.until);
     }
     const final = c.shown.filter((s): s is string => s !== null);
-    expect(final.join("").replace(/\s+/g, "")).toBe(placeChunks(text, limit).map((p) => p.text).join("").replace(/\s+/g, ""));
+    expect(final.join("").replace(/\s+/g, "")).toBe(
+      placeChunks(text, limit)
+        .map((p) => p.text)
+        .join("")
+        .replace(/\s+/g, ""),
+    );
     // The messages shown before the restart were edited, not sent again.
     const sentAgain = c.ops.slice(before).filter((o) => o.action.kind === "send" && o.action.message < before);
     expect(sentAgain).toEqual([]);

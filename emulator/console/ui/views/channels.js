@@ -22,17 +22,19 @@ export function Channels({ id }) {
         (c) => html`<tr key=${c.channel} data-channel=${c.channel}>
           <td>${c.label}</td><td>${c.connection_type}</td><td>${c.enabled ? "yes" : "no"}</td>
           <td>${c.connected ? "yes" : c.awaiting_scan ? "awaiting scan" : "no"}</td>
-          <td>${c.awaiting_scan
-            ? html`<figure class="qr">
+          <td>${
+            c.awaiting_scan
+              ? html`<figure class="qr">
                 <img src=${c.qr_png} alt=${`${c.label} pairing QR code`} width="164" height="164" data-testid=${`qr-${c.channel}`} />
                 <figcaption><${Action} run=${async () => {
                   await api("POST", `/_emulator/instances/${encodeURIComponent(id)}/channels/${c.channel}/scan`);
                   await reload();
                 }}>Scan<//> <span class="muted">(as the phone would)</span></figcaption>
               </figure>`
-            : c.channel === "whatsapp" && !c.connected && instance?.status === "running"
-              ? html`<${Action} run=${connectWhatsApp}>Start pairing<//>`
-              : null}</td>
+              : c.channel === "whatsapp" && !c.connected && instance?.status === "running"
+                ? html`<${Action} run=${connectWhatsApp}>Start pairing<//>`
+                : null
+          }</td>
         </tr>`,
       )}</tbody></table></div>
       <p class="muted">Token channels connect through the API (<code>POST /v1/instances/${id}/channels/{channel}/connect</code>); their secrets are never shown.</p>`}<//>

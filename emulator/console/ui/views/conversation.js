@@ -8,9 +8,11 @@ function Turn({ turn, instanceId }) {
   return html`<li class="turn" data-response=${turn.id}>
     <div class="turn-meta">
       <${Link} to=${`/responses/${turn.id}`}><code>${turn.id}</code></${Link}>
-      ${turn.previous_response_id
-        ? html`<span>after <${Link} to=${`/responses/${turn.previous_response_id}`}><code>${turn.previous_response_id}</code></${Link}></span>`
-        : html`<span class="muted">first turn</span>`}
+      ${
+        turn.previous_response_id
+          ? html`<span>after <${Link} to=${`/responses/${turn.previous_response_id}`}><code>${turn.previous_response_id}</code></${Link}></span>`
+          : html`<span class="muted">first turn</span>`
+      }
       <span class="muted">${time(turn.created_at)} · ${turn.model} · ${turn.usage.input_tokens} in / ${turn.usage.output_tokens} out tokens</span>
       ${instanceId ? null : html`<span class="muted">session ${turn.session}</span>`}
     </div>
@@ -38,7 +40,7 @@ export function Conversation({ id, session }) {
   // Turns that arrived by event since the last load, appended in the same bounded window.
   const [live, setLive] = useState({ base: undefined, turns: [] });
   const loaded = state.data;
-  const base = live.base === loaded ? live.turns : loaded?.turns ?? [];
+  const base = live.base === loaded ? live.turns : (loaded?.turns ?? []);
   useEvent(["turn"], (_t, e) => {
     if (e.instance_id !== id || e.session !== session) return;
     if (!loaded) return void reload(); // the first load may predate this turn: load once more after it
@@ -63,17 +65,18 @@ export function Conversation({ id, session }) {
   </section>`;
 }
 
-
 export function ResponseChain({ responseId }) {
   const [state] = useLive(() => get(`/_emulator/console/responses/${encodeURIComponent(responseId)}?limit=${TURN_WINDOW}`), [responseId]);
   const data = state.data;
   return html`<section>
     <h1>Chain ending at <code>${responseId}</code></h1>
-    ${data
-      ? html`<p class="muted">Instance <${Link} to=${`/instances/${data.instance_id}`}><code>${data.instance_id}</code></${Link}>,
+    ${
+      data
+        ? html`<p class="muted">Instance <${Link} to=${`/instances/${data.instance_id}`}><code>${data.instance_id}</code></${Link}>,
           session <${Link} to=${`/instances/${data.instance_id}/sessions/${encodeURIComponent(data.session)}`}>${data.session}</${Link}>
           · ${data.total} turn${data.total === 1 ? "" : "s"}${data.total > data.turns.length ? `, newest ${data.turns.length} shown` : ""}</p>
           <ol class="turns">${data.turns.map((t) => html`<${Turn} key=${t.id} turn=${t} instanceId=${data.instance_id} />`)}</ol>`
-      : html`<${Loading} state=${state}>${() => null}<//>`}
+        : html`<${Loading} state=${state}>${() => null}<//>`
+    }
   </section>`;
 }

@@ -68,4 +68,3 @@ export function Faults() {
             )}</tbody></table></div>`}<//>
   </section>`;
 }
-

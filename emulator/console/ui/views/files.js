@@ -10,7 +10,11 @@ export function Files({ id }) {
   const [path, setPath] = useState(new URLSearchParams(location.search).get("path") || ".");
   const org = instance?.organization_id;
   const filesUrl = (suffix, p) => asOrg(org, `/v1/instances/${encodeURIComponent(id)}/files${suffix}?path=${encodeURIComponent(p)}`);
-  const [listing, reload] = useLive(async () => (org ? get(filesUrl("", path)) : undefined), [org, path], (type, d) => type === "request" && d.method !== "GET" && d.path.startsWith(`/v1/instances/${id}/files`));
+  const [listing, reload] = useLive(
+    async () => (org ? get(filesUrl("", path)) : undefined),
+    [org, path],
+    (type, d) => type === "request" && d.method !== "GET" && d.path.startsWith(`/v1/instances/${id}/files`),
+  );
   const open = (p) => {
     setPath(p);
     history.replaceState(null, "", `${location.pathname}?path=${encodeURIComponent(p)}`);
@@ -29,8 +33,9 @@ export function Files({ id }) {
   };
   return html`<section>
     <${InstanceHeader} id=${id} instance=${instance} state=${state} current="/files" />
-    ${instance &&
-    html`<p class="crumbs">Folder <code>${path}</code> ${path !== "." ? html`<button onClick=${() => open(parentOf(path))}>Up</button>` : null}</p>
+    ${
+      instance &&
+      html`<p class="crumbs">Folder <code>${path}</code> ${path !== "." ? html`<button onClick=${() => open(parentOf(path))}>Up</button>` : null}</p>
       <form class="toolbar" onSubmit=${(e) => upload(e).catch((err) => alert(err.message))}>
         <label>Upload into this folder <input type="file" onChange=${(e) => setFile(e.currentTarget.files[0])} /></label>
         <button type="submit" disabled=${!file}>Upload</button>
@@ -51,6 +56,7 @@ export function Files({ id }) {
                     await reload();
                   }} aria-label=${`Delete ${f.path}`}>Delete<//></td>
                 </tr>`,
-              )}</tbody></table></div>`}<//>`}
+              )}</tbody></table></div>`}<//>`
+    }
   </section>`;
 }

@@ -85,15 +85,20 @@ export function InstanceHeader({ id, instance, state, current }) {
 export function InstanceView({ id }) {
   const { state, instance, reload } = useInstance(id);
   const [force, setForce] = useState("running");
-  const sessions = useLive(() => get(`/_emulator/console/instances/${encodeURIComponent(id)}/sessions`).catch(() => []), [id], (type, d) => type === "turn" && d.instance_id === id)[0];
+  const sessions = useLive(
+    () => get(`/_emulator/console/instances/${encodeURIComponent(id)}/sessions`).catch(() => []),
+    [id],
+    (type, d) => type === "turn" && d.instance_id === id,
+  )[0];
   const act = (method, suffix) => async () => {
     await api(method, asOrg(instance.organization_id, `/v1/instances/${encodeURIComponent(id)}${suffix}`));
     await reload();
   };
   return html`<section>
     <${InstanceHeader} id=${id} instance=${instance} state=${state} current="" />
-    ${instance &&
-    html`<dl class="facts">
+    ${
+      instance &&
+      html`<dl class="facts">
         <dt>Status</dt><dd><span class=${`badge ${instance.status}`} data-testid="instance-status">${instance.status}</span>${instance.error_message ? html` <span class="error">${instance.error_message}</span>` : null}</dd>
         <dt>Organization</dt><dd><code>${instance.organization_id}</code></dd>
         <dt>Provider</dt><dd>${instance.model_provider}</dd>
@@ -129,6 +134,7 @@ export function InstanceView({ id }) {
                   <span class="preview">${s.last_input}</span>
                 </li>`,
               )}
-            </ul>`}<//>`}
+            </ul>`}<//>`
+    }
   </section>`;
 }

@@ -33,9 +33,10 @@ export function Organizations() {
                 <dt>Created</dt><dd>${time(org.created_at)}</dd>
               </dl>
               <h3>Scoped keys</h3>
-              ${org.keys.length === 0
-                ? html`<p class="muted">No scoped keys. The organization key was shown once at signup; mint scoped keys with <code>POST /v1/keys</code>.</p>`
-                : html`<div class="table-wrap"><table>
+              ${
+                org.keys.length === 0
+                  ? html`<p class="muted">No scoped keys. The organization key was shown once at signup; mint scoped keys with <code>POST /v1/keys</code>.</p>`
+                  : html`<div class="table-wrap"><table>
                     <thead><tr><th>Name</th><th>Active</th><th>Permissions</th><th>Last used</th><th>Expires</th><th>Id</th></tr></thead>
                     <tbody>${org.keys.map(
                       (k) => html`<tr key=${k.id}>
@@ -43,7 +44,8 @@ export function Organizations() {
                         <td>${k.instances.map((g) => html`<div><code>${short(g.instance_id)}</code>: ${g.permissions.join(", ")}</div>`)}</td>
                         <td>${time(k.last_used_at)}</td><td>${k.expires_at ? time(k.expires_at) : "never"}</td><td><code title=${k.id}>${short(k.id)}</code></td>
                       </tr>`,
-                    )}</tbody></table></div>`}
+                    )}</tbody></table></div>`
+              }
             </article>`,
           )}<//>
   </section>`;

@@ -53,7 +53,14 @@ export function RequestLog() {
   const load = () =>
     get("/_emulator/console/requests").then(
       // Lines that came by event while this loaded are kept; the merge is put back in order.
-      (list) => setEntries((old) => appendWindow([], appendWindow(old, list, Infinity).sort((a, b) => a.id - b.id), max)),
+      (list) =>
+        setEntries((old) =>
+          appendWindow(
+            [],
+            appendWindow(old, list, Infinity).sort((a, b) => a.id - b.id),
+            max,
+          ),
+        ),
       (e) => setError(e.message),
     );
   useEffect(() => void load(), []);
@@ -82,9 +89,10 @@ export function RequestLog() {
     ${error && html`<p class="error" role="alert">${error}</p>`}
     <div class="split">
       <div class="table-wrap log" ref=${listRef} onKeyDown=${onKey}>
-        ${entries.length === 0
-          ? html`<p class="empty">No requests yet. Anything sent to this emulator appears here, e.g. <code>curl ${location.origin}/_emulator/health</code></p>`
-          : html`<table data-testid="request-log">
+        ${
+          entries.length === 0
+            ? html`<p class="empty">No requests yet. Anything sent to this emulator appears here, e.g. <code>curl ${location.origin}/_emulator/health</code></p>`
+            : html`<table data-testid="request-log">
               <thead><tr><th>Time</th><th>Method</th><th>Path</th><th>Status</th><th class="opt">Key</th><th class="opt">ms</th></tr></thead>
               <tbody>
                 ${shown.map(
@@ -95,7 +103,8 @@ export function RequestLog() {
                   </tr>`,
                 )}
               </tbody>
-            </table>`}
+            </table>`
+        }
       </div>
       ${selected !== undefined ? html`<${Detail} id=${selected} />` : html`<p class="muted hint">Select a request (click, or Enter; ↑/↓ to move) to see its bodies, secrets redacted.</p>`}
     </div>

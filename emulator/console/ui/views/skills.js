@@ -6,14 +6,19 @@ export function Skills({ id }) {
   const { state, instance } = useInstance(id);
   const org = instance?.organization_id;
   const base = (suffix) => asOrg(org, `/v1/instances/${encodeURIComponent(id)}/skills${suffix}`);
-  const [skills, reload] = useLive(async () => (org ? get(base("")) : undefined), [org], (type, d) => type === "request" && d.method !== "GET" && d.path.includes(`/instances/${id}/skills`));
+  const [skills, reload] = useLive(
+    async () => (org ? get(base("")) : undefined),
+    [org],
+    (type, d) => type === "request" && d.method !== "GET" && d.path.includes(`/instances/${id}/skills`),
+  );
   return html`<section>
     <${InstanceHeader} id=${id} instance=${instance} state=${state} current="/skills" />
-    ${instance &&
-    html`<${Loading} state=${skills}>${(list) =>
-      !list || list.length === 0
-        ? html`<p class="empty">No skills in the registry.</p>`
-        : html`<div class="table-wrap"><table data-testid="skills">
+    ${
+      instance &&
+      html`<${Loading} state=${skills}>${(list) =>
+        !list || list.length === 0
+          ? html`<p class="empty">No skills in the registry.</p>`
+          : html`<div class="table-wrap"><table data-testid="skills">
             <thead><tr><th>Skill</th><th>Description</th><th>Source</th><th>Ready (installed, env set)</th><th></th></tr></thead>
             <tbody>${list.map(
               (s) => html`<tr key=${s.name}>
@@ -28,6 +33,7 @@ export function Skills({ id }) {
                     await reload();
                   }}>Remove<//></div></td>
               </tr>`,
-            )}</tbody></table></div>`}<//>`}
+            )}</tbody></table></div>`}<//>`
+    }
   </section>`;
 }
