@@ -427,17 +427,8 @@ export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: Adapt
       : { attachments: [], notes: [], dropped: [] };
     const text = [draft.text, ...notes].filter(Boolean).join("\n");
     const inbound: InboundMessage = {
-      platform: PLATFORM,
-      accountId,
-      chatId: draft.chatId,
-      chatType: draft.chatType,
-      userId: draft.userId,
-      ...(draft.userAliases.length ? { userAliases: draft.userAliases } : {}),
-      ...(draft.userName ? { userName: draft.userName } : {}),
-      messageId: draft.messageId,
+      ...base,
       text,
-      sentAt: draft.sentAt ?? clock.now(),
-      ...(draft.chatType === "group" ? { mentioned: draft.mentioned } : {}),
       ...(attachments.length ? { attachments } : {}),
       ...(dropped.length ? { droppedAttachments: dropped } : {}),
     };
