@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { Agent, request } from "undici";
 import { createEmulator } from "../emulator/index.js";
 import { createServiceClient } from "../shared/client/index.js";
+import { runLoad } from "./load.js";
 import { storeGrowth } from "./store-growth.js";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
@@ -15,23 +16,8 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const agent = new Agent({ keepAliveTimeout: 30_000, connections: CONCURRENCY });
 
 async function measure(name: string, call: () => Promise<void>): Promise<void> {
-  for (let i = 0; i < 200; i++) await call(); // warm up
-  let next = 0;
-  const latencies: number[] = [];
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next++ < REQUESTS) {
-        const t = performance.now();
-        await call();
-        latencies.push(performance.now() - t);
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))]!.toFixed(2);
-  console.log(`${name.padEnd(34)} ${(REQUESTS / seconds).toFixed(0).padStart(7)} req/s   p50 ${pct(0.5)} ms   p99 ${pct(0.99)} ms`);
+  const r = await runLoad(call, { requests: REQUESTS, concurrency: CONCURRENCY, warmUp: 200 });
+  console.log(`${name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)} req/s   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms`);
 }
 
 async function main(): Promise<void> {

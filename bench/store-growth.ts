@@ -19,39 +19,16 @@ import { Agent, request } from "undici";
 import { createEmulator, type Emulator } from "../emulator/index.js";
 import { record } from "../emulator/gateway/conversation.js";
 import { createServiceClient } from "../shared/client/index.js";
+import { type LoadResult, runLoad } from "./load.js";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 3000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const GROWTH = Number(process.env.BENCH_GROWTH ?? 100_000);
 const MILLION = Number(process.env.BENCH_MILLION ?? 1_000_000);
 
-interface Result {
-  rps: number;
-  p50: number;
-  p99: number;
-}
+const measure = (call: () => Promise<void>): Promise<LoadResult> => runLoad(call, { requests: REQUESTS, concurrency: CONCURRENCY, warmUp: 100 });
 
-async function measure(call: () => Promise<void>): Promise<Result> {
-  for (let i = 0; i < 100; i++) await call();
-  let next = 0;
-  const latencies: number[] = [];
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next++ < REQUESTS) {
-        const t = performance.now();
-        await call();
-        latencies.push(performance.now() - t);
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  const at = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))]!;
-  return { rps: REQUESTS / seconds, p50: at(0.5), p99: at(0.99) };
-}
-
-const line = (name: string, r: Result, extra = "") =>
+const line = (name: string, r: LoadResult, extra = "") =>
   console.log(
     `${name.padEnd(44)} ${r.rps.toFixed(0).padStart(7)} req/s   p50 ${r.p50.toFixed(2).padStart(7)} ms   p99 ${r.p99.toFixed(2).padStart(7)} ms${extra}`,
   );
@@ -143,7 +120,7 @@ export async function storeGrowth(): Promise<void> {
       list.push(value);
       map[key] = list;
     };
-    const results: Record<string, Result[]> = {};
+    const results: Record<string, LoadResult[]> = {};
     for (let round = 0; round < ROUNDS; round++) {
       const r = await measure(async () => void (await (await request(bare, { dispatcher: agent })).body.dump()));
       append(results, "express", r);
