@@ -10,7 +10,7 @@ import type { EmulatorEnv } from "../env.js";
 import { notFound } from "../errors.js";
 import { headKey } from "../gateway/index.js";
 import type { StoredResponse } from "../gateway/index.js";
-import { tokens } from "../gateway/wire.js";
+import { usageOf } from "../gateway/wire.js";
 import { CHANNELS } from "../routes/channels.js";
 import { redactText } from "../events/redact.js";
 import type { InstanceRecord } from "../store/state.js";
@@ -45,8 +45,6 @@ export function liveInstance(env: EmulatorEnv, id: string): InstanceRecord {
 }
 
 export function turnView(r: StoredResponse) {
-  const input = tokens(r.input_text);
-  const output = tokens(r.output_text);
   return {
     id: r.id,
     session: r.session,
@@ -55,7 +53,7 @@ export function turnView(r: StoredResponse) {
     output_text: redactText(r.output_text),
     model: r.model,
     created_at: isoAt(r.created_at * 1000),
-    usage: { input_tokens: input, output_tokens: output, total_tokens: input + output },
+    usage: usageOf(r.input_text, r.output_text),
   };
 }
 

@@ -1,5 +1,5 @@
 import type { StoredResponse } from "../gateway/index.js";
-import { tokens } from "../gateway/wire.js";
+import { usageOf } from "../gateway/wire.js";
 import type { TurnEvent } from "./hub.js";
 import { redactText } from "./redact.js";
 
@@ -7,8 +7,6 @@ import { redactText } from "./redact.js";
 export const TEXT_PREVIEW = 2000;
 
 export function turnEvent(r: StoredResponse): TurnEvent {
-  const input = tokens(r.input_text);
-  const output = tokens(r.output_text);
   return {
     instance_id: r.instance_id,
     session: r.session,
@@ -19,6 +17,6 @@ export function turnEvent(r: StoredResponse): TurnEvent {
     input_text: redactText(r.input_text.slice(0, TEXT_PREVIEW)),
     output_text: redactText(r.output_text.slice(0, TEXT_PREVIEW)),
     truncated: r.input_text.length > TEXT_PREVIEW || r.output_text.length > TEXT_PREVIEW,
-    usage: { input_tokens: input, output_tokens: output, total_tokens: input + output },
+    usage: usageOf(r.input_text, r.output_text),
   };
 }

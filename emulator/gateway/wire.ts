@@ -70,9 +70,14 @@ const message = (turn: Turn): OutputMessage => ({
   content: [outputText(turn.text)],
 });
 
+/** The usage the fake model reports for an input and its answer (what every view of a turn shows). */
+export function usageOf(inputText: string, outputText: string): Usage {
+  const input = tokens(inputText);
+  const output = tokens(outputText);
+  return { input_tokens: input, output_tokens: output, total_tokens: input + output };
+}
+
 export function completedResponse(turn: Turn): ResponseObject {
-  const input = tokens(turn.inputText);
-  const output = tokens(turn.text);
   return {
     id: turn.id,
     object: "response",
@@ -82,7 +87,7 @@ export function completedResponse(turn: Turn): ResponseObject {
     previous_response_id: turn.parentId,
     instructions: turn.instructions,
     output: [message(turn)],
-    usage: { input_tokens: input, output_tokens: output, total_tokens: input + output },
+    usage: usageOf(turn.inputText, turn.text),
   };
 }
 
