@@ -1,20 +1,8 @@
-/**
- * kill -9 of the daemon process at chosen and at random moments, with answers
- * lost after the service produced them: every input is once in `!recall`, in
- * order, for first turns and later ones; every reply reaches the person once,
- * except the documented window (a kill between a chunk going out and the
- * journal recording it resends that chunk).
- *
- * The random run is seeded (BRIDGE_CHAOS_SEED to repeat one; the seed is
- * printed) and bounded: three rounds, one kill each.
- */
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seededRandom } from "../../shared/random.js";
 import { createLossyProxy, responsesInput, type LossyProxy } from "../helpers/lossy-proxy.js";
 import { startService, tempDir, type Service } from "./daemon-harness.js";
-import { acceptedCount, occurrences, startDaemonProcess, until, type DaemonChild } from "./daemon-process.js";
+import { acceptedCount, occurrences, startDaemonProcess, until, type DaemonChild, writeDaemonConfig } from "./daemon-process.js";
 
 let service: Service;
 let proxy: LossyProxy;
@@ -28,23 +16,13 @@ afterAll(async () => {
 });
 
 function writeConfig(dir: string, requestTimeoutMs = 5000): { configFile: string; dataDir: string } {
-  const dataDir = join(dir, "data");
-  const configFile = join(dir, "daemon.json");
-  writeFileSync(
-    configFile,
-    JSON.stringify({
-      service: { baseUrl: proxy.url, apiKey: "${BRIDGE_TEST_KEY}", requestTimeoutMs },
-      dataDir,
-      logLevel: process.env.BRIDGE_TEST_LOG ?? "warn",
-      ops: { port: null },
-      queue: { debounceMs: 0 },
-      retry: { baseDelayMs: 10, maxDelayMs: 100 },
-      routes: [{ match: {}, instance: service.instanceIds[0] }],
-      // Whole replies: a line printed as it comes cannot be taken back, so the one-chunk window is a whole line here.
-      channels: [{ type: "terminal", id: "terminal", streaming: "off" }],
-    }),
-  );
-  return { configFile, dataDir };
+  return writeDaemonConfig(dir, {
+    service: { baseUrl: proxy.url, requestTimeoutMs },
+    apiKey: service.key,
+    instance: service.instanceIds[0]!,
+    // Whole replies: a line printed as it comes cannot be taken back, so the one-chunk window is a whole line here.
+    channels: [{ type: "terminal", id: "terminal", streaming: "off" }],
+  });
 }
 
 const REPLY = "agent> ";
@@ -53,7 +31,6 @@ describe("daemon killed with SIGKILL while answers are lost", () => {
   it("a first turn whose answer was lost before the kill is in the conversation once after the restart", { timeout: 60_000 }, async () => {
     const dir = tempDir();
     const { configFile } = writeConfig(dir.path);
-    process.env.BRIDGE_TEST_KEY = service.key;
     const children: DaemonChild[] = [];
     try {
       proxy.setPolicy((r) => (responsesInput(r) === "first words" ? "hold" : "pass"));
@@ -93,7 +70,6 @@ describe("daemon killed with SIGKILL while answers are lost", () => {
     const dir = tempDir();
     // A request timeout the control plane's gateway latency can outlast.
     const { configFile, dataDir } = writeConfig(dir.path, 1000);
-    process.env.BRIDGE_TEST_KEY = service.key;
     const children: DaemonChild[] = [];
     /** Replies printed at the moment of a kill: the one-chunk window may show them twice. */
     const windowReplies = new Set<string>();

@@ -4,11 +4,11 @@
  * process: SIGKILL with turns pending, restart, and every message is answered
  * exactly once across both lives.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService, tempDir, type Service } from "./daemon-harness.js";
-import { acceptedCount, occurrences, startDaemonProcess, until, type DaemonChild } from "./daemon-process.js";
+import { acceptedCount, occurrences, startDaemonProcess, until, type DaemonChild, writeDaemonConfig } from "./daemon-process.js";
 
 let service: Service;
 beforeAll(async () => {
@@ -24,22 +24,12 @@ const startDaemon = startDaemonProcess;
 describe("daemon process killed with SIGKILL", () => {
   it("answers every pending turn exactly once after a restart", { timeout: 60_000 }, async () => {
     const dir = tempDir();
-    const dataDir = join(dir.path, "data");
-    const configFile = join(dir.path, "daemon.json");
-    writeFileSync(
-      configFile,
-      JSON.stringify({
-        service: { baseUrl: service.url, apiKey: "${BRIDGE_TEST_KEY}" },
-        dataDir,
-        logLevel: process.env.BRIDGE_TEST_LOG ?? "warn",
-        ops: { port: null },
-        queue: { debounceMs: 0 },
-        retry: { baseDelayMs: 10, maxDelayMs: 100 },
-        routes: [{ match: {}, instance: service.instanceIds[0] }],
-        channels: [{ type: "terminal", id: "terminal" }],
-      }),
-    );
-    process.env.BRIDGE_TEST_KEY = service.key;
+    const { configFile, dataDir } = writeDaemonConfig(dir.path, {
+      service: { baseUrl: service.url },
+      apiKey: service.key,
+      instance: service.instanceIds[0]!,
+      channels: [{ type: "terminal", id: "terminal" }],
+    });
     const children: Child[] = [];
     try {
       const first = startDaemon(configFile);

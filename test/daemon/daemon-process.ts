@@ -3,7 +3,7 @@
  * the terminal chat on its stdin/stdout, for tests that kill it with SIGKILL.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BIN } from "../helpers/cli.js";
 import { waitUntil } from "../helpers/wait.js";
@@ -88,3 +88,31 @@ export async function until(pred: () => boolean | Promise<boolean>, what: string
 }
 
 export const occurrences = (text: string, line: string) => text.split("\n").filter((l) => l === line).length;
+
+/**
+ * Writes the config a child daemon runs with, in `dir`: fast retries, no debounce, no ops
+ * server, one route to `instance`, the key read from `BRIDGE_TEST_KEY` (set to `apiKey`) so it
+ * never sits in the file. `service` and `channels` are the test's own.
+ */
+export function writeDaemonConfig(
+  dir: string,
+  options: { service: Record<string, unknown>; apiKey: string; instance: string; channels: unknown[] },
+): { configFile: string; dataDir: string } {
+  const dataDir = join(dir, "data");
+  const configFile = join(dir, "daemon.json");
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      service: { ...options.service, apiKey: "${BRIDGE_TEST_KEY}" },
+      dataDir,
+      logLevel: process.env.BRIDGE_TEST_LOG ?? "warn",
+      ops: { port: null },
+      queue: { debounceMs: 0 },
+      retry: { baseDelayMs: 10, maxDelayMs: 100 },
+      routes: [{ match: {}, instance: options.instance }],
+      channels: options.channels,
+    }),
+  );
+  process.env.BRIDGE_TEST_KEY = options.apiKey;
+  return { configFile, dataDir };
+}

@@ -8,7 +8,7 @@
  * before the kill (it is mid-stream by construction, not by timing), and the
  * restarted daemon's stream completes as soon as the test moves the clock.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { splitReply } from "../../daemon/core/chunking.js";
@@ -17,7 +17,7 @@ import { streamText } from "../../emulator/gateway/model.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { tempDir } from "./daemon-harness.js";
-import { startDaemonProcess, until, type DaemonChild } from "./daemon-process.js";
+import { startDaemonProcess, until, type DaemonChild, writeDaemonConfig } from "./daemon-process.js";
 
 const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
@@ -44,23 +44,13 @@ it("a kill -9 in the middle of a streamed reply: after the restart the same mess
 }, async () => {
   const fake = await createFakeTelegram({ token: TOKEN });
   const dir = tempDir();
-  const dataDir = join(dir.path, "data");
-  const configFile = join(dir.path, "daemon.json");
-  writeFileSync(
-    configFile,
-    JSON.stringify({
-      service: { baseUrl: service.baseUrl, apiKey: "${BRIDGE_TEST_KEY}" },
-      dataDir,
-      logLevel: process.env.BRIDGE_TEST_LOG ?? "warn",
-      ops: { port: null },
-      queue: { debounceMs: 0 },
-      retry: { baseDelayMs: 10, maxDelayMs: 100 },
-      routes: [{ match: {}, instance: service.instanceId }],
-      // The daemon runs on the real clock here: a tenth of Telegram's pace keeps the edits (and the `!recall` answer after them) quick.
-      channels: [{ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id)] }, minEditIntervalMs: 100 }],
-    }),
-  );
-  process.env.BRIDGE_TEST_KEY = apiKey;
+  const { configFile, dataDir } = writeDaemonConfig(dir.path, {
+    service: { baseUrl: service.baseUrl },
+    apiKey,
+    instance: service.instanceId,
+    // The daemon runs on the real clock here: a tenth of Telegram's pace keeps the edits (and the `!recall` answer after them) quick.
+    channels: [{ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id)] }, minEditIntervalMs: 100 }],
+  });
   const children: DaemonChild[] = [];
   try {
     const first = startDaemonProcess(configFile);
