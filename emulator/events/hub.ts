@@ -5,6 +5,7 @@
  * is dropped whole and the client gets one `overflow` event (it must refetch),
  * so a slow or stalled reader costs a fixed amount of memory, never more.
  */
+import type { RequestRecord } from "../journal.js";
 
 /** What the stream carries; README "Events stream" documents each payload. */
 export type EmulatorEvent =
@@ -13,15 +14,9 @@ export type EmulatorEvent =
   | { type: "state"; data: { at: string; replaced: boolean } }
   | { type: "turn"; data: TurnEvent };
 
-export interface RequestEvent {
-  /** Sequence number: `GET /_emulator/console/requests/{id}` gives the bodies. */
+/** A journal line plus its sequence number (`GET /_emulator/console/requests/{id}` gives the bodies). */
+export interface RequestEvent extends RequestRecord {
   id: number;
-  at: string;
-  method: string;
-  path: string;
-  status: number;
-  key_kind: "org" | "scoped" | "none";
-  ms: number;
 }
 
 export interface TurnEvent {
