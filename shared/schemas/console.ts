@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { JournalEntry } from "./admin.js";
 import { ConnectionType } from "./channels.js";
 import { Instance } from "./instances.js";
 import { ScopedKey } from "./keys.js";
@@ -65,15 +66,8 @@ export const ConsoleChannel = z.object({
   restarts: z.number().int().min(0),
 });
 
-export const RequestLine = z.object({
-  id: z.number().int().min(1),
-  at: z.string(),
-  method: z.string(),
-  path: z.string(),
-  status: z.number().int().min(100).max(599),
-  key_kind: z.enum(["org", "scoped", "none"]),
-  ms: z.number().min(0),
-});
+/** A request-journal line with its sequence number (the bodies are fetched by it). */
+export const RequestLine = JournalEntry.extend({ id: z.number().int().min(1) });
 export const CapturedBody = z.object({
   content_type: z.string().nullable(),
   /** Parsed JSON (redacted), redacted text, a note such as `[binary, 120 bytes]`, or null. */
