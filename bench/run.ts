@@ -7,8 +7,7 @@ import express from "express";
 import type { AddressInfo } from "node:net";
 import { Agent, request } from "undici";
 import { createEmulator } from "../emulator/index.js";
-import { createServiceClient } from "../shared/client/index.js";
-import { runLoad } from "./load.js";
+import { benchInstance, runLoad } from "./load.js";
 import { storeGrowth } from "./store-growth.js";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
@@ -35,12 +34,7 @@ async function main(): Promise<void> {
   server.close();
 
   const emulator = await createEmulator({ provisionMs: 0 });
-  const url = await emulator.listen();
-  const anon = createServiceClient({ baseUrl: url, dispatcher: agent });
-  const { api_key } = await anon.signup({ body: { name: "bench" } });
-  const api = anon.withKey(api_key);
-  await api.updateOrganization({ body: { model_api_keys: { anthropic: "bench" } } });
-  const instance = await api.createInstance({ body: { name: "bench" } });
+  const { url, anon, api, instance } = await benchInstance(emulator, agent);
   const key = await api.createKey({ body: { name: "bench", instance_ids: [instance.id], permissions: ["read", "interact"] } });
   const scoped = anon.withKey(key.raw_key);
 

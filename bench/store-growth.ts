@@ -18,8 +18,7 @@ import express from "express";
 import { Agent, request } from "undici";
 import { createEmulator, type Emulator } from "../emulator/index.js";
 import { record } from "../emulator/gateway/conversation.js";
-import { createServiceClient } from "../shared/client/index.js";
-import { type LoadResult, runLoad } from "./load.js";
+import { benchInstance, type LoadResult, runLoad } from "./load.js";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 3000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -69,12 +68,7 @@ interface Side {
 
 async function side(agent: Agent, dir: string): Promise<Side> {
   const emulator = await createEmulator({ provisionMs: 0, dataDir: dir });
-  const url = await emulator.listen();
-  const anon = createServiceClient({ baseUrl: url, dispatcher: agent });
-  const { api_key } = await anon.signup({ body: { name: "bench" } });
-  const api = anon.withKey(api_key);
-  await api.updateOrganization({ body: { model_api_keys: { anthropic: "bench" } } });
-  const instance = await api.createInstance({ body: { name: "bench" } });
+  const { api, instance } = await benchInstance(emulator, agent);
   let n = 0;
   return {
     emulator,

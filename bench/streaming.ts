@@ -7,9 +7,9 @@
  * takes about 5 s per path.
  */
 import { Agent, request } from "undici";
+import { benchInstance } from "./load.js";
 import { createEmulator } from "../emulator/index.js";
 import { readResponseStream } from "../shared/client/stream.js";
-import { createServiceClient } from "../shared/client/index.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -56,12 +56,7 @@ const p90 = (xs: number[]) => {
 export async function benchStreaming(): Promise<void> {
   const agent = new Agent({ keepAliveTimeout: 30_000, connections: 64 });
   const emulator = await createEmulator({ provisionMs: 0 });
-  const url = await emulator.listen();
-  const anon = createServiceClient({ baseUrl: url, dispatcher: agent });
-  const { api_key } = await anon.signup({ body: { name: "bench-stream" } });
-  const api = anon.withKey(api_key);
-  await api.updateOrganization({ body: { model_api_keys: { anthropic: "bench" } } });
-  const instance = await api.createInstance({ body: { name: "bench-stream" } });
+  const { url, apiKey: api_key, instance } = await benchInstance(emulator, agent, "bench-stream");
   const input = `!stream ${SECONDS}`;
 
   const direct: StreamingPath = {
