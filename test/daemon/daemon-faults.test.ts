@@ -1,8 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { sessionKeyOf } from "../../daemon/core/relay.js";
 import { sessionBaseFor } from "../../daemon/core/routing.js";
+import type { Daemon } from "../../daemon/daemon.js";
 import { converse, startBridge, startService, tempDir, testConfig, type Bridge, type Service } from "./daemon-harness.js";
 import type { FakeChatAdapter } from "../fakes/chat-adapter.js";
+import { createSteppableClock } from "../helpers/steppable-clock.js";
 import { waitUntil } from "../helpers/wait.js";
 
 let service: Service;
@@ -22,14 +24,26 @@ afterEach(async () => {
   }
 });
 
-async function bridge(overrides: Parameters<typeof testConfig>[2] = {}, key = service.key): Promise<Bridge> {
+async function bridge(overrides: Parameters<typeof testConfig>[2] = {}, key = service.key, options: Parameters<typeof startBridge>[1] = {}): Promise<Bridge> {
   const dir = tempDir();
-  const b = await startBridge(testConfig({ ...service, key }, dir.path, overrides));
+  const b = await startBridge(testConfig({ ...service, key }, dir.path, overrides), options);
   cleanups.push(dir.remove, () => b.daemon.stop({ graceMs: 0 }));
   return b;
 }
 
 const instance = () => service.instanceIds[0]!;
+
+/**
+ * Every fault rule used up and no turn queued or running: each message has had its
+ * last try and has either been told of or is counted for the next notice.
+ */
+async function allGaveUp(daemon: Daemon): Promise<void> {
+  await vi.waitFor(() => {
+    expect(service.emulator.env.faults.list()).toHaveLength(0);
+    expect(daemon.scheduler!.depth(instance()).totalWaiting).toBe(0);
+    expect(daemon.scheduler!.running().get(instance()) ?? 0).toBe(0);
+  });
+}
 const texts = (chat: FakeChatAdapter, user: string) => chat.repliesTo(user).map((m) => m.text);
 
 /**
@@ -66,12 +80,18 @@ describe("daemon under service faults", () => {
   });
 
   it("gives up after maxAttempts and tells the person of every message: at once, then one notice per cooldown saying how many", async () => {
-    const { chat, daemon } = await bridge({ retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5, errorCooldownMs: 1500, instanceWaitMs: 1000 } });
+    const clock = createSteppableClock();
+    const { chat, daemon } = await bridge({ retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5, errorCooldownMs: 60_000, instanceWaitMs: 1000 } }, undefined, { clock });
     await service.admin("/_emulator/faults", { target: "gateway", instance_id: instance(), status: 503, times: 9 });
     await chat.inject({ userId: "dan", text: "first" });
     await chat.inject({ userId: "dan", text: "second" });
     await chat.inject({ userId: "dan", text: "third" });
+    await chat.waitForReplies("dan", 1);
+    // All nine failures served and no turn left: the second and third have given up inside the cooldown.
+    await allGaveUp(daemon);
+    expect(texts(chat, "dan")).toHaveLength(1);
     // Observation 3: the cooldown used to swallow the second and third without a word.
+    clock.advance(60_000);
     await chat.waitForReplies("dan", 2);
     await daemon.whenIdle();
     expect(texts(chat, "dan")).toEqual([
@@ -138,15 +158,20 @@ describe("daemon under service faults", () => {
 
   it("stops a route whose key the service refuses, telling the log and the person of every message (coalesced)", async () => {
     const key = await service.mintKey(["interact"]);
+    const clock = createSteppableClock();
     const { chat, daemon } = await bridge(
-      { retry: { maxAttempts: 5, baseDelayMs: 5, maxDelayMs: 40, errorCooldownMs: 1500, instanceWaitMs: 10_000 } },
+      { retry: { maxAttempts: 5, baseDelayMs: 5, maxDelayMs: 40, errorCooldownMs: 60_000, instanceWaitMs: 10_000 } },
       key.raw,
+      { clock },
     );
     expect(await converse(chat, "ida", ["before"])).toEqual(["You said: before"]);
     await service.org.revokeKey({ key_id: key.id });
     await chat.inject({ userId: "ida", text: "after 1" });
     await chat.inject({ userId: "ida", text: "after 2" });
     await chat.inject({ userId: "ida", text: "after 3" });
+    await chat.waitForReplies("ida", 2);
+    await allGaveUp(daemon);
+    clock.advance(60_000); // the cooldown ends: one notice for the two since the first
     await chat.waitForReplies("ida", 3);
     await daemon.whenIdle();
     expect(texts(chat, "ida").slice(1)).toEqual([
@@ -158,6 +183,8 @@ describe("daemon under service faults", () => {
     expect(status).toMatch(/Route stopped: the service answered 403/);
     const calls = await service.responseCalls();
     await chat.inject({ userId: "ida", text: "after 4" });
+    await allGaveUp(daemon);
+    clock.advance(60_000);
     await chat.waitForReplies("ida", 5);
     await daemon.whenIdle();
     expect(await service.responseCalls()).toBe(calls); // a stopped route does not keep knocking

@@ -39,12 +39,23 @@ export interface Service {
    * before sending the message.
    */
   nextSleep(ms: number): Promise<void>;
+  /**
+   * Holds every `!sleep ms` of the fake model (that length only) until `release()`: a
+   * turn stays out at the service for exactly as long as the test needs, rather than
+   * for a real-time sleep chosen long enough for a loaded machine. `started` resolves
+   * when the first held sleep begins; after `release()`, sleeps of that length end at
+   * once (a turn tried again after a restart does not sleep for real either).
+   * `close()` releases whatever is still held.
+   */
+  hold(ms: number): { started: Promise<void>; release(): void };
   close(): Promise<void>;
 }
 
 export async function startService(options: { instances?: number; permissions?: Permission[] } = {}): Promise<Service> {
-  // The system clock, except that the gateway's sleeps (`!sleep N`) are announced to `nextSleep`.
+  // The system clock, except that the gateway's sleeps (`!sleep N`) are announced to
+  // `nextSleep`, and those of a held length wait for the test's release instead.
   const sleepWaiters: { ms: number; resolve: () => void }[] = [];
+  const holds = new Map<number, { gate: Promise<void>; open(): void; started(): void }>();
   const clock: Clock = {
     ...systemClock,
     sleep(ms) {
@@ -52,9 +63,25 @@ export async function startService(options: { instances?: number; permissions?: 
         sleepWaiters.splice(sleepWaiters.indexOf(w), 1);
         w.resolve();
       }
+      const held = holds.get(ms);
+      if (held) {
+        held.started();
+        return held.gate;
+      }
       return systemClock.sleep(ms);
     },
   };
+  function hold(ms: number): { started: Promise<void>; release(): void } {
+    let open!: () => void;
+    let started!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const begun = new Promise<void>((resolve) => (started = resolve));
+    holds.set(ms, { gate, open, started });
+    return {
+      started: begun,
+      release: open,
+    };
+  }
   const emulator = await createEmulator({ inMemory: true, provisionMs: 20, clock });
   const url = await emulator.listen(0, "127.0.0.1");
   const anon = createServiceClient({ baseUrl: url });
@@ -103,7 +130,12 @@ export async function startService(options: { instances?: number; permissions?: 
       return list.filter((r) => r.method === "POST" && r.path.endsWith("/responses")).length;
     },
     nextSleep: (ms) => new Promise<void>((resolve) => sleepWaiters.push({ ms, resolve })),
-    close: () => emulator.close(),
+    hold,
+    close() {
+      for (const held of holds.values()) held.open();
+      holds.clear();
+      return emulator.close();
+    },
   };
 }
 

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createManualClock } from "../../shared/clock.js";
+import { createSteppableClock } from "../helpers/steppable-clock.js";
 import { replyTextOf } from "../../daemon/core/reply.js";
 import { converse, startBridge, startService, tempDir, testConfig, type Bridge, type Service } from "./daemon-harness.js";
 
@@ -58,9 +59,14 @@ describe("daemon against the emulator", () => {
 
   it("answers commands at once, while a turn is still running", async () => {
     const { chat } = await bridge();
+    const turn = service.hold(800);
     await chat.inject({ userId: "erin", text: "!sleep 800" });
+    await turn.started;
     await chat.inject({ userId: "erin", text: "/status" });
     await chat.inject({ userId: "erin", text: "/help" });
+    // Both answered while the turn is still out at the service.
+    await chat.waitForReplies("erin", 2);
+    turn.release();
     const replies = await chat.waitForReplies("erin", 3);
     expect(replies.map((r) => r.text.split("\n")[0])).toEqual([expect.stringMatching(/^Instance: .* \(running\)$/), "Commands:", "slept 800"]);
     expect(replies[0]!.text).toContain("1 being answered");
@@ -151,26 +157,32 @@ describe("daemon against the emulator", () => {
 
   it("tells the person when the queue is full instead of dropping silently", async () => {
     const { chat } = await bridge({ queue: { debounceMs: 0, maxPendingPerSession: 1 } });
-    const atService = service.nextSleep(300);
+    const turn = service.hold(300);
     await chat.inject({ userId: "hal", text: "!sleep 300" });
-    await atService; // the first is in flight, so it no longer waits
+    await turn.started; // the first is in flight, so it no longer waits
     await chat.inject({ userId: "hal", text: "queued" });
     await chat.inject({ userId: "hal", text: "one too many" });
+    await chat.waitForReplies("hal", 1);
+    turn.release();
     const replies = await chat.waitForReplies("hal", 3);
     expect(replies.map((r) => r.text)).toEqual([expect.stringMatching(/busy/), "slept 300", "You said: queued"]);
   });
 
   it("tells of every refused message on a platform that cannot redeliver: one notice now, one later saying how many", async () => {
-    const { chat, daemon } = await bridge({
-      queue: { debounceMs: 0, maxPendingPerSession: 1 },
-      retry: { maxAttempts: 5, baseDelayMs: 5, maxDelayMs: 40, errorCooldownMs: 1500, instanceWaitMs: 10_000 },
-    });
+    const clock = createSteppableClock();
+    const { chat, daemon } = await bridge({ queue: { debounceMs: 0, maxPendingPerSession: 1 } }, { clock });
+    const turn = service.hold(1500);
     await chat.inject({ userId: "hub", text: "!sleep 1500" });
     // In flight (so no longer waiting): the one waiting slot is free for "queued".
     await vi.waitFor(() => expect(daemon.scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
     await chat.inject({ userId: "hub", text: "queued" });
     for (let i = 1; i <= 4; i++) await chat.inject({ userId: "hub", text: `extra ${i}` });
     expect(chat.outcomes.slice(2).map((o) => o.status === "refused" && o.reason)).toEqual(["busy", "busy", "busy", "busy"]);
+    await chat.waitForReplies("hub", 1);
+    // The cooldown (60 s) ends: the three refused since the first notice are told in one.
+    clock.advance(60_000);
+    await chat.waitForReplies("hub", 2);
+    turn.release();
     const replies = await chat.waitForReplies("hub", 4);
     const texts = replies.map((r) => r.text);
     // Observation 2: the cooldown used to swallow the notices after the first.
@@ -186,16 +198,19 @@ describe("daemon against the emulator", () => {
     cleanups.push(dir.remove);
     const config = testConfig(service, dir.path, { queue: { debounceMs: 0, maxPendingPerSession: 1 } });
     const first = await startBridge(config);
+    const turn = service.hold(1000);
     await first.chat.inject({ userId: "owe", text: "!sleep 1000" });
     await vi.waitFor(() => expect(first.daemon.scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
     await first.chat.inject({ userId: "owe", text: "queued" });
     await first.chat.inject({ userId: "owe", text: "extra 1" });
     await first.chat.inject({ userId: "owe", text: "extra 2" }); // inside the 60 s cooldown: owed, not yet said
     await first.chat.waitForReplies("owe", 1);
+    await turn.started; // the daemon stops with the turn out at the service
     await first.daemon.stop({ graceMs: 0 });
     expect(first.chat.repliesTo("owe").map((m) => m.text)).toEqual([expect.stringMatching(/this one was not taken/)]);
     const second = await startBridge(config);
     cleanups.push(() => second.daemon.stop({ graceMs: 0 }));
+    turn.release();
     await second.chat.waitForReplies("owe", 3);
     await second.daemon.whenIdle();
     const texts = second.chat.repliesTo("owe").map((m) => m.text);
@@ -208,12 +223,15 @@ describe("daemon against the emulator", () => {
     cleanups.push(dir.remove);
     const b = await startBridge(testConfig(service, dir.path, { queue: { debounceMs: 0, maxPendingPerSession: 1 } }), { redelivers: true });
     cleanups.push(() => b.daemon.stop({ graceMs: 0 }));
+    const turn = service.hold(1000);
     await b.chat.inject({ userId: "ike", text: "!sleep 1000" });
     await vi.waitFor(() => expect(b.daemon.scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
     await b.chat.inject({ userId: "ike", text: "queued" });
     await b.chat.inject({ userId: "ike", text: "later" });
     expect(b.chat.outcomes.map((o) => o.status)).toEqual(["accepted", "accepted", "deferred"]);
     expect(b.chat.outcomes[2]).toMatchObject({ acknowledge: false, reason: "busy" });
+    await turn.started;
+    turn.release();
     const replies = await b.chat.waitForReplies("ike", 2);
     expect(replies.map((r) => r.text)).toEqual(["slept 1000", "You said: queued"]);
   });
@@ -298,14 +316,15 @@ describe("daemon against the emulator", () => {
   it("refreshes the typing indicator while waiting, and stops once the reply is in", async () => {
     const clock = createManualClock(Date.now());
     const { chat, daemon } = await bridge({}, { clock, typingRefreshMs: 5000 });
-    const atService = service.nextSleep(400);
+    const turn = service.hold(400);
     await chat.inject({ userId: "tia", text: "!sleep 400" });
-    await atService; // the call is out; its reply is not
+    await turn.started; // the call is out; its reply is not
     expect(chat.typing).toHaveLength(1);
     clock.advance(5000);
     clock.advance(5000);
     expect(chat.typing).toHaveLength(3);
     expect(chat.typing[0]).toMatchObject({ chatId: "tia", platform: "fake" });
+    turn.release();
     await chat.waitForReplies("tia", 1);
     await daemon.whenIdle();
     clock.advance(20_000);
