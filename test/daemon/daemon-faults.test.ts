@@ -81,7 +81,11 @@ describe("daemon under service faults", () => {
 
   it("gives up after maxAttempts and tells the person of every message: at once, then one notice per cooldown saying how many", async () => {
     const clock = createSteppableClock();
-    const { chat, daemon } = await bridge({ retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5, errorCooldownMs: 60_000, instanceWaitMs: 1000 } }, undefined, { clock });
+    const { chat, daemon } = await bridge(
+      { retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5, errorCooldownMs: 60_000, instanceWaitMs: 1000 } },
+      undefined,
+      { clock },
+    );
     await service.admin("/_emulator/faults", { target: "gateway", instance_id: instance(), status: 503, times: 9 });
     await chat.inject({ userId: "dan", text: "first" });
     await chat.inject({ userId: "dan", text: "second" });
