@@ -4,11 +4,12 @@
  * journal, queue and relay, to the emulator over real HTTP, and the fake
  * model's answers back through sendMessage.
  */
-import { afterEach, expect, it } from "vitest";
+import { afterEach, expect, it, vi } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeTelegram, parseTelegramHtml, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
+import { createSteppableClock, type SteppableClock } from "../helpers/steppable-clock.js";
 
 const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
@@ -35,17 +36,28 @@ async function bridge() {
     access: { users: [String(alice.id), String(bob.id)], groups: { [String(GROUP)]: {} } },
   });
   const daemons: Daemon[] = [];
+  // Real time, but a Bot API retry_after (whole seconds) is skipped once the daemon waits on it.
+  const clock = createSteppableClock();
   const launch = async (logger?: import("pino").Logger) => {
-    const daemon = createDaemon({ config, random: seededRandom(3), ...(logger ? { logger } : {}) });
+    const daemon = createDaemon({ config, clock, random: seededRandom(3), ...(logger ? { logger } : {}) });
     daemons.push(daemon);
     cleanups.push(() => daemon.stop({ graceMs: 0 }));
     await daemon.start();
     return daemon;
   };
-  return { fake, launch, files: service.emulator.emulator.env.workspaces, instanceId: service.instanceId };
+  return { fake, launch, clock, files: service.emulator.emulator.env.workspaces, instanceId: service.instanceId };
 }
 
 const texts = (fake: FakeTelegram, chat: number) => fake.sentMessages(chat).map((m) => m.text);
+
+/**
+ * The daemon waits `ms` on its clock (a 429's retry_after; none of its other timers is
+ * that long here) and has not sent again meanwhile: the wait is then skipped.
+ */
+async function retryAfterWaited(clock: SteppableClock, ms: number): Promise<void> {
+  await vi.waitFor(() => expect(clock.delays()).toContain(ms));
+  clock.advance(ms);
+}
 
 it("answers a private chat with continuity, and only allowlisted people", async () => {
   const { fake, launch } = await bridge();
@@ -65,10 +77,11 @@ it("answers a private chat with continuity, and only allowlisted people", async 
 });
 
 it("delivers a 9,000-character reply as 3 messages in order, through a 429", async () => {
-  const { fake, launch } = await bridge();
+  const { fake, launch, clock } = await bridge();
   const daemon = await launch();
   fake.inject429("sendMessage", 1, 1);
   fake.privateText(alice, "!long 9000");
+  await retryAfterWaited(clock, 1000);
   await fake.waitFor(() => texts(fake, alice.id).length === 3, 20_000);
   const parts = fake.sentMessages(alice.id);
   expect(parts).toHaveLength(3);
@@ -119,17 +132,18 @@ it("a 9,000-character reply full of bold, inline code, links and & arrives as va
 });
 
 it("retries honour retry_after, and a permanent refusal (bot blocked) is not retried", async () => {
-  const { fake, launch } = await bridge();
+  const { fake, launch, clock } = await bridge();
   const daemon = await launch();
   const sendTimes: number[] = [];
   fake.onCall = (method) => {
-    if (method === "sendMessage") sendTimes.push(Date.now());
+    if (method === "sendMessage") sendTimes.push(clock.now());
   };
   fake.inject429("sendMessage", 1, 1);
   fake.privateText(alice, "after the flood");
+  await retryAfterWaited(clock, 1000);
   await fake.waitFor(() => texts(fake, alice.id).length === 1);
   expect(sendTimes).toHaveLength(2);
-  expect(sendTimes[1]! - sendTimes[0]!).toBeGreaterThanOrEqual(950); // retry_after 1 s, waited by the core
+  expect(sendTimes[1]! - sendTimes[0]!).toBeGreaterThanOrEqual(1000); // retry_after 1 s, waited by the core
 
   fake.injectError("sendMessage", 403, { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" }, 10);
   fake.privateText(bob, "hello?");

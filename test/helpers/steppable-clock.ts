@@ -11,12 +11,14 @@ import type { Clock } from "../../shared/clock.js";
 export interface SteppableClock extends Clock {
   /** Moves time forward by `ms`, firing every timer now due, in order. */
   advance(ms: number): void;
+  /** The delays (ms) of the timers set and neither fired nor cancelled, e.g. to see that a retry-after wait has begun. */
+  delays(): number[];
 }
 
 export function createSteppableClock(): SteppableClock {
   let offset = 0;
   let seq = 0;
-  const timers = new Map<number, { at: number; fn: () => void; handle: NodeJS.Timeout }>();
+  const timers = new Map<number, { at: number; delay: number; fn: () => void; handle: NodeJS.Timeout }>();
   const clock: SteppableClock = {
     now: () => Date.now() + offset,
     setTimeout(fn, ms) {
@@ -26,7 +28,7 @@ export function createSteppableClock(): SteppableClock {
         timers.delete(id);
         fn();
       }, delay);
-      timers.set(id, { at: clock.now() + delay, fn, handle });
+      timers.set(id, { at: clock.now() + delay, delay, fn, handle });
       return {
         cancel() {
           const timer = timers.get(id);
@@ -37,6 +39,7 @@ export function createSteppableClock(): SteppableClock {
       };
     },
     sleep: (ms) => new Promise((resolve) => clock.setTimeout(resolve, ms)),
+    delays: () => [...timers.values()].map((t) => t.delay),
     advance(ms) {
       offset += ms;
       const now = clock.now();
