@@ -9,6 +9,7 @@ import { isoAt } from "../../shared/clock.js";
 import type { EmulatorEnv } from "../env.js";
 import { notFound } from "../errors.js";
 import { headKey } from "../gateway/index.js";
+import { sessionHeader, sessionIdOf } from "../gateway/session-key.js";
 import type { StoredResponse } from "../gateway/index.js";
 import { usageOf } from "../gateway/wire.js";
 import { CHANNELS } from "../routes/channels.js";
@@ -47,7 +48,7 @@ export function liveInstance(env: EmulatorEnv, id: string): InstanceRecord {
 export function turnView(r: StoredResponse) {
   return {
     id: r.id,
-    session: r.session,
+    session: sessionIdOf(r.session),
     previous_response_id: r.parent_id,
     input_text: redactText(r.input_text),
     output_text: redactText(r.output_text),
@@ -84,7 +85,7 @@ export function sessions(env: EmulatorEnv, instanceId: string) {
     const head = own(state.responses, headId);
     if (!head) continue;
     out.push({
-      session: key.slice(prefix.length),
+      session: sessionIdOf(key.slice(prefix.length)),
       head_id: headId,
       turns: chain(env, headId, 1).total,
       updated_at: isoAt(head.created_at * 1000),
@@ -101,14 +102,14 @@ export const SESSIONS_SHOWN = 200;
 export function sessionTurns(env: EmulatorEnv, instanceId: string, session: string, limit: number) {
   liveInstance(env, instanceId);
   const heads = env.store.data.gateway.heads;
-  const headId = own(heads, headKey(instanceId, session)) ?? null;
+  const headId = own(heads, headKey(instanceId, sessionHeader(session))) ?? null;
   return { instance_id: instanceId, session, head_id: headId, ...chain(env, headId, limit) };
 }
 
 export function responseChain(env: EmulatorEnv, responseId: string, limit: number) {
   const r = own(env.store.data.gateway.responses, responseId);
   if (!r) throw notFound(`Response ${responseId} not found.`);
-  return { instance_id: r.instance_id, session: r.session, response_id: r.id, ...chain(env, r.id, limit) };
+  return { instance_id: r.instance_id, session: sessionIdOf(r.session), response_id: r.id, ...chain(env, r.id, limit) };
 }
 
 /** Every catalog channel of the instance; an interactive one awaiting its scan carries the QR as a PNG data URL. */

@@ -1,4 +1,5 @@
 import type { StoredResponse } from "../gateway/index.js";
+import { sessionIdOf } from "../gateway/session-key.js";
 import { usageOf } from "../gateway/wire.js";
 import type { TurnEvent } from "./hub.js";
 import { redactText } from "./redact.js";
@@ -9,7 +10,7 @@ export const TEXT_PREVIEW = 2000;
 export function turnEvent(r: StoredResponse): TurnEvent {
   return {
     instance_id: r.instance_id,
-    session: r.session,
+    session: sessionIdOf(r.session),
     id: r.id,
     previous_response_id: r.parent_id,
     model: r.model,

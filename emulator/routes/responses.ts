@@ -9,6 +9,7 @@ import type { Dispatcher } from "undici";
 import { request } from "undici";
 import type { EmulatorEnv } from "../env.js";
 import { ApiError, badGateway, conflict } from "../errors.js";
+import { sessionHeader } from "../gateway/session-key.js";
 import { HANDLED, type Ctx, type Handlers } from "../http/router.js";
 import type { Routes } from "../../shared/api.js";
 
@@ -105,15 +106,6 @@ export function responseHandlers(env: EmulatorEnv): ResponseHandlers {
     },
   };
 }
-
-/**
- * A session id is any string, a header value is not (no newlines, nothing
- * beyond Latin-1, no blanks at either end). Plain printable ASCII without `%`
- * goes as it is; anything else is percent-encoded, which always yields a `%`,
- * so two different ids never share a header value.
- */
-const PLAIN_HEADER = /^[\x21-\x24\x26-\x7e](?:[\x20-\x24\x26-\x7e]*[\x21-\x24\x26-\x7e])?$/;
-export const sessionHeader = (session: string): string => (PLAIN_HEADER.test(session) ? session : encodeURIComponent(session));
 
 /** Resolves when the client can take more, or is gone. */
 function drained(res: ServerResponse): Promise<void> {

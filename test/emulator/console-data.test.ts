@@ -77,6 +77,21 @@ describe("console data", () => {
     expect((await request(t.app).get(`/_emulator/console/instances/${instance.id}/sessions/x?limit=0`)).status).toBe(422);
   });
 
+  it("names sessions by their id, not by the header value the gateway was sent (non-ASCII, %, line breaks)", async () => {
+    const instance = await runningInstance(t, org);
+    const names = ["Zoë's chat", "100% sure", "two\nlines", "%C3%BC"];
+    const heads: string[] = [];
+    for (const name of names) heads.push((await send(instance.id, name, `in ${name}`)).body.id);
+    const sessions = await request(t.app).get(`/_emulator/console/instances/${instance.id}/sessions`);
+    expect(sessions.body.map((s: { session: string }) => s.session).sort()).toEqual([...names].sort());
+    for (const [i, name] of names.entries()) {
+      const turns = await request(t.app).get(`/_emulator/console/instances/${instance.id}/sessions/${encodeURIComponent(name)}`);
+      expect(turns.body).toMatchObject({ session: name, head_id: heads[i], total: 1 });
+      expect(turns.body.turns[0]).toMatchObject({ session: name, input_text: `in ${name}` });
+      expect((await request(t.app).get(`/_emulator/console/responses/${heads[i]}`)).body.session).toBe(name);
+    }
+  });
+
   it("shows a pending WhatsApp pairing's QR as a PNG until it is scanned", async () => {
     const instance = await runningInstance(t, org);
     await request(t.app).post(`/v1/instances/${instance.id}/channels/whatsapp/connect`).set(org.auth).send({ config: {} }).expect(200);
