@@ -93,7 +93,10 @@ describe("web console", () => {
     await call("PUT", `/v1/instances/${instanceId}/files/content`, { path: "workspace/direct.txt", content: "x" }, key);
     const views: [string, () => Promise<unknown>][] = [
       [`/instances/${instanceId}`, () => expect.poll(() => textOf(page.getByTestId("instance-status")), UNTIL).toBe("running")],
-      [`/instances/${instanceId}/sessions/${encodeURIComponent(session)}`, () => expect.poll(() => textOf(page.locator("li.turn")), UNTIL).toContain("hello there")],
+      [
+        `/instances/${instanceId}/sessions/${encodeURIComponent(session)}`,
+        () => expect.poll(() => textOf(page.locator("li.turn")), UNTIL).toContain("hello there"),
+      ],
       [`/instances/${instanceId}/files?path=workspace`, () => page.getByRole("link", { name: "direct.txt" }).waitFor({ state: "visible" })],
       ["/requests?window=2", () => expect.poll(() => page.getByTestId("request-log").locator("tbody tr").count(), UNTIL).toBe(2)],
       ["/organizations", () => page.locator("article.card", { hasText: "direct" }).first().waitFor({ state: "visible" })],
