@@ -11,8 +11,11 @@ describe("emulator command", () => {
       const page = await fetch(printed!);
       expect(page.status).toBe(200);
       expect(await page.text()).toContain("/_emulator/ui/assets/app.js");
-      // The compiled command serves the static assets too (the build copies them beside dist/).
-      expect((await fetch(`${run.url}/_emulator/ui/assets/app.js`)).status).toBe(200);
+      // The bundled command serves the static assets too (the build copies them beside the
+      // bundle) and finds Preact and htm in node_modules from where the bundle lives.
+      for (const asset of ["assets/app.js", "assets/style.css", "vendor/preact.mjs", "vendor/hooks.mjs", "vendor/htm.mjs"]) {
+        expect((await fetch(`${run.url}/_emulator/ui/${asset}`)).status, asset).toBe(200);
+      }
     } finally {
       await stopCli(run, "SIGTERM");
     }
