@@ -5,9 +5,9 @@
  * HTTP API (supertest against `emulator.app`), so the helpers exercise the
  * same paths a client does.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import type { Server } from "node:http";
+import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Express } from "express";
@@ -125,13 +125,33 @@ export function tempDir(prefix = "agent-bridge-test-"): { path: string; remove: 
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
 }
 
-/** A loopback port that nothing listens on (bound, then released). */
+/** Whether a connection to 127.0.0.1:`port` is refused. */
+function refused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once("error", (error: NodeJS.ErrnoException) => resolve(error.code === "ECONNREFUSED"));
+  });
+}
+
+/**
+ * A loopback port that refuses connections, and keeps refusing: one just below the kernel's
+ * range of ephemeral ports, which no test's server (all listen on port 0) can be handed. A
+ * port bound and released was not enough: with files running side by side, another file's
+ * server could get it a moment later, and "cannot reach" became "does not accept the key".
+ */
 export async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  let low = 32_768;
+  try {
+    low = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || low;
+  } catch {
+    // not Linux: ephemeral ports start at 49152 elsewhere, above this default
+  }
+  for (let port = Math.min(low, 49_152) - 1; port > 1024; port--) if (await refused(port)) return port;
+  throw new Error("no refused loopback port below the ephemeral range");
 }
 
 /** Starts a plain HTTP server on a loopback ephemeral port; resolves its base URL and a closer. */
