@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { UnitFirstSequencer } from "./test/helpers/sequencer.js";
 
 // Three projects (`npm test -- --project unit`):
 // - unit: pure logic of the daemon's core (test/daemon/unit), no servers, no build;
@@ -22,6 +23,7 @@ export default defineConfig({
     // state (its metrics use their own registries, clocks and stores are injected), and every
     // file starts and closes its own servers on port 0 and its own temporary directories.
     isolate: false,
+    sequence: { sequencer: UnitFirstSequencer },
     projects: [
       { extends: true, test: { name: "unit", include: ["test/daemon/unit/**/*.test.ts"] } },
       {
