@@ -12,6 +12,8 @@ import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createManualClock, systemClock, type Clock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
+import { Client, Events } from "discord.js";
+import { dropLatePackets } from "../../daemon/adapters/discord/connection.js";
 import { createDiscordAdapter, DiscordAdapterError, type DiscordAdapterOptions } from "../../daemon/adapters/discord/index.js";
 import { discordChannelSchema, type DiscordChannelConfig } from "../../daemon/adapters/discord/platform.js";
 import type { AdapterStatusEvent, ChatAdapter, ChatTarget, InboundMessage } from "../../daemon/core/adapter.js";
@@ -467,5 +469,35 @@ describe("discord adapter: connection", () => {
     await h.adapter.stop();
     expect(h.statuses.filter((s) => s.state === "stopped")).toHaveLength(1);
     await waitFor(() => !fake.isLive(), "gateway closed");
+  });
+});
+
+describe("a late RESUMED (discord.js reads the session the destroy cleared)", () => {
+  const resumed = (client: Client) => {
+    const replayed: number[] = [];
+    client.on(Events.ShardResume, (_id, n) => replayed.push(n));
+    return replayed;
+  };
+  const handle = (client: Client, shard: object) =>
+    (client.ws as unknown as { handlePacket(packet: object, shard: object): boolean }).handlePacket({ t: "RESUMED", d: {} }, shard);
+
+  it("throws in discord.js itself, so the guard is needed", async () => {
+    const client = new Client({ intents: [] });
+    expect(() => handle(client, { id: 0, sessionInfo: null, closeSequence: 0 })).toThrow(TypeError);
+    await client.destroy();
+  });
+
+  it("is dropped once the session is gone or the client destroyed; a live resume still counts its replayed events", async () => {
+    let destroyed = false;
+    const client = new Client({ intents: [] });
+    dropLatePackets(client, () => destroyed);
+    const replayed = resumed(client);
+    expect(() => handle(client, { id: 0, sessionInfo: null, closeSequence: 0 })).not.toThrow();
+    handle(client, { id: 0, sessionInfo: { sequence: 12 }, closeSequence: 10 });
+    expect(replayed).toEqual([2]);
+    destroyed = true;
+    handle(client, { id: 0, sessionInfo: { sequence: 15 }, closeSequence: 12 });
+    expect(replayed).toEqual([2]);
+    await client.destroy();
   });
 });

@@ -133,6 +133,22 @@ function guardShards(strategy: object, cancelled: () => boolean): void {
   }
 }
 
+/**
+ * discord.js 14's RESUMED handler reads `shard.sessionInfo.sequence`. A RESUMED that arrives
+ * after the client was destroyed (its session info already cleared) throws inside the
+ * socket's message handler: an unhandled rejection, which ends the process. A destroyed or
+ * sessionless client has nothing left to hear from that resume: its packet is dropped.
+ */
+export function dropLatePackets(client: Client, cancelled: () => boolean): void {
+  type Shard = { sessionInfo?: unknown } | undefined;
+  const ws = client.ws as unknown as { handlePacket(packet?: { t?: unknown }, shard?: Shard): boolean };
+  const handle = ws.handlePacket.bind(ws);
+  ws.handlePacket = (packet, shard) => {
+    if (packet && (cancelled() || (packet.t === "RESUMED" && !shard?.sessionInfo))) return false;
+    return handle(packet, shard);
+  };
+}
+
 interface Built {
   client: Client;
   generation: number;
@@ -209,6 +225,7 @@ export function createGatewayConnection(deps: ConnectionDeps): GatewayConnection
       makeCache: Options.cacheWithLimits({ ...Options.DefaultMakeCacheSettings, MessageManager: 25 }),
       ws: throttler ? { buildStrategy, buildIdentifyThrottler: () => throttler } : { buildStrategy },
     });
+    dropLatePackets(client, () => guard.cancelled);
     const built: Built = { client, generation: ++generation, guard, login: null };
     const mine = () => built.generation === generation && !stopped;
 
