@@ -51,8 +51,9 @@ async function bridge() {
 const texts = (fake: FakeTelegram, chat: number) => fake.sentMessages(chat).map((m) => m.text);
 
 /**
- * The daemon waits `ms` on its clock (a 429's retry_after; none of its other timers is
- * that long here) and has not sent again meanwhile: the wait is then skipped.
+ * Waits until the daemon waits `ms` on its clock (a 429's retry_after; none of its other
+ * timers is that long here), then skips that wait. The callers count the sends afterwards:
+ * one retry, no more.
  */
 async function retryAfterWaited(clock: SteppableClock, ms: number): Promise<void> {
   await vi.waitFor(() => expect(clock.delays()).toContain(ms));
