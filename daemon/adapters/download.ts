@@ -58,5 +58,3 @@ export async function downloadAttachment(url: string, options: DownloadOptions):
     clearTimeout(timer);
   }
 }
-
-export { formatBytes } from "../core/notices.js";

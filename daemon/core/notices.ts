@@ -14,14 +14,9 @@
  *   owes the person the summary.
  */
 import type { Clock, Timer } from "../../shared/clock.js";
+import { BoundedMap } from "../../shared/util/bounded-map.js";
+import { formatBytes } from "../../shared/util/format-bytes.js";
 import type { AdapterStateStore, ChatTarget } from "./adapter.js";
-
-/** Sizes as people read them ("20 MB", "1 KB", "8 bytes"). */
-export function formatBytes(bytes: number): string {
-  if (bytes >= 1024 * 1024) return `${(bytes / (1024 * 1024)).toFixed(1).replace(/\.0$/, "")} MB`;
-  if (bytes >= 1024) return `${(bytes / 1024).toFixed(1).replace(/\.0$/, "")} KB`;
-  return `${bytes} bytes`;
-}
 
 export const noticeText = {
   /** Files not passed on, each with why; `limit` is attachments.maxBytes. */
@@ -76,23 +71,6 @@ export function failureText(failure: FailureKind, n: number): string {
       return noticeText.routeStopped(n);
     case "instance_missing":
       return noticeText.instanceMissing(n);
-  }
-}
-
-/** A Map that forgets its oldest keys beyond `max` (per-chat bookkeeping must not grow without bound). */
-export class BoundedMap<K, V> extends Map<K, V> {
-  constructor(private readonly max: number) {
-    super();
-  }
-  override set(key: K, value: V): this {
-    if (super.has(key)) super.delete(key);
-    super.set(key, value);
-    while (this.size > this.max) {
-      const oldest = this.keys().next();
-      if (oldest.done) break;
-      super.delete(oldest.value);
-    }
-    return this;
   }
 }
 

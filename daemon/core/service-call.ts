@@ -24,16 +24,10 @@ import { errorSummary, StoppingError, type RelayMetrics } from "./relay-types.js
 import { replyTextOf, responseIdOf } from "./reply.js";
 import { backoffDelay, sleep } from "./retry.js";
 import { sessionIdFor } from "./routing.js";
+import { pathComponent } from "../../shared/util/names.js";
 
 /** A person's session state is per instance: a response id means nothing to another instance. */
 export const sessionKeyOf = (route: Pick<StoredRoute, "instanceId" | "sessionBase">) => `${route.instanceId} ${route.sessionBase}`;
-
-/** Path components the files API accepts as they are. */
-const pathPart = (s: string) =>
-  s
-    .replace(/[^A-Za-z0-9._-]+/g, "_")
-    .replace(/^\.+/, "_")
-    .slice(0, 100) || "_";
 
 export type CallOutcome =
   | { ok: true; text: string; responseId?: string; sessionId: string; generation: number; contextReset: boolean }
@@ -189,7 +183,7 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
       for (const a of e.message.attachments ?? []) {
         if (refused) break;
         const m = e.message;
-        const remote = `inbox/${pathPart(m.platform)}/${pathPart(m.chatId)}/${m.sentAt}-${pathPart(a.fileName)}`;
+        const remote = `inbox/${pathComponent(m.platform)}/${pathComponent(m.chatId)}/${m.sentAt}-${pathComponent(a.fileName)}`;
         try {
           const data = await readFile(store.attachmentPath(a));
           await withRetries(route.instanceId, () =>

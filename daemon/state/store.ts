@@ -25,6 +25,7 @@ import { acquireDirLock, syncDirectory, writeFileAtomic, writeFileDurable, type 
 import { JournalClosedError, openJournalFile, type JournalFile } from "./journal.js";
 import type { z } from "zod";
 import { parseJournalRecord, parseSnapshot, StateFileError, STATE_VERSION, type JournalRecord, type Snapshot, type StoredPreviewSchema } from "./records.js";
+import { pathComponent } from "../../shared/util/names.js";
 
 export { StateFileError } from "./records.js";
 
@@ -150,13 +151,6 @@ export interface Store {
 
 export const dedupeKey = (m: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "messageId">): string =>
   JSON.stringify([m.platform, m.accountId, m.chatId, m.messageId]);
-
-/** Names the file system will not misread: no folders, no dot-files, bounded. */
-const safeName = (name: string): string =>
-  name
-    .replace(/[^A-Za-z0-9._-]+/g, "_")
-    .replace(/^\.+/, "_")
-    .slice(-100) || "file";
 
 export async function openStore(options: StoreOptions): Promise<Store> {
   const { dataDir, clock } = options;
@@ -353,7 +347,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
             await mkdir(dir, { recursive: true, mode: 0o700 });
             attachments = [];
             for (const [i, a] of message.attachments.entries()) {
-              const file = join("spool", id, `${i}-${safeName(a.fileName)}`);
+              const file = join("spool", id, `${i}-${pathComponent(a.fileName, { keep: "end", fallback: "file" })}`);
               await writeFileDurable(join(dataDir, file), a.data);
               attachments.push({ kind: a.kind, fileName: a.fileName, ...(a.mimeType ? { mimeType: a.mimeType } : {}), size: a.data.length, file });
             }

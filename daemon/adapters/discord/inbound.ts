@@ -6,6 +6,7 @@
  */
 import type { DiscordChannelConfig } from "./platform.js";
 import type { ChatType, InboundAttachment } from "../../core/adapter.js";
+import { safeBaseName } from "../../../shared/util/names.js";
 
 export interface DiscordAttachmentView {
   id: string;
@@ -112,12 +113,4 @@ export function attachmentKind(contentType: string | null): InboundAttachment["k
 }
 
 /** A base name with no folders or control characters; invented when Discord gives none. */
-export function safeFileName(name: string | null, fallbackId: string): string {
-  const base = (name ?? "").split(/[\\/]/).pop() ?? "";
-  const cleaned = base
-    .replace(/[\u0000-\u001f\u007f]/g, "")
-    .replace(/^\.+/, "")
-    .trim()
-    .slice(0, 200);
-  return cleaned || `attachment-${fallbackId}`;
-}
+export const safeFileName = (name: string | null, fallbackId: string): string => safeBaseName(name) ?? `attachment-${fallbackId}`;

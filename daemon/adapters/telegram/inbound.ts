@@ -4,6 +4,7 @@
  */
 import type { Message, UserFromGetMe } from "grammy/types";
 import type { ChatType, InboundAttachment } from "../../core/adapter.js";
+import { safeBaseName } from "../../../shared/util/names.js";
 
 /** Private chat -> direct, group/supergroup -> group; channels (and anything else) are not ours. */
 export function chatTypeOf(message: Message): ChatType | undefined {
@@ -77,13 +78,4 @@ export function fileRefsOf(message: Message): FileRef[] {
 }
 
 /** A base name without folders, control characters or a leading dot; `fallback` when nothing is left. */
-export function safeFileName(name: string | undefined, fallback: string): string {
-  const base = (name ?? "").split(/[/\\]/).pop() ?? "";
-  // eslint-disable-next-line no-control-regex
-  const cleaned = base
-    .replace(/[\u0000-\u001f\u007f]/g, "")
-    .replace(/^\.+/, "")
-    .trim()
-    .slice(0, 200);
-  return cleaned || fallback;
-}
+const safeFileName = (name: string | undefined, fallback: string): string => safeBaseName(name) ?? fallback;

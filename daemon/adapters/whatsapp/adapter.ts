@@ -23,6 +23,8 @@ import { BufferJSON, DisconnectReason, type BaileysEventMap, type proto } from "
 import qrcodeTerminal from "qrcode-terminal";
 import type { Timer } from "../../../shared/clock.js";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
+import { BoundedMap } from "../../../shared/util/bounded-map.js";
+import { formatBytes } from "../../../shared/util/format-bytes.js";
 import type { WhatsAppChannelConfig } from "./platform.js";
 import {
   SendError,
@@ -93,23 +95,6 @@ interface OpenWaiter {
   timer: Timer;
 }
 
-/** Small insertion-ordered cache: remembers the last `max` entries. */
-class Recent<V> {
-  private readonly map = new Map<string, V>();
-  constructor(private readonly max: number) {}
-  get(key: string): V | undefined {
-    return this.map.get(key);
-  }
-  set(key: string, value: V): void {
-    this.map.delete(key);
-    this.map.set(key, value);
-    if (this.map.size > this.max) {
-      const oldest = this.map.keys().next();
-      if (!oldest.done) this.map.delete(oldest.value);
-    }
-  }
-}
-
 const PLATFORM = "whatsapp";
 const UNACCEPTED_KEY = "unaccepted";
 const MAX_UNACCEPTED = 200;
@@ -143,9 +128,9 @@ export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: Adapt
   let intake: Promise<void> = Promise.resolve();
   const openWaiters = new Set<OpenWaiter>();
   // Baileys asks for sent messages when a recipient's phone requests a retry.
-  const sentMessages = new Recent<proto.IMessage>(500);
+  const sentMessages = new BoundedMap<string, proto.IMessage>(500);
   // Group replies quote the message they answer, so the thread stays readable.
-  const receivedMessages = new Recent<WAMessage>(500);
+  const receivedMessages = new BoundedMap<string, WAMessage>(500);
 
   const status = (event: AdapterStatusEvent) => {
     log.debug({ state: event.state, detail: event.detail }, "whatsapp status");
@@ -615,12 +600,6 @@ async function readBounded(source: Uint8Array | AsyncIterable<Uint8Array>, limit
     chunks.push(Buffer.from(chunk));
   }
   return Buffer.concat(chunks);
-}
-
-function formatBytes(n: number): string {
-  if (n >= 1024 * 1024) return `${(n / (1024 * 1024)).toFixed(1)} MB`;
-  if (n >= 1024) return `${(n / 1024).toFixed(0)} KB`;
-  return `${n} bytes`;
 }
 
 /** A short message for logs: never the error object's data, which may carry keys. */

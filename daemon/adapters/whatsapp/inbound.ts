@@ -16,6 +16,7 @@ import {
 } from "@whiskeysockets/baileys";
 import type { ChatType, InboundAttachment } from "../../core/adapter.js";
 import { chatIdFromJid, jidUser, userIdFromJid } from "./ids.js";
+import { safeBaseName } from "../../../shared/util/names.js";
 
 export interface MediaInfo {
   kind: InboundAttachment["kind"];
@@ -157,26 +158,14 @@ function mediaOf(content: proto.IMessage, messageId: string): MediaInfo | undefi
   const found = pick();
   if (!found) return undefined;
   const mimeType = found.m.mimetype ?? undefined;
-  const named = "fileName" in found.m ? safeFileName(found.m.fileName) : undefined;
+  const named = "fileName" in found.m ? safeBaseName(found.m.fileName, { max: 120 }) : undefined;
   const declared = toNumber(found.m.fileLength);
   return {
     kind: found.kind,
-    fileName: named ?? `${found.kind}-${safeFileName(messageId) ?? "file"}.${extensionFor(mimeType)}`,
+    fileName: named ?? `${found.kind}-${safeBaseName(messageId, { max: 120 }) ?? "file"}.${extensionFor(mimeType)}`,
     ...(mimeType ? { mimeType } : {}),
     ...(declared !== undefined ? { declaredBytes: declared } : {}),
   };
-}
-
-/** A base name without folders or control characters, or undefined when nothing usable is left. */
-export function safeFileName(name: string | null | undefined): string | undefined {
-  if (!name) return undefined;
-  const base = name.split(/[\\/]/).pop() ?? "";
-  // eslint-disable-next-line no-control-regex
-  const clean = base
-    .replace(/[\u0000-\u001f\u007f]/g, "")
-    .trim()
-    .slice(0, 120);
-  return clean && clean !== "." && clean !== ".." ? clean : undefined;
 }
 
 const EXTENSIONS: Record<string, string> = {
