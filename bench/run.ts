@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: throughput of the emulator's hot paths against a bare
  * express baseline on the same machine, over real HTTP with keep-alive.
- * Timing goals live here, not in tests.
+ * Timing goals live here, not in tests. The relay's line (bench/daemon.ts) needs the
+ * compiled command (`npm run build`).
  */
 import express from "express";
 import type { AddressInfo } from "node:net";
@@ -65,6 +66,7 @@ async function main(): Promise<void> {
   await emulator.close();
   await agent.close();
   await (await import("./streaming.js")).benchStreaming();
+  await (await import("./daemon.js")).benchDaemon();
 }
 
 void main().then(storeGrowth);

@@ -93,6 +93,8 @@ export interface FakeTelegram {
   holdPolls: boolean;
   /** Called on every Bot API call as it arrives (method name). */
   onCall?: (method: string) => void;
+  /** Called with every message the bot sends, once it is recorded. */
+  onSent?: (message: SentMessage) => void;
   sentMessages(chatId?: string | number): SentMessage[];
   chatActions: { chat_id: string; action: string }[];
   commands: unknown[];
@@ -401,6 +403,7 @@ export async function createFakeTelegram(options: {
           ...(reply !== undefined ? { reply_to: Number(reply) } : {}),
         };
         sent.push(record);
+        fake.onSent?.(record);
         shown.set(`${chatId}:${record.message_id}`, {
           chat_id: chatId,
           message_id: record.message_id,

@@ -1,0 +1,186 @@
+/**
+ * The relay's throughput: turns per second through the daemon (a real `agent-bridge run`
+ * process, Telegram channel on the local Bot API fake, streaming off, no debounce) against the
+ * typed client calling the same emulator directly, in the same run, at 1 chat and at 200 chats.
+ *
+ * Both sides are closed loops per chat: a chat sends its next message when the answer to the
+ * previous one has arrived, so "200 chats" means 200 turns in flight on both sides, and the
+ * daemon may run as many service calls at once (`queue.concurrencyPerInstance` = chats; the
+ * default of 4 is a politeness limit toward the service, not a throughput setting).
+ *
+ * The emulator and the daemon are child processes (the compiled command, `dist/`), so each has
+ * a core of its own as it would in production; this process only sends and counts.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Agent } from "undici";
+import { createServiceClient } from "../shared/client/index.js";
+import { createFakeTelegram, type SentMessage } from "../test/fakes/telegram-bot-api.js";
+
+const ROOT = join(import.meta.dirname, "..");
+const BIN = join(ROOT, "dist", "bin", "agent-bridge.js");
+const TOKEN = "123456789:BenchBenchBenchBenchBenchBenchBench";
+/** Chats and messages per chat: one chat x 100 messages, then 200 chats x 10. */
+const RUNS = [
+  { chats: 1, messages: Number(process.env.BENCH_DAEMON_MESSAGES_ONE ?? 100) },
+  { chats: 200, messages: Number(process.env.BENCH_DAEMON_MESSAGES ?? 10) },
+];
+
+interface Result {
+  turnsPerSecond: number;
+  p50: number;
+  p99: number;
+}
+
+/** CPU time (user + system) a child has used so far, in ms; undefined where /proc is not there. */
+async function cpuMs(pid: number | undefined): Promise<number | undefined> {
+  if (pid === undefined) return undefined;
+  try {
+    const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ") ?? [];
+    // utime and stime are fields 14 and 15 of stat, in clock ticks (100 a second on Linux).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN;
+
+/** Runs `chats` closed loops of `perChat` turns each; `turn(chat, i)` resolves when answered. */
+async function closedLoops(chats: number, perChat: number, turn: (chat: number, i: number) => Promise<void>): Promise<Result> {
+  const latencies: number[] = [];
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: chats }, async (_, chat) => {
+      for (let i = 0; i < perChat; i++) {
+        const t = performance.now();
+        await turn(chat, i);
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { turnsPerSecond: latencies.length / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) };
+}
+
+/** Starts the compiled command and resolves with the child once `ready` matches its stdout. */
+function startChild(args: string[], ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  return new Promise((resolve, reject) => {
+    child.stderr?.on("data", (d: Buffer) => (err += d.toString()));
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+      const match = out.match(ready);
+      if (match) resolve({ child, match });
+    });
+    child.once("exit", (code) => reject(new Error(`agent-bridge ${args[0]} exited (${code}) before it was ready\n${out}\n${err}`)));
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+  });
+}
+
+export async function benchDaemon(): Promise<void> {
+  console.log("\nthe relay: turns/s through the daemon vs the typed client, closed loop per chat");
+  const emulator = await startChild(["emulator", "--port", "0", "--in-memory", "--provision-ms", "0"], /listening on (http:\/\/\S+)/);
+  const baseUrl = emulator.match[1]!;
+  const agent = new Agent({ keepAliveTimeout: 30_000, connections: 256 });
+  const anon = createServiceClient({ baseUrl, dispatcher: agent });
+  const { api_key } = await anon.signup({ body: { name: "bench-daemon" } });
+  const api = anon.withKey(api_key);
+  await api.updateOrganization({ body: { model_api_keys: { anthropic: "bench" } } });
+  const instance = await api.createInstance({ body: { name: "bench-daemon" } });
+
+  const fake = await createFakeTelegram({ token: TOKEN });
+  const waiters = new Map<string, () => void>();
+  fake.onSent = (m: SentMessage) => {
+    const done = waiters.get(m.chat_id);
+    if (done) {
+      waiters.delete(m.chat_id);
+      done();
+    }
+  };
+  const userOf = (chat: number) => ({ id: 700_000 + chat, username: `u${chat}` });
+
+  for (const { chats, messages } of RUNS) {
+    let n = 0;
+    const emulatorCpuBefore = await cpuMs(emulator.child.pid);
+    const direct = await closedLoops(chats, messages, async (chat, i) => {
+      await api.createSessionResponse({ instance_id: instance.id, session_id: `direct-${chats}-${chat}`, body: { model: "m", input: `hello ${i} ${n++}` } });
+    });
+
+    const emulatorCpuDirect = await cpuMs(emulator.child.pid);
+    const dataDir = await mkdtemp(join(tmpdir(), "bench-daemon-"));
+    const configFile = join(dataDir, "config.json");
+    await writeFile(
+      configFile,
+      JSON.stringify({
+        service: { baseUrl, apiKey: api_key },
+        dataDir,
+        logLevel: "silent",
+        ops: { port: null },
+        queue: { debounceMs: 0, concurrencyPerInstance: chats, maxPendingTotal: 10_000 },
+        routes: [{ instance: instance.id }],
+        channels: [
+          {
+            type: "telegram",
+            id: "tg",
+            token: TOKEN,
+            apiRoot: fake.url,
+            streaming: "off",
+            access: { users: Array.from({ length: chats }, (_, c) => String(userOf(c).id)) },
+          },
+        ],
+      }),
+    );
+    // The daemon prints nothing with silent logs: the warm-up turn is its readiness check.
+    // BENCH_DAEMON_PROFILE=DIR writes the daemon's CPU profile there (`--cpu-prof`), to see where its time goes.
+    const profile = process.env.BENCH_DAEMON_PROFILE ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_DAEMON_PROFILE] : [];
+    const daemon = spawn(process.execPath, [...profile, BIN, "run", "--config", configFile], { cwd: ROOT, stdio: "ignore" });
+    // Warm-up: one turn in one chat (grammY's getMe, the first poll, the first service call).
+    await relayTurn(0, "warm-up");
+    const [daemonCpuBefore, emulatorCpuBeforeRelay] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
+    const through = await closedLoops(chats, messages, (chat, i) => relayTurn(chat, `hello ${i}`));
+    const [daemonCpuAfter, emulatorCpuAfterRelay] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
+    await stopChild(daemon);
+    await rm(dataDir, { recursive: true, force: true });
+
+    const line = (name: string, r: Result) =>
+      `  ${name.padEnd(30)} ${r.turnsPerSecond.toFixed(0).padStart(6)} turns/s   p50 ${r.p50.toFixed(1).padStart(7)} ms   p99 ${r.p99.toFixed(1).padStart(7)} ms`;
+    console.log(`${chats} chat${chats === 1 ? "" : "s"} x ${messages} messages:`);
+    console.log(line("direct client", direct));
+    console.log(line("through the daemon", through));
+    const turns = chats * messages;
+    const perTurn = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? "?" : ((b - a) / turns).toFixed(2));
+    console.log(
+      `  CPU per turn: emulator ${perTurn(emulatorCpuBefore, emulatorCpuDirect)} ms (direct), ${perTurn(emulatorCpuBeforeRelay, emulatorCpuAfterRelay)} ms (relayed); daemon ${perTurn(daemonCpuBefore, daemonCpuAfter)} ms`,
+    );
+    console.log(
+      `  ratio: ${(through.turnsPerSecond / direct.turnsPerSecond).toFixed(2)}x throughput (goal >= 0.8x at 200 chats), p99 ${(through.p99 / direct.p99).toFixed(1)}x (goal <= 3x)`,
+    );
+  }
+
+  await fake.close();
+  await agent.close();
+  await stopChild(emulator.child);
+
+  function relayTurn(chat: number, text: string): Promise<void> {
+    const user = userOf(chat);
+    return new Promise<void>((resolve) => {
+      waiters.set(String(user.id), resolve);
+      fake.privateText(user, text);
+    });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await benchDaemon();
