@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { createTerminalAdapter, REPLY_PREFIX } from "../daemon/adapters/terminal/index.js";
-import type { TerminalChannelConfig } from "../daemon/adapters/terminal/platform.js";
+import type { TerminalChannelConfig } from "../daemon/adapters/terminal/config.js";
 import { daemonConfigSchema } from "../daemon/config/schema.js";
 import { createDaemon } from "../daemon/daemon.js";
 import { streamText } from "../emulator/gateway/model.js";

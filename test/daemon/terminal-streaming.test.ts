@@ -5,7 +5,7 @@
 import { PassThrough } from "node:stream";
 import { afterEach, expect, it, vi } from "vitest";
 import { createTerminalAdapter, REPLY_PREFIX } from "../../daemon/adapters/terminal/index.js";
-import type { TerminalChannelConfig } from "../../daemon/adapters/terminal/platform.js";
+import type { TerminalChannelConfig } from "../../daemon/adapters/terminal/config.js";
 import { createDaemon } from "../../daemon/daemon.js";
 import { streamText } from "../../emulator/gateway/model.js";
 import { seededRandom } from "../../shared/random.js";

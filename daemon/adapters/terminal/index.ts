@@ -1,182 +1,110 @@
 /**
- * A chat in the terminal: one local person, one direct chat. Every line is a
- * message (lines typed while a reply is pending count too); replies print as
- * `agent> ...`. Works on a TTY (prompt kept below the output) and on piped
- * input (no prompt, no escape codes); input EOF stops it cleanly once every
- * line read has been handed to the core.
+ * A chat in the terminal: one local person, one direct chat. Every line is a message (lines
+ * typed while a reply is pending count too); replies print as `agent> ...`. Works on a TTY
+ * (prompt kept below the output) and on piped input (no prompt, no escape codes); input EOF
+ * stops it cleanly once every line read has been handed to the core.
  */
-import { clearLine, createInterface, cursorTo, type Interface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { systemClock, type Clock } from "../../../shared/clock.js";
-import type { TerminalChannelConfig } from "./platform.js";
-import {
-  rawLength,
-  type AdapterCapabilities,
-  type AdapterLimits,
-  type ChatAdapter,
-  type ChatTarget,
-  type InboundMessage,
-  type InboundSink,
-  type SendOptions,
-} from "../../core/adapter.js";
+import { rawLength, type AdapterCapabilities, type AdapterLimits, type ChatAdapter, type InboundSink } from "../../core/adapter.js";
+import { TERMINAL_PLATFORM, type TerminalChannelConfig } from "./config.js";
+import { openTerminalInput, type TerminalInput } from "./connection.js";
+import { translateMessage } from "./inbound.js";
+import { TerminalScreen } from "./outbound.js";
 
-export const TERMINAL_PLATFORM = "terminal";
-export const REPLY_PREFIX = "agent> ";
-export const TYPING_LINE = "agent is typing…";
+export { TERMINAL_PLATFORM } from "./config.js";
+export { REPLY_PREFIX, TYPING_LINE } from "./outbound.js";
 
 export interface TerminalAdapterOptions {
   input: Readable;
   output: Writable;
   config: TerminalChannelConfig;
+  /** Default: the system clock. */
   clock?: Clock;
-  /** Interactive line editing and a prompt; default: both streams are TTYs. */
+  /** Interactive line editing and a prompt. Default: both streams are TTYs. */
   terminal?: boolean;
   /**
-   * Ctrl+C in raw TTY mode reaches readline, not the process; by default it is
-   * passed on as a real SIGINT so the daemon's own shutdown runs.
+   * Ctrl+C in raw TTY mode reaches readline, not the process. Default: passed on as a real
+   * SIGINT so the daemon's own shutdown runs.
    */
   onInterrupt?: () => void;
 }
-
-type Stream = { isTTY?: boolean };
 
 /** The terminal chat, plus a way to show the person a short notice (a log warning, a status line) above the prompt. */
 export interface TerminalAdapter extends ChatAdapter {
   notice(text: string): void;
 }
 
+// A typing line per pending reply at most; refreshes would only repeat it.
+const limits: AdapterLimits = { maxMessageLength: 100_000, typingRefreshMs: 60_000 };
+// Lines typed are read once: what the core cannot take is told, never left for a redelivery.
+// Streaming: text is written as it comes (a terminal cannot change what it printed).
+const capabilities: AdapterCapabilities = { redelivers: false, edit: false, append: true };
+
+type Stream = { isTTY?: boolean };
+
 export function createTerminalAdapter(options: TerminalAdapterOptions): TerminalAdapter {
   const { input, output, config } = options;
   const clock = options.clock ?? systemClock;
   const tty = options.terminal ?? ((input as Stream).isTTY === true && (output as Stream).isTTY === true);
-  const onInterrupt = options.onInterrupt ?? (() => process.kill(process.pid, "SIGINT"));
-  // A typing line per pending reply at most; refreshes would only repeat it.
-  const limits: AdapterLimits = { maxMessageLength: 100_000, typingRefreshMs: 60_000 };
-  // Lines typed are read once: what the core cannot take is told, never left for a redelivery.
-  // Streaming: text is written as it comes (a terminal cannot change what it printed).
-  const capabilities: AdapterCapabilities = { redelivers: false, edit: false, append: true };
+  const screen = new TerminalScreen(output, tty);
+  let reading: TerminalInput | undefined;
 
-  let rl: Interface | undefined;
-  let inputOpen = false;
-  let stopped: Promise<void> | undefined;
-  let typingShown = false;
-  /** A reply is being written: the prompt waits below it until it ends. */
-  let writing = false;
-  let seq = 0;
-  const pending = new Set<Promise<void>>();
-
-  const writable = () => output.writable && !output.destroyed;
-  /** Prints a whole line; on a TTY above the prompt and whatever is half typed. */
-  const print = (text: string) => {
-    if (!writable()) return;
-    if (tty && rl && inputOpen) {
-      clearLine(output, 0);
-      cursorTo(output, 0);
-      output.write(`${text}\n`);
-      rl.prompt(true);
-    } else output.write(`${text}\n`);
+  /** Hands a typed line to the core; what it cannot take is said on screen. */
+  const handLine = (sink: InboundSink, runId: string, seq: number, raw: string) => {
+    const message = translateMessage(raw, { config, runId, seq, sentAt: clock.now() });
+    if (!message) return undefined;
+    return sink.accept(message).then(
+      () => undefined,
+      (err: unknown) => screen.print(`(message not taken: ${err instanceof Error ? err.message : String(err)}; please send it again)`),
+    );
   };
 
-  const adapter: TerminalAdapter = {
+  return {
     platform: TERMINAL_PLATFORM,
     accountId: config.id,
     limits,
     capabilities,
     measure: rawLength,
 
-    async start(sink: InboundSink) {
-      if (rl) throw new Error("terminal adapter already started");
+    async start(sink) {
+      if (reading) throw new Error("terminal adapter already started");
       sink.status({ state: "starting" });
       // Ids must stay unique across restarts: the core drops repeated ones.
       const runId = clock.now().toString(36);
-      const line = createInterface({
+      let seq = 0;
+      reading = openTerminalInput({
         input,
-        ...(tty ? { output, prompt: config.prompt } : {}),
-        terminal: tty,
-        crlfDelay: Infinity,
+        output,
+        tty,
+        prompt: config.prompt,
+        onLine: (raw) => handLine(sink, runId, raw.trim() ? ++seq : seq, raw),
+        onInterrupt: options.onInterrupt ?? (() => process.kill(process.pid, "SIGINT")),
+        onClosed: () => sink.status({ state: "stopped", detail: "input closed" }),
       });
-      rl = line;
-      inputOpen = true;
-
-      line.on("line", (raw) => {
-        const text = raw.trim();
-        if (text && !stopped) {
-          const message: InboundMessage = {
-            platform: TERMINAL_PLATFORM,
-            accountId: config.id,
-            chatId: config.userId,
-            chatType: "direct",
-            userId: config.userId,
-            messageId: `${runId}-${++seq}`,
-            text,
-            sentAt: clock.now(),
-          };
-          if (config.userName !== undefined) message.userName = config.userName;
-          const accepted = sink.accept(message).then(
-            () => undefined,
-            (err: unknown) => {
-              const reason = err instanceof Error ? err.message : String(err);
-              print(`(message not taken: ${reason}; please send it again)`);
-            },
-          );
-          pending.add(accepted);
-          void accepted.finally(() => pending.delete(accepted));
-        }
-        if (tty) line.prompt();
-      });
-      line.on("SIGINT", onInterrupt);
-      line.on("close", () => {
-        inputOpen = false;
-        stopped ??= Promise.allSettled([...pending]).then(() => {
-          sink.status({ state: "stopped", detail: "input closed" });
-        });
-      });
-
+      screen.setPrompt(reading.editor);
+      reading.editor.on("close", () => screen.setPrompt(undefined));
       sink.status({ state: "connected" });
-      if (tty) line.prompt();
     },
 
     async stop() {
-      if (!rl) return;
-      if (inputOpen) rl.close();
-      await stopped;
+      await reading?.stop();
     },
 
-    async send(_target: ChatTarget, text: string, _options: SendOptions) {
-      if (!writable()) throw new Error("terminal output is closed");
-      typingShown = false;
-      print(`${REPLY_PREFIX}${text}`);
+    async send(_target, text) {
+      screen.reply(text);
     },
 
-    async write(_target: ChatTarget, piece: string, { end }: { end: boolean }) {
-      if (!writable()) throw new Error("terminal output is closed");
-      if (!writing) {
-        typingShown = false;
-        writing = true;
-        // On a TTY the prompt line (and what is half typed) gives way to the reply until it ends.
-        if (tty && rl && inputOpen) {
-          clearLine(output, 0);
-          cursorTo(output, 0);
-        }
-        output.write(REPLY_PREFIX);
-      }
-      if (piece) output.write(piece);
-      if (end) {
-        writing = false;
-        output.write("\n");
-        if (tty && rl && inputOpen) rl.prompt(true);
-      }
+    async write(_target, piece, { end }) {
+      screen.write(piece, end);
     },
 
-    notice(text: string) {
-      print(text);
+    notice(text) {
+      screen.print(text);
     },
 
-    async sendTyping(_target: ChatTarget) {
-      if (typingShown) return;
-      typingShown = true;
-      print(TYPING_LINE);
+    async sendTyping() {
+      screen.typing();
     },
   };
-  return adapter;
 }

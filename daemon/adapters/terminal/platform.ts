@@ -1,24 +1,10 @@
 /**
  * The terminal platform's descriptor: one local person on the process's own
- * streams. With no `access` block only that person (`userId`) may talk.
+ * streams (config.ts); the adapter is loaded only when a terminal channel is enabled.
  */
-import { z } from "zod";
 import { channelSubject } from "../../check/result.js";
-import { accessSchema, channelCommon, idString, nonEmpty, type AccessConfig, streamingSchema } from "../../config/fields.js";
 import { definePlatform } from "../platform.js";
-
-export const terminalChannelSchema = z.strictObject({
-  type: z.literal("terminal"),
-  ...channelCommon,
-  /** Absent: the local user (and only they) may talk. */
-  access: accessSchema.optional(),
-  userId: idString.default("local"),
-  userName: nonEmpty.optional(),
-  prompt: z.string().default("you> "),
-  streaming: streamingSchema,
-});
-
-export type TerminalChannelConfig = Omit<z.output<typeof terminalChannelSchema>, "id" | "access"> & { id: string; access: AccessConfig };
+import { terminalChannelSchema, type TerminalChannelConfig } from "./config.js";
 
 export const terminalPlatform = definePlatform({
   type: "terminal",

@@ -3,7 +3,7 @@ import { PassThrough } from "node:stream";
 import { describe, expect, it, vi } from "vitest";
 import { createTerminalAdapter } from "../../../daemon/adapters/terminal/index.js";
 import { parseConfig } from "../../../daemon/config/load.js";
-import type { TerminalChannelConfig } from "../../../daemon/adapters/terminal/platform.js";
+import type { TerminalChannelConfig } from "../../../daemon/adapters/terminal/config.js";
 import type { AdapterStatusEvent, ChatTarget, InboundMessage, InboundSink } from "../../../daemon/core/adapter.js";
 import { createManualClock } from "../../../shared/clock.js";
 
