@@ -2,6 +2,7 @@ import { testSink } from "../../fakes/sink.js";
 import { PassThrough } from "node:stream";
 import { describe, expect, it, vi } from "vitest";
 import { createTerminalAdapter } from "../../../daemon/adapters/terminal/index.js";
+import { translateMessage } from "../../../daemon/adapters/terminal/inbound.js";
 import { parseConfig } from "../../../daemon/config/load.js";
 import type { TerminalChannelConfig } from "../../../daemon/adapters/terminal/config.js";
 import type { AdapterStatusEvent, ChatTarget, InboundMessage, InboundSink } from "../../../daemon/core/adapter.js";
@@ -169,5 +170,25 @@ describe("terminal adapter", () => {
     expect(t.adapter.platform).toBe("terminal");
     expect(t.adapter.accountId).toBe("terminal");
     expect(t.adapter.limits.maxMessageLength).toBe(100_000);
+  });
+});
+
+describe("translateMessage (a typed line as the core's message)", () => {
+  const config = { id: "term", userId: "me", userName: "Me" };
+  it("trims the line and numbers it within the run", () => {
+    expect(translateMessage("  hello  ", { config, runId: "r1", seq: 7, sentAt: 42 })).toEqual({
+      platform: "terminal",
+      accountId: "term",
+      chatId: "me",
+      chatType: "direct",
+      userId: "me",
+      userName: "Me",
+      messageId: "r1-7",
+      text: "hello",
+      sentAt: 42,
+    });
+  });
+  it("is nothing for a blank line", () => {
+    expect(translateMessage(" \t ", { config, runId: "r1", seq: 1, sentAt: 0 })).toBeUndefined();
   });
 });
