@@ -17,6 +17,7 @@ import { describe, isPollConflict, isTokenRefused, type Scrub, TelegramAdapterEr
 import { toApiSignal } from "./fetch.js";
 import type { HandOver, HandoverContext } from "./handover.js";
 import { Poller } from "./polling.js";
+import { LinkHealth } from "./link-health.js";
 import { listenWebhook, type WebhookServer } from "./webhook.js";
 
 /** The command menu registered at start (`setCommands`). */
@@ -52,32 +53,6 @@ export interface ConnectionDeps {
 function webhookOf(channel: TelegramChannelConfig): TelegramWebhookConfig {
   if (!channel.webhook) throw new Error('mode "webhook" needs the channel\'s webhook settings (url, secretToken): add them, or use mode "polling"');
   return channel.webhook;
-}
-
-/** How the link has fared since it last worked; one per run of the loop. */
-class LinkHealth {
-  /** Failed connects or polls since the last poll that answered: the backoff's attempt number. */
-  #failures: number;
-  /** A poll failed after connecting: the next answer is reported as "connected" again. */
-  #degraded = false;
-
-  constructor(failures: number) {
-    this.#failures = failures;
-  }
-
-  /** A poll answered; true when the sink was told otherwise and should hear "connected". */
-  answered(): boolean {
-    const recovered = this.#degraded;
-    this.#failures = 0;
-    this.#degraded = false;
-    return recovered;
-  }
-
-  /** A connect or poll failed; the attempt number to back off by. */
-  failed(connected: boolean): number {
-    if (connected) this.#degraded = true;
-    return ++this.#failures;
-  }
 }
 
 export class TelegramConnection {
