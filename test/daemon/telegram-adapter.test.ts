@@ -4,9 +4,10 @@
  * how replies are rendered, and that flood limits delay without losing.
  */
 import { Writable } from "node:stream";
+import { inspect } from "node:util";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import type { TelegramChannelConfig } from "../../daemon/adapters/telegram/platform.js";
+import type { TelegramChannelConfig } from "../../daemon/adapters/telegram/config.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import type { AdapterStateStore, AdapterStatusEvent, ChatAdapter, ChatTarget, InboundMessage, InboundSink } from "../../daemon/core/adapter.js";
 import { createTelegramAdapter, TelegramAdapterError, telegramMarkdownToHtml, type TelegramAdapterOptions } from "../../daemon/adapters/telegram/index.js";
@@ -523,7 +524,7 @@ describe("replies", () => {
     );
     expect(error).toBeInstanceOf(TelegramAdapterError);
     expect(error).toBeInstanceOf(SendError);
-    expect(error).toMatchObject({ status: 429, retryAfterSeconds: 30, retryAfterMs: 30_000, permanent: false });
+    expect(error).toMatchObject({ status: 429, retryAfterMs: 30_000, permanent: false });
     expect(fake.calls("sendMessage")).toBe(1);
   });
 
@@ -573,9 +574,11 @@ describe("replies", () => {
       () => undefined,
       (e: unknown) => e,
     );
-    expect(error).toMatchObject({ status: 0, retryable: true });
+    expect(error).toMatchObject({ status: 0, permanent: false });
     expect(String((error as Error).message)).toMatch(/telegram sendMessage failed/);
     expect(String((error as Error).message)).not.toContain(TOKEN_SECRET_PART);
+    // Nor anywhere a logger's error serializer looks (the cause chain included).
+    expect(inspect(error, { depth: 10 })).not.toContain(TOKEN_SECRET_PART);
     await fake.waitFor(() => logs.some((l) => l.includes("poll failed")));
     expect(logs.join("\n")).not.toContain(TOKEN_SECRET_PART);
   });

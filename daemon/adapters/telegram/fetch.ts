@@ -7,6 +7,7 @@
  * - grammY hands over its abort-controller polyfill's signal, which Node's
  *   fetch refuses: it is bridged to a native one.
  */
+import type { Api } from "grammy";
 
 /** A Bot API answer as grammY expects it. */
 const isTelegramShaped = (body: unknown): boolean =>
@@ -52,3 +53,13 @@ export const telegramFetch = (async (input: Parameters<typeof fetch>[0], init?: 
     bridged.done();
   }
 }) as typeof fetch;
+
+/** The signal type grammY's methods declare: its abort-controller polyfill's. */
+export type ApiSignal = Parameters<Api["getMe"]>[0];
+
+/**
+ * A standard `AbortSignal` as grammY's methods declare it. grammY types
+ * signals with its polyfill, but at runtime hands them to `telegramFetch`
+ * above, which takes the standard one as it is: the cast lives here only.
+ */
+export const toApiSignal = (signal: AbortSignal): ApiSignal => signal as unknown as ApiSignal;

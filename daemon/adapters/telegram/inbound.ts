@@ -1,10 +1,46 @@
 /**
- * Pure translation of Telegram messages: which ones are for the bot, what
- * their text reads without the mention, which files they carry. No I/O here.
+ * Where a Telegram message becomes the core's `InboundMessage`:
+ * `translateMessage`, pure (no I/O), with the helpers it needs: which chats
+ * are ours, whether a group message addresses the bot, what the text reads
+ * without the mention, which files the message carries (fetched later, by
+ * handover.ts, only if the core admits them).
  */
-import type { Message, UserFromGetMe } from "grammy/types";
-import type { ChatType, InboundAttachment } from "../../core/adapter.js";
+import type { Message, Update, UserFromGetMe } from "grammy/types";
+import type { ChatType, InboundAttachment, InboundMessage } from "../../core/adapter.js";
 import { safeBaseName } from "../../../shared/util/names.js";
+
+/** What `translateMessage` needs to know about the bot: its id and @username. */
+export type BotIdentity = Pick<UserFromGetMe, "id" | "username">;
+
+/**
+ * The core's view of a Telegram message, or undefined when it is not for the
+ * core: a channel post (or any chat that is neither private nor a group), a
+ * message without a sender, or one sent by a bot. Attachments are added by the
+ * caller once downloaded; the core applies the group's mention rule.
+ */
+export function translateMessage(message: Message, bot: BotIdentity, accountId: string): InboundMessage | undefined {
+  const chatType = chatTypeOf(message);
+  const from = message.from;
+  if (!chatType || !from || from.is_bot) return undefined;
+  return {
+    platform: "telegram",
+    accountId,
+    chatId: String(message.chat.id),
+    chatType,
+    userId: String(from.id),
+    userName: from.username ?? [from.first_name, from.last_name].filter(Boolean).join(" "),
+    messageId: String(message.message_id),
+    text: stripMention(message.text ?? message.caption ?? "", bot.username),
+    sentAt: message.date * 1000,
+    ...(chatType === "group" ? { mentioned: addressesBot(message, bot) } : {}),
+  };
+}
+
+/**
+ * The chat an update belongs to, as the key that keeps one chat's updates in
+ * order (polling batches, webhook chains); "other" for updates without a message.
+ */
+export const chatIdOfUpdate = (update: Update): string => String(update.message?.chat.id ?? "other");
 
 /** Private chat -> direct, group/supergroup -> group; channels (and anything else) are not ours. */
 export function chatTypeOf(message: Message): ChatType | undefined {
@@ -15,7 +51,7 @@ export function chatTypeOf(message: Message): ChatType | undefined {
 }
 
 /** Mentioned by @username or a text mention, a command addressed to the bot, or a reply to one of its messages. */
-export function addressesBot(message: Message, me: Pick<UserFromGetMe, "id" | "username">): boolean {
+export function addressesBot(message: Message, me: BotIdentity): boolean {
   if (message.reply_to_message?.from?.id === me.id) return true;
   const text = message.text ?? message.caption ?? "";
   const entities = message.entities ?? message.caption_entities ?? [];

@@ -5,41 +5,8 @@
  */
 import { z } from "zod";
 import { channelSubject, probe, type CheckResult, type ProbeDeps } from "../../check/result.js";
-import { accessSchema, channelCommon, httpUrl, minEditIntervalSchema, nonEmpty, streamingSchema } from "../../config/fields.js";
 import { definePlatform } from "../platform.js";
-
-export const telegramWebhookSchema = z.strictObject({
-  /** Public https URL Telegram posts updates to. */
-  url: httpUrl,
-  host: nonEmpty.default("127.0.0.1"),
-  port: z.number().int().min(0).max(65_535).default(8787),
-  path: z.string().regex(/^\//, "must start with /").default("/telegram"),
-  /** Telegram echoes it in a header, so forged updates can be refused: required. */
-  secretToken: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/, "must be 1-256 letters, digits, _ or -"),
-});
-
-export const telegramChannelSchema = z
-  .strictObject({
-    type: z.literal("telegram"),
-    ...channelCommon,
-    access: accessSchema.prefault({}),
-    token: z.string().regex(/^\d+:[A-Za-z0-9_-]{35}$/, "must look like 123456:ABC... (digits, colon, 35 characters)"),
-    apiRoot: httpUrl.default("https://api.telegram.org"),
-    mode: z.enum(["polling", "webhook"]).default("polling"),
-    webhook: telegramWebhookSchema.optional(),
-    /** In groups, answer only when mentioned or replied to. */
-    requireMention: z.boolean().default(true),
-    /** Register the bot's command list with Telegram at start. */
-    setCommands: z.boolean().default(true),
-    streaming: streamingSchema,
-    minEditIntervalMs: minEditIntervalSchema,
-  })
-  .refine((c) => c.mode !== "webhook" || c.webhook !== undefined, {
-    message: 'required when mode is "webhook"',
-    path: ["webhook"],
-  });
-
-export type TelegramChannelConfig = z.output<typeof telegramChannelSchema> & { id: string };
+import { telegramChannelSchema, type TelegramChannelConfig } from "./config.js";
 
 const TelegramMe = z.object({ ok: z.literal(true), result: z.object({ username: z.string().optional(), first_name: z.string() }) });
 const TelegramError = z.object({ ok: z.literal(false), error_code: z.number().optional(), description: z.string().optional() });

@@ -1,0 +1,222 @@
+/**
+ * The Telegram connection's lifecycle: start (webhook server, then connect:
+ * getMe, the command menu, set or delete the webhook), the background loop
+ * that reconnects and long-polls until stopped (polling.ts does one poll), and
+ * stop. Status news goes to the sink; a refused token ends the channel, any
+ * other failure is waited out with backoff.
+ */
+import type { Api } from "grammy";
+import type { Update, UserFromGetMe } from "grammy/types";
+import type { Logger } from "pino";
+import type { Clock } from "../../../shared/clock.js";
+import type { Random } from "../../../shared/random.js";
+import type { AdapterStateStore, InboundSink } from "../../core/adapter.js";
+import { backoffDelay, pause } from "../../core/retry.js";
+import type { TelegramChannelConfig, TelegramWebhookConfig } from "./config.js";
+import { describe, isPollConflict, isTokenRefused, type Scrub, TelegramAdapterError } from "./errors.js";
+import { toApiSignal } from "./fetch.js";
+import type { HandOver, HandoverContext } from "./handover.js";
+import { Poller } from "./polling.js";
+import { LinkHealth } from "./link-health.js";
+import { listenWebhook, type WebhookServer } from "./webhook.js";
+
+/** The command menu registered at start (`setCommands`). */
+export const TELEGRAM_COMMANDS = [
+  { command: "new", description: "Start a fresh conversation" },
+  { command: "reset", description: "Forget this conversation" },
+  { command: "status", description: "Instance and queue status" },
+  { command: "stop", description: "Stop the answer and drop queued messages" },
+  { command: "help", description: "What I can do" },
+  { command: "whoami", description: "Your ids and session" },
+];
+
+/** The ceiling of the backoff between failed connects or polls, ms (or `retryPauseMs`, if larger). */
+const MAX_RETRY_PAUSE_MS = 30_000;
+
+export interface ConnectionDeps {
+  channel: TelegramChannelConfig;
+  api: Api;
+  log: Logger;
+  scrub: Scrub;
+  clock: Clock;
+  random: Random;
+  state: AdapterStateStore;
+  /** Hands one update to the core (handover.ts). */
+  handOver: HandOver;
+  /** Telegram's long-poll `timeout`, seconds. */
+  pollTimeoutSeconds: number;
+  /** The first pause after a failure (doubling up to 30 s), ms. */
+  retryPauseMs: number;
+}
+
+/** Webhook mode's settings; the schema requires them in that mode, so only a hand-built config lacks them. */
+function webhookOf(channel: TelegramChannelConfig): TelegramWebhookConfig {
+  if (!channel.webhook) throw new Error('mode "webhook" needs the channel\'s webhook settings (url, secretToken): add them, or use mode "polling"');
+  return channel.webhook;
+}
+
+export class TelegramConnection {
+  readonly #deps: ConnectionDeps;
+  /** idle -> running -> stopped, never back: a stopped connection does not start again. */
+  #phase: "idle" | "running" | "stopped" = "idle";
+  /** Set by start: where updates and status news go. */
+  #sink: InboundSink | undefined;
+  /** Who the bot is, from the last successful connect's getMe. */
+  #bot: UserFromGetMe | undefined;
+  /** True from a successful connect until a 409 says a webhook was set meanwhile (then the loop connects again). */
+  #connected = false;
+  /** Aborted by stop: the pending long poll, pauses, getFile. Sends stay usable (the core may finish turns). */
+  readonly #run = new AbortController();
+  /** The background loop; stop waits for it. */
+  #loop: Promise<void> | undefined;
+  /** Webhook mode's server, while listening. */
+  #webhook: WebhookServer | undefined;
+  /** stop's one run: stop is idempotent. */
+  #stopping: Promise<void> | undefined;
+
+  constructor(deps: ConnectionDeps) {
+    this.#deps = deps;
+  }
+
+  /** Resolves once connected, or once connecting is left to the background loop (Telegram not reachable). */
+  async start(sink: InboundSink): Promise<void> {
+    if (this.#phase === "stopped") {
+      throw new TelegramAdapterError({ message: "telegram adapter was stopped; create a new adapter to start again", status: 0 });
+    }
+    if (this.#phase === "running") return;
+    this.#phase = "running";
+    this.#sink = sink;
+    sink.status({ state: "starting" });
+    if (this.#deps.channel.mode === "webhook") await this.#openWebhook(sink);
+    await this.#connectAtStart(sink);
+    this.#loop = this.#keepConnected();
+  }
+
+  /** Ends intake (the pending poll, the webhook server), then waits for updates already being handed over. */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#shutDown();
+    return this.#stopping;
+  }
+
+  async #shutDown(): Promise<void> {
+    const wasRunning = this.#phase === "running";
+    this.#phase = "stopped";
+    this.#run.abort();
+    await this.#loop;
+    await this.#closeWebhook();
+    if (wasRunning) this.#sink?.status({ state: "stopped" });
+  }
+
+  /** Where an update goes, once both bot and sink are known. */
+  #handoverContext(): HandoverContext | undefined {
+    return this.#bot && this.#sink ? { bot: this.#bot, sink: this.#sink, signal: this.#run.signal } : undefined;
+  }
+
+  readonly #handOverNow = (update: Update): Promise<void> => this.#deps.handOver(update, this.#handoverContext());
+
+  #pause(ms: number): Promise<void> {
+    return pause(this.#deps.clock, ms, this.#run.signal);
+  }
+
+  // ------------------------------------------------------------ connecting
+
+  async #openWebhook(sink: InboundSink): Promise<void> {
+    const { channel, log, scrub } = this.#deps;
+    try {
+      this.#webhook = await listenWebhook({ hook: webhookOf(channel), log, scrub, handOver: this.#handOverNow });
+    } catch (error) {
+      this.#phase = "stopped";
+      const detail = describe(error, scrub);
+      sink.status({ state: "failed", detail });
+      throw new TelegramAdapterError({ message: `telegram: cannot listen for the webhook: ${detail}`, status: 0 });
+    }
+  }
+
+  /** A refused token ends the start; anything else leaves connecting to the loop, so other channels need not wait. */
+  async #connectAtStart(sink: InboundSink): Promise<void> {
+    try {
+      await this.#connect();
+    } catch (error) {
+      const detail = describe(error, this.#deps.scrub);
+      if (isTokenRefused(error)) {
+        this.#phase = "stopped";
+        await this.#closeWebhook();
+        sink.status({ state: "failed", detail: "Telegram refused the bot token" });
+        throw new TelegramAdapterError({ message: `telegram: the bot token was refused (${detail})`, status: error.error_code });
+      }
+      this.#deps.log.warn({ err: detail }, "telegram not reachable at start; retrying in the background");
+      sink.status({ state: "reconnecting", detail });
+    }
+  }
+
+  /** getMe, the command menu, then the webhook set (webhook mode) or removed (polling: a webhook left set makes getUpdates answer 409). */
+  async #connect(): Promise<void> {
+    const { api, channel, log, scrub } = this.#deps;
+    const signal = toApiSignal(this.#run.signal);
+    const bot = await api.getMe(signal);
+    this.#bot = bot;
+    if (channel.setCommands) {
+      await api.setMyCommands(TELEGRAM_COMMANDS, undefined, signal).catch((error: unknown) => {
+        if (this.#run.signal.aborted) throw error;
+        log.warn({ err: describe(error, scrub) }, "telegram setMyCommands failed (the menu stays as it was)");
+      });
+    }
+    if (channel.mode === "webhook") {
+      const hook = webhookOf(channel);
+      await api.setWebhook(hook.url, { secret_token: hook.secretToken, allowed_updates: ["message"] }, signal);
+    } else {
+      await api.deleteWebhook(undefined, signal);
+    }
+    this.#connected = true;
+    log.info({ bot: bot.username, mode: channel.mode }, "telegram connected");
+    this.#sink?.status({ state: "connected", detail: `@${bot.username}` });
+  }
+
+  // ------------------------------------------------------------ the loop
+
+  /** Connects (again) and polls until stopped; in webhook mode only finishes connecting. Never throws. */
+  async #keepConnected(): Promise<void> {
+    const deps = this.#deps;
+    const health = new LinkHealth(this.#connected ? 0 : 1);
+    const poller = deps.channel.mode === "polling" ? new Poller({ ...deps, signal: this.#run.signal, handOver: this.#handOverNow }) : undefined;
+    if (!this.#connected) await this.#pause(deps.retryPauseMs);
+    while (this.#phase === "running") {
+      try {
+        if (!this.#connected) await this.#connect();
+        if (!poller) return;
+        const batch = await poller.fetchUpdates();
+        if (health.answered()) this.#sink?.status({ state: "connected", detail: `@${this.#bot?.username ?? "?"}` });
+        await poller.handleUpdates(batch);
+      } catch (error) {
+        if (!(await this.#handleLoopError(error, health))) return;
+      }
+    }
+  }
+
+  /** Logs and reports a failed connect or poll, then waits out the backoff; false when the loop must end. */
+  async #handleLoopError(error: unknown, health: LinkHealth): Promise<boolean> {
+    const { log, scrub, retryPauseMs, random } = this.#deps;
+    if (this.#phase !== "running") return false;
+    if (isTokenRefused(error)) {
+      log.error("telegram refused the bot token; the channel stops");
+      this.#sink?.status({ state: "failed", detail: "Telegram refused the bot token" });
+      return false;
+    }
+    if (isPollConflict(error)) {
+      log.error({ err: scrub(error.description) }, "telegram: another client polls this bot, or a webhook is set; retrying");
+      if (/webhook/i.test(error.description)) this.#connected = false;
+    } else {
+      log.warn({ err: describe(error, scrub) }, this.#connected ? "telegram poll failed; retrying" : "telegram not reachable; retrying");
+    }
+    const attempt = health.failed(this.#connected);
+    this.#sink?.status({ state: "reconnecting", detail: describe(error, scrub) });
+    await this.#pause(backoffDelay(attempt, { baseMs: retryPauseMs, maxMs: Math.max(retryPauseMs, MAX_RETRY_PAUSE_MS) }, random));
+    return true;
+  }
+
+  async #closeWebhook(): Promise<void> {
+    const server = this.#webhook;
+    this.#webhook = undefined;
+    await server?.close();
+  }
+}

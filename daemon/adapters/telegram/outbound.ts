@@ -1,0 +1,111 @@
+/**
+ * Replies on Telegram: Markdown rendered as Telegram HTML, sent or edited in
+ * place, and the typing indicator. The core splits long replies (measuring
+ * with `measure`) and retries failures; here each call is one Bot API request,
+ * or two when Telegram refuses the HTML's entities and the text goes again as
+ * plain text (`sendRendered`, shared by send and edit).
+ */
+import type { Api } from "grammy";
+import type { Logger } from "pino";
+import type { ChatTarget, SendOptions, SendReceipt, TextFormat } from "../../core/adapter.js";
+import { describe, isEntityError, isNotModified, type Scrub, TelegramAdapterError, toAdapterError } from "./errors.js";
+import { telegramMarkdownToHtml, telegramVisibleLength } from "./markdown.js";
+
+/** Streaming: at most one send or edit a second per chat (Telegram's flood limits start about there). */
+export const TELEGRAM_LIMITS = { maxMessageLength: 4096, typingRefreshMs: 4500, minEditIntervalMs: 1000 } as const;
+
+export interface TelegramOutboundDeps {
+  api: Api;
+  /** The adapter's logger (entity refusals at debug, typing failures at debug). */
+  log: Logger;
+  scrub: Scrub;
+}
+
+export interface TelegramOutbound {
+  measure(text: string, format: TextFormat): number;
+  send(target: ChatTarget, text: string, options: SendOptions): Promise<SendReceipt>;
+  edit(target: ChatTarget, messageId: string, text: string, options: SendOptions): Promise<void>;
+  sendTyping(target: ChatTarget): Promise<void>;
+}
+
+/** One Bot API call that puts `text` on screen, with `parse_mode: "HTML"` or as plain text. */
+type Deliver<T> = (text: string, html: boolean) => Promise<T>;
+
+/** What a send or edit is, for the error message and the log. */
+type Kind = "sendMessage" | "editMessageText";
+const plainFallback: Record<Kind, string> = { sendMessage: "sending plain text", editMessageText: "editing to plain text" };
+
+/** The visible length Telegram counts: after entity parsing for Markdown, the raw text otherwise. */
+export const measureTelegram = (text: string, format: TextFormat): number =>
+  format === "markdown" ? telegramVisibleLength(telegramMarkdownToHtml(text)) : text.length;
+
+/** The HTML to try first, when `text` is Markdown that renders within the limit (Telegram counts after parsing). */
+function htmlFor(text: string, options: SendOptions): string | undefined {
+  if (options.format !== "markdown") return undefined;
+  const html = telegramMarkdownToHtml(text);
+  return html.trim() && telegramVisibleLength(html) <= TELEGRAM_LIMITS.maxMessageLength ? html : undefined;
+}
+
+/** In groups the reply quotes the message it answers (and so lands in the right forum topic). */
+function replyParameters(target: ChatTarget) {
+  const id = target.replyToMessageId;
+  if (target.chatType !== "group" || !id || !/^\d+$/.test(id)) return {};
+  return { reply_parameters: { message_id: Number(id), allow_sending_without_reply: true } };
+}
+
+export function createTelegramOutbound({ api, log, scrub }: TelegramOutboundDeps): TelegramOutbound {
+  /**
+   * HTML first (when the text is Markdown and renders within the limit), plain
+   * text when there is no HTML or Telegram refuses its entities. Any other
+   * refusal becomes a `TelegramAdapterError`.
+   */
+  async function sendRendered<T>(kind: Kind, text: string, options: SendOptions, deliver: Deliver<T>): Promise<T> {
+    const html = htmlFor(text, options);
+    if (html !== undefined) {
+      try {
+        return await deliver(html, true);
+      } catch (error) {
+        if (!isEntityError(error)) throw toAdapterError(kind, error, scrub);
+        log.debug({ err: describe(error, scrub) }, `telegram refused the HTML entities; ${plainFallback[kind]}`);
+      }
+    }
+    try {
+      return await deliver(text, false);
+    } catch (error) {
+      throw toAdapterError(kind, error, scrub);
+    }
+  }
+
+  return {
+    measure: measureTelegram,
+
+    async send(target, text, options) {
+      const reply = replyParameters(target);
+      const sent = await sendRendered("sendMessage", text, options, (body, html) =>
+        api.sendMessage(target.chatId, body, html ? { parse_mode: "HTML", ...reply } : reply),
+      );
+      return { messageId: String(sent.message_id) };
+    },
+
+    async edit(target, messageId, text, options) {
+      const id = Number(messageId);
+      if (!Number.isSafeInteger(id)) throw new TelegramAdapterError({ message: "telegram editMessageText: not a message id", status: 400 });
+      await sendRendered("editMessageText", text, options, async (body, html) => {
+        try {
+          await api.editMessageText(target.chatId, id, body, html ? { parse_mode: "HTML" } : undefined);
+        } catch (error) {
+          // The message already shows this text: the edit's purpose is met.
+          if (!isNotModified(error)) throw error;
+        }
+      });
+    },
+
+    async sendTyping(target) {
+      try {
+        await api.sendChatAction(target.chatId, "typing");
+      } catch (error) {
+        log.debug({ err: describe(error, scrub) }, "telegram typing failed (ignored)");
+      }
+    },
+  };
+}
