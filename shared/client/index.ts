@@ -182,13 +182,14 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
     throw ServiceError.fromAnswer(res.statusCode, body);
   }
 
-  function urlFor(spec: RouteSpec, args: Record<string, unknown>): string {
+  /** The call's URL: path parameters read by name from `args`, `args.query` as the query string. */
+  function urlFor(spec: RouteSpec, args: object): string {
     const path = spec.path.replace(/\{([a-z_]+)\}/g, (_, name: string) => {
-      const value = args[name];
+      const value: unknown = Object.getOwnPropertyDescriptor(args, name)?.value;
       if (typeof value !== "string" || !value) throw new TypeError(`missing path parameter ${name}`);
       return encodeURIComponent(value);
     });
-    const query = args.query as Record<string, unknown> | undefined;
+    const query: unknown = "query" in args ? args.query : undefined;
     const search = new URLSearchParams();
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) search.set(k, String(v));
     const qs = search.toString();
@@ -258,13 +259,7 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
       else yield data;
       yield Buffer.from(`\r\n--${boundary}--\r\n`);
     }
-    const res = await send(
-      "POST",
-      urlFor(routes.uploadFile, args as unknown as Record<string, unknown>),
-      headers({ "content-type": `multipart/form-data; boundary=${boundary}` }),
-      body(),
-      signal,
-    );
+    const res = await send("POST", urlFor(routes.uploadFile, args), headers({ "content-type": `multipart/form-data; boundary=${boundary}` }), body(), signal);
     try {
       if (res.statusCode >= 400) return await fail(res);
       await res.body.dump();
@@ -280,7 +275,7 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
     signal?.throwIfAborted();
     const res = await send(
       "POST",
-      urlFor(spec, args as unknown as Record<string, unknown>),
+      urlFor(spec, args),
       headers({ "content-type": "application/json", accept: "text/event-stream" }),
       JSON.stringify({ ...args.body, stream: true }),
       signal,
