@@ -61,7 +61,7 @@ export const queueSchema = z.strictObject({
   maxPendingPerSession: posInt
     .default(20)
     .describe(
-      "Messages waiting per session; beyond it a platform that redelivers (Telegram) gets the message back later, elsewhere the person is told the agent is busy. Default: 20.",
+      "Messages waiting per session; beyond it a platform that redelivers gets the message back later, elsewhere the person is told the agent is busy. Default: 20.",
     ),
   maxPendingTotal: posInt
     .default(1000)
@@ -104,7 +104,7 @@ export const retrySchema = z
 export const routeSchema = z.strictObject({
   match: z
     .strictObject({
-      platform: nonEmpty.optional().describe('The platform: "telegram", "discord", "whatsapp" or "terminal". Default: any.'),
+      platform: nonEmpty.optional().describe("The platform, as a channel's `type` names it. Default: any."),
       accountId: nonEmpty.optional().describe("The channel's id (its `id`, or its type when it has none). Default: any."),
       chatId: idString.optional().describe("The chat's id on its platform (a group, a channel, or a person's direct chat). Default: any."),
       userId: idString.optional().describe("The sender's id on its platform (`/whoami` shows it). Default: any."),
@@ -156,7 +156,7 @@ export const daemonConfigSchema = z
     channels: z
       .array(channelSchema)
       .default([])
-      .describe("The chat accounts the bridge runs, each told apart by `type` (telegram, discord, whatsapp, terminal). Default: none."),
+      .describe("The chat accounts the bridge runs, one per platform account, each told apart by its `type`. Default: none."),
   })
   .transform((cfg, ctx) => {
     const seen = new Map<string, number>();
