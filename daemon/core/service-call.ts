@@ -10,6 +10,10 @@
  * parent to name; each of its attempts opens a service session of its own
  * (see `serviceSessionFor`). The model may still run twice for one input (the
  * API has no idempotency key); the conversation holds the input once.
+ *
+ * Cancellation: a turn's /stop closes its request, streamed or not (the
+ * service sees the client leave), and ends its waits; the daemon's halt ends
+ * every wait, instance poll and upload with a `StoppingError`.
  */
 import { readFile } from "node:fs/promises";
 import type { Logger } from "pino";
@@ -320,7 +324,7 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
 
   async function instanceStatus(instanceId: string): Promise<string> {
     try {
-      return (await client.getInstanceStatus({ instance_id: instanceId })).status;
+      return (await client.getInstanceStatus({ instance_id: instanceId, signal: halted })).status;
     } catch (error) {
       if (!(error instanceof ServiceError)) return "status unknown";
       return `status unknown: ${error.status === undefined ? "service unreachable" : `HTTP ${error.status}`}`;
