@@ -108,9 +108,9 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
         return error.retryable ? { retry: true } : { retry: false };
       },
       onRetry(error, attempt) {
-        const status = error instanceof ServiceError ? error.status : undefined;
-        metrics.retry(instanceId, status === undefined ? "network" : "server");
-        log.debug({ instanceId, status, attempt }, "service call failed: retrying");
+        const failed = error instanceof ServiceError ? error : undefined;
+        metrics.retry(instanceId, failed && gotNoAnswer(failed) ? "network" : "server");
+        log.debug({ instanceId, kind: failed?.kind, status: failed?.status, attempt }, "service call failed: retrying");
       },
     });
   }
@@ -316,7 +316,7 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
           log.error({ route: route.ruleIndex, instanceId: route.instanceId }, "the routed instance does not exist: fix the route's instance id");
           return { ok: false, reason: "instance_missing", failure: { kind: "instance_missing" } };
         }
-        metrics.error(String(route.ruleIndex), error.status === undefined ? error.kind : `http_${error.status}`);
+        metrics.error(String(route.ruleIndex), gotNoAnswer(error) ? "network" : error.status === undefined ? "stream" : `http_${error.status}`);
         return { ok: false, reason: `${error.status ?? error.kind}: ${error.message}`, failure: { kind: "failed", what: givenUp(error) } };
       }
     }
@@ -334,11 +334,13 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
   return { buildInput, call, instanceStatus, stoppedRoutes };
 }
 
+/** No answer came back: the connection failed, or a stream broke or ended early (a stream that reported an error did answer). */
+const gotNoAnswer = (error: ServiceError): boolean => error.kind === "network" || (error.kind === "stream" && error.code === undefined);
+
 /** What the person is told when a turn's call gave up on this error. */
 function givenUp(error: ServiceError): string {
   if (error.status === 409) return "the agent's instance is not running";
-  // A stream that broke or ended early got no answer, like a connection that failed.
-  if (error.kind === "network" || (error.kind === "stream" && error.code === undefined)) return "the agent service could not be reached";
+  if (gotNoAnswer(error)) return "the agent service could not be reached";
   if (error.status === undefined || error.status >= 500) return "the agent service kept failing";
   return `the agent service refused the message (HTTP ${error.status})`;
 }
