@@ -13,6 +13,7 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import { createEmulator, type Emulator } from "../emulator/index.js";
 import { ServiceError, createServiceClient, type ServiceClient } from "../shared/client/index.js";
+import { systemClock, type Clock } from "../shared/clock.js";
 import type { TerminalAdapter } from "./adapters/terminal/index.js";
 import { runInForeground } from "./cli.js";
 import { parseConfig } from "./config/load.js";
@@ -44,7 +45,8 @@ async function saveCredentials(file: string, creds: Credentials): Promise<void> 
   await chmod(file, 0o600); // an older file may have had other bits
 }
 
-const isStatus = (error: unknown, ...statuses: number[]) => error instanceof ServiceError && statuses.includes(error.status);
+/** The service itself answered one of these statuses. */
+const isStatus = (error: unknown, ...statuses: number[]) => error instanceof ServiceError && error.kind === "service" && statuses.includes(error.status ?? 0);
 
 export interface Bootstrap {
   creds: Required<Credentials>;
@@ -52,8 +54,8 @@ export interface Bootstrap {
   reusedInstance: boolean;
 }
 
-/** Finds or makes the organization, instance and scoped key; waits until the instance runs. */
-export async function bootstrap(anon: ServiceClient, file: string): Promise<Bootstrap> {
+/** Finds or makes the organization, instance and scoped key; waits until the instance runs (polled on `clock`, default the system's). */
+export async function bootstrap(anon: ServiceClient, file: string, clock: Clock = systemClock): Promise<Bootstrap> {
   let creds = await readCredentials(file);
   let reusedOrganization = false;
   if (creds) {
@@ -108,14 +110,24 @@ export async function bootstrap(anon: ServiceClient, file: string): Promise<Boot
     await saveCredentials(file, creds);
   }
 
-  for (let waited = 0; ; waited += 100) {
-    const { status } = await org.getInstanceStatus({ instance_id: instanceId });
-    if (status === "running") break;
-    if (status === "stopped") await org.startInstance({ instance_id: instanceId }).catch(() => undefined);
-    if (status === "error" || status === "terminated" || waited > 60_000) throw new Error(`the local instance did not start (status: ${status})`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitUntilRunning(org, instanceId, clock);
   return { creds: creds as Required<Credentials>, reusedOrganization, reusedInstance };
+}
+
+/** How often `waitUntilRunning` looks, and how long it waits in all, ms. */
+const POLL_MS = 100;
+const START_TIMEOUT_MS = 60_000;
+
+/** Polls the instance until it runs, starting it when it is stopped; throws when it cannot run or takes longer than a minute. */
+async function waitUntilRunning(org: ServiceClient, instanceId: string, clock: Clock): Promise<void> {
+  const deadline = clock.now() + START_TIMEOUT_MS;
+  for (;;) {
+    const { status } = await org.getInstanceStatus({ instance_id: instanceId });
+    if (status === "running") return;
+    if (status === "stopped") await org.startInstance({ instance_id: instanceId }).catch(() => undefined);
+    if (status === "error" || status === "terminated" || clock.now() > deadline) throw new Error(`the local instance did not start (status: ${status})`);
+    await clock.sleep(POLL_MS);
+  }
 }
 
 export interface StartOptions {

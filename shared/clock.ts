@@ -1,6 +1,10 @@
 /**
  * Time as an explicit dependency, so tests move it instead of sleeping.
  * `systemClock` is the real one; `createManualClock` only advances when told.
+ *
+ * `Clock.sleep(ms, signal?)` is the project's one sleep: every implementation
+ * builds it with `sleepOn` over its own `setTimeout`, so an abort behaves the
+ * same on every clock (the timer is cancelled and the promise rejects at once).
  */
 export interface Timer {
   cancel(): void;
@@ -9,7 +13,46 @@ export interface Timer {
 export interface Clock {
   now(): number;
   setTimeout(fn: () => void, ms: number): Timer;
-  sleep(ms: number): Promise<void>;
+  /**
+   * Resolves after `ms` on this clock. With a `signal`, rejects at once when it
+   * aborts (before or during the wait): with the signal's reason when that is
+   * an `Error`, else with an `AbortedError`. Callers that only want to stop
+   * waiting, not to fail, write `clock.sleep(ms, signal).catch(() => {})`.
+   */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** What `Clock.sleep` rejects with when its signal aborts with a reason that is not an `Error`. */
+export class AbortedError extends Error {
+  override readonly name = "AbortedError";
+  constructor() {
+    super("aborted");
+  }
+}
+
+/** The error an aborted wait rejects with: the signal's own reason when it is an `Error`, else an `AbortedError`. */
+export const abortReason = (signal: AbortSignal): Error => (signal.reason instanceof Error ? signal.reason : new AbortedError());
+
+/**
+ * The abortable sleep every `Clock` implementation uses for its `sleep`: a
+ * timer on `clock.setTimeout`, cancelled when `signal` aborts.
+ */
+export function sleepOn(clock: Pick<Clock, "setTimeout">, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(abortReason(signal));
+    const onAbort = () => {
+      timer.cancel();
+      reject(abortReason(signal!));
+    };
+    const timer = clock.setTimeout(
+      () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      },
+      Math.max(0, ms),
+    );
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 export const systemClock: Clock = {
@@ -18,7 +61,7 @@ export const systemClock: Clock = {
     const handle = setTimeout(fn, ms);
     return { cancel: () => clearTimeout(handle) };
   },
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  sleep: (ms, signal) => sleepOn(systemClock, ms, signal),
 };
 
 export interface ManualClock extends Clock {
@@ -49,7 +92,7 @@ export function createManualClock(start = Date.parse("2026-01-01T00:00:00Z")): M
       timers.set(id, { at: current + Math.max(0, ms), fn });
       return { cancel: () => void timers.delete(id) };
     },
-    sleep: (ms) => new Promise((resolve) => clock.setTimeout(resolve, ms)),
+    sleep: (ms, signal) => sleepOn(clock, ms, signal),
     advance(ms) {
       current += ms;
       fireDue();

@@ -29,17 +29,31 @@ export const httpUrl = z
   .transform((u) => u.replace(/\/+$/, ""));
 
 export const groupAccessSchema = z.strictObject({
-  enabled: z.boolean().default(true),
-  requireMention: z.boolean().optional().describe("Overrides the channel's `requireMention` for this group."),
-  users: z.array(idString).optional().describe('Who may talk in this group; replaces the channel-wide `users` list here. "*" = anyone.'),
+  enabled: z.boolean().default(true).describe("false: the bridge answers nobody in this group. Default: true."),
+  requireMention: z.boolean().optional().describe("Overrides the channel's `requireMention` for this group. Default: the channel's."),
+  users: z
+    .array(idString)
+    .optional()
+    .describe('Who may talk in this group; replaces the channel-wide `users` list here. "*" = anyone. Default: the channel-wide list.'),
 });
 
-export const accessSchema = z.strictObject({
-  mode: z.enum(["allowlist", "open"]).default("allowlist").describe('"allowlist" fails closed (empty list = nobody); "open" must be chosen explicitly.'),
-  users: z.array(idString).default([]).describe('User ids; WhatsApp phone numbers (+4915...) or `...@lid` ids. "*" = anyone.'),
-  groups: z.record(z.string(), groupAccessSchema).default({}).describe("Per group, keyed by chat id."),
-  allowUnlistedGroups: z.boolean().default(false),
-});
+export const accessSchema = z
+  .strictObject({
+    mode: z
+      .enum(["allowlist", "open"])
+      .default("allowlist")
+      .describe('"allowlist" fails closed (empty list = nobody); "open" lets anyone talk and must be chosen explicitly. Default: allowlist.'),
+    users: z.array(idString).default([]).describe('Who may talk: user ids; WhatsApp phone numbers (+4915...) or `...@lid` ids. "*" = anyone. Default: nobody.'),
+    groups: z
+      .record(z.string(), groupAccessSchema)
+      .default({})
+      .describe("Per group, keyed by chat id: whether it is answered, its mention rule and its users. Default: none."),
+    allowUnlistedGroups: z
+      .boolean()
+      .default(false)
+      .describe("true: groups not listed in `groups` are answered too (under the channel-wide `users`). Default: false (refused)."),
+  })
+  .describe("Who may talk to the bridge on this channel: users, and groups with their own rules.");
 
 /** The keys every channel has, whatever its platform: spread into each channel schema. */
 export const channelCommon = {
@@ -47,8 +61,11 @@ export const channelCommon = {
     .string()
     .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 letters, digits, _ or -")
     .optional()
-    .describe("Account id, unique across channels; defaults to the type."),
-  enabled: z.boolean().default(true),
+    .describe("Account id, unique across channels; routes match on it (`match.accountId`). Default: the type."),
+  enabled: z
+    .boolean()
+    .default(true)
+    .describe("false: the channel is left out (its settings are still checked, without its environment variables). Default: true."),
 };
 
 export type AccessConfig = z.output<typeof accessSchema>;
@@ -59,7 +76,7 @@ export const streamingSchema = z
   .enum(["off", "partial"])
   .default("partial")
   .describe(
-    '"partial": the reply appears as the agent writes it (a message edited in place; the terminal prints as it comes); "off": the whole reply once it is done.',
+    '"partial": the reply appears as the agent writes it (a message edited in place; the terminal prints as it comes); "off": the whole reply once it is done. Default: partial.',
   );
 
 /**

@@ -18,45 +18,83 @@ export const routeScopeSchema = z.enum(["user", "group", "group_user"]);
 export const logLevelSchema = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
 
 export const serviceSchema = z.strictObject({
-  baseUrl: httpUrl.default("http://127.0.0.1:8080").describe("The hosting service (or the local emulator)."),
+  baseUrl: httpUrl.default("http://127.0.0.1:8080").describe("The hosting service's base URL (or the local emulator's). Default: http://127.0.0.1:8080."),
   apiKey: z
     .string()
     .regex(/^svc_(org|sk)_/, "must start with svc_org_ or svc_sk_")
     .regex(/^\S+$/, "must not contain whitespace")
-    .describe("An organization key (svc_org_...) or a scoped key (svc_sk_...) with `interact` on the routed instances; best as ${NAME}."),
-  defaultModel: nonEmpty.default("claude-sonnet-4-5"),
-  requestTimeoutMs: posInt.default(120_000),
-  autoStart: z.boolean().default(false).describe("Start a stopped instance when a message arrives for it (the key needs `configure`)."),
+    .describe(
+      "An organization key (svc_org_...) or a scoped key (svc_sk_...) with `interact` on the routed instances (`files` for attachments, `read` for /status); best as ${NAME}. Required.",
+    ),
+  defaultModel: nonEmpty.default("claude-sonnet-4-5").describe("The model asked for when a route names none. Default: claude-sonnet-4-5."),
+  requestTimeoutMs: posInt
+    .default(120_000)
+    .describe(
+      "How long one call to the service may wait for its headers, and for each next piece of its body, ms; a call that times out is retried like a network error. Default: 120000 (2 min).",
+    ),
+  autoStart: z
+    .boolean()
+    .default(false)
+    .describe("Start a stopped instance when a message arrives for it (the key needs `configure`). Default: false (wait for someone to start it)."),
 });
 
 const PORT_PROBLEM = "must be a port number (0 = pick one), null or false (off)";
 
 export const opsSchema = z.strictObject({
-  host: nonEmpty.default("127.0.0.1"),
+  host: nonEmpty
+    .default("127.0.0.1")
+    .describe("The address the ops server (/healthz, /metrics) listens on; 0.0.0.0 exposes it beyond this machine. Default: 127.0.0.1."),
   /** 0 picks a free port; null or false turns the ops server off (normalised to null). */
   port: z
     .union([z.number().int(PORT_PROBLEM).min(0, PORT_PROBLEM).max(65_535, PORT_PROBLEM), z.null(), z.literal(false)], {
       error: PORT_PROBLEM,
     })
     .default(9464)
-    .transform((p): number | null => (p === false ? null : p)),
+    .transform((p): number | null => (p === false ? null : p))
+    .describe("The ops server's port: 0 picks a free one (printed at start); null or false turns the ops server off. Default: 9464."),
 });
 
 export const queueSchema = z.strictObject({
-  concurrencyPerInstance: posInt.default(4),
-  maxPendingPerSession: posInt.default(20),
-  maxPendingTotal: posInt.default(1000),
-  debounceMs: nonNegInt.default(1500).describe("Messages from one session within this many ms of each other become one turn."),
-  maxTurnAgeMs: nonNegInt.default(24 * 60 * 60 * 1000).describe("Pending turns older than this after a restart are not answered; the person is told."),
+  concurrencyPerInstance: posInt
+    .default(4)
+    .describe("Turns running against one instance at a time (each session has at most one in flight, in arrival order). Default: 4."),
+  maxPendingPerSession: posInt
+    .default(20)
+    .describe(
+      "Messages waiting per session; beyond it a platform that redelivers gets the message back later, elsewhere the person is told the agent is busy. Default: 20.",
+    ),
+  maxPendingTotal: posInt
+    .default(1000)
+    .describe("Messages waiting across all sessions; beyond it new messages are refused as for maxPendingPerSession. Default: 1000."),
+  debounceMs: nonNegInt
+    .default(1500)
+    .describe("Messages from one session within this many ms of each other become one turn (joined by newlines); 0 sends each alone. Default: 1500."),
+  maxTurnAgeMs: nonNegInt
+    .default(24 * 60 * 60 * 1000)
+    .describe("Pending turns older than this after a restart are not answered; the person is told. Default: 86400000 (24 h)."),
 });
 
 export const retrySchema = z
   .strictObject({
-    maxAttempts: posInt.default(6),
-    baseDelayMs: nonNegInt.default(500),
-    maxDelayMs: nonNegInt.default(30_000),
-    errorCooldownMs: nonNegInt.default(60_000),
-    instanceWaitMs: nonNegInt.default(120_000),
+    maxAttempts: posInt
+      .default(6)
+      .describe(
+        "Tries in all, the first included, for a service call that fails with a network error, a timeout or a 5xx, and for a send to a chat. Default: 6.",
+      ),
+    baseDelayMs: nonNegInt
+      .default(500)
+      .describe("The wait after the first failure, ms; it doubles with each further failure (with jitter) up to maxDelayMs. Default: 500."),
+    maxDelayMs: nonNegInt.default(30_000).describe("The longest wait between two tries, ms; at least baseDelayMs. Default: 30000."),
+    errorCooldownMs: nonNegInt
+      .default(60_000)
+      .describe(
+        "After telling a person that a message could not be answered (or that the agent is busy), further such notices in that chat wait this long and then come as one, saying how many. Default: 60000.",
+      ),
+    instanceWaitMs: nonNegInt
+      .default(120_000)
+      .describe(
+        "How long a message waits for an instance that is not running (409) while the bridge polls its status, starting it when autoStart allows; it does not use up maxAttempts. Default: 120000 (2 min).",
+      ),
   })
   .refine((r) => r.maxDelayMs >= r.baseDelayMs, {
     message: "must be at least baseDelayMs",
@@ -64,27 +102,32 @@ export const retrySchema = z
   });
 
 export const routeSchema = z.strictObject({
-  /** Every given field must equal the message's; an empty match matches everything. */
   match: z
     .strictObject({
-      platform: nonEmpty.optional(),
-      accountId: nonEmpty.optional(),
-      chatId: idString.optional(),
-      userId: idString.optional(),
-      chatType: chatTypeSchema.optional(),
+      platform: nonEmpty.optional().describe("The platform, as a channel's `type` names it. Default: any."),
+      accountId: nonEmpty.optional().describe("The channel's id (its `id`, or its type when it has none). Default: any."),
+      chatId: idString.optional().describe("The chat's id on its platform (a group, a channel, or a person's direct chat). Default: any."),
+      userId: idString.optional().describe("The sender's id on its platform (`/whoami` shows it). Default: any."),
+      chatType: chatTypeSchema.optional().describe('"direct" (one person and the bot) or "group". Default: any.'),
     })
-    .prefault({}),
-  instance: nonEmpty.describe("Instance id on the service."),
-  model: nonEmpty.optional(),
-  instructions: z.string().optional(),
+    .prefault({})
+    .describe("Which messages the route takes: every given field must equal the message's; an empty match (the default) matches everything."),
+  instance: nonEmpty.describe("Instance id on the service. Required."),
+  model: nonEmpty.optional().describe("The model asked for on this route. Default: service.defaultModel."),
+  instructions: z.string().optional().describe("System instructions sent with every turn on this route. Default: none (the instance's own)."),
   scope: routeScopeSchema
     .optional()
     .describe("Whose context a conversation shares. Default: per user in direct chats, per group in groups. Direct chats are always per user."),
 });
 
 export const attachmentsSchema = z.strictObject({
-  enabled: z.boolean().default(true),
-  maxBytes: posInt.default(20 * MiB),
+  enabled: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Pass files people send on to the instance's workspace (inbox/<platform>/<chat>/...) and name them in the turn; the key needs `files`. Default: true.",
+    ),
+  maxBytes: posInt.default(20 * MiB).describe("The largest file passed on, bytes; larger ones are dropped and the person is told. Default: 20971520 (20 MiB)."),
 });
 
 /**
@@ -96,16 +139,24 @@ export const channelSchema = z.discriminatedUnion("type", [firstPlatform.schema,
 
 export const daemonConfigSchema = z
   .strictObject({
-    service: serviceSchema,
-    dataDir: nonEmpty.default(".data/daemon"),
-    logLevel: logLevelSchema.default("info"),
-    ops: opsSchema.prefault({}),
-    queue: queueSchema.prefault({}),
-    retry: retrySchema.prefault({}),
+    service: serviceSchema.describe("The hosting service the bridge talks to, and how."),
+    dataDir: nonEmpty
+      .default(".data/daemon")
+      .describe("Where the daemon keeps its journal, snapshot, lock and downloaded files (one daemon per folder). Default: .data/daemon."),
+    logLevel: logLevelSchema.default("info").describe("The least severe log lines written; message text is never logged. Default: info."),
+    ops: opsSchema.prefault({}).describe("The ops HTTP server: /healthz and Prometheus /metrics."),
+    queue: queueSchema.prefault({}).describe("How turns queue per instance and per session, and how much may wait."),
+    retry: retrySchema.prefault({}).describe("How failed service calls and sends are tried again, and how often a person is told of failures."),
     /** First match wins. May be empty here; whoever starts the daemon checks. */
-    routes: z.array(routeSchema).default([]),
-    attachments: attachmentsSchema.prefault({}),
-    channels: z.array(channelSchema).default([]),
+    routes: z
+      .array(routeSchema)
+      .default([])
+      .describe("Which instance answers which messages: the first route whose match fits wins; a message no route fits is not answered. Default: none."),
+    attachments: attachmentsSchema.prefault({}).describe("Files people send: whether and up to what size they reach the instance."),
+    channels: z
+      .array(channelSchema)
+      .default([])
+      .describe("The chat accounts the bridge runs, one per platform account, each told apart by its `type`. Default: none."),
   })
   .transform((cfg, ctx) => {
     const seen = new Map<string, number>();

@@ -10,7 +10,7 @@ import type { ChatAdapter } from "./adapter.js";
 import { parseCommand, runCommand, type CommandName } from "./commands.js";
 import { chunksFor, type Delivery } from "./delivery.js";
 import { noticeText } from "./notices.js";
-import { chatKeyOf, errorSummary, StoppingError } from "./relay-types.js";
+import { chatKeyOf, errorSummary, isShutdownError } from "./relay-types.js";
 import { createSerialQueue } from "./retry.js";
 import { sessionIdFor } from "./routing.js";
 import type { Scheduler } from "./scheduler.js";
@@ -43,9 +43,7 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
     void commandQueue
       .run(chatKeyOf(entry.message), () => runCommandEntry(entry))
       .catch((error: unknown) => {
-        if (!(error instanceof StoppingError) && !(error instanceof Error && error.name === "JournalClosedError")) {
-          log.error({ err: errorSummary(error) }, "command failed");
-        }
+        if (!isShutdownError(error)) log.error({ err: errorSummary(error) }, "command failed");
       });
   }
 

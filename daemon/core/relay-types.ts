@@ -4,6 +4,7 @@
  * under a name the dashboard does not know).
  */
 import { ServiceError } from "../../shared/client/index.js";
+import { JournalClosedError } from "../state/journal.js";
 
 export const INBOUND_OUTCOMES = ["accepted", "duplicate", "denied", "not_mentioned", "unrouted", "busy", "deferred", "command", "empty"] as const;
 export type InboundOutcome = (typeof INBOUND_OUTCOMES)[number];
@@ -32,6 +33,11 @@ export class StoppingError extends Error {
   constructor() {
     super("The daemon is stopping.");
   }
+}
+
+/** True for the errors a stopping daemon ends its work with (not failures to log): the one shutdown check. */
+export function isShutdownError(error: unknown): boolean {
+  return error instanceof StoppingError || error instanceof JournalClosedError;
 }
 
 /** The person stopped their turn (/stop): the abort reason of its call. */

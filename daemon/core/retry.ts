@@ -1,101 +1,77 @@
 /**
- * The daemon's one module for waiting and trying again: backoff with jitter,
- * an abortable sleep on the injected clock, a retry loop that honours a
- * server's "retry after" and never retries a permanent refusal, and per-key
- * serial execution (one chat's messages in order, chats side by side).
- * The relay and every adapter use these; none keeps its own.
+ * The daemon's one module for trying again: a retry loop that honours a
+ * server's "retry after", never retries a permanent refusal, and can wait for
+ * something to come up without using up a try; and per-key serial execution
+ * (one chat's messages in order, chats side by side). The relay, the service
+ * call and every adapter use these; none keeps its own loop. The delay
+ * formula is `shared/backoff.ts` and the one abortable sleep is
+ * `Clock.sleep` (`shared/clock.ts`), both shared with the emulator.
  */
-import type { Clock } from "../../shared/clock.js";
+import { abortReason, type Clock } from "../../shared/clock.js";
+import { backoffDelay, type BackoffPolicy } from "../../shared/backoff.js";
 import type { Random } from "../../shared/random.js";
 
-/** Backoff settings. */
-export interface BackoffPolicy {
-  /** First delay, ms. */
-  baseMs: number;
-  /** Ceiling of any one delay, ms. */
-  maxMs: number;
-}
+// The adapters still import these from here; their new homes are shared/backoff.ts and shared/clock.ts.
+export { backoffDelay, type BackoffPolicy } from "../../shared/backoff.js";
+export { AbortedError } from "../../shared/clock.js";
 
-/**
- * Exponential backoff with equal jitter: half fixed, half random, capped.
- * `attempt` counts from 1 (the delay after the first failure).
- */
-export function backoffDelay(attempt: number, policy: BackoffPolicy, random: Random): number {
-  const full = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(full / 2 + (random.float() * full) / 2);
-}
+/** `clock.sleep`: waits `ms`, rejects at once when `signal` aborts (before or during). */
+export const sleep = (clock: Clock, ms: number, signal?: AbortSignal): Promise<void> => clock.sleep(ms, signal);
 
-/** Thrown by `sleep` and `retry` when their signal aborts (the reason, when it is an Error, is thrown instead). */
-export class AbortedError extends Error {
-  override readonly name = "AbortedError";
-  constructor() {
-    super("aborted");
-  }
-}
-
-const abortReason = (signal: AbortSignal): unknown => (signal.reason instanceof Error ? signal.reason : new AbortedError());
-
-/** Waits `ms` on `clock`; rejects at once when `signal` aborts (before or during). */
-export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (signal?.aborted) return reject(abortReason(signal));
-    const onAbort = () => {
-      timer.cancel();
-      reject(abortReason(signal!));
-    };
-    const timer = clock.setTimeout(
-      () => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      },
-      Math.max(0, ms),
-    );
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-/** Like `sleep`, but resolves (never rejects) when aborted: for loops that check their own state after a pause. */
-export function pause(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
-  return sleep(clock, ms, signal).catch(() => undefined);
-}
+/** `clock.sleep` that resolves (never rejects) when aborted: for loops that check their own state after a pause. */
+export const pause = (clock: Clock, ms: number, signal?: AbortSignal): Promise<void> => clock.sleep(ms, signal).catch(() => undefined);
 
 /** How a failure should be treated. */
 export type RetryVerdict =
   /** Never again (a permanent refusal): the error is thrown at once. */
   | { retry: false }
   /** Worth another try; `afterMs` (a server's retry-after) is waited at least. */
-  | { retry: true; afterMs?: number };
+  | { retry: true; afterMs?: number }
+  /**
+   * Try again once `wait()` resolves, and do not count this failure as a try:
+   * for a wait bounded by time rather than tries (an instance that is still
+   * starting). `wait` throws to give up; `retry` then throws that.
+   */
+  | { retry: true; wait: () => Promise<void>; counts: false };
 
 export interface RetryOptions {
   clock: Clock;
   random: Random;
-  /** Tries in all, the first included (at least 1). */
+  /** Tries in all, the first included (at least 1). Tries answered by a `counts: false` verdict are not counted. */
   maxAttempts: number;
   backoff: BackoffPolicy;
   /** Decides per failure; default: retry everything. */
   classify?(error: unknown): RetryVerdict;
-  /** Called before each wait (for logs and metrics). */
+  /** Called before each backoff wait (for logs and metrics); not before a `counts: false` wait. */
   onRetry?(error: unknown, attempt: number, delayMs: number): void;
-  /** Aborts waiting (the current try is the caller's to abort). */
+  /** Aborts waiting, with the signal's reason (the current try is the caller's to abort). Default: none. */
   signal?: AbortSignal;
 }
 
 /**
  * Runs `op` until it succeeds, a failure is classified permanent, or
- * `maxAttempts` tries have failed; then throws the last error. The wait
- * before try n+1 is the larger of the backoff and the server's retry-after.
+ * `maxAttempts` counted tries have failed; then throws the last error. The
+ * wait before try n+1 is the larger of the backoff and the server's
+ * retry-after, or the verdict's own `wait()`.
  */
 export async function retry<T>(op: (attempt: number) => Promise<T>, options: RetryOptions): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
+  let attempt = 1;
+  for (;;) {
     if (options.signal?.aborted) throw abortReason(options.signal);
     try {
       return await op(attempt);
     } catch (error) {
       const verdict = options.classify?.(error) ?? { retry: true };
-      if (!verdict.retry || attempt >= options.maxAttempts) throw error;
+      if (!verdict.retry) throw error;
+      if ("wait" in verdict) {
+        await verdict.wait();
+        continue;
+      }
+      if (attempt >= options.maxAttempts) throw error;
       const delay = Math.max(backoffDelay(attempt, options.backoff, options.random), verdict.afterMs ?? 0);
       options.onRetry?.(error, attempt, delay);
-      await sleep(options.clock, delay, options.signal);
+      await options.clock.sleep(delay, options.signal);
+      attempt++;
     }
   }
 }

@@ -10,6 +10,10 @@
  * parent to name; each of its attempts opens a service session of its own
  * (see `serviceSessionFor`). The model may still run twice for one input (the
  * API has no idempotency key); the conversation holds the input once.
+ *
+ * Cancellation: a turn's /stop closes its request, streamed or not (the
+ * service sees the client leave), and ends its waits; the daemon's halt ends
+ * every wait, instance poll and upload with a `StoppingError`.
  */
 import { readFile } from "node:fs/promises";
 import type { Logger } from "pino";
@@ -22,7 +26,8 @@ import type { JournalEntry, SessionState, StoredRoute, Store } from "../state/st
 import { noticeText, type FailureKind } from "./notices.js";
 import { errorSummary, StoppingError, type RelayMetrics } from "./relay-types.js";
 import { replyTextOf, responseIdOf } from "./reply.js";
-import { backoffDelay, sleep } from "./retry.js";
+import { backoffDelay } from "../../shared/backoff.js";
+import { retry } from "./retry.js";
 import { sessionIdFor } from "./routing.js";
 import { pathComponent } from "../../shared/util/names.js";
 
@@ -74,49 +79,59 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
   const stoppedRoutes = new Map<number, string>();
   /** Instances whose start the key may not do (bounded by the instances routed to). */
   const startRefused = new Set<string>();
-  const instanceWaits = new Map<string, Promise<"running" | "retry" | "failed" | "missing">>();
+  const instanceWaits = new Map<string, Promise<"running" | "retry" | "failed">>();
   const backoff = { baseMs: Math.max(policy.baseDelayMs, 1), maxMs: policy.maxDelayMs };
 
-  const wait = (ms: number, turn?: AbortSignal) =>
-    sleep(clock, ms, turn ? AbortSignal.any([signal, turn]) : signal).catch(() => Promise.reject(turn?.aborted ? turn.reason : new StoppingError()));
+  /** Aborts with a `StoppingError` when the daemon halts: every wait, poll and upload then ends with it. */
+  const halted = stoppingSignal(signal);
+  /** A turn's calls end on its /stop (with the stop's reason, checked first) or on the halt. */
+  const endOf = (turn?: AbortSignal): AbortSignal => (turn ? AbortSignal.any([turn, halted]) : halted);
 
   /**
-   * Runs `op`, retrying network errors and 5xx with backoff up to
-   * `maxAttempts`, and waiting out 409 (instance not running) up to
-   * `instanceWaitMs`. Other errors, and the last one, are thrown; a missing
-   * instance (404 on its status) is thrown as that 404.
+   * Runs `op` on `retry()`: network errors, broken streams and 5xx are tried
+   * again with backoff up to `maxAttempts`; a 409 (instance not running) waits
+   * for the instance, up to `instanceWaitMs`, without using up a try. Other
+   * errors, and the last one, are thrown; a missing instance is thrown as the
+   * service's 404 for it.
    */
-  async function withRetries<R>(instanceId: string, op: () => Promise<R>, turn?: AbortSignal): Promise<R> {
-    let attempt = 0;
-    let waits = 0;
-    let waitDeadline: number | undefined;
-    for (;;) {
-      if (turn?.aborted) throw turn.reason;
-      if (signal.aborted) throw new StoppingError();
-      attempt++;
-      try {
-        return await op();
-      } catch (error) {
-        if (!(error instanceof ServiceError) || turn?.aborted) throw turn?.aborted ? turn.reason : error;
-        if (error.status === 409) {
-          waitDeadline ??= clock.now() + policy.instanceWaitMs;
-          metrics.retry(instanceId, "not_running");
-          const state = await waitForInstance(instanceId, waitDeadline, ++waits);
-          if (state === "missing") throw new ServiceError(404, `Instance ${instanceId} not found.`, undefined);
-          if (state === "failed") throw error;
-          attempt--; // waiting for the instance is bounded by time, not attempts
-          continue;
-        }
-        if (!error.retryable || attempt >= policy.maxAttempts) throw error;
-        metrics.retry(instanceId, error.status === 0 ? "network" : "server");
-        log.debug({ instanceId, status: error.status, attempt }, "service call failed: retrying");
-        await wait(backoffDelay(attempt, backoff, random), turn);
-      }
-    }
+  function withRetries<R>(instanceId: string, op: () => Promise<R>, turn?: AbortSignal): Promise<R> {
+    const notRunning = instanceWaiter(instanceId);
+    return retry(op, {
+      clock,
+      random,
+      maxAttempts: policy.maxAttempts,
+      backoff,
+      signal: endOf(turn),
+      classify(error) {
+        if (!(error instanceof ServiceError) || turn?.aborted) return { retry: false };
+        if (error.kind === "service" && error.status === 409) return { retry: true, counts: false, wait: () => notRunning(error) };
+        return error.retryable ? { retry: true } : { retry: false };
+      },
+      onRetry(error, attempt) {
+        const failed = error instanceof ServiceError ? error : undefined;
+        metrics.retry(instanceId, failed && gotNoAnswer(failed) ? "network" : "server");
+        log.debug({ instanceId, kind: failed?.kind, status: failed?.status, attempt }, "service call failed: retrying");
+      },
+    });
   }
 
-  /** Polls the instance until it runs, starting it when allowed. Shared by every turn of the instance. */
-  function waitForInstance(instanceId: string, deadline: number, round: number): Promise<"running" | "retry" | "failed" | "missing"> {
+  /** One call's waits for a not-running instance: the deadline starts at the first 409; resolves to try again, throws to give up. */
+  function instanceWaiter(instanceId: string): (refusal: ServiceError) => Promise<void> {
+    let deadline: number | undefined;
+    let rounds = 0;
+    return async (refusal) => {
+      deadline ??= clock.now() + policy.instanceWaitMs;
+      metrics.retry(instanceId, "not_running");
+      if ((await waitForInstance(instanceId, deadline, ++rounds)) === "failed") throw refusal;
+    };
+  }
+
+  /**
+   * Polls the instance until it runs, starting it when allowed. Shared by every
+   * turn of the instance; rejects with the service's 404 when the instance does
+   * not exist.
+   */
+  function waitForInstance(instanceId: string, deadline: number, round: number): Promise<"running" | "retry" | "failed"> {
     let w = instanceWaits.get(instanceId);
     if (!w) {
       w = pollInstance(instanceId, deadline, round).finally(() => instanceWaits.delete(instanceId));
@@ -126,13 +141,14 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
   }
 
   /** `round`: how many times this turn has waited already, so the backoff keeps growing across polls. */
-  async function pollInstance(instanceId: string, deadline: number, round: number): Promise<"running" | "retry" | "failed" | "missing"> {
+  async function pollInstance(instanceId: string, deadline: number, round: number): Promise<"running" | "retry" | "failed"> {
     for (let attempt = round; ; attempt++) {
       let status: string | undefined;
       try {
-        status = (await client.getInstanceStatus({ instance_id: instanceId })).status;
+        status = (await client.getInstanceStatus({ instance_id: instanceId, signal: halted })).status;
       } catch (error) {
-        if (error instanceof ServiceError && error.status === 404) return "missing";
+        if (halted.aborted) throw halted.reason;
+        if (error instanceof ServiceError && error.kind === "service" && error.status === 404) throw error;
         // A key without `read` cannot look: fall back to retrying the call itself.
       }
       if (status === "running") return "running";
@@ -140,22 +156,25 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
         log.error({ instanceId, status }, "instance cannot run: giving up on its turns");
         return "failed";
       }
-      if (status === "stopped" && config.service.autoStart && !startRefused.has(instanceId)) {
-        try {
-          await client.startInstance({ instance_id: instanceId });
-          log.info({ instanceId }, "instance was stopped: started it");
-        } catch (error) {
-          if (error instanceof ServiceError && (error.status === 403 || error.status === 401)) {
-            startRefused.add(instanceId);
-            log.warn({ instanceId }, "instance is stopped and the key may not start it (needs configure): waiting for someone to start it");
-          }
-          // 409: someone else is starting it.
-        }
-      }
+      if (status === "stopped" && config.service.autoStart && !startRefused.has(instanceId)) await startInstance(instanceId);
       // Out of time (this poll's deadline): each waiting turn then judges by its own.
       if (clock.now() >= deadline) return "retry";
-      await wait(Math.min(backoffDelay(attempt, backoff, random), Math.max(0, deadline - clock.now())));
+      await clock.sleep(Math.min(backoffDelay(attempt, backoff, random), Math.max(0, deadline - clock.now())), halted);
       if (status === undefined) return "retry";
+    }
+  }
+
+  async function startInstance(instanceId: string): Promise<void> {
+    try {
+      await client.startInstance({ instance_id: instanceId, signal: halted });
+      log.info({ instanceId }, "instance was stopped: started it");
+    } catch (error) {
+      if (halted.aborted) throw halted.reason;
+      if (error instanceof ServiceError && error.kind === "service" && (error.status === 403 || error.status === 401)) {
+        startRefused.add(instanceId);
+        log.warn({ instanceId }, "instance is stopped and the key may not start it (needs configure): waiting for someone to start it");
+      }
+      // 409: someone else is starting it.
     }
   }
 
@@ -187,12 +206,19 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
         try {
           const data = await readFile(store.attachmentPath(a));
           await withRetries(route.instanceId, () =>
-            client.uploadFile({ instance_id: route.instanceId, path: remote, data, fileName: a.fileName, ...(a.mimeType ? { contentType: a.mimeType } : {}) }),
+            client.uploadFile({
+              instance_id: route.instanceId,
+              path: remote,
+              data,
+              fileName: a.fileName,
+              ...(a.mimeType ? { contentType: a.mimeType } : {}),
+              signal: halted,
+            }),
           );
           uploaded.push(remote);
         } catch (error) {
           if (error instanceof StoppingError) throw error;
-          if (error instanceof ServiceError && (error.status === 403 || error.status === 401)) {
+          if (error instanceof ServiceError && error.kind === "service" && (error.status === 403 || error.status === 401)) {
             refused = true;
             notes.push(noticeText.uploadRefused);
             log.warn({ instanceId: route.instanceId, status: error.status }, "file upload refused: attachments are off for this route");
@@ -222,7 +248,7 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
       } else if (event.type === "response.completed") return event.response;
     }
     // The client throws on a body that ends early; this is only a guard.
-    throw new ServiceError(0, "The answer stream ended before the response was completed.", undefined);
+    throw new ServiceError({ kind: "stream", message: "The answer stream ended before the response was completed." });
   }
 
   async function call(route: StoredRoute, input: string, logCtx: Record<string, unknown>, options: CallOptions = {}): Promise<CallOutcome> {
@@ -247,7 +273,8 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
             };
             const args = { instance_id: route.instanceId, session_id: sessionId, body };
             if (options.onText) return streamed(args, options.onText, turn);
-            return untilAborted(client.createSessionResponse(args), turn);
+            // The turn's /stop closes the request: the service sees the client leave.
+            return client.createSessionResponse({ ...args, ...(turn ? { signal: turn } : {}) });
           },
           turn,
         );
@@ -270,8 +297,8 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
           await store.setSession(sessionKey, { generation: current.generation + 1 });
           continue;
         }
-        // The service's own refusal of the key (not a gateway error passed through, which has an OpenAI-style body).
-        if ((error.status === 401 || error.status === 403) && !isGatewayError(error)) {
+        // The service's own refusal of the key (not a gateway error passed through).
+        if (error.kind === "service" && (error.status === 401 || error.status === 403)) {
           if (!stoppedRoutes.has(route.ruleIndex)) {
             const why = `the service answered ${error.status} for instance ${route.instanceId}`;
             stoppedRoutes.set(route.ruleIndex, why);
@@ -284,58 +311,44 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
           return { ok: false, reason: "route_stopped", failure: { kind: "route_stopped" } };
         }
         // The routed instance does not exist: the configuration is wrong, waiting will not help.
-        if (error.status === 404 && !isGatewayError(error)) {
+        if (error.kind === "service" && error.status === 404) {
           metrics.error(String(route.ruleIndex), "instance_missing");
           log.error({ route: route.ruleIndex, instanceId: route.instanceId }, "the routed instance does not exist: fix the route's instance id");
           return { ok: false, reason: "instance_missing", failure: { kind: "instance_missing" } };
         }
-        metrics.error(String(route.ruleIndex), error.status === 0 ? "network" : `http_${error.status}`);
-        const what =
-          error.status === 409
-            ? "the agent's instance is not running"
-            : error.status === 0
-              ? "the agent service could not be reached"
-              : error.status >= 500
-                ? "the agent service kept failing"
-                : `the agent service refused the message (HTTP ${error.status})`;
-        return { ok: false, reason: `${error.status}: ${error.message}`, failure: { kind: "failed", what } };
+        metrics.error(String(route.ruleIndex), gotNoAnswer(error) ? "network" : error.status === undefined ? "stream" : `http_${error.status}`);
+        return { ok: false, reason: `${error.status ?? error.kind}: ${error.message}`, failure: { kind: "failed", what: givenUp(error) } };
       }
     }
   }
 
   async function instanceStatus(instanceId: string): Promise<string> {
     try {
-      return (await client.getInstanceStatus({ instance_id: instanceId })).status;
+      return (await client.getInstanceStatus({ instance_id: instanceId, signal: halted })).status;
     } catch (error) {
-      return error instanceof ServiceError ? `status unknown: ${error.status === 0 ? "service unreachable" : `HTTP ${error.status}`}` : "status unknown";
+      if (!(error instanceof ServiceError)) return "status unknown";
+      return `status unknown: ${error.status === undefined ? "service unreachable" : `HTTP ${error.status}`}`;
     }
   }
 
   return { buildInput, call, instanceStatus, stoppedRoutes };
 }
 
-/** The request cannot be aborted: a stopped turn stops waiting for it (its answer is dropped). */
-function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
+/** No answer came back: the connection failed, or a stream broke or ended early (a stream that reported an error did answer). */
+const gotNoAnswer = (error: ServiceError): boolean => error.kind === "network" || (error.kind === "stream" && error.code === undefined);
+
+/** What the person is told when a turn's call gave up on this error. */
+function givenUp(error: ServiceError): string {
+  if (error.status === 409) return "the agent's instance is not running";
+  if (gotNoAnswer(error)) return "the agent service could not be reached";
+  if (error.status === undefined || error.status >= 500) return "the agent service kept failing";
+  return `the agent service refused the message (HTTP ${error.status})`;
 }
 
-/** A gateway error passed through by the service: `{"error": {...}}` rather than `{"detail": ...}`. */
-function isGatewayError(error: ServiceError): boolean {
-  const body = error.body;
-  return typeof body === "object" && body !== null && "error" in body && !("detail" in body);
+/** A signal that aborts with a `StoppingError` once `daemonHalt` aborts. */
+function stoppingSignal(daemonHalt: AbortSignal): AbortSignal {
+  const stopping = new AbortController();
+  if (daemonHalt.aborted) stopping.abort(new StoppingError());
+  else daemonHalt.addEventListener("abort", () => stopping.abort(new StoppingError()), { once: true });
+  return stopping.signal;
 }

@@ -6,18 +6,21 @@
  *   const api = createServiceClient({ baseUrl, apiKey });
  *   const reply = await api.createSessionResponse({ instance_id, session_id: "alice", body: { model, input: "hi" } });
  *
- * Failures throw `ServiceError` (status 0 when the service could not be reached).
+ * Every method takes an optional `signal` beside its arguments: aborting it
+ * closes the request (undici destroys the socket), and the call rejects with
+ * the signal's reason. Other failures throw `ServiceError`, typed by where the
+ * call failed (`kind`: service, gateway, network, stream; see errors.ts).
  */
 import { Readable } from "node:stream";
 import { Agent, request, type Dispatcher } from "undici";
 import type { z } from "zod";
 import { routes, type OperationId, type PathParams, type RouteSpec, type Routes } from "../api.js";
 import { createParser } from "eventsource-parser";
-import { errorCodeOf, ServiceError } from "./errors.js";
+import { ServiceError } from "./errors.js";
 import type { ResponseRequest } from "../schemas/responses.js";
 import { readResponseStream, type ResponseStreamEvent } from "./stream.js";
 
-export { ServiceError } from "./errors.js";
+export { ServiceError, type ServiceErrorInit, type ServiceErrorKind } from "./errors.js";
 export { parseStreamEvent, readResponseStream, type ResponseStreamEvent, type UnknownStreamEvent } from "./stream.js";
 
 // `body` and `query` are optional members of a route spec: strip `undefined` before looking.
@@ -37,6 +40,20 @@ type QueryArg<S> = S extends { query?: infer Q }
   : unknown;
 type ParamArg<S> = S extends { path: infer P extends string } ? { [K in PathParams<P>]: string } : unknown;
 export type ArgsOf<S> = ParamArg<S> & BodyArg<S> & QueryArg<S>;
+
+/** What every client method takes beside its route's arguments. */
+export interface RequestOptions {
+  /**
+   * Aborts the call at any point: the request is closed (the service sees the
+   * client leave) and the call rejects with `signal.reason`. An already
+   * aborted signal sends nothing. Default: none (the call runs until it ends
+   * or `timeoutMs` passes).
+   */
+  signal?: AbortSignal;
+}
+
+/** A generated method's argument: the route's path parameters, `body` and `query`, and a `signal`. */
+export type MethodArgs<S> = ArgsOf<S> & RequestOptions;
 
 export interface Download {
   body: Readable;
@@ -58,11 +75,11 @@ export type ResultOf<S> = S extends { response: infer R }
 type Generated = {
   // biome-ignore lint/complexity/noBannedTypes: `{} extends Args` is the check for "every argument is optional".
   [K in Exclude<OperationId, "uploadFile">]: {} extends ArgsOf<Routes[K]>
-    ? (args?: ArgsOf<Routes[K]>) => Promise<ResultOf<Routes[K]>>
-    : (args: ArgsOf<Routes[K]>) => Promise<ResultOf<Routes[K]>>;
+    ? (args?: MethodArgs<Routes[K]>) => Promise<ResultOf<Routes[K]>>
+    : (args: MethodArgs<Routes[K]>) => Promise<ResultOf<Routes[K]>>;
 };
 
-export interface UploadArgs {
+export interface UploadArgs extends RequestOptions {
   instance_id: string;
   /** Destination path inside the instance root. */
   path: string;
@@ -77,14 +94,12 @@ export interface StreamEvent {
   data: unknown;
 }
 
-export interface StreamArgs {
+export interface StreamArgs extends RequestOptions {
   instance_id: string;
   /** A named session (the `createSessionResponse` route); omitted: the default session. */
   session_id?: string;
   /** The request body; `stream: true` is set by the client. */
   body: z.input<typeof ResponseRequest>;
-  /** Aborts the request or the stream at any point: the connection is closed (the gateway stops) and the iteration throws `signal.reason`. */
-  signal?: AbortSignal;
 }
 
 export interface ServiceClient extends Generated {
@@ -93,11 +108,13 @@ export interface ServiceClient extends Generated {
    * `stream: true` on either responses route: yields schema-checked events as
    * the gateway sends them, and ends after `response.completed` (its
    * `response` is the full answer). An HTTP error before the stream is a
-   * `ServiceError` with that status; a connection that fails or breaks, or a
-   * body that ends before a terminal event, is a `ServiceError` with status 0;
-   * an `error`/`response.failed` event or a malformed event is a `ServiceError`
-   * with status 502. The client's `timeoutMs` bounds the wait for the headers
-   * and every gap between two pieces of the body, not the whole stream.
+   * `ServiceError` of kind `service` or `gateway` with that status; a
+   * connection that cannot be opened is kind `network`; a stream that breaks,
+   * ends before a terminal event, carries an `error`/`response.failed` event
+   * or a malformed event is kind `stream`. Aborting `signal` closes the
+   * connection (the gateway stops) and the iteration throws `signal.reason`.
+   * The client's `timeoutMs` bounds the wait for the headers and every gap
+   * between two pieces of the body, not the whole stream.
    */
   streamResponse(args: StreamArgs): AsyncGenerator<ResponseStreamEvent, void, undefined>;
   /** `streamResponse` on a named session. */
@@ -110,9 +127,9 @@ export interface ServiceClient extends Generated {
 export interface ClientOptions {
   baseUrl: string;
   apiKey?: string;
-  /** One keep-alive pool per service is the point: pass it to share it. */
+  /** One keep-alive pool per service is the point: pass it to share it. Default: a new pool of 128 connections, kept alive 30 s. */
   dispatcher?: Dispatcher;
-  /** Headers and body timeout for each call, ms (default 120 s). */
+  /** Headers and body timeout for each call, ms. Default: 120 000 (120 s). */
   timeoutMs?: number;
 }
 
@@ -150,7 +167,7 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
     } catch (cause) {
       if (signal?.aborted) throw signal.reason;
       const message = cause instanceof Error ? cause.message : String(cause);
-      throw new ServiceError(0, message, undefined, undefined, { cause });
+      throw new ServiceError({ kind: "network", message, cause });
     }
   }
 
@@ -162,31 +179,44 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
     } catch {
       // Not JSON: keep the text.
     }
-    const detail = body && typeof body === "object" && "detail" in body ? (body as { detail: unknown }).detail : undefined;
-    throw new ServiceError(res.statusCode, detail, body, errorCodeOf(body));
+    throw ServiceError.fromAnswer(res.statusCode, body);
   }
 
-  function urlFor(spec: RouteSpec, args: Record<string, unknown>): string {
+  /** The call's URL: path parameters read by name from `args`, `args.query` as the query string. */
+  function urlFor(spec: RouteSpec, args: object): string {
     const path = spec.path.replace(/\{([a-z_]+)\}/g, (_, name: string) => {
-      const value = args[name];
+      const value: unknown = Object.getOwnPropertyDescriptor(args, name)?.value;
       if (typeof value !== "string" || !value) throw new TypeError(`missing path parameter ${name}`);
       return encodeURIComponent(value);
     });
-    const query = args.query as Record<string, unknown> | undefined;
+    const query: unknown = "query" in args ? args.query : undefined;
     const search = new URLSearchParams();
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) search.set(k, String(v));
     const qs = search.toString();
     return `${options.baseUrl}${path}${qs ? `?${qs}` : ""}`;
   }
 
-  async function call(spec: RouteSpec, args: Record<string, unknown> = {}): Promise<unknown> {
+  async function call(spec: RouteSpec, args: Record<string, unknown> & RequestOptions = {}): Promise<unknown> {
+    const { signal } = args;
+    signal?.throwIfAborted();
     const hasBody = "body" in args && args.body !== undefined;
     const res = await send(
       spec.method,
       urlFor(spec, args),
       headers(hasBody ? { "content-type": "application/json" } : {}),
       hasBody ? JSON.stringify(args.body) : undefined,
+      signal,
     );
+    try {
+      return await answerOf(spec, res);
+    } catch (error) {
+      // Aborted while the body was read: the caller's reason, as before the headers.
+      if (signal?.aborted) throw signal.reason;
+      throw error;
+    }
+  }
+
+  async function answerOf(spec: RouteSpec, res: Dispatcher.ResponseData): Promise<unknown> {
     if (res.statusCode >= 400) return fail(res);
     if (spec.response === "binary") {
       const disposition = String(res.headers["content-disposition"] ?? "");
@@ -214,6 +244,8 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
   }
 
   client.uploadFile = async (args: UploadArgs): Promise<void> => {
+    const { signal } = args;
+    signal?.throwIfAborted();
     const boundary = `----agent-bridge-${Date.now().toString(16)}${Math.random().toString(16).slice(2)}`;
     const fileName = (args.fileName ?? args.path.split("/").pop() ?? "file").replace(/["\r\n]/g, "_");
     const data = args.data;
@@ -227,14 +259,14 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
       else yield data;
       yield Buffer.from(`\r\n--${boundary}--\r\n`);
     }
-    const res = await send(
-      "POST",
-      urlFor(routes.uploadFile, args as unknown as Record<string, unknown>),
-      headers({ "content-type": `multipart/form-data; boundary=${boundary}` }),
-      body(),
-    );
-    if (res.statusCode >= 400) return fail(res);
-    await res.body.dump();
+    const res = await send("POST", urlFor(routes.uploadFile, args), headers({ "content-type": `multipart/form-data; boundary=${boundary}` }), body(), signal);
+    try {
+      if (res.statusCode >= 400) return await fail(res);
+      await res.body.dump();
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      throw error;
+    }
   };
 
   async function* stream(args: StreamArgs): AsyncGenerator<ResponseStreamEvent, void, undefined> {
@@ -243,7 +275,7 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
     signal?.throwIfAborted();
     const res = await send(
       "POST",
-      urlFor(spec, args as unknown as Record<string, unknown>),
+      urlFor(spec, args),
       headers({ "content-type": "application/json", accept: "text/event-stream" }),
       JSON.stringify({ ...args.body, stream: true }),
       signal,

@@ -6,12 +6,13 @@
  *
  * How a stream can end, as the caller sees it:
  * - `response.completed` arrives and the iteration ends normally;
- * - `ServiceError` with status 0: the connection failed or broke, or the body
- *   ended before a terminal event (nothing trustworthy came back: retryable);
- * - `ServiceError` with a status: an HTTP error before the stream started
- *   (the body's status), or the service said so inside the stream (`error`,
- *   `response.failed`, `response.incomplete`: status 502, with its `code`), or an
- *   event did not match its schema (status 502, code `invalid_stream_event`);
+ * - `ServiceError` of kind `stream` (retryable): the connection broke (with
+ *   its `cause`), the body ended before a terminal event, the service said so
+ *   inside the stream (`error`, `response.failed`, `response.incomplete`, with
+ *   the event's `code`), or an event did not match its schema (code
+ *   `invalid_stream_event`);
+ * - `ServiceError` of kind `service` or `gateway` with a status: an HTTP error
+ *   before the stream started (see client/index.ts);
  * - the `AbortSignal`'s reason when the caller aborted (the connection is closed,
  *   so the gateway stops).
  */
@@ -33,7 +34,7 @@ export type ResponseStreamEvent = KnownStreamEvent | UnknownStreamEvent;
 
 const Typed = z.looseObject({ type: z.string() });
 
-/** Parses one SSE message; a malformed known event is a `ServiceError` (502, `invalid_stream_event`). */
+/** Parses one SSE message; a malformed known event is a `ServiceError` (kind `stream`, code `invalid_stream_event`). */
 export function parseStreamEvent(message: EventSourceMessage): ResponseStreamEvent {
   let data: unknown;
   try {
@@ -47,7 +48,7 @@ export function parseStreamEvent(message: EventSourceMessage): ResponseStreamEve
   const known = KnownStreamEvent.safeParse(data);
   if (!known.success) {
     const detail = `malformed ${type} event: ${z.prettifyError(known.error)}`;
-    throw new ServiceError(502, detail, data, "invalid_stream_event");
+    throw new ServiceError({ kind: "stream", message: detail, body: data, code: "invalid_stream_event" });
   }
   return known.data;
 }
@@ -55,9 +56,10 @@ export function parseStreamEvent(message: EventSourceMessage): ResponseStreamEve
 const TERMINAL = new Set(["response.completed", "response.failed", "response.incomplete", "error"]);
 
 function failureOf(event: KnownStreamEvent): ServiceError | undefined {
-  if (event.type === "error") return new ServiceError(502, `stream error: ${event.message}`, event, event.code ?? undefined);
+  if (event.type === "error")
+    return new ServiceError({ kind: "stream", message: `stream error: ${event.message}`, body: event, code: event.code ?? undefined });
   if (event.type === "response.failed" || event.type === "response.incomplete") {
-    return new ServiceError(502, `the response ended as ${event.response.status}`, event, event.type);
+    return new ServiceError({ kind: "stream", message: `the response ended as ${event.response.status}`, body: event, code: event.type });
   }
   return undefined;
 }
@@ -95,11 +97,11 @@ export async function* readResponseStream(
     if (signal?.aborted) throw signal.reason;
     if (cause instanceof ServiceError) throw cause;
     const message = cause instanceof Error ? cause.message : String(cause);
-    throw new ServiceError(0, `the stream broke: ${message}`, undefined, undefined, { cause });
+    throw new ServiceError({ kind: "stream", message: `the stream broke: ${message}`, cause });
   } finally {
     // Early exit (break, abort, error, terminal event): release the connection.
     if (!finished || signal?.aborted) body.destroy?.();
   }
   if (signal?.aborted) throw signal.reason;
-  throw new ServiceError(0, "the stream ended before the response completed", undefined);
+  throw new ServiceError({ kind: "stream", message: "the stream ended before the response completed" });
 }

@@ -107,6 +107,8 @@ describe("daemon under service faults", () => {
     expect(await converse(chat, "eve", ["!fail 400"])).toEqual([expect.stringMatching(/refused the message \(HTTP 400\)/)]);
     // The agent's own 403 (passed through from the gateway) is not the service refusing the key.
     expect(await converse(chat, "eli", ["!fail 403"])).toEqual([expect.stringMatching(/refused the message \(HTTP 403\)/)]);
+    // Nor is the agent's own 404 a missing instance: the client tells the two apart, once.
+    expect(await converse(chat, "eva", ["!fail 404"])).toEqual([expect.stringMatching(/refused the message \(HTTP 404\)/)]);
     expect(daemon.health().stoppedRoutes).toEqual([]);
   });
 

@@ -58,7 +58,7 @@ export async function startService(options: { instances?: number; permissions?: 
   const holds = new Map<number, { gate: Promise<void>; open(): void; started(): void }>();
   const clock: Clock = {
     ...systemClock,
-    sleep(ms) {
+    sleep(ms, signal) {
       for (const w of sleepWaiters.filter((x) => x.ms === ms)) {
         sleepWaiters.splice(sleepWaiters.indexOf(w), 1);
         w.resolve();
@@ -68,7 +68,7 @@ export async function startService(options: { instances?: number; permissions?: 
         held.started();
         return held.gate;
       }
-      return systemClock.sleep(ms);
+      return systemClock.sleep(ms, signal);
     },
   };
   function hold(ms: number): { started: Promise<void>; release(): void } {

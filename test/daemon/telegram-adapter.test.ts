@@ -13,7 +13,7 @@ import type { AdapterStateStore, AdapterStatusEvent, ChatAdapter, ChatTarget, In
 import { createTelegramAdapter, TelegramAdapterError, telegramMarkdownToHtml, type TelegramAdapterOptions } from "../../daemon/adapters/telegram/index.js";
 import { SendError } from "../../daemon/core/adapter.js";
 import { ACCEPTED, admitUpTo } from "../fakes/sink.js";
-import { createManualClock, systemClock, type Clock } from "../../shared/clock.js";
+import { createManualClock, sleepOn, systemClock, type Clock } from "../../shared/clock.js";
 import { createFakeTelegram, parseTelegramHtml, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { deadPort } from "../helpers/emulator.js";
 
@@ -355,7 +355,7 @@ describe("lifecycle", () => {
         events.push("pause");
         return manual.setTimeout(fn, ms);
       },
-      sleep: (ms) => manual.sleep(ms),
+      sleep: (ms, signal) => sleepOn(clock, ms, signal),
     };
     const { adapter } = setup({ clock, adapterOptions: { pollTimeoutSeconds: 25, retryPauseMs: 1000 } }, fake);
     await adapter.start(testSinkFor());

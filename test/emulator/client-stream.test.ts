@@ -128,7 +128,7 @@ describe("streamResponse over the emulator", () => {
     expect(await recall("left")).toBe("(nothing yet)");
   });
 
-  it("a stream cut mid-way (gateway reset after 3 deltas) is a ServiceError with status 0, after those deltas", async () => {
+  it("a stream cut mid-way (gateway reset after 3 deltas) is a ServiceError of kind stream, after those deltas", async () => {
     const rule = await fetch(`${api.baseUrl}/_emulator/faults`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -139,13 +139,14 @@ describe("streamResponse over the emulator", () => {
     await p.next("response.output_text.delta");
     t.clock.advance(1000);
     const error = await serviceError(p.rest());
-    expect(error.status).toBe(0);
+    expect(error.kind).toBe("stream");
+    expect(error.status).toBeUndefined();
     expect(error.retryable).toBe(true);
     expect(p.seen.filter((e) => e.type === "response.output_text.delta")).toHaveLength(3);
     expect(await recall("cut")).toBe("(nothing yet)");
   });
 
-  it("API errors keep their status; an unreachable service is status 0", async () => {
+  it("API errors keep their status; an unreachable service is kind network, with no status", async () => {
     const bad = await serviceError(api.streamResponse({ instance_id: instanceId, body: { model: "m", input: "!stream 500" } }).next());
     expect(bad.status).toBe(400);
     expect(bad.code).toBe("invalid_value");
@@ -153,7 +154,8 @@ describe("streamResponse over the emulator", () => {
     expect(missing.status).toBe(404);
     const offline = createServiceClient({ baseUrl: `http://127.0.0.1:${await deadPort()}` });
     const down = await serviceError(offline.streamResponse({ instance_id: instanceId, body: { model: "m", input: "hi" } }).next());
-    expect(down.status).toBe(0);
+    expect(down.kind).toBe("network");
+    expect(down.status).toBeUndefined();
   });
 });
 
@@ -170,7 +172,7 @@ describe("streamResponse against a service that misbehaves", () => {
   const frame = (data: unknown, event?: string) => `${event ? `event: ${event}\n` : ""}data: ${JSON.stringify(data)}\n\n`;
   const delta = (d: unknown) => ({ type: "response.output_text.delta", sequence_number: 1, item_id: "m", output_index: 0, content_index: 0, delta: d });
 
-  it("a body that ends before a terminal event is status 0; unknown events pass as unknown_event", async () => {
+  it("a body that ends before a terminal event is kind stream; unknown events pass as unknown_event", async () => {
     const s = await serving(`: a comment\n\n${frame({ type: "response.reasoning.delta", x: 1 })}${frame(delta("hi"))}`);
     const seen: ResponseStreamEvent[] = [];
     const error = await serviceError(
@@ -180,20 +182,24 @@ describe("streamResponse against a service that misbehaves", () => {
     );
     await s.close();
     expect(seen).toEqual([{ type: "unknown_event", event: "response.reasoning.delta", data: { type: "response.reasoning.delta", x: 1 } }, delta("hi")]);
-    expect(error.status).toBe(0);
+    expect(error.kind).toBe("stream");
+    expect(error.status).toBeUndefined();
     expect(error.message).toMatch(/ended before the response completed/);
   });
 
-  it("a malformed known event is a 502 invalid_stream_event; an error event is a 502 with its code", async () => {
+  it("a malformed known event is kind stream, invalid_stream_event; an error event is kind stream with its code (no invented status)", async () => {
     const s = await serving(frame(delta(42)));
     const error = await serviceError(s.client.streamResponse({ instance_id: "i", body: { model: "m", input: "x" } }).next());
     await s.close();
-    expect(error.status).toBe(502);
+    expect(error.kind).toBe("stream");
+    expect(error.status).toBeUndefined();
     expect(error.code).toBe("invalid_stream_event");
     const e = await serving(frame({ type: "error", code: "rate_limit_exceeded", message: "slow down" }, "error"));
     const failed = await serviceError(e.client.streamResponse({ instance_id: "i", body: { model: "m", input: "x" } }).next());
     await e.close();
-    expect(failed.status).toBe(502);
+    expect(failed.kind).toBe("stream");
+    expect(failed.status).toBeUndefined();
+    expect(failed.retryable).toBe(true);
     expect(failed.code).toBe("rate_limit_exceeded");
   });
 });

@@ -114,7 +114,8 @@ describe("typed client over a real port", () => {
 
     const unreachable = createServiceClient({ baseUrl: `http://127.0.0.1:${await deadPort()}` });
     const down = await failure(unreachable.getOrganization());
-    expect(down.status).toBe(0);
+    expect(down.kind).toBe("network");
+    expect(down.status).toBeUndefined();
     expect(down.retryable).toBe(true);
   });
 

@@ -28,11 +28,11 @@ function observedClock(): { clock: Clock; manual: ManualClock; nextSleep: () => 
   const clock: Clock = {
     now: () => manual.now(),
     setTimeout: (fn, ms) => manual.setTimeout(fn, ms),
-    sleep(ms) {
+    sleep(ms, signal) {
       const waiter = waiters.shift();
       if (waiter) waiter(ms);
       else pending.push(ms);
-      return manual.sleep(ms);
+      return manual.sleep(ms, signal);
     },
   };
   const nextSleep = () =>

@@ -37,7 +37,7 @@ async function status(promise: Promise<unknown>): Promise<number> {
     await promise;
     return 200;
   } catch (error) {
-    if (error instanceof ServiceError) return error.status;
+    if (error instanceof ServiceError && error.status !== undefined) return error.status;
     throw error;
   }
 }

@@ -3,7 +3,7 @@
  * events, via `vi.waitFor`) until whoever was waiting on the clock has stopped,
  * e.g. a gateway stream that noticed its client left.
  */
-import { createManualClock, type ManualClock } from "../../shared/clock.js";
+import { createManualClock, sleepOn, type ManualClock } from "../../shared/clock.js";
 
 export interface CountedClock extends ManualClock {
   /** Timers set and neither fired nor cancelled. */
@@ -31,7 +31,7 @@ export function createCountedClock(start?: number): CountedClock {
         },
       };
     },
-    sleep: (ms) => new Promise((resolve) => clock.setTimeout(resolve, ms)),
+    sleep: (ms, signal) => sleepOn(clock, ms, signal),
     live: () => live.size,
     delays: () => [...live.values()],
   };

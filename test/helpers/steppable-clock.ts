@@ -6,7 +6,7 @@
  * test has seen what it needs, instead of after a real-time wait chosen long
  * enough for a loaded machine.
  */
-import type { Clock } from "../../shared/clock.js";
+import { sleepOn, type Clock } from "../../shared/clock.js";
 
 export interface SteppableClock extends Clock {
   /** Moves time forward by `ms`, firing every timer now due, in order. */
@@ -38,7 +38,7 @@ export function createSteppableClock(): SteppableClock {
         },
       };
     },
-    sleep: (ms) => new Promise((resolve) => clock.setTimeout(resolve, ms)),
+    sleep: (ms, signal) => sleepOn(clock, ms, signal),
     delays: () => [...timers.values()].map((t) => t.delay),
     advance(ms) {
       offset += ms;

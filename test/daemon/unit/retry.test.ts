@@ -4,7 +4,7 @@
  * refusal, and per-key serial execution.
  */
 import { describe, expect, it } from "vitest";
-import { createManualClock } from "../../../shared/clock.js";
+import { createManualClock, systemClock } from "../../../shared/clock.js";
 import { seededRandom } from "../../../shared/random.js";
 import { SendError } from "../../../daemon/core/adapter.js";
 import { classifySendError } from "../../../daemon/core/delivery.js";
@@ -78,6 +78,48 @@ describe("retry", () => {
     const odd = new AbortController();
     odd.abort("not an error");
     await expect(sleep(clock, 1, odd.signal)).rejects.toBeInstanceOf(AbortedError);
+  });
+
+  it("a verdict with its own wait tries again after it without using up a try, and gives up when the wait throws", async () => {
+    // Backoff of 0 ms: the system clock's zero-length timer, so no time needs moving.
+    const clock = systemClock;
+    const attempts: number[] = [];
+    let waits = 0;
+    const result = await retry(
+      async (attempt) => {
+        attempts.push(attempt);
+        if (attempts.length <= 3) throw new Error("not running yet");
+        if (attempts.length === 4) throw new Error("flaky");
+        return "ok";
+      },
+      {
+        clock,
+        random: seededRandom(1),
+        maxAttempts: 2,
+        backoff: { baseMs: 0, maxMs: 0 },
+        classify: (error) =>
+          error instanceof Error && error.message === "not running yet" ? { retry: true, counts: false, wait: async () => void waits++ } : { retry: true },
+      },
+    );
+    expect(result).toBe("ok");
+    // Three waits for the instance, then one counted failure and its retry: maxAttempts 2 was enough.
+    expect(waits).toBe(3);
+    expect(attempts).toEqual([1, 1, 1, 1, 2]);
+    const gaveUp = new Error("instance failed");
+    await expect(
+      retry(
+        async () => {
+          throw new Error("not running yet");
+        },
+        {
+          clock,
+          random: seededRandom(1),
+          maxAttempts: 5,
+          backoff: { baseMs: 0, maxMs: 0 },
+          classify: () => ({ retry: true, counts: false, wait: () => Promise.reject(gaveUp) }),
+        },
+      ),
+    ).rejects.toBe(gaveUp);
   });
 
   it("backoff grows, is jittered between half and the whole, and is capped", () => {
