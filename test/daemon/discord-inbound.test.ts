@@ -13,7 +13,7 @@ import {
   type BotIdentity,
   type DiscordMessageView,
 } from "../../daemon/adapters/discord/inbound.js";
-import { discordChannelSchema } from "../../daemon/adapters/discord/platform.js";
+import { discordChannelSchema } from "../../daemon/adapters/discord/config.js";
 
 const bot: BotIdentity = { id: "900", name: "relay", roleIds: ["555"] };
 
