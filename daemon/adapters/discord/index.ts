@@ -8,6 +8,7 @@
  */
 import type { Client, Message } from "discord.js";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
+import { redactSecrets } from "../../ops/logger.js";
 import { rawLength, type AdapterDeps, type ChatAdapter } from "../../core/adapter.js";
 import type { DiscordChannelConfig } from "./config.js";
 import { createGatewayConnection, defaultConnectionTuning, type ConnectionTuning } from "./connection.js";
@@ -30,7 +31,8 @@ export interface DiscordAdapterOptions extends Partial<ConnectionTuning> {
 export function createDiscordAdapter(config: DiscordChannelConfig, deps: AdapterDeps, options: DiscordAdapterOptions = {}): ChatAdapter {
   const accountId = config.id;
   const log = deps.logger.child({ adapter: "discord", accountId });
-  const redact = redactor(config.token);
+  // The one scrubber the daemon's logs use (the token's URL-encoded and JSON-escaped forms too).
+  const redact = (text: string): string => redactSecrets(text, [config.token]);
   const { random = cryptoRandom, attachmentTimeoutMs = 60_000, ...tuningOverrides } = options;
   const tuning: ConnectionTuning = { ...defaultConnectionTuning, ...stripUndefined(tuningOverrides) };
 
@@ -85,11 +87,6 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
     edit: (target, messageId, text) => outbound.edit(target, messageId, text),
     sendTyping: (target) => outbound.sendTyping(target),
   };
-}
-
-/** Removes the token from a text before it reaches a log, a status or an error. */
-function redactor(token: string): (text: string) => string {
-  return (text) => (token ? text.split(token).join("[redacted]") : text);
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {
