@@ -121,7 +121,7 @@ class GatewaySupervisor implements GatewayConnection {
   }
 
   start(): Promise<void> {
-    if (this.#stopped) return Promise.reject(new Error("discord adapter was stopped"));
+    if (this.#stopped) return Promise.reject(new Error("this discord adapter was stopped: build a new one (createDiscordAdapter) to connect again"));
     // Settles after the first attempt: connected, refused for good (rejects),
     // or failed for now (resolves; retries go on and `status` tells how they fare),
     // so a Discord outage at boot does not hold up the daemon's other channels.
