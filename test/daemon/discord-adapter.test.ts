@@ -13,9 +13,9 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createManualClock, systemClock, type Clock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import { Client, Events } from "discord.js";
-import { dropLatePackets } from "../../daemon/adapters/discord/connection.js";
+import { dropLatePackets } from "../../daemon/adapters/discord/gateway-client.js";
 import { createDiscordAdapter, DiscordAdapterError, type DiscordAdapterOptions } from "../../daemon/adapters/discord/index.js";
-import { discordChannelSchema, type DiscordChannelConfig } from "../../daemon/adapters/discord/platform.js";
+import { discordChannelSchema, type DiscordChannelConfig } from "../../daemon/adapters/discord/config.js";
 import type { AdapterStatusEvent, ChatAdapter, ChatTarget, InboundMessage } from "../../daemon/core/adapter.js";
 import { createFakeDiscord, waitFor, type FakeDiscord, type FakeUser } from "../fakes/discord.js";
 
@@ -245,7 +245,7 @@ describe("discord adapter: sending", () => {
   it("rejects with Discord's status when the channel does not exist", async () => {
     const h = await startAdapter();
     const missing = h.adapter.send({ ...general, chatId: "123456789012345678" }, "anyone?", { format: "plain" });
-    await expect(missing).rejects.toMatchObject({ name: "SendError", status: 404, code: 10003, permanent: true, retryable: false });
+    await expect(missing).rejects.toMatchObject({ name: "SendError", status: 404, code: 10003, permanent: true });
   });
 
   it("shows typing, and swallows a typing failure", async () => {

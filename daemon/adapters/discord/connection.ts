@@ -8,43 +8,37 @@
  *   that accepts sockets but never says HELLO, a resume loop) is cut short by
  *   rebuilding the client;
  * - a login that neither succeeds nor fails is bounded by `connectTimeoutMs`.
- * Rebuilds back off exponentially with jitter. Authentication and intent
- * failures are reported as "failed" and not retried: the same token would be
- * refused again.
+ * Rebuilds back off exponentially with jitter (rebuild-streak.ts says from
+ * where). Authentication and intent failures are reported as "failed" and not
+ * retried: the same token would be refused again.
  */
-import {
-  Client,
-  Events,
-  GatewayIntentBits,
-  Options,
-  Partials,
-  SimpleShardingStrategy,
-  type IIdentifyThrottler,
-  type Message,
-  type WebSocketOptions,
-} from "discord.js";
+import { Events, type Client, type IIdentifyThrottler, type Message } from "discord.js";
 import type { Logger } from "pino";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
-import type { DiscordChannelConfig } from "./platform.js";
 import type { AdapterStatusEvent } from "../../core/adapter.js";
 import { backoffDelay, pause } from "../../core/retry.js";
+import type { DiscordChannelConfig } from "./config.js";
+import { closeFailure, ConnectFailure, connectFailureOf } from "./connect-failure.js";
+import { buildGatewayClient } from "./gateway-client.js";
+import { RebuildStreak } from "./rebuild-streak.js";
 
-/** @discordjs/ws's manager (discord.js exports its own class under that name). */
-type WSWebSocketManager = Parameters<NonNullable<WebSocketOptions["buildStrategy"]>>[0];
+export { ConnectFailure } from "./connect-failure.js";
 
 export interface ConnectionTuning {
-  /** Longest a login may take to reach READY plus all guilds. */
+  /** Longest a login may take to reach READY plus all guilds, ms. Default 45 000. */
   connectTimeoutMs: number;
-  /** Longest discord.js may spend reconnecting by itself before the client is rebuilt. */
+  /** Longest discord.js may spend reconnecting by itself before the client is rebuilt, ms. Default 120 000. */
   reconnectGraceMs: number;
-  /** A connection that lasted this long resets the rebuild backoff. */
+  /** A connection that lasted this long resets the rebuild backoff, ms. Default 60 000. */
   stableAfterMs: number;
+  /** First delay before a new connection attempt, ms. Default 2 000. */
   backoffInitialMs: number;
+  /** Ceiling of any one delay between connection attempts, ms. Default 300 000. */
   backoffMaxMs: number;
-  /** discord.js waits this long for guilds listed in READY before declaring itself ready. */
+  /** discord.js waits this long for guilds listed in READY before declaring itself ready, ms. Default 15 000. */
   waitGuildTimeoutMs: number;
-  /** Replaces discord.js's identify throttle (5 s between identifies); tests only. */
+  /** Replaces discord.js's identify throttle (5 s between identifies); tests only. Default discord.js's own. */
   identifyThrottler?: IIdentifyThrottler;
 }
 
@@ -82,75 +76,13 @@ export interface GatewayConnection {
   current(): Client<true> | null;
 }
 
-/** A reason a connection attempt ended, without the token in it. */
-export class ConnectFailure extends Error {
-  constructor(
-    message: string,
-    readonly permanent: boolean,
-  ) {
-    super(message);
-    this.name = "ConnectFailure";
-  }
-}
-
-/** Close codes after which re-identifying with the same settings is pointless. */
-const PERMANENT_CLOSE: Record<number, string> = {
-  4004: "authentication failed: the bot token is invalid or was reset",
-  4013: "the gateway refused the requested intents as invalid",
-  4014: "disallowed intents: enable the Message Content intent for this bot in the Discord developer portal",
-};
-
-export function closeFailure(code: number): ConnectFailure {
-  const permanent = PERMANENT_CLOSE[code];
-  return permanent ? new ConnectFailure(permanent, true) : new ConnectFailure(`gateway closed with code ${code}`, false);
-}
-
 /** How long `stop` waits for discord.js to close the socket. */
 const DESTROY_WAIT_MS = 5_000;
 
-/**
- * Works around @discordjs/ws 1.2: destroying a shard while it waits for HELLO
- * or READY aborts that wait, whose error path starts a second destroy with
- * "reconnect". The second one clobbers the first's close handler (so
- * `client.destroy()` never resolves) and, 500 ms later, connects again: a
- * destroyed client with a live gateway session. Once our client is cancelled,
- * its shards' reconnect entry point does nothing. The method is private in
- * the typings, hence the structural cast; if a later version renames it,
- * nothing is patched and only the leak returns.
- */
-function guardShards(strategy: object, cancelled: () => boolean): void {
-  const shards = (strategy as { shards?: unknown }).shards;
-  if (!(shards instanceof Map)) return;
-  for (const shard of shards.values() as Iterable<unknown>) {
-    if (!shard || typeof shard !== "object") continue;
-    const target = shard as { internalConnect?: unknown };
-    const original = target.internalConnect;
-    if (typeof original !== "function") continue;
-    target.internalConnect = function guardedInternalConnect(this: unknown, ...args: unknown[]): unknown {
-      if (cancelled()) return Promise.resolve();
-      return Reflect.apply(original, shard, args);
-    };
-  }
-}
-
-/**
- * discord.js 14's RESUMED handler reads `shard.sessionInfo.sequence`. A RESUMED that arrives
- * after the client was destroyed (its session info already cleared) throws inside the
- * socket's message handler: an unhandled rejection, which ends the process. A destroyed or
- * sessionless client has nothing left to hear from that resume: its packet is dropped.
- */
-export function dropLatePackets(client: Client, cancelled: () => boolean): void {
-  type Shard = { sessionInfo?: unknown } | undefined;
-  const ws = client.ws as unknown as { handlePacket(packet?: { t?: unknown }, shard?: Shard): boolean };
-  const handle = ws.handlePacket.bind(ws);
-  ws.handlePacket = (packet, shard) => {
-    if (packet && (cancelled() || (packet.t === "RESUMED" && !shard?.sessionInfo))) return false;
-    return handle(packet, shard);
-  };
-}
-
+/** One discord.js client and what the supervisor knows of it. */
 interface Built {
   client: Client;
+  /** The supervisor's generation when it was built: its events count only while that is still current. */
   generation: number;
   /** Set on destroy: a login still in flight must not open a socket, a destroyed shard must not reconnect. */
   guard: { cancelled: boolean };
@@ -158,136 +90,121 @@ interface Built {
 }
 
 export function createGatewayConnection(deps: ConnectionDeps): GatewayConnection {
-  const { clock, log, tuning } = deps;
-  let generation = 0;
-  let active: Built | null = null;
-  let connected = false;
-  let stopped = false;
-  let rebuilding = false;
-  let lastConnectedAt = 0;
-  let rebuildStreak = 0;
-  let graceTimer: Timer | null = null;
+  return new GatewaySupervisor(deps);
+}
+
+class GatewaySupervisor implements GatewayConnection {
+  readonly #deps: ConnectionDeps;
+  /** Bumped by each new client and whenever a client stops being ours: events of an older client are ignored. */
+  #generation = 0;
+  /** The client that is connected and ours; null while connecting, rebuilding, failed or stopped. */
+  #active: Built | null = null;
+  /** Set once, by stop: nothing connects or reports "connected" afterwards. */
+  #stopped = false;
+  /** True while one rebuild runs: another close or grace expiry meanwhile starts no second one. */
+  #rebuilding = false;
+  readonly #streak: RebuildStreak;
+  /** Runs while discord.js resumes by itself after a drop; when it fires, the client is rebuilt. */
+  #grace: Timer | null = null;
   /** Aborted by stop: ends a backoff pause at once. */
-  const stopSignal = new AbortController();
-  let abortAttempt: ((error: Error) => void) | null = null;
-  let loop: Promise<void> | null = null;
-  let startPromise: Promise<void> | null = null;
-  let stopPromise: Promise<void> | null = null;
+  readonly #stopSignal = new AbortController();
+  /** Ends the login in flight (stop calls it); null when none is. */
+  #abortAttempt: ((error: Error) => void) | null = null;
+  /** The connect loop running now (start's or a rebuild's): stop waits for it. */
+  #loop: Promise<void> | null = null;
+  #startPromise: Promise<void> | null = null;
+  #stopPromise: Promise<void> | null = null;
 
-  // Jittered, so many bridges do not hammer the gateway in step (the daemon's one backoff).
-  const backoff = (attempt: number): number => backoffDelay(attempt, { baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs }, deps.random);
-  const sleep = (ms: number): Promise<void> => pause(clock, ms, stopSignal.signal);
+  constructor(deps: ConnectionDeps) {
+    this.#deps = deps;
+    this.#streak = new RebuildStreak(deps.tuning.stableAfterMs);
+  }
 
-  const describe = (error: unknown): ConnectFailure => {
-    if (error instanceof ConnectFailure) return error;
-    if (error && typeof error === "object" && "code" in error && error.code === "TokenInvalid") {
-      return new ConnectFailure("Discord refused the bot token (401)", true);
-    }
-    const message = error instanceof Error ? error.message : String(error);
-    return new ConnectFailure(deps.redact(message), false);
-  };
+  start(): Promise<void> {
+    if (this.#stopped) return Promise.reject(new Error("this discord adapter was stopped: build a new one (createDiscordAdapter) to connect again"));
+    // Settles after the first attempt: connected, refused for good (rejects),
+    // or failed for now (resolves; retries go on and `status` tells how they fare),
+    // so a Discord outage at boot does not hold up the daemon's other channels.
+    this.#startPromise ??= new Promise<void>((resolve, reject) => {
+      this.#deps.report({ state: "starting" });
+      this.#loop = this.#connectLoop(0, resolve).then(resolve, reject);
+    });
+    return this.#startPromise;
+  }
 
-  function build(): Built {
-    const guard = { cancelled: false };
-    const gatewayUrl = deps.config.gatewayUrl;
-    // The one seam discord.js offers into @discordjs/ws. It lets us refuse a
-    // connect that lands after a destroy, point the shard at an override
-    // gateway, and stop a destroyed shard from reconnecting (see guardShards).
-    class GuardedStrategy extends SimpleShardingStrategy {
-      override async spawn(shardIds: number[]): Promise<void> {
-        await super.spawn(shardIds);
-        guardShards(this, () => guard.cancelled);
-      }
-      override async connect(): Promise<void> {
-        if (guard.cancelled) throw new ConnectFailure("connection attempt cancelled", false);
-        return super.connect();
-      }
-    }
-    const buildStrategy = (manager: WSWebSocketManager) => {
-      if (gatewayUrl) {
-        const fetchInfo = manager.fetchGatewayInformation.bind(manager);
-        manager.fetchGatewayInformation = async (force?: boolean) => ({ ...(await fetchInfo(force)), url: gatewayUrl });
-        const retrieve = manager.options.retrieveSessionInfo.bind(manager.options);
-        manager.options.retrieveSessionInfo = async (shardId: number) => {
-          const session = await retrieve(shardId);
-          return session ? { ...session, resumeURL: gatewayUrl } : session;
-        };
-      }
-      return new GuardedStrategy(manager);
-    };
-    const throttler = tuning.identifyThrottler;
-    const client = new Client({
-      intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages, GatewayIntentBits.MessageContent],
-      // DM channels are not cached until a message arrives in one.
-      partials: [Partials.Channel],
-      rest: { api: deps.config.api },
-      waitGuildTimeout: tuning.waitGuildTimeoutMs,
-      makeCache: Options.cacheWithLimits({ ...Options.DefaultMakeCacheSettings, MessageManager: 25 }),
-      ws: throttler ? { buildStrategy, buildIdentifyThrottler: () => throttler } : { buildStrategy },
-    });
-    dropLatePackets(client, () => guard.cancelled);
-    const built: Built = { client, generation: ++generation, guard, login: null };
-    const mine = () => built.generation === generation && !stopped;
+  stop(): Promise<void> {
+    this.#stopPromise ??= this.#shutDown();
+    return this.#stopPromise;
+  }
 
-    client.on(Events.MessageCreate, (message) => {
-      if (!mine() || !client.isReady()) return;
-      deps.onMessage(message, client);
-    });
-    client.on(Events.ShardReconnecting, () => {
-      if (!mine() || !connected) return;
-      if (!graceTimer) {
-        deps.report({ state: "reconnecting", detail: "gateway connection lost; resuming" });
-        graceTimer = clock.setTimeout(() => {
-          graceTimer = null;
-          if (mine()) rebuild(`gateway not back after ${tuning.reconnectGraceMs} ms`);
-        }, tuning.reconnectGraceMs);
-      }
-    });
-    const back = (how: string) => {
-      if (!mine() || !connected) return;
-      if (graceTimer) {
-        graceTimer.cancel();
-        graceTimer = null;
-        deps.report({ state: "connected", detail: how });
-      }
-    };
-    client.on(Events.ShardResume, () => back("resumed"));
-    client.on(Events.ShardReady, () => back("re-identified"));
-    client.on(Events.ShardDisconnect, (event) => {
-      if (!mine() || !connected) return;
-      const failure = closeFailure(event.code);
-      if (failure.permanent) void fail(failure);
-      else rebuild(failure.message);
-    });
-    client.on(Events.ShardError, (error) => log.warn({ err: deps.redact(error.message) }, "discord gateway error"));
-    client.on(Events.Error, (error) => log.warn({ err: deps.redact(error.message) }, "discord client error"));
-    client.on(Events.Warn, (message) => log.warn(deps.redact(message)));
-    client.on(Events.Debug, (message) => log.trace(deps.redact(message)));
-    return built;
+  current(): Client<true> | null {
+    const client = this.#active?.client;
+    return client?.isReady() ? client : null;
+  }
+
+  async #shutDown(): Promise<void> {
+    this.#stopped = true;
+    this.#stopSignal.abort();
+    this.#abortAttempt?.(new ConnectFailure("stopped", false));
+    const built = this.#retire();
+    if (built) await this.#destroy(built, true);
+    await this.#loop?.catch(() => undefined);
+    this.#deps.report({ state: "stopped" });
   }
 
   /**
-   * Destroys a client for good. Only `stop` waits for it, and not forever: a
-   * shard destroyed while it waits for HELLO or READY never settles its destroy
-   * (see guardShards), and a rebuild must not hang on that.
+   * Connects a fresh client, retrying with backoff; `firstAttempt` carries an
+   * earlier streak. `onRetrying` runs once, when the first attempt failed and
+   * retries continue in the background.
    */
-  async function destroy(built: Built, wait: boolean): Promise<void> {
-    built.guard.cancelled = true;
-    // A login still in flight rejects once its connect is refused; nobody needs that rejection.
-    void built.login?.catch(() => undefined);
-    const done = built.client.destroy().catch((error: unknown) => log.debug({ err: describe(error).message }, "destroying discord client"));
-    if (!wait) return;
-    let cancelBound = () => {};
-    const bound = new Promise<void>((resolve) => {
-      const timer = clock.setTimeout(resolve, DESTROY_WAIT_MS);
-      cancelBound = () => timer.cancel();
+  async #connectLoop(firstAttempt: number, onRetrying?: () => void): Promise<void> {
+    for (let attempt = firstAttempt; ; ) {
+      if (attempt > 0) await this.#pause(attempt);
+      if (this.#stopped) return;
+      const built = this.#build();
+      try {
+        await this.#connectOnce(built);
+        return await this.#adopt(built);
+      } catch (error) {
+        await this.#destroy(built, false);
+        if (this.#stopped) return;
+        const failure = connectFailureOf(error, this.#deps.redact);
+        if (failure.permanent) {
+          await this.#fail(failure);
+          throw failure;
+        }
+        attempt++;
+        this.#deps.report({ state: "reconnecting", detail: `${failure.message}; retrying` });
+        this.#deps.log.warn({ attempt, err: failure.message }, "discord connection attempt failed");
+        onRetrying?.();
+      }
+    }
+  }
+
+  /** Waits out the backoff before `attempt` (jittered, so many bridges do not hammer the gateway in step); stop ends it. */
+  #pause(attempt: number): Promise<void> {
+    const { tuning, random, clock } = this.#deps;
+    const delay = backoffDelay(attempt, { baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs }, random);
+    return pause(clock, delay, this.#stopSignal.signal);
+  }
+
+  #build(): Built {
+    const guard = { cancelled: false };
+    const { config, tuning } = this.#deps;
+    const client = buildGatewayClient({
+      config,
+      waitGuildTimeoutMs: tuning.waitGuildTimeoutMs,
+      identifyThrottler: tuning.identifyThrottler,
+      cancelled: () => guard.cancelled,
     });
-    await Promise.race([done, bound]);
-    cancelBound();
+    const built: Built = { client, generation: ++this.#generation, guard, login: null };
+    this.#listen(built);
+    return built;
   }
 
   /** One login, resolved when the client is ready with its guilds. */
-  function connectOnce(built: Built): Promise<void> {
+  #connectOnce(built: Built): Promise<void> {
+    const { clock, tuning, config } = this.#deps;
     return new Promise<void>((resolve, reject) => {
       let settled = false;
       const timer = clock.setTimeout(
@@ -296,132 +213,135 @@ export function createGatewayConnection(deps: ConnectionDeps): GatewayConnection
       );
       const onReady = () => finish();
       const onDisconnect = (event: { code: number }) => finish(closeFailure(event.code));
-      function finish(error?: Error): void {
+      const finish = (error?: Error): void => {
         if (settled) return;
         settled = true;
         timer.cancel();
-        abortAttempt = null;
+        this.#abortAttempt = null;
         built.client.off(Events.ClientReady, onReady);
         built.client.off(Events.ShardDisconnect, onDisconnect);
         if (error) reject(error);
         else resolve();
-      }
-      abortAttempt = finish;
+      };
+      this.#abortAttempt = finish;
       built.client.once(Events.ClientReady, onReady);
       built.client.on(Events.ShardDisconnect, onDisconnect);
-      built.login = built.client.login(deps.config.token);
-      built.login.catch((error: unknown) => finish(describe(error)));
+      built.login = built.client.login(config.token);
+      built.login.catch((error: unknown) => finish(connectFailureOf(error, this.#deps.redact)));
     });
   }
 
-  /**
-   * Connects a fresh client, retrying with backoff; `firstAttempt` carries an
-   * earlier streak. `onRetrying` runs once, when the first attempt failed and
-   * retries continue in the background.
-   */
-  async function connectLoop(firstAttempt: number, onRetrying?: () => void): Promise<void> {
-    let attempt = firstAttempt;
-    for (;;) {
-      if (attempt > 0) await sleep(backoff(attempt));
-      if (stopped) return;
-      const built = build();
-      try {
-        await connectOnce(built);
-        if (stopped) {
-          await destroy(built, false);
-          return;
-        }
-        active = built;
-        connected = true;
-        lastConnectedAt = clock.now();
-        deps.report({ state: "connected", detail: `as ${built.client.user?.tag ?? "bot"}` });
-        return;
-      } catch (error) {
-        await destroy(built, false);
-        if (stopped) return;
-        const failure = describe(error);
-        if (failure.permanent) {
-          await fail(failure);
-          throw failure;
-        }
-        attempt++;
-        deps.report({ state: "reconnecting", detail: `${failure.message}; retrying` });
-        log.warn({ attempt, err: failure.message }, "discord connection attempt failed");
-        onRetrying?.();
-      }
-    }
+  /** A client that reached READY becomes the active one, unless stop came meanwhile. */
+  async #adopt(built: Built): Promise<void> {
+    if (this.#stopped) return this.#destroy(built, false);
+    this.#active = built;
+    this.#streak.connected(this.#deps.clock.now());
+    this.#deps.report({ state: "connected", detail: `as ${built.client.user?.tag ?? "bot"}` });
   }
 
-  async function fail(failure: ConnectFailure): Promise<void> {
-    graceTimer?.cancel();
-    graceTimer = null;
-    connected = false;
-    const built = active;
-    active = null;
-    generation++;
-    if (built) await destroy(built, false);
-    log.error({ err: failure.message }, "discord adapter failed");
-    deps.report({ state: "failed", detail: failure.message });
+  /** Wires a client's events; each handler first checks the client is still ours. */
+  #listen(built: Built): void {
+    const { client } = built;
+    const { log, redact } = this.#deps;
+    const current = () => built.generation === this.#generation && !this.#stopped;
+    const connected = () => this.#active === built;
+    client.on(Events.MessageCreate, (message) => {
+      if (current() && client.isReady()) this.#deps.onMessage(message, client);
+    });
+    client.on(Events.ShardReconnecting, () => {
+      if (connected()) this.#startGrace(built);
+    });
+    client.on(Events.ShardResume, () => connected() && this.#endGrace("resumed"));
+    client.on(Events.ShardReady, () => connected() && this.#endGrace("re-identified"));
+    client.on(Events.ShardDisconnect, (event) => {
+      if (!connected()) return;
+      const failure = closeFailure(event.code);
+      if (failure.permanent) void this.#fail(failure);
+      else this.#rebuild(failure.message);
+    });
+    client.on(Events.ShardError, (error) => log.warn({ err: redact(error.message) }, "discord gateway error"));
+    client.on(Events.Error, (error) => log.warn({ err: redact(error.message) }, "discord client error"));
+    client.on(Events.Warn, (message) => log.warn(redact(message)));
+    client.on(Events.Debug, (message) => log.trace(redact(message)));
   }
 
-  function rebuild(reason: string): void {
-    if (stopped || rebuilding) return;
-    rebuilding = true;
-    graceTimer?.cancel();
-    graceTimer = null;
-    connected = false;
-    const old = active;
-    active = null;
-    generation++;
-    // Rebuilding again soon after the last success means something keeps
-    // breaking: keep backing off instead of starting from zero.
-    rebuildStreak = clock.now() - lastConnectedAt < tuning.stableAfterMs ? rebuildStreak + 1 : 0;
-    log.warn({ reason }, "rebuilding discord client");
-    deps.report({ state: "reconnecting", detail: `${reason}; reconnecting with a new client` });
-    loop = (async () => {
+  /** discord.js is resuming by itself: give it `reconnectGraceMs`, then rebuild. */
+  #startGrace(built: Built): void {
+    if (this.#grace) return;
+    const { clock, tuning } = this.#deps;
+    this.#deps.report({ state: "reconnecting", detail: "gateway connection lost; resuming" });
+    this.#grace = clock.setTimeout(() => {
+      this.#grace = null;
+      if (this.#active === built) this.#rebuild(`gateway not back after ${tuning.reconnectGraceMs} ms`);
+    }, tuning.reconnectGraceMs);
+  }
+
+  /** discord.js came back by itself (`how`) within the grace period. */
+  #endGrace(how: string): void {
+    if (!this.#grace) return;
+    this.#clearGrace();
+    this.#deps.report({ state: "connected", detail: how });
+  }
+
+  #clearGrace(): void {
+    this.#grace?.cancel();
+    this.#grace = null;
+  }
+
+  /** The active client stops being ours (its events are ignored from now on); returns it for destroying. */
+  #retire(): Built | null {
+    this.#clearGrace();
+    const built = this.#active;
+    this.#active = null;
+    this.#generation++;
+    return built;
+  }
+
+  async #fail(failure: ConnectFailure): Promise<void> {
+    const built = this.#retire();
+    if (built) await this.#destroy(built, false);
+    this.#deps.log.error({ err: failure.message }, "discord adapter failed");
+    this.#deps.report({ state: "failed", detail: failure.message });
+  }
+
+  #rebuild(reason: string): void {
+    if (this.#stopped || this.#rebuilding) return;
+    this.#rebuilding = true;
+    const old = this.#retire();
+    const firstAttempt = this.#streak.rebuild(this.#deps.clock.now());
+    this.#deps.log.warn({ reason }, "rebuilding discord client");
+    this.#deps.report({ state: "reconnecting", detail: `${reason}; reconnecting with a new client` });
+    this.#loop = (async () => {
       try {
-        if (old) await destroy(old, false);
-        await connectLoop(rebuildStreak);
+        if (old) await this.#destroy(old, false);
+        await this.#connectLoop(firstAttempt);
       } catch {
         // Permanent failures were reported by connectLoop.
       } finally {
-        rebuilding = false;
+        this.#rebuilding = false;
       }
     })();
   }
 
-  return {
-    start() {
-      if (stopped) return Promise.reject(new Error("discord adapter was stopped"));
-      // Settles after the first attempt: connected, refused for good (rejects),
-      // or failed for now (resolves; retries go on and `status` tells how they fare),
-      // so a Discord outage at boot does not hold up the daemon's other channels.
-      startPromise ??= new Promise<void>((resolve, reject) => {
-        deps.report({ state: "starting" });
-        loop = connectLoop(0, resolve).then(resolve, reject);
-      });
-      return startPromise;
-    },
-    stop() {
-      stopPromise ??= (async () => {
-        stopped = true;
-        connected = false;
-        graceTimer?.cancel();
-        graceTimer = null;
-        stopSignal.abort();
-        abortAttempt?.(new ConnectFailure("stopped", false));
-        const built = active;
-        active = null;
-        generation++;
-        if (built) await destroy(built, true);
-        await loop?.catch(() => undefined);
-        deps.report({ state: "stopped" });
-      })();
-      return stopPromise;
-    },
-    current() {
-      const client = active?.client;
-      return connected && client?.isReady() ? client : null;
-    },
-  };
+  /**
+   * Destroys a client for good. Only `stop` waits for it, and not forever: a
+   * shard destroyed while it waits for HELLO or READY never settles its destroy
+   * (see gateway-client.ts's guardShards), and a rebuild must not hang on that.
+   */
+  async #destroy(built: Built, wait: boolean): Promise<void> {
+    built.guard.cancelled = true;
+    // A login still in flight rejects once its connect is refused; nobody needs that rejection.
+    void built.login?.catch(() => undefined);
+    const done = built.client
+      .destroy()
+      .catch((error: unknown) => this.#deps.log.debug({ err: connectFailureOf(error, this.#deps.redact).message }, "destroying discord client"));
+    if (!wait) return;
+    let cancelBound = () => {};
+    const bound = new Promise<void>((resolve) => {
+      const timer = this.#deps.clock.setTimeout(resolve, DESTROY_WAIT_MS);
+      cancelBound = () => timer.cancel();
+    });
+    await Promise.race([done, bound]);
+    cancelBound();
+  }
 }

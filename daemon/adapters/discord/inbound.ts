@@ -1,12 +1,14 @@
 /**
- * Pure translation of one Discord message into the core's terms: whether the
- * bot should see it at all (bots, system messages, mention gating in guilds)
- * and with what text. No discord.js objects here, only a plain view of the
- * message, so every rule is testable without a gateway.
+ * Pure translation of one Discord message into the core's terms
+ * (`translateMessage`): whether the bot should see it at all (bots, system
+ * messages, webhooks, empty mentions) and with what text, chat type, group
+ * aliases and mention flag. No discord.js objects here, only a plain view of
+ * the message (message-view.ts reads it off discord.js), so every rule is
+ * testable without a gateway.
  */
-import type { DiscordChannelConfig } from "./platform.js";
-import type { ChatType, InboundAttachment } from "../../core/adapter.js";
 import { safeBaseName } from "../../../shared/util/names.js";
+import type { ChatType, InboundAttachment, InboundMessage } from "../../core/adapter.js";
+import type { DiscordChannelConfig } from "./config.js";
 
 export interface DiscordAttachmentView {
   id: string;
@@ -101,6 +103,49 @@ export function classifyMessage(view: DiscordMessageView, bot: BotIdentity): Inb
   const text = stripBotMention(view.content, bot);
   if (!text && view.attachments.length === 0) return { kind: "ignore", reason: "empty" };
   return chatType === "group" ? { kind: "accept", chatType, text, mentioned: mentionsBot(view, bot) } : { kind: "accept", chatType, text };
+}
+
+/** What `translateMessage` needs besides the message. */
+export interface TranslateContext {
+  /** The bot as this guild knows it (its id, name and managed role). */
+  bot: BotIdentity;
+  /** The channel's account id, copied into the message. */
+  accountId: string;
+  /** Told why a message is not for the core (for a debug line); default: nobody. */
+  onIgnored?(reason: IgnoreReason): void;
+}
+
+export type IgnoreReason = Extract<InboundDecision, { kind: "ignore" }>["reason"];
+
+/**
+ * Where a Discord message becomes the core's `InboundMessage`, or undefined
+ * when the bot should not see it. Attachments are not here: they are fetched
+ * only once the core admits the message (intake.ts).
+ */
+export function translateMessage(view: DiscordMessageView, context: TranslateContext): InboundMessage | undefined {
+  const decision = classifyMessage(view, context.bot);
+  if (decision.kind === "ignore") {
+    context.onIgnored?.(decision.reason);
+    return undefined;
+  }
+  return {
+    platform: "discord",
+    accountId: context.accountId,
+    chatId: view.channelId,
+    chatType: decision.chatType,
+    ...(decision.chatType === "group" ? { groupAliases: groupAliasesOf(view) } : {}),
+    userId: view.authorId,
+    userName: view.authorName,
+    messageId: view.id,
+    text: decision.text,
+    sentAt: view.createdTimestamp,
+    ...(decision.mentioned !== undefined ? { mentioned: decision.mentioned } : {}),
+  };
+}
+
+/** A thread's parent channel, then the guild: group settings keyed by either apply to the chat. */
+function groupAliasesOf(view: Pick<DiscordMessageView, "parentChannelId" | "guildId">): string[] {
+  return [view.parentChannelId, view.guildId].filter((id): id is string => Boolean(id));
 }
 
 export function attachmentKind(contentType: string | null): InboundAttachment["kind"] {

@@ -1,29 +1,12 @@
 /**
- * The Discord platform's descriptor: channel schema, secrets, the `check`
+ * The Discord platform's descriptor: channel schema (config.ts), secrets, the `check`
  * probe (`GET /users/@me` at the channel's own api) and a lazy adapter.
  * Light on purpose: discord.js loads only in `create`.
  */
 import { z } from "zod";
 import { channelSubject, probe, type CheckResult, type ProbeDeps } from "../../check/result.js";
-import { accessSchema, channelCommon, httpUrl, minEditIntervalSchema, streamingSchema } from "../../config/fields.js";
 import { definePlatform } from "../platform.js";
-
-export const discordChannelSchema = z.strictObject({
-  type: z.literal("discord"),
-  ...channelCommon,
-  access: accessSchema.prefault({}),
-  token: z.string().regex(/^\S+$/, 'must be the bare bot token (no whitespace, no "Bot " prefix)'),
-  /** REST base. */
-  api: httpUrl.default("https://discord.com/api"),
-  /** Gateway override, for tests against a local fake. */
-  gatewayUrl: z.url({ protocol: /^wss?$/, error: "must be a ws(s) URL" }).optional(),
-  /** In guild channels, answer only when mentioned or replied to. */
-  requireMention: z.boolean().default(true),
-  streaming: streamingSchema,
-  minEditIntervalMs: minEditIntervalSchema,
-});
-
-export type DiscordChannelConfig = z.output<typeof discordChannelSchema> & { id: string };
+import { discordChannelSchema, type DiscordChannelConfig } from "./config.js";
 
 const DiscordUser = z.object({ id: z.string(), username: z.string() });
 

@@ -1,7 +1,7 @@
 /**
  * The Discord adapter's pure rules: who is heard, what text the core gets,
  * how attachments are named. The same rules run end to end in
- * discord-adapter.test.ts; these cover the corners.
+ * ../discord-adapter.test.ts; these cover the corners, without a gateway.
  */
 import { describe, expect, it } from "vitest";
 import {
@@ -10,10 +10,11 @@ import {
   groupSettingsKey,
   safeFileName,
   stripBotMention,
+  translateMessage,
   type BotIdentity,
   type DiscordMessageView,
-} from "../../daemon/adapters/discord/inbound.js";
-import { discordChannelSchema } from "../../daemon/adapters/discord/platform.js";
+} from "../../../daemon/adapters/discord/inbound.js";
+import { discordChannelSchema } from "../../../daemon/adapters/discord/config.js";
 
 const bot: BotIdentity = { id: "900", name: "relay", roleIds: ["555"] };
 
@@ -79,6 +80,53 @@ describe("classifyMessage", () => {
   it("ignores webhooks and system messages", () => {
     expect(classifyMessage(view({ guildId: null, fromWebhook: true }), bot)).toMatchObject({ reason: "webhook" });
     expect(classifyMessage(view({ guildId: null, isSystem: true }), bot)).toMatchObject({ reason: "system message" });
+  });
+});
+
+describe("translateMessage", () => {
+  const translate = (v: DiscordMessageView, onIgnored?: (reason: string) => void) =>
+    translateMessage(v, { bot, accountId: "dc-main", ...(onIgnored ? { onIgnored } : {}) });
+
+  it("turns a DM into the core's message: the channel is the chat, no mention flag, no group aliases", () => {
+    const dm = view({ id: "77", channelId: "12", guildId: null, authorId: "31", authorName: "Bob B.", content: "<@900> hi there", createdTimestamp: 1_700 });
+    expect(translate(dm)).toEqual({
+      platform: "discord",
+      accountId: "dc-main",
+      chatId: "12",
+      chatType: "direct",
+      userId: "31",
+      userName: "Bob B.",
+      messageId: "77",
+      text: "hi there",
+      sentAt: 1_700,
+    });
+  });
+
+  it("names a thread's parent channel, then the guild, as group aliases, and says whether the bot was addressed", () => {
+    const inThread = view({ channelId: "99", parentChannelId: "11", guildId: "20", content: "<@&555> status?", mentionedRoleIds: ["555"] });
+    expect(translate(inThread)).toMatchObject({ chatId: "99", chatType: "group", groupAliases: ["11", "20"], text: "status?", mentioned: true });
+    expect(translate(view({ content: "just chatting" }))).toMatchObject({ chatType: "group", groupAliases: ["20"], mentioned: false });
+    expect(translate(view({ content: "thanks", repliedUserId: "900" }))).toMatchObject({ mentioned: true });
+  });
+
+  it("leaves attachments to the intake (fetched only once the core admits the message)", () => {
+    const withFile = view({ content: "", guildId: null, attachments: [{ id: "5", name: "a.txt", url: "http://x/a.txt", size: 1, contentType: "text/plain" }] });
+    const message = translate(withFile);
+    expect(message).toMatchObject({ text: "", chatType: "direct" });
+    expect(message).not.toHaveProperty("attachments");
+  });
+
+  it("drops what the bot must not see, and says why", () => {
+    const reasons: string[] = [];
+    const dropped = [
+      view({ authorId: "900", content: "my own reply" }),
+      view({ authorIsBot: true, content: "<@900> ping", mentionedUserIds: ["900"] }),
+      view({ fromWebhook: true }),
+      view({ isSystem: true }),
+      view({ content: "  <@900>  ", mentionedUserIds: ["900"] }),
+    ].map((v) => translate(v, (reason) => reasons.push(reason)));
+    expect(dropped).toEqual([undefined, undefined, undefined, undefined, undefined]);
+    expect(reasons).toEqual(["own message", "bot author", "webhook", "system message", "empty"]);
   });
 });
 

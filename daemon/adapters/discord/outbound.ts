@@ -1,0 +1,146 @@
+/**
+ * Replies to Discord: send, edit and typing by channel id through a REST
+ * client of our own, so replies still go out while the gateway reconnects
+ * and DM channels need no cache. Discord renders Markdown itself, so text
+ * passes as is; splitting to `maxMessageLength` is the core's. Every failure
+ * becomes one `DiscordAdapterError` (the core's `SendError`).
+ */
+import {
+  DiscordAPIError,
+  HTTPError,
+  RateLimitError,
+  REST,
+  Routes,
+  type RESTPatchAPIChannelMessageJSONBody,
+  type RESTPostAPIChannelMessageJSONBody,
+} from "discord.js";
+import type { Logger } from "pino";
+import { SendError, type AdapterLimits, type ChatTarget, type SendReceipt } from "../../core/adapter.js";
+
+/** Streaming: an edit a second per channel stays well inside Discord's per-channel message limits (5 per 5 s). */
+export const DISCORD_LIMITS: AdapterLimits = { maxMessageLength: 2000, typingRefreshMs: 8000, minEditIntervalMs: 1000 };
+
+/** What a `DiscordAdapterError` is built from. */
+export interface DiscordAdapterErrorInit {
+  /** Says where it failed (`discord send to 123 failed: 404 Unknown Channel`); never holds the token. */
+  message: string;
+  /** Discord's HTTP status; 0 when no answer came (network, timeout). */
+  status: number;
+  /** Discord's JSON error code (10003 unknown channel, 50013 missing permissions, ...). Default none. */
+  code?: number | string | undefined;
+  /** A rate limit's retry-after, in ms: the core's retry policy waits at least this long. Default none. */
+  retryAfterMs?: number | undefined;
+  /** The error it wraps. Default none. */
+  cause?: unknown;
+}
+
+/**
+ * A Discord call that failed, as the core's `SendError`: 4xx other than 429
+ * and 408 (unknown channel, missing access, a user who blocks DMs) is
+ * permanent; a rate limit carries its retry-after.
+ */
+export class DiscordAdapterError extends SendError {
+  /** Discord's JSON error code (10003 unknown channel, 50013 missing permissions, ...). */
+  readonly code: number | string | undefined;
+  constructor(init: DiscordAdapterErrorInit) {
+    const { message, status, code, retryAfterMs, cause } = init;
+    const permanent = status >= 400 && status < 500 && status !== 429 && status !== 408;
+    super(message, { permanent, status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...(cause !== undefined ? { cause } : {}) });
+    this.code = code;
+  }
+}
+
+export interface OutboundDeps {
+  /** REST base (the channel's `api`). */
+  api: string;
+  token: string;
+  log: Logger;
+  /** Removes the token from any text before it reaches a log or an error. */
+  redact(text: string): string;
+}
+
+/** What the adapter's `send`, `edit` and `sendTyping` do, and the REST client's teardown. */
+export interface DiscordOutbound {
+  send(target: ChatTarget, text: string): Promise<SendReceipt>;
+  edit(target: ChatTarget, messageId: string, text: string): Promise<void>;
+  /** Best effort: a failure is logged at debug and swallowed. */
+  sendTyping(target: ChatTarget): Promise<void>;
+  /** Stops the REST client's sweeper timers (after the last send). */
+  close(): void;
+}
+
+// Agent text must not ping @everyone, roles or people; a reply may ping its asker.
+const allowedMentions = { parse: [], replied_user: true } satisfies RESTPostAPIChannelMessageJSONBody["allowed_mentions"];
+
+export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
+  // No retries and no rate-limit waits inside this client: the core's one retry policy
+  // owns those (a rate limit comes back as an error carrying its retry-after).
+  const rest = new REST({ api: deps.api, retries: 0, rejectOnRateLimit: () => true }).setToken(deps.token);
+  const fail = (prefix: string) => (error: unknown) => {
+    throw toAdapterError(error, prefix, deps.redact);
+  };
+
+  return {
+    async send(target, text) {
+      const body: RESTPostAPIChannelMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions };
+      if (target.replyToMessageId && target.chatType === "group") {
+        body.message_reference = { message_id: target.replyToMessageId, fail_if_not_exists: false };
+      }
+      const sent: unknown = await rest.post(Routes.channelMessages(target.chatId), { body }).catch(fail(`discord send to ${target.chatId} failed`));
+      return receiptOf(sent);
+    },
+
+    async edit(target, messageId, text) {
+      const body: RESTPatchAPIChannelMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions };
+      await rest.patch(Routes.channelMessage(target.chatId, messageId), { body }).catch(fail(`discord edit in ${target.chatId} failed`));
+    },
+
+    async sendTyping(target) {
+      try {
+        await rest.post(Routes.channelTyping(target.chatId));
+      } catch (error) {
+        deps.log.debug({ chatId: target.chatId, err: deps.redact(errorText(error)) }, "discord typing failed");
+      }
+    },
+
+    close() {
+      rest.clearHashSweeper();
+      rest.clearHandlerSweeper();
+    },
+  };
+}
+
+/**
+ * Refuses, without calling Discord, what Discord would refuse: "plain" text
+ * also passes as is, since escaping would lengthen a chunk the core sized to fit.
+ */
+function checkedText(text: string): string {
+  if (text.length > DISCORD_LIMITS.maxMessageLength) {
+    throw new DiscordAdapterError({ message: `message of ${text.length} characters is over Discord's ${DISCORD_LIMITS.maxMessageLength}`, status: 400 });
+  }
+  if (!text.trim()) throw new DiscordAdapterError({ message: "Discord refuses empty messages", status: 400 });
+  return text;
+}
+
+function receiptOf(sent: unknown): SendReceipt {
+  const id = sent && typeof sent === "object" && "id" in sent ? sent.id : undefined;
+  return typeof id === "string" ? { messageId: id } : {};
+}
+
+/** Any failure of a REST call as the error the core reads, split by where it failed. */
+export function toAdapterError(error: unknown, prefix: string, redact: (text: string) => string): DiscordAdapterError {
+  if (error instanceof RateLimitError) {
+    return new DiscordAdapterError({ message: `${prefix}: rate limited for ${error.retryAfter} ms`, status: 429, retryAfterMs: error.retryAfter });
+  }
+  if (error instanceof DiscordAPIError) {
+    return new DiscordAdapterError({ message: `${prefix}: ${error.status} ${redact(error.message)}`, status: error.status, code: error.code });
+  }
+  if (error instanceof HTTPError) {
+    return new DiscordAdapterError({ message: `${prefix}: ${error.status} ${redact(error.message)}`, status: error.status });
+  }
+  return new DiscordAdapterError({ message: `${prefix}: ${redact(errorText(error))}`, status: 0 });
+}
+
+export function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
