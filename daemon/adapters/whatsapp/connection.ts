@@ -26,22 +26,29 @@ import type { SocketFactory, WAMessage, WAMessageKey, WhatsAppSocket } from "./s
 export const RECONNECT_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000 };
 
 export interface ConnectionDeps {
+  /** The channel's id, for messages to people. */
   accountId: string;
+  /** The link's folder (Baileys' multi-file auth state); cleared on logout. */
   authDir: string;
   /** Draw the QR code on `qrOutput` (else only report "pairing"). */
   printQr: boolean;
   /** Where QR codes and re-link requests are drawn. */
   qrOutput: Writable;
+  /** Makes each socket (Baileys' `makeWASocket`, or a test fake). */
   factory: SocketFactory;
+  /** Reconnect delays and send waits run on it. */
   clock: Clock;
   /** Jitter for reconnect delays. */
   random: Random;
+  /** Reconnect delays (see `RECONNECT_BACKOFF`). */
   backoff: BackoffPolicy;
   /** How long `waitForOpen` waits for a dropped connection to come back, ms. */
   sendWaitMs: number;
+  /** The channel's logger. */
   log: Logger;
-  /** The logger handed to Baileys. */
+  /** The logger handed to Baileys (warn and above: its debug output can carry keys). */
   baileysLog: Logger;
+  /** Connection news for the core ("starting", "connected", "reconnecting", ...). */
   status(event: AdapterStatusEvent): void;
   /** Baileys asks for a message it sent when the peer requests a retry. */
   sentMessage(key: WAMessageKey): proto.IMessage | undefined;

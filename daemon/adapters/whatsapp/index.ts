@@ -10,7 +10,7 @@
  */
 import type { Writable } from "node:stream";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
-import type { AdapterDeps, AdapterStatusEvent, ChatAdapter } from "../../core/adapter.js";
+import type { AdapterDeps, AdapterStatusEvent, ChatAdapter, InboundSink } from "../../core/adapter.js";
 import type { BackoffPolicy } from "../../core/retry.js";
 import type { WhatsAppChannelConfig } from "./config.js";
 import { RECONNECT_BACKOFF, WhatsAppConnection } from "./connection.js";
@@ -49,7 +49,7 @@ export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: Adapt
   // Baileys is chatty below warn, and its debug output can carry key material.
   const baileysLog = log.child({ component: "baileys" }, { level: log.levelVal > log.levels.values.warn! ? log.level : "warn" });
   // The sink is set by `start`, before the first socket: until then status news only goes to the log.
-  let sink: Parameters<ChatAdapter["start"]>[0] | undefined;
+  let sink: InboundSink | undefined;
   const status = (event: AdapterStatusEvent) => {
     log.debug({ state: event.state, detail: event.detail }, "whatsapp status");
     try {

@@ -18,7 +18,9 @@ import type { WAMessage, WhatsAppSocket } from "./socket.js";
 const UNACCEPTED_KEY = "unaccepted";
 
 export interface IntakeDeps extends MediaFetchDeps {
+  /** The channel's id, copied into every message. */
   accountId: string;
+  /** Dates a message that carries no timestamp. */
   clock: Clock;
   /** The adapter's durable state: refused messages survive a restart there. */
   state: AdapterStateStore;

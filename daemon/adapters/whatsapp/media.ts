@@ -21,9 +21,11 @@ export interface FetchedMedia {
 export const NO_MEDIA: FetchedMedia = { attachments: [], notes: [], dropped: [] };
 
 export interface MediaFetchDeps {
+  /** Fetches a message's bytes (Baileys' `downloadMediaMessage`, or a test fake). */
   downloader: MediaDownloader;
   /** The daemon's own ceiling for one attachment, bytes. */
   maxAttachmentBytes: number;
+  /** The channel's logger. */
   log: Logger;
   /** Handed to the downloader (Baileys logs a re-upload request there). */
   baileysLog: Logger;

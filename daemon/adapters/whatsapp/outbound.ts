@@ -18,6 +18,7 @@ export const WHATSAPP_LIMITS: AdapterLimits = { maxMessageLength: 4000, typingRe
 const REMEMBERED = 500;
 
 export interface OutboundDeps {
+  /** The channel's logger. */
   log: Logger;
   /** The open socket, waiting a while for a dropped one to come back; rejects with a `WhatsAppAdapterError`. */
   waitForOpen(): Promise<WhatsAppSocket>;
