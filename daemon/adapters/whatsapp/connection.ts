@@ -19,6 +19,7 @@ import { backoffDelay, type BackoffPolicy } from "../../core/retry.js";
 import { clearAuthDir, openAuthStore, type AuthStore } from "./auth.js";
 import { closeAction } from "./disconnect.js";
 import { describeError, WhatsAppAdapterError } from "./errors.js";
+import { OpenWaiters } from "./open-waiters.js";
 import type { SelfJids } from "./inbound.js";
 import type { SocketFactory, WAMessage, WAMessageKey, WhatsAppSocket } from "./socket.js";
 
@@ -67,12 +68,6 @@ interface Current {
   open: boolean;
 }
 
-interface OpenWaiter {
-  resolve: (socket: WhatsAppSocket) => void;
-  reject: (err: Error) => void;
-  timer: Timer;
-}
-
 export class WhatsAppConnection {
   readonly #deps: ConnectionDeps;
   /** "running" only between `start` and `stop` (or a logout / failure); every handler checks it before acting. */
@@ -90,11 +85,12 @@ export class WhatsAppConnection {
   #starting: Promise<void> | undefined;
   /** The last stop's work (intake drained, creds flushed); a new start waits for it. */
   #stopping: Promise<void> | undefined;
-  /** Sends waiting for an open socket; all resolved on open, rejected on stop / failure / timeout. */
-  readonly #openWaiters = new Set<OpenWaiter>();
+  /** Sends waiting for an open socket: released on open, refused on stop, failure, logout or their timeout. */
+  readonly #openWaiters: OpenWaiters<WhatsAppSocket>;
 
   constructor(deps: ConnectionDeps) {
     this.#deps = deps;
+    this.#openWaiters = new OpenWaiters(deps.clock, deps.sendWaitMs);
   }
 
   /** Connects; `prepare` runs once the previous stop finished, before the first socket. Idempotent while running. */
@@ -129,17 +125,7 @@ export class WhatsAppConnection {
     const open = this.openSocket();
     if (open) return Promise.resolve(open);
     if (this.#phase !== "running") return Promise.reject(this.#errorForPhase());
-    return new Promise<WhatsAppSocket>((resolve, reject) => {
-      const waiter: OpenWaiter = {
-        resolve,
-        reject,
-        timer: this.#deps.clock.setTimeout(() => {
-          this.#openWaiters.delete(waiter);
-          reject(this.#errorForPhase());
-        }, this.#deps.sendWaitMs),
-      };
-      this.#openWaiters.add(waiter);
-    });
+    return this.#openWaiters.wait(() => this.#errorForPhase());
   }
 
   /** The bot's own JIDs as far as known (socket first, then the stored creds). */
@@ -245,11 +231,7 @@ export class WhatsAppConnection {
     this.#status({ state: "connected" });
     this.#deps.onOpen(current.socket);
     this.#settleStart?.();
-    for (const w of this.#openWaiters) {
-      w.timer.cancel();
-      w.resolve(current.socket);
-    }
-    this.#openWaiters.clear();
+    this.#openWaiters.resolveAll(current.socket);
   }
 
   #onClose(error: unknown): void {
@@ -317,7 +299,7 @@ export class WhatsAppConnection {
   #halt(): void {
     this.#cancelReconnect();
     this.#teardown();
-    this.#rejectOpenWaiters();
+    this.#openWaiters.rejectAll(this.#errorForPhase());
   }
 
   /** Unsubscribes from and ends the current socket. Never logs out. */
@@ -336,15 +318,6 @@ export class WhatsAppConnection {
   #cancelReconnect(): void {
     this.#reconnectTimer?.cancel();
     this.#reconnectTimer = undefined;
-  }
-
-  #rejectOpenWaiters(): void {
-    const err = this.#errorForPhase();
-    for (const w of this.#openWaiters) {
-      w.timer.cancel();
-      w.reject(err);
-    }
-    this.#openWaiters.clear();
   }
 
   #errorForPhase(): WhatsAppAdapterError {

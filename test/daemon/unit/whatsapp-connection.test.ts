@@ -1,11 +1,14 @@
 /**
  * The WhatsApp connection's pure rules: what a close code means (stop for
- * good, restart now, fail, or retry) and how long a reconnect waits.
+ * good, restart now, fail, or retry), how long a reconnect waits, and how
+ * sends wait for the connection to come back.
  */
 import { describe, expect, it } from "vitest";
 import { RECONNECT_BACKOFF } from "../../../daemon/adapters/whatsapp/connection.js";
 import { closeAction, disconnectCode } from "../../../daemon/adapters/whatsapp/disconnect.js";
+import { OpenWaiters } from "../../../daemon/adapters/whatsapp/open-waiters.js";
 import { backoffDelay } from "../../../daemon/core/retry.js";
+import { createManualClock } from "../../../shared/clock.js";
 import { seededRandom } from "../../../shared/random.js";
 
 /** What Baileys puts in `lastDisconnect.error`: a Boom with the status in `output.statusCode`. */
@@ -47,5 +50,42 @@ describe("reconnect backoff", () => {
     }
     expect(backoffCeiling(1)).toBeGreaterThan(backoffCeiling(0));
     expect(backoffCeiling(50)).toBe(60_000);
+  });
+});
+
+describe("OpenWaiters", () => {
+  const closed = () => new Error("not connected");
+
+  it("releases every waiting send with the socket that opened, and their timers no longer fire", async () => {
+    const clock = createManualClock();
+    const waiters = new OpenWaiters<string>(clock, 1_000);
+    const sends = [waiters.wait(closed), waiters.wait(closed)];
+    clock.advance(999);
+    waiters.resolveAll("socket-2");
+    clock.advance(10_000);
+    await expect(Promise.all(sends)).resolves.toEqual(["socket-2", "socket-2"]);
+    expect(waiters.size).toBe(0);
+  });
+
+  it("refuses a send that waited its time, and only that one", async () => {
+    const clock = createManualClock();
+    const waiters = new OpenWaiters<string>(clock, 1_000);
+    const early = waiters.wait(closed);
+    clock.advance(500);
+    const late = waiters.wait(closed);
+    clock.advance(500);
+    await expect(early).rejects.toThrow("not connected");
+    expect(waiters.size).toBe(1);
+    waiters.resolveAll("socket");
+    await expect(late).resolves.toBe("socket");
+  });
+
+  it("refuses all at once when the channel stops", async () => {
+    const clock = createManualClock();
+    const waiters = new OpenWaiters<string>(clock, 1_000);
+    const sends = [waiters.wait(closed), waiters.wait(closed)];
+    waiters.rejectAll(new Error("stopped"));
+    for (const send of sends) await expect(send).rejects.toThrow("stopped");
+    expect(waiters.size).toBe(0);
   });
 });
