@@ -8,14 +8,15 @@
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
-import { dedupeKey, type JournalEntry, type StoredRoute, type Store } from "../state/store.js";
+import type { JournalEntry, StoredRoute, Store } from "../state/store.js";
 import { checkAccess, groupRequiresMention } from "./access.js";
 import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, DroppedAttachment, InboundMessage, RefusalReason } from "./adapter.js";
 import { parseCommand } from "./commands.js";
 import { targetOf } from "./delivery.js";
 import { BoundedMap } from "../../shared/util/bounded-map.js";
 import { noticeText, type Notices } from "./notices.js";
-import { chatKeyOf, type InboundOutcome, type RelayMetrics } from "./relay-types.js";
+import { chatKeyOf, dedupeKeyOf } from "./keys.js";
+import type { InboundOutcome, RelayMetrics } from "./relay-types.js";
 import { resolveRoute } from "./routing.js";
 import type { Scheduler } from "./scheduler.js";
 
@@ -115,7 +116,7 @@ export function createIntake(deps: IntakeDeps): Intake {
       log.info({ ...ids }, "no route matches this message: dropped");
       return refused(message.platform, "no_route", "unrouted");
     }
-    const key = dedupeKey(message);
+    const key = dedupeKeyOf(message);
     if (store.has(key)) {
       log.debug({ ...ids }, "duplicate message ignored");
       metrics.inbound(message.platform, "duplicate");

@@ -20,86 +20,42 @@ import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Clock } from "../../shared/clock.js";
 import { cryptoRandom, hex, type Random } from "../../shared/random.js";
-import type { AdapterStateStore, InboundAttachment, InboundMessage } from "../core/adapter.js";
-import { acquireDirLock, syncDirectory, writeFileAtomic, writeFileDurable, type DirLock } from "./files.js";
-import { JournalClosedError, openJournalFile, type JournalFile } from "./journal.js";
-import type { z } from "zod";
-import { parseJournalRecord, parseSnapshot, StateFileError, STATE_VERSION, type JournalRecord, type Snapshot, type StoredPreviewSchema } from "./records.js";
+import { acquireDirLock, syncDirectory, writeFileAtomic, writeFileDurable, type DirLock } from "../../shared/durable-files.js";
 import { pathComponent } from "../../shared/util/names.js";
+import type { AdapterStateStore, InboundMessage } from "../core/adapter.js";
+import type { DedupeKey } from "../core/keys.js";
+import { JournalClosedError, openJournalFile, type JournalFile } from "./journal.js";
+import {
+  parseJournalRecord,
+  parseSnapshot,
+  StateFileError,
+  STATE_VERSION,
+  type EntryKind,
+  type JournalEntry,
+  type JournalRecord,
+  type SessionState,
+  type Snapshot,
+  type StoredAttachment,
+  type StoredPreview,
+  type StoredReply,
+  type StoredRoute,
+} from "./records.js";
 
+// The errors a caller of the store branches on, beside the store they come from.
+export { DataDirLockedError } from "../../shared/durable-files.js";
+export { JournalClosedError } from "./journal.js";
 export { StateFileError } from "./records.js";
 
-export { DataDirLockedError } from "./files.js";
-export { JournalClosedError } from "./journal.js";
-
-/** The route a message was resolved to when accepted. */
-export interface StoredRoute {
-  ruleIndex: number;
-  instanceId: string;
-  model: string;
-  instructions?: string;
-  scope: string;
-  sessionBase: string;
-}
-
-export interface StoredAttachment {
-  kind: InboundAttachment["kind"];
-  fileName: string;
-  mimeType?: string;
-  size: number;
-  /** Path relative to the dataDir. */
-  file: string;
-}
-
-/** An inbound message as journaled: attachments spooled to files beside the journal. */
-export type StoredMessage = Omit<InboundMessage, "attachments"> & { attachments?: StoredAttachment[] };
-
-export type EntryKind = "turn" | "command";
-
-export interface JournalEntry {
-  id: string;
-  /** Acceptance order across the whole daemon. */
-  seq: number;
-  kind: EntryKind;
-  /** Dedupe key: platform, account, chat, message id. */
-  key: string;
-  acceptedAt: number;
-  message: StoredMessage;
-  route: StoredRoute;
-  /** Known once the reply is: the chunks to send in order, and every entry this reply answers. */
-  reply?: StoredReply;
-  /** Chunks already delivered. */
-  sent: number;
-  /** On a merged entry: the entry whose reply answers it too. */
-  leader?: string;
-  /** On a leader whose reply streams: the preview messages shown so far. */
-  preview?: StoredPreview;
-}
-
-export type StoredPreview = z.infer<typeof StoredPreviewSchema>;
-
-export interface StoredReply {
-  chunks: string[];
-  /** Every entry this reply answers, the leader first. */
-  members: string[];
-  /** "plain" for the bridge's own words, "markdown" for the agent's. */
-  format: "markdown" | "plain";
-  /** The whole text, kept for streamed replies (a resumed preview is finished to it). */
-  text?: string;
-}
-
-export interface SessionState {
-  /** Bumped by /new and /reset: a fresh session id and chain. */
-  generation: number;
-  /** The last response of the current generation's chain. */
-  lastResponseId?: string;
-  /**
-   * The service session the chain lives in. A first turn (no response id yet)
-   * uses a fresh session per attempt, so an attempt whose answer was lost is
-   * never continued by the next one; later turns chain by response id.
-   */
-  sessionId?: string;
-}
+export type {
+  EntryKind,
+  JournalEntry,
+  SessionState,
+  StoredAttachment,
+  StoredMessage,
+  StoredPreview,
+  StoredReply,
+  StoredRoute,
+} from "./records.js";
 
 /** A record as passed to `commit`, before it is numbered. */
 type Unnumbered<R> = R extends unknown ? Omit<R, "s"> : never;
@@ -122,18 +78,23 @@ export interface Store {
   pending(): JournalEntry[];
   get(id: string): JournalEntry | undefined;
   /** True if a message with this dedupe key is pending, being accepted, or was answered recently. */
-  has(key: string): boolean;
+  has(key: DedupeKey): boolean;
   /** Spools the attachments, journals the entry; resolves once both are on disk. */
-  add(input: { kind: EntryKind; key: string; message: InboundMessage; route: StoredRoute }): Promise<JournalEntry>;
+  add(input: { kind: EntryKind; key: DedupeKey; message: InboundMessage; route: StoredRoute }): Promise<JournalEntry>;
   /** Records the reply of `leaderId`, with the session change it caused, in one write. */
-  recordReply(leaderId: string, reply: StoredReply, session?: { base: string; state: SessionState }): Promise<void>;
+  recordReply(leaderId: string, reply: StoredReply, session?: { key: string; state: SessionState }): Promise<void>;
   recordSent(id: string, sent: number): Promise<void>;
   /** Records a streamed reply's preview messages (after each one is created); null closes it (a later answer starts anew). */
   recordPreview(id: string, preview: StoredPreview | null): Promise<void>;
   /** Forgets entries (answered, or given up); their keys stay known for dedupe. */
   complete(ids: string[]): Promise<void>;
-  session(base: string): SessionState;
-  setSession(base: string, state: SessionState): Promise<void>;
+  /**
+   * The session chain of a session key (`sessionKeyOf` in core/keys.ts: the
+   * instance and the session base). Typed `string` until service-call.ts
+   * builds its keys with keys.ts too; then this narrows to `SessionKey`.
+   */
+  session(key: string): SessionState;
+  setSession(key: string, state: SessionState): Promise<void>;
   /** Durable key-values of one namespace (an adapter's, say). */
   kv(namespace: string): AdapterStateStore & { keys(): string[] };
   /** Calls `listener` whenever the last pending entry is completed; returns an unsubscribe. */
@@ -149,9 +110,6 @@ export interface Store {
   abandon(): Promise<void>;
 }
 
-export const dedupeKey = (m: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "messageId">): string =>
-  JSON.stringify([m.platform, m.accountId, m.chatId, m.messageId]);
-
 export async function openStore(options: StoreOptions): Promise<Store> {
   const { dataDir, clock } = options;
   const random = options.random ?? cryptoRandom;
@@ -165,19 +123,23 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   const spoolDir = join(dataDir, "spool");
 
   const entries = new Map<string, JournalEntry>();
+  /** Session chains by session key. */
   const sessions = new Map<string, SessionState>();
   const kvs = new Map<string, Map<string, unknown>>();
-  const recent: string[] = [];
-  const recentSet = new Set<string>();
-  const liveKeys = new Map<string, string>(); // key -> entry id
-  const accepting = new Set<string>();
+  /** Completed entries' keys, oldest first, at most `recentCap`; `recentSet` holds the same keys. */
+  const recent: DedupeKey[] = [];
+  const recentSet = new Set<DedupeKey>();
+  /** Pending entries' keys -> entry id. */
+  const liveKeys = new Map<DedupeKey, string>();
+  /** Keys of `add` calls not yet journaled (a concurrent duplicate is refused meanwhile). */
+  const accepting = new Set<DedupeKey>();
   /** Entry ids handed out but not yet journaled. */
   const ids = new Set<string>();
   let addChain: Promise<void> = Promise.resolve();
   let seq = 0;
   const drainedListeners = new Set<() => void>();
 
-  const remember = (key: string) => {
+  const remember = (key: DedupeKey) => {
     if (recentSet.has(key)) return;
     recent.push(key);
     recentSet.add(key);
@@ -257,7 +219,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       entries.set(e.id, e);
       liveKeys.set(e.key, e.id);
     }
-    for (const [base, state] of Object.entries(snapshot.sessions)) sessions.set(base, state);
+    for (const [key, state] of Object.entries(snapshot.sessions)) sessions.set(key, state);
     for (const [ns, values] of Object.entries(snapshot.kv)) kvs.set(ns, new Map(Object.entries(values)));
     for (const k of snapshot.recentKeys) remember(k);
   }
@@ -301,7 +263,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   /** Applies records in memory now (readers see them at once) and resolves when they are on disk. */
   function commit(records: Unnumbered<JournalRecord>[]): Promise<void> {
     if (closed) return Promise.reject(new JournalClosedError());
-    const numbered = records.map((r) => ({ ...r, s: ++seq }) as JournalRecord);
+    const numbered = records.map((r): JournalRecord => ({ ...r, s: ++seq }));
     for (const r of numbered) apply(r);
     const written = journal.append(numbered);
     if (journal.size > compactBytes && !compacting) {
@@ -379,7 +341,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     },
     recordReply(leaderId, reply, session) {
       const records: Unnumbered<JournalRecord>[] = [];
-      if (session) records.push({ t: "session", base: session.base, state: session.state });
+      // The record's field is named `base` on disk; it holds the session key.
+      if (session) records.push({ t: "session", base: session.key, state: session.state });
       records.push({ t: "reply", id: leaderId, reply });
       return commit(records);
     },
@@ -396,9 +359,9 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       await commit([{ t: "done", ids: known }]);
       for (const id of spooled) await rm(join(spoolDir, id), { recursive: true, force: true });
     },
-    session: (base) => sessions.get(base) ?? { generation: 0 },
-    setSession(base, state) {
-      return commit([{ t: "session", base, state }]);
+    session: (key) => sessions.get(key) ?? { generation: 0 },
+    setSession(key, state) {
+      return commit([{ t: "session", base: key, state }]);
     },
     kv(namespace) {
       return {

@@ -6,7 +6,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createManualClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import type { InboundMessage } from "../../daemon/core/adapter.js";
-import { DataDirLockedError, dedupeKey, openStore, type Store, type StoredRoute } from "../../daemon/state/store.js";
+import { dedupeKeyOf as dedupeKey } from "../../daemon/core/keys.js";
+import { DataDirLockedError, openStore, type Store, type StoredRoute } from "../../daemon/state/store.js";
 
 const dirs: string[] = [];
 const open: Store[] = [];
@@ -99,7 +100,7 @@ describe("store", () => {
     await s1.recordReply(
       a.id,
       { chunks: ["c1", "c2", "c3"], members: [a.id, b.id], format: "markdown" },
-      { base: "k", state: { generation: 2, lastResponseId: "resp_1" } },
+      { key: "k", state: { generation: 2, lastResponseId: "resp_1" } },
     );
     await s1.recordSent(a.id, 1);
     await crash(s1);
