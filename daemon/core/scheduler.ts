@@ -6,6 +6,9 @@
  * session and in total: `reserve` refuses beyond the bounds, and the caller
  * tells the person (nothing is dropped silently).
  *
+ * A session here is an instance and a route's session base (`SlotKey`,
+ * keys.ts): the same conversation on two instances queues apart.
+ *
  * Time comes from the injected clock, so tests move it instead of sleeping.
  */
 import PQueue from "p-queue";
@@ -85,10 +88,15 @@ interface SessionSlot<T> {
   key: SlotKey;
   instanceId: string;
   sessionBase: string;
+  /** Slots promised by `reserve` and not yet submitted or cancelled. */
   reserved: number;
+  /** Messages being debounced into the next turn, in arrival order. */
   buffer: T[];
+  /** When the buffer's first message came (a burst that never pauses is cut at `maxDebounceMs`). */
   firstBufferedAt: number;
+  /** Flushes the buffer when the debounce ends; set exactly while `buffer` is non-empty and debounced. */
   timer?: Timer;
+  /** Formed turns not yet handed to the instance queue, in order. */
   turns: T[][];
   /** The turn handed to the instance queue, and whether it has started. */
   active?: { items: T[]; started: boolean };
@@ -97,12 +105,19 @@ interface SessionSlot<T> {
 export function createScheduler<T>(options: SchedulerOptions<T>): Scheduler<T> {
   const { clock } = options;
   const maxDebounce = options.maxDebounceMs ?? options.debounceMs * 4;
+  /** One queue per instance: bounds its turns in flight. */
   const queues = new Map<string, PQueue>();
+  /** Slots with anything reserved, buffered, queued or active; an empty one is forgotten (`forget`). */
   const sessions = new Map<SlotKey, SessionSlot<T>>();
+  /** Turns running now, per instance. */
   const runningPer = new Map<string, number>();
+  /** Messages waiting (reserved, buffered, in a formed turn, or handed over but not started), across every session. */
   let totalWaiting = 0;
+  /** `stop()` was called: nothing starts any more. */
   let stopped = false;
+  /** Nothing starts until `release()`. */
   let held = options.held ?? false;
+  /** Turns running now, in all; `idleWaiters` are called when it falls to 0. */
   let inFlight = 0;
   let idleWaiters: (() => void)[] = [];
 
