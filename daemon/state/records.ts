@@ -192,7 +192,7 @@ const newer = (file: string, version: unknown) =>
   );
 
 export function parseSnapshot(file: string, raw: unknown): Snapshot {
-  const version = typeof raw === "object" && raw !== null && "version" in raw ? (raw as { version: unknown }).version : undefined;
+  const version = typeof raw === "object" && raw !== null && "version" in raw ? raw.version : undefined;
   if (typeof version === "number" && version > STATE_VERSION) throw newer(file, version);
   const parsed = SnapshotSchema.safeParse(raw);
   if (!parsed.success)
@@ -202,7 +202,7 @@ export function parseSnapshot(file: string, raw: unknown): Snapshot {
 
 /** `line`: 1-based, for the message. */
 export function parseJournalRecord(file: string, line: number, raw: unknown): JournalRecord {
-  const version = typeof raw === "object" && raw !== null && "ver" in raw ? (raw as { ver: unknown }).ver : undefined;
+  const version = typeof raw === "object" && raw !== null && "ver" in raw ? raw.ver : undefined;
   if (typeof version === "number" && version > STATE_VERSION) throw newer(`${file} line ${line}`, version);
   const parsed = JournalRecordSchema.safeParse(raw);
   if (!parsed.success)
