@@ -81,6 +81,7 @@ interface OpenTurn {
 /** What asking the service came to. */
 type Asked = { kind: "stopped" } | { kind: "nothing_to_send"; notes: string[] } | { kind: "answered"; outcome: CallOutcome; notes: string[] };
 
+/** Runs one turn the scheduler started (its items are journal entry ids); throws only when the daemon stops or the journal closes. */
 export async function runTurn(turn: Turn<string>, deps: TurnDeps): Promise<void> {
   const entries = turn.items.map((id) => deps.store.get(id)).filter((e): e is JournalEntry => !!e);
   const lead = entries[0];
@@ -91,6 +92,7 @@ export async function runTurn(turn: Turn<string>, deps: TurnDeps): Promise<void>
   const fresh = opened && (await answerExpired(opened, deps));
   if (!fresh) return;
   if (deps.service.stoppedRoutes.has(fresh.lead.route.ruleIndex)) return failTurn(fresh, { kind: "route_stopped" }, deps);
+  // Step 5. The reply answers the turn's last message.
   const view = deps.views.open(fresh.adapter, fresh.lead, targetOf(fresh.lead.message, fresh.entries.at(-1)!.message.messageId), fresh.logCtx);
   const asked = await askService(fresh, view, deps);
   return settleTurn(fresh, view, asked, deps);
