@@ -81,7 +81,7 @@ interface OpenTurn {
 /** What asking the service came to. */
 type Asked = { kind: "stopped" } | { kind: "nothing_to_send"; notes: string[] } | { kind: "answered"; outcome: CallOutcome; notes: string[] };
 
-/** Runs one turn the scheduler started (its items are journal entry ids); throws only when the daemon stops or the journal closes. */
+/** Runs one turn the scheduler started (its items are journal entry ids). Throws when the daemon stops or the journal closes (expected), or on a fault the scheduler logs. */
 export async function runTurn(turn: Turn<string>, deps: TurnDeps): Promise<void> {
   const entries = turn.items.map((id) => deps.store.get(id)).filter((e): e is JournalEntry => !!e);
   const lead = entries[0];
