@@ -57,6 +57,3 @@ export function errorSummary(error: unknown): Record<string, unknown> {
   }
   return { message: String(error) };
 }
-
-/** command-runner.ts imports `chatKeyOf` from here; its one home is keys.ts (point that import there, then drop this line). */
-export { chatKeyOf } from "./keys.js";

@@ -30,7 +30,7 @@ import { createDelivery, targetOf } from "./delivery.js";
 import { createIntake } from "./intake.js";
 import { sessionKeyOf } from "./keys.js";
 import { createNotices } from "./notices.js";
-import { errorSummary, noMetrics, type RelayMetrics } from "./relay-types.js";
+import { errorSummary, isShutdownError, noMetrics, type RelayMetrics } from "./relay-types.js";
 import { ReplyViews } from "./reply-view.js";
 import { createScheduler, type Scheduler } from "./scheduler.js";
 import { createServiceCalls } from "./service-call.js";
@@ -87,7 +87,7 @@ export function createRelay(deps: RelayDeps): Relay {
     held: true,
     run: (turn) => runTurn(turn, turnDeps),
     onError(error) {
-      if (error instanceof Error && (error.name === "StoppingError" || error.name === "JournalClosedError")) return;
+      if (isShutdownError(error)) return;
       log.error({ err: errorSummary(error) }, "turn failed");
     },
     onDepth(instance) {

@@ -23,7 +23,7 @@ import { cryptoRandom, hex, type Random } from "../../shared/random.js";
 import { acquireDirLock, syncDirectory, writeFileAtomic, writeFileDurable, type DirLock } from "../../shared/durable-files.js";
 import { pathComponent } from "../../shared/util/names.js";
 import type { AdapterStateStore, InboundMessage } from "../core/adapter.js";
-import type { DedupeKey } from "../core/keys.js";
+import type { DedupeKey, SessionKey } from "../core/keys.js";
 import { JournalClosedError, openJournalFile, type JournalFile } from "./journal.js";
 import {
   parseJournalRecord,
@@ -82,7 +82,7 @@ export interface Store {
   /** Spools the attachments, journals the entry; resolves once both are on disk. */
   add(input: { kind: EntryKind; key: DedupeKey; message: InboundMessage; route: StoredRoute }): Promise<JournalEntry>;
   /** Records the reply of `leaderId`, with the session change it caused, in one write. */
-  recordReply(leaderId: string, reply: StoredReply, session?: { key: string; state: SessionState }): Promise<void>;
+  recordReply(leaderId: string, reply: StoredReply, session?: { key: SessionKey; state: SessionState }): Promise<void>;
   recordSent(id: string, sent: number): Promise<void>;
   /** Records a streamed reply's preview messages (after each one is created); null closes it (a later answer starts anew). */
   recordPreview(id: string, preview: StoredPreview | null): Promise<void>;
@@ -93,8 +93,8 @@ export interface Store {
    * instance and the session base). Typed `string` until service-call.ts
    * builds its keys with keys.ts too; then this narrows to `SessionKey`.
    */
-  session(key: string): SessionState;
-  setSession(key: string, state: SessionState): Promise<void>;
+  session(key: SessionKey): SessionState;
+  setSession(key: SessionKey, state: SessionState): Promise<void>;
   /** Durable key-values of one namespace (an adapter's, say). */
   kv(namespace: string): AdapterStateStore & { keys(): string[] };
   /** Calls `listener` whenever the last pending entry is completed; returns an unsubscribe. */

@@ -6,8 +6,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createManualClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import type { InboundMessage } from "../../daemon/core/adapter.js";
-import { dedupeKeyOf as dedupeKey } from "../../daemon/core/keys.js";
+import { dedupeKeyOf as dedupeKey, sessionKeyOf } from "../../daemon/core/keys.js";
 import { DataDirLockedError, openStore, type Store, type StoredRoute } from "../../daemon/state/store.js";
+
+/** A session key as the relay makes it (instance, session base). */
+const K = sessionKeyOf({ instanceId: "i", sessionBase: "k" });
 
 const dirs: string[] = [];
 const open: Store[] = [];
@@ -100,7 +103,7 @@ describe("store", () => {
     await s1.recordReply(
       a.id,
       { chunks: ["c1", "c2", "c3"], members: [a.id, b.id], format: "markdown" },
-      { key: "k", state: { generation: 2, lastResponseId: "resp_1" } },
+      { key: K, state: { generation: 2, lastResponseId: "resp_1" } },
     );
     await s1.recordSent(a.id, 1);
     await crash(s1);
@@ -110,7 +113,7 @@ describe("store", () => {
     expect(lead.reply).toEqual({ chunks: ["c1", "c2", "c3"], members: [a.id, b.id], format: "markdown" });
     expect(lead.sent).toBe(1);
     expect(s2.get(b.id)?.leader).toBe(a.id);
-    expect(s2.session("k")).toEqual({ generation: 2, lastResponseId: "resp_1" });
+    expect(s2.session(K)).toEqual({ generation: 2, lastResponseId: "resp_1" });
     const spooled = s2.attachmentPath(lead.message.attachments![0]!);
     expect(existsSync(spooled)).toBe(true);
     await s2.recordSent(a.id, 3);
@@ -164,7 +167,7 @@ describe("store", () => {
       if (i % 3 === 0) keep.push(e.id);
       else await s1.complete([e.id]);
     }
-    await s1.setSession("k", { generation: 1 });
+    await s1.setSession(K, { generation: 1 });
     expect(existsSync(join(dir, "snapshot.json"))).toBe(true);
     // It never grows far past the threshold: each compaction empties it.
     expect(statSync(join(dir, "journal.jsonl")).size).toBeLessThan(4096 + 1024);
@@ -174,7 +177,7 @@ describe("store", () => {
     expect(s2.pending().map((e) => e.id)).toEqual(keep);
     expect(s2.kv("adapter:telegram:bot").get("offset")).toBe(59);
     expect(s2.kv("adapter:discord:bot").get("offset")).toBeUndefined();
-    expect(s2.session("k")).toEqual({ generation: 1 });
+    expect(s2.session(K)).toEqual({ generation: 1 });
   });
 
   it("applies nothing twice when a crash hit between snapshot and truncation", async () => {
