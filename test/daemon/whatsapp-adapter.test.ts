@@ -9,7 +9,7 @@ import qrcodeTerminal from "qrcode-terminal";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { WhatsAppChannelConfig } from "../../daemon/adapters/whatsapp/config.js";
 import { createWhatsAppAdapter, RECONNECT_BACKOFF, WhatsAppAdapterError } from "../../daemon/adapters/whatsapp/index.js";
-import { backoffDelay } from "../../daemon/core/retry.js";
+import { backoffDelay } from "../../shared/backoff.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import { checkAccess } from "../../daemon/core/access.js";
 import type { AdapterStateStore, AdapterStatusEvent, ChatTarget, InboundMessage, InboundSink } from "../../daemon/core/adapter.js";

@@ -14,7 +14,7 @@ import { pino } from "pino";
 import { afterEach, expect, it, vi } from "vitest";
 import { WebSocketServer } from "ws";
 import { createWhatsAppAdapter, RECONNECT_BACKOFF, type SocketFactory } from "../../daemon/adapters/whatsapp/index.js";
-import { backoffDelay } from "../../daemon/core/retry.js";
+import { backoffDelay } from "../../shared/backoff.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import type { AdapterStatusEvent } from "../../daemon/core/adapter.js";
 import { createManualClock } from "../../shared/clock.js";

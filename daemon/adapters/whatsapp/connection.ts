@@ -15,7 +15,7 @@ import qrcodeTerminal from "qrcode-terminal";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import type { AdapterStatusEvent } from "../../core/adapter.js";
-import { backoffDelay, type BackoffPolicy } from "../../core/retry.js";
+import { backoffDelay, type BackoffPolicy } from "../../../shared/backoff.js";
 import { clearAuthDir, openAuthStore, type AuthStore } from "./auth.js";
 import { closeAction } from "./disconnect.js";
 import { describeError, WhatsAppAdapterError } from "./errors.js";

@@ -11,7 +11,7 @@
 import type { Writable } from "node:stream";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
 import type { AdapterDeps, AdapterStatusEvent, ChatAdapter, InboundSink } from "../../core/adapter.js";
-import type { BackoffPolicy } from "../../core/retry.js";
+import type { BackoffPolicy } from "../../../shared/backoff.js";
 import type { WhatsAppChannelConfig } from "./config.js";
 import { RECONNECT_BACKOFF, WhatsAppConnection } from "./connection.js";
 import { describeError } from "./errors.js";

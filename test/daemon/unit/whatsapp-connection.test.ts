@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { RECONNECT_BACKOFF } from "../../../daemon/adapters/whatsapp/connection.js";
 import { closeAction, disconnectCode } from "../../../daemon/adapters/whatsapp/disconnect.js";
 import { OpenWaiters } from "../../../daemon/adapters/whatsapp/open-waiters.js";
-import { backoffDelay } from "../../../daemon/core/retry.js";
+import { backoffDelay } from "../../../shared/backoff.js";
 import { createManualClock } from "../../../shared/clock.js";
 import { seededRandom } from "../../../shared/random.js";
 
