@@ -2,16 +2,23 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { hex } from "../../shared/random.js";
 import { chainInputs, forget, record, responseOf, sessionHead } from "./conversation.js";
-import { failError, parseDirective, replyText } from "./model.js";
-import { invalid, parseResponsesRequest } from "./request.js";
-import type { FakeGateway, GatewayError, GatewayOptions } from "./types.js";
+import { fileBytes, FILE_DIR } from "./media.js";
+import { type Directive, parseDirective, replyText } from "./model.js";
+import { type Plan, planTurn } from "./plan.js";
+import { itemText, recordOf, type Reply, replyText as textOf } from "./reply.js";
+import { invalid, parseResponsesRequest, type ResponsesRequest } from "./request.js";
+import type { NewId } from "./script/answer.js";
+import type { FakeGateway, GatewayError, GatewayOptions, StoredResponse } from "./types.js";
 import type { Clock } from "../../shared/clock.js";
-import { completedResponse, deltaDueAt, errorBody, pacedDeltas, streamFrames, type Frame, type Turn } from "./wire.js";
+import { deltaDueAt, errorBody, finalResponse, pacedDeltas, streamFrames, type Frame, type Turn } from "./wire.js";
 
 /** Bodies carry a turn's text; 16 MiB is far above anything the emulator forwards (1 MiB). */
 const BODY_LIMIT = 16 * 1024 * 1024;
 /** Flush streamed frames in pieces of about this many characters. */
 const STREAM_BATCH = 16 * 1024;
+
+/** Names the script rule that answered a turn (percent-encoded). */
+export const RULE_HEADER = "x-emulator-model-rule";
 
 const ROUTE = /^\/instances\/([^/]+)\/v1\/responses$/;
 
@@ -78,7 +85,14 @@ function sendJson(res: ServerResponse, status: number, body: string, close = fal
   res.end(body);
 }
 
-const sendError = (res: ServerResponse, error: GatewayError, close = false): void => sendJson(res, error.status, errorBody(error), close);
+function sendError(res: ServerResponse, error: GatewayError, close = false): void {
+  if (error.retryAfter !== undefined && !gone(res)) {
+    // Both forms: `retry-after` in whole seconds as HTTP defines it, `-ms` exactly (the OpenAI SDKs read it first).
+    res.setHeader("retry-after", String(Math.ceil(error.retryAfter)));
+    res.setHeader("retry-after-ms", String(Math.round(error.retryAfter * 1000)));
+  }
+  sendJson(res, error.status, errorBody(error), close);
+}
 
 /** Resolves once the response can take more data, or is gone. */
 function writable(res: ServerResponse): Promise<void> {
@@ -97,7 +111,7 @@ function writable(res: ServerResponse): Promise<void> {
 interface StreamPlan {
   /** Paced (`!stream S`): deltas spread evenly over this many ms, each written at once. */
   paceMs?: number;
-  /** Delta frames in the stream (for the pacing). */
+  /** Delta frames in the stream, every item's (for the pacing). */
   deltaCount: number;
   /** Fault: the connection is destroyed once this many deltas were sent (before the text is done, if it has fewer). */
   resetAfterDeltas?: number;
@@ -145,21 +159,26 @@ export function createStreamSender(clock: Clock) {
     let batch = "";
     let deltas = 0;
     for (const frame of frames) {
-      const isDelta = frame.type === "response.output_text.delta";
-      if (isDelta || frame.type === "response.output_text.done") {
+      const isDelta = frame.delta === true;
+      if (isDelta || frame.closesText) {
         // The fault never lets the stream complete, even when it has fewer deltas.
         if (plan.resetAfterDeltas !== undefined && (!isDelta || deltas >= plan.resetAfterDeltas)) return cut(res, batch);
         if (paced) {
           // Written in time order: what is due now goes out before the wait.
           await write(res, batch);
           batch = "";
-          const due = isDelta ? deltaDueAt(deltas, plan.deltaCount, plan.paceMs!) : plan.paceMs!;
+          // A text closes with its last delta; the last one of all is due at the end.
+          const due = isDelta
+            ? deltaDueAt(deltas, plan.deltaCount, plan.paceMs!)
+            : deltas >= plan.deltaCount
+              ? plan.paceMs!
+              : deltaDueAt(deltas - 1, plan.deltaCount, plan.paceMs!);
           await waitUnlessGone(res, start + due - clock.now());
           if (gone(res)) return;
         }
         if (isDelta) deltas++;
       }
-      if (frame.type === "response.completed") {
+      if (frame.type === "response.completed" || frame.type === "response.incomplete") {
         if (gone(res)) return;
         await plan.beforeCompleted();
       }
@@ -181,6 +200,22 @@ const injectedError = (status: number): GatewayError => ({
   message: `Injected gateway fault (status ${status}).`,
 });
 
+/** What a turn's stored record keeps: its texts, and its items when it was more than the echo. */
+function storedOf(turn: Turn, instanceId: string, session: string): StoredResponse {
+  const answer = recordOf(turn.reply);
+  return {
+    id: turn.id,
+    instance_id: instanceId,
+    session,
+    parent_id: turn.parentId,
+    input_text: turn.inputText,
+    output_text: textOf(turn.reply.items),
+    model: turn.model,
+    created_at: turn.createdAt,
+    ...(answer ? { answer } : {}),
+  };
+}
+
 const notFound = (id: string): GatewayError => invalid("previous_response_not_found", "previous_response_id", `Previous response with id '${id}' not found.`);
 
 export function createGateway(options: GatewayOptions): FakeGateway {
@@ -190,6 +225,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
   // Bumped by forgetInstance, so a turn that was waiting when its instance died stores nothing.
   const generations = new Map<string, number>();
   const sendStream = createStreamSender(clock);
+  const newId: NewId = (prefix) => `${prefix}_${hex(random, 16)}`;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const instanceId = instanceOfPath(req.method, req.url);
@@ -233,7 +269,9 @@ export function createGateway(options: GatewayOptions): FakeGateway {
       return;
     }
     const directive = parseDirective(request.userText);
-    if (!directive.ok) return sendError(res, directive.error);
+    const rules = options.scripts?.rulesFor(instanceId) ?? [];
+    // Without a script, a bad directive is refused first, as it always was.
+    if (!rules.length && !directive.ok) return sendError(res, directive.error);
 
     await options.prepare?.(instanceId);
     const session = sessionOf(req);
@@ -241,12 +279,17 @@ export function createGateway(options: GatewayOptions): FakeGateway {
     if (explicitParent !== null && !responseOf(options.state(), instanceId, explicitParent)) {
       return sendError(res, notFound(explicitParent));
     }
-    if (directive.value.kind === "fail") return sendError(res, failError(directive.value.status));
-
-    const wanted = directive.value;
-    if (wanted.kind === "sleep") await clock.sleep(wanted.ms);
-    // `!stream S` without `stream: true` is a slow answer, like `!sleep`.
-    if (wanted.kind === "stream" && !request.stream) await clock.sleep(wanted.ms);
+    const plan = planTurn({
+      request,
+      directive,
+      session,
+      rules,
+      turnNumber: () => chainInputs(options.state(), explicitParent ?? sessionHead(options.state(), instanceId, session)).length + 1,
+      newId,
+    });
+    if (plan.kind !== "echo" && plan.rule) options.scripts?.fired(plan.rule);
+    if (plan.kind === "error") return sendError(res, plan.error);
+    await waitBeforeAnswer(plan, request);
 
     // The parent is settled when the turn completes, so concurrent turns of one
     // session chain one after another instead of forking from the same head.
@@ -256,51 +299,79 @@ export function createGateway(options: GatewayOptions): FakeGateway {
       return sendError(res, notFound(explicitParent));
     }
     const parentId = explicitParent ?? sessionHead(state, instanceId, session);
-    const text = replyText(wanted, request.userText, () => chainInputs(state, parentId));
+    // Drawn before the echo's message id, in the order ids were always drawn (a seed repeats them).
+    const id = `resp_${hex(random, 16)}`;
+    let reply: Reply;
+    if (plan.kind === "echo") {
+      const made = await echoReply(instanceId, plan.directive, request, () => chainInputs(state, parentId));
+      if (!made.ok) return sendError(res, made.error);
+      reply = made.reply;
+    } else reply = plan.reply;
     const turn: Turn = {
-      id: `resp_${hex(random, 16)}`,
-      messageId: `msg_${hex(random, 16)}`,
+      id,
       createdAt: Math.floor(clock.now() / 1000),
       model: request.model,
       parentId,
       instructions: request.instructions,
       inputText: request.userText,
-      text,
+      reply,
     };
     const store = async (): Promise<void> => {
-      if (closed || (generations.get(instanceId) ?? 0) !== generation) return;
-      const response = {
-        id: turn.id,
-        instance_id: instanceId,
-        session,
-        parent_id: parentId,
-        input_text: request.userText,
-        output_text: text,
-        model: request.model,
-        created_at: turn.createdAt,
-      };
+      if (closed || (generations.get(instanceId) ?? 0) !== generation || reply.status === "failed") return;
+      const response = storedOf(turn, instanceId, session);
       record(state, response);
       // Answered once the store says the turn is kept.
       await options.onChange({ kind: "record", response });
       options.onTurn?.(response);
     };
 
+    // The rule that answered, for the request log (the body's `metadata` says it too).
+    if (reply.rule !== undefined && !gone(res)) res.setHeader(RULE_HEADER, encodeURIComponent(reply.rule));
     if (!request.stream) {
       await store();
-      sendJson(res, 200, JSON.stringify(completedResponse(turn)));
+      sendJson(res, 200, JSON.stringify(finalResponse(turn)));
       return;
     }
     // A streamed turn joins the conversation when it completes: a stream the
     // client closed (or a reset cut) before `response.completed` stores nothing.
-    const deltas = wanted.kind === "stream" ? pacedDeltas(text, wanted.ms) : undefined;
-    await sendStream(res, streamFrames(turn, deltas), {
-      ...(wanted.kind === "stream" ? { paceMs: wanted.ms } : {}),
-      deltaCount: deltas?.length ?? 0,
+    const paceMs = plan.kind === "echo" ? (plan.directive.kind === "stream" ? plan.directive.ms : undefined) : reply.streamMs;
+    const split = paceMs !== undefined ? (text: string) => pacedDeltas(text, paceMs) : undefined;
+    const deltaCount = split ? reply.items.reduce((n, item) => n + split(itemText(item)).length, 0) : 0;
+    await sendStream(res, streamFrames(turn, split), {
+      ...(paceMs !== undefined ? { paceMs } : {}),
+      deltaCount,
       ...(resetAfterDeltas !== undefined ? { resetAfterDeltas } : {}),
       beforeCompleted: store,
     });
   }
 
+  /** The waits before an answer: a rule's latency, `!sleep`, and `!stream S` asked without streaming (a slow answer). */
+  async function waitBeforeAnswer(plan: Plan, request: ResponsesRequest): Promise<void> {
+    if (plan.kind === "reply" && plan.reply.latencyMs) await clock.sleep(plan.reply.latencyMs);
+    if (plan.kind !== "echo") return;
+    const wanted = plan.directive;
+    if (wanted.kind === "sleep") await clock.sleep(wanted.ms);
+    if (wanted.kind === "stream" && !request.stream) await clock.sleep(wanted.ms);
+  }
+
+  /** The echo's or a directive's one text message; `!file` writes its file first. */
+  async function echoReply(
+    instanceId: string,
+    directive: Directive,
+    request: ResponsesRequest,
+    earlierInputs: () => string[],
+  ): Promise<{ ok: true; reply: Reply } | { ok: false; error: GatewayError }> {
+    if (directive.kind === "file") {
+      if (!options.writeFile)
+        return {
+          ok: false,
+          error: { ...invalid("not_supported", "input", "This gateway cannot write files: !file is not available.", 501), type: "server_error" },
+        };
+      await options.writeFile(instanceId, `${FILE_DIR}/${directive.name}`, fileBytes(directive.fileKind, directive.name));
+    }
+    const text = replyText(directive, request.userText, earlierInputs);
+    return { ok: true, reply: { items: [{ type: "message", id: newId("msg"), text }], status: "completed", plain: true } };
+  }
   const server = createServer({ keepAlive: true, noDelay: true }, (req, res) => {
     // A write after the client left must not become an unhandled 'error'.
     res.on("error", () => {});
