@@ -11,6 +11,7 @@ import type { Permission } from "./schemas/common.js";
 import * as files from "./schemas/files.js";
 import * as instances from "./schemas/instances.js";
 import * as keys from "./schemas/keys.js";
+import * as modelScript from "./schemas/model-script.js";
 import * as org from "./schemas/organization.js";
 import * as responses from "./schemas/responses.js";
 import * as skills from "./schemas/skills.js";
@@ -139,6 +140,12 @@ export const routes = {
   adminScan: route({ method: "POST", path: "/_emulator/instances/{instance_id}/channels/{channel}/scan", tag: "emulator", summary: "Complete an interactive pairing", access: ADMIN, status: 200, response: channels.ChannelStatus, errors: [401, 403, 404, 409] }),
   adminSetTier: route({ method: "POST", path: "/_emulator/organizations/{organization_id}/tier", tag: "emulator", summary: "Set an organization's plan", access: ADMIN, body: admin.TierRequest, status: 200, response: org.Organization, errors: [401, 403, 404, 422] }),
   adminRequests: route({ method: "GET", path: "/_emulator/requests", tag: "emulator", summary: "Recent requests, newest last", access: ADMIN, status: 200, response: zod.array(admin.JournalEntry), errors: [401, 403] }),
+  adminGetModelScript: route({ method: "GET", path: "/_emulator/model-script", tag: "emulator", summary: "The global model script", access: ADMIN, status: 200, response: modelScript.ModelScriptView, errors: [401, 403] }),
+  adminSetModelScript: route({ method: "PUT", path: "/_emulator/model-script", tag: "emulator", summary: "Set the global model script", access: ADMIN, body: modelScript.ModelScriptBody, status: 200, response: modelScript.ModelScriptView, errors: [401, 403, 422] }),
+  adminClearModelScript: route({ method: "DELETE", path: "/_emulator/model-script", tag: "emulator", summary: "Remove the global model script", access: ADMIN, status: 204, response: "empty", errors: [401, 403] }),
+  adminGetInstanceModelScript: route({ method: "GET", path: "/_emulator/instances/{instance_id}/model-script", tag: "emulator", summary: "An instance's model script", access: ADMIN, status: 200, response: modelScript.ModelScriptView, errors: [401, 403, 404] }),
+  adminSetInstanceModelScript: route({ method: "PUT", path: "/_emulator/instances/{instance_id}/model-script", tag: "emulator", summary: "Set an instance's model script", access: ADMIN, body: modelScript.ModelScriptBody, status: 200, response: modelScript.ModelScriptView, errors: [401, 403, 404, 422] }),
+  adminClearInstanceModelScript: route({ method: "DELETE", path: "/_emulator/instances/{instance_id}/model-script", tag: "emulator", summary: "Remove an instance's model script", access: ADMIN, status: 204, response: "empty", errors: [401, 403, 404] }),
 
   // The web console's reads (control plane): views only, never a secret
   consoleState: route({ method: "GET", path: "/_emulator/console/state", tag: "emulator", summary: "Every organization (with key views) and instance", access: ADMIN, status: 200, response: consoleSchemas.ConsoleState, errors: [401, 403] }),
@@ -217,6 +224,12 @@ export const operationDescriptions = {
   adminScan: "Plays the phone for an interactive channel waiting for a QR scan: the channel becomes connected. 409 when no pairing waits.",
   adminSetTier: "Sets an organization's plan without a checkout.",
   adminRequests: "The most recent requests the emulator answered, oldest first: method, path, status, the kind of key used and the time taken.",
+  adminGetModelScript: "The global model script and how often each of its rules fired; `script: null` when none is set.",
+  adminSetModelScript: "Replaces the global model script. The whole script is checked first: an unknown field, a bad regular expression or an output that misses its schema is 422 naming the place (`loc` is `body` and the script's path) and the script in force stays.",
+  adminClearModelScript: "Removes the global model script: the echo and its directives answer again.",
+  adminGetInstanceModelScript: "The instance's own model script (tried before the global one) and its rules' hits.",
+  adminSetInstanceModelScript: "Replaces the instance's model script, checked whole like the global one.",
+  adminClearInstanceModelScript: "Removes the instance's model script.",
   consoleState: "What the web console shows of everything: every organization with its plan and scoped-key views (permissions, last use, expiry; never a key or a hash), and every non-terminated instance, newest first.",
   consoleSessions: "The instance's newest 200 sessions, newest first: name, head response id, number of turns, time of the last turn and the first 120 characters of its input (secrets redacted).",
   consoleSessionTurns: "The session's newest `limit` turns, oldest first, and `total`: input, output (secrets redacted), response id, `previous_response_id`, model, usage and time. A session with no turns answers `head_id: null` and no turns.",

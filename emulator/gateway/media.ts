@@ -2,6 +2,8 @@
  * The small files `!file NAME [KIND]` writes into an instance's workspace:
  * the same bytes for the same name every time, so a test can compare them.
  */
+import { dirname, join } from "node:path";
+import { writeFileAtomic } from "../../shared/durable-files.js";
 
 export type FileKind = "png" | "pdf" | "txt";
 export const FILE_KINDS: readonly FileKind[] = ["png", "pdf", "txt"];
@@ -48,3 +50,12 @@ export function fileBytes(kind: FileKind, name: string): Buffer {
   if (kind === "pdf") return pdf(`File ${name} from the fake model.`);
   return Buffer.from(`File ${name} from the fake model.\n`, "utf8");
 }
+
+/**
+ * The gateway's `writeFile` over an instance tree: `path` is relative to the
+ * instance's root; written whole or not at all (temporary file in `tempDir`).
+ */
+export const treeFileWriter =
+  (rootOf: (instanceId: string) => string, tempDir: () => string) =>
+  (instanceId: string, path: string, bytes: Buffer): Promise<void> =>
+    writeFileAtomic(join(rootOf(instanceId), path), bytes, 0o644, { tempDir: dirname(tempDir()) });

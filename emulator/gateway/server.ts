@@ -409,6 +409,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
     forgetInstance(instanceId) {
       generations.set(instanceId, (generations.get(instanceId) ?? 0) + 1);
       forget(options.state(), instanceId);
+      options.scripts?.clear({ kind: "instance", instanceId });
       // Always told: a store may hold conversations it has not read into memory.
       void options.onChange({ kind: "forget", instanceId });
     },

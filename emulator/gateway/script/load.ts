@@ -14,6 +14,8 @@ import { ModelScript } from "./schema.js";
 export interface ScriptProblem {
   /** e.g. `$.rules[2].match.regex`. */
   path: string;
+  /** The same place as keys and indexes, e.g. `["rules", 2, "match", "regex"]`. */
+  at: (string | number)[];
   /** 1-based, when the script was read from text. */
   line?: number;
   message: string;
@@ -21,18 +23,18 @@ export interface ScriptProblem {
 
 export type LoadedScript = { ok: true; script: ModelScript } | { ok: false; problems: ScriptProblem[] };
 
-const jsonPath = (segments: readonly PropertyKey[]): string =>
-  segments.reduce<string>((at, key) => pathAt(at, typeof key === "number" ? key : String(key)), "$");
+const jsonPath = (segments: readonly (string | number)[]): string => segments.reduce<string>((at, key) => pathAt(at, key), "$");
 
 function problemsOf(error: z.ZodError, text?: string): ScriptProblem[] {
   const tree = text === undefined ? undefined : parseTree(text, [], { allowTrailingComma: true });
   return error.issues.slice(0, 10).map((issue) => {
     // An unknown key is reported on its object: name the key itself.
     const keys = issue.code === "unrecognized_keys" ? issue.keys : [];
-    const segments = keys.length ? [...issue.path, keys[0]!] : issue.path;
-    const node = tree && findNodeAtLocation(tree, segments.filter((s) => typeof s !== "symbol") as (string | number)[]);
+    const at = [...issue.path, ...keys.slice(0, 1)].map((s) => (typeof s === "number" ? s : String(s)));
+    const node = tree && findNodeAtLocation(tree, at);
     const line = node && text !== undefined ? text.slice(0, node.offset).split("\n").length : undefined;
-    return { path: jsonPath(segments), ...(line !== undefined ? { line } : {}), message: issue.message };
+    const message = keys.length ? `Unknown field '${keys[0]}'` : issue.message;
+    return { path: jsonPath(at), at, ...(line !== undefined ? { line } : {}), message };
   });
 }
 
@@ -45,7 +47,7 @@ export function parseScript(value: unknown, text?: string): LoadedScript {
 /** Reads and checks script text (JSON with comments and trailing commas). */
 export function parseScriptText(text: string): LoadedScript {
   const { value, problems } = readJsonc(text);
-  if (problems.length) return { ok: false, problems: problems.map((message) => ({ path: "$", message })) };
+  if (problems.length) return { ok: false, problems: problems.map((message) => ({ path: "$", at: [], message })) };
   return parseScript(value, text);
 }
 
@@ -55,7 +57,7 @@ export async function loadScriptFile(file: string, signal?: AbortSignal): Promis
   try {
     text = await readFile(file, { encoding: "utf8", signal });
   } catch (error) {
-    return { ok: false, problems: [{ path: "$", message: `Cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}` }] };
+    return { ok: false, problems: [{ path: "$", at: [], message: `Cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}` }] };
   }
   return parseScriptText(text);
 }
