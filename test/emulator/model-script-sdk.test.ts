@@ -184,7 +184,7 @@ describe("streams", () => {
     }
     expect(events.at(-1)).toBe("response.incomplete");
     expect(last).toMatchObject({ status: "incomplete", incomplete_details: { reason: "max_output_tokens" } });
-    expect(last?.output_text ?? (last?.output[0] as { content: { text: string }[] }).content[0]!.text).toBe("abcdefgh");
+    expect(last?.output[0]).toMatchObject({ type: "message", status: "incomplete", content: [{ type: "output_text", text: "abcdefgh" }] });
     const whole = await main.responses.create({ model: "m", input: "cut", max_output_tokens: 2 });
     expect(whole).toMatchObject({ status: "incomplete", incomplete_details: { reason: "max_output_tokens" } });
     expect(whole.output_text).toBe("abcdefgh");
