@@ -50,6 +50,8 @@ export interface RouteSpec<
   response: R;
   /** Statuses this route can answer besides success, for the OpenAPI document. */
   errors: readonly number[];
+  /** Of `errors`, those whose body may be the instance gateway's own error (OpenAI shape) instead of `{detail}`. */
+  gatewayErrors?: readonly number[];
   /** Deepest JSON nesting accepted in the body (default `MAX_JSON_DEPTH`). */
   maxDepth?: number;
 }
@@ -67,6 +69,8 @@ const route = <
 const PUBLIC = { kind: "public" } as const satisfies Access;
 const ORG = { kind: "org" } as const satisfies Access;
 const ADMIN = { kind: "admin" } as const satisfies Access;
+/** What an instance gateway answers itself on a message call (passed through): a bad request, a rate limit. */
+const GATEWAY_ERRORS = [400, 429] as const;
 const may = <P extends Permission>(permission: P) => ({ kind: "instance", permission }) as const satisfies Access;
 
 const AUTH = [401, 403] as const;
@@ -98,8 +102,8 @@ export const routes = {
   deleteInstance: route({ method: "DELETE", path: "/v1/instances/{instance_id}", tag: "instances", summary: "Terminate an instance with all its files and state", access: ORG, status: 204, response: "empty", errors: ON_INSTANCE }),
 
   // Messaging
-  createResponse: route({ method: "POST", path: "/v1/instances/{instance_id}/responses", tag: "messaging", summary: "Send a message in the default session", access: may("interact"), body: responses.ResponseRequest, streams: true, status: 200, response: responses.ResponseObject, errors: [...ON_INSTANCE, 400, 409, 422, 502] }),
-  createSessionResponse: route({ method: "POST", path: "/v1/instances/{instance_id}/session/{session_id}/responses", tag: "messaging", summary: "Send a message in a named session", access: may("interact"), body: responses.ResponseRequest, streams: true, status: 200, response: responses.ResponseObject, errors: [...ON_INSTANCE, 400, 409, 422, 502] }),
+  createResponse: route({ method: "POST", path: "/v1/instances/{instance_id}/responses", tag: "messaging", summary: "Send a message in the default session", access: may("interact"), body: responses.ResponseRequest, streams: true, status: 200, response: responses.ResponseObject, errors: [...ON_INSTANCE, 400, 409, 422, 429, 502], gatewayErrors: GATEWAY_ERRORS }),
+  createSessionResponse: route({ method: "POST", path: "/v1/instances/{instance_id}/session/{session_id}/responses", tag: "messaging", summary: "Send a message in a named session", access: may("interact"), body: responses.ResponseRequest, streams: true, status: 200, response: responses.ResponseObject, errors: [...ON_INSTANCE, 400, 409, 422, 429, 502], gatewayErrors: GATEWAY_ERRORS }),
 
   // Channels
   listChannels: route({ method: "GET", path: "/v1/instances/{instance_id}/channels", tag: "channels", summary: "The channel catalog with what is enabled", access: may("channels"), status: 200, response: zod.array(channels.ChannelListItem), errors: ON_INSTANCE }),
