@@ -3,7 +3,7 @@
  * place named (a JSON path, and the line in a file), wherever it comes from:
  * a file at start, `createEmulator({ modelScript })`, or the control plane.
  */
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
@@ -153,5 +153,21 @@ describe("where scripts are loaded", () => {
     expect(await say("ping")).toBe("You said: ping");
     expect((await request(t.app).get("/_emulator/model-script")).body).toEqual({ scope: "global", script: null, hits: {} });
     expect((await request(t.app).get("/_emulator/instances/nope/model-script")).status).toBe(404);
+  });
+});
+
+describe("the documentation's examples", () => {
+  const contract = readFileSync(new URL("../../docs/api-contract.md", import.meta.url), "utf8");
+  const section = contract.slice(contract.indexOf("### Scripting the model"));
+
+  it("the example script loads", () => {
+    const example = /```jsonc\n([\s\S]*?)```/.exec(section)![1]!;
+    expect(parseScriptText(example)).toMatchObject({ ok: true });
+  });
+
+  it("every answer of the table of kinds is a valid answer", () => {
+    const rows = [...section.matchAll(/^\| [a-z ]+ \| `(\{.*?\})` \|/gm)].map((m) => m[1]!);
+    expect(rows).toHaveLength(8);
+    for (const answer of rows) expect(parseScriptText(`{"rules": [{"answer": ${answer}}]}`), answer).toMatchObject({ ok: true });
   });
 });
