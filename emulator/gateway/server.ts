@@ -269,7 +269,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
       return;
     }
     const directive = parseDirective(request.userText);
-    const rules = options.scripts?.rulesFor(instanceId) ?? [];
+    const rules = options.scripts?.rulesFor(instanceId, clock.now()) ?? [];
     // Without a script, a bad directive is refused first, as it always was.
     if (!rules.length && !directive.ok) return sendError(res, directive.error);
 
@@ -287,7 +287,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
       turnNumber: () => chainInputs(options.state(), explicitParent ?? sessionHead(options.state(), instanceId, session)).length + 1,
       newId,
     });
-    if (plan.kind !== "echo" && plan.rule) options.scripts?.fired(plan.rule);
+    if (plan.kind !== "echo" && plan.rule) options.scripts?.fired(plan.rule, clock.now());
     if (plan.kind === "error") return sendError(res, plan.error);
     await waitBeforeAnswer(plan, request);
 

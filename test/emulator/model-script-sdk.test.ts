@@ -10,6 +10,8 @@ import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { ModelScriptInput } from "../../emulator/gateway/script/index.js";
+import { createEmulator } from "../../emulator/index.js";
+import { createManualClock } from "../../shared/clock.js";
 import type { Instance } from "../../shared/schemas/instances.js";
 import { runningInstance, signupOrg, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
@@ -24,6 +26,8 @@ const SCRIPT: ModelScriptInput = {
     { name: "thinker", match: { input: "think" }, answer: { reasoning: "Weighing it up.", text: "Done thinking." } },
     { name: "refuser", match: { input: "refuse me" }, answer: { refusal: "I cannot help with that." } },
     { name: "busy", match: { input: "busy" }, times: 1, answer: { error: { status: 429, retry_after: 0 } } },
+    { name: "limited", match: { input: "limited" }, answer: { error: { status: 429, retry_after: 30, hold: true } } },
+    { name: "briefly limited", match: { input: "briefly" }, answer: { error: { status: 429, retry_after: 0.05, hold: true } } },
     {
       name: "too long",
       match: { input: "huge" },
@@ -58,8 +62,11 @@ interface Setup {
   session: (name: string) => OpenAI;
 }
 
-async function setup(options: { maxRetries?: number } = {}): Promise<Setup> {
-  t = await startEmulator({ modelScript: SCRIPT });
+async function setup(options: { maxRetries?: number; realClock?: boolean } = {}): Promise<Setup> {
+  if (options.realClock) {
+    const emulator = await createEmulator({ provisionMs: 0, validateResponses: true, modelScript: SCRIPT });
+    t = { emulator, app: emulator.app, clock: createManualClock(), close: () => emulator.close() };
+  } else t = await startEmulator({ modelScript: SCRIPT });
   const url = await t.emulator.listen();
   const org = await signupOrg(t.app);
   const instance = await runningInstance(t, org);
@@ -230,7 +237,7 @@ describe("errors", () => {
     expect(limited.headers.get("retry-after-ms")).toBe("0");
   });
 
-  it("the SDK's own retry honours retry-after and gets the answer once the rule has fired its times", async () => {
+  it("the SDK's own retry gets the answer once the rule has fired its times", async () => {
     const { session } = await setup({ maxRetries: 2 });
     const answer = await session("retry").responses.create({ model: "m", input: "busy" });
     expect(answer.output_text).toBe("You said: busy");
@@ -239,6 +246,31 @@ describe("errors", () => {
     expect(calls.map((c) => c.status)).toEqual([429, 200]);
     const script = await request(t.app).get("/_emulator/model-script");
     expect(script.body.hits).toMatchObject({ busy: 1 });
+  });
+
+  it("a held rate limit lifts once retry-after has passed on the emulator's clock", async () => {
+    const { main } = await setup();
+    const limited = async () => {
+      const error = await main.responses.create({ model: "m", input: "limited" }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RateLimitError);
+      expect((error as RateLimitError).headers.get("retry-after")).toBe("30");
+    };
+    await limited();
+    t.clock.advance(29_000);
+    await limited();
+    t.clock.advance(1_000);
+    expect((await main.responses.create({ model: "m", input: "limited" })).output_text).toBe("You said: limited");
+  });
+
+  it("the SDK's own retry waits what retry-after-ms says: one retry, after the limit has lifted", async () => {
+    // The emulator on the system clock: the SDK sleeps for real, 50 ms. Had it retried sooner, the
+    // held limit would have answered 429 again; a loaded machine only makes the wait longer.
+    const { session } = await setup({ maxRetries: 3, realClock: true });
+    const answer = await session("brief").responses.create({ model: "m", input: "briefly" });
+    expect(answer.output_text).toBe("You said: briefly");
+    const journal = await request(t.app).get("/_emulator/requests");
+    const calls = (journal.body as { path: string; status: number }[]).filter((r) => r.path.endsWith("/session/brief/responses"));
+    expect(calls.map((c) => c.status)).toEqual([429, 200]);
   });
 
   it("a context-length error is the SDK's BadRequestError with code context_length_exceeded", async () => {

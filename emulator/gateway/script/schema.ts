@@ -55,17 +55,24 @@ export const ScriptToolCall = z.strictObject({
   call_id: z.string().min(1).optional(),
 });
 
-export const ScriptError = z.strictObject({
-  /** HTTP status, 400-599 (a 5xx reaches API callers as 502, like any gateway 5xx). */
-  status: z.number().int().min(400).max(599),
-  /** OpenAI error `type`; default `invalid_request_error` below 500, `server_error` from 500, `rate_limit_error` for 429. */
-  type: z.string().min(1).optional(),
-  code: z.string().nullable().optional(),
-  param: z.string().nullable().optional(),
-  message: z.string().optional(),
-  /** Seconds, sent as `retry-after` (and `retry-after-ms`). */
-  retry_after: z.number().min(0).optional(),
-});
+export const ScriptError = z
+  .strictObject({
+    /** HTTP status, 400-599 (a 5xx reaches API callers as 502, like any gateway 5xx). */
+    status: z.number().int().min(400).max(599),
+    /** OpenAI error `type`; default `invalid_request_error` below 500, `server_error` from 500, `rate_limit_error` for 429. */
+    type: z.string().min(1).optional(),
+    code: z.string().nullable().optional(),
+    param: z.string().nullable().optional(),
+    message: z.string().optional(),
+    /** Seconds, sent as `retry-after` (and `retry-after-ms`). */
+    retry_after: z.number().min(0).max(86_400).optional(),
+    /**
+     * Keep answering this error from the rule's first firing until `retry_after` seconds have
+     * passed on the emulator's clock, then step aside for good (a rate limit that lifts).
+     */
+    hold: z.boolean().optional(),
+  })
+  .refine((error) => !error.hold || error.retry_after !== undefined, { message: "`hold` needs `retry_after`", path: ["hold"] });
 
 export const ScriptFailure = z.strictObject({
   code: z.string().default("server_error"),
