@@ -144,6 +144,20 @@ describe("failed answers", () => {
   });
 });
 
+describe("visibility", () => {
+  it("the request log shows the rule that answered, in the response it logged", async () => {
+    const { org, instance } = await setup({ modelScript: { rules: [{ name: "greeter", match: { input: "hi" }, answer: { text: "Hello." } }] } });
+    await send(org, instance.id, { input: "hi" });
+    await send(org, instance.id, { input: "unscripted" });
+    const lines = (await request(t!.app).get("/_emulator/console/requests")).body as { id: number; path: string }[];
+    const calls = lines.filter((l) => l.path.endsWith("/session/main/responses"));
+    expect(calls).toHaveLength(2);
+    const detail = async (id: number) => (await request(t!.app).get(`/_emulator/console/requests/${id}`)).body.response.body;
+    expect((await detail(calls[0]!.id)).metadata).toEqual({ emulator_rule: "greeter" });
+    expect((await detail(calls[1]!.id)).metadata).toBeUndefined();
+  });
+});
+
 describe("determinism and restarts", () => {
   const script: ModelScriptInput = {
     rules: [
