@@ -8,7 +8,7 @@ import { type Plan, planTurn } from "./plan.js";
 import { itemText, recordOf, type Reply, replyText as textOf } from "./reply.js";
 import { invalid, parseResponsesRequest, type ResponsesRequest } from "./request.js";
 import type { NewId } from "./script/answer.js";
-import type { FakeGateway, GatewayError, GatewayOptions, StoredResponse } from "./types.js";
+import type { FakeGateway, GatewayError, GatewayOptions, GatewayState, StoredResponse } from "./types.js";
 import type { Clock } from "../../shared/clock.js";
 import { deltaDueAt, errorBody, finalResponse, pacedDeltas, streamFrames, type Frame, type Turn } from "./wire.js";
 
@@ -216,6 +216,37 @@ function storedOf(turn: Turn, instanceId: string, session: string): StoredRespon
   };
 }
 
+/** A request let through by its route and faults. */
+interface Admitted {
+  instanceId: string;
+  /** The instance's generation when the request arrived: a turn of a deleted instance stores nothing. */
+  generation: number;
+  /** A reset fault that cuts a streamed answer after this many deltas. */
+  resetAfterDeltas: number | undefined;
+}
+
+/** What answers a turn, and where it belongs. */
+interface Planned {
+  plan: Exclude<Plan, { kind: "error" }>;
+  session: string;
+  explicitParent: string | null;
+}
+
+/** A turn made, with where it is stored. */
+interface StoredTurn {
+  turn: Turn;
+  instanceId: string;
+  session: string;
+  /** The state its parent was settled in (a reset or import meanwhile leaves it out of the new one). */
+  state: GatewayState;
+}
+
+/** Sends the error and stops the turn (a step's `null`). */
+const refuse = (res: ServerResponse, error: GatewayError): null => {
+  sendError(res, error);
+  return null;
+};
+
 const notFound = (id: string): GatewayError => invalid("previous_response_not_found", "previous_response_id", `Previous response with id '${id}' not found.`);
 
 export function createGateway(options: GatewayOptions): FakeGateway {
@@ -227,59 +258,81 @@ export function createGateway(options: GatewayOptions): FakeGateway {
   const sendStream = createStreamSender(clock);
   const newId: NewId = (prefix) => `${prefix}_${hex(random, 16)}`;
 
+  /** One request, from its route to its answer: each step answers the client itself when it stops the turn. */
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const admitted = await admit(req, res);
+    if (!admitted) return;
+    const request = await readRequest(req, res, admitted);
+    if (!request) return;
+    const planned = await plan(req, res, admitted.instanceId, request);
+    if (!planned) return;
+    await waitBeforeAnswer(planned.plan, request);
+    const turn = await makeTurn(res, admitted.instanceId, request, planned);
+    if (!turn) return;
+    await deliver(res, turn, request, planned.plan, admitted);
+  }
+
+  /** Step 1: the route and the injected fault, applied before the request is read. */
+  async function admit(req: IncomingMessage, res: ServerResponse): Promise<Admitted | null> {
     const instanceId = instanceOfPath(req.method, req.url);
     if (instanceId === null || (options.serves && !options.serves(instanceId))) {
       sendError(res, invalid("not_found", null, `No route for ${req.method ?? "?"} ${req.url ?? ""}.`, 404));
-      return;
+      return null;
     }
-
     const generation = generations.get(instanceId) ?? 0;
     const fault = options.faultFor?.(instanceId);
     if (fault?.latencyMs !== undefined && fault.latencyMs > 0) await clock.sleep(fault.latencyMs);
-    // A reset after some deltas is applied while streaming, below.
+    // A reset after some deltas is applied while streaming (deliver).
     const resetAfterDeltas = fault?.error === "reset" ? fault.resetAfterDeltas : undefined;
     if (fault?.error === "reset" && resetAfterDeltas === undefined) {
       req.socket.destroy();
-      return;
+      return null;
     }
     if (fault?.error === "timeout") {
       // Read and drop the body, never answer; close() destroys the socket.
       req.resume();
-      return;
+      return null;
     }
     if (fault?.status !== undefined) {
       sendError(res, injectedError(fault.status));
-      return;
+      return null;
     }
+    return { instanceId, generation, resetAfterDeltas };
+  }
 
+  /** Step 2: the body, read and checked. */
+  async function readRequest(req: IncomingMessage, res: ServerResponse, admitted: Admitted): Promise<ResponsesRequest | null> {
     const body = await readBody(req);
     if (!body.ok) {
       if (body.reason === "too_large") {
         sendError(res, invalid("request_too_large", null, `Request body exceeds ${BODY_LIMIT} bytes.`, 413), true);
       }
-      return;
+      return null;
     }
     const parsed = parseResponsesRequest(body.body);
-    if (!parsed.ok) return sendError(res, parsed.error);
-    const request = parsed.value;
-    if (resetAfterDeltas !== undefined && !request.stream) {
+    if (!parsed.ok) {
+      sendError(res, parsed.error);
+      return null;
+    }
+    if (admitted.resetAfterDeltas !== undefined && !parsed.value.stream) {
       // Nothing to cut part-way: a non-streamed answer is reset before it is made.
       req.socket.destroy();
-      return;
+      return null;
     }
+    return parsed.value;
+  }
+
+  /** Step 3: which part of the model answers (a script rule, a directive, a default, the echo); a rule that fires is counted. */
+  async function plan(req: IncomingMessage, res: ServerResponse, instanceId: string, request: ResponsesRequest): Promise<Planned | null> {
     const directive = parseDirective(request.userText);
     const rules = options.scripts?.rulesFor(instanceId, clock.now()) ?? [];
     // Without a script, a bad directive is refused first, as it always was.
-    if (!rules.length && !directive.ok) return sendError(res, directive.error);
-
+    if (!rules.length && !directive.ok) return refuse(res, directive.error);
     await options.prepare?.(instanceId);
     const session = sessionOf(req);
     const explicitParent = request.previousResponseId;
-    if (explicitParent !== null && !responseOf(options.state(), instanceId, explicitParent)) {
-      return sendError(res, notFound(explicitParent));
-    }
-    const plan = planTurn({
+    if (explicitParent !== null && !responseOf(options.state(), instanceId, explicitParent)) return refuse(res, notFound(explicitParent));
+    const chosen = planTurn({
       request,
       directive,
       session,
@@ -287,26 +340,28 @@ export function createGateway(options: GatewayOptions): FakeGateway {
       turnNumber: () => chainInputs(options.state(), explicitParent ?? sessionHead(options.state(), instanceId, session)).length + 1,
       newId,
     });
-    if (plan.kind !== "echo" && plan.rule) options.scripts?.fired(plan.rule, clock.now());
-    if (plan.kind === "error") return sendError(res, plan.error);
-    await waitBeforeAnswer(plan, request);
+    if (chosen.kind !== "echo" && chosen.rule) options.scripts?.fired(chosen.rule, clock.now());
+    if (chosen.kind === "error") return refuse(res, chosen.error);
+    return { plan: chosen, session, explicitParent };
+  }
 
+  /** Step 4 (after the waits): the turn, its parent settled and its reply made. */
+  async function makeTurn(res: ServerResponse, instanceId: string, request: ResponsesRequest, planned: Planned): Promise<StoredTurn | null> {
     // The parent is settled when the turn completes, so concurrent turns of one
     // session chain one after another instead of forking from the same head.
     // (A streamed turn names its parent in its first event, so it is settled when the stream starts.)
     const state = options.state();
-    if (explicitParent !== null && !responseOf(state, instanceId, explicitParent)) {
-      return sendError(res, notFound(explicitParent));
-    }
+    const { explicitParent, session } = planned;
+    if (explicitParent !== null && !responseOf(state, instanceId, explicitParent)) return refuse(res, notFound(explicitParent));
     const parentId = explicitParent ?? sessionHead(state, instanceId, session);
     // Drawn before the echo's message id, in the order ids were always drawn (a seed repeats them).
     const id = `resp_${hex(random, 16)}`;
     let reply: Reply;
-    if (plan.kind === "echo") {
-      const made = await echoReply(instanceId, plan.directive, request, () => chainInputs(state, parentId));
-      if (!made.ok) return sendError(res, made.error);
+    if (planned.plan.kind === "echo") {
+      const made = await echoReply(instanceId, planned.plan.directive, request, () => chainInputs(state, parentId));
+      if (!made.ok) return refuse(res, made.error);
       reply = made.reply;
-    } else reply = plan.reply;
+    } else reply = planned.plan.reply;
     const turn: Turn = {
       id,
       createdAt: Math.floor(clock.now() / 1000),
@@ -316,32 +371,40 @@ export function createGateway(options: GatewayOptions): FakeGateway {
       inputText: request.userText,
       reply,
     };
-    const store = async (): Promise<void> => {
-      if (closed || (generations.get(instanceId) ?? 0) !== generation || reply.status === "failed") return;
-      const response = storedOf(turn, instanceId, session);
-      record(state, response);
-      // Answered once the store says the turn is kept.
-      await options.onChange({ kind: "record", response });
-      options.onTurn?.(response);
-    };
+    return { turn, instanceId, session, state };
+  }
 
+  /** Stores a turn and makes it its session's head, unless the instance was deleted meanwhile or the answer failed. */
+  async function store({ turn, instanceId, session, state }: StoredTurn, generation: number): Promise<void> {
+    if (closed || (generations.get(instanceId) ?? 0) !== generation || turn.reply.status === "failed") return;
+    const response = storedOf(turn, instanceId, session);
+    record(state, response);
+    // Answered once the store says the turn is kept.
+    await options.onChange({ kind: "record", response });
+    options.onTurn?.(response);
+  }
+
+  /** Step 5: the answer, whole or streamed; stored first, or (streamed) just before its last event. */
+  async function deliver(res: ServerResponse, stored: StoredTurn, request: ResponsesRequest, chosen: Plan, admitted: Admitted): Promise<void> {
+    const { turn } = stored;
+    const { reply } = turn;
     // The rule that answered, for the request log (the body's `metadata` says it too).
     if (reply.rule !== undefined && !gone(res)) res.setHeader(RULE_HEADER, encodeURIComponent(reply.rule));
     if (!request.stream) {
-      await store();
+      await store(stored, admitted.generation);
       sendJson(res, 200, JSON.stringify(finalResponse(turn)));
       return;
     }
     // A streamed turn joins the conversation when it completes: a stream the
     // client closed (or a reset cut) before `response.completed` stores nothing.
-    const paceMs = plan.kind === "echo" ? (plan.directive.kind === "stream" ? plan.directive.ms : undefined) : reply.streamMs;
+    const paceMs = chosen.kind === "echo" ? (chosen.directive.kind === "stream" ? chosen.directive.ms : undefined) : reply.streamMs;
     const split = paceMs !== undefined ? (text: string) => pacedDeltas(text, paceMs) : undefined;
     const deltaCount = split ? reply.items.reduce((n, item) => n + split(itemText(item)).length, 0) : 0;
     await sendStream(res, streamFrames(turn, split), {
       ...(paceMs !== undefined ? { paceMs } : {}),
       deltaCount,
-      ...(resetAfterDeltas !== undefined ? { resetAfterDeltas } : {}),
-      beforeCompleted: store,
+      ...(admitted.resetAfterDeltas !== undefined ? { resetAfterDeltas: admitted.resetAfterDeltas } : {}),
+      beforeCompleted: () => store(stored, admitted.generation),
     });
   }
 
