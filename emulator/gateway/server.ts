@@ -1,3 +1,7 @@
+/**
+ * The fake gateway's server: routes `POST /instances/:id/v1/responses`, applies
+ * injected faults, and answers each turn in five named steps (see `handle`).
+ */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { hex } from "../../shared/random.js";
@@ -8,14 +12,10 @@ import { type Plan, planTurn } from "./plan.js";
 import { itemText, recordOf, type Reply, replyText as textOf } from "./reply.js";
 import { invalid, parseResponsesRequest, type ResponsesRequest } from "./request.js";
 import type { NewId } from "./script/answer.js";
+import { BODY_LIMIT, gone, readBody, sendError, sendJson } from "./http.js";
+import { createStreamSender } from "./stream-sender.js";
 import type { FakeGateway, GatewayError, GatewayOptions, GatewayState, StoredResponse } from "./types.js";
-import type { Clock } from "../../shared/clock.js";
-import { deltaDueAt, errorBody, finalResponse, pacedDeltas, streamFrames, type Frame, type Turn } from "./wire.js";
-
-/** Bodies carry a turn's text; 16 MiB is far above anything the emulator forwards (1 MiB). */
-const BODY_LIMIT = 16 * 1024 * 1024;
-/** Flush streamed frames in pieces of about this many characters. */
-const STREAM_BATCH = 16 * 1024;
+import { finalResponse, pacedDeltas, streamFrames, type Turn } from "./wire.js";
 
 /** Names the script rule that answered a turn (percent-encoded). */
 export const RULE_HEADER = "x-emulator-model-rule";
@@ -38,158 +38,6 @@ function sessionOf(req: IncomingMessage): string {
   const header = req.headers["x-session-key"];
   const value = Array.isArray(header) ? header[0] : header;
   return value ? value : "main";
-}
-
-type Body = { ok: true; body: Buffer } | { ok: false; reason: "too_large" | "aborted" };
-
-function readBody(req: IncomingMessage): Promise<Body> {
-  return new Promise((resolve) => {
-    const declared = Number(req.headers["content-length"]);
-    if (declared > BODY_LIMIT) {
-      resolve({ ok: false, reason: "too_large" });
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (result: Body) => {
-      if (settled) return;
-      settled = true;
-      resolve(result);
-    };
-    req.on("data", (chunk: Buffer) => {
-      if (settled) return;
-      size += chunk.length;
-      if (size > BODY_LIMIT) {
-        req.pause();
-        settle({ ok: false, reason: "too_large" });
-      } else chunks.push(chunk);
-    });
-    req.on("end", () => settle({ ok: true, body: Buffer.concat(chunks, size) }));
-    req.on("error", () => settle({ ok: false, reason: "aborted" }));
-    req.on("close", () => settle({ ok: false, reason: "aborted" }));
-  });
-}
-
-const gone = (res: ServerResponse): boolean => res.destroyed || res.writableEnded;
-
-function sendJson(res: ServerResponse, status: number, body: string, close = false): void {
-  if (gone(res)) return;
-  const headers: Record<string, string | number> = {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(body),
-  };
-  // After a refused oversized body the rest of it is not worth reading.
-  if (close) headers.connection = "close";
-  res.writeHead(status, headers);
-  res.end(body);
-}
-
-function sendError(res: ServerResponse, error: GatewayError, close = false): void {
-  if (error.retryAfter !== undefined && !gone(res)) {
-    // Both forms: `retry-after` in whole seconds as HTTP defines it, `-ms` exactly (the OpenAI SDKs read it first).
-    res.setHeader("retry-after", String(Math.ceil(error.retryAfter)));
-    res.setHeader("retry-after-ms", String(Math.round(error.retryAfter * 1000)));
-  }
-  sendJson(res, error.status, errorBody(error), close);
-}
-
-/** Resolves once the response can take more data, or is gone. */
-function writable(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off("drain", done);
-      res.off("close", done);
-      resolve();
-    };
-    res.on("drain", done);
-    res.on("close", done);
-  });
-}
-
-/** How a streamed answer is sent. */
-interface StreamPlan {
-  /** Paced (`!stream S`): deltas spread evenly over this many ms, each written at once. */
-  paceMs?: number;
-  /** Delta frames in the stream, every item's (for the pacing). */
-  deltaCount: number;
-  /** Fault: the connection is destroyed once this many deltas were sent (before the text is done, if it has fewer). */
-  resetAfterDeltas?: number;
-  /** Called just before `response.completed` is written, if the client is still there; awaited (the store makes the turn durable). */
-  beforeCompleted(): Promise<void>;
-}
-
-export function createStreamSender(clock: Clock) {
-  /** Waits `ms` on the clock, or less if the client goes away (which aborts the stream). */
-  const waitUnlessGone = (res: ServerResponse, ms: number): Promise<void> => {
-    if (ms <= 0 || gone(res)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        timer.cancel();
-        res.off("close", done);
-        resolve();
-      };
-      const timer = clock.setTimeout(done, ms);
-      res.on("close", done);
-    });
-  };
-
-  const write = async (res: ServerResponse, text: string): Promise<void> => {
-    if (text && !res.write(text)) await writable(res);
-  };
-
-  /**
-   * Cuts the connection in the middle of the body: what was written is
-   * flushed first (a FIN after the data, so the client reliably sees those
-   * events), then the socket closes without the body's end.
-   */
-  const cut = async (res: ServerResponse, text: string): Promise<void> => {
-    await write(res, text);
-    res.socket?.end();
-  };
-
-  return async function sendStream(res: ServerResponse, frames: Iterable<Frame>, plan: StreamPlan): Promise<void> {
-    if (gone(res)) return;
-    res.writeHead(200, {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-    });
-    const start = clock.now();
-    const paced = plan.paceMs !== undefined;
-    let batch = "";
-    let deltas = 0;
-    for (const frame of frames) {
-      const isDelta = frame.delta === true;
-      if (isDelta || frame.closesText) {
-        // The fault never lets the stream complete, even when it has fewer deltas.
-        if (plan.resetAfterDeltas !== undefined && (!isDelta || deltas >= plan.resetAfterDeltas)) return cut(res, batch);
-        if (paced) {
-          // Written in time order: what is due now goes out before the wait.
-          await write(res, batch);
-          batch = "";
-          // A text closes with its last delta; the last one of all is due at the end.
-          const due = isDelta
-            ? deltaDueAt(deltas, plan.deltaCount, plan.paceMs!)
-            : deltas >= plan.deltaCount
-              ? plan.paceMs!
-              : deltaDueAt(deltas - 1, plan.deltaCount, plan.paceMs!);
-          await waitUnlessGone(res, start + due - clock.now());
-          if (gone(res)) return;
-        }
-        if (isDelta) deltas++;
-      }
-      if (frame.type === "response.completed" || frame.type === "response.incomplete") {
-        if (gone(res)) return;
-        await plan.beforeCompleted();
-      }
-      batch += frame.text;
-      if (batch.length < STREAM_BATCH && !paced) continue;
-      await write(res, batch);
-      batch = "";
-      if (gone(res)) return;
-    }
-    res.end(batch);
-  };
 }
 
 const injectedError = (status: number): GatewayError => ({
