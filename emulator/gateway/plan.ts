@@ -38,6 +38,7 @@ export function planTurn(input: PlanInput): Plan {
       session: input.session,
       hasTools: request.tools.length > 0,
       hasFormat: request.format !== null,
+      instructions: request.instructions,
       get turn() {
         turn ??= input.turnNumber();
         return turn;

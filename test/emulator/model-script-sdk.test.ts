@@ -36,6 +36,7 @@ const SCRIPT: ModelScriptInput = {
     { name: "person", match: { format: true, contains: "person" }, answer: { output: { name: "Ada", age: 36 } } },
     { name: "cut", match: { input: "cut" }, answer: { text: "abcdefghijklmnopqrstuvwxyz", incomplete: true } },
     { name: "second turn in b", match: { session: "b", turn: 2 }, answer: { text: "second in b" } },
+    { name: "pirate", match: { instructions: "pirate" }, answer: { text: "Arr." } },
   ],
 };
 
@@ -121,6 +122,16 @@ describe("tools", () => {
     });
     expect(result.previous_response_id).toBe(call.id);
     expect(result.output_text).toBe("It is sunny in Paris.");
+  });
+});
+
+describe("instructions", () => {
+  it("a rule can match the request's instructions, and the response echoes them", async () => {
+    const { main } = await setup();
+    const answer = await main.responses.create({ model: "m", instructions: "Talk like a pirate.", input: "hello" });
+    expect(answer.output_text).toBe("Arr.");
+    expect(answer.instructions).toBe("Talk like a pirate.");
+    expect((await main.responses.create({ model: "m", input: "hello" })).output_text).toBe("You said: hello");
   });
 });
 

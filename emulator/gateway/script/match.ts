@@ -8,6 +8,8 @@ export interface MatchContext {
   session: string;
   hasTools: boolean;
   hasFormat: boolean;
+  /** The request's `instructions`, or null. */
+  instructions: string | null;
   /** This turn's number in its conversation, from 1. */
   turn: number;
   /** `call_id`s of the request's `function_call_output` items. */
@@ -36,6 +38,7 @@ export function matches(match: ScriptMatch, ctx: MatchContext): boolean {
   if (match.session !== undefined && ctx.session !== match.session) return false;
   if (match.tools !== undefined && ctx.hasTools !== match.tools) return false;
   if (match.format !== undefined && ctx.hasFormat !== match.format) return false;
+  if (match.instructions !== undefined && !(ctx.instructions ?? "").includes(match.instructions)) return false;
   if (match.turn !== undefined && ctx.turn !== match.turn) return false;
   if (match.function_call_output === true && ctx.toolOutputCallIds.length === 0) return false;
   if (typeof match.function_call_output === "string" && !ctx.toolOutputCallIds.includes(match.function_call_output)) return false;

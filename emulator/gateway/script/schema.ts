@@ -35,6 +35,8 @@ export const ScriptMatch = z
     tools: z.boolean().optional(),
     /** Whether the request sent a JSON `text.format`. */
     format: z.boolean().optional(),
+    /** The request's `instructions` contain this text. */
+    instructions: z.string().optional(),
     /** The turn's number in its conversation, from 1. */
     turn: z.number().int().min(1).optional(),
     /** The input carries a `function_call_output`: for this `call_id`, or (`true`) for any call. */
