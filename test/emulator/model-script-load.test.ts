@@ -9,6 +9,7 @@ import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
 import { createEmulator } from "../../emulator/index.js";
 import { parseScriptText } from "../../emulator/gateway/script/index.js";
+import { runCli } from "../helpers/cli.js";
 import { runningInstance, signupOrg, startEmulator, tempDir, type TestEmulator } from "../helpers/emulator.js";
 
 let t: TestEmulator | undefined;
@@ -94,6 +95,20 @@ describe("where scripts are loaded", () => {
     // Nothing was opened: the same data directory opens (it is not left locked).
     const opened = await createEmulator({ dataDir });
     await opened.close();
+  });
+
+  it("--model-script with an error stops the process at start with the file and the place, in one message", async () => {
+    const dir = tempDir();
+    cleanups.push(dir.remove);
+    const file = join(dir.path, "model.jsonc");
+    writeFileSync(file, `{\n  "rules": [{ "answer": { "txt": "x" } }]\n}`);
+    const run = runCli(["--port", "0", "--in-memory", "--model-script", file]);
+    expect(await run.exited).toBe(1);
+    expect(run.stderr()).toBe(
+      `emulator: The model script ${file} was refused:\n$.rules[0].answer.txt (line 2): Unknown field 'txt'\n` +
+        "$.rules[0].answer (line 2): An answer needs one of text, tool_calls, output, refusal, reasoning, error, failed\n",
+    );
+    expect(run.stdout()).not.toContain("emulator listening on");
   });
 
   it("a script file in force from the start answers", async () => {
