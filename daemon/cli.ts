@@ -20,7 +20,7 @@ import type { DaemonConfig } from "./config/schema.js";
 import { secretsOf } from "./config/secrets.js";
 import { createDaemon, type Daemon, type DaemonOptions } from "./daemon.js";
 import { createLogger, formatNotice, prettyDestination, type Logger } from "./ops/logger.js";
-import { DataDirLockedError } from "./state/files.js";
+import { DataDirLockedError } from "../shared/durable-files.js";
 
 /** Where the person reads short notices: the terminal chat once it runs, stderr before. */
 export interface NoticeBoard {

@@ -19,7 +19,9 @@ import { buildAdapters } from "./adapters/index.js";
 import type { ChannelConfig, DaemonConfig } from "./config/schema.js";
 import { secretsOf } from "./config/secrets.js";
 import type { AdapterStatusEvent, ChatAdapter, InboundSink } from "./core/adapter.js";
-import { createRelay, errorSummary, type Relay, type RelayMetrics } from "./core/relay.js";
+import { adapterKeyOf, type AdapterKey } from "./core/keys.js";
+import { createRelay, type Relay } from "./core/relay.js";
+import { errorSummary, type RelayMetrics } from "./core/relay-types.js";
 import type { Scheduler } from "./core/scheduler.js";
 import { startOpsServer, type HealthReport, type OpsServer } from "./ops/http.js";
 import { createLogger } from "./ops/logger.js";
@@ -82,8 +84,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   let adapters: ChatAdapter[] = options.adapters ? [...options.adapters] : [];
   const adapterStates = new Map<ChatAdapter, AdapterStatusEvent["state"]>();
 
-  const adapterKey = (platform: string, accountId: string) => `${platform}\u0000${accountId}`;
-  const adapterIndex = new Map<string, ChatAdapter>();
+  const adapterIndex = new Map<AdapterKey, ChatAdapter>();
   const channelIndex = new Map<string, ChannelConfig>(config.channels.map((c) => [c.id, c]));
 
   const relayMetrics: RelayMetrics = {
@@ -130,7 +131,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
         ...(options.stdout ? { stdout: options.stdout } : {}),
       });
     }
-    for (const a of adapters) adapterIndex.set(adapterKey(a.platform, a.accountId), a);
+    for (const a of adapters) adapterIndex.set(adapterKeyOf(a.platform, a.accountId), a);
 
     // The relay's scheduler is held until the adapters run: resumed turns go first, new messages queue behind them.
     relay = createRelay({
@@ -141,7 +142,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
       random,
       logger: logger.child({ component: "relay" }),
       metrics: relayMetrics,
-      adapterFor: (platform, accountId) => adapterIndex.get(adapterKey(platform, accountId)),
+      adapterFor: (platform, accountId) => adapterIndex.get(adapterKeyOf(platform, accountId)),
       channelFor: (accountId) => channelIndex.get(accountId),
       onDepth: (instance, depth) => metrics.queueDepth.set({ instance }, depth),
     });

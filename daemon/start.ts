@@ -17,7 +17,7 @@ import { systemClock, type Clock } from "../shared/clock.js";
 import type { TerminalAdapter } from "./adapters/terminal/index.js";
 import { runInForeground } from "./cli.js";
 import { parseConfig } from "./config/load.js";
-import { writeFileAtomic } from "./state/files.js";
+import { writeFileAtomic } from "../shared/durable-files.js";
 
 const PLACEHOLDER_PROVIDER_KEY = "sk-ant-local-placeholder-not-a-real-key";
 

@@ -17,6 +17,8 @@ export interface EmulatorCommandOptions {
   gatewayUrl?: string;
   flushMs: number;
   uploadLimitMb: number;
+  /** A model script file, in force globally from the start. */
+  modelScript?: string;
 }
 
 /** Runs until SIGINT/SIGTERM; resolves with the exit code. */
@@ -34,9 +36,10 @@ export async function runEmulatorCommand(opts: EmulatorCommandOptions): Promise<
       seed: opts.seed,
       adminToken: opts.adminToken,
       gatewayUrl: opts.gatewayUrl,
+      modelScript: opts.modelScript,
     });
   } catch (error) {
-    // A locked (DataDirLockedError) or unreadable data directory: say why in one line, not a stack trace.
+    // A locked (DataDirLockedError) or unreadable data directory, or a refused model script: say why, not a stack trace.
     process.stderr.write(`emulator: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }

@@ -19,6 +19,8 @@ import type { EmulatorEnv, EmulatorSettings } from "./env.js";
 import { sendError } from "./errors.js";
 import { createFaultRegistry } from "./faults.js";
 import { createGateway, type FakeGateway } from "./gateway/index.js";
+import { treeFileWriter } from "./gateway/media.js";
+import { modelScriptHandlers, type ModelScriptInput, openScripts } from "./gateway/script/index.js";
 import { mountRoutes, type Handlers } from "./http/router.js";
 import { applyApiFault } from "./http/api-faults.js";
 import { createRequestJournal, type RequestJournal } from "./journal.js";
@@ -72,6 +74,12 @@ export interface EmulatorOptions {
   eventsMaxQueuedBytes?: number;
   /** Most `/_emulator/events` streams open at once; more answer 503 (default 100). */
   eventsMaxClients?: number;
+  /**
+   * The global model script from the start (docs/api-contract.md, "Scripting the model"):
+   * a file (JSON with comments) or the script itself. A script with an error throws, naming
+   * its place, before anything is opened. Default: none (the echo and its directives answer).
+   */
+  modelScript?: string | ModelScriptInput;
 }
 
 export interface Emulator {
@@ -91,6 +99,8 @@ export interface Emulator {
 
 export async function createEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const clock = options.clock ?? systemClock;
+  // First: a refused script must not leave a store open (and its data directory locked).
+  const scripts = await openScripts(options.modelScript);
   const persistent = options.dataDir !== undefined && options.inMemory !== true;
   const events = createEventHub({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes, maxClients: options.eventsMaxClients });
   // The generator is made once the store is open: a seeded one continues from the position on disk,
@@ -131,6 +141,11 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     prepare: (instanceId) => store.conversations(instanceId),
     clock,
     random,
+    scripts,
+    writeFile: treeFileWriter(
+      (id) => env.workspaces.rootOf(id),
+      () => env.workspaces.tempPath(),
+    ),
     faultFor(instanceId) {
       const rule = faults.take({ target: "gateway", instanceId });
       return (
@@ -193,6 +208,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     ...adminHandlers(env, journal),
     ...extraHandlers(env),
     ...consoleHandlers(env, requestLog),
+    ...modelScriptHandlers(env, scripts),
   };
   mountRoutes(app, env, handlers, { validateResponses: options.validateResponses });
   app.use((_req: Request, res: Response) => void res.status(404).json({ detail: "Not found." }));

@@ -11,6 +11,7 @@ import type { Permission } from "./schemas/common.js";
 import * as files from "./schemas/files.js";
 import * as instances from "./schemas/instances.js";
 import * as keys from "./schemas/keys.js";
+import * as modelScript from "./schemas/model-script.js";
 import * as org from "./schemas/organization.js";
 import * as responses from "./schemas/responses.js";
 import * as skills from "./schemas/skills.js";
@@ -49,6 +50,8 @@ export interface RouteSpec<
   response: R;
   /** Statuses this route can answer besides success, for the OpenAPI document. */
   errors: readonly number[];
+  /** Of `errors`, those whose body may be the instance gateway's own error (OpenAI shape) instead of `{detail}`. */
+  gatewayErrors?: readonly number[];
   /** Deepest JSON nesting accepted in the body (default `MAX_JSON_DEPTH`). */
   maxDepth?: number;
 }
@@ -66,6 +69,8 @@ const route = <
 const PUBLIC = { kind: "public" } as const satisfies Access;
 const ORG = { kind: "org" } as const satisfies Access;
 const ADMIN = { kind: "admin" } as const satisfies Access;
+/** What an instance gateway answers itself on a message call (passed through): a bad request, a rate limit. */
+const GATEWAY_ERRORS = [400, 429] as const;
 const may = <P extends Permission>(permission: P) => ({ kind: "instance", permission }) as const satisfies Access;
 
 const AUTH = [401, 403] as const;
@@ -97,8 +102,8 @@ export const routes = {
   deleteInstance: route({ method: "DELETE", path: "/v1/instances/{instance_id}", tag: "instances", summary: "Terminate an instance with all its files and state", access: ORG, status: 204, response: "empty", errors: ON_INSTANCE }),
 
   // Messaging
-  createResponse: route({ method: "POST", path: "/v1/instances/{instance_id}/responses", tag: "messaging", summary: "Send a message in the default session", access: may("interact"), body: responses.ResponseRequest, streams: true, status: 200, response: responses.ResponseObject, errors: [...ON_INSTANCE, 400, 409, 422, 502] }),
-  createSessionResponse: route({ method: "POST", path: "/v1/instances/{instance_id}/session/{session_id}/responses", tag: "messaging", summary: "Send a message in a named session", access: may("interact"), body: responses.ResponseRequest, streams: true, status: 200, response: responses.ResponseObject, errors: [...ON_INSTANCE, 400, 409, 422, 502] }),
+  createResponse: route({ method: "POST", path: "/v1/instances/{instance_id}/responses", tag: "messaging", summary: "Send a message in the default session", access: may("interact"), body: responses.ResponseRequest, streams: true, status: 200, response: responses.ResponseObject, errors: [...ON_INSTANCE, 400, 409, 422, 429, 502], gatewayErrors: GATEWAY_ERRORS }),
+  createSessionResponse: route({ method: "POST", path: "/v1/instances/{instance_id}/session/{session_id}/responses", tag: "messaging", summary: "Send a message in a named session", access: may("interact"), body: responses.ResponseRequest, streams: true, status: 200, response: responses.ResponseObject, errors: [...ON_INSTANCE, 400, 409, 422, 429, 502], gatewayErrors: GATEWAY_ERRORS }),
 
   // Channels
   listChannels: route({ method: "GET", path: "/v1/instances/{instance_id}/channels", tag: "channels", summary: "The channel catalog with what is enabled", access: may("channels"), status: 200, response: zod.array(channels.ChannelListItem), errors: ON_INSTANCE }),
@@ -139,6 +144,12 @@ export const routes = {
   adminScan: route({ method: "POST", path: "/_emulator/instances/{instance_id}/channels/{channel}/scan", tag: "emulator", summary: "Complete an interactive pairing", access: ADMIN, status: 200, response: channels.ChannelStatus, errors: [401, 403, 404, 409] }),
   adminSetTier: route({ method: "POST", path: "/_emulator/organizations/{organization_id}/tier", tag: "emulator", summary: "Set an organization's plan", access: ADMIN, body: admin.TierRequest, status: 200, response: org.Organization, errors: [401, 403, 404, 422] }),
   adminRequests: route({ method: "GET", path: "/_emulator/requests", tag: "emulator", summary: "Recent requests, newest last", access: ADMIN, status: 200, response: zod.array(admin.JournalEntry), errors: [401, 403] }),
+  adminGetModelScript: route({ method: "GET", path: "/_emulator/model-script", tag: "emulator", summary: "The global model script", access: ADMIN, status: 200, response: modelScript.ModelScriptView, errors: [401, 403] }),
+  adminSetModelScript: route({ method: "PUT", path: "/_emulator/model-script", tag: "emulator", summary: "Set the global model script", access: ADMIN, body: modelScript.ModelScriptBody, status: 200, response: modelScript.ModelScriptView, errors: [401, 403, 422] }),
+  adminClearModelScript: route({ method: "DELETE", path: "/_emulator/model-script", tag: "emulator", summary: "Remove the global model script", access: ADMIN, status: 204, response: "empty", errors: [401, 403] }),
+  adminGetInstanceModelScript: route({ method: "GET", path: "/_emulator/instances/{instance_id}/model-script", tag: "emulator", summary: "An instance's model script", access: ADMIN, status: 200, response: modelScript.ModelScriptView, errors: [401, 403, 404] }),
+  adminSetInstanceModelScript: route({ method: "PUT", path: "/_emulator/instances/{instance_id}/model-script", tag: "emulator", summary: "Set an instance's model script", access: ADMIN, body: modelScript.ModelScriptBody, status: 200, response: modelScript.ModelScriptView, errors: [401, 403, 404, 422] }),
+  adminClearInstanceModelScript: route({ method: "DELETE", path: "/_emulator/instances/{instance_id}/model-script", tag: "emulator", summary: "Remove an instance's model script", access: ADMIN, status: 204, response: "empty", errors: [401, 403, 404] }),
 
   // The web console's reads (control plane): views only, never a secret
   consoleState: route({ method: "GET", path: "/_emulator/console/state", tag: "emulator", summary: "Every organization (with key views) and instance", access: ADMIN, status: 200, response: consoleSchemas.ConsoleState, errors: [401, 403] }),
@@ -217,6 +228,12 @@ export const operationDescriptions = {
   adminScan: "Plays the phone for an interactive channel waiting for a QR scan: the channel becomes connected. 409 when no pairing waits.",
   adminSetTier: "Sets an organization's plan without a checkout.",
   adminRequests: "The most recent requests the emulator answered, oldest first: method, path, status, the kind of key used and the time taken.",
+  adminGetModelScript: "The global model script and how often each of its rules fired; `script: null` when none is set.",
+  adminSetModelScript: "Replaces the global model script. The whole script is checked first: an unknown field, a bad regular expression or an output that misses its schema is 422 naming the place (`loc` is `body` and the script's path) and the script in force stays.",
+  adminClearModelScript: "Removes the global model script: the echo and its directives answer again.",
+  adminGetInstanceModelScript: "The instance's own model script (tried before the global one) and its rules' hits.",
+  adminSetInstanceModelScript: "Replaces the instance's model script, checked whole like the global one.",
+  adminClearInstanceModelScript: "Removes the instance's model script.",
   consoleState: "What the web console shows of everything: every organization with its plan and scoped-key views (permissions, last use, expiry; never a key or a hash), and every non-terminated instance, newest first.",
   consoleSessions: "The instance's newest 200 sessions, newest first: name, head response id, number of turns, time of the last turn and the first 120 characters of its input (secrets redacted).",
   consoleSessionTurns: "The session's newest `limit` turns, oldest first, and `total`: input, output (secrets redacted), response id, `previous_response_id`, model, usage and time. A session with no turns answers `head_id: null` and no turns.",

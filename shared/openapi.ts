@@ -9,6 +9,7 @@ import { z } from "zod";
 import { operationDescriptions, routes, tagDescriptions, type OperationId, type RouteSpec } from "./api.js";
 import { pages, type PageSpec } from "./pages.js";
 import { ErrorBody } from "./schemas/common.js";
+import { GatewayErrorBody } from "./schemas/responses.js";
 import { apiComponents, namedSchemas } from "./schemas/components.js";
 
 type JsonSchema = Record<string, unknown>;
@@ -26,9 +27,36 @@ const ERROR_RESPONSES: Record<number, { name: string; description: string }> = {
   409: { name: "Conflict", description: "Wrong state for the action, or a path already exists" },
   413: { name: "TooLarge", description: "A JSON body over 1 MiB, an upload over the limit, or a text file too big to read as text" },
   422: { name: "ValidationFailed", description: "The body or query failed validation: `detail` lists `{loc, msg, type}`" },
+  429: { name: "RateLimited", description: "Too many requests; `retry-after` (seconds) says when to try again" },
   501: { name: "NotImplemented", description: "Not implemented by the emulator" },
   502: { name: "BadGateway", description: "The instance gateway could not be reached or broke the exchange" },
 };
+
+/** A message route's error that may come from the instance gateway: `BadRequest` -> `GatewayBadRequest`. */
+const gatewayResponseName = (status: number): string => `Gateway${ERROR_RESPONSES[status]!.name}`;
+
+/**
+ * The answer for a status the gateway may give itself: its OpenAI error body
+ * (only that for 429, which the API never answers on its own), else either
+ * shape; with `retry-after` when the gateway sends one.
+ */
+function gatewayErrorResponse(status: number, errorSchema: JsonSchema, gatewayErrorSchema: JsonSchema): JsonSchema {
+  const onlyGateway = status === 429;
+  const retry = {
+    "retry-after": {
+      description: "Seconds to wait before trying again (sent with a 429, or when a model script says so)",
+      schema: { type: "integer", minimum: 0 },
+    },
+    "retry-after-ms": { description: "The same wait in milliseconds (the OpenAI SDKs read it first)", schema: { type: "integer", minimum: 0 } },
+  };
+  return {
+    description: onlyGateway
+      ? `${ERROR_RESPONSES[status]!.description}: the instance gateway's error, in the OpenAI shape`
+      : `${ERROR_RESPONSES[status]!.description}; or the instance gateway's own error, in the OpenAI shape (\`{error: {type, code, param, message}}\`, e.g. \`previous_response_not_found\`)`,
+    headers: retry,
+    content: { "application/json": { schema: onlyGateway ? gatewayErrorSchema : { oneOf: [errorSchema, gatewayErrorSchema] } } },
+  };
+}
 
 const PATH_PARAMETERS: Record<string, string> = {
   instance_id: "The instance's id (UUID).",
@@ -173,6 +201,8 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
   };
 
   const usedResponses = new Set<number>();
+  /** Statuses some message route answers with the gateway's own error body too. */
+  const usedGatewayResponses = new Set<number>();
   const paths: Record<string, Record<string, unknown>> = {};
   const roots = { input: new Set<string>(), output: new Set<string>() };
   for (const [operationId, spec] of entries) {
@@ -206,8 +236,9 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
     }
     for (const status of spec.errors) {
       if (!ERROR_RESPONSES[status]) throw new Error(`openapi: ${operationId} names status ${status}, which has no description`);
-      usedResponses.add(status);
-      responses[status] = { $ref: `#/components/responses/${ERROR_RESPONSES[status].name}` };
+      const fromGateway = spec.gatewayErrors?.includes(status) === true;
+      (fromGateway ? usedGatewayResponses : usedResponses).add(status);
+      responses[status] = { $ref: `#/components/responses/${fromGateway ? gatewayResponseName(status) : ERROR_RESPONSES[status].name}` };
     }
 
     const operation: Record<string, unknown> = {
@@ -256,7 +287,9 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
     }
   }
   const errorSchema = schemaFor(ErrorBody, "output");
-  if (usedResponses.size) refsIn(errorSchema, roots.output);
+  if (usedResponses.size || usedGatewayResponses.size) refsIn(errorSchema, roots.output);
+  const gatewayErrorSchema = schemaFor(GatewayErrorBody, "output");
+  if (usedGatewayResponses.size) refsIn(gatewayErrorSchema, roots.output);
 
   // A named schema is written as requests see it (input) or as answers do
   // (output); one used both ways must read the same either way.
@@ -276,6 +309,9 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
   for (const status of [...usedResponses].sort()) {
     const { name, description } = ERROR_RESPONSES[status]!;
     responsesComponent[name] = { description, content: { "application/json": { schema: errorSchema } } };
+  }
+  for (const status of [...usedGatewayResponses].sort()) {
+    responsesComponent[gatewayResponseName(status)] = gatewayErrorResponse(status, errorSchema, gatewayErrorSchema);
   }
 
   const usedTags = new Set(entries.map(([, spec]) => spec.tag));
@@ -299,7 +335,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
       title: "Agent instance hosting service",
       version: options.version,
       description:
-        "The hosting service's `/v1` API as the agent-bridge emulator implements it: organizations, scoped keys, instances, messaging in the OpenAI Responses format, channels, skills and workspace files, plus the emulator's own control plane under `/_emulator`. Errors always answer `{detail}`.",
+        "The hosting service's `/v1` API as the agent-bridge emulator implements it: organizations, scoped keys, instances, messaging in the OpenAI Responses format, channels, skills and workspace files, plus the emulator's own control plane under `/_emulator`. Errors answer `{detail}`, except an instance gateway's own 4xx on a message call, which passes through in the OpenAI error shape `{error: {type, code, param, message}}`.",
       license: { name: "MIT", identifier: "MIT" },
     },
     servers: [{ url: options.serverUrl, description: "This emulator" }],

@@ -10,11 +10,12 @@ import type { ChatAdapter } from "./adapter.js";
 import { parseCommand, runCommand, type CommandName } from "./commands.js";
 import { chunksFor, type Delivery } from "./delivery.js";
 import { noticeText } from "./notices.js";
-import { chatKeyOf, errorSummary, isShutdownError } from "./relay-types.js";
+import { chatKeyOf, sessionKeyOf } from "./keys.js";
+import { errorSummary, isShutdownError } from "./relay-types.js";
 import { createSerialQueue } from "./retry.js";
 import { sessionIdFor } from "./routing.js";
 import type { Scheduler } from "./scheduler.js";
-import { sessionKeyOf, type ServiceCalls } from "./service-call.js";
+import type { ServiceCalls } from "./service-call.js";
 
 export interface CommandRunnerDeps {
   store: Store;

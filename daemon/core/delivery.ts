@@ -14,7 +14,8 @@ import type { JournalEntry, StoredMessage, StoredReply, Store } from "../state/s
 import { SendError, type ChatAdapter, type ChatTarget, type InboundMessage, type TextFormat } from "./adapter.js";
 import { splitReply } from "./chunking.js";
 import { errorSummary, StoppingError, type RelayMetrics, type TurnOutcome } from "./relay-types.js";
-import { AbortedError, retry, type RetryVerdict } from "./retry.js";
+import { AbortedError } from "../../shared/clock.js";
+import { retry, type RetryVerdict } from "./retry.js";
 
 export interface DeliveryDeps {
   config: DaemonConfig;

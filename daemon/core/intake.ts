@@ -8,14 +8,15 @@
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
-import { dedupeKey, type JournalEntry, type StoredRoute, type Store } from "../state/store.js";
+import type { JournalEntry, StoredRoute, Store } from "../state/store.js";
 import { checkAccess, groupRequiresMention } from "./access.js";
 import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, DroppedAttachment, InboundMessage, RefusalReason } from "./adapter.js";
 import { parseCommand } from "./commands.js";
 import { targetOf } from "./delivery.js";
 import { BoundedMap } from "../../shared/util/bounded-map.js";
 import { noticeText, type Notices } from "./notices.js";
-import { chatKeyOf, type InboundOutcome, type RelayMetrics } from "./relay-types.js";
+import { chatKeyOf, dedupeKeyOf, type DedupeKey } from "./keys.js";
+import type { InboundOutcome, RelayMetrics } from "./relay-types.js";
 import { resolveRoute } from "./routing.js";
 import type { Scheduler } from "./scheduler.js";
 
@@ -32,6 +33,13 @@ export interface IntakeDeps {
   notify(adapter: ChatAdapter, message: InboundMessage, text: string): void;
   /** A journaled command: run it beside the session queue. */
   onCommand(entry: JournalEntry): void;
+}
+
+/** A message that passed the rules, as it will be journaled. */
+interface Accepted {
+  key: DedupeKey;
+  message: InboundMessage;
+  route: StoredRoute;
 }
 
 export interface Intake {
@@ -115,66 +123,74 @@ export function createIntake(deps: IntakeDeps): Intake {
       log.info({ ...ids }, "no route matches this message: dropped");
       return refused(message.platform, "no_route", "unrouted");
     }
-    const key = dedupeKey(message);
+    const key = dedupeKeyOf(message);
     if (store.has(key)) {
       log.debug({ ...ids }, "duplicate message ignored");
       metrics.inbound(message.platform, "duplicate");
       return { status: "duplicate", acknowledge: true };
     }
-
-    // Files not passed on: the adapter's (admission, downloads) and the core's own check of what arrived.
-    const dropped: DroppedAttachment[] = [...(message.droppedAttachments ?? [])];
-    let msg: InboundMessage = message;
-    if (msg.attachments?.length) {
-      const { enabled, maxBytes } = config.attachments;
-      const kept = msg.attachments.filter((a) => enabled && a.data.length <= maxBytes);
-      for (const a of msg.attachments) if (!kept.includes(a)) dropped.push({ fileName: a.fileName, reason: enabled ? "too_large" : "disabled" });
-      msg = { ...msg, attachments: kept };
-    }
-    const { droppedAttachments: _told, ...rest } = msg;
-    msg = rest;
-    if (!msg.attachments?.length) delete msg.attachments;
+    const { kept, dropped } = keepAttachments(message);
+    // Files not passed on are told once the message is journaled (or refused), so a redelivery does not say it twice.
     const tellDropped = () => {
       if (dropped.length) deps.notify(adapter, message, noticeText.attachmentsDropped(dropped, config.attachments.maxBytes));
     };
-    if (!msg.text.trim() && !msg.attachments?.length) {
+    if (!kept.text.trim() && !kept.attachments?.length) {
       tellDropped();
       return refused(message.platform, "empty", "empty");
     }
+    const accepted = { key, message: kept, route: { ...route } };
+    if (!kept.attachments?.length && parseCommand(kept.text)) return journalCommand(accepted, tellDropped);
+    return queueTurn(adapter, accepted, tellDropped);
+  }
 
-    const storedRoute: StoredRoute = { ...route };
-    const command = msg.attachments?.length ? undefined : parseCommand(msg.text);
-    if (command) {
-      const entry = await store.add({ kind: "command", key, message: msg, route: storedRoute });
-      tellDropped();
-      metrics.inbound(message.platform, "command");
-      deps.onCommand(entry);
-      return { status: "accepted", acknowledge: true };
-    }
+  /** The message as it will be journaled (only the attachments within the rules), and the files not passed on. */
+  function keepAttachments(message: InboundMessage): { kept: InboundMessage; dropped: DroppedAttachment[] } {
+    // Files not passed on: the adapter's (admission, downloads) and the core's own check of what arrived.
+    const dropped: DroppedAttachment[] = [...(message.droppedAttachments ?? [])];
+    const { droppedAttachments: _told, attachments, ...rest } = message;
+    if (!attachments?.length) return { kept: rest, dropped };
+    const { enabled, maxBytes } = config.attachments;
+    const kept = attachments.filter((a) => enabled && a.data.length <= maxBytes);
+    for (const a of attachments) if (!kept.includes(a)) dropped.push({ fileName: a.fileName, reason: enabled ? "too_large" : "disabled" });
+    return { kept: kept.length ? { ...rest, attachments: kept } : rest, dropped };
+  }
 
+  /** A command: journaled, then run beside the session queue (commands.ts). */
+  async function journalCommand(accepted: Accepted, tellDropped: () => void): Promise<AcceptOutcome> {
+    const entry = await store.add({ kind: "command", ...accepted });
+    tellDropped();
+    metrics.inbound(accepted.message.platform, "command");
+    deps.onCommand(entry);
+    return { status: "accepted", acknowledge: true };
+  }
+
+  /** A turn's message: a waiting slot in its session's queue, then the journal; beyond the queue's bounds it is left with the platform or refused with a notice. */
+  async function queueTurn(adapter: ChatAdapter, accepted: Accepted, tellDropped: () => void): Promise<AcceptOutcome> {
+    const { message: msg, route } = accepted;
+    const ids = { platform: msg.platform, accountId: msg.accountId, chatId: msg.chatId, messageId: msg.messageId };
     const slot = scheduler.reserve(route.instanceId, route.sessionBase);
     if (!slot.ok) {
       if (adapter.capabilities.redelivers) {
         // Left unacknowledged: the platform delivers it again, by when the queue has room.
         log.info({ ...ids, reason: slot.reason }, "queue full: message left with the platform for now");
-        metrics.inbound(message.platform, "deferred");
+        metrics.inbound(msg.platform, "deferred");
         return { status: "deferred", reason: "busy", acknowledge: false };
       }
       log.warn({ ...ids, reason: slot.reason }, "queue full: message not taken (the person is told)");
-      metrics.inbound(message.platform, "busy");
+      metrics.inbound(msg.platform, "busy");
       await deps.notices.busy(chatKeyOf(msg), targetOf(msg));
       tellDropped();
       return { status: "refused", reason: "busy", acknowledge: true };
     }
     let entry: JournalEntry;
     try {
-      entry = await store.add({ kind: "turn", key, message: msg, route: storedRoute });
+      entry = await store.add({ kind: "turn", ...accepted });
     } catch (error) {
       slot.cancel();
       throw error;
     }
     tellDropped();
-    metrics.inbound(message.platform, "accepted");
+    metrics.inbound(msg.platform, "accepted");
     slot.submit(entry.id);
     return { status: "accepted", acknowledge: true };
   }

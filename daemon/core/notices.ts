@@ -13,10 +13,12 @@
  *   redeliver) are counted in a durable key-value record, so a restart still
  *   owes the person the summary.
  */
+import { z } from "zod";
 import type { Clock, Timer } from "../../shared/clock.js";
 import { BoundedMap } from "../../shared/util/bounded-map.js";
 import { formatBytes } from "../../shared/util/format-bytes.js";
 import type { AdapterStateStore, ChatTarget } from "./adapter.js";
+import { parseChatKey, type ChatKey } from "./keys.js";
 
 export const noticeText = {
   /** Files not passed on, each with why; `limit` is attachments.maxBytes. */
@@ -87,10 +89,18 @@ export interface NoticeDeps {
   maxChats?: number;
 }
 
-interface OwedBusy {
-  target: ChatTarget;
-  count: number;
-}
+/** What a chat is owed, as kept in the `owed` store (read back after a restart: parsed, never cast). */
+const OwedBusySchema = z.object({
+  target: z.object({
+    platform: z.string(),
+    accountId: z.string(),
+    chatId: z.string(),
+    chatType: z.enum(["direct", "group"]),
+    replyToMessageId: z.string().optional(),
+  }) satisfies z.ZodType<ChatTarget>,
+  count: z.number().int().nonnegative(),
+});
+type OwedBusy = z.output<typeof OwedBusySchema>;
 
 interface Deferred {
   failure: FailureKind;
@@ -100,9 +110,9 @@ interface Deferred {
 
 export interface Notices {
   /** A message refused as busy on a platform that cannot redeliver: told now, or counted for the summary. */
-  busy(chatKey: string, target: ChatTarget): Promise<void>;
+  busy(chatKey: ChatKey, target: ChatTarget): Promise<void>;
   /** Journaled entries that could not be answered: finished with a notice now, or kept until the summary. */
-  turnFailed(chatKey: string, entryIds: string[], failure: FailureKind): Promise<void>;
+  turnFailed(chatKey: ChatKey, entryIds: string[], failure: FailureKind): Promise<void>;
   /** Sends summaries a previous run still owed (at start). */
   resume(): void;
   /** Cancels timers (deferred entries stay journaled and are retried at the next start). */
@@ -112,7 +122,7 @@ export interface Notices {
 export function createNotices(deps: NoticeDeps): Notices {
   const max = deps.maxChats ?? 10_000;
   const lastTold = new BoundedMap<string, number>(max);
-  const busyTimers = new BoundedMap<string, Timer>(max);
+  const busyTimers = new BoundedMap<ChatKey, Timer>(max);
   const deferred = new Map<string, Deferred>();
   let stopped = false;
 
@@ -122,16 +132,22 @@ export function createNotices(deps: NoticeDeps): Notices {
   };
   const untilCooldownEnds = (key: string) => Math.max(0, (lastTold.get(key) ?? 0) + deps.cooldownMs - deps.clock.now());
 
-  async function flushBusy(chatKey: string): Promise<void> {
+  /** The chat's owed count; a record that does not parse owes nothing (it cannot be sent anywhere). */
+  const owedTo = (chatKey: ChatKey): OwedBusy | undefined => {
+    const parsed = OwedBusySchema.safeParse(deps.owed.get<unknown>(chatKey));
+    return parsed.success ? parsed.data : undefined;
+  };
+
+  async function flushBusy(chatKey: ChatKey): Promise<void> {
     busyTimers.delete(chatKey);
-    const owed = deps.owed.get<OwedBusy>(chatKey);
+    const owed = owedTo(chatKey);
     if (!owed?.count) return;
     lastTold.set(`busy ${chatKey}`, deps.clock.now());
     await deps.send(owed.target, noticeText.busyMore(owed.count));
     await deps.owed.set(chatKey, undefined);
   }
 
-  function armBusy(chatKey: string, delay: number): void {
+  function armBusy(chatKey: ChatKey, delay: number): void {
     if (stopped || busyTimers.has(chatKey)) return;
     busyTimers.set(
       chatKey,
@@ -157,7 +173,7 @@ export function createNotices(deps: NoticeDeps): Notices {
         void deps.send(target, noticeText.busyOne).catch(() => undefined);
         return;
       }
-      const owed = deps.owed.get<OwedBusy>(chatKey);
+      const owed = owedTo(chatKey);
       await deps.owed.set(chatKey, { target, count: (owed?.count ?? 0) + 1 } satisfies OwedBusy);
       armBusy(chatKey, untilCooldownEnds(key));
     },
@@ -181,7 +197,10 @@ export function createNotices(deps: NoticeDeps): Notices {
 
     resume() {
       // The owed store is namespaced to notices: every key is a chat.
-      for (const chatKey of deps.owed.keys()) armBusy(chatKey, 0);
+      for (const stored of deps.owed.keys()) {
+        const chatKey = parseChatKey(stored);
+        if (chatKey) armBusy(chatKey, 0);
+      }
     },
 
     stop() {

@@ -57,6 +57,3 @@ export function errorSummary(error: unknown): Record<string, unknown> {
   }
   return { message: String(error) };
 }
-
-/** A chat, as the key of per-chat bookkeeping. */
-export const chatKeyOf = (m: { platform: string; accountId: string; chatId: string }) => JSON.stringify([m.platform, m.accountId, m.chatId]);

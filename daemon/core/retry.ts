@@ -11,10 +11,6 @@ import { abortReason, type Clock } from "../../shared/clock.js";
 import { backoffDelay, type BackoffPolicy } from "../../shared/backoff.js";
 import type { Random } from "../../shared/random.js";
 
-// The adapters still import these from here; their new homes are shared/backoff.ts and shared/clock.ts.
-export { backoffDelay, type BackoffPolicy } from "../../shared/backoff.js";
-export { AbortedError } from "../../shared/clock.js";
-
 /** `clock.sleep`: waits `ms`, rejects at once when `signal` aborts (before or during). */
 export const sleep = (clock: Clock, ms: number, signal?: AbortSignal): Promise<void> => clock.sleep(ms, signal);
 

@@ -6,14 +6,19 @@
  * session and in total: `reserve` refuses beyond the bounds, and the caller
  * tells the person (nothing is dropped silently).
  *
+ * A session here is an instance and a route's session base (`SlotKey`,
+ * keys.ts): the same conversation on two instances queues apart.
+ *
  * Time comes from the injected clock, so tests move it instead of sleeping.
  */
 import PQueue from "p-queue";
 import type { Clock, Timer } from "../../shared/clock.js";
+import { slotKeyOf, type SlotKey } from "./keys.js";
 
 export interface Turn<T> {
   instanceId: string;
-  sessionKey: string;
+  /** The route's session base (not the store's session key, which adds the instance). */
+  sessionBase: string;
   /** One or more messages (several when a burst was merged), in arrival order. */
   items: T[];
 }
@@ -57,12 +62,12 @@ export interface QueueDepth {
 
 export interface Scheduler<T> {
   /** Takes a waiting slot if the bounds allow; synchronous, so a slot cannot be promised twice. */
-  reserve(instanceId: string, sessionKey: string): Reservation<T> | Refusal;
+  reserve(instanceId: string, sessionBase: string): Reservation<T> | Refusal;
   /** Queues a message regardless of bounds (resuming after a restart). */
-  enqueue(instanceId: string, sessionKey: string, item: T, options?: { debounce?: boolean }): void;
+  enqueue(instanceId: string, sessionBase: string, item: T, options?: { debounce?: boolean }): void;
   /** Queues an already formed turn (after a restart), behind the session's earlier turns. */
-  enqueueTurn(instanceId: string, sessionKey: string, items: T[]): void;
-  depth(instanceId?: string, sessionKey?: string): QueueDepth;
+  enqueueTurn(instanceId: string, sessionBase: string, items: T[]): void;
+  depth(instanceId?: string, sessionBase?: string): QueueDepth;
   /** Turns running now, per instance. */
   running(): Map<string, number>;
   /**
@@ -70,7 +75,7 @@ export interface Scheduler<T> {
    * will not run. A turn handed to the instance queue but not started keeps
    * its place and starts with its items, which the caller forgets.
    */
-  drop(instanceId: string, sessionKey: string): T[];
+  drop(instanceId: string, sessionBase: string): T[];
   /** Starts turns (when created `held`). */
   release(): void;
   /** Stops starting turns; waiting ones stay queued (their journal entries survive). */
@@ -80,13 +85,18 @@ export interface Scheduler<T> {
 }
 
 interface SessionSlot<T> {
-  key: string;
+  key: SlotKey;
   instanceId: string;
-  sessionKey: string;
+  sessionBase: string;
+  /** Slots promised by `reserve` and not yet submitted or cancelled. */
   reserved: number;
+  /** Messages being debounced into the next turn, in arrival order. */
   buffer: T[];
+  /** When the buffer's first message came (a burst that never pauses is cut at `maxDebounceMs`). */
   firstBufferedAt: number;
+  /** Flushes the buffer when the debounce ends; set exactly while `buffer` is non-empty and debounced. */
   timer?: Timer;
+  /** Formed turns not yet handed to the instance queue, in order. */
   turns: T[][];
   /** The turn handed to the instance queue, and whether it has started. */
   active?: { items: T[]; started: boolean };
@@ -95,22 +105,27 @@ interface SessionSlot<T> {
 export function createScheduler<T>(options: SchedulerOptions<T>): Scheduler<T> {
   const { clock } = options;
   const maxDebounce = options.maxDebounceMs ?? options.debounceMs * 4;
+  /** One queue per instance: bounds its turns in flight. */
   const queues = new Map<string, PQueue>();
-  const sessions = new Map<string, SessionSlot<T>>();
+  /** Slots with anything reserved, buffered, queued or active; an empty one is forgotten (`forget`). */
+  const sessions = new Map<SlotKey, SessionSlot<T>>();
+  /** Turns running now, per instance. */
   const runningPer = new Map<string, number>();
+  /** Messages waiting (reserved, buffered, in a formed turn, or handed over but not started), across every session. */
   let totalWaiting = 0;
+  /** `stop()` was called: nothing starts any more. */
   let stopped = false;
+  /** Nothing starts until `release()`. */
   let held = options.held ?? false;
+  /** Turns running now, in all; `idleWaiters` are called when it falls to 0. */
   let inFlight = 0;
   let idleWaiters: (() => void)[] = [];
 
-  const slotKey = (instanceId: string, sessionKey: string) => `${instanceId}\u0000${sessionKey}`;
-
-  const slotFor = (instanceId: string, sessionKey: string): SessionSlot<T> => {
-    const key = slotKey(instanceId, sessionKey);
+  const slotFor = (instanceId: string, sessionBase: string): SessionSlot<T> => {
+    const key = slotKeyOf(instanceId, sessionBase);
     let s = sessions.get(key);
     if (!s) {
-      s = { key, instanceId, sessionKey, reserved: 0, buffer: [], firstBufferedAt: 0, turns: [] };
+      s = { key, instanceId, sessionBase, reserved: 0, buffer: [], firstBufferedAt: 0, turns: [] };
       sessions.set(key, s);
     }
     return s;
@@ -142,7 +157,7 @@ export function createScheduler<T>(options: SchedulerOptions<T>): Scheduler<T> {
     const items = s.turns.shift()!;
     const active = { items, started: false };
     s.active = active;
-    const turn: Turn<T> = { instanceId: s.instanceId, sessionKey: s.sessionKey, items };
+    const turn: Turn<T> = { instanceId: s.instanceId, sessionBase: s.sessionBase, items };
     queueFor(s.instanceId)
       .add(async () => {
         active.started = true;
@@ -198,8 +213,8 @@ export function createScheduler<T>(options: SchedulerOptions<T>): Scheduler<T> {
   };
 
   return {
-    reserve(instanceId, sessionKey) {
-      const s = slotFor(instanceId, sessionKey);
+    reserve(instanceId, sessionBase) {
+      const s = slotFor(instanceId, sessionBase);
       if (waitingOf(s) >= options.maxPendingPerSession) {
         forget(s);
         return { ok: false, reason: "session_full" };
@@ -230,21 +245,21 @@ export function createScheduler<T>(options: SchedulerOptions<T>): Scheduler<T> {
         },
       };
     },
-    enqueue(instanceId, sessionKey, item, opts) {
-      const s = slotFor(instanceId, sessionKey);
+    enqueue(instanceId, sessionBase, item, opts) {
+      const s = slotFor(instanceId, sessionBase);
       changeWaiting(1, instanceId);
       place(s, item, opts?.debounce ?? true);
     },
-    enqueueTurn(instanceId, sessionKey, items) {
+    enqueueTurn(instanceId, sessionBase, items) {
       if (!items.length) return;
-      const s = slotFor(instanceId, sessionKey);
+      const s = slotFor(instanceId, sessionBase);
       changeWaiting(items.length, instanceId);
       if (s.buffer.length) flush(s);
       s.turns.push(items);
       pump(s);
     },
-    depth(instanceId, sessionKey) {
-      const s = instanceId !== undefined && sessionKey !== undefined ? sessions.get(slotKey(instanceId, sessionKey)) : undefined;
+    depth(instanceId, sessionBase) {
+      const s = instanceId !== undefined && sessionBase !== undefined ? sessions.get(slotKeyOf(instanceId, sessionBase)) : undefined;
       const q = instanceId !== undefined ? queues.get(instanceId) : undefined;
       let instanceWaiting = 0;
       if (instanceId !== undefined) for (const x of sessions.values()) if (x.instanceId === instanceId) instanceWaiting += waitingOf(x);
@@ -257,8 +272,8 @@ export function createScheduler<T>(options: SchedulerOptions<T>): Scheduler<T> {
       };
     },
     running: () => new Map(runningPer),
-    drop(instanceId, sessionKey) {
-      const s = sessions.get(slotKey(instanceId, sessionKey));
+    drop(instanceId, sessionBase) {
+      const s = sessions.get(slotKeyOf(instanceId, sessionBase));
       if (!s) return [];
       s.timer?.cancel();
       s.timer = undefined;

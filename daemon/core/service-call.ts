@@ -30,9 +30,7 @@ import { backoffDelay } from "../../shared/backoff.js";
 import { retry } from "./retry.js";
 import { sessionIdFor } from "./routing.js";
 import { pathComponent } from "../../shared/util/names.js";
-
-/** A person's session state is per instance: a response id means nothing to another instance. */
-export const sessionKeyOf = (route: Pick<StoredRoute, "instanceId" | "sessionBase">) => `${route.instanceId} ${route.sessionBase}`;
+import { sessionKeyOf } from "./keys.js";
 
 export type CallOutcome =
   | { ok: true; text: string; responseId?: string; sessionId: string; generation: number; contextReset: boolean }

@@ -20,12 +20,13 @@
 import type { Clock } from "../../shared/clock.js";
 import type { StoredPreview } from "../state/store.js";
 import { SendError, type ChatAdapter, type ChatTarget } from "./adapter.js";
+import { chatKeyOf, type ChatKey } from "./keys.js";
 import { StoppingError } from "./relay-types.js";
 import { createStreamPreview, type PreviewAction } from "./stream-preview.js";
 import { sleep } from "./retry.js";
 
 /** Per chat: no operation before this time (shared by every reply streaming into the chat). */
-export type ChatGate = Map<string, number>;
+export type ChatGate = Map<ChatKey, number>;
 
 export interface PreviewDriverOptions {
   adapter: ChatAdapter;
@@ -59,7 +60,6 @@ export interface PreviewDriver {
 }
 
 const norm = (t: string) => t.replace(/\r\n?/g, "\n");
-const chatKey = (t: ChatTarget) => JSON.stringify([t.platform, t.accountId, t.chatId]);
 
 export function createPreviewDriver(options: PreviewDriverOptions): PreviewDriver {
   const { adapter, target, clock, gate, signal } = options;
@@ -81,7 +81,7 @@ export function createPreviewDriver(options: PreviewDriverOptions): PreviewDrive
     wake = undefined;
     w?.();
   };
-  const key = chatKey(target);
+  const key = chatKeyOf(target);
 
   /** Waits for `ms`, or less when poked; rejects when halted. */
   async function nap(ms: number | undefined): Promise<void> {

@@ -40,7 +40,7 @@ export async function openJournalFile(path: string): Promise<JournalFile> {
   try {
     text = await readFile(path, "utf8");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    if (!(error instanceof Error && "code" in error && error.code === "ENOENT")) throw error;
   }
   const initial: unknown[] = [];
   let goodBytes = 0;

@@ -9,11 +9,14 @@
  * `ver` to its records (not `v`: a kv record's value), and this reader refuses them.
  */
 import { z } from "zod";
+import type { InboundAttachment, InboundMessage } from "../core/adapter.js";
+import { DedupeKeySchema } from "../core/keys.js";
 
 export const STATE_VERSION = 1;
 
 const ChatTypeSchema = z.enum(["direct", "group"]);
 
+/** The route a message was resolved to when accepted. */
 export const StoredRouteSchema = z.object({
   ruleIndex: z.number().int().nonnegative(),
   instanceId: z.string(),
@@ -23,14 +26,19 @@ export const StoredRouteSchema = z.object({
   sessionBase: z.string(),
 });
 
+const AttachmentKindSchema = z.enum(["document", "photo", "audio", "video", "other"]) satisfies z.ZodType<InboundAttachment["kind"]>;
+
+/** An attachment spooled to a file beside the journal. */
 export const StoredAttachmentSchema = z.object({
-  kind: z.enum(["document", "photo", "audio", "video", "other"]),
+  kind: AttachmentKindSchema,
   fileName: z.string(),
   mimeType: z.string().optional(),
   size: z.number().int().nonnegative(),
+  /** Path relative to the dataDir. */
   file: z.string(),
 });
 
+/** An inbound message as journaled: attachments spooled to files beside the journal. */
 export const StoredMessageSchema = z.object({
   platform: z.string(),
   accountId: z.string(),
@@ -48,8 +56,11 @@ export const StoredMessageSchema = z.object({
 });
 
 export const StoredReplySchema = z.object({
+  /** The chunks to send, in order. */
   chunks: z.array(z.string()),
+  /** Every entry this reply answers, the leader first. */
   members: z.array(z.string()).min(1),
+  /** "plain" for the bridge's own words, "markdown" for the agent's. */
   format: z.enum(["markdown", "plain"]),
   /** The whole text (streamed replies: a preview resumed after a restart is finished to it). */
   text: z.string().optional(),
@@ -65,6 +76,7 @@ export const PreviewMessageSchema = z.object({
   deleted: z.boolean(),
 });
 
+/** On a leader whose reply streams: the preview messages shown so far. */
 export const StoredPreviewSchema = z.object({
   state: z.object({
     messages: z.array(PreviewMessageSchema),
@@ -79,23 +91,36 @@ export const StoredPreviewSchema = z.object({
   ids: z.array(z.string().nullable()),
 });
 
+/** An inbound message from acceptance until its reply is fully delivered. */
 export const JournalEntrySchema = z.object({
   id: z.string(),
+  /** Acceptance order across the whole daemon. */
   seq: z.number().int(),
   kind: z.enum(["turn", "command"]),
-  key: z.string(),
+  /** Dedupe key: platform, account, chat, message id. */
+  key: DedupeKeySchema,
   acceptedAt: z.number(),
   message: StoredMessageSchema,
   route: StoredRouteSchema,
+  /** Known once the reply is: the chunks to send in order, and every entry this reply answers. */
   reply: StoredReplySchema.optional(),
+  /** Chunks already delivered. */
   sent: z.number().int().nonnegative(),
+  /** On a merged entry: the entry whose reply answers it too. */
   leader: z.string().optional(),
   preview: StoredPreviewSchema.optional(),
 });
 
 export const SessionStateSchema = z.object({
+  /** Bumped by /new and /reset: a fresh session id and chain. */
   generation: z.number().int().nonnegative(),
+  /** The last response of the current generation's chain. */
   lastResponseId: z.string().optional(),
+  /**
+   * The service session the chain lives in. A first turn (no response id yet)
+   * uses a fresh session per attempt, so an attempt whose answer was lost is
+   * never continued by the next one; later turns chain by response id.
+   */
   sessionId: z.string().optional(),
 });
 
@@ -117,11 +142,30 @@ export const SnapshotSchema = z.object({
   entries: z.array(JournalEntrySchema),
   sessions: z.record(z.string(), SessionStateSchema),
   kv: z.record(z.string(), z.record(z.string(), z.unknown())),
-  recentKeys: z.array(z.string()),
+  recentKeys: z.array(DedupeKeySchema),
 });
 
-export type JournalRecord = z.infer<typeof JournalRecordSchema>;
-export type Snapshot = z.infer<typeof SnapshotSchema>;
+// The records, each defined once above: their types are what the schemas parse to.
+export type StoredRoute = z.output<typeof StoredRouteSchema>;
+export type StoredAttachment = z.output<typeof StoredAttachmentSchema>;
+export type StoredMessage = z.output<typeof StoredMessageSchema>;
+export type StoredReply = z.output<typeof StoredReplySchema>;
+export type StoredPreview = z.output<typeof StoredPreviewSchema>;
+export type JournalEntry = z.output<typeof JournalEntrySchema>;
+export type EntryKind = JournalEntry["kind"];
+export type SessionState = z.output<typeof SessionStateSchema>;
+export type JournalRecord = z.output<typeof JournalRecordSchema>;
+export type Snapshot = z.output<typeof SnapshotSchema>;
+
+/**
+ * A stored message carries every field of an inbound one but its files: a
+ * field added to `InboundMessage` and not to `StoredMessageSchema` would be
+ * dropped on the next restart, so it stops the build here instead.
+ */
+type JournaledFields = Exclude<keyof InboundMessage, "attachments" | "droppedAttachments">;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const storedMessageKeepsEveryField: Same<JournaledFields, Exclude<keyof StoredMessage, "attachments">> = true;
+void storedMessageKeepsEveryField;
 
 /** The daemon's state files cannot be read as they are: the start stops here. */
 export class StateFileError extends Error {
@@ -148,7 +192,7 @@ const newer = (file: string, version: unknown) =>
   );
 
 export function parseSnapshot(file: string, raw: unknown): Snapshot {
-  const version = typeof raw === "object" && raw !== null && "version" in raw ? (raw as { version: unknown }).version : undefined;
+  const version = typeof raw === "object" && raw !== null && "version" in raw ? raw.version : undefined;
   if (typeof version === "number" && version > STATE_VERSION) throw newer(file, version);
   const parsed = SnapshotSchema.safeParse(raw);
   if (!parsed.success)
@@ -158,7 +202,7 @@ export function parseSnapshot(file: string, raw: unknown): Snapshot {
 
 /** `line`: 1-based, for the message. */
 export function parseJournalRecord(file: string, line: number, raw: unknown): JournalRecord {
-  const version = typeof raw === "object" && raw !== null && "ver" in raw ? (raw as { ver: unknown }).ver : undefined;
+  const version = typeof raw === "object" && raw !== null && "ver" in raw ? raw.ver : undefined;
   if (typeof version === "number" && version > STATE_VERSION) throw newer(`${file} line ${line}`, version);
   const parsed = JournalRecordSchema.safeParse(raw);
   if (!parsed.success)

@@ -20,86 +20,42 @@ import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Clock } from "../../shared/clock.js";
 import { cryptoRandom, hex, type Random } from "../../shared/random.js";
-import type { AdapterStateStore, InboundAttachment, InboundMessage } from "../core/adapter.js";
-import { acquireDirLock, syncDirectory, writeFileAtomic, writeFileDurable, type DirLock } from "./files.js";
-import { JournalClosedError, openJournalFile, type JournalFile } from "./journal.js";
-import type { z } from "zod";
-import { parseJournalRecord, parseSnapshot, StateFileError, STATE_VERSION, type JournalRecord, type Snapshot, type StoredPreviewSchema } from "./records.js";
+import { acquireDirLock, syncDirectory, writeFileAtomic, writeFileDurable, type DirLock } from "../../shared/durable-files.js";
 import { pathComponent } from "../../shared/util/names.js";
+import type { AdapterStateStore, InboundMessage } from "../core/adapter.js";
+import type { DedupeKey, SessionKey } from "../core/keys.js";
+import { JournalClosedError, openJournalFile, type JournalFile } from "./journal.js";
+import {
+  parseJournalRecord,
+  parseSnapshot,
+  StateFileError,
+  type EntryKind,
+  type JournalEntry,
+  type JournalRecord,
+  type SessionState,
+  type Snapshot,
+  type StoredAttachment,
+  type StoredPreview,
+  type StoredReply,
+  type StoredRoute,
+} from "./records.js";
+import { StoreState } from "./store-state.js";
 
+// The errors a caller of the store branches on, beside the store they come from.
+export { DataDirLockedError } from "../../shared/durable-files.js";
+export { JournalClosedError } from "./journal.js";
 export { StateFileError } from "./records.js";
 
-export { DataDirLockedError } from "./files.js";
-export { JournalClosedError } from "./journal.js";
-
-/** The route a message was resolved to when accepted. */
-export interface StoredRoute {
-  ruleIndex: number;
-  instanceId: string;
-  model: string;
-  instructions?: string;
-  scope: string;
-  sessionBase: string;
-}
-
-export interface StoredAttachment {
-  kind: InboundAttachment["kind"];
-  fileName: string;
-  mimeType?: string;
-  size: number;
-  /** Path relative to the dataDir. */
-  file: string;
-}
-
-/** An inbound message as journaled: attachments spooled to files beside the journal. */
-export type StoredMessage = Omit<InboundMessage, "attachments"> & { attachments?: StoredAttachment[] };
-
-export type EntryKind = "turn" | "command";
-
-export interface JournalEntry {
-  id: string;
-  /** Acceptance order across the whole daemon. */
-  seq: number;
-  kind: EntryKind;
-  /** Dedupe key: platform, account, chat, message id. */
-  key: string;
-  acceptedAt: number;
-  message: StoredMessage;
-  route: StoredRoute;
-  /** Known once the reply is: the chunks to send in order, and every entry this reply answers. */
-  reply?: StoredReply;
-  /** Chunks already delivered. */
-  sent: number;
-  /** On a merged entry: the entry whose reply answers it too. */
-  leader?: string;
-  /** On a leader whose reply streams: the preview messages shown so far. */
-  preview?: StoredPreview;
-}
-
-export type StoredPreview = z.infer<typeof StoredPreviewSchema>;
-
-export interface StoredReply {
-  chunks: string[];
-  /** Every entry this reply answers, the leader first. */
-  members: string[];
-  /** "plain" for the bridge's own words, "markdown" for the agent's. */
-  format: "markdown" | "plain";
-  /** The whole text, kept for streamed replies (a resumed preview is finished to it). */
-  text?: string;
-}
-
-export interface SessionState {
-  /** Bumped by /new and /reset: a fresh session id and chain. */
-  generation: number;
-  /** The last response of the current generation's chain. */
-  lastResponseId?: string;
-  /**
-   * The service session the chain lives in. A first turn (no response id yet)
-   * uses a fresh session per attempt, so an attempt whose answer was lost is
-   * never continued by the next one; later turns chain by response id.
-   */
-  sessionId?: string;
-}
+export type {
+  EntryKind,
+  JournalEntry,
+  SessionState,
+  StoredAttachment,
+  StoredMessage,
+  StoredPreview,
+  StoredReply,
+  StoredRoute,
+} from "./records.js";
 
 /** A record as passed to `commit`, before it is numbered. */
 type Unnumbered<R> = R extends unknown ? Omit<R, "s"> : never;
@@ -122,18 +78,23 @@ export interface Store {
   pending(): JournalEntry[];
   get(id: string): JournalEntry | undefined;
   /** True if a message with this dedupe key is pending, being accepted, or was answered recently. */
-  has(key: string): boolean;
+  has(key: DedupeKey): boolean;
   /** Spools the attachments, journals the entry; resolves once both are on disk. */
-  add(input: { kind: EntryKind; key: string; message: InboundMessage; route: StoredRoute }): Promise<JournalEntry>;
+  add(input: { kind: EntryKind; key: DedupeKey; message: InboundMessage; route: StoredRoute }): Promise<JournalEntry>;
   /** Records the reply of `leaderId`, with the session change it caused, in one write. */
-  recordReply(leaderId: string, reply: StoredReply, session?: { base: string; state: SessionState }): Promise<void>;
+  recordReply(leaderId: string, reply: StoredReply, session?: { key: SessionKey; state: SessionState }): Promise<void>;
   recordSent(id: string, sent: number): Promise<void>;
   /** Records a streamed reply's preview messages (after each one is created); null closes it (a later answer starts anew). */
   recordPreview(id: string, preview: StoredPreview | null): Promise<void>;
   /** Forgets entries (answered, or given up); their keys stay known for dedupe. */
   complete(ids: string[]): Promise<void>;
-  session(base: string): SessionState;
-  setSession(base: string, state: SessionState): Promise<void>;
+  /**
+   * The session chain of a session key (`sessionKeyOf` in core/keys.ts: the
+   * instance and the session base). Typed `string` until service-call.ts
+   * builds its keys with keys.ts too; then this narrows to `SessionKey`.
+   */
+  session(key: SessionKey): SessionState;
+  setSession(key: SessionKey, state: SessionState): Promise<void>;
   /** Durable key-values of one namespace (an adapter's, say). */
   kv(namespace: string): AdapterStateStore & { keys(): string[] };
   /** Calls `listener` whenever the last pending entry is completed; returns an unsubscribe. */
@@ -149,148 +110,35 @@ export interface Store {
   abandon(): Promise<void>;
 }
 
-export const dedupeKey = (m: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "messageId">): string =>
-  JSON.stringify([m.platform, m.accountId, m.chatId, m.messageId]);
-
 export async function openStore(options: StoreOptions): Promise<Store> {
   const { dataDir, clock } = options;
   const random = options.random ?? cryptoRandom;
   const compactBytes = options.compactBytes ?? 4 * 1024 * 1024;
-  const recentCap = options.recentKeys ?? 20_000;
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const lock: DirLock | undefined = options.lock === false ? undefined : acquireDirLock(dataDir);
+  const paths = pathsOf(dataDir);
 
-  const journalPath = join(dataDir, "journal.jsonl");
-  const snapshotPath = join(dataDir, "snapshot.json");
-  const spoolDir = join(dataDir, "spool");
+  const state = new StoreState(options.recentKeys ?? 20_000);
+  const snapshot = await readSnapshot(paths.snapshot);
+  if (snapshot) state.load(snapshot);
+  const journal: JournalFile = await openJournalFile(paths.journal);
+  replayJournal(state, journal, paths.journal);
+  await collectSpoolGarbage(paths.spool, state);
 
-  const entries = new Map<string, JournalEntry>();
-  const sessions = new Map<string, SessionState>();
-  const kvs = new Map<string, Map<string, unknown>>();
-  const recent: string[] = [];
-  const recentSet = new Set<string>();
-  const liveKeys = new Map<string, string>(); // key -> entry id
-  const accepting = new Set<string>();
+  /** Keys of `add` calls not yet journaled (a concurrent duplicate is refused meanwhile). */
+  const accepting = new Set<DedupeKey>();
   /** Entry ids handed out but not yet journaled. */
   const ids = new Set<string>();
+  /** Settles when the last `add` has journaled its entry: entries are journaled in call order. */
   let addChain: Promise<void> = Promise.resolve();
-  let seq = 0;
-  const drainedListeners = new Set<() => void>();
-
-  const remember = (key: string) => {
-    if (recentSet.has(key)) return;
-    recent.push(key);
-    recentSet.add(key);
-    while (recent.length > recentCap) recentSet.delete(recent.shift()!);
-  };
-
-  const apply = (r: JournalRecord) => {
-    switch (r.t) {
-      case "msg":
-        entries.set(r.e.id, r.e);
-        liveKeys.set(r.e.key, r.e.id);
-        break;
-      case "reply": {
-        const lead = entries.get(r.id);
-        if (!lead) break;
-        lead.reply = r.reply;
-        for (const m of r.reply.members) {
-          const e = entries.get(m);
-          if (e && m !== r.id) e.leader = r.id;
-        }
-        break;
-      }
-      case "sent": {
-        const e = entries.get(r.id);
-        if (e) e.sent = Math.max(e.sent, r.n);
-        break;
-      }
-      case "preview": {
-        const e = entries.get(r.id);
-        if (e && r.preview) e.preview = r.preview;
-        else if (e) delete e.preview;
-        break;
-      }
-      case "done":
-        for (const id of r.ids) {
-          const e = entries.get(id);
-          if (!e) continue;
-          entries.delete(id);
-          liveKeys.delete(e.key);
-          remember(e.key);
-        }
-        if (entries.size === 0) for (const l of [...drainedListeners]) l();
-        break;
-      case "session":
-        sessions.set(r.base, r.state);
-        break;
-      case "kv": {
-        const ns = kvs.get(r.ns) ?? new Map();
-        kvs.set(r.ns, ns);
-        if (r.v === undefined) ns.delete(r.k);
-        else ns.set(r.k, r.v);
-        break;
-      }
-    }
-  };
-
-  // Load: snapshot, then the journal records after it.
-  let snapshot: Snapshot | undefined;
-  let snapshotText: string | undefined;
-  try {
-    snapshotText = await readFile(snapshotPath, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-  }
-  if (snapshotText !== undefined) {
-    let raw: unknown;
-    try {
-      raw = JSON.parse(snapshotText);
-    } catch {
-      throw new StateFileError(snapshotPath, "not valid JSON. Move it aside to start without it, or restore it from a backup.");
-    }
-    snapshot = parseSnapshot(snapshotPath, raw);
-  }
-  if (snapshot) {
-    seq = snapshot.lastSeq;
-    for (const e of [...snapshot.entries].sort((a, b) => a.seq - b.seq)) {
-      entries.set(e.id, e);
-      liveKeys.set(e.key, e.id);
-    }
-    for (const [base, state] of Object.entries(snapshot.sessions)) sessions.set(base, state);
-    for (const [ns, values] of Object.entries(snapshot.kv)) kvs.set(ns, new Map(Object.entries(values)));
-    for (const k of snapshot.recentKeys) remember(k);
-  }
-  const journal: JournalFile = await openJournalFile(journalPath);
-  const floor = seq;
-  for (const [i, raw] of journal.initial.entries()) {
-    const r = parseJournalRecord(journalPath, i + 1, raw);
-    if (r.s <= floor) continue;
-    apply(r);
-    seq = Math.max(seq, r.s);
-  }
-  await collectSpoolGarbage();
-
   let closed = false;
   let compacting: Promise<void> | undefined;
-
-  function serialize(): string {
-    const data: Snapshot = {
-      version: STATE_VERSION,
-      lastSeq: seq,
-      entries: [...entries.values()],
-      sessions: Object.fromEntries(sessions),
-      kv: Object.fromEntries([...kvs].map(([ns, m]) => [ns, Object.fromEntries(m)])),
-      recentKeys: [...recent],
-    };
-    return JSON.stringify(data);
-  }
 
   function compactNow(): Promise<void> {
     compacting ??= journal
       .compact(async () => {
-        const text = serialize(); // synchronously, before any await: see JournalFile.compact
-        await writeFileAtomic(snapshotPath, text);
+        const text = JSON.stringify(state.snapshot()); // synchronously, before any await: see JournalFile.compact
+        await writeFileAtomic(paths.snapshot, text);
       })
       .finally(() => {
         compacting = undefined;
@@ -301,8 +149,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   /** Applies records in memory now (readers see them at once) and resolves when they are on disk. */
   function commit(records: Unnumbered<JournalRecord>[]): Promise<void> {
     if (closed) return Promise.reject(new JournalClosedError());
-    const numbered = records.map((r) => ({ ...r, s: ++seq }) as JournalRecord);
-    for (const r of numbered) apply(r);
+    const numbered = records.map((r, i): JournalRecord => ({ ...r, s: state.lastSeq + 1 + i }));
+    for (const r of numbered) state.apply(r);
     const written = journal.append(numbered);
     if (journal.size > compactBytes && !compacting) {
       // Not awaited by the writer: its records are durable once `written` resolves.
@@ -311,21 +159,20 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     return written;
   }
 
-  async function collectSpoolGarbage(): Promise<void> {
-    let dirs: string[];
-    try {
-      dirs = await readdir(spoolDir);
-    } catch {
-      return;
-    }
-    for (const d of dirs) if (!entries.has(d)) await rm(join(spoolDir, d), { recursive: true, force: true });
+  /** A fresh entry id: acceptance time, then random hex, unique among pending and in-flight entries. */
+  function newEntryId(acceptedAt: number): string {
+    let id: string;
+    do id = `${acceptedAt.toString(36)}-${hex(random, 6)}`;
+    while (state.entries.has(id) || ids.has(id));
+    ids.add(id);
+    return id;
   }
 
   const store: Store = {
     dataDir,
-    pending: () => [...entries.values()],
-    get: (id) => entries.get(id),
-    has: (key) => liveKeys.has(key) || accepting.has(key) || recentSet.has(key),
+    pending: () => [...state.entries.values()],
+    get: (id) => state.entries.get(id),
+    has: (key) => state.knows(key) || accepting.has(key),
     async add({ kind, key, message, route }) {
       if (closed) throw new JournalClosedError();
       accepting.add(key);
@@ -337,29 +184,17 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       let id = "";
       try {
         const acceptedAt = clock.now();
-        do id = `${acceptedAt.toString(36)}-${hex(random, 6)}`;
-        while (entries.has(id) || ids.has(id));
-        ids.add(id);
+        id = newEntryId(acceptedAt);
         let attachments: StoredAttachment[] | undefined;
         try {
-          if (message.attachments?.length) {
-            const dir = join(spoolDir, id);
-            await mkdir(dir, { recursive: true, mode: 0o700 });
-            attachments = [];
-            for (const [i, a] of message.attachments.entries()) {
-              const file = join("spool", id, `${i}-${pathComponent(a.fileName, { keep: "end", fallback: "file" })}`);
-              await writeFileDurable(join(dataDir, file), a.data);
-              attachments.push({ kind: a.kind, fileName: a.fileName, ...(a.mimeType ? { mimeType: a.mimeType } : {}), size: a.data.length, file });
-            }
-            await syncDirectory(spoolDir);
-          }
+          attachments = await spoolAttachments(dataDir, id, message.attachments);
         } finally {
           await before;
         }
         const { attachments: _data, ...rest } = message;
         const entry: JournalEntry = {
           id,
-          seq: seq + 1, // the record's own number (assigned in commit, synchronously): acceptance order
+          seq: state.lastSeq + 1, // the record's own number (assigned in commit, synchronously): acceptance order
           kind,
           key,
           acceptedAt,
@@ -370,7 +205,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         const written = commit([{ t: "msg", e: entry }]);
         release();
         await written;
-        return entries.get(id) ?? entry;
+        return state.entries.get(id) ?? entry;
       } finally {
         release();
         accepting.delete(key);
@@ -379,7 +214,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     },
     recordReply(leaderId, reply, session) {
       const records: Unnumbered<JournalRecord>[] = [];
-      if (session) records.push({ t: "session", base: session.base, state: session.state });
+      // The record's field is named `base` on disk; it holds the session key.
+      if (session) records.push({ t: "session", base: session.key, state: session.state });
       records.push({ t: "reply", id: leaderId, reply });
       return commit(records);
     },
@@ -390,31 +226,28 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       return commit([{ t: "preview", id, preview: preview && structuredClone(preview) }]);
     },
     async complete(ids) {
-      const known = ids.filter((id) => entries.has(id));
+      const known = ids.filter((id) => state.entries.has(id));
       if (!known.length) return;
-      const spooled = known.filter((id) => entries.get(id)?.message.attachments?.length);
+      const spooled = known.filter((id) => state.entries.get(id)?.message.attachments?.length);
       await commit([{ t: "done", ids: known }]);
-      for (const id of spooled) await rm(join(spoolDir, id), { recursive: true, force: true });
+      for (const id of spooled) await rm(join(paths.spool, id), { recursive: true, force: true });
     },
-    session: (base) => sessions.get(base) ?? { generation: 0 },
-    setSession(base, state) {
-      return commit([{ t: "session", base, state }]);
+    session: (key) => state.sessions.get(key) ?? { generation: 0 },
+    setSession(key, session) {
+      return commit([{ t: "session", base: key, state: session }]);
     },
     kv(namespace) {
       return {
         get<T>(key: string): T | undefined {
-          return kvs.get(namespace)?.get(key) as T | undefined;
+          return state.kvs.get(namespace)?.get(key) as T | undefined;
         },
         set(key: string, value: unknown) {
           return commit([{ t: "kv", ns: namespace, k: key, ...(value === undefined ? {} : { v: value }) }]);
         },
-        keys: () => [...(kvs.get(namespace)?.keys() ?? [])],
+        keys: () => [...(state.kvs.get(namespace)?.keys() ?? [])],
       };
     },
-    onDrained(listener) {
-      drainedListeners.add(listener);
-      return () => drainedListeners.delete(listener);
-    },
+    onDrained: (listener) => state.onDrained(listener),
     attachmentPath: (a) => join(dataDir, a.file),
     compact: () => compactNow(),
     get journalBytes() {
@@ -437,4 +270,61 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     },
   };
   return store;
+}
+
+function pathsOf(dataDir: string) {
+  return { journal: join(dataDir, "journal.jsonl"), snapshot: join(dataDir, "snapshot.json"), spool: join(dataDir, "spool") };
+}
+
+/** The snapshot file, parsed; undefined when there is none yet. */
+async function readSnapshot(path: string): Promise<Snapshot | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    if (error instanceof Error && "code" in error && error.code === "ENOENT") return undefined;
+    throw error;
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw new StateFileError(path, "not valid JSON. Move it aside to start without it, or restore it from a backup.");
+  }
+  return parseSnapshot(path, raw);
+}
+
+/** Applies the journal's records after the snapshot's (a crash between snapshot and truncation leaves some it already holds). */
+function replayJournal(state: StoreState, journal: JournalFile, path: string): void {
+  const floor = state.lastSeq;
+  for (const [i, raw] of journal.initial.entries()) {
+    const r = parseJournalRecord(path, i + 1, raw);
+    if (r.s > floor) state.apply(r);
+  }
+}
+
+/** Spool folders of entries no longer pending (completed while the daemon went down) are removed. */
+async function collectSpoolGarbage(spoolDir: string, state: StoreState): Promise<void> {
+  let dirs: string[];
+  try {
+    dirs = await readdir(spoolDir);
+  } catch {
+    return;
+  }
+  for (const d of dirs) if (!state.entries.has(d)) await rm(join(spoolDir, d), { recursive: true, force: true });
+}
+
+/** Writes an entry's attachments to `spool/<id>/`, durably; undefined when it has none. */
+async function spoolAttachments(dataDir: string, id: string, attachments: InboundMessage["attachments"]): Promise<StoredAttachment[] | undefined> {
+  if (!attachments?.length) return undefined;
+  const spoolDir = join(dataDir, "spool");
+  await mkdir(join(spoolDir, id), { recursive: true, mode: 0o700 });
+  const stored: StoredAttachment[] = [];
+  for (const [i, a] of attachments.entries()) {
+    const file = join("spool", id, `${i}-${pathComponent(a.fileName, { keep: "end", fallback: "file" })}`);
+    await writeFileDurable(join(dataDir, file), a.data);
+    stored.push({ kind: a.kind, fileName: a.fileName, ...(a.mimeType ? { mimeType: a.mimeType } : {}), size: a.data.length, file });
+  }
+  await syncDirectory(spoolDir);
+  return stored;
 }

@@ -6,6 +6,8 @@
  */
 import QRCode from "qrcode";
 import { isoAt } from "../../shared/clock.js";
+import type { z } from "zod";
+import type { ConsoleAnswer as ConsoleAnswerSchema } from "../../shared/schemas/console.js";
 import type { EmulatorEnv } from "../env.js";
 import { notFound } from "../errors.js";
 import { headKey } from "../gateway/index.js";
@@ -45,6 +47,38 @@ export function liveInstance(env: EmulatorEnv, id: string): InstanceRecord {
   return instance;
 }
 
+type ConsoleAnswer = z.infer<typeof ConsoleAnswerSchema>;
+
+/** A stored answer's items for the console: texts redacted, a structured output marked as JSON. */
+function answerView(answer: NonNullable<StoredResponse["answer"]>): ConsoleAnswer {
+  const isJson = (text: string) => {
+    try {
+      const value: unknown = JSON.parse(text);
+      return typeof value === "object" && value !== null;
+    } catch {
+      return false;
+    }
+  };
+  return {
+    rule: answer.rule ?? null,
+    status: answer.status,
+    items: answer.items.map(itemView),
+  };
+
+  function itemView(item: (typeof answer.items)[number]): ConsoleAnswer["items"][number] {
+    switch (item.type) {
+      case "message":
+        return { type: "message", text: redactText(item.text), json: isJson(item.text) };
+      case "refusal":
+        return { type: "refusal", refusal: redactText(item.refusal) };
+      case "reasoning":
+        return { type: "reasoning", summary: redactText(item.summary) };
+      case "function_call":
+        return { type: "function_call", call_id: item.call_id, name: item.name, arguments: redactText(item.arguments) };
+    }
+  }
+}
+
 export function turnView(r: StoredResponse) {
   return {
     id: r.id,
@@ -55,6 +89,7 @@ export function turnView(r: StoredResponse) {
     model: r.model,
     created_at: isoAt(r.created_at * 1000),
     usage: usageOf(r.input_text, r.output_text),
+    ...(r.answer ? { answer: answerView(r.answer) } : {}),
   };
 }
 

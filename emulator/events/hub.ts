@@ -33,6 +33,8 @@ export interface TurnEvent {
   /** True when either text was cut. */
   truncated: boolean;
   usage: { input_tokens: number; output_tokens: number; total_tokens: number };
+  /** Set when the turn was more than text (tool calls, a script rule, an object): the console API gives its items. */
+  answer?: true;
 }
 
 /** The part of a writable HTTP response a client needs (an `http.ServerResponse` fits). */

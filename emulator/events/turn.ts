@@ -19,5 +19,6 @@ export function turnEvent(r: StoredResponse): TurnEvent {
     output_text: redactText(r.output_text.slice(0, TEXT_PREVIEW)),
     truncated: r.input_text.length > TEXT_PREVIEW || r.output_text.length > TEXT_PREVIEW,
     usage: usageOf(r.input_text, r.output_text),
+    ...(r.answer ? { answer: true as const } : {}),
   };
 }

@@ -1,4 +1,6 @@
 import { invalid, type Parsed } from "./request.js";
+import { safeBaseName } from "../../shared/util/names.js";
+import { FILE_DIR, FILE_KINDS, type FileKind, kindOfName } from "./media.js";
 import type { GatewayError } from "./types.js";
 
 /**
@@ -13,7 +15,8 @@ export type Directive =
   | { kind: "long"; length: number }
   | { kind: "sleep"; ms: number }
   | { kind: "stream"; ms: number; length: number }
-  | { kind: "fail"; status: number };
+  | { kind: "fail"; status: number }
+  | { kind: "file"; name: string; fileKind: FileKind };
 
 export const LONG_MAX = 1_000_000;
 export const SLEEP_MAX_MS = 600_000;
@@ -25,6 +28,8 @@ export const STREAM_DEFAULT_LENGTH = 600;
 const STREAM = /^!stream(?:\s+(\S+))?(?:\s+(\S+))?$/;
 
 const DIRECTIVE = /^!(recall|count|long|sleep|fail)(?:\s+(\S+))?$/;
+
+const FILE = /^!file\s+(\S+)(?:\s+(\S+))?$/;
 
 function integerArg(name: string, arg: string | undefined, min: number, max: number): Parsed<number> {
   const value = arg !== undefined && /^\d{1,9}$/.test(arg) ? Number(arg) : NaN;
@@ -39,6 +44,8 @@ function integerArg(name: string, arg: string | undefined, min: number, max: num
 export function parseDirective(userText: string): Parsed<Directive> {
   const stream = STREAM.exec(userText.trim());
   if (stream) return streamDirective(stream[1], stream[2]);
+  const file = FILE.exec(userText.trim());
+  if (file) return fileDirective(file[1]!, file[2]);
   const match = DIRECTIVE.exec(userText.trim());
   if (!match) return { ok: true, value: { kind: "plain" } };
   const [, name, arg] = match;
@@ -82,6 +89,22 @@ function streamDirective(seconds: string | undefined, length: string | undefined
   return { ok: true, value: { kind: "stream", ms: Math.round(s * 1000), length: n.value } };
 }
 
+/** `!file NAME [KIND]`: NAME a plain file name, KIND png, pdf or txt (default: by NAME's extension). */
+function fileDirective(name: string, kind: string | undefined): Parsed<Directive> {
+  const safe = safeBaseName(name, { max: 100 });
+  if (safe !== name || !/^[\w.-]+$/.test(name)) {
+    return {
+      ok: false,
+      error: invalid("invalid_value", "input", `Directive !file needs a plain file name (letters, digits, . _ -), got '${name.slice(0, 100)}'.`),
+    };
+  }
+  const fileKind = kind === undefined ? kindOfName(name) : FILE_KINDS.find((k) => k === kind.toLowerCase());
+  if (fileKind === undefined) {
+    return { ok: false, error: invalid("invalid_value", "input", `Directive !file needs a kind of ${FILE_KINDS.join(", ")}, got '${kind ?? ""}'.`) };
+  }
+  return { ok: true, value: { kind: "file", name, fileKind } };
+}
+
 /** The error a `!fail STATUS` turn answers with. */
 export function failError(status: number): GatewayError {
   return {
@@ -111,6 +134,8 @@ export function replyText(directive: Directive, userText: string, earlierInputs:
       return `slept ${directive.ms}`;
     case "stream":
       return streamText(directive.length);
+    case "file":
+      return `Here is ${directive.name}.\nMEDIA: ${FILE_DIR}/${directive.name}`;
     case "fail": // answered before a reply is made; kept total for the type checker
     case "plain":
       return `You said: ${userText}`;

@@ -1,17 +1,24 @@
+/**
+ * The fake gateway's server: routes `POST /instances/:id/v1/responses`, applies
+ * injected faults, and answers each turn in five named steps (see `handle`).
+ */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { hex } from "../../shared/random.js";
 import { chainInputs, forget, record, responseOf, sessionHead } from "./conversation.js";
-import { failError, parseDirective, replyText } from "./model.js";
-import { invalid, parseResponsesRequest } from "./request.js";
-import type { FakeGateway, GatewayError, GatewayOptions } from "./types.js";
-import type { Clock } from "../../shared/clock.js";
-import { completedResponse, deltaDueAt, errorBody, pacedDeltas, streamFrames, type Frame, type Turn } from "./wire.js";
+import { fileBytes, FILE_DIR } from "./media.js";
+import { type Directive, parseDirective, replyText } from "./model.js";
+import { type Plan, planTurn } from "./plan.js";
+import { itemText, recordOf, type Reply, replyText as textOf } from "./reply.js";
+import { invalid, parseResponsesRequest, type ResponsesRequest } from "./request.js";
+import type { NewId } from "./script/answer.js";
+import { BODY_LIMIT, gone, readBody, sendError, sendJson } from "./http.js";
+import { createStreamSender } from "./stream-sender.js";
+import type { FakeGateway, GatewayError, GatewayOptions, GatewayState, StoredResponse } from "./types.js";
+import { finalResponse, pacedDeltas, streamFrames, type Turn } from "./wire.js";
 
-/** Bodies carry a turn's text; 16 MiB is far above anything the emulator forwards (1 MiB). */
-const BODY_LIMIT = 16 * 1024 * 1024;
-/** Flush streamed frames in pieces of about this many characters. */
-const STREAM_BATCH = 16 * 1024;
+/** Names the script rule that answered a turn (percent-encoded). */
+export const RULE_HEADER = "x-emulator-model-rule";
 
 const ROUTE = /^\/instances\/([^/]+)\/v1\/responses$/;
 
@@ -33,146 +40,6 @@ function sessionOf(req: IncomingMessage): string {
   return value ? value : "main";
 }
 
-type Body = { ok: true; body: Buffer } | { ok: false; reason: "too_large" | "aborted" };
-
-function readBody(req: IncomingMessage): Promise<Body> {
-  return new Promise((resolve) => {
-    const declared = Number(req.headers["content-length"]);
-    if (declared > BODY_LIMIT) {
-      resolve({ ok: false, reason: "too_large" });
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (result: Body) => {
-      if (settled) return;
-      settled = true;
-      resolve(result);
-    };
-    req.on("data", (chunk: Buffer) => {
-      if (settled) return;
-      size += chunk.length;
-      if (size > BODY_LIMIT) {
-        req.pause();
-        settle({ ok: false, reason: "too_large" });
-      } else chunks.push(chunk);
-    });
-    req.on("end", () => settle({ ok: true, body: Buffer.concat(chunks, size) }));
-    req.on("error", () => settle({ ok: false, reason: "aborted" }));
-    req.on("close", () => settle({ ok: false, reason: "aborted" }));
-  });
-}
-
-const gone = (res: ServerResponse): boolean => res.destroyed || res.writableEnded;
-
-function sendJson(res: ServerResponse, status: number, body: string, close = false): void {
-  if (gone(res)) return;
-  const headers: Record<string, string | number> = {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(body),
-  };
-  // After a refused oversized body the rest of it is not worth reading.
-  if (close) headers.connection = "close";
-  res.writeHead(status, headers);
-  res.end(body);
-}
-
-const sendError = (res: ServerResponse, error: GatewayError, close = false): void => sendJson(res, error.status, errorBody(error), close);
-
-/** Resolves once the response can take more data, or is gone. */
-function writable(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off("drain", done);
-      res.off("close", done);
-      resolve();
-    };
-    res.on("drain", done);
-    res.on("close", done);
-  });
-}
-
-/** How a streamed answer is sent. */
-interface StreamPlan {
-  /** Paced (`!stream S`): deltas spread evenly over this many ms, each written at once. */
-  paceMs?: number;
-  /** Delta frames in the stream (for the pacing). */
-  deltaCount: number;
-  /** Fault: the connection is destroyed once this many deltas were sent (before the text is done, if it has fewer). */
-  resetAfterDeltas?: number;
-  /** Called just before `response.completed` is written, if the client is still there; awaited (the store makes the turn durable). */
-  beforeCompleted(): Promise<void>;
-}
-
-export function createStreamSender(clock: Clock) {
-  /** Waits `ms` on the clock, or less if the client goes away (which aborts the stream). */
-  const waitUnlessGone = (res: ServerResponse, ms: number): Promise<void> => {
-    if (ms <= 0 || gone(res)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        timer.cancel();
-        res.off("close", done);
-        resolve();
-      };
-      const timer = clock.setTimeout(done, ms);
-      res.on("close", done);
-    });
-  };
-
-  const write = async (res: ServerResponse, text: string): Promise<void> => {
-    if (text && !res.write(text)) await writable(res);
-  };
-
-  /**
-   * Cuts the connection in the middle of the body: what was written is
-   * flushed first (a FIN after the data, so the client reliably sees those
-   * events), then the socket closes without the body's end.
-   */
-  const cut = async (res: ServerResponse, text: string): Promise<void> => {
-    await write(res, text);
-    res.socket?.end();
-  };
-
-  return async function sendStream(res: ServerResponse, frames: Iterable<Frame>, plan: StreamPlan): Promise<void> {
-    if (gone(res)) return;
-    res.writeHead(200, {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-    });
-    const start = clock.now();
-    const paced = plan.paceMs !== undefined;
-    let batch = "";
-    let deltas = 0;
-    for (const frame of frames) {
-      const isDelta = frame.type === "response.output_text.delta";
-      if (isDelta || frame.type === "response.output_text.done") {
-        // The fault never lets the stream complete, even when it has fewer deltas.
-        if (plan.resetAfterDeltas !== undefined && (!isDelta || deltas >= plan.resetAfterDeltas)) return cut(res, batch);
-        if (paced) {
-          // Written in time order: what is due now goes out before the wait.
-          await write(res, batch);
-          batch = "";
-          const due = isDelta ? deltaDueAt(deltas, plan.deltaCount, plan.paceMs!) : plan.paceMs!;
-          await waitUnlessGone(res, start + due - clock.now());
-          if (gone(res)) return;
-        }
-        if (isDelta) deltas++;
-      }
-      if (frame.type === "response.completed") {
-        if (gone(res)) return;
-        await plan.beforeCompleted();
-      }
-      batch += frame.text;
-      if (batch.length < STREAM_BATCH && !paced) continue;
-      await write(res, batch);
-      batch = "";
-      if (gone(res)) return;
-    }
-    res.end(batch);
-  };
-}
-
 const injectedError = (status: number): GatewayError => ({
   status: Number.isInteger(status) && status >= 100 && status <= 599 ? status : 500,
   type: status >= 400 && status < 500 ? "invalid_request_error" : "server_error",
@@ -180,6 +47,53 @@ const injectedError = (status: number): GatewayError => ({
   param: null,
   message: `Injected gateway fault (status ${status}).`,
 });
+
+/** What a turn's stored record keeps: its texts, and its items when it was more than the echo. */
+function storedOf(turn: Turn, instanceId: string, session: string): StoredResponse {
+  const answer = recordOf(turn.reply);
+  return {
+    id: turn.id,
+    instance_id: instanceId,
+    session,
+    parent_id: turn.parentId,
+    input_text: turn.inputText,
+    output_text: textOf(turn.reply.items),
+    model: turn.model,
+    created_at: turn.createdAt,
+    ...(answer ? { answer } : {}),
+  };
+}
+
+/** A request let through by its route and faults. */
+interface Admitted {
+  instanceId: string;
+  /** The instance's generation when the request arrived: a turn of a deleted instance stores nothing. */
+  generation: number;
+  /** A reset fault that cuts a streamed answer after this many deltas. */
+  resetAfterDeltas: number | undefined;
+}
+
+/** What answers a turn, and where it belongs. */
+interface Planned {
+  plan: Exclude<Plan, { kind: "error" }>;
+  session: string;
+  explicitParent: string | null;
+}
+
+/** A turn made, with where it is stored. */
+interface StoredTurn {
+  turn: Turn;
+  instanceId: string;
+  session: string;
+  /** The state its parent was settled in (a reset or import meanwhile leaves it out of the new one). */
+  state: GatewayState;
+}
+
+/** Sends the error and stops the turn (a step's `null`). */
+const refuse = (res: ServerResponse, error: GatewayError): null => {
+  sendError(res, error);
+  return null;
+};
 
 const notFound = (id: string): GatewayError => invalid("previous_response_not_found", "previous_response_id", `Previous response with id '${id}' not found.`);
 
@@ -190,117 +104,185 @@ export function createGateway(options: GatewayOptions): FakeGateway {
   // Bumped by forgetInstance, so a turn that was waiting when its instance died stores nothing.
   const generations = new Map<string, number>();
   const sendStream = createStreamSender(clock);
+  const newId: NewId = (prefix) => `${prefix}_${hex(random, 16)}`;
 
+  /** One request, from its route to its answer: each step answers the client itself when it stops the turn. */
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const admitted = await admit(req, res);
+    if (!admitted) return;
+    const request = await readRequest(req, res, admitted);
+    if (!request) return;
+    const planned = await plan(req, res, admitted.instanceId, request);
+    if (!planned) return;
+    await waitBeforeAnswer(planned.plan, request);
+    const turn = await makeTurn(res, admitted.instanceId, request, planned);
+    if (!turn) return;
+    await deliver(res, turn, request, planned.plan, admitted);
+  }
+
+  /** Step 1: the route and the injected fault, applied before the request is read. */
+  async function admit(req: IncomingMessage, res: ServerResponse): Promise<Admitted | null> {
     const instanceId = instanceOfPath(req.method, req.url);
     if (instanceId === null || (options.serves && !options.serves(instanceId))) {
       sendError(res, invalid("not_found", null, `No route for ${req.method ?? "?"} ${req.url ?? ""}.`, 404));
-      return;
+      return null;
     }
-
     const generation = generations.get(instanceId) ?? 0;
     const fault = options.faultFor?.(instanceId);
     if (fault?.latencyMs !== undefined && fault.latencyMs > 0) await clock.sleep(fault.latencyMs);
-    // A reset after some deltas is applied while streaming, below.
+    // A reset after some deltas is applied while streaming (deliver).
     const resetAfterDeltas = fault?.error === "reset" ? fault.resetAfterDeltas : undefined;
     if (fault?.error === "reset" && resetAfterDeltas === undefined) {
       req.socket.destroy();
-      return;
+      return null;
     }
     if (fault?.error === "timeout") {
       // Read and drop the body, never answer; close() destroys the socket.
       req.resume();
-      return;
+      return null;
     }
     if (fault?.status !== undefined) {
       sendError(res, injectedError(fault.status));
-      return;
+      return null;
     }
+    return { instanceId, generation, resetAfterDeltas };
+  }
 
+  /** Step 2: the body, read and checked. */
+  async function readRequest(req: IncomingMessage, res: ServerResponse, admitted: Admitted): Promise<ResponsesRequest | null> {
     const body = await readBody(req);
     if (!body.ok) {
       if (body.reason === "too_large") {
         sendError(res, invalid("request_too_large", null, `Request body exceeds ${BODY_LIMIT} bytes.`, 413), true);
       }
-      return;
+      return null;
     }
     const parsed = parseResponsesRequest(body.body);
-    if (!parsed.ok) return sendError(res, parsed.error);
-    const request = parsed.value;
-    if (resetAfterDeltas !== undefined && !request.stream) {
+    if (!parsed.ok) {
+      sendError(res, parsed.error);
+      return null;
+    }
+    if (admitted.resetAfterDeltas !== undefined && !parsed.value.stream) {
       // Nothing to cut part-way: a non-streamed answer is reset before it is made.
       req.socket.destroy();
-      return;
+      return null;
     }
-    const directive = parseDirective(request.userText);
-    if (!directive.ok) return sendError(res, directive.error);
+    return parsed.value;
+  }
 
+  /** Step 3: which part of the model answers (a script rule, a directive, a default, the echo); a rule that fires is counted. */
+  async function plan(req: IncomingMessage, res: ServerResponse, instanceId: string, request: ResponsesRequest): Promise<Planned | null> {
+    const directive = parseDirective(request.userText);
+    const rules = options.scripts?.rulesFor(instanceId, clock.now()) ?? [];
+    // Without a script, a bad directive is refused first, as it always was.
+    if (!rules.length && !directive.ok) return refuse(res, directive.error);
     await options.prepare?.(instanceId);
     const session = sessionOf(req);
     const explicitParent = request.previousResponseId;
-    if (explicitParent !== null && !responseOf(options.state(), instanceId, explicitParent)) {
-      return sendError(res, notFound(explicitParent));
-    }
-    if (directive.value.kind === "fail") return sendError(res, failError(directive.value.status));
+    if (explicitParent !== null && !responseOf(options.state(), instanceId, explicitParent)) return refuse(res, notFound(explicitParent));
+    const chosen = planTurn({
+      request,
+      directive,
+      session,
+      rules,
+      turnNumber: () => chainInputs(options.state(), explicitParent ?? sessionHead(options.state(), instanceId, session)).length + 1,
+      newId,
+    });
+    if (chosen.kind !== "echo" && chosen.rule) options.scripts?.fired(chosen.rule, clock.now());
+    if (chosen.kind === "error") return refuse(res, chosen.error);
+    return { plan: chosen, session, explicitParent };
+  }
 
-    const wanted = directive.value;
-    if (wanted.kind === "sleep") await clock.sleep(wanted.ms);
-    // `!stream S` without `stream: true` is a slow answer, like `!sleep`.
-    if (wanted.kind === "stream" && !request.stream) await clock.sleep(wanted.ms);
-
+  /** Step 4 (after the waits): the turn, its parent settled and its reply made. */
+  async function makeTurn(res: ServerResponse, instanceId: string, request: ResponsesRequest, planned: Planned): Promise<StoredTurn | null> {
     // The parent is settled when the turn completes, so concurrent turns of one
     // session chain one after another instead of forking from the same head.
     // (A streamed turn names its parent in its first event, so it is settled when the stream starts.)
     const state = options.state();
-    if (explicitParent !== null && !responseOf(state, instanceId, explicitParent)) {
-      return sendError(res, notFound(explicitParent));
-    }
+    const { explicitParent, session } = planned;
+    if (explicitParent !== null && !responseOf(state, instanceId, explicitParent)) return refuse(res, notFound(explicitParent));
     const parentId = explicitParent ?? sessionHead(state, instanceId, session);
-    const text = replyText(wanted, request.userText, () => chainInputs(state, parentId));
+    // Drawn before the echo's message id, in the order ids were always drawn (a seed repeats them).
+    const id = `resp_${hex(random, 16)}`;
+    let reply: Reply;
+    if (planned.plan.kind === "echo") {
+      const made = await echoReply(instanceId, planned.plan.directive, request, () => chainInputs(state, parentId));
+      if (!made.ok) return refuse(res, made.error);
+      reply = made.reply;
+    } else reply = planned.plan.reply;
     const turn: Turn = {
-      id: `resp_${hex(random, 16)}`,
-      messageId: `msg_${hex(random, 16)}`,
+      id,
       createdAt: Math.floor(clock.now() / 1000),
       model: request.model,
       parentId,
       instructions: request.instructions,
       inputText: request.userText,
-      text,
+      reply,
     };
-    const store = async (): Promise<void> => {
-      if (closed || (generations.get(instanceId) ?? 0) !== generation) return;
-      const response = {
-        id: turn.id,
-        instance_id: instanceId,
-        session,
-        parent_id: parentId,
-        input_text: request.userText,
-        output_text: text,
-        model: request.model,
-        created_at: turn.createdAt,
-      };
-      record(state, response);
-      // Answered once the store says the turn is kept.
-      await options.onChange({ kind: "record", response });
-      options.onTurn?.(response);
-    };
+    return { turn, instanceId, session, state };
+  }
 
+  /** Stores a turn and makes it its session's head, unless the instance was deleted meanwhile or the answer failed. */
+  async function store({ turn, instanceId, session, state }: StoredTurn, generation: number): Promise<void> {
+    if (closed || (generations.get(instanceId) ?? 0) !== generation || turn.reply.status === "failed") return;
+    const response = storedOf(turn, instanceId, session);
+    record(state, response);
+    // Answered once the store says the turn is kept.
+    await options.onChange({ kind: "record", response });
+    options.onTurn?.(response);
+  }
+
+  /** Step 5: the answer, whole or streamed; stored first, or (streamed) just before its last event. */
+  async function deliver(res: ServerResponse, stored: StoredTurn, request: ResponsesRequest, chosen: Plan, admitted: Admitted): Promise<void> {
+    const { turn } = stored;
+    const { reply } = turn;
+    // The rule that answered, for the request log (the body's `metadata` says it too).
+    if (reply.rule !== undefined && !gone(res)) res.setHeader(RULE_HEADER, encodeURIComponent(reply.rule));
     if (!request.stream) {
-      await store();
-      sendJson(res, 200, JSON.stringify(completedResponse(turn)));
+      await store(stored, admitted.generation);
+      sendJson(res, 200, JSON.stringify(finalResponse(turn)));
       return;
     }
     // A streamed turn joins the conversation when it completes: a stream the
     // client closed (or a reset cut) before `response.completed` stores nothing.
-    const deltas = wanted.kind === "stream" ? pacedDeltas(text, wanted.ms) : undefined;
-    await sendStream(res, streamFrames(turn, deltas), {
-      ...(wanted.kind === "stream" ? { paceMs: wanted.ms } : {}),
-      deltaCount: deltas?.length ?? 0,
-      ...(resetAfterDeltas !== undefined ? { resetAfterDeltas } : {}),
-      beforeCompleted: store,
+    const paceMs = chosen.kind === "echo" ? (chosen.directive.kind === "stream" ? chosen.directive.ms : undefined) : reply.streamMs;
+    const split = paceMs !== undefined ? (text: string) => pacedDeltas(text, paceMs) : undefined;
+    const deltaCount = split ? reply.items.reduce((n, item) => n + split(itemText(item)).length, 0) : 0;
+    await sendStream(res, streamFrames(turn, split), {
+      ...(paceMs !== undefined ? { paceMs } : {}),
+      deltaCount,
+      ...(admitted.resetAfterDeltas !== undefined ? { resetAfterDeltas: admitted.resetAfterDeltas } : {}),
+      beforeCompleted: () => store(stored, admitted.generation),
     });
   }
 
+  /** The waits before an answer: a rule's latency, `!sleep`, and `!stream S` asked without streaming (a slow answer). */
+  async function waitBeforeAnswer(plan: Plan, request: ResponsesRequest): Promise<void> {
+    if (plan.kind === "reply" && plan.reply.latencyMs) await clock.sleep(plan.reply.latencyMs);
+    if (plan.kind !== "echo") return;
+    const wanted = plan.directive;
+    if (wanted.kind === "sleep") await clock.sleep(wanted.ms);
+    if (wanted.kind === "stream" && !request.stream) await clock.sleep(wanted.ms);
+  }
+
+  /** The echo's or a directive's one text message; `!file` writes its file first. */
+  async function echoReply(
+    instanceId: string,
+    directive: Directive,
+    request: ResponsesRequest,
+    earlierInputs: () => string[],
+  ): Promise<{ ok: true; reply: Reply } | { ok: false; error: GatewayError }> {
+    if (directive.kind === "file") {
+      if (!options.writeFile)
+        return {
+          ok: false,
+          error: { ...invalid("not_supported", "input", "This gateway cannot write files: !file is not available.", 501), type: "server_error" },
+        };
+      await options.writeFile(instanceId, `${FILE_DIR}/${directive.name}`, fileBytes(directive.fileKind, directive.name));
+    }
+    const text = replyText(directive, request.userText, earlierInputs);
+    return { ok: true, reply: { items: [{ type: "message", id: newId("msg"), text }], status: "completed", plain: true } };
+  }
   const server = createServer({ keepAlive: true, noDelay: true }, (req, res) => {
     // A write after the client left must not become an unhandled 'error'.
     res.on("error", () => {});
@@ -338,6 +320,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
     forgetInstance(instanceId) {
       generations.set(instanceId, (generations.get(instanceId) ?? 0) + 1);
       forget(options.state(), instanceId);
+      options.scripts?.clear({ kind: "instance", instanceId });
       // Always told: a store may hold conversations it has not read into memory.
       void options.onChange({ kind: "forget", instanceId });
     },

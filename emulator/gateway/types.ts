@@ -1,5 +1,7 @@
 import type { Clock } from "../../shared/clock.js";
 import type { Random } from "../../shared/random.js";
+import type { AnswerRecord } from "./reply.js";
+import type { ScriptRegistry } from "./script/registry.js";
 
 /** One completed turn, as the emulator's store keeps it. */
 export interface StoredResponse {
@@ -12,6 +14,8 @@ export interface StoredResponse {
   model: string;
   /** Epoch seconds. */
   created_at: number;
+  /** More than the echo's text (a script rule, tool calls, an object): what the model answered. */
+  answer?: AnswerRecord;
 }
 
 export interface GatewayState {
@@ -50,6 +54,13 @@ export interface GatewayOptions {
   random: Random;
   /** Consulted once per routed request, before anything else happens. */
   faultFor?: (instanceId: string) => GatewayFault | undefined;
+  /** The model scripts in force (default: none, the echo and its directives answer). */
+  scripts?: ScriptRegistry;
+  /**
+   * Writes a file into the instance's tree for `!file` (`path` relative to it,
+   * e.g. `workspace/a.png`). Default: none, and `!file` answers 501.
+   */
+  writeFile?: (instanceId: string, path: string, bytes: Buffer) => Promise<void>;
 }
 
 export interface FakeGateway {
@@ -68,8 +79,11 @@ export interface FakeGateway {
 /** An OpenAI-style error, as a value: the status and what goes in `{error: {...}}`. */
 export interface GatewayError {
   status: number;
-  type: "invalid_request_error" | "server_error";
+  /** `invalid_request_error`, `server_error`, `rate_limit_error`, or what a script names. */
+  type: string;
   code: string | null;
   param: string | null;
   message: string;
+  /** Seconds, sent as `retry-after` and `retry-after-ms`. */
+  retryAfter?: number;
 }

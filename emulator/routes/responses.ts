@@ -17,6 +17,16 @@ type ResponseHandlers = Pick<Handlers, "createResponse" | "createSessionResponse
 
 const MAX_SESSION_ID = 256;
 
+/** Gateway headers a caller relies on: when to retry a 429, and which model-script rule answered. */
+const RELAYED_HEADERS = ["retry-after", "retry-after-ms", "x-emulator-model-rule"];
+
+function relayHeaders(upstream: Dispatcher.ResponseData, res: ServerResponse): void {
+  for (const name of RELAYED_HEADERS) {
+    const value = upstream.headers[name];
+    if (typeof value === "string") res.setHeader(name, value);
+  }
+}
+
 export function responseHandlers(env: EmulatorEnv): ResponseHandlers {
   async function relay(ctx: Ctx<Routes["createResponse"]>, sessionKey: string): Promise<typeof HANDLED> {
     const { instance, body, res } = ctx;
@@ -53,6 +63,7 @@ export function responseHandlers(env: EmulatorEnv): ResponseHandlers {
       return HANDLED;
     }
     const status = upstream.statusCode;
+    if (status < 500) relayHeaders(upstream, res);
     if (status >= 500) {
       await upstream.body.dump().catch(() => {});
       throw badGateway(`The instance gateway answered HTTP ${status}.`);

@@ -160,6 +160,7 @@ export function conversationLogs(dataDir: string, state: () => GatewayState, rep
         output_text: line.output_text,
         model: intern(line.model),
         created_at: line.created_at,
+        ...(line.answer ? { answer: line.answer } : {}),
       };
       loaded.responses[response.id] = response;
       loaded.heads[headKey(instanceId, response.session)] = response.id;

@@ -5,6 +5,7 @@
  * an id that reaches a filesystem path can only be one of ours.
  */
 import { z } from "zod";
+import { AnswerRecord } from "../gateway/reply.js";
 import { MAX_JSON_DEPTH, deeperThan } from "../../shared/json-depth.js";
 import { Permission, Provider, Tier } from "../../shared/schemas/common.js";
 import { InstanceStatus } from "../../shared/schemas/instances.js";
@@ -116,6 +117,7 @@ export const StoredResponse = z.strictObject({
   output_text: z.string(),
   model: z.string().max(256),
   created_at: z.number().int(),
+  answer: AnswerRecord.optional(),
 });
 
 /** `${instance id}\0${session}` -> the session's latest response id. */

@@ -65,6 +65,7 @@ name(instances.InstanceStatusView, "InstanceStatusView", "An instance's status a
 name(responses.InputItem, "InputItem", "One input item, as the OpenAI Responses format has them; other fields pass through.");
 name(responses.ResponseRequest, "ResponseRequest", "A message for the instance's gateway; any field besides these passes through unchanged.");
 name(responses.OutputItem, "OutputItem", "One output item; the assistant's text is in `message` items' `output_text` blocks.");
+name(responses.GatewayErrorBody, "GatewayError", "An instance gateway's own 4xx on a message call, passed through in the OpenAI error shape.");
 name(responses.ResponseObject, "Response", "The gateway's answer; its `id` continues the conversation as `previous_response_id`.");
 
 // Channels

@@ -24,6 +24,20 @@ export const ConsoleSession = z.object({
 });
 
 export const Usage = z.object({ input_tokens: z.number().int().min(0), output_tokens: z.number().int().min(0), total_tokens: z.number().int().min(0) });
+/** One output item of a turn that was more than text, as the console shows it (texts redacted). */
+export const ConsoleAnswerItem = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("message"), text: z.string(), json: z.boolean() }),
+  z.object({ type: z.literal("refusal"), refusal: z.string() }),
+  z.object({ type: z.literal("reasoning"), summary: z.string() }),
+  z.object({ type: z.literal("function_call"), call_id: z.string(), name: z.string(), arguments: z.string() }),
+]);
+/** What the fake model answered beyond text: the script rule that fired, tool calls, structured output. */
+export const ConsoleAnswer = z.object({
+  rule: z.string().nullable(),
+  status: z.enum(["completed", "incomplete"]),
+  items: z.array(ConsoleAnswerItem),
+});
+
 export const ConsoleTurn = z.object({
   id: z.string(),
   session: z.string(),
@@ -33,6 +47,8 @@ export const ConsoleTurn = z.object({
   model: z.string(),
   created_at: z.string(),
   usage: Usage,
+  /** Present when the turn was more than the echo's text. */
+  answer: ConsoleAnswer.optional(),
 });
 
 /** `limit`: the newest turns given, oldest first (1..1000, default 100). */

@@ -25,6 +25,21 @@ export const ResponseRequest = z.looseObject({
 });
 export type ResponseRequest = z.infer<typeof ResponseRequest>;
 
+/**
+ * An error the instance's gateway answered on a message call, passed through
+ * unchanged: the OpenAI error shape (e.g. `previous_response_not_found`, a
+ * scripted 429 with `retry-after`, `context_length_exceeded`).
+ */
+export const GatewayErrorBody = z.object({
+  error: z.object({
+    type: z.string(),
+    code: z.string().nullable(),
+    param: z.string().nullable(),
+    message: z.string(),
+  }),
+});
+export type GatewayErrorBody = z.infer<typeof GatewayErrorBody>;
+
 export const OutputText = z.looseObject({ type: z.literal("output_text"), text: z.string() });
 export const OutputItem = z.looseObject({
   type: z.string(),

@@ -135,6 +135,35 @@ describe("web console", () => {
     await expect.poll(() => page.locator("li.turn").count(), UNTIL).toBe(2);
   });
 
+  it("shows a turn's tool call and structured output readably, with the script rule that answered, live", async () => {
+    const { key, instanceId } = await orgWithInstance("tools");
+    const script = {
+      rules: [
+        {
+          name: "weather call",
+          match: { contains: "weather" },
+          answer: { tool_calls: [{ name: "get_weather", arguments: { city: "Oslo" }, call_id: "call_w" }] },
+        },
+        { name: "forecast", match: { function_call_output: "call_w" }, answer: { output: { city: "Oslo", sky: "clear" } } },
+      ],
+    };
+    expect((await call("PUT", `/_emulator/instances/${instanceId}/model-script`, script)).status).toBe(200);
+    await open(`/instances/${instanceId}/sessions/weather`);
+    await page.getByText("No turns in this session yet.").first().waitFor({ state: "visible" });
+
+    const path = `/v1/instances/${instanceId}/session/weather/responses`;
+    const asked = await call<{ id: string }>("POST", path, { model: "m", input: "weather in Oslo?" }, key);
+    const callTurn = page.locator(`li.turn[data-response="${asked.body.id}"]`);
+    await expect.poll(() => textOf(callTurn.locator('[data-item="function_call"]')), UNTIL).toContain("get_weather(");
+    await expect.poll(() => textOf(callTurn.locator('[data-item="function_call"]')), UNTIL).toContain('"city": "Oslo"');
+    await expect.poll(() => textOf(callTurn.getByTestId("rule")), UNTIL).toBe("rule: weather call");
+
+    const answered = await call<{ id: string }>("POST", path, { model: "m", input: [{ type: "function_call_output", call_id: "call_w", output: "{}" }] }, key);
+    const structured = page.locator(`li.turn[data-response="${answered.body.id}"] [data-item="structured"]`);
+    await expect.poll(() => textOf(structured), UNTIL).toContain('"sky": "clear"');
+    expect(pageErrors).toEqual([]);
+  });
+
   it("adds a fault from the form, and the next message fails as the rule says", async () => {
     const { key, instanceId } = await orgWithInstance("faulty");
     await open("/faults");

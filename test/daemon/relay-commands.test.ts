@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseCommand, runCommand, type CommandContext } from "../../daemon/core/commands.js";
-import { backoffDelay } from "../../daemon/core/relay.js";
+import { backoffDelay } from "../../shared/backoff.js";
 import { replyTextOf, responseIdOf } from "../../daemon/core/reply.js";
 import { seededRandom } from "../../shared/random.js";
 

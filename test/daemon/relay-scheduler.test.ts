@@ -77,7 +77,7 @@ describe("scheduler", () => {
     await r.finish("b1");
     await r.finish("z1");
     while (r.running().length) await r.finish(r.running()[0]!);
-    const order = (session: string) => r.started.filter((t) => t.sessionKey === session).map((t) => t.items.join("+"));
+    const order = (session: string) => r.started.filter((t) => t.sessionBase === session).map((t) => t.items.join("+"));
     expect(order("a")).toEqual(["a1", "a2", "a3"]);
     expect(order("b")).toEqual(["b1", "b2", "b3"]);
     expect(order("c")).toEqual(["c1", "c2", "c3"]);

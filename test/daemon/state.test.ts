@@ -6,7 +6,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createManualClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import type { InboundMessage } from "../../daemon/core/adapter.js";
-import { DataDirLockedError, dedupeKey, openStore, type Store, type StoredRoute } from "../../daemon/state/store.js";
+import { dedupeKeyOf as dedupeKey, sessionKeyOf } from "../../daemon/core/keys.js";
+import { DataDirLockedError, openStore, type Store, type StoredRoute } from "../../daemon/state/store.js";
+
+/** A session key as the relay makes it (instance, session base). */
+const K = sessionKeyOf({ instanceId: "i", sessionBase: "k" });
 
 const dirs: string[] = [];
 const open: Store[] = [];
@@ -99,7 +103,7 @@ describe("store", () => {
     await s1.recordReply(
       a.id,
       { chunks: ["c1", "c2", "c3"], members: [a.id, b.id], format: "markdown" },
-      { base: "k", state: { generation: 2, lastResponseId: "resp_1" } },
+      { key: K, state: { generation: 2, lastResponseId: "resp_1" } },
     );
     await s1.recordSent(a.id, 1);
     await crash(s1);
@@ -109,7 +113,7 @@ describe("store", () => {
     expect(lead.reply).toEqual({ chunks: ["c1", "c2", "c3"], members: [a.id, b.id], format: "markdown" });
     expect(lead.sent).toBe(1);
     expect(s2.get(b.id)?.leader).toBe(a.id);
-    expect(s2.session("k")).toEqual({ generation: 2, lastResponseId: "resp_1" });
+    expect(s2.session(K)).toEqual({ generation: 2, lastResponseId: "resp_1" });
     const spooled = s2.attachmentPath(lead.message.attachments![0]!);
     expect(existsSync(spooled)).toBe(true);
     await s2.recordSent(a.id, 3);
@@ -163,7 +167,7 @@ describe("store", () => {
       if (i % 3 === 0) keep.push(e.id);
       else await s1.complete([e.id]);
     }
-    await s1.setSession("k", { generation: 1 });
+    await s1.setSession(K, { generation: 1 });
     expect(existsSync(join(dir, "snapshot.json"))).toBe(true);
     // It never grows far past the threshold: each compaction empties it.
     expect(statSync(join(dir, "journal.jsonl")).size).toBeLessThan(4096 + 1024);
@@ -173,7 +177,7 @@ describe("store", () => {
     expect(s2.pending().map((e) => e.id)).toEqual(keep);
     expect(s2.kv("adapter:telegram:bot").get("offset")).toBe(59);
     expect(s2.kv("adapter:discord:bot").get("offset")).toBeUndefined();
-    expect(s2.session("k")).toEqual({ generation: 1 });
+    expect(s2.session(K)).toEqual({ generation: 1 });
   });
 
   it("applies nothing twice when a crash hit between snapshot and truncation", async () => {
@@ -272,5 +276,24 @@ describe("state read back is checked", () => {
     const lines = readFileSync(join(dir, "journal.jsonl"), "utf8").split("\n").filter(Boolean);
     writeFileSync(join(dir, "journal.jsonl"), `${lines[0]}\n${JSON.stringify({ ver: 2, t: "sent", s: 2, id: "x", n: 1 })}\n`);
     await expect(openStore({ dataDir: dir, clock, lock: false })).rejects.toThrow(/written by a newer daemon/);
+  });
+
+  it("a journaled entry's dedupe key is read back as one, in the format it was written in", async () => {
+    const dir = tempDir();
+    const s1 = await openAt(dir);
+    const m = message("kept");
+    const e = await add(s1, m);
+    await crash(s1);
+    const line = readFileSync(join(dir, "journal.jsonl"), "utf8").split("\n")[0]!;
+    // The format on disk since the first version: a JSON array of platform, account, chat and message id.
+    expect(JSON.parse(line).e.key).toBe(JSON.stringify(["fake", "acct", "alice", m.messageId]));
+    const s2 = await openAt(dir);
+    expect(s2.get(e.id)?.key).toBe(dedupeKey(m));
+    expect(s2.has(dedupeKey(m))).toBe(true);
+    await crash(s2);
+    writeFileSync(join(dir, "journal.jsonl"), `${line.replace(JSON.stringify(JSON.stringify(["fake", "acct", "alice", m.messageId])), '"fake alice"')}\n`);
+    await expect(openStore({ dataDir: dir, clock, lock: false })).rejects.toThrow(
+      /journal\.jsonl line 1: not a valid journal record \(e\.key: not a dedupe key/,
+    );
   });
 });

@@ -7,8 +7,9 @@ import { BufferJSON } from "@whiskeysockets/baileys";
 import { pino } from "pino";
 import qrcodeTerminal from "qrcode-terminal";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { backoffCeiling, createWhatsAppAdapter, WhatsAppAdapterError } from "../../daemon/adapters/whatsapp/index.js";
-import type { WhatsAppChannelConfig } from "../../daemon/adapters/whatsapp/platform.js";
+import type { WhatsAppChannelConfig } from "../../daemon/adapters/whatsapp/config.js";
+import { createWhatsAppAdapter, RECONNECT_BACKOFF, WhatsAppAdapterError } from "../../daemon/adapters/whatsapp/index.js";
+import { backoffDelay } from "../../shared/backoff.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import { checkAccess } from "../../daemon/core/access.js";
 import type { AdapterStateStore, AdapterStatusEvent, ChatTarget, InboundMessage, InboundSink } from "../../daemon/core/adapter.js";
@@ -27,6 +28,9 @@ import {
   ownMessage,
   pnJid,
 } from "../fakes/baileys-socket.js";
+
+/** The longest reconnect delay after `failures` failed connects in a row: the backoff with its jitter at the top. */
+const backoffCeiling = (failures: number): number => backoffDelay(failures + 1, RECONNECT_BACKOFF, { bytes: (n) => Buffer.alloc(n), float: () => 1 });
 
 const dirs: string[] = [];
 afterEach(() => {

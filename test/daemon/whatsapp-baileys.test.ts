@@ -13,11 +13,15 @@ import { makeWASocket } from "@whiskeysockets/baileys";
 import { pino } from "pino";
 import { afterEach, expect, it, vi } from "vitest";
 import { WebSocketServer } from "ws";
-import { backoffCeiling, createWhatsAppAdapter, type SocketFactory } from "../../daemon/adapters/whatsapp/index.js";
+import { createWhatsAppAdapter, RECONNECT_BACKOFF, type SocketFactory } from "../../daemon/adapters/whatsapp/index.js";
+import { backoffDelay } from "../../shared/backoff.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import type { AdapterStatusEvent } from "../../daemon/core/adapter.js";
 import { createManualClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
+
+/** The longest reconnect delay after `failures` failed connects in a row: the backoff with its jitter at the top. */
+const backoffCeiling = (failures: number): number => backoffDelay(failures + 1, RECONNECT_BACKOFF, { bytes: (n) => Buffer.alloc(n), float: () => 1 });
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {

@@ -1,7 +1,8 @@
 /**
- * Pure translation of one Baileys message into what the relay core needs, or
- * the reason it is not for the bot (own echo, status broadcast, reaction...).
- * No I/O here: downloading attachments and gating mentions happen in the adapter.
+ * Pure translation of one Baileys message into the core's `InboundMessage`,
+ * or nothing when it is not for the bot (own echo, status broadcast,
+ * reaction...). No I/O here: downloading attachments happens in intake.ts,
+ * and the core applies the group's mention rule.
  */
 import {
   isHostedLidUser,
@@ -14,10 +15,13 @@ import {
   type proto,
   type WAMessage,
 } from "@whiskeysockets/baileys";
-import type { ChatType, InboundAttachment } from "../../core/adapter.js";
+import type { ChatType, InboundAttachment, InboundMessage } from "../../core/adapter.js";
 import { chatIdFromJid, jidUser, userIdFromJid } from "./ids.js";
 import { safeBaseName } from "../../../shared/util/names.js";
 
+export const PLATFORM = "whatsapp";
+
+/** A file a message carries, as the message describes it (nothing downloaded yet). */
 export interface MediaInfo {
   kind: InboundAttachment["kind"];
   fileName: string;
@@ -26,30 +30,50 @@ export interface MediaInfo {
   declaredBytes?: number;
 }
 
-export interface InboundDraft {
-  chatId: string;
-  chatType: ChatType;
-  userId: string;
-  userAliases: string[];
-  userName?: string;
-  messageId: string;
-  text: string;
-  sentAt?: number;
-  /** The bot was @mentioned, or the message replies to one of the bot's. */
-  mentioned: boolean;
-  media?: MediaInfo;
-}
-
-export type Translation = { ok: true; draft: InboundDraft } | { ok: false; reason: string };
-
 /** The bot's own JIDs (phone and `@lid`), any device suffix allowed. */
 export type SelfJids = readonly string[];
 
-const skip = (reason: string): Translation => ({ ok: false, reason });
+/** What a translation needs besides the message. */
+export interface TranslateContext {
+  /** The bot's own JIDs: its messages are skipped, its mentions stripped. */
+  self: SelfJids;
+  /** The channel's id, copied into the message. */
+  accountId: string;
+  /** Epoch ms, for a message that carries no timestamp. */
+  now: number;
+  /** Told why a message was skipped (for a debug log). Default: nobody. */
+  onSkip?: (reason: string) => void;
+}
 
 const isPersonJid = (jid: string): boolean => Boolean(isPnUser(jid) || isLidUser(jid) || isHostedPnUser(jid) || isHostedLidUser(jid));
 
-export function translateMessage(msg: WAMessage, self: SelfJids): Translation {
+/**
+ * One Baileys message -> the core's message, text only (attachments are
+ * fetched after the core admitted the sender; see `mediaOfMessage`).
+ * Undefined when the message is not for the bot; `context.onSkip` hears why.
+ */
+export function translateMessage(msg: WAMessage, context: TranslateContext): InboundMessage | undefined {
+  const read = readMessage(msg, context.self);
+  if (!read.ok) {
+    context.onSkip?.(read.reason);
+    return undefined;
+  }
+  const { sentAt, ...message } = read.message;
+  return { platform: PLATFORM, accountId: context.accountId, ...message, sentAt: sentAt ?? context.now };
+}
+
+/** The file a message carries, if any (document, photo, audio, video). */
+export function mediaOfMessage(msg: WAMessage): MediaInfo | undefined {
+  const content = normalizeMessageContent(msg.message);
+  return content && msg.key.id ? mediaOf(content, msg.key.id) : undefined;
+}
+
+type Facts = Omit<InboundMessage, "platform" | "accountId" | "sentAt"> & { sentAt?: number };
+type Reading = { ok: true; message: Facts } | { ok: false; reason: string };
+
+const skip = (reason: string): Reading => ({ ok: false, reason });
+
+function readMessage(msg: WAMessage, self: SelfJids): Reading {
   const key = msg.key;
   const remoteJid = key.remoteJid;
   if (!remoteJid || !key.id) return skip("no chat or message id");
@@ -95,19 +119,20 @@ export function translateMessage(msg: WAMessage, self: SelfJids): Translation {
     (context?.mentionedJid ?? []).some((jid) => isSelf(jid, self)) || Boolean(context?.participant && context.stanzaId && isSelf(context.participant, self));
 
   const sentAt = toNumber(msg.messageTimestamp);
+  const aliasList = [...new Set(aliases)];
   return {
     ok: true,
-    draft: {
+    message: {
       chatId: chatIdFromJid(remoteJid),
       chatType,
       userId,
-      userAliases: [...new Set(aliases)],
+      ...(aliasList.length ? { userAliases: aliasList } : {}),
       ...(msg.pushName ? { userName: msg.pushName } : {}),
       messageId: key.id,
       text: stripLeadingMentions(text, self).trim(),
       ...(sentAt !== undefined ? { sentAt: sentAt * 1000 } : {}),
-      mentioned,
-      ...(media ? { media } : {}),
+      // The core applies the group's mention rule.
+      ...(chatType === "group" ? { mentioned } : {}),
     },
   };
 }

@@ -1,27 +1,109 @@
 /**
- * WhatsApp channel (Baileys). `createWhatsAppAdapter(config, deps, options)`
- * returns a `ChatAdapter`; tests inject a fake `socketFactory` and
- * `mediaDownloader`, a manual clock (in deps) and seeded `random`.
+ * WhatsApp channel (Baileys): `createWhatsAppAdapter(config, deps, options)`
+ * wires the parts into the core's `ChatAdapter`:
+ *  - connection.ts  start / reconnect / stop, one socket at a time (close codes: disconnect.ts);
+ *  - intake.ts      socket messages -> inbound.ts#translateMessage -> `sink.accept`, serially,
+ *                   refused ones kept for the next open (replay.ts), files fetched by media.ts;
+ *  - outbound.ts    render, send, typing.
+ * Tests inject a fake `socketFactory` and `mediaDownloader`, a manual clock
+ * (in deps) and a seeded `random`.
  */
-export {
-  createWhatsAppAdapter,
-  disconnectCode,
-  WHATSAPP_LIMITS,
-  WhatsAppAdapterError,
-  type WhatsAppAdapterOptions,
-  type WhatsAppErrorStatus,
-} from "./adapter.js";
-export { clearAuthDir, openAuthStore, type AuthStore } from "./auth.js";
-export { backoffCeiling, DEFAULT_BACKOFF, reconnectDelay, type BackoffPolicy } from "./backoff.js";
-export { markdownToWhatsApp } from "./format.js";
-export { chatIdFromJid, toSendJid, userIdFromJid } from "./ids.js";
-export { translateMessage, type InboundDraft, type Translation } from "./inbound.js";
-export {
-  baileysMediaDownloader,
-  baileysSocketFactory,
-  type MediaDownloader,
-  type SocketFactory,
-  type WhatsAppSocket,
-  type WhatsAppSocketConfig,
-  type WhatsAppSocketEvents,
-} from "./socket.js";
+import type { Writable } from "node:stream";
+import { cryptoRandom, type Random } from "../../../shared/random.js";
+import type { AdapterDeps, AdapterStatusEvent, ChatAdapter, InboundSink } from "../../core/adapter.js";
+import type { BackoffPolicy } from "../../../shared/backoff.js";
+import type { WhatsAppChannelConfig } from "./config.js";
+import { RECONNECT_BACKOFF, WhatsAppConnection } from "./connection.js";
+import { describeError } from "./errors.js";
+import { PLATFORM } from "./inbound.js";
+import { WhatsAppIntake } from "./intake.js";
+import { WHATSAPP_LIMITS, WhatsAppOutbound } from "./outbound.js";
+import { baileysMediaDownloader, baileysSocketFactory, type MediaDownloader, type SocketFactory } from "./socket.js";
+
+export { RECONNECT_BACKOFF } from "./connection.js";
+export { WhatsAppAdapterError, type WhatsAppAdapterErrorInit, type WhatsAppErrorStatus } from "./errors.js";
+export { WHATSAPP_LIMITS } from "./outbound.js";
+// The platform fake (test/fakes/baileys-socket.ts) implements these.
+export type { MediaDownloader, SocketFactory, WhatsAppSocket, WhatsAppSocketConfig, WhatsAppSocketEvents } from "./socket.js";
+
+export interface WhatsAppAdapterOptions {
+  /** Makes the Baileys socket. Default: Baileys' `makeWASocket`. */
+  socketFactory?: SocketFactory;
+  /** Fetches a message's file. Default: Baileys' `downloadMediaMessage` (as a stream). */
+  mediaDownloader?: MediaDownloader;
+  /** Where QR codes and re-link requests are drawn. Default: stdout. */
+  qrOutput?: Writable;
+  /** Jitter for reconnect delays. Default: cryptographic randomness. */
+  random?: Random;
+  /** Reconnect delays. Default: `RECONNECT_BACKOFF` (1 s doubling up to 60 s, half of it jitter). */
+  backoff?: BackoffPolicy;
+  /** How long `send` waits for a dropped connection to come back before it rejects, ms. Default: 30 000. */
+  sendWaitMs?: number;
+  /** Mark messages read once the core has journaled them. Default: the channel's `readReceipts` (true). */
+  readReceipts?: boolean;
+}
+
+export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: AdapterDeps, options: WhatsAppAdapterOptions = {}): ChatAdapter {
+  const accountId = config.id;
+  const log = deps.logger.child({ platform: PLATFORM, accountId });
+  // Baileys is chatty below warn, and its debug output can carry key material.
+  const baileysLog = log.child({ component: "baileys" }, { level: log.levelVal > log.levels.values.warn! ? log.level : "warn" });
+  // The sink is set by `start`, before the first socket: until then status news only goes to the log.
+  let sink: InboundSink | undefined;
+  const status = (event: AdapterStatusEvent) => {
+    log.debug({ state: event.state, detail: event.detail }, "whatsapp status");
+    try {
+      sink?.status(event);
+    } catch (err) {
+      log.warn({ err: describeError(err) }, "status sink threw");
+    }
+  };
+
+  const connection: WhatsAppConnection = new WhatsAppConnection({
+    accountId,
+    authDir: config.authDir ?? `${deps.dataDir}/whatsapp/${accountId}`,
+    printQr: config.printQr,
+    qrOutput: options.qrOutput ?? process.stdout,
+    factory: options.socketFactory ?? baileysSocketFactory,
+    clock: deps.clock,
+    random: options.random ?? cryptoRandom,
+    backoff: options.backoff ?? RECONNECT_BACKOFF,
+    sendWaitMs: options.sendWaitMs ?? 30_000,
+    log,
+    baileysLog,
+    status,
+    sentMessage: (key) => outbound.sentMessage(key),
+    onMessages: (socket, messages) => intake.take(socket, messages, connection.selfJids()),
+    onOpen: (socket) => intake.replay(socket, connection.selfJids()),
+  });
+  const outbound = new WhatsAppOutbound({ log, waitForOpen: () => connection.waitForOpen(), openSocket: () => connection.openSocket() });
+  const intake = new WhatsAppIntake({
+    accountId,
+    clock: deps.clock,
+    state: deps.state,
+    readReceipts: options.readReceipts ?? config.readReceipts,
+    outbound,
+    openSocket: () => connection.openSocket(),
+    downloader: options.mediaDownloader ?? baileysMediaDownloader,
+    maxAttachmentBytes: deps.maxAttachmentBytes,
+    log,
+    baileysLog,
+  });
+
+  return {
+    platform: PLATFORM,
+    accountId,
+    limits: WHATSAPP_LIMITS,
+    // Baileys hands a message over once: what the core cannot take is told, never left for a redelivery.
+    capabilities: { redelivers: false, edit: false },
+    measure: (text, format) => outbound.measure(text, format),
+    start: (next) =>
+      connection.start(() => {
+        sink = next;
+        intake.begin(next);
+      }),
+    stop: () => connection.stop(() => intake.drained()),
+    send: (target, text, sendOptions) => outbound.send(target, text, sendOptions),
+    sendTyping: (target) => outbound.sendTyping(target),
+  };
+}

@@ -8,23 +8,8 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { channelSubject, type CheckResult } from "../../check/result.js";
-import { accessSchema, channelCommon, nonEmpty } from "../../config/fields.js";
 import { definePlatform, type ChannelCheckDeps } from "../platform.js";
-
-export const whatsappChannelSchema = z.strictObject({
-  type: z.literal("whatsapp"),
-  ...channelCommon,
-  access: accessSchema.prefault({}),
-  /** Default `<dataDir>/whatsapp/<id>`. */
-  authDir: nonEmpty.optional(),
-  printQr: z.boolean().default(true),
-  /** In groups, answer only when mentioned or replied to. */
-  requireMention: z.boolean().default(true),
-  /** Mark admitted senders' messages as read once they are journaled. */
-  readReceipts: z.boolean().default(true),
-});
-
-export type WhatsAppChannelConfig = Omit<z.output<typeof whatsappChannelSchema>, "id" | "authDir"> & { id: string; authDir: string };
+import { whatsappChannelSchema, type WhatsAppChannelConfig } from "./config.js";
 
 /** Baileys' creds.json: `me` is set once a phone has paired. */
 const WhatsAppCreds = z.looseObject({ me: z.looseObject({ id: z.string() }).optional() });

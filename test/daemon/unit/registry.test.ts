@@ -4,7 +4,7 @@
  * and a platform defined only with the registry's types is parsed,
  * finalised, scrubbed, checked and built like the real ones.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { Writable } from "node:stream";
 import pino from "pino";
@@ -66,6 +66,19 @@ describe("the platform registry is the only place platforms meet the daemon", ()
     expect(offenders).toEqual([]);
   });
 
+  it("every platform folder has the same layout, and only platform.ts reaches index.ts (lazily)", () => {
+    // config.ts: the channel schema; inbound.ts: the pure translation to the core's message;
+    // outbound.ts: render, send, edit; connection.ts: connect, reconnect, stop; index.ts: wiring.
+    for (const t of types) {
+      const folder = join(daemonDir, "adapters", t);
+      expect(readdirSync(folder), t).toEqual(expect.arrayContaining(["platform.ts", "config.ts", "inbound.ts", "outbound.ts", "connection.ts", "index.ts"]));
+      expect(codeOf(join(folder, "inbound.ts")), `${t}/inbound.ts`).toMatch(/export (function|const) translateMessage\b/);
+      for (const path of sources(folder).filter((p) => !p.endsWith("platform.ts"))) {
+        expect(codeOf(path), rel(path)).not.toMatch(/from "\.\/(platform|index)\.js"|import\("\.\/(platform|index)\.js"\)/);
+      }
+    }
+  });
+
   it("the core imports neither the registry nor any platform folder", () => {
     const offenders = sources(join(daemonDir, "core")).filter((path) => /from "\.\.\/adapters\//.test(readFileSync(path, "utf8")));
     expect(offenders.map(rel)).toEqual([]);
@@ -76,7 +89,6 @@ describe("the platform registry is the only place platforms meet the daemon", ()
     // everything else in the folder (and the platform's library) only once a channel is enabled.
     for (const t of types) {
       for (const file of ["platform.ts", "config.ts"]) {
-        if (!existsSync(join(daemonDir, "adapters", t, file))) continue;
         const code = codeOf(join(daemonDir, "adapters", t, file));
         const eager = [...code.matchAll(/^import (?!type )[^;]*? from "([^"]+)";/gm)].map((m) => m[1]);
         for (const spec of eager) expect(spec, `${t}/${file}`).not.toMatch(/^(grammy|discord\.js|@whiskeysockets\/baileys)|^\.\/(?!platform|config)/);

@@ -8,7 +8,9 @@ import { createManualClock, systemClock } from "../../../shared/clock.js";
 import { seededRandom } from "../../../shared/random.js";
 import { SendError } from "../../../daemon/core/adapter.js";
 import { classifySendError } from "../../../daemon/core/delivery.js";
-import { AbortedError, backoffDelay, createSerialQueue, retry, sleep } from "../../../daemon/core/retry.js";
+import { createSerialQueue, retry, sleep } from "../../../daemon/core/retry.js";
+import { backoffDelay } from "../../../shared/backoff.js";
+import { AbortedError } from "../../../shared/clock.js";
 
 const flush = () => new Promise<void>((r) => setImmediate(r));
 

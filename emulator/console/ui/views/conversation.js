@@ -4,6 +4,31 @@ import { appendWindow, TURN_WINDOW, windowSize } from "../window.js";
 import { get, html, Link, Loading, time, useEvent, useLive, useState } from "../lib.js";
 import { InstanceTabs } from "./instances.js";
 
+/** Pretty JSON when the text is a structured output; the text itself otherwise. */
+const pretty = (text) => {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+};
+
+/** One output item of a turn that was more than text: tool call, structured output, refusal, reasoning. */
+function AnswerItem({ item }) {
+  switch (item.type) {
+    case "function_call":
+      return html`<div class="bubble output tool-call" data-item="function_call"><span class="who">tool call <code>${item.call_id}</code></span><pre><strong>${item.name}</strong>(${pretty(item.arguments)})</pre></div>`;
+    case "refusal":
+      return html`<div class="bubble output refusal" data-item="refusal"><span class="who">refusal</span><pre>${item.refusal}</pre></div>`;
+    case "reasoning":
+      return html`<div class="bubble output reasoning" data-item="reasoning"><span class="who">reasoning</span><pre>${item.summary}</pre></div>`;
+    default:
+      return item.json
+        ? html`<div class="bubble output structured" data-item="structured"><span class="who">structured output</span><pre>${pretty(item.text)}</pre></div>`
+        : html`<div class="bubble output" data-item="message"><span class="who">output</span><pre>${item.text}</pre></div>`;
+  }
+}
+
 function Turn({ turn, instanceId }) {
   return html`<li class="turn" data-response=${turn.id}>
     <div class="turn-meta">
@@ -15,9 +40,15 @@ function Turn({ turn, instanceId }) {
       }
       <span class="muted">${time(turn.created_at)} · ${turn.model} · ${turn.usage.input_tokens} in / ${turn.usage.output_tokens} out tokens</span>
       ${instanceId ? null : html`<span class="muted">session ${turn.session}</span>`}
+      ${turn.answer?.rule ? html`<span class="badge" data-testid="rule">rule: ${turn.answer.rule}</span>` : null}
+      ${turn.answer?.status === "incomplete" ? html`<span class="badge">incomplete</span>` : null}
     </div>
     <div class="bubble input"><span class="who">input</span><pre>${turn.input_text}</pre></div>
-    <div class="bubble output"><span class="who">output</span><pre>${turn.output_text}</pre></div>
+    ${
+      turn.answer
+        ? turn.answer.items.map((item, i) => html`<${AnswerItem} key=${i} item=${item} />`)
+        : html`<div class="bubble output"><span class="who">output</span><pre>${turn.output_text}</pre></div>`
+    }
   </li>`;
 }
 
@@ -48,7 +79,8 @@ export function Conversation({ id, session }) {
     // replace what is appended below: load once more after it, as well.
     if (loading()) reload();
     const last = base[base.length - 1];
-    const whole = !e.truncated;
+    // A turn with tool calls or an object is shown from the console API, which gives its items.
+    const whole = !e.truncated && !e.answer;
     // Appended directly when it continues what is shown; otherwise (a gap, a cut text) load again.
     if (whole && (last ? e.previous_response_id === last.id : e.previous_response_id === null)) {
       setLive({ base: loaded, turns: appendWindow(base, [fromEvent(e)], max) });

@@ -1,0 +1,347 @@
+/**
+ * The connection lifecycle: start, reconnect, stop. Its rules:
+ *  - exactly one socket alive: every new socket is made by `#openSocket`,
+ *    which first unsubscribes from and ends the previous one, and events of a
+ *    socket that is no longer current are ignored;
+ *  - a close is handled as disconnect.ts decides (logged out, restart now,
+ *    fail, or reconnect after a jittered, growing delay on the clock);
+ *  - `start` resolves at the first outcome (open, QR shown, or a failed first
+ *    attempt that is being retried), so an outage never holds up the daemon.
+ */
+import type { Writable } from "node:stream";
+import type { BaileysEventMap, proto } from "@whiskeysockets/baileys";
+import type { Logger } from "pino";
+import qrcodeTerminal from "qrcode-terminal";
+import type { Clock, Timer } from "../../../shared/clock.js";
+import type { Random } from "../../../shared/random.js";
+import type { AdapterStatusEvent } from "../../core/adapter.js";
+import { backoffDelay, type BackoffPolicy } from "../../../shared/backoff.js";
+import { clearAuthDir, openAuthStore, type AuthStore } from "./auth.js";
+import { closeAction } from "./disconnect.js";
+import { describeError, WhatsAppAdapterError } from "./errors.js";
+import { OpenWaiters } from "./open-waiters.js";
+import type { SelfJids } from "./inbound.js";
+import type { SocketFactory, WAMessage, WAMessageKey, WhatsAppSocket } from "./socket.js";
+
+/** Reconnect delays: the daemon's one backoff, from 0.5-1 s after the first failure up to 30-60 s. */
+export const RECONNECT_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000 };
+
+export interface ConnectionDeps {
+  /** The channel's id, for messages to people. */
+  accountId: string;
+  /** The link's folder (Baileys' multi-file auth state); cleared on logout. */
+  authDir: string;
+  /** Draw the QR code on `qrOutput` (else only report "pairing"). */
+  printQr: boolean;
+  /** Where QR codes and re-link requests are drawn. */
+  qrOutput: Writable;
+  /** Makes each socket (Baileys' `makeWASocket`, or a test fake). */
+  factory: SocketFactory;
+  /** Reconnect delays and send waits run on it. */
+  clock: Clock;
+  /** Jitter for reconnect delays. */
+  random: Random;
+  /** Reconnect delays (see `RECONNECT_BACKOFF`). */
+  backoff: BackoffPolicy;
+  /** How long `waitForOpen` waits for a dropped connection to come back, ms. */
+  sendWaitMs: number;
+  /** The channel's logger. */
+  log: Logger;
+  /** The logger handed to Baileys (warn and above: its debug output can carry keys). */
+  baileysLog: Logger;
+  /** Connection news for the core ("starting", "connected", "reconnecting", ...). */
+  status(event: AdapterStatusEvent): void;
+  /** Baileys asks for a message it sent when the peer requests a retry. */
+  sentMessage(key: WAMessageKey): proto.IMessage | undefined;
+  /** Live messages from the current socket. */
+  onMessages(socket: WhatsAppSocket, messages: WAMessage[]): void;
+  /** A socket opened (before waiting sends are released): the place to replay what was refused. */
+  onOpen(socket: WhatsAppSocket): void;
+}
+
+type Phase = "idle" | "running" | "stopped" | "logged_out" | "failed";
+
+/** One socket and its subscription; `open` once Baileys said "open". */
+interface Current {
+  socket: WhatsAppSocket;
+  unsubscribe: () => void;
+  open: boolean;
+}
+
+export class WhatsAppConnection {
+  readonly #deps: ConnectionDeps;
+  /** "running" only between `start` and `stop` (or a logout / failure); every handler checks it before acting. */
+  #phase: Phase = "idle";
+  /** The link's keys; loaded once, dropped on logout (the folder is cleared then). */
+  #auth: AuthStore | undefined;
+  /** The one live socket; events from any other are ignored. */
+  #current: Current | undefined;
+  /** At most one reconnect pending. */
+  #reconnectTimer: Timer | undefined;
+  /** Failed connects since the last open; the next delay is for attempt `#failures + 1`. */
+  #failures = 0;
+  /** Settles `start`'s promise at the first outcome; undefined once settled. */
+  #settleStart: ((err?: Error) => void) | undefined;
+  #starting: Promise<void> | undefined;
+  /** The last stop's work (intake drained, creds flushed); a new start waits for it. */
+  #stopping: Promise<void> | undefined;
+  /** Sends waiting for an open socket: released on open, refused on stop, failure, logout or their timeout. */
+  readonly #openWaiters: OpenWaiters<WhatsAppSocket>;
+
+  constructor(deps: ConnectionDeps) {
+    this.#deps = deps;
+    this.#openWaiters = new OpenWaiters(deps.clock, deps.sendWaitMs);
+  }
+
+  /** Connects; `prepare` runs once the previous stop finished, before the first socket. Idempotent while running. */
+  start(prepare: () => void): Promise<void> {
+    if (this.#phase === "running" && this.#starting) return this.#starting;
+    this.#starting = this.#begin(prepare);
+    return this.#starting;
+  }
+
+  /** Disconnects without logging out, then runs `drain` (intake) and flushes the creds. Idempotent. */
+  stop(drain: () => Promise<void>): Promise<void> {
+    if (this.#phase !== "running") return this.#stopping ?? Promise.resolve();
+    this.#phase = "stopped";
+    this.#halt();
+    this.#settleStart?.();
+    this.#stopping = (async () => {
+      // Let messages already taken from the socket reach the journal.
+      await drain();
+      await this.#auth?.flush();
+      this.#status({ state: "stopped" });
+    })();
+    return this.#stopping;
+  }
+
+  /** The socket if it is open now. */
+  openSocket(): WhatsAppSocket | undefined {
+    return this.#current?.open ? this.#current.socket : undefined;
+  }
+
+  /** The open socket, waiting up to `sendWaitMs` for one while running; rejects with a `WhatsAppAdapterError`. */
+  waitForOpen(): Promise<WhatsAppSocket> {
+    const open = this.openSocket();
+    if (open) return Promise.resolve(open);
+    if (this.#phase !== "running") return Promise.reject(this.#errorForPhase());
+    return this.#openWaiters.wait(() => this.#errorForPhase());
+  }
+
+  /** The bot's own JIDs as far as known (socket first, then the stored creds). */
+  selfJids(): SelfJids {
+    const user = this.#current?.socket.user;
+    const me = this.#auth?.state.creds.me;
+    return [user?.id, user?.lid, me?.id, me?.lid].filter((id): id is string => Boolean(id));
+  }
+
+  async #begin(prepare: () => void): Promise<void> {
+    if (this.#stopping) await this.#stopping;
+    this.#phase = "running";
+    this.#failures = 0;
+    this.#stopping = undefined;
+    prepare();
+    const started = new Promise<void>((resolve, reject) => {
+      this.#settleStart = (err) => {
+        this.#settleStart = undefined;
+        if (err) reject(err);
+        else resolve();
+      };
+    });
+    this.#status({ state: "starting" });
+    try {
+      this.#auth ??= await openAuthStore(this.#deps.authDir);
+    } catch (err) {
+      this.#fail(`cannot open the auth folder: ${describeError(err)}`);
+      this.#auth = undefined;
+      return started;
+    }
+    if (this.#phase === "running") this.#openSocket(); // else stopped while the auth state loaded
+    return started;
+  }
+
+  /** The only place a socket is made. Synchronous, so reconnects cannot overlap. */
+  #openSocket(): void {
+    this.#cancelReconnect();
+    this.#teardown();
+    const auth = this.#auth;
+    if (this.#phase !== "running" || !auth) return;
+    let socket: WhatsAppSocket;
+    try {
+      socket = this.#deps.factory({
+        auth: auth.state,
+        logger: this.#deps.baileysLog,
+        printQRInTerminal: false,
+        // Stay "offline" so the owner's phone keeps its notifications.
+        markOnlineOnConnect: false,
+        syncFullHistory: false,
+        getMessage: async (key) => this.#deps.sentMessage(key),
+      });
+    } catch (err) {
+      this.#deps.log.error({ err: describeError(err) }, "creating the WhatsApp socket failed");
+      this.#scheduleReconnect("socket could not be created");
+      this.#settleStart?.();
+      return;
+    }
+    const current: Current = { socket, unsubscribe: () => undefined, open: false };
+    this.#current = current;
+    current.unsubscribe = socket.ev.process((events) => {
+      try {
+        this.#onEvents(current, events);
+      } catch (err) {
+        this.#deps.log.error({ err: describeError(err) }, "handling WhatsApp events failed");
+      }
+    });
+  }
+
+  #onEvents(current: Current, events: Partial<BaileysEventMap>): void {
+    if (this.#current !== current) return; // a replaced socket's late events
+    if (events["creds.update"]) {
+      this.#auth?.saveCreds().catch((err: unknown) => this.#deps.log.error({ err: describeError(err) }, "saving WhatsApp credentials failed"));
+    }
+    // Connection news first: an "open" replays refused messages ahead of new ones.
+    const update = events["connection.update"];
+    if (update) this.#onConnectionUpdate(current, update);
+    const upsert = events["messages.upsert"];
+    if (upsert) {
+      // Only "notify" is live traffic; "append" is history or our own sends.
+      if (upsert.type === "notify") this.#deps.onMessages(current.socket, upsert.messages);
+      else this.#deps.log.debug({ type: upsert.type, count: upsert.messages.length }, "ignored non-live messages");
+    }
+    const history = events["messaging-history.set"];
+    if (history) this.#deps.log.debug({ count: history.messages.length }, "ignored history sync");
+  }
+
+  #onConnectionUpdate(current: Current, update: Partial<BaileysEventMap["connection.update"]>): void {
+    if (update.qr) this.#onQr(update.qr);
+    if (update.connection === "open") this.#onOpen(current);
+    if (update.connection === "close") this.#onClose(update.lastDisconnect?.error);
+  }
+
+  #onQr(qr: string): void {
+    const { printQr } = this.#deps;
+    if (printQr) drawQr(this.#deps.qrOutput, this.#deps.accountId, qr);
+    this.#status({ state: "pairing", detail: printQr ? "scan the QR code with WhatsApp > Linked devices" : "waiting for a link (printQr is off)" });
+    this.#settleStart?.();
+  }
+
+  #onOpen(current: Current): void {
+    current.open = true;
+    this.#failures = 0;
+    this.#status({ state: "connected" });
+    this.#deps.onOpen(current.socket);
+    this.#settleStart?.();
+    this.#openWaiters.resolveAll(current.socket);
+  }
+
+  #onClose(error: unknown): void {
+    this.#teardown();
+    if (this.#phase !== "running") return;
+    const action = closeAction(error);
+    switch (action.kind) {
+      case "logged_out":
+        this.#onLoggedOut().catch((err: unknown) => this.#deps.log.error({ err: describeError(err) }, "handling the WhatsApp logout failed"));
+        return;
+      case "restart":
+        // Sent right after pairing: the new credentials need a fresh connection, now.
+        this.#status({ state: "reconnecting", detail: "restart required after linking" });
+        this.#openSocket();
+        return;
+      case "fail":
+        this.#fail(action.detail);
+        return;
+      case "retry":
+        this.#scheduleReconnect(action.reason);
+        // start() does not hang on an outage: reconnecting goes on in the background.
+        this.#settleStart?.();
+    }
+  }
+
+  #scheduleReconnect(reason: string): void {
+    if (this.#phase !== "running" || this.#reconnectTimer) return;
+    this.#failures += 1;
+    const delay = backoffDelay(this.#failures, this.#deps.backoff, this.#deps.random);
+    this.#status({ state: "reconnecting", detail: `${reason}; retrying in ${Math.ceil(delay / 1000)} s` });
+    this.#reconnectTimer = this.#deps.clock.setTimeout(() => {
+      this.#reconnectTimer = undefined;
+      this.#openSocket();
+    }, delay);
+  }
+
+  #fail(detail: string): void {
+    this.#phase = "failed";
+    this.#halt();
+    this.#deps.log.error({ detail }, "WhatsApp channel failed");
+    this.#status({ state: "failed", detail });
+    this.#settleStart?.(new WhatsAppAdapterError({ reason: "failed", message: detail }));
+  }
+
+  async #onLoggedOut(): Promise<void> {
+    this.#phase = "logged_out";
+    this.#halt();
+    const store = this.#auth;
+    this.#auth = undefined;
+    // A creds write still in flight would put a file back after the clear.
+    await store?.flush();
+    try {
+      await clearAuthDir(this.#deps.authDir);
+    } catch (err) {
+      this.#deps.log.error({ err: describeError(err) }, "clearing the WhatsApp auth folder failed");
+    }
+    const ask = `WhatsApp channel "${this.#deps.accountId}" was logged out (unlinked on the phone). Its link was cleared; restart the daemon (or this channel) to show a new QR code and link it again.`;
+    this.#deps.log.warn(ask);
+    this.#deps.qrOutput.write(`\n${ask}\n`);
+    this.#status({ state: "logged_out", detail: "link cleared; restart to link again by QR code" });
+    this.#settleStart?.();
+  }
+
+  /** No more sockets this run: the pending reconnect, the socket and the waiting sends all go. */
+  #halt(): void {
+    this.#cancelReconnect();
+    this.#teardown();
+    this.#openWaiters.rejectAll(this.#errorForPhase());
+  }
+
+  /** Unsubscribes from and ends the current socket. Never logs out. */
+  #teardown(): void {
+    const old = this.#current;
+    this.#current = undefined;
+    if (!old) return;
+    old.unsubscribe();
+    try {
+      void Promise.resolve(old.socket.end(undefined)).catch(() => undefined);
+    } catch (err) {
+      this.#deps.log.debug({ err: describeError(err) }, "ending old socket threw");
+    }
+  }
+
+  #cancelReconnect(): void {
+    this.#reconnectTimer?.cancel();
+    this.#reconnectTimer = undefined;
+  }
+
+  #errorForPhase(): WhatsAppAdapterError {
+    const { accountId } = this.#deps;
+    switch (this.#phase) {
+      case "logged_out":
+        return new WhatsAppAdapterError({ reason: "logged_out", message: `WhatsApp channel ${accountId} is logged out; link it again` });
+      case "failed":
+        return new WhatsAppAdapterError({ reason: "failed", message: `WhatsApp channel ${accountId} has failed` });
+      case "running":
+        return new WhatsAppAdapterError({ reason: "not_connected", message: `WhatsApp channel ${accountId} is not connected` });
+      default:
+        return new WhatsAppAdapterError({ reason: "stopped", message: `WhatsApp channel ${accountId} is stopped` });
+    }
+  }
+
+  #status(event: AdapterStatusEvent): void {
+    this.#deps.status(event);
+  }
+}
+
+/** The QR carries pairing secrets: it goes to the terminal only, never to the log. */
+function drawQr(output: Writable, accountId: string, qr: string): void {
+  qrcodeTerminal.generate(qr, { small: true }, (art) => {
+    output.write(`\nWhatsApp "${accountId}": scan with WhatsApp > Linked devices > Link a device\n${art}\n`);
+  });
+}

@@ -1,0 +1,70 @@
+/**
+ * The composite keys of the daemon, one constructor each, each its own type:
+ * a `ChatKey` cannot be passed where a `SessionKey` is expected, though both
+ * are strings at run time.
+ *
+ * | key          | made of                         | format (do not change)                 | lives in                          |
+ * | ------------ | ------------------------------- | -------------------------------------- | --------------------------------- |
+ * | `ChatKey`    | platform, account, chat         | JSON array                             | notices' owed kv (journal), memory |
+ * | `SessionKey` | instance, session base          | `"<instanceId> <sessionBase>"`         | journal `session` records, snapshot |
+ * | `DedupeKey`  | platform, account, chat, message| JSON array                             | journal entries, snapshot `recentKeys` |
+ * | `SlotKey`    | instance, session base          | `"<instanceId>\0<sessionBase>"`        | the scheduler's memory only       |
+ * | `AdapterKey` | platform, account               | `"<platform>\0<accountId>"`            | the daemon's memory only          |
+ *
+ * The persisted formats are on disk in existing data directories: a change
+ * would make a restarted daemon forget sessions and answer duplicates.
+ *
+ * Names: a *session base* (`StoredRoute.sessionBase`, from routing.ts) names a
+ * conversation whatever instance answers it; a *session key* is the base on
+ * one instance (a response id means nothing to another instance).
+ */
+import { z } from "zod";
+
+/** A string that is a key of kind `B` (a compile-time mark only). */
+type Key<B extends string> = string & { readonly __brand: B };
+
+/** A chat: per-chat bookkeeping (notices, command order, the streaming gate). */
+export type ChatKey = Key<"ChatKey">;
+/** A conversation on one instance: the session chain's key in the store. */
+export type SessionKey = Key<"SessionKey">;
+/** One platform message: the store's dedupe key. */
+export type DedupeKey = Key<"DedupeKey">;
+/** The scheduler's per-session slot. */
+export type SlotKey = Key<"SlotKey">;
+/** One adapter account, in the daemon's adapter index. */
+export type AdapterKey = Key<"AdapterKey">;
+
+interface ChatIds {
+  platform: string;
+  accountId: string;
+  chatId: string;
+}
+
+export const chatKeyOf = (m: ChatIds): ChatKey => JSON.stringify([m.platform, m.accountId, m.chatId]) as ChatKey;
+
+export const sessionKeyOf = (route: { instanceId: string; sessionBase: string }): SessionKey => `${route.instanceId} ${route.sessionBase}` as SessionKey;
+
+export const dedupeKeyOf = (m: ChatIds & { messageId: string }): DedupeKey => JSON.stringify([m.platform, m.accountId, m.chatId, m.messageId]) as DedupeKey;
+
+export const slotKeyOf = (instanceId: string, sessionBase: string): SlotKey => `${instanceId}\u0000${sessionBase}` as SlotKey;
+
+export const adapterKeyOf = (platform: string, accountId: string): AdapterKey => `${platform}\u0000${accountId}` as AdapterKey;
+
+/** Whether `text` is a JSON array of exactly `n` strings (the format of chat and dedupe keys). */
+function isJsonStrings(text: string, n: number): boolean {
+  if (!text.startsWith("[")) return false;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return Array.isArray(parsed) && parsed.length === n && parsed.every((p) => typeof p === "string");
+  } catch {
+    return false;
+  }
+}
+
+/** A chat key read back from disk, or undefined when `text` is not one. */
+export const parseChatKey = (text: string): ChatKey | undefined => (isJsonStrings(text, 3) ? (text as ChatKey) : undefined);
+
+/** A dedupe key as stored in the journal and snapshot: parsed on read, never cast. */
+export const DedupeKeySchema = z.custom<DedupeKey>((v) => typeof v === "string" && isJsonStrings(v, 4), {
+  message: "not a dedupe key (a JSON array of platform, account, chat and message id)",
+});

@@ -1,0 +1,233 @@
+/**
+ * A turn: one or more journaled messages of a session (several when a burst
+ * was merged, the first one leading) answered by one reply. `runTurn` reads
+ * as the steps a turn goes through:
+ *
+ *   1. finish a reply recorded before a restart (only delivery is left);
+ *   2. open the turn (its adapter gone: the messages are dropped);
+ *   3. answer messages too old to answer with a notice;
+ *   4. a route the service refused: say so;
+ *   5. open the reply's view (stream mode, typing);
+ *   6. ask the service (`/stop` aborts it);
+ *   7. settle: compose the reply, move the session chain, deliver.
+ *
+ * Each step is a function of its own below. The pure decisions (which
+ * entries expired, the reply's text, the chain's next state) are exported
+ * for their unit tests.
+ */
+import type { Logger } from "pino";
+import type { Clock } from "../../shared/clock.js";
+import type { DaemonConfig } from "../config/schema.js";
+import type { JournalEntry, SessionState, Store, StoredReply } from "../state/store.js";
+import type { ChatAdapter } from "./adapter.js";
+import { chunksFor, targetOf, type Delivery } from "./delivery.js";
+import { chatKeyOf, sessionKeyOf, type SessionKey } from "./keys.js";
+import { noticeText, type Notices } from "./notices.js";
+import { StoppingError, TurnStoppedError, type RelayMetrics } from "./relay-types.js";
+import { startTyping, type ReplyView, type ReplyViews } from "./reply-view.js";
+import type { Turn } from "./scheduler.js";
+import type { CallOutcome, ServiceCalls } from "./service-call.js";
+
+export interface TurnDeps {
+  config: DaemonConfig;
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  metrics: RelayMetrics;
+  service: ServiceCalls;
+  delivery: Delivery;
+  notices: Notices;
+  views: ReplyViews;
+  stoppable: StoppableTurns;
+  adapterFor(platform: string, accountId: string): ChatAdapter | undefined;
+  /** True once the daemon stops: no new service call starts. */
+  stopping(): boolean;
+}
+
+/** The turns in flight that `/stop` can abort, by session key (at most one per session: the scheduler runs a session's turns one at a time). */
+export class StoppableTurns {
+  readonly #running = new Map<SessionKey, AbortController>();
+
+  /** Registers the session's turn; `end` it when the turn is over. */
+  begin(key: SessionKey): { signal: AbortSignal; end(): void } {
+    const stop = new AbortController();
+    this.#running.set(key, stop);
+    return {
+      signal: stop.signal,
+      end: () => {
+        if (this.#running.get(key) === stop) this.#running.delete(key);
+      },
+    };
+  }
+
+  /** Aborts the session's turn in flight with `TurnStoppedError`; false when none runs. */
+  stop(key: SessionKey): boolean {
+    const running = this.#running.get(key);
+    running?.abort(new TurnStoppedError());
+    return !!running;
+  }
+}
+
+/** A turn being answered: what its steps share. */
+interface OpenTurn {
+  readonly entries: JournalEntry[];
+  readonly lead: JournalEntry;
+  readonly adapter: ChatAdapter;
+  /** When the turn started (clock time). */
+  readonly started: number;
+  readonly logCtx: Record<string, unknown>;
+}
+
+/** What asking the service came to. */
+type Asked = { kind: "stopped" } | { kind: "nothing_to_send"; notes: string[] } | { kind: "answered"; outcome: CallOutcome; notes: string[] };
+
+/** Runs one turn the scheduler started (its items are journal entry ids). Throws when the daemon stops or the journal closes (expected), or on a fault the scheduler logs. */
+export async function runTurn(turn: Turn<string>, deps: TurnDeps): Promise<void> {
+  const entries = turn.items.map((id) => deps.store.get(id)).filter((e): e is JournalEntry => !!e);
+  const lead = entries[0];
+  if (!lead) return;
+  if (lead.reply) return finishRecordedReply(lead, lead.reply, deps);
+  if (deps.stopping()) throw new StoppingError();
+  const opened = await openTurn(entries, deps);
+  const fresh = opened && (await answerExpired(opened, deps));
+  if (!fresh) return;
+  if (deps.service.stoppedRoutes.has(fresh.lead.route.ruleIndex)) return failTurn(fresh, { kind: "route_stopped" }, deps);
+  // Step 5. The reply answers the turn's last message.
+  const view = deps.views.open(fresh.adapter, fresh.lead, targetOf(fresh.lead.message, fresh.entries.at(-1)!.message.messageId), fresh.logCtx);
+  const asked = await askService(fresh, view, deps);
+  return settleTurn(fresh, view, asked, deps);
+}
+
+/** Step 1. Answered before a restart: only delivery is left (a streamed reply finishes the messages its preview started). */
+function finishRecordedReply(lead: JournalEntry, reply: StoredReply, deps: TurnDeps): Promise<void> {
+  const adapter = deps.adapterFor(lead.message.platform, lead.message.accountId);
+  if (lead.preview && reply.text !== undefined && adapter?.capabilities.edit) {
+    return deps.views.finishPreview(lead, deps.views.preview(adapter, lead), reply.text);
+  }
+  return deps.delivery.deliver(lead.id);
+}
+
+/** Step 2. The turn's adapter and log context; without an adapter (its account is gone) the messages are dropped. */
+async function openTurn(entries: JournalEntry[], deps: TurnDeps): Promise<OpenTurn | undefined> {
+  const lead = entries[0]!;
+  const { message: msg, route } = lead;
+  const logCtx = { platform: msg.platform, accountId: msg.accountId, chatId: msg.chatId, instanceId: route.instanceId, entries: entries.length };
+  const adapter = deps.adapterFor(msg.platform, msg.accountId);
+  if (adapter) return { entries, lead, adapter, started: deps.clock.now(), logCtx };
+  deps.logger.warn(logCtx, "no adapter for this account any more: turn dropped");
+  deps.metrics.turn(route.instanceId, "undeliverable", 0);
+  await deps.store.complete(entries.map((e) => e.id));
+  return undefined;
+}
+
+/** The entries accepted more than `maxAgeMs` before `now` (none when `maxAgeMs` is 0: no limit). */
+export function expiredEntries<E extends { acceptedAt: number }>(entries: readonly E[], now: number, maxAgeMs: number): E[] {
+  return maxAgeMs > 0 ? entries.filter((e) => now - e.acceptedAt > maxAgeMs) : [];
+}
+
+/** Step 3. Too old to answer (the daemon was down, or the queue was stuck): say so rather than answer stale. The turn goes on with the rest, if any. */
+async function answerExpired(turn: OpenTurn, deps: TurnDeps): Promise<OpenTurn | undefined> {
+  const expired = expiredEntries(turn.entries, turn.started, deps.config.queue.maxTurnAgeMs);
+  if (!expired.length) return turn;
+  deps.logger.info({ ...turn.logCtx, expired: expired.length }, "pending messages too old: not answered");
+  const { lead, adapter } = turn;
+  // A reply half shown before the daemon went down is closed, not left looking unfinished.
+  if (lead.preview && expired.includes(lead) && adapter.capabilities.edit) {
+    await deps.views.end(lead.id, { preview: deps.views.preview(adapter, lead), writer: undefined }, noticeText.interruptedMarker);
+  }
+  const when = new Date(expired[0]!.message.sentAt).toISOString().replace("T", " ").slice(0, 16);
+  await deps.delivery.finishWith(expired, noticeText.expired(expired.length, when), "expired");
+  const entries = turn.entries.filter((e) => !expired.includes(e));
+  return entries.length ? { ...turn, entries } : undefined;
+}
+
+/** Steps 4 and 7: the turn ends without an answer, told by the notices (coalesced per chat). */
+function failTurn(turn: OpenTurn, failure: Parameters<Notices["turnFailed"]>[2], deps: TurnDeps): Promise<void> {
+  return deps.notices.turnFailed(
+    chatKeyOf(turn.lead.message),
+    turn.entries.map((e) => e.id),
+    failure,
+  );
+}
+
+/** Step 6. The service call, with typing shown meanwhile; `/stop` aborts it. */
+async function askService(turn: OpenTurn, view: ReplyView, deps: TurnDeps): Promise<Asked> {
+  const route = turn.lead.route;
+  const stoppable = deps.stoppable.begin(sessionKeyOf(route));
+  const typing = startTyping(turn.adapter, view.target, deps.clock);
+  const notes: string[] = [];
+  try {
+    const input = await deps.service.buildInput(turn.entries, route, notes);
+    if (input === undefined) return { kind: "nothing_to_send", notes };
+    const outcome = await deps.service.call(route, input, turn.logCtx, { signal: stoppable.signal, ...(view.onText ? { onText: view.onText } : {}) });
+    return { kind: "answered", outcome, notes };
+  } catch (error) {
+    if (error instanceof TurnStoppedError) return { kind: "stopped" };
+    throw error;
+  } finally {
+    typing.stop();
+    stoppable.end();
+  }
+}
+
+/** Step 7. What the call came to, said in the chat and recorded. */
+async function settleTurn(turn: OpenTurn, view: ReplyView, asked: Asked, deps: TurnDeps): Promise<void> {
+  const { lead, entries, logCtx } = turn;
+  if (asked.kind === "stopped") {
+    // /stop: the text so far stays, marked as stopped, and the messages are forgotten.
+    deps.logger.info(logCtx, "turn stopped by the person");
+    await deps.views.end(lead.id, view, noticeText.stoppedMarker);
+    deps.metrics.turn(lead.route.instanceId, "failed", Math.max(0, deps.clock.now() - lead.acceptedAt) / 1000);
+    return deps.store.complete(entries.map((e) => e.id));
+  }
+  if (asked.kind === "nothing_to_send") {
+    // Nothing could be passed on (every file failed): say what happened.
+    await deps.views.end(lead.id, view, noticeText.interruptedMarker);
+    return deps.delivery.finishWith(entries, asked.notes.join("\n") || undefined, "failed");
+  }
+  const { outcome, notes } = asked;
+  if (!outcome.ok) {
+    await deps.views.end(lead.id, view, noticeText.interruptedMarker);
+    deps.logger.warn({ ...logCtx, reason: outcome.reason }, "turn gave up");
+    if (notes.length) await deps.delivery.notify(view.target, notes.join("\n\n"));
+    return failTurn(turn, outcome.failure, deps);
+  }
+  return deliverAnswer(turn, view, outcome, notes, deps);
+}
+
+/** The reply's text: the bridge's notes (a context reset first), then the agent's answer. */
+export function composeReply(answer: { text: string; contextReset: boolean }, notes: readonly string[]): string {
+  const all = answer.contextReset ? [noticeText.contextReset, ...notes] : notes;
+  const body = answer.text.trim() ? answer.text : noticeText.emptyAnswer;
+  return all.length ? `${all.join("\n\n")}\n\n${body}` : body;
+}
+
+/**
+ * The session chain after an answer: it moves on to the answer's response
+ * only if nobody started a new conversation meanwhile (/new during the turn
+ * bumps the generation); undefined leaves it as it is.
+ */
+export function nextSessionState(current: SessionState, answer: { responseId?: string; sessionId: string; generation: number }): SessionState | undefined {
+  if (!answer.responseId || current.generation !== answer.generation) return undefined;
+  return { generation: current.generation, lastResponseId: answer.responseId, sessionId: answer.sessionId };
+}
+
+/** Step 7, answered: the reply recorded with the chain's move in one write, then shown or delivered. */
+async function deliverAnswer(turn: OpenTurn, view: ReplyView, answer: Extract<CallOutcome, { ok: true }>, notes: string[], deps: TurnDeps): Promise<void> {
+  const { lead, entries, adapter } = turn;
+  const { store } = deps;
+  const text = composeReply(answer, notes);
+  const chunks = chunksFor(adapter, text, "markdown");
+  const key = sessionKeyOf(lead.route);
+  const state = nextSessionState(store.session(key), answer);
+  const { preview, writer } = view;
+  await store.recordReply(lead.id, { chunks, members: entries.map((e) => e.id), format: "markdown", ...(preview ? { text } : {}) }, state && { key, state });
+  deps.logger.debug({ ...turn.logCtx, chunks: chunks.length, ms: deps.clock.now() - turn.started }, "turn answered");
+  if (preview) return deps.views.finishPreview(store.get(lead.id) ?? lead, preview, text);
+  if (writer && (await writer.finish(text))) {
+    await store.recordSent(lead.id, chunks.length);
+    deps.metrics.turn(lead.route.instanceId, "answered", Math.max(0, deps.clock.now() - lead.acceptedAt) / 1000);
+    return store.complete(entries.map((e) => e.id));
+  }
+  return deps.delivery.deliver(lead.id);
+}

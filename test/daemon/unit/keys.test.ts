@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { adapterKeyOf, chatKeyOf, DedupeKeySchema, dedupeKeyOf, parseChatKey, sessionKeyOf, slotKeyOf } from "../../../daemon/core/keys.js";
+
+const ids = { platform: "telegram", accountId: "bot1", chatId: "-100 42", messageId: "7" };
+
+describe("composite keys", () => {
+  // These strings are on disk in existing data directories (journal, snapshot, owed notices): they must not change.
+  it("keep the formats the journal and snapshot already hold", () => {
+    expect(chatKeyOf(ids)).toBe('["telegram","bot1","-100 42"]');
+    expect(dedupeKeyOf(ids)).toBe('["telegram","bot1","-100 42","7"]');
+    expect(sessionKeyOf({ instanceId: "inst_1", sessionBase: "telegram.bot1.group.-100" })).toBe("inst_1 telegram.bot1.group.-100");
+  });
+
+  it("keep apart what a separator inside an id would join", () => {
+    expect(chatKeyOf({ platform: "a", accountId: "b,c", chatId: "d" })).not.toBe(chatKeyOf({ platform: "a", accountId: "b", chatId: "c,d" }));
+    expect(slotKeyOf("i", "a b")).not.toBe(slotKeyOf("i a", "b"));
+    expect(adapterKeyOf("telegram", "bot1")).not.toBe(adapterKeyOf("telegram", "bot2"));
+  });
+
+  it("read a chat key back from disk, and refuse what is not one", () => {
+    expect(parseChatKey(chatKeyOf(ids))).toBe(chatKeyOf(ids));
+    expect(parseChatKey("busy telegram")).toBeUndefined();
+    expect(parseChatKey('["telegram","bot1"]')).toBeUndefined();
+    expect(parseChatKey("[not json")).toBeUndefined();
+  });
+
+  it("parse a stored dedupe key, and refuse one of another shape", () => {
+    expect(DedupeKeySchema.parse(dedupeKeyOf(ids))).toBe(dedupeKeyOf(ids));
+    expect(DedupeKeySchema.safeParse(chatKeyOf(ids)).success).toBe(false);
+    expect(DedupeKeySchema.safeParse(7).success).toBe(false);
+  });
+});

@@ -1,0 +1,81 @@
+import { describe, expect, it } from "vitest";
+import { noticeText } from "../../../daemon/core/notices.js";
+import { streamModeFor } from "../../../daemon/core/reply-view.js";
+import { composeReply, expiredEntries, nextSessionState, StoppableTurns } from "../../../daemon/core/turn.js";
+import { sessionKeyOf } from "../../../daemon/core/keys.js";
+import { TurnStoppedError } from "../../../daemon/core/relay-types.js";
+
+describe("expiredEntries", () => {
+  const entries = [{ acceptedAt: 1_000 }, { acceptedAt: 5_000 }, { acceptedAt: 9_000 }];
+
+  it("takes the entries accepted longer than the limit ago, and none without a limit", () => {
+    expect(expiredEntries(entries, 10_000, 4_000)).toEqual([{ acceptedAt: 1_000 }, { acceptedAt: 5_000 }]);
+    expect(expiredEntries(entries, 10_000, 0)).toEqual([]);
+  });
+});
+
+describe("composeReply", () => {
+  it("puts the bridge's notes before the answer, a context reset first", () => {
+    expect(composeReply({ text: "hello", contextReset: false }, [])).toBe("hello");
+    expect(composeReply({ text: "hello", contextReset: true }, ["a file was skipped"])).toBe(`${noticeText.contextReset}\n\na file was skipped\n\nhello`);
+  });
+
+  it("never sends an empty reply", () => {
+    expect(composeReply({ text: "  \n", contextReset: false }, [])).toBe(noticeText.emptyAnswer);
+  });
+});
+
+describe("nextSessionState", () => {
+  const answer = { responseId: "resp_2", sessionId: "s1", generation: 3 };
+
+  it("moves the chain on to the answer", () => {
+    expect(nextSessionState({ generation: 3, lastResponseId: "resp_1", sessionId: "s1" }, answer)).toEqual({
+      generation: 3,
+      lastResponseId: "resp_2",
+      sessionId: "s1",
+    });
+  });
+
+  it("leaves it when /new started a conversation during the turn, or the answer has no id", () => {
+    expect(nextSessionState({ generation: 4 }, answer)).toBeUndefined();
+    expect(nextSessionState({ generation: 3 }, { sessionId: "s1", generation: 3 })).toBeUndefined();
+  });
+});
+
+describe("streamModeFor", () => {
+  const both = { capabilities: { edit: true, append: true }, edit: async () => undefined, write: async () => undefined };
+  const appendOnly = { capabilities: { edit: false, append: true }, write: async () => undefined };
+
+  it("edits in place where it can, writes as it comes where it can only append, only when streaming is partial", () => {
+    expect(streamModeFor(both, false, "partial")).toBe("edit");
+    expect(streamModeFor(appendOnly, false, "partial")).toBe("append");
+    expect(streamModeFor(both, false, "off")).toBeUndefined();
+  });
+
+  it("finishes a preview started before a restart in place, whatever the setting is now", () => {
+    expect(streamModeFor(both, true, "off")).toBe("edit");
+  });
+});
+
+describe("StoppableTurns", () => {
+  const key = sessionKeyOf({ instanceId: "i", sessionBase: "b" });
+
+  it("aborts the session's turn in flight with TurnStoppedError, and says when none runs", () => {
+    const turns = new StoppableTurns();
+    expect(turns.stop(key)).toBe(false);
+    const running = turns.begin(key);
+    expect(turns.stop(key)).toBe(true);
+    expect(running.signal.reason).toBeInstanceOf(TurnStoppedError);
+    running.end();
+    expect(turns.stop(key)).toBe(false);
+  });
+
+  it("an ended turn does not unregister the session's next one", () => {
+    const turns = new StoppableTurns();
+    const first = turns.begin(key);
+    const second = turns.begin(key);
+    first.end();
+    expect(turns.stop(key)).toBe(true);
+    expect(second.signal.aborted).toBe(true);
+  });
+});
