@@ -8,6 +8,11 @@
  * daemon may run as many service calls at once (`queue.concurrencyPerInstance` = chats; the
  * default of 4 is a politeness limit toward the service, not a throughput setting).
  *
+ * Both sides are warmed up the same way before they are timed: one untimed turn per chat, so
+ * connections are open and code is compiled on both (before, only the daemon was warmed, and the
+ * direct client's 200 cold connects on a loaded machine could stall a chat for seconds: its p99
+ * and so its turns/s, set by the slowest chat, measured connection setup, not turns).
+ *
  * The emulator and the daemon are child processes (the compiled command, `dist/`), so each has
  * a core of its own as it would in production; this process only sends and counts.
  */
@@ -114,10 +119,12 @@ export async function benchDaemon(): Promise<void> {
 
   for (const { chats, messages } of RUNS) {
     let n = 0;
-    const emulatorCpuBefore = await cpuMs(emulator.child.pid);
-    const direct = await closedLoops(chats, messages, async (chat, i) => {
+    const directTurn = async (chat: number, i: number) => {
       await api.createSessionResponse({ instance_id: instance.id, session_id: `direct-${chats}-${chat}`, body: { model: "m", input: `hello ${i} ${n++}` } });
-    });
+    };
+    await closedLoops(chats, 1, directTurn); // warm-up, untimed
+    const emulatorCpuBefore = await cpuMs(emulator.child.pid);
+    const direct = await closedLoops(chats, messages, directTurn);
 
     const emulatorCpuDirect = await cpuMs(emulator.child.pid);
     const dataDir = await mkdtemp(join(tmpdir(), "bench-daemon-"));
@@ -149,6 +156,7 @@ export async function benchDaemon(): Promise<void> {
     const daemon = spawn(process.execPath, [...profile, BIN, "run", "--config", configFile], { cwd: ROOT, stdio: "ignore" });
     // Warm-up: one turn in one chat (grammY's getMe, the first poll, the first service call).
     await relayTurn(0, "warm-up");
+    await closedLoops(chats, 1, (chat) => relayTurn(chat, "warm-up")); // as the direct side: one untimed turn per chat
     const [daemonCpuBefore, emulatorCpuBeforeRelay] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
     const through = await closedLoops(chats, messages, (chat, i) => relayTurn(chat, `hello ${i}`));
     const [daemonCpuAfter, emulatorCpuAfterRelay] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
