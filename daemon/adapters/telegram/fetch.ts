@@ -1,20 +1,28 @@
 /**
- * The `fetch` grammY calls the Bot API with: undici's `request` on a
- * keep-alive agent, answering with the few fields grammY reads. Three reasons:
- * - cost: Node's global fetch builds WHATWG streams, a transferable Request
- *   and a Response per call; on the relay's hot path (a `sendChatAction` and
- *   a `sendMessage` per turn) that was most of the adapter's CPU per turn;
+ * How the adapter's Bot API calls travel: undici's `request` on a keep-alive
+ * agent, not Node's global fetch, which builds WHATWG streams, a transferable
+ * Request and a Response per call (on the relay's hot path, a
+ * `sendChatAction` and a `sendMessage` per turn, that was most of the
+ * adapter's CPU per turn).
+ *
+ * - `directJsonCalls`, a grammY transformer, sends every JSON call itself:
+ *   grammY's own path adds per call an abort-controller polyfill, a timer, a
+ *   stream-error promise and a race, a measurable share of the relay's CPU.
+ *   It keeps grammY's contract: the answer as grammY returns it, network
+ *   failures as grammY's `HttpError`, its timeout message; uploads (an
+ *   `InputFile` in the payload) go grammY's way, through `createTelegramFetch`;
  * - an error answer that is not Telegram-shaped (a proxy's 502 page, a local
  *   Bot API server's own JSON) would become `undefined: undefined` in grammY;
  *   here it becomes a Telegram-shaped error carrying the HTTP status and the
  *   server's text, so logs and the retry policy see what happened;
- * - grammY hands over its abort-controller polyfill's signal, which Node's
- *   fetch refuses; undici's `request` takes any signal with `addEventListener`.
+ * - grammY's signals (its polyfill's, or a standard one) go to undici as they
+ *   are: undici takes any signal with `addEventListener`.
  */
 import { STATUS_CODES } from "node:http";
 import { Readable } from "node:stream";
-import type { Api } from "grammy";
-import { Agent, type Dispatcher, request } from "undici";
+import { type Api, HttpError, InputFile, type Transformer } from "grammy";
+import type { ApiResponse } from "grammy/types";
+import { Agent, type Dispatcher, errors, request } from "undici";
 
 /** What grammY (and this module's callers) read of an answer: grammY calls only `json()`. */
 export interface BotApiAnswer {
@@ -84,13 +92,24 @@ function errorAnswer(status: number, text: string): BotApiAnswer {
 const sharedAgent = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
 
 /** Sends one Bot API request through `dispatcher` and reads the whole answer. */
-export async function botApiRequest(dispatcher: Dispatcher, input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]): Promise<BotApiAnswer> {
+/**
+ * Sends one Bot API request through `dispatcher` and reads the whole answer;
+ * `timeoutMs` (default none) bounds the wait for the headers and between the
+ * body's chunks.
+ */
+export async function botApiRequest(
+  dispatcher: Dispatcher,
+  input: Parameters<typeof fetch>[0],
+  init?: Parameters<typeof fetch>[1],
+  timeoutMs?: number,
+): Promise<BotApiAnswer> {
   const res = await request(urlOf(input), {
     dispatcher,
     method: init?.method === undefined ? "GET" : init.method.toUpperCase(),
     headers: headersOf(init?.headers),
     body: bodyOf(init?.body),
     signal: init?.signal ?? null,
+    ...(timeoutMs === undefined ? {} : { headersTimeout: timeoutMs, bodyTimeout: timeoutMs }),
   });
   const text = await res.body.text();
   return res.statusCode >= 200 && res.statusCode < 300 ? answer(res.statusCode, text) : errorAnswer(res.statusCode, text);
@@ -106,6 +125,57 @@ export function createTelegramFetch(dispatcher: Dispatcher = sharedAgent): typeo
   return telegramFetch as unknown as typeof fetch;
 }
 
+/** Whether grammY must send the payload as multipart (a file upload): its check, one level deep as grammY's. */
+const hasUpload = (payload: unknown): boolean =>
+  payload instanceof InputFile ||
+  (typeof payload === "object" &&
+    payload !== null &&
+    Object.values(payload).some((v) => v instanceof InputFile || (Array.isArray(v) && v.some((e) => e instanceof InputFile || e?.media instanceof InputFile))));
+
+/** grammY's JSON body: `null` and `undefined` fields are left out, as grammY's own `createJsonPayload` does. */
+const jsonBody = (payload: unknown): string => JSON.stringify(payload ?? {}, (_, v) => v ?? undefined);
+
+const JSON_HEADERS = { "content-type": "application/json" };
+
+export interface DirectJsonCallsOptions {
+  /** The Bot API root, without a trailing slash (`https://api.telegram.org`, or a local server's). */
+  apiRoot: string;
+  token: string;
+  /** Per call, seconds: the wait for the answer's headers, and between its body's chunks (grammY's `timeoutSeconds`). */
+  timeoutSeconds: number;
+  /** Where the requests go. Default: the agent shared by the daemon's Telegram channels. */
+  dispatcher?: Dispatcher;
+}
+
+/**
+ * A grammY transformer that sends JSON calls straight through undici (see the
+ * header), leaving uploads to grammY. Install it first: transformers installed
+ * later wrap it and still run; it does not call on to any installed before.
+ */
+export function directJsonCalls({ apiRoot, token, timeoutSeconds, dispatcher = sharedAgent }: DirectJsonCallsOptions): Transformer {
+  const timeoutMs = timeoutSeconds * 1000;
+  const call = async (method: string, payload: unknown, signal: ApiSignal): Promise<ApiResponse<unknown>> => {
+    let answer: BotApiAnswer;
+    try {
+      const init = { method: "POST", headers: JSON_HEADERS, body: jsonBody(payload), signal: fromApiSignal(signal) ?? null };
+      answer = await botApiRequest(dispatcher, `${apiRoot}/bot${token}/${method}`, init, timeoutMs);
+    } catch (error) {
+      // As grammY: a timeout says so, and any failure is an HttpError (whose message never holds the URL, nor so the token).
+      const cause =
+        error instanceof errors.HeadersTimeoutError || error instanceof errors.BodyTimeoutError
+          ? new Error(`Request to '${method}' timed out after ${timeoutSeconds} seconds`)
+          : error;
+      throw new HttpError(`Network request for '${method}' failed!`, cause);
+    }
+    // Parsed as grammY's own path does (\`res.json()\`): its shape is Telegram's, or errorAnswer's.
+    const parsed = await answer.json();
+    if (!isTelegramShaped(parsed))
+      throw new HttpError(`Network request for '${method}' failed!`, new Error("The Bot API answered with JSON that is not an API response."));
+    return parsed as ApiResponse<unknown>;
+  };
+  return ((prev, method, payload, signal) => (hasUpload(payload) ? prev(method, payload, signal) : call(method, payload, signal))) as Transformer;
+}
+
 /** The signal type grammY's methods declare: its abort-controller polyfill's. */
 export type ApiSignal = Parameters<Api["getMe"]>[0];
 
@@ -115,3 +185,11 @@ export type ApiSignal = Parameters<Api["getMe"]>[0];
  * above, which takes the standard one as it is: the cast lives here only.
  */
 export const toApiSignal = (signal: AbortSignal): ApiSignal => signal as unknown as ApiSignal;
+
+/**
+ * The reverse, for undici: what a transformer receives (grammY's polyfill
+ * signal, or a standard one passed through `toApiSignal`) typed as the
+ * standard one. undici reads only `aborted` and `addEventListener` /
+ * `removeEventListener`, which both have.
+ */
+const fromApiSignal = (signal: ApiSignal): AbortSignal | undefined => signal as unknown as AbortSignal | undefined;
