@@ -124,7 +124,9 @@ export async function benchDaemon(): Promise<void> {
     };
     await closedLoops(chats, 1, directTurn); // warm-up, untimed
     const emulatorCpuBefore = await cpuMs(emulator.child.pid);
+    const ownCpuDirect = process.cpuUsage();
     const direct = await closedLoops(chats, messages, directTurn);
+    const ownCpuDirectUsed = process.cpuUsage(ownCpuDirect);
 
     const emulatorCpuDirect = await cpuMs(emulator.child.pid);
     const dataDir = await mkdtemp(join(tmpdir(), "bench-daemon-"));
@@ -158,7 +160,9 @@ export async function benchDaemon(): Promise<void> {
     await relayTurn(0, "warm-up");
     await closedLoops(chats, 1, (chat) => relayTurn(chat, "warm-up")); // as the direct side: one untimed turn per chat
     const [daemonCpuBefore, emulatorCpuBeforeRelay] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
+    const ownCpuRelay = process.cpuUsage();
     const through = await closedLoops(chats, messages, (chat, i) => relayTurn(chat, `hello ${i}`));
+    const ownCpuRelayUsed = process.cpuUsage(ownCpuRelay);
     const [daemonCpuAfter, emulatorCpuAfterRelay] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
     await stopChild(daemon);
     await rm(dataDir, { recursive: true, force: true });
@@ -173,6 +177,9 @@ export async function benchDaemon(): Promise<void> {
     console.log(
       `  CPU per turn: emulator ${perTurn(emulatorCpuBefore, emulatorCpuDirect)} ms (direct), ${perTurn(emulatorCpuBeforeRelay, emulatorCpuAfterRelay)} ms (relayed); daemon ${perTurn(daemonCpuBefore, daemonCpuAfter)} ms`,
     );
+    // This process: the typed client on the direct side; the Bot API fake and the chats' driver on the relayed side.
+    const own = (used: NodeJS.CpuUsage) => ((used.user + used.system) / 1000 / turns).toFixed(2);
+    console.log(`  CPU per turn of this process: ${own(ownCpuDirectUsed)} ms (direct client), ${own(ownCpuRelayUsed)} ms (Bot API fake and driver)`);
     console.log(
       `  ratio: ${(through.turnsPerSecond / direct.turnsPerSecond).toFixed(2)}x throughput (goal >= 0.8x at 200 chats), p99 ${(through.p99 / direct.p99).toFixed(1)}x (goal <= 3x)`,
     );
