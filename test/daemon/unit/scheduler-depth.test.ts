@@ -45,7 +45,7 @@ describe("scheduler depth per instance", () => {
     const { scheduler, started, expectConsistent, finishNext } = setup();
     const reserved = SESSIONS.map((s) => scheduler.reserve("a", s) as Reservation<string>);
     expect(expectConsistent("a")).toBe(3);
-    reserved.forEach((r, i) => r.submit(`m${i}`));
+    for (const [i, r] of reserved.entries()) r.submit(`m${i}`);
     await settle();
     // One runs (concurrency 1), two wait.
     expect(started).toEqual(["m0"]);
