@@ -6,7 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Api, GrammyError, HttpError } from "grammy";
+import { Api, GrammyError, HttpError, InputFile } from "grammy";
 import { afterEach, describe, expect, it } from "vitest";
 import { createTelegramFetch, directJsonCalls, toApiSignal } from "../../daemon/adapters/telegram/fetch.js";
 
@@ -18,7 +18,10 @@ async function botApi(answer: (method: string, body: unknown, res: ServerRespons
   const server = createServer((req, res) => {
     let text = "";
     req.on("data", (d: Buffer) => (text += d.toString()));
-    req.on("end", () => answer(req.url?.split("/").at(-1) ?? "", text ? JSON.parse(text) : undefined, res, req));
+    req.on("end", () => {
+      const json = req.headers["content-type"] === "application/json";
+      answer(req.url?.split("/").at(-1) ?? "", json && text ? JSON.parse(text) : text, res, req);
+    });
   });
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -49,6 +52,19 @@ describe("Telegram Bot API calls through undici", () => {
     const sent = await apiOn(root).sendMessage(1, "hi", { reply_parameters: undefined, link_preview_options: null as never });
     expect(sent.message_id).toBe(7);
     expect(seen).toEqual([{ method: "sendMessage", body: { chat_id: 1, text: "hi" }, type: "application/json", path: `/bot${TOKEN}/sendMessage` }]);
+  });
+
+  it("an upload goes grammY's way (multipart), through the same undici path", async () => {
+    const seen: { type: string | undefined; body: unknown }[] = [];
+    const root = await botApi((_method, body, res, req) => {
+      seen.push({ type: req.headers["content-type"], body });
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ ok: true, result: { message_id: 8, date: 0, chat: { id: 1, type: "private" } } }));
+    });
+    const sent = await apiOn(root).sendDocument(1, new InputFile(Buffer.from("file body"), "notes.txt"));
+    expect(sent.message_id).toBe(8);
+    expect(seen[0]?.type).toMatch(/^multipart\/form-data; boundary=/);
+    expect(String(seen[0]?.body)).toContain("file body");
   });
 
   it("a refusal is a GrammyError; a non-Telegram error page keeps its status and text", async () => {

@@ -125,12 +125,12 @@ export function createTelegramFetch(dispatcher: Dispatcher = sharedAgent): typeo
   return telegramFetch as unknown as typeof fetch;
 }
 
-/** Whether grammY must send the payload as multipart (a file upload): its check, one level deep as grammY's. */
+/** Whether grammY must send the payload as multipart (a file upload anywhere in it): grammY's own check (`requiresFormDataUpload`), which it does not export. */
 const hasUpload = (payload: unknown): boolean =>
   payload instanceof InputFile ||
   (typeof payload === "object" &&
     payload !== null &&
-    Object.values(payload).some((v) => v instanceof InputFile || (Array.isArray(v) && v.some((e) => e instanceof InputFile || e?.media instanceof InputFile))));
+    Object.values(payload).some((v) => (Array.isArray(v) ? v.some(hasUpload) : v instanceof InputFile || hasUpload(v))));
 
 /** grammY's JSON body: `null` and `undefined` fields are left out, as grammY's own `createJsonPayload` does. */
 const jsonBody = (payload: unknown): string => JSON.stringify(payload ?? {}, (_, v) => v ?? undefined);
