@@ -21,7 +21,6 @@ import { createFaultRegistry } from "./faults.js";
 import { createGateway, type FakeGateway } from "./gateway/index.js";
 import { mountRoutes, type Handlers } from "./http/router.js";
 import { applyApiFault } from "./http/api-faults.js";
-import { createRequestJournal, type RequestJournal } from "./journal.js";
 import { mountBillingPage } from "./billing-page.js";
 import { adminHandlers } from "./routes/admin.js";
 import { instanceHandlers, settleInstance } from "./routes/instances.js";
@@ -31,15 +30,18 @@ import { responseHandlers } from "./routes/responses.js";
 import { openStore, type Store } from "./store/store.js";
 import { isMintedId } from "./store/schema.js";
 import { createWorkspaces } from "./workspace/workspaces.js";
-import { extraHandlers } from "./routes/extra.js";
+import { channelHandlers } from "./routes/channels.js";
+import { fileHandlers } from "./routes/files.js";
+import { skillHandlers } from "./routes/skills.js";
+import { createRuntimeConfigs } from "./workspace/runtime-config.js";
 import { consoleHandlers } from "./console/handlers.js";
 import { mountConsole } from "./console/routes.js";
-import { captureRequests, createRequestLog } from "./events/capture.js";
+import { captureRequests } from "./events/capture.js";
+import { createRequestLog, type RequestLog } from "./events/request-log.js";
 import { createEventHub, type EventHub } from "./events/hub.js";
 import { observeStore } from "./events/observe.js";
 import { mountEvents } from "./events/routes.js";
 import { turnEvent } from "./events/turn.js";
-import { redactText } from "./events/redact.js";
 
 export const EMULATOR_VERSION = "0.1.0";
 
@@ -79,7 +81,8 @@ export interface Emulator {
   gateway: FakeGateway;
   env: EmulatorEnv;
   store: Store;
-  journal: RequestJournal;
+  /** The one ring of recent requests behind `/_emulator/requests` and the console's log. */
+  requests: RequestLog;
   /** The live feed behind `/_emulator/events`. */
   events: EventHub;
   /** Starts the API on `port` (0 = any free port); resolves its base URL. */
@@ -151,7 +154,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   let publicUrl: string | undefined;
   /** The address `listen` bound, to tell a wildcard (0.0.0.0, ::) from a usable URL. */
   let listeningOn: string | undefined;
-  const journal = createRequestJournal();
+  const requests = createRequestLog();
   const env: EmulatorEnv = {
     store,
     clock,
@@ -169,9 +172,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
-  app.use(recordRequests(journal, clock));
-  const requestLog = createRequestLog();
-  app.use(captureRequests({ clock, log: requestLog, hub: events }));
+  app.use(captureRequests({ clock, log: requests, hub: events }));
   app.use(applyApiFault(env));
   // Snapshots carry whole workspaces: their import gets a larger limit than the API's 1 MiB.
   // Not `strict`: valid JSON that is not an object (`null`, `1`) reaches the route's schema and gets its 422.
@@ -185,14 +186,18 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   mountBillingPage(app, env);
   mountEvents(app, env, events);
   mountConsole(app, env);
+  // One `runtime.json` editor for skills and channels, so their edits of one instance queue behind each other.
+  const runtime = createRuntimeConfigs(env.workspaces);
   const handlers: Partial<Handlers> = {
     ...organizationHandlers(env),
     ...keyHandlers(env),
     ...instanceHandlers(env),
     ...responseHandlers(env),
-    ...adminHandlers(env, journal),
-    ...extraHandlers(env),
-    ...consoleHandlers(env, requestLog),
+    ...adminHandlers(env, requests),
+    ...fileHandlers(env),
+    ...skillHandlers(env, runtime),
+    ...channelHandlers(env, runtime),
+    ...consoleHandlers(env, requests),
   };
   mountRoutes(app, env, handlers, { validateResponses: options.validateResponses });
   app.use((_req: Request, res: Response) => void res.status(404).json({ detail: "Not found." }));
@@ -204,7 +209,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     gateway,
     env,
     store,
-    journal,
+    requests,
     events,
     async listen(port = 0, host = "127.0.0.1") {
       await new Promise<void>((resolve, reject) => {
@@ -258,23 +263,5 @@ function serveOpenApi(listening: () => string | undefined) {
     const url = listening() ?? (host && PLAIN_HOST.test(host) ? `${req.protocol}://${host}` : "http://localhost");
     if (cached?.url !== url) cached = { url, body: JSON.stringify(buildOpenApiDocument({ version: EMULATOR_VERSION, serverUrl: url })) };
     res.type("application/json").send(cached.body);
-  };
-}
-
-function recordRequests(journal: RequestJournal, clock: Clock) {
-  return (req: Request, res: Response, next: NextFunction) => {
-    const started = performance.now();
-    res.on("finish", () => {
-      journal.record({
-        at: new Date(clock.now()).toISOString(),
-        method: req.method,
-        // A raw key pasted into a URL is a secret like any other.
-        path: redactText(req.path),
-        status: res.statusCode,
-        key_kind: (res.locals.keyKind as "org" | "scoped" | "none" | undefined) ?? "none",
-        ms: Math.round((performance.now() - started) * 100) / 100,
-      });
-    });
-    next();
   };
 }

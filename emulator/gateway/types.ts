@@ -1,24 +1,9 @@
 import type { Clock } from "../../shared/clock.js";
 import type { Random } from "../../shared/random.js";
+import type { GatewayState, StoredResponse } from "../store/state.js";
 
-/** One completed turn, as the emulator's store keeps it. */
-export interface StoredResponse {
-  id: string;
-  instance_id: string;
-  session: string;
-  parent_id: string | null;
-  input_text: string;
-  output_text: string;
-  model: string;
-  /** Epoch seconds. */
-  created_at: number;
-}
-
-export interface GatewayState {
-  responses: Record<string, StoredResponse>;
-  /** `${instanceId}\u0000${session}` -> id of the session's latest response. */
-  heads: Record<string, string>;
-}
+// The stored records are defined once, by the store's schema (store/schema.ts).
+export type { GatewayState, StoredResponse };
 
 export type GatewayChange = { kind: "record"; response: StoredResponse } | { kind: "forget"; instanceId: string };
 

@@ -8,7 +8,7 @@ import { isoAt } from "../../shared/clock.js";
 import type { EmulatorEnv } from "../env.js";
 import { ApiError, notFound } from "../errors.js";
 import type { Handlers } from "../http/router.js";
-import type { RequestJournal } from "../journal.js";
+import type { RequestLog } from "../events/request-log.js";
 import { parseSnapshotState } from "../store/snapshot-check.js";
 import { emptyState } from "../store/state.js";
 import { organizationView, instanceView } from "../views.js";
@@ -34,7 +34,7 @@ type AdminHandlers = Pick<
 /** Ids come from the URL: never let `constructor` or `__proto__` reach Object's own members. */
 const own = <T>(map: Record<string, T>, id: string): T | undefined => (Object.hasOwn(map, id) ? map[id] : undefined);
 
-export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminHandlers {
+export function adminHandlers(env: EmulatorEnv, requests: RequestLog): AdminHandlers {
   const state = () => env.store.data;
 
   return {
@@ -47,7 +47,7 @@ export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminH
       env.store.replace(emptyState());
       env.workspaces.clear();
       env.faults.clear();
-      journal.clear();
+      requests.clearJournal();
     },
 
     async adminExportSnapshot() {
@@ -121,6 +121,6 @@ export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminH
       return organizationView(org);
     },
 
-    adminRequests: () => journal.list(),
+    adminRequests: () => requests.journal(),
   };
 }

@@ -8,7 +8,7 @@ import { z } from "zod";
 import { MAX_JSON_DEPTH, deeperThan } from "../../shared/json-depth.js";
 import { Permission, Provider, Tier } from "../../shared/schemas/common.js";
 import { InstanceStatus } from "../../shared/schemas/instances.js";
-import { CHANNELS } from "../routes/channels.js";
+import { CHANNELS } from "../channels/catalog.js";
 import { findSkill } from "../skills/registry.js";
 
 /** The UUID v4 form `uuid()` mints (lowercase, version 4, RFC 4122 variant). */
@@ -129,14 +129,21 @@ export const GatewayState = z.strictObject({
   heads: z.record(HeadKey, ResponseId),
 });
 
-/** The small control state kept in `state.json` (conversations live in their own logs). */
-export const ControlState = z.strictObject({
+/** The records every form of the state holds (in memory, in `state.json`, in a snapshot). */
+const StateRecords = z.strictObject({
   version: z.literal(1),
   organizations: z.record(Id, OrganizationRecord),
   credentials: z.record(KeyHash, Credential),
   keys: z.record(Id, KeyRecord),
   instances: z.record(Id, InstanceRecord),
   billing: z.record(BillingId, BillingSession),
+});
+
+/** The whole state in memory. */
+export const EmulatorState = StateRecords.extend({ gateway: GatewayState });
+
+/** The small control state kept in `state.json` (conversations live in their own logs). */
+export const ControlState = StateRecords.extend({
   /** Bytes the seeded generator had drawn (absent without a seed). */
   random_position: z.number().int().min(0).optional(),
   /** Present only in files written before conversations moved to their own logs. */
