@@ -13,10 +13,10 @@
  * state in memory, is retried with backoff until it succeeds, shows in
  * `health()`, and is reported once (and once more when it recovers).
  */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Low } from "lowdb";
-import { acquireDirLock } from "../../shared/durable-files.js";
+import { acquireDirLock, tempPrefixOf } from "../../shared/durable-files.js";
 import { AtomicJsonFile } from "./atomic-file.js";
 import { conversationLogs, type ConversationLogs } from "./conversation-log.js";
 import { ControlState } from "./schema.js";
@@ -104,6 +104,7 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
     const lock = acquireDirLock(dataDir, "emulator");
     release = () => lock.release();
     try {
+      removeCrashLeftovers(dataDir);
       control = new Low(new AtomicJsonFile<ControlFile>(join(dataDir, "state.json"), parseControl), controlOf(data));
       await control.read();
       const { gateway: legacy, random_position, ...rest } = control.data;
@@ -297,6 +298,19 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
     }
   }
   return store;
+}
+
+/**
+ * Removes the temporary files of `state.json` rewrites a crash interrupted
+ * (`.state.json.<pid>.<hex>.tmp`: the rename never happened, so they hold
+ * nothing the store needs). Safe only under the directory's lock: no live
+ * writer can own one. Conversation logs clean their own folder on open.
+ */
+function removeCrashLeftovers(dataDir: string): void {
+  const prefix = tempPrefixOf(join(dataDir, "state.json"));
+  for (const name of readdirSync(dataDir)) {
+    if (name.startsWith(prefix) && name.endsWith(".tmp")) rmSync(join(dataDir, name), { force: true });
+  }
 }
 
 /** The part of the state that goes to `state.json`. */
