@@ -14,13 +14,13 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import { Agent } from "undici";
 import { systemClock, type Clock } from "../shared/clock.js";
 import { cryptoRandom, seededRandom, type Random } from "../shared/random.js";
-import { buildOpenApiDocument } from "../shared/openapi.js";
 import type { EmulatorEnv, EmulatorSettings } from "./env.js";
 import { sendError } from "./errors.js";
 import { createFaultRegistry } from "./faults.js";
 import { createGateway, type FakeGateway } from "./gateway/index.js";
 import { mountRoutes, type Handlers } from "./http/router.js";
 import { applyApiFault } from "./http/api-faults.js";
+import { mountOpenApi } from "./http/openapi.js";
 import { mountBillingPage } from "./billing-page.js";
 import { adminHandlers } from "./routes/admin.js";
 import { instanceHandlers, settleInstance } from "./routes/instances.js";
@@ -179,10 +179,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   app.use("/_emulator/snapshot", express.json({ limit: "1gb", strict: false }));
   app.use(express.json({ limit: "1mb", strict: false }));
 
-  app.get(
-    "/v1/openapi.json",
-    serveOpenApi(() => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined)),
-  );
+  mountOpenApi(app, env, () => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined));
   mountBillingPage(app, env);
   mountEvents(app, env, events);
   mountConsole(app, env);
@@ -248,20 +245,3 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
 }
 
 const isWildcard = (address: string) => address === "0.0.0.0" || address === "::";
-/** A Host header worth echoing: a name or address and a port, nothing else. */
-const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
-
-/**
- * `GET /v1/openapi.json`: `servers` names where the emulator listens; when it
- * listens on every address (or is driven in-process, as supertest does), the
- * address the caller used. One document is kept, rebuilt when that changes.
- */
-function serveOpenApi(listening: () => string | undefined) {
-  let cached: { url: string; body: string } | undefined;
-  return (req: Request, res: Response) => {
-    const host = req.get("host");
-    const url = listening() ?? (host && PLAIN_HOST.test(host) ? `${req.protocol}://${host}` : "http://localhost");
-    if (cached?.url !== url) cached = { url, body: JSON.stringify(buildOpenApiDocument({ version: EMULATOR_VERSION, serverUrl: url })) };
-    res.type("application/json").send(cached.body);
-  };
-}
