@@ -42,6 +42,13 @@ import { createEventHub, type EventHub } from "./events/hub.js";
 import { observeStore } from "./events/observe.js";
 import { mountEvents } from "./events/routes.js";
 import { turnEvent } from "./events/turn.js";
+import { attributeToSandbox } from "./sandboxes/attribution.js";
+import { createSandboxClocks } from "./sandboxes/clock.js";
+import { createSandboxJournals } from "./sandboxes/journal.js";
+import { sandboxOfInstance } from "./sandboxes/membership.js";
+import { sandboxesApi, type SandboxesApi } from "./sandboxes/handle.js";
+import { createSandboxService } from "./sandboxes/sandboxes.js";
+import { sandboxHandlers } from "./routes/sandboxes.js";
 
 export const EMULATOR_VERSION = "0.1.0";
 
@@ -85,6 +92,12 @@ export interface Emulator {
   requests: RequestLog;
   /** The live feed behind `/_emulator/events`. */
   events: EventHub;
+  /**
+   * Sandboxes: one emulator shared by tests that never see each other.
+   * `await emulator.sandboxes.create()` gives a handle with the sandbox's key,
+   * its journal, its clock and its fault rules (docs/emulator.md, "Sandboxes").
+   */
+  sandboxes: SandboxesApi;
   /** Starts the API on `port` (0 = any free port); resolves its base URL. */
   listen(port?: number, host?: string): Promise<string>;
   readonly url: string;
@@ -93,7 +106,7 @@ export interface Emulator {
 }
 
 export async function createEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
-  const clock = options.clock ?? systemClock;
+  const baseClock = options.clock ?? systemClock;
   const persistent = options.dataDir !== undefined && options.inMemory !== true;
   const events = createEventHub({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes, maxClients: options.eventsMaxClients });
   // The generator is made once the store is open: a seeded one continues from the position on disk,
@@ -105,8 +118,12 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
       flushMs: options.flushMs,
       randomPosition: () => random?.position?.(),
     }),
-    (replaced) => events.publish({ type: "state", data: { at: new Date(clock.now()).toISOString(), replaced } }),
+    (replaced) => events.publish({ type: "state", data: { at: new Date(baseClock.now()).toISOString(), replaced } }),
   );
+  // Inside a sandbox's request every part reads the sandbox's own time; the offset's one owner is its record.
+  const sandboxClocks = createSandboxClocks(baseClock, (id) => (Object.hasOwn(store.data.sandboxes, id) ? store.data.sandboxes[id]!.clock_offset_ms : 0));
+  const clock = sandboxClocks.clock;
+  const journals = createSandboxJournals();
   random = options.random ?? (options.seed !== undefined ? seededRandom(options.seed, store.randomPosition) : cryptoRandom);
   const scratch = persistent ? undefined : mkdtempSync(join(tmpdir(), "agent-bridge-emulator-"));
   const workspaceRoot = persistent ? join(store.dataDir!, "instances") : scratch!;
@@ -135,7 +152,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     clock,
     random,
     faultFor(instanceId) {
-      const rule = faults.take({ target: "gateway", instanceId });
+      const rule = faults.take({ target: "gateway", instanceId, sandboxId: sandboxOfInstance(store.data, instanceId)?.id });
       return (
         rule && {
           status: rule.status,
@@ -158,6 +175,8 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const env: EmulatorEnv = {
     store,
     clock,
+    sandboxClocks,
+    journals,
     random,
     gateway,
     faults,
@@ -172,12 +191,18 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
-  app.use(captureRequests({ clock, log: requests, hub: events }));
+  app.use(captureRequests({ clock, log: requests, hub: events, journals, sandboxClocks }));
+  app.use(attributeToSandbox(env));
   app.use(applyApiFault(env));
   // Snapshots carry whole workspaces: their import gets a larger limit than the API's 1 MiB.
   // Not `strict`: valid JSON that is not an object (`null`, `1`) reaches the route's schema and gets its 422.
   app.use("/_emulator/snapshot", express.json({ limit: "1gb", strict: false }));
   app.use(express.json({ limit: "1mb", strict: false }));
+  // The body arrived in the socket's own async context: the request goes back into its sandbox.
+  app.use((_req: Request, res: Response, next: NextFunction) => {
+    sandboxClocks.enter(res.locals.sandboxId as string | undefined);
+    next();
+  });
 
   mountOpenApi(app, env, () => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined));
   mountBillingPage(app, env);
@@ -185,6 +210,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   mountConsole(app, env);
   // One `runtime.json` editor for skills and channels, so their edits of one instance queue behind each other.
   const runtime = createRuntimeConfigs(env.workspaces);
+  const sandboxes = createSandboxService(env);
   const handlers: Partial<Handlers> = {
     ...organizationHandlers(env),
     ...keyHandlers(env),
@@ -195,9 +221,13 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     ...skillHandlers(env, runtime),
     ...channelHandlers(env, runtime),
     ...consoleHandlers(env, requests),
+    ...sandboxHandlers(env, sandboxes),
   };
   mountRoutes(app, env, handlers, { validateResponses: options.validateResponses });
-  app.use((_req: Request, res: Response) => void res.status(404).json({ detail: "Not found." }));
+  app.use((_req: Request, res: Response) => {
+    res.locals.unmatched = "unknown_route";
+    res.status(404).json({ detail: "Not found." });
+  });
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => sendError(res, error));
 
   let closed = false;
@@ -208,6 +238,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     store,
     requests,
     events,
+    sandboxes: sandboxesApi(env, sandboxes),
     async listen(port = 0, host = "127.0.0.1") {
       await new Promise<void>((resolve, reject) => {
         server = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve()));

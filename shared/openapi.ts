@@ -37,6 +37,7 @@ const PATH_PARAMETERS: Record<string, string> = {
   channel: "A channel of the catalog, e.g. `telegram` or `whatsapp`.",
   skill_name: "An installed skill's name.",
   fault_id: "The fault rule's id.",
+  sandbox_id: "The sandbox's id (`sbx_...`).",
   organization_id: "The organization's id (UUID).",
   session: "The billing session's id, from a checkout or portal URL.",
   response_id: "A response's id (`resp_...`).",

@@ -11,6 +11,9 @@ import type { Clock } from "../../shared/clock.js";
 import type { EventHub } from "./hub.js";
 import { redactJson, redactText } from "./redact.js";
 import type { RawCapture, RequestEvent, RequestLog } from "./request-log.js";
+import type { SandboxClocks } from "../sandboxes/clock.js";
+import { closestRoute } from "../sandboxes/closest-route.js";
+import type { SandboxJournals } from "../sandboxes/journal.js";
 
 /** Bytes of each body kept (more is cut and marked). */
 export const BODY_LIMIT = 16 * 1024;
@@ -56,7 +59,16 @@ export const CONSOLE_HEADER = "x-emulator-console";
 export const isConsoleTraffic = (req: Request): boolean =>
   CONSOLE_OWN.test(req.path) || (req.headers[CONSOLE_HEADER] !== undefined && req.path.startsWith("/_emulator/"));
 
-export function captureRequests(deps: { clock: Clock; log: RequestLog; hub: EventHub }) {
+export interface CaptureDeps {
+  clock: Clock;
+  log: RequestLog;
+  hub: EventHub;
+  /** Each sandbox's journal: its requests with redacted bodies, and what matched nothing. */
+  journals: SandboxJournals;
+  sandboxClocks: SandboxClocks;
+}
+
+export function captureRequests(deps: CaptureDeps) {
   let nextId = 1;
   return (req: Request, res: Response, next: NextFunction) => {
     const started = performance.now();
@@ -84,6 +96,7 @@ export function captureRequests(deps: { clock: Clock; log: RequestLog; hub: Even
         responseTruncated: body ? body.truncated() : false,
       };
       deps.log.record(capture);
+      if (finished) journalInSandbox(deps, req, res, capture);
       if (capture.id !== undefined) {
         const { id, at, method, path, status, key_kind, ms } = capture;
         deps.hub.publish({ type: "request", data: { id, at, method, path, status, key_kind, ms } });
@@ -96,6 +109,42 @@ export function captureRequests(deps: { clock: Clock; log: RequestLog; hub: Even
     res.on("close", onClose);
     next();
   };
+}
+
+/**
+ * The sandbox's own journal line (its time, the route, instance, session and
+ * redacted body), and a line among the unmatched when nothing matched.
+ */
+function journalInSandbox(deps: CaptureDeps, req: Request, res: Response, capture: RawCapture): void {
+  const sandboxId = res.locals.sandboxId as string | undefined;
+  const unmatched = res.locals.unmatched as "unknown_route" | "wrong_method" | "unknown_key" | undefined;
+  if (sandboxId === undefined && unmatched === undefined) return;
+  const at = sandboxId === undefined ? capture.at : new Date(deps.sandboxClocks.run(sandboxId, () => deps.clock.now())).toISOString();
+  if (unmatched !== undefined) {
+    const closest = closestRoute(req.method, req.path);
+    deps.journals.recordUnmatched(sandboxId, {
+      at,
+      method: capture.method,
+      path: capture.path,
+      reason: unmatched,
+      closest_route: closest,
+      status: capture.status,
+    });
+  }
+  if (sandboxId === undefined) return;
+  const body = req.body !== undefined && req.body !== null && typeof req.body === "object" && !Buffer.isBuffer(req.body) ? redactJson(req.body) : null;
+  deps.journals.record(sandboxId, {
+    at,
+    method: capture.method,
+    path: capture.path,
+    route: (res.locals.route as string | undefined) ?? null,
+    status: capture.status,
+    instance_id: (res.locals.instanceId as string | undefined) ?? null,
+    session: (res.locals.session as string | undefined) ?? null,
+    key_kind: capture.key_kind,
+    body,
+    ms: capture.ms,
+  });
 }
 
 /** Wraps `write`/`end` to keep the first `BODY_LIMIT` bytes of what is sent. */

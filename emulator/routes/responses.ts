@@ -20,6 +20,8 @@ const MAX_SESSION_ID = 256;
 export function responseHandlers(env: EmulatorEnv): ResponseHandlers {
   async function relay(ctx: Ctx<Routes["createResponse"]>, sessionKey: string): Promise<typeof HANDLED> {
     const { instance, body, res } = ctx;
+    // The sandbox journal's `session` (the default session is `main`).
+    res.locals.session = sessionKey;
     if (instance.status !== "running") throw conflict(`Instance is not running (status: ${instance.status}).`);
     // A client that leaves aborts the gateway call, so a stream it closes stops upstream too.
     const leaving = new AbortController();

@@ -42,6 +42,17 @@ function referenceIssues(state: EmulatorState): Issue[] {
         bad(["organizations", id, "key_ids", i], "Must name a key of this organization");
     });
   }
+  for (const [id, org] of Object.entries(state.organizations)) {
+    if (org.sandbox_id !== undefined && !state.sandboxes[org.sandbox_id]?.organization_ids.includes(id))
+      bad(["organizations", id, "sandbox_id"], "Must name a sandbox that lists this organization");
+  }
+  for (const [id, sandbox] of Object.entries(state.sandboxes)) {
+    if (sandbox.id !== id) bad(["sandboxes", id, "id"], "Must equal its key");
+    sandbox.organization_ids.forEach((orgId, i) => {
+      if (!has(state.organizations, orgId) || state.organizations[orgId]!.sandbox_id !== id)
+        bad(["sandboxes", id, "organization_ids", i], "Must name an organization of this sandbox");
+    });
+  }
   for (const [id, instance] of Object.entries(state.instances)) {
     if (instance.id !== id) bad(["instances", id, "id"], "Must equal its key");
     if (!has(state.organizations, instance.organization_id)) bad(["instances", id, "organization_id"], "Unknown organization");

@@ -17,6 +17,7 @@ export type ChannelRecord = z.output<typeof schema.ChannelRecord>;
 export type SkillRecord = z.output<typeof schema.SkillRecord>;
 export type InstanceRecord = z.output<typeof schema.InstanceRecord>;
 export type BillingSession = z.output<typeof schema.BillingSession>;
+export type SandboxRecord = z.output<typeof schema.SandboxRecord>;
 /** One completed turn, as the emulator's store keeps it (`created_at` in epoch seconds). */
 export type StoredResponse = z.output<typeof schema.StoredResponse>;
 /** Turns by id, and `${instanceId}\u0000${session}` -> id of the session's latest response. */
@@ -33,6 +34,7 @@ export function emptyState(): EmulatorState {
     keys: {},
     instances: {},
     billing: {},
+    sandboxes: {},
     gateway: { responses: {}, heads: {} },
   };
 }
