@@ -61,7 +61,8 @@ export function createSandboxClocks(base: Clock, offsetOf: (sandboxId: string) =
         },
       };
     },
-    sleep: (ms) => new Promise<void>((resolve) => clock.setTimeout(resolve, ms)),
+    // Outside a sandbox the base clock's own sleep (a test clock may count or step its sleepers).
+    sleep: (ms) => (context.getStore() === undefined ? base.sleep(ms) : new Promise<void>((resolve) => clock.setTimeout(resolve, ms))),
   };
 
   return {
