@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import type pg from "pg";
+import { withClient } from "./checkout.js";
 import { SchemaTooNewError } from "./errors.js";
 
 /** Arbitrary constant: the advisory lock key of agent-bridge's migrations. */
@@ -65,26 +66,25 @@ const VersionRow = z.object({ version: z.number().int().nullable() });
 
 /** Applies the missing migrations, once across all nodes; returns the schema version now in place. */
 export async function migrate(pool: pg.Pool): Promise<{ version: number; applied: number[] }> {
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
-    await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
-    await client.query("CREATE TABLE IF NOT EXISTS schema_version (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
-    const current = VersionRow.parse((await client.query("SELECT max(version) AS version FROM schema_version")).rows[0]).version ?? 0;
-    if (current > SCHEMA_VERSION) throw new SchemaTooNewError(current, SCHEMA_VERSION);
-    const applied: number[] = [];
-    for (const m of MIGRATIONS) {
-      if (m.version <= current) continue;
-      await client.query(m.sql);
-      await client.query("INSERT INTO schema_version (version) VALUES ($1)", [m.version]);
-      applied.push(m.version);
+  return withClient(pool, async (client, markBroken) => {
+    try {
+      await client.query("BEGIN");
+      await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
+      await client.query("CREATE TABLE IF NOT EXISTS schema_version (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
+      const current = VersionRow.parse((await client.query("SELECT max(version) AS version FROM schema_version")).rows[0]).version ?? 0;
+      if (current > SCHEMA_VERSION) throw new SchemaTooNewError(current, SCHEMA_VERSION);
+      const applied: number[] = [];
+      for (const m of MIGRATIONS) {
+        if (m.version <= current) continue;
+        await client.query(m.sql);
+        await client.query("INSERT INTO schema_version (version) VALUES ($1)", [m.version]);
+        applied.push(m.version);
+      }
+      await client.query("COMMIT");
+      return { version: Math.max(current, ...applied), applied };
+    } catch (error) {
+      await client.query("ROLLBACK").catch(markBroken);
+      throw error;
     }
-    await client.query("COMMIT");
-    return { version: Math.max(current, ...applied), applied };
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }

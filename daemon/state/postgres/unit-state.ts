@@ -22,6 +22,7 @@ import {
   type StoredRouteSchema,
 } from "../records.js";
 import { AttachmentTooLargeError, LeaseLostError, StateWriteError, StoredRowError } from "./errors.js";
+import { withClient } from "./checkout.js";
 import type { HeldLease } from "./leases.js";
 
 export type StoredEntry = z.output<typeof JournalEntrySchema>;
@@ -133,8 +134,7 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
   const sessions = new Map<string, SessionState>();
   const kvs = new Map<string, Map<string, unknown>>();
 
-  const load = await pool.connect();
-  try {
+  await withClient(pool, async (load) => {
     const rows = await load.query(`SELECT ${ENTRY_COLUMNS} FROM entry WHERE unit = $1 AND state <> 'done' ORDER BY seq`, [unit]);
     for (const r of rows.rows) {
       const e = parseRow(EntryRowSchema, "entry", String(r.id), r);
@@ -150,38 +150,34 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
       kvs.set(ns, m);
       m.set(k, v);
     }
-  } finally {
-    load.release();
-  }
+  });
 
   /** One fenced transaction: the lease row FOR SHARE, the epoch check, then `work`. */
   async function fenced<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     if (lease.signal.aborted) throw lease.signal.reason instanceof LeaseLostError ? lease.signal.reason : new LeaseLostError(unit, lease.epoch, "self-fenced");
-    let client: pg.PoolClient;
     try {
-      client = await pool.connect();
-    } catch (error) {
-      throw new StateWriteError(operation, unit, error);
-    }
-    let broken = false;
-    try {
-      await client.query("BEGIN");
-      const { rows } = await client.query("SELECT holder, epoch FROM lease WHERE unit = $1 FOR SHARE", [unit]);
-      const current = rows[0] === undefined ? undefined : parseRow(LeaseRow, "lease", unit, rows[0]);
-      if (current?.epoch !== lease.epoch)
-        throw new LeaseLostError(unit, lease.epoch, current ? `the lease is at epoch ${current.epoch}, held by ${current.holder ?? "nobody"}` : "no lease row");
-      const result = await work(client);
-      await client.query("COMMIT");
-      return result;
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {
-        broken = true;
+      return await withClient(pool, async (client, markBroken) => {
+        try {
+          await client.query("BEGIN");
+          const { rows } = await client.query("SELECT holder, epoch FROM lease WHERE unit = $1 FOR SHARE", [unit]);
+          const current = rows[0] === undefined ? undefined : parseRow(LeaseRow, "lease", unit, rows[0]);
+          if (current?.epoch !== lease.epoch)
+            throw new LeaseLostError(
+              unit,
+              lease.epoch,
+              current ? `the lease is at epoch ${current.epoch}, held by ${current.holder ?? "nobody"}` : "no lease row",
+            );
+          const result = await work(client);
+          await client.query("COMMIT");
+          return result;
+        } catch (error) {
+          await client.query("ROLLBACK").catch(markBroken);
+          throw error;
+        }
       });
+    } catch (error) {
       if (error instanceof LeaseLostError || error instanceof AttachmentTooLargeError) throw error;
       throw new StateWriteError(operation, unit, error);
-    } finally {
-      // A connection whose rollback failed is not given back to the pool.
-      client.release(broken);
     }
   }
 
