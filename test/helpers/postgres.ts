@@ -74,7 +74,15 @@ export async function startTestPostgres(): Promise<TestPostgres> {
   }
   await exec("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C"]);
   const port = await freePort();
-  const options = [`-p ${port}`, `-k ${dir}`, "-c listen_addresses=127.0.0.1", "-c shared_buffers=16MB", "-c max_connections=60", "-c fsync=on"].join(" ");
+  const options = [
+    `-p ${port}`,
+    `-k ${dir}`,
+    "-c listen_addresses=127.0.0.1",
+    "-c shared_buffers=16MB",
+    "-c max_connections=60",
+    "-c fsync=on",
+    "-c recovery_init_sync_method=syncfs",
+  ].join(" ");
   const start = () => exec("pg_ctl", ["-D", data, "-w", "-t", "30", "-l", join(dir, "log"), "-o", options, "start"]).then(() => undefined);
   const stop = () => exec("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]).then(() => undefined);
   await start();

@@ -50,14 +50,14 @@ export class AttachmentTooLargeError extends Error {
   }
 }
 
-/** A state read or write failed in the database (connection lost, server restarting): the operation and unit say where. */
+/** A state read or write failed in the database (connection lost, server restarting): the operation and where (a unit, or the database without its password) say where. */
 export class StateWriteError extends Error {
   override readonly name = "StateWriteError";
   constructor(
     readonly operation: string,
-    readonly unit: string,
+    readonly where: string,
     cause: unknown,
   ) {
-    super(`${operation} for ${unit} failed in PostgreSQL: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    super(`${operation} for ${where} failed in PostgreSQL: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
 }

@@ -23,12 +23,14 @@
  *   surviving restarts; migrations run once across nodes under an advisory lock.
  */
 import pg from "pg";
+import { z } from "zod";
 import type { Clock } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import { LeaseKeeper, type HeldLease } from "./leases.js";
 import { migrate } from "./migrations.js";
 import { monotonicClock } from "./monotonic-clock.js";
-import { resolvePostgresOptions, type PostgresStateInput, type ResolvedPostgresOptions } from "./options.js";
+import { SchemaTooNewError, StateWriteError } from "./errors.js";
+import { describeUrl, resolvePostgresOptions, type PostgresStateInput, type ResolvedPostgresOptions } from "./options.js";
 import { openUnitState, type UnitState } from "./unit-state.js";
 
 export { AttachmentTooLargeError, LeaseLostError, SchemaTooNewError, StateWriteError, StoredRowError } from "./errors.js";
@@ -50,6 +52,21 @@ export interface PostgresStateDeps {
   onError?: (error: unknown) => void;
 }
 
+export interface ClusterStatus {
+  schemaVersion: number;
+  /** `expiresInMs` is negative once expired (free to acquire). */
+  leases: { unit: string; holder: string | null; epoch: number; expiresInMs: number }[];
+  nodes: { id: string; seenAgoMs: number }[];
+}
+
+const LeaseStatusRow = z.object({
+  unit: z.string(),
+  holder: z.string().nullable(),
+  epoch: z.coerce.number().int(),
+  expires_in_ms: z.coerce.number().nullable(),
+});
+const NodeStatusRow = z.object({ id: z.string(), seen_ago_ms: z.coerce.number() });
+
 export interface PostgresState {
   readonly options: ResolvedPostgresOptions;
   /** The schema version in place after migrating. */
@@ -57,6 +74,8 @@ export interface PostgresState {
   readonly leases: LeaseKeeper;
   /** The state of a unit this node holds, loaded from the database; its writes are fenced by `lease`. */
   openUnit(lease: HeldLease): Promise<UnitState>;
+  /** Who owns what, on the database's clock: for `/healthz`, `/metrics` and `agent-bridge check`. */
+  status(): Promise<ClusterStatus>;
   /** Hands every lease over, then closes the connections. */
   close(): Promise<void>;
   /** Closes the connections without releasing anything (a crash, for tests). */
@@ -66,7 +85,10 @@ export interface PostgresState {
 /** Connects, migrates (once across nodes), and prepares the lease keeper; call `leases.start()` to begin owning units. */
 export async function openPostgresState(input: PostgresStateInput, deps: PostgresStateDeps): Promise<PostgresState> {
   const options = resolvePostgresOptions(input);
-  const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize });
+  // A query or connection that takes longer than a lease is hopeless; without a limit a lost
+  // network would hold the keeper's rounds until TCP gives up (the self-fence fires regardless).
+  const limit = Math.max(options.leaseTtlMs, 5_000);
+  const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize, connectionTimeoutMillis: limit, query_timeout: limit, keepAlive: true });
   // An idle connection dropped by a server restart must not end the process; the next query reconnects.
   pool.on("error", (error) => deps.onError?.(error));
   let schemaVersion: number;
@@ -74,7 +96,8 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
     schemaVersion = (await migrate(pool)).version;
   } catch (error) {
     await pool.end().catch(() => undefined);
-    throw error;
+    if (error instanceof SchemaTooNewError) throw error;
+    throw new StateWriteError("connect and migrate", describeUrl(options.url), error);
   }
   const leases = new LeaseKeeper({
     pool,
@@ -95,6 +118,24 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
     options,
     schemaVersion,
     leases,
+    async status() {
+      const leaseRows = await pool.query(
+        "SELECT unit, holder, epoch, CASE WHEN isfinite(expires_at) THEN extract(epoch FROM expires_at - clock_timestamp()) * 1000 END AS expires_in_ms FROM lease ORDER BY unit",
+      );
+      const nodeRows = await pool.query("SELECT id, extract(epoch FROM clock_timestamp() - seen_at) * 1000 AS seen_ago_ms FROM node ORDER BY id");
+      return {
+        schemaVersion,
+        leases: leaseRows.rows.map((r) => {
+          const l = LeaseStatusRow.parse(r);
+          // '-infinity' (released) comes back as null: expired long ago.
+          return { unit: l.unit, holder: l.holder, epoch: l.epoch, expiresInMs: l.expires_in_ms ?? Number.NEGATIVE_INFINITY };
+        }),
+        nodes: nodeRows.rows.map((r) => {
+          const n = NodeStatusRow.parse(r);
+          return { id: n.id, seenAgoMs: n.seen_ago_ms };
+        }),
+      };
+    },
     openUnit: (lease) => openUnitState({ pool, lease, maxAttachmentBytes: options.maxAttachmentBytes, ...(deps.random ? { random: deps.random } : {}) }),
     async close() {
       if (closed) return;

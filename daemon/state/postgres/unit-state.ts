@@ -154,7 +154,9 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
 
   /** One fenced transaction: the lease row FOR SHARE, the epoch check, then `work`. */
   async function fenced<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    if (lease.signal.aborted) throw lease.signal.reason instanceof LeaseLostError ? lease.signal.reason : new LeaseLostError(unit, lease.epoch, "self-fenced");
+    // valid(), not only the signal: past the deadline a late timer must not leave a window.
+    if (!lease.valid())
+      throw lease.signal.reason instanceof LeaseLostError ? lease.signal.reason : new LeaseLostError(unit, lease.epoch, "self-fenced: past its local deadline");
     try {
       return await withClient(pool, async (client, markBroken) => {
         try {
@@ -184,7 +186,8 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
   async function accept({ kind, key, message, route }: Parameters<UnitState["accept"]>[0]): ReturnType<UnitState["accept"]> {
     for (const a of message.attachments ?? [])
       if (a.data.length > deps.maxAttachmentBytes) throw new AttachmentTooLargeError(a.fileName, a.data.length, deps.maxAttachmentBytes);
-    const id = `${Date.now().toString(36)}-${hex(random, 6)}`;
+    // Order comes from `seq`, so the id needs no time in it.
+    const id = hex(random, 10);
     const { attachments: files, droppedAttachments: _dropped, ...rest } = message;
     const attachments: StoredAttachment[] | undefined = files?.map((a, i) => ({
       kind: a.kind,

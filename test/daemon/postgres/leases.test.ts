@@ -123,11 +123,19 @@ describe("leases", () => {
     const b = await node({ url, nodeId: "b", units: ["discord:bot"], leaseTtlMs: 60_000, pollMs: 60_000, onAcquired: (l) => (acquired = l) });
     await b.leases.start();
     expect(acquired).toBeUndefined();
+    const before = await b.status();
+    expect(before.leases).toMatchObject([{ unit: "discord:bot", holder: "a", epoch: 1 }]);
+    expect(before.leases[0]?.expiresInMs).toBeGreaterThan(0);
+    expect(before.nodes.map((n) => n.id)).toEqual(["a", "b"]);
     // Released: the row is free at once and `NOTIFY lease_free` wakes B (its own poll is a minute away).
     await a.leases.stop();
     expect(lease.signal.aborted).toBe(true);
     await waitUntil(() => acquired, "b to take the released lease on the notification", 5_000);
     expect(acquired?.epoch).toBe(2);
+    const after = await b.status();
+    expect(after.leases).toMatchObject([{ unit: "discord:bot", holder: "b", epoch: 2 }]);
+    // A left the node table on its graceful stop: the fair share counts B alone.
+    expect(after.nodes.map((n) => n.id)).toEqual(["b"]);
   });
 
   it("spreads 5 units fairly over the live nodes and rebalances when a node joins", async () => {

@@ -157,6 +157,14 @@ describe("postgres unit state", () => {
     await expect(refused).rejects.toThrow(/version 2; this daemon knows up to 1/);
   });
 
+  it("says which database it could not reach, without the password", async () => {
+    const url = server.url().replace("postgres@", "postgres:hunter2@").replace(`:${server.port}/`, ":1/");
+    const failed = openPostgresState({ kind: "postgres", url, nodeId: "x" }, { units: [UNIT] });
+    await expect(failed).rejects.toBeInstanceOf(StateWriteError);
+    await expect(failed).rejects.toThrow(/connect and migrate for postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/postgres failed/);
+    await expect(failed).rejects.not.toThrow(/hunter2/);
+  });
+
   it("loses nothing committed when the server is killed under load and restarted", async () => {
     const url = await server.createDatabase("crash");
     const { state, lease, unit } = await owner(url);
