@@ -11,7 +11,8 @@
  *   least t0 + ttl on its own clock, so the signal fires before anyone else can
  *   acquire, given only a bounded clock *rate* difference (rho), not synced clocks.
  * - placement: claim free units up to `ceil(units / live nodes)`, release above
- *   it gracefully (signal first, then the row, then `NOTIFY lease_free`).
+ *   it gracefully (signal first, then the row, then `NOTIFY lease_free`); a unit
+ *   left free for two polls is claimed by anyone (a dead node still counts as live).
  */
 import pg from "pg";
 import { z } from "zod";
@@ -102,6 +103,7 @@ export interface LeaseKeeperOptions {
 const EpochRow = z.object({ epoch: z.coerce.number().int() });
 const UnitRow = z.object({ unit: z.string() });
 const CountRow = z.object({ live: z.coerce.number().int() });
+const FreeRow = z.object({ unit: z.string(), stale: z.boolean() });
 
 const ms = (n: number) => n / 1000;
 
@@ -158,21 +160,24 @@ export class LeaseKeeper {
     });
   }
 
-  /** Heartbeat, then release above fair share or claim free units up to it. */
+  /**
+   * Heartbeat, then release above fair share or claim free units up to it. A unit free for
+   * longer than two polls is claimed beyond the share: a node killed a moment ago still counts
+   * as live for two TTLs, and its accounts must not wait for that (failover stays TTL + a poll).
+   * No release happens while such a unit exists, so the two rules cannot undo each other.
+   */
   place(): Promise<void> {
     return this.#serial(async () => {
       if (this.#stopped) return;
       const share = await this.#fairShare();
-      const held = [...this.#held.values()];
-      for (const h of held.slice(share).reverse()) await this.#release(h);
-      if (this.#held.size >= share) return;
-      const { rows } = await this.#o.pool.query("SELECT unit FROM lease WHERE unit = ANY($1) AND expires_at < clock_timestamp() ORDER BY unit", [
-        [...this.#o.units],
-      ]);
-      for (const { unit } of rows.map((r) => UnitRow.parse(r))) {
-        if (this.#held.size >= share) break;
-        await this.#acquire(unit);
-      }
+      const { rows } = await this.#o.pool.query(
+        `SELECT unit, expires_at < clock_timestamp() - make_interval(secs => $2) AS stale
+           FROM lease WHERE unit = ANY($1) AND expires_at < clock_timestamp() ORDER BY unit`,
+        [[...this.#o.units], ms(2 * this.#o.pollMs)],
+      );
+      const free = rows.map((r) => FreeRow.parse(r));
+      if (!free.some((f) => f.stale)) for (const h of [...this.#held.values()].slice(share).reverse()) await this.#release(h);
+      for (const { unit, stale } of free) if (this.#held.size < share || stale) await this.#acquire(unit);
     });
   }
 
@@ -231,7 +236,7 @@ export class LeaseKeeper {
     this.#drop(h, new LeaseLostError(h.unit, h.epoch, "released by this node"));
     await this.#o.beforeRelease?.(h);
     await this.#o.pool.query(
-      `WITH freed AS (UPDATE lease SET expires_at = '-infinity', holder = NULL WHERE unit = $1 AND epoch = $2 AND holder = $3 RETURNING unit)
+      `WITH freed AS (UPDATE lease SET expires_at = clock_timestamp(), holder = NULL WHERE unit = $1 AND epoch = $2 AND holder = $3 RETURNING unit)
        SELECT pg_notify('lease_free', unit) FROM freed`,
       [h.unit, h.epoch, this.#o.nodeId],
     );

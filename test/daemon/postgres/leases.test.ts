@@ -138,6 +138,23 @@ describe("leases", () => {
     expect(after.nodes.map((n) => n.id)).toEqual(["b"]);
   });
 
+  it("takes over a killed node's units within the lease time, though that node still counts as live for the fair share", async () => {
+    const url = await server.createDatabase("failover");
+    const units = ["u1", "u2", "u3", "u4"];
+    const ttl = 1_500;
+    const a = await node({ url, nodeId: "a", units, leaseTtlMs: ttl, pollMs: 100 });
+    await a.leases.start();
+    const b = await node({ url, nodeId: "b", units, leaseTtlMs: ttl, pollMs: 100 });
+    await b.leases.start();
+    await waitUntil(() => a.leases.held().length === 2 && b.leases.held().length === 2, "2 + 2");
+    // B dies without a word (kill -9): its node row stays, so A's fair share is still 2.
+    await b.abandon();
+    await waitUntil(() => a.leases.held().length === 4, "a to own all four", 10_000);
+    const status = await a.status();
+    expect(status.nodes.find((n) => n.id === "b")?.seenAgoMs).toBeLessThan(2 * ttl);
+    expect(status.leases.every((l) => l.holder === "a")).toBe(true);
+  });
+
   it("spreads 5 units fairly over the live nodes and rebalances when a node joins", async () => {
     const url = await server.createDatabase("fairshare");
     const units = ["u1", "u2", "u3", "u4", "u5"];
