@@ -195,7 +195,7 @@ describe("postgres unit state", () => {
     await server.start();
 
     const after = await state.openUnit(lease);
-    const stored = new Set(after.pending().map((e) => e.key));
+    const stored = new Set<string>(after.pending().map((e) => e.key));
     expect(committed.filter((k) => !stored.has(k))).toEqual([]);
     // The backend works again on the same pool once the server is back.
     const next = await after.accept({ kind: "turn", key: "after-restart", message: message("after"), route });
