@@ -6,6 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type HeldLease, LeaseLostError, openPostgresState, type PostgresState } from "../../../daemon/state/postgres/index.js";
 import { monotonicClock } from "../../../daemon/state/postgres/monotonic-clock.js";
+import { dedupeKeyOf } from "../../../daemon/core/keys.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { waitUntil } from "../../helpers/wait.js";
 
@@ -60,7 +61,7 @@ describe("leases", () => {
     expect(leaseA?.epoch).toBe(1);
     if (!leaseA) throw new Error("a holds nothing");
     const stateA = await a.openUnit(leaseA);
-    await stateA.accept({ kind: "turn", key: "k1", message: message("1"), route });
+    await stateA.accept({ kind: "turn", key: dedupeKeyOf(message("1")), message: message("1"), route });
 
     // A stops renewing (a pause); B takes over once the lease expired on the database's clock.
     await a.leases.halt();
@@ -68,13 +69,13 @@ describe("leases", () => {
     expect(leaseB.epoch).toBe(2);
 
     // A's state still believes it is the owner, but the database says otherwise.
-    const write = stateA.accept({ kind: "turn", key: "k2", message: message("2"), route });
+    const write = stateA.accept({ kind: "turn", key: dedupeKeyOf(message("2")), message: message("2"), route });
     await expect(write).rejects.toBeInstanceOf(LeaseLostError);
     await expect(stateA.recordSent(stateA.pending()[0]?.id ?? "", 1)).rejects.toBeInstanceOf(LeaseLostError);
 
     // B sees what A committed, and nothing A tried after losing the lease.
     const stateB = await b.openUnit(leaseB);
-    expect(stateB.pending().map((e) => e.key)).toEqual(["k1"]);
+    expect(stateB.pending().map((e) => e.key)).toEqual([dedupeKeyOf(message("1"))]);
     expect(stateB.pending()[0]?.sent).toBe(0);
   });
 

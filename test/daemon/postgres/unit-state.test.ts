@@ -14,6 +14,7 @@ import {
   SchemaTooNewError,
   StateWriteError,
 } from "../../../daemon/state/postgres/index.js";
+import { dedupeKeyOf } from "../../../daemon/core/keys.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
 
 let server: TestPostgres;
@@ -53,16 +54,18 @@ const message = (id: string, extra: Record<string, unknown> = {}) => ({
   sentAt: 1_700_000_000_000,
   ...extra,
 });
+/** The dedupe key the intake gives a message (the records parse it back as one). */
+const keyOf = (id: string) => dedupeKeyOf(message(id));
 const route = { ruleIndex: 0, instanceId: "i1", model: "m", scope: "chat", sessionBase: "telegram.bot:c1" };
 
 describe("postgres unit state", () => {
   it("keeps accept, reply, chunks sent, preview, session, kv, auth and attachments across a reopen, in acceptance order", async () => {
     const url = await server.createDatabase("roundtrip");
     const { state, lease, unit } = await owner(url);
-    const first = await unit.accept({ kind: "turn", key: "k1", message: message("1"), route });
+    const first = await unit.accept({ kind: "turn", key: keyOf("1"), message: message("1"), route });
     const second = await unit.accept({
       kind: "turn",
-      key: "k2",
+      key: keyOf("2"),
       message: message("2", { attachments: [{ kind: "photo", fileName: "cat.jpg", mimeType: "image/jpeg", data: Buffer.from([0, 1, 2, 255]) }] }),
       route,
     });
@@ -92,7 +95,7 @@ describe("postgres unit state", () => {
     // Another process reading the database (the next owner) sees the same state.
     const again = await (await node(url, "reader")).openUnit(lease);
     const [e1, e2] = again.pending();
-    expect(again.pending().map((e) => e.key)).toEqual(["k1", "k2"]);
+    expect(again.pending().map((e) => e.key)).toEqual([keyOf("1"), keyOf("2")]);
     expect(e1?.seq).toBeLessThan(e2?.seq ?? 0);
     expect(e1?.reply?.chunks).toEqual(["a", "b"]);
     expect(e1?.sent).toBe(1);
@@ -108,7 +111,7 @@ describe("postgres unit state", () => {
     await unit.complete([first.entry.id, second.entry.id]);
     expect(unit.pending()).toEqual([]);
     await expect(again.attachment(second.entry.id, 0)).rejects.toThrow(/missing/);
-    expect(await unit.accept({ kind: "turn", key: "k1", message: message("1"), route })).toEqual({ duplicate: true });
+    expect(await unit.accept({ kind: "turn", key: keyOf("1"), message: message("1"), route })).toEqual({ duplicate: true });
     expect((await state.openUnit(lease)).pending()).toEqual([]);
   });
 
@@ -116,7 +119,7 @@ describe("postgres unit state", () => {
     const url = await server.createDatabase("cap");
     const { unit } = await owner(url, "a", { maxAttachmentBytes: 10 });
     const big = message("1", { attachments: [{ kind: "document", fileName: "big.bin", data: Buffer.alloc(11) }] });
-    await expect(unit.accept({ kind: "turn", key: "k1", message: big, route })).rejects.toBeInstanceOf(AttachmentTooLargeError);
+    await expect(unit.accept({ kind: "turn", key: keyOf("big"), message: big, route })).rejects.toBeInstanceOf(AttachmentTooLargeError);
     expect(unit.pending()).toEqual([]);
   });
 
@@ -125,13 +128,13 @@ describe("postgres unit state", () => {
     const { state, lease, unit: one } = await owner(url);
     // A second pool (another process's connections) writing under the same lease, as a replayed update would.
     const two = await (await node(url, "b")).openUnit(lease);
-    const attempts = Array.from({ length: 20 }, (_, i) => (i % 2 ? one : two).accept({ kind: "turn", key: "same", message: message("7"), route }));
+    const attempts = Array.from({ length: 20 }, (_, i) => (i % 2 ? one : two).accept({ kind: "turn", key: keyOf("7"), message: message("7"), route }));
     const results = await Promise.all(attempts);
     expect(results.filter((r) => !r.duplicate)).toHaveLength(1);
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     try {
-      const { rows } = await admin.query("SELECT count(*)::int AS n FROM entry WHERE dedupe_key = 'same'");
+      const { rows } = await admin.query("SELECT count(*)::int AS n FROM entry WHERE dedupe_key = $1", [keyOf("7")]);
       expect(rows[0]).toEqual({ n: 1 });
     } finally {
       await admin.end();
@@ -175,10 +178,10 @@ describe("postgres unit state", () => {
     // Writers keep accepting while the server is killed (-m immediate: no checkpoint, like a crash).
     const writer = async () => {
       while (!killed || n < 40) {
-        const key = `m${++n}`;
+        const id = `m${++n}`;
         try {
-          await unit.accept({ kind: "turn", key, message: message(key), route });
-          committed.push(key);
+          await unit.accept({ kind: "turn", key: keyOf(id), message: message(id), route });
+          committed.push(keyOf(id));
         } catch (error) {
           failed.push(error);
           if (killed) return;
@@ -198,7 +201,7 @@ describe("postgres unit state", () => {
     const stored = new Set<string>(after.pending().map((e) => e.key));
     expect(committed.filter((k) => !stored.has(k))).toEqual([]);
     // The backend works again on the same pool once the server is back.
-    const next = await after.accept({ kind: "turn", key: "after-restart", message: message("after"), route });
+    const next = await after.accept({ kind: "turn", key: keyOf("after"), message: message("after"), route });
     expect(next.duplicate).toBe(false);
   });
 });
