@@ -248,6 +248,13 @@ export interface ChatAdapter {
   write?(target: ChatTarget, piece: string, options: { end: boolean }): Promise<void>;
   /** Best effort: a failure here must never lose a reply. */
   sendTyping(target: ChatTarget): Promise<void>;
+  /**
+   * Platforms with reactions: sets the bot's reaction on message `messageId`
+   * of the target's chat to `emoji`, or removes the bot's reaction `emoji`
+   * when `remove` is true. Rejects on failure (the core treats reactions as
+   * best effort: logged at debug, never retried, never holding up a reply).
+   */
+  react?(target: ChatTarget, messageId: string, emoji: string, options: { remove: boolean }): Promise<void>;
 }
 
 /** `measure` for platforms that count the raw text. */

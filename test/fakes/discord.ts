@@ -8,6 +8,8 @@
  *   `GET /channels/:id`, `POST /channels/:id/messages` (recorded), `POST /channels/:id/typing`,
  *   `POST /users/@me/channels` (open a DM), `PATCH /channels/:id/messages/:id` (edits the bot's own
  *   messages; history kept; with `editIntervalMs`, edits closer together get Discord's 429), and
+ *   `PUT`/`DELETE /channels/:id/messages/:id/reactions/:emoji/@me` (the bot's own reaction: the
+ *   message must exist, the emoji must be a Unicode emoji or `name:id`, else 10008/10014),
  *   attachment downloads under `/attachments/`.
  *   Every `/api` call must carry `Authorization: Bot <token>` or gets 401.
  * - Gateway: HELLO (op 10) on connect; IDENTIFY (op 2) -> READY then GUILD_CREATE for each
@@ -159,6 +161,10 @@ export interface FakeDiscord {
   /** Messages the bot posted to a channel, oldest first. */
   sentMessages(channelId: string): RecordedMessage[];
   typingCount(channelId: string): number;
+  /** The bot's own reactions on a message now, in the order added. */
+  reactionsOn(messageId: string): string[];
+  /** Every accepted reaction change, in order. */
+  reactionLog: { messageId: string; emoji: string; op: "add" | "remove" }[];
   /** A bot message's versions (post, then each accepted edit); undefined for an unknown id. */
   messageVersions(messageId: string): MessageVersion[] | undefined;
   /** The bot's messages in a channel with their current content (after edits), oldest first. */
@@ -211,6 +217,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
   const messages = new Map<string, Json>();
   const sent = new Map<string, RecordedMessage[]>();
   const typing = new Map<string, number>();
+  const reactions = new Map<string, string[]>();
   const attachments = new Map<string, { data: Buffer; contentType: string }>();
   let attachmentGate: Promise<void> | undefined;
   let attachmentRequests = 0;
@@ -361,6 +368,8 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
       const id = dmChannelFor({ id: recipientId, username: `user-${recipientId}` });
       return send(res, 200, channelJson(channels.get(id)!));
     }
+    const reactionRoute = /^\/channels\/(\d+)\/messages\/(\d+)\/reactions\/([^/]+)\/@me$/.exec(route);
+    if (reactionRoute && (method === "PUT" || method === "DELETE")) return ownReaction(res, method, reactionRoute[1]!, reactionRoute[2]!, reactionRoute[3]!);
     const messageRoute = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(route);
     if (messageRoute && method === "PATCH") return editMessage(req, res, messageRoute[1]!, messageRoute[2]!);
     const channelRoute = /^\/channels\/(\d+)(\/messages|\/typing)?$/.exec(route);
@@ -396,6 +405,26 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
       }
     }
     return send(res, 404, { message: "404: Not Found", code: 0 });
+  }
+
+  /** The bot's own reaction: added (idempotent) or removed; 204 either way, as Discord answers. */
+  function ownReaction(res: ServerResponse, method: "PUT" | "DELETE", channelId: string, messageId: string, encoded: string): void {
+    if (!channels.has(channelId)) return send(res, 404, { message: "Unknown Channel", code: 10003 });
+    const message = messages.get(messageId);
+    if (!message || message.channel_id !== channelId) return send(res, 404, { message: "Unknown Message", code: 10008 });
+    let emoji: string;
+    try {
+      emoji = decodeURIComponent(encoded);
+    } catch {
+      return send(res, 400, { message: "Unknown Emoji", code: 10014 });
+    }
+    if (!/^\p{Extended_Pictographic}/u.test(emoji) && !/^[\w-]+:\d+$/.test(emoji)) return send(res, 400, { message: "Unknown Emoji", code: 10014 });
+    const mine = reactions.get(messageId) ?? [];
+    if (method === "PUT" && !mine.includes(emoji)) mine.push(emoji);
+    if (method === "DELETE" && mine.includes(emoji)) mine.splice(mine.indexOf(emoji), 1);
+    reactions.set(messageId, mine);
+    fake.reactionLog.push({ messageId, emoji, op: method === "PUT" ? "add" : "remove" });
+    return send(res, 204);
   }
 
   /** Discord's edit: only the author may change `content`; limits as on create. */
@@ -667,7 +696,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
 
   const liveSocket = (): WebSocket | null => (current?.socket && current.socket.readyState === WebSocket.OPEN ? current.socket : null);
 
-  return {
+  const fake: FakeDiscord = {
     bot,
     holdAttachments() {
       let release!: () => void;
@@ -709,6 +738,8 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     },
     rateLimitedEdits: () => rateLimitedEdits,
     typingCount: (channelId) => typing.get(channelId) ?? 0,
+    reactionsOn: (messageId) => [...(reactions.get(messageId) ?? [])],
+    reactionLog: [],
     failNext(method, path, status, times = 1) {
       faults.push({ method, path, status, times });
     },
@@ -745,4 +776,5 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+  return fake;
 }

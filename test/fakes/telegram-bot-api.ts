@@ -11,10 +11,23 @@
  * edited", and (with `editIntervalMs`) edits in one chat closer together than
  * that get a 429 with `retry_after`. Every message's history (send, then each
  * edit, with times) is kept for tests.
+ *
+ * `setMessageReaction` keeps Telegram's rules for bots: one reaction per
+ * message (setting one replaces the last, an empty list removes it), only
+ * emoji from the Bot API's list (anything else is a 400 REACTION_INVALID), on
+ * a message that exists. The bot's current reaction per message is kept, and
+ * every change in order.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { waitUntil } from "../helpers/wait.js";
+
+/** The Bot API's list of reactions a bot may set (ReactionTypeEmoji), copied here so the fake does not trust the adapter's own list. */
+const TELEGRAM_BOT_REACTIONS = new Set(
+  "👍 👎 ❤ 🔥 🥰 👏 😁 🤔 🤯 😱 🤬 😢 🎉 🤩 🤮 💩 🙏 👌 🕊 🤡 🥱 🥴 😍 🐳 ❤‍🔥 🌚 🌭 💯 🤣 ⚡ 🍌 🏆 💔 🤨 😐 🍓 🍾 💋 🖕 😈 😴 😭 🤓 👻 👨‍💻 👀 🎃 🙈 😇 😨 🤝 ✍ 🤗 🫡 🎅 🎄 ☃ 💅 🤪 🗿 🆒 💘 🙉 🦄 😘 💊 🙊 😎 👾 🤷‍♂ 🤷 🤷‍♀ 😡".split(
+    " ",
+  ),
+);
 
 export interface FakeBotUser {
   id: number;
@@ -28,6 +41,8 @@ export interface SentMessage {
   parse_mode?: string;
   message_id: number;
   reply_to?: number;
+  /** Sent with `disable_notification` (silently). */
+  silent?: boolean;
 }
 
 export interface FakeUser {
@@ -113,6 +128,10 @@ export interface FakeTelegram {
   shownMessages(chatId: string | number): ShownMessage[];
   /** Every accepted edit, in order. */
   edits: { chat_id: string; message_id: number; text: string; parse_mode?: string; at: number }[];
+  /** The bot's reaction on a message now (undefined: none). */
+  reactionOn(chatId: string | number, messageId: number): string | undefined;
+  /** Every accepted reaction change, in order ("" = removed). */
+  reactionLog: { chat_id: string; message_id: number; emoji: string }[];
   /** Edits in one chat closer together than this answer 429 with `retry_after` (0: no limit). */
   setEditInterval(ms: number): void;
   waitFor<T>(probe: () => T | undefined | false, timeoutMs?: number): Promise<T>;
@@ -175,6 +194,7 @@ export async function createFakeTelegram(options: {
   const updates: Json[] = [];
   let nextUpdateId = 1000;
   let nextMessageId = 1;
+  const reactions = new Map<string, string>();
   let nextFileId = 1;
   const sent: SentMessage[] = [];
   const chatTypes = new Map<string, string>();
@@ -280,6 +300,8 @@ export async function createFakeTelegram(options: {
     holdPolls: true,
     sentMessages: (chatId) => (chatId === undefined ? [...sent] : sent.filter((m) => m.chat_id === String(chatId))),
     chatActions: [],
+    reactionOn: (chatId, messageId) => reactions.get(`${chatId}:${messageId}`),
+    reactionLog: [],
     commands: [],
     webhook: undefined,
     offsets: [],
@@ -401,6 +423,7 @@ export async function createFakeTelegram(options: {
           message_id: nextMessageId++,
           ...(typeof params.parse_mode === "string" ? { parse_mode: params.parse_mode } : {}),
           ...(reply !== undefined ? { reply_to: Number(reply) } : {}),
+          ...(params.disable_notification === true ? { silent: true } : {}),
         };
         sent.push(record);
         fake.onSent?.(record);
@@ -469,6 +492,20 @@ export async function createFakeTelegram(options: {
           chat: { id: Number(chatId), type: chatTypes.get(chatId) ?? "private" },
           text: visible,
         });
+      }
+      case "setMessageReaction": {
+        const chatId = String(params.chat_id ?? "");
+        const messageId = Number(params.message_id);
+        if (!chatId || !Number.isInteger(messageId) || messageId <= 0 || messageId >= nextMessageId)
+          return fail(res, 400, "Bad Request: message to react not found");
+        const list = Array.isArray(params.reaction) ? (params.reaction as Json[]) : [];
+        if (list.length > 1) return fail(res, 400, "Bad Request: REACTIONS_TOO_MANY");
+        const emoji = list[0] === undefined ? "" : String(list[0].emoji ?? "");
+        if (list[0] !== undefined && (list[0].type !== "emoji" || !TELEGRAM_BOT_REACTIONS.has(emoji))) return fail(res, 400, "Bad Request: REACTION_INVALID");
+        if (emoji) reactions.set(`${chatId}:${messageId}`, emoji);
+        else reactions.delete(`${chatId}:${messageId}`);
+        fake.reactionLog.push({ chat_id: chatId, message_id: messageId, emoji });
+        return ok(res, true);
       }
       case "sendChatAction":
         fake.chatActions.push({ chat_id: String(params.chat_id), action: String(params.action) });

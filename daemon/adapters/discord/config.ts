@@ -27,6 +27,12 @@ export const discordChannelSchema = z.strictObject({
     .optional()
     .describe("Gateway address to use instead of the one the REST API names (a local fake, in tests). Default: the one Discord names."),
   requireMention: z.boolean().default(true).describe("In guild channels, answer only when mentioned or replied to. Default true."),
+  replyNotifies: z
+    .boolean()
+    .default(true)
+    .describe(
+      "In guild channels a reply answers its message as a Discord reply; true lets that reply notify the person it answers (`allowed_mentions.replied_user`), false answers without a ping. Text from the agent never pings anyone (@everyone, roles, users). Default true.",
+    ),
   streaming: streamingSchema,
   minEditIntervalMs: minEditIntervalSchema,
 });

@@ -36,7 +36,7 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
   const { random = cryptoRandom, attachmentTimeoutMs = 60_000, ...tuningOverrides } = options;
   const tuning: ConnectionTuning = { ...defaultConnectionTuning, ...stripUndefined(tuningOverrides) };
 
-  const outbound = createDiscordOutbound({ api: config.api, token: config.token, log, redact });
+  const outbound = createDiscordOutbound({ api: config.api, token: config.token, log, redact, replyNotifies: config.replyNotifies });
   const intake = new DiscordIntake({ log, redact, attachmentTimeoutMs });
 
   function onMessage(message: Message, client: Client<true>): void {
@@ -86,6 +86,7 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
     send: (target, text) => outbound.send(target, text),
     edit: (target, messageId, text) => outbound.edit(target, messageId, text),
     sendTyping: (target) => outbound.sendTyping(target),
+    react: (target, messageId, emoji, options) => outbound.react(target, messageId, emoji, options),
   };
 }
 

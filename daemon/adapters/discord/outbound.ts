@@ -57,6 +57,8 @@ export interface OutboundDeps {
   log: Logger;
   /** Removes the token from any text before it reaches a log or an error. */
   redact(text: string): string;
+  /** Whether a guild reply notifies the person it answers (`replied_user`). Default true. */
+  replyNotifies?: boolean;
 }
 
 /** What the adapter's `send`, `edit` and `sendTyping` do, and the REST client's teardown. */
@@ -65,14 +67,18 @@ export interface DiscordOutbound {
   edit(target: ChatTarget, messageId: string, text: string): Promise<void>;
   /** Best effort: a failure is logged at debug and swallowed. */
   sendTyping(target: ChatTarget): Promise<void>;
+  /** Adds (or removes) the bot's own reaction on a message; rejects with a `DiscordAdapterError`. */
+  react(target: ChatTarget, messageId: string, emoji: string, options: { remove: boolean }): Promise<void>;
   /** Stops the REST client's sweeper timers (after the last send). */
   close(): void;
 }
 
-// Agent text must not ping @everyone, roles or people; a reply may ping its asker.
-const allowedMentions = { parse: [], replied_user: true } satisfies RESTPostAPIChannelMessageJSONBody["allowed_mentions"];
+/** Agent text never pings @everyone, roles or people; a reply pings its asker only when the channel says so. */
+export const allowedMentionsFor = (replyNotifies: boolean) =>
+  ({ parse: [], replied_user: replyNotifies }) satisfies RESTPostAPIChannelMessageJSONBody["allowed_mentions"];
 
 export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
+  const allowedMentions = allowedMentionsFor(deps.replyNotifies ?? true);
   // No retries and no rate-limit waits inside this client: the core's one retry policy
   // owns those (a rate limit comes back as an error carrying its retry-after).
   const rest = new REST({ api: deps.api, retries: 0, rejectOnRateLimit: () => true }).setToken(deps.token);
@@ -101,6 +107,13 @@ export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
       } catch (error) {
         deps.log.debug({ chatId: target.chatId, err: deps.redact(errorText(error)) }, "discord typing failed");
       }
+    },
+
+    async react(target, messageId, emoji, { remove }) {
+      // Unicode emoji go URL-encoded in the path (custom ones would be name:id).
+      const route = Routes.channelMessageOwnReaction(target.chatId, messageId, encodeURIComponent(emoji));
+      const where = `discord reaction in ${target.chatId} failed`;
+      await (remove ? rest.delete(route) : rest.put(route)).catch(fail(where));
     },
 
     close() {

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { accessSchema, channelCommon, httpUrl, minEditIntervalSchema, nonEmpty, streamingSchema } from "../../config/fields.js";
+import { isTelegramReaction } from "./reactions.js";
 
 export const telegramWebhookSchema = z
   .strictObject({
@@ -37,12 +38,26 @@ export const telegramChannelSchema = z
     webhook: telegramWebhookSchema.optional(),
     requireMention: z.boolean().default(true).describe("In groups, answer only when mentioned, replied to or commanded. Default true."),
     setCommands: z.boolean().default(true).describe("Register the bot's command menu (/new, /status, ...) with Telegram at start. Default true."),
+    replyNotifies: z
+      .boolean()
+      .default(true)
+      .describe(
+        "In groups a reply quotes the message it answers (so it lands in the right topic), and Telegram notifies the person quoted; false sends replies silently (`disable_notification`: no sound), still quoting. Default true.",
+      ),
     streaming: streamingSchema,
     minEditIntervalMs: minEditIntervalSchema,
   })
   .refine((c) => c.mode !== "webhook" || c.webhook !== undefined, {
     message: 'required when mode is "webhook"',
     path: ["webhook"],
+  })
+  .refine((c) => isTelegramReaction(c.ackReaction.emoji), {
+    message: "is not a reaction Telegram lets bots set (see setMessageReaction's list: 👀, 👍, 🔥, ...)",
+    path: ["ackReaction", "emoji"],
+  })
+  .refine((c) => isTelegramReaction(c.ackReaction.done), {
+    message: "is not a reaction Telegram lets bots set (see setMessageReaction's list: 👀, 👍, 🔥, ...)",
+    path: ["ackReaction", "done"],
   });
 
 export type TelegramWebhookConfig = z.output<typeof telegramWebhookSchema>;

@@ -71,7 +71,7 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
     pollTimeoutSeconds,
     retryPauseMs: options.retryPauseMs ?? 1000,
   });
-  const outbound = createTelegramOutbound({ api, log, scrub });
+  const outbound = createTelegramOutbound({ api, log, scrub, replyNotifies: config.replyNotifies });
 
   return {
     platform: "telegram",
@@ -85,5 +85,6 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
     send: outbound.send,
     edit: outbound.edit,
     sendTyping: outbound.sendTyping,
+    react: outbound.react,
   };
 }
