@@ -13,7 +13,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { stripComments, substituteEnv } from "./env.js";
-import { readJsonc } from "./jsonc.js";
+import { readJsonc } from "../../shared/jsonc.js";
 import { channelLabeller, formatPath, isRecord, issueMessage, issuesToProblems, relabelProblem, type PathPart, type Relabel } from "./problems.js";
 import { channelSchema, daemonConfigSchema, type DaemonConfig } from "./schema.js";
 

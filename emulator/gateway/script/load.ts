@@ -6,7 +6,7 @@
 import { readFile } from "node:fs/promises";
 import { findNodeAtLocation, parseTree } from "jsonc-parser";
 import type { z } from "zod";
-import { readJsonc } from "../../../daemon/config/jsonc.js";
+import { readJsonc } from "../../../shared/jsonc.js";
 import { pathAt } from "./json-schema.js";
 import { ModelScript } from "./schema.js";
 
