@@ -408,7 +408,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
   }
 
   /** The bot's own reaction: added (idempotent) or removed; 204 either way, as Discord answers. */
-  function ownReaction(res: ServerResponse, method: "PUT" | "DELETE", channelId: string, messageId: string, encoded: string): void {
+  async function ownReaction(res: ServerResponse, method: "PUT" | "DELETE", channelId: string, messageId: string, encoded: string): Promise<void> {
     if (!channels.has(channelId)) return send(res, 404, { message: "Unknown Channel", code: 10003 });
     const message = messages.get(messageId);
     if (!message || message.channel_id !== channelId) return send(res, 404, { message: "Unknown Message", code: 10008 });
