@@ -77,6 +77,18 @@ export interface ChatTarget {
   replyToMessageId?: string;
 }
 
+/** A file from the agent's workspace, downloaded, to show in the chat. */
+export interface OutboundFile {
+  /** The workspace path the agent named (the terminal shows it). */
+  path: string;
+  /** A safe base name. */
+  fileName: string;
+  mimeType: string;
+  /** A photo (an image the platform shows inline), a voice note, or a document. */
+  kind: "photo" | "voice" | "document";
+  data: Buffer;
+}
+
 /** "markdown": the adapter renders what it can (Telegram HTML, Discord as is); "plain": verbatim. */
 export type TextFormat = "markdown" | "plain";
 
@@ -104,6 +116,11 @@ export interface AdapterLimits {
    * (Telegram 1000). Default 1000.
    */
   minEditIntervalMs?: number;
+  /**
+   * Files to the chat (`ChatAdapter.sendFile`): the largest the platform
+   * takes, bytes, per kind; a larger file is not sent, the person is told.
+   */
+  maxFileBytes?: Record<OutboundFile["kind"], number>;
 }
 
 export interface AdapterCapabilities {
@@ -246,6 +263,12 @@ export interface ChatAdapter {
    * reply being written; `end` closes the reply (the prompt comes back).
    */
   write?(target: ChatTarget, piece: string, options: { end: boolean }): Promise<void>;
+  /**
+   * Platforms that take files (`limits.maxFileBytes` set): sends one file as
+   * its kind (photo, voice note, document), answering the target's message
+   * like `send`. Same error rules as `send`; no retries of its own.
+   */
+  sendFile?(target: ChatTarget, file: OutboundFile): Promise<SendReceipt | void>;
   /** Best effort: a failure here must never lose a reply. */
   sendTyping(target: ChatTarget): Promise<void>;
   /**
