@@ -128,6 +128,12 @@ export const attachmentsSchema = z.strictObject({
       "Pass files people send on to the instance's workspace (inbox/<platform>/<chat>/...) and name them in the turn; the key needs `files`. Default: true.",
     ),
   maxBytes: posInt.default(20 * MiB).describe("The largest file passed on, bytes; larger ones are dropped and the person is told. Default: 20971520 (20 MiB)."),
+  sendBack: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Send the files the agent names in its reply (a `MEDIA: <path>` line, a Markdown image or link to a workspace path) to the chat as a photo, voice note or document, within each platform's size limit (a line says so otherwise); the key needs `files`. Default: true.",
+    ),
 });
 
 /**
@@ -152,7 +158,11 @@ export const daemonConfigSchema = z
       .array(routeSchema)
       .default([])
       .describe("Which instance answers which messages: the first route whose match fits wins; a message no route fits is not answered. Default: none."),
-    attachments: attachmentsSchema.prefault({}).describe("Files people send: whether and up to what size they reach the instance."),
+    attachments: attachmentsSchema
+      .prefault({})
+      .describe(
+        "Files people send (whether and up to what size they reach the instance), and files the agent names in its replies (whether they are sent back).",
+      ),
     channels: z
       .array(channelSchema)
       .default([])

@@ -16,7 +16,9 @@ import { noticeText } from "./notices.js";
 import { fileKindOf } from "./reply-files.js";
 
 /** A file ready to send, or the line that says why not. */
-export type PreparedFile = { ok: true; file: OutboundFile } | { ok: false; notice: string; reason: "too_large" | "refused" | "missing" | "unavailable" | "unsupported" };
+export type PreparedFile =
+  | { ok: true; file: OutboundFile }
+  | { ok: false; notice: string; reason: "too_large" | "refused" | "missing" | "unavailable" | "unsupported" };
 
 export interface FileFetchDeps {
   client: ServiceClient;
@@ -29,7 +31,11 @@ export async function prepareFile(deps: FileFetchDeps, instanceId: string, path:
   const { kind, mimeType } = fileKindOf(path);
   const limit = adapter.limits.maxFileBytes?.[kind];
   if (!adapter.sendFile || limit === undefined) return { ok: false, notice: noticeText.fileNotSupported(path), reason: "unsupported" };
-  const tooBig = (size: number): PreparedFile => ({ ok: false, notice: noticeText.fileTooBig(path, formatBytes(size), formatBytes(limit)), reason: "too_large" });
+  const tooBig = (size: number): PreparedFile => ({
+    ok: false,
+    notice: noticeText.fileTooBig(path, formatBytes(size), formatBytes(limit)),
+    reason: "too_large",
+  });
   let download: Awaited<ReturnType<ServiceClient["downloadFile"]>>;
   try {
     download = await deps.client.downloadFile({ instance_id: instanceId, query: { path }, signal: deps.signal });

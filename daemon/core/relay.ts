@@ -103,7 +103,7 @@ export function createRelay(deps: RelayDeps): Relay {
     },
   });
 
-  const delivery = createDelivery({ config, store, clock, random, logger: log, metrics, adapterFor: deps.adapterFor });
+  const delivery = createDelivery({ config, store, clock, random, logger: log, metrics, client: deps.client, adapterFor: deps.adapterFor });
   const service = createServiceCalls({ config, store, client: deps.client, clock, random, logger: log, metrics, signal: halt.signal });
   const notices = createNotices({
     clock,
@@ -115,7 +115,16 @@ export function createRelay(deps: RelayDeps): Relay {
       await delivery.finishWith(entries, text, failure.kind);
     },
   });
-  const views = new ReplyViews({ config, store, clock, logger: log, metrics, channelFor: deps.channelFor, signal: halt.signal });
+  const views = new ReplyViews({
+    config,
+    store,
+    clock,
+    logger: log,
+    metrics,
+    channelFor: deps.channelFor,
+    signal: halt.signal,
+    deliverRest: (id) => delivery.deliver(id),
+  });
   const stoppable = new StoppableTurns();
   const groupContext = new GroupContexts({ clock, channelFor: deps.channelFor });
   const acks = new Acknowledgements({ channelFor: deps.channelFor, adapterFor: deps.adapterFor, logger: log });

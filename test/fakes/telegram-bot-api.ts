@@ -12,6 +12,10 @@
  * that get a 429 with `retry_after`. Every message's history (send, then each
  * edit, with times) is kept for tests.
  *
+ * `sendPhoto`, `sendDocument` and `sendVoice` take multipart uploads (grammY's
+ * `attach://` fields) within the Bot API's limits (photos 10 MB and only
+ * images, other files 50 MB) and keep what was sent.
+ *
  * `setMessageReaction` keeps Telegram's rules for bots: one reaction per
  * message (setting one replaces the last, an empty list removes it), only
  * emoji from the Bot API's list (anything else is a 400 REACTION_INVALID), on
@@ -43,6 +47,17 @@ export interface SentMessage {
   reply_to?: number;
   /** Sent with `disable_notification` (silently). */
   silent?: boolean;
+}
+
+/** A file the bot sent, as the chat shows it. */
+export interface SentFile {
+  chat_id: string;
+  method: "sendPhoto" | "sendDocument" | "sendVoice";
+  message_id: number;
+  file_name: string;
+  data: Buffer;
+  reply_to?: number;
+  caption?: string;
 }
 
 export interface FakeUser {
@@ -128,6 +143,8 @@ export interface FakeTelegram {
   shownMessages(chatId: string | number): ShownMessage[];
   /** Every accepted edit, in order. */
   edits: { chat_id: string; message_id: number; text: string; parse_mode?: string; at: number }[];
+  /** Files the bot sent (sendPhoto, sendDocument, sendVoice), in order. */
+  sentFiles(chatId?: string | number): SentFile[];
   /** The bot's reaction on a message now (undefined: none). */
   reactionOn(chatId: string | number, messageId: number): string | undefined;
   /** Every accepted reaction change, in order ("" = removed). */
@@ -195,6 +212,7 @@ export async function createFakeTelegram(options: {
   let nextUpdateId = 1000;
   let nextMessageId = 1;
   const reactions = new Map<string, string>();
+  const sentFiles: SentFile[] = [];
   let nextFileId = 1;
   const sent: SentMessage[] = [];
   const chatTypes = new Map<string, string>();
@@ -300,6 +318,7 @@ export async function createFakeTelegram(options: {
     holdPolls: true,
     sentMessages: (chatId) => (chatId === undefined ? [...sent] : sent.filter((m) => m.chat_id === String(chatId))),
     chatActions: [],
+    sentFiles: (chatId) => (chatId === undefined ? [...sentFiles] : sentFiles.filter((f) => f.chat_id === String(chatId))),
     reactionOn: (chatId, messageId) => reactions.get(`${chatId}:${messageId}`),
     reactionLog: [],
     commands: [],
@@ -493,6 +512,36 @@ export async function createFakeTelegram(options: {
           text: visible,
         });
       }
+      case "sendPhoto":
+      case "sendDocument":
+      case "sendVoice": {
+        const field = { sendPhoto: "photo", sendDocument: "document", sendVoice: "voice" }[method];
+        const file = params[field] as UploadedFile | undefined;
+        if (!file || typeof file !== "object" || !Buffer.isBuffer(file.data)) return fail(res, 400, `Bad Request: there is no ${field} in the request`);
+        // The Bot API's upload limits: photos 10 MB, other files 50 MB.
+        if (file.size > 50_000_000) return fail(res, 413, "Request Entity Too Large");
+        if (method === "sendPhoto" && file.size > 10_000_000) return fail(res, 400, "Bad Request: PHOTO_INVALID_DIMENSIONS");
+        if (method === "sendPhoto" && !isImage(file.data)) return fail(res, 400, "Bad Request: IMAGE_PROCESS_FAILED");
+        const chatId = String(params.chat_id);
+        const reply = (params.reply_parameters as Json | undefined)?.message_id;
+        const record: SentFile = {
+          chat_id: chatId,
+          method: method as SentFile["method"],
+          message_id: nextMessageId++,
+          file_name: file.name,
+          data: file.data,
+          ...(reply !== undefined ? { reply_to: Number(reply) } : {}),
+          ...(typeof params.caption === "string" ? { caption: params.caption } : {}),
+        };
+        sentFiles.push(record);
+        const from = { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username };
+        return ok(res, {
+          message_id: record.message_id,
+          date: Math.floor(Date.now() / 1000),
+          from,
+          chat: { id: Number(chatId), type: chatTypes.get(chatId) ?? "private" },
+        });
+      }
       case "setMessageReaction": {
         const chatId = String(params.chat_id ?? "");
         const messageId = Number(params.message_id);
@@ -545,6 +594,13 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 }
 
 /** grammY sends JSON, or multipart when uploading; form bodies and query strings are read too. */
+/** A file uploaded in a multipart request. */
+export interface UploadedFile {
+  name: string;
+  size: number;
+  data: Buffer;
+}
+
 async function readParams(req: IncomingMessage): Promise<Record<string, unknown>> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -553,6 +609,20 @@ async function readParams(req: IncomingMessage): Promise<Record<string, unknown>
   const fromQuery = Object.fromEntries(new URL(req.url ?? "/", "http://x").searchParams);
   if (!text) return fromQuery;
   if (type.includes("application/json")) return { ...fromQuery, ...(JSON.parse(text) as Record<string, unknown>) };
+  if (type.includes("multipart/form-data")) {
+    // grammY uploads files as multipart, each named by an `attach://<field>` value.
+    const fields: Record<string, unknown> = {};
+    const uploads = new Map<string, UploadedFile>();
+    for (const part of multipartParts(Buffer.concat(chunks), type)) {
+      if (part.fileName === undefined) fields[part.name] = /^[[{]/.test(part.data.toString()) ? safeJson(part.data.toString()) : part.data.toString();
+      else uploads.set(part.name, { name: part.fileName, size: part.data.length, data: part.data });
+    }
+    for (const [k, v] of Object.entries(fields)) {
+      const ref = typeof v === "string" ? /^attach:\/\/(.+)$/.exec(v)?.[1] : undefined;
+      if (ref !== undefined && uploads.has(ref)) fields[k] = uploads.get(ref);
+    }
+    return { ...fromQuery, ...fields };
+  }
   if (type.includes("x-www-form-urlencoded")) {
     // Telegram accepts JSON-serialised values for object parameters in forms.
     const form: Record<string, unknown> = {};
@@ -560,6 +630,43 @@ async function readParams(req: IncomingMessage): Promise<Record<string, unknown>
     return { ...fromQuery, ...form };
   }
   return fromQuery;
+}
+
+/** The parts of a multipart/form-data body (a small parser: grammY's bodies are not always what undici's strict one accepts). */
+export function multipartParts(body: Buffer, contentType: string): { name: string; fileName?: string; data: Buffer }[] {
+  const boundary = /boundary="?([^";]+)"?/i.exec(contentType)?.[1];
+  if (!boundary) return [];
+  const delimiter = Buffer.from(`--${boundary}`);
+  const parts: { name: string; fileName?: string; data: Buffer }[] = [];
+  let at = body.indexOf(delimiter);
+  while (at >= 0) {
+    const start = at + delimiter.length;
+    if (body.subarray(start, start + 2).toString() === "--") break;
+    const next = body.indexOf(delimiter, start);
+    if (next < 0) break;
+    const raw = body.subarray(start, next);
+    const headerEnd = raw.indexOf("\r\n\r\n");
+    if (headerEnd >= 0) {
+      const headers = raw.subarray(0, headerEnd).toString("utf8");
+      let data = raw.subarray(headerEnd + 4);
+      if (data.subarray(-2).toString() === "\r\n") data = data.subarray(0, -2);
+      const name = /(?:^|[;\s:])name="([^"]*)"/i.exec(headers)?.[1];
+      // grammY writes the file name unquoted.
+      const fileName = /filename=(?:"([^"]*)"|([^;\r\n]*))/i
+        .exec(headers)
+        ?.slice(1)
+        .find((n) => n !== undefined);
+      if (name !== undefined) parts.push({ name, ...(fileName !== undefined ? { fileName } : {}), data: Buffer.from(data) });
+    }
+    at = next;
+  }
+  return parts;
+}
+
+/** PNG, JPEG, GIF or WebP by their first bytes: Telegram refuses a photo it cannot read as an image. */
+function isImage(data: Buffer): boolean {
+  const hex = data.subarray(0, 12).toString("hex");
+  return hex.startsWith("89504e47") || hex.startsWith("ffd8ff") || hex.startsWith("47494638") || (hex.startsWith("52494646") && hex.endsWith("57454250"));
 }
 
 function safeJson(text: string): unknown {

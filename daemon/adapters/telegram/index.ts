@@ -85,6 +85,7 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
     send: outbound.send,
     edit: outbound.edit,
     sendTyping: outbound.sendTyping,
+    sendFile: outbound.sendFile,
     react: outbound.react,
   };
 }

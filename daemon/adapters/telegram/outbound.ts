@@ -5,15 +5,21 @@
  * or two when Telegram refuses the HTML's entities and the text goes again as
  * plain text (`sendRendered`, shared by send and edit).
  */
-import type { Api } from "grammy";
+import { type Api, InputFile } from "grammy";
 import type { Logger } from "pino";
-import type { ChatTarget, SendOptions, SendReceipt, TextFormat } from "../../core/adapter.js";
+import type { ChatTarget, OutboundFile, SendOptions, SendReceipt, TextFormat } from "../../core/adapter.js";
 import { describe, isEntityError, isNotModified, type Scrub, TelegramAdapterError, toAdapterError } from "./errors.js";
 import { telegramMarkdownToHtml, telegramVisibleLength } from "./markdown.js";
 import { TELEGRAM_REACTIONS } from "./reactions.js";
 
 /** Streaming: at most one send or edit a second per chat (Telegram's flood limits start about there). */
-export const TELEGRAM_LIMITS = { maxMessageLength: 4096, typingRefreshMs: 4500, minEditIntervalMs: 1000 } as const;
+export const TELEGRAM_LIMITS = {
+  maxMessageLength: 4096,
+  typingRefreshMs: 4500,
+  minEditIntervalMs: 1000,
+  // The Bot API's upload limits: photos 10 MB, other files 50 MB.
+  maxFileBytes: { photo: 10_000_000, voice: 50_000_000, document: 50_000_000 },
+} as const;
 
 export interface TelegramOutboundDeps {
   api: Api;
@@ -29,6 +35,7 @@ export interface TelegramOutbound {
   send(target: ChatTarget, text: string, options: SendOptions): Promise<SendReceipt>;
   edit(target: ChatTarget, messageId: string, text: string, options: SendOptions): Promise<void>;
   sendTyping(target: ChatTarget): Promise<void>;
+  sendFile(target: ChatTarget, file: OutboundFile): Promise<SendReceipt>;
   react(target: ChatTarget, messageId: string, emoji: string, options: { remove: boolean }): Promise<void>;
 }
 
@@ -106,6 +113,23 @@ export function createTelegramOutbound({ api, log, scrub, replyNotifies = true }
           if (!isNotModified(error)) throw error;
         }
       });
+    },
+
+    async sendFile(target, file) {
+      const input = new InputFile(file.data, file.fileName);
+      const other = replyParameters(target, replyNotifies);
+      const [method, send] =
+        file.kind === "photo"
+          ? (["sendPhoto", () => api.sendPhoto(target.chatId, input, other)] as const)
+          : file.kind === "voice"
+            ? (["sendVoice", () => api.sendVoice(target.chatId, input, other)] as const)
+            : (["sendDocument", () => api.sendDocument(target.chatId, input, other)] as const);
+      try {
+        const sent = await send();
+        return { messageId: String(sent.message_id) };
+      } catch (error) {
+        throw toAdapterError(method, error, scrub);
+      }
     },
 
     async react(target, messageId, emoji, { remove }) {

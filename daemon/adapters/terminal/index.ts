@@ -10,7 +10,7 @@ import { rawLength, type AdapterCapabilities, type AdapterLimits, type ChatAdapt
 import { TERMINAL_PLATFORM, type TerminalChannelConfig } from "./config.js";
 import { openTerminalInput, type TerminalInput } from "./connection.js";
 import { translateMessage } from "./inbound.js";
-import { TerminalScreen } from "./outbound.js";
+import { fileLine, TerminalScreen } from "./outbound.js";
 
 export { TERMINAL_PLATFORM } from "./config.js";
 export { REPLY_PREFIX, TYPING_LINE } from "./outbound.js";
@@ -36,7 +36,12 @@ export interface TerminalAdapter extends ChatAdapter {
 }
 
 // A typing line per pending reply at most; refreshes would only repeat it.
-const limits: AdapterLimits = { maxMessageLength: 100_000, typingRefreshMs: 60_000 };
+// Files the agent names are shown by their workspace path (a terminal shows no images); the limit only bounds the check that the file is there.
+const limits: AdapterLimits = {
+  maxMessageLength: 100_000,
+  typingRefreshMs: 60_000,
+  maxFileBytes: { photo: 100 * 1024 * 1024, voice: 100 * 1024 * 1024, document: 100 * 1024 * 1024 },
+};
 // Lines typed are read once: what the core cannot take is told, never left for a redelivery.
 // Streaming: text is written as it comes (a terminal cannot change what it printed).
 const capabilities: AdapterCapabilities = { redelivers: false, edit: false, append: true };
@@ -93,6 +98,10 @@ export function createTerminalAdapter(options: TerminalAdapterOptions): Terminal
 
     async send(_target, text) {
       screen.reply(text);
+    },
+
+    async sendFile(_target, file) {
+      screen.print(fileLine(file));
     },
 
     async write(_target, piece, { end }) {
