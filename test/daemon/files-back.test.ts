@@ -103,7 +103,10 @@ it("Discord: the file arrives as an attachment (multipart files[0]) after the te
   await waitFor(() => fake.sentMessages(GENERAL).some((m) => m.files?.length), "the file");
   await daemon.whenIdle();
   const sent = fake.sentMessages(GENERAL);
-  expect(sent.map((m) => m.content)).toEqual(["Here is report.pdf.", ""]);
+  // The streamed text ends without the MEDIA line; the file follows as a message of its own.
+  expect(sent).toHaveLength(2);
+  expect(fake.messageVersions(sent[0]!.id)?.at(-1)?.content).toBe("Here is report.pdf.");
+  expect(sent[1]!.content).toBe("");
   expect(sent[1]).toMatchObject({ replyTo: asked.id });
   expect(sent[1]!.files).toHaveLength(1);
   expect(sent[1]!.files![0]).toMatchObject({ name: "report.pdf" });
@@ -126,6 +129,6 @@ it("terminal: prints the file's workspace path after the reply", async () => {
   await waitFor(() => shown.includes("📎"), "the file line");
   await daemon.whenIdle();
   expect(shown).toContain("Here is notes.txt.");
-  expect(shown).toMatch(/📎 workspace\/notes\.txt \(document, \d+ B\)/);
-  expect(shown).not.toContain("MEDIA:");
+  // Streamed as it came (a terminal cannot take back the MEDIA line it printed), then the file's line.
+  expect(shown).toMatch(/📎 workspace\/notes\.txt \(document, \d+ bytes\)/);
 });

@@ -8,6 +8,8 @@
  *   `GET /channels/:id`, `POST /channels/:id/messages` (recorded), `POST /channels/:id/typing`,
  *   `POST /users/@me/channels` (open a DM), `PATCH /channels/:id/messages/:id` (edits the bot's own
  *   messages; history kept; with `editIntervalMs`, edits closer together get Discord's 429), and
+ *   `POST /channels/:id/messages` also as multipart (`payload_json`, `files[n]`; at most 10 files of
+ *   10 MiB, else 50035/40005), the files kept with the message;
  *   `PUT`/`DELETE /channels/:id/messages/:id/reactions/:emoji/@me` (the bot's own reaction: the
  *   message must exist, the emoji must be a Unicode emoji or `name:id`, else 10008/10014),
  *   attachment downloads under `/attachments/`.
@@ -25,9 +27,12 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, WebSocket, type RawData } from "ws";
+import { multipartParts } from "../helpers/multipart.js";
 import { waitUntil } from "../helpers/wait.js";
 
 const DISCORD_EPOCH = 1_420_070_400_000n;
+/** Discord's upload limit without boosts or Nitro: 10 MiB. */
+const FILE_LIMIT = 10 * 1024 * 1024;
 
 export interface FakeUser {
   id: string;
@@ -74,6 +79,8 @@ export interface RecordedMessage {
   /** The `message_reference.message_id` the bot replied to, if any. */
   replyTo?: string;
   allowedMentions?: unknown;
+  /** Files attached (multipart `files[n]`), in order. */
+  files?: { name: string; data: Buffer }[];
   /** The whole JSON body as the bot sent it. */
   body: Record<string, unknown>;
 }
@@ -319,6 +326,21 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     res.writeHead(status, { "content-type": contentType, "content-length": payload.length }).end(payload);
   };
 
+  /** A message create: JSON, or multipart with `payload_json` and `files[n]` (how discord.js sends attachments). */
+  const readMessageBody = async (req: IncomingMessage): Promise<{ body: Json; files: { name: string; data: Buffer }[] }> => {
+    const type = req.headers["content-type"] ?? "";
+    if (!type.includes("multipart/form-data")) return { body: await readJson(req), files: [] };
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    let body: Json = {};
+    const files: { name: string; data: Buffer }[] = [];
+    for (const part of multipartParts(Buffer.concat(chunks), type)) {
+      if (part.name === "payload_json") body = JSON.parse(part.data.toString("utf8")) as Json;
+      else if (/^files\[\d+\]$/.test(part.name)) files.push({ name: part.fileName ?? part.name, data: part.data });
+    }
+    return { body, files };
+  };
+
   const readJson = async (req: IncomingMessage): Promise<Json> => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -383,9 +405,11 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
         return send(res, 204);
       }
       if (method === "POST" && sub === "/messages") {
-        const body = await readJson(req);
+        const { body, files } = await readMessageBody(req);
         const content = typeof body.content === "string" ? body.content : "";
-        if (!content) return send(res, 400, { message: "Cannot send an empty message", code: 50006 });
+        if (!content && !files.length) return send(res, 400, { message: "Cannot send an empty message", code: 50006 });
+        if (files.length > 10) return send(res, 400, { message: "Invalid Form Body", code: 50035 });
+        if (files.some((f) => f.data.length > FILE_LIMIT)) return send(res, 413, { message: "Request entity too large", code: 40005 });
         if ([...content].length > 2000) {
           return send(res, 400, {
             message: "Invalid Form Body",
@@ -398,6 +422,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
         const message = messageJson({ id: snowflake(), channel, author: bot, content, replyTo });
         messages.set(message.id as string, message);
         const record: RecordedMessage = { id: message.id as string, channelId: channel.id, content, body, allowedMentions: body.allowed_mentions };
+        if (files.length) record.files = files;
         if (replyTo) record.replyTo = replyTo;
         sent.set(channel.id, [...(sent.get(channel.id) ?? []), record]);
         versions.set(record.id, [{ content, at: now() }]);

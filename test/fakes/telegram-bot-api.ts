@@ -24,6 +24,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { multipartParts } from "../helpers/multipart.js";
 import { waitUntil } from "../helpers/wait.js";
 
 /** The Bot API's list of reactions a bot may set (ReactionTypeEmoji), copied here so the fake does not trust the adapter's own list. */
@@ -630,37 +631,6 @@ async function readParams(req: IncomingMessage): Promise<Record<string, unknown>
     return { ...fromQuery, ...form };
   }
   return fromQuery;
-}
-
-/** The parts of a multipart/form-data body (a small parser: grammY's bodies are not always what undici's strict one accepts). */
-export function multipartParts(body: Buffer, contentType: string): { name: string; fileName?: string; data: Buffer }[] {
-  const boundary = /boundary="?([^";]+)"?/i.exec(contentType)?.[1];
-  if (!boundary) return [];
-  const delimiter = Buffer.from(`--${boundary}`);
-  const parts: { name: string; fileName?: string; data: Buffer }[] = [];
-  let at = body.indexOf(delimiter);
-  while (at >= 0) {
-    const start = at + delimiter.length;
-    if (body.subarray(start, start + 2).toString() === "--") break;
-    const next = body.indexOf(delimiter, start);
-    if (next < 0) break;
-    const raw = body.subarray(start, next);
-    const headerEnd = raw.indexOf("\r\n\r\n");
-    if (headerEnd >= 0) {
-      const headers = raw.subarray(0, headerEnd).toString("utf8");
-      let data = raw.subarray(headerEnd + 4);
-      if (data.subarray(-2).toString() === "\r\n") data = data.subarray(0, -2);
-      const name = /(?:^|[;\s:])name="([^"]*)"/i.exec(headers)?.[1];
-      // grammY writes the file name unquoted.
-      const fileName = /filename=(?:"([^"]*)"|([^;\r\n]*))/i
-        .exec(headers)
-        ?.slice(1)
-        .find((n) => n !== undefined);
-      if (name !== undefined) parts.push({ name, ...(fileName !== undefined ? { fileName } : {}), data: Buffer.from(data) });
-    }
-    at = next;
-  }
-  return parts;
 }
 
 /** PNG, JPEG, GIF or WebP by their first bytes: Telegram refuses a photo it cannot read as an image. */

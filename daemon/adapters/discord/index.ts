@@ -85,6 +85,7 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
     // Discord renders Markdown itself, so "markdown" and "plain" both pass as is.
     send: (target, text) => outbound.send(target, text),
     edit: (target, messageId, text) => outbound.edit(target, messageId, text),
+    sendFile: (target, file) => outbound.sendFile(target, file),
     sendTyping: (target) => outbound.sendTyping(target),
     react: (target, messageId, emoji, options) => outbound.react(target, messageId, emoji, options),
   };
