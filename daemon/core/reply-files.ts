@@ -22,8 +22,8 @@ export interface ReplyFiles {
 /** The most files one reply sends (more are named in the text and left alone). */
 export const MAX_REPLY_FILES = 10;
 
-const MEDIA_LINE = /^[ \t]*MEDIA:[ \t]*(\S(?:.*\S)?)[ \t]*$/gm;
-const MARKDOWN_REF = /(!?)\[([^\]\n]*)\]\(\s*<?([^()\s<>]+)>?\s*\)/g;
+/** A `MEDIA: <path>` line (groups 1), or a Markdown image or link (groups 2-3), in one pass so files keep the order they were named in. */
+const REFERENCE = /^[ \t]*MEDIA:[ \t]*(\S(?:.*\S)?)[ \t]*$|!?\[([^\]\n]*)\]\(\s*<?([^()\s<>]+)>?\s*\)/gm;
 
 /** Whether `path` names a file in the workspace (not a URL, not outside the tree). */
 export function isWorkspacePath(path: string): boolean {
@@ -47,8 +47,10 @@ export function extractReplyFiles(reply: string): ReplyFiles {
   const text = parts
     .map((part, i) => {
       if (i % 2 === 1) return part;
-      const noMedia = part.replace(MEDIA_LINE, (line, path: string) => (add(path) ? "" : line));
-      return noMedia.replace(MARKDOWN_REF, (ref, _bang: string, label: string, path: string) => (add(path) ? label : ref));
+      return part.replace(REFERENCE, (ref, media: string | undefined, label: string | undefined, target: string | undefined) => {
+        if (media !== undefined) return add(media) ? "" : ref;
+        return target !== undefined && add(target) ? (label ?? "") : ref;
+      });
     })
     .join("");
   return { text: text.replace(/\n{3,}/g, "\n\n").trim(), files };
