@@ -144,6 +144,8 @@ export interface FakeTelegram {
   shownMessages(chatId: string | number): ShownMessage[];
   /** Every accepted edit, in order. */
   edits: { chat_id: string; message_id: number; text: string; parse_mode?: string; at: number }[];
+  /** The next `times` calls of `method` are taken in and never answered nor recorded; `arrived()` counts them. */
+  stall(method: string, times: number): { arrived(): number };
   /** Files the bot sent (sendPhoto, sendDocument, sendVoice), in order. */
   sentFiles(chatId?: string | number): SentFile[];
   /** The bot's reaction on a message now (undefined: none). */
@@ -214,6 +216,7 @@ export async function createFakeTelegram(options: {
   let nextMessageId = 1;
   const reactions = new Map<string, string>();
   const sentFiles: SentFile[] = [];
+  const stalls = new Map<string, { times: number; arrived: number }>();
   let nextFileId = 1;
   const sent: SentMessage[] = [];
   const chatTypes = new Map<string, string>();
@@ -319,6 +322,11 @@ export async function createFakeTelegram(options: {
     holdPolls: true,
     sentMessages: (chatId) => (chatId === undefined ? [...sent] : sent.filter((m) => m.chat_id === String(chatId))),
     chatActions: [],
+    stall(method, times) {
+      const stall = { times, arrived: 0 };
+      stalls.set(method, stall);
+      return { arrived: () => stall.arrived };
+    },
     sentFiles: (chatId) => (chatId === undefined ? [...sentFiles] : sentFiles.filter((f) => f.chat_id === String(chatId))),
     reactionOn: (chatId, messageId) => reactions.get(`${chatId}:${messageId}`),
     reactionLog: [],
@@ -380,6 +388,13 @@ export async function createFakeTelegram(options: {
     callCounts.set(method, (callCounts.get(method) ?? 0) + 1);
     fake.onCall?.(method);
     const params = await readParams(req);
+    const stall = stalls.get(method);
+    if (stall && stall.times > 0) {
+      // Taken in, never answered nor recorded: Telegram did not get to it (the bot dies waiting, in kill tests).
+      stall.times--;
+      stall.arrived++;
+      return;
+    }
     const raw = rawFaults.get(method);
     if (raw && raw.times > 0) {
       raw.times--;
