@@ -8,6 +8,11 @@
  * daemon may run as many service calls at once (`queue.concurrencyPerInstance` = chats; the
  * default of 4 is a politeness limit toward the service, not a throughput setting).
  *
+ * Both sides are warmed up the same way before they are timed: one untimed turn per chat, so
+ * connections are open and code is compiled on both (before, only the daemon was warmed, and the
+ * direct client's 200 cold connects on a loaded machine could stall a chat for seconds: its p99
+ * and so its turns/s, set by the slowest chat, measured connection setup, not turns).
+ *
  * The emulator and the daemon are child processes (the compiled command, `dist/`), so each has
  * a core of its own as it would in production; this process only sends and counts.
  */
@@ -114,10 +119,14 @@ export async function benchDaemon(): Promise<void> {
 
   for (const { chats, messages } of RUNS) {
     let n = 0;
-    const emulatorCpuBefore = await cpuMs(emulator.child.pid);
-    const direct = await closedLoops(chats, messages, async (chat, i) => {
+    const directTurn = async (chat: number, i: number) => {
       await api.createSessionResponse({ instance_id: instance.id, session_id: `direct-${chats}-${chat}`, body: { model: "m", input: `hello ${i} ${n++}` } });
-    });
+    };
+    await closedLoops(chats, 1, directTurn); // warm-up, untimed
+    const emulatorCpuBefore = await cpuMs(emulator.child.pid);
+    const ownCpuDirect = process.cpuUsage();
+    const direct = await closedLoops(chats, messages, directTurn);
+    const ownCpuDirectUsed = process.cpuUsage(ownCpuDirect);
 
     const emulatorCpuDirect = await cpuMs(emulator.child.pid);
     const dataDir = await mkdtemp(join(tmpdir(), "bench-daemon-"));
@@ -149,8 +158,11 @@ export async function benchDaemon(): Promise<void> {
     const daemon = spawn(process.execPath, [...profile, BIN, "run", "--config", configFile], { cwd: ROOT, stdio: "ignore" });
     // Warm-up: one turn in one chat (grammY's getMe, the first poll, the first service call).
     await relayTurn(0, "warm-up");
+    await closedLoops(chats, 1, (chat) => relayTurn(chat, "warm-up")); // as the direct side: one untimed turn per chat
     const [daemonCpuBefore, emulatorCpuBeforeRelay] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
+    const ownCpuRelay = process.cpuUsage();
     const through = await closedLoops(chats, messages, (chat, i) => relayTurn(chat, `hello ${i}`));
+    const ownCpuRelayUsed = process.cpuUsage(ownCpuRelay);
     const [daemonCpuAfter, emulatorCpuAfterRelay] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
     await stopChild(daemon);
     await rm(dataDir, { recursive: true, force: true });
@@ -165,6 +177,9 @@ export async function benchDaemon(): Promise<void> {
     console.log(
       `  CPU per turn: emulator ${perTurn(emulatorCpuBefore, emulatorCpuDirect)} ms (direct), ${perTurn(emulatorCpuBeforeRelay, emulatorCpuAfterRelay)} ms (relayed); daemon ${perTurn(daemonCpuBefore, daemonCpuAfter)} ms`,
     );
+    // This process: the typed client on the direct side; the Bot API fake and the chats' driver on the relayed side.
+    const own = (used: NodeJS.CpuUsage) => ((used.user + used.system) / 1000 / turns).toFixed(2);
+    console.log(`  CPU per turn of this process: ${own(ownCpuDirectUsed)} ms (direct client), ${own(ownCpuRelayUsed)} ms (Bot API fake and driver)`);
     console.log(
       `  ratio: ${(through.turnsPerSecond / direct.turnsPerSecond).toFixed(2)}x throughput (goal >= 0.8x at 200 chats), p99 ${(through.p99 / direct.p99).toFixed(1)}x (goal <= 3x)`,
     );

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, randomBytes, randomFillSync } from "node:crypto";
 
 /**
  * Randomness as an explicit dependency. With a seed every id, key and fault
@@ -16,9 +16,35 @@ export interface Random {
   position?(): number;
 }
 
+/** Bytes fetched from the system's CSPRNG at a time (draws this size or larger go straight to it). */
+const POOL_BYTES = 4096;
+
+/**
+ * Cryptographic bytes from a pool refilled 4 KiB at a time, each byte handed
+ * out once and copied, as Node's own `randomUUID` caches its entropy. A call to
+ * the CSPRNG per id (entry ids, request ids) was a measurable share of the
+ * daemon's CPU per turn.
+ */
+function pooledCryptoBytes(): (n: number) => Buffer {
+  let pool = Buffer.alloc(0);
+  let offset = 0;
+  return (n) => {
+    if (n >= POOL_BYTES) return randomBytes(n);
+    if (offset + n > pool.length) {
+      pool = randomFillSync(Buffer.allocUnsafe(POOL_BYTES));
+      offset = 0;
+    }
+    const out = Buffer.from(pool.subarray(offset, offset + n));
+    offset += n;
+    return out;
+  };
+}
+
+const cryptoBytes = pooledCryptoBytes();
+
 export const cryptoRandom: Random = {
-  bytes: (n) => randomBytes(n),
-  float: () => randomBytes(6).readUIntBE(0, 6) / 2 ** 48,
+  bytes: cryptoBytes,
+  float: () => cryptoBytes(6).readUIntBE(0, 6) / 2 ** 48,
 };
 
 /**

@@ -34,8 +34,34 @@ export function senderIds(msg: Pick<InboundMessage, "userId" | "userAliases">): 
   return new Set([msg.userId, ...(msg.userAliases ?? [])].map(normalizeUserId));
 }
 
+/** A user list as `listed` reads it: whether it admits anyone, and its entries normalised. */
+interface NormalisedList {
+  any: boolean;
+  ids: ReadonlySet<string>;
+}
+
+/**
+ * Each list normalised once, not once per message: with a long allowlist the
+ * per-message normalising was a measurable share of the relay's CPU. Keyed by
+ * the list itself, so a reloaded config (new arrays) is normalised afresh;
+ * config lists are not changed in place.
+ */
+const normalisedLists = new WeakMap<readonly string[], NormalisedList>();
+
+function normalised(list: readonly string[]): NormalisedList {
+  let entry = normalisedLists.get(list);
+  if (entry === undefined) {
+    entry = { any: list.some((id) => id.trim() === ANY_USER), ids: new Set(list.map(normalizeUserId)) };
+    normalisedLists.set(list, entry);
+  }
+  return entry;
+}
+
 function listed(list: readonly string[], ids: Set<string>): boolean {
-  return list.some((entry) => entry.trim() === ANY_USER || ids.has(normalizeUserId(entry)));
+  const { any, ids: entries } = normalised(list);
+  if (any) return true;
+  for (const id of ids) if (entries.has(id)) return true;
+  return false;
 }
 
 export function checkAccess(access: AccessConfig, msg: InboundMessage): AccessDecision {

@@ -113,6 +113,12 @@ export function createScheduler<T>(options: SchedulerOptions<T>): Scheduler<T> {
   const runningPer = new Map<string, number>();
   /** Messages waiting (reserved, buffered, in a formed turn, or handed over but not started), across every session. */
   let totalWaiting = 0;
+  /**
+   * The same count per instance (the sum of `waitingOf` over its slots), kept
+   * as it changes: `depth` is read on every change (the queue-depth gauge), and
+   * summing every slot there cost O(chats) per message.
+   */
+  const waitingPer = new Map<string, number>();
   /** `stop()` was called: nothing starts any more. */
   let stopped = false;
   /** Nothing starts until `release()`. */
@@ -136,6 +142,9 @@ export function createScheduler<T>(options: SchedulerOptions<T>): Scheduler<T> {
 
   const changeWaiting = (delta: number, instanceId: string) => {
     totalWaiting += delta;
+    const waiting = (waitingPer.get(instanceId) ?? 0) + delta;
+    if (waiting === 0) waitingPer.delete(instanceId);
+    else waitingPer.set(instanceId, waiting);
     options.onDepth?.(instanceId);
   };
 
@@ -261,8 +270,7 @@ export function createScheduler<T>(options: SchedulerOptions<T>): Scheduler<T> {
     depth(instanceId, sessionBase) {
       const s = instanceId !== undefined && sessionBase !== undefined ? sessions.get(slotKeyOf(instanceId, sessionBase)) : undefined;
       const q = instanceId !== undefined ? queues.get(instanceId) : undefined;
-      let instanceWaiting = 0;
-      if (instanceId !== undefined) for (const x of sessions.values()) if (x.instanceId === instanceId) instanceWaiting += waitingOf(x);
+      const instanceWaiting = instanceId !== undefined ? (waitingPer.get(instanceId) ?? 0) : 0;
       return {
         sessionWaiting: s ? waitingOf(s) : 0,
         sessionBusy: !!s?.active?.started,

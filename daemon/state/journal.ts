@@ -1,11 +1,22 @@
 /**
  * An append-only JSON-lines file with group commit: every `append` resolves
- * only after its lines are written and fdatasync'ed, and appends that arrive
+ * only after its lines are on disk (written O_DSYNC, or written and fdatasync'ed), and appends that arrive
  * while a sync is under way share the next one (50 people typing at once cost
  * a handful of fsyncs, not 50). A torn last line left by a crash is cut off at
  * open, so later appends never glue onto it.
  */
+import { constants as fsConstants } from "node:fs";
 import { open, readFile, type FileHandle } from "node:fs/promises";
+
+/**
+ * The journal is opened O_DSYNC where the platform has it: each write then
+ * returns once its data is on disk, as write + fdatasync did, in one call.
+ * Each fs call is a trip to libuv's thread pool (futexes and a wake-up of the
+ * loop); a turn journals about four times, so at one chat this halved the
+ * trips and cut the daemon's CPU per turn. Elsewhere: "a+" and an explicit
+ * fdatasync after each write.
+ */
+const DSYNC_APPEND = fsConstants.O_DSYNC === undefined ? undefined : fsConstants.O_RDWR | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_DSYNC;
 
 export interface JournalFile {
   /** Records read at open, in file order (a torn tail excluded). */
@@ -60,7 +71,7 @@ export async function openJournalFile(path: string): Promise<JournalFile> {
     goodBytes += Buffer.byteLength(line, "utf8") + 1;
   }
 
-  const handle: FileHandle = await open(path, "a+", 0o600);
+  const handle: FileHandle = await open(path, DSYNC_APPEND ?? "a+", 0o600);
   const stat = await handle.stat();
   if (stat.size !== goodBytes) {
     await handle.truncate(goodBytes);
@@ -95,7 +106,7 @@ export async function openJournalFile(path: string): Promise<JournalFile> {
       try {
         // "a" mode: the kernel appends at the end whatever the position.
         await handle.write(batch.map((w) => w.data).join(""));
-        await handle.datasync();
+        if (DSYNC_APPEND === undefined) await handle.datasync();
         for (const w of batch) w.resolve();
       } catch (error) {
         for (const w of batch) w.reject(error);

@@ -16,7 +16,7 @@ import type { AdapterDeps, ChatAdapter } from "../../core/adapter.js";
 import { redactSecrets } from "../../ops/logger.js";
 import type { TelegramChannelConfig } from "./config.js";
 import { TelegramConnection } from "./connection.js";
-import { telegramFetch } from "./fetch.js";
+import { createTelegramFetch, directJsonCalls } from "./fetch.js";
 import { createHandover } from "./handover.js";
 import { createTelegramOutbound, TELEGRAM_LIMITS } from "./outbound.js";
 
@@ -50,7 +50,10 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
   const pollTimeoutSeconds = options.pollTimeoutSeconds ?? 25;
   // A request that hangs must not hang for grammY's default 500 s.
   // No retry layer here: a 429 surfaces with its retry_after, and the core's one retry policy waits it out.
-  const api = new Api(config.token, { apiRoot, timeoutSeconds: pollTimeoutSeconds + REQUEST_SLACK_SECONDS, fetch: telegramFetch });
+  const timeoutSeconds = pollTimeoutSeconds + REQUEST_SLACK_SECONDS;
+  const api = new Api(config.token, { apiRoot, timeoutSeconds, fetch: createTelegramFetch() });
+  // JSON calls (all but uploads) skip grammY's per-call machinery: fetch.ts says why.
+  api.config.use(directJsonCalls({ apiRoot, token: config.token, timeoutSeconds }));
 
   const handOver = createHandover({
     api,

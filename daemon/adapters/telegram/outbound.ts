@@ -7,6 +7,7 @@
  */
 import { type Api, InputFile } from "grammy";
 import type { Logger } from "pino";
+import { BoundedMap } from "../../../shared/util/bounded-map.js";
 import type { ChatTarget, OutboundFile, SendOptions, SendReceipt, TextFormat } from "../../core/adapter.js";
 import { describe, isEntityError, isNotModified, type Scrub, TelegramAdapterError, toAdapterError } from "./errors.js";
 import { telegramMarkdownToHtml, telegramVisibleLength } from "./markdown.js";
@@ -46,15 +47,38 @@ type Deliver<T> = (text: string, html: boolean) => Promise<T>;
 type Kind = "sendMessage" | "editMessageText";
 const plainFallback: Record<Kind, string> = { sendMessage: "sending plain text", editMessageText: "editing to plain text" };
 
+/** Markdown as Telegram HTML, and the length Telegram counts of it. */
+interface Rendered {
+  html: string;
+  visible: number;
+}
+
+/**
+ * The last texts rendered: the core measures each chunk (`measure`) and then
+ * sends it, so every chunk was rendered twice, a measurable share of a turn.
+ * A chunk is at most 4096 characters; 64 of them cover the chunks of the
+ * replies in flight at once without holding much.
+ */
+const renderedTexts = new BoundedMap<string, Rendered>(64);
+
+function render(markdown: string): Rendered {
+  let rendered = renderedTexts.get(markdown);
+  if (rendered === undefined) {
+    const html = telegramMarkdownToHtml(markdown);
+    rendered = { html, visible: telegramVisibleLength(html) };
+    renderedTexts.set(markdown, rendered);
+  }
+  return rendered;
+}
+
 /** The visible length Telegram counts: after entity parsing for Markdown, the raw text otherwise. */
-export const measureTelegram = (text: string, format: TextFormat): number =>
-  format === "markdown" ? telegramVisibleLength(telegramMarkdownToHtml(text)) : text.length;
+export const measureTelegram = (text: string, format: TextFormat): number => (format === "markdown" ? render(text).visible : text.length);
 
 /** The HTML to try first, when `text` is Markdown that renders within the limit (Telegram counts after parsing). */
 function htmlFor(text: string, options: SendOptions): string | undefined {
   if (options.format !== "markdown") return undefined;
-  const html = telegramMarkdownToHtml(text);
-  return html.trim() && telegramVisibleLength(html) <= TELEGRAM_LIMITS.maxMessageLength ? html : undefined;
+  const { html, visible } = render(text);
+  return html.trim() && visible <= TELEGRAM_LIMITS.maxMessageLength ? html : undefined;
 }
 
 /**
