@@ -116,12 +116,10 @@ export interface AdapterLimits {
    * (Telegram 1000). Default 1000.
    */
   minEditIntervalMs?: number;
-  /**
-   * Files to the chat (`ChatAdapter.sendFile`): the largest the platform
-   * takes, bytes, per kind; a larger file is not sent, the person is told.
-   */
-  maxFileBytes?: Record<OutboundFile["kind"], number>;
 }
+
+/** The largest file a platform takes, bytes, per kind (`ChatAdapter.sendFile`); a larger one is not sent, the person is told. */
+export type FileLimits = Readonly<Record<OutboundFile["kind"], number>>;
 
 export interface AdapterCapabilities {
   /**
@@ -263,8 +261,10 @@ export interface ChatAdapter {
    * reply being written; `end` closes the reply (the prompt comes back).
    */
   write?(target: ChatTarget, piece: string, options: { end: boolean }): Promise<void>;
+  /** Platforms that take files: the largest of each kind `sendFile` may be given. Set together with `sendFile`. */
+  readonly fileLimits?: FileLimits;
   /**
-   * Platforms that take files (`limits.maxFileBytes` set): sends one file as
+   * Platforms that take files (`fileLimits` set): sends one file as
    * its kind (photo, voice note, document), answering the target's message
    * like `send`. Same error rules as `send`; no retries of its own.
    */

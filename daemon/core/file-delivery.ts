@@ -29,7 +29,7 @@ export interface FileFetchDeps {
 /** Downloads workspace `path` of `instanceId` for `adapter`, within its limit for the file's kind. Never throws but on the halt. */
 export async function prepareFile(deps: FileFetchDeps, instanceId: string, path: string, adapter: ChatAdapter): Promise<PreparedFile> {
   const { kind, mimeType } = fileKindOf(path);
-  const limit = adapter.limits.maxFileBytes?.[kind];
+  const limit = adapter.fileLimits?.[kind];
   if (!adapter.sendFile || limit === undefined) return { ok: false, notice: noticeText.fileNotSupported(path), reason: "unsupported" };
   const tooBig = (size: number): PreparedFile => ({
     ok: false,

@@ -16,16 +16,13 @@ import {
 } from "discord.js";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { SendError, type AdapterLimits, type ChatTarget, type OutboundFile, type SendReceipt } from "../../core/adapter.js";
+import { SendError, type AdapterLimits, type ChatTarget, type FileLimits, type OutboundFile, type SendReceipt } from "../../core/adapter.js";
 
 /** Streaming: an edit a second per channel stays well inside Discord's per-channel message limits (5 per 5 s). */
-export const DISCORD_LIMITS: AdapterLimits = {
-  maxMessageLength: 2000,
-  typingRefreshMs: 8000,
-  minEditIntervalMs: 1000,
-  // Discord's upload limit without boosts or Nitro: 10 MiB per message.
-  maxFileBytes: { photo: 10 * 1024 * 1024, voice: 10 * 1024 * 1024, document: 10 * 1024 * 1024 },
-};
+export const DISCORD_LIMITS: AdapterLimits = { maxMessageLength: 2000, typingRefreshMs: 8000, minEditIntervalMs: 1000 };
+
+/** Discord's upload limit without boosts or Nitro: 10 MiB per message. */
+export const DISCORD_FILE_LIMITS: FileLimits = { photo: 10 * 1024 * 1024, voice: 10 * 1024 * 1024, document: 10 * 1024 * 1024 };
 
 /** What a `DiscordAdapterError` is built from. */
 export interface DiscordAdapterErrorInit {

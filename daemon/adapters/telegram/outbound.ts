@@ -8,19 +8,16 @@
 import { type Api, InputFile } from "grammy";
 import type { Logger } from "pino";
 import { BoundedMap } from "../../../shared/util/bounded-map.js";
-import type { ChatTarget, OutboundFile, SendOptions, SendReceipt, TextFormat } from "../../core/adapter.js";
+import type { ChatTarget, FileLimits, OutboundFile, SendOptions, SendReceipt, TextFormat } from "../../core/adapter.js";
 import { describe, isEntityError, isNotModified, type Scrub, TelegramAdapterError, toAdapterError } from "./errors.js";
 import { telegramMarkdownToHtml, telegramVisibleLength } from "./markdown.js";
 import { TELEGRAM_REACTIONS } from "./reactions.js";
 
 /** Streaming: at most one send or edit a second per chat (Telegram's flood limits start about there). */
-export const TELEGRAM_LIMITS = {
-  maxMessageLength: 4096,
-  typingRefreshMs: 4500,
-  minEditIntervalMs: 1000,
-  // The Bot API's upload limits: photos 10 MB, other files 50 MB.
-  maxFileBytes: { photo: 10_000_000, voice: 50_000_000, document: 50_000_000 },
-} as const;
+export const TELEGRAM_LIMITS = { maxMessageLength: 4096, typingRefreshMs: 4500, minEditIntervalMs: 1000 } as const;
+
+/** The Bot API's upload limits: photos 10 MB, other files 50 MB. */
+export const TELEGRAM_FILE_LIMITS: FileLimits = { photo: 10_000_000, voice: 50_000_000, document: 50_000_000 };
 
 export interface TelegramOutboundDeps {
   api: Api;
