@@ -117,6 +117,10 @@ export const channelCommon = {
     .boolean()
     .default(true)
     .describe("false: the channel is left out (its settings are still checked, without its environment variables). Default: true."),
+};
+
+/** The keys of a channel on a platform with groups and reactions: spread into its schema beside `channelCommon`. */
+export const groupChatOptions = {
   ackReaction: ackReactionSchema,
   groupContext: groupContextSchema,
 };

@@ -128,7 +128,10 @@ export const attachmentsSchema = z.strictObject({
       "Pass files people send on to the instance's workspace (inbox/<platform>/<chat>/...) and name them in the turn; the key needs `files`. Default: true.",
     ),
   maxBytes: posInt.default(20 * MiB).describe("The largest file passed on, bytes; larger ones are dropped and the person is told. Default: 20971520 (20 MiB)."),
-  sendBack: z
+});
+
+export const replyFilesSchema = z.strictObject({
+  enabled: z
     .boolean()
     .default(true)
     .describe(
@@ -158,11 +161,8 @@ export const daemonConfigSchema = z
       .array(routeSchema)
       .default([])
       .describe("Which instance answers which messages: the first route whose match fits wins; a message no route fits is not answered. Default: none."),
-    attachments: attachmentsSchema
-      .prefault({})
-      .describe(
-        "Files people send (whether and up to what size they reach the instance), and files the agent names in its replies (whether they are sent back).",
-      ),
+    attachments: attachmentsSchema.prefault({}).describe("Files people send: whether and up to what size they reach the instance."),
+    replyFiles: replyFilesSchema.prefault({}).describe("Files the agent names in its replies: whether they are sent to the chat."),
     channels: z
       .array(channelSchema)
       .default([])
@@ -197,6 +197,7 @@ export type OpsConfig = z.output<typeof opsSchema>;
 export type QueueConfig = z.output<typeof queueSchema>;
 export type RetryConfig = z.output<typeof retrySchema>;
 export type AttachmentsConfig = z.output<typeof attachmentsSchema>;
+export type ReplyFilesConfig = z.output<typeof replyFilesSchema>;
 
 type ParsedChannelConfig = z.output<typeof channelSchema>;
 

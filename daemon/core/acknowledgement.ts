@@ -17,6 +17,10 @@ import type { ChatAdapter, ChatType } from "./adapter.js";
 import { errorSummary } from "./relay-types.js";
 import { dedupeKeyOf, type DedupeKey } from "./keys.js";
 
+/** A channel's acknowledgement settings; undefined on a platform without reactions (no `ackReaction` key). */
+export const ackConfigOf = (channel: ChannelConfig | undefined): AckReactionConfig | undefined =>
+  channel && "ackReaction" in channel ? channel.ackReaction : undefined;
+
 /** What the rule reads of a message. */
 export interface AckFacts {
   chatType: ChatType;
@@ -78,7 +82,7 @@ export class Acknowledgements {
       const key = dedupeKeyOf(message);
       const before = this.#setting.get(key) ?? Promise.resolve();
       this.#setting.delete(key);
-      const done = this.#deps.channelFor(message.accountId)?.ackReaction.done;
+      const done = ackConfigOf(this.#deps.channelFor(message.accountId))?.done;
       void before
         .then(() => this.#react(found.adapter, message, found.emoji, true))
         .then(() => (done ? this.#react(found.adapter, message, done, false) : undefined));
@@ -86,8 +90,8 @@ export class Acknowledgements {
   }
 
   #reactionFor(message: AckMessage): { adapter: ChatAdapter; emoji: string } | undefined {
-    const channel = this.#deps.channelFor(message.accountId);
-    const emoji = channel && ackEmojiFor(channel.ackReaction, message);
+    const config = ackConfigOf(this.#deps.channelFor(message.accountId));
+    const emoji = config && ackEmojiFor(config, message);
     const adapter = emoji ? this.#deps.adapterFor(message.platform, message.accountId) : undefined;
     return adapter?.react && emoji ? { adapter, emoji } : undefined;
   }

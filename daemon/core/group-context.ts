@@ -120,7 +120,9 @@ export class GroupContexts {
     const ids = [message.chatId, ...(message.groupAliases ?? [])];
     const groupKey = ids.find((id) => Object.hasOwn(channel.access.groups, id));
     const own = groupKey === undefined ? undefined : channel.access.groups[groupKey]?.context;
-    return (own ?? channel.groupContext.enabled) ? channel.groupContext : undefined;
+    // A platform without groups has no `groupContext` key: nothing is kept.
+    const settings = "groupContext" in channel ? channel.groupContext : undefined;
+    return settings && (own ?? settings.enabled) ? settings : undefined;
   }
 
   /** Drops what has aged out, in every group, so nothing is held past its bound. */

@@ -230,7 +230,7 @@ export function nextSessionState(current: SessionState, answer: { responseId?: s
 async function deliverAnswer(turn: OpenTurn, view: ReplyView, answer: Extract<CallOutcome, { ok: true }>, notes: string[], deps: TurnDeps): Promise<void> {
   const { lead, entries, adapter } = turn;
   const { store } = deps;
-  const { text, files } = replyWithFiles(answer, notes, deps.config.attachments.sendBack);
+  const { text, files } = replyWithFiles(answer, notes, deps.config.replyFiles.enabled);
   const chunks = chunksFor(adapter, text, "markdown");
   const key = sessionKeyOf(lead.route);
   const state = nextSessionState(store.session(key), answer);

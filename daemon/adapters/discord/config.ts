@@ -5,11 +5,12 @@
  * neither has to import the other.
  */
 import { z } from "zod";
-import { accessSchema, channelCommon, httpUrl, minEditIntervalSchema, streamingSchema } from "../../config/fields.js";
+import { accessSchema, channelCommon, groupChatOptions, httpUrl, minEditIntervalSchema, streamingSchema } from "../../config/fields.js";
 
 export const discordChannelSchema = z.strictObject({
   type: z.literal("discord").describe('A Discord bot: "discord".'),
   ...channelCommon,
+  ...groupChatOptions,
   access: accessSchema
     .prefault({})
     .describe("Who is heard, in DMs (user ids) and guild channels (keyed by channel, thread parent or guild id). Default: nobody (an empty allowlist)."),

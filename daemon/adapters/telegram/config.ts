@@ -5,8 +5,7 @@
  * neither has to import the other.
  */
 import { z } from "zod";
-import { accessSchema, channelCommon, httpUrl, minEditIntervalSchema, nonEmpty, streamingSchema } from "../../config/fields.js";
-import { isTelegramReaction } from "./reactions.js";
+import { accessSchema, channelCommon, groupChatOptions, httpUrl, minEditIntervalSchema, nonEmpty, streamingSchema } from "../../config/fields.js";
 
 export const telegramWebhookSchema = z
   .strictObject({
@@ -25,6 +24,7 @@ export const telegramChannelSchema = z
   .strictObject({
     type: z.literal("telegram"),
     ...channelCommon,
+    ...groupChatOptions,
     access: accessSchema.prefault({}),
     token: z
       .string()
@@ -64,3 +64,87 @@ export type TelegramWebhookConfig = z.output<typeof telegramWebhookSchema>;
 
 /** A Telegram channel once finalised: the account id is always set. */
 export type TelegramChannelConfig = z.output<typeof telegramChannelSchema> & { id: string };
+
+/**
+ * The reactions a bot may set on Telegram: `ReactionTypeEmoji.emoji` must be
+ * one of the Bot API's fixed list (anything else is refused with 400
+ * REACTION_INVALID), so the config is checked against it at load.
+ */
+export const TELEGRAM_REACTIONS: ReadonlySet<string> = new Set([
+  "👍",
+  "👎",
+  "❤",
+  "🔥",
+  "🥰",
+  "👏",
+  "😁",
+  "🤔",
+  "🤯",
+  "😱",
+  "🤬",
+  "😢",
+  "🎉",
+  "🤩",
+  "🤮",
+  "💩",
+  "🙏",
+  "👌",
+  "🕊",
+  "🤡",
+  "🥱",
+  "🥴",
+  "😍",
+  "🐳",
+  "❤‍🔥",
+  "🌚",
+  "🌭",
+  "💯",
+  "🤣",
+  "⚡",
+  "🍌",
+  "🏆",
+  "💔",
+  "🤨",
+  "😐",
+  "🍓",
+  "🍾",
+  "💋",
+  "🖕",
+  "😈",
+  "😴",
+  "😭",
+  "🤓",
+  "👻",
+  "👨‍💻",
+  "👀",
+  "🎃",
+  "🙈",
+  "😇",
+  "😨",
+  "🤝",
+  "✍",
+  "🤗",
+  "🫡",
+  "🎅",
+  "🎄",
+  "☃",
+  "💅",
+  "🤪",
+  "🗿",
+  "🆒",
+  "💘",
+  "🙉",
+  "🦄",
+  "😘",
+  "💊",
+  "🙊",
+  "😎",
+  "👾",
+  "🤷‍♂",
+  "🤷",
+  "🤷‍♀",
+  "😡",
+]);
+
+/** Whether Telegram accepts `emoji` as a bot's reaction ("" counts: it means none). */
+export const isTelegramReaction = (emoji: string): boolean => emoji === "" || TELEGRAM_REACTIONS.has(emoji);

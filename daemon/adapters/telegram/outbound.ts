@@ -11,7 +11,7 @@ import { BoundedMap } from "../../../shared/util/bounded-map.js";
 import type { ChatTarget, FileLimits, OutboundFile, SendOptions, SendReceipt, TextFormat } from "../../core/adapter.js";
 import { describe, isEntityError, isNotModified, type Scrub, TelegramAdapterError, toAdapterError } from "./errors.js";
 import { telegramMarkdownToHtml, telegramVisibleLength } from "./markdown.js";
-import { TELEGRAM_REACTIONS } from "./reactions.js";
+import { TELEGRAM_REACTIONS } from "./config.js";
 
 /** Streaming: at most one send or edit a second per chat (Telegram's flood limits start about there). */
 export const TELEGRAM_LIMITS = { maxMessageLength: 4096, typingRefreshMs: 4500, minEditIntervalMs: 1000 } as const;

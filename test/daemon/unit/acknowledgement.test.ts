@@ -1,13 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../../daemon/config/load.js";
-import { ackEmojiFor } from "../../../daemon/core/acknowledgement.js";
+import { ackConfigOf, ackEmojiFor } from "../../../daemon/core/acknowledgement.js";
 
 const KEY = `svc_org_${"0".repeat(64)}`;
 
 /** The ackReaction block through the real schema, so defaults are the shipped ones. */
 function ack(raw?: Record<string, unknown>) {
   const channel = { type: "discord", token: "t", ...(raw ? { ackReaction: raw } : {}) };
-  return parseConfig({ service: { apiKey: KEY }, channels: [channel] }, {}).channels[0]!.ackReaction;
+  const config = ackConfigOf(parseConfig({ service: { apiKey: KEY }, channels: [channel] }, {}).channels[0]);
+  if (!config) throw new Error("a Discord channel has ackReaction");
+  return config;
 }
 
 describe("ackEmojiFor", () => {
