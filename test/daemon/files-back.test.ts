@@ -132,3 +132,24 @@ it("terminal: prints the file's workspace path after the reply", async () => {
   // Streamed as it came (a terminal cannot take back the MEDIA line it printed), then the file's line.
   expect(shown).toMatch(/📎 workspace\/notes\.txt \(document, \d+ bytes\)/);
 });
+
+it("Discord: a file over Discord's 10 MiB is not downloaded whole nor sent; a line says so and the file stays in the workspace", async () => {
+  const service = await startServiceFixture(cleanups, "files-back-big-");
+  const org = createServiceClient({ baseUrl: service.baseUrl, apiKey: service.configFor({ type: "terminal", userId: "x" }).service.apiKey });
+  await org.uploadFile({ instance_id: service.instanceId, path: "workspace/big.bin", data: Buffer.alloc(12 * 1024 * 1024, 1), fileName: "big.bin" });
+  const fake = await createFakeDiscord({ token: TOKEN_DC, guilds: [{ id: GUILD, name: "Guild", channels: [{ id: GENERAL, name: "general" }] }] });
+  cleanups.push(() => fake.close());
+  const config = service.configFor({ type: "discord", id: "dc", token: TOKEN_DC, api: fake.apiBase, streaming: "off", access: { users: [bob.id] } });
+  const daemon = createDaemon({ config, random: seededRandom(14) });
+  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  await daemon.start();
+  const dm = fake.dmChannelFor(bob);
+  fake.dispatchDirectMessage(bob, "here: [the data](workspace/big.bin)");
+  await waitFor(() => fake.sentMessages(dm).length === 2, "the reply and the line");
+  await daemon.whenIdle();
+  expect(fake.sentMessages(dm).map((m) => m.content)).toEqual([
+    "You said: here: the data",
+    "(The file workspace/big.bin is 12 MB, over this chat's limit of 10 MB: it stays in the agent's workspace.)",
+  ]);
+  expect(fake.sentMessages(dm).some((m) => m.files?.length)).toBe(false);
+});
