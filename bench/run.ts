@@ -9,6 +9,7 @@ import type { AddressInfo } from "node:net";
 import { Agent, request } from "undici";
 import { createEmulator } from "../emulator/index.js";
 import { benchInstance, runLoad } from "./load.js";
+import { benchSandboxes } from "./sandboxes.js";
 import { storeGrowth } from "./store-growth.js";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
@@ -69,4 +70,6 @@ async function main(): Promise<void> {
   await (await import("./daemon.js")).benchDaemon();
 }
 
-void main().then(storeGrowth);
+void main()
+  .then(storeGrowth)
+  .then(() => benchSandboxes());

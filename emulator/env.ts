@@ -7,6 +7,8 @@ import type { Clock } from "../shared/clock.js";
 import type { Random } from "../shared/random.js";
 import type { FakeGateway } from "./gateway/index.js";
 import type { FaultRegistry } from "./faults.js";
+import type { SandboxClocks } from "./sandboxes/clock.js";
+import type { SandboxJournals } from "./sandboxes/journal.js";
 import type { Store } from "./store/store.js";
 import type { InstanceRecord } from "./store/state.js";
 import type { Workspaces } from "./workspace/workspaces.js";
@@ -30,7 +32,12 @@ export interface EmulatorSettings {
 
 export interface EmulatorEnv {
   store: Store;
+  /** The current sandbox's time inside a sandbox's request, the base clock elsewhere. */
   clock: Clock;
+  /** Which sandbox a request runs in, and each sandbox's timers. */
+  sandboxClocks: SandboxClocks;
+  /** Each sandbox's requests and unmatched requests. */
+  journals: SandboxJournals;
   random: Random;
   gateway: FakeGateway;
   faults: FaultRegistry;

@@ -28,11 +28,14 @@ export const methodNotAllowed = (allow: string) => new ApiError(405, `Method not
 export const badGateway = (error: string) => new ApiError(502, { error });
 export const notImplemented = (what: string) => new ApiError(501, `${what} is not implemented by this emulator.`);
 
-/** zod issues in the contract's 422 form: `[{loc, msg, type}]`, `loc` starting with body or query. */
-export function validationError(where: "body" | "query" | "path", error: z.ZodError): ApiError {
+/**
+ * zod issues in the contract's 422 form: `[{loc, msg, type}]`, `loc` starting with body or query.
+ * `limit` caps how many are listed (default: all).
+ */
+export function validationError(where: "body" | "query" | "path", error: z.ZodError, limit = Infinity): ApiError {
   return new ApiError(
     422,
-    error.issues.map((issue) => ({
+    error.issues.slice(0, limit).map((issue) => ({
       loc: [where, ...issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))],
       msg: issue.message,
       type: issue.code === "unrecognized_keys" ? "extra_forbidden" : issue.code,

@@ -14,7 +14,6 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import { Agent } from "undici";
 import { systemClock, type Clock } from "../shared/clock.js";
 import { cryptoRandom, seededRandom, type Random } from "../shared/random.js";
-import { buildOpenApiDocument } from "../shared/openapi.js";
 import type { EmulatorEnv, EmulatorSettings } from "./env.js";
 import { sendError } from "./errors.js";
 import { createFaultRegistry } from "./faults.js";
@@ -23,7 +22,7 @@ import { treeFileWriter } from "./gateway/media.js";
 import { modelScriptHandlers, type ModelScriptInput, openScripts } from "./gateway/script/index.js";
 import { mountRoutes, type Handlers } from "./http/router.js";
 import { applyApiFault } from "./http/api-faults.js";
-import { createRequestJournal, type RequestJournal } from "./journal.js";
+import { mountOpenApi } from "./http/openapi.js";
 import { mountBillingPage } from "./billing-page.js";
 import { adminHandlers } from "./routes/admin.js";
 import { instanceHandlers, settleInstance } from "./routes/instances.js";
@@ -33,15 +32,25 @@ import { responseHandlers } from "./routes/responses.js";
 import { openStore, type Store } from "./store/store.js";
 import { isMintedId } from "./store/schema.js";
 import { createWorkspaces } from "./workspace/workspaces.js";
-import { extraHandlers } from "./routes/extra.js";
+import { channelHandlers } from "./routes/channels.js";
+import { fileHandlers } from "./routes/files.js";
+import { skillHandlers } from "./routes/skills.js";
+import { createRuntimeConfigs } from "./workspace/runtime-config.js";
 import { consoleHandlers } from "./console/handlers.js";
 import { mountConsole } from "./console/routes.js";
-import { captureRequests, createRequestLog } from "./events/capture.js";
+import { captureRequests } from "./events/capture.js";
+import { createRequestLog, type RequestLog } from "./events/request-log.js";
 import { createEventHub, type EventHub } from "./events/hub.js";
 import { observeStore } from "./events/observe.js";
 import { mountEvents } from "./events/routes.js";
 import { turnEvent } from "./events/turn.js";
-import { redactText } from "./events/redact.js";
+import { attributeToSandbox } from "./sandboxes/attribution.js";
+import { createSandboxClocks } from "./sandboxes/clock.js";
+import { createSandboxJournals } from "./sandboxes/journal.js";
+import { sandboxOfInstance } from "./sandboxes/membership.js";
+import { sandboxesApi, type SandboxesApi } from "./sandboxes/handle.js";
+import { createSandboxService } from "./sandboxes/sandboxes.js";
+import { sandboxHandlers } from "./routes/sandboxes.js";
 
 export const EMULATOR_VERSION = "0.1.0";
 
@@ -87,9 +96,16 @@ export interface Emulator {
   gateway: FakeGateway;
   env: EmulatorEnv;
   store: Store;
-  journal: RequestJournal;
+  /** The one ring of recent requests behind `/_emulator/requests` and the console's log. */
+  requests: RequestLog;
   /** The live feed behind `/_emulator/events`. */
   events: EventHub;
+  /**
+   * Sandboxes: one emulator shared by tests that never see each other.
+   * `await emulator.sandboxes.create()` gives a handle with the sandbox's key,
+   * its journal, its clock and its fault rules (docs/emulator.md, "Sandboxes").
+   */
+  sandboxes: SandboxesApi;
   /** Starts the API on `port` (0 = any free port); resolves its base URL. */
   listen(port?: number, host?: string): Promise<string>;
   readonly url: string;
@@ -98,7 +114,7 @@ export interface Emulator {
 }
 
 export async function createEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
-  const clock = options.clock ?? systemClock;
+  const baseClock = options.clock ?? systemClock;
   // First: a refused script must not leave a store open (and its data directory locked).
   const scripts = await openScripts(options.modelScript);
   const persistent = options.dataDir !== undefined && options.inMemory !== true;
@@ -112,8 +128,12 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
       flushMs: options.flushMs,
       randomPosition: () => random?.position?.(),
     }),
-    (replaced) => events.publish({ type: "state", data: { at: new Date(clock.now()).toISOString(), replaced } }),
+    (replaced) => events.publish({ type: "state", data: { at: new Date(baseClock.now()).toISOString(), replaced } }),
   );
+  // Inside a sandbox's request every part reads the sandbox's own time; the offset's one owner is its record.
+  const sandboxClocks = createSandboxClocks(baseClock, (id) => (Object.hasOwn(store.data.sandboxes, id) ? store.data.sandboxes[id]!.clock_offset_ms : 0));
+  const clock = sandboxClocks.clock;
+  const journals = createSandboxJournals();
   random = options.random ?? (options.seed !== undefined ? seededRandom(options.seed, store.randomPosition) : cryptoRandom);
   const scratch = persistent ? undefined : mkdtempSync(join(tmpdir(), "agent-bridge-emulator-"));
   const workspaceRoot = persistent ? join(store.dataDir!, "instances") : scratch!;
@@ -147,7 +167,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
       () => env.workspaces.tempPath(),
     ),
     faultFor(instanceId) {
-      const rule = faults.take({ target: "gateway", instanceId });
+      const rule = faults.take({ target: "gateway", instanceId, sandboxId: sandboxOfInstance(store.data, instanceId)?.id });
       return (
         rule && {
           status: rule.status,
@@ -166,10 +186,12 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   let publicUrl: string | undefined;
   /** The address `listen` bound, to tell a wildcard (0.0.0.0, ::) from a usable URL. */
   let listeningOn: string | undefined;
-  const journal = createRequestJournal();
+  const requests = createRequestLog();
   const env: EmulatorEnv = {
     store,
     clock,
+    sandboxClocks,
+    journals,
     random,
     gateway,
     faults,
@@ -184,34 +206,44 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
-  app.use(recordRequests(journal, clock));
-  const requestLog = createRequestLog();
-  app.use(captureRequests({ clock, log: requestLog, hub: events }));
+  app.use(captureRequests({ clock, log: requests, hub: events, journals, sandboxClocks }));
+  app.use(attributeToSandbox(env));
   app.use(applyApiFault(env));
   // Snapshots carry whole workspaces: their import gets a larger limit than the API's 1 MiB.
   // Not `strict`: valid JSON that is not an object (`null`, `1`) reaches the route's schema and gets its 422.
   app.use("/_emulator/snapshot", express.json({ limit: "1gb", strict: false }));
   app.use(express.json({ limit: "1mb", strict: false }));
+  // The body arrived in the socket's own async context: the request goes back into its sandbox.
+  app.use((_req: Request, res: Response, next: NextFunction) => {
+    sandboxClocks.enter(res.locals.sandboxId as string | undefined);
+    next();
+  });
 
-  app.get(
-    "/v1/openapi.json",
-    serveOpenApi(() => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined)),
-  );
+  mountOpenApi(app, env, () => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined));
   mountBillingPage(app, env);
   mountEvents(app, env, events);
   mountConsole(app, env);
+  // One `runtime.json` editor for skills and channels, so their edits of one instance queue behind each other.
+  const runtime = createRuntimeConfigs(env.workspaces);
+  const sandboxes = createSandboxService(env);
   const handlers: Partial<Handlers> = {
     ...organizationHandlers(env),
     ...keyHandlers(env),
     ...instanceHandlers(env),
     ...responseHandlers(env),
-    ...adminHandlers(env, journal),
-    ...extraHandlers(env),
-    ...consoleHandlers(env, requestLog),
+    ...adminHandlers(env, requests),
+    ...fileHandlers(env),
+    ...skillHandlers(env, runtime),
+    ...channelHandlers(env, runtime),
+    ...consoleHandlers(env, requests),
+    ...sandboxHandlers(env, sandboxes),
     ...modelScriptHandlers(env, scripts),
   };
   mountRoutes(app, env, handlers, { validateResponses: options.validateResponses });
-  app.use((_req: Request, res: Response) => void res.status(404).json({ detail: "Not found." }));
+  app.use((_req: Request, res: Response) => {
+    res.locals.unmatched = "unknown_route";
+    res.status(404).json({ detail: "Not found." });
+  });
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => sendError(res, error));
 
   let closed = false;
@@ -220,8 +252,9 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     gateway,
     env,
     store,
-    journal,
+    requests,
     events,
+    sandboxes: sandboxesApi(env, sandboxes),
     async listen(port = 0, host = "127.0.0.1") {
       await new Promise<void>((resolve, reject) => {
         server = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve()));
@@ -259,38 +292,3 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
 }
 
 const isWildcard = (address: string) => address === "0.0.0.0" || address === "::";
-/** A Host header worth echoing: a name or address and a port, nothing else. */
-const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
-
-/**
- * `GET /v1/openapi.json`: `servers` names where the emulator listens; when it
- * listens on every address (or is driven in-process, as supertest does), the
- * address the caller used. One document is kept, rebuilt when that changes.
- */
-function serveOpenApi(listening: () => string | undefined) {
-  let cached: { url: string; body: string } | undefined;
-  return (req: Request, res: Response) => {
-    const host = req.get("host");
-    const url = listening() ?? (host && PLAIN_HOST.test(host) ? `${req.protocol}://${host}` : "http://localhost");
-    if (cached?.url !== url) cached = { url, body: JSON.stringify(buildOpenApiDocument({ version: EMULATOR_VERSION, serverUrl: url })) };
-    res.type("application/json").send(cached.body);
-  };
-}
-
-function recordRequests(journal: RequestJournal, clock: Clock) {
-  return (req: Request, res: Response, next: NextFunction) => {
-    const started = performance.now();
-    res.on("finish", () => {
-      journal.record({
-        at: new Date(clock.now()).toISOString(),
-        method: req.method,
-        // A raw key pasted into a URL is a secret like any other.
-        path: redactText(req.path),
-        status: res.statusCode,
-        key_kind: (res.locals.keyKind as "org" | "scoped" | "none" | undefined) ?? "none",
-        ms: Math.round((performance.now() - started) * 100) / 100,
-      });
-    });
-    next();
-  };
-}

@@ -14,6 +14,7 @@ import * as keys from "./schemas/keys.js";
 import * as modelScript from "./schemas/model-script.js";
 import * as org from "./schemas/organization.js";
 import * as responses from "./schemas/responses.js";
+import * as sandboxes from "./schemas/sandboxes.js";
 import * as skills from "./schemas/skills.js";
 import { z as zod } from "zod";
 import { MAX_JSON_DEPTH } from "./json-depth.js";
@@ -151,6 +152,17 @@ export const routes = {
   adminSetInstanceModelScript: route({ method: "PUT", path: "/_emulator/instances/{instance_id}/model-script", tag: "emulator", summary: "Set an instance's model script", access: ADMIN, body: modelScript.ModelScriptBody, status: 200, response: modelScript.ModelScriptView, errors: [401, 403, 404, 422] }),
   adminClearInstanceModelScript: route({ method: "DELETE", path: "/_emulator/instances/{instance_id}/model-script", tag: "emulator", summary: "Remove an instance's model script", access: ADMIN, status: 204, response: "empty", errors: [401, 403, 404] }),
 
+  // Sandboxes (control plane): many tests on one emulator, each seeing only its own
+  adminCreateSandbox: route({ method: "POST", path: "/_emulator/sandboxes", tag: "emulator", summary: "Create a sandbox with an organization and its key", access: ADMIN, body: sandboxes.SandboxCreateRequest, status: 201, response: sandboxes.SandboxCreated, errors: [401, 403, 422] }),
+  adminGetSandbox: route({ method: "GET", path: "/_emulator/sandboxes/{sandbox_id}", tag: "emulator", summary: "One sandbox", access: ADMIN, status: 200, response: sandboxes.Sandbox, errors: [401, 403, 404] }),
+  adminDeleteSandbox: route({ method: "DELETE", path: "/_emulator/sandboxes/{sandbox_id}", tag: "emulator", summary: "Remove a sandbox and everything in it", access: ADMIN, status: 204, response: "empty", errors: [401, 403, 404] }),
+  adminResetSandbox: route({ method: "POST", path: "/_emulator/sandboxes/{sandbox_id}/reset", tag: "emulator", summary: "Empty a sandbox, keeping its organization and key", access: ADMIN, status: 200, response: sandboxes.Sandbox, errors: [401, 403, 404] }),
+  adminSandboxRequests: route({ method: "GET", path: "/_emulator/sandboxes/{sandbox_id}/requests", tag: "emulator", summary: "The requests a sandbox received, filtered", access: ADMIN, query: sandboxes.SandboxRequestsQuery, status: 200, response: sandboxes.SandboxRequests, errors: [401, 403, 404, 422] }),
+  adminSandboxUnmatched: route({ method: "GET", path: "/_emulator/sandboxes/{sandbox_id}/unmatched", tag: "emulator", summary: "The sandbox's requests that matched no route", access: ADMIN, status: 200, response: zod.array(sandboxes.UnmatchedRequest), errors: [401, 403, 404] }),
+  adminSandboxClock: route({ method: "POST", path: "/_emulator/sandboxes/{sandbox_id}/clock", tag: "emulator", summary: "Advance or set a sandbox's clock", access: ADMIN, body: sandboxes.SandboxClockRequest, status: 200, response: sandboxes.SandboxClockMove, errors: [401, 403, 404, 409, 422] }),
+  adminSandboxCreateFault: route({ method: "POST", path: "/_emulator/sandboxes/{sandbox_id}/faults", tag: "emulator", summary: "Add a fault rule for one sandbox", access: ADMIN, body: admin.FaultRuleRequest, status: 201, response: admin.FaultRule, errors: [401, 403, 404, 422] }),
+  adminUnmatched: route({ method: "GET", path: "/_emulator/unmatched", tag: "emulator", summary: "Requests that matched nothing and belong to no sandbox", access: ADMIN, status: 200, response: zod.array(sandboxes.UnmatchedRequest), errors: [401, 403] }),
+
   // The web console's reads (control plane): views only, never a secret
   consoleState: route({ method: "GET", path: "/_emulator/console/state", tag: "emulator", summary: "Every organization (with key views) and instance", access: ADMIN, status: 200, response: consoleSchemas.ConsoleState, errors: [401, 403] }),
   consoleSessions: route({ method: "GET", path: "/_emulator/console/instances/{instance_id}/sessions", tag: "emulator", summary: "An instance's newest sessions", access: ADMIN, status: 200, response: zod.array(consoleSchemas.ConsoleSession), errors: [401, 403, 404] }),
@@ -234,12 +246,22 @@ export const operationDescriptions = {
   adminGetInstanceModelScript: "The instance's own model script (tried before the global one) and its rules' hits.",
   adminSetInstanceModelScript: "Replaces the instance's model script, checked whole like the global one.",
   adminClearInstanceModelScript: "Removes the instance's model script.",
+  adminCreateSandbox:
+    "Creates a sandbox: an organization and its key (returned once) that the sandbox owns. Everything reached with the sandbox's keys (organizations, keys, instances, files, conversations, skills, channels, fault rules, its clock and its request journal) belongs to it; a signup is placed in it by the `X-Emulator-Sandbox` header.",
+  adminGetSandbox: "A sandbox: its organizations, how many instances and requests it has, and its clock.",
+  adminDeleteSandbox: "Removes a sandbox with its organizations, keys, instances, files, conversations, fault rules and journal. Nothing else is touched; the cost is in proportion to what it holds.",
+  adminResetSandbox: "Empties a sandbox back to how it was created: its first organization and key stay (plan and provider keys reset), everything else in it goes.",
+  adminSandboxRequests: "The requests the sandbox received, oldest first, with their bodies (secrets redacted), filtered by method, path, route, status, instance and session, and their count (the newest 10,000 are kept).",
+  adminSandboxUnmatched: "The sandbox's requests that matched nothing (an unknown route or a wrong method), each with the closest route.",
+  adminSandboxClock: "Moves the sandbox's clock forward (by `advance_ms`, or to `set`): provisioning completes and keys expire for this sandbox only. The answer lists what the move made happen. Setting a time before the sandbox's now is 409.",
+  adminSandboxCreateFault: "Adds a fault rule that fires only on the sandbox's own requests (see `POST /_emulator/faults`). Removed with the sandbox.",
+  adminUnmatched: "Requests that matched nothing (an unknown route, a wrong method, an unknown key) and belong to no sandbox, each with the closest route; the newest 500.",
   consoleState: "What the web console shows of everything: every organization with its plan and scoped-key views (permissions, last use, expiry; never a key or a hash), and every non-terminated instance, newest first.",
   consoleSessions: "The instance's newest 200 sessions, newest first: name, head response id, number of turns, time of the last turn and the first 120 characters of its input (secrets redacted).",
   consoleSessionTurns: "The session's newest `limit` turns, oldest first, and `total`: input, output (secrets redacted), response id, `previous_response_id`, model, usage and time. A session with no turns answers `head_id: null` and no turns.",
   consoleChannels: "Every catalog channel of the instance: enabled, connected, and while an interactive pairing waits for its scan, the QR as a PNG data URL (`qr_png`). Never a credential.",
   consoleResponseChain: "The chain of turns that ends at this response, oldest first (its newest `limit`), with its instance, session and `total`.",
-  consoleRequests: "The request log's last 300 lines, oldest first: what `request` events carry. The console's own calls are left out.",
+  consoleRequests: "The client requests among the last 500 the emulator received, oldest first: what `request` events carry. The console's own calls are left out.",
   consoleRequest: "One line of the request log with its request and response bodies (the first 16 KiB, secrets redacted). 404 once it has left the log; 422 for an id that is not a positive integer.",
 } as const satisfies { [K in OperationId]: string };
 

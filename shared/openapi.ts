@@ -65,6 +65,7 @@ const PATH_PARAMETERS: Record<string, string> = {
   channel: "A channel of the catalog, e.g. `telegram` or `whatsapp`.",
   skill_name: "An installed skill's name.",
   fault_id: "The fault rule's id.",
+  sandbox_id: "The sandbox's id (`sbx_...`).",
   organization_id: "The organization's id (UUID).",
   session: "The billing session's id, from a checkout or portal URL.",
   response_id: "A response's id (`resp_...`).",
@@ -171,12 +172,25 @@ export interface OpenApiOptions {
   version: string;
   /** Where the API is served, e.g. `http://127.0.0.1:8080` (the `servers` entry). */
   serverUrl: string;
-  /** Leave the control plane out (default: in, under the `emulator` tag). */
+  /** Leave the control plane out: the service's own API, what `/v1/openapi.json` serves (default false). */
   serviceOnly?: boolean;
+  /** Only the emulator's control plane (`/_emulator`) and its pages, what `/_emulator/openapi.json` serves (default false). */
+  controlPlaneOnly?: boolean;
 }
 
+const DESCRIPTIONS = {
+  all: "The hosting service's `/v1` API as the agent-bridge emulator implements it: organizations, scoped keys, instances, messaging in the OpenAI Responses format, channels, skills and workspace files, plus the emulator's own control plane under `/_emulator`. Errors answer `{detail}`, except an instance gateway's own 4xx on a message call, which passes through in the OpenAI error shape `{error: {type, code, param, message}}`.",
+  service:
+    "The hosting service's `/v1` API as the agent-bridge emulator implements it: organizations, scoped keys, instances, messaging in the OpenAI Responses format, channels, skills and workspace files. Errors answer `{detail}`, except an instance gateway's own 4xx on a message call, which passes through in the OpenAI error shape `{error: {type, code, param, message}}`. The emulator's control plane has a document of its own at `/_emulator/openapi.json`.",
+  control:
+    "The agent-bridge emulator's own control plane under `/_emulator`: health, reset, snapshots, fault rules, forced states, the request journal, the web console and its data. Not part of the hosting service's API (that is `/v1/openapi.json`). Errors always answer `{detail}`.",
+};
+
 export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
-  const entries = (Object.entries(routes) as [OperationId, RouteSpec][]).filter(([, spec]) => !(options.serviceOnly && spec.access.kind === "admin"));
+  if (options.serviceOnly && options.controlPlaneOnly) throw new Error("openapi: ask for serviceOnly or controlPlaneOnly, not both");
+  const entries = (Object.entries(routes) as [OperationId, RouteSpec][]).filter(([, spec]) =>
+    options.serviceOnly ? spec.access.kind !== "admin" : options.controlPlaneOnly ? spec.access.kind === "admin" : true,
+  );
 
   // Each operation's unnamed schemas, under internal ids (one per schema, however many operations share it).
   const local = { input: new Map<z.ZodType, string>(), output: new Map<z.ZodType, string>() };
@@ -332,10 +346,9 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonSchema {
   return {
     openapi: "3.1.0",
     info: {
-      title: "Agent instance hosting service",
+      title: options.controlPlaneOnly ? "Agent instance hosting service emulator: control plane" : "Agent instance hosting service",
       version: options.version,
-      description:
-        "The hosting service's `/v1` API as the agent-bridge emulator implements it: organizations, scoped keys, instances, messaging in the OpenAI Responses format, channels, skills and workspace files, plus the emulator's own control plane under `/_emulator`. Errors answer `{detail}`, except an instance gateway's own 4xx on a message call, which passes through in the OpenAI error shape `{error: {type, code, param, message}}`.",
+      description: DESCRIPTIONS[options.serviceOnly ? "service" : options.controlPlaneOnly ? "control" : "all"],
       license: { name: "MIT", identifier: "MIT" },
     },
     servers: [{ url: options.serverUrl, description: "This emulator" }],

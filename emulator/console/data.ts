@@ -14,7 +14,7 @@ import { headKey } from "../gateway/index.js";
 import { sessionHeader, sessionIdOf } from "../gateway/session-key.js";
 import type { StoredResponse } from "../gateway/index.js";
 import { usageOf } from "../gateway/wire.js";
-import { CHANNELS } from "../routes/channels.js";
+import { CHANNELS } from "../channels/catalog.js";
 import { redactText } from "../events/redact.js";
 import type { InstanceRecord } from "../store/state.js";
 import { instanceView, keyView, organizationView } from "../views.js";

@@ -6,7 +6,8 @@
 import { RequestIdParam } from "../../shared/schemas/console.js";
 import type { EmulatorEnv } from "../env.js";
 import { notFound, validationError } from "../errors.js";
-import type { RequestLog } from "../events/capture.js";
+import { requestDetail } from "../events/capture.js";
+import type { RequestLog } from "../events/request-log.js";
 import type { Handlers } from "../http/router.js";
 import { channels, overview, responseChain, sessions, sessionTurns } from "./data.js";
 
@@ -31,7 +32,7 @@ export function consoleHandlers(env: EmulatorEnv, requests: RequestLog): Console
     consoleRequest: ({ params, res }) => {
       const parsed = RequestIdParam.safeParse(params);
       if (!parsed.success) throw validationError("path", parsed.error);
-      const found = requests.get(parsed.data.request_id);
+      const found = requestDetail(requests, parsed.data.request_id);
       if (!found) throw notFound(`Request ${parsed.data.request_id} is no longer in the log.`);
       return fresh(res, found);
     },

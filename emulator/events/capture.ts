@@ -1,14 +1,19 @@
 /**
- * Records each finished request for the console: its line in the request log
- * (published as a `request` event) and, in a bounded ring, the first bytes of
- * its request and response bodies with secrets redacted. The console's own
- * traffic (its page, data, the events stream, and calls it marks with
- * `x-emulator-console`) is left out so the log shows what clients did.
+ * Records each request in the one request log (request-log.ts): its line, and
+ * the first bytes of its request and response bodies (redacted when read).
+ * Clients' requests are numbered and published as `request` events; the
+ * console's own traffic (its page, data, the events stream, and calls it marks
+ * with `x-emulator-console`) is kept for the journal only, so the console's log
+ * shows what clients did.
  */
 import type { NextFunction, Request, Response } from "express";
 import type { Clock } from "../../shared/clock.js";
-import type { EventHub, RequestEvent } from "./hub.js";
+import type { EventHub } from "./hub.js";
 import { redactJson, redactText } from "./redact.js";
+import type { RawCapture, RequestEvent, RequestLog } from "./request-log.js";
+import type { SandboxClocks } from "../sandboxes/clock.js";
+import { closestRoute } from "../sandboxes/closest-route.js";
+import type { SandboxJournals } from "../sandboxes/journal.js";
 
 /** Bytes of each body kept (more is cut and marked). */
 export const BODY_LIMIT = 16 * 1024;
@@ -25,48 +30,21 @@ export interface RequestDetail extends RequestEvent {
   response: CapturedBody;
 }
 
-/**
- * What is kept per request: raw, so the request path pays only for copying at
- * most 16 KiB; parsing and redaction happen when someone asks (`get`).
- */
-export interface RawCapture extends RequestEvent {
-  requestType: string | null;
-  requestBody: unknown;
-  requestLength: number;
-  responseType: string | null;
-  responseBytes: Buffer;
-  responseTruncated: boolean;
-}
-
-export interface RequestLog {
-  record(capture: RawCapture): void;
-  get(id: number): RequestDetail | undefined;
-  /** Oldest first. */
-  list(): RequestEvent[];
-  clear(): void;
-}
-
-/** A ring of the last `capacity` requests: constant memory whatever the traffic. */
-export function createRequestLog(capacity = 300): RequestLog {
-  const byId = new Map<number, RawCapture>();
+/** The console's view of one request: its line and both bodies, redacted. */
+export function requestDetail(log: RequestLog, id: number): RequestDetail | undefined {
+  const c = log.get(id);
+  if (!c) return undefined;
+  const { at, method, path, status, key_kind, ms } = c;
   return {
-    record(capture) {
-      byId.set(capture.id, capture);
-      // Map keeps insertion order: the first key is the oldest.
-      if (byId.size > capacity) byId.delete(byId.keys().next().value!);
-    },
-    get(id) {
-      const c = byId.get(id);
-      if (!c) return undefined;
-      const { requestType, requestBody, requestLength, responseType, responseBytes, responseTruncated, ...line } = c;
-      return {
-        ...line,
-        request: requestView(requestType, requestBody, requestLength),
-        response: describe(responseType, responseBytes, responseTruncated),
-      };
-    },
-    list: () => [...byId.values()].map(({ id, at, method, path, status, key_kind, ms }) => ({ id, at, method, path, status, key_kind, ms })),
-    clear: () => byId.clear(),
+    id,
+    at,
+    method,
+    path,
+    status,
+    key_kind,
+    ms,
+    request: requestView(c.requestType, c.requestBody, c.requestLength),
+    response: describe(c.responseType, c.responseBytes, c.responseTruncated),
   };
 }
 
@@ -81,68 +59,123 @@ export const CONSOLE_HEADER = "x-emulator-console";
 export const isConsoleTraffic = (req: Request): boolean =>
   CONSOLE_OWN.test(req.path) || (req.headers[CONSOLE_HEADER] !== undefined && req.path.startsWith("/_emulator/"));
 
-export function captureRequests(deps: { clock: Clock; log: RequestLog; hub: EventHub }) {
+export interface CaptureDeps {
+  clock: Clock;
+  log: RequestLog;
+  hub: EventHub;
+  /** Each sandbox's journal: its requests with redacted bodies, and what matched nothing. */
+  journals: SandboxJournals;
+  sandboxClocks: SandboxClocks;
+}
+
+export function captureRequests(deps: CaptureDeps) {
   let nextId = 1;
   return (req: Request, res: Response, next: NextFunction) => {
-    if (isConsoleTraffic(req)) return next();
     const started = performance.now();
-    const chunks: Buffer[] = [];
-    let kept = 0;
-    let total = 0;
-    const keep = (chunk: unknown, encoding?: unknown) => {
-      if (chunk === undefined || chunk === null || typeof chunk === "function") return;
-      const buf = Buffer.isBuffer(chunk)
-        ? chunk
-        : chunk instanceof Uint8Array
-          ? Buffer.from(chunk)
-          : Buffer.from(String(chunk), typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8");
-      total += buf.length;
-      if (kept >= BODY_LIMIT) return;
-      const part = buf.subarray(0, BODY_LIMIT - kept);
-      chunks.push(part);
-      kept += part.length;
-    };
-    const write = res.write.bind(res) as (...args: unknown[]) => boolean;
-    const end = res.end.bind(res) as (...args: unknown[]) => Response;
-    res.write = ((...args: unknown[]) => {
-      keep(args[0], args[1]);
-      return write(...args);
-    }) as Response["write"];
-    res.end = ((...args: unknown[]) => {
-      keep(args[0], args[1]);
-      return end(...args);
-    }) as Response["end"];
-
-    const finish = () => {
-      res.off("finish", finish);
-      res.off("close", finish);
-      const line: RequestEvent = {
-        id: nextId++,
+    // The console's own traffic goes to the journal only: its bodies are not kept.
+    const body = isConsoleTraffic(req) ? undefined : keepResponseBody(res);
+    const done = (finished: boolean) => {
+      res.off("finish", onFinish);
+      res.off("close", onClose);
+      const capture: RawCapture = {
+        ...(body ? { id: nextId++ } : {}),
+        finished,
         at: new Date(deps.clock.now()).toISOString(),
         method: req.method,
         // A raw key pasted into a URL is a secret like any other.
         path: redactText(req.path),
         status: res.statusCode,
-        key_kind: (res.locals.keyKind as RequestEvent["key_kind"] | undefined) ?? "none",
+        key_kind: (res.locals.keyKind as RawCapture["key_kind"] | undefined) ?? "none",
         ms: Math.round((performance.now() - started) * 100) / 100,
-      };
-      deps.log.record({
-        ...line,
         requestType: headerOf(req.headers["content-type"]),
         // Kept only when small: a reference to a 1 GiB snapshot import must not outlive its request.
-        requestBody: requestLength(req) <= BODY_LIMIT ? (req.body as unknown) : undefined,
+        requestBody: body && requestLength(req) <= BODY_LIMIT ? (req.body as unknown) : undefined,
         requestLength: requestLength(req),
         responseType: headerOf(res.getHeader("content-type")),
-        responseBytes: Buffer.concat(chunks),
-        responseTruncated: total > kept,
-      });
-      deps.hub.publish({ type: "request", data: line });
+        responseBytes: body ? Buffer.concat(body.chunks) : Buffer.alloc(0),
+        responseTruncated: body ? body.truncated() : false,
+      };
+      deps.log.record(capture);
+      if (finished) journalInSandbox(deps, req, res, capture);
+      if (capture.id !== undefined) {
+        const { id, at, method, path, status, key_kind, ms } = capture;
+        deps.hub.publish({ type: "request", data: { id, at, method, path, status, key_kind, ms } });
+      }
     };
-    res.on("finish", finish);
-    // A reset or a hung fault never finishes: the line still appears when the socket goes.
-    res.on("close", finish);
+    const onFinish = () => done(true);
+    // A reset or a hung fault never finishes: the console's line still appears when the socket goes.
+    const onClose = () => done(false);
+    res.on("finish", onFinish);
+    res.on("close", onClose);
     next();
   };
+}
+
+/**
+ * The sandbox's own journal line (its time, the route, instance, session and
+ * redacted body), and a line among the unmatched when nothing matched.
+ */
+function journalInSandbox(deps: CaptureDeps, req: Request, res: Response, capture: RawCapture): void {
+  const sandboxId = res.locals.sandboxId as string | undefined;
+  const unmatched = res.locals.unmatched as "unknown_route" | "wrong_method" | "unknown_key" | undefined;
+  if (sandboxId === undefined && unmatched === undefined) return;
+  const at = sandboxId === undefined ? capture.at : new Date(deps.sandboxClocks.run(sandboxId, () => deps.clock.now())).toISOString();
+  if (unmatched !== undefined) {
+    const closest = closestRoute(req.method, req.path);
+    deps.journals.recordUnmatched(sandboxId, {
+      at,
+      method: capture.method,
+      path: capture.path,
+      reason: unmatched,
+      closest_route: closest,
+      status: capture.status,
+    });
+  }
+  if (sandboxId === undefined) return;
+  const body = req.body !== undefined && req.body !== null && typeof req.body === "object" && !Buffer.isBuffer(req.body) ? redactJson(req.body) : null;
+  deps.journals.record(sandboxId, {
+    at,
+    method: capture.method,
+    path: capture.path,
+    route: (res.locals.route as string | undefined) ?? null,
+    status: capture.status,
+    instance_id: (res.locals.instanceId as string | undefined) ?? null,
+    session: (res.locals.session as string | undefined) ?? null,
+    key_kind: capture.key_kind,
+    body,
+    ms: capture.ms,
+  });
+}
+
+/** Wraps `write`/`end` to keep the first `BODY_LIMIT` bytes of what is sent. */
+function keepResponseBody(res: Response): { chunks: Buffer[]; truncated: () => boolean } {
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  let total = 0;
+  const keep = (chunk: unknown, encoding?: unknown) => {
+    if (chunk === undefined || chunk === null || typeof chunk === "function") return;
+    const buf = Buffer.isBuffer(chunk)
+      ? chunk
+      : chunk instanceof Uint8Array
+        ? Buffer.from(chunk)
+        : Buffer.from(String(chunk), typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8");
+    total += buf.length;
+    if (kept >= BODY_LIMIT) return;
+    const part = buf.subarray(0, BODY_LIMIT - kept);
+    chunks.push(part);
+    kept += part.length;
+  };
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => Response;
+  res.write = ((...args: unknown[]) => {
+    keep(args[0], args[1]);
+    return write(...args);
+  }) as Response["write"];
+  res.end = ((...args: unknown[]) => {
+    keep(args[0], args[1]);
+    return end(...args);
+  }) as Response["end"];
+  return { chunks, truncated: () => total > kept };
 }
 
 /** Declared body size; a body without one (chunked) counts as too big to keep. */

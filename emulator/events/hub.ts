@@ -5,7 +5,7 @@
  * is dropped whole and the client gets one `overflow` event (it must refetch),
  * so a slow or stalled reader costs a fixed amount of memory, never more.
  */
-import type { RequestRecord } from "../journal.js";
+import type { RequestEvent } from "./request-log.js";
 
 /** What the stream carries; README "Events stream" documents each payload. */
 export type EmulatorEvent =
@@ -13,11 +13,6 @@ export type EmulatorEvent =
   /** `replaced`: the whole state was replaced (reset, snapshot import), not changed in place. */
   | { type: "state"; data: { at: string; replaced: boolean } }
   | { type: "turn"; data: TurnEvent };
-
-/** A journal line plus its sequence number (`GET /_emulator/console/requests/{id}` gives the bodies). */
-export interface RequestEvent extends RequestRecord {
-  id: number;
-}
 
 export interface TurnEvent {
   instance_id: string;

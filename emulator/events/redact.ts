@@ -5,7 +5,7 @@
  * that looks like one of the service's raw keys or a bot token is cut out
  * wherever it appears, free text included.
  */
-import { CHANNELS } from "../routes/channels.js";
+import { CHANNELS } from "../channels/catalog.js";
 import { REDACTED, SECRET_NAME } from "../workspace/redact.js";
 
 const SECRET_FIELD = /token|secret|password|passwd|api_?key|raw_key|^key$|credential|authorization|cookie|^env(_applied)?$/i;

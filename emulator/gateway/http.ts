@@ -1,6 +1,6 @@
 /** The gateway's HTTP plumbing: reading a bounded body, answering JSON and OpenAI-style errors. */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { GatewayError } from "./types.js";
+import type { GatewayError } from "./reply.js";
 import { errorBody } from "./wire.js";
 
 /** Bodies carry a turn's text; 16 MiB is far above anything the emulator forwards (1 MiB). */

@@ -5,12 +5,12 @@
  */
 export type {
   FakeGateway,
-  GatewayError,
   GatewayFault,
   GatewayOptions,
   GatewayState,
   StoredResponse,
 } from "./types.js";
+export type { GatewayError } from "./reply.js";
 export { createGateway } from "./server.js";
 export { headKey } from "./conversation.js";
 export { LONG_MAX, SLEEP_MAX_MS, longText } from "./model.js";

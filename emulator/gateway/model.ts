@@ -1,7 +1,7 @@
 import { invalid, type Parsed } from "./request.js";
 import { safeBaseName } from "../../shared/util/names.js";
 import { FILE_DIR, FILE_KINDS, type FileKind, kindOfName } from "./media.js";
-import type { GatewayError } from "./types.js";
+import type { GatewayError } from "./reply.js";
 
 /**
  * The deterministic fake model (docs/api-contract.md, "The fake model"). A turn's user text is

@@ -10,7 +10,7 @@ import type { Reply } from "./reply.js";
 import { type NewId, scriptedAnswer } from "./script/answer.js";
 import { firstMatch } from "./script/match.js";
 import type { ActiveRule } from "./script/registry.js";
-import type { GatewayError } from "./types.js";
+import type { GatewayError } from "./reply.js";
 
 export type Plan =
   | { kind: "error"; error: GatewayError; rule?: ActiveRule }

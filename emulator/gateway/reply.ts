@@ -5,7 +5,6 @@
  * the same after a restart.
  */
 import { z } from "zod";
-import type { GatewayError } from "./types.js";
 
 export const AnswerItem = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("reasoning"), id: z.string(), summary: z.string() }),
@@ -52,6 +51,18 @@ export interface Reply {
 }
 
 /** A turn's answer is either a reply or an HTTP error. */
+/** An OpenAI-style error, as a value: the status and what goes in `{error: {...}}`. */
+export interface GatewayError {
+  status: number;
+  /** `invalid_request_error`, `server_error`, `rate_limit_error`, or what a script names. */
+  type: string;
+  code: string | null;
+  param: string | null;
+  message: string;
+  /** Seconds, sent as `retry-after` and `retry-after-ms`. */
+  retryAfter?: number;
+}
+
 export type Answer = { ok: true; reply: Reply } | { ok: false; error: GatewayError };
 
 /** The assistant's text, as `output_text` reads it: every message's text, in order. */

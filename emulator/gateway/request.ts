@@ -1,4 +1,4 @@
-import type { GatewayError } from "./types.js";
+import type { GatewayError } from "./reply.js";
 
 /** What the gateway needs from a `POST /v1/responses` body; other fields are ignored. */
 export interface ResponsesRequest {

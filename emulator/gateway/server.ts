@@ -14,7 +14,8 @@ import { invalid, parseResponsesRequest, type ResponsesRequest } from "./request
 import type { NewId } from "./script/answer.js";
 import { BODY_LIMIT, gone, readBody, sendError, sendJson } from "./http.js";
 import { createStreamSender } from "./stream-sender.js";
-import type { FakeGateway, GatewayError, GatewayOptions, GatewayState, StoredResponse } from "./types.js";
+import type { GatewayError } from "./reply.js";
+import type { FakeGateway, GatewayOptions, GatewayState, StoredResponse } from "./types.js";
 import { finalResponse, pacedDeltas, streamFrames, type Turn } from "./wire.js";
 
 /** Names the script rule that answered a turn (percent-encoded). */

@@ -1,28 +1,10 @@
 import type { Clock } from "../../shared/clock.js";
 import type { Random } from "../../shared/random.js";
-import type { AnswerRecord } from "./reply.js";
+import type { GatewayState, StoredResponse } from "../store/state.js";
 import type { ScriptRegistry } from "./script/registry.js";
 
-/** One completed turn, as the emulator's store keeps it. */
-export interface StoredResponse {
-  id: string;
-  instance_id: string;
-  session: string;
-  parent_id: string | null;
-  input_text: string;
-  output_text: string;
-  model: string;
-  /** Epoch seconds. */
-  created_at: number;
-  /** More than the echo's text (a script rule, tool calls, an object): what the model answered. */
-  answer?: AnswerRecord;
-}
-
-export interface GatewayState {
-  responses: Record<string, StoredResponse>;
-  /** `${instanceId}\u0000${session}` -> id of the session's latest response. */
-  heads: Record<string, string>;
-}
+// The stored records are defined once, by the store's schema (store/schema.ts).
+export type { GatewayState, StoredResponse };
 
 export type GatewayChange = { kind: "record"; response: StoredResponse } | { kind: "forget"; instanceId: string };
 
@@ -74,16 +56,4 @@ export interface FakeGateway {
   forgetInstance(instanceId: string): void;
   /** Stops listening and destroys open sockets, hanging ones included. */
   close(): Promise<void>;
-}
-
-/** An OpenAI-style error, as a value: the status and what goes in `{error: {...}}`. */
-export interface GatewayError {
-  status: number;
-  /** `invalid_request_error`, `server_error`, `rate_limit_error`, or what a script names. */
-  type: string;
-  code: string | null;
-  param: string | null;
-  message: string;
-  /** Seconds, sent as `retry-after` and `retry-after-ms`. */
-  retryAfter?: number;
 }

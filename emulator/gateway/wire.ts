@@ -1,4 +1,4 @@
-import type { GatewayError } from "./types.js";
+import type { GatewayError } from "./reply.js";
 
 import { type AnswerItem, producedText, type Reply, replyText } from "./reply.js";
 

@@ -12,7 +12,13 @@ const INSTANCE_IN_PATH = /^\/v1\/instances\/([^/]+)/;
 export function applyApiFault(env: EmulatorEnv) {
   return (req: Request, res: Response, next: NextFunction) => {
     if (!req.path.startsWith("/v1/")) return next();
-    const rule = env.faults.take({ target: "api", path: req.path, method: req.method, instanceId: INSTANCE_IN_PATH.exec(req.path)?.[1] });
+    const rule = env.faults.take({
+      target: "api",
+      path: req.path,
+      method: req.method,
+      instanceId: INSTANCE_IN_PATH.exec(req.path)?.[1],
+      sandboxId: res.locals.sandboxId as string | undefined,
+    });
     if (!rule) return next();
     const act = () => {
       if (rule.error === "reset") return void req.socket.destroy();

@@ -58,6 +58,8 @@ export function mountRoutes(app: Express, env: EmulatorEnv, handlers: Partial<Ha
     const paths =
       spec.access.kind === "admin" ? [expressPath(spec.path)] : [expressPath(spec.path), `${ACT_AS_PREFIX}/:${ACT_AS_PARAM}${expressPath(spec.path)}`];
     app[method](paths, async (req: Request, res: Response, next: NextFunction) => {
+      res.locals.route = id;
+      if (req.params.instance_id !== undefined) res.locals.instanceId = req.params.instance_id;
       try {
         const ctx = prepare(env, spec, req, res);
         if (!handler) throw notImplemented(`${spec.method} ${spec.path}`);
@@ -73,6 +75,7 @@ export function mountRoutes(app: Express, env: EmulatorEnv, handlers: Partial<Ha
         res.status(spec.status).json(body);
       } catch (error) {
         if (res.headersSent) return next(error);
+        if (error instanceof ApiError && error.status === 401 && req.headers.authorization !== undefined) res.locals.unmatched = "unknown_key";
         sendError(res, error);
       }
     });
@@ -80,7 +83,10 @@ export function mountRoutes(app: Express, env: EmulatorEnv, handlers: Partial<Ha
   // A known path with a method it does not have: 405 naming the ones it has.
   for (const [path, allowed] of methods) {
     const allow = [...new Set(allowed.includes("GET") ? [...allowed, "HEAD"] : allowed)].join(", ");
-    app.all(path, (_req: Request, res: Response) => sendError(res.setHeader("Allow", allow), methodNotAllowed(allow)));
+    app.all(path, (_req: Request, res: Response) => {
+      res.locals.unmatched = "wrong_method";
+      sendError(res.setHeader("Allow", allow), methodNotAllowed(allow));
+    });
   }
 }
 

@@ -6,9 +6,9 @@
  */
 import { isoAt } from "../../shared/clock.js";
 import type { EmulatorEnv } from "../env.js";
-import { ApiError, notFound } from "../errors.js";
+import { notFound } from "../errors.js";
 import type { Handlers } from "../http/router.js";
-import type { RequestJournal } from "../journal.js";
+import type { RequestLog } from "../events/request-log.js";
 import { parseSnapshotState } from "../store/snapshot-check.js";
 import { emptyState } from "../store/state.js";
 import { organizationView, instanceView } from "../views.js";
@@ -34,7 +34,7 @@ type AdminHandlers = Pick<
 /** Ids come from the URL: never let `constructor` or `__proto__` reach Object's own members. */
 const own = <T>(map: Record<string, T>, id: string): T | undefined => (Object.hasOwn(map, id) ? map[id] : undefined);
 
-export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminHandlers {
+export function adminHandlers(env: EmulatorEnv, requests: RequestLog): AdminHandlers {
   const state = () => env.store.data;
 
   return {
@@ -47,7 +47,7 @@ export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminH
       env.store.replace(emptyState());
       env.workspaces.clear();
       env.faults.clear();
-      journal.clear();
+      requests.clearJournal();
     },
 
     async adminExportSnapshot() {
@@ -76,12 +76,7 @@ export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminH
       }
     },
 
-    adminCreateFault: ({ body }) => {
-      if (body.after_deltas !== undefined && body.error !== "reset") {
-        throw new ApiError(422, [{ loc: ["body", "after_deltas"], msg: 'after_deltas needs error: "reset"', type: "value_error" }]);
-      }
-      return env.faults.add(body);
-    },
+    adminCreateFault: ({ body }) => env.faults.add(body),
     adminListFaults: () => env.faults.list(),
     adminClearFaults: () => env.faults.clear(),
     adminGetFault({ params }) {
@@ -121,6 +116,6 @@ export function adminHandlers(env: EmulatorEnv, journal: RequestJournal): AdminH
       return organizationView(org);
     },
 
-    adminRequests: () => journal.list(),
+    adminRequests: () => requests.journal(),
   };
 }

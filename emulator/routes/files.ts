@@ -12,7 +12,8 @@ import type { Readable } from "node:stream";
 import busboy from "busboy";
 import type { Request } from "express";
 import type { EmulatorEnv } from "../env.js";
-import { ApiError, badRequest, conflict, tooLarge } from "../errors.js";
+import { ApiError, badRequest, tooLarge } from "../errors.js";
+import { requireRunning } from "../http/guards.js";
 import { HANDLED, type Handlers } from "../http/router.js";
 import type { InstanceRecord } from "../store/state.js";
 import { MAX_PATH_LENGTH } from "../../shared/schemas/files.js";
@@ -30,10 +31,6 @@ import {
 import { resolveInRoot, type WorkspacePath } from "../workspace/paths.js";
 
 type FileHandlers = Pick<Handlers, "listFiles" | "deleteFile" | "readFile" | "writeFile" | "moveFile" | "uploadFile" | "downloadFile" | "mkdir">;
-
-export function requireRunning(instance: InstanceRecord): void {
-  if (instance.status !== "running") throw conflict(`Instance is not running (status: ${instance.status}).`);
-}
 
 const missing = (field: string, msg = "Field required") => new ApiError(422, [{ loc: ["body", field], msg, type: "missing" }]);
 

@@ -1,4 +1,5 @@
 import { isoAt } from "../../shared/clock.js";
+import { sandboxOfOrganization } from "../sandboxes/membership.js";
 import { hex, uuid } from "../../shared/random.js";
 import { TIER_LIMITS } from "../../shared/schemas/common.js";
 import type { EmulatorEnv } from "../env.js";
@@ -38,7 +39,7 @@ export function instanceHandlers(env: EmulatorEnv): InstanceHandlers {
       const failure =
         body.name === FAIL_PROVISION_NAME
           ? "Provisioning failed: the sandbox could not be created."
-          : env.faults.take({ target: "provision", instanceId: id, path: "/v1/instances", method: "POST" })
+          : env.faults.take({ target: "provision", instanceId: id, path: "/v1/instances", method: "POST", sandboxId: org.sandbox_id })
             ? "Provisioning failed: injected fault."
             : null;
       const instance: InstanceRecord = {
@@ -63,6 +64,7 @@ export function instanceHandlers(env: EmulatorEnv): InstanceHandlers {
       };
       state().instances[id] = instance;
       org.instance_ids.push(id);
+      sandboxOfOrganization(state(), org)?.instance_ids.push(id);
       env.store.commit();
       // After the record is in: a concurrent create sees the limit taken while the files are written.
       await env.workspaces.create(instance);

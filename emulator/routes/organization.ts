@@ -6,6 +6,7 @@ import type { EmulatorEnv } from "../env.js";
 import { hashKey } from "../http/auth.js";
 import type { Handlers } from "../http/router.js";
 import type { BillingSession, OrganizationRecord } from "../store/state.js";
+import { adoptOrganization, sandboxOfOrganization } from "../sandboxes/membership.js";
 import { organizationView } from "../views.js";
 
 type OrganizationHandlers = Pick<Handlers, "signup" | "getOrganization" | "updateOrganization" | "getSubscription" | "createCheckout" | "createPortal">;
@@ -17,12 +18,13 @@ export function organizationHandlers(env: EmulatorEnv): OrganizationHandlers {
   const billingUrl = (org: OrganizationRecord, kind: BillingSession["kind"], tier: BillingSession["tier"]) => {
     const session: BillingSession = { id: hex(env.random, 16), organization_id: org.id, kind, tier, created_at: now() };
     state().billing[session.id] = session;
+    sandboxOfOrganization(state(), org)?.billing_ids.push(session.id);
     env.store.commit();
     return { url: `${env.publicUrl()}/_emulator/billing/${session.id}` };
   };
 
   return {
-    signup({ body }) {
+    signup({ body, req }) {
       const at = now();
       const org: OrganizationRecord = {
         id: uuid(env.random),
@@ -35,6 +37,7 @@ export function organizationHandlers(env: EmulatorEnv): OrganizationHandlers {
         updated_at: at,
       };
       const apiKey = `svc_org_${hex(env.random, 32)}`;
+      adoptOrganization(state(), req, org, hashKey(apiKey));
       state().organizations[org.id] = org;
       state().credentials[hashKey(apiKey)] = { kind: "org", organization_id: org.id };
       env.store.commit();

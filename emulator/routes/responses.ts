@@ -30,6 +30,8 @@ function relayHeaders(upstream: Dispatcher.ResponseData, res: ServerResponse): v
 export function responseHandlers(env: EmulatorEnv): ResponseHandlers {
   async function relay(ctx: Ctx<Routes["createResponse"]>, sessionKey: string): Promise<typeof HANDLED> {
     const { instance, body, res } = ctx;
+    // The sandbox journal's `session` (the default session is `main`).
+    res.locals.session = sessionKey;
     if (instance.status !== "running") throw conflict(`Instance is not running (status: ${instance.status}).`);
     // A client that leaves aborts the gateway call, so a stream it closes stops upstream too.
     const leaving = new AbortController();

@@ -16,7 +16,7 @@ import { makeDirectory, removePath, writeText } from "../workspace/files.js";
 import { resolveInRoot } from "../workspace/paths.js";
 import { fingerprint, REDACTED } from "../workspace/redact.js";
 import { objectAt, RUNTIME_CONFIG_FILE, type RuntimeConfig, type RuntimeConfigs } from "../workspace/runtime-config.js";
-import { requireRunning } from "./files.js";
+import { requireRunning } from "../http/guards.js";
 
 type SkillHandlers = Pick<Handlers, "listSkills" | "getSkill" | "installSkill" | "updateSkill" | "uninstallSkill">;
 

@@ -15,14 +15,14 @@ import { join } from "node:path";
 import { z } from "zod";
 import { appendFileDurable, syncDirectory, writeFileAtomic } from "../../shared/durable-files.js";
 import { headKey } from "../gateway/conversation.js";
-import type { GatewayState, StoredResponse } from "../gateway/types.js";
-import { isMintedId, StoredResponse as StoredResponseSchema } from "./schema.js";
+import type { GatewayState, StoredResponse } from "./state.js";
+import { isMintedId, StoredResponse as StoredResponseRecord } from "./schema.js";
 
 export const CONVERSATIONS_DIR = "conversations";
 const SUFFIX = ".jsonl";
 
 /** A line: the response, and `p`, the seeded generator's position once its ids were drawn. */
-const Line = StoredResponseSchema.extend({ p: z.number().int().min(0).optional() });
+const Line = StoredResponseRecord.extend({ p: z.number().int().min(0).optional() });
 
 export interface ConversationLogs {
   /**

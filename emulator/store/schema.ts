@@ -9,7 +9,7 @@ import { AnswerRecord } from "../gateway/reply.js";
 import { MAX_JSON_DEPTH, deeperThan } from "../../shared/json-depth.js";
 import { Permission, Provider, Tier } from "../../shared/schemas/common.js";
 import { InstanceStatus } from "../../shared/schemas/instances.js";
-import { CHANNELS } from "../routes/channels.js";
+import { CHANNELS } from "../channels/catalog.js";
 import { findSkill } from "../skills/registry.js";
 
 /** The UUID v4 form `uuid()` mints (lowercase, version 4, RFC 4122 variant). */
@@ -21,6 +21,9 @@ const ResponseId = z.string().regex(/^resp_[0-9a-f]{32}$/, "Must be resp_ follow
 const KeyHash = z.string().regex(/^[0-9a-f]{64}$/, "Must be a SHA-256 hex digest");
 const BillingId = z.string().regex(/^[0-9a-f]{32}$/, "Must be 32 hex digits");
 const Iso = z.iso.datetime();
+/** `sbx_` and 24 hex digits, as `POST /_emulator/sandboxes` mints. */
+export const SANDBOX_ID_PATTERN = /^sbx_[0-9a-f]{24}$/;
+const SandboxId = z.string().regex(SANDBOX_ID_PATTERN, "Must be sbx_ followed by 24 hex digits");
 const Text = z.string().max(65_536);
 /** A JSON object a client gave (runtime_config, skill config): bounded like any request body. */
 const ClientJson = z.record(z.string(), z.unknown()).refine((v) => !deeperThan(v, MAX_JSON_DEPTH), `Nested deeper than ${MAX_JSON_DEPTH} levels`);
@@ -32,6 +35,8 @@ export const OrganizationRecord = z.strictObject({
   provider_keys: z.partialRecord(Provider, z.strictObject({ fingerprint: z.string().regex(/^[0-9a-f]{16}$/), set_at: Iso })),
   instance_ids: z.array(Id),
   key_ids: z.array(Id),
+  /** The sandbox the organization belongs to; absent outside sandboxes. */
+  sandbox_id: SandboxId.optional(),
   created_at: Iso,
   updated_at: Iso,
 });
@@ -120,6 +125,28 @@ export const StoredResponse = z.strictObject({
   answer: AnswerRecord.optional(),
 });
 
+/**
+ * A sandbox: what it holds is listed here so removing it costs in proportion
+ * to its own contents, never a scan of everyone's.
+ */
+export const SandboxRecord = z.strictObject({
+  id: SandboxId,
+  name: Text,
+  /** The organization made with the sandbox first: a reset keeps it and its key. */
+  organization_id: Id,
+  organization_ids: z.array(Id),
+  /** Hash of each organization key made in the sandbox. */
+  credential_hashes: z.array(KeyHash),
+  /** Every instance ever created in it, terminated ones included. */
+  instance_ids: z.array(Id),
+  billing_ids: z.array(BillingId),
+  /** How far its clock is ahead of the emulator's, ms. */
+  clock_offset_ms: z.number().int(),
+  /** The offset it was created with: a reset goes back to it. */
+  initial_clock_offset_ms: z.number().int(),
+  created_at: Iso,
+});
+
 /** `${instance id}\0${session}` -> the session's latest response id. */
 const HeadKey = z.string().refine((key) => {
   const at = key.indexOf("\u0000");
@@ -131,14 +158,23 @@ export const GatewayState = z.strictObject({
   heads: z.record(HeadKey, ResponseId),
 });
 
-/** The small control state kept in `state.json` (conversations live in their own logs). */
-export const ControlState = z.strictObject({
+/** The records every form of the state holds (in memory, in `state.json`, in a snapshot). */
+const StateRecords = z.strictObject({
   version: z.literal(1),
   organizations: z.record(Id, OrganizationRecord),
   credentials: z.record(KeyHash, Credential),
   keys: z.record(Id, KeyRecord),
   instances: z.record(Id, InstanceRecord),
   billing: z.record(BillingId, BillingSession),
+  /** Absent in files written before sandboxes existed. */
+  sandboxes: z.record(SandboxId, SandboxRecord).default({}),
+});
+
+/** The whole state in memory. */
+export const EmulatorState = StateRecords.extend({ gateway: GatewayState });
+
+/** The small control state kept in `state.json` (conversations live in their own logs). */
+export const ControlState = StateRecords.extend({
   /** Bytes the seeded generator had drawn (absent without a seed). */
   random_position: z.number().int().min(0).optional(),
   /** Present only in files written before conversations moved to their own logs. */

@@ -4,28 +4,23 @@
  * reference between records. Anything wrong is a 422 listing where, and
  * nothing is replaced.
  */
-import { ApiError } from "../errors.js";
+import { ApiError, validationError } from "../errors.js";
 import { headKey } from "../gateway/conversation.js";
 import { SnapshotState } from "./schema.js";
 import type { EmulatorState } from "./state.js";
 
 type Issue = { loc: (string | number)[]; msg: string; type: string };
 
+/** Most issues listed in one answer: a broken export can have thousands. */
+const MAX_ISSUES = 50;
+
 export function parseSnapshotState(value: unknown): EmulatorState {
   const parsed = SnapshotState.safeParse(value);
-  if (!parsed.success) {
-    throw new ApiError(
-      422,
-      parsed.error.issues.slice(0, 50).map((issue) => ({
-        loc: ["body", ...issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))],
-        msg: issue.message,
-        type: issue.code === "unrecognized_keys" ? "extra_forbidden" : issue.code,
-      })),
-    );
-  }
-  const state = parsed.data as unknown as EmulatorState;
+  if (!parsed.success) throw validationError("body", parsed.error, MAX_ISSUES);
+  // The generator's position is the running emulator's own, not the snapshot's.
+  const { random_position: _, ...state } = parsed.data;
   const issues = referenceIssues(state);
-  if (issues.length) throw new ApiError(422, issues.slice(0, 50));
+  if (issues.length) throw new ApiError(422, issues.slice(0, MAX_ISSUES));
   return state;
 }
 
@@ -45,6 +40,17 @@ function referenceIssues(state: EmulatorState): Issue[] {
     org.key_ids.forEach((keyId, i) => {
       if (!has(state.keys, keyId) || state.keys[keyId]!.organization_id !== id)
         bad(["organizations", id, "key_ids", i], "Must name a key of this organization");
+    });
+  }
+  for (const [id, org] of Object.entries(state.organizations)) {
+    if (org.sandbox_id !== undefined && !state.sandboxes[org.sandbox_id]?.organization_ids.includes(id))
+      bad(["organizations", id, "sandbox_id"], "Must name a sandbox that lists this organization");
+  }
+  for (const [id, sandbox] of Object.entries(state.sandboxes)) {
+    if (sandbox.id !== id) bad(["sandboxes", id, "id"], "Must equal its key");
+    sandbox.organization_ids.forEach((orgId, i) => {
+      if (!has(state.organizations, orgId) || state.organizations[orgId]!.sandbox_id !== id)
+        bad(["sandboxes", id, "organization_ids", i], "Must name an organization of this sandbox");
     });
   }
   for (const [id, instance] of Object.entries(state.instances)) {

@@ -15,6 +15,7 @@ import * as instances from "./instances.js";
 import * as keys from "./keys.js";
 import * as org from "./organization.js";
 import * as responses from "./responses.js";
+import * as sandboxes from "./sandboxes.js";
 import * as skills from "./skills.js";
 
 export interface ComponentMeta {
@@ -103,6 +104,17 @@ name(admin.FaultRule, "FaultRule", "A fault rule with its id, how many hits rema
 name(admin.ForceStateRequest, "ForceStateRequest", "The status to force an instance into, optionally with an error message or another gateway.");
 name(admin.TierRequest, "TierRequest", "The plan to put an organization on, without checkout.");
 name(admin.JournalEntry, "RequestRecord", "One request the emulator answered: method, path, status, the kind of key and how long it took.");
+
+// Sandboxes (control plane)
+name(sandboxes.SandboxCreateRequest, "SandboxCreateRequest", "A new sandbox: an optional name and where its clock starts.");
+name(sandboxes.SandboxClock, "SandboxClock", "A sandbox's time now and how far it is ahead of the emulator's clock.");
+name(sandboxes.Sandbox, "Sandbox", "A sandbox: its organizations, instance and request counts, and its clock.");
+name(sandboxes.SandboxCreated, "SandboxCreated", "A sandbox just created, with its organization key (returned once).");
+name(sandboxes.SandboxRequest, "SandboxRequest", "One request a sandbox received: route, status, instance, session and its redacted body.");
+name(sandboxes.SandboxRequests, "SandboxRequests", "A sandbox's requests that matched a filter, and their count.");
+name(sandboxes.UnmatchedRequest, "UnmatchedRequest", "A request that matched nothing, why, and the closest route.");
+name(sandboxes.SandboxClockRequest, "SandboxClockRequest", "How to move a sandbox's clock: `advance_ms` or `set`, exactly one.");
+name(sandboxes.SandboxClockMove, "SandboxClockMove", "A sandbox's clock after a move, and what the move made happen.");
 
 // The web console's reads (control plane)
 name(consoleSchemas.ConsoleOrganization, "ConsoleOrganization", "An organization as the console shows it: with its scoped-key views.");

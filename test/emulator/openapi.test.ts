@@ -25,7 +25,7 @@ interface JsonSchema {
 }
 interface Document {
   openapi: string;
-  info: { license?: { name: string; identifier?: string } };
+  info: { description?: string; license?: { name: string; identifier?: string } };
   servers: { url: string }[];
   tags: { name: string; description?: string }[];
   paths: Record<string, Record<string, Operation>>;
@@ -33,6 +33,9 @@ interface Document {
 }
 
 let t: TestEmulator;
+/** The two served documents, and (for the checks every operation gets) the two read as one. */
+let serviceDoc: Document;
+let controlDoc: Document;
 let doc: Document;
 let org: TestOrg;
 let instanceId: string;
@@ -42,7 +45,20 @@ beforeAll(async () => {
   const res = await request(t.app).get("/v1/openapi.json");
   expect(res.status).toBe(200);
   expect(res.headers["content-type"]).toMatch(/^application\/json/);
-  doc = res.body as Document;
+  serviceDoc = res.body as Document;
+  const control = await request(t.app).get("/_emulator/openapi.json");
+  expect(control.status).toBe(200);
+  controlDoc = control.body as Document;
+  doc = {
+    ...serviceDoc,
+    tags: [...serviceDoc.tags, ...controlDoc.tags.filter((tag) => !serviceDoc.tags.some((s) => s.name === tag.name))],
+    paths: { ...serviceDoc.paths, ...controlDoc.paths },
+    components: {
+      schemas: { ...serviceDoc.components.schemas, ...controlDoc.components.schemas },
+      responses: { ...serviceDoc.components.responses, ...controlDoc.components.responses },
+      securitySchemes: { ...serviceDoc.components.securitySchemes, ...controlDoc.components.securitySchemes },
+    },
+  };
   org = await signupOrg(t.app, { tier: "crab" });
   instanceId = (await runningInstance(t, org)).id;
 });
@@ -55,9 +71,9 @@ const service = entries.filter(([, spec]) => spec.access.kind !== "admin");
 const controlPlane = entries.filter(([, spec]) => spec.access.kind === "admin");
 
 /** Follows a local `$ref` (`#/a/b`) to what it names; undefined when it names nothing. */
-function pointer(ref: string): unknown {
+function pointer(ref: string, within: Document = doc): unknown {
   if (!ref.startsWith("#/")) return undefined;
-  let node: unknown = doc;
+  let node: unknown = within;
   for (const part of ref.slice(2).split("/")) {
     if (!node || typeof node !== "object" || !Object.hasOwn(node, part)) return undefined;
     node = (node as Record<string, unknown>)[part];
@@ -246,6 +262,49 @@ describe("GET /v1/openapi.json", () => {
       const res = await req.send({});
       expect(res.status).toBe(422);
       expect((res.body.detail as { loc: unknown[] }[]).map((d) => d.loc)).toContainEqual(["body", field]);
+    }
+  });
+});
+
+describe("the two served documents", () => {
+  it("/v1/openapi.json is exactly the service's API: every service route, no control-plane operation, page, tag or scheme", () => {
+    const documented = Object.entries(serviceDoc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+    expect(documented.sort()).toEqual(service.map(([, s]) => `${s.method} ${s.path}`).sort());
+    expect(Object.keys(serviceDoc.paths).filter((p) => p.startsWith("/_emulator"))).toEqual([]);
+    expect(serviceDoc.tags.map((t) => t.name)).not.toContain("emulator");
+    expect(Object.keys(serviceDoc.components.securitySchemes)).toEqual(["apiKey"]);
+    expect(serviceDoc.components.schemas.FaultRule).toBeUndefined();
+  });
+
+  it("/_emulator/openapi.json is the control plane's own: every control-plane route and page, nothing of /v1", () => {
+    const documented = Object.entries(controlDoc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+    const expected = [...controlPlane, ...Object.entries(pages)].map(([, s]) => `${s.method} ${s.path}`);
+    expect(documented.sort()).toEqual(expected.sort());
+    expect(controlDoc.tags.map((t) => t.name)).toEqual(["emulator"]);
+    expect(Object.keys(controlDoc.components.securitySchemes)).toEqual(["adminToken"]);
+    expect(controlDoc.info.description).toMatch(/control plane/);
+  });
+
+  it.each([
+    ["service", () => serviceDoc],
+    ["control plane", () => controlDoc],
+  ] as const)("the %s document stands alone: every $ref resolves in it and it lints clean", async (_name, get) => {
+    const own = get();
+    for (const [at, ref] of refs(own)) expect(pointer(ref, own), `${ref} at ${at}`).toBeDefined();
+    const config = await createConfig({ extends: ["recommended"] });
+    const problems = await lintFromString({ source: JSON.stringify(own), absoluteRef: "openapi.json", config });
+    expect(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`)).toEqual([]);
+  });
+
+  it("the control plane's document is behind the control plane's access rule", async () => {
+    const locked = await startEmulator({ adminToken: "a-long-admin-token-for-this-test" });
+    try {
+      expect((await request(locked.app).get("/_emulator/openapi.json")).status).toBe(401);
+      const opened = await request(locked.app).get("/_emulator/openapi.json").set("authorization", "Bearer a-long-admin-token-for-this-test");
+      expect(opened.status).toBe(200);
+      expect((await request(locked.app).get("/v1/openapi.json")).status).toBe(200);
+    } finally {
+      await locked.close();
     }
   });
 });

@@ -69,6 +69,19 @@ describe("store", () => {
     expect(readdirSync(d).sort()).toEqual(["conversations", "emulator.lock", "state.json"]);
   });
 
+  it("removes at start the temporary files a crash left mid-write, and nothing else", async () => {
+    const d = dir();
+    const first = await open(d);
+    addOrg(first, "kept");
+    await first.close();
+    // What a kill -9 between writing the temporary file and renaming it leaves behind.
+    writeFileSync(join(d, ".state.json.4242.0a1b2c3d4e5f.tmp"), '{"half":');
+    writeFileSync(join(d, "notes.txt"), "a file of the user's");
+    const second = await open(d);
+    expect(readdirSync(d).sort()).toEqual(["conversations", "emulator.lock", "notes.txt", "state.json"]);
+    expect(Object.values(second.data.organizations).map((o) => o.name)).toEqual(["kept"]);
+  });
+
   it("reads back what it wrote", async () => {
     const d = dir();
     const first = await open(d);

@@ -5,7 +5,7 @@
  */
 import { invalid, type ResponsesRequest } from "../request.js";
 import type { Answer, AnswerItem, Reply } from "../reply.js";
-import type { GatewayError } from "../types.js";
+import type { GatewayError } from "../reply.js";
 import { mismatch } from "./json-schema.js";
 import type { ActiveRule } from "./registry.js";
 import type { ScriptAnswer } from "./schema.js";

@@ -1,0 +1,87 @@
+/**
+ * The one ring of recent requests: constant memory whatever the traffic, O(1)
+ * per request. Two views read it: the request journal (`GET /_emulator/requests`:
+ * every answered request, the console's own included, since the last reset) and
+ * the console's log (clients' requests only, answered or cut, with their bodies).
+ */
+
+/** One request the emulator answered, as `GET /_emulator/requests` lists it. */
+export interface RequestRecord {
+  at: string;
+  method: string;
+  path: string;
+  status: number;
+  key_kind: "org" | "scoped" | "none";
+  ms: number;
+}
+
+/** A journal line plus its sequence number (`GET /_emulator/console/requests/{id}` gives the bodies). */
+export interface RequestEvent extends RequestRecord {
+  id: number;
+}
+
+/**
+ * What is kept per request: raw, so the request path pays only for copying at
+ * most 16 KiB; parsing and redaction happen when someone asks.
+ */
+export interface RawCapture extends RequestRecord {
+  /** The console log's sequence number; absent for the console's own traffic (kept out of its log). */
+  id?: number;
+  /** False when the socket went before the answer finished (a reset, a hung fault): not in the journal. */
+  finished: boolean;
+  requestType: string | null;
+  requestBody: unknown;
+  requestLength: number;
+  responseType: string | null;
+  responseBytes: Buffer;
+  responseTruncated: boolean;
+}
+
+export interface RequestLog {
+  record(capture: RawCapture): void;
+  /** A client request of the console's log by its id. */
+  get(id: number): RawCapture | undefined;
+  /** The console's log, oldest first. */
+  list(): RequestEvent[];
+  /** The journal since the last `clearJournal`, oldest first. */
+  journal(): RequestRecord[];
+  /** Empties the journal (a global reset); the console's log keeps its lines. */
+  clearJournal(): void;
+}
+
+/** Default capacity: the larger of the two rings this one replaced (journal 500, console 300). */
+export const REQUEST_LOG_CAPACITY = 500;
+
+export function createRequestLog(capacity = REQUEST_LOG_CAPACITY): RequestLog {
+  /** Every kept capture by arrival number; Map keeps insertion order, so the first key is the oldest. */
+  const bySeq = new Map<number, RawCapture>();
+  /** Client captures by their console id (a subset of `bySeq`, evicted with it). */
+  const byId = new Map<number, RawCapture>();
+  let nextSeq = 0;
+  /** Captures from this arrival number on are in the journal. */
+  let journalFrom = 0;
+  return {
+    record(capture) {
+      bySeq.set(nextSeq++, capture);
+      if (capture.id !== undefined) byId.set(capture.id, capture);
+      if (bySeq.size > capacity) {
+        const oldest = bySeq.keys().next().value!;
+        const evicted = bySeq.get(oldest)!;
+        bySeq.delete(oldest);
+        if (evicted.id !== undefined) byId.delete(evicted.id);
+      }
+    },
+    get: (id) => byId.get(id),
+    list: () => [...byId].map(([id, { at, method, path, status, key_kind, ms }]) => ({ id, at, method, path, status, key_kind, ms })),
+    journal() {
+      const lines: RequestRecord[] = [];
+      for (const [seq, { finished, at, method, path, status, key_kind, ms }] of bySeq) {
+        if (finished && seq >= journalFrom) lines.push({ at, method, path, status, key_kind, ms });
+      }
+      return lines;
+    },
+    clearJournal() {
+      journalFrom = nextSeq;
+    },
+  };
+}

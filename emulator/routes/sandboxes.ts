@@ -1,0 +1,36 @@
+/** The control plane's sandbox routes (`/_emulator/sandboxes`), over the sandbox service. */
+import type { EmulatorEnv } from "../env.js";
+import type { Handlers } from "../http/router.js";
+import type { SandboxService } from "../sandboxes/sandboxes.js";
+
+type SandboxHandlers = Pick<
+  Handlers,
+  | "adminCreateSandbox"
+  | "adminGetSandbox"
+  | "adminDeleteSandbox"
+  | "adminResetSandbox"
+  | "adminSandboxRequests"
+  | "adminSandboxUnmatched"
+  | "adminSandboxClock"
+  | "adminSandboxCreateFault"
+  | "adminUnmatched"
+>;
+
+export function sandboxHandlers(env: EmulatorEnv, sandboxes: SandboxService): SandboxHandlers {
+  /** 404 for an unknown sandbox before anything else is looked at. */
+  const known = (id: string) => sandboxes.get(id).id;
+  return {
+    adminCreateSandbox: ({ body }) => sandboxes.create(body),
+    adminGetSandbox: ({ params }) => sandboxes.get(params.sandbox_id),
+    adminDeleteSandbox: ({ params }) => sandboxes.remove(params.sandbox_id),
+    adminResetSandbox: ({ params }) => sandboxes.reset(params.sandbox_id),
+    adminSandboxRequests({ params, query }) {
+      const requests = env.journals.requests(known(params.sandbox_id), query);
+      return { count: requests.length, requests };
+    },
+    adminSandboxUnmatched: ({ params }) => env.journals.unmatched(known(params.sandbox_id)),
+    adminSandboxClock: ({ params, body }) => sandboxes.moveClock(params.sandbox_id, body),
+    adminSandboxCreateFault: ({ params, body }) => env.faults.add(body, known(params.sandbox_id)),
+    adminUnmatched: () => env.journals.unmatched(undefined),
+  };
+}

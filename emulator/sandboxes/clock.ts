@@ -1,0 +1,88 @@
+/**
+ * Time per sandbox. A request runs inside its sandbox's context (set once the
+ * sandbox is known from its API key, see attribution.ts); the emulator's one
+ * clock then reads the sandbox's own time: the base clock plus the sandbox's
+ * offset, which only `advance` moves. Timers started in a sandbox (a fault's
+ * latency) fire when the base clock gets there or when the sandbox's clock is
+ * moved past them, whichever comes first. Outside a sandbox it is the base clock.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { Clock, Timer } from "../../shared/clock.js";
+
+export interface SandboxClocks {
+  /** The clock every part of the emulator reads: the current sandbox's time. */
+  readonly clock: Clock;
+  /** The sandbox the current request belongs to, if any. */
+  current(): string | undefined;
+  /** Puts the rest of the current request (and what it awaits) in a sandbox. */
+  enter(sandboxId: string | undefined): void;
+  /** Runs `fn` inside a sandbox (the control plane acting on one). */
+  run<T>(sandboxId: string, fn: () => T): T;
+  /** Fires the sandbox's timers now due (after its offset moved); returns how many fired. */
+  fireDue(sandboxId: string): number;
+  /** Drops a removed sandbox's pending timers without firing them. */
+  forget(sandboxId: string): void;
+}
+
+interface PendingTimer {
+  at: number;
+  fire(): void;
+}
+
+/** `offsetOf` reads the offset from its one owner, the sandbox's stored record. */
+export function createSandboxClocks(base: Clock, offsetOf: (sandboxId: string) => number): SandboxClocks {
+  const context = new AsyncLocalStorage<string | undefined>();
+  const timers = new Map<string, Set<PendingTimer>>();
+  const nowIn = (id: string | undefined) => base.now() + (id === undefined ? 0 : offsetOf(id));
+
+  const clock: Clock = {
+    now: () => nowIn(context.getStore()),
+    setTimeout(fn, ms): Timer {
+      const id = context.getStore();
+      if (id === undefined) return base.setTimeout(fn, ms);
+      const pending = timers.get(id) ?? new Set<PendingTimer>();
+      timers.set(id, pending);
+      let baseTimer: Timer | undefined;
+      const entry: PendingTimer = {
+        at: nowIn(id) + ms,
+        fire() {
+          if (!pending.delete(entry)) return;
+          baseTimer?.cancel();
+          // The callback runs in the sandbox it was started in.
+          context.run(id, fn);
+        },
+      };
+      pending.add(entry);
+      baseTimer = base.setTimeout(() => entry.fire(), ms);
+      return {
+        cancel() {
+          pending.delete(entry);
+          baseTimer?.cancel();
+        },
+      };
+    },
+    // Outside a sandbox the base clock's own sleep (a test clock may count or step its sleepers).
+    sleep: (ms) => (context.getStore() === undefined ? base.sleep(ms) : new Promise<void>((resolve) => clock.setTimeout(resolve, ms))),
+  };
+
+  return {
+    clock,
+    current: () => context.getStore(),
+    enter: (sandboxId) => context.enterWith(sandboxId),
+    run: (sandboxId, fn) => context.run(sandboxId, fn),
+    fireDue(sandboxId) {
+      const pending = timers.get(sandboxId);
+      if (!pending) return 0;
+      const now = nowIn(sandboxId);
+      const due = [...pending].filter((t) => t.at <= now).sort((a, b) => a.at - b.at);
+      for (const t of due) t.fire();
+      return due.length;
+    },
+    forget(sandboxId) {
+      const pending = timers.get(sandboxId);
+      timers.delete(sandboxId);
+      // Cancelled, not fired: whatever waited on them belongs to a sandbox that is gone.
+      for (const t of pending ?? []) pending?.delete(t);
+    },
+  };
+}

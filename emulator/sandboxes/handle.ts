@@ -1,0 +1,83 @@
+/**
+ * The in-process face of sandboxes: `emulator.sandboxes.create()` returns a
+ * handle a test keeps, with the sandbox's key and what it needs to assert on
+ * (its journal, its unmatched requests) and to drive it (its clock, its fault
+ * rules, reset, remove). Matchers such as `expect(sandbox).toHaveReceived(...)`
+ * are meant to be built on `requests(filter)`. Writes resolve once on disk,
+ * as the same calls over HTTP are answered.
+ */
+import type { z } from "zod";
+import type { FaultRule, FaultRuleRequest } from "../../shared/schemas/admin.js";
+import type { EmulatorEnv } from "../env.js";
+import type { RequestFilter, SandboxRequestEntry, UnmatchedEntry } from "./journal.js";
+import type { ClockMove, SandboxService, SandboxView } from "./sandboxes.js";
+
+export interface SandboxCreateOptions {
+  /** A label for people reading the journal (default: the sandbox's id). */
+  name?: string;
+  /** Where the sandbox's clock starts, ISO (default: the emulator's clock now). */
+  clockStart?: string;
+}
+
+export interface SandboxHandle {
+  /** `sbx_...`. */
+  readonly id: string;
+  /** The organization key of the sandbox's first organization (`Authorization: Bearer ...`). */
+  readonly apiKey: string;
+  readonly organizationId: string;
+  /** The requests it received, oldest first, filtered by method, path, route, status, instance and session. */
+  requests(filter?: RequestFilter): SandboxRequestEntry[];
+  /** How many requests match `filter` (all it received without one, also those no longer kept). */
+  count(filter?: RequestFilter): number;
+  /** Its requests that matched no route, a wrong method or an unknown key, with the closest route. */
+  unmatched(): UnmatchedEntry[];
+  /** Moves its clock forward; resolves with what the move made happen. */
+  advance(ms: number): Promise<ClockMove>;
+  /** Sets its clock to a later time (ISO or epoch ms). */
+  setClock(to: string | number): Promise<ClockMove>;
+  /** Adds a fault rule that fires on its requests only. */
+  addFault(rule: z.input<typeof FaultRuleRequest>): FaultRule;
+  /** Its state now: organizations, instance and request counts, clock. */
+  info(): SandboxView;
+  /** Back to how it was created: the first organization and key stay, everything else goes. */
+  reset(): Promise<void>;
+  /** Removes it and everything in it. */
+  remove(): Promise<void>;
+}
+
+export interface SandboxesApi {
+  create(options?: SandboxCreateOptions): Promise<SandboxHandle>;
+  /** A handle for a sandbox made elsewhere (over HTTP); 404 error when unknown. */
+  get(id: string, apiKey: string): SandboxHandle;
+}
+
+export function sandboxesApi(env: EmulatorEnv, service: SandboxService): SandboxesApi {
+  const handle = (id: string, apiKey: string, organizationId: string): SandboxHandle => {
+    const durable = async <T>(value: T) => {
+      await env.store.durable();
+      return value;
+    };
+    return {
+      id,
+      apiKey,
+      organizationId,
+      requests: (filter) => env.journals.requests(id, filter),
+      count: (filter) => (filter ? env.journals.requests(id, filter).length : env.journals.count(id)),
+      unmatched: () => env.journals.unmatched(id),
+      advance: (ms) => durable(service.moveClock(id, { advance_ms: ms })),
+      setClock: (to) => durable(service.moveClock(id, { set: new Date(to).toISOString() })),
+      addFault: (rule) => env.faults.add({ ...rule }, service.get(id).id),
+      info: () => service.get(id),
+      reset: () => durable(void service.reset(id)),
+      remove: () => durable(void service.remove(id)),
+    };
+  };
+  return {
+    async create(options = {}) {
+      const created = service.create({ name: options.name, clock_start: options.clockStart });
+      await env.store.durable();
+      return handle(created.id, created.api_key, created.organization_id);
+    },
+    get: (id, apiKey) => handle(id, apiKey, service.get(id).organization_id),
+  };
+}
