@@ -86,6 +86,20 @@ it("Telegram: a key without `files` gets a line instead of the file", async () =
   expect(fake.sentFiles()).toEqual([]);
 });
 
+it("Telegram: an audio file goes as a voice note; a path that is not in the workspace gets a line", async () => {
+  const { fake, daemon, service } = await telegram({ streaming: "off" });
+  const org = createServiceClient({ baseUrl: service.baseUrl, apiKey: service.configFor({ type: "terminal", userId: "x" }).service.apiKey });
+  await org.uploadFile({ instance_id: service.instanceId, path: "workspace/hello.ogg", data: Buffer.from("OggS fake opus"), fileName: "hello.ogg" });
+  fake.privateText(alice, "listen: [hello](workspace/hello.ogg) and [gone](workspace/missing.pdf)");
+  await fake.waitFor(() => texts(fake, alice.id).length === 2 && fake.sentFiles(alice.id).length === 1);
+  await daemon.whenIdle();
+  expect(texts(fake, alice.id)).toEqual([
+    "You said: listen: hello and gone",
+    "(The agent named workspace/missing.pdf, but there is no such file in its workspace.)",
+  ]);
+  expect(fake.sentFiles(alice.id)[0]).toMatchObject({ method: "sendVoice", file_name: "hello.ogg" });
+});
+
 const TOKEN_DC = "MTA0NjY5.files-bot.token-value-that-must-stay-secret";
 const GUILD = "800000000000000001";
 const GENERAL = "800000000000000002";
