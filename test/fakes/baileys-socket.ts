@@ -10,10 +10,17 @@
  * - `receive(messages, type)` for `messages.upsert`, `history(messages)` for
  *   `messaging-history.set`, `updateCreds(partial)` for `creds.update` (it
  *   mutates the auth creds first, as Baileys does);
- * - `sendMessage` / `sendPresenceUpdate` / `readMessages` / `end` / `logout` are recorded
- *   (`sendMessage` text, files - `image`, `document`, `audio` with `ptt` - within
- *   WhatsApp's limits of 16 MB for media and 100 MB for documents - and
- *   reactions, which need the key of a message and are kept per message: `reactions`).
+ * - `sendMessage` / `sendPresenceUpdate` / `readMessages` / `end` / `logout` are recorded,
+ *   and logged with the socket's name in `platformCalls()` (`sendMessage` text, files -
+ *   `image`, `document`, `audio` with `ptt` - within WhatsApp's limits of 16 MB for media
+ *   and 100 MB for documents - and reactions, which need the key of a message and are kept
+ *   per message: `reactions`).
+ *
+ * WhatsApp's one-socket rule: a linked device has one live connection. When a
+ * newer socket of the same device opens, the server ends the older one with a
+ * stream error `<conflict type="replaced"/>`, which Baileys reports as
+ * `connection: "close"` with a Boom of status 440 (`DisconnectReason.connectionReplaced`)
+ * and message "Stream Errored (conflict)" (Baileys `Socket/socket.js`, `Utils/generics.js` CODE_MAP).
  *
  * Message builders (`directByPhone`, `directByLid`, `groupText`, `ownMessage`,
  * `documentFrom`, `imageFrom`) produce rc14-shaped `WAMessage`s: `key.remoteJid`
@@ -25,6 +32,7 @@ import { makeEventBuffer, type BaileysEventMap, type WAMessage, type WAMessageKe
 import { pino } from "pino";
 import type { MediaDownloader, SocketFactory, WhatsAppSocket, WhatsAppSocketConfig } from "../../daemon/adapters/whatsapp/index.js";
 import type { OutgoingContent } from "../../daemon/adapters/whatsapp/socket.js";
+import { CallLog, type PlatformCall } from "./call-log.js";
 
 export interface FakeAccount {
   /** Digits only. */
@@ -43,7 +51,12 @@ export const lidJid = (lid: string, device?: number): string => `${lid}${device 
 export class FakeBoom extends Error {
   readonly isBoom = true;
   readonly output: { statusCode: number; payload: { statusCode: number; error: string; message: string } };
-  constructor(statusCode: number, message: string) {
+  constructor(
+    statusCode: number,
+    message: string,
+    /** What Baileys puts in `data`: the stream error's node, say. */
+    readonly data?: unknown,
+  ) {
     super(message);
     this.output = { statusCode, payload: { statusCode, error: "Error", message } };
   }
@@ -75,11 +88,16 @@ export class FakeBaileysSocket implements WhatsAppSocket {
   private sendFailures: Error[] = [];
   private sentCount = 0;
 
+  /** Open (past `open()`) and not closed since. */
+  opened = false;
+
   constructor(
     readonly config: WhatsAppSocketConfig,
     readonly index: number,
     private readonly account: FakeAccount,
     private readonly echoOwnSends: boolean,
+    /** Logs a platform call of this socket; `onOpen` lets the device evict older sockets. */
+    private readonly device: { log(socket: FakeBaileysSocket, call: string): void; onOpen(socket: FakeBaileysSocket): void } = { log() {}, onOpen() {} },
   ) {
     const buffer = makeEventBuffer(SILENT);
     this.ev = {
@@ -104,6 +122,7 @@ export class FakeBaileysSocket implements WhatsAppSocket {
     const failure = this.sendFailures.shift();
     if (failure) throw failure;
     if (this.closed) throw new FakeBoom(428, "Connection Closed");
+    this.device.log(this, "sendMessage");
     const media = "image" in content ? content.image : "audio" in content ? content.audio : undefined;
     if (media && media.length > 16 * 1024 * 1024) throw new FakeBoom(413, "Media too large");
     if ("document" in content && content.document.length > 100 * 1024 * 1024) throw new FakeBoom(413, "Media too large");
@@ -131,21 +150,25 @@ export class FakeBaileysSocket implements WhatsAppSocket {
 
   async sendPresenceUpdate(type: WAPresence, jid?: string): Promise<void> {
     if (this.closed) throw new FakeBoom(428, "Connection Closed");
+    this.device.log(this, "sendPresenceUpdate");
     this.presence.push({ type, jid });
   }
 
   async readMessages(keys: WAMessageKey[]): Promise<void> {
+    this.device.log(this, "readMessages");
     this.reads.push(keys);
   }
 
   async end(error: Error | undefined): Promise<void> {
     this.endCalls.push(error);
+    this.device.log(this, "end");
     if (this.closed) return;
     this.shutDown(error);
   }
 
   async logout(): Promise<void> {
     this.logoutCalls++;
+    this.device.log(this, "logout");
     this.shutDown(new FakeBoom(401, "Intentional Logout"));
   }
 
@@ -171,7 +194,16 @@ export class FakeBaileysSocket implements WhatsAppSocket {
       lid: lidJid(this.account.lid, 7),
       ...(this.account.name ? { name: this.account.name } : {}),
     };
+    this.opened = true;
+    this.device.log(this, "open");
+    this.device.onOpen(this);
     this.emit("connection.update", { connection: "open", isNewLogin: false });
+  }
+
+  /** The server replaced this socket with a newer one of the same device (WhatsApp's 440). */
+  replaced(): void {
+    if (this.closed) return;
+    this.shutDown(new FakeBoom(440, "Stream Errored (conflict)", { tag: "conflict", attrs: { type: "replaced" } }));
   }
 
   /** The server (or network) closes the connection with this status. */
@@ -196,6 +228,7 @@ export class FakeBaileysSocket implements WhatsAppSocket {
 
   private shutDown(error: Error | undefined): void {
     this.closed = true;
+    this.opened = false;
     this.emit("connection.update", { connection: "close", lastDisconnect: { error, date: new Date() } });
     // Baileys' end() does the same after announcing the close.
     this.ev.removeAllListeners("connection.update");
@@ -212,15 +245,25 @@ export interface FakeBaileys {
   /** The most sockets that were alive at once, counted each time one was made. */
   maxAlive(): number;
   account: FakeAccount;
+  /** Every socket call (`open`, `sendMessage`, ...) with its time and socket (`socket-<index>`), oldest first. */
+  platformCalls(): PlatformCall[];
 }
 
-export function createFakeBaileys(options: { account?: FakeAccount; echoOwnSends?: boolean } = {}): FakeBaileys {
+/** One linked device: every socket the factory makes is a connection of it, so a newer open socket replaces the older. */
+export function createFakeBaileys(options: { account?: FakeAccount; echoOwnSends?: boolean; now?: () => number } = {}): FakeBaileys {
   const account = options.account ?? BOT_ACCOUNT;
   const sockets: FakeBaileysSocket[] = [];
   let maxAlive = 0;
   const alive = () => sockets.filter((s) => !s.closed);
+  const callLog = new CallLog(options.now);
+  const device = {
+    log: (socket: FakeBaileysSocket, call: string) => callLog.record(`socket-${socket.index}`, call),
+    onOpen: (socket: FakeBaileysSocket) => {
+      for (const other of sockets) if (other !== socket && other.opened) other.replaced();
+    },
+  };
   const factory: SocketFactory = (config) => {
-    const socket = new FakeBaileysSocket(config, sockets.length, account, options.echoOwnSends ?? true);
+    const socket = new FakeBaileysSocket(config, sockets.length, account, options.echoOwnSends ?? true, device);
     sockets.push(socket);
     maxAlive = Math.max(maxAlive, alive().length);
     return socket;
@@ -236,6 +279,7 @@ export function createFakeBaileys(options: { account?: FakeAccount; echoOwnSends
     alive,
     maxAlive: () => maxAlive,
     account,
+    platformCalls: () => callLog.list(),
   };
 }
 

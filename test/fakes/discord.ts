@@ -19,6 +19,13 @@
  *   HEARTBEAT (op 1) -> ACK (op 11); RESUME (op 6) -> replay of missed dispatches, then RESUMED,
  *   or INVALID_SESSION (op 9, d false) when the session is gone.
  *
+ * Discord has no one-connection rule: every gateway session of the bot (two processes
+ * on one token, say) receives every dispatch, and a new IDENTIFY does not end the
+ * others (discord.js guides: "You're running two instances of the bot" is how
+ * duplicate replies look). `dropConnection` and friends act on the newest session.
+ * REST calls (by HTTP connection, `tcp-N`) and gateway IDENTIFY/RESUME (by
+ * WebSocket, `gateway-N`) are logged with their time in `platformCalls()`.
+ *
  * Tests drive it with `dispatchMessage` and friends, break it with `dropConnection`,
  * `invalidateSession`, `closeGateway` and `failNext`, and read what the bot did with
  * `sentMessages`, `typingCount` and `waitFor`.
@@ -29,6 +36,7 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer, WebSocket, type RawData } from "ws";
 import { multipartParts } from "../helpers/multipart.js";
 import { waitUntil } from "../helpers/wait.js";
+import { CallLog, type PlatformCall } from "./call-log.js";
 
 const DISCORD_EPOCH = 1_420_070_400_000n;
 /** Discord's upload limit without boosts or Nitro: 10 MiB. */
@@ -157,6 +165,10 @@ export interface FakeDiscord {
   readonly identifyPayloads: Json[];
   /** True while a socket is connected and past READY/RESUMED. */
   isLive(): boolean;
+  /** Gateway sessions connected and past READY/RESUMED now (each receives every dispatch). */
+  liveSessions(): number;
+  /** REST calls and gateway IDENTIFY/RESUME with their time and connection, oldest first. */
+  platformCalls(): PlatformCall[];
   /** Sends MESSAGE_CREATE and returns the message object dispatched. */
   dispatchMessage(input: DispatchMessageInput): Json;
   /** A DM from `author` (the DM channel is created on first use). */
@@ -237,7 +249,9 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
   const connectionLog: GatewayConnectionInfo[] = [];
   const identifyPayloads: Json[] = [];
   const sessions = new Map<string, Session>();
+  /** The newest session: what `dropConnection`, `invalidateSession` and `closeGateway` act on. */
   let current: Session | null = null;
+  const callLog = new CallLog(now);
   let silence = 0;
 
   const userJson = (user: FakeUser): Json => ({
@@ -365,6 +379,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
 
     if (!path.startsWith("/api/v10/")) return send(res, 404, { message: "404: Not Found", code: 0 });
     const route = path.slice("/api/v10".length);
+    callLog.record(callLog.name(req.socket, "tcp"), `${method} ${route.replace(/\/\d+/g, "/:id")}`);
     if (req.headers.authorization !== `Bot ${options.token}`) {
       return send(res, 401, { message: "401: Unauthorized", code: 0 });
     }
@@ -595,7 +610,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
           if (session) return ws.close(4005, "Already authenticated");
           stats.identifies++;
           identifyPayloads.push(d);
-          if (current) detach(current);
+          callLog.record(callLog.name(ws, "gateway"), "IDENTIFY");
           session = { id: `session-${stats.identifies}-${snowflake()}`, seq: 0, log: [], resumable: true, socket: ws, live: true };
           sessions.set(session.id, session);
           current = session;
@@ -624,7 +639,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
             return;
           }
           stats.resumes++;
-          if (current && current !== known) detach(current);
+          callLog.record(callLog.name(ws, "gateway"), "RESUME");
           if (known.socket && known.socket !== ws) known.socket.close(4000, "Session resumed elsewhere");
           session = known;
           current = known;
@@ -646,13 +661,6 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
         session.live = false;
       }
     });
-  }
-
-  function detach(session: Session): void {
-    session.live = false;
-    const socket = session.socket;
-    session.socket = null;
-    if (socket && socket.readyState === WebSocket.OPEN) socket.close(4000, "Superseded");
   }
 
   /** Sends (or, while the socket is away, keeps for a RESUME) one dispatch in `session`. */
@@ -709,7 +717,8 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
       payload.member = { roles: [], joined_at: new Date(now()).toISOString(), deaf: false, mute: false, flags: 0 };
     }
     if (!current) throw new Error("fake discord: no gateway session to dispatch into");
-    dispatch(current, "MESSAGE_CREATE", payload);
+    // Every session of the bot gets it: connected ones now, resumable ones on RESUME.
+    for (const session of sessions.values()) if (session.resumable) dispatch(session, "MESSAGE_CREATE", payload);
     return message;
   }
 
@@ -741,6 +750,8 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     connections: connectionLog,
     identifyPayloads,
     isLive: () => Boolean(current?.live && liveSocket()),
+    liveSessions: () => [...sessions.values()].filter((x) => x.live && x.socket?.readyState === WebSocket.OPEN).length,
+    platformCalls: () => callLog.list(),
     dispatchMessage,
     dispatchDirectMessage(author, content, extra = {}) {
       return dispatchMessage({ ...extra, channelId: dmChannelFor(author), author, content });

@@ -2,7 +2,8 @@
  * A local stand-in for Telegram's Bot API, over real HTTP, for grammY's real
  * client (`apiRoot`). It keeps Telegram's `getUpdates` semantics (updates
  * below the offset are confirmed and gone; a long poll wakes on a new update;
- * a second poller or an active webhook gets 409), checks HTML entities as
+ * an overlapping second poll ends the held one with 409, an active webhook
+ * gets 409), logs every call with its connection, checks HTML entities as
  * Telegram does, serves files, and lets tests inject 429s.
  *
  * `editMessageText` edits the bot's own messages as Telegram does: the same
@@ -26,6 +27,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { multipartParts } from "../helpers/multipart.js";
 import { waitUntil } from "../helpers/wait.js";
+import { CallLog, type PlatformCall } from "./call-log.js";
 
 /** The Bot API's list of reactions a bot may set (ReactionTypeEmoji), copied here so the fake does not trust the adapter's own list. */
 const TELEGRAM_BOT_REACTIONS = new Set(
@@ -122,6 +124,8 @@ export interface FakeTelegram {
   injectError(method: string, status: number, body: string | Json, times: number): void;
   /** Answer getUpdates at once even when empty, as some Bot API servers do (never hold a long poll). */
   holdPolls: boolean;
+  /** Every Bot API call with its time and HTTP connection (`tcp-N`), oldest first. */
+  platformCalls(): PlatformCall[];
   /** Called on every Bot API call as it arrives (method name). */
   onCall?: (method: string) => void;
   /** Called with every message the bot sends, once it is recorded. */
@@ -228,6 +232,7 @@ export async function createFakeTelegram(options: {
   /** The long poll being held, if any: a newer one ends it with 409 as Telegram does. */
   let heldPoll: { conflict: () => void } | undefined;
   let htmlRejections = 0;
+  const callLog = new CallLog(now);
 
   const message = (chat: Json, from: FakeUser, text: string, extra: Json = {}) => {
     chatTypes.set(String(chat.id), String(chat.type));
@@ -320,6 +325,7 @@ export async function createFakeTelegram(options: {
       rawFaults.set(method, { status, body, times });
     },
     holdPolls: true,
+    platformCalls: () => callLog.list(),
     sentMessages: (chatId) => (chatId === undefined ? [...sent] : sent.filter((m) => m.chat_id === String(chatId))),
     chatActions: [],
     stall(method, times) {
@@ -352,7 +358,6 @@ export async function createFakeTelegram(options: {
 
   /** Holds a getUpdates until an update arrives, the timeout passes, the client goes away or a newer poll takes over. */
   function holdPoll(res: ServerResponse, timeoutSeconds: number): Promise<"ready" | "conflict"> {
-    heldPoll?.conflict();
     return new Promise((resolve) => {
       const finish = (why: "ready" | "conflict") => {
         clearTimeout(timer);
@@ -386,6 +391,7 @@ export async function createFakeTelegram(options: {
     if (match[1] !== options.token) return fail(res, 401, "Unauthorized");
     const method = match[2]!;
     callCounts.set(method, (callCounts.get(method) ?? 0) + 1);
+    callLog.record(callLog.name(req.socket, "tcp"), method);
     fake.onCall?.(method);
     const params = await readParams(req);
     const stall = stalls.get(method);
@@ -425,6 +431,10 @@ export async function createFakeTelegram(options: {
         return ok(res, true);
       case "getUpdates": {
         if (fake.webhook) return fail(res, 409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first");
+        // Telegram's one-poller rule: a getUpdates ends the one still held (from this or another
+        // process) with 409 "terminated by other getUpdates request"; grammY's bot.start() rethrows
+        // that 409 and stops polling (grammy out/bot.js, "rethrow upon unauthorized or conflict").
+        heldPoll?.conflict();
         const offset = params.offset === undefined ? undefined : Number(params.offset);
         fake.offsets.push(offset);
         if (offset !== undefined) while (updates.length && Number(updates[0]!.update_id) < offset) updates.shift();

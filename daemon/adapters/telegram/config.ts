@@ -22,7 +22,7 @@ export const telegramWebhookSchema = z
 
 export const telegramChannelSchema = z
   .strictObject({
-    type: z.literal("telegram"),
+    type: z.literal("telegram").describe('A Telegram bot (Bot API, long polling or a webhook): "telegram".'),
     ...channelCommon,
     ...groupChatOptions,
     access: accessSchema.prefault({}),

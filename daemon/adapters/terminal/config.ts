@@ -6,7 +6,7 @@ import { z } from "zod";
 import { accessSchema, channelCommon, idString, nonEmpty, type AccessConfig, streamingSchema } from "../../config/fields.js";
 
 export const terminalChannelSchema = z.strictObject({
-  type: z.literal("terminal"),
+  type: z.literal("terminal").describe('A chat in the terminal the daemon runs in: "terminal".'),
   ...channelCommon,
   access: accessSchema.optional().describe("Who may talk. Absent: the local person (`userId`) and only they."),
   userId: idString.default("local").describe('The local person\'s user id, as access rules and sessions see it. Default "local".'),

@@ -8,7 +8,7 @@ import { z } from "zod";
 import { accessSchema, channelCommon, groupChatOptions, nonEmpty } from "../../config/fields.js";
 
 export const whatsappChannelSchema = z.strictObject({
-  type: z.literal("whatsapp"),
+  type: z.literal("whatsapp").describe('A WhatsApp account linked as a device (Baileys): "whatsapp".'),
   ...channelCommon,
   ...groupChatOptions,
   access: accessSchema.prefault({}),

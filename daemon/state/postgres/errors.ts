@@ -1,0 +1,63 @@
+/** What the PostgreSQL state backend fails with: values that say where. */
+
+/** A write by a node that no longer holds the unit's lease (another node took it over, or this one self-fenced). */
+export class LeaseLostError extends Error {
+  override readonly name = "LeaseLostError";
+  constructor(
+    readonly unit: string,
+    /** The epoch this node held. */
+    readonly epoch: number,
+    /** Why: the current epoch or holder, or "self-fenced". */
+    readonly detail: string,
+  ) {
+    super(`lease ${unit} (epoch ${epoch}) is no longer held by this node: ${detail}. Stop all traffic for this account; the new owner carries on.`);
+  }
+}
+
+/** The database's schema was written by a newer daemon. */
+export class SchemaTooNewError extends Error {
+  override readonly name = "SchemaTooNewError";
+  constructor(
+    readonly found: number,
+    readonly supported: number,
+  ) {
+    super(
+      `the database's state schema is version ${found}; this daemon knows up to ${supported}. Run the newer daemon version on every node, or point this one at another database.`,
+    );
+  }
+}
+
+/** A stored row does not match its record's schema. */
+export class StoredRowError extends Error {
+  override readonly name = "StoredRowError";
+  constructor(
+    readonly table: string,
+    readonly key: string,
+    detail: string,
+  ) {
+    super(`${table} ${key}: not a valid stored record (${detail}). Repair or delete the row.`);
+  }
+}
+
+export class AttachmentTooLargeError extends Error {
+  override readonly name = "AttachmentTooLargeError";
+  constructor(
+    readonly fileName: string,
+    readonly size: number,
+    readonly limit: number,
+  ) {
+    super(`attachment ${fileName} is ${size} bytes, over the state backend's limit of ${limit} (maxAttachmentBytes)`);
+  }
+}
+
+/** A state read or write failed in the database (connection lost, server restarting): the operation and where (a unit, or the database without its password) say where. */
+export class StateWriteError extends Error {
+  override readonly name = "StateWriteError";
+  constructor(
+    readonly operation: string,
+    readonly where: string,
+    cause: unknown,
+  ) {
+    super(`${operation} for ${where} failed in PostgreSQL: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}

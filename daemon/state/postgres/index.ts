@@ -1,0 +1,156 @@
+/**
+ * The PostgreSQL state backend: several daemons on one database form one
+ * bridge, each platform account (a "unit": `telegram:<acct>`, `whatsapp:<acct>`,
+ * `discord:<acct>`) owned by one node at a time.
+ *
+ * Design (docs: shared/design/scale-out.md, sections 4.2-4.3):
+ *
+ * - What is fenced: every state write of an owner (accept, reply, chunk sent,
+ *   preview, done, session head, adapter key-values, WhatsApp auth) is a
+ *   transaction that takes the unit's lease row `FOR SHARE` and checks the
+ *   epoch it acquired; a node that lost the lease gets `LeaseLostError` and
+ *   writes nothing. Platform calls cannot be fenced by the database, so the
+ *   owner fences itself: `HeldLease.signal` fires at a local monotonic
+ *   deadline, `t0 + ttl*(1-rho) - margin`, before anyone else can acquire.
+ * - The window of a zombie: a node paused (GC, SIGSTOP) between its deadline
+ *   check and a platform send can make that one send late, after a successor
+ *   started; its next fenced write fails and it stops. At most one duplicated
+ *   chunk per in-flight reply, as with a kill -9 today.
+ * - What the database's clock decides: lease expiry (`clock_timestamp()`), so
+ *   nodes' wall clocks never have to agree; locally only the clock *rate*
+ *   matters (rho = 1 %), measured on a monotonic clock.
+ * - Dedupe is the `UNIQUE` dedupe key of `entry`, shared by all nodes and
+ *   surviving restarts; migrations run once across nodes under an advisory lock.
+ */
+import pg from "pg";
+import { z } from "zod";
+import type { Clock } from "../../../shared/clock.js";
+import type { Random } from "../../../shared/random.js";
+import { LeaseKeeper, type HeldLease } from "./leases.js";
+import { migrate } from "./migrations.js";
+import { monotonicClock } from "./monotonic-clock.js";
+import { SchemaTooNewError, StateWriteError } from "./errors.js";
+import { describeUrl, resolvePostgresOptions, type PostgresStateInput, type ResolvedPostgresOptions } from "./options.js";
+import { openUnitState, type UnitState } from "./unit-state.js";
+
+export { AttachmentTooLargeError, LeaseLostError, SchemaTooNewError, StateWriteError, StoredRowError } from "./errors.js";
+export type { HeldLease } from "./leases.js";
+export { MIGRATIONS, SCHEMA_VERSION, migrate } from "./migrations.js";
+export { describeUrl, PostgresStateOptionsSchema, resolvePostgresOptions, type PostgresStateInput, type ResolvedPostgresOptions } from "./options.js";
+export type { SessionState, StoredEntry, UnitState } from "./unit-state.js";
+
+export interface PostgresStateDeps {
+  /** Every unit the cluster serves: the same list on every node. */
+  units: readonly string[];
+  /** Monotonic clock for lease deadlines and timers (default: performance.now). */
+  clock?: Clock;
+  /** Entry ids (default: crypto). */
+  random?: Random;
+  onAcquired?: (lease: HeldLease) => void;
+  /** Resolve once the unit's platform traffic has stopped (a graceful handover waits for it). */
+  beforeRelease?: (lease: HeldLease) => Promise<void>;
+  onError?: (error: unknown) => void;
+}
+
+export interface ClusterStatus {
+  schemaVersion: number;
+  /** `expiresInMs` is negative once expired (free to acquire). */
+  leases: { unit: string; holder: string | null; epoch: number; expiresInMs: number }[];
+  nodes: { id: string; seenAgoMs: number }[];
+}
+
+const LeaseStatusRow = z.object({
+  unit: z.string(),
+  holder: z.string().nullable(),
+  epoch: z.coerce.number().int(),
+  expires_in_ms: z.coerce.number().nullable(),
+});
+const NodeStatusRow = z.object({ id: z.string(), seen_ago_ms: z.coerce.number() });
+
+export interface PostgresState {
+  readonly options: ResolvedPostgresOptions;
+  /** The schema version in place after migrating. */
+  readonly schemaVersion: number;
+  readonly leases: LeaseKeeper;
+  /** The state of a unit this node holds, loaded from the database; its writes are fenced by `lease`. */
+  openUnit(lease: HeldLease): Promise<UnitState>;
+  /** Who owns what, on the database's clock: for `/healthz`, `/metrics` and `agent-bridge check`. */
+  status(): Promise<ClusterStatus>;
+  /** Hands every lease over, then closes the connections. */
+  close(): Promise<void>;
+  /** Closes the connections without releasing anything (a crash, for tests). */
+  abandon(): Promise<void>;
+}
+
+/** Connects, migrates (once across nodes), and prepares the lease keeper; call `leases.start()` to begin owning units. */
+export async function openPostgresState(input: PostgresStateInput, deps: PostgresStateDeps): Promise<PostgresState> {
+  const options = resolvePostgresOptions(input);
+  // A query or connection that takes longer than a lease is hopeless; without a limit a lost
+  // network would hold the keeper's rounds until TCP gives up (the self-fence fires regardless).
+  const limit = Math.max(options.leaseTtlMs, 5_000);
+  const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize, connectionTimeoutMillis: limit, query_timeout: limit, keepAlive: true });
+  // An idle connection dropped by a server restart must not end the process; the next query reconnects.
+  pool.on("error", (error) => deps.onError?.(error));
+  let schemaVersion: number;
+  try {
+    schemaVersion = (await migrate(pool)).version;
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    if (error instanceof SchemaTooNewError) throw error;
+    throw new StateWriteError("connect and migrate", describeUrl(options.url), error);
+  }
+  const leases = new LeaseKeeper({
+    pool,
+    listenUrl: options.url,
+    nodeId: options.nodeId,
+    units: deps.units,
+    leaseTtlMs: options.leaseTtlMs,
+    renewEveryMs: options.renewEveryMs,
+    pollMs: options.pollMs,
+    fenceMarginMs: options.fenceMarginMs,
+    clock: deps.clock ?? monotonicClock,
+    ...(deps.onAcquired ? { onAcquired: deps.onAcquired } : {}),
+    ...(deps.beforeRelease ? { beforeRelease: deps.beforeRelease } : {}),
+    ...(deps.onError ? { onError: deps.onError } : {}),
+  });
+  let closed = false;
+  return {
+    options,
+    schemaVersion,
+    leases,
+    async status() {
+      const leaseRows = await pool.query(
+        "SELECT unit, holder, epoch, CASE WHEN isfinite(expires_at) THEN extract(epoch FROM expires_at - clock_timestamp()) * 1000 END AS expires_in_ms FROM lease ORDER BY unit",
+      );
+      const nodeRows = await pool.query("SELECT id, extract(epoch FROM clock_timestamp() - seen_at) * 1000 AS seen_ago_ms FROM node ORDER BY id");
+      return {
+        schemaVersion,
+        leases: leaseRows.rows.map((r) => {
+          const l = LeaseStatusRow.parse(r);
+          // '-infinity' (released) comes back as null: expired long ago.
+          return { unit: l.unit, holder: l.holder, epoch: l.epoch, expiresInMs: l.expires_in_ms ?? Number.NEGATIVE_INFINITY };
+        }),
+        nodes: nodeRows.rows.map((r) => {
+          const n = NodeStatusRow.parse(r);
+          return { id: n.id, seenAgoMs: n.seen_ago_ms };
+        }),
+      };
+    },
+    openUnit: (lease) => openUnitState({ pool, lease, maxAttachmentBytes: options.maxAttachmentBytes, ...(deps.random ? { random: deps.random } : {}) }),
+    async close() {
+      if (closed) return;
+      closed = true;
+      try {
+        await leases.stop();
+      } finally {
+        await pool.end();
+      }
+    },
+    async abandon() {
+      if (closed) return;
+      closed = true;
+      await leases.halt();
+      await pool.end().catch(() => undefined);
+    },
+  };
+}

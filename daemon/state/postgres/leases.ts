@@ -1,0 +1,316 @@
+/**
+ * Leases with fencing: which node owns which unit (a platform account), timed
+ * by the database's clock, with an epoch that grows on every takeover.
+ *
+ * - acquire: only a lease expired on `clock_timestamp()`; epoch + 1.
+ * - renew: every `renewEveryMs`, all held leases in one statement; a lease not
+ *   renewed (taken over, or its row changed) ends at once.
+ * - self-fencing: each held lease has an `AbortSignal` that fires at the local
+ *   monotonic deadline `t0 + ttl*(1-rho) - margin`, where t0 is read *before*
+ *   the acquiring or renewing statement was sent. The database set expiry to at
+ *   least t0 + ttl on its own clock, so the signal fires before anyone else can
+ *   acquire, given only a bounded clock *rate* difference (rho), not synced clocks.
+ * - placement: claim free units up to `ceil(units / live nodes)`, release above
+ *   it gracefully (signal first, then the row, then `NOTIFY lease_free`); a unit
+ *   left free for two polls is claimed by anyone (a dead node still counts as live).
+ */
+import pg from "pg";
+import { z } from "zod";
+import type { Clock, Timer } from "../../../shared/clock.js";
+import { LeaseLostError } from "./errors.js";
+import { CLOCK_DRIFT_RATE } from "./options.js";
+
+/** A lease this node holds. */
+export interface HeldLease {
+  readonly unit: string;
+  /** The fencing number: every state write checks it. */
+  readonly epoch: number;
+  /** Aborts (reason: `LeaseLostError`) at the local deadline unless renewed, on loss, or on release: stop all platform traffic for the unit. */
+  readonly signal: AbortSignal;
+  /** The local monotonic instant (the keeper's clock) past which this node must not touch the platform. */
+  deadline(): number;
+  /** Still held and before its deadline: check right before each platform call. */
+  valid(): boolean;
+}
+
+/** Owns one held lease's deadline timer and signal. */
+class Held implements HeldLease {
+  readonly #controller = new AbortController();
+  readonly #clock: Clock;
+  #deadline = Number.NEGATIVE_INFINITY;
+  #timer: Timer | undefined;
+
+  constructor(
+    readonly unit: string,
+    readonly epoch: number,
+    clock: Clock,
+    deadline: number,
+  ) {
+    this.#clock = clock;
+    this.extend(deadline);
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  deadline(): number {
+    return this.#deadline;
+  }
+
+  valid(): boolean {
+    return !this.signal.aborted && this.#clock.now() < this.#deadline;
+  }
+
+  /** A renewal succeeded: the deadline moves on (never back). */
+  extend(deadline: number): void {
+    if (this.signal.aborted || deadline <= this.#deadline) return;
+    this.#deadline = deadline;
+    this.#timer?.cancel();
+    this.#timer = this.#clock.setTimeout(
+      () => this.end(new LeaseLostError(this.unit, this.epoch, "self-fenced: not renewed before its local deadline")),
+      deadline - this.#clock.now(),
+    );
+  }
+
+  end(reason: LeaseLostError): void {
+    this.#timer?.cancel();
+    if (!this.signal.aborted) this.#controller.abort(reason);
+  }
+}
+
+export interface LeaseKeeperOptions {
+  pool: pg.Pool;
+  /** Connection string for the `LISTEN lease_free` connection; without it the keeper only polls. */
+  listenUrl?: string;
+  nodeId: string;
+  /** Every unit the cluster serves (the same list on every node: the config's accounts). */
+  units: readonly string[];
+  leaseTtlMs: number;
+  renewEveryMs: number;
+  pollMs: number;
+  fenceMarginMs: number;
+  /** Monotonic: deadlines and timers. */
+  clock: Clock;
+  /** A lease was acquired: start the unit's platform traffic under `lease.signal`. */
+  onAcquired?: (lease: HeldLease) => void;
+  /** Before a graceful release is written: resolve once the unit's platform traffic has stopped (its signal has fired already). */
+  beforeRelease?: (lease: HeldLease) => Promise<void>;
+  /** A background round failed (database unreachable, say); the keeper tries again next round. */
+  onError?: (error: unknown) => void;
+}
+
+const EpochRow = z.object({ epoch: z.coerce.number().int() });
+const UnitRow = z.object({ unit: z.string() });
+const CountRow = z.object({ live: z.coerce.number().int() });
+const FreeRow = z.object({ unit: z.string(), stale: z.boolean() });
+
+const ms = (n: number) => n / 1000;
+
+export class LeaseKeeper {
+  readonly #o: LeaseKeeperOptions;
+  readonly #held = new Map<string, Held>();
+  /** One pending timer per periodic round (renew, place). */
+  #timers: Timer[] = [];
+  #listener: pg.Client | undefined;
+  #stopped = false;
+  /** Rounds run one at a time (a renewal never races a placement over `#held`). */
+  #chain: Promise<unknown> = Promise.resolve();
+
+  constructor(options: LeaseKeeperOptions) {
+    this.#o = options;
+  }
+
+  get nodeId(): string {
+    return this.#o.nodeId;
+  }
+
+  /** Leases held now. */
+  held(): HeldLease[] {
+    return [...this.#held.values()];
+  }
+
+  /** Creates the units' lease rows, runs a first placement, then renews and places on timers and notifications. */
+  async start(): Promise<void> {
+    await this.#o.pool.query("INSERT INTO lease (unit) SELECT unnest($1::text[]) ON CONFLICT (unit) DO NOTHING", [[...this.#o.units]]);
+    await this.#listen();
+    await this.place();
+    this.#every(this.#o.renewEveryMs, () => this.renew());
+    this.#every(this.#o.pollMs, () => this.place());
+  }
+
+  /** One renewal of every held lease. A lease the database no longer gives this node ends now. */
+  renew(): Promise<void> {
+    return this.#serial(async () => {
+      const held = [...this.#held.values()];
+      if (!held.length) return;
+      const t0 = this.#o.clock.now();
+      const { rows } = await this.#o.pool.query(
+        `UPDATE lease l SET expires_at = clock_timestamp() + make_interval(secs => $4)
+           FROM unnest($1::text[], $2::bigint[]) AS h(unit, epoch)
+          WHERE l.unit = h.unit AND l.epoch = h.epoch AND l.holder = $3
+         RETURNING l.unit`,
+        [held.map((h) => h.unit), held.map((h) => h.epoch), this.#o.nodeId, ms(this.#o.leaseTtlMs)],
+      );
+      const renewed = new Set(rows.map((r) => UnitRow.parse(r).unit));
+      for (const h of held) {
+        if (renewed.has(h.unit)) h.extend(this.#deadlineFrom(t0));
+        else this.#drop(h, new LeaseLostError(h.unit, h.epoch, "taken over by another node"));
+      }
+    });
+  }
+
+  /**
+   * Heartbeat, then release above fair share or claim free units up to it. A unit free for
+   * longer than two polls is claimed beyond the share: a node killed a moment ago still counts
+   * as live for two TTLs, and its accounts must not wait for that (failover stays TTL + a poll).
+   * No release happens while such a unit exists, so the two rules cannot undo each other.
+   */
+  place(): Promise<void> {
+    return this.#serial(async () => {
+      if (this.#stopped) return;
+      const share = await this.#fairShare();
+      const { rows } = await this.#o.pool.query(
+        `SELECT unit, expires_at < clock_timestamp() - make_interval(secs => $2) AS stale
+           FROM lease WHERE unit = ANY($1) AND expires_at < clock_timestamp() ORDER BY unit`,
+        [[...this.#o.units], ms(2 * this.#o.pollMs)],
+      );
+      const free = rows.map((r) => FreeRow.parse(r));
+      if (!free.some((f) => f.stale)) for (const h of [...this.#held.values()].slice(share).reverse()) await this.#release(h);
+      for (const { unit, stale } of free) if (this.#held.size < share || stale) await this.#acquire(unit);
+    });
+  }
+
+  /** Acquires one unit now if its lease has expired (tests, and a `prefer` setting later). */
+  acquire(unit: string): Promise<HeldLease | undefined> {
+    return this.#serial(async () => {
+      await this.#o.pool.query("INSERT INTO lease (unit) VALUES ($1) ON CONFLICT (unit) DO NOTHING", [unit]);
+      return this.#acquire(unit);
+    });
+  }
+
+  /** Hands one unit over: its signal fires, `beforeRelease` runs, then the row is freed and other nodes are woken. */
+  release(unit: string): Promise<void> {
+    return this.#serial(async () => {
+      const h = this.#held.get(unit);
+      if (h) await this.#release(h);
+    });
+  }
+
+  /** Graceful stop: releases every lease (others take over in about a second) and leaves the node table. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#cancelTimers();
+    await this.#serial(async () => {
+      for (const h of [...this.#held.values()]) await this.#release(h);
+      await this.#o.pool.query("DELETE FROM node WHERE id = $1", [this.#o.nodeId]);
+    });
+    await this.#unlisten();
+  }
+
+  /** Stops renewing and placing without writing anything: what a paused or cut-off node does (its deadlines still fire). */
+  async halt(): Promise<void> {
+    this.#stopped = true;
+    this.#cancelTimers();
+    await this.#unlisten();
+  }
+
+  async #acquire(unit: string): Promise<HeldLease | undefined> {
+    if (this.#held.has(unit)) return this.#held.get(unit);
+    const t0 = this.#o.clock.now();
+    const { rows } = await this.#o.pool.query(
+      `UPDATE lease SET holder = $2, epoch = epoch + 1, expires_at = clock_timestamp() + make_interval(secs => $3)
+        WHERE unit = $1 AND expires_at < clock_timestamp()
+       RETURNING epoch`,
+      [unit, this.#o.nodeId, ms(this.#o.leaseTtlMs)],
+    );
+    if (!rows.length) return undefined;
+    const held = new Held(unit, EpochRow.parse(rows[0]).epoch, this.#o.clock, this.#deadlineFrom(t0));
+    this.#held.set(unit, held);
+    held.signal.addEventListener("abort", () => this.#held.get(unit) === held && this.#held.delete(unit), { once: true });
+    this.#o.onAcquired?.(held);
+    return held;
+  }
+
+  async #release(h: Held): Promise<void> {
+    this.#drop(h, new LeaseLostError(h.unit, h.epoch, "released by this node"));
+    await this.#o.beforeRelease?.(h);
+    await this.#o.pool.query(
+      `WITH freed AS (UPDATE lease SET expires_at = clock_timestamp(), holder = NULL WHERE unit = $1 AND epoch = $2 AND holder = $3 RETURNING unit)
+       SELECT pg_notify('lease_free', unit) FROM freed`,
+      [h.unit, h.epoch, this.#o.nodeId],
+    );
+  }
+
+  #drop(h: Held, reason: LeaseLostError): void {
+    if (this.#held.get(h.unit) === h) this.#held.delete(h.unit);
+    h.end(reason);
+  }
+
+  #deadlineFrom(t0: number): number {
+    return t0 + this.#o.leaseTtlMs * (1 - CLOCK_DRIFT_RATE) - this.#o.fenceMarginMs;
+  }
+
+  /** `ceil(units / live nodes)`, live meaning seen within two TTLs (this node counts: it just heartbeat). */
+  async #fairShare(): Promise<number> {
+    const { rows } = await this.#o.pool.query(
+      `WITH beat AS (INSERT INTO node (id, seen_at) VALUES ($1, clock_timestamp())
+                     ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at RETURNING id)
+       SELECT 1 + count(*) AS live FROM node, beat WHERE node.id <> beat.id AND node.seen_at > clock_timestamp() - make_interval(secs => $2)`,
+      [this.#o.nodeId, ms(2 * this.#o.leaseTtlMs)],
+    );
+    const live = Math.max(1, CountRow.parse(rows[0]).live);
+    return Math.ceil(this.#o.units.length / live);
+  }
+
+  async #listen(): Promise<void> {
+    if (!this.#o.listenUrl || this.#listener || this.#stopped) return;
+    const client = new pg.Client({ connectionString: this.#o.listenUrl });
+    // A lost LISTEN connection is only a slower wake-up: the next placement round reconnects.
+    client.on("error", () => {
+      if (this.#listener === client) this.#listener = undefined;
+    });
+    client.on("notification", () => {
+      if (!this.#stopped) this.place().catch((e) => this.#o.onError?.(e));
+    });
+    try {
+      await client.connect();
+      await client.query("LISTEN lease_free");
+      this.#listener = client;
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async #unlisten(): Promise<void> {
+    const client = this.#listener;
+    this.#listener = undefined;
+    await client?.end().catch(() => undefined);
+  }
+
+  #every(period: number, round: () => Promise<void>): void {
+    const slot = this.#timers.length;
+    const next = () => {
+      if (this.#stopped) return;
+      this.#timers[slot] = this.#o.clock.setTimeout(() => {
+        round()
+          .then(() => this.#listen())
+          .catch((e) => this.#o.onError?.(e))
+          .finally(next);
+      }, period);
+    };
+    next();
+  }
+
+  #cancelTimers(): void {
+    for (const t of this.#timers) t.cancel();
+    this.#timers = [];
+  }
+
+  #serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#chain.then(fn, fn);
+    this.#chain = run.catch(() => undefined);
+    return run;
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * The schema, as numbered migrations applied at start. Every node runs
+ * `migrate` when it starts; `pg_advisory_xact_lock` serializes them, so
+ * concurrent starts apply each migration once, and a node that finds a newer
+ * schema than it knows refuses to run (it would write rows it cannot read).
+ */
+import { z } from "zod";
+import type pg from "pg";
+import { withClient } from "./checkout.js";
+import { SchemaTooNewError } from "./errors.js";
+
+/** Arbitrary constant: the advisory lock key of agent-bridge's migrations. */
+const MIGRATION_LOCK = 0x61_62_72_67; // "abrg"
+
+/** Hard cap of one stored attachment (the option `maxAttachmentBytes` is at most this). */
+const ATTACHMENT_CAP = 64 * 1024 * 1024;
+
+export const MIGRATIONS: readonly { version: number; sql: string }[] = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE lease (
+        unit text PRIMARY KEY,
+        holder text,
+        epoch bigint NOT NULL DEFAULT 0,
+        expires_at timestamptz NOT NULL DEFAULT '-infinity'
+      );
+      CREATE TABLE node (id text PRIMARY KEY, seen_at timestamptz NOT NULL);
+      CREATE TABLE entry (
+        id text PRIMARY KEY,
+        unit text NOT NULL,
+        seq bigserial NOT NULL,
+        dedupe_key text NOT NULL UNIQUE,
+        kind text NOT NULL,
+        accepted_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        message jsonb NOT NULL,
+        route jsonb NOT NULL,
+        reply jsonb,
+        sent int NOT NULL DEFAULT 0,
+        leader text,
+        preview jsonb,
+        state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'done'))
+      );
+      CREATE INDEX entry_pending ON entry (unit, seq) WHERE state <> 'done';
+      CREATE TABLE session (
+        base text PRIMARY KEY,
+        unit text NOT NULL,
+        state jsonb NOT NULL
+      );
+      CREATE INDEX session_unit ON session (unit);
+      CREATE TABLE kv (unit text NOT NULL, ns text NOT NULL, k text NOT NULL, v jsonb NOT NULL, PRIMARY KEY (unit, ns, k));
+      CREATE TABLE wa_auth (unit text NOT NULL, type text NOT NULL, id text NOT NULL, v jsonb NOT NULL, PRIMARY KEY (unit, type, id));
+      CREATE TABLE attachment (
+        entry_id text NOT NULL REFERENCES entry (id) ON DELETE CASCADE,
+        idx int NOT NULL,
+        bytes bytea NOT NULL CHECK (octet_length(bytes) <= ${ATTACHMENT_CAP}),
+        PRIMARY KEY (entry_id, idx)
+      );
+    `,
+  },
+];
+
+export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
+
+const VersionRow = z.object({ version: z.number().int().nullable() });
+
+/** Applies the missing migrations, once across all nodes; returns the schema version now in place. */
+export async function migrate(pool: pg.Pool): Promise<{ version: number; applied: number[] }> {
+  return withClient(pool, async (client, markBroken) => {
+    try {
+      await client.query("BEGIN");
+      await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
+      await client.query("CREATE TABLE IF NOT EXISTS schema_version (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
+      const current = VersionRow.parse((await client.query("SELECT max(version) AS version FROM schema_version")).rows[0]).version ?? 0;
+      if (current > SCHEMA_VERSION) throw new SchemaTooNewError(current, SCHEMA_VERSION);
+      const applied: number[] = [];
+      for (const m of MIGRATIONS) {
+        if (m.version <= current) continue;
+        await client.query(m.sql);
+        await client.query("INSERT INTO schema_version (version) VALUES ($1)", [m.version]);
+        applied.push(m.version);
+      }
+      await client.query("COMMIT");
+      return { version: Math.max(current, ...applied), applied };
+    } catch (error) {
+      await client.query("ROLLBACK").catch(markBroken);
+      throw error;
+    }
+  });
+}

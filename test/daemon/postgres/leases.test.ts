@@ -1,0 +1,183 @@
+/**
+ * Leases with fencing against a real PostgreSQL server: a takeover bumps the
+ * epoch and the old owner's writes are refused; a paused owner fences itself
+ * before anyone can take over; units are spread over the live nodes.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type HeldLease, LeaseLostError, openPostgresState, type PostgresState } from "../../../daemon/state/postgres/index.js";
+import { monotonicClock } from "../../../daemon/state/postgres/monotonic-clock.js";
+import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
+import { waitUntil } from "../../helpers/wait.js";
+
+let server: TestPostgres;
+const open: PostgresState[] = [];
+
+beforeAll(async () => {
+  server = await startTestPostgres();
+}, 60_000);
+afterAll(() => server?.close());
+afterEach(async () => {
+  for (const s of open.splice(0)) await s.abandon();
+});
+
+interface NodeOptions {
+  url: string;
+  nodeId: string;
+  units: string[];
+  leaseTtlMs?: number;
+  pollMs?: number;
+  onAcquired?: (lease: HeldLease) => void;
+}
+
+async function node(o: NodeOptions): Promise<PostgresState> {
+  const state = await openPostgresState(
+    { kind: "postgres", url: o.url, nodeId: o.nodeId, leaseTtlMs: o.leaseTtlMs ?? 1_500, pollMs: o.pollMs ?? 100, poolSize: 3 },
+    { units: o.units, ...(o.onAcquired ? { onAcquired: o.onAcquired } : {}) },
+  );
+  open.push(state);
+  return state;
+}
+
+const message = (id: string) => ({
+  platform: "telegram",
+  accountId: "bot",
+  chatId: "c1",
+  chatType: "direct" as const,
+  userId: "u1",
+  messageId: id,
+  text: `hello ${id}`,
+  sentAt: 0,
+});
+const route = { ruleIndex: 0, instanceId: "i1", model: "m", scope: "chat", sessionBase: "telegram.bot:c1" };
+
+describe("leases", () => {
+  it("a takeover bumps the epoch, and the old owner's writes are refused with LeaseLostError", async () => {
+    const url = await server.createDatabase("takeover");
+    const a = await node({ url, nodeId: "a", units: ["telegram:bot"] });
+    const b = await node({ url, nodeId: "b", units: ["telegram:bot"] });
+    await a.leases.start();
+    const leaseA = a.leases.held()[0];
+    expect(leaseA?.epoch).toBe(1);
+    if (!leaseA) throw new Error("a holds nothing");
+    const stateA = await a.openUnit(leaseA);
+    await stateA.accept({ kind: "turn", key: "k1", message: message("1"), route });
+
+    // A stops renewing (a pause); B takes over once the lease expired on the database's clock.
+    await a.leases.halt();
+    const leaseB = await waitUntil(() => b.leases.acquire("telegram:bot"), "b to take over", 10_000, 50);
+    expect(leaseB.epoch).toBe(2);
+
+    // A's state still believes it is the owner, but the database says otherwise.
+    const write = stateA.accept({ kind: "turn", key: "k2", message: message("2"), route });
+    await expect(write).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(stateA.recordSent(stateA.pending()[0]?.id ?? "", 1)).rejects.toBeInstanceOf(LeaseLostError);
+
+    // B sees what A committed, and nothing A tried after losing the lease.
+    const stateB = await b.openUnit(leaseB);
+    expect(stateB.pending().map((e) => e.key)).toEqual(["k1"]);
+    expect(stateB.pending()[0]?.sent).toBe(0);
+  });
+
+  it("an owner that cannot renew fences itself before another node can acquire its lease", async () => {
+    const url = await server.createDatabase("selffence");
+    const ttl = 1_500;
+    const a = await node({ url, nodeId: "a", units: ["whatsapp:phone"], leaseTtlMs: ttl });
+    const leaseA = await a.leases.acquire("whatsapp:phone");
+    if (!leaseA) throw new Error("a could not acquire a free lease");
+    // A never renews (it was not started: a paused or cut-off node). B polls for the lease.
+    const fencedAt = new Promise<number>((resolve) => leaseA.signal.addEventListener("abort", () => resolve(monotonicClock.now()), { once: true }));
+    let acquiredAt = 0;
+    let aValidAtTakeover: boolean | undefined;
+    const b = await node({
+      url,
+      nodeId: "b",
+      units: ["whatsapp:phone"],
+      leaseTtlMs: ttl,
+      pollMs: 20,
+      onAcquired: () => {
+        acquiredAt = monotonicClock.now();
+        aValidAtTakeover = leaseA.valid();
+      },
+    });
+    await b.leases.start();
+    await waitUntil(() => acquiredAt, "b to acquire", 10_000);
+    // At the moment B owns the account, A's own clock already forbids it any platform call.
+    expect(aValidAtTakeover).toBe(false);
+    expect(leaseA.deadline()).toBeLessThan(acquiredAt);
+    expect(await fencedAt).toBeLessThanOrEqual(acquiredAt);
+    expect(leaseA.signal.reason).toBeInstanceOf(LeaseLostError);
+    expect(b.leases.held()[0]?.epoch).toBe(2);
+  });
+
+  it("renewal keeps a lease past its TTL, and a graceful stop hands it over at once", async () => {
+    const url = await server.createDatabase("renew");
+    // A TTL with room for a renewal delayed by a loaded machine (a late renewal self-fences, rightly).
+    const ttl = 3_000;
+    const a = await node({ url, nodeId: "a", units: ["discord:bot"], leaseTtlMs: ttl });
+    await a.leases.start();
+    const lease = a.leases.held()[0];
+    if (!lease) throw new Error("a holds nothing");
+    const firstDeadline = lease.deadline();
+    await waitUntil(() => lease.deadline() > firstDeadline + ttl, "renewals past one TTL", 15_000);
+    expect(lease.valid()).toBe(true);
+
+    let acquired: HeldLease | undefined;
+    const b = await node({ url, nodeId: "b", units: ["discord:bot"], leaseTtlMs: 60_000, pollMs: 60_000, onAcquired: (l) => (acquired = l) });
+    await b.leases.start();
+    expect(acquired).toBeUndefined();
+    const before = await b.status();
+    expect(before.leases).toMatchObject([{ unit: "discord:bot", holder: "a", epoch: 1 }]);
+    expect(before.leases[0]?.expiresInMs).toBeGreaterThan(0);
+    expect(before.nodes.map((n) => n.id)).toEqual(["a", "b"]);
+    // Released: the row is free at once and `NOTIFY lease_free` wakes B (its own poll is a minute away).
+    await a.leases.stop();
+    expect(lease.signal.aborted).toBe(true);
+    await waitUntil(() => acquired, "b to take the released lease on the notification", 5_000);
+    expect(acquired?.epoch).toBe(2);
+    const after = await b.status();
+    expect(after.leases).toMatchObject([{ unit: "discord:bot", holder: "b", epoch: 2 }]);
+    // A left the node table on its graceful stop: the fair share counts B alone.
+    expect(after.nodes.map((n) => n.id)).toEqual(["b"]);
+  });
+
+  it("takes over a killed node's units within the lease time, though that node still counts as live for the fair share", async () => {
+    const url = await server.createDatabase("failover");
+    const units = ["u1", "u2", "u3", "u4"];
+    const ttl = 3_000;
+    const a = await node({ url, nodeId: "a", units, leaseTtlMs: ttl, pollMs: 100 });
+    await a.leases.start();
+    const b = await node({ url, nodeId: "b", units, leaseTtlMs: ttl, pollMs: 100 });
+    await b.leases.start();
+    await waitUntil(() => a.leases.held().length === 2 && b.leases.held().length === 2, "2 + 2");
+    // B dies without a word (kill -9): its node row stays, so A's fair share is still 2.
+    await b.abandon();
+    await waitUntil(() => a.leases.held().length === 4, "a to own all four", 15_000);
+    const status = await a.status();
+    expect(status.nodes.find((n) => n.id === "b")?.seenAgoMs).toBeLessThan(2 * ttl);
+    expect(status.leases.every((l) => l.holder === "a")).toBe(true);
+  });
+
+  it("spreads 5 units fairly over the live nodes and rebalances when a node joins", async () => {
+    const url = await server.createDatabase("fairshare");
+    const units = ["u1", "u2", "u3", "u4", "u5"];
+    const counts = (nodes: PostgresState[]) => nodes.map((n) => n.leases.held().length);
+    const ownersDisjoint = (nodes: PostgresState[]) => {
+      const all = nodes.flatMap((n) => n.leases.held().map((l) => l.unit));
+      return new Set(all).size === all.length;
+    };
+    const nodes: PostgresState[] = [];
+    for (const id of ["n1", "n2", "n3"]) {
+      const n = await node({ url, nodeId: id, units, leaseTtlMs: 3_000, pollMs: 100 });
+      nodes.push(n);
+      await n.leases.start();
+      if (id === "n1") expect(counts(nodes)).toEqual([5]);
+      // ceil(5/2) = 3 each at most: 3 + 2; ceil(5/3) = 2: 2 + 2 + 1.
+      const want = id === "n2" ? [3, 2] : id === "n3" ? [2, 2, 1] : [5];
+      await waitUntil(() => JSON.stringify([...counts(nodes)].sort().reverse()) === JSON.stringify(want), `leases spread as ${want.join("/")}`, 15_000);
+      expect(ownersDisjoint(nodes)).toBe(true);
+    }
+    const held = nodes.flatMap((n) => n.leases.held());
+    expect(held).toHaveLength(5);
+    expect(held.every((l) => l.valid())).toBe(true);
+  });
+});
