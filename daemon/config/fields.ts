@@ -31,6 +31,7 @@ export const httpUrl = z
 export const groupAccessSchema = z.strictObject({
   enabled: z.boolean().default(true).describe("false: the bridge answers nobody in this group. Default: true."),
   requireMention: z.boolean().optional().describe("Overrides the channel's `requireMention` for this group. Default: the channel's."),
+  context: z.boolean().optional().describe("Overrides the channel's `groupContext.enabled` for this group. Default: the channel's."),
   users: z
     .array(idString)
     .optional()
@@ -55,6 +56,56 @@ export const accessSchema = z
   })
   .describe("Who may talk to the bridge on this channel: users, and groups with their own rules.");
 
+/** The acknowledgement reaction: which messages get it, and what becomes of it once answered. */
+export const ackReactionSchema = z
+  .strictObject({
+    emoji: z
+      .string()
+      .trim()
+      .max(16, "must be one emoji")
+      .default("👀")
+      .describe(
+        'The reaction put on a message when the bridge takes it; "" turns it off. Some platforms accept only their own list of reactions. Default: 👀.',
+      ),
+    scope: z
+      .enum(["group-mentions", "group-all", "direct", "all", "off"])
+      .default("group-mentions")
+      .describe(
+        '"group-mentions": group messages that address the bot; "group-all": every group message taken; "direct": direct chats only; "all": everywhere; "off": never. Default: group-mentions (none in direct chats).',
+      ),
+    done: z
+      .string()
+      .trim()
+      .max(16, "must be one emoji")
+      .default("")
+      .describe('Once the message is answered, the reaction is replaced by this one; "" removes it. Default: "" (removed).'),
+  })
+  .prefault({})
+  .describe(
+    "A reaction that shows a message was taken (best effort: a failure to react never holds up the reply). Default: 👀 on group messages that address the bot.",
+  );
+
+/** How unaddressed group messages are kept as context for the next one that addresses the bot. */
+export const groupContextSchema = z
+  .strictObject({
+    enabled: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Keep, in groups that require a mention, the recent messages not addressed to the bot, and send them (marked as context, with the speakers' names) with the next message that is. Default: true.",
+      ),
+    maxMessages: posInt.max(200, "must be at most 200").default(20).describe("The most messages kept per group (the oldest go first). Default: 20."),
+    maxAgeMs: posInt.default(2 * 60 * 60 * 1000).describe("Messages older than this are dropped, ms. Default: 7200000 (2 h)."),
+    maxChars: posInt
+      .max(100_000, "must be at most 100000")
+      .default(4000)
+      .describe("The most characters of context kept per group, names included (the oldest go first; a longer single message is cut). Default: 4000."),
+  })
+  .prefault({})
+  .describe(
+    "Group context: only for groups the bridge serves and senders it would answer; kept in memory only, never logged, never past these bounds. Default: on, 20 messages, 2 h, 4000 characters.",
+  );
+
 /** The keys every channel has, whatever its platform: spread into each channel schema. */
 export const channelCommon = {
   id: z
@@ -68,7 +119,15 @@ export const channelCommon = {
     .describe("false: the channel is left out (its settings are still checked, without its environment variables). Default: true."),
 };
 
+/** The keys of a channel on a platform with groups and reactions: spread into its schema beside `channelCommon`. */
+export const groupChatOptions = {
+  ackReaction: ackReactionSchema,
+  groupContext: groupContextSchema,
+};
+
 export type AccessConfig = z.output<typeof accessSchema>;
+export type AckReactionConfig = z.output<typeof ackReactionSchema>;
+export type GroupContextConfig = z.output<typeof groupContextSchema>;
 export type GroupAccessConfig = z.output<typeof groupAccessSchema>;
 
 /** How a reply shows while the agent writes it (channels that can show a reply as it grows). */

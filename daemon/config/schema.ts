@@ -130,6 +130,15 @@ export const attachmentsSchema = z.strictObject({
   maxBytes: posInt.default(20 * MiB).describe("The largest file passed on, bytes; larger ones are dropped and the person is told. Default: 20971520 (20 MiB)."),
 });
 
+export const replyFilesSchema = z.strictObject({
+  enabled: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Send the files the agent names in its reply (a `MEDIA: <path>` line, a Markdown image or link to a workspace path) to the chat as a photo, voice note or document, within each platform's size limit (a line says so otherwise); the key needs `files`. Default: true.",
+    ),
+});
+
 /**
  * One channel: the union of every registered platform's channel schema, in
  * registry order, told apart by `type`.
@@ -153,6 +162,7 @@ export const daemonConfigSchema = z
       .default([])
       .describe("Which instance answers which messages: the first route whose match fits wins; a message no route fits is not answered. Default: none."),
     attachments: attachmentsSchema.prefault({}).describe("Files people send: whether and up to what size they reach the instance."),
+    replyFiles: replyFilesSchema.prefault({}).describe("Files the agent names in its replies: whether they are sent to the chat."),
     channels: z
       .array(channelSchema)
       .default([])
@@ -187,6 +197,7 @@ export type OpsConfig = z.output<typeof opsSchema>;
 export type QueueConfig = z.output<typeof queueSchema>;
 export type RetryConfig = z.output<typeof retrySchema>;
 export type AttachmentsConfig = z.output<typeof attachmentsSchema>;
+export type ReplyFilesConfig = z.output<typeof replyFilesSchema>;
 
 type ParsedChannelConfig = z.output<typeof channelSchema>;
 

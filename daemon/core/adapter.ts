@@ -77,6 +77,18 @@ export interface ChatTarget {
   replyToMessageId?: string;
 }
 
+/** A file from the agent's workspace, downloaded, to show in the chat. */
+export interface OutboundFile {
+  /** The workspace path the agent named (the terminal shows it). */
+  path: string;
+  /** A safe base name. */
+  fileName: string;
+  mimeType: string;
+  /** A photo (an image the platform shows inline), a voice note, or a document. */
+  kind: "photo" | "voice" | "document";
+  data: Buffer;
+}
+
 /** "markdown": the adapter renders what it can (Telegram HTML, Discord as is); "plain": verbatim. */
 export type TextFormat = "markdown" | "plain";
 
@@ -105,6 +117,9 @@ export interface AdapterLimits {
    */
   minEditIntervalMs?: number;
 }
+
+/** The largest file a platform takes, bytes, per kind (`ChatAdapter.sendFile`); a larger one is not sent, the person is told. */
+export type FileLimits = Readonly<Record<OutboundFile["kind"], number>>;
 
 export interface AdapterCapabilities {
   /**
@@ -246,8 +261,23 @@ export interface ChatAdapter {
    * reply being written; `end` closes the reply (the prompt comes back).
    */
   write?(target: ChatTarget, piece: string, options: { end: boolean }): Promise<void>;
+  /** Platforms that take files: the largest of each kind `sendFile` may be given. Set together with `sendFile`. */
+  readonly fileLimits?: FileLimits;
+  /**
+   * Platforms that take files (`fileLimits` set): sends one file as
+   * its kind (photo, voice note, document), answering the target's message
+   * like `send`. Same error rules as `send`; no retries of its own.
+   */
+  sendFile?(target: ChatTarget, file: OutboundFile): Promise<SendReceipt | void>;
   /** Best effort: a failure here must never lose a reply. */
   sendTyping(target: ChatTarget): Promise<void>;
+  /**
+   * Platforms with reactions: sets the bot's reaction on message `messageId`
+   * of the target's chat to `emoji`, or removes the bot's reaction `emoji`
+   * when `remove` is true. Rejects on failure (the core treats reactions as
+   * best effort: logged at debug, never retried, never holding up a reply).
+   */
+  react?(target: ChatTarget, messageId: string, emoji: string, options: { remove: boolean }): Promise<void>;
 }
 
 /** `measure` for platforms that count the raw text. */

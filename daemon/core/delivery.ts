@@ -5,14 +5,20 @@
  * a platform's retry-after is honoured, a permanent refusal (blocked bot,
  * deleted chat) is never retried. The window: a kill -9 between the platform
  * taking a chunk and the journal recording it resends that one chunk.
+ *
+ * Files the agent named (`StoredReply.files`) go out after the chunks, each
+ * counted by `sent` the same way: downloaded and sent (file-delivery.ts), or
+ * the line saying why not.
  */
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
+import type { ServiceClient } from "../../shared/client/index.js";
 import type { Random } from "../../shared/random.js";
 import type { DaemonConfig } from "../config/schema.js";
 import type { JournalEntry, StoredMessage, StoredReply, Store } from "../state/store.js";
 import { SendError, type ChatAdapter, type ChatTarget, type InboundMessage, type TextFormat } from "./adapter.js";
 import { splitReply } from "./chunking.js";
+import { prepareFile } from "./file-delivery.js";
 import { errorSummary, StoppingError, type RelayMetrics, type TurnOutcome } from "./relay-types.js";
 import { AbortedError } from "../../shared/clock.js";
 import { retry, type RetryVerdict } from "./retry.js";
@@ -24,6 +30,8 @@ export interface DeliveryDeps {
   random: Random;
   logger: Logger;
   metrics: RelayMetrics;
+  /** Downloads the files a reply names. */
+  client: ServiceClient;
   adapterFor(platform: string, accountId: string): ChatAdapter | undefined;
 }
 
@@ -70,9 +78,29 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
 
   type SendResult = "sent" | "failed" | "halted";
 
-  async function sendChunk(instanceId: string, adapter: ChatAdapter, target: ChatTarget, text: string, format: StoredReply["format"]): Promise<SendResult> {
+  const sendChunk = (instanceId: string, adapter: ChatAdapter, target: ChatTarget, text: string, format: StoredReply["format"]): Promise<SendResult> =>
+    sendWithRetry(instanceId, target, () => adapter.send(target, text, { format }));
+
+  /** One file of a reply: downloaded and sent as its kind, or the line saying why not. */
+  async function sendFile(instanceId: string, adapter: ChatAdapter, target: ChatTarget, path: string): Promise<SendResult> {
+    let prepared: Awaited<ReturnType<typeof prepareFile>>;
     try {
-      await retry(() => adapter.send(target, text, { format }), {
+      prepared = await prepareFile({ client: deps.client, signal: halted.signal }, instanceId, path, adapter);
+    } catch {
+      return "halted"; // only the halt ends a download with an error
+    }
+    if (!prepared.ok) {
+      log.info({ platform: target.platform, chatId: target.chatId, reason: prepared.reason }, "a file of the reply was not sent: the person is told");
+      return sendChunk(instanceId, adapter, target, prepared.notice, "plain");
+    }
+    const { file } = prepared;
+    return sendWithRetry(instanceId, target, () => adapter.sendFile!(target, file));
+  }
+
+  /** One send (a chunk, a file) through the one retry policy. */
+  async function sendWithRetry(instanceId: string, target: ChatTarget, send: () => Promise<unknown>): Promise<SendResult> {
+    try {
+      await retry(send, {
         clock,
         random,
         maxAttempts: policy.maxAttempts,
@@ -102,6 +130,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
     const lead = store.get(leaderId);
     if (!lead?.reply) return;
     const { chunks, members, format } = lead.reply;
+    const files = lead.reply.files ?? [];
     const instanceId = lead.route.instanceId;
     const last = store.get(members[members.length - 1] ?? leaderId) ?? lead;
     const adapter = deps.adapterFor(lead.message.platform, lead.message.accountId);
@@ -112,9 +141,11 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
       return;
     }
     const target = targetOf(lead.message, last.message.messageId);
-    for (let i = lead.sent; i < chunks.length; i++) {
+    for (let i = lead.sent; i < chunks.length + files.length; i++) {
       if (halted.signal.aborted) throw new StoppingError();
-      const sending = sendChunk(instanceId, adapter, target, chunks[i] ?? "", format).then(async (sent) => {
+      const send =
+        i < chunks.length ? sendChunk(instanceId, adapter, target, chunks[i] ?? "", format) : sendFile(instanceId, adapter, target, files[i - chunks.length]!);
+      const sending = send.then(async (sent) => {
         if (sent === "sent") await store.recordSent(leaderId, i + 1);
         return sent;
       });

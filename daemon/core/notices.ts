@@ -50,6 +50,16 @@ export const noticeText = {
   emptyAnswer: "(The agent answered without any text.)",
   uploadRefused: "(Attachments are off for this agent: the bridge's key may not write files, so only your text was passed on.)",
   uploadFailed: (fileName: string) => `(The file ${fileName} could not be passed on.)`,
+  /** Files the agent named in its reply that could not be sent to the chat. */
+  fileTooBig: (path: string, size: string, limit: string) =>
+    `(The file ${path} is ${size}, over this chat's limit of ${limit}: it stays in the agent's workspace.)`,
+  fileRefused: (path: string) =>
+    `(The agent made ${path}, but the bridge's key may not read files (it needs the \`files\` permission), so it cannot be sent here.)`,
+  fileMissing: (path: string) => `(The agent named ${path}, but there is no such file in its workspace.)`,
+  fileUnavailable: (path: string) => `(The file ${path} could not be fetched from the agent's workspace.)`,
+  fileNotSupported: (path: string) => `(The agent made ${path}; this chat cannot receive files, so it stays in the agent's workspace.)`,
+  /** The text of a reply that is only files. */
+  filesOnly: (names: readonly string[]) => names.map((n) => `📎 ${n}`).join("\n"),
   commandFailed: "Sorry, that command failed. Please try again.",
   /** Ends a reply shown as it was written when the person stopped it. */
   stoppedMarker: "(stopped)",

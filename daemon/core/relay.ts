@@ -13,6 +13,10 @@
  *      the reply's view (reply-view.ts), the service call (service-call.ts), settling)
  *   7. delivery.ts: chunks sent and recorded one by one, the one send-retry policy
  *
+ * Around intake: group-context.ts (unaddressed group messages kept, sent
+ * with the next mention) and acknowledgement.ts (a reaction on a message
+ * taken, cleared when its turn is over).
+ *
  * Beside that path: notices.ts (everything said to a person in the bridge's
  * own words, coalesced, never silent) and command-runner.ts (the bridge's
  * commands, run beside the session queue). The relay creates the scheduler
@@ -25,8 +29,11 @@ import type { Random } from "../../shared/random.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
 import type { JournalEntry, Store, StoredRoute } from "../state/store.js";
 import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, InboundMessage } from "./adapter.js";
+import { Acknowledgements } from "./acknowledgement.js";
 import { createCommandRunner } from "./command-runner.js";
+import { parseCommand } from "./commands.js";
 import { createDelivery, targetOf } from "./delivery.js";
+import { GroupContexts } from "./group-context.js";
 import { createIntake } from "./intake.js";
 import { sessionKeyOf } from "./keys.js";
 import { createNotices } from "./notices.js";
@@ -85,7 +92,7 @@ export function createRelay(deps: RelayDeps): Relay {
     maxPendingTotal: config.queue.maxPendingTotal,
     debounceMs: config.queue.debounceMs,
     held: true,
-    run: (turn) => runTurn(turn, turnDeps),
+    run: (turn) => acknowledged(turn.items, () => runTurn(turn, turnDeps)),
     onError(error) {
       if (isShutdownError(error)) return;
       log.error({ err: errorSummary(error) }, "turn failed");
@@ -96,7 +103,7 @@ export function createRelay(deps: RelayDeps): Relay {
     },
   });
 
-  const delivery = createDelivery({ config, store, clock, random, logger: log, metrics, adapterFor: deps.adapterFor });
+  const delivery = createDelivery({ config, store, clock, random, logger: log, metrics, client: deps.client, adapterFor: deps.adapterFor });
   const service = createServiceCalls({ config, store, client: deps.client, clock, random, logger: log, metrics, signal: halt.signal });
   const notices = createNotices({
     clock,
@@ -108,8 +115,40 @@ export function createRelay(deps: RelayDeps): Relay {
       await delivery.finishWith(entries, text, failure.kind);
     },
   });
-  const views = new ReplyViews({ config, store, clock, logger: log, metrics, channelFor: deps.channelFor, signal: halt.signal });
+  const views = new ReplyViews({
+    config,
+    store,
+    clock,
+    logger: log,
+    metrics,
+    channelFor: deps.channelFor,
+    signal: halt.signal,
+    deliverRest: (id) => delivery.deliver(id),
+  });
   const stoppable = new StoppableTurns();
+  const groupContext = new GroupContexts({ clock, channelFor: deps.channelFor });
+  const acks = new Acknowledgements({ channelFor: deps.channelFor, adapterFor: deps.adapterFor, logger: log });
+
+  /** Runs a turn, then clears its messages' reactions (unless the daemon stops: the turn resumes at the next start). */
+  async function acknowledged(ids: readonly string[], run: () => Promise<void>): Promise<void> {
+    const messages = ids.flatMap((id) => store.get(id)?.message ?? []);
+    try {
+      await run();
+    } catch (error) {
+      if (!isShutdownError(error)) acks.answered(messages);
+      throw error;
+    }
+    acks.answered(messages);
+  }
+
+  /** Intake, with the group's context before a message that addresses the bot, and a reaction on a turn's message once taken. */
+  async function accept(adapter: ChatAdapter, message: InboundMessage): Promise<AcceptOutcome> {
+    const outcome = await intake.accept(adapter, groupContext.attach(message));
+    groupContext.settle(message, outcome);
+    const command = !message.attachments?.length && parseCommand(message.text);
+    if (outcome.status === "accepted" && !command) acks.taken(message);
+    return outcome;
+  }
 
   /** /stop: aborts the session's turn in flight and forgets its queued messages. */
   async function stopSession(route: StoredRoute): Promise<{ stopped: boolean; dropped: number }> {
@@ -164,7 +203,7 @@ export function createRelay(deps: RelayDeps): Relay {
   // ---------------------------------------------------------------- lifecycle
 
   return {
-    accept: (adapter, message) => intake.accept(adapter, message),
+    accept,
     admit: (adapter, question) => intake.admit(adapter, question),
     scheduler,
     resume() {

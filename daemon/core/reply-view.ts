@@ -57,6 +57,8 @@ export interface ReplyViewsDeps {
   channelFor(accountId: string): ChannelConfig | undefined;
   /** Aborted when the daemon halts: previews stop where they are (the journal keeps them). */
   signal: AbortSignal;
+  /** Sends what a reply holds beyond its text (the files it names), then ends its entries (delivery.ts `deliver`). */
+  deliverRest(leaderId: string): Promise<void>;
 }
 
 export class ReplyViews {
@@ -115,7 +117,9 @@ export class ReplyViews {
     if (result === "gave_up")
       logger.error({ platform: lead.message.platform, chatId: lead.message.chatId }, "the platform refused the streamed reply for good: giving up");
     const members = lead.reply?.members ?? [lead.id];
-    if (lead.reply) await store.recordSent(lead.id, lead.reply.chunks.length);
+    // Never back: files already sent after the text (a restart finishing the preview again) stay sent.
+    if (lead.reply) await store.recordSent(lead.id, Math.max(lead.sent, lead.reply.chunks.length));
+    if (lead.reply?.files?.length) return this.#deps.deliverRest(lead.id);
     metrics.turn(lead.route.instanceId, result === "done" ? "answered" : "undeliverable", Math.max(0, clock.now() - lead.acceptedAt) / 1000);
     await store.complete(members);
   }

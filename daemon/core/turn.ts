@@ -15,6 +15,7 @@
  * entries expired, the reply's text, the chain's next state) are exported
  * for their unit tests.
  */
+import { posix } from "node:path";
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import type { DaemonConfig } from "../config/schema.js";
@@ -23,6 +24,7 @@ import type { ChatAdapter } from "./adapter.js";
 import { chunksFor, targetOf, type Delivery } from "./delivery.js";
 import { chatKeyOf, sessionKeyOf, type SessionKey } from "./keys.js";
 import { noticeText, type Notices } from "./notices.js";
+import { extractReplyFiles } from "./reply-files.js";
 import { StoppingError, TurnStoppedError, type RelayMetrics } from "./relay-types.js";
 import { startTyping, type ReplyView, type ReplyViews } from "./reply-view.js";
 import type { Turn } from "./scheduler.js";
@@ -202,6 +204,18 @@ export function composeReply(answer: { text: string; contextReset: boolean }, no
   return all.length ? `${all.join("\n\n")}\n\n${body}` : body;
 }
 
+/** The reply's text and the workspace files it names (reply-files.ts), when files go back to the chat; a reply that is only files lists their names. */
+export function replyWithFiles(
+  answer: { text: string; contextReset: boolean },
+  notes: readonly string[],
+  sendBack: boolean,
+): { text: string; files: string[] } {
+  if (!sendBack) return { text: composeReply(answer, notes), files: [] };
+  const { text, files } = extractReplyFiles(answer.text);
+  const said = text || (files.length ? noticeText.filesOnly(files.map((f) => posix.basename(f))) : answer.text);
+  return { text: composeReply({ ...answer, text: said }, notes), files };
+}
+
 /**
  * The session chain after an answer: it moves on to the answer's response
  * only if nobody started a new conversation meanwhile (/new during the turn
@@ -216,16 +230,18 @@ export function nextSessionState(current: SessionState, answer: { responseId?: s
 async function deliverAnswer(turn: OpenTurn, view: ReplyView, answer: Extract<CallOutcome, { ok: true }>, notes: string[], deps: TurnDeps): Promise<void> {
   const { lead, entries, adapter } = turn;
   const { store } = deps;
-  const text = composeReply(answer, notes);
+  const { text, files } = replyWithFiles(answer, notes, deps.config.replyFiles.enabled);
   const chunks = chunksFor(adapter, text, "markdown");
   const key = sessionKeyOf(lead.route);
   const state = nextSessionState(store.session(key), answer);
   const { preview, writer } = view;
-  await store.recordReply(lead.id, { chunks, members: entries.map((e) => e.id), format: "markdown", ...(preview ? { text } : {}) }, state && { key, state });
+  const reply = { chunks, members: entries.map((e) => e.id), format: "markdown" as const, ...(preview ? { text } : {}), ...(files.length ? { files } : {}) };
+  await store.recordReply(lead.id, reply, state && { key, state });
   deps.logger.debug({ ...turn.logCtx, chunks: chunks.length, ms: deps.clock.now() - turn.started }, "turn answered");
   if (preview) return deps.views.finishPreview(store.get(lead.id) ?? lead, preview, text);
   if (writer && (await writer.finish(text))) {
     await store.recordSent(lead.id, chunks.length);
+    if (files.length) return deps.delivery.deliver(lead.id); // the files, then the entries are done
     deps.metrics.turn(lead.route.instanceId, "answered", Math.max(0, deps.clock.now() - lead.acceptedAt) / 1000);
     return store.complete(entries.map((e) => e.id));
   }

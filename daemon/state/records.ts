@@ -64,6 +64,8 @@ export const StoredReplySchema = z.object({
   format: z.enum(["markdown", "plain"]),
   /** The whole text (streamed replies: a preview resumed after a restart is finished to it). */
   text: z.string().optional(),
+  /** Workspace files the agent named, sent after the chunks: `sent` counts the chunks, then the files. */
+  files: z.array(z.string()).optional(),
 });
 
 /** The stream-preview planner's `state()` (stream-preview.ts), as journaled. */

@@ -245,6 +245,8 @@ describe("daemon against the emulator", () => {
           type: "telegram",
           id: "acct0",
           token: "123456789:AAAbbbCCCdddEEEfffGGGhhhIIIjjjKKKll",
+          // The mention rule alone: the chatter kept as context (group-context tests) stays out of the echo.
+          groupContext: { enabled: false },
           access: { mode: "open", groups: { open: { requireMention: false }, guild: { requireMention: false } } },
         },
       ],

@@ -31,7 +31,16 @@ async function bridge(groups: Record<string, object> = { [GENERAL]: {} }): Promi
   });
   cleanups.push(() => fake.close());
 
-  const config = service.configFor({ type: "discord", id: "dc", token: TOKEN, api: fake.apiBase, streaming: "off", access: { users: [alice.id], groups } });
+  // These tests are about the answer itself: group context (its own tests: discord-group.test.ts) stays out of the echo.
+  const config = service.configFor({
+    type: "discord",
+    id: "dc",
+    token: TOKEN,
+    api: fake.apiBase,
+    streaming: "off",
+    groupContext: { enabled: false },
+    access: { users: [alice.id], groups },
+  });
   const daemon = createDaemon({ config, random: seededRandom(7) });
   cleanups.push(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();

@@ -33,6 +33,8 @@ async function bridge() {
     token: TOKEN,
     apiRoot: fake.url,
     streaming: "off",
+    // These tests are about the answer itself: group context (its own tests: telegram-group.test.ts) stays out of the echo.
+    groupContext: { enabled: false },
     access: { users: [String(alice.id), String(bob.id)], groups: { [String(GROUP)]: {} } },
   });
   const daemons: Daemon[] = [];

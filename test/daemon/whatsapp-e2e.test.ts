@@ -26,7 +26,14 @@ const GROUP = "120363000000000001@g.us";
 
 it("relays a WhatsApp message to the agent and sends its reply back to the same chat", async () => {
   const service = await startServiceFixture(cleanups, "wa-e2e-");
-  const config = service.configFor({ type: "whatsapp", id: "wa", access: { users: [`+${ANA}`, `+${LIA_PHONE}`], groups: { [GROUP]: {} } } });
+  // About the answer itself: the reaction and group context (whatsapp-group.test.ts) stay out of `sent` and the echo.
+  const config = service.configFor({
+    type: "whatsapp",
+    id: "wa",
+    ackReaction: { scope: "off" },
+    groupContext: { enabled: false },
+    access: { users: [`+${ANA}`, `+${LIA_PHONE}`], groups: { [GROUP]: {} } },
+  });
   const channel = config.channels[0];
   if (channel?.type !== "whatsapp") throw new Error("expected a whatsapp channel");
   const logger = pino({ level: "silent" });

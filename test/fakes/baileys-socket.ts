@@ -11,7 +11,10 @@
  *   `messaging-history.set`, `updateCreds(partial)` for `creds.update` (it
  *   mutates the auth creds first, as Baileys does);
  * - `sendMessage` / `sendPresenceUpdate` / `readMessages` / `end` / `logout` are recorded,
- *   and logged with the socket's name in `platformCalls()`.
+ *   and logged with the socket's name in `platformCalls()` (`sendMessage` text, files -
+ *   `image`, `document`, `audio` with `ptt` - within WhatsApp's limits of 16 MB for media
+ *   and 100 MB for documents - and reactions, which need the key of a message and are kept
+ *   per message: `reactions`).
  *
  * WhatsApp's one-socket rule: a linked device has one live connection. When a
  * newer socket of the same device opens, the server ends the older one with a
@@ -28,6 +31,7 @@ import { Readable } from "node:stream";
 import { makeEventBuffer, type BaileysEventMap, type WAMessage, type WAMessageKey, type WAPresence } from "@whiskeysockets/baileys";
 import { pino } from "pino";
 import type { MediaDownloader, SocketFactory, WhatsAppSocket, WhatsAppSocketConfig } from "../../daemon/adapters/whatsapp/index.js";
+import type { OutgoingContent } from "../../daemon/adapters/whatsapp/socket.js";
 import { CallLog, type PlatformCall } from "./call-log.js";
 
 export interface FakeAccount {
@@ -62,7 +66,8 @@ const SILENT = pino({ level: "silent" });
 
 export interface SentRecord {
   jid: string;
-  content: { text: string };
+  /** What was sent; `text` is set for text messages only. */
+  content: OutgoingContent & { text?: string };
   options?: { quoted?: WAMessage };
 }
 
@@ -74,6 +79,8 @@ export class FakeBaileysSocket implements WhatsAppSocket {
   readonly endCalls: (Error | undefined)[] = [];
   logoutCalls = 0;
   readonly sent: SentRecord[] = [];
+  /** The bot's reaction per message ("<jid>:<message id>"), as the chat shows it now. */
+  readonly reactions = new Map<string, string>();
   readonly presence: { type: WAPresence; jid: string | undefined }[] = [];
   readonly reads: WAMessageKey[][] = [];
   /** `process` handlers currently attached (the adapter must detach from replaced sockets). */
@@ -111,15 +118,29 @@ export class FakeBaileysSocket implements WhatsAppSocket {
 
   // ---- what the adapter calls ----
 
-  async sendMessage(jid: string, content: { text: string }, options?: { quoted?: WAMessage }): Promise<WAMessage | undefined> {
+  async sendMessage(jid: string, content: OutgoingContent, options?: { quoted?: WAMessage }): Promise<WAMessage | undefined> {
     const failure = this.sendFailures.shift();
     if (failure) throw failure;
     if (this.closed) throw new FakeBoom(428, "Connection Closed");
     this.device.log(this, "sendMessage");
+    const media = "image" in content ? content.image : "audio" in content ? content.audio : undefined;
+    if (media && media.length > 16 * 1024 * 1024) throw new FakeBoom(413, "Media too large");
+    if ("document" in content && content.document.length > 100 * 1024 * 1024) throw new FakeBoom(413, "Media too large");
+    if ("react" in content) {
+      if (!content.react.key.id || content.react.key.remoteJid !== jid) throw new FakeBoom(400, "bad-request");
+      const on = `${jid}:${content.react.key.id}`;
+      if (content.react.text) this.reactions.set(on, content.react.text);
+      else this.reactions.delete(on);
+    }
     this.sent.push({ jid, content, ...(options ? { options } : {}) });
     const message: WAMessage = {
       key: { remoteJid: jid, fromMe: true, id: `3EB0${String(++this.sentCount).padStart(8, "0")}S${this.index}` },
-      message: { conversation: content.text },
+      message:
+        "text" in content
+          ? { conversation: content.text }
+          : "react" in content
+            ? { reactionMessage: { text: content.react.text, key: content.react.key } }
+            : { documentMessage: {} },
       messageTimestamp: Math.floor(Date.now() / 1000),
     };
     // Baileys announces its own sends as an "append" upsert (emitOwnEvents).

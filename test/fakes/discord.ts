@@ -8,6 +8,10 @@
  *   `GET /channels/:id`, `POST /channels/:id/messages` (recorded), `POST /channels/:id/typing`,
  *   `POST /users/@me/channels` (open a DM), `PATCH /channels/:id/messages/:id` (edits the bot's own
  *   messages; history kept; with `editIntervalMs`, edits closer together get Discord's 429), and
+ *   `POST /channels/:id/messages` also as multipart (`payload_json`, `files[n]`; at most 10 files of
+ *   10 MiB, else 50035/40005), the files kept with the message;
+ *   `PUT`/`DELETE /channels/:id/messages/:id/reactions/:emoji/@me` (the bot's own reaction: the
+ *   message must exist, the emoji must be a Unicode emoji or `name:id`, else 10008/10014),
  *   attachment downloads under `/attachments/`.
  *   Every `/api` call must carry `Authorization: Bot <token>` or gets 401.
  * - Gateway: HELLO (op 10) on connect; IDENTIFY (op 2) -> READY then GUILD_CREATE for each
@@ -30,10 +34,13 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, WebSocket, type RawData } from "ws";
+import { multipartParts } from "../helpers/multipart.js";
 import { waitUntil } from "../helpers/wait.js";
 import { CallLog, type PlatformCall } from "./call-log.js";
 
 const DISCORD_EPOCH = 1_420_070_400_000n;
+/** Discord's upload limit without boosts or Nitro: 10 MiB. */
+const FILE_LIMIT = 10 * 1024 * 1024;
 
 export interface FakeUser {
   id: string;
@@ -80,6 +87,8 @@ export interface RecordedMessage {
   /** The `message_reference.message_id` the bot replied to, if any. */
   replyTo?: string;
   allowedMentions?: unknown;
+  /** Files attached (multipart `files[n]`), in order. */
+  files?: { name: string; data: Buffer }[];
   /** The whole JSON body as the bot sent it. */
   body: Record<string, unknown>;
 }
@@ -171,6 +180,10 @@ export interface FakeDiscord {
   /** Messages the bot posted to a channel, oldest first. */
   sentMessages(channelId: string): RecordedMessage[];
   typingCount(channelId: string): number;
+  /** The bot's own reactions on a message now, in the order added. */
+  reactionsOn(messageId: string): string[];
+  /** Every accepted reaction change, in order. */
+  reactionLog: { messageId: string; emoji: string; op: "add" | "remove" }[];
   /** A bot message's versions (post, then each accepted edit); undefined for an unknown id. */
   messageVersions(messageId: string): MessageVersion[] | undefined;
   /** The bot's messages in a channel with their current content (after edits), oldest first. */
@@ -223,6 +236,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
   const messages = new Map<string, Json>();
   const sent = new Map<string, RecordedMessage[]>();
   const typing = new Map<string, number>();
+  const reactions = new Map<string, string[]>();
   const attachments = new Map<string, { data: Buffer; contentType: string }>();
   let attachmentGate: Promise<void> | undefined;
   let attachmentRequests = 0;
@@ -326,6 +340,21 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     res.writeHead(status, { "content-type": contentType, "content-length": payload.length }).end(payload);
   };
 
+  /** A message create: JSON, or multipart with `payload_json` and `files[n]` (how discord.js sends attachments). */
+  const readMessageBody = async (req: IncomingMessage): Promise<{ body: Json; files: { name: string; data: Buffer }[] }> => {
+    const type = req.headers["content-type"] ?? "";
+    if (!type.includes("multipart/form-data")) return { body: await readJson(req), files: [] };
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    let body: Json = {};
+    const files: { name: string; data: Buffer }[] = [];
+    for (const part of multipartParts(Buffer.concat(chunks), type)) {
+      if (part.name === "payload_json") body = JSON.parse(part.data.toString("utf8")) as Json;
+      else if (/^files\[\d+\]$/.test(part.name)) files.push({ name: part.fileName ?? part.name, data: part.data });
+    }
+    return { body, files };
+  };
+
   const readJson = async (req: IncomingMessage): Promise<Json> => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -376,6 +405,8 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
       const id = dmChannelFor({ id: recipientId, username: `user-${recipientId}` });
       return send(res, 200, channelJson(channels.get(id)!));
     }
+    const reactionRoute = /^\/channels\/(\d+)\/messages\/(\d+)\/reactions\/([^/]+)\/@me$/.exec(route);
+    if (reactionRoute && (method === "PUT" || method === "DELETE")) return ownReaction(res, method, reactionRoute[1]!, reactionRoute[2]!, reactionRoute[3]!);
     const messageRoute = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(route);
     if (messageRoute && method === "PATCH") return editMessage(req, res, messageRoute[1]!, messageRoute[2]!);
     const channelRoute = /^\/channels\/(\d+)(\/messages|\/typing)?$/.exec(route);
@@ -389,9 +420,11 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
         return send(res, 204);
       }
       if (method === "POST" && sub === "/messages") {
-        const body = await readJson(req);
+        const { body, files } = await readMessageBody(req);
         const content = typeof body.content === "string" ? body.content : "";
-        if (!content) return send(res, 400, { message: "Cannot send an empty message", code: 50006 });
+        if (!content && !files.length) return send(res, 400, { message: "Cannot send an empty message", code: 50006 });
+        if (files.length > 10) return send(res, 400, { message: "Invalid Form Body", code: 50035 });
+        if (files.some((f) => f.data.length > FILE_LIMIT)) return send(res, 413, { message: "Request entity too large", code: 40005 });
         if ([...content].length > 2000) {
           return send(res, 400, {
             message: "Invalid Form Body",
@@ -404,6 +437,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
         const message = messageJson({ id: snowflake(), channel, author: bot, content, replyTo });
         messages.set(message.id as string, message);
         const record: RecordedMessage = { id: message.id as string, channelId: channel.id, content, body, allowedMentions: body.allowed_mentions };
+        if (files.length) record.files = files;
         if (replyTo) record.replyTo = replyTo;
         sent.set(channel.id, [...(sent.get(channel.id) ?? []), record]);
         versions.set(record.id, [{ content, at: now() }]);
@@ -411,6 +445,26 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
       }
     }
     return send(res, 404, { message: "404: Not Found", code: 0 });
+  }
+
+  /** The bot's own reaction: added (idempotent) or removed; 204 either way, as Discord answers. */
+  async function ownReaction(res: ServerResponse, method: "PUT" | "DELETE", channelId: string, messageId: string, encoded: string): Promise<void> {
+    if (!channels.has(channelId)) return send(res, 404, { message: "Unknown Channel", code: 10003 });
+    const message = messages.get(messageId);
+    if (!message || message.channel_id !== channelId) return send(res, 404, { message: "Unknown Message", code: 10008 });
+    let emoji: string;
+    try {
+      emoji = decodeURIComponent(encoded);
+    } catch {
+      return send(res, 400, { message: "Unknown Emoji", code: 10014 });
+    }
+    if (!/^\p{Extended_Pictographic}/u.test(emoji) && !/^[\w-]+:\d+$/.test(emoji)) return send(res, 400, { message: "Unknown Emoji", code: 10014 });
+    const mine = reactions.get(messageId) ?? [];
+    if (method === "PUT" && !mine.includes(emoji)) mine.push(emoji);
+    if (method === "DELETE" && mine.includes(emoji)) mine.splice(mine.indexOf(emoji), 1);
+    reactions.set(messageId, mine);
+    fake.reactionLog.push({ messageId, emoji, op: method === "PUT" ? "add" : "remove" });
+    return send(res, 204);
   }
 
   /** Discord's edit: only the author may change `content`; limits as on create. */
@@ -676,7 +730,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
 
   const liveSocket = (): WebSocket | null => (current?.socket && current.socket.readyState === WebSocket.OPEN ? current.socket : null);
 
-  return {
+  const fake: FakeDiscord = {
     bot,
     holdAttachments() {
       let release!: () => void;
@@ -720,6 +774,8 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     },
     rateLimitedEdits: () => rateLimitedEdits,
     typingCount: (channelId) => typing.get(channelId) ?? 0,
+    reactionsOn: (messageId) => [...(reactions.get(messageId) ?? [])],
+    reactionLog: [],
     failNext(method, path, status, times = 1) {
       faults.push({ method, path, status, times });
     },
@@ -756,4 +812,5 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+  return fake;
 }

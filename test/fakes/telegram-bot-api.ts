@@ -12,11 +12,29 @@
  * edited", and (with `editIntervalMs`) edits in one chat closer together than
  * that get a 429 with `retry_after`. Every message's history (send, then each
  * edit, with times) is kept for tests.
+ *
+ * `sendPhoto`, `sendDocument` and `sendVoice` take multipart uploads (grammY's
+ * `attach://` fields) within the Bot API's limits (photos 10 MB and only
+ * images, other files 50 MB) and keep what was sent.
+ *
+ * `setMessageReaction` keeps Telegram's rules for bots: one reaction per
+ * message (setting one replaces the last, an empty list removes it), only
+ * emoji from the Bot API's list (anything else is a 400 REACTION_INVALID), on
+ * a message that exists. The bot's current reaction per message is kept, and
+ * every change in order.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { multipartParts } from "../helpers/multipart.js";
 import { waitUntil } from "../helpers/wait.js";
 import { CallLog, type PlatformCall } from "./call-log.js";
+
+/** The Bot API's list of reactions a bot may set (ReactionTypeEmoji), copied here so the fake does not trust the adapter's own list. */
+const TELEGRAM_BOT_REACTIONS = new Set(
+  "👍 👎 ❤ 🔥 🥰 👏 😁 🤔 🤯 😱 🤬 😢 🎉 🤩 🤮 💩 🙏 👌 🕊 🤡 🥱 🥴 😍 🐳 ❤‍🔥 🌚 🌭 💯 🤣 ⚡ 🍌 🏆 💔 🤨 😐 🍓 🍾 💋 🖕 😈 😴 😭 🤓 👻 👨‍💻 👀 🎃 🙈 😇 😨 🤝 ✍ 🤗 🫡 🎅 🎄 ☃ 💅 🤪 🗿 🆒 💘 🙉 🦄 😘 💊 🙊 😎 👾 🤷‍♂ 🤷 🤷‍♀ 😡".split(
+    " ",
+  ),
+);
 
 export interface FakeBotUser {
   id: number;
@@ -30,6 +48,19 @@ export interface SentMessage {
   parse_mode?: string;
   message_id: number;
   reply_to?: number;
+  /** Sent with `disable_notification` (silently). */
+  silent?: boolean;
+}
+
+/** A file the bot sent, as the chat shows it. */
+export interface SentFile {
+  chat_id: string;
+  method: "sendPhoto" | "sendDocument" | "sendVoice";
+  message_id: number;
+  file_name: string;
+  data: Buffer;
+  reply_to?: number;
+  caption?: string;
 }
 
 export interface FakeUser {
@@ -117,6 +148,14 @@ export interface FakeTelegram {
   shownMessages(chatId: string | number): ShownMessage[];
   /** Every accepted edit, in order. */
   edits: { chat_id: string; message_id: number; text: string; parse_mode?: string; at: number }[];
+  /** The next `times` calls of `method` are taken in and never answered nor recorded; `arrived()` counts them. */
+  stall(method: string, times: number): { arrived(): number };
+  /** Files the bot sent (sendPhoto, sendDocument, sendVoice), in order. */
+  sentFiles(chatId?: string | number): SentFile[];
+  /** The bot's reaction on a message now (undefined: none). */
+  reactionOn(chatId: string | number, messageId: number): string | undefined;
+  /** Every accepted reaction change, in order ("" = removed). */
+  reactionLog: { chat_id: string; message_id: number; emoji: string }[];
   /** Edits in one chat closer together than this answer 429 with `retry_after` (0: no limit). */
   setEditInterval(ms: number): void;
   waitFor<T>(probe: () => T | undefined | false, timeoutMs?: number): Promise<T>;
@@ -179,6 +218,9 @@ export async function createFakeTelegram(options: {
   const updates: Json[] = [];
   let nextUpdateId = 1000;
   let nextMessageId = 1;
+  const reactions = new Map<string, string>();
+  const sentFiles: SentFile[] = [];
+  const stalls = new Map<string, { times: number; arrived: number }>();
   let nextFileId = 1;
   const sent: SentMessage[] = [];
   const chatTypes = new Map<string, string>();
@@ -286,6 +328,14 @@ export async function createFakeTelegram(options: {
     platformCalls: () => callLog.list(),
     sentMessages: (chatId) => (chatId === undefined ? [...sent] : sent.filter((m) => m.chat_id === String(chatId))),
     chatActions: [],
+    stall(method, times) {
+      const stall = { times, arrived: 0 };
+      stalls.set(method, stall);
+      return { arrived: () => stall.arrived };
+    },
+    sentFiles: (chatId) => (chatId === undefined ? [...sentFiles] : sentFiles.filter((f) => f.chat_id === String(chatId))),
+    reactionOn: (chatId, messageId) => reactions.get(`${chatId}:${messageId}`),
+    reactionLog: [],
     commands: [],
     webhook: undefined,
     offsets: [],
@@ -344,6 +394,13 @@ export async function createFakeTelegram(options: {
     callLog.record(callLog.name(req.socket, "tcp"), method);
     fake.onCall?.(method);
     const params = await readParams(req);
+    const stall = stalls.get(method);
+    if (stall && stall.times > 0) {
+      // Taken in, never answered nor recorded: Telegram did not get to it (the bot dies waiting, in kill tests).
+      stall.times--;
+      stall.arrived++;
+      return;
+    }
     const raw = rawFaults.get(method);
     if (raw && raw.times > 0) {
       raw.times--;
@@ -411,6 +468,7 @@ export async function createFakeTelegram(options: {
           message_id: nextMessageId++,
           ...(typeof params.parse_mode === "string" ? { parse_mode: params.parse_mode } : {}),
           ...(reply !== undefined ? { reply_to: Number(reply) } : {}),
+          ...(params.disable_notification === true ? { silent: true } : {}),
         };
         sent.push(record);
         fake.onSent?.(record);
@@ -480,6 +538,50 @@ export async function createFakeTelegram(options: {
           text: visible,
         });
       }
+      case "sendPhoto":
+      case "sendDocument":
+      case "sendVoice": {
+        const field = { sendPhoto: "photo", sendDocument: "document", sendVoice: "voice" }[method];
+        const file = params[field] as UploadedFile | undefined;
+        if (!file || typeof file !== "object" || !Buffer.isBuffer(file.data)) return fail(res, 400, `Bad Request: there is no ${field} in the request`);
+        // The Bot API's upload limits: photos 10 MB, other files 50 MB.
+        if (file.size > 50_000_000) return fail(res, 413, "Request Entity Too Large");
+        if (method === "sendPhoto" && file.size > 10_000_000) return fail(res, 400, "Bad Request: PHOTO_INVALID_DIMENSIONS");
+        if (method === "sendPhoto" && !isImage(file.data)) return fail(res, 400, "Bad Request: IMAGE_PROCESS_FAILED");
+        const chatId = String(params.chat_id);
+        const reply = (params.reply_parameters as Json | undefined)?.message_id;
+        const record: SentFile = {
+          chat_id: chatId,
+          method: method as SentFile["method"],
+          message_id: nextMessageId++,
+          file_name: file.name,
+          data: file.data,
+          ...(reply !== undefined ? { reply_to: Number(reply) } : {}),
+          ...(typeof params.caption === "string" ? { caption: params.caption } : {}),
+        };
+        sentFiles.push(record);
+        const from = { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username };
+        return ok(res, {
+          message_id: record.message_id,
+          date: Math.floor(Date.now() / 1000),
+          from,
+          chat: { id: Number(chatId), type: chatTypes.get(chatId) ?? "private" },
+        });
+      }
+      case "setMessageReaction": {
+        const chatId = String(params.chat_id ?? "");
+        const messageId = Number(params.message_id);
+        if (!chatId || !Number.isInteger(messageId) || messageId <= 0 || messageId >= nextMessageId)
+          return fail(res, 400, "Bad Request: message to react not found");
+        const list = Array.isArray(params.reaction) ? (params.reaction as Json[]) : [];
+        if (list.length > 1) return fail(res, 400, "Bad Request: REACTIONS_TOO_MANY");
+        const emoji = list[0] === undefined ? "" : String(list[0].emoji ?? "");
+        if (list[0] !== undefined && (list[0].type !== "emoji" || !TELEGRAM_BOT_REACTIONS.has(emoji))) return fail(res, 400, "Bad Request: REACTION_INVALID");
+        if (emoji) reactions.set(`${chatId}:${messageId}`, emoji);
+        else reactions.delete(`${chatId}:${messageId}`);
+        fake.reactionLog.push({ chat_id: chatId, message_id: messageId, emoji });
+        return ok(res, true);
+      }
       case "sendChatAction":
         fake.chatActions.push({ chat_id: String(params.chat_id), action: String(params.action) });
         return ok(res, true);
@@ -518,6 +620,13 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 }
 
 /** grammY sends JSON, or multipart when uploading; form bodies and query strings are read too. */
+/** A file uploaded in a multipart request. */
+export interface UploadedFile {
+  name: string;
+  size: number;
+  data: Buffer;
+}
+
 async function readParams(req: IncomingMessage): Promise<Record<string, unknown>> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -526,6 +635,20 @@ async function readParams(req: IncomingMessage): Promise<Record<string, unknown>
   const fromQuery = Object.fromEntries(new URL(req.url ?? "/", "http://x").searchParams);
   if (!text) return fromQuery;
   if (type.includes("application/json")) return { ...fromQuery, ...(JSON.parse(text) as Record<string, unknown>) };
+  if (type.includes("multipart/form-data")) {
+    // grammY uploads files as multipart, each named by an `attach://<field>` value.
+    const fields: Record<string, unknown> = {};
+    const uploads = new Map<string, UploadedFile>();
+    for (const part of multipartParts(Buffer.concat(chunks), type)) {
+      if (part.fileName === undefined) fields[part.name] = /^[[{]/.test(part.data.toString()) ? safeJson(part.data.toString()) : part.data.toString();
+      else uploads.set(part.name, { name: part.fileName, size: part.data.length, data: part.data });
+    }
+    for (const [k, v] of Object.entries(fields)) {
+      const ref = typeof v === "string" ? /^attach:\/\/(.+)$/.exec(v)?.[1] : undefined;
+      if (ref !== undefined && uploads.has(ref)) fields[k] = uploads.get(ref);
+    }
+    return { ...fromQuery, ...fields };
+  }
   if (type.includes("x-www-form-urlencoded")) {
     // Telegram accepts JSON-serialised values for object parameters in forms.
     const form: Record<string, unknown> = {};
@@ -533,6 +656,12 @@ async function readParams(req: IncomingMessage): Promise<Record<string, unknown>
     return { ...fromQuery, ...form };
   }
   return fromQuery;
+}
+
+/** PNG, JPEG, GIF or WebP by their first bytes: Telegram refuses a photo it cannot read as an image. */
+function isImage(data: Buffer): boolean {
+  const hex = data.subarray(0, 12).toString("hex");
+  return hex.startsWith("89504e47") || hex.startsWith("ffd8ff") || hex.startsWith("47494638") || (hex.startsWith("52494646") && hex.endsWith("57454250"));
 }
 
 function safeJson(text: string): unknown {

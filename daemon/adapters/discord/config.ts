@@ -5,11 +5,12 @@
  * neither has to import the other.
  */
 import { z } from "zod";
-import { accessSchema, channelCommon, httpUrl, minEditIntervalSchema, streamingSchema } from "../../config/fields.js";
+import { accessSchema, channelCommon, groupChatOptions, httpUrl, minEditIntervalSchema, streamingSchema } from "../../config/fields.js";
 
 export const discordChannelSchema = z.strictObject({
   type: z.literal("discord").describe('A Discord bot: "discord".'),
   ...channelCommon,
+  ...groupChatOptions,
   access: accessSchema
     .prefault({})
     .describe("Who is heard, in DMs (user ids) and guild channels (keyed by channel, thread parent or guild id). Default: nobody (an empty allowlist)."),
@@ -27,6 +28,12 @@ export const discordChannelSchema = z.strictObject({
     .optional()
     .describe("Gateway address to use instead of the one the REST API names (a local fake, in tests). Default: the one Discord names."),
   requireMention: z.boolean().default(true).describe("In guild channels, answer only when mentioned or replied to. Default true."),
+  replyNotifies: z
+    .boolean()
+    .default(true)
+    .describe(
+      "In guild channels a reply answers its message as a Discord reply; true lets that reply notify the person it answers (`allowed_mentions.replied_user`), false answers without a ping. Text from the agent never pings anyone (@everyone, roles, users). Default true.",
+    ),
   streaming: streamingSchema,
   minEditIntervalMs: minEditIntervalSchema,
 });

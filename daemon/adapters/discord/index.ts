@@ -15,7 +15,7 @@ import { createGatewayConnection, defaultConnectionTuning, type ConnectionTuning
 import { translateMessage } from "./inbound.js";
 import { DiscordIntake } from "./intake.js";
 import { botIdentityOf, viewOf } from "./message-view.js";
-import { createDiscordOutbound, DISCORD_LIMITS } from "./outbound.js";
+import { createDiscordOutbound, DISCORD_FILE_LIMITS, DISCORD_LIMITS } from "./outbound.js";
 
 export { ConnectFailure } from "./connect-failure.js";
 export type { ConnectionTuning } from "./connection.js";
@@ -36,7 +36,7 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
   const { random = cryptoRandom, attachmentTimeoutMs = 60_000, ...tuningOverrides } = options;
   const tuning: ConnectionTuning = { ...defaultConnectionTuning, ...stripUndefined(tuningOverrides) };
 
-  const outbound = createDiscordOutbound({ api: config.api, token: config.token, log, redact });
+  const outbound = createDiscordOutbound({ api: config.api, token: config.token, log, redact, replyNotifies: config.replyNotifies });
   const intake = new DiscordIntake({ log, redact, attachmentTimeoutMs });
 
   function onMessage(message: Message, client: Client<true>): void {
@@ -85,7 +85,10 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
     // Discord renders Markdown itself, so "markdown" and "plain" both pass as is.
     send: (target, text) => outbound.send(target, text),
     edit: (target, messageId, text) => outbound.edit(target, messageId, text),
+    fileLimits: DISCORD_FILE_LIMITS,
+    sendFile: (target, file) => outbound.sendFile(target, file),
     sendTyping: (target) => outbound.sendTyping(target),
+    react: (target, messageId, emoji, options) => outbound.react(target, messageId, emoji, options),
   };
 }
 

@@ -14,11 +14,15 @@ import {
   type RESTPatchAPIChannelMessageJSONBody,
   type RESTPostAPIChannelMessageJSONBody,
 } from "discord.js";
+import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { SendError, type AdapterLimits, type ChatTarget, type SendReceipt } from "../../core/adapter.js";
+import { SendError, type AdapterLimits, type ChatTarget, type FileLimits, type OutboundFile, type SendReceipt } from "../../core/adapter.js";
 
 /** Streaming: an edit a second per channel stays well inside Discord's per-channel message limits (5 per 5 s). */
 export const DISCORD_LIMITS: AdapterLimits = { maxMessageLength: 2000, typingRefreshMs: 8000, minEditIntervalMs: 1000 };
+
+/** Discord's upload limit without boosts or Nitro: 10 MiB per message. */
+export const DISCORD_FILE_LIMITS: FileLimits = { photo: 10 * 1024 * 1024, voice: 10 * 1024 * 1024, document: 10 * 1024 * 1024 };
 
 /** What a `DiscordAdapterError` is built from. */
 export interface DiscordAdapterErrorInit {
@@ -57,22 +61,30 @@ export interface OutboundDeps {
   log: Logger;
   /** Removes the token from any text before it reaches a log or an error. */
   redact(text: string): string;
+  /** Whether a guild reply notifies the person it answers (`replied_user`). Default true. */
+  replyNotifies?: boolean;
 }
 
 /** What the adapter's `send`, `edit` and `sendTyping` do, and the REST client's teardown. */
 export interface DiscordOutbound {
   send(target: ChatTarget, text: string): Promise<SendReceipt>;
   edit(target: ChatTarget, messageId: string, text: string): Promise<void>;
+  /** One file as an attachment (multipart `files[0]`), answering like `send`; Discord shows images inline. */
+  sendFile(target: ChatTarget, file: OutboundFile): Promise<SendReceipt>;
   /** Best effort: a failure is logged at debug and swallowed. */
   sendTyping(target: ChatTarget): Promise<void>;
+  /** Adds (or removes) the bot's own reaction on a message; rejects with a `DiscordAdapterError`. */
+  react(target: ChatTarget, messageId: string, emoji: string, options: { remove: boolean }): Promise<void>;
   /** Stops the REST client's sweeper timers (after the last send). */
   close(): void;
 }
 
-// Agent text must not ping @everyone, roles or people; a reply may ping its asker.
-const allowedMentions = { parse: [], replied_user: true } satisfies RESTPostAPIChannelMessageJSONBody["allowed_mentions"];
+/** Agent text never pings @everyone, roles or people; a reply pings its asker only when the channel says so. */
+export const allowedMentionsFor = (replyNotifies: boolean) =>
+  ({ parse: [], replied_user: replyNotifies }) satisfies RESTPostAPIChannelMessageJSONBody["allowed_mentions"];
 
 export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
+  const allowedMentions = allowedMentionsFor(deps.replyNotifies ?? true);
   // No retries and no rate-limit waits inside this client: the core's one retry policy
   // owns those (a rate limit comes back as an error carrying its retry-after).
   const rest = new REST({ api: deps.api, retries: 0, rejectOnRateLimit: () => true }).setToken(deps.token);
@@ -90,6 +102,18 @@ export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
       return receiptOf(sent);
     },
 
+    async sendFile(target, file) {
+      const body: RESTPostAPIChannelMessageJSONBody = { allowed_mentions: allowedMentions, attachments: [{ id: 0, filename: file.fileName }] };
+      if (target.replyToMessageId && target.chatType === "group") {
+        body.message_reference = { message_id: target.replyToMessageId, fail_if_not_exists: false };
+      }
+      const form = attachmentForm(body, file);
+      const sent: unknown = await rest
+        .post(Routes.channelMessages(target.chatId), { body: form.body, passThroughBody: true, headers: { "Content-Type": form.contentType } })
+        .catch(fail(`discord file to ${target.chatId} failed`));
+      return receiptOf(sent);
+    },
+
     async edit(target, messageId, text) {
       const body: RESTPatchAPIChannelMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions };
       await rest.patch(Routes.channelMessage(target.chatId, messageId), { body }).catch(fail(`discord edit in ${target.chatId} failed`));
@@ -103,11 +127,46 @@ export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
       }
     },
 
+    async react(target, messageId, emoji, { remove }) {
+      // Unicode emoji go URL-encoded in the path (custom ones would be name:id).
+      const route = Routes.channelMessageOwnReaction(target.chatId, messageId, encodeURIComponent(emoji));
+      const where = `discord reaction in ${target.chatId} failed`;
+      await (remove ? rest.delete(route) : rest.put(route)).catch(fail(where));
+    },
+
     close() {
       rest.clearHashSweeper();
       rest.clearHandlerSweeper();
     },
   };
+}
+
+/**
+ * A message with one attachment as Discord takes it: multipart with
+ * `payload_json` and `files[0]`. Built here as one buffer rather than with
+ * the REST client's FormData, whose stream only the undici copy that made it
+ * can read (the process may hold two, and a shared global dispatcher).
+ */
+export function attachmentForm(
+  payload: RESTPostAPIChannelMessageJSONBody,
+  file: Pick<OutboundFile, "fileName" | "mimeType" | "data">,
+): { body: Buffer; contentType: string } {
+  const boundary = `agent-bridge-${randomUUID()}`;
+  const name = file.fileName.replace(/[\r\n"\\]/g, "_");
+  const head = [
+    `--${boundary}`,
+    'Content-Disposition: form-data; name="payload_json"',
+    "Content-Type: application/json",
+    "",
+    JSON.stringify(payload),
+    `--${boundary}`,
+    `Content-Disposition: form-data; name="files[0]"; filename="${name}"`,
+    `Content-Type: ${file.mimeType}`,
+    "",
+    "",
+  ].join("\r\n");
+  const body = Buffer.concat([Buffer.from(head, "utf8"), file.data, Buffer.from(`\r\n--${boundary}--\r\n`, "utf8")]);
+  return { body, contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
 /**

@@ -5,7 +5,7 @@
  * neither has to import the other.
  */
 import { z } from "zod";
-import { accessSchema, channelCommon, httpUrl, minEditIntervalSchema, nonEmpty, streamingSchema } from "../../config/fields.js";
+import { accessSchema, channelCommon, groupChatOptions, httpUrl, minEditIntervalSchema, nonEmpty, streamingSchema } from "../../config/fields.js";
 
 export const telegramWebhookSchema = z
   .strictObject({
@@ -24,6 +24,7 @@ export const telegramChannelSchema = z
   .strictObject({
     type: z.literal("telegram").describe('A Telegram bot (Bot API, long polling or a webhook): "telegram".'),
     ...channelCommon,
+    ...groupChatOptions,
     access: accessSchema.prefault({}),
     token: z
       .string()
@@ -37,15 +38,113 @@ export const telegramChannelSchema = z
     webhook: telegramWebhookSchema.optional(),
     requireMention: z.boolean().default(true).describe("In groups, answer only when mentioned, replied to or commanded. Default true."),
     setCommands: z.boolean().default(true).describe("Register the bot's command menu (/new, /status, ...) with Telegram at start. Default true."),
+    replyNotifies: z
+      .boolean()
+      .default(true)
+      .describe(
+        "In groups a reply quotes the message it answers (so it lands in the right topic), and Telegram notifies the person quoted; false sends replies silently (`disable_notification`: no sound), still quoting. Default true.",
+      ),
     streaming: streamingSchema,
     minEditIntervalMs: minEditIntervalSchema,
   })
   .refine((c) => c.mode !== "webhook" || c.webhook !== undefined, {
     message: 'required when mode is "webhook"',
     path: ["webhook"],
+  })
+  .refine((c) => isTelegramReaction(c.ackReaction.emoji), {
+    message: "is not a reaction Telegram lets bots set (see setMessageReaction's list: 👀, 👍, 🔥, ...)",
+    path: ["ackReaction", "emoji"],
+  })
+  .refine((c) => isTelegramReaction(c.ackReaction.done), {
+    message: "is not a reaction Telegram lets bots set (see setMessageReaction's list: 👀, 👍, 🔥, ...)",
+    path: ["ackReaction", "done"],
   });
 
 export type TelegramWebhookConfig = z.output<typeof telegramWebhookSchema>;
 
 /** A Telegram channel once finalised: the account id is always set. */
 export type TelegramChannelConfig = z.output<typeof telegramChannelSchema> & { id: string };
+
+/**
+ * The reactions a bot may set on Telegram: `ReactionTypeEmoji.emoji` must be
+ * one of the Bot API's fixed list (anything else is refused with 400
+ * REACTION_INVALID), so the config is checked against it at load.
+ */
+export const TELEGRAM_REACTIONS: ReadonlySet<string> = new Set([
+  "👍",
+  "👎",
+  "❤",
+  "🔥",
+  "🥰",
+  "👏",
+  "😁",
+  "🤔",
+  "🤯",
+  "😱",
+  "🤬",
+  "😢",
+  "🎉",
+  "🤩",
+  "🤮",
+  "💩",
+  "🙏",
+  "👌",
+  "🕊",
+  "🤡",
+  "🥱",
+  "🥴",
+  "😍",
+  "🐳",
+  "❤‍🔥",
+  "🌚",
+  "🌭",
+  "💯",
+  "🤣",
+  "⚡",
+  "🍌",
+  "🏆",
+  "💔",
+  "🤨",
+  "😐",
+  "🍓",
+  "🍾",
+  "💋",
+  "🖕",
+  "😈",
+  "😴",
+  "😭",
+  "🤓",
+  "👻",
+  "👨‍💻",
+  "👀",
+  "🎃",
+  "🙈",
+  "😇",
+  "😨",
+  "🤝",
+  "✍",
+  "🤗",
+  "🫡",
+  "🎅",
+  "🎄",
+  "☃",
+  "💅",
+  "🤪",
+  "🗿",
+  "🆒",
+  "💘",
+  "🙉",
+  "🦄",
+  "😘",
+  "💊",
+  "🙊",
+  "😎",
+  "👾",
+  "🤷‍♂",
+  "🤷",
+  "🤷‍♀",
+  "😡",
+]);
+
+/** Whether Telegram accepts `emoji` as a bot's reaction ("" counts: it means none). */
+export const isTelegramReaction = (emoji: string): boolean => emoji === "" || TELEGRAM_REACTIONS.has(emoji);

@@ -18,7 +18,7 @@ import type { TelegramChannelConfig } from "./config.js";
 import { TelegramConnection } from "./connection.js";
 import { createTelegramFetch, directJsonCalls } from "./fetch.js";
 import { createHandover } from "./handover.js";
-import { createTelegramOutbound, TELEGRAM_LIMITS } from "./outbound.js";
+import { createTelegramOutbound, TELEGRAM_FILE_LIMITS, TELEGRAM_LIMITS } from "./outbound.js";
 
 export { TelegramAdapterError, type TelegramAdapterErrorInit } from "./errors.js";
 export { telegramMarkdownToHtml, telegramVisibleLength } from "./markdown.js";
@@ -74,7 +74,7 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
     pollTimeoutSeconds,
     retryPauseMs: options.retryPauseMs ?? 1000,
   });
-  const outbound = createTelegramOutbound({ api, log, scrub });
+  const outbound = createTelegramOutbound({ api, log, scrub, replyNotifies: config.replyNotifies });
 
   return {
     platform: "telegram",
@@ -88,5 +88,8 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
     send: outbound.send,
     edit: outbound.edit,
     sendTyping: outbound.sendTyping,
+    fileLimits: TELEGRAM_FILE_LIMITS,
+    sendFile: outbound.sendFile,
+    react: outbound.react,
   };
 }

@@ -5,21 +5,27 @@
  * or two when Telegram refuses the HTML's entities and the text goes again as
  * plain text (`sendRendered`, shared by send and edit).
  */
-import type { Api } from "grammy";
+import { type Api, InputFile } from "grammy";
 import type { Logger } from "pino";
 import { BoundedMap } from "../../../shared/util/bounded-map.js";
-import type { ChatTarget, SendOptions, SendReceipt, TextFormat } from "../../core/adapter.js";
+import type { ChatTarget, FileLimits, OutboundFile, SendOptions, SendReceipt, TextFormat } from "../../core/adapter.js";
 import { describe, isEntityError, isNotModified, type Scrub, TelegramAdapterError, toAdapterError } from "./errors.js";
 import { telegramMarkdownToHtml, telegramVisibleLength } from "./markdown.js";
+import { TELEGRAM_REACTIONS } from "./config.js";
 
 /** Streaming: at most one send or edit a second per chat (Telegram's flood limits start about there). */
 export const TELEGRAM_LIMITS = { maxMessageLength: 4096, typingRefreshMs: 4500, minEditIntervalMs: 1000 } as const;
+
+/** The Bot API's upload limits: photos 10 MB, other files 50 MB. */
+export const TELEGRAM_FILE_LIMITS: FileLimits = { photo: 10_000_000, voice: 50_000_000, document: 50_000_000 };
 
 export interface TelegramOutboundDeps {
   api: Api;
   /** The adapter's logger (entity refusals at debug, typing failures at debug). */
   log: Logger;
   scrub: Scrub;
+  /** Whether a group reply notifies the person it quotes; false sends it silently (`disable_notification`). Default true. */
+  replyNotifies?: boolean;
 }
 
 export interface TelegramOutbound {
@@ -27,6 +33,8 @@ export interface TelegramOutbound {
   send(target: ChatTarget, text: string, options: SendOptions): Promise<SendReceipt>;
   edit(target: ChatTarget, messageId: string, text: string, options: SendOptions): Promise<void>;
   sendTyping(target: ChatTarget): Promise<void>;
+  sendFile(target: ChatTarget, file: OutboundFile): Promise<SendReceipt>;
+  react(target: ChatTarget, messageId: string, emoji: string, options: { remove: boolean }): Promise<void>;
 }
 
 /** One Bot API call that puts `text` on screen, with `parse_mode: "HTML"` or as plain text. */
@@ -70,14 +78,18 @@ function htmlFor(text: string, options: SendOptions): string | undefined {
   return html.trim() && visible <= TELEGRAM_LIMITS.maxMessageLength ? html : undefined;
 }
 
-/** In groups the reply quotes the message it answers (and so lands in the right forum topic). */
-function replyParameters(target: ChatTarget) {
+/**
+ * In groups the reply quotes the message it answers (and so lands in the right
+ * forum topic); Telegram notifies the person quoted, unless the channel sends
+ * replies silently.
+ */
+export function replyParameters(target: ChatTarget, notify = true) {
   const id = target.replyToMessageId;
   if (target.chatType !== "group" || !id || !/^\d+$/.test(id)) return {};
-  return { reply_parameters: { message_id: Number(id), allow_sending_without_reply: true } };
+  return { reply_parameters: { message_id: Number(id), allow_sending_without_reply: true }, ...(notify ? {} : { disable_notification: true }) };
 }
 
-export function createTelegramOutbound({ api, log, scrub }: TelegramOutboundDeps): TelegramOutbound {
+export function createTelegramOutbound({ api, log, scrub, replyNotifies = true }: TelegramOutboundDeps): TelegramOutbound {
   /**
    * HTML first (when the text is Markdown and renders within the limit), plain
    * text when there is no HTML or Telegram refuses its entities. Any other
@@ -104,7 +116,7 @@ export function createTelegramOutbound({ api, log, scrub }: TelegramOutboundDeps
     measure: measureTelegram,
 
     async send(target, text, options) {
-      const reply = replyParameters(target);
+      const reply = replyParameters(target, replyNotifies);
       const sent = await sendRendered("sendMessage", text, options, (body, html) =>
         api.sendMessage(target.chatId, body, html ? { parse_mode: "HTML", ...reply } : reply),
       );
@@ -124,6 +136,33 @@ export function createTelegramOutbound({ api, log, scrub }: TelegramOutboundDeps
       });
     },
 
+    async sendFile(target, file) {
+      const input = new InputFile(file.data, file.fileName);
+      const other = replyParameters(target, replyNotifies);
+      const [method, send] =
+        file.kind === "photo"
+          ? (["sendPhoto", () => api.sendPhoto(target.chatId, input, other)] as const)
+          : file.kind === "voice"
+            ? (["sendVoice", () => api.sendVoice(target.chatId, input, other)] as const)
+            : (["sendDocument", () => api.sendDocument(target.chatId, input, other)] as const);
+      try {
+        const sent = await send();
+        return { messageId: String(sent.message_id) };
+      } catch (error) {
+        throw toAdapterError(method, error, scrub);
+      }
+    },
+
+    async react(target, messageId, emoji, { remove }) {
+      const id = Number(messageId);
+      if (!Number.isSafeInteger(id)) throw new TelegramAdapterError({ message: "telegram setMessageReaction: not a message id", status: 400 });
+      // A bot holds one reaction per message: setting one replaces it, an empty list removes it.
+      const reaction = remove ? [] : [{ type: "emoji" as const, emoji: checkedReaction(emoji) }];
+      await api.setMessageReaction(target.chatId, id, reaction).catch((error: unknown) => {
+        throw toAdapterError("setMessageReaction", error, scrub);
+      });
+    },
+
     async sendTyping(target) {
       try {
         await api.sendChatAction(target.chatId, "typing");
@@ -132,4 +171,13 @@ export function createTelegramOutbound({ api, log, scrub }: TelegramOutboundDeps
       }
     },
   };
+}
+
+type TelegramReaction = Parameters<Api["setMessageReaction"]>[2][number] & { type: "emoji" };
+
+/** Refuses, without calling Telegram, a reaction outside the Bot API's list. */
+function checkedReaction(emoji: string): TelegramReaction["emoji"] {
+  const allowed = [...TELEGRAM_REACTIONS].find((r) => r === emoji);
+  if (!allowed) throw new TelegramAdapterError({ message: "telegram setMessageReaction: not a reaction Telegram lets bots set", status: 400 });
+  return allowed as TelegramReaction["emoji"];
 }

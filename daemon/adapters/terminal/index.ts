@@ -6,11 +6,11 @@
  */
 import type { Readable, Writable } from "node:stream";
 import { systemClock, type Clock } from "../../../shared/clock.js";
-import { rawLength, type AdapterCapabilities, type AdapterLimits, type ChatAdapter, type InboundSink } from "../../core/adapter.js";
+import { rawLength, type AdapterCapabilities, type AdapterLimits, type ChatAdapter, type FileLimits, type InboundSink } from "../../core/adapter.js";
 import { TERMINAL_PLATFORM, type TerminalChannelConfig } from "./config.js";
 import { openTerminalInput, type TerminalInput } from "./connection.js";
 import { translateMessage } from "./inbound.js";
-import { TerminalScreen } from "./outbound.js";
+import { fileLine, TerminalScreen } from "./outbound.js";
 
 export { TERMINAL_PLATFORM } from "./config.js";
 export { REPLY_PREFIX, TYPING_LINE } from "./outbound.js";
@@ -37,6 +37,8 @@ export interface TerminalAdapter extends ChatAdapter {
 
 // A typing line per pending reply at most; refreshes would only repeat it.
 const limits: AdapterLimits = { maxMessageLength: 100_000, typingRefreshMs: 60_000 };
+// Files the agent names are shown by their workspace path (a terminal shows no images); the limit only bounds the check that the file is there.
+const fileLimits: FileLimits = { photo: 100 * 1024 * 1024, voice: 100 * 1024 * 1024, document: 100 * 1024 * 1024 };
 // Lines typed are read once: what the core cannot take is told, never left for a redelivery.
 // Streaming: text is written as it comes (a terminal cannot change what it printed).
 const capabilities: AdapterCapabilities = { redelivers: false, edit: false, append: true };
@@ -93,6 +95,11 @@ export function createTerminalAdapter(options: TerminalAdapterOptions): Terminal
 
     async send(_target, text) {
       screen.reply(text);
+    },
+
+    fileLimits,
+    async sendFile(_target, file) {
+      screen.print(fileLine(file));
     },
 
     async write(_target, piece, { end }) {

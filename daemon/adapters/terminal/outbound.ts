@@ -5,9 +5,14 @@
  */
 import { clearLine, cursorTo, type Interface } from "node:readline";
 import type { Writable } from "node:stream";
+import { formatBytes } from "../../../shared/util/format-bytes.js";
+import type { OutboundFile } from "../../core/adapter.js";
 
 export const REPLY_PREFIX = "agent> ";
 export const TYPING_LINE = "agent is typing…";
+
+/** How a file the agent made shows: its path in the agent's workspace, its kind and size. */
+export const fileLine = (file: Pick<OutboundFile, "path" | "kind" | "data">): string => `📎 ${file.path} (${file.kind}, ${formatBytes(file.data.length)})`;
 
 export class TerminalScreen {
   readonly #output: Writable;

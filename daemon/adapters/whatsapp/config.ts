@@ -5,11 +5,12 @@
  * file, so neither has to import the other.
  */
 import { z } from "zod";
-import { accessSchema, channelCommon, nonEmpty } from "../../config/fields.js";
+import { accessSchema, channelCommon, groupChatOptions, nonEmpty } from "../../config/fields.js";
 
 export const whatsappChannelSchema = z.strictObject({
   type: z.literal("whatsapp").describe('A WhatsApp account linked as a device (Baileys): "whatsapp".'),
   ...channelCommon,
+  ...groupChatOptions,
   access: accessSchema.prefault({}),
   authDir: nonEmpty.optional().describe("Folder of the link to the phone (Baileys' keys; owner-only). Default: `<dataDir>/whatsapp/<id>`."),
   printQr: z.boolean().default(true).describe("Draw the pairing QR code on stdout when the channel is not linked yet. Default: true."),

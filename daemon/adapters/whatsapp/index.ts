@@ -17,7 +17,7 @@ import { RECONNECT_BACKOFF, WhatsAppConnection } from "./connection.js";
 import { describeError } from "./errors.js";
 import { PLATFORM } from "./inbound.js";
 import { WhatsAppIntake } from "./intake.js";
-import { WHATSAPP_LIMITS, WhatsAppOutbound } from "./outbound.js";
+import { WHATSAPP_FILE_LIMITS, WHATSAPP_LIMITS, WhatsAppOutbound } from "./outbound.js";
 import { baileysMediaDownloader, baileysSocketFactory, type MediaDownloader, type SocketFactory } from "./socket.js";
 
 export { RECONNECT_BACKOFF } from "./connection.js";
@@ -105,5 +105,8 @@ export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: Adapt
     stop: () => connection.stop(() => intake.drained()),
     send: (target, text, sendOptions) => outbound.send(target, text, sendOptions),
     sendTyping: (target) => outbound.sendTyping(target),
+    fileLimits: WHATSAPP_FILE_LIMITS,
+    sendFile: (target, file) => outbound.sendFile(target, file),
+    react: (target, messageId, emoji, options) => outbound.react(target, messageId, emoji, options),
   };
 }

@@ -5,14 +5,17 @@
  */
 import type { Logger } from "pino";
 import type { proto } from "@whiskeysockets/baileys";
-import type { AdapterLimits, ChatTarget, SendOptions, SendReceipt, TextFormat } from "../../core/adapter.js";
+import type { AdapterLimits, ChatTarget, FileLimits, OutboundFile, SendOptions, SendReceipt, TextFormat } from "../../core/adapter.js";
 import { BoundedMap } from "../../../shared/util/bounded-map.js";
 import { describeError, WhatsAppAdapterError } from "./errors.js";
 import { markdownToWhatsApp } from "./format.js";
 import { toSendJid } from "./ids.js";
-import type { WAMessage, WAMessageKey, WhatsAppSocket } from "./socket.js";
+import type { OutgoingContent, WAMessage, WAMessageKey, WhatsAppSocket } from "./socket.js";
 
 export const WHATSAPP_LIMITS: AdapterLimits = { maxMessageLength: 4000, typingRefreshMs: 10_000 };
+
+/** WhatsApp's limits: photos and voice notes 16 MB, documents 100 MB. */
+export const WHATSAPP_FILE_LIMITS: FileLimits = { photo: 16 * 1024 * 1024, voice: 16 * 1024 * 1024, document: 100 * 1024 * 1024 };
 
 /** How many sent and received messages are remembered (for Baileys' retries and for quoting). */
 const REMEMBERED = 500;
@@ -45,16 +48,44 @@ export class WhatsAppOutbound {
   }
 
   async send(target: ChatTarget, text: string, options: SendOptions): Promise<SendReceipt> {
+    const body = options.format === "markdown" ? markdownToWhatsApp(text) : text;
+    return this.#deliver(target, { text: body }, "send");
+  }
+
+  /** A file as an image, a voice note (`ptt`) or a document, quoting the message it answers in a group. */
+  async sendFile(target: ChatTarget, file: OutboundFile): Promise<SendReceipt> {
+    const content: OutgoingContent =
+      file.kind === "photo"
+        ? { image: file.data, mimetype: file.mimeType }
+        : file.kind === "voice"
+          ? { audio: file.data, mimetype: file.mimeType, ptt: true }
+          : { document: file.data, mimetype: file.mimeType, fileName: file.fileName };
+    return this.#deliver(target, content, "file send");
+  }
+
+  /** The bot's reaction on a message ("" removes it: WhatsApp keeps one reaction per sender). */
+  async react(target: ChatTarget, messageId: string, emoji: string, { remove }: { remove: boolean }): Promise<void> {
+    const jid = toSendJid(target.chatId);
+    // A group message's key names its sender (participant); a direct one is the chat's.
+    const key = this.#received.get(messageKey(target.chatId, messageId))?.key ?? { remoteJid: jid, id: messageId, fromMe: false };
+    const socket = await this.#deps.waitForOpen();
+    try {
+      await socket.sendMessage(jid, { react: { text: remove ? "" : emoji, key } });
+    } catch (err) {
+      throw new WhatsAppAdapterError({ reason: "send_failed", message: `WhatsApp reaction failed: ${describeError(err)}` });
+    }
+  }
+
+  async #deliver(target: ChatTarget, content: OutgoingContent, what: string): Promise<SendReceipt> {
     const jid = toSendJid(target.chatId);
     const socket = await this.#deps.waitForOpen();
-    const body = options.format === "markdown" ? markdownToWhatsApp(text) : text;
     const quoted = target.chatType === "group" && target.replyToMessageId ? this.#received.get(messageKey(target.chatId, target.replyToMessageId)) : undefined;
     let sent: WAMessage | undefined;
     try {
-      sent = await socket.sendMessage(jid, { text: body }, quoted ? { quoted } : undefined);
+      sent = await socket.sendMessage(jid, content, quoted ? { quoted } : undefined);
     } catch (err) {
       // No `cause`: Baileys' error objects may carry key material, and the core logs what it is given.
-      throw new WhatsAppAdapterError({ reason: "send_failed", message: `WhatsApp send failed: ${describeError(err)}` });
+      throw new WhatsAppAdapterError({ reason: "send_failed", message: `WhatsApp ${what} failed: ${describeError(err)}` });
     }
     if (sent?.key.id && sent.message) this.#sent.set(messageKey(sent.key.remoteJid, sent.key.id), sent.message);
     return sent?.key.id ? { messageId: sent.key.id } : {};

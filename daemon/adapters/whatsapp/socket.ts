@@ -33,11 +33,19 @@ export interface WhatsAppSocketEvents {
   process(handler: (events: Partial<BaileysEventMap>) => void | Promise<void>): () => void;
 }
 
+/** What the bridge sends: text, a file (image, document, voice note), or a reaction ("" removes it). A subset of Baileys' `AnyMessageContent`. */
+export type OutgoingContent =
+  | { text: string }
+  | { image: Buffer; mimetype: string; caption?: string }
+  | { document: Buffer; mimetype: string; fileName: string }
+  | { audio: Buffer; mimetype: string; ptt: true }
+  | { react: { text: string; key: WAMessageKey } };
+
 export interface WhatsAppSocket {
   ev: WhatsAppSocketEvents;
   /** The linked account once known: `id` is the phone JID, `lid` the `@lid` id. */
   user?: { id: string; lid?: string } | undefined;
-  sendMessage(jid: string, content: { text: string }, options?: { quoted?: WAMessage }): Promise<WAMessage | undefined>;
+  sendMessage(jid: string, content: OutgoingContent, options?: { quoted?: WAMessage }): Promise<WAMessage | undefined>;
   sendPresenceUpdate(type: WAPresence, toJid?: string): Promise<void>;
   /** Closes the connection without logging out (the link survives). */
   end(error: Error | undefined): unknown;
