@@ -13,6 +13,8 @@
  * state in memory, is retried with backoff until it succeeds, shows in
  * `health()`, and is reported once (and once more when it recovers).
  */
+import { backoffDelay } from "../../shared/backoff.js";
+import { cryptoRandom } from "../../shared/random.js";
 import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Low } from "lowdb";
@@ -202,8 +204,9 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
           }
           lastError = message;
           failedAttempts++;
-          // TODO(#16): shared/backoff.ts - this formula and the raw timer in `schedule` become the project's one backoff at merge.
-          if (!closed) schedule(Math.min(maxRetryMs, Math.max(flushMs, 10) * 2 ** Math.min(failedAttempts, 10)));
+          // The project's one backoff formula. Disk writes are scheduled on real time (not the
+          // emulator's clock, which tests move): a write is I/O, not modelled time.
+          if (!closed) schedule(backoffDelay(failedAttempts + 1, { baseMs: Math.max(flushMs, 10), maxMs: maxRetryMs }, cryptoRandom));
           throw error;
         },
       );
