@@ -162,6 +162,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     clock,
     random,
     scripts,
+    sandboxOf: (instanceId) => sandboxOfInstance(store.data, instanceId)?.id,
     writeFile: treeFileWriter(
       (id) => env.workspaces.rootOf(id),
       () => env.workspaces.tempPath(),
@@ -225,7 +226,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   mountConsole(app, env);
   // One `runtime.json` editor for skills and channels, so their edits of one instance queue behind each other.
   const runtime = createRuntimeConfigs(env.workspaces);
-  const sandboxes = createSandboxService(env);
+  const sandboxes = createSandboxService(env, scripts);
   const handlers: Partial<Handlers> = {
     ...organizationHandlers(env),
     ...keyHandlers(env),
@@ -254,7 +255,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     store,
     requests,
     events,
-    sandboxes: sandboxesApi(env, sandboxes),
+    sandboxes: sandboxesApi(env, sandboxes, scripts),
     async listen(port = 0, host = "127.0.0.1") {
       await new Promise<void>((resolve, reject) => {
         server = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve()));

@@ -151,6 +151,9 @@ export const routes = {
   adminGetInstanceModelScript: route({ method: "GET", path: "/_emulator/instances/{instance_id}/model-script", tag: "emulator", summary: "An instance's model script", access: ADMIN, status: 200, response: modelScript.ModelScriptView, errors: [401, 403, 404] }),
   adminSetInstanceModelScript: route({ method: "PUT", path: "/_emulator/instances/{instance_id}/model-script", tag: "emulator", summary: "Set an instance's model script", access: ADMIN, body: modelScript.ModelScriptBody, status: 200, response: modelScript.ModelScriptView, errors: [401, 403, 404, 422] }),
   adminClearInstanceModelScript: route({ method: "DELETE", path: "/_emulator/instances/{instance_id}/model-script", tag: "emulator", summary: "Remove an instance's model script", access: ADMIN, status: 204, response: "empty", errors: [401, 403, 404] }),
+  adminGetSandboxModelScript: route({ method: "GET", path: "/_emulator/sandboxes/{sandbox_id}/model-script", tag: "emulator", summary: "A sandbox's model script", access: ADMIN, status: 200, response: modelScript.ModelScriptView, errors: [401, 403, 404] }),
+  adminSetSandboxModelScript: route({ method: "PUT", path: "/_emulator/sandboxes/{sandbox_id}/model-script", tag: "emulator", summary: "Set a sandbox's model script", access: ADMIN, body: modelScript.ModelScriptBody, status: 200, response: modelScript.ModelScriptView, errors: [401, 403, 404, 422] }),
+  adminClearSandboxModelScript: route({ method: "DELETE", path: "/_emulator/sandboxes/{sandbox_id}/model-script", tag: "emulator", summary: "Remove a sandbox's model script", access: ADMIN, status: 204, response: "empty", errors: [401, 403, 404] }),
 
   // Sandboxes (control plane): many tests on one emulator, each seeing only its own
   adminCreateSandbox: route({ method: "POST", path: "/_emulator/sandboxes", tag: "emulator", summary: "Create a sandbox with an organization and its key", access: ADMIN, body: sandboxes.SandboxCreateRequest, status: 201, response: sandboxes.SandboxCreated, errors: [401, 403, 422] }),
@@ -243,9 +246,12 @@ export const operationDescriptions = {
   adminGetModelScript: "The global model script and how often each of its rules fired; `script: null` when none is set.",
   adminSetModelScript: "Replaces the global model script. The whole script is checked first: an unknown field, a bad regular expression or an output that misses its schema is 422 naming the place (`loc` is `body` and the script's path) and the script in force stays.",
   adminClearModelScript: "Removes the global model script: the echo and its directives answer again.",
-  adminGetInstanceModelScript: "The instance's own model script (tried before the global one) and its rules' hits.",
+  adminGetInstanceModelScript: "The instance's own model script (tried before its sandbox's and the global one) and its rules' hits.",
   adminSetInstanceModelScript: "Replaces the instance's model script, checked whole like the global one.",
   adminClearInstanceModelScript: "Removes the instance's model script.",
+  adminGetSandboxModelScript: "The sandbox's model script (tried after an instance's own, before the global one) and its rules' hits.",
+  adminSetSandboxModelScript: "Replaces the sandbox's model script, checked whole like the global one. It answers for the sandbox's instances only, and goes when the sandbox is reset or removed.",
+  adminClearSandboxModelScript: "Removes the sandbox's model script.",
   adminCreateSandbox:
     "Creates a sandbox: an organization and its key (returned once) that the sandbox owns. Everything reached with the sandbox's keys (organizations, keys, instances, files, conversations, skills, channels, fault rules, its clock and its request journal) belongs to it; a signup is placed in it by the `X-Emulator-Sandbox` header.",
   adminGetSandbox: "A sandbox: its organizations, how many instances and requests it has, and its clock.",

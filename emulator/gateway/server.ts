@@ -174,7 +174,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
   /** Step 3: which part of the model answers (a script rule, a directive, a default, the echo); a rule that fires is counted. */
   async function plan(req: IncomingMessage, res: ServerResponse, instanceId: string, request: ResponsesRequest): Promise<Planned | null> {
     const directive = parseDirective(request.userText);
-    const rules = options.scripts?.rulesFor(instanceId, clock.now()) ?? [];
+    const rules = options.scripts?.rulesFor({ instanceId, sandboxId: options.sandboxOf?.(instanceId) }, clock.now()) ?? [];
     // Without a script, a bad directive is refused first, as it always was.
     if (!rules.length && !directive.ok) return refuse(res, directive.error);
     await options.prepare?.(instanceId);

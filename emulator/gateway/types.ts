@@ -38,6 +38,8 @@ export interface GatewayOptions {
   faultFor?: (instanceId: string) => GatewayFault | undefined;
   /** The model scripts in force (default: none, the echo and its directives answer). */
   scripts?: ScriptRegistry;
+  /** The sandbox an instance belongs to, whose model script it sees (default: none). */
+  sandboxOf?: (instanceId: string) => string | undefined;
   /**
    * Writes a file into the instance's tree for `!file` (`path` relative to it,
    * e.g. `workspace/a.png`). Default: none, and `!file` answers 501.

@@ -9,6 +9,9 @@
 import type { z } from "zod";
 import type { FaultRule, FaultRuleRequest } from "../../shared/schemas/admin.js";
 import type { EmulatorEnv } from "../env.js";
+import { describeProblems, parseScript } from "../gateway/script/load.js";
+import type { ScriptRegistry } from "../gateway/script/registry.js";
+import type { ModelScriptInput } from "../gateway/script/schema.js";
 import type { RequestFilter, SandboxRequestEntry, UnmatchedEntry } from "./journal.js";
 import type { ClockMove, SandboxService, SandboxView } from "./sandboxes.js";
 
@@ -35,6 +38,14 @@ export interface SandboxHandle {
   advance(ms: number): Promise<ClockMove>;
   /** Sets its clock to a later time (ISO or epoch ms). */
   setClock(to: string | number): Promise<ClockMove>;
+  /**
+   * Sets its model script: rules its instances' requests try after an
+   * instance's own script and before the global one. Throws, naming each
+   * problem's place, when the script is refused (the one in force stays).
+   */
+  setModelScript(script: ModelScriptInput): void;
+  /** Removes its model script. */
+  clearModelScript(): void;
   /** Adds a fault rule that fires on its requests only. */
   addFault(rule: z.input<typeof FaultRuleRequest>): FaultRule;
   /** Its state now: organizations, instance and request counts, clock. */
@@ -51,7 +62,7 @@ export interface SandboxesApi {
   get(id: string, apiKey: string): SandboxHandle;
 }
 
-export function sandboxesApi(env: EmulatorEnv, service: SandboxService): SandboxesApi {
+export function sandboxesApi(env: EmulatorEnv, service: SandboxService, scripts: ScriptRegistry): SandboxesApi {
   const handle = (id: string, apiKey: string, organizationId: string): SandboxHandle => {
     const durable = async <T>(value: T) => {
       await env.store.durable();
@@ -66,6 +77,13 @@ export function sandboxesApi(env: EmulatorEnv, service: SandboxService): Sandbox
       unmatched: () => env.journals.unmatched(id),
       advance: (ms) => durable(service.moveClock(id, { advance_ms: ms })),
       setClock: (to) => durable(service.moveClock(id, { set: new Date(to).toISOString() })),
+      setModelScript(script) {
+        const sandboxId = service.get(id).id;
+        const loaded = parseScript(script);
+        if (!loaded.ok) throw new Error(`The model script for sandbox ${id} was refused:\n${describeProblems(loaded.problems)}`);
+        scripts.set({ kind: "sandbox", sandboxId }, loaded.script);
+      },
+      clearModelScript: () => scripts.clear({ kind: "sandbox", sandboxId: service.get(id).id }),
       addFault: (rule) => env.faults.add({ ...rule }, service.get(id).id),
       info: () => service.get(id),
       reset: () => durable(void service.reset(id)),

@@ -6,6 +6,7 @@
 import { isoAt } from "../../shared/clock.js";
 import { hex, uuid } from "../../shared/random.js";
 import type { EmulatorEnv } from "../env.js";
+import type { ScriptRegistry } from "../gateway/script/registry.js";
 import { conflict, notFound } from "../errors.js";
 import { hashKey } from "../http/auth.js";
 import type { OrganizationRecord, SandboxRecord } from "../store/state.js";
@@ -36,7 +37,8 @@ export interface SandboxService {
   moveClock(id: string, move: { advance_ms?: number; set?: string }): ClockMove;
 }
 
-export function createSandboxService(env: EmulatorEnv): SandboxService {
+/** `scripts`: the model scripts, whose sandbox scope goes with the sandbox's reset and removal. */
+export function createSandboxService(env: EmulatorEnv, scripts?: ScriptRegistry): SandboxService {
   const state = () => env.store.data;
   const find = (id: string): SandboxRecord => {
     const sandbox = Object.hasOwn(state().sandboxes, id) ? state().sandboxes[id] : undefined;
@@ -55,7 +57,7 @@ export function createSandboxService(env: EmulatorEnv): SandboxService {
     created_at: sandbox.created_at,
   });
 
-  /** Removes the sandbox's instances (files, conversations), keys, billing and organizations but `keep`. */
+  /** Removes the sandbox's instances (files, conversations), keys, billing, model script and organizations but `keep`. */
   const empty = (sandbox: SandboxRecord, keep?: OrganizationRecord) => {
     const data = state();
     for (const id of sandbox.instance_ids) {
@@ -79,6 +81,8 @@ export function createSandboxService(env: EmulatorEnv): SandboxService {
     const keptHash = keep && sandbox.credential_hashes[sandbox.organization_ids.indexOf(keep.id)];
     for (const hash of sandbox.credential_hashes) if (hash !== keptHash) delete data.credentials[hash];
     env.faults.removeSandbox(sandbox.id);
+    // A script set after creation is part of what the sandbox did, not of how it was made.
+    scripts?.clear({ kind: "sandbox", sandboxId: sandbox.id });
     env.journals.drop(sandbox.id);
     env.sandboxClocks.forget(sandbox.id);
     sandbox.instance_ids = [];

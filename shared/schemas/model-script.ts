@@ -9,9 +9,11 @@ import { z } from "zod";
 export const ModelScriptBody = z.record(z.string(), z.unknown());
 
 export const ModelScriptView = z.strictObject({
-  scope: z.enum(["global", "instance"]),
+  scope: z.enum(["global", "sandbox", "instance"]),
   /** With `scope: "instance"`. */
   instance_id: z.string().optional(),
+  /** With `scope: "sandbox"`. */
+  sandbox_id: z.string().optional(),
   /** The script in force in this scope, as it was set (defaults filled in); null when none. */
   script: z.record(z.string(), z.unknown()).nullable(),
   /** How many times each rule fired since the script was set, by rule name. */

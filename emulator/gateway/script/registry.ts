@@ -1,18 +1,25 @@
 /**
- * The model scripts in force, by scope: one global script and one per
- * instance (a sandbox will be one more kind of scope). A request sees its
- * instance's rules first, then the global ones.
+ * The model scripts in force, by scope: one global script, one per sandbox
+ * and one per instance. A request sees its instance's rules first, then its
+ * sandbox's, then the global ones: the narrower scope wins, so a test can
+ * override what its sandbox answers for one instance.
  */
 import type { ModelScript, ScriptRule } from "./schema.js";
 
-export type ScriptScope = { kind: "global" } | { kind: "instance"; instanceId: string };
+export type ScriptScope = { kind: "global" } | { kind: "sandbox"; sandboxId: string } | { kind: "instance"; instanceId: string };
+
+/** Where a request to the model comes from: its instance and, when the instance's organization is in one, its sandbox. */
+export interface ScriptTarget {
+  instanceId: string;
+  sandboxId?: string;
+}
 
 /** A rule as the matcher sees it: its display name and how many times it may still fire. */
 export interface ActiveRule {
   rule: ScriptRule;
   /** `rule N` (from 1, in its script) unless the rule names itself. */
   name: string;
-  /** `global` or `instance`. */
+  /** `global`, `sandbox` or `instance`. */
   scope: ScriptScope["kind"];
 }
 
@@ -21,8 +28,8 @@ export interface ScriptRegistry {
   set(scope: ScriptScope, script: ModelScript): void;
   get(scope: ScriptScope): ModelScript | undefined;
   clear(scope: ScriptScope): void;
-  /** The rules a request to this instance may fire at `now` (epoch ms, the emulator's clock), in the order they are tried. */
-  rulesFor(instanceId: string, now: number): ActiveRule[];
+  /** The rules a request to this instance (in this sandbox) may fire at `now` (epoch ms, the emulator's clock), in the order they are tried. */
+  rulesFor(target: ScriptTarget, now: number): ActiveRule[];
   /**
    * Counts a firing at `now`; a rule with `times` steps aside once it has fired that often, a
    * `hold` error once its `retry_after` has passed since its first firing.
@@ -32,7 +39,10 @@ export interface ScriptRegistry {
   hits(scope: ScriptScope): Record<string, number>;
 }
 
-const keyOf = (scope: ScriptScope): string => (scope.kind === "global" ? "global" : `instance\u0000${scope.instanceId}`);
+const keyOf = (scope: ScriptScope): string => {
+  if (scope.kind === "global") return "global";
+  return scope.kind === "sandbox" ? `sandbox\u0000${scope.sandboxId}` : `instance\u0000${scope.instanceId}`;
+};
 
 export function createScriptRegistry(): ScriptRegistry {
   /**
@@ -62,7 +72,11 @@ export function createScriptRegistry(): ScriptRegistry {
     set: install,
     get: (scope) => scripts.get(keyOf(scope))?.script,
     clear: (scope) => void scripts.delete(keyOf(scope)),
-    rulesFor: (instanceId, now) => [...usable(keyOf({ kind: "instance", instanceId }), now), ...usable("global", now)],
+    rulesFor: ({ instanceId, sandboxId }, now) => [
+      ...usable(keyOf({ kind: "instance", instanceId }), now),
+      ...(sandboxId === undefined ? [] : usable(keyOf({ kind: "sandbox", sandboxId }), now)),
+      ...usable("global", now),
+    ],
     fired(active, now) {
       for (const entry of scripts.values()) {
         const at = entry.active.indexOf(active);

@@ -1,6 +1,7 @@
 /**
- * The control plane's model-script routes (`/_emulator/model-script`, and
- * per instance): set, read and clear the scripts of a {@link ScriptRegistry}.
+ * The control plane's model-script routes (`/_emulator/model-script`, per
+ * sandbox and per instance): set, read and clear the scripts of a
+ * {@link ScriptRegistry}.
  */
 import type { EmulatorEnv } from "../../env.js";
 import { ApiError, notFound } from "../../errors.js";
@@ -17,6 +18,9 @@ type ScriptHandlers = Pick<
   | "adminGetInstanceModelScript"
   | "adminSetInstanceModelScript"
   | "adminClearInstanceModelScript"
+  | "adminGetSandboxModelScript"
+  | "adminSetSandboxModelScript"
+  | "adminClearSandboxModelScript"
 >;
 
 export function modelScriptHandlers(env: EmulatorEnv, scripts: ScriptRegistry): ScriptHandlers {
@@ -26,9 +30,14 @@ export function modelScriptHandlers(env: EmulatorEnv, scripts: ScriptRegistry): 
     if (!instance || instance.status === "terminated") throw notFound(`Instance ${instanceId} not found.`);
     return { kind: "instance", instanceId };
   };
+  const sandboxScope = (sandboxId: string): ScriptScope => {
+    if (!Object.hasOwn(env.store.data.sandboxes, sandboxId)) throw notFound(`Sandbox ${sandboxId} not found.`);
+    return { kind: "sandbox", sandboxId };
+  };
   const view = (scope: ScriptScope): ModelScriptView => ({
     scope: scope.kind,
     ...(scope.kind === "instance" ? { instance_id: scope.instanceId } : {}),
+    ...(scope.kind === "sandbox" ? { sandbox_id: scope.sandboxId } : {}),
     script: scripts.get(scope) ?? null,
     hits: scripts.hits(scope),
   });
@@ -55,6 +64,11 @@ export function modelScriptHandlers(env: EmulatorEnv, scripts: ScriptRegistry): 
     adminSetInstanceModelScript: ({ params, body }) => set(instanceScope(params.instance_id), body),
     adminClearInstanceModelScript({ params }) {
       scripts.clear(instanceScope(params.instance_id));
+    },
+    adminGetSandboxModelScript: ({ params }) => view(sandboxScope(params.sandbox_id)),
+    adminSetSandboxModelScript: ({ params, body }) => set(sandboxScope(params.sandbox_id), body),
+    adminClearSandboxModelScript({ params }) {
+      scripts.clear(sandboxScope(params.sandbox_id));
     },
   };
 }
