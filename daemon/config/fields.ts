@@ -106,6 +106,48 @@ export const groupContextSchema = z
     "Group context: only for groups the bridge serves and senders it would answer; kept in memory only, never logged, never past these bounds. Default: on, 20 messages, 2 h, 4000 characters.",
   );
 
+/** An IANA time zone name this runtime knows (`Intl`), e.g. `Europe/Berlin`. */
+const timeZoneName = z.string().refine(
+  (zone) => {
+    try {
+      new Intl.DateTimeFormat("en-US", { timeZone: zone });
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  { message: 'must be an IANA time zone such as "Europe/Berlin" or "UTC"' },
+);
+
+/** The host's own time zone: what a daily reset hour means when the config names none. */
+export const hostTimeZone = (): string => Intl.DateTimeFormat().resolvedOptions().timeZone;
+
+/** When a session ends on its own (core/session-reset.ts): daily at an hour and/or after an idle time. */
+export const sessionResetSchema = z
+  .strictObject({
+    daily: z
+      .strictObject({
+        atHour: z.number().int("must be a whole hour").min(0, "must be 0-23").max(23, "must be 0-23").describe("The hour (0-23) of the daily reset. Required."),
+        timeZone: timeZoneName.optional().describe("The IANA time zone the hour is read in, e.g. Europe/Berlin. Default: the machine's own time zone."),
+      })
+      .optional()
+      .describe("Reset once a day: the first message after this hour starts a fresh conversation. Default: no daily reset."),
+    idleMinutes: posInt
+      .optional()
+      .describe("Reset after this many minutes without a turn: the next message starts a fresh conversation. Default: no idle reset."),
+    notice: z
+      .string()
+      .max(300, "must be at most 300 characters")
+      .default("(New conversation: the previous one was reset.)")
+      .describe('The line put before the first answer after a reset; "" says nothing. Default: "(New conversation: the previous one was reset.)".'),
+  })
+  .transform(({ daily, ...rest }) => ({ ...rest, ...(daily ? { daily: { atHour: daily.atHour, timeZone: daily.timeZone ?? hostTimeZone() } } : {}) }))
+  .describe(
+    "When a conversation ends on its own, as with /new: daily at an hour and/or after an idle time, whichever comes first; checked when the next message comes. Default: never (only /new).",
+  );
+
+export type SessionResetConfig = z.output<typeof sessionResetSchema>;
+
 /** The keys every channel has, whatever its platform: spread into each channel schema. */
 export const channelCommon = {
   id: z
@@ -117,6 +159,7 @@ export const channelCommon = {
     .boolean()
     .default(true)
     .describe("false: the channel is left out (its settings are still checked, without its environment variables). Default: true."),
+  sessionReset: sessionResetSchema.optional(),
 };
 
 /** The keys of a channel on a platform with groups and reactions: spread into its schema beside `channelCommon`. */

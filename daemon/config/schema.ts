@@ -7,7 +7,7 @@
 import { z } from "zod";
 import type { FinalizeContext } from "../adapters/platform.js";
 import { platforms } from "../adapters/registry.js";
-import { httpUrl, idString, nonEmpty, nonNegInt, posInt } from "./fields.js";
+import { httpUrl, idString, nonEmpty, nonNegInt, posInt, sessionResetSchema } from "./fields.js";
 
 export { accessSchema, groupAccessSchema, type AccessConfig, type GroupAccessConfig } from "./fields.js";
 
@@ -118,6 +118,10 @@ export const routeSchema = z.strictObject({
   scope: routeScopeSchema
     .optional()
     .describe("Whose context a conversation shares. Default: per user in direct chats, per group in groups. Direct chats are always per user."),
+  sessionReset: z
+    .union([sessionResetSchema, z.literal(false)])
+    .optional()
+    .describe("This route's own session reset, in place of its channel's (`sessionReset`); false: never. Default: the channel's."),
 });
 
 export const attachmentsSchema = z.strictObject({

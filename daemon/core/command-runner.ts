@@ -5,6 +5,8 @@
  * reply, so a restart neither loses nor repeats it.
  */
 import type { Logger } from "pino";
+import type { Clock } from "../../shared/clock.js";
+import type { DaemonConfig } from "../config/schema.js";
 import type { JournalEntry, Store } from "../state/store.js";
 import type { ChatAdapter } from "./adapter.js";
 import { parseCommand, runCommand, type CommandName } from "./commands.js";
@@ -14,10 +16,13 @@ import { chatKeyOf, sessionKeyOf } from "./keys.js";
 import { errorSummary, isShutdownError } from "./relay-types.js";
 import { createSerialQueue } from "./retry.js";
 import { sessionIdFor } from "./routing.js";
+import { describeReset } from "./session-reset.js";
 import type { Scheduler } from "./scheduler.js";
 import type { ServiceCalls } from "./service-call.js";
 
 export interface CommandRunnerDeps {
+  config: DaemonConfig;
+  clock: Clock;
   store: Store;
   scheduler: Scheduler<string>;
   delivery: Delivery;
@@ -75,6 +80,7 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
         instanceId: route.instanceId,
         sessionId: state.lastResponseId && state.sessionId ? state.sessionId : sessionIdFor(route.sessionBase, state.generation),
         chained: !!state.lastResponseId,
+        sessionReset: describeReset(deps.config, route.ruleIndex, m.accountId, state, deps.clock.now()),
         async resetSession() {
           const next = store.session(sessionKey).generation + 1;
           await store.setSession(sessionKey, { generation: next });

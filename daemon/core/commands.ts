@@ -37,6 +37,8 @@ export interface CommandContext {
   sessionId: string;
   /** Whether the session already has a conversation chain. */
   chained: boolean;
+  /** When the session resets on its own, as a sentence (session-reset.ts#describeReset). */
+  sessionReset: string;
   /** Starts a fresh session; resolves with its id once persisted. */
   resetSession(): Promise<string>;
   /** The instance's status as the service reports it, or why it is unknown. */
@@ -65,6 +67,7 @@ export async function runCommand(name: CommandName, ctx: CommandContext): Promis
       const lines = [
         `Instance: ${ctx.instanceId} (${status})`,
         `Session: ${ctx.sessionId}${ctx.chained ? "" : " (new)"}`,
+        `Session resets: ${ctx.sessionReset}`,
         `Your messages: ${q.sessionBusy ? "1 being answered" : "none being answered"}, ${q.sessionWaiting} waiting`,
         `Instance queue: ${q.instanceRunning} running, ${q.instanceWaiting} waiting (all instances: ${q.totalWaiting} waiting)`,
       ];

@@ -163,6 +163,8 @@ export function createRelay(deps: RelayDeps): Relay {
   }
 
   const commands = createCommandRunner({
+    config,
+    clock,
     store,
     scheduler,
     delivery,

@@ -7,9 +7,10 @@
  *   2. open the turn (its adapter gone: the messages are dropped);
  *   3. answer messages too old to answer with a notice;
  *   4. a route the service refused: say so;
- *   5. open the reply's view (stream mode, typing);
- *   6. ask the service (`/stop` aborts it);
- *   7. settle: compose the reply, move the session chain, deliver.
+ *   5. a session whose reset moment passed starts a fresh chain (session-reset.ts);
+ *   6. open the reply's view (stream mode, typing);
+ *   7. ask the service (`/stop` aborts it);
+ *   8. settle: compose the reply, move the session chain, deliver.
  *
  * Each step is a function of its own below. The pure decisions (which
  * entries expired, the reply's text, the chain's next state) are exported
@@ -25,6 +26,7 @@ import { chunksFor, targetOf, type Delivery } from "./delivery.js";
 import { chatKeyOf, sessionKeyOf, type SessionKey } from "./keys.js";
 import { noticeText, type Notices } from "./notices.js";
 import { extractReplyFiles } from "./reply-files.js";
+import { resetDue, resetPolicyOf } from "./session-reset.js";
 import { StoppingError, TurnStoppedError, type RelayMetrics } from "./relay-types.js";
 import { startTyping, type ReplyView, type ReplyViews } from "./reply-view.js";
 import type { Turn } from "./scheduler.js";
@@ -77,6 +79,8 @@ interface OpenTurn {
   readonly adapter: ChatAdapter;
   /** When the turn started (clock time). */
   readonly started: number;
+  /** The bridge's lines shown before the answer (a reset, files that could not be passed on), added to by the steps. */
+  readonly notes: string[];
   readonly logCtx: Record<string, unknown>;
 }
 
@@ -94,7 +98,8 @@ export async function runTurn(turn: Turn<string>, deps: TurnDeps): Promise<void>
   const fresh = opened && (await answerExpired(opened, deps));
   if (!fresh) return;
   if (deps.service.stoppedRoutes.has(fresh.lead.route.ruleIndex)) return failTurn(fresh, { kind: "route_stopped" }, deps);
-  // Step 5. The reply answers the turn's last message.
+  await resetIfDue(fresh, deps);
+  // Step 6. The reply answers the turn's last message.
   const view = deps.views.open(fresh.adapter, fresh.lead, targetOf(fresh.lead.message, fresh.entries.at(-1)!.message.messageId), fresh.logCtx);
   const asked = await askService(fresh, view, deps);
   return settleTurn(fresh, view, asked, deps);
@@ -115,7 +120,7 @@ async function openTurn(entries: JournalEntry[], deps: TurnDeps): Promise<OpenTu
   const { message: msg, route } = lead;
   const logCtx = { platform: msg.platform, accountId: msg.accountId, chatId: msg.chatId, instanceId: route.instanceId, entries: entries.length };
   const adapter = deps.adapterFor(msg.platform, msg.accountId);
-  if (adapter) return { entries, lead, adapter, started: deps.clock.now(), logCtx };
+  if (adapter) return { entries, lead, adapter, started: deps.clock.now(), notes: [], logCtx };
   deps.logger.warn(logCtx, "no adapter for this account any more: turn dropped");
   deps.metrics.turn(route.instanceId, "undeliverable", 0);
   await deps.store.complete(entries.map((e) => e.id));
@@ -143,7 +148,20 @@ async function answerExpired(turn: OpenTurn, deps: TurnDeps): Promise<OpenTurn |
   return entries.length ? { ...turn, entries } : undefined;
 }
 
-/** Steps 4 and 7: the turn ends without an answer, told by the notices (coalesced per chat). */
+/** Step 5. The session's reset moment has passed since its last turn: a fresh chain, as /new makes, and a line saying so before the answer. */
+async function resetIfDue(turn: OpenTurn, deps: TurnDeps): Promise<void> {
+  const { lead } = turn;
+  const policy = resetPolicyOf(deps.config, lead.route.ruleIndex, lead.message.accountId);
+  const key = sessionKeyOf(lead.route);
+  const current = deps.store.session(key);
+  const reason = resetDue(policy, current.lastTurnAt, lead.acceptedAt);
+  if (!reason) return;
+  await deps.store.setSession(key, { generation: current.generation + 1 });
+  deps.logger.info({ ...turn.logCtx, reason }, "session reset");
+  if (policy?.notice) turn.notes.push(policy.notice);
+}
+
+/** Steps 4 and 8: the turn ends without an answer, told by the notices (coalesced per chat). */
 function failTurn(turn: OpenTurn, failure: Parameters<Notices["turnFailed"]>[2], deps: TurnDeps): Promise<void> {
   return deps.notices.turnFailed(
     chatKeyOf(turn.lead.message),
@@ -152,12 +170,12 @@ function failTurn(turn: OpenTurn, failure: Parameters<Notices["turnFailed"]>[2],
   );
 }
 
-/** Step 6. The service call, with typing shown meanwhile; `/stop` aborts it. */
+/** Step 7. The service call, with typing shown meanwhile; `/stop` aborts it. */
 async function askService(turn: OpenTurn, view: ReplyView, deps: TurnDeps): Promise<Asked> {
   const route = turn.lead.route;
   const stoppable = deps.stoppable.begin(sessionKeyOf(route));
   const typing = startTyping(turn.adapter, view.target, deps.clock);
-  const notes: string[] = [];
+  const notes = turn.notes;
   try {
     const input = await deps.service.buildInput(turn.entries, route, notes);
     if (input === undefined) return { kind: "nothing_to_send", notes };
@@ -172,7 +190,7 @@ async function askService(turn: OpenTurn, view: ReplyView, deps: TurnDeps): Prom
   }
 }
 
-/** Step 7. What the call came to, said in the chat and recorded. */
+/** Step 8. What the call came to, said in the chat and recorded. */
 async function settleTurn(turn: OpenTurn, view: ReplyView, asked: Asked, deps: TurnDeps): Promise<void> {
   const { lead, entries, logCtx } = turn;
   if (asked.kind === "stopped") {
@@ -221,19 +239,23 @@ export function replyWithFiles(
  * only if nobody started a new conversation meanwhile (/new during the turn
  * bumps the generation); undefined leaves it as it is.
  */
-export function nextSessionState(current: SessionState, answer: { responseId?: string; sessionId: string; generation: number }): SessionState | undefined {
+export function nextSessionState(
+  current: SessionState,
+  answer: { responseId?: string; sessionId: string; generation: number },
+  at: number,
+): SessionState | undefined {
   if (!answer.responseId || current.generation !== answer.generation) return undefined;
-  return { generation: current.generation, lastResponseId: answer.responseId, sessionId: answer.sessionId };
+  return { generation: current.generation, lastResponseId: answer.responseId, sessionId: answer.sessionId, lastTurnAt: at };
 }
 
-/** Step 7, answered: the reply recorded with the chain's move in one write, then shown or delivered. */
+/** Step 8, answered: the reply recorded with the chain's move in one write, then shown or delivered. */
 async function deliverAnswer(turn: OpenTurn, view: ReplyView, answer: Extract<CallOutcome, { ok: true }>, notes: string[], deps: TurnDeps): Promise<void> {
   const { lead, entries, adapter } = turn;
   const { store } = deps;
   const { text, files } = replyWithFiles(answer, notes, deps.config.replyFiles.enabled);
   const chunks = chunksFor(adapter, text, "markdown");
   const key = sessionKeyOf(lead.route);
-  const state = nextSessionState(store.session(key), answer);
+  const state = nextSessionState(store.session(key), answer, entries.at(-1)!.acceptedAt);
   const { preview, writer } = view;
   const reply = { chunks, members: entries.map((e) => e.id), format: "markdown" as const, ...(preview ? { text } : {}), ...(files.length ? { files } : {}) };
   await store.recordReply(lead.id, reply, state && { key, state });

@@ -124,6 +124,8 @@ export const SessionStateSchema = z.object({
    * never continued by the next one; later turns chain by response id.
    */
   sessionId: z.string().optional(),
+  /** When the chain's last turn was answered (epoch ms): what a session reset (core/session-reset.ts) measures from. */
+  lastTurnAt: z.number().optional(),
 });
 
 const seq = z.number().int().positive();

@@ -14,6 +14,7 @@ const context = (over: Partial<CommandContext> = {}): CommandContext => ({
   instanceId: "inst-1",
   sessionId: "telegram.bot1.group.-100",
   chained: true,
+  sessionReset: "2026-11-25 04:00 (Europe/Berlin), the daily reset, unless /new comes first",
   resetSession: async () => "telegram.bot1.group.-100.g1",
   instanceStatus: async () => "running",
   stopTurn: async () => ({ stopped: true, dropped: 2 }),
@@ -39,6 +40,7 @@ describe("commands", () => {
     expect(status).toContain("1 being answered, 2 waiting");
     expect(status).toContain("3 running, 5 waiting");
     expect(status).toContain("Route stopped: the service answered 403");
+    expect(status).toContain("Session resets: 2026-11-25 04:00 (Europe/Berlin), the daily reset");
     const who = await runCommand("whoami", context({ userAliases: ["+4915"] }));
     expect(who).toContain("Platform: telegram (account bot1)");
     expect(who).toContain("User: 42 (Ann)");

@@ -28,17 +28,18 @@ describe("composeReply", () => {
 describe("nextSessionState", () => {
   const answer = { responseId: "resp_2", sessionId: "s1", generation: 3 };
 
-  it("moves the chain on to the answer", () => {
-    expect(nextSessionState({ generation: 3, lastResponseId: "resp_1", sessionId: "s1" }, answer)).toEqual({
+  it("moves the chain on to the answer, noting when its last message came (what a session reset measures from)", () => {
+    expect(nextSessionState({ generation: 3, lastResponseId: "resp_1", sessionId: "s1", lastTurnAt: 5 }, answer, 1000)).toEqual({
       generation: 3,
       lastResponseId: "resp_2",
       sessionId: "s1",
+      lastTurnAt: 1000,
     });
   });
 
   it("leaves it when /new started a conversation during the turn, or the answer has no id", () => {
-    expect(nextSessionState({ generation: 4 }, answer)).toBeUndefined();
-    expect(nextSessionState({ generation: 3 }, { sessionId: "s1", generation: 3 })).toBeUndefined();
+    expect(nextSessionState({ generation: 4 }, answer, 1000)).toBeUndefined();
+    expect(nextSessionState({ generation: 3 }, { sessionId: "s1", generation: 3 }, 1000)).toBeUndefined();
   });
 });
 
