@@ -5,6 +5,7 @@
  *
  * Exit codes: 0 done, 1 a failure (or a failed check), 2 a usage error.
  */
+import type { PairingCommand } from "../daemon/pairing-command.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
@@ -112,6 +113,31 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
       const { runEmulatorCommand } = await import("../emulator/cli.js");
       onExit(await runEmulatorCommand(opts));
     });
+
+  const pairing = sub("pairing", 'DM pairing: let in people who asked with a code (channels with access.mode "pairing").').helpCommand(false);
+  const pairingSub = (name: string, description: string) =>
+    pairing
+      .command(name)
+      .description(description)
+      .requiredOption("-c, --config <file>", "the daemon's config (its dataDir is where the daemon, running or not, keeps approvals)")
+      .helpOption("-h, --help", "show this help");
+  const runPairing = async (configFile: string, command: PairingCommand) => {
+    const { runPairingCommand } = await import("../daemon/pairing-command.js");
+    onExit(
+      await runPairingCommand({ configFile, command, ...(io ? { out: (l: string) => io.writeOut(`${l}\n`), err: (l: string) => io.writeErr(`${l}\n`) } : {}) }),
+    );
+  };
+  pairingSub("approve", "Approve the code a person was given; they are told at once when the daemon runs.")
+    .argument("<channel>", "the channel's id (its `id`, or its type)")
+    .argument("<code>", "the code the person was shown")
+    .action((channel: string, code: string, opts: { config: string }) => runPairing(opts.config, { op: "approve", channel, code }));
+  pairingSub("list", "Who is waiting (never their codes) and who was approved.")
+    .argument("[channel]", "only this channel")
+    .action((channel: string | undefined, opts: { config: string }) => runPairing(opts.config, { op: "list", ...(channel !== undefined ? { channel } : {}) }));
+  pairingSub("revoke", "Withdraw an approval: the person's next message asks to pair again.")
+    .argument("<channel>", "the channel's id")
+    .argument("<user>", "the user id, as `pairing list` shows it")
+    .action((channel: string, user: string, opts: { config: string }) => runPairing(opts.config, { op: "revoke", channel, user }));
 
   const config = sub("config", "Config helpers.").helpCommand(false);
   config

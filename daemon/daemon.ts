@@ -23,7 +23,9 @@ import { adapterKeyOf, type AdapterKey } from "./core/keys.js";
 import { createRelay, type Relay } from "./core/relay.js";
 import { errorSummary, type RelayMetrics } from "./core/relay-types.js";
 import type { Scheduler } from "./core/scheduler.js";
+import { serveControlRequests, type ControlRequests } from "./ops/control-requests.js";
 import { startOpsServer, type HealthReport, type OpsServer } from "./ops/http.js";
+import { answerPairingRequest } from "./ops/pairing-requests.js";
 import { createLogger } from "./ops/logger.js";
 import { createMetrics, type Metrics } from "./ops/metrics.js";
 import { openStore, type Store } from "./state/store.js";
@@ -80,6 +82,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
   let scheduler: Scheduler<string> | undefined;
   let relay: Relay | undefined;
   let ops: OpsServer | undefined;
+  /** `agent-bridge pairing ...` while the daemon runs. */
+  let control: ControlRequests | undefined;
   let dispatcher: Agent | undefined;
   let adapters: ChatAdapter[] = options.adapters ? [...options.adapters] : [];
   const adapterStates = new Map<ChatAdapter, AdapterStatusEvent["state"]>();
@@ -148,6 +152,13 @@ export function createDaemon(options: DaemonOptions): Daemon {
     });
     scheduler = relay.scheduler;
     relay.resume();
+    const pairing = relay.pairing;
+    control = await serveControlRequests({
+      dataDir: config.dataDir,
+      clock,
+      logger,
+      handle: (request) => answerPairingRequest(pairing, config.channels, request),
+    });
 
     if (config.ops.port !== null) {
       ops = await startOpsServer({ host: config.ops.host, port: config.ops.port, metrics, health });
@@ -204,6 +215,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
       timer?.cancel();
       if (!done) logger.warn({ graceMs }, "turns still in flight at shutdown: they stay journaled and resume at the next start");
     }
+    control?.close();
     await relay?.haltDelivery();
     const left = store?.pending().length ?? 0;
     await store?.close();
@@ -243,6 +255,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
       relay?.beginStop();
       scheduler?.stop();
       void relay?.haltDelivery();
+      control?.close();
       await store?.abandon();
       await Promise.allSettled(adapters.map((a) => a.stop()));
       await ops?.close();

@@ -41,10 +41,16 @@ export const groupAccessSchema = z.strictObject({
 export const accessSchema = z
   .strictObject({
     mode: z
-      .enum(["allowlist", "open"])
+      .enum(["allowlist", "pairing", "open"])
       .default("allowlist")
-      .describe('"allowlist" fails closed (empty list = nobody); "open" lets anyone talk and must be chosen explicitly. Default: allowlist.'),
+      .describe(
+        '"allowlist" fails closed (empty list = nobody); "pairing": as allowlist, and an unknown sender in a direct chat gets a one-time code an owner approves (`agent-bridge pairing approve`, `/approve CODE`); "open" lets anyone talk and must be chosen explicitly. Default: allowlist (new configs: pairing).',
+      ),
     users: z.array(idString).default([]).describe('Who may talk: user ids; WhatsApp phone numbers (+4915...) or `...@lid` ids. "*" = anyone. Default: nobody.'),
+    owners: z
+      .array(idString)
+      .default([])
+      .describe("Who owns the bot on this channel: they may talk in direct chats and approve pairing codes with `/approve CODE`. Default: nobody."),
     groups: z
       .record(z.string(), groupAccessSchema)
       .default({})

@@ -6,7 +6,8 @@
 import type { AccessConfig, GroupAccessConfig } from "../config/schema.js";
 import type { InboundMessage } from "./adapter.js";
 
-export type AccessDecision = { allowed: true } | { allowed: false; reason: string };
+/** `pairable`: refused, but the sender may ask to pair (a direct chat on a channel in pairing mode). */
+export type AccessDecision = { allowed: true } | { allowed: false; reason: string; pairable?: true };
 
 /** Matches anyone, wherever a user list is accepted. */
 export const ANY_USER = "*";
@@ -28,6 +29,9 @@ export function normalizeUserId(id: string): string {
   }
   return s.replace(/\s+/g, "");
 }
+
+/** Whether one of `ids` is in the list (`"*"` matches anyone). */
+export const isListed = (list: readonly string[], ids: Set<string>): boolean => listed(list, ids);
 
 /** Every normalised id the sender is known by. */
 export function senderIds(msg: Pick<InboundMessage, "userId" | "userAliases">): Set<string> {
@@ -69,7 +73,8 @@ export function checkAccess(access: AccessConfig, msg: InboundMessage): AccessDe
   const open = access.mode === "open";
 
   if (msg.chatType === "direct") {
-    if (open || listed(access.users, ids)) return { allowed: true };
+    if (open || listed(access.users, ids) || listed(access.owners, ids)) return { allowed: true };
+    if (access.mode === "pairing") return { allowed: false, reason: "not paired", pairable: true };
     return { allowed: false, reason: "user not in allowlist" };
   }
 

@@ -147,6 +147,8 @@ export interface AdapterCapabilities {
 export type RefusalReason =
   /** The sender or group is not allowed (logged at info with the sender's id, so the operator can add it). */
   | "access"
+  /** A stranger in a direct chat on a channel in pairing mode: they were given a code (or told why not); nothing else is kept. */
+  | "pairing"
   /** A group message that does not address the bot, where the group requires it. */
   | "not_mentioned"
   /** No route matches. */

@@ -31,6 +31,8 @@ export interface CommandRunnerDeps {
   /** /stop: aborts the session's turn in flight and forgets its queued messages. */
   stopSession(route: JournalEntry["route"]): Promise<{ stopped: boolean; dropped: number }>;
   adapterFor(platform: string, accountId: string): ChatAdapter | undefined;
+  /** `/approve` from the chat of `entry`'s sender: the answer to say (pairing-commands.ts). */
+  approvePairing(entry: JournalEntry, codeArg: string): Promise<string>;
 }
 
 export interface CommandRunner {
@@ -58,40 +60,45 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
     const parsed = parseCommand(entry.message.text);
     const adapter = deps.adapterFor(entry.message.platform, entry.message.accountId);
     if (!parsed || !adapter) return store.complete([entry.id]);
-    const text = await commandReply(parsed.name, entry);
+    const text = await commandReply(parsed.name, entry, parsed.args);
     await store.recordReply(entry.id, { chunks: chunksFor(adapter, text, "plain"), members: [entry.id], format: "plain" });
     await delivery.deliver(entry.id);
   }
 
-  async function commandReply(name: CommandName, entry: JournalEntry): Promise<string> {
+  async function commandReply(name: CommandName, entry: JournalEntry, args: string): Promise<string> {
     const m = entry.message;
     const route = entry.route;
     const sessionKey = sessionKeyOf(route);
     const state = store.session(sessionKey);
     try {
-      return await runCommand(name, {
-        platform: m.platform,
-        accountId: m.accountId,
-        chatId: m.chatId,
-        chatType: m.chatType,
-        userId: m.userId,
-        ...(m.userAliases ? { userAliases: m.userAliases } : {}),
-        ...(m.userName ? { userName: m.userName } : {}),
-        instanceId: route.instanceId,
-        sessionId: state.lastResponseId && state.sessionId ? state.sessionId : sessionIdFor(route.sessionBase, state.generation),
-        chained: !!state.lastResponseId,
-        sessionReset: describeReset(deps.config, route.ruleIndex, m.accountId, state, deps.clock.now()),
-        async resetSession() {
-          const next = store.session(sessionKey).generation + 1;
-          await store.setSession(sessionKey, { generation: next });
-          log.info({ platform: m.platform, chatId: m.chatId, instanceId: route.instanceId }, "conversation reset by the person");
-          return sessionIdFor(route.sessionBase, next);
+      return await runCommand(
+        name,
+        {
+          platform: m.platform,
+          accountId: m.accountId,
+          chatId: m.chatId,
+          chatType: m.chatType,
+          userId: m.userId,
+          ...(m.userAliases ? { userAliases: m.userAliases } : {}),
+          ...(m.userName ? { userName: m.userName } : {}),
+          instanceId: route.instanceId,
+          sessionId: state.lastResponseId && state.sessionId ? state.sessionId : sessionIdFor(route.sessionBase, state.generation),
+          chained: !!state.lastResponseId,
+          sessionReset: describeReset(deps.config, route.ruleIndex, m.accountId, state, deps.clock.now()),
+          async resetSession() {
+            const next = store.session(sessionKey).generation + 1;
+            await store.setSession(sessionKey, { generation: next });
+            log.info({ platform: m.platform, chatId: m.chatId, instanceId: route.instanceId }, "conversation reset by the person");
+            return sessionIdFor(route.sessionBase, next);
+          },
+          instanceStatus: () => service.instanceStatus(route.instanceId),
+          stopTurn: () => deps.stopSession(route),
+          queue: scheduler.depth(route.instanceId, route.sessionBase),
+          ...(service.stoppedRoutes.has(route.ruleIndex) ? { routeStopped: service.stoppedRoutes.get(route.ruleIndex) } : {}),
+          approvePairing: (codeArg) => deps.approvePairing(entry, codeArg),
         },
-        instanceStatus: () => service.instanceStatus(route.instanceId),
-        stopTurn: () => deps.stopSession(route),
-        queue: scheduler.depth(route.instanceId, route.sessionBase),
-        ...(service.stoppedRoutes.has(route.ruleIndex) ? { routeStopped: service.stoppedRoutes.get(route.ruleIndex) } : {}),
-      });
+        args,
+      );
     } catch (error) {
       log.error({ err: errorSummary(error) }, "command failed");
       return noticeText.commandFailed;

@@ -12,6 +12,7 @@ export const COMMANDS = {
   status: "instance status, your session and the queue",
   stop: "stop the answer being written and drop your queued messages",
   whoami: "your platform ids and session id",
+  approve: "owners: let someone in with the pairing code they were given (/approve CODE)",
   help: "this list",
 } as const;
 
@@ -48,10 +49,14 @@ export interface CommandContext {
   stopTurn(): Promise<{ stopped: boolean; dropped: number }>;
   /** Set when this route was stopped (the service refused the key). */
   routeStopped?: string;
+  /** `/approve`: approves the pairing code named by `codeArg` (as journaled: hashed); the answer to the owner. */
+  approvePairing(codeArg: string): Promise<string>;
 }
 
-export async function runCommand(name: CommandName, ctx: CommandContext): Promise<string> {
+export async function runCommand(name: CommandName, ctx: CommandContext, args = ""): Promise<string> {
   switch (name) {
+    case "approve":
+      return ctx.approvePairing(args);
     case "new":
     case "reset": {
       const id = await ctx.resetSession();

@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
 import type { JournalEntry, StoredRoute, Store } from "../state/store.js";
-import { checkAccess, groupRequiresMention } from "./access.js";
+import { checkAccess, groupRequiresMention, senderIds } from "./access.js";
 import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, DroppedAttachment, InboundMessage, RefusalReason } from "./adapter.js";
 import { parseCommand } from "./commands.js";
 import { targetOf } from "./delivery.js";
@@ -17,6 +17,7 @@ import { BoundedMap } from "../../shared/util/bounded-map.js";
 import { noticeText, type Notices } from "./notices.js";
 import { chatKeyOf, dedupeKeyOf, type DedupeKey } from "./keys.js";
 import type { InboundOutcome, RelayMetrics } from "./relay-types.js";
+import { hashCode, type Pairing } from "./pairing.js";
 import { resolveRoute } from "./routing.js";
 import type { Scheduler } from "./scheduler.js";
 
@@ -33,6 +34,8 @@ export interface IntakeDeps {
   notify(adapter: ChatAdapter, message: InboundMessage, text: string): void;
   /** A journaled command: run it beside the session queue. */
   onCommand(entry: JournalEntry): void;
+  /** Approved pairings and strangers' requests (pairing.ts). */
+  pairing: Pairing;
 }
 
 /** A message that passed the rules, as it will be journaled. */
@@ -49,6 +52,9 @@ export interface Intake {
   beginStop(): void;
 }
 
+/** How a journaled `/approve` names its code: by hash (pairing.ts#hashCode), never in clear. */
+export const HASHED = "sha256:";
+
 export function createIntake(deps: IntakeDeps): Intake {
   const { config, store, scheduler, metrics } = deps;
   const log = deps.logger;
@@ -62,7 +68,9 @@ export function createIntake(deps: IntakeDeps): Intake {
   };
 
   /** The rules that do not depend on the message's content: who, where, whether addressed, which route. */
-  function screen(message: Omit<InboundMessage, "attachments">): { ok: true; channel: ChannelConfig } | { ok: false; reason: RefusalReason; detail?: string } {
+  function screen(
+    message: Omit<InboundMessage, "attachments">,
+  ): { ok: true; channel: ChannelConfig } | { ok: false; reason: RefusalReason; detail?: string; channel?: ChannelConfig } {
     const channel = deps.channelFor(message.accountId);
     if (!channel) return { ok: false, reason: "no_channel" };
     // Unaddressed group chatter first: it is ignored quietly, whoever wrote it.
@@ -72,8 +80,10 @@ export function createIntake(deps: IntakeDeps): Intake {
       if (groupRequiresMention(channel, settingsKey)) return { ok: false, reason: "not_mentioned" };
     }
     const decision = checkAccess(channel.access, message);
-    if (!decision.allowed) return { ok: false, reason: "access", detail: decision.reason };
-    return { ok: true, channel };
+    if (decision.allowed) return { ok: true, channel };
+    if (!decision.pairable) return { ok: false, reason: "access", detail: decision.reason };
+    if (deps.pairing.isApproved(channel.id, senderIds(message))) return { ok: true, channel };
+    return { ok: false, reason: "pairing", channel };
   }
 
   function logRefusal(message: Omit<InboundMessage, "attachments">, reason: RefusalReason, detail?: string): void {
@@ -114,6 +124,11 @@ export function createIntake(deps: IntakeDeps): Intake {
     }
     const ids = { platform: message.platform, accountId: message.accountId, chatId: message.chatId, messageId: message.messageId };
     const screened = screen(message);
+    if (!screened.ok && screened.reason === "pairing" && screened.channel) {
+      // Nothing of what a stranger writes is kept: only their request, answered with a code.
+      await askToPair(adapter, message, screened.channel);
+      return refused(message.platform, "pairing", "denied");
+    }
     if (!screened.ok) {
       logRefusal(message, screened.reason, screened.detail);
       return refused(message.platform, screened.reason, screened.reason === "not_mentioned" ? "not_mentioned" : "denied");
@@ -138,9 +153,21 @@ export function createIntake(deps: IntakeDeps): Intake {
       tellDropped();
       return refused(message.platform, "empty", "empty");
     }
-    const accepted = { key, message: kept, route: { ...route } };
-    if (!kept.attachments?.length && parseCommand(kept.text)) return journalCommand(accepted, tellDropped);
+    const command = kept.attachments?.length ? undefined : parseCommand(kept.text);
+    // A pairing code is a secret: the journal keeps only its hash.
+    const text = command?.name === "approve" && command.args ? `/approve ${HASHED}${hashCode(screened.channel.id, command.args)}` : kept.text;
+    const accepted = { key, message: { ...kept, text }, route: { ...route } };
+    if (command) return journalCommand(accepted, tellDropped);
     return queueTurn(adapter, accepted, tellDropped);
+  }
+
+  /** A stranger in a direct chat on a pairing channel: a code (or why none), said in their chat. */
+  async function askToPair(adapter: ChatAdapter, message: InboundMessage, channel: ChannelConfig): Promise<void> {
+    const answer = await deps.pairing.request(channel.id, message);
+    if (answer.kind === "quiet") return;
+    const text =
+      answer.kind === "code" ? noticeText.pairingCode(channel.id, answer.code) : answer.kind === "waiting" ? noticeText.pairingWaiting : noticeText.pairingFull;
+    deps.notify(adapter, message, text);
   }
 
   /** The message as it will be journaled (only the attachments within the rules), and the files not passed on. */

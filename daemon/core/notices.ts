@@ -48,6 +48,12 @@ export const noticeText = {
     `${n === 1 ? "Your message" : `Your ${n} messages`} from ${when} UTC came in while the agent was unavailable and ${n === 1 ? "is" : "are"} now too old to answer. Please send ${n === 1 ? "it" : "them"} again if still needed.`,
   contextReset: "(The earlier conversation could not be found on the service, so this starts a new one: the agent no longer sees what was said before.)",
   emptyAnswer: "(The agent answered without any text.)",
+  /** DM pairing (pairing.ts): what a stranger is told, and what the approved person then hears. */
+  pairingCode: (channel: string, code: string) =>
+    `This agent only talks to people its owner let in. Your pairing code is ${code} (valid for one hour). Ask the owner to approve it: agent-bridge pairing approve ${channel} ${code} (or /approve ${code} in their chat with this bot). What you write before that is not passed on.`,
+  pairingWaiting: "Your pairing request is still waiting for the owner's approval. What you write before that is not passed on.",
+  pairingFull: "Too many people are waiting for the owner's approval right now. Please try again later.",
+  pairingApproved: "The owner approved you: you can talk to the agent now.",
   uploadRefused: "(Attachments are off for this agent: the bridge's key may not write files, so only your text was passed on.)",
   uploadFailed: (fileName: string) => `(The file ${fileName} could not be passed on.)`,
   /** Files the agent named in its reply that could not be sent to the chat. */

@@ -37,6 +37,8 @@ import { GroupContexts } from "./group-context.js";
 import { createIntake } from "./intake.js";
 import { sessionKeyOf } from "./keys.js";
 import { createNotices } from "./notices.js";
+import { createPairing } from "./pairing.js";
+import { createPairingOps, type PairingOps } from "./pairing-ops.js";
 import { errorSummary, isShutdownError, noMetrics, type RelayMetrics } from "./relay-types.js";
 import { ReplyViews } from "./reply-view.js";
 import { createScheduler, type Scheduler } from "./scheduler.js";
@@ -76,6 +78,8 @@ export interface Relay {
   whenCommandsIdle(): Promise<void>;
   /** Routes the service refused (401/403), by rule index. */
   readonly stoppedRoutes: ReadonlyMap<number, string>;
+  /** DM pairing: what owners do (approve, list, revoke). */
+  readonly pairing: PairingOps;
 }
 
 export function createRelay(deps: RelayDeps): Relay {
@@ -162,7 +166,16 @@ export function createRelay(deps: RelayDeps): Relay {
     return { stopped, dropped: dropped.length };
   }
 
+  // One owner of pairing state: strangers' requests (intake) and owners' approvals count against the same limits.
+  const pairing = createPairing({ store, clock, random, logger: log });
+  const pairingOps = createPairingOps({
+    pairing,
+    channelFor: deps.channelFor,
+    delivery,
+    logger: log,
+  });
   const commands = createCommandRunner({
+    approvePairing: (entry, codeArg) => pairingOps.approveFromChat(entry, codeArg),
     config,
     clock,
     store,
@@ -186,6 +199,7 @@ export function createRelay(deps: RelayDeps): Relay {
       void delivery.notify(targetOf(message), text).catch((error: unknown) => log.warn({ err: errorSummary(error) }, "could not send a notice"));
     },
     onCommand: (entry) => commands.track(entry),
+    pairing,
   });
   const turnDeps: TurnDeps = {
     config,
@@ -233,6 +247,7 @@ export function createRelay(deps: RelayDeps): Relay {
       await views.whenSettled();
     },
     whenCommandsIdle: () => commands.idle(),
+    pairing: pairingOps,
     get stoppedRoutes() {
       return service.stoppedRoutes;
     },

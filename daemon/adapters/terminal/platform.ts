@@ -12,7 +12,7 @@ export const terminalPlatform = definePlatform({
   finalize: (channel, { id }): TerminalChannelConfig => ({
     ...channel,
     id,
-    access: channel.access ?? { mode: "allowlist", users: [channel.userId], groups: {}, allowUnlistedGroups: false },
+    access: channel.access ?? { mode: "allowlist", users: [channel.userId], owners: [], groups: {}, allowUnlistedGroups: false },
   }),
   secrets: () => [],
   check: async (channel) => ({ status: "ok", subject: channelSubject(channel), message: "nothing to check" }),

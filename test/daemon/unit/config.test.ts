@@ -75,14 +75,14 @@ describe("parseConfig", () => {
     const [terminal, telegram, discord, whatsapp] = cfg.channels;
     expect(terminal).toMatchObject({ type: "terminal", id: "terminal", enabled: true, userId: "local", prompt: "you> " });
     // The local user, and only they, may use the terminal unless access says otherwise.
-    expect(terminal?.access).toEqual({ mode: "allowlist", users: ["local"], groups: {}, allowUnlistedGroups: false });
+    expect(terminal?.access).toEqual({ mode: "allowlist", users: ["local"], owners: [], groups: {}, allowUnlistedGroups: false });
     expect(telegram).toMatchObject({
       id: "telegram",
       apiRoot: "https://api.telegram.org",
       mode: "polling",
       requireMention: true,
       setCommands: true,
-      access: { mode: "allowlist", users: [], groups: {}, allowUnlistedGroups: false },
+      access: { mode: "allowlist", users: [], owners: [], groups: {}, allowUnlistedGroups: false },
     });
     expect(discord).toMatchObject({ id: "disc2", api: "https://discord.com/api", requireMention: true });
     expect(whatsapp).toMatchObject({ id: "whatsapp", printQr: true, requireMention: true, authDir: "/var/lib/bridge/whatsapp/whatsapp" });
@@ -90,7 +90,7 @@ describe("parseConfig", () => {
 
   it("keeps a terminal's explicit access as written", () => {
     const cfg = parseConfig({ service: { apiKey: KEY }, channels: [{ type: "terminal", userId: "me", access: { mode: "open" } }] }, {});
-    expect(cfg.channels[0]?.access).toEqual({ mode: "open", users: [], groups: {}, allowUnlistedGroups: false });
+    expect(cfg.channels[0]?.access).toEqual({ mode: "open", users: [], owners: [], groups: {}, allowUnlistedGroups: false });
   });
 
   it("substitutes ${VAR} in any string, and $${VAR} stays literal", () => {

@@ -129,7 +129,7 @@ describe("a platform defined with the registry's types alone", () => {
       type: "echo",
       id: "e1",
       enabled: true,
-      access: { mode: "allowlist", users: [], groups: {}, allowUnlistedGroups: false },
+      access: { mode: "allowlist", users: [], owners: [], groups: {}, allowUnlistedGroups: false },
       key: "echo-key-123",
       home: "/data/echo/e1",
     });

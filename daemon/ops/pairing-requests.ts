@@ -1,0 +1,49 @@
+/**
+ * The `agent-bridge pairing` requests, answered the same way by the running
+ * daemon (through control-requests.ts) and by the command line itself when
+ * no daemon runs: checked against the config's channels, carried out by the
+ * pairing operations, and said as text for the person at the terminal.
+ */
+import type { ChannelConfig } from "../config/schema.js";
+import { describeApproval, type PairingOps } from "../core/pairing-ops.js";
+import type { ControlRequest, ControlResponse } from "./control-requests.js";
+
+export async function answerPairingRequest(
+  ops: Omit<PairingOps, "approveFromChat">,
+  channels: readonly ChannelConfig[],
+  request: ControlRequest,
+): Promise<ControlResponse> {
+  if (request.channel !== undefined && !channels.some((c) => c.id === request.channel)) {
+    return { ok: false, error: `No channel "${request.channel}" in this config (channels: ${channels.map((c) => c.id).join(", ") || "none"}).` };
+  }
+  switch (request.op) {
+    case "pairing.approve": {
+      const result = await ops.approve(request.channel, request.codeHash);
+      return result.ok ? { ok: true, text: describeApproval(result) } : { ok: false, error: describeApproval(result) };
+    }
+    case "pairing.revoke":
+      return (await ops.revoke(request.channel, request.user))
+        ? { ok: true, text: `Revoked ${request.user} on ${request.channel}: their next message asks to pair again.` }
+        : { ok: false, error: `${request.user} is not approved on ${request.channel}.` };
+    case "pairing.list":
+      return { ok: true, text: listText(ops.list(request.channel)) };
+  }
+}
+
+const iso = (at: number) => new Date(at).toISOString().replace("T", " ").slice(0, 16);
+
+/** One block per channel: who waits (never their code) and who was approved. */
+function listText(channels: ReturnType<PairingOps["list"]>): string {
+  if (!channels.length) return "No pairing requests and no approved users.";
+  return channels
+    .map(({ channel, pending, approved }) =>
+      [
+        `${channel}:`,
+        ...pending.map(
+          (p) => `  waiting   ${p.userId}${p.userName ? ` (${p.userName})` : ""}  asked ${iso(p.createdAt)} UTC, code expires ${iso(p.expiresAt)} UTC`,
+        ),
+        ...approved.map((a) => `  approved  ${a.userId}${a.userName ? ` (${a.userName})` : ""}  ${iso(a.at)} UTC by ${a.by}`),
+      ].join("\n"),
+    )
+    .join("\n");
+}
