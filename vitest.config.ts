@@ -1,11 +1,12 @@
 import { defineConfig } from "vitest/config";
 import { UnitFirstSequencer } from "./test/helpers/sequencer.js";
 
-// Three projects (`npm test -- --project unit`):
+// Four projects (`npm test -- --project unit`):
 // - unit: pure logic of the daemon's core (test/daemon/unit), no servers, no build;
 // - integration: everything else, over real HTTP against the emulator and the platform fakes,
 //   and the compiled `agent-bridge` as a process (globalSetup builds dist/ first);
-// - browser: the web console in a real browser (test/browser).
+// - browser: the web console in a real browser (test/browser);
+// - package: the npm package installed into a fresh project and used as the README shows (test/package).
 const BUILD = ["test/helpers/build.ts"];
 
 export default defineConfig({
@@ -31,13 +32,16 @@ export default defineConfig({
         test: {
           name: "integration",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/daemon/unit/**", "test/browser/**"],
+          exclude: ["test/daemon/unit/**", "test/browser/**", "test/package/**"],
           globalSetup: BUILD,
         },
       },
       // A real browser: its file gets a fresh worker of its own, so nothing another file left
       // running (servers, timers) competes with the page's live updates.
       { extends: true, test: { name: "browser", include: ["test/browser/**/*.test.ts"], isolate: true } },
+      // The package installed into another project (npm pack, npm install, tsc, three runners):
+      // child processes all along, in a worker of its own.
+      { extends: true, test: { name: "package", include: ["test/package/**/*.test.ts"], isolate: true, globalSetup: BUILD } },
     ],
   },
 });

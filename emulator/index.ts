@@ -54,6 +54,14 @@ import { sandboxHandlers } from "./routes/sandboxes.js";
 
 export const EMULATOR_VERSION = "0.1.0";
 
+// What a test suite that installs the package needs beside createEmulator: time it controls, and the types of the handles it gets.
+export { type Clock, createManualClock, type ManualClock, systemClock } from "../shared/clock.js";
+export { type Random, seededRandom } from "../shared/random.js";
+export type { ModelScriptInput } from "./gateway/script/schema.js";
+export type { SandboxCreateOptions, SandboxesApi, SandboxHandle } from "./sandboxes/handle.js";
+export type { RequestFilter, SandboxRequestEntry, UnmatchedEntry } from "./sandboxes/journal.js";
+export type { ClockMove, SandboxView } from "./sandboxes/sandboxes.js";
+
 export interface EmulatorOptions {
   /** Keep state in memory only (default unless `dataDir` is given). */
   inMemory?: boolean;

@@ -20,7 +20,19 @@ import { join } from "node:path";
 const root = join(import.meta.dirname, "..");
 // Stamped with the time the last successful build started, so a file saved during a build counts as changed.
 const STAMP = join(root, "dist", ".build-started");
-const INPUTS = ["shared", "emulator", "daemon", "bin", "tsconfig.json", "tsconfig.build.json", "package.json", "package-lock.json", "scripts/build.mjs"];
+const INPUTS = [
+  "index.ts",
+  "shared",
+  "emulator",
+  "daemon",
+  "testing",
+  "bin",
+  "tsconfig.json",
+  "tsconfig.build.json",
+  "package.json",
+  "package-lock.json",
+  "scripts/build.mjs",
+];
 
 /** Newest mtime of a file or a tree. Directories count too: deleting or renaming a file changes its directory's. */
 function newest(path) {

@@ -6,6 +6,7 @@
 import type { NextFunction, Request, Response } from "express";
 import type { EmulatorEnv } from "../env.js";
 import { ApiError, sendError } from "../errors.js";
+import { routeOf } from "../sandboxes/closest-route.js";
 
 const INSTANCE_IN_PATH = /^\/v1\/instances\/([^/]+)/;
 
@@ -20,6 +21,9 @@ export function applyApiFault(env: EmulatorEnv) {
       sandboxId: res.locals.sandboxId as string | undefined,
     });
     if (!rule) return next();
+    // Answered before the router: the journal still names the route and instance it was for.
+    res.locals.route ??= routeOf(req.method, req.path);
+    res.locals.instanceId ??= INSTANCE_IN_PATH.exec(req.path)?.[1];
     const act = () => {
       if (rule.error === "reset") return void req.socket.destroy();
       if (rule.error === "timeout") return; // never answer; the socket dies with the server

@@ -5,7 +5,27 @@
  */
 import { routes, type RouteSpec } from "../../shared/api.js";
 
-const TABLE = (Object.values(routes) as RouteSpec[]).map((spec) => ({ spec, segments: spec.path.split("/").filter(Boolean) }));
+const TABLE = (Object.entries(routes) as [string, RouteSpec][]).map(([id, spec]) => ({ id, spec, segments: spec.path.split("/").filter(Boolean) }));
+
+const isParam = (segment: string) => segment.startsWith("{") && segment.endsWith("}");
+
+/**
+ * The operation id a request would reach (`createInstance`), found without
+ * routing it: for a request answered before the router (an injected fault),
+ * so the journal still says which route it was for. Literal segments beat
+ * parameters (`skills/install` before `skills/{skill_name}`).
+ */
+export function routeOf(method: string, path: string): string | undefined {
+  const segments = path.split("/").filter(Boolean);
+  let best: { id: string; literals: number } | undefined;
+  for (const { id, spec, segments: template } of TABLE) {
+    if (spec.method !== method.toUpperCase() || template.length !== segments.length) continue;
+    let literals = 0;
+    const fits = template.every((t, i) => isParam(t) || (t === segments[i] && ++literals > 0));
+    if (fits && (!best || literals > best.literals)) best = { id, literals };
+  }
+  return best?.id;
+}
 
 /** 0..1: how alike two path segments are (1 - edit distance / longer length). */
 function likeness(a: string, b: string): number {
@@ -26,7 +46,7 @@ export function closestRoute(method: string, path: string): string | null {
     let score = 0;
     for (let i = 0; i < Math.min(segments.length, template.length); i++) {
       const t = template[i]!;
-      score += t.startsWith("{") && t.endsWith("}") ? 1 : likeness(t, segments[i]!);
+      score += isParam(t) ? 1 : likeness(t, segments[i]!);
     }
     // A segment more or less counts against; the same method breaks ties.
     score = score * 4 - Math.abs(segments.length - template.length) * 2 + (spec.method === method.toUpperCase() ? 1 : 0);

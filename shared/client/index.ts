@@ -22,6 +22,16 @@ import { readResponseStream, type ResponseStreamEvent } from "./stream.js";
 
 export { ServiceError, type ServiceErrorInit, type ServiceErrorKind } from "./errors.js";
 export { parseStreamEvent, readResponseStream, type ResponseStreamEvent, type UnknownStreamEvent } from "./stream.js";
+export type { OperationId } from "../api.js";
+export type { Instance, InstanceStatus } from "../schemas/instances.js";
+export type { ScopedKey } from "../schemas/keys.js";
+export type { Organization, OrganizationUpdate } from "../schemas/organization.js";
+export { type GatewayErrorBody, outputTextOf, type ResponseObject, type ResponseRequest } from "../schemas/responses.js";
+
+/** What a client method takes for an operation (path parameters, `body`, `query`), e.g. `RequestOf<"createInstance">`. */
+export type RequestOf<Op extends OperationId> = ArgsOf<Routes[Op]>;
+/** What a client method resolves with for an operation, e.g. `ResponseOf<"getInstance">`. */
+export type ResponseOf<Op extends OperationId> = ResultOf<Routes[Op]>;
 
 // `body` and `query` are optional members of a route spec: strip `undefined` before looking.
 type BodyArg<S> = S extends { body?: infer B }

@@ -1,0 +1,142 @@
+/**
+ * The package as another project gets it: `npm pack` of this repository
+ * (dist/ built by the global setup), installed into a fresh temporary
+ * project beside vitest, jest, typescript and supertest; the README's "Use
+ * it in your tests" examples written into it file by file (each code block
+ * that starts with `// file: PATH`), type-checked with strict `tsc` against
+ * the installed package's declarations (`.mjs` files with `checkJs`), and run
+ * under vitest, jest and `node:test`.
+ *
+ * Cost: `npm install` resolves from the local npm cache (`--prefer-offline`:
+ * the repository's own `npm ci` filled it, jest included, as it is a dev
+ * dependency here), about 10-30 s; tsc about 5 s; the three runs about 10 s.
+ * Its own vitest project keeps it from competing with the other files.
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+const versionOf = (name: string): string => (JSON.parse(readFileSync(join(ROOT, "node_modules", name, "package.json"), "utf8")) as { version: string }).version;
+
+/** The README's example files: code blocks whose first line is `// file: PATH`. */
+function readmeExamples(): Map<string, string> {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  const files = new Map<string, string>();
+  for (const match of readme.matchAll(/```(?:ts|js)\n\/\/ file: (\S+)\n([\s\S]*?)```/g)) files.set(match[1]!, match[2]!);
+  return files;
+}
+
+let project: string;
+
+/** Runs a command in the project; its output is part of the failure message. */
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; output: string } {
+  const result = spawnSync(cmd, args, {
+    cwd: project,
+    encoding: "utf8",
+    env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0", ...env, NODE_OPTIONS: env.NODE_OPTIONS ?? "" },
+    timeout: 120_000,
+  });
+  return { status: result.status, output: `${result.stdout}\n${result.stderr}` };
+}
+
+beforeAll(() => {
+  project = mkdtempSync(join(tmpdir(), "agent-bridge-consumer-"));
+  const packed = execFileSync("npm", ["pack", "--ignore-scripts", "--silent", "--pack-destination", project], { cwd: ROOT, encoding: "utf8" })
+    .trim()
+    .split("\n")
+    .at(-1)!;
+  writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
+  writeFileSync(
+    join(project, "tsconfig.json"),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: "nodenext",
+        moduleResolution: "nodenext",
+        target: "es2022",
+        noEmit: true,
+        allowJs: true,
+        checkJs: true,
+        skipLibCheck: true,
+        types: ["node"],
+      },
+      include: ["**/*.ts", "**/*.mjs"],
+      exclude: ["node_modules"],
+    }),
+  );
+  for (const [path, text] of readmeExamples()) {
+    mkdirSync(dirname(join(project, path)), { recursive: true });
+    writeFileSync(join(project, path), text);
+  }
+  const install = run("npm", [
+    "install",
+    "--prefer-offline",
+    "--no-audit",
+    "--no-fund",
+    "--loglevel=error",
+    join(project, packed),
+    `vitest@${versionOf("vitest")}`,
+    `jest@${versionOf("jest")}`,
+    `@jest/globals@${versionOf("@jest/globals")}`,
+    `typescript@${versionOf("typescript")}`,
+    `supertest@${versionOf("supertest")}`,
+    `@types/supertest@${versionOf("@types/supertest")}`,
+    `@types/node@${versionOf("@types/node")}`,
+  ]);
+  if (install.status !== 0) throw new Error(`npm install failed:\n${install.output}`);
+}, 240_000);
+
+afterAll(() => {
+  if (project) rmSync(project, { recursive: true, force: true });
+});
+
+describe("the package installed in another project", () => {
+  it("has the README's examples to check: vitest, in process, jest and node:test", () => {
+    expect([...readmeExamples().keys()].sort()).toEqual([
+      "jest.config.mjs",
+      "jest/support-bot.test.mjs",
+      "node-test/support-bot.test.mjs",
+      "test/emulator-setup.ts",
+      "test/in-process.test.ts",
+      "test/support-bot.test.ts",
+      "vitest.config.ts",
+    ]);
+  });
+
+  it("ships declarations and no sources or build info", () => {
+    const dist = join(project, "node_modules", "agent-bridge", "dist");
+    const listed = readdirSync(dist, { recursive: true }).map(String);
+    expect(listed).toContain(join("emulator", "index.d.ts"));
+    expect(listed).toContain(join("testing", "vitest.d.ts"));
+    expect(listed.filter((f) => f.endsWith(".tsbuildinfo") || (f.endsWith(".ts") && !f.endsWith(".d.ts")))).toEqual([]);
+  });
+
+  it("type-checks the examples with strict tsc", () => {
+    const tsc = run(process.execPath, [join(project, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"]);
+    expect(tsc.output.trim(), tsc.output).toBe("");
+    expect(tsc.status).toBe(0);
+  }, 120_000);
+
+  it("runs them under vitest (one emulator for the run, a sandbox per test)", () => {
+    const vitest = run(process.execPath, [join(project, "node_modules", "vitest", "vitest.mjs"), "run"]);
+    expect(vitest.status, vitest.output).toBe(0);
+    expect(vitest.output).toMatch(/Tests\s+3 passed/);
+  }, 120_000);
+
+  it("runs them under jest", () => {
+    const jest = run(process.execPath, [join(project, "node_modules", "jest", "bin", "jest.js"), "--config", "jest.config.mjs"], {
+      NODE_OPTIONS: "--experimental-vm-modules",
+    });
+    expect(jest.status, jest.output).toBe(0);
+    expect(jest.output).toMatch(/Tests:\s+1 passed/);
+  }, 120_000);
+
+  it("runs them under node:test", () => {
+    const node = run(process.execPath, ["--test", "node-test/"]);
+    expect(node.status, node.output).toBe(0);
+    expect(node.output).toMatch(/# pass 1/);
+  }, 120_000);
+});
