@@ -41,7 +41,7 @@ export default defineConfig({
       { extends: true, test: { name: "browser", include: ["test/browser/**/*.test.ts"], isolate: true } },
       // The package installed into another project (npm pack, npm install, tsc, three runners):
       // child processes all along, in a worker of its own.
-      { extends: true, test: { name: "package", include: ["test/package/**/*.test.ts"], isolate: true, globalSetup: BUILD } },
+      { extends: true, test: { name: "package", include: ["test/package/*.test.ts"], isolate: true, globalSetup: BUILD } },
     ],
   },
 });

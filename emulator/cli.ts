@@ -19,6 +19,8 @@ export interface EmulatorCommandOptions {
   uploadLimitMb: number;
   /** A model script file, in force globally from the start. */
   modelScript?: string;
+  /** A fixture file loaded into an empty state at start (docs/emulator.md, "Fixtures"). */
+  fixtures?: string;
 }
 
 /** Runs until SIGINT/SIGTERM; resolves with the exit code. */
@@ -37,9 +39,10 @@ export async function runEmulatorCommand(opts: EmulatorCommandOptions): Promise<
       adminToken: opts.adminToken,
       gatewayUrl: opts.gatewayUrl,
       modelScript: opts.modelScript,
+      ...(opts.fixtures !== undefined ? { fixtures: opts.fixtures } : {}),
     });
   } catch (error) {
-    // A locked (DataDirLockedError) or unreadable data directory, or a refused model script: say why, not a stack trace.
+    // A locked (DataDirLockedError) or unreadable data directory, a refused model script or fixture: say why, not a stack trace.
     process.stderr.write(`emulator: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }

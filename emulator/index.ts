@@ -20,6 +20,7 @@ import { createFaultRegistry } from "./faults.js";
 import { createGateway, type FakeGateway } from "./gateway/index.js";
 import { treeFileWriter } from "./gateway/media.js";
 import { modelScriptHandlers, type ModelScriptInput, openScripts } from "./gateway/script/index.js";
+import { applyFixture, checkFixture, describeFixtureProblems, type FixtureInput, readFixtureFile } from "./fixtures/index.js";
 import { mountRoutes, type Handlers } from "./http/router.js";
 import { applyApiFault } from "./http/api-faults.js";
 import { mountOpenApi } from "./http/openapi.js";
@@ -58,6 +59,8 @@ export const EMULATOR_VERSION = "0.1.0";
 export { type Clock, createManualClock, type ManualClock, systemClock } from "../shared/clock.js";
 export { type Random, seededRandom } from "../shared/random.js";
 export type { ModelScriptInput } from "./gateway/script/schema.js";
+export type { FixtureInput } from "./fixtures/schema.js";
+export type { LoadedFixture } from "../shared/schemas/sandboxes.js";
 export type { SandboxCreateOptions, SandboxesApi, SandboxHandle } from "./sandboxes/handle.js";
 export type { RequestFilter, SandboxRequestEntry, UnmatchedEntry } from "./sandboxes/journal.js";
 export type { ClockMove, SandboxView } from "./sandboxes/sandboxes.js";
@@ -97,6 +100,14 @@ export interface EmulatorOptions {
    * its place, before anything is opened. Default: none (the echo and its directives answer).
    */
   modelScript?: string | ModelScriptInput;
+  /**
+   * A starting state a person writes (docs/emulator.md, "Fixtures"): a file
+   * (JSON with comments) or the fixture itself. Loaded into an empty state
+   * only (a data directory that holds organizations already keeps them and
+   * skips it). A fixture with an error throws one line per problem, each
+   * naming its place, and nothing stays open. Default: none.
+   */
+  fixtures?: string | FixtureInput;
 }
 
 export interface Emulator {
@@ -256,7 +267,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => sendError(res, error));
 
   let closed = false;
-  return {
+  const emulator: Emulator = {
     app,
     gateway,
     env,
@@ -298,6 +309,24 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
       if (scratch) rmSync(scratch, { recursive: true, force: true });
     },
   };
+  if (options.fixtures !== undefined) {
+    try {
+      await loadStartFixture(env, options.fixtures);
+    } catch (error) {
+      await emulator.close();
+      throw error;
+    }
+  }
+  return emulator;
+}
+
+/** The start-up fixture, into an empty state only: a restart on the same data directory keeps what it had. */
+async function loadStartFixture(env: EmulatorEnv, source: string | FixtureInput): Promise<void> {
+  if (Object.keys(env.store.data.organizations).length > 0) return;
+  const checked = typeof source === "string" ? await readFixtureFile(source, env.store.data) : checkFixture(source, env.store.data);
+  if (!checked.ok)
+    throw new Error(`The fixture ${typeof source === "string" ? source : "fixtures"} was refused:\n${describeFixtureProblems(checked.problems)}`);
+  await applyFixture(env, checked.fixture);
 }
 
 const isWildcard = (address: string) => address === "0.0.0.0" || address === "::";

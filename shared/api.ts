@@ -156,7 +156,7 @@ export const routes = {
   adminClearSandboxModelScript: route({ method: "DELETE", path: "/_emulator/sandboxes/{sandbox_id}/model-script", tag: "emulator", summary: "Remove a sandbox's model script", access: ADMIN, status: 204, response: "empty", errors: [401, 403, 404] }),
 
   // Sandboxes (control plane): many tests on one emulator, each seeing only its own
-  adminCreateSandbox: route({ method: "POST", path: "/_emulator/sandboxes", tag: "emulator", summary: "Create a sandbox with an organization and its key", access: ADMIN, body: sandboxes.SandboxCreateRequest, status: 201, response: sandboxes.SandboxCreated, errors: [401, 403, 422] }),
+  adminCreateSandbox: route({ method: "POST", path: "/_emulator/sandboxes", tag: "emulator", summary: "Create a sandbox with an organization and its key", access: ADMIN, body: sandboxes.SandboxCreateRequest, status: 201, response: sandboxes.SandboxCreated, errors: [401, 403, 409, 422] }),
   adminGetSandbox: route({ method: "GET", path: "/_emulator/sandboxes/{sandbox_id}", tag: "emulator", summary: "One sandbox", access: ADMIN, status: 200, response: sandboxes.Sandbox, errors: [401, 403, 404] }),
   adminDeleteSandbox: route({ method: "DELETE", path: "/_emulator/sandboxes/{sandbox_id}", tag: "emulator", summary: "Remove a sandbox and everything in it", access: ADMIN, status: 204, response: "empty", errors: [401, 403, 404] }),
   adminResetSandbox: route({ method: "POST", path: "/_emulator/sandboxes/{sandbox_id}/reset", tag: "emulator", summary: "Empty a sandbox, keeping its organization and key", access: ADMIN, status: 200, response: sandboxes.Sandbox, errors: [401, 403, 404] }),
@@ -253,7 +253,7 @@ export const operationDescriptions = {
   adminSetSandboxModelScript: "Replaces the sandbox's model script, checked whole like the global one. It answers for the sandbox's instances only, and goes when the sandbox is reset or removed.",
   adminClearSandboxModelScript: "Removes the sandbox's model script.",
   adminCreateSandbox:
-    "Creates a sandbox: an organization and its key (returned once) that the sandbox owns. Everything reached with the sandbox's keys (organizations, keys, instances, files, conversations, skills, channels, fault rules, its clock and its request journal) belongs to it; a signup is placed in it by the `X-Emulator-Sandbox` header.",
+    "Creates a sandbox: an organization and its key (returned once) that the sandbox owns. Everything reached with the sandbox's keys (organizations, keys, instances, files, conversations, skills, channels, fault rules, its clock and its request journal) belongs to it; a signup is placed in it by the `X-Emulator-Sandbox` header. With `fixtures`, a fixture (organizations with chosen keys, instances, earlier turns, files) is checked whole and loaded into it; `fixture` in the answer lists what it made by name. A problem (a chosen key already taken included) is 422 naming its place (`loc`); a concurrent load of the same chosen key 409; either way no sandbox is made.",
   adminGetSandbox: "A sandbox: its organizations, how many instances and requests it has, and its clock.",
   adminDeleteSandbox: "Removes a sandbox with its organizations, keys, instances, files, conversations, fault rules and journal. Nothing else is touched; the cost is in proportion to what it holds.",
   adminResetSandbox: "Empties a sandbox back to how it was created: its first organization and key stay (plan and provider keys reset), everything else in it goes.",

@@ -48,6 +48,8 @@ export interface RemoteSandbox extends ReceivedRequests {
   setClock(to: string | number): Promise<ClockMove>;
   /** A fault rule that fires on its requests only. */
   addFault(rule: z.input<typeof FaultRuleRequest>): Promise<z.output<typeof FaultRule>>;
+  /** Moves its first organization to another plan (`shrimp` allows 1 instance, `crab` 10, `lobster` 500). */
+  setTier(tier: "shrimp" | "crab" | "lobster"): Promise<void>;
   /** Scripts the fake model for its instances (docs/api-contract.md, "Scripting the model"). */
   setModelScript(script: Record<string, unknown>): Promise<void>;
   info(): Promise<SandboxView>;
@@ -120,6 +122,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Remo
     advance: (ms) => call("POST", `${at}/clock`, SandboxClockMove, { advance_ms: ms }),
     setClock: (to) => call("POST", `${at}/clock`, SandboxClockMove, { set: new Date(to).toISOString() }),
     addFault: (rule) => call("POST", `${at}/faults`, FaultRule, rule),
+    setTier: async (tier) => void (await call("POST", `/_emulator/organizations/${encodeURIComponent(created.organization_id)}/tier`, z.unknown(), { tier })),
     setModelScript: async (script) => void (await call("PUT", `${at}/model-script`, z.unknown(), script)),
     info: () => call("GET", at, Sandbox),
     reset: async () => void (await call("POST", `${at}/reset`, Sandbox)),

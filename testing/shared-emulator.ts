@@ -15,6 +15,8 @@ export interface SharedEmulatorOptions {
   provisionMs?: number;
   /** Seeds ids and keys so a run repeats. Default: random. */
   seed?: string;
+  /** With mode "process": the `agent-bridge` command's script to run. Default: the one of this package. */
+  bin?: string;
   /** A model script for every instance (a file name or the script). Default: none. */
   modelScript?: string | ModelScriptInput;
 }
@@ -46,7 +48,7 @@ const BIN = fileURLToPath(new URL("../bin/agent-bridge.js", import.meta.url));
 
 async function startProcess(options: SharedEmulatorOptions): Promise<SharedEmulator> {
   if (typeof options.modelScript === "object") throw new TypeError('mode "process" takes a model script as a file name');
-  const args = [BIN, "emulator", "--port", "0", "--in-memory", "--provision-ms", String(options.provisionMs ?? 0)];
+  const args = [options.bin ?? BIN, "emulator", "--port", "0", "--in-memory", "--provision-ms", String(options.provisionMs ?? 0)];
   if (options.seed !== undefined) args.push("--seed", options.seed);
   if (options.modelScript !== undefined) args.push("--model-script", options.modelScript);
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });

@@ -1,5 +1,8 @@
 /** The control plane's sandbox routes (`/_emulator/sandboxes`), over the sandbox service. */
 import type { EmulatorEnv } from "../env.js";
+import { ApiError, conflict } from "../errors.js";
+import { FixtureKeyTakenError } from "../fixtures/apply.js";
+import { checkFixture } from "../fixtures/load.js";
 import type { Handlers } from "../http/router.js";
 import type { SandboxService } from "../sandboxes/sandboxes.js";
 
@@ -20,7 +23,26 @@ export function sandboxHandlers(env: EmulatorEnv, sandboxes: SandboxService): Sa
   /** 404 for an unknown sandbox before anything else is looked at. */
   const known = (id: string) => sandboxes.get(id).id;
   return {
-    adminCreateSandbox: ({ body }) => sandboxes.create(body),
+    async adminCreateSandbox({ body }) {
+      const { fixtures, ...options } = body;
+      // Checked whole before anything is made: a refused fixture leaves no sandbox behind.
+      const checked = fixtures === undefined ? undefined : checkFixture(fixtures, env.store.data);
+      if (checked && !checked.ok) {
+        throw new ApiError(
+          422,
+          checked.problems.map((p) => ({ loc: ["body", "fixtures", ...p.at], msg: p.message, type: "fixture" })),
+        );
+      }
+      const created = sandboxes.create(options);
+      if (!checked) return created;
+      try {
+        return { ...created, fixture: await sandboxes.loadFixture(created.id, checked.fixture) };
+      } catch (error) {
+        sandboxes.remove(created.id);
+        if (error instanceof FixtureKeyTakenError) throw conflict(error.message);
+        throw error;
+      }
+    },
     adminGetSandbox: ({ params }) => sandboxes.get(params.sandbox_id),
     adminDeleteSandbox: ({ params }) => sandboxes.remove(params.sandbox_id),
     adminResetSandbox: ({ params }) => sandboxes.reset(params.sandbox_id),

@@ -12,6 +12,9 @@ import type { EmulatorEnv } from "../env.js";
 import { describeProblems, parseScript } from "../gateway/script/load.js";
 import type { ScriptRegistry } from "../gateway/script/registry.js";
 import type { ModelScriptInput } from "../gateway/script/schema.js";
+import type { LoadedFixture } from "../../shared/schemas/sandboxes.js";
+import { checkFixture, describeFixtureProblems } from "../fixtures/load.js";
+import type { FixtureInput } from "../fixtures/schema.js";
 import type { RequestFilter, SandboxRequestEntry, UnmatchedEntry } from "./journal.js";
 import type { ClockMove, SandboxService, SandboxView } from "./sandboxes.js";
 
@@ -20,6 +23,8 @@ export interface SandboxCreateOptions {
   name?: string;
   /** Where the sandbox's clock starts, ISO (default: the emulator's clock now). */
   clockStart?: string;
+  /** A fixture loaded into it (docs/emulator.md, "Fixtures"); one with an error throws, naming each problem's place, and no sandbox is made. Default: none. */
+  fixtures?: FixtureInput;
 }
 
 export interface SandboxHandle {
@@ -28,6 +33,8 @@ export interface SandboxHandle {
   /** The organization key of the sandbox's first organization (`Authorization: Bearer ...`). */
   readonly apiKey: string;
   readonly organizationId: string;
+  /** What its fixture made, by the names the fixture gave (with `fixtures`). */
+  readonly fixture?: LoadedFixture;
   /** The requests it received, oldest first, filtered by method, path, route, status, instance and session. */
   requests(filter?: RequestFilter): SandboxRequestEntry[];
   /** How many requests match `filter` (all it received without one, also those no longer kept). */
@@ -63,7 +70,7 @@ export interface SandboxesApi {
 }
 
 export function sandboxesApi(env: EmulatorEnv, service: SandboxService, scripts: ScriptRegistry): SandboxesApi {
-  const handle = (id: string, apiKey: string, organizationId: string): SandboxHandle => {
+  const handle = (id: string, apiKey: string, organizationId: string, fixture?: LoadedFixture): SandboxHandle => {
     const durable = async <T>(value: T) => {
       await env.store.durable();
       return value;
@@ -72,6 +79,7 @@ export function sandboxesApi(env: EmulatorEnv, service: SandboxService, scripts:
       id,
       apiKey,
       organizationId,
+      ...(fixture ? { fixture } : {}),
       requests: (filter) => env.journals.requests(id, filter),
       count: (filter) => (filter ? env.journals.requests(id, filter).length : env.journals.count(id)),
       unmatched: () => env.journals.unmatched(id),
@@ -92,9 +100,12 @@ export function sandboxesApi(env: EmulatorEnv, service: SandboxService, scripts:
   };
   return {
     async create(options = {}) {
+      const checked = options.fixtures === undefined ? undefined : checkFixture(options.fixtures, env.store.data);
+      if (checked && !checked.ok) throw new Error(`The sandbox's fixture was refused:\n${describeFixtureProblems(checked.problems)}`);
       const created = service.create({ name: options.name, clock_start: options.clockStart });
+      const fixture = checked && (await service.loadFixture(created.id, checked.fixture));
       await env.store.durable();
-      return handle(created.id, created.api_key, created.organization_id);
+      return handle(created.id, created.api_key, created.organization_id, fixture);
     },
     get: (id, apiKey) => handle(id, apiKey, service.get(id).organization_id),
   };

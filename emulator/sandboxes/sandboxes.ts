@@ -7,6 +7,8 @@ import { isoAt } from "../../shared/clock.js";
 import { hex, uuid } from "../../shared/random.js";
 import type { EmulatorEnv } from "../env.js";
 import type { ScriptRegistry } from "../gateway/script/registry.js";
+import { applyFixture, type LoadedFixture } from "../fixtures/apply.js";
+import type { Fixture } from "../fixtures/schema.js";
 import { conflict, notFound } from "../errors.js";
 import { hashKey } from "../http/auth.js";
 import type { OrganizationRecord, SandboxRecord } from "../store/state.js";
@@ -33,6 +35,8 @@ export interface SandboxService {
   get(id: string): SandboxView;
   remove(id: string): void;
   reset(id: string): SandboxView;
+  /** Loads a checked fixture into the sandbox: its organizations join it (and go with its removal). */
+  loadFixture(id: string, fixture: Fixture): Promise<LoadedFixture>;
   /** Moves the sandbox's clock forward by `advance_ms` or to `set`; 409 for a time before its now. */
   moveClock(id: string, move: { advance_ms?: number; set?: string }): ClockMove;
 }
@@ -129,6 +133,8 @@ export function createSandboxService(env: EmulatorEnv, scripts?: ScriptRegistry)
     },
 
     get: (id) => view(find(id)),
+
+    loadFixture: (id, fixture) => applyFixture(env, fixture, find(id)),
 
     remove(id) {
       const sandbox = find(id);

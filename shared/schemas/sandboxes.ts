@@ -9,7 +9,28 @@ export const SandboxCreateRequest = z.strictObject({
   name: z.string().min(1).max(128).optional(),
   /** Where the sandbox's clock starts (ISO time; default: the emulator's clock now). */
   clock_start: z.iso.datetime().optional(),
+  /** A fixture (docs/emulator.md, "Fixtures") loaded into the sandbox; checked whole, every problem named by its place. */
+  fixtures: z.record(z.string(), z.unknown()).optional(),
 });
+
+/** What a fixture made, by the names it gave: how a test finds the ids. */
+export const LoadedFixture = z.object({
+  organizations: z.array(
+    z.object({
+      name: z.string(),
+      id: z.string(),
+      instances: z.array(
+        z.object({
+          name: z.string(),
+          id: z.string(),
+          /** Each session's earlier turns' response ids, oldest first (the last is the head to continue from). */
+          sessions: z.record(z.string(), z.array(z.string())),
+        }),
+      ),
+    }),
+  ),
+});
+export type LoadedFixture = z.output<typeof LoadedFixture>;
 
 export const SandboxClock = z.object({
   /** The sandbox's time now (ISO). */
@@ -33,6 +54,8 @@ export const Sandbox = z.object({
 export const SandboxCreated = Sandbox.extend({
   /** The organization key, returned once. */
   api_key: z.string(),
+  /** With `fixtures`: what they made. */
+  fixture: LoadedFixture.optional(),
 });
 
 export const SandboxRequestsQuery = z.strictObject({

@@ -1,0 +1,3 @@
+import { installMatchers } from "../../../testing/vitest.js";
+
+installMatchers();

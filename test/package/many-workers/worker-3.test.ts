@@ -1,0 +1,3 @@
+import { defineWorkerTests } from "./shared-tests.js";
+
+defineWorkerTests(3);
