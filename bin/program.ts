@@ -108,7 +108,10 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
     .option("--flush-ms <ms>", "longest a change nobody waits for stays unwritten (writes are answered once on disk)", wholeNumber, 25)
     .option("--upload-limit-mb <n>", "largest upload accepted, MiB", wholeNumber, 50)
     .option("--model-script <file>", "script the fake model with this file's rules (JSON with comments)")
-    .option("--fixtures <file>", "load this starting state into an empty emulator: organizations with chosen keys, instances, earlier turns, files (JSON with comments)")
+    .option(
+      "--fixtures <file>",
+      "load this starting state into an empty emulator: organizations with chosen keys, instances, earlier turns, files (JSON with comments)",
+    )
     .addHelpText("after", "\nPrints `emulator listening on URL` when ready; SIGINT/SIGTERM flush the store and exit 0.")
     .action(async (opts: EmulatorCommandOptions) => {
       const { runEmulatorCommand } = await import("../emulator/cli.js");
