@@ -182,6 +182,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     random,
     scripts,
     sandboxOf: (instanceId) => sandboxOfInstance(store.data, instanceId)?.id,
+    inSandbox: (sandboxId, fn) => sandboxClocks.run(sandboxId, fn),
     writeFile: treeFileWriter(
       (id) => env.workspaces.rootOf(id),
       () => env.workspaces.tempPath(),

@@ -287,10 +287,16 @@ export function createGateway(options: GatewayOptions): FakeGateway {
   const server = createServer({ keepAlive: true, noDelay: true }, (req, res) => {
     // A write after the client left must not become an unhandled 'error'.
     res.on("error", () => {});
-    handle(req, res).catch((error: unknown) => {
-      const message = error instanceof Error ? error.message : String(error);
-      sendError(res, { status: 500, type: "server_error", code: null, param: null, message: `Gateway error: ${message}` });
-    });
+    const answer = () =>
+      handle(req, res).catch((error: unknown) => {
+        const message = error instanceof Error ? error.message : String(error);
+        sendError(res, { status: 500, type: "server_error", code: null, param: null, message: `Gateway error: ${message}` });
+      });
+    // In its instance's sandbox, the turn's waits (!sleep, !stream, fault latencies) run on that sandbox's clock.
+    const instanceId = instanceOfPath(req.method, req.url);
+    const sandboxId = instanceId === null ? undefined : options.sandboxOf?.(instanceId);
+    if (sandboxId !== undefined && options.inSandbox) options.inSandbox(sandboxId, answer);
+    else void answer();
   });
   // Longer than clients' idle pools, so a reused socket is not closed under a request.
   server.keepAliveTimeout = 30_000;

@@ -40,6 +40,8 @@ export interface GatewayOptions {
   scripts?: ScriptRegistry;
   /** The sandbox an instance belongs to, whose model script it sees (default: none). */
   sandboxOf?: (instanceId: string) => string | undefined;
+  /** Runs a request of a sandbox's instance in that sandbox's context, so `clock` is its clock (default: the request runs as is). */
+  inSandbox?: (sandboxId: string, fn: () => void) => void;
   /**
    * Writes a file into the instance's tree for `!file` (`path` relative to it,
    * e.g. `workspace/a.png`). Default: none, and `!file` answers 501.

@@ -7,7 +7,7 @@
  * moved past them, whichever comes first. Outside a sandbox it is the base clock.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { Clock, Timer } from "../../shared/clock.js";
+import { type Clock, sleepOn, type Timer } from "../../shared/clock.js";
 
 export interface SandboxClocks {
   /** The clock every part of the emulator reads: the current sandbox's time. */
@@ -20,6 +20,8 @@ export interface SandboxClocks {
   run<T>(sandboxId: string, fn: () => T): T;
   /** Fires the sandbox's timers now due (after its offset moved); returns how many fired. */
   fireDue(sandboxId: string): number;
+  /** Timers of the sandbox neither fired nor cancelled (what a move of its clock may make happen). */
+  pending(sandboxId: string): number;
   /** Drops a removed sandbox's pending timers without firing them. */
   forget(sandboxId: string): void;
 }
@@ -62,7 +64,7 @@ export function createSandboxClocks(base: Clock, offsetOf: (sandboxId: string) =
       };
     },
     // Outside a sandbox the base clock's own sleep (a test clock may count or step its sleepers).
-    sleep: (ms) => (context.getStore() === undefined ? base.sleep(ms) : new Promise<void>((resolve) => clock.setTimeout(resolve, ms))),
+    sleep: (ms, signal) => (context.getStore() === undefined ? base.sleep(ms, signal) : sleepOn(clock, ms, signal)),
   };
 
   return {
@@ -78,6 +80,7 @@ export function createSandboxClocks(base: Clock, offsetOf: (sandboxId: string) =
       for (const t of due) t.fire();
       return due.length;
     },
+    pending: (sandboxId) => timers.get(sandboxId)?.size ?? 0,
     forget(sandboxId) {
       const pending = timers.get(sandboxId);
       timers.delete(sandboxId);
