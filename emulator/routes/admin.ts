@@ -52,7 +52,7 @@ export function adminHandlers(env: EmulatorEnv, requests: RequestLog): AdminHand
 
     async adminExportSnapshot() {
       await env.store.allConversations();
-      const snapshot = structuredClone(state());
+      const snapshot = env.store.copy();
       const workspaces: Record<string, unknown> = {};
       for (const instance of Object.values(snapshot.instances)) {
         if (instance.status !== "terminated") workspaces[instance.id] = await exportTree(env.workspaces.rootOf(instance.id));

@@ -2,8 +2,15 @@
  * The emulator's store: state is read once at start and lives in memory.
  * On disk it is split by how it changes:
  *
- * - `state.json`: the small control state (organizations, keys, instances,
- *   channels, skills), rewritten whole and atomically by lowdb.
+ * - `state.json`: the control state (organizations, keys, instances,
+ *   channels, skills, sandboxes) as of its last full write, atomic;
+ * - `state.log`: once state.json is past 256 KiB, the records changed since
+ *   it was written, one line each (change-log.ts), appended by each write,
+ *   so a write costs what changed, not what is stored; folded into
+ *   `state.json` once it outgrows it, and at start. (A smaller state is
+ *   rewritten whole, which costs no more than that.)
+ *   Which records changed is known without the code saying so: the state's
+ *   collections are tracked (tracked.ts).
  * - `conversations/<instance>.jsonl`: gateway turns, appended (see
  *   conversation-log.ts), so a flush never rewrites conversations.
  *
@@ -15,14 +22,23 @@
  */
 import { backoffDelay } from "../../shared/backoff.js";
 import { cryptoRandom } from "../../shared/random.js";
-import { mkdirSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Low } from "lowdb";
-import { acquireDirLock, tempPrefixOf } from "../../shared/durable-files.js";
+import { acquireDirLock, tempPrefixOf, writeFileAtomic } from "../../shared/durable-files.js";
+import { appendFileDurable, writeFileDurable } from "../../shared/durable-files.js";
 import { AtomicJsonFile } from "./atomic-file.js";
+import { CHANGE_LOG, changeLines, replayChangeLog } from "./change-log.js";
+import { DirtyRecords, trackState } from "./tracked.js";
 import { conversationLogs, type ConversationLogs } from "./conversation-log.js";
 import { ControlState } from "./schema.js";
 import { type ControlFile, emptyState, type EmulatorState, STATE_VERSION, type StoredResponse } from "./state.js";
+
+/**
+ * Below this size state.json is simply rewritten whole (as cheap as an append, and the file
+ * alone says everything); above it writes go to the log, folded in once it outgrows the state.
+ */
+const WHOLE_BELOW_BYTES = 256 * 1024;
 
 export interface StoreOptions {
   /** Directory for `state.json` and `conversations/`; omit for a memory-only store. */
@@ -76,6 +92,8 @@ export interface Store {
   durable(): Promise<void>;
   /** Writes now if anything is pending; resolves when it is on disk, rejects if the write failed. */
   flush(): Promise<void>;
+  /** A deep copy of the whole state as plain data (snapshot export). */
+  copy(): EmulatorState;
   /** Swaps in a whole new state (reset, snapshot import) and commits it. */
   replace(state: EmulatorState): void;
   close(): Promise<void>;
@@ -96,10 +114,13 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
   const dataDir = options.dataDir ? resolve(options.dataDir) : undefined;
   let data: EmulatorState = emptyState();
   let release = () => {};
-  let control: Low<ControlFile> | undefined;
+  let control: Low<ControlFile> | undefined; // read at start; writes go through writeWhole and the log
   let logs: ConversationLogs | undefined;
   let randomPosition = 0;
   let migrate = false;
+  /** Bytes in `state.log`, and in `state.json` when it was last written whole: the log is folded in once it outgrows the state. */
+  let logBytes = 0;
+  let snapshotBytes = 0;
 
   if (dataDir) {
     mkdirSync(dataDir, { recursive: true });
@@ -116,16 +137,26 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
       migrate = legacy !== undefined && Object.keys(legacy.responses).length > 0;
       data = { ...rest, gateway: migrate ? legacy! : { responses: {}, heads: {} } };
       if (migrate) await logs.ensureAll();
-      randomPosition = Math.max(random_position ?? 0, opened.position);
+      snapshotBytes = statSync(join(dataDir, "state.json"), { throwIfNoEntry: false })?.size ?? 0;
+      const replayed = await replayChangeLog(join(dataDir, CHANGE_LOG), data, report);
+      logBytes = replayed.bytes;
+      randomPosition = Math.max(random_position ?? 0, replayed.randomPosition ?? 0, opened.position);
     } catch (error) {
       release();
       throw new Error(`Cannot read ${dataDir}/state.json: ${(error as Error).message}`);
     }
   }
+  const dirty = new DirtyRecords();
+  let tracked = trackState(data, dirty);
+  // At start a log is folded into state.json at once (and a torn last line with it), so appends start clean.
+  const foldAtOpen = migrate || logBytes > 0;
+  if (foldAtOpen) dirty.markAll();
 
   let timer: NodeJS.Timeout | undefined;
   let dueAt = Infinity;
-  let controlDirty = migrate;
+  let controlDirty = foldAtOpen;
+  /** The generator position last written (to the log or state.json). */
+  let writtenPosition: number | undefined;
   let writing: Promise<void> = Promise.resolve();
   let writes = 0;
   let controlWrites = 0;
@@ -162,20 +193,37 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
     durableSeq = Math.max(durableSeq, target);
     settleWaiters(durableSeq);
   };
+  /** The changed records appended to the log, or the whole state written when it is due (see the header). */
   const writeControl = async (): Promise<void> => {
-    if (controlDirty && control) {
-      controlDirty = false;
-      try {
-        const file = controlOf(data);
-        const position = options.randomPosition?.();
-        control.data = position === undefined ? file : { ...file, random_position: Math.max(position, randomPosition) };
-        await control.write();
-        controlWrites++;
-      } catch (error) {
-        controlDirty = true;
-        throw error;
+    if (!controlDirty || !dataDir) return;
+    controlDirty = false;
+    const taken = dirty.take();
+    const position = options.randomPosition?.();
+    const at = position === undefined ? undefined : Math.max(position, randomPosition);
+    try {
+      if (taken.all || snapshotBytes < WHOLE_BELOW_BYTES || logBytes > snapshotBytes) await writeWhole(at);
+      else {
+        const text = changeLines(data, taken.changed, at !== writtenPosition ? at : undefined);
+        if (!text) return;
+        await appendFileDurable(join(dataDir, CHANGE_LOG), text);
+        logBytes += Buffer.byteLength(text);
       }
+      writtenPosition = at;
+      controlWrites++;
+    } catch (error) {
+      dirty.restore(taken);
+      controlDirty = true;
+      throw error;
     }
+  };
+  /** `state.json` whole (atomic), then the log emptied: state.json holds all of it now. */
+  const writeWhole = async (position: number | undefined): Promise<void> => {
+    const file = controlOf(data);
+    const text = JSON.stringify(position === undefined ? file : { ...file, random_position: position });
+    await writeFileAtomic(join(dataDir!, "state.json"), text);
+    if (logBytes > 0) await writeFileDurable(join(dataDir!, CHANGE_LOG), "");
+    snapshotBytes = Buffer.byteLength(text);
+    logBytes = 0;
   };
 
   const writeNow = (): Promise<void> => {
@@ -229,8 +277,9 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
   };
   const store: Store = {
     get data() {
-      return data;
+      return tracked;
     },
+    copy: () => structuredClone(data),
     dataDir,
     commit: () => markControl(flushMs),
     touch: () => markControl(touchFlushMs, false),
@@ -258,6 +307,8 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
     flush: () => (dataDir ? writeNow() : Promise.resolve()),
     replace(state) {
       data = state;
+      tracked = trackState(data, dirty);
+      dirty.markAll();
       logs?.rewrite();
       markControl(flushMs);
     },
@@ -291,8 +342,8 @@ export async function openStore(options: StoreOptions = {}): Promise<Store> {
       return controlWrites;
     },
   };
-  // The one-time move of conversations out of an old state.json happens before the store is used.
-  if (migrate) {
+  // The one-time move of conversations out of an old state.json, and folding a log left by the last run, happen before the store is used.
+  if (foldAtOpen) {
     try {
       await writeNow();
     } catch (error) {

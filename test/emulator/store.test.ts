@@ -140,3 +140,68 @@ describe("store", () => {
     expect(existsSync(join(d, "emulator.lock"))).toBe(false);
   });
 });
+
+describe("a large state: changed records appended to state.log", () => {
+  const logOf = (d: string) => (existsSync(join(d, "state.log")) ? readFileSync(join(d, "state.log"), "utf8") : "");
+  /** A state past the size state.json is rewritten whole at (256 KiB): 2,000 organizations. */
+  async function large(d: string, organizations = 2_000): Promise<Store> {
+    const store = await open(d);
+    for (let i = 0; i < organizations; i++) addOrg(store, `org-${i}`);
+    await store.flush();
+    return store;
+  }
+
+  it("a write's bytes follow the change, not the number of organizations stored", async () => {
+    const small = await large(dir(), 2_000);
+    const big = await large(dir(), 8_000);
+    const appended = async (store: Store) => {
+      const before = logOf(store.dataDir!).length;
+      const org = Object.values(store.data.organizations)[0]!;
+      org.name = "renamed";
+      store.commit();
+      await store.flush();
+      return logOf(store.dataDir!).length - before;
+    };
+    const a = await appended(small);
+    const b = await appended(big);
+    expect(a).toBeGreaterThan(0);
+    expect(a).toBeLessThan(1000);
+    expect(b).toBe(a);
+  });
+
+  it("a restart replays the log, and folds it into state.json", async () => {
+    const d = dir();
+    const store = await large(d);
+    const stateBefore = readFileSync(join(d, "state.json"), "utf8");
+    addOrg(store, "late");
+    delete store.data.organizations[idOf("org-0")];
+    await store.flush();
+    // Nothing rewrote state.json: the two changes are two lines of the log.
+    expect(readFileSync(join(d, "state.json"), "utf8")).toBe(stateBefore);
+    expect(logOf(d).trim().split("\n")).toHaveLength(2);
+    await store.close();
+    stores.splice(stores.indexOf(store), 1);
+    const again = await open(d);
+    expect(again.data.organizations[idOf("late")]?.name).toBe("late");
+    expect(again.data.organizations[idOf("org-0")]).toBeUndefined();
+    expect(logOf(d)).toBe("");
+    expect(namesOnDisk(d)).toContain("late");
+  });
+
+  it("drops a last line a crash cut short, and refuses a broken line before it", async () => {
+    const d = dir();
+    const store = await large(d);
+    addOrg(store, "kept");
+    await store.flush();
+    await store.close();
+    stores.splice(stores.indexOf(store), 1);
+    writeFileSync(join(d, "state.log"), `${logOf(d)}{"c":"organizations","id":"${idOf("torn")}","v":{"na`);
+    const again = await open(d);
+    expect(again.data.organizations[idOf("kept")]?.name).toBe("kept");
+    expect(again.data.organizations[idOf("torn")]).toBeUndefined();
+    await again.close();
+    stores.splice(stores.indexOf(again), 1);
+    writeFileSync(join(d, "state.log"), `{"c":"organizations","id":"not-an-id","v":{}}\n`);
+    await expect(open(d)).rejects.toThrow(/state.log line 1/);
+  });
+});
