@@ -32,17 +32,23 @@ function applyLine(state: EmulatorState, line: RecordLine): void {
   const shape = ControlState.shape;
   switch (line.c) {
     case "organizations":
-      return put(state.organizations, line.v === undefined ? {} : shape.organizations.parse(one));
+      put(state.organizations, line.v === undefined ? {} : shape.organizations.parse(one));
+      return;
     case "credentials":
-      return put(state.credentials, line.v === undefined ? {} : shape.credentials.parse(one));
+      put(state.credentials, line.v === undefined ? {} : shape.credentials.parse(one));
+      return;
     case "keys":
-      return put(state.keys, line.v === undefined ? {} : shape.keys.parse(one));
+      put(state.keys, line.v === undefined ? {} : shape.keys.parse(one));
+      return;
     case "instances":
-      return put(state.instances, line.v === undefined ? {} : shape.instances.parse(one));
+      put(state.instances, line.v === undefined ? {} : shape.instances.parse(one));
+      return;
     case "billing":
-      return put(state.billing, line.v === undefined ? {} : shape.billing.parse(one));
+      put(state.billing, line.v === undefined ? {} : shape.billing.parse(one));
+      return;
     case "sandboxes":
-      return put(state.sandboxes, line.v === undefined ? {} : shape.sandboxes.parse(one));
+      put(state.sandboxes, line.v === undefined ? {} : shape.sandboxes.parse(one));
+      return;
   }
 }
 
