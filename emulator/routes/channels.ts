@@ -30,7 +30,7 @@ type ChannelHandlers = Pick<
   "listChannels" | "getChannelInfo" | "connectChannel" | "disconnectChannel" | "getChannelStatus" | "pairChannel" | "adminScan"
 >;
 
-const isSecret = (spec: ChannelSpec, key: string) => spec.fields[key]?.secret ?? SECRET_NAME.test(key);
+export const isSecret = (spec: ChannelSpec, key: string) => spec.fields[key]?.secret ?? SECRET_NAME.test(key);
 
 /** Missing fields as one 422 (every one of them), then the first wrong form as a 400. */
 export function checkConfig(spec: ChannelSpec, config: Record<string, string>): void {

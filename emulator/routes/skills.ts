@@ -30,7 +30,7 @@ export function isReady(skill: RegistrySkill | undefined, record: SkillRecord | 
 const missingEnv = (skill: RegistrySkill, record: SkillRecord) => skill.requiredEnv.filter((name) => record.env[name] === undefined);
 
 /** What `runtime.json` says about an installed skill: env names only, values redacted. */
-const runtimeEntry = (record: SkillRecord) => ({
+export const runtimeEntry = (record: SkillRecord) => ({
   enabled: record.enabled,
   env: Object.fromEntries(Object.keys(record.env).map((name) => [name, REDACTED])),
   config: record.config,

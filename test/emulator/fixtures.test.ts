@@ -33,6 +33,8 @@ const FIXTURE: FixtureInput = {
             ],
           },
           files: { "workspace/notes.md": "# Notes\n", "workspace/logo.bin": { base64: Buffer.from([1, 2, 3]).toString("base64") } },
+          skills: { weather: { env: { WEATHER_API_KEY: "weather-secret-value" } } },
+          channels: { telegram: { config: { token: "123456789:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" } } },
         },
         { name: "archive", status: "stopped" },
       ],
@@ -89,6 +91,19 @@ describe("fixtures at start", () => {
     expect(notes.body.content).toBe("# Notes\n");
     await get(e, `/v1/instances/${support}`, "svc_sk_test_acme_bot").expect(200);
     await get(e, `/v1/instances/${byName.archive!.id}`, "svc_sk_test_acme_bot").expect(403);
+    // Skills and channels as the install and connect routes leave them: secrets only as fingerprints.
+    const skills = await get(e, `/v1/instances/${support}/skills`, "svc_org_test_acme").expect(200);
+    expect((skills.body as { name: string; ready: boolean }[]).filter((k) => k.name === "weather")).toMatchObject([{ ready: true }]);
+    const channel = await get(e, `/v1/instances/${support}/channels/telegram/status`, "svc_org_test_acme").expect(200);
+    expect(channel.body).toMatchObject({ connected: true });
+    const runtime = await get(e, `/v1/instances/${support}/files/content?path=runtime.json`, "svc_org_test_acme").expect(200);
+    expect(JSON.parse(runtime.body.content as string)).toMatchObject({
+      skills: { entries: { weather: { enabled: true } } },
+      channels: { telegram: { enabled: true } },
+    });
+    expect(runtime.body.content).not.toContain("weather-secret-value");
+    expect(runtime.body.content).not.toContain("AAAAAAAAAAAAAAAA");
+    await get(e, `/v1/instances/${support}/files/content?path=skills/weather/SKILL.md`, "svc_org_test_acme").expect(200);
     // Another organization's key sees only its own.
     const beta = await get(e, "/v1/instances", "svc_org_test_beta").expect(200);
     expect((beta.body as { name: string }[]).map((i) => i.name)).toEqual(["solo"]);
@@ -103,6 +118,8 @@ describe("fixtures at start", () => {
     expect(onDisk).not.toContain("svc_org_test_acme");
     expect(onDisk).not.toContain("svc_sk_test_acme_bot");
     expect(onDisk).not.toContain("sk-ant-fixture");
+    expect(onDisk).not.toContain("weather-secret-value");
+    expect(onDisk).not.toContain("AAAAAAAAAAAAAAAA");
     // A restart on the same directory keeps the state and does not load the fixture again.
     const again = await start({ dataDir: dir.path, fixtures: FIXTURE });
     const orgs = Object.values(again.store.data.organizations).map((o) => o.name);
@@ -118,7 +135,10 @@ describe("fixtures at start", () => {
           tier: "shrimp",
           provider_keys: { anthropic: "k" },
           keys: [{ name: "bot", key: "svc_sk_test_bot", grants: { nowhere: ["read"] } }],
-          instances: [{ name: "a" }, { name: "b", model_provider: "openai", colour: "red" }],
+          instances: [
+            { name: "a", skills: { teleport: {} }, channels: { telegram: { config: { token: "nope" } } } },
+            { name: "b", model_provider: "openai", colour: "red" },
+          ],
         },
       ],
     };
@@ -136,6 +156,14 @@ describe("fixtures at start", () => {
       () => undefined,
       (e: unknown) => e as Error,
     );
+    const refused = await start({
+      fixtures: { organizations: [{ name: "x", provider_keys: { anthropic: "k" }, instances: bad.organizations[0]!.instances.slice(0, 1) }] },
+    }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(refused?.message).toContain("$.organizations[0].instances[0].skills.teleport: Unknown skill");
+    expect(refused?.message).toContain("$.organizations[0].instances[0].channels.telegram.config: Invalid Telegram token");
     expect(refs?.message.split("\n").slice(1).sort()).toEqual([
       "$.organizations[0].instances: More instances than the shrimp plan allows (1)",
       "$.organizations[0].instances[1].model_provider: The organization has no provider key for 'openai'",
