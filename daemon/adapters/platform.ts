@@ -94,3 +94,40 @@ export function definePlatform<T extends string, S extends z.ZodType<ParsedChann
     create: (channel, deps) => (finalHere(channel) ? spec.create(channel, deps) : undefined),
   };
 }
+
+/**
+ * The platform libraries are optional peer dependencies (installing the
+ * package for its emulator or client must not bring in ~55 MB of them):
+ * each is named here with the range package.json gives it (a test keeps the
+ * two equal), for the sentence a person gets when it is missing.
+ */
+export const PLATFORM_LIBRARIES = {
+  telegram: ["grammy", "^1.46.0"],
+  discord: ["discord.js", "^14.28.1"],
+  whatsapp: ["@whiskeysockets/baileys", "7.0.0-rc14"],
+} as const;
+
+/** Thrown when a channel's platform library is not installed: says what to install. */
+export class PlatformLibraryMissingError extends Error {
+  override readonly name = "PlatformLibraryMissingError";
+  constructor(
+    readonly platform: keyof typeof PLATFORM_LIBRARIES,
+    readonly library: string,
+  ) {
+    super(
+      `The ${platform} channel needs the ${library} package, an optional dependency of agent-bridge: npm install ${library}@"${PLATFORM_LIBRARIES[platform][1]}"`,
+    );
+  }
+}
+
+/** Loads a platform's adapter module; a missing platform library becomes a {@link PlatformLibraryMissingError}. */
+export async function loadAdapterModule<M>(platform: keyof typeof PLATFORM_LIBRARIES, load: () => Promise<M>): Promise<M> {
+  const library = PLATFORM_LIBRARIES[platform][0];
+  try {
+    return await load();
+  } catch (error) {
+    const missing = error instanceof Error && "code" in error && error.code === "ERR_MODULE_NOT_FOUND" && error.message.includes(`'${library}'`);
+    if (missing) throw new PlatformLibraryMissingError(platform, library);
+    throw error;
+  }
+}

@@ -13,7 +13,7 @@
  * Its own vitest project keeps it from competing with the other files.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -113,6 +113,30 @@ describe("the package installed in another project", () => {
     expect(listed).toContain(join("testing", "vitest.d.ts"));
     expect(listed.filter((f) => f.endsWith(".tsbuildinfo") || (f.endsWith(".ts") && !f.endsWith(".d.ts")))).toEqual([]);
   });
+
+  it("brings no platform library, and a daemon channel that needs one says what to install", () => {
+    for (const library of ["grammy", "discord.js", "@whiskeysockets/baileys", "pg"])
+      expect(existsSync(join(project, "node_modules", library)), library).toBe(false);
+    writeFileSync(
+      join(project, "bridge.json"),
+      JSON.stringify({
+        service: { baseUrl: "http://127.0.0.1:9", apiKey: "svc_org_test" },
+        dataDir: join(project, ".bridge"),
+        ops: { port: null },
+        routes: [{ instance: "i" }],
+        channels: [{ type: "telegram", token: "123456789:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" }],
+      }),
+    );
+    const daemon = run(process.execPath, [
+      join(project, "node_modules", "agent-bridge", "dist", "bin", "agent-bridge.js"),
+      "run",
+      "--config",
+      "bridge.json",
+      "--no-check",
+    ]);
+    expect(daemon.status).not.toBe(0);
+    expect(daemon.output).toContain('The telegram channel needs the grammy package, an optional dependency of agent-bridge: npm install grammy@"^1.46.0"');
+  }, 60_000);
 
   it("type-checks the examples with strict tsc", () => {
     const tsc = run(process.execPath, [join(project, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"]);

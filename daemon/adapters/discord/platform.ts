@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { channelSubject, probe, type CheckResult, type ProbeDeps } from "../../check/result.js";
-import { definePlatform } from "../platform.js";
+import { definePlatform, loadAdapterModule } from "../platform.js";
 import { discordChannelSchema, type DiscordChannelConfig } from "./config.js";
 
 const DiscordUser = z.object({ id: z.string(), username: z.string() });
@@ -36,7 +36,7 @@ export const discordPlatform = definePlatform({
   secrets: (channel) => [channel.token],
   check: checkDiscord,
   async create(channel, deps) {
-    const { createDiscordAdapter } = await import("./index.js");
+    const { createDiscordAdapter } = await loadAdapterModule("discord", () => import("./index.js"));
     return createDiscordAdapter(channel, deps);
   },
 });

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { channelSubject, probe, type CheckResult, type ProbeDeps } from "../../check/result.js";
-import { definePlatform } from "../platform.js";
+import { definePlatform, loadAdapterModule } from "../platform.js";
 import { telegramChannelSchema, type TelegramChannelConfig } from "./config.js";
 
 const TelegramMe = z.object({ ok: z.literal(true), result: z.object({ username: z.string().optional(), first_name: z.string() }) });
@@ -46,7 +46,7 @@ export const telegramPlatform = definePlatform({
   secrets: (channel) => (channel.webhook ? [channel.token, channel.webhook.secretToken] : [channel.token]),
   check: checkTelegram,
   async create(channel, deps) {
-    const { createTelegramAdapter } = await import("./index.js");
+    const { createTelegramAdapter } = await loadAdapterModule("telegram", () => import("./index.js"));
     return createTelegramAdapter(channel, deps);
   },
 });

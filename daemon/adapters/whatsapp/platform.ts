@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { channelSubject, type CheckResult } from "../../check/result.js";
-import { definePlatform, type ChannelCheckDeps } from "../platform.js";
+import { definePlatform, type ChannelCheckDeps, loadAdapterModule } from "../platform.js";
 import { whatsappChannelSchema, type WhatsAppChannelConfig } from "./config.js";
 
 /** Baileys' creds.json: `me` is set once a phone has paired. */
@@ -55,7 +55,7 @@ export const whatsappPlatform = definePlatform({
   secrets: () => [],
   check: checkWhatsApp,
   async create(channel, deps) {
-    const { createWhatsAppAdapter } = await import("./index.js");
+    const { createWhatsAppAdapter } = await loadAdapterModule("whatsapp", () => import("./index.js"));
     return createWhatsAppAdapter(channel, deps);
   },
 });

@@ -11,7 +11,7 @@ import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { systemClock } from "../../../shared/clock.js";
-import { definePlatform, type PlatformDeps } from "../../../daemon/adapters/platform.js";
+import { definePlatform, loadAdapterModule, PLATFORM_LIBRARIES, type PlatformDeps } from "../../../daemon/adapters/platform.js";
 import { platforms } from "../../../daemon/adapters/registry.js";
 import { accessSchema, channelCommon } from "../../../daemon/config/fields.js";
 import { daemonConfigSchema } from "../../../daemon/config/schema.js";
@@ -188,5 +188,29 @@ describe("the registered platforms, through the registry", () => {
       { status: "ok", subject: "channel terminal (terminal)", message: "nothing to check" },
       { status: "ok", subject: "channel wa (whatsapp)", message: "linked to a phone" },
     ]);
+  });
+});
+
+describe("optional platform libraries", () => {
+  it("name the ranges package.json gives them as optional peer dependencies", async () => {
+    const pkg = JSON.parse(readFileSync(join(import.meta.dirname, "../../../package.json"), "utf8")) as {
+      peerDependencies: Record<string, string>;
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
+      dependencies: Record<string, string>;
+    };
+    for (const [library, range] of Object.values(PLATFORM_LIBRARIES)) {
+      expect(pkg.peerDependencies[library], library).toBe(range);
+      expect(pkg.peerDependenciesMeta[library]?.optional, library).toBe(true);
+      expect(pkg.dependencies[library], library).toBeUndefined();
+    }
+  });
+
+  it("turn Node's missing-package error into a sentence saying what to install", async () => {
+    const missing = Object.assign(new Error("Cannot find package 'grammy' imported from /app/dist/daemon/adapters/telegram/index.js"), {
+      code: "ERR_MODULE_NOT_FOUND",
+    });
+    await expect(loadAdapterModule("telegram", () => Promise.reject(missing))).rejects.toThrow('npm install grammy@"^1.46.0"');
+    const other = Object.assign(new Error("Cannot find module '/app/dist/x.js'"), { code: "ERR_MODULE_NOT_FOUND" });
+    await expect(loadAdapterModule("telegram", () => Promise.reject(other))).rejects.toBe(other);
   });
 });
