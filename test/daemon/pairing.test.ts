@@ -1,6 +1,7 @@
 /**
  * DM pairing end to end on Telegram (the Bot API fake over real HTTP,
- * grammY's client, the emulator): a stranger gets a code and nothing they
+ * grammY's client, the emulator), and on Discord (discord.js against the
+ * local REST and gateway fake): a stranger gets a code and nothing they
  * write reaches the agent; the owner approves it with the `agent-bridge
  * pairing` command (a real child process) while the daemon runs, or with
  * `/approve CODE` from their chat; a wrong or expired code does not work;
@@ -14,6 +15,7 @@ import { afterEach, expect, it } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { runPairingCommand } from "../../daemon/pairing-command.js";
 import { seededRandom } from "../../shared/random.js";
+import { createFakeDiscord, waitFor } from "../fakes/discord.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { runAgentBridge } from "../helpers/cli.js";
@@ -165,4 +167,31 @@ it("approvals survive a restart, list shows no codes, revoke takes them back; th
   const revoke = runAgentBridge(["pairing", "revoke", "tg", "5066", "--config", b.configFile]);
   expect(await revoke.exited).toBe(0);
   expect(CODE.exec(await ask(b.fake, stranger, "and now?"))).not.toBeNull();
+});
+
+it("on Discord: a stranger's DM gets a code, the owner approves it from their DM, and the stranger is answered", async () => {
+  const service = await startServiceFixture(cleanups, "pairing-discord-");
+  const token = "MTA0NjY5.pairing-bot.token-value-that-must-stay-secret";
+  const fake = await createFakeDiscord({ token, guilds: [] });
+  cleanups.push(() => fake.close());
+  const boss = { id: "700000000000000001", username: "boss" };
+  const newcomer = { id: "700000000000000066", username: "newcomer" };
+  const config = service.configFor({ type: "discord", id: "dc", token, api: fake.apiBase, streaming: "off", access: { mode: "pairing", owners: [boss.id] } });
+  const daemon = createDaemon({ config, random: seededRandom(13) });
+  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  await daemon.start();
+  const said = (user: typeof boss) => fake.sentMessages(fake.dmChannelFor(user)).map((m) => m.content);
+
+  fake.dispatchDirectMessage(newcomer, "hello?");
+  await waitFor(() => said(newcomer).length === 1, "the code");
+  const code = CODE.exec(said(newcomer)[0]!)?.[1];
+  expect(code).toBeDefined();
+  expect(said(newcomer)[0]).toContain(`agent-bridge pairing approve dc ${code}`);
+  fake.dispatchDirectMessage(boss, `/approve ${code}`);
+  await waitFor(() => said(boss).length === 1 && said(newcomer).length === 2, "the approval and the notice");
+  expect(said(boss)[0]).toContain("Approved newcomer");
+  expect(said(newcomer)[1]).toContain("The owner approved you");
+  fake.dispatchDirectMessage(newcomer, "now?");
+  await waitFor(() => said(newcomer).length === 3, "the answer");
+  expect(said(newcomer)[2]).toBe("You said: now?");
 });
