@@ -203,8 +203,8 @@ export function createPairing(deps: { store: Store; clock: Clock; random: Random
         const pending = read(PendingSchema, pendingKey(channel, userId));
         if (pending?.codeHash !== codeHash) continue;
         const user: ApprovedUser = { userId, ...(pending.userName ? { userName: pending.userName } : {}), at: now, by: approver };
-        await kv.set(approvedKey(channelId, userId), user);
-        await kv.set(pendingKey(channelId, userId), undefined);
+        // Both changes apply at once (the store applies before it writes): a concurrent approval of the same code finds it used.
+        await Promise.all([kv.set(pendingKey(channelId, userId), undefined), kv.set(approvedKey(channelId, userId), user)]);
         log.info({ channel: channelId, userId, approver }, "pairing approved");
         return { ok: true, user, pending };
       }

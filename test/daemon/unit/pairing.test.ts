@@ -68,6 +68,13 @@ describe("pairing", () => {
     expect(pairing.isApproved("tg", new Set(["2"]))).toBe(false);
   });
 
+  it("approves a code once, also when two approvals of it race", async () => {
+    const { pairing, codeOf } = await setup();
+    const hash = hashCode("tg", await codeOf(1));
+    const results = await Promise.all([pairing.approve("tg", hash, "cli"), pairing.approve("tg", hash, "chat:owner")]);
+    expect(results.map((r) => r.ok).sort()).toEqual([false, true]);
+  });
+
   it("bounds guessing per approver and per channel, until the window passes", async () => {
     const { pairing, clock, codeOf } = await setup();
     const code = await codeOf(1);
