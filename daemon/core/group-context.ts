@@ -90,7 +90,8 @@ export class GroupContexts {
     if (message.chatType !== "group") return;
     const key = chatKeyOf(message);
     if (outcome.status === "accepted" && message.mentioned !== false && !parseCommand(message.text)) this.#groups.delete(key);
-    if (outcome.status === "refused" && outcome.reason === "not_mentioned") this.#keep(key, message);
+    // A bridge command is not conversation (and `/approve CODE` carries a secret): never context.
+    if (outcome.status === "refused" && outcome.reason === "not_mentioned" && !parseCommand(message.text)) this.#keep(key, message);
   }
 
   /** How many lines a group holds now (for tests and /status). */

@@ -89,6 +89,13 @@ describe("GroupContexts", () => {
     expect(contexts.attach(mention).text).toContain("[Alice] one");
   });
 
+  it("never keeps a bridge command as context (an /approve carries a pairing code)", () => {
+    const { contexts, chatter } = setup();
+    chatter({ text: "/approve K7QM4XRP" });
+    chatter({ text: "hello" });
+    expect(contexts.attach(msg({ text: "and you?", mentioned: true })).text).not.toContain("K7QM4XRP");
+  });
+
   it("holds no more than the bound: count, characters, and age on the clock", () => {
     const { clock, contexts, chatter } = setup({ groupContext: { maxMessages: 3, maxChars: 40, maxAgeMs: 60_000 } });
     for (const word of ["one", "two", "three", "four"]) chatter({ text: word });
