@@ -213,6 +213,14 @@ describe("fixtures into sandboxes", () => {
       .send({ fixtures: { organizations: [{ name: "x", tier: "whale" }] } })
       .expect(422);
     expect(invalid.body.detail[0].loc).toEqual(["body", "fixtures", "organizations", 0, "tier"]);
+    // A response id a fixture names is one response across the emulator: the same fixture again (keys changed) is refused for it.
+    const sameIds = JSON.parse(
+      JSON.stringify(FIXTURE).replaceAll("svc_org_test_", "svc_org_test_x").replaceAll("svc_sk_test_", "svc_sk_test_x"),
+    ) as typeof FIXTURE;
+    const idTaken = await request(e.app).post("/_emulator/sandboxes").send({ fixtures: sameIds }).expect(422);
+    expect(idTaken.body.detail.map((d: { loc: unknown[] }) => d.loc)).toEqual([
+      ["body", "fixtures", "organizations", 0, "instances", 0, "sessions", "alice", 1, "id"],
+    ]);
     // Refused fixtures made no sandbox.
     expect(Object.keys(e.store.data.sandboxes)).toEqual([one.body.id]);
 
