@@ -171,6 +171,8 @@ export interface FakeDiscord {
   platformCalls(): PlatformCall[];
   /** Sends MESSAGE_CREATE and returns the message object dispatched. */
   dispatchMessage(input: DispatchMessageInput): Json;
+  /** A message sent while the bot had no gateway session: in the channel's history (`GET /channels/:id/messages`), dispatched to nobody. */
+  postWhileAway(input: DispatchMessageInput): Json;
   /** A DM from `author` (the DM channel is created on first use). */
   dispatchDirectMessage(author: FakeUser, content: string, extra?: Partial<DispatchMessageInput>): Json;
   /** The bot's managed role in a guild (`<@&id>` mentions it). */
@@ -415,6 +417,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
       if (!channel) return send(res, 404, { message: "Unknown Channel", code: 10003 });
       const sub = channelRoute[2];
       if (method === "GET" && !sub) return send(res, 200, channelJson(channel));
+      if (method === "GET" && sub === "/messages") return send(res, 200, history(channel.id, new URL(req.url ?? "/", httpBase).searchParams));
       if (method === "POST" && sub === "/typing") {
         typing.set(channel.id, (typing.get(channel.id) ?? 0) + 1);
         return send(res, 204);
@@ -663,6 +666,20 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     });
   }
 
+  /**
+   * `GET /channels/:id/messages?after=&limit=` as Discord answers it: with `after`, the oldest
+   * `limit` (1-100, default 50) messages newer than that id; without, the newest; newest first.
+   */
+  function history(channelId: string, query: URLSearchParams): Json[] {
+    const limit = Math.min(100, Math.max(1, Number(query.get("limit") ?? 50) || 50));
+    const after = query.get("after");
+    const inChannel = [...messages.values()]
+      .filter((m) => m.channel_id === channelId)
+      .sort((a, b) => (BigInt(a.id as string) < BigInt(b.id as string) ? -1 : 1));
+    const picked = after === null ? inChannel.slice(-limit) : inChannel.filter((m) => BigInt(m.id as string) > BigInt(after)).slice(0, limit);
+    return picked.reverse();
+  }
+
   /** Sends (or, while the socket is away, keeps for a RESUME) one dispatch in `session`. */
   function dispatch(session: Session, type: string, data: Json): void {
     const s = ++session.seq;
@@ -672,7 +689,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     if (session.socket && session.socket.readyState === WebSocket.OPEN) session.socket.send(payload);
   }
 
-  function dispatchMessage(input: DispatchMessageInput): Json {
+  function dispatchMessage(input: DispatchMessageInput, options: { dispatch?: boolean } = {}): Json {
     let channel = channels.get(input.channelId);
     if (!channel) {
       channel = input.guildId
@@ -716,6 +733,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     if (channel.guildId) {
       payload.member = { roles: [], joined_at: new Date(now()).toISOString(), deaf: false, mute: false, flags: 0 };
     }
+    if (options.dispatch === false) return message;
     if (!current) throw new Error("fake discord: no gateway session to dispatch into");
     // Every session of the bot gets it: connected ones now, resumable ones on RESUME.
     for (const session of sessions.values()) if (session.resumable) dispatch(session, "MESSAGE_CREATE", payload);
@@ -752,7 +770,8 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     isLive: () => Boolean(current?.live && liveSocket()),
     liveSessions: () => [...sessions.values()].filter((x) => x.live && x.socket?.readyState === WebSocket.OPEN).length,
     platformCalls: () => callLog.list(),
-    dispatchMessage,
+    dispatchMessage: (input) => dispatchMessage(input),
+    postWhileAway: (input) => dispatchMessage(input, { dispatch: false }),
     dispatchDirectMessage(author, content, extra = {}) {
       return dispatchMessage({ ...extra, channelId: dmChannelFor(author), author, content });
     },

@@ -62,6 +62,12 @@ export interface ConnectionDeps {
   report(event: AdapterStatusEvent): void;
   /** Called for messages of the current client only. */
   onMessage(message: Message, client: Client<true>): void;
+  /**
+   * A new gateway session began (a first READY, a new client, or discord.js re-identifying):
+   * what was sent meanwhile is not dispatched again, so the adapter may catch up (catch-up.ts).
+   * Not called after a RESUME, which replays what was missed.
+   */
+  onNewSession?(client: Client<true>): void;
   tuning: ConnectionTuning;
 }
 
@@ -238,6 +244,7 @@ class GatewaySupervisor implements GatewayConnection {
     this.#active = built;
     this.#streak.connected(this.#deps.clock.now());
     this.#deps.report({ state: "connected", detail: `as ${built.client.user?.tag ?? "bot"}` });
+    if (built.client.isReady()) this.#deps.onNewSession?.(built.client);
   }
 
   /** Wires a client's events; each handler first checks the client is still ours. */
@@ -253,7 +260,11 @@ class GatewaySupervisor implements GatewayConnection {
       if (connected()) this.#startGrace(built);
     });
     client.on(Events.ShardResume, () => connected() && this.#endGrace("resumed"));
-    client.on(Events.ShardReady, () => connected() && this.#endGrace("re-identified"));
+    client.on(Events.ShardReady, () => {
+      if (!connected()) return;
+      this.#endGrace("re-identified");
+      if (client.isReady()) this.#deps.onNewSession?.(client);
+    });
     client.on(Events.ShardDisconnect, (event) => {
       if (!connected()) return;
       const failure = closeFailure(event.code);

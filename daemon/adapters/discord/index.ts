@@ -13,6 +13,7 @@ import { rawLength, type AdapterDeps, type ChatAdapter } from "../../core/adapte
 import type { DiscordChannelConfig } from "./config.js";
 import { createGatewayConnection, defaultConnectionTuning, type ConnectionTuning } from "./connection.js";
 import { translateMessage } from "./inbound.js";
+import { DiscordCatchUp } from "./catch-up.js";
 import { DiscordIntake } from "./intake.js";
 import { botIdentityOf, viewOf } from "./message-view.js";
 import { createDiscordOutbound, DISCORD_FILE_LIMITS, DISCORD_LIMITS } from "./outbound.js";
@@ -38,12 +39,15 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
 
   const outbound = createDiscordOutbound({ api: config.api, token: config.token, log, redact, replyNotifies: config.replyNotifies });
   const intake = new DiscordIntake({ log, redact, attachmentTimeoutMs });
+  const catchUp = new DiscordCatchUp({ state: deps.state, clock: deps.clock, log, redact });
 
   function onMessage(message: Message, client: Client<true>): void {
     const view = viewOf(message);
     const onIgnored = (reason: string) => log.debug({ messageId: view.id, chatId: view.channelId, reason }, "discord message ignored");
     const inbound = translateMessage(view, { bot: botIdentityOf(message, client), accountId, onIgnored });
-    if (inbound) intake.take(inbound, view.attachments);
+    if (!inbound) return;
+    intake.take(inbound, view.attachments);
+    catchUp.seen(view.channelId, view.id);
   }
 
   const connection = createGatewayConnection({
@@ -60,6 +64,8 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
       intake.status(status);
     },
     onMessage,
+    // A new session misses what was sent before it: fetched from the channels' history (catch-up.ts).
+    onNewSession: (client) => void catchUp.run(client, (message) => onMessage(message, client)),
   });
 
   return {
@@ -79,6 +85,7 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
       await connection.stop();
       // Messages already taken in still reach the core.
       await intake.idle();
+      await catchUp.save();
       outbound.close();
     },
 
