@@ -15,7 +15,8 @@ import type { Logger } from "pino";
 import { systemClock, type Clock } from "../shared/clock.js";
 import { createServiceClient, type ServiceClient } from "../shared/client/index.js";
 import { cryptoRandom, type Random } from "../shared/random.js";
-import { buildAdapters } from "./adapters/index.js";
+import { buildAdapter, buildAdapters } from "./adapters/index.js";
+import type { ClusterNode } from "./cluster-node.js";
 import type { ChannelConfig, DaemonConfig } from "./config/schema.js";
 import { secretsOf } from "./config/secrets.js";
 import type { AdapterStatusEvent, ChatAdapter, InboundSink } from "./core/adapter.js";
@@ -28,7 +29,7 @@ import { startOpsServer, type HealthReport, type OpsServer } from "./ops/http.js
 import { answerPairingRequest } from "./ops/pairing-requests.js";
 import { createLogger } from "./ops/logger.js";
 import { createMetrics, type Metrics } from "./ops/metrics.js";
-import { openStore, type Store } from "./state/store.js";
+import { openStore, type JournalEntry, type Store } from "./state/store.js";
 
 export interface DaemonOptions {
   config: DaemonConfig;
@@ -87,6 +88,10 @@ export function createDaemon(options: DaemonOptions): Daemon {
   let dispatcher: Agent | undefined;
   let adapters: ChatAdapter[] = options.adapters ? [...options.adapters] : [];
   const adapterStates = new Map<ChatAdapter, AdapterStatusEvent["state"]>();
+  /** With `"state": {"kind": "postgres"}`: this node's part in the bridge (which accounts it owns). */
+  let cluster: ClusterNode | undefined;
+  /** Each adapter is stopped once, whoever asks first (teardown, a handover). */
+  const stopping = new WeakMap<ChatAdapter, Promise<void>>();
 
   const adapterIndex = new Map<AdapterKey, ChatAdapter>();
   const channelIndex = new Map<string, ChannelConfig>(config.channels.map((c) => [c.id, c]));
@@ -122,11 +127,30 @@ export function createDaemon(options: DaemonOptions): Daemon {
         timeoutMs: config.service.requestTimeoutMs,
       });
     }
-    store = await openStore({ dataDir: config.dataDir, clock, random, ...(options.compactBytes ? { compactBytes: options.compactBytes } : {}) });
+    if (config.state.kind === "postgres") {
+      // Loaded only here: `pg` is an optional dependency, needed by this mode alone.
+      const { openClusterNode } = await import("./cluster-node.js").catch((error: unknown) => {
+        const missing = error instanceof Error && "code" in error && error.code === "ERR_MODULE_NOT_FOUND" && error.message.includes("'pg'");
+        throw missing ? new Error('"state": {"kind": "postgres"} needs the pg package beside agent-bridge: npm install pg') : error;
+      });
+      cluster = await openClusterNode({
+        config,
+        state: config.state,
+        logger: logger.child({ component: "cluster" }),
+        metrics,
+        clock,
+        take: takeAccount,
+        giveUp: giveUpAccount,
+        forget: forgetAccount,
+      });
+      store = cluster.store;
+    } else {
+      store = await openStore({ dataDir: config.dataDir, clock, random, ...(options.compactBytes ? { compactBytes: options.compactBytes } : {}) });
+    }
     const opened = store;
     const pendingAtStart = opened.pending().length;
 
-    if (!options.adapters) {
+    if (!options.adapters && !cluster) {
       adapters = await buildAdapters(config, {
         logger,
         clock,
@@ -166,26 +190,15 @@ export function createDaemon(options: DaemonOptions): Daemon {
     }
 
     const r = relay;
-    let startedCount = 0;
-    for (const adapter of adapters) {
-      const sink: InboundSink = {
-        accept: (message) => r.accept(adapter, message),
-        admit: (question) => r.admit(adapter, question),
-        status(event) {
-          adapterStates.set(adapter, event.state);
-          const level = event.state === "failed" || event.state === "logged_out" ? "error" : "info";
-          logger[level]({ platform: adapter.platform, accountId: adapter.accountId, state: event.state, detail: event.detail }, "adapter status");
-          options.onAdapterStatus?.(adapter, event);
-        },
-      };
-      try {
-        await adapter.start(sink);
-        startedCount++;
-      } catch (error) {
-        adapterStates.set(adapter, "failed");
-        logger.error({ platform: adapter.platform, accountId: adapter.accountId, err: errorSummary(error) }, "adapter failed to start");
-      }
+    if (cluster) {
+      // The accounts come with their leases: taken now and whenever another node lets one go.
+      await cluster.start();
+      r.release();
+      logger.info({ node: cluster.nodeId, owns: cluster.owned().map((o) => o.unit), routes: config.routes.length }, "daemon started (one node of several)");
+      return;
     }
+    let startedCount = 0;
+    for (const adapter of adapters) if (await startAdapter(adapter)) startedCount++;
     if (adapters.length > 0 && startedCount === 0) throw new Error("no chat adapter could start (see the log)");
     if (adapters.length === 0) logger.warn("no chat channels configured: nothing will arrive");
 
@@ -193,16 +206,84 @@ export function createDaemon(options: DaemonOptions): Daemon {
     logger.info({ adapters: adapters.map((a) => `${a.platform}:${a.accountId}`), resumed: pendingAtStart, routes: config.routes.length }, "daemon started");
   }
 
-  async function teardown(graceMs: number): Promise<void> {
+  /** Starts one adapter with the relay as its sink; false (logged) when it cannot start. */
+  async function startAdapter(adapter: ChatAdapter): Promise<boolean> {
+    const r = relay!;
+    const sink: InboundSink = {
+      accept: (message) => r.accept(adapter, message),
+      admit: (question) => r.admit(adapter, question),
+      status(event) {
+        adapterStates.set(adapter, event.state);
+        const level = event.state === "failed" || event.state === "logged_out" ? "error" : "info";
+        logger[level]({ platform: adapter.platform, accountId: adapter.accountId, state: event.state, detail: event.detail }, "adapter status");
+        options.onAdapterStatus?.(adapter, event);
+      },
+    };
+    try {
+      await adapter.start(sink);
+      return true;
+    } catch (error) {
+      adapterStates.set(adapter, "failed");
+      logger.error({ platform: adapter.platform, accountId: adapter.accountId, err: errorSummary(error) }, "adapter failed to start");
+      return false;
+    }
+  }
+
+  function stopAdapter(adapter: ChatAdapter): Promise<void> {
+    let stopped = stopping.get(adapter);
+    if (!stopped) {
+      stopped = adapter.stop().catch((error: unknown) => {
+        logger.warn({ platform: adapter.platform, accountId: adapter.accountId, err: errorSummary(error) }, "adapter did not stop cleanly");
+      });
+      stopping.set(adapter, stopped);
+    }
+    return stopped;
+  }
+
+  /** Several machines: this node took an account's lease. */
+  async function takeAccount(channel: ChannelConfig, entries: readonly JournalEntry[]): Promise<void> {
+    const s = store!;
+    const adapter =
+      options.adapters?.find((a) => a.platform === channel.type && a.accountId === channel.id) ??
+      (await buildAdapter(config, channel, {
+        logger,
+        clock,
+        stateFor: (c) => s.kv(`adapter:${c.type}:${c.id}`),
+        ...(options.stdin ? { stdin: options.stdin } : {}),
+        ...(options.stdout ? { stdout: options.stdout } : {}),
+      }));
+    stopping.delete(adapter);
+    adapterIndex.set(adapterKeyOf(adapter.platform, adapter.accountId), adapter);
+    if (!adapters.includes(adapter)) adapters.push(adapter);
+    relay!.adopt(adapter.platform, adapter.accountId, entries);
+    await startAdapter(adapter);
+  }
+
+  /** Several machines: the account is being handed over (graceful) or was lost. Its adapter stays indexed until `forgetAccount`. */
+  async function giveUpAccount(channel: ChannelConfig, graceful: boolean): Promise<void> {
+    const adapter = adapterIndex.get(adapterKeyOf(channel.type, channel.id));
+    // Lost: its sends stop now (the lease is gone). Handed over: the ones in progress are recorded first.
+    const handedOver = relay?.handOver(channel.type, channel.id) ?? Promise.resolve();
+    if (adapter) await stopAdapter(adapter);
+    if (graceful) await handedOver;
+  }
+
+  /** After the account's state is gone from this node: its adapter goes (a turn of it finds neither). */
+  function forgetAccount(channel: ChannelConfig): void {
+    const key = adapterKeyOf(channel.type, channel.id);
+    const adapter = adapterIndex.get(key);
+    adapterIndex.delete(key);
+    if (!adapter) return;
+    adapters = adapters.filter((a) => a !== adapter);
+    adapterStates.delete(adapter);
+  }
+
+  async function teardown(requestedGraceMs: number): Promise<void> {
+    // Several machines: in-flight turns get the handover grace, then the accounts go to other nodes.
+    const graceMs = cluster ? Math.min(requestedGraceMs, cluster.handoverGraceMs) : requestedGraceMs;
     // Intake stops first: a message an adapter received meanwhile is still journaled
     // (Discord and WhatsApp never deliver it again); only then do new turns stop.
-    await Promise.allSettled(
-      adapters.map((a) =>
-        a.stop().catch((error: unknown) => {
-          logger.warn({ platform: a.platform, accountId: a.accountId, err: errorSummary(error) }, "adapter did not stop cleanly");
-        }),
-      ),
-    );
+    await Promise.allSettled(adapters.map(stopAdapter));
     relay?.beginStop();
     scheduler?.stop();
     if (relay && scheduler && graceMs > 0) {
@@ -230,6 +311,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     return {
       healthy: state === "running" && anyUp,
       state,
+      ...(cluster ? { node: cluster.nodeId, owns: cluster.owned() } : {}),
       adapters: adaptersView,
       pending: store?.pending().length ?? 0,
       queued: scheduler?.depth().totalWaiting ?? 0,

@@ -74,6 +74,8 @@ await build({
     "@discordjs/*",
     "@whiskeysockets/baileys",
     "qrcode-terminal",
+    // An optional dependency, loaded only with "state": {"kind": "postgres"} (and it requires pg-native by name).
+    "pg",
     "playwright-core",
     // Its "main" is a UMD build that requires its own files by relative path.
     "jsonc-parser",

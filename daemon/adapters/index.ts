@@ -24,20 +24,22 @@ export interface BuildAdapterDeps {
 
 export async function buildAdapters(config: DaemonConfig, deps: BuildAdapterDeps): Promise<ChatAdapter[]> {
   const adapters: ChatAdapter[] = [];
-  for (const channel of config.channels) {
-    if (!channel.enabled) continue;
-    const platformDeps: PlatformDeps = {
-      logger: deps.logger.child({ channel: channel.id, type: channel.type }),
-      state: deps.stateFor(channel),
-      dataDir: config.dataDir,
-      clock: deps.clock,
-      maxAttachmentBytes: config.attachments.maxBytes,
-      ...(deps.stdin ? { stdin: deps.stdin } : {}),
-      ...(deps.stdout ? { stdout: deps.stdout } : {}),
-    };
-    const adapter = platforms.map((p) => p.create(channel, platformDeps)).find((a) => a !== undefined);
-    if (!adapter) throw new Error(`no platform for channel type "${channel.type}"`);
-    adapters.push(await adapter);
-  }
+  for (const channel of config.channels) if (channel.enabled) adapters.push(await buildAdapter(config, channel, deps));
   return adapters;
+}
+
+/** The adapter of one channel (enabled or not: the caller decides). */
+export async function buildAdapter(config: DaemonConfig, channel: ChannelConfig, deps: BuildAdapterDeps): Promise<ChatAdapter> {
+  const platformDeps: PlatformDeps = {
+    logger: deps.logger.child({ channel: channel.id, type: channel.type }),
+    state: deps.stateFor(channel),
+    dataDir: config.dataDir,
+    clock: deps.clock,
+    maxAttachmentBytes: config.attachments.maxBytes,
+    ...(deps.stdin ? { stdin: deps.stdin } : {}),
+    ...(deps.stdout ? { stdout: deps.stdout } : {}),
+  };
+  const adapter = platforms.map((p) => p.create(channel, platformDeps)).find((a) => a !== undefined);
+  if (!adapter) throw new Error(`no platform for channel type "${channel.type}"`);
+  return adapter;
 }

@@ -49,6 +49,8 @@ export interface PlatformDeps extends AdapterDeps {
 export interface PlatformSpec<T extends string, S extends z.ZodType<ParsedChannel & { type: T }>, C extends FinalChannel & { type: T }> {
   /** The channel `type` in the config. */
   type: T;
+  /** The account belongs to this machine and cannot move between the nodes of a bridge on several machines (default false). */
+  machineBound?: boolean;
   /** The channel's config schema (a strict object with `type: z.literal(type)`, `...channelCommon`). */
   schema: S;
   /** Per-channel defaults that need the id or the data folder; must set `id`. */
@@ -72,6 +74,7 @@ export interface Platform<
   C extends FinalChannel & { type: T } = FinalChannel & { type: T },
 > {
   readonly type: T;
+  readonly machineBound: boolean;
   readonly schema: S;
   finalize(channel: ParsedChannel, context: FinalizeContext): C | undefined;
   secrets(channel: FinalChannel): string[] | undefined;
@@ -87,6 +90,7 @@ export function definePlatform<T extends string, S extends z.ZodType<ParsedChann
   const finalHere = (channel: FinalChannel): channel is C => channel.type === spec.type;
   return {
     type: spec.type,
+    machineBound: spec.machineBound ?? false,
     schema: spec.schema,
     finalize: (channel, context) => (parsedHere(channel) ? spec.finalize(channel, context) : undefined),
     secrets: (channel) => (finalHere(channel) ? spec.secrets(channel) : undefined),

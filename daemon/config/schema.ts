@@ -7,6 +7,7 @@
 import { z } from "zod";
 import type { FinalizeContext } from "../adapters/platform.js";
 import { platforms } from "../adapters/registry.js";
+import { PostgresStateOptionsSchema } from "../state/postgres/options.js";
 import { httpUrl, idString, nonEmpty, nonNegInt, posInt, sessionResetSchema } from "./fields.js";
 
 export { accessSchema, groupAccessSchema, type AccessConfig, type GroupAccessConfig } from "./fields.js";
@@ -143,6 +144,13 @@ export const replyFilesSchema = z.strictObject({
     ),
 });
 
+export const fileStateSchema = z.strictObject({
+  kind: z.literal("file").describe('"file": the journal, snapshot and spool in dataDir; one daemon per dataDir.'),
+});
+
+/** The state backend: the file journal (default), or PostgreSQL shared by several daemons. */
+export const stateSchema = z.discriminatedUnion("kind", [fileStateSchema, PostgresStateOptionsSchema]);
+
 /**
  * One channel: the union of every registered platform's channel schema, in
  * registry order, told apart by `type`.
@@ -156,6 +164,11 @@ export const daemonConfigSchema = z
     dataDir: nonEmpty
       .default(".data/daemon")
       .describe("Where the daemon keeps its journal, snapshot, lock and downloaded files (one daemon per folder). Default: .data/daemon."),
+    state: stateSchema
+      .default({ kind: "file" })
+      .describe(
+        'Where the daemon keeps its state: "file" (the journal in dataDir, one daemon) or "postgres" (several daemons with the same config form one bridge; see "Running on several machines" in the README). Default: {"kind": "file"}.',
+      ),
     logLevel: logLevelSchema.default("info").describe("The least severe log lines written; message text is never logged. Default: info."),
     ops: opsSchema.prefault({}).describe("The ops HTTP server: /healthz and Prometheus /metrics."),
     queue: queueSchema.prefault({}).describe("How turns queue per instance and per session, and how much may wait."),
@@ -185,6 +198,14 @@ export const daemonConfigSchema = z
           message: `duplicate account id "${id}" (also channels[${first}]); give each channel its own id`,
         });
       } else seen.set(id, i);
+      if (cfg.state.kind === "postgres" && ch.enabled && platforms.some((p) => p.type === ch.type && p.machineBound)) {
+        ctx.issues.push({
+          code: "custom",
+          input: ch.type,
+          path: ["channels", i, "type"],
+          message: `a ${ch.type} channel belongs to one machine and cannot move between nodes: with "state": {"kind": "postgres"} disable it`,
+        });
+      }
       return finalizeChannel(ch, { id, dataDir: cfg.dataDir });
     });
     // Routes naming a channel id are checked by the loader, which also sees disabled channels.
@@ -197,6 +218,7 @@ export type ChannelConfig = DaemonConfig["channels"][number];
 export type RouteConfig = z.output<typeof routeSchema>;
 export type RouteScope = z.output<typeof routeScopeSchema>;
 export type ServiceConfig = z.output<typeof serviceSchema>;
+export type StateConfig = z.output<typeof stateSchema>;
 export type OpsConfig = z.output<typeof opsSchema>;
 export type QueueConfig = z.output<typeof queueSchema>;
 export type RetryConfig = z.output<typeof retrySchema>;

@@ -22,6 +22,7 @@ import { prepareFile } from "./file-delivery.js";
 import { errorSummary, StoppingError, type RelayMetrics, type TurnOutcome } from "./relay-types.js";
 import { AbortedError } from "../../shared/clock.js";
 import { retry, type RetryVerdict } from "./retry.js";
+import { adapterKeyOf, type AdapterKey } from "./keys.js";
 
 export interface DeliveryDeps {
   config: DaemonConfig;
@@ -67,6 +68,10 @@ export interface Delivery {
   notify(target: ChatTarget, text: string): Promise<void>;
   /** After the grace period: no further chunk is sent; resolves once sends in progress are recorded. */
   halt(): Promise<void>;
+  /** The same for one account (its lease is handed over): no further chunk of its replies; resolves once its sends in progress are recorded. */
+  haltAccount(platform: string, accountId: string): Promise<void>;
+  /** The account is this node's again: its replies may be sent. */
+  resumeAccount(platform: string, accountId: string): void;
 }
 
 export function createDelivery(deps: DeliveryDeps): Delivery {
@@ -75,6 +80,17 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
   const policy = deps.config.retry;
   const halted = new AbortController();
   const sendsInProgress = new Set<Promise<unknown>>();
+  /** Accounts handed over: their own halt (a fresh controller when they come back). */
+  const accountHalts = new Map<AdapterKey, AbortController>();
+  const accountOf = (t: { platform: string; accountId: string }) => adapterKeyOf(t.platform, t.accountId);
+  /** Aborted when the daemon halts or the target's account is handed over. */
+  function haltSignal(target: { platform: string; accountId: string }): AbortSignal {
+    const key = accountOf(target);
+    const account = accountHalts.get(key) ?? new AbortController();
+    accountHalts.set(key, account);
+    return AbortSignal.any([halted.signal, account.signal]);
+  }
+  const sendsOf = new Map<AdapterKey, Set<Promise<unknown>>>();
 
   type SendResult = "sent" | "failed" | "halted";
 
@@ -85,7 +101,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
   async function sendFile(instanceId: string, adapter: ChatAdapter, target: ChatTarget, path: string): Promise<SendResult> {
     let prepared: Awaited<ReturnType<typeof prepareFile>>;
     try {
-      prepared = await prepareFile({ client: deps.client, signal: halted.signal }, instanceId, path, adapter);
+      prepared = await prepareFile({ client: deps.client, signal: haltSignal(target) }, instanceId, path, adapter);
     } catch {
       return "halted"; // only the halt ends a download with an error
     }
@@ -99,6 +115,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
 
   /** One send (a chunk, a file) through the one retry policy. */
   async function sendWithRetry(instanceId: string, target: ChatTarget, send: () => Promise<unknown>): Promise<SendResult> {
+    const signal = haltSignal(target);
     try {
       await retry(send, {
         clock,
@@ -106,7 +123,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
         maxAttempts: policy.maxAttempts,
         backoff: { baseMs: policy.baseDelayMs, maxMs: policy.maxDelayMs },
         classify: classifySendError,
-        signal: halted.signal,
+        signal,
         onRetry(error, attempt, delayMs) {
           metrics.error("-", "send");
           metrics.retry(instanceId, "send");
@@ -115,7 +132,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
       });
       return "sent";
     } catch (error) {
-      if (halted.signal.aborted || error instanceof AbortedError) return "halted";
+      if (signal.aborted || error instanceof AbortedError) return "halted";
       metrics.error("-", "send");
       const permanent = error instanceof SendError && error.permanent;
       log.error(
@@ -141,20 +158,25 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
       return;
     }
     const target = targetOf(lead.message, last.message.messageId);
+    const account = accountOf(target);
     for (let i = lead.sent; i < chunks.length + files.length; i++) {
-      if (halted.signal.aborted) throw new StoppingError();
+      if (haltSignal(target).aborted) throw new StoppingError();
       const send =
         i < chunks.length ? sendChunk(instanceId, adapter, target, chunks[i] ?? "", format) : sendFile(instanceId, adapter, target, files[i - chunks.length]!);
       const sending = send.then(async (sent) => {
         if (sent === "sent") await store.recordSent(leaderId, i + 1);
         return sent;
       });
+      const ofAccount = sendsOf.get(account) ?? new Set<Promise<unknown>>();
+      sendsOf.set(account, ofAccount);
       sendsInProgress.add(sending);
+      ofAccount.add(sending);
       let sent: SendResult;
       try {
         sent = await sending;
       } finally {
         sendsInProgress.delete(sending);
+        ofAccount.delete(sending);
       }
       if (sent === "halted") throw new StoppingError(); // stays journaled: the next start sends the rest
       if (sent === "failed") {
@@ -200,6 +222,17 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
     async halt() {
       halted.abort();
       while (sendsInProgress.size) await Promise.allSettled([...sendsInProgress]);
+    },
+    async haltAccount(platform, accountId) {
+      const key = adapterKeyOf(platform, accountId);
+      haltSignal({ platform, accountId }); // makes sure the account has a controller to abort
+      accountHalts.get(key)?.abort();
+      const sends = sendsOf.get(key);
+      while (sends?.size) await Promise.allSettled([...sends]);
+    },
+    resumeAccount(platform, accountId) {
+      const key = adapterKeyOf(platform, accountId);
+      if (accountHalts.get(key)?.signal.aborted) accountHalts.delete(key);
     },
   };
 }

@@ -8,7 +8,7 @@
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
-import type { JournalEntry, StoredRoute, Store } from "../state/store.js";
+import { DuplicateEntryError, type JournalEntry, type StoredRoute, type Store } from "../state/store.js";
 import { checkAccess, groupRequiresMention, senderIds } from "./access.js";
 import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, DroppedAttachment, InboundMessage, RefusalReason } from "./adapter.js";
 import { parseCommand } from "./commands.js";
@@ -139,11 +139,7 @@ export function createIntake(deps: IntakeDeps): Intake {
       return refused(message.platform, "no_route", "unrouted");
     }
     const key = dedupeKeyOf(message);
-    if (store.has(key)) {
-      log.debug({ ...ids }, "duplicate message ignored");
-      metrics.inbound(message.platform, "duplicate");
-      return { status: "duplicate", acknowledge: true };
-    }
+    if (store.has(key)) return duplicate(message);
     const { kept, dropped } = keepAttachments(message);
     // Files not passed on are told once the message is journaled (or refused), so a redelivery does not say it twice.
     const tellDropped = () => {
@@ -183,8 +179,21 @@ export function createIntake(deps: IntakeDeps): Intake {
   }
 
   /** A command: journaled, then run beside the session queue (commands.ts). */
+  /** Accepted before (a redelivery, or another node took it): acknowledged, nothing more. */
+  function duplicate(message: InboundMessage): AcceptOutcome {
+    log.debug({ platform: message.platform, accountId: message.accountId, chatId: message.chatId, messageId: message.messageId }, "duplicate message ignored");
+    metrics.inbound(message.platform, "duplicate");
+    return { status: "duplicate", acknowledge: true };
+  }
+
   async function journalCommand(accepted: Accepted, tellDropped: () => void): Promise<AcceptOutcome> {
-    const entry = await store.add({ kind: "command", ...accepted });
+    let entry: JournalEntry;
+    try {
+      entry = await store.add({ kind: "command", ...accepted });
+    } catch (error) {
+      if (error instanceof DuplicateEntryError) return duplicate(accepted.message);
+      throw error;
+    }
     tellDropped();
     metrics.inbound(accepted.message.platform, "command");
     deps.onCommand(entry);
@@ -214,6 +223,7 @@ export function createIntake(deps: IntakeDeps): Intake {
       entry = await store.add({ kind: "turn", ...accepted });
     } catch (error) {
       slot.cancel();
+      if (error instanceof DuplicateEntryError) return duplicate(msg);
       throw error;
     }
     tellDropped();

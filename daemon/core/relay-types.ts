@@ -5,6 +5,7 @@
  */
 import { ServiceError } from "../../shared/client/index.js";
 import { JournalClosedError } from "../state/journal.js";
+import { LeaseLostError } from "../state/postgres/errors.js";
 
 export const INBOUND_OUTCOMES = ["accepted", "duplicate", "denied", "not_mentioned", "unrouted", "busy", "deferred", "command", "empty"] as const;
 export type InboundOutcome = (typeof INBOUND_OUTCOMES)[number];
@@ -37,7 +38,8 @@ export class StoppingError extends Error {
 
 /** True for the errors a stopping daemon ends its work with (not failures to log): the one shutdown check. */
 export function isShutdownError(error: unknown): boolean {
-  return error instanceof StoppingError || error instanceof JournalClosedError;
+  // A lost lease is this node's stop for one account: the new owner carries its turns on.
+  return error instanceof StoppingError || error instanceof JournalClosedError || error instanceof LeaseLostError;
 }
 
 /** The person stopped their turn (/stop): the abort reason of its call. */

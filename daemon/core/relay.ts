@@ -68,6 +68,10 @@ export interface Relay {
   readonly scheduler: Scheduler<string>;
   /** Queues the turns the journal still holds (after a restart), in order; starts nothing until `release`. */
   resume(): void;
+  /** An account this node now owns (several machines): its stored entries resume, in order, and its replies may be sent. */
+  adopt(platform: string, accountId: string, entries: readonly JournalEntry[]): void;
+  /** An account being handed over: no further chunk of its replies; resolves once its sends in progress are recorded. */
+  handOver(platform: string, accountId: string): Promise<void>;
   /** Adapters can send: runs resumed turns and commands, and owed notices. */
   release(): void;
   /** Intake stops for platforms that redeliver, and no new service call starts (in-flight ones may finish). */
@@ -216,6 +220,17 @@ export function createRelay(deps: RelayDeps): Relay {
     stopping: () => stopping,
   };
 
+  /** Stored turns back in their sessions' queues, in acceptance order (commands are tracked on release). */
+  function queueStored(entries: readonly JournalEntry[]): void {
+    for (const entry of entries) {
+      if (entry.leader && store.get(entry.leader)) continue; // answered with its leader
+      if (entry.kind === "command") continue;
+      const members = entry.reply ? entry.reply.members.filter((id) => store.get(id)) : [entry.id];
+      if (!members.includes(entry.id)) members.unshift(entry.id);
+      scheduler.enqueueTurn(entry.route.instanceId, entry.route.sessionBase, members);
+    }
+  }
+
   // ---------------------------------------------------------------- lifecycle
 
   return {
@@ -223,14 +238,15 @@ export function createRelay(deps: RelayDeps): Relay {
     admit: (adapter, question) => intake.admit(adapter, question),
     scheduler,
     resume() {
-      for (const entry of store.pending()) {
-        if (entry.leader && store.get(entry.leader)) continue; // answered with its leader
-        if (entry.kind === "command") continue;
-        const members = entry.reply ? entry.reply.members.filter((id) => store.get(id)) : [entry.id];
-        if (!members.includes(entry.id)) members.unshift(entry.id);
-        scheduler.enqueueTurn(entry.route.instanceId, entry.route.sessionBase, members);
-      }
+      queueStored(store.pending());
     },
+    adopt(platform, accountId, entries) {
+      delivery.resumeAccount(platform, accountId);
+      queueStored(entries);
+      for (const entry of entries) if (entry.kind === "command") commands.track(entry);
+      notices.resume();
+    },
+    handOver: (platform, accountId) => delivery.haltAccount(platform, accountId),
     release() {
       scheduler.release();
       for (const entry of store.pending()) if (entry.kind === "command") commands.track(entry);

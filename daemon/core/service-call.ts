@@ -15,7 +15,6 @@
  * service sees the client leave), and ends its waits; the daemon's halt ends
  * every wait, instance poll and upload with a `StoppingError`.
  */
-import { readFile } from "node:fs/promises";
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import { ServiceError, type ServiceClient } from "../../shared/client/index.js";
@@ -202,7 +201,7 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
         const m = e.message;
         const remote = `inbox/${pathComponent(m.platform)}/${pathComponent(m.chatId)}/${m.sentAt}-${pathComponent(a.fileName)}`;
         try {
-          const data = await readFile(store.attachmentPath(a));
+          const data = await store.readAttachment(a);
           await withRetries(route.instanceId, () =>
             client.uploadFile({
               instance_id: route.instanceId,

@@ -23,6 +23,16 @@ export interface Metrics {
   errorsTotal: Counter<"route" | "kind">;
   /** outcome: an `InboundOutcome` ("accepted", "duplicate", "denied", "busy", ...). */
   inboundMessagesTotal: Counter<"platform" | "outcome">;
+  /** Several machines: 1 while this node owns the account's lease, else 0. */
+  leaseOwned: Gauge<"unit">;
+  /** Several machines: the fencing number of the lease this node holds (it grows on every takeover). */
+  leaseEpoch: Gauge<"unit">;
+  /** Several machines: seconds since this node took the account (0 when it does not own it). */
+  leaseAgeSeconds: Gauge<"unit">;
+  /** Several machines: accounts this node took (a start, a failover, a rebalance). */
+  leaseAcquisitionsTotal: Counter<"unit">;
+  /** Several machines: accounts this node lost or handed over; reason: "released", "lost". */
+  leaseEndsTotal: Counter<"unit" | "reason">;
   /** The Prometheus text exposition of everything registered. */
   text(): Promise<string>;
   /** Typed recorders: label values are the relay's own types, so the two cannot drift. */
@@ -80,6 +90,31 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       name: `${prefix}inbound_messages_total`,
       help: "Messages received from chat platforms, by platform and what became of them.",
       labelNames: ["platform", "outcome"] as const,
+      registers,
+    }),
+    leaseOwned: new Gauge({ name: `${prefix}lease_owned`, help: "1 while this node owns the account's lease.", labelNames: ["unit"] as const, registers }),
+    leaseEpoch: new Gauge({
+      name: `${prefix}lease_epoch`,
+      help: "Fencing number of the account's lease as this node last held it.",
+      labelNames: ["unit"] as const,
+      registers,
+    }),
+    leaseAgeSeconds: new Gauge({
+      name: `${prefix}lease_age_seconds`,
+      help: "Seconds since this node took the account (0 when it does not own it).",
+      labelNames: ["unit"] as const,
+      registers,
+    }),
+    leaseAcquisitionsTotal: new Counter({
+      name: `${prefix}lease_acquisitions_total`,
+      help: "Accounts this node took: at start, by failover or by rebalance.",
+      labelNames: ["unit"] as const,
+      registers,
+    }),
+    leaseEndsTotal: new Counter({
+      name: `${prefix}lease_ends_total`,
+      help: "Accounts this node stopped owning: released (handed over) or lost (expired, taken over).",
+      labelNames: ["unit", "reason"] as const,
       registers,
     }),
     text: () => registry.metrics(),

@@ -72,14 +72,30 @@ export interface StoreOptions {
   lock?: boolean;
 }
 
+/** A message with this dedupe key was accepted already (found when it was stored: on another node, or concurrently). */
+export class DuplicateEntryError extends Error {
+  override readonly name = "DuplicateEntryError";
+  constructor() {
+    super("A message with this dedupe key was accepted already.");
+  }
+}
+
+/**
+ * The daemon's durable state as the core sees it: the file journal
+ * (`openStore` here) and PostgreSQL (`state/cluster-store.ts`) both implement it.
+ * Readers are synchronous (the state is in memory); every write resolves once
+ * it is durable.
+ */
 export interface Store {
-  readonly dataDir: string;
   /** Entries not yet fully answered, in acceptance order. */
   pending(): JournalEntry[];
   get(id: string): JournalEntry | undefined;
   /** True if a message with this dedupe key is pending, being accepted, or was answered recently. */
   has(key: DedupeKey): boolean;
-  /** Spools the attachments, journals the entry; resolves once both are on disk. */
+  /**
+   * Stores the attachments and the entry; resolves once both are durable. Rejects with
+   * `DuplicateEntryError` when storing finds the key taken (`has` is only the fast path).
+   */
   add(input: { kind: EntryKind; key: DedupeKey; message: InboundMessage; route: StoredRoute }): Promise<JournalEntry>;
   /** Records the reply of `leaderId`, with the session change it caused, in one write. */
   recordReply(leaderId: string, reply: StoredReply, session?: { key: SessionKey; state: SessionState }): Promise<void>;
@@ -88,29 +104,32 @@ export interface Store {
   recordPreview(id: string, preview: StoredPreview | null): Promise<void>;
   /** Forgets entries (answered, or given up); their keys stay known for dedupe. */
   complete(ids: string[]): Promise<void>;
-  /**
-   * The session chain of a session key (`sessionKeyOf` in core/keys.ts: the
-   * instance and the session base). Typed `string` until service-call.ts
-   * builds its keys with keys.ts too; then this narrows to `SessionKey`.
-   */
+  /** The session chain of a session key (`sessionKeyOf` in core/keys.ts: the instance and the session base). */
   session(key: SessionKey): SessionState;
   setSession(key: SessionKey, state: SessionState): Promise<void>;
   /** Durable key-values of one namespace (an adapter's, say). */
   kv(namespace: string): AdapterStateStore & { keys(): string[] };
   /** Calls `listener` whenever the last pending entry is completed; returns an unsubscribe. */
   onDrained(listener: () => void): () => void;
+  /** The bytes of a stored attachment of a pending entry. */
+  readAttachment(attachment: StoredAttachment): Promise<Buffer>;
+  /** Waits for writes and closes (the file store also compacts and releases its lock). */
+  close(): Promise<void>;
+  /** Drops everything without another write: what a crash leaves (tests). */
+  abandon(): Promise<void>;
+}
+
+/** The file journal's store: the core's `Store` plus its files. */
+export interface FileStore extends Store {
+  readonly dataDir: string;
   /** Absolute path of a spooled attachment. */
   attachmentPath(attachment: StoredAttachment): string;
   /** Snapshot now and empty the journal. */
   compact(): Promise<void>;
   readonly journalBytes: number;
-  /** Waits for writes, compacts, releases the lock. */
-  close(): Promise<void>;
-  /** Drops everything without another write and releases the lock: what a crash leaves (tests). */
-  abandon(): Promise<void>;
 }
 
-export async function openStore(options: StoreOptions): Promise<Store> {
+export async function openStore(options: StoreOptions): Promise<FileStore> {
   const { dataDir, clock } = options;
   const random = options.random ?? cryptoRandom;
   const compactBytes = options.compactBytes ?? 4 * 1024 * 1024;
@@ -168,7 +187,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     return id;
   }
 
-  const store: Store = {
+  const store: FileStore = {
     dataDir,
     pending: () => [...state.entries.values()],
     get: (id) => state.entries.get(id),
@@ -249,6 +268,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     },
     onDrained: (listener) => state.onDrained(listener),
     attachmentPath: (a) => join(dataDir, a.file),
+    readAttachment: (a) => readFile(join(dataDir, a.file)),
     compact: () => compactNow(),
     get journalBytes() {
       return journal.size;

@@ -96,7 +96,7 @@ export const occurrences = (text: string, line: string) => text.split("\n").filt
  */
 export function writeDaemonConfig(
   dir: string,
-  options: { service: Record<string, unknown>; apiKey: string; instance: string; channels: unknown[] },
+  options: { service: Record<string, unknown>; apiKey: string; instance: string; channels: unknown[]; extra?: Record<string, unknown> },
 ): { configFile: string; dataDir: string } {
   const dataDir = join(dir, "data");
   const configFile = join(dir, "daemon.json");
@@ -111,6 +111,7 @@ export function writeDaemonConfig(
       retry: { baseDelayMs: 10, maxDelayMs: 100 },
       routes: [{ match: {}, instance: options.instance }],
       channels: options.channels,
+      ...options.extra,
     }),
   );
   process.env.BRIDGE_TEST_KEY = options.apiKey;

@@ -8,6 +8,8 @@ import { terminalChannelSchema, type TerminalChannelConfig } from "./config.js";
 
 export const terminalPlatform = definePlatform({
   type: "terminal",
+  // The process's own terminal: it cannot move to another node.
+  machineBound: true,
   schema: terminalChannelSchema,
   finalize: (channel, { id }): TerminalChannelConfig => ({
     ...channel,

@@ -47,7 +47,7 @@ export interface PostgresStateDeps {
   /** Entry ids (default: crypto). */
   random?: Random;
   onAcquired?: (lease: HeldLease) => void;
-  /** Resolve once the unit's platform traffic has stopped (a graceful handover waits for it). */
+  /** A graceful handover: stop the unit's platform traffic and resolve once its sends in progress are recorded (the lease is still valid). */
   beforeRelease?: (lease: HeldLease) => Promise<void>;
   onError?: (error: unknown) => void;
 }

@@ -11,7 +11,7 @@
  *   least t0 + ttl on its own clock, so the signal fires before anyone else can
  *   acquire, given only a bounded clock *rate* difference (rho), not synced clocks.
  * - placement: claim free units up to `ceil(units / live nodes)`, release above
- *   it gracefully (signal first, then the row, then `NOTIFY lease_free`); a unit
+ *   it gracefully (`beforeRelease`, the signal, the row, `NOTIFY lease_free`); a unit
  *   left free for two polls is claimed by anyone (a dead node still counts as live).
  */
 import pg from "pg";
@@ -94,7 +94,7 @@ export interface LeaseKeeperOptions {
   clock: Clock;
   /** A lease was acquired: start the unit's platform traffic under `lease.signal`. */
   onAcquired?: (lease: HeldLease) => void;
-  /** Before a graceful release is written: resolve once the unit's platform traffic has stopped (its signal has fired already). */
+  /** Before a graceful release: stop the unit's platform traffic and resolve once its sends in progress are recorded (the lease is still valid meanwhile; its signal fires after). */
   beforeRelease?: (lease: HeldLease) => Promise<void>;
   /** A background round failed (database unreachable, say); the keeper tries again next round. */
   onError?: (error: unknown) => void;
@@ -189,7 +189,7 @@ export class LeaseKeeper {
     });
   }
 
-  /** Hands one unit over: its signal fires, `beforeRelease` runs, then the row is freed and other nodes are woken. */
+  /** Hands one unit over: `beforeRelease` runs, its signal fires, then the row is freed and other nodes are woken. */
   release(unit: string): Promise<void> {
     return this.#serial(async () => {
       const h = this.#held.get(unit);
@@ -233,8 +233,9 @@ export class LeaseKeeper {
   }
 
   async #release(h: Held): Promise<void> {
-    this.#drop(h, new LeaseLostError(h.unit, h.epoch, "released by this node"));
+    // Still held while the unit winds down, so the sends in progress are recorded (nothing twice).
     await this.#o.beforeRelease?.(h);
+    this.#drop(h, new LeaseLostError(h.unit, h.epoch, "released by this node"));
     await this.#o.pool.query(
       `WITH freed AS (UPDATE lease SET expires_at = clock_timestamp(), holder = NULL WHERE unit = $1 AND epoch = $2 AND holder = $3 RETURNING unit)
        SELECT pg_notify('lease_free', unit) FROM freed`,

@@ -1,0 +1,141 @@
+/**
+ * Several real daemon processes (`agent-bridge run`, compiled) forming one
+ * bridge on a real PostgreSQL server, in front of the fake Telegram Bot API and
+ * the emulator: for the failover tests. Who owns the account is read from the
+ * database itself (the lease row), never from the daemons' words.
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import pg from "pg";
+import { createFakeTelegram, type FakeTelegram, type FakeUser } from "../../fakes/telegram-bot-api.js";
+import { waitUntil } from "../../helpers/wait.js";
+import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
+import { startService, tempDir, type Service } from "../daemon-harness.js";
+import { startDaemonProcess, writeDaemonConfig, type DaemonChild } from "../daemon-process.js";
+
+export const TOKEN = "777000:AAcluster-test-token-0123456789abcd";
+export const UNIT = "telegram:tg";
+export const alice: FakeUser = { id: 4101, username: "alice" };
+export const bob: FakeUser = { id: 4102, username: "bob" };
+
+export interface ClusterNodeProcess {
+  readonly name: string;
+  child: DaemonChild;
+  /** Starts it again with the same config (after it stopped). */
+  restart(): ClusterNodeProcess;
+  pid(): number;
+}
+
+export interface Cluster {
+  pg: TestPostgres;
+  service: Service;
+  fake: FakeTelegram;
+  dbUrl: string;
+  /** Starts a node with this name (its own data folder, the shared database). */
+  node(name: string): ClusterNodeProcess;
+  /** The lease row of the Telegram account. */
+  lease(): Promise<{ holder: string | null; epoch: number; live: boolean }>;
+  /** Waits until a node holds the account (and it is live on the database's clock); returns its name. */
+  owner(options?: { not?: string; timeoutMs?: number }): Promise<string>;
+  /** The bot's replies to a private chat, in order. */
+  replies(user: FakeUser): string[];
+  /** Waits until `text` is among the replies to `user`. */
+  replied(user: FakeUser, text: string, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startCluster(options: { leaseTtlMs: number; pollMs?: number; handoverGraceMs?: number }): Promise<Cluster> {
+  const pgServer = await startTestPostgres();
+  const dbUrl = await pgServer.createDatabase("cluster");
+  const service = await startService();
+  const fake = await createFakeTelegram({ token: TOKEN });
+  const dir = tempDir();
+  const db = new pg.Pool({ connectionString: dbUrl, max: 2 });
+  db.on("error", () => {}); // the server is killed on purpose in some tests
+  const children: DaemonChild[] = [];
+
+  function node(name: string): ClusterNodeProcess {
+    mkdirSync(join(dir.path, name), { recursive: true });
+    const { configFile } = writeDaemonConfig(join(dir.path, name), {
+      service: { baseUrl: service.url },
+      apiKey: service.key,
+      instance: service.instanceIds[0]!,
+      channels: [
+        {
+          type: "telegram",
+          id: "tg",
+          token: TOKEN,
+          apiRoot: fake.url,
+          streaming: "off",
+          groupContext: { enabled: false },
+          access: { users: [String(alice.id), String(bob.id)] },
+        },
+      ],
+      extra: {
+        state: {
+          kind: "postgres",
+          url: dbUrl,
+          nodeId: name,
+          leaseTtlMs: options.leaseTtlMs,
+          pollMs: options.pollMs ?? 200,
+          ...(options.handoverGraceMs === undefined ? {} : { handoverGraceMs: options.handoverGraceMs }),
+        },
+      },
+    });
+    const start = (): ClusterNodeProcess => {
+      const child = startDaemonProcess(configFile);
+      children.push(child);
+      return { name, child, restart: start, pid: () => child.proc.pid! };
+    };
+    return start();
+  }
+
+  async function lease() {
+    const { rows } = await db.query("SELECT holder, epoch::int AS epoch, expires_at > clock_timestamp() AS live FROM lease WHERE unit = $1", [UNIT]);
+    const row = rows[0] as { holder: string | null; epoch: number; live: boolean } | undefined;
+    return row ?? { holder: null, epoch: 0, live: false };
+  }
+
+  const replies = (user: FakeUser) => fake.sentMessages(user.id).map((m) => m.text);
+  return {
+    pg: pgServer,
+    service,
+    fake,
+    dbUrl,
+    node,
+    lease,
+    async owner({ not, timeoutMs = 30_000 } = {}) {
+      let holder: string | null = null;
+      await waitUntil(
+        async () => {
+          const dead = children.find((c) => c.proc.exitCode !== null && c.proc.exitCode !== 0);
+          if (dead) throw new Error(`a node exited with ${dead.proc.exitCode}: ${dead.out()}${dead.err()}`);
+          const l = await lease().catch(() => undefined);
+          holder = l?.live && l.holder !== not ? l.holder : null;
+          return holder !== null;
+        },
+        `a node${not ? ` other than ${not}` : ""} to own ${UNIT}`,
+        timeoutMs,
+        50,
+      );
+      return holder!;
+    },
+    replies,
+    async replied(user, text, timeoutMs = 30_000) {
+      await waitUntil(() => replies(user).includes(text), `the reply "${text}"`, timeoutMs, 20);
+    },
+    async close() {
+      if (process.env.CLUSTER_TEST_DEBUG) for (const c of children) process.stderr.write(`--- node\n${c.out()}\n${c.err()}\n`);
+      for (const c of children) c.kill();
+      await Promise.all(children.map((c) => c.exited));
+      await db.end().catch(() => undefined);
+      await fake.close();
+      await service.close();
+      await pgServer.close();
+      dir.remove();
+      delete process.env.BRIDGE_TEST_KEY;
+    },
+  };
+}
+
+export const count = (list: string[], text: string) => list.filter((t) => t === text).length;

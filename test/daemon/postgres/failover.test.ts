@@ -1,0 +1,82 @@
+/**
+ * Three real daemon processes on one PostgreSQL database form one bridge for a
+ * Telegram bot (the fake Bot API answers overlapping polls with 409, as
+ * Telegram does). The account is owned by one node at a time; these tests
+ * kill, stop and pause the owner and check that every accepted message is
+ * answered once, by the next owner, within the lease time plus 5 s.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { alice, bob, startCluster, type Cluster, type ClusterNodeProcess } from "./cluster-harness.js";
+
+let cluster: Cluster | undefined;
+afterEach(async () => {
+  await cluster?.close();
+  cluster = undefined;
+});
+
+async function startNodes(options: Parameters<typeof startCluster>[0]): Promise<Cluster> {
+  cluster = await startCluster(options);
+  return cluster;
+}
+
+const byName = (nodes: ClusterNodeProcess[], name: string) => nodes.find((n) => n.name === name)!;
+
+describe("several daemons on PostgreSQL", () => {
+  it("kill -9 of the owner mid-turn: another node answers every accepted message once, within the lease time plus 5 s", { timeout: 90_000 }, async () => {
+    const ttl = 2_000;
+    const c = await startNodes({ leaseTtlMs: ttl });
+    const nodes = ["a", "b", "c"].map((n) => c.node(n));
+    const first = await c.owner();
+    c.fake.privateText(alice, "hello");
+    await c.replied(alice, "You said: hello");
+
+    // A turn out at the service (held there), and a message queued behind it: then the owner dies.
+    const held = c.service.hold(700);
+    c.fake.privateText(alice, "!sleep 700");
+    c.fake.privateText(alice, "after the sleep");
+    c.fake.privateText(bob, "from bob");
+    await held.started;
+    await c.replied(bob, "You said: from bob"); // another session runs beside the held one
+    const before = await c.lease();
+    byName(nodes, first).child.kill();
+    const killedAt = Date.now();
+    await byName(nodes, first).child.exited; // dead before its call could come back
+    held.release(); // the next owner asks again; its sleep ends at once
+
+    const second = await c.owner({ not: first });
+    await c.replied(alice, "You said: after the sleep");
+    const answeredInMs = Date.now() - killedAt;
+    expect(answeredInMs).toBeLessThan(ttl + 5_000);
+    const after = await c.lease();
+    expect(after.epoch).toBeGreaterThan(before.epoch);
+    expect(second).not.toBe(first);
+
+    // Every message answered exactly once, in order.
+    expect(c.replies(alice)).toEqual(["You said: hello", "slept 700", "You said: after the sleep"]);
+    expect(c.replies(bob)).toEqual(["You said: from bob"]);
+
+    // The new owner goes on answering.
+    c.fake.privateText(alice, "still there?");
+    await c.replied(alice, "You said: still there?");
+    expect(c.replies(alice)).toEqual(["You said: hello", "slept 700", "You said: after the sleep", "You said: still there?"]);
+    for (const n of nodes) expect(n.child.out()).not.toContain(c.service.key);
+  });
+
+  it("SIGTERM hands the account over well before the lease would expire, with nothing lost or twice", { timeout: 60_000 }, async () => {
+    const ttl = 20_000;
+    const c = await startNodes({ leaseTtlMs: ttl });
+    const nodes = ["a", "b"].map((n) => c.node(n));
+    const first = await c.owner();
+    c.fake.privateText(alice, "one");
+    await c.replied(alice, "You said: one");
+    const stoppedAt = Date.now();
+    byName(nodes, first).child.proc.kill("SIGTERM");
+    const second = await c.owner({ not: first });
+    expect(second).not.toBe(first);
+    expect(await byName(nodes, first).child.exited).toBe(0);
+    c.fake.privateText(alice, "two");
+    await c.replied(alice, "You said: two");
+    expect(Date.now() - stoppedAt).toBeLessThan(ttl / 2);
+    expect(c.replies(alice)).toEqual(["You said: one", "You said: two"]);
+  });
+});
