@@ -88,7 +88,17 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
   // A query or connection that takes longer than a lease is hopeless; without a limit a lost
   // network would hold the keeper's rounds until TCP gives up (the self-fence fires regardless).
   const limit = Math.max(options.leaseTtlMs, 5_000);
-  const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize, connectionTimeoutMillis: limit, query_timeout: limit, keepAlive: true });
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize,
+    connectionTimeoutMillis: limit,
+    query_timeout: limit,
+    keepAlive: true,
+    // A node paused (SIGSTOP, a long GC) inside a fenced write holds the lease row FOR SHARE, and
+    // a takeover's UPDATE would wait for it for as long as the pause lasts: the server ends such
+    // a transaction after a third of a lease (its write is rolled back; the node is fenced anyway).
+    idle_in_transaction_session_timeout: Math.max(500, Math.floor(options.leaseTtlMs / 3)),
+  });
   // An idle connection dropped by a server restart must not end the process; the next query reconnects.
   pool.on("error", (error) => deps.onError?.(error));
   let schemaVersion: number;

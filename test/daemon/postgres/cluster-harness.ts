@@ -37,6 +37,8 @@ export interface Cluster {
   lease(): Promise<{ holder: string | null; epoch: number; live: boolean }>;
   /** Waits until a node holds the account (and it is live on the database's clock); returns its name. */
   owner(options?: { not?: string; timeoutMs?: number }): Promise<string>;
+  /** How long ago a node last heartbeat, on the database's clock (Infinity when it is not in the node table). */
+  nodeSeenAgoMs(name: string): Promise<number>;
   /** The bot's replies to a private chat, in order. */
   replies(user: FakeUser): string[];
   /** Waits until `text` is among the replies to `user`. */
@@ -72,6 +74,8 @@ export async function startCluster(options: { leaseTtlMs: number; pollMs?: numbe
         },
       ],
       extra: {
+        logLevel: "info", // the tests wait on "daemon started" and "lost the account"
+        attachments: { enabled: false },
         state: {
           kind: "postgres",
           url: dbUrl,
@@ -121,6 +125,10 @@ export async function startCluster(options: { leaseTtlMs: number; pollMs?: numbe
       return holder!;
     },
     replies,
+    async nodeSeenAgoMs(name) {
+      const { rows } = await db.query("SELECT extract(epoch FROM clock_timestamp() - seen_at) * 1000 AS ago FROM node WHERE id = $1", [name]);
+      return rows[0] ? Number((rows[0] as { ago: string }).ago) : Number.POSITIVE_INFINITY;
+    },
     async replied(user, text, timeoutMs = 30_000) {
       await waitUntil(() => replies(user).includes(text), `the reply "${text}"`, timeoutMs, 20);
     },

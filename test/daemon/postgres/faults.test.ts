@@ -1,0 +1,168 @@
+/**
+ * The faults of a bridge on several machines, with real processes and a real
+ * PostgreSQL server: an owner paused past its lease (SIGSTOP) and woken again,
+ * the database killed and restarted under load, a rolling restart of every
+ * node, and a seeded loop of kills and pauses (`CHAOS_SEED=<n>` repeats one).
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { seededRandom } from "../../../shared/random.js";
+import type { FakeUser } from "../../fakes/telegram-bot-api.js";
+import { alice, bob, startCluster, type Cluster, type ClusterNodeProcess } from "./cluster-harness.js";
+
+let cluster: Cluster | undefined;
+afterEach(async () => {
+  await cluster?.close();
+  cluster = undefined;
+});
+
+async function startNodes(options: Parameters<typeof startCluster>[0]): Promise<Cluster> {
+  cluster = await startCluster(options);
+  return cluster;
+}
+
+const byName = (nodes: ClusterNodeProcess[], name: string) => nodes.find((n) => n.name === name)!;
+
+/** Sends `text` and remembers that `user` must get `You said: text` once. */
+function conversation(c: Cluster) {
+  const expected = new Map<FakeUser, string[]>([
+    [alice, []],
+    [bob, []],
+  ]);
+  return {
+    say(user: FakeUser, text: string) {
+      c.fake.privateText(user, text);
+      expected.get(user)!.push(`You said: ${text}`);
+    },
+    /** Every message so far answered, in order, each once. */
+    async allAnswered(timeoutMs = 30_000) {
+      for (const [user, lines] of expected) if (lines.length) await c.replied(user, lines.at(-1)!, timeoutMs);
+      for (const [user, lines] of expected) expect(c.replies(user)).toEqual(lines);
+    },
+    expected,
+  };
+}
+
+describe("faults of a bridge on several machines", () => {
+  it("an owner paused past its lease sends and writes nothing when it wakes, and rejoins as a follower", { timeout: 90_000 }, async () => {
+    const c = await startNodes({ leaseTtlMs: 2_000 });
+    const nodes = ["a", "b", "c"].map((n) => c.node(n));
+    const first = await c.owner();
+    const paused = byName(nodes, first);
+    c.fake.privateText(alice, "hello");
+    await c.replied(alice, "You said: hello");
+
+    const held = c.service.hold(600);
+    c.fake.privateText(alice, "!sleep 600");
+    await held.started; // the owner's call is out at the service
+    process.kill(paused.pid(), "SIGSTOP");
+    try {
+      await c.owner({ not: first });
+      held.release(); // both calls come back: the paused owner's waits in its socket
+      await c.replied(alice, "slept 600");
+      c.fake.privateText(bob, "while it sleeps");
+      await c.replied(bob, "You said: while it sleeps");
+    } finally {
+      process.kill(paused.pid(), "SIGCONT");
+    }
+    await paused.child.waitFor((o) => o.includes('"msg":"lost the account"'), "the woken node to give the account up");
+    c.fake.privateText(alice, "after the wake");
+    await c.replied(alice, "You said: after the wake");
+
+    expect(c.replies(alice)).toEqual(["You said: hello", "slept 600", "You said: after the wake"]);
+    expect(c.replies(bob)).toEqual(["You said: while it sleeps"]);
+    expect(paused.child.proc.exitCode).toBe(null); // still running, as a follower
+    expect((await c.lease()).holder).not.toBe(first);
+    const seen = await c.nodeSeenAgoMs(first);
+    expect(seen).toBeLessThan(2_000); // it heartbeats again: it counts for the fair share
+  });
+
+  it("the database killed and restarted under load: intake stops, nothing accepted is lost, nothing is answered twice", { timeout: 90_000 }, async () => {
+    const c = await startNodes({ leaseTtlMs: 2_000 });
+    ["a", "b"].map((n) => c.node(n));
+    await c.owner();
+    const talk = conversation(c);
+    for (let i = 1; i <= 4; i++) talk.say(i % 2 ? alice : bob, `before ${i}`);
+    await c.pg.kill();
+    for (let i = 1; i <= 4; i++) talk.say(i % 2 ? alice : bob, `during ${i}`);
+    await c.pg.start();
+    for (let i = 1; i <= 4; i++) talk.say(i % 2 ? alice : bob, `after ${i}`);
+    await talk.allAnswered(60_000);
+  });
+
+  it("a rolling restart of all three nodes loses nothing and answers nothing twice", { timeout: 120_000 }, async () => {
+    const c = await startNodes({ leaseTtlMs: 3_000 });
+    let nodes = ["a", "b", "c"].map((n) => c.node(n));
+    await c.owner();
+    for (const node of nodes) await node.child.waitFor((o) => o.includes("daemon started"), `${node.name} to start`);
+    const talk = conversation(c);
+    let n = 0;
+    for (const name of ["a", "b", "c"]) {
+      talk.say(alice, `message ${++n}`);
+      talk.say(bob, `message ${++n}`);
+      const node = byName(nodes, name);
+      node.child.proc.kill("SIGTERM");
+      talk.say(alice, `message ${++n}`);
+      expect(await node.child.exited).toBe(0);
+      const again = node.restart();
+      nodes = nodes.map((x) => (x.name === name ? again : x));
+      await again.child.waitFor((o) => o.includes("daemon started"), `${name} to start again`);
+      talk.say(bob, `message ${++n}`);
+    }
+    await talk.allAnswered(60_000);
+  });
+
+  it("a seeded loop of kills, pauses and stops: every message answered, in order per chat, at most one duplicate per fault", { timeout: 180_000 }, async () => {
+    const seed = process.env.CHAOS_SEED ?? "7";
+    const random = seededRandom(`chaos:${seed}`);
+    const pick = <T>(list: readonly T[]): T => list[Math.floor(random.float() * list.length)]!;
+    const c = await startNodes({ leaseTtlMs: 1_500, pollMs: 150 });
+    let nodes = ["a", "b", "c"].map((n) => c.node(n));
+    await c.owner();
+    for (const node of nodes) await node.child.waitFor((o) => o.includes("daemon started"), `${node.name} to start`);
+    const plan: string[] = [];
+    const expected = new Map<FakeUser, string[]>([
+      [alice, []],
+      [bob, []],
+    ]);
+    let faults = 0;
+    let n = 0;
+    for (let round = 0; round < 10; round++) {
+      for (const user of [alice, bob]) {
+        const text = `m${++n}`;
+        c.fake.privateText(user, text);
+        expected.get(user)!.push(`You said: ${text}`);
+      }
+      const owner = await c.owner();
+      const target = byName(nodes, pick([owner, owner, ...nodes.map((x) => x.name)]));
+      const action = pick(["kill", "pause", "stop"] as const);
+      plan.push(`${action} ${target.name}${target.name === owner ? " (owner)" : ""}`);
+      faults++;
+      if (action === "pause") {
+        process.kill(target.pid(), "SIGSTOP");
+        if (target.name === owner) await c.owner({ not: owner });
+        process.kill(target.pid(), "SIGCONT");
+        continue;
+      }
+      if (action === "kill") target.child.kill();
+      else target.child.proc.kill("SIGTERM");
+      await target.child.exited;
+      const again = target.restart();
+      nodes = nodes.map((x) => (x.name === target.name ? again : x));
+      await again.child.waitFor((o) => o.includes("daemon started"), `${target.name} to start again`);
+    }
+    const context = `seed ${seed}: ${plan.join(", ")}`;
+    for (const [user, lines] of expected) {
+      await c.replied(user, lines.at(-1)!, 60_000);
+      const got = c.replies(user);
+      // Each message answered; the first answers in the order asked; duplicates only within the fault window.
+      for (const line of lines) expect(got, context).toContain(line);
+      const firsts = lines.map((l) => got.indexOf(l));
+      expect(firsts, context).toEqual([...firsts].sort((a, b) => a - b));
+      expect(got.length - lines.length, context).toBeLessThanOrEqual(faults);
+      expect(
+        got.every((l) => lines.includes(l)),
+        context,
+      ).toBe(true);
+    }
+  });
+});
