@@ -8,6 +8,7 @@ import type { DaemonConfig } from "../config/schema.js";
 import { checkChannels, type ChannelCheckDeps } from "./channels.js";
 import { undiciHttp, type CheckResult } from "./result.js";
 import { checkService } from "./service.js";
+import { checkState } from "./state.js";
 
 export { checkChannels } from "./channels.js";
 export { checkService } from "./service.js";
@@ -23,6 +24,6 @@ export const defaultCheckDeps = (deps: CheckDeps = {}): ChannelCheckDeps => ({
 
 export async function runChecks(config: DaemonConfig, deps: CheckDeps = {}): Promise<CheckResult[]> {
   const full = defaultCheckDeps(deps);
-  const [service, channels] = await Promise.all([checkService(config, full), checkChannels(config, full)]);
-  return [...service, ...channels];
+  const [service, state, channels] = await Promise.all([checkService(config, full), checkState(config, full), checkChannels(config, full)]);
+  return [...service, ...state, ...channels];
 }

@@ -20,10 +20,13 @@ export const bob: FakeUser = { id: 4102, username: "bob" };
 
 export interface ClusterNodeProcess {
   readonly name: string;
+  readonly configFile: string;
   child: DaemonChild;
   /** Starts it again with the same config (after it stopped). */
   restart(): ClusterNodeProcess;
   pid(): number;
+  /** Its ops server (/healthz, /metrics), from its log line. */
+  opsUrl(): Promise<string>;
 }
 
 export interface Cluster {
@@ -75,6 +78,7 @@ export async function startCluster(options: { leaseTtlMs: number; pollMs?: numbe
       ],
       extra: {
         logLevel: "info", // the tests wait on "daemon started" and "lost the account"
+        ops: { port: 0 },
         attachments: { enabled: false },
         state: {
           kind: "postgres",
@@ -89,7 +93,18 @@ export async function startCluster(options: { leaseTtlMs: number; pollMs?: numbe
     const start = (): ClusterNodeProcess => {
       const child = startDaemonProcess(configFile);
       children.push(child);
-      return { name, child, restart: start, pid: () => child.proc.pid! };
+      const opsLine = /"url":"(http:\/\/[^"]+)","msg":"ops server listening/;
+      return {
+        name,
+        configFile,
+        child,
+        restart: start,
+        pid: () => child.proc.pid!,
+        async opsUrl() {
+          await child.waitFor((o) => opsLine.test(o), `${name}'s ops server`);
+          return opsLine.exec(child.out())![1]!;
+        },
+      };
     };
     return start();
   }

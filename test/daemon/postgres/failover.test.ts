@@ -6,6 +6,7 @@
  * answered once, by the next owner, within the lease time plus 5 s.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { runAgentBridge } from "../../helpers/cli.js";
 import { alice, bob, startCluster, type Cluster, type ClusterNodeProcess } from "./cluster-harness.js";
 
 let cluster: Cluster | undefined;
@@ -55,6 +56,19 @@ describe("several daemons on PostgreSQL", () => {
     expect(c.replies(alice)).toEqual(["You said: hello", "slept 700", "You said: after the sleep"]);
     expect(c.replies(bob)).toEqual(["You said: from bob"]);
 
+    // Its /healthz and /metrics say what it owns; the dead node's successor counts a takeover.
+    const ops = await byName(nodes, second).opsUrl();
+    const health = (await (await fetch(`${ops}/healthz`)).json()) as {
+      node: string;
+      owns: { unit: string; epoch: number; ageMs: number; deadlineInMs: number }[];
+    };
+    expect(health.node).toBe(second);
+    expect(health.owns).toEqual([{ unit: "telegram:tg", epoch: after.epoch, ageMs: expect.any(Number), deadlineInMs: expect.any(Number) }]);
+    const metrics = await (await fetch(`${ops}/metrics`)).text();
+    expect(metrics).toContain(`agent_bridge_lease_owned{unit="telegram:tg"} 1`);
+    expect(metrics).toContain(`agent_bridge_lease_epoch{unit="telegram:tg"} ${after.epoch}`);
+    expect(metrics).toContain(`agent_bridge_lease_acquisitions_total{unit="telegram:tg"} 1`);
+
     // The new owner goes on answering.
     c.fake.privateText(alice, "still there?");
     await c.replied(alice, "You said: still there?");
@@ -78,5 +92,11 @@ describe("several daemons on PostgreSQL", () => {
     await c.replied(alice, "You said: two");
     expect(Date.now() - stoppedAt).toBeLessThan(ttl / 2);
     expect(c.replies(alice)).toEqual(["You said: one", "You said: two"]);
+
+    // `agent-bridge check` reads who owns what from the database (the URL's password never shown).
+    const check = runAgentBridge(["check", "--config", byName(nodes, first).configFile]);
+    await check.exited;
+    expect(check.stdout()).toMatch(/ok +database postgres:\/\/postgres@127\.0\.0\.1:\d+\/\w+: reachable, schema version 1/);
+    expect(check.stdout()).toMatch(new RegExp(`ok +account telegram:tg: owned by node ${second} \\(epoch 2, lease valid for \\d+ s more\\)`));
   });
 });

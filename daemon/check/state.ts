@@ -1,0 +1,98 @@
+/**
+ * `agent-bridge check` for the PostgreSQL state (`"state": {"kind":
+ * "postgres"}`): the database answers, its schema is one this daemon can run
+ * on, and which node owns each account (read-only: it migrates nothing and
+ * takes no lease). The file journal needs no check here.
+ */
+import { z } from "zod";
+import type { DaemonConfig } from "../config/schema.js";
+import { describeUrl, type PostgresStateOptions } from "../state/postgres/options.js";
+import type { CheckResult } from "./result.js";
+
+const VersionRow = z.object({ version: z.number().int().nullable() });
+const LeaseRow = z.object({
+  unit: z.string(),
+  holder: z.string().nullable(),
+  epoch: z.coerce.number().int(),
+  expires_in_ms: z.coerce.number().nullable(),
+});
+
+export async function checkState(config: DaemonConfig, deps: { timeoutMs: number }): Promise<CheckResult[]> {
+  if (config.state.kind !== "postgres") return [];
+  return checkPostgres(config, config.state, deps.timeoutMs);
+}
+
+async function checkPostgres(config: DaemonConfig, state: PostgresStateOptions, timeoutMs: number): Promise<CheckResult[]> {
+  const subject = `database ${describeUrl(state.url)}`;
+  let pg: typeof import("pg").default;
+  try {
+    pg = (await import("pg")).default;
+  } catch {
+    return [{ status: "fail", subject, message: "the pg package is not installed", fix: "npm install pg beside agent-bridge" }];
+  }
+  const { SCHEMA_VERSION } = await import("../state/postgres/migrations.js");
+  const client = new pg.Client({ connectionString: state.url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+  } catch (error) {
+    return [
+      {
+        status: "fail",
+        subject,
+        message: `cannot connect (${error instanceof Error ? error.message.replaceAll(state.url, describeUrl(state.url)) : "connection failed"})`,
+        fix: "start PostgreSQL, or correct state.url (host, port, database, user)",
+      },
+    ];
+  }
+  try {
+    const exists = await client.query("SELECT to_regclass('schema_version') IS NOT NULL AS present");
+    if (!(exists.rows[0] as { present: boolean }).present)
+      return [{ status: "warn", subject, message: `reachable, no bridge schema yet (the first daemon to start creates version ${SCHEMA_VERSION})` }];
+    const version = VersionRow.parse((await client.query("SELECT max(version) AS version FROM schema_version")).rows[0]).version ?? 0;
+    if (version > SCHEMA_VERSION)
+      return [
+        {
+          status: "fail",
+          subject,
+          message: `schema version ${version} is newer than this daemon's ${SCHEMA_VERSION}`,
+          fix: "run the newer agent-bridge on every node",
+        },
+      ];
+    const results: CheckResult[] = [
+      {
+        status: "ok",
+        subject,
+        message: `reachable, schema version ${version}${version < SCHEMA_VERSION ? ` (the next daemon start migrates it to ${SCHEMA_VERSION})` : ""}`,
+      },
+    ];
+    const { rows } = await client.query(
+      "SELECT unit, holder, epoch, CASE WHEN isfinite(expires_at) THEN extract(epoch FROM expires_at - clock_timestamp()) * 1000 END AS expires_in_ms FROM lease",
+    );
+    const leases = new Map(rows.map((r) => LeaseRow.parse(r)).map((l) => [l.unit, l]));
+    for (const channel of config.channels.filter((c) => c.enabled)) {
+      const unit = `${channel.type}:${channel.id}`;
+      const lease = leases.get(unit);
+      const live = lease?.holder && (lease.expires_in_ms ?? -1) > 0;
+      results.push(
+        live
+          ? {
+              status: "ok",
+              subject: `account ${unit}`,
+              message: `owned by node ${lease.holder} (epoch ${lease.epoch}, lease valid for ${Math.round(lease.expires_in_ms! / 1000)} s more)`,
+            }
+          : {
+              status: "warn",
+              subject: `account ${unit}`,
+              message: lease ? `owned by no node now (last epoch ${lease.epoch})` : "never owned yet",
+              fix: "start a daemon with this config; a running one takes it within a lease time",
+            },
+      );
+    }
+    return results;
+  } catch (error) {
+    return [{ status: "fail", subject, message: `query failed (${error instanceof Error ? error.message : "unknown error"})` }];
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
