@@ -7,6 +7,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
+import { createFakeDiscord, type FakeDiscord } from "../../fakes/discord.js";
 import { createFakeTelegram, type FakeTelegram, type FakeUser } from "../../fakes/telegram-bot-api.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
@@ -15,6 +16,8 @@ import { startDaemonProcess, writeDaemonConfig, type DaemonChild } from "../daem
 
 export const TOKEN = "777000:AAcluster-test-token-0123456789abcd";
 export const UNIT = "telegram:tg";
+export const DISCORD_TOKEN = "MTA0NjY5.cluster-bot.token-value-that-must-stay-secret";
+export const discordAlice = { id: "700000000000000011", username: "alice" };
 export const alice: FakeUser = { id: 4101, username: "alice" };
 export const bob: FakeUser = { id: 4102, username: "bob" };
 
@@ -33,13 +36,17 @@ export interface Cluster {
   pg: TestPostgres;
   service: Service;
   fake: FakeTelegram;
+  /** With `discord: true`: the Discord fake, whose bot is a second account (`discord:dc`). */
+  discord: FakeDiscord | undefined;
   dbUrl: string;
   /** Starts a node with this name (its own data folder, the shared database). */
   node(name: string): ClusterNodeProcess;
-  /** The lease row of the Telegram account. */
-  lease(): Promise<{ holder: string | null; epoch: number; live: boolean }>;
+  /** The lease row of an account (default the Telegram one). */
+  lease(unit?: string): Promise<{ holder: string | null; epoch: number; live: boolean }>;
   /** Waits until a node holds the account (and it is live on the database's clock); returns its name. */
-  owner(options?: { not?: string; timeoutMs?: number }): Promise<string>;
+  owner(options?: { not?: string; timeoutMs?: number; unit?: string }): Promise<string>;
+  /** A stored adapter value of an account, as the database holds it. */
+  adapterValue(unit: string, key: string): Promise<unknown>;
   /** How long ago a node last heartbeat, on the database's clock (Infinity when it is not in the node table). */
   nodeSeenAgoMs(name: string): Promise<number>;
   /** The bot's replies to a private chat, in order. */
@@ -49,11 +56,12 @@ export interface Cluster {
   close(): Promise<void>;
 }
 
-export async function startCluster(options: { leaseTtlMs: number; pollMs?: number; handoverGraceMs?: number }): Promise<Cluster> {
+export async function startCluster(options: { leaseTtlMs: number; pollMs?: number; handoverGraceMs?: number; discord?: boolean }): Promise<Cluster> {
   const pgServer = await startTestPostgres();
   const dbUrl = await pgServer.createDatabase("cluster");
   const service = await startService();
   const fake = await createFakeTelegram({ token: TOKEN });
+  const discord = options.discord ? await createFakeDiscord({ token: DISCORD_TOKEN, guilds: [] }) : undefined;
   const dir = tempDir();
   const db = new pg.Pool({ connectionString: dbUrl, max: 2 });
   db.on("error", () => {}); // the server is killed on purpose in some tests
@@ -75,6 +83,20 @@ export async function startCluster(options: { leaseTtlMs: number; pollMs?: numbe
           groupContext: { enabled: false },
           access: { users: [String(alice.id), String(bob.id)] },
         },
+        ...(discord
+          ? [
+              {
+                type: "discord",
+                id: "dc",
+                token: DISCORD_TOKEN,
+                api: discord.apiBase,
+                streaming: "off",
+                groupContext: { enabled: false },
+                ackReaction: { scope: "off" },
+                access: { users: [discordAlice.id] },
+              },
+            ]
+          : []),
       ],
       extra: {
         logLevel: "info", // the tests wait on "daemon started" and "lost the account"
@@ -109,8 +131,8 @@ export async function startCluster(options: { leaseTtlMs: number; pollMs?: numbe
     return start();
   }
 
-  async function lease() {
-    const { rows } = await db.query("SELECT holder, epoch::int AS epoch, expires_at > clock_timestamp() AS live FROM lease WHERE unit = $1", [UNIT]);
+  async function lease(unit = UNIT) {
+    const { rows } = await db.query("SELECT holder, epoch::int AS epoch, expires_at > clock_timestamp() AS live FROM lease WHERE unit = $1", [unit]);
     const row = rows[0] as { holder: string | null; epoch: number; live: boolean } | undefined;
     return row ?? { holder: null, epoch: 0, live: false };
   }
@@ -120,20 +142,26 @@ export async function startCluster(options: { leaseTtlMs: number; pollMs?: numbe
     pg: pgServer,
     service,
     fake,
+    discord,
     dbUrl,
     node,
     lease,
-    async owner({ not, timeoutMs = 30_000 } = {}) {
+    async adapterValue(unit, key) {
+      const [platform, id] = unit.split(":");
+      const { rows } = await db.query("SELECT v FROM kv WHERE unit = $1 AND ns = $2 AND k = $3", [unit, `adapter:${platform}:${id}`, key]);
+      return (rows[0] as { v: unknown } | undefined)?.v;
+    },
+    async owner({ not, timeoutMs = 30_000, unit = UNIT } = {}) {
       let holder: string | null = null;
       await waitUntil(
         async () => {
           const dead = children.find((c) => c.proc.exitCode !== null && c.proc.exitCode !== 0);
           if (dead) throw new Error(`a node exited with ${dead.proc.exitCode}: ${dead.out()}${dead.err()}`);
-          const l = await lease().catch(() => undefined);
+          const l = await lease(unit).catch(() => undefined);
           holder = l?.live && l.holder !== not ? l.holder : null;
           return holder !== null;
         },
-        `a node${not ? ` other than ${not}` : ""} to own ${UNIT}`,
+        `a node${not ? ` other than ${not}` : ""} to own ${unit}`,
         timeoutMs,
         50,
       );
@@ -153,6 +181,7 @@ export async function startCluster(options: { leaseTtlMs: number; pollMs?: numbe
       await Promise.all(children.map((c) => c.exited));
       await db.end().catch(() => undefined);
       await fake.close();
+      await discord?.close();
       await service.close();
       await pgServer.close();
       dir.remove();

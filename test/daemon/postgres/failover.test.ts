@@ -7,7 +7,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { runAgentBridge } from "../../helpers/cli.js";
-import { alice, bob, startCluster, type Cluster, type ClusterNodeProcess } from "./cluster-harness.js";
+import { waitUntil } from "../../helpers/wait.js";
+import { alice, bob, discordAlice, startCluster, type Cluster, type ClusterNodeProcess } from "./cluster-harness.js";
 
 let cluster: Cluster | undefined;
 afterEach(async () => {
@@ -98,5 +99,41 @@ describe("several daemons on PostgreSQL", () => {
     await check.exited;
     expect(check.stdout()).toMatch(/ok +database postgres:\/\/postgres@127\.0\.0\.1:\d+\/\w+: reachable, schema version 1/);
     expect(check.stdout()).toMatch(new RegExp(`ok +account telegram:tg: owned by node ${second} \\(epoch 2, lease valid for \\d+ s more\\)`));
+  });
+
+  it("two accounts spread over the nodes; a Discord DM sent while no node was connected is caught up by the next owner, once", {
+    timeout: 90_000,
+  }, async () => {
+    const c = await startNodes({ leaseTtlMs: 2_000, discord: true });
+    const nodes = ["a", "b", "c"].map((n) => c.node(n));
+    const d = c.discord!;
+    // Whoever started first took both; a node that joins gets its fair share (one account each).
+    await waitUntil(
+      async () => {
+        const [tg, dc] = [await c.lease(), await c.lease("discord:dc")];
+        return tg.live && dc.live && tg.holder !== dc.holder;
+      },
+      "the two accounts on two nodes",
+      30_000,
+      50,
+    );
+    const owner = await c.owner({ unit: "discord:dc" });
+    const dm = d.dmChannelFor(discordAlice);
+    const answers = () => d.sentMessages(dm).map((m) => m.content);
+    await waitUntil(() => d.liveSessions() === 1, "the owner's gateway session");
+    d.dispatchDirectMessage(discordAlice, "hi");
+    await waitUntil(() => answers().includes("You said: hi"), "the first answer");
+    // The channel is in the account's catch-up state (saved every 2 s) before the owner dies.
+    await waitUntil(async () => JSON.stringify((await c.adapterValue("discord:dc", "catchUp")) ?? {}).includes(dm), "the DM in the catch-up state", 10_000, 50);
+
+    byName(nodes, owner).child.kill();
+    await byName(nodes, owner).child.exited;
+    d.postWhileAway({ channelId: dm, author: discordAlice, content: "while nobody is connected" });
+    await c.owner({ unit: "discord:dc", not: owner });
+    await waitUntil(() => answers().includes("You said: while nobody is connected"), "the caught-up answer", 30_000);
+    await waitUntil(() => d.liveSessions() === 1, "the new owner's gateway session");
+    d.dispatchDirectMessage(discordAlice, "and now");
+    await waitUntil(() => answers().includes("You said: and now"), "a live answer from the new owner");
+    expect(answers()).toEqual(["You said: hi", "You said: while nobody is connected", "You said: and now"]);
   });
 });
