@@ -13,6 +13,11 @@
  * direct client's 200 cold connects on a loaded machine could stall a chat for seconds: its p99
  * and so its turns/s, set by the slowest chat, measured connection setup, not turns).
  *
+ * At 200 chats the daemon runs a second time with its state on PostgreSQL (a throwaway local
+ * server on the same cores): goal 0.8x of the file journal's throughput. Then the failover time
+ * of two nodes on one database (kill -9 of the owner to the first reply from the next), median
+ * of five. `BENCH_POSTGRES=0` leaves both out.
+ *
  * The emulator and the daemon are child processes (the compiled command, `dist/`), so each has
  * a core of its own as it would in production; this process only sends and counts.
  */
@@ -22,7 +27,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent } from "undici";
 import { createServiceClient } from "../shared/client/index.js";
+import pg from "pg";
 import { createFakeTelegram, type SentMessage } from "../test/fakes/telegram-bot-api.js";
+import { startTestPostgres, type TestPostgres } from "../test/helpers/postgres.js";
 
 const ROOT = join(import.meta.dirname, "..");
 const BIN = join(ROOT, "dist", "bin", "agent-bridge.js");
@@ -49,6 +56,16 @@ async function cpuMs(pid: number | undefined): Promise<number | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/** CPU time of every process of a test PostgreSQL server (postmaster and backends), in ms. */
+async function postgresCpuMs(server: TestPostgres): Promise<number | undefined> {
+  const { execFile } = await import("node:child_process");
+  const pids = await new Promise<string>((resolve) => execFile("pgrep", ["-f", `-p ${server.port}`], (_e, out) => resolve(out)));
+  const children = await new Promise<string>((resolve) => execFile("pgrep", ["-P", pids.trim().split("\n")[0] ?? "0"], (_e, out) => resolve(out)));
+  let total = 0;
+  for (const pid of `${pids}\n${children}`.split("\n").filter(Boolean)) total += (await cpuMs(Number(pid))) ?? 0;
+  return total;
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN;
@@ -129,29 +146,56 @@ export async function benchDaemon(): Promise<void> {
     const ownCpuDirectUsed = process.cpuUsage(ownCpuDirect);
 
     const emulatorCpuDirect = await cpuMs(emulator.child.pid);
+    const line = (name: string, r: Result) =>
+      `  ${name.padEnd(30)} ${r.turnsPerSecond.toFixed(0).padStart(6)} turns/s   p50 ${r.p50.toFixed(1).padStart(7)} ms   p99 ${r.p99.toFixed(1).padStart(7)} ms`;
+    const turns = chats * messages;
+    const perTurn = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? "?" : ((b - a) / turns).toFixed(2));
+    const own = (used: NodeJS.CpuUsage) => ((used.user + used.system) / 1000 / turns).toFixed(2);
+
+    const through = await relayed(chats, messages, { kind: "file" });
+    console.log(`${chats} chat${chats === 1 ? "" : "s"} x ${messages} messages:`);
+    console.log(line("direct client", direct));
+    console.log(line("through the daemon", through.result));
+    console.log(
+      `  CPU per turn: emulator ${perTurn(emulatorCpuBefore, emulatorCpuDirect)} ms (direct), ${perTurn(through.emulatorCpu[0], through.emulatorCpu[1])} ms (relayed); daemon ${perTurn(through.daemonCpu[0], through.daemonCpu[1])} ms`,
+    );
+    // This process: the typed client on the direct side; the Bot API fake and the chats' driver on the relayed side.
+    console.log(`  CPU per turn of this process: ${own(ownCpuDirectUsed)} ms (direct client), ${own(through.ownCpu)} ms (Bot API fake and driver)`);
+    console.log(
+      `  ratio: ${(through.result.turnsPerSecond / direct.turnsPerSecond).toFixed(2)}x throughput (goal >= 0.8x at 200 chats), p99 ${(through.result.p99 / direct.p99).toFixed(1)}x (goal <= 3x)`,
+    );
+    if (chats > 1 && process.env.BENCH_POSTGRES !== "0") {
+      // The same load with the state on PostgreSQL (a throwaway local server, fsync on): one node of a bridge.
+      const pgServer = await startTestPostgres();
+      try {
+        const url = await pgServer.createDatabase("bench");
+        const pgCpuBefore = await postgresCpuMs(pgServer);
+        const onPg = await relayed(chats, messages, { kind: "postgres", url, nodeId: "bench-1" });
+        const pgCpuAfter = await postgresCpuMs(pgServer);
+        console.log(line("through the daemon, PostgreSQL", onPg.result));
+        console.log(
+          `  CPU per turn: daemon ${perTurn(onPg.daemonCpu[0], onPg.daemonCpu[1])} ms, the PostgreSQL server ${perTurn(pgCpuBefore, pgCpuAfter)} ms (all its processes, warm-up included)`,
+        );
+        console.log(
+          `  ratio: PostgreSQL ${(onPg.result.turnsPerSecond / through.result.turnsPerSecond).toFixed(2)}x the file journal's throughput (goal >= 0.8x), p99 ${(onPg.result.p99 / through.result.p99).toFixed(1)}x`,
+        );
+      } finally {
+        await pgServer.close();
+      }
+    }
+  }
+
+  if (process.env.BENCH_POSTGRES !== "0") await failover();
+
+  await fake.close();
+  await agent.close();
+  await stopChild(emulator.child);
+
+  /** The closed loops through a daemon process with this state backend. */
+  async function relayed(chats: number, messages: number, state: Record<string, unknown>) {
     const dataDir = await mkdtemp(join(tmpdir(), "bench-daemon-"));
     const configFile = join(dataDir, "config.json");
-    await writeFile(
-      configFile,
-      JSON.stringify({
-        service: { baseUrl, apiKey: api_key },
-        dataDir,
-        logLevel: "silent",
-        ops: { port: null },
-        queue: { debounceMs: 0, concurrencyPerInstance: chats, maxPendingTotal: 10_000 },
-        routes: [{ instance: instance.id }],
-        channels: [
-          {
-            type: "telegram",
-            id: "tg",
-            token: TOKEN,
-            apiRoot: fake.url,
-            streaming: "off",
-            access: { users: Array.from({ length: chats }, (_, c) => String(userOf(c).id)) },
-          },
-        ],
-      }),
-    );
+    await writeFile(configFile, JSON.stringify(daemonConfig(dataDir, chats, state)));
     // The daemon prints nothing with silent logs: the warm-up turn is its readiness check.
     // BENCH_DAEMON_PROFILE=DIR writes the daemon's CPU profile there (`--cpu-prof`), to see where its time goes.
     const profile = process.env.BENCH_DAEMON_PROFILE ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_DAEMON_PROFILE] : [];
@@ -159,35 +203,90 @@ export async function benchDaemon(): Promise<void> {
     // Warm-up: one turn in one chat (grammY's getMe, the first poll, the first service call).
     await relayTurn(0, "warm-up");
     await closedLoops(chats, 1, (chat) => relayTurn(chat, "warm-up")); // as the direct side: one untimed turn per chat
-    const [daemonCpuBefore, emulatorCpuBeforeRelay] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
+    const [daemonCpuBefore, emulatorCpuBefore] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
     const ownCpuRelay = process.cpuUsage();
-    const through = await closedLoops(chats, messages, (chat, i) => relayTurn(chat, `hello ${i}`));
-    const ownCpuRelayUsed = process.cpuUsage(ownCpuRelay);
-    const [daemonCpuAfter, emulatorCpuAfterRelay] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
+    const result = await closedLoops(chats, messages, (chat, i) => relayTurn(chat, `hello ${i}`));
+    const ownCpu = process.cpuUsage(ownCpuRelay);
+    const [daemonCpuAfter, emulatorCpuAfter] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
     await stopChild(daemon);
     await rm(dataDir, { recursive: true, force: true });
-
-    const line = (name: string, r: Result) =>
-      `  ${name.padEnd(30)} ${r.turnsPerSecond.toFixed(0).padStart(6)} turns/s   p50 ${r.p50.toFixed(1).padStart(7)} ms   p99 ${r.p99.toFixed(1).padStart(7)} ms`;
-    console.log(`${chats} chat${chats === 1 ? "" : "s"} x ${messages} messages:`);
-    console.log(line("direct client", direct));
-    console.log(line("through the daemon", through));
-    const turns = chats * messages;
-    const perTurn = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? "?" : ((b - a) / turns).toFixed(2));
-    console.log(
-      `  CPU per turn: emulator ${perTurn(emulatorCpuBefore, emulatorCpuDirect)} ms (direct), ${perTurn(emulatorCpuBeforeRelay, emulatorCpuAfterRelay)} ms (relayed); daemon ${perTurn(daemonCpuBefore, daemonCpuAfter)} ms`,
-    );
-    // This process: the typed client on the direct side; the Bot API fake and the chats' driver on the relayed side.
-    const own = (used: NodeJS.CpuUsage) => ((used.user + used.system) / 1000 / turns).toFixed(2);
-    console.log(`  CPU per turn of this process: ${own(ownCpuDirectUsed)} ms (direct client), ${own(ownCpuRelayUsed)} ms (Bot API fake and driver)`);
-    console.log(
-      `  ratio: ${(through.turnsPerSecond / direct.turnsPerSecond).toFixed(2)}x throughput (goal >= 0.8x at 200 chats), p99 ${(through.p99 / direct.p99).toFixed(1)}x (goal <= 3x)`,
-    );
+    return { result, ownCpu, daemonCpu: [daemonCpuBefore, daemonCpuAfter], emulatorCpu: [emulatorCpuBefore, emulatorCpuAfter] } as const;
   }
 
-  await fake.close();
-  await agent.close();
-  await stopChild(emulator.child);
+  function daemonConfig(dataDir: string, chats: number, state: Record<string, unknown>) {
+    return {
+      service: { baseUrl, apiKey: api_key },
+      dataDir,
+      logLevel: "silent",
+      ops: { port: null },
+      state,
+      queue: { debounceMs: 0, concurrencyPerInstance: chats, maxPendingTotal: 10_000 },
+      routes: [{ instance: instance.id }],
+      channels: [
+        {
+          type: "telegram",
+          id: "tg",
+          token: TOKEN,
+          apiRoot: fake.url,
+          streaming: "off",
+          access: { users: Array.from({ length: Math.max(chats, 1) }, (_, c) => String(userOf(c).id)) },
+        },
+      ],
+    };
+  }
+
+  /**
+   * Failover: two daemons on one database with the default lease (15 s; BENCH_LEASE_TTL_MS
+   * changes it); the owner is killed with SIGKILL and a message sent at once; the time to its
+   * reply from the new owner, five times (the killed node is started again each time).
+   */
+  async function failover(): Promise<void> {
+    const ttl = Number(process.env.BENCH_LEASE_TTL_MS ?? 15_000);
+    const pgServer = await startTestPostgres();
+    const url = await pgServer.createDatabase("failover");
+    const db = new pg.Pool({ connectionString: url, max: 1 });
+    const dir = await mkdtemp(join(tmpdir(), "bench-failover-"));
+    const nodes = new Map<string, ChildProcess>();
+    const start = async (name: string) => {
+      const configFile = join(dir, `${name}.json`);
+      await writeFile(configFile, JSON.stringify(daemonConfig(join(dir, name), 1, { kind: "postgres", url, nodeId: name, leaseTtlMs: ttl })));
+      nodes.set(name, spawn(process.execPath, [BIN, "run", "--config", configFile], { cwd: ROOT, stdio: "ignore" }));
+    };
+    const owner = async (): Promise<string> => {
+      for (;;) {
+        const { rows } = await db.query("SELECT holder FROM lease WHERE unit = 'telegram:tg' AND expires_at > clock_timestamp()");
+        const holder = (rows[0] as { holder: string | null } | undefined)?.holder;
+        if (holder && nodes.has(holder)) return holder;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    try {
+      await start("n1");
+      await start("n2");
+      const times: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        await relayTurn(0, `before ${i}`); // the owner is up and answering
+        const name = await owner();
+        const child = nodes.get(name)!;
+        const exited = new Promise((r) => child.once("exit", r));
+        const t0 = performance.now();
+        child.kill("SIGKILL");
+        await exited;
+        await relayTurn(0, `after ${i}`);
+        times.push(performance.now() - t0);
+        await start(name);
+      }
+      times.sort((a, b) => a - b);
+      console.log(
+        `\nfailover (two nodes on PostgreSQL, lease ${ttl} ms): kill -9 of the owner to the first reply from the new owner, median of 5: ${(times[2]! / 1000).toFixed(1)} s (all: ${times.map((t) => (t / 1000).toFixed(1)).join(", ")} s; goal: within the lease + 5 s)`,
+      );
+    } finally {
+      for (const child of nodes.values()) child.kill("SIGKILL");
+      await db.end();
+      await pgServer.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
 
   function relayTurn(chat: number, text: string): Promise<void> {
     const user = userOf(chat);
