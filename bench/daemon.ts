@@ -61,7 +61,7 @@ async function cpuMs(pid: number | undefined): Promise<number | undefined> {
 /** CPU time of every process of a test PostgreSQL server (postmaster and backends), in ms. */
 async function postgresCpuMs(server: TestPostgres): Promise<number | undefined> {
   const { execFile } = await import("node:child_process");
-  const pids = await new Promise<string>((resolve) => execFile("pgrep", ["-f", `-p ${server.port}`], (_e, out) => resolve(out)));
+  const pids = await new Promise<string>((resolve) => execFile("pgrep", ["-f", "--", `-p ${server.port}`], (_e, out) => resolve(out)));
   const children = await new Promise<string>((resolve) => execFile("pgrep", ["-P", pids.trim().split("\n")[0] ?? "0"], (_e, out) => resolve(out)));
   let total = 0;
   for (const pid of `${pids}\n${children}`.split("\n").filter(Boolean)) total += (await cpuMs(Number(pid))) ?? 0;

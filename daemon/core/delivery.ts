@@ -159,12 +159,22 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
     }
     const target = targetOf(lead.message, last.message.messageId);
     const account = accountOf(target);
-    for (let i = lead.sent; i < chunks.length + files.length; i++) {
+    const total = chunks.length + files.length;
+    let finished = false;
+    // Counted before the journal drains, so whoever waits for idle sees the turn in the metrics.
+    const finish = async () => {
+      finished = true;
+      metrics.turn(instanceId, outcome, Math.max(0, clock.now() - lead.acceptedAt) / 1000);
+      await store.complete(members);
+    };
+    for (let i = lead.sent; i < total; i++) {
       if (haltSignal(target).aborted) throw new StoppingError();
       const send =
         i < chunks.length ? sendChunk(instanceId, adapter, target, chunks[i] ?? "", format) : sendFile(instanceId, adapter, target, files[i - chunks.length]!);
+      // The last piece is recorded by the completion itself, in the same step (one write fewer
+      // per reply; the window is the same: a kill between the send and its record).
       const sending = send.then(async (sent) => {
-        if (sent === "sent") await store.recordSent(leaderId, i + 1);
+        if (sent === "sent") await (i === total - 1 ? finish() : store.recordSent(leaderId, i + 1));
         return sent;
       });
       const ofAccount = sendsOf.get(account) ?? new Set<Promise<unknown>>();
@@ -184,9 +194,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
         break; // the platform keeps refusing: give up on the rest rather than block the chat
       }
     }
-    // Counted before the journal drains, so whoever waits for idle sees the turn in the metrics.
-    metrics.turn(instanceId, outcome, Math.max(0, clock.now() - lead.acceptedAt) / 1000);
-    await store.complete(members);
+    if (!finished) await finish();
   }
 
   async function finishWith(entries: JournalEntry[], text: string | undefined, outcome: TurnOutcome): Promise<void> {

@@ -183,6 +183,36 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
     }
   }
 
+  /**
+   * One fenced write as one statement (one round trip, one commit): `$1` is the unit and `$2`
+   * the epoch; `body` is the statement's data-modifying CTEs, each gated by `EXISTS (SELECT 1 FROM
+   * fence)`, and may name more CTEs and the final columns through `select`. The `fence` CTE takes
+   * the lease row FOR SHARE for the statement's transaction, as `fenced` does: a takeover waits
+   * for it, and a statement that starts after a takeover finds no row (PostgreSQL re-checks a
+   * locked row's new version), so it changes nothing and this throws `LeaseLostError`.
+   */
+  async function fencedStatement(operation: string, body: string, params: unknown[], select = ""): Promise<Record<string, unknown>> {
+    if (!lease.valid())
+      throw lease.signal.reason instanceof LeaseLostError ? lease.signal.reason : new LeaseLostError(unit, lease.epoch, "self-fenced: past its local deadline");
+    let row: Record<string, unknown> | undefined;
+    try {
+      const result = await pool.query({
+        // Named: each connection parses and plans it once (a turn makes three or four of these).
+        name: `fenced:${operation}`,
+        text: `WITH fence AS (SELECT 1 FROM lease WHERE unit = $1::text AND epoch = $2::bigint FOR SHARE), ${body}
+         SELECT EXISTS (SELECT 1 FROM fence) AS held${select ? `, ${select}` : ""}`,
+        values: [unit, lease.epoch, ...params],
+      });
+      row = result.rows[0] as Record<string, unknown> | undefined;
+    } catch (error) {
+      throw new StateWriteError(operation, unit, error);
+    }
+    if (row?.held !== true) throw new LeaseLostError(unit, lease.epoch, "another node holds it now");
+    return row;
+  }
+  const GATE = "WHERE EXISTS (SELECT 1 FROM fence)";
+  const AND_GATE = "AND EXISTS (SELECT 1 FROM fence)";
+
   async function accept({ kind, key, message, route }: Parameters<UnitState["accept"]>[0]): ReturnType<UnitState["accept"]> {
     for (const a of message.attachments ?? [])
       if (a.data.length > deps.maxAttachmentBytes) throw new AttachmentTooLargeError(a.fileName, a.data.length, deps.maxAttachmentBytes);
@@ -197,16 +227,29 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
       file: `attachment/${id}/${i}`,
     }));
     const stored = { ...rest, ...(attachments ? { attachments } : {}) };
-    const accepted = await fenced("accept", async (client) => {
-      const { rows } = await client.query(
-        `INSERT INTO entry (id, unit, dedupe_key, kind, message, route) VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (dedupe_key) DO NOTHING RETURNING seq, extract(epoch FROM accepted_at) * 1000 AS accepted_ms`,
-        [id, unit, key, kind, json(stored), json(route)],
+    const accepted = files?.length ? await acceptWithFiles() : await acceptPlain();
+    async function acceptPlain() {
+      const row = await fencedStatement(
+        "accept",
+        `ins AS (INSERT INTO entry (id, unit, dedupe_key, kind, message, route) SELECT $3::text, $1::text, $4::text, $5::text, $6::jsonb, $7::jsonb ${GATE}
+                 ON CONFLICT (dedupe_key) DO NOTHING RETURNING seq, accepted_at)`,
+        [id, key, kind, json(stored), json(route)],
+        "(SELECT seq FROM ins) AS seq, (SELECT extract(epoch FROM accepted_at) * 1000 FROM ins) AS accepted_ms",
       );
-      if (!rows.length) return undefined;
-      for (const [i, a] of (files ?? []).entries()) await client.query("INSERT INTO attachment (entry_id, idx, bytes) VALUES ($1, $2, $3)", [id, i, a.data]);
-      return AcceptedRow.parse(rows[0]);
-    });
+      return row.seq == null ? undefined : AcceptedRow.parse(row);
+    }
+    function acceptWithFiles() {
+      return fenced("accept", async (client) => {
+        const { rows } = await client.query(
+          `INSERT INTO entry (id, unit, dedupe_key, kind, message, route) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (dedupe_key) DO NOTHING RETURNING seq, extract(epoch FROM accepted_at) * 1000 AS accepted_ms`,
+          [id, unit, key, kind, json(stored), json(route)],
+        );
+        if (!rows.length) return undefined;
+        for (const [i, a] of (files ?? []).entries()) await client.query("INSERT INTO attachment (entry_id, idx, bytes) VALUES ($1, $2, $3)", [id, i, a.data]);
+        return AcceptedRow.parse(rows[0]);
+      });
+    }
     if (!accepted) return { duplicate: true };
     const entry = parseRow(JournalEntrySchema, "entry", id, {
       id,
@@ -236,11 +279,14 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
     get: (id) => entries.get(id),
     accept,
     async recordReply(leaderId, reply, session) {
-      await fenced("recordReply", async (client) => {
-        if (session) await upsertSession(client, session.base, session.state);
-        await client.query("UPDATE entry SET reply = $3 WHERE id = $1 AND unit = $2", [leaderId, unit, json(reply)]);
-        await client.query("UPDATE entry SET leader = $1 WHERE unit = $2 AND id = ANY($3) AND id <> $1", [leaderId, unit, reply.members]);
-      });
+      await fencedStatement(
+        "recordReply",
+        `r AS (UPDATE entry SET reply = $4 WHERE id = $3 AND unit = $1 ${AND_GATE} RETURNING 1),
+         m AS (UPDATE entry SET leader = $3 WHERE unit = $1 AND id = ANY($5) AND id <> $3 ${AND_GATE} RETURNING 1),
+         s AS (INSERT INTO session (base, unit, state) SELECT $6::text, $1::text, $7::jsonb WHERE $6::text IS NOT NULL ${AND_GATE}
+               ON CONFLICT (base) DO UPDATE SET state = excluded.state, unit = excluded.unit RETURNING 1)`,
+        [leaderId, json(reply), reply.members, session?.base ?? null, session ? json(session.state) : null],
+      );
       if (session) sessions.set(session.base, session.state);
       const lead = entries.get(leaderId);
       if (lead) lead.reply = reply;
@@ -250,14 +296,15 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
       }
     },
     async recordSent(id, n) {
-      await fenced("recordSent", (client) => client.query("UPDATE entry SET sent = greatest(sent, $3) WHERE id = $1 AND unit = $2", [id, unit, n]));
+      await fencedStatement("recordSent", `u AS (UPDATE entry SET sent = greatest(sent, $4) WHERE id = $3 AND unit = $1 ${AND_GATE} RETURNING 1)`, [id, n]);
       const e = entries.get(id);
       if (e) e.sent = Math.max(e.sent, n);
     },
     async recordPreview(id, preview) {
-      await fenced("recordPreview", (client) =>
-        client.query("UPDATE entry SET preview = $3 WHERE id = $1 AND unit = $2", [id, unit, preview === null ? null : json(preview)]),
-      );
+      await fencedStatement("recordPreview", `u AS (UPDATE entry SET preview = $4 WHERE id = $3 AND unit = $1 ${AND_GATE} RETURNING 1)`, [
+        id,
+        preview === null ? null : json(preview),
+      ]);
       const e = entries.get(id);
       if (e && preview) e.preview = structuredClone(preview);
       else if (e) delete e.preview;
@@ -265,15 +312,22 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
     async complete(ids) {
       const known = ids.filter((id) => entries.has(id));
       if (!known.length) return;
-      await fenced("complete", async (client) => {
-        await client.query("UPDATE entry SET state = 'done', preview = NULL WHERE unit = $1 AND id = ANY($2)", [unit, known]);
-        await client.query("DELETE FROM attachment WHERE entry_id = ANY($1)", [known]);
-      });
+      await fencedStatement(
+        "complete",
+        `d AS (UPDATE entry SET state = 'done', preview = NULL WHERE unit = $1 AND id = ANY($3) ${AND_GATE} RETURNING 1),
+         a AS (DELETE FROM attachment WHERE entry_id = ANY($3) ${AND_GATE} RETURNING 1)`,
+        [known],
+      );
       for (const id of known) entries.delete(id);
     },
     session: (base) => sessions.get(base) ?? { generation: 0 },
     async setSession(base, state) {
-      await fenced("setSession", (client) => upsertSession(client, base, state));
+      await fencedStatement(
+        "setSession",
+        `s AS (INSERT INTO session (base, unit, state) SELECT $3::text, $1::text, $4::jsonb ${GATE}
+               ON CONFLICT (base) DO UPDATE SET state = excluded.state, unit = excluded.unit RETURNING 1)`,
+        [base, json(state)],
+      );
       sessions.set(base, state);
     },
     kv(namespace) {
@@ -282,15 +336,12 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
           return kvs.get(namespace)?.get(key) as T | undefined;
         },
         async set(key: string, value: unknown) {
-          await fenced("kv.set", (client) =>
+          await fencedStatement(
+            value === undefined ? "kv.delete" : "kv.set",
             value === undefined
-              ? client.query("DELETE FROM kv WHERE unit = $1 AND ns = $2 AND k = $3", [unit, namespace, key])
-              : client.query("INSERT INTO kv (unit, ns, k, v) VALUES ($1, $2, $3, $4) ON CONFLICT (unit, ns, k) DO UPDATE SET v = excluded.v", [
-                  unit,
-                  namespace,
-                  key,
-                  json(value),
-                ]),
+              ? `d AS (DELETE FROM kv WHERE unit = $1 AND ns = $3 AND k = $4 ${AND_GATE} RETURNING 1)`
+              : `u AS (INSERT INTO kv (unit, ns, k, v) SELECT $1::text, $3::text, $4::text, $5::jsonb ${GATE} ON CONFLICT (unit, ns, k) DO UPDATE SET v = excluded.v RETURNING 1)`,
+            value === undefined ? [namespace, key] : [namespace, key, json(value)],
           );
           const m = kvs.get(namespace) ?? new Map<string, unknown>();
           kvs.set(namespace, m);
