@@ -181,7 +181,11 @@ export function createDaemon(options: DaemonOptions): Daemon {
       dataDir: config.dataDir,
       clock,
       logger,
-      handle: (request) => answerPairingRequest(pairing, config.channels, request),
+      handle: (request) =>
+        answerPairingRequest(pairing, config.channels, request, (channelId) => {
+          const channel = channelIndex.get(channelId);
+          return !cluster || (!!channel && cluster.store.units().includes(`${channel.type}:${channel.id}`));
+        }),
     });
 
     if (config.ops.port !== null) {

@@ -64,16 +64,24 @@ function requestOf(command: PairingCommand): ControlRequest {
 
 /** By the running daemon if there is one, else here against the state on disk. */
 async function answer(config: Awaited<ReturnType<typeof loadConfig>>, request: ControlRequest, timeoutMs?: number): Promise<ControlResponse> {
+  const toDaemon = async (): Promise<ControlResponse> => {
+    try {
+      return await sendControlRequest(config.dataDir, request, timeoutMs !== undefined ? { timeoutMs } : {});
+    } catch (sendError) {
+      const why = sendError instanceof Error ? sendError.message : String(sendError);
+      // On several machines the approvals live in the database, written by the node that owns the channel.
+      return config.state.kind === "postgres"
+        ? { ok: false, error: `${why} With "state": {"kind": "postgres"}, run this on a machine where a daemon of this config runs.` }
+        : { ok: false, error: why };
+    }
+  };
+  if (config.state.kind === "postgres") return toDaemon();
   let store: Awaited<ReturnType<typeof openStore>>;
   try {
     store = await openStore({ dataDir: config.dataDir, clock: systemClock, random: cryptoRandom });
   } catch (error) {
     if (!(error instanceof DataDirLockedError)) throw error;
-    try {
-      return await sendControlRequest(config.dataDir, request, timeoutMs !== undefined ? { timeoutMs } : {});
-    } catch (sendError) {
-      return { ok: false, error: sendError instanceof Error ? sendError.message : String(sendError) };
-    }
+    return toDaemon();
   }
   try {
     const logger = pino({ level: "silent" });

@@ -6,16 +6,31 @@
  */
 import type { ChannelConfig } from "../config/schema.js";
 import { describeApproval, type PairingOps } from "../core/pairing-ops.js";
+import { LeaseLostError } from "../state/postgres/errors.js";
 import type { ControlRequest, ControlResponse } from "./control-requests.js";
 
 export async function answerPairingRequest(
   ops: Omit<PairingOps, "approveFromChat">,
   channels: readonly ChannelConfig[],
   request: ControlRequest,
+  /** Several machines: whether this node owns the channel now (its approvals live with it). Default: always. */
+  owns: (channelId: string) => boolean = () => true,
 ): Promise<ControlResponse> {
   if (request.channel !== undefined && !channels.some((c) => c.id === request.channel)) {
     return { ok: false, error: `No channel "${request.channel}" in this config (channels: ${channels.map((c) => c.id).join(", ") || "none"}).` };
   }
+  const elsewhere = `This node does not own channel ${request.channel ?? ""} now: run the command on the node that does (agent-bridge check names it), or use /approve from an owner's chat.`;
+  if (request.channel !== undefined && !owns(request.channel)) return { ok: false, error: elsewhere };
+  try {
+    return await answerHere(ops, request);
+  } catch (error) {
+    // The account moved to another node while the request ran.
+    if (error instanceof LeaseLostError) return { ok: false, error: elsewhere };
+    throw error;
+  }
+}
+
+async function answerHere(ops: Omit<PairingOps, "approveFromChat">, request: ControlRequest): Promise<ControlResponse> {
   switch (request.op) {
     case "pairing.approve": {
       const result = await ops.approve(request.channel, request.codeHash);

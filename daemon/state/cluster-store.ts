@@ -73,7 +73,9 @@ export function createClusterStore(deps: ClusterStoreDeps): ClusterStore {
     try {
       return await run(unitState(unit));
     } catch (error) {
-      if (error instanceof StateWriteError) deps.onWriteFailed?.(unit, error);
+      // Only a failed connection can leave this node's view behind the database's; a write the
+      // database refused changed nothing there, so reloading would not help (and would loop).
+      if (error instanceof StateWriteError && error.transient) deps.onWriteFailed?.(unit, error);
       throw error;
     }
   }

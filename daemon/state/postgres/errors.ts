@@ -60,4 +60,14 @@ export class StateWriteError extends Error {
   ) {
     super(`${operation} for ${where} failed in PostgreSQL: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
+
+  /**
+   * The connection or the server failed (the same write may succeed later), rather than the
+   * database refusing this write: no SQLSTATE (the socket failed, a timeout), or class 08
+   * (connection), 53 (resources), 57 (shutdown, restart) or 40 (rolled back).
+   */
+  get transient(): boolean {
+    const code = typeof this.cause === "object" && this.cause !== null && "code" in this.cause ? String(this.cause.code) : "";
+    return !/^[0-9A-Z]{5}$/.test(code) || ["08", "53", "57", "40"].includes(code.slice(0, 2));
+  }
 }

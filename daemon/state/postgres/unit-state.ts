@@ -112,7 +112,7 @@ const EntryRowSchema = z
 const ENTRY_COLUMNS = "id, seq, kind, dedupe_key, extract(epoch FROM accepted_at) * 1000 AS accepted_ms, message, route, reply, sent, leader, preview";
 
 const SessionRow = z.object({ base: z.string(), state: SessionStateSchema });
-const KvRow = z.object({ ns: z.string(), k: z.string(), v: z.unknown() });
+const KvRow = z.object({ ns: z.string(), k: z.lazy(() => KeyText), v: z.unknown() });
 const AuthRow = z.object({ id: z.string(), v: z.unknown() });
 const BytesRow = z.object({ bytes: z.instanceof(Buffer) });
 const AcceptedRow = z.object({ seq: z.coerce.number().int(), accepted_ms: z.coerce.number() });
@@ -123,7 +123,21 @@ function parseRow<S extends z.ZodType>(schema: S, table: string, key: string, ra
   return parsed.data;
 }
 
-const json = (v: unknown) => JSON.stringify(v);
+/**
+ * A value as jsonb text. PostgreSQL's text and jsonb cannot hold NUL (U+0000): an escaped NUL
+ * in a string becomes U+FFFD, so a message that carries one is stored rather than refused for ever.
+ */
+const json = (v: unknown) => JSON.stringify(v).replace(/(?<!\\)((?:\\\\)*)\\u0000/g, "$1\\ufffd");
+/** A kv key as stored: JSON, since the core's keys may hold NUL separators (pairing.ts). */
+const storedKey = (key: string) => JSON.stringify(key);
+const KeyText = z.string().transform((k, ctx) => {
+  try {
+    const parsed: unknown = JSON.parse(k);
+    if (typeof parsed === "string") return parsed;
+  } catch {}
+  ctx.addIssue({ code: "custom", message: "not a JSON string" });
+  return z.NEVER;
+});
 
 /** Loads the unit's rows and returns its fenced state. Reads need no lease; writes do. */
 export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
@@ -145,7 +159,7 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
       sessions.set(s.base, s.state);
     }
     for (const r of (await load.query("SELECT ns, k, v FROM kv WHERE unit = $1", [unit])).rows) {
-      const { ns, k, v } = parseRow(KvRow, "kv", `${unit}/${String(r.ns)}/${String(r.k)}`, r);
+      const { ns, k, v } = parseRow(KvRow, "kv", `${unit}/${String(r.ns)}/${String(r.k)}`, r); // k: parsed from its stored JSON
       const m = kvs.get(ns) ?? new Map<string, unknown>();
       kvs.set(ns, m);
       m.set(k, v);
@@ -341,7 +355,7 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
             value === undefined
               ? `d AS (DELETE FROM kv WHERE unit = $1 AND ns = $3 AND k = $4 ${AND_GATE} RETURNING 1)`
               : `u AS (INSERT INTO kv (unit, ns, k, v) SELECT $1::text, $3::text, $4::text, $5::jsonb ${GATE} ON CONFLICT (unit, ns, k) DO UPDATE SET v = excluded.v RETURNING 1)`,
-            value === undefined ? [namespace, key] : [namespace, key, json(value)],
+            value === undefined ? [namespace, storedKey(key)] : [namespace, storedKey(key), json(value)],
           );
           const m = kvs.get(namespace) ?? new Map<string, unknown>();
           kvs.set(namespace, m);

@@ -56,7 +56,14 @@ export interface Cluster {
   close(): Promise<void>;
 }
 
-export async function startCluster(options: { leaseTtlMs: number; pollMs?: number; handoverGraceMs?: number; discord?: boolean }): Promise<Cluster> {
+export async function startCluster(options: {
+  leaseTtlMs: number;
+  pollMs?: number;
+  handoverGraceMs?: number;
+  discord?: boolean;
+  /** The Telegram channel's access rules (default: alice and bob allowed). */
+  telegramAccess?: Record<string, unknown>;
+}): Promise<Cluster> {
   const pgServer = await startTestPostgres();
   const dbUrl = await pgServer.createDatabase("cluster");
   const service = await startService();
@@ -81,7 +88,7 @@ export async function startCluster(options: { leaseTtlMs: number; pollMs?: numbe
           apiRoot: fake.url,
           streaming: "off",
           groupContext: { enabled: false },
-          access: { users: [String(alice.id), String(bob.id)] },
+          access: options.telegramAccess ?? { users: [String(alice.id), String(bob.id)] },
         },
         ...(discord
           ? [
@@ -148,7 +155,7 @@ export async function startCluster(options: { leaseTtlMs: number; pollMs?: numbe
     lease,
     async adapterValue(unit, key) {
       const [platform, id] = unit.split(":");
-      const { rows } = await db.query("SELECT v FROM kv WHERE unit = $1 AND ns = $2 AND k = $3", [unit, `adapter:${platform}:${id}`, key]);
+      const { rows } = await db.query("SELECT v FROM kv WHERE unit = $1 AND ns = $2 AND k = $3", [unit, `adapter:${platform}:${id}`, JSON.stringify(key)]);
       return (rows[0] as { v: unknown } | undefined)?.v;
     },
     async owner({ not, timeoutMs = 30_000, unit = UNIT } = {}) {

@@ -136,4 +136,33 @@ describe("several daemons on PostgreSQL", () => {
     await waitUntil(() => answers().includes("You said: and now"), "a live answer from the new owner");
     expect(answers()).toEqual(["You said: hi", "You said: while nobody is connected", "You said: and now"]);
   });
+
+  it("a DM pairing approved on the owning node moves with the account: the next owner knows the person", { timeout: 90_000 }, async () => {
+    const c = await startNodes({ leaseTtlMs: 2_000, telegramAccess: { mode: "pairing", owners: [String(alice.id)] } });
+    const nodes = ["a", "b"].map((n) => c.node(n));
+    const first = await c.owner();
+    const carol = { id: 4103, username: "carol" };
+    c.fake.privateText(carol, "hi");
+    await waitUntil(() => c.replies(carol).length === 1, "the pairing code");
+    const code = /pairing code is (\S+) \(valid/.exec(c.replies(carol)[0]!)?.[1];
+    expect(code).toBeDefined();
+
+    // Asked of the node that does not own the channel: refused, naming where to run it.
+    const other = nodes.find((n) => n.name !== first)!;
+    const refused = runAgentBridge(["pairing", "approve", "tg", code!, "--config", other.configFile]);
+    expect(await refused.exited).not.toBe(0);
+    expect(refused.stderr()).toContain("does not own channel tg");
+    const approved = runAgentBridge(["pairing", "approve", "tg", code!, "--config", byName(nodes, first).configFile]);
+    expect(await approved.exited).toBe(0);
+    await waitUntil(() => c.replies(carol).length === 2, "the approval notice");
+    c.fake.privateText(carol, "let in");
+    await c.replied(carol, "You said: let in");
+
+    byName(nodes, first).child.kill();
+    await byName(nodes, first).child.exited;
+    await c.owner({ not: first });
+    c.fake.privateText(carol, "after the failover");
+    await c.replied(carol, "You said: after the failover");
+    expect(c.replies(carol).slice(2)).toEqual(["You said: let in", "You said: after the failover"]);
+  });
 });

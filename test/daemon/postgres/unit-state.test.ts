@@ -59,6 +59,18 @@ const keyOf = (id: string) => dedupeKeyOf(message(id));
 const route = { ruleIndex: 0, instanceId: "i1", model: "m", scope: "chat", sessionBase: "telegram.bot:c1" };
 
 describe("postgres unit state", () => {
+  it("keeps what PostgreSQL's text cannot hold: a NUL in a key round-trips, a NUL in a message becomes U+FFFD rather than a refused write", async () => {
+    const url = await server.createDatabase("nul");
+    const { state, lease, unit } = await owner(url);
+    await unit.kv("pairing").set("approved\u0000tg\u000042", { by: "cli" });
+    const accepted = await unit.accept({ kind: "turn", key: keyOf("n"), message: message("n", { text: "a\u0000b \\u0000 stays" }), route });
+    if (accepted.duplicate) throw new Error("a fresh key was taken as a duplicate");
+    const again = await state.openUnit(lease);
+    expect(again.kv("pairing").keys()).toEqual(["approved\u0000tg\u000042"]);
+    expect(again.kv("pairing").get("approved\u0000tg\u000042")).toEqual({ by: "cli" });
+    expect(again.get(accepted.entry.id)?.message.text).toBe("a\ufffdb \\u0000 stays");
+  });
+
   it("keeps accept, reply, chunks sent, preview, session, kv, auth and attachments across a reopen, in acceptance order", async () => {
     const url = await server.createDatabase("roundtrip");
     const { state, lease, unit } = await owner(url);
