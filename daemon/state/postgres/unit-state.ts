@@ -279,13 +279,6 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
     return { duplicate: false, entry };
   }
 
-  const upsertSession = (client: pg.PoolClient, base: string, state: SessionState) =>
-    client.query("INSERT INTO session (base, unit, state) VALUES ($1, $2, $3) ON CONFLICT (base) DO UPDATE SET state = excluded.state, unit = excluded.unit", [
-      base,
-      unit,
-      json(state),
-    ]);
-
   return {
     unit,
     lease,
