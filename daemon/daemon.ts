@@ -16,6 +16,7 @@ import { systemClock, type Clock } from "../shared/clock.js";
 import { createServiceClient, type ServiceClient } from "../shared/client/index.js";
 import { cryptoRandom, type Random } from "../shared/random.js";
 import { buildAdapter, buildAdapters } from "./adapters/index.js";
+import type { PlatformDeps } from "./adapters/platform.js";
 import type { ClusterNode } from "./cluster-node.js";
 import type { ChannelConfig, DaemonConfig } from "./config/schema.js";
 import { secretsOf } from "./config/secrets.js";
@@ -35,6 +36,8 @@ export interface DaemonOptions {
   config: DaemonConfig;
   /** Used instead of building adapters from `config.channels` (their access rules still come from there). */
   adapters?: ChatAdapter[];
+  /** Tests: builds a channel's adapter from the deps the daemon gives it (a fake socket, say); `undefined` leaves it to its platform. */
+  createAdapter?(channel: ChannelConfig, deps: PlatformDeps): Promise<ChatAdapter> | undefined;
   clock?: Clock;
   random?: Random;
   logger?: Logger;
@@ -155,6 +158,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
         logger,
         clock,
         stateFor: (channel) => opened.kv(`adapter:${channel.type}:${channel.id}`),
+        ...(options.createAdapter ? { create: options.createAdapter } : {}),
         ...(options.stdin ? { stdin: options.stdin } : {}),
         ...(options.stdout ? { stdout: options.stdout } : {}),
       });
@@ -253,6 +257,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
         logger,
         clock,
         stateFor: (c) => s.kv(`adapter:${c.type}:${c.id}`),
+        credentialsFor: (c) => cluster!.store.credentials(`${c.type}:${c.id}`),
+        ...(options.createAdapter ? { create: options.createAdapter } : {}),
         ...(options.stdin ? { stdin: options.stdin } : {}),
         ...(options.stdout ? { stdout: options.stdout } : {}),
       }));

@@ -8,7 +8,7 @@ import type { Readable, Writable } from "node:stream";
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
-import type { AdapterStateStore, ChatAdapter } from "../core/adapter.js";
+import type { AdapterStateStore, ChatAdapter, CredentialStore } from "../core/adapter.js";
 import type { PlatformDeps } from "./platform.js";
 import { platforms } from "./registry.js";
 
@@ -17,6 +17,10 @@ export interface BuildAdapterDeps {
   clock: Clock;
   /** Durable key-values for one adapter (namespaced by the caller). */
   stateFor(channel: ChannelConfig): AdapterStateStore;
+  /** Several machines: the account's credentials in the state backend (else the adapter keeps its own files). */
+  credentialsFor?(channel: ChannelConfig): CredentialStore;
+  /** Tests: builds the adapter instead of its platform (a fake socket, say), from the same deps. */
+  create?(channel: ChannelConfig, deps: PlatformDeps): Promise<ChatAdapter> | undefined;
   /** The terminal channel's streams (default stdin/stdout). */
   stdin?: Readable;
   stdout?: Writable;
@@ -38,8 +42,9 @@ export async function buildAdapter(config: DaemonConfig, channel: ChannelConfig,
     maxAttachmentBytes: config.attachments.maxBytes,
     ...(deps.stdin ? { stdin: deps.stdin } : {}),
     ...(deps.stdout ? { stdout: deps.stdout } : {}),
+    ...(deps.credentialsFor ? { credentials: deps.credentialsFor(channel) } : {}),
   };
-  const adapter = platforms.map((p) => p.create(channel, platformDeps)).find((a) => a !== undefined);
+  const adapter = deps.create?.(channel, platformDeps) ?? platforms.map((p) => p.create(channel, platformDeps)).find((a) => a !== undefined);
   if (!adapter) throw new Error(`no platform for channel type "${channel.type}"`);
   return adapter;
 }

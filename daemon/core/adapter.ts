@@ -304,4 +304,19 @@ export interface AdapterDeps {
   clock: import("../../shared/clock.js").Clock;
   /** Attachments larger than this are refused (the person is told). Prefer `sink.admit`, which applies the route's rules. */
   maxAttachmentBytes: number;
+  /**
+   * Several machines: the account's credentials (a linked device's keys) kept by the state
+   * backend, fenced by the account's lease, so they move with it. Absent: the adapter keeps
+   * them in its own files below `dataDir`.
+   */
+  credentials?: CredentialStore;
+}
+
+/** Records of an account's credentials by type and id; values are plain JSON. */
+export interface CredentialStore {
+  read(type: string, ids: string[]): Promise<Record<string, unknown>>;
+  /** `{ [type]: { [id]: value | null } }`; null deletes. */
+  write(data: Record<string, Record<string, unknown>>): Promise<void>;
+  /** Forgets every record (the device was unlinked). */
+  clear(): Promise<void>;
 }

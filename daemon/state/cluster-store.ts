@@ -22,7 +22,7 @@
  */
 import { encodeId } from "../core/routing.js";
 import { parseChatKey, type DedupeKey, type SessionKey } from "../core/keys.js";
-import type { AdapterStateStore } from "../core/adapter.js";
+import type { AdapterStateStore, CredentialStore } from "../core/adapter.js";
 import { LeaseLostError, StateWriteError } from "./postgres/errors.js";
 import type { HeldLease, PostgresState, UnitState } from "./postgres/index.js";
 import { DuplicateEntryError, type JournalEntry, type SessionState, type StoredAttachment, type Store } from "./store.js";
@@ -42,6 +42,8 @@ export interface ClusterStore extends Store {
   drop(unit: string): void;
   /** Units held now. */
   units(): string[];
+  /** The credentials of a unit this node holds (WhatsApp's linked device), fenced by its lease. */
+  credentials(unit: string): CredentialStore;
 }
 
 export interface ClusterStoreDeps {
@@ -199,6 +201,11 @@ export function createClusterStore(deps: ClusterStoreDeps): ClusterStore {
       held.delete(unit);
     },
     units: () => [...held.keys()],
+    credentials: (unit) => ({
+      read: (type, ids) => unitState(unit).readAuth(type, ids),
+      write: (data) => write(unit, (u) => u.writeAuth(data)),
+      clear: () => write(unit, (u) => u.clearAuth()),
+    }),
     close: () => state.close(),
     abandon: () => state.abandon(),
   };

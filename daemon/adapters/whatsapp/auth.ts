@@ -7,7 +7,8 @@
 import { chmod, mkdir, readdir, rm } from "node:fs/promises";
 import { writeFileAtomic } from "../../../shared/durable-files.js";
 import { join } from "node:path";
-import { BufferJSON, useMultiFileAuthState } from "@whiskeysockets/baileys";
+import { BufferJSON, initAuthCreds, proto, useMultiFileAuthState } from "@whiskeysockets/baileys";
+import type { CredentialStore } from "../../core/adapter.js";
 import type { AuthenticationState } from "./socket.js";
 
 export interface AuthStore {
@@ -33,6 +34,66 @@ export async function openAuthStore(dir: string): Promise<AuthStore> {
       return next;
     },
     flush: () => chain,
+  };
+}
+
+/** Where the link lives: the auth folder (one machine), or the state backend's records (several). */
+export interface AuthHome {
+  open(): Promise<AuthStore>;
+  /** Forgets the link (the phone unlinked this device). */
+  clear(): Promise<void>;
+}
+
+export const folderAuth = (dir: string): AuthHome => ({ open: () => openAuthStore(dir), clear: async () => void (await clearAuthDir(dir)) });
+
+/** A Baileys value as plain JSON (Buffers as `BufferJSON` objects), and back. */
+const toPlain = (value: unknown): unknown => JSON.parse(JSON.stringify(value, BufferJSON.replacer));
+const fromPlain = <T>(value: unknown): T => JSON.parse(JSON.stringify(value), BufferJSON.reviver) as T;
+
+/**
+ * The link in the state backend's records (several machines): creds under `creds/creds`, each
+ * signal key under its type and id, as Baileys' multi-file state keeps them in files. Every write
+ * is fenced by the account's lease, so a node that lost it cannot roll the keys back.
+ */
+export function recordsAuth(records: CredentialStore): AuthHome {
+  return {
+    async open() {
+      const stored = (await records.read("creds", ["creds"])).creds;
+      const creds: AuthenticationState["creds"] = stored === undefined ? initAuthCreds() : fromPlain(stored);
+      let chain: Promise<void> = Promise.resolve();
+      const state: AuthenticationState = {
+        creds,
+        keys: {
+          async get(type, ids) {
+            const found = await records.read(type, ids);
+            const out: Record<string, unknown> = {};
+            for (const id of ids) {
+              if (found[id] === undefined) continue;
+              const value = fromPlain<unknown>(found[id]);
+              // As Baileys' own multi-file state does for this type.
+              out[id] = type === "app-state-sync-key" ? proto.Message.AppStateSyncKeyData.fromObject(value as object) : value;
+            }
+            return out as never;
+          },
+          async set(data) {
+            const plain: Record<string, Record<string, unknown>> = {};
+            for (const [type, values] of Object.entries(data))
+              plain[type] = Object.fromEntries(Object.entries(values ?? {}).map(([id, v]) => [id, v == null ? null : toPlain(v)]));
+            await records.write(plain);
+          },
+        },
+      };
+      return {
+        state,
+        saveCreds() {
+          const next = chain.then(() => records.write({ creds: { creds: toPlain(state.creds) } }));
+          chain = next.catch(() => undefined);
+          return next;
+        },
+        flush: () => chain,
+      };
+    },
+    clear: () => records.clear(),
   };
 }
 

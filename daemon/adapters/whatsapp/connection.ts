@@ -16,7 +16,7 @@ import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import type { AdapterStatusEvent } from "../../core/adapter.js";
 import { backoffDelay, type BackoffPolicy } from "../../../shared/backoff.js";
-import { clearAuthDir, openAuthStore, type AuthStore } from "./auth.js";
+import type { AuthHome, AuthStore } from "./auth.js";
 import { closeAction } from "./disconnect.js";
 import { describeError, WhatsAppAdapterError } from "./errors.js";
 import { OpenWaiters } from "./open-waiters.js";
@@ -29,8 +29,8 @@ export const RECONNECT_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000 }
 export interface ConnectionDeps {
   /** The channel's id, for messages to people. */
   accountId: string;
-  /** The link's folder (Baileys' multi-file auth state); cleared on logout. */
-  authDir: string;
+  /** Where the link lives (the auth folder, or the state backend's records); cleared on logout. */
+  auth: AuthHome;
   /** Draw the QR code on `qrOutput` (else only report "pairing"). */
   printQr: boolean;
   /** Where QR codes and re-link requests are drawn. */
@@ -150,7 +150,7 @@ export class WhatsAppConnection {
     });
     this.#status({ state: "starting" });
     try {
-      this.#auth ??= await openAuthStore(this.#deps.authDir);
+      this.#auth ??= await this.#deps.auth.open();
     } catch (err) {
       this.#fail(`cannot open the auth folder: ${describeError(err)}`);
       this.#auth = undefined;
@@ -284,7 +284,7 @@ export class WhatsAppConnection {
     // A creds write still in flight would put a file back after the clear.
     await store?.flush();
     try {
-      await clearAuthDir(this.#deps.authDir);
+      await this.#deps.auth.clear();
     } catch (err) {
       this.#deps.log.error({ err: describeError(err) }, "clearing the WhatsApp auth folder failed");
     }

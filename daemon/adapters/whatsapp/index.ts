@@ -13,6 +13,7 @@ import { cryptoRandom, type Random } from "../../../shared/random.js";
 import type { AdapterDeps, AdapterStatusEvent, ChatAdapter, InboundSink } from "../../core/adapter.js";
 import type { BackoffPolicy } from "../../../shared/backoff.js";
 import type { WhatsAppChannelConfig } from "./config.js";
+import { folderAuth, recordsAuth } from "./auth.js";
 import { RECONNECT_BACKOFF, WhatsAppConnection } from "./connection.js";
 import { describeError } from "./errors.js";
 import { PLATFORM } from "./inbound.js";
@@ -61,7 +62,7 @@ export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: Adapt
 
   const connection: WhatsAppConnection = new WhatsAppConnection({
     accountId,
-    authDir: config.authDir ?? `${deps.dataDir}/whatsapp/${accountId}`,
+    auth: deps.credentials ? recordsAuth(deps.credentials) : folderAuth(config.authDir ?? `${deps.dataDir}/whatsapp/${accountId}`),
     printQr: config.printQr,
     qrOutput: options.qrOutput ?? process.stdout,
     factory: options.socketFactory ?? baileysSocketFactory,

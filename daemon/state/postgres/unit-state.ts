@@ -68,6 +68,8 @@ export interface UnitState {
   /** WhatsApp auth state (creds and signal keys) of this unit. */
   readAuth(type: string, ids: string[]): Promise<Record<string, unknown>>;
   writeAuth(data: AuthWrite): Promise<void>;
+  /** Forgets this unit's WhatsApp auth state (the device was unlinked). */
+  clearAuth(): Promise<void>;
 }
 
 export interface UnitStateDeps {
@@ -369,6 +371,9 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
     async readAuth(type, ids) {
       const { rows } = await pool.query("SELECT id, v FROM wa_auth WHERE unit = $1 AND type = $2 AND id = ANY($3)", [unit, type, ids]);
       return Object.fromEntries(rows.map((r) => parseRow(AuthRow, "wa_auth", `${unit}/${type}`, r)).map((r) => [r.id, r.v]));
+    },
+    async clearAuth() {
+      await fencedStatement("clearAuth", `d AS (DELETE FROM wa_auth WHERE unit = $1 ${AND_GATE} RETURNING 1)`, []);
     },
     async writeAuth(data) {
       await fenced("writeAuth", async (client) => {
