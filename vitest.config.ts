@@ -1,13 +1,15 @@
 import { defineConfig } from "vitest/config";
 import { UnitFirstSequencer } from "./test/helpers/sequencer.js";
 
-// Four projects (`npm test -- --project unit`):
+// Five projects (`npm test -- --project unit`):
 // - unit: pure logic of the daemon's core (test/daemon/unit), no servers, no build;
 // - integration: everything else, over real HTTP against the emulator and the platform fakes,
 //   and the compiled `agent-bridge` as a process (globalSetup builds dist/ first);
 // - browser: the web console in a real browser (test/browser);
-// - package: the npm package installed into a fresh project and used as the README shows (test/package).
+// - package: the npm package installed into a fresh project and used as the README shows (test/package);
+// - cluster: several daemons on a real PostgreSQL server (test/daemon/postgres), last and one file at a time.
 const BUILD = ["test/helpers/build.ts"];
+const CLUSTER = ["test/daemon/postgres/failover.test.ts", "test/daemon/postgres/faults.test.ts", "test/daemon/postgres/whatsapp-cluster.test.ts"];
 
 export default defineConfig({
   test: {
@@ -32,10 +34,13 @@ export default defineConfig({
         test: {
           name: "integration",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/daemon/unit/**", "test/browser/**", "test/package/**"],
+          exclude: ["test/daemon/unit/**", "test/browser/**", "test/package/**", ...CLUSTER],
           globalSetup: BUILD,
         },
       },
+      // Several daemon processes on a PostgreSQL server each (test/daemon/postgres): they run after
+      // everything else, one file at a time, so their lease timings never compete with other files.
+      { extends: true, test: { name: "cluster", include: CLUSTER, globalSetup: BUILD, fileParallelism: false, maxWorkers: 1, sequence: { groupOrder: 1 } } },
       // A real browser: its file gets a fresh worker of its own, so nothing another file left
       // running (servers, timers) competes with the page's live updates.
       { extends: true, test: { name: "browser", include: ["test/browser/**/*.test.ts"], isolate: true } },

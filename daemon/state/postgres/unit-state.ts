@@ -23,6 +23,7 @@ import {
 } from "../records.js";
 import { AttachmentTooLargeError, LeaseLostError, StateWriteError, StoredRowError } from "./errors.js";
 import { withClient } from "./checkout.js";
+import { WriteBatcher } from "./write-batch.js";
 import type { HeldLease } from "./leases.js";
 
 export type StoredEntry = z.output<typeof JournalEntrySchema>;
@@ -168,11 +169,15 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
     }
   });
 
+  /** Throws unless this node may still write: valid(), not only the signal, since past the deadline a late timer must not leave a window. */
+  function assertValid(): void {
+    if (lease.valid()) return;
+    throw lease.signal.reason instanceof LeaseLostError ? lease.signal.reason : new LeaseLostError(unit, lease.epoch, "self-fenced: past its local deadline");
+  }
+
   /** One fenced transaction: the lease row FOR SHARE, the epoch check, then `work`. */
   async function fenced<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    // valid(), not only the signal: past the deadline a late timer must not leave a window.
-    if (!lease.valid())
-      throw lease.signal.reason instanceof LeaseLostError ? lease.signal.reason : new LeaseLostError(unit, lease.epoch, "self-fenced: past its local deadline");
+    assertValid();
     try {
       return await withClient(pool, async (client, markBroken) => {
         try {
@@ -208,8 +213,7 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
    * locked row's new version), so it changes nothing and this throws `LeaseLostError`.
    */
   async function fencedStatement(operation: string, body: string, params: unknown[], select = ""): Promise<Record<string, unknown>> {
-    if (!lease.valid())
-      throw lease.signal.reason instanceof LeaseLostError ? lease.signal.reason : new LeaseLostError(unit, lease.epoch, "self-fenced: past its local deadline");
+    assertValid();
     let row: Record<string, unknown> | undefined;
     try {
       const result = await pool.query({
@@ -226,7 +230,14 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
     if (row?.held !== true) throw new LeaseLostError(unit, lease.epoch, "another node holds it now");
     return row;
   }
-  const GATE = "WHERE EXISTS (SELECT 1 FROM fence)";
+  const batcher = new WriteBatcher({
+    pool,
+    unit,
+    epoch: lease.epoch,
+    check: assertValid,
+    lost: () => new LeaseLostError(unit, lease.epoch, "another node holds it now"),
+    failed: (cause, operations) => new StateWriteError(operations, unit, cause),
+  });
   const AND_GATE = "AND EXISTS (SELECT 1 FROM fence)";
 
   async function accept({ kind, key, message, route }: Parameters<UnitState["accept"]>[0]): ReturnType<UnitState["accept"]> {
@@ -245,14 +256,8 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
     const stored = { ...rest, ...(attachments ? { attachments } : {}) };
     const accepted = files?.length ? await acceptWithFiles() : await acceptPlain();
     async function acceptPlain() {
-      const row = await fencedStatement(
-        "accept",
-        `ins AS (INSERT INTO entry (id, unit, dedupe_key, kind, message, route) SELECT $3::text, $1::text, $4::text, $5::text, $6::jsonb, $7::jsonb ${GATE}
-                 ON CONFLICT (dedupe_key) DO NOTHING RETURNING seq, accepted_at)`,
-        [id, key, kind, json(stored), json(route)],
-        "(SELECT seq FROM ins) AS seq, (SELECT extract(epoch FROM accepted_at) * 1000 FROM ins) AS accepted_ms",
-      );
-      return row.seq == null ? undefined : AcceptedRow.parse(row);
+      const at = await batcher.write({ op: "accept", id, key, kind, message: json(stored), route: json(route) });
+      return at && { seq: at.seq, accepted_ms: at.acceptedMs };
     }
     function acceptWithFiles() {
       return fenced("accept", async (client) => {
@@ -288,14 +293,13 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
     get: (id) => entries.get(id),
     accept,
     async recordReply(leaderId, reply, session) {
-      await fencedStatement(
-        "recordReply",
-        `r AS (UPDATE entry SET reply = $4 WHERE id = $3 AND unit = $1 ${AND_GATE} RETURNING 1),
-         m AS (UPDATE entry SET leader = $3 WHERE unit = $1 AND id = ANY($5) AND id <> $3 ${AND_GATE} RETURNING 1),
-         s AS (INSERT INTO session (base, unit, state) SELECT $6::text, $1::text, $7::jsonb WHERE $6::text IS NOT NULL ${AND_GATE}
-               ON CONFLICT (base) DO UPDATE SET state = excluded.state, unit = excluded.unit RETURNING 1)`,
-        [leaderId, json(reply), reply.members, session?.base ?? null, session ? json(session.state) : null],
-      );
+      await batcher.write({
+        op: "reply",
+        id: leaderId,
+        reply: json(reply),
+        members: reply.members,
+        ...(session ? { session: { base: session.base, state: json(session.state) } } : {}),
+      });
       if (session) sessions.set(session.base, session.state);
       const lead = entries.get(leaderId);
       if (lead) lead.reply = reply;
@@ -305,15 +309,12 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
       }
     },
     async recordSent(id, n) {
-      await fencedStatement("recordSent", `u AS (UPDATE entry SET sent = greatest(sent, $4) WHERE id = $3 AND unit = $1 ${AND_GATE} RETURNING 1)`, [id, n]);
+      await batcher.write({ op: "sent", id, n });
       const e = entries.get(id);
       if (e) e.sent = Math.max(e.sent, n);
     },
     async recordPreview(id, preview) {
-      await fencedStatement("recordPreview", `u AS (UPDATE entry SET preview = $4 WHERE id = $3 AND unit = $1 ${AND_GATE} RETURNING 1)`, [
-        id,
-        preview === null ? null : json(preview),
-      ]);
+      await batcher.write({ op: "preview", id, preview: preview === null ? null : json(preview) });
       const e = entries.get(id);
       if (e && preview) e.preview = structuredClone(preview);
       else if (e) delete e.preview;
@@ -321,22 +322,12 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
     async complete(ids) {
       const known = ids.filter((id) => entries.has(id));
       if (!known.length) return;
-      await fencedStatement(
-        "complete",
-        `d AS (UPDATE entry SET state = 'done', preview = NULL WHERE unit = $1 AND id = ANY($3) ${AND_GATE} RETURNING 1),
-         a AS (DELETE FROM attachment WHERE entry_id = ANY($3) ${AND_GATE} RETURNING 1)`,
-        [known],
-      );
+      await batcher.write({ op: "done", ids: known });
       for (const id of known) entries.delete(id);
     },
     session: (base) => sessions.get(base) ?? { generation: 0 },
     async setSession(base, state) {
-      await fencedStatement(
-        "setSession",
-        `s AS (INSERT INTO session (base, unit, state) SELECT $3::text, $1::text, $4::jsonb ${GATE}
-               ON CONFLICT (base) DO UPDATE SET state = excluded.state, unit = excluded.unit RETURNING 1)`,
-        [base, json(state)],
-      );
+      await batcher.write({ op: "session", base, state: json(state) });
       sessions.set(base, state);
     },
     kv(namespace) {
@@ -345,13 +336,7 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
           return kvs.get(namespace)?.get(key) as T | undefined;
         },
         async set(key: string, value: unknown) {
-          await fencedStatement(
-            value === undefined ? "kv.delete" : "kv.set",
-            value === undefined
-              ? `d AS (DELETE FROM kv WHERE unit = $1 AND ns = $3 AND k = $4 ${AND_GATE} RETURNING 1)`
-              : `u AS (INSERT INTO kv (unit, ns, k, v) SELECT $1::text, $3::text, $4::text, $5::jsonb ${GATE} ON CONFLICT (unit, ns, k) DO UPDATE SET v = excluded.v RETURNING 1)`,
-            value === undefined ? [namespace, storedKey(key)] : [namespace, storedKey(key), json(value)],
-          );
+          await batcher.write({ op: "kv", ns: namespace, k: storedKey(key), v: value === undefined ? undefined : json(value) });
           const m = kvs.get(namespace) ?? new Map<string, unknown>();
           kvs.set(namespace, m);
           if (value === undefined) m.delete(key);

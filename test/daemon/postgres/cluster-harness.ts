@@ -45,6 +45,10 @@ export interface Cluster {
   lease(unit?: string): Promise<{ holder: string | null; epoch: number; live: boolean }>;
   /** Waits until a node holds the account (and it is live on the database's clock); returns its name. */
   owner(options?: { not?: string; timeoutMs?: number; unit?: string }): Promise<string>;
+  /** Messages accepted and not yet completed, as the database holds them (a reply recorded as delivered is complete). */
+  pending(): Promise<number>;
+  /** Waits until the database holds exactly `n` messages not yet completed. */
+  settled(n?: number): Promise<void>;
   /** A stored adapter value of an account, as the database holds it. */
   adapterValue(unit: string, key: string): Promise<unknown>;
   /** How long ago a node last heartbeat, on the database's clock (Infinity when it is not in the node table). */
@@ -144,6 +148,11 @@ export async function startCluster(options: {
     return row ?? { holder: null, epoch: 0, live: false };
   }
 
+  async function pending(): Promise<number> {
+    const { rows } = await db.query("SELECT count(*)::int AS n FROM entry WHERE state <> 'done'");
+    return (rows[0] as { n: number }).n;
+  }
+
   const replies = (user: FakeUser) => fake.sentMessages(user.id).map((m) => m.text);
   return {
     pg: pgServer,
@@ -153,6 +162,10 @@ export async function startCluster(options: {
     dbUrl,
     node,
     lease,
+    pending,
+    async settled(n = 0) {
+      await waitUntil(async () => (await pending()) === n, `${n} messages pending in the database`, 30_000, 20);
+    },
     async adapterValue(unit, key) {
       const [platform, id] = unit.split(":");
       const { rows } = await db.query("SELECT v FROM kv WHERE unit = $1 AND ns = $2 AND k = $3", [unit, `adapter:${platform}:${id}`, JSON.stringify(key)]);
