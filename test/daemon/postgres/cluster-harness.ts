@@ -45,6 +45,8 @@ export interface Cluster {
   lease(unit?: string): Promise<{ holder: string | null; epoch: number; live: boolean }>;
   /** Waits until a node holds the account (and it is live on the database's clock); returns its name. */
   owner(options?: { not?: string; timeoutMs?: number; unit?: string }): Promise<string>;
+  /** A query on the bridge's database (read-only use). */
+  query(sql: string): Promise<Record<string, unknown>[]>;
   /** Messages accepted and not yet completed, as the database holds them (a reply recorded as delivered is complete). */
   pending(): Promise<number>;
   /** Waits until the database holds exactly `n` messages not yet completed. */
@@ -67,6 +69,8 @@ export async function startCluster(options: {
   discord?: boolean;
   /** The Telegram channel's access rules (default: alice and bob allowed). */
   telegramAccess?: Record<string, unknown>;
+  /** The Telegram channel's streaming (default "off"; "partial" edits at most every 100 ms). */
+  streaming?: "off" | "partial";
 }): Promise<Cluster> {
   const pgServer = await startTestPostgres();
   const dbUrl = await pgServer.createDatabase("cluster");
@@ -90,7 +94,8 @@ export async function startCluster(options: {
           id: "tg",
           token: TOKEN,
           apiRoot: fake.url,
-          streaming: "off",
+          streaming: options.streaming ?? "off",
+          minEditIntervalMs: 100,
           groupContext: { enabled: false },
           access: options.telegramAccess ?? { users: [String(alice.id), String(bob.id)] },
         },
@@ -163,6 +168,7 @@ export async function startCluster(options: {
     node,
     lease,
     pending,
+    query: async (sql) => (await db.query(sql)).rows as Record<string, unknown>[],
     async settled(n = 0) {
       await waitUntil(async () => (await pending()) === n, `${n} messages pending in the database`, 30_000, 20);
     },

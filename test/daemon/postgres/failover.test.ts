@@ -6,6 +6,8 @@
  * answered once, by the next owner, within the lease time plus 5 s.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { telegramMarkdownToHtml } from "../../../daemon/adapters/telegram/index.js";
+import { streamText } from "../../../emulator/gateway/model.js";
 import { runAgentBridge } from "../../helpers/cli.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { alice, bob, discordAlice, startCluster, type Cluster, type ClusterNodeProcess } from "./cluster-harness.js";
@@ -171,5 +173,27 @@ describe("several daemons on PostgreSQL", () => {
     c.fake.privateText(carol, "after the failover");
     await c.replied(carol, "You said: after the failover");
     expect(c.replies(carol).slice(2)).toEqual(["You said: let in", "You said: after the failover"]);
+  });
+
+  it("a streamed reply cut by a kill -9 of its owner is finished in place by the next owner, shown once", { timeout: 90_000 }, async () => {
+    const c = await startNodes({ leaseTtlMs: 2_000, streaming: "partial" });
+    const nodes = ["a", "b"].map((n) => c.node(n));
+    const first = await c.owner();
+    c.fake.privateText(alice, "!stream 2 300");
+    // The preview message is out and its id recorded; the answer is not recorded yet: mid-stream.
+    await waitUntil(
+      async () => (await c.query("SELECT 1 FROM entry WHERE preview IS NOT NULL AND reply IS NULL")).length === 1,
+      "the preview recorded",
+      20_000,
+      20,
+    );
+    const preview = c.fake.shownMessages(alice.id)[0]!;
+    byName(nodes, first).child.kill();
+    await byName(nodes, first).child.exited;
+    const answer = telegramMarkdownToHtml(streamText(300));
+    await waitUntil(() => c.fake.shownMessages(alice.id)[0]?.text === answer, "the answer shown in full", 30_000, 20);
+    expect(c.fake.shownMessages(alice.id).map((m) => m.message_id)).toEqual([preview.message_id]); // finished in place
+    expect(c.fake.sentMessages(alice.id)).toHaveLength(1); // never sent anew
+    expect(await c.owner()).not.toBe(first);
   });
 });
