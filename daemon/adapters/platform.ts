@@ -37,6 +37,11 @@ export interface FinalizeContext {
 export interface ChannelCheckDeps extends ProbeDeps {
   /** Reads a file as UTF-8; rejects with an ErrnoException when it is missing. */
   readFile(path: string): Promise<string>;
+  /**
+   * Several machines: a credential record the state backend keeps for the channel's account
+   * (`AdapterDeps.credentials`), undefined when there is none. Absent: credentials are files.
+   */
+  storedCredential?(channel: { type: string; id: string }, type: string, id: string): Promise<unknown>;
 }
 
 export interface PlatformDeps extends AdapterDeps {

@@ -8,7 +8,7 @@ import type { DaemonConfig } from "../config/schema.js";
 import { checkChannels, type ChannelCheckDeps } from "./channels.js";
 import { undiciHttp, type CheckResult } from "./result.js";
 import { checkService } from "./service.js";
-import { checkState } from "./state.js";
+import { checkState, storedCredentials } from "./state.js";
 
 export { checkChannels } from "./channels.js";
 export { checkService } from "./service.js";
@@ -24,6 +24,13 @@ export const defaultCheckDeps = (deps: CheckDeps = {}): ChannelCheckDeps => ({
 
 export async function runChecks(config: DaemonConfig, deps: CheckDeps = {}): Promise<CheckResult[]> {
   const full = defaultCheckDeps(deps);
-  const [service, state, channels] = await Promise.all([checkService(config, full), checkState(config, full), checkChannels(config, full)]);
-  return [...service, ...state, ...channels];
+  // Several machines: credentials (WhatsApp's link) are records in the database, not files.
+  const stored = config.state.kind === "postgres" ? storedCredentials(config.state, full.timeoutMs) : undefined;
+  try {
+    const channelDeps: ChannelCheckDeps = stored ? { ...full, storedCredential: (channel, type, id) => stored.read(channel, type, id) } : full;
+    const [service, state, channels] = await Promise.all([checkService(config, full), checkState(config, full), checkChannels(config, channelDeps)]);
+    return [...service, ...state, ...channels];
+  } finally {
+    await stored?.close();
+  }
 }

@@ -96,3 +96,41 @@ async function checkPostgres(config: DaemonConfig, state: PostgresStateOptions, 
     await client.end().catch(() => undefined);
   }
 }
+
+/** Reads the credential records the PostgreSQL state keeps (WhatsApp's link), for the channel checks; one connection, opened on first use. */
+export function storedCredentials(
+  state: PostgresStateOptions,
+  timeoutMs: number,
+): {
+  read(channel: { type: string; id: string }, type: string, id: string): Promise<unknown>;
+  close(): Promise<void>;
+} {
+  let client: Promise<import("pg").default.Client> | undefined;
+  const connect = async () => {
+    const pg = (await import("pg")).default;
+    const c = new pg.Client({ connectionString: state.url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+    c.on("error", () => undefined);
+    try {
+      await c.connect();
+    } catch (error) {
+      throw new Error(
+        `cannot connect to ${describeUrl(state.url)} (${error instanceof Error ? error.message.replaceAll(state.url, describeUrl(state.url)) : "connection failed"})`,
+      );
+    }
+    return c;
+  };
+  return {
+    async read(channel, type, id) {
+      client ??= connect();
+      const c = await client;
+      const exists = await c.query("SELECT to_regclass('wa_auth') IS NOT NULL AS present");
+      if (!(exists.rows[0] as { present: boolean }).present) return undefined;
+      const { rows } = await c.query("SELECT v FROM wa_auth WHERE unit = $1 AND type = $2 AND id = $3", [`${channel.type}:${channel.id}`, type, id]);
+      return (rows[0] as { v: unknown } | undefined)?.v;
+    },
+    async close() {
+      const c = await client?.catch(() => undefined);
+      await c?.end().catch(() => undefined);
+    },
+  };
+}

@@ -15,6 +15,7 @@ import { whatsappChannelSchema, type WhatsAppChannelConfig } from "./config.js";
 const WhatsAppCreds = z.looseObject({ me: z.looseObject({ id: z.string() }).optional() });
 
 async function checkWhatsApp(channel: WhatsAppChannelConfig, deps: ChannelCheckDeps): Promise<CheckResult> {
+  if (deps.storedCredential) return checkStoredLink(channel, deps.storedCredential);
   const subject = channelSubject(channel);
   const authDir = channel.authDir;
   const notLinked = (why: string): CheckResult => ({
@@ -46,6 +47,25 @@ async function checkWhatsApp(channel: WhatsAppChannelConfig, deps: ChannelCheckD
   const creds = WhatsAppCreds.safeParse(raw);
   if (!creds.success || !creds.data.me) return notLinked("pairing was never completed");
   return { status: "ok", subject, message: "linked to a phone" };
+}
+
+/** Several machines: the link's creds are a record in the database (auth.ts `recordsAuth`). */
+async function checkStoredLink(channel: WhatsAppChannelConfig, read: NonNullable<ChannelCheckDeps["storedCredential"]>): Promise<CheckResult> {
+  const subject = channelSubject(channel);
+  let raw: unknown;
+  try {
+    raw = await read(channel, "creds", "creds");
+  } catch (error) {
+    return { status: "fail", subject, message: `cannot read its link from the database (${error instanceof Error ? error.message : "read error"})` };
+  }
+  const creds = WhatsAppCreds.safeParse(raw);
+  if (raw !== undefined && creds.success && creds.data.me) return { status: "ok", subject, message: "linked to a phone (its keys are in the database)" };
+  return {
+    status: "fail",
+    subject,
+    message: `not linked to a phone (${raw === undefined ? "no keys in the database yet" : "pairing was never completed"})`,
+    fix: "start a daemon of this config in a terminal and scan the QR code the node that owns the account prints (Settings → Linked devices)",
+  };
 }
 
 export const whatsappPlatform = definePlatform({

@@ -7,6 +7,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
+import { afterEach } from "vitest";
 import { createFakeDiscord, type FakeDiscord } from "../../fakes/discord.js";
 import { createFakeTelegram, type FakeTelegram, type FakeUser } from "../../fakes/telegram-bot-api.js";
 import { waitUntil } from "../../helpers/wait.js";
@@ -217,3 +218,18 @@ export async function startCluster(options: {
 }
 
 export const count = (list: string[], text: string) => list.filter((t) => t === text).length;
+
+/** A `startCluster` for the tests of one file: the cluster a test starts is closed after it. */
+export function clusterPerTest(): (options: Parameters<typeof startCluster>[0]) => Promise<Cluster> {
+  let cluster: Cluster | undefined;
+  afterEach(async () => {
+    await cluster?.close();
+    cluster = undefined;
+  });
+  return async (options) => {
+    cluster = await startCluster(options);
+    return cluster;
+  };
+}
+
+export const byName = (nodes: ClusterNodeProcess[], name: string): ClusterNodeProcess => nodes.find((n) => n.name === name)!;

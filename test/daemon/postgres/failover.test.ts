@@ -5,25 +5,14 @@
  * kill, stop and pause the owner and check that every accepted message is
  * answered once, by the next owner, within the lease time plus 5 s.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { telegramMarkdownToHtml } from "../../../daemon/adapters/telegram/index.js";
 import { streamText } from "../../../emulator/gateway/model.js";
 import { runAgentBridge } from "../../helpers/cli.js";
 import { waitUntil } from "../../helpers/wait.js";
-import { alice, bob, discordAlice, startCluster, type Cluster, type ClusterNodeProcess } from "./cluster-harness.js";
+import { alice, bob, byName, clusterPerTest, discordAlice } from "./cluster-harness.js";
 
-let cluster: Cluster | undefined;
-afterEach(async () => {
-  await cluster?.close();
-  cluster = undefined;
-});
-
-async function startNodes(options: Parameters<typeof startCluster>[0]): Promise<Cluster> {
-  cluster = await startCluster(options);
-  return cluster;
-}
-
-const byName = (nodes: ClusterNodeProcess[], name: string) => nodes.find((n) => n.name === name)!;
+const startNodes = clusterPerTest();
 
 describe("several daemons on PostgreSQL", () => {
   it("kill -9 of the owner mid-turn: another node answers every accepted message once, within the lease time plus 5 s", { timeout: 90_000 }, async () => {

@@ -4,23 +4,12 @@
  * the database killed and restarted under load, a rolling restart of every
  * node, and a seeded loop of kills and pauses (`CHAOS_SEED=<n>` repeats one).
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { seededRandom } from "../../../shared/random.js";
 import type { FakeUser } from "../../fakes/telegram-bot-api.js";
-import { alice, bob, startCluster, type Cluster, type ClusterNodeProcess } from "./cluster-harness.js";
+import { alice, bob, byName, clusterPerTest, type Cluster } from "./cluster-harness.js";
 
-let cluster: Cluster | undefined;
-afterEach(async () => {
-  await cluster?.close();
-  cluster = undefined;
-});
-
-async function startNodes(options: Parameters<typeof startCluster>[0]): Promise<Cluster> {
-  cluster = await startCluster(options);
-  return cluster;
-}
-
-const byName = (nodes: ClusterNodeProcess[], name: string) => nodes.find((n) => n.name === name)!;
+const startNodes = clusterPerTest();
 
 /** Sends `text` and remembers that `user` must get `You said: text` once. */
 function conversation(c: Cluster) {

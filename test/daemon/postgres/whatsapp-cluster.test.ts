@@ -10,6 +10,7 @@ import pg from "pg";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { createWhatsAppAdapter } from "../../../daemon/adapters/whatsapp/index.js";
+import { formatResult, runChecks } from "../../../daemon/check/index.js";
 import { stateSchema } from "../../../daemon/config/schema.js";
 import { createDaemon, type Daemon } from "../../../daemon/daemon.js";
 import { seededRandom } from "../../../shared/random.js";
@@ -89,4 +90,9 @@ it("the node that takes a WhatsApp account over connects as the same linked devi
   await waitUntil(() => second.sent.some((s) => s.content.text === "You said: after the takeover"), "b's answer");
   expect(first.sent.filter((s) => s.content.text?.startsWith("You said")).map((s) => s.content.text)).toEqual(["You said: hello"]);
   expect(second.sent.filter((s) => s.content.text?.startsWith("You said")).map((s) => s.content.text)).toEqual(["You said: after the takeover"]);
+
+  // `agent-bridge check` reads the link from the database (there is no auth folder on this machine).
+  const lines = (await runChecks({ ...base, state: stateSchema.parse({ kind: "postgres", url }) })).map(formatResult);
+  expect(lines).toContain("ok    channel wa (whatsapp): linked to a phone (its keys are in the database)");
+  expect(lines.some((l) => /^ok +account whatsapp:wa: owned by node b /.test(l))).toBe(true);
 });
