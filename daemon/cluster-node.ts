@@ -148,18 +148,18 @@ export async function openClusterNode(deps: ClusterNodeDeps): Promise<ClusterNod
     },
   });
 
+  function owned(): OwnedAccount[] {
+    const now = monotonicClock.now();
+    return [...since.entries()].map(([unit, s]) => ({ unit, epoch: s.epoch, ageMs: now - s.at, deadlineInMs: Math.round(s.lease.deadline() - now) }));
+  }
+  metrics.leaseAges = () => owned().map((o) => ({ unit: o.unit, seconds: o.ageMs / 1000 }));
+
   return {
     nodeId: state.leases.nodeId,
     store,
     state,
     handoverGraceMs: state.options.handoverGraceMs,
     start: () => state.leases.start(),
-    owned() {
-      const now = monotonicClock.now();
-      return [...since.entries()].map(([unit, s]) => {
-        metrics.leaseAgeSeconds.set({ unit }, (now - s.at) / 1000);
-        return { unit, epoch: s.epoch, ageMs: now - s.at, deadlineInMs: Math.round(s.lease.deadline() - now) };
-      });
-    },
+    owned,
   };
 }

@@ -27,8 +27,10 @@ export interface Metrics {
   leaseOwned: Gauge<"unit">;
   /** Several machines: the fencing number of the lease this node holds (it grows on every takeover). */
   leaseEpoch: Gauge<"unit">;
-  /** Several machines: seconds since this node took the account (0 when it does not own it). */
+  /** Several machines: seconds since this node took the account (0 when it does not own it); read from `leaseAges` when scraped. */
   leaseAgeSeconds: Gauge<"unit">;
+  /** Several machines: the accounts this node owns and how long it has owned each (set by the cluster node). */
+  leaseAges: (() => readonly { unit: string; seconds: number }[]) | undefined;
   /** Several machines: accounts this node took (a start, a failover, a rebalance). */
   leaseAcquisitionsTotal: Counter<"unit">;
   /** Several machines: accounts this node lost or handed over; reason: "released", "lost". */
@@ -104,7 +106,11 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       help: "Seconds since this node took the account (0 when it does not own it).",
       labelNames: ["unit"] as const,
       registers,
+      collect() {
+        for (const { unit, seconds } of metrics.leaseAges?.() ?? []) this.set({ unit }, seconds);
+      },
     }),
+    leaseAges: undefined,
     leaseAcquisitionsTotal: new Counter({
       name: `${prefix}lease_acquisitions_total`,
       help: "Accounts this node took: at start, by failover or by rebalance.",

@@ -61,6 +61,7 @@ describe("several daemons on PostgreSQL", () => {
     expect(metrics).toContain(`agent_bridge_lease_owned{unit="telegram:tg"} 1`);
     expect(metrics).toContain(`agent_bridge_lease_epoch{unit="telegram:tg"} ${after.epoch}`);
     expect(metrics).toContain(`agent_bridge_lease_acquisitions_total{unit="telegram:tg"} 1`);
+    expect(Number(/agent_bridge_lease_age_seconds\{unit="telegram:tg"\} (\S+)/.exec(metrics)?.[1])).toBeGreaterThan(0);
 
     // The new owner goes on answering.
     c.fake.privateText(alice, "still there?");
