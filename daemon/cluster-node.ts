@@ -97,8 +97,18 @@ export async function openClusterNode(deps: ClusterNodeDeps): Promise<ClusterNod
     metrics.leaseEpoch.set({ unit: lease.unit }, lease.epoch);
     metrics.leaseAcquisitionsTotal.inc({ unit: lease.unit });
     logger.info({ unit: lease.unit, epoch: lease.epoch, resumed: entries.length }, "took the account");
-    lease.signal.addEventListener("abort", () => void chain(lease.unit, () => end(lease, false)), { once: true });
-    await deps.take(channel, entries, lease);
+    lease.signal.addEventListener("abort", () => background(chain(lease.unit, () => end(lease, false))), { once: true });
+    try {
+      await deps.take(channel, entries, lease);
+    } catch (error) {
+      // Kept: another node would fail the same way (a missing platform library, say); the log says why.
+      logger.error({ unit: lease.unit, err: errorSummary(error) }, "could not start the account's adapter");
+    }
+  }
+
+  /** A step started by a lease event, not awaited by anyone: its failure is logged, never unhandled. */
+  function background(step: Promise<void>): void {
+    step.catch((error: unknown) => logger.error({ err: errorSummary(error) }, "an account's hand-over step failed"));
   }
 
   /** Gives the account up: graceful before a release (the lease still valid), at once when it is lost. */
@@ -133,7 +143,7 @@ export async function openClusterNode(deps: ClusterNodeDeps): Promise<ClusterNod
 
   const state: PostgresState = await openPostgresState(deps.state, {
     units: [...channels.keys()],
-    onAcquired: (lease) => void chain(lease.unit, () => take(lease)),
+    onAcquired: (lease) => background(chain(lease.unit, () => take(lease))),
     beforeRelease: (lease) => chain(lease.unit, () => end(lease, true)),
     onError: (error) => logger.warn({ err: errorSummary(error) }, "lease round failed (the database may be unreachable); trying again"),
   });
