@@ -57,6 +57,8 @@ export interface ClusterNode {
   /** Begins owning accounts (the relay must be ready for `take`). */
   start(): Promise<void>;
   owned(): OwnedAccount[];
+  /** Whether this node's last lease round reached the database. */
+  databaseReachable(): boolean;
   /** How long a stopping node lets turns in flight finish before it hands over. */
   readonly handoverGraceMs: number;
 }
@@ -171,5 +173,6 @@ export async function openClusterNode(deps: ClusterNodeDeps): Promise<ClusterNod
     handoverGraceMs: state.options.handoverGraceMs,
     start: () => state.leases.start(),
     owned,
+    databaseReachable: () => state.leases.lastRound?.ok !== false,
   };
 }

@@ -318,10 +318,12 @@ export function createDaemon(options: DaemonOptions): Daemon {
   function health(): HealthReport {
     const adaptersView = Object.fromEntries(adapters.map((a) => [`${a.platform}:${a.accountId}`, adapterStates.get(a) ?? "starting"]));
     const anyUp = adapters.length === 0 || adapters.some((a) => adapterStates.get(a) === "connected" || adapterStates.get(a) === "pairing");
+    // Several machines: a node that cannot reach the database can neither own nor take an account.
+    const database = cluster ? (cluster.databaseReachable() ? "reachable" : "unreachable") : undefined;
     return {
-      healthy: state === "running" && anyUp,
+      healthy: state === "running" && anyUp && database !== "unreachable",
       state,
-      ...(cluster ? { node: cluster.nodeId, owns: cluster.owned() } : {}),
+      ...(cluster ? { node: cluster.nodeId, database, owns: cluster.owned() } : {}),
       adapters: adaptersView,
       pending: store?.pending().length ?? 0,
       queued: scheduler?.depth().totalWaiting ?? 0,

@@ -114,6 +114,8 @@ export class LeaseKeeper {
   #timers: Timer[] = [];
   #listener: pg.Client | undefined;
   #stopped = false;
+  /** How the last background round went (renew or place): a node that cannot reach the database says so in /healthz. */
+  #lastRound: { ok: boolean; at: number } | undefined;
   /** Rounds run one at a time (a renewal never races a placement over `#held`). */
   #chain: Promise<unknown> = Promise.resolve();
 
@@ -123,6 +125,11 @@ export class LeaseKeeper {
 
   get nodeId(): string {
     return this.#o.nodeId;
+  }
+
+  /** Whether the last renewal or placement round reached the database (undefined before the first). */
+  get lastRound(): { ok: boolean; at: number } | undefined {
+    return this.#lastRound;
   }
 
   /** Leases held now. */
@@ -297,7 +304,13 @@ export class LeaseKeeper {
       this.#timers[slot] = this.#o.clock.setTimeout(() => {
         round()
           .then(() => this.#listen())
-          .catch((e) => this.#o.onError?.(e))
+          .then(
+            () => (this.#lastRound = { ok: true, at: this.#o.clock.now() }),
+            (e) => {
+              this.#lastRound = { ok: false, at: this.#o.clock.now() };
+              this.#o.onError?.(e);
+            },
+          )
           .finally(next);
       }, period);
     };

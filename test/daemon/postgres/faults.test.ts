@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { seededRandom } from "../../../shared/random.js";
+import { waitUntil } from "../../helpers/wait.js";
 import type { FakeUser } from "../../fakes/telegram-bot-api.js";
 import { alice, bob, byName, clusterPerTest, type Cluster } from "./cluster-harness.js";
 
@@ -78,13 +79,17 @@ describe("faults of a bridge on several machines", () => {
     timeout: 90_000,
   }, async () => {
     const c = await startNodes({ leaseTtlMs: 2_000 });
-    ["a", "b"].map((n) => c.node(n));
+    const nodes = ["a", "b"].map((n) => c.node(n));
     await c.owner();
+    const ops = await nodes[0]!.opsUrl();
     const talk = conversation(c);
     for (let i = 1; i <= 4; i++) talk.say(i % 2 ? alice : bob, `before ${i}`);
     await c.pg.kill();
     for (let i = 1; i <= 4; i++) talk.say(i % 2 ? alice : bob, `during ${i}`);
+    // A node that cannot reach the database says so: /healthz answers 503.
+    await waitUntil(async () => (await fetch(`${ops}/healthz`)).status === 503, "a's /healthz to report the database unreachable", 20_000, 50);
     await c.pg.start();
+    await waitUntil(async () => (await fetch(`${ops}/healthz`)).status === 200, "a's /healthz healthy again", 20_000, 50);
     for (let i = 1; i <= 4; i++) talk.say(i % 2 ? alice : bob, `after ${i}`);
     // Nothing lost, in order; a reply in flight when the database died (sent, its record refused)
     // may be sent once more by whoever takes the account: the one-chunk window. Nothing else twice.
