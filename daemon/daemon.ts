@@ -20,8 +20,8 @@ import type { PlatformDeps } from "./adapters/platform.js";
 import type { ClusterNode } from "./cluster-node.js";
 import type { ChannelConfig, DaemonConfig } from "./config/schema.js";
 import { secretsOf } from "./config/secrets.js";
-import type { AdapterStatusEvent, ChatAdapter, InboundSink } from "./core/adapter.js";
-import { adapterKeyOf, type AdapterKey } from "./core/keys.js";
+import type { AdapterStatusEvent, ChatAdapter, InboundSink } from "./vocabulary/adapter.js";
+import { adapterKeyOf, type AdapterKey } from "./vocabulary/keys.js";
 import { createRelay, type Relay } from "./core/relay.js";
 import { errorSummary, type RelayMetrics } from "./core/relay-types.js";
 import type { Scheduler } from "./core/scheduler.js";
@@ -30,7 +30,9 @@ import { startOpsServer, type HealthReport, type OpsServer } from "./ops/http.js
 import { answerPairingRequest } from "./ops/pairing-requests.js";
 import { createLogger } from "./ops/logger.js";
 import { createMetrics, type Metrics } from "./ops/metrics.js";
-import { openStore, type JournalEntry, type Store } from "./state/store.js";
+import { openStore } from "./state/store.js";
+import type { JournalEntry } from "./vocabulary/records.js";
+import type { Store } from "./vocabulary/store.js";
 
 export interface DaemonOptions {
   config: DaemonConfig;

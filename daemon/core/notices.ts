@@ -17,8 +17,8 @@ import { z } from "zod";
 import type { Clock, Timer } from "../../shared/clock.js";
 import { BoundedMap } from "../../shared/util/bounded-map.js";
 import { formatBytes } from "../../shared/util/format-bytes.js";
-import type { AdapterStateStore, ChatTarget } from "./adapter.js";
-import { parseChatKey, type ChatKey } from "./keys.js";
+import type { AdapterStateStore, ChatTarget } from "../vocabulary/adapter.js";
+import { parseChatKey, type ChatKey } from "../vocabulary/keys.js";
 
 export const noticeText = {
   /** Files not passed on, each with why; `limit` is attachments.maxBytes. */

@@ -13,7 +13,7 @@
  */
 import PQueue from "p-queue";
 import type { Clock, Timer } from "../../shared/clock.js";
-import { slotKeyOf, type SlotKey } from "./keys.js";
+import { slotKeyOf, type SlotKey } from "../vocabulary/keys.js";
 
 export interface Turn<T> {
   instanceId: string;

@@ -21,15 +21,16 @@ import { ServiceError, type ServiceClient } from "../../shared/client/index.js";
 import { hex, type Random } from "../../shared/random.js";
 import type { ResponseObject, ResponseRequest } from "../../shared/schemas/responses.js";
 import type { DaemonConfig } from "../config/schema.js";
-import type { JournalEntry, SessionState, StoredRoute, Store } from "../state/store.js";
+import type { JournalEntry, SessionState, StoredRoute } from "../vocabulary/records.js";
+import type { Store } from "../vocabulary/store.js";
 import { noticeText, type FailureKind } from "./notices.js";
 import { errorSummary, StoppingError, type RelayMetrics } from "./relay-types.js";
 import { replyTextOf, responseIdOf } from "./reply.js";
 import { backoffDelay } from "../../shared/backoff.js";
-import { retry } from "./retry.js";
+import { retry } from "../helpers/retry.js";
 import { sessionIdFor } from "./routing.js";
 import { pathComponent } from "../../shared/util/names.js";
-import { sessionKeyOf } from "./keys.js";
+import { sessionKeyOf } from "../vocabulary/keys.js";
 
 export type CallOutcome =
   | { ok: true; text: string; responseId?: string; sessionId: string; generation: number; contextReset: boolean }

@@ -18,12 +18,12 @@
  *   restarted reply sends its text anew.
  */
 import type { Clock } from "../../shared/clock.js";
-import type { StoredPreview } from "../state/store.js";
-import { SendError, type ChatAdapter, type ChatTarget } from "./adapter.js";
-import { chatKeyOf, type ChatKey } from "./keys.js";
+import type { StoredPreview } from "../vocabulary/records.js";
+import { SendError, type ChatAdapter, type ChatTarget } from "../vocabulary/adapter.js";
+import { chatKeyOf, type ChatKey } from "../vocabulary/keys.js";
 import { StoppingError } from "./relay-types.js";
 import { createStreamPreview, type PreviewAction } from "./stream-preview.js";
-import { sleep } from "./retry.js";
+import { sleep } from "../helpers/retry.js";
 
 /** Per chat: no operation before this time (shared by every reply streaming into the chat). */
 export type ChatGate = Map<ChatKey, number>;

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { sessionKeyOf } from "../../daemon/core/keys.js";
+import { sessionKeyOf } from "../../daemon/vocabulary/keys.js";
 import { sessionBaseFor } from "../../daemon/core/routing.js";
 import type { Daemon } from "../../daemon/daemon.js";
 import { converse, startBridge, startService, tempDir, testConfig, type Bridge, type Service } from "./daemon-harness.js";

@@ -4,67 +4,11 @@
  * imports and `import()` included), so each layer can be read, tested and
  * changed without the ones above it.
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { dirname, join, relative, resolve, sep } from "node:path";
 import { describe, expect, it } from "vitest";
+import { cycles as cyclesOf, importGraph } from "../helpers/import-graph.js";
 
-const root = join(import.meta.dirname, "../..");
-const emulatorDir = join(root, "emulator");
-
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) return sources(path);
-    return e.name.endsWith(".ts") ? [path] : [];
-  });
-}
-
-const rel = (path: string) => relative(root, path).split(sep).join("/");
-
-/** Every relative module a file names: `import`, `import type`, `export ... from` and `import("...")`. */
-function importsOf(path: string): string[] {
-  const text = readFileSync(path, "utf8");
-  const specifiers = [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)["'](\.{1,2}\/[^"']+)["']/gm)].map((m) => m[1]!);
-  return specifiers.map((s) => rel(resolve(dirname(path), s.replace(/\.js$/, ".ts"))));
-}
-
-const files = sources(emulatorDir);
-const graph = new Map(files.map((f) => [rel(f), importsOf(f).filter((to) => to.startsWith("emulator/"))]));
-
-/** Strongly connected components of more than one file (Tarjan). */
-function cycles(): string[][] {
-  let index = 0;
-  const indices = new Map<string, number>();
-  const low = new Map<string, number>();
-  const stack: string[] = [];
-  const onStack = new Set<string>();
-  const found: string[][] = [];
-  const visit = (v: string) => {
-    indices.set(v, index);
-    low.set(v, index++);
-    stack.push(v);
-    onStack.add(v);
-    for (const w of graph.get(v) ?? []) {
-      if (!graph.has(w)) continue;
-      if (!indices.has(w)) {
-        visit(w);
-        low.set(v, Math.min(low.get(v)!, low.get(w)!));
-      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, indices.get(w)!));
-    }
-    if (low.get(v) === indices.get(v)) {
-      const component: string[] = [];
-      let w: string;
-      do {
-        w = stack.pop()!;
-        onStack.delete(w);
-        component.push(w);
-      } while (w !== v);
-      if (component.length > 1 || (graph.get(v) ?? []).includes(v)) found.push(component.sort());
-    }
-  };
-  for (const v of graph.keys()) if (!indices.has(v)) visit(v);
-  return found;
-}
+const graph = new Map([...importGraph(["emulator"])].map(([from, to]) => [from, to.filter((t) => t.startsWith("emulator/"))]));
+const cycles = () => cyclesOf(graph);
 
 describe("the emulator's layers", () => {
   it("reads the import graph it checks (the store's schema imports the channel catalog)", () => {

@@ -7,7 +7,7 @@
  * testable without a gateway.
  */
 import { safeBaseName } from "../../../shared/util/names.js";
-import type { ChatType, InboundAttachment, InboundMessage } from "../../core/adapter.js";
+import type { ChatType, InboundAttachment, InboundMessage } from "../../vocabulary/adapter.js";
 import type { DiscordChannelConfig } from "./config.js";
 
 export interface DiscordAttachmentView {

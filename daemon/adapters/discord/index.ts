@@ -8,8 +8,8 @@
  */
 import type { Client, Message } from "discord.js";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
-import { redactSecrets } from "../../ops/logger.js";
-import { rawLength, type AdapterDeps, type ChatAdapter } from "../../core/adapter.js";
+import { redactSecrets } from "../../vocabulary/redact.js";
+import { rawLength, type AdapterDeps, type ChatAdapter } from "../../vocabulary/adapter.js";
 import type { DiscordChannelConfig } from "./config.js";
 import { createGatewayConnection, defaultConnectionTuning, type ConnectionTuning } from "./connection.js";
 import { translateMessage } from "./inbound.js";

@@ -6,8 +6,8 @@
  * tells the person; nothing here waits for a redelivery.
  */
 import type { Logger } from "pino";
-import type { AdapterStatusEvent, AdmissionAnswer, DroppedAttachment, InboundAttachment, InboundMessage, InboundSink } from "../../core/adapter.js";
-import { createSerialQueue } from "../../core/retry.js";
+import type { AdapterStatusEvent, AdmissionAnswer, DroppedAttachment, InboundAttachment, InboundMessage, InboundSink } from "../../vocabulary/adapter.js";
+import { createSerialQueue } from "../../helpers/retry.js";
 import { downloadAttachment } from "../download.js";
 import { errorText } from "./outbound.js";
 import { attachmentKind, safeFileName, type DiscordAttachmentView } from "./inbound.js";

@@ -16,7 +16,7 @@ import {
 } from "discord.js";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { SendError, type AdapterLimits, type ChatTarget, type FileLimits, type OutboundFile, type SendReceipt } from "../../core/adapter.js";
+import { SendError, type AdapterLimits, type ChatTarget, type FileLimits, type OutboundFile, type SendReceipt } from "../../vocabulary/adapter.js";
 
 /** Streaming: an edit a second per channel stays well inside Discord's per-channel message limits (5 per 5 s). */
 export const DISCORD_LIMITS: AdapterLimits = { maxMessageLength: 2000, typingRefreshMs: 8000, minEditIntervalMs: 1000 };

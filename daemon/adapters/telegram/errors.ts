@@ -5,7 +5,7 @@
  * the bot token scrubbed out.
  */
 import { GrammyError, HttpError } from "grammy";
-import { SendError } from "../../core/adapter.js";
+import { SendError } from "../../vocabulary/adapter.js";
 
 /** What a `TelegramAdapterError` is built from. */
 export interface TelegramAdapterErrorInit {

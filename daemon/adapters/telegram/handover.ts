@@ -8,7 +8,7 @@
 import type { Api } from "grammy";
 import type { Update, UserFromGetMe } from "grammy/types";
 import type { Logger } from "pino";
-import type { AdmissionAnswer, DroppedAttachment, InboundAttachment, InboundMessage, InboundSink } from "../../core/adapter.js";
+import type { AdmissionAnswer, DroppedAttachment, InboundAttachment, InboundMessage, InboundSink } from "../../vocabulary/adapter.js";
 import { downloadAttachment } from "../download.js";
 import { describe, isFileTooBig, type Scrub } from "./errors.js";
 import { toApiSignal } from "./fetch.js";

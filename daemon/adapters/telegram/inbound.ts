@@ -6,7 +6,7 @@
  * handover.ts, only if the core admits them).
  */
 import type { Message, Update, UserFromGetMe } from "grammy/types";
-import type { ChatType, InboundAttachment, InboundMessage } from "../../core/adapter.js";
+import type { ChatType, InboundAttachment, InboundMessage } from "../../vocabulary/adapter.js";
 import { safeBaseName } from "../../../shared/util/names.js";
 
 /** What `translateMessage` needs to know about the bot: its id and @username. */

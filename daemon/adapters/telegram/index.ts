@@ -12,8 +12,8 @@
  */
 import { Api } from "grammy";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
-import type { AdapterDeps, ChatAdapter } from "../../core/adapter.js";
-import { redactSecrets } from "../../ops/logger.js";
+import type { AdapterDeps, ChatAdapter } from "../../vocabulary/adapter.js";
+import { redactSecrets } from "../../vocabulary/redact.js";
 import type { TelegramChannelConfig } from "./config.js";
 import { TelegramConnection } from "./connection.js";
 import { createTelegramFetch, directJsonCalls } from "./fetch.js";

@@ -8,7 +8,7 @@ import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Update } from "grammy/types";
 import type { Logger } from "pino";
-import { createSerialQueue } from "../../core/retry.js";
+import { createSerialQueue } from "../../helpers/retry.js";
 import type { TelegramWebhookConfig } from "./config.js";
 import { describe, type Scrub } from "./errors.js";
 import { chatIdOfUpdate } from "./inbound.js";

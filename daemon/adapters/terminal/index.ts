@@ -6,7 +6,7 @@
  */
 import type { Readable, Writable } from "node:stream";
 import { systemClock, type Clock } from "../../../shared/clock.js";
-import { rawLength, type AdapterCapabilities, type AdapterLimits, type ChatAdapter, type FileLimits, type InboundSink } from "../../core/adapter.js";
+import { rawLength, type AdapterCapabilities, type AdapterLimits, type ChatAdapter, type FileLimits, type InboundSink } from "../../vocabulary/adapter.js";
 import { TERMINAL_PLATFORM, type TerminalChannelConfig } from "./config.js";
 import { openTerminalInput, type TerminalInput } from "./connection.js";
 import { translateMessage } from "./inbound.js";

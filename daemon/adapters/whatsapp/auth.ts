@@ -8,7 +8,7 @@ import { chmod, mkdir, readdir, rm } from "node:fs/promises";
 import { writeFileAtomic } from "../../../shared/durable-files.js";
 import { join } from "node:path";
 import { BufferJSON, initAuthCreds, proto, useMultiFileAuthState } from "@whiskeysockets/baileys";
-import type { CredentialStore } from "../../core/adapter.js";
+import type { CredentialStore } from "../../vocabulary/adapter.js";
 import type { AuthenticationState } from "./socket.js";
 
 export interface AuthStore {

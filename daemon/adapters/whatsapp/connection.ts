@@ -14,7 +14,7 @@ import type { Logger } from "pino";
 import qrcodeTerminal from "qrcode-terminal";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
-import type { AdapterStatusEvent } from "../../core/adapter.js";
+import type { AdapterStatusEvent } from "../../vocabulary/adapter.js";
 import { backoffDelay, type BackoffPolicy } from "../../../shared/backoff.js";
 import type { AuthHome, AuthStore } from "./auth.js";
 import { closeAction } from "./disconnect.js";

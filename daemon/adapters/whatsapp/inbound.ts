@@ -15,7 +15,7 @@ import {
   type proto,
   type WAMessage,
 } from "@whiskeysockets/baileys";
-import type { ChatType, InboundAttachment, InboundMessage } from "../../core/adapter.js";
+import type { ChatType, InboundAttachment, InboundMessage } from "../../vocabulary/adapter.js";
 import { chatIdFromJid, jidUser, userIdFromJid } from "./ids.js";
 import { safeBaseName } from "../../../shared/util/names.js";
 

@@ -10,7 +10,7 @@
  */
 import type { Writable } from "node:stream";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
-import type { AdapterDeps, AdapterStatusEvent, ChatAdapter, InboundSink } from "../../core/adapter.js";
+import type { AdapterDeps, AdapterStatusEvent, ChatAdapter, InboundSink } from "../../vocabulary/adapter.js";
 import type { BackoffPolicy } from "../../../shared/backoff.js";
 import type { WhatsAppChannelConfig } from "./config.js";
 import { folderAuth, recordsAuth } from "./auth.js";

@@ -6,7 +6,7 @@
  * again on the next open.
  */
 import type { Clock } from "../../../shared/clock.js";
-import type { AdapterStateStore, InboundMessage, InboundSink } from "../../core/adapter.js";
+import type { AdapterStateStore, InboundMessage, InboundSink } from "../../vocabulary/adapter.js";
 import { describeError } from "./errors.js";
 import { mediaOfMessage, translateMessage, type SelfJids } from "./inbound.js";
 import { fetchMedia, NO_MEDIA, type MediaFetchDeps } from "./media.js";

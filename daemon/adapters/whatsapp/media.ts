@@ -5,7 +5,7 @@
  * passed on (the agent reads the note; the core tells the sender).
  */
 import type { Logger } from "pino";
-import type { AdmissionAnswer, DroppedAttachment, InboundAttachment } from "../../core/adapter.js";
+import type { AdmissionAnswer, DroppedAttachment, InboundAttachment } from "../../vocabulary/adapter.js";
 import { formatBytes } from "../../../shared/util/format-bytes.js";
 import { describeError } from "./errors.js";
 import type { MediaInfo } from "./inbound.js";

@@ -9,7 +9,7 @@ import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { DiscordIntake } from "../../../daemon/adapters/discord/intake.js";
 import type { DiscordAttachmentView } from "../../../daemon/adapters/discord/inbound.js";
-import type { AdmissionQuestion, InboundMessage } from "../../../daemon/core/adapter.js";
+import type { AdmissionQuestion, InboundMessage } from "../../../daemon/vocabulary/adapter.js";
 import { testSink } from "../../fakes/sink.js";
 
 const quiet = pino({ level: "silent" }, new Writable({ write: (_c, _e, done) => done() }));

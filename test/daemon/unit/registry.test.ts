@@ -13,11 +13,11 @@ import { z } from "zod";
 import { systemClock } from "../../../shared/clock.js";
 import { definePlatform, loadAdapterModule, PLATFORM_LIBRARIES, type PlatformDeps } from "../../../daemon/adapters/platform.js";
 import { platforms } from "../../../daemon/adapters/registry.js";
-import { accessSchema, channelCommon } from "../../../daemon/config/fields.js";
+import { accessSchema, channelCommon } from "../../../daemon/vocabulary/config-fields.js";
 import { daemonConfigSchema } from "../../../daemon/config/schema.js";
 import { secretsOf } from "../../../daemon/config/secrets.js";
 import { checkChannels } from "../../../daemon/check/channels.js";
-import type { ChatAdapter } from "../../../daemon/core/adapter.js";
+import type { ChatAdapter } from "../../../daemon/vocabulary/adapter.js";
 
 const root = join(import.meta.dirname, "../../..");
 const daemonDir = join(root, "daemon");
@@ -41,8 +41,8 @@ const codeOf = (path: string) =>
 const rel = (path: string) => relative(root, path).split(sep).join("/");
 
 describe("the platform registry is the only place platforms meet the daemon", () => {
-  // The foreground entry points run the terminal chat as the local UI (prompt, notices): a use of the terminal platform, not wiring of it.
-  const foregroundUi = new Set(["daemon/cli.ts", "daemon/start.ts"]);
+  // The foreground entry point runs the terminal chat as the local UI (prompt, notices): a use of the terminal platform, not wiring of it.
+  const foregroundUi = new Set(["daemon/cli.ts"]);
   const shared = sources(daemonDir).filter((path) => {
     const r = rel(path);
     if (r === "daemon/adapters/registry.ts" || foregroundUi.has(r)) return false;
