@@ -16,7 +16,7 @@ import { backoffDelay } from "../../../shared/backoff.js";
 import type { TelegramChannelConfig, TelegramWebhookConfig } from "./config.js";
 import { describe, isPollConflict, isTokenRefused, type Scrub, TelegramAdapterError } from "./errors.js";
 import { toApiSignal } from "./fetch.js";
-import type { HandOver, HandoverContext } from "./handover.js";
+import type { HandOver, HandoverContext } from "./hand-over.js";
 import { Poller } from "./polling.js";
 import { LinkHealth } from "./link-health.js";
 import { listenWebhook, type WebhookServer } from "./webhook.js";
@@ -42,7 +42,7 @@ export interface ConnectionDeps {
   clock: Clock;
   random: Random;
   state: AdapterStateStore;
-  /** Hands one update to the core (handover.ts). */
+  /** Hands one update to the core (hand-over.ts). */
   handOver: HandOver;
   /** Telegram's long-poll `timeout`, seconds. */
   pollTimeoutSeconds: number;
@@ -93,7 +93,7 @@ export class TelegramConnection {
     this.#loop = this.#keepConnected();
   }
 
-  /** Ends intake (the pending poll, the webhook server), then waits for updates already being handed over. */
+  /** Stops taking updates (the pending poll, the webhook server), then waits for updates already being handed over. */
   stop(): Promise<void> {
     this.#stopping ??= this.#shutDown();
     return this.#stopping;

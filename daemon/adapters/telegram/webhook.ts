@@ -1,7 +1,7 @@
 /**
- * Webhook mode's intake: an HTTP server Telegram posts updates to. A post is
- * checked (path, secret header, size), its update handed over in its chat's
- * order, and answered 200 only once the core accepted it: anything else makes
+ * How updates come in webhook mode: an HTTP server Telegram posts updates
+ * to. A post is checked (path, secret header, size), its update handed over
+ * in its chat's order, and answered 200 only once the core accepted it: anything else makes
  * Telegram deliver it again.
  */
 import { timingSafeEqual } from "node:crypto";

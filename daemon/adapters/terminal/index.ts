@@ -6,10 +6,10 @@
  */
 import type { Readable, Writable } from "node:stream";
 import { systemClock, type Clock } from "../../../shared/clock.js";
-import { rawLength, type AdapterCapabilities, type AdapterLimits, type ChatAdapter, type FileLimits, type InboundSink } from "../../vocabulary/adapter.js";
+import { rawLength, type AdapterCapabilities, type AdapterLimits, type ChatAdapter, type FileLimits } from "../../vocabulary/adapter.js";
 import { TERMINAL_PLATFORM, type TerminalChannelConfig } from "./config.js";
 import { openTerminalInput, type TerminalInput } from "./connection.js";
-import { translateMessage } from "./inbound.js";
+import { handOverLine } from "./hand-over.js";
 import { fileLine, TerminalScreen } from "./outbound.js";
 
 export { TERMINAL_PLATFORM } from "./config.js";
@@ -52,16 +52,6 @@ export function createTerminalAdapter(options: TerminalAdapterOptions): Terminal
   const screen = new TerminalScreen(output, tty);
   let reading: TerminalInput | undefined;
 
-  /** Hands a typed line to the core; what it cannot take is said on screen. */
-  const handLine = (sink: InboundSink, runId: string, seq: number, raw: string) => {
-    const message = translateMessage(raw, { config, runId, seq, sentAt: clock.now() });
-    if (!message) return undefined;
-    return sink.accept(message).then(
-      () => undefined,
-      (err: unknown) => screen.print(`(message not taken: ${err instanceof Error ? err.message : String(err)}; please send it again)`),
-    );
-  };
-
   return {
     platform: TERMINAL_PLATFORM,
     accountId: config.id,
@@ -80,7 +70,7 @@ export function createTerminalAdapter(options: TerminalAdapterOptions): Terminal
         output,
         tty,
         prompt: config.prompt,
-        onLine: (raw) => handLine(sink, runId, raw.trim() ? ++seq : seq, raw),
+        onLine: (raw) => handOverLine({ config, clock, screen }, sink, runId, raw.trim() ? ++seq : seq, raw),
         onInterrupt: options.onInterrupt ?? (() => process.kill(process.pid, "SIGINT")),
         onClosed: () => sink.status({ state: "stopped", detail: "input closed" }),
       });

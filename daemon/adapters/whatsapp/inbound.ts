@@ -1,7 +1,7 @@
 /**
  * Pure translation of one Baileys message into the core's `InboundMessage`,
  * or nothing when it is not for the bot (own echo, status broadcast,
- * reaction...). No I/O here: downloading attachments happens in intake.ts,
+ * reaction...). No I/O here: downloading attachments happens in files.ts,
  * and the core applies the group's mention rule.
  */
 import {

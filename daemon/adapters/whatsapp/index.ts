@@ -2,8 +2,8 @@
  * WhatsApp channel (Baileys): `createWhatsAppAdapter(config, deps, options)`
  * wires the parts into the core's `ChatAdapter`:
  *  - connection.ts  start / reconnect / stop, one socket at a time (close codes: disconnect.ts);
- *  - intake.ts      socket messages -> inbound.ts#translateMessage -> `sink.accept`, serially,
- *                   refused ones kept for the next open (replay.ts), files fetched by media.ts;
+ *  - hand-over.ts   socket messages -> inbound.ts#translateMessage -> the core, serially,
+ *                   refused ones kept for the next open (replay.ts), files fetched by files.ts;
  *  - outbound.ts    render, send, typing.
  * Tests inject a fake `socketFactory` and `mediaDownloader`, a manual clock
  * (in deps) and a seeded `random`.
@@ -17,7 +17,7 @@ import { folderAuth, recordsAuth } from "./auth.js";
 import { RECONNECT_BACKOFF, WhatsAppConnection } from "./connection.js";
 import { describeError } from "./errors.js";
 import { PLATFORM } from "./inbound.js";
-import { WhatsAppIntake } from "./intake.js";
+import { WhatsAppHandOver } from "./hand-over.js";
 import { WHATSAPP_FILE_LIMITS, WHATSAPP_LIMITS, WhatsAppOutbound } from "./outbound.js";
 import { baileysMediaDownloader, baileysSocketFactory, type MediaDownloader, type SocketFactory } from "./socket.js";
 
@@ -74,11 +74,11 @@ export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: Adapt
     baileysLog,
     status,
     sentMessage: (key) => outbound.sentMessage(key),
-    onMessages: (socket, messages) => intake.take(socket, messages, connection.selfJids()),
-    onOpen: (socket) => intake.replay(socket, connection.selfJids()),
+    onMessages: (socket, messages) => handOver.take(socket, messages, connection.selfJids()),
+    onOpen: (socket) => handOver.replay(socket, connection.selfJids()),
   });
   const outbound = new WhatsAppOutbound({ log, waitForOpen: () => connection.waitForOpen(), openSocket: () => connection.openSocket() });
-  const intake = new WhatsAppIntake({
+  const handOver = new WhatsAppHandOver({
     accountId,
     clock: deps.clock,
     state: deps.state,
@@ -101,9 +101,9 @@ export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: Adapt
     start: (next) =>
       connection.start(() => {
         sink = next;
-        intake.begin(next);
+        handOver.begin(next);
       }),
-    stop: () => connection.stop(() => intake.drained()),
+    stop: () => connection.stop(() => handOver.drained()),
     send: (target, text, sendOptions) => outbound.send(target, text, sendOptions),
     sendTyping: (target) => outbound.sendTyping(target),
     fileLimits: WHATSAPP_FILE_LIMITS,

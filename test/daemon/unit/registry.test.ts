@@ -68,10 +68,13 @@ describe("the platform registry is the only place platforms meet the daemon", ()
 
   it("every platform folder has the same layout, and only platform.ts reaches index.ts (lazily)", () => {
     // config.ts: the channel schema; inbound.ts: the pure translation to the core's message;
-    // outbound.ts: render, send, edit; connection.ts: connect, reconnect, stop; index.ts: wiring.
+    // outbound.ts: render, send, edit; connection.ts: connect, reconnect, stop; index.ts: wiring;
+    // hand-over.ts: a message to the core through the one hand-over; files.ts: where its files come from.
     for (const t of types) {
       const folder = join(daemonDir, "adapters", t);
-      expect(readdirSync(folder), t).toEqual(expect.arrayContaining(["platform.ts", "config.ts", "inbound.ts", "outbound.ts", "connection.ts", "index.ts"]));
+      expect(readdirSync(folder), t).toEqual(
+        expect.arrayContaining(["platform.ts", "config.ts", "inbound.ts", "outbound.ts", "connection.ts", "index.ts", "hand-over.ts", "files.ts"]),
+      );
       expect(codeOf(join(folder, "inbound.ts")), `${t}/inbound.ts`).toMatch(/export (function|const) translateMessage\b/);
       for (const path of sources(folder).filter((p) => !p.endsWith("platform.ts"))) {
         expect(codeOf(path), rel(path)).not.toMatch(/from "\.\/(platform|index)\.js"|import\("\.\/(platform|index)\.js"\)/);
