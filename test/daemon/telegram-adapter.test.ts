@@ -574,7 +574,7 @@ describe("replies", () => {
       () => undefined,
       (e: unknown) => e,
     );
-    expect(error).toMatchObject({ status: 0, permanent: false });
+    expect(error).toMatchObject({ status: undefined, permanent: false });
     expect(String((error as Error).message)).toMatch(/telegram sendMessage failed/);
     expect(String((error as Error).message)).not.toContain(TOKEN_SECRET_PART);
     // Nor anywhere a logger's error serializer looks (the cause chain included).

@@ -82,7 +82,7 @@ export class TelegramConnection {
   /** Resolves once connected, or once connecting is left to the background loop (Telegram not reachable). */
   async start(sink: InboundSink): Promise<void> {
     if (this.#phase === "stopped") {
-      throw new TelegramAdapterError({ message: "telegram adapter was stopped; create a new adapter to start again", status: 0 });
+      throw new TelegramAdapterError({ message: "telegram adapter was stopped; create a new adapter to start again" });
     }
     if (this.#phase === "running") return;
     this.#phase = "running";
@@ -129,7 +129,7 @@ export class TelegramConnection {
       this.#phase = "stopped";
       const detail = describe(error, scrub);
       sink.status({ state: "failed", detail });
-      throw new TelegramAdapterError({ message: `telegram: cannot listen for the webhook: ${detail}`, status: 0 });
+      throw new TelegramAdapterError({ message: `telegram: cannot listen for the webhook: ${detail}` });
     }
   }
 
