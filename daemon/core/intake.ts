@@ -68,7 +68,8 @@ export const HASHED = "sha256:";
 export function createIntake(deps: IntakeDeps): Intake {
   const { config, store, scheduler, metrics } = deps;
   const log = deps.logger;
-  let stopping = false;
+  /** Aborted by `beginStop`: from then on redelivering platforms are deferred. */
+  const stopping = new AbortController();
   const warnedNoChannel = new BoundedMap<string, true>(1000);
   const loggedRefusals = new BoundedMap<string, number>(10_000);
 
@@ -128,7 +129,7 @@ export function createIntake(deps: IntakeDeps): Intake {
   }
 
   async function accept(adapter: ChatAdapter, message: InboundMessage): Promise<AcceptOutcome> {
-    if (stopping && adapter.capabilities.redelivers) {
+    if (stopping.signal.aborted && adapter.capabilities.redelivers) {
       metrics.inbound(message.platform, "deferred");
       return { status: "deferred", reason: "stopping", acknowledge: false };
     }
@@ -263,7 +264,7 @@ export function createIntake(deps: IntakeDeps): Intake {
     accept,
     admit,
     beginStop() {
-      stopping = true;
+      stopping.abort();
     },
   };
 }

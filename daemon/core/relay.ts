@@ -92,7 +92,8 @@ export function createRelay(deps: RelayDeps): Relay {
   const log = deps.logger;
   const metrics = deps.metrics ?? noMetrics;
   const halt = new AbortController();
-  let stopping = false;
+  /** Aborted by `beginStop`: turns that start from then on end early. */
+  const stopping = new AbortController();
 
   const scheduler: Scheduler<string> = createScheduler<string>({
     clock,
@@ -218,7 +219,7 @@ export function createRelay(deps: RelayDeps): Relay {
     views,
     stoppable,
     adapterFor: deps.adapterFor,
-    stopping: () => stopping,
+    stopping: () => stopping.signal.aborted,
   };
 
   /** Stored turns back in their sessions' queues, in acceptance order (commands are tracked on release). */
@@ -254,7 +255,7 @@ export function createRelay(deps: RelayDeps): Relay {
       notices.resume();
     },
     beginStop() {
-      stopping = true;
+      stopping.abort();
       intake.beginStop();
     },
     async haltDelivery() {

@@ -6,7 +6,7 @@
  * again on the next open.
  */
 import type { Clock } from "../../../shared/clock.js";
-import type { AdapterStateStore, InboundMessage, InboundSink } from "../../vocabulary/adapter.js";
+import type { AdapterStateStore, AdapterStatusEvent, InboundMessage, InboundSink } from "../../vocabulary/adapter.js";
 import { handOver } from "../hand-over.js";
 import { describeError } from "./errors.js";
 import { whatsappFileOf, whatsappFiles, type MediaFetchDeps } from "./files.js";
@@ -50,6 +50,11 @@ export class WhatsAppHandOver {
   begin(sink: InboundSink): void {
     this.#sink = sink;
     this.#unaccepted = new UnacceptedMessages(this.#deps.state.get<unknown>(UNACCEPTED_KEY));
+  }
+
+  /** Passes connection news on to the core (none before `begin`). */
+  status(event: AdapterStatusEvent): void {
+    this.#sink?.status(event);
   }
 
   /** Queues live messages; `self` is the bot's JIDs as known now. */

@@ -10,7 +10,7 @@
  */
 import type { Writable } from "node:stream";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
-import type { AdapterDeps, AdapterStatusEvent, ChatAdapter, InboundSink } from "../../vocabulary/adapter.js";
+import type { AdapterDeps, AdapterStatusEvent, ChatAdapter } from "../../vocabulary/adapter.js";
 import type { BackoffPolicy } from "../../../shared/backoff.js";
 import type { WhatsAppChannelConfig } from "./config.js";
 import { folderAuth, recordsAuth } from "./auth.js";
@@ -49,12 +49,11 @@ export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: Adapt
   const log = deps.logger.child({ platform: PLATFORM, accountId });
   // Baileys is chatty below warn, and its debug output can carry key material.
   const baileysLog = log.child({ component: "baileys" }, { level: log.levelVal > log.levels.values.warn! ? log.level : "warn" });
-  // The sink is set by `start`, before the first socket: until then status news only goes to the log.
-  let sink: InboundSink | undefined;
+  // The sink is set by `start` (the hand-over's `begin`), before the first socket: until then status news only goes to the log.
   const status = (event: AdapterStatusEvent) => {
     log.debug({ state: event.state, detail: event.detail }, "whatsapp status");
     try {
-      sink?.status(event);
+      handOver.status(event);
     } catch (err) {
       log.warn({ err: describeError(err) }, "status sink threw");
     }
@@ -100,7 +99,6 @@ export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: Adapt
     measure: (text, format) => outbound.measure(text, format),
     start: (next) =>
       connection.start(() => {
-        sink = next;
         handOver.begin(next);
       }),
     stop: () => connection.stop(() => handOver.drained()),
