@@ -352,6 +352,6 @@ it("round-trips the snapshot after any sequence of write requests, across sandbo
       expect((await call(world, "GET", "/_emulator/snapshot")).body).toEqual(exported.body);
       await close(second.emulator);
     }),
-    { numRuns: 25 },
+    { numRuns: 15 },
   );
 }, 120_000);
