@@ -22,9 +22,11 @@ export function observeStore(store: Store, onChange: (replaced: boolean) => void
       onChange(wasReplaced);
     });
   };
-  // A Proxy, not a copy: members added to Store later keep working unchanged.
+  // A Proxy, not a copy: members added to Store later keep working unchanged. They are read
+  // from the store itself and its methods bound to it: the store keeps its state in private
+  // fields, which only the store itself (not a proxy of it) can reach.
   return new Proxy(store, {
-    get(target, property, receiver) {
+    get(target, property) {
       if (property === "commit")
         return () => {
           target.commit();
@@ -35,7 +37,8 @@ export function observeStore(store: Store, onChange: (replaced: boolean) => void
           target.replace(state);
           notify(true);
         };
-      return Reflect.get(target, property, receiver) as unknown;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
     },
   });
 }
