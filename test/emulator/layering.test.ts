@@ -82,8 +82,8 @@ const FLOORS: readonly (readonly string[])[] = [
   // Rules per resource (channel configs, installed skills, credential hashes), whoever applies them.
   ["rules/"],
   ["gateway/"],
-  // Production code that seeds state (fixtures), used by sandboxes and the command line.
-  ["fixtures/"],
+  // Production code that seeds state from a fixture (sandboxes and the command line load them).
+  ["seed/"],
   ["sandboxes/"],
   ["http/"],
   ["events/"],
@@ -126,12 +126,12 @@ describe("the emulator's floors", () => {
     expect(typeOnly("emulator/index.ts", "emulator/store/store.ts")).toBe(false);
   });
 
-  it("keeps seeding state (fixtures) apart from the routes, and the store apart from the gateway", () => {
+  it("keeps seeding state (seed/) apart from the routes, and the store apart from the gateway", () => {
     const crossing = [...graph].flatMap(([from, tos]) =>
       tos
         .filter(
           (to) =>
-            (from.startsWith("emulator/fixtures/") && to.startsWith("emulator/routes/")) ||
+            (from.startsWith("emulator/seed/") && to.startsWith("emulator/routes/")) ||
             (from.startsWith("emulator/store/") && to.startsWith("emulator/gateway/")) ||
             (from.startsWith("emulator/sandboxes/") && to.startsWith("emulator/http/")),
         )
