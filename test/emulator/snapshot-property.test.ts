@@ -4,7 +4,8 @@
  * sandboxes and with fault rules in force, then export, restart on the same
  * data directory and export again (persisted), reset, import and export
  * again (copied and imported): all three the same. No request may end in
- * the catch-all 500, whatever came before it.
+ * the catch-all 500, whatever came before it. (The billing page's plan
+ * switch, a write outside the API, is driven too.)
  */
 import fc from "fast-check";
 import { afterEach, expect, it } from "vitest";
@@ -99,7 +100,20 @@ const ROUTES: Record<string, (w: World, s: Step) => Promise<unknown>> = {
       body: s.c % 3 === 0 ? { name: `renamed-${s.b}` } : { model_api_keys: { anthropic: value, openai: s.b % 2 ? providerKey("openai") : "" } },
     });
   },
-  createCheckout: (w, s) => call(w, "POST", "/v1/subscription/checkout", { key: pick(w.orgs, s.a)?.key, body: { tier: s.flag ? "crab" : "lobster" } }),
+  async createCheckout(w, s) {
+    const res = await call(w, "POST", "/v1/subscription/checkout", { key: pick(w.orgs, s.a)?.key, body: { tier: s.flag ? "crab" : "lobster" } });
+    // The billing page the link opens switches the plan (a write outside /v1).
+    if (res.status === 200 && s.c % 2) {
+      const page = new URL(res.body.url as string).pathname;
+      const switched = await fetch(`${w.url}${page}`, {
+        method: "POST",
+        body: new URLSearchParams({ tier: pick(["shrimp", "crab", "lobster"], s.b)! }),
+        redirect: "manual",
+      });
+      w.answers.push({ status: switched.status, body: {} });
+      await switched.body?.cancel();
+    }
+  },
   createPortal: (w, s) => call(w, "POST", "/v1/subscription/portal", { key: pick(w.orgs, s.a)?.key }),
   async createKey(w, s) {
     const instance = pick(w.instances, s.b);
