@@ -164,11 +164,15 @@ class WriteFailures {
 }
 
 class FileStore implements Store {
+  /** Absolute; undefined for a memory-only store, which never writes. */
   readonly dataDir: string | undefined;
+  /** Settings from the options, fixed at open. */
   readonly #flushMs: number;
   readonly #touchFlushMs: number;
   readonly #maxRetryMs: number;
+  /** The seeded generator's position now (persisted with each write). */
   readonly #positionNow: () => number | undefined;
+  /** Where failures and recoveries are reported. */
   readonly #report: (message: string) => void;
   /** The plain state: never holds a tracking proxy (tracked.ts), so it can be cloned and written. */
   #data: EmulatorState;
@@ -196,10 +200,13 @@ class FileStore implements Store {
   #controlWrites = 0;
   /** Set by close(); never unset: no round is scheduled after it. */
   #closed = false;
-  /** Changes a client was told about, counted; `#durableSeq` of them are known to be on disk. */
+  /** Changes a client was told about, counted. */
   #changeSeq = 0;
+  /** How many of the counted changes are known to be on disk (never more than `#changeSeq`). */
   #durableSeq = 0;
+  /** The coalescing delay's one timer: at most one round is scheduled ahead. */
   readonly #timer = new FlushTimer();
+  /** The current run of failed writes (health, reports, backoff). */
   readonly #failures = new WriteFailures();
   /**
    * One write round at a time; callers that ask meanwhile (durable(), flush(), the timer)
@@ -262,6 +269,9 @@ class FileStore implements Store {
     try {
       await this.#writeNow();
     } catch (error) {
+      // This store is never handed out: no retry may write after the lock is released.
+      this.#closed = true;
+      this.#timer.cancel();
       this.#release();
       throw new Error(`Cannot move conversations out of ${dataDir}/state.json: ${(error as Error).message}`);
     }
