@@ -6,8 +6,10 @@
  * included), so each layer can be read, tested and changed without the ones
  * above it.
  */
+import { readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cycles as cyclesOf, importGraph } from "../helpers/import-graph.js";
+import { cycles as cyclesOf, importGraph, moduleName, ROOT } from "../helpers/import-graph.js";
 
 const graph = new Map([...importGraph(["emulator"])].map(([from, to]) => [from, to.filter((t) => t.startsWith("emulator/"))]));
 const cycles = () => cyclesOf(graph);
@@ -44,9 +46,9 @@ const floorOf = (file: string): number => FLOORS.findIndex((floor) => floor.some
 
 /** Whether `from` names `to` only in `import type` statements. */
 function typeOnly(from: string, to: string): boolean {
-  const text = readFileSync(join(root, from), "utf8");
+  const text = readFileSync(join(ROOT, from), "utf8");
   const statements = [...text.matchAll(/^\s*(import|export)(\s+type)?\b[^;]*?from\s*["'](\.{1,2}\/[^"']+)["']/gm)];
-  const naming = statements.filter((m) => rel(resolve(dirname(join(root, from)), m[3]!.replace(/\.js$/, ".ts"))) === to);
+  const naming = statements.filter((m) => moduleName(resolve(dirname(join(ROOT, from)), m[3]!.replace(/\.js$/, ".ts"))) === to);
   return naming.length > 0 && naming.every((m) => m[1] === "import" && m[2] !== undefined);
 }
 
