@@ -82,9 +82,13 @@ export function createDaemon(options: DaemonOptions): Daemon {
 
 /** The `Daemon`: everything its start, its accounts' comings and goings and its stop share. */
 export class BridgeDaemon implements Daemon {
+  /** As given: the test seams (`adapters`, `createAdapter`, streams) are read from here. */
   readonly #options: DaemonOptions;
+  /** The config it runs; never changes while it runs. */
   readonly #config: DaemonConfig;
+  /** Given, or the system's: every timer and timestamp of the daemon. */
   readonly #clock: Clock;
+  /** Given, or crypto: entry ids, jitter. */
   readonly #random: Random;
   readonly logger: Logger;
   readonly metrics: Metrics;

@@ -88,8 +88,11 @@ export async function openStore(options: StoreOptions): Promise<FileStore> {
 /** The file journal's `Store`, once opened: the state in memory and the journal every change goes to. */
 class JournalStore implements FileStore {
   readonly dataDir: string;
+  /** The journal, snapshot and spool under `dataDir`. */
   readonly #paths: ReturnType<typeof pathsOf>;
+  /** Acceptance times (and so entry ids). */
   readonly #clock: Clock;
+  /** The random part of entry ids. */
   readonly #random: Random;
   /** Snapshot and empty the journal once it is larger than this. */
   readonly #compactBytes: number;
@@ -97,6 +100,7 @@ class JournalStore implements FileStore {
   readonly #lock: DirLock | undefined;
   /** The state as of the journal's last record: readers see a change as soon as it is committed. */
   readonly #state: StoreState;
+  /** Holds every record after the snapshot's; closed with the store. */
   readonly #journal: JournalFile;
   /** Keys of `add` calls not yet journaled (a concurrent duplicate is refused meanwhile). */
   readonly #accepting = new Set<DedupeKey>();
