@@ -4,7 +4,7 @@
  *
  *   const daemon = createDaemon({ config });
  *   await daemon.start();   // resumes the journal, starts adapters
- *   await daemon.stop();    // intake off, in-flight turns finish (bounded), state saved
+ *   await daemon.stop();    // adapters off, in-flight turns finish (bounded), state saved
  *
  * Tests pass `adapters` (used instead of building them from config.channels),
  * and may pass `clock`, `random`, `logger` and `client`.
@@ -432,7 +432,7 @@ export class BridgeDaemon implements Daemon {
   async #teardown(requestedGraceMs: number): Promise<void> {
     // Several machines: in-flight turns get the handover grace, then the accounts go to other nodes.
     const graceMs = this.#cluster ? Math.min(requestedGraceMs, this.#cluster.handoverGraceMs) : requestedGraceMs;
-    // Intake stops first: a message an adapter received meanwhile is still journaled
+    // The adapters stop taking messages in first: one an adapter received meanwhile is still journaled
     // (Discord and WhatsApp never deliver it again); only then do new turns stop.
     await Promise.allSettled(this.#adapters.map((a) => this.#stopAdapter(a)));
     this.#relay?.beginStop();
