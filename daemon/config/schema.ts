@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { FinalizeContext } from "../adapters/platform.js";
 import { platforms } from "../adapters/registry.js";
 import { PostgresStateOptionsSchema } from "../state/postgres/options.js";
-import { httpUrl, idString, nonEmpty, nonNegInt, posInt, sessionResetSchema } from "../vocabulary/config-fields.js";
+import { httpUrl, idString, nonEmpty, nonNegInt, posInt, queueModeSchema, queueOverrideSchema, sessionResetSchema } from "../vocabulary/config-fields.js";
 
 export { accessSchema, groupAccessSchema, type AccessConfig, type GroupAccessConfig } from "../vocabulary/config-fields.js";
 
@@ -73,6 +73,11 @@ export const queueSchema = z.strictObject({
   maxTurnAgeMs: nonNegInt
     .default(24 * 60 * 60 * 1000)
     .describe("Pending turns older than this after a restart are not answered; the person is told. Default: 86400000 (24 h)."),
+  mode: queueModeSchema
+    .default("followup")
+    .describe(
+      'What a message sent while the agent is still answering that session does, unless a channel, a route or the chat (/queue) says otherwise: "followup" waits and is answered on its own; "collect" joins everything that came meanwhile into one next turn; "interrupt" stops the running answer and answers the newest message. Default: followup.',
+    ),
 });
 
 export const retrySchema = z
@@ -123,6 +128,7 @@ export const routeSchema = z.strictObject({
     .union([sessionResetSchema, z.literal(false)])
     .optional()
     .describe("This route's own session reset, in place of its channel's (`sessionReset`); false: never. Default: the channel's."),
+  queue: queueOverrideSchema.optional().describe("This route's queue mode, in place of its channel's (`queue.mode`). Default: the channel's."),
 });
 
 export const attachmentsSchema = z.strictObject({

@@ -39,6 +39,13 @@ export interface SchedulerOptions<T> {
   onDepth?(instanceId: string): void;
   /** Queue but start nothing until `release()` (the daemon resumes the journal before adapters run). */
   held?: boolean;
+  /**
+   * Whether this waiting turn may start as one with the session's other
+   * waiting turns (queue mode `collect` or `interrupt`): when a session's
+   * next turn starts, it takes every joinable turn behind it, in order.
+   * Default: never (each formed turn runs on its own).
+   */
+  joins?(items: readonly T[]): boolean;
 }
 
 export type Refusal = { ok: false; reason: "session_full" | "total_full" };
@@ -67,6 +74,8 @@ export interface Scheduler<T> {
   enqueue(instanceId: string, sessionBase: string, item: T, options?: { debounce?: boolean }): void;
   /** Queues an already formed turn (after a restart), behind the session's earlier turns. */
   enqueueTurn(instanceId: string, sessionBase: string, items: T[]): void;
+  /** Puts the items of a turn that was interrupted back at the head of its session, to start again (with what joins them). */
+  putBack(instanceId: string, sessionBase: string, items: T[]): void;
   depth(instanceId?: string, sessionBase?: string): QueueDepth;
   /** Turns running now, per instance. */
   running(): Map<string, number>;
@@ -188,6 +197,14 @@ export class TurnScheduler<T> implements Scheduler<T> {
     this.#pump(s);
   }
 
+  putBack(instanceId: string, sessionBase: string, items: T[]): void {
+    if (!items.length) return;
+    const s = this.#slotFor(instanceId, sessionBase);
+    this.#changeWaiting(items.length, instanceId);
+    s.turns.unshift(items);
+    this.#pump(s);
+  }
+
   depth(instanceId?: string, sessionBase?: string): QueueDepth {
     const s = instanceId !== undefined && sessionBase !== undefined ? this.#sessions.get(slotKeyOf(instanceId, sessionBase)) : undefined;
     const q = instanceId !== undefined ? this.#queues.get(instanceId) : undefined;
@@ -278,7 +295,7 @@ export class TurnScheduler<T> implements Scheduler<T> {
   /** Hands the session's next formed turn to its instance queue, unless one is there already (or nothing may start). */
   #pump(s: SessionSlot<T>): void {
     if (this.#stopped || this.#held || s.active || !s.turns.length) return;
-    const items = s.turns.shift()!;
+    const items = this.#nextItems(s);
     const active = { items, started: false };
     s.active = active;
     const turn: Turn<T> = { instanceId: s.instanceId, sessionBase: s.sessionBase, items };
@@ -293,6 +310,23 @@ export class TurnScheduler<T> implements Scheduler<T> {
         this.#pump(s);
         this.#forget(s);
       });
+  }
+
+  /** The session's next turn: the first formed one, with every joinable one behind it (and a joinable buffer) when it joins. */
+  #nextItems(s: SessionSlot<T>): T[] {
+    const first = s.turns.shift()!;
+    const joins = this.#options.joins;
+    if (!joins?.(first)) return first;
+    const items = [...first];
+    while (s.turns.length && joins(s.turns[0]!)) items.push(...s.turns.shift()!);
+    // What is still being debounced arrived while the last turn ran too: it comes along, unless something waits between.
+    if (!s.turns.length && s.buffer.length && joins(s.buffer)) {
+      s.timer?.cancel();
+      s.timer = undefined;
+      items.push(...s.buffer);
+      s.buffer = [];
+    }
+    return items;
   }
 
   /** Runs a started turn, counted in flight and out of the waiting counts. */

@@ -31,6 +31,7 @@ import { retry } from "../helpers/retry.js";
 import { sessionIdFor } from "./routing.js";
 import { pathComponent } from "../../shared/util/names.js";
 import { sessionKeyOf } from "../vocabulary/keys.js";
+import { numberedMessages } from "./queue-mode.js";
 
 export type CallOutcome =
   | { ok: true; text: string; responseId?: string; sessionId: string; generation: number; contextReset: boolean }
@@ -62,7 +63,8 @@ export interface CallOptions {
 
 export interface ServiceCalls {
   /** The turn's text, with uploaded attachments named; undefined when nothing is left to send. */
-  buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[]): Promise<string | undefined>;
+  /** The turn's input: its texts (numbered when `numbered`: a collected turn), then the files it passed on. */
+  buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[], options?: { numbered?: boolean }): Promise<string | undefined>;
   call(route: StoredRoute, input: string, logCtx: Record<string, unknown>, options?: CallOptions): Promise<CallOutcome>;
   /** The instance's status as the service reports it, or why it is unknown (for /status). */
   instanceStatus(instanceId: string): Promise<string>;
@@ -97,7 +99,7 @@ export class ServiceCaller implements ServiceCalls {
     this.#halted = stoppingSignal(deps.signal);
   }
 
-  async buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[]): Promise<string | undefined> {
+  async buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[], options: { numbered?: boolean } = {}): Promise<string | undefined> {
     const texts = entries.map((e) => e.message.text).filter((t) => t.trim());
     const uploaded: string[] = [];
     let refused = false;
@@ -109,7 +111,7 @@ export class ServiceCaller implements ServiceCalls {
         else if (outcome !== "failed") uploaded.push(outcome);
       }
     }
-    let input = texts.join("\n");
+    let input = options.numbered && texts.length > 1 ? numberedMessages(texts) : texts.join("\n");
     if (uploaded.length) input += `${input ? "\n\n" : ""}Attached files (in the workspace):\n${uploaded.map((p) => `- ${p}`).join("\n")}`;
     return input.trim() ? input : undefined;
   }

@@ -13,6 +13,7 @@
  * | `adapter:<type>:<id>` values | that channel's account                                |
  * | `pairing` values             | the channel named in the key (pairing.ts)             |
  * | `relay:owed-notices` values  | the account in the chat key (keys.ts)                 |
+ * | `relay:queue-modes` values   | the account in the chat key (keys.ts)                 |
  *
  * Readers see only the units held now: an account another node owns has no
  * pending entries here, so nothing on this node starts its turns. A write for
@@ -103,7 +104,7 @@ export function createClusterStore(deps: ClusterStoreDeps): ClusterStore {
   function unitOfKv(namespace: string, key: string): string | undefined {
     if (namespace.startsWith("adapter:")) return namespace.slice("adapter:".length);
     if (namespace === "pairing") return byAccountId.get(key.split("\u0000")[1] ?? "");
-    if (namespace === "relay:owed-notices") {
+    if (namespace === "relay:owed-notices" || namespace === "relay:queue-modes") {
       const chat = parseChatKey(key);
       if (!chat) return undefined;
       const [platform, accountId] = JSON.parse(chat) as [string, string];
