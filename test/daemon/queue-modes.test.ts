@@ -10,6 +10,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startBridge, startService, tempDir, testConfig, type Service } from "./daemon-harness.js";
 import type { DaemonConfigInput } from "../../daemon/config/schema.js";
+import { testHandle } from "../../daemon/test-handle.js";
 
 let service: Service;
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -71,7 +72,7 @@ describe("queue modes", () => {
     await held.started;
     let last = "";
     for (const t of ["alpha", "beta", "gamma"]) last = (await chat.inject({ userId: "co", text: t })).messageId;
-    expect(daemon.health().queued).toBe(3);
+    expect(testHandle(daemon).scheduler?.depth().totalWaiting).toBe(3);
     held.release();
     await chat.waitForReplies("co", 2);
     await daemon.whenIdle();

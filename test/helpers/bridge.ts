@@ -4,6 +4,7 @@
  * data directory, and a daemon config around the test's one channel.
  */
 import { daemonConfigSchema, type DaemonConfig } from "../../daemon/config/schema.js";
+import { createManualClock, type ManualClock } from "../../shared/clock.js";
 import { runningInstance, signupOrg, startEmulator, tempDir, type TestEmulator } from "./emulator.js";
 
 export interface ServiceFixture {
@@ -13,10 +14,29 @@ export interface ServiceFixture {
   dataDir: string;
   /** A validated daemon config: one route to the instance, this channel, quiet logs, no ops port, no debounce. */
   configFor(channel: Record<string, unknown>): DaemonConfig;
+  /**
+   * Resolves when the fake model next starts a wait of `ms` (`!sleep ms`): the turn is then out at
+   * the service, and stays there until the test moves the emulator's clock (`emulator.clock.advance`).
+   * Call it before sending the message.
+   */
+  nextSleep(ms: number): Promise<void>;
 }
 
 export async function startServiceFixture(cleanups: (() => Promise<void> | void)[], dirPrefix: string): Promise<ServiceFixture> {
-  const emulator = await startEmulator();
+  // The emulator's manual clock, its waits announced to `nextSleep`.
+  const manual = createManualClock();
+  const sleepers: { ms: number; resolve(): void }[] = [];
+  const clock: ManualClock = {
+    ...manual,
+    sleep(ms, signal) {
+      for (const w of sleepers.filter((x) => x.ms === ms)) {
+        sleepers.splice(sleepers.indexOf(w), 1);
+        w.resolve();
+      }
+      return manual.sleep(ms, signal);
+    },
+  };
+  const emulator = await startEmulator({ clock });
   cleanups.push(() => emulator.close());
   const baseUrl = await emulator.emulator.listen(0, "127.0.0.1");
   const org = await signupOrg(emulator.app);
@@ -28,6 +48,7 @@ export async function startServiceFixture(cleanups: (() => Promise<void> | void)
     baseUrl,
     instanceId: instance.id,
     dataDir: dir.path,
+    nextSleep: (ms) => new Promise<void>((resolve) => sleepers.push({ ms, resolve })),
     configFor: (channel) =>
       daemonConfigSchema.parse({
         service: { baseUrl, apiKey: org.apiKey },
