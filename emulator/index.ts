@@ -11,6 +11,7 @@ import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import { pino } from "pino";
 import { Agent } from "undici";
 import { systemClock, type Clock } from "../shared/clock.js";
 import { cryptoRandom, seededRandom, type Random } from "../shared/random.js";
@@ -22,6 +23,8 @@ import { treeFileWriter } from "./gateway/media.js";
 import { modelScriptHandlers, type ModelScriptInput, openScripts } from "./gateway/script/index.js";
 import { applyFixture, checkFixture, describeFixtureProblems, type FixtureInput, readFixtureFile } from "./fixtures/index.js";
 import { mountRoutes, type Handlers } from "./http/router.js";
+import { type EmulatorLogger, reportUnexpectedErrors } from "./http/error-log.js";
+import { assignRequestIds } from "./http/request-id.js";
 import { applyApiFault } from "./http/api-faults.js";
 import { mountOpenApi } from "./http/openapi.js";
 import { mountBillingPage } from "./billing-page.js";
@@ -108,6 +111,12 @@ export interface EmulatorOptions {
    * naming its place, and nothing stays open. Default: none.
    */
   fixtures?: string | FixtureInput;
+  /**
+   * Where an unexpected error (a 500) is logged, one line per error with its
+   * request id, method, route and sandbox (a pino logger fits). Default: JSON
+   * lines on stderr.
+   */
+  logger?: EmulatorLogger;
 }
 
 export interface Emulator {
@@ -227,7 +236,9 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
-  app.use(captureRequests({ clock, log: requests, hub: events, journals, sandboxClocks }));
+  app.use(assignRequestIds());
+  const onAnswered = reportUnexpectedErrors({ logger: options.logger ?? pino({ base: null }, process.stderr), hub: events, clock });
+  app.use(captureRequests({ clock, log: requests, hub: events, journals, sandboxClocks, onAnswered }));
   app.use(attributeToSandbox(env));
   app.use(applyApiFault(env));
   // Snapshots carry whole workspaces: their import gets a larger limit than the API's 1 MiB.

@@ -34,7 +34,7 @@ export interface RequestDetail extends RequestEvent {
 export function requestDetail(log: RequestLog, id: number): RequestDetail | undefined {
   const c = log.get(id);
   if (!c) return undefined;
-  const { at, method, path, status, key_kind, ms } = c;
+  const { at, method, path, status, key_kind, ms, request_id } = c;
   return {
     id,
     at,
@@ -43,6 +43,7 @@ export function requestDetail(log: RequestLog, id: number): RequestDetail | unde
     status,
     key_kind,
     ms,
+    request_id,
     request: requestView(c.requestType, c.requestBody, c.requestLength),
     response: describe(c.responseType, c.responseBytes, c.responseTruncated),
   };
@@ -66,6 +67,8 @@ export interface CaptureDeps {
   /** Each sandbox's journal: its requests with redacted bodies, and what matched nothing. */
   journals: SandboxJournals;
   sandboxClocks: SandboxClocks;
+  /** Called once per request after it is recorded (the unexpected-error log). */
+  onAnswered?: (req: Request, res: Response) => void;
 }
 
 export function captureRequests(deps: CaptureDeps) {
@@ -87,6 +90,7 @@ export function captureRequests(deps: CaptureDeps) {
         status: res.statusCode,
         key_kind: (res.locals.keyKind as RawCapture["key_kind"] | undefined) ?? "none",
         ms: Math.round((performance.now() - started) * 100) / 100,
+        request_id: (res.locals.requestId as string | undefined) ?? "",
         requestType: headerOf(req.headers["content-type"]),
         // Kept only when small: a reference to a 1 GiB snapshot import must not outlive its request.
         requestBody: body && requestLength(req) <= BODY_LIMIT ? (req.body as unknown) : undefined,
@@ -98,9 +102,10 @@ export function captureRequests(deps: CaptureDeps) {
       deps.log.record(capture);
       if (finished) journalInSandbox(deps, req, res, capture);
       if (capture.id !== undefined) {
-        const { id, at, method, path, status, key_kind, ms } = capture;
-        deps.hub.publish({ type: "request", data: { id, at, method, path, status, key_kind, ms } });
+        const { id, at, method, path, status, key_kind, ms, request_id } = capture;
+        deps.hub.publish({ type: "request", data: { id, at, method, path, status, key_kind, ms, request_id } });
       }
+      deps.onAnswered?.(req, res);
     };
     const onFinish = () => done(true);
     // A reset or a hung fault never finishes: the console's line still appears when the socket goes.
@@ -144,6 +149,7 @@ function journalInSandbox(deps: CaptureDeps, req: Request, res: Response, captur
     key_kind: capture.key_kind,
     body,
     ms: capture.ms,
+    request_id: capture.request_id,
   });
 }
 

@@ -13,6 +13,8 @@ export interface RequestRecord {
   status: number;
   key_kind: "org" | "scoped" | "none";
   ms: number;
+  /** The `x-request-id` the answer carried: what a caller quotes, and the key of an error's log line. */
+  request_id: string;
 }
 
 /** A journal line plus its sequence number (`GET /_emulator/console/requests/{id}` gives the bodies). */
@@ -72,11 +74,11 @@ export function createRequestLog(capacity = REQUEST_LOG_CAPACITY): RequestLog {
       }
     },
     get: (id) => byId.get(id),
-    list: () => [...byId].map(([id, { at, method, path, status, key_kind, ms }]) => ({ id, at, method, path, status, key_kind, ms })),
+    list: () => [...byId].map(([id, { at, method, path, status, key_kind, ms, request_id }]) => ({ id, at, method, path, status, key_kind, ms, request_id })),
     journal() {
       const lines: RequestRecord[] = [];
-      for (const [seq, { finished, at, method, path, status, key_kind, ms }] of bySeq) {
-        if (finished && seq >= journalFrom) lines.push({ at, method, path, status, key_kind, ms });
+      for (const [seq, { finished, at, method, path, status, key_kind, ms, request_id }] of bySeq) {
+        if (finished && seq >= journalFrom) lines.push({ at, method, path, status, key_kind, ms, request_id });
       }
       return lines;
     },
