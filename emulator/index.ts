@@ -238,7 +238,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   app.set("etag", false);
   app.use(assignRequestIds());
   const onAnswered = reportUnexpectedErrors({ logger: options.logger ?? pino({ base: null }, process.stderr), hub: events, clock });
-  app.use(captureRequests({ clock, log: requests, hub: events, journals, sandboxClocks, onAnswered }));
+  app.use(captureRequests({ clock, log: requests, hub: events, journals, sandboxClocks, onAnswered, responses: app.response }));
   app.use(attributeToSandbox(env));
   app.use(applyApiFault(env));
   // Snapshots carry whole workspaces: their import gets a larger limit than the API's 1 MiB.

@@ -22,20 +22,16 @@ export function observeStore(store: Store, onChange: (replaced: boolean) => void
       onChange(wasReplaced);
     });
   };
-  // A Proxy, not a copy: members added to Store later keep working unchanged.
-  return new Proxy(store, {
-    get(target, property, receiver) {
-      if (property === "commit")
-        return () => {
-          target.commit();
-          notify(false);
-        };
-      if (property === "replace")
-        return (state: Store["data"]) => {
-          target.replace(state);
-          notify(true);
-        };
-      return Reflect.get(target, property, receiver) as unknown;
-    },
-  });
+  // Everything else is the store's own, reached through the prototype: members added to Store
+  // later keep working unchanged, and reads (`data` on every request) pay no Proxy trap.
+  const observed: Store = Object.create(store) as Store;
+  observed.commit = () => {
+    store.commit();
+    notify(false);
+  };
+  observed.replace = (state: Store["data"]) => {
+    store.replace(state);
+    notify(true);
+  };
+  return observed;
 }
