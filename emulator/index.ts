@@ -7,7 +7,7 @@
  *   await request(emulator.app).post("/v1/organization/signup").send({ name: "acme" });
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import type { Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
@@ -25,6 +25,7 @@ import { applyFixture, checkFixture, describeFixtureProblems, type FixtureInput,
 import { mountRoutes, type Handlers } from "./http/router.js";
 import { type EmulatorLogger, reportUnexpectedErrors } from "./http/error-log.js";
 import { assignRequestIds } from "./http/request-id.js";
+import { listenWithBacklog } from "./http/listen.js";
 import { applyApiFault } from "./http/api-faults.js";
 import { mountOpenApi } from "./http/openapi.js";
 import { mountBillingPage } from "./billing-page.js";
@@ -288,9 +289,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     events,
     sandboxes: sandboxesApi(env, sandboxes, scripts),
     async listen(port = 0, host = "127.0.0.1") {
-      await new Promise<void>((resolve, reject) => {
-        server = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve()));
-      });
+      server = await listenWithBacklog(createServer(app), port, host);
       const address = server!.address();
       if (!address || typeof address === "string") throw new Error("emulator: no address");
       const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;

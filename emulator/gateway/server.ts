@@ -17,6 +17,7 @@ import { createStreamSender } from "./stream-sender.js";
 import type { GatewayError } from "./reply.js";
 import type { FakeGateway, GatewayOptions, GatewayState, StoredResponse } from "./types.js";
 import { finalResponse, pacedDeltas, streamFrames, type Turn } from "./wire.js";
+import { LISTEN_BACKLOG } from "../http/listen.js";
 
 /** Names the script rule that answered a turn (percent-encoded). */
 export const RULE_HEADER = "x-emulator-model-rule";
@@ -306,7 +307,8 @@ export function createGateway(options: GatewayOptions): FakeGateway {
       return new Promise<string>((resolve, reject) => {
         const onError = (error: Error) => reject(error);
         server.once("error", onError);
-        server.listen(port, host, () => {
+        // The API's accept queue (http/listen.ts): a burst of first turns opens as many connections here.
+        server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
           server.off("error", onError);
           closed = false;
           const address = server.address() as AddressInfo;
