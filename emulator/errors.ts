@@ -47,7 +47,7 @@ export function validationError(where: "body" | "query" | "path", error: z.ZodEr
  * Maps anything thrown to a response; unknown errors become a 500 without
  * internals whose `detail` names the request id. An unknown error is kept in
  * `res.locals.unexpectedError` for the one place that logs it once the answer
- * is over (http/error-log.ts).
+ * is over (events/error-log.ts).
  */
 export function sendError(res: Response, error: unknown): void {
   if (res.headersSent) {

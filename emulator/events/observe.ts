@@ -8,30 +8,57 @@
  */
 import type { Store } from "../store/store.js";
 
-export function observeStore(store: Store, onChange: (replaced: boolean) => void): Store {
-  let pending = false;
-  let replaced = false;
-  const notify = (whole: boolean) => {
-    replaced ||= whole;
-    if (pending) return;
-    pending = true;
+/** The changes of one turn of the event loop, told once, after it. */
+class ChangeNotices {
+  readonly #onChange: (replaced: boolean) => void;
+  /** A notice is scheduled for this turn of the event loop. */
+  #pending = false;
+  /** A change this turn replaced the whole state; false when no notice is pending. */
+  #replaced = false;
+
+  constructor(onChange: (replaced: boolean) => void) {
+    this.#onChange = onChange;
+  }
+
+  notify(whole: boolean): void {
+    this.#replaced ||= whole;
+    if (this.#pending) return;
+    this.#pending = true;
     setImmediate(() => {
-      const wasReplaced = replaced;
-      pending = false;
-      replaced = false;
-      onChange(wasReplaced);
+      const replaced = this.#replaced;
+      this.#pending = false;
+      this.#replaced = false;
+      this.#onChange(replaced);
     });
-  };
-  // Everything else is the store's own, reached through the prototype: members added to Store
-  // later keep working unchanged, and reads (`data` on every request) pay no Proxy trap.
-  const observed: Store = Object.create(store) as Store;
-  observed.commit = () => {
-    store.commit();
-    notify(false);
-  };
-  observed.replace = (state: Store["data"]) => {
-    store.replace(state);
-    notify(true);
-  };
-  return observed;
+  }
+}
+
+export function observeStore(store: Store, onChange: (replaced: boolean) => void): Store {
+  const notices = new ChangeNotices(onChange);
+  // A Proxy, not a copy: members added to Store later keep working unchanged. They are read
+  // from the store itself and its methods bound to it: the store keeps its state in private
+  // fields, which only the store itself (not a proxy of it) can reach.
+  // Each method is bound once, not on every read: the request path reads the store many times per request.
+  const bound = new Map<string | symbol, unknown>();
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === "commit")
+        return () => {
+          target.commit();
+          notices.notify(false);
+        };
+      if (property === "replace")
+        return (state: Store["data"]) => {
+          target.replace(state);
+          notices.notify(true);
+        };
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      const known = bound.get(property);
+      if (known !== undefined) return known;
+      const method: unknown = value.bind(target);
+      bound.set(property, method);
+      return method;
+    },
+  });
 }

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { NextFunction, Request, Response } from "express";
-import { redactText } from "../events/redact.js";
+import { redactText } from "./redact.js";
 
 export const REQUEST_ID_HEADER = "x-request-id";
 

@@ -5,7 +5,7 @@
  * client's TCP retries it after 1 s, then 3 s, 7 s: the whole-second waits a
  * suite whose workers all start together meets. Node's default queue is 511;
  * this one is 4096, which the kernel caps at `net.core.somaxconn`
- * (docs/architecture.md, "Performance").
+ * (docs/architecture.md, "Performance"). Used by the emulator's API and its gateway.
  */
 import type { Server } from "node:http";
 

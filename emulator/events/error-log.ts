@@ -8,8 +8,8 @@
 import type { Request, Response } from "express";
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
-import type { ErrorEvent, EventHub } from "../events/hub.js";
-import { redactText } from "../events/redact.js";
+import type { ErrorEvent, EventHub } from "./hub.js";
+import { redactText } from "./redact.js";
 
 /** What the emulator needs of a logger: pino's `error` (a pino logger fits). */
 export type EmulatorLogger = Pick<Logger, "error">;
