@@ -97,7 +97,7 @@ export function normalizeHeaders(headers: HeadersInput | undefined): Map<string,
   const out = new Map<string, string>();
   if (!headers) return out;
   if (headers instanceof Headers) {
-    headers.forEach((value, name) => out.set(name.toLowerCase(), value));
+    for (const [name, value] of headers) out.set(name.toLowerCase(), value);
     return out;
   }
   for (const [name, value] of Object.entries(headers)) {
@@ -132,8 +132,8 @@ function eventSchemas(): Map<string, Schema> {
 let defaultDocument: Schema | undefined;
 
 export function createContractValidator(options: ContractValidatorOptions = {}): ContractValidator {
-  const document = options.document ?? (defaultDocument ??= buildOpenApiDocument({ version: "contract", serverUrl: "http://localhost" }));
-  const components = isRecord(document.components) ? document.components : {};
+  defaultDocument ??= options.document ? undefined : buildOpenApiDocument({ version: "contract", serverUrl: "http://localhost" });
+  const document = options.document ?? defaultDocument!;
   const paths = isRecord(document.paths) ? document.paths : {};
   const events = eventSchemas();
 
