@@ -31,6 +31,7 @@ export const RecordingName = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._ -]*$/, "Letters, digits, '.', '_', '-' and spaces, starting with a letter or digit");
 
 export const HttpMethod = z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]);
+export type HttpMethod = z.infer<typeof HttpMethod>;
 
 /** Header name (lower case) -> value. */
 const RecordedHeaders = z.record(z.string().regex(/^[a-z0-9-]+$/, "Header names are written in lower case"), z.string());
