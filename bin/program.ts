@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 // Types only: erased at run time, so they load nothing.
 import type { EmulatorCommandOptions } from "../emulator/cli.js";
+import type { ProxyCommandOptions } from "../emulator/proxy/cli.js";
 
 /** package.json sits two levels up from dist/bin/, one from bin/ (tests run the source). */
 function packageVersion(): string {
@@ -41,6 +42,9 @@ const httpUrl = (value: string): string => {
   if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) throw new InvalidArgumentError(`Expected an http(s) URL.`);
   return value;
 };
+
+/** Commander's way to take an option several times. */
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
 
 export interface ProgramIO {
   writeOut(text: string): void;
@@ -116,6 +120,46 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
     .action(async (opts: EmulatorCommandOptions) => {
       const { runEmulatorCommand } = await import("../emulator/cli.js");
       onExit(await runEmulatorCommand(opts));
+    });
+
+  sub("proxy", "Forward the /v1 API to a real service, check every exchange against the contract, and optionally record it.")
+    .requiredOption("--upstream <url>", "the service to forward to, e.g. https://api.example.com", httpUrl)
+    .option("--port <port>", "port to listen on (0 picks a free one)", port, 8090)
+    .option("--host <host>", "address to listen on", "127.0.0.1")
+    .option("--record <dir>", "write each exchange into DIR/<name>.recording.json (name from the x-agent-bridge-recording header, else `default`)")
+    .option("--secret <value>", "also scrub this value from recordings and reports (repeatable)", collect, [])
+    .option("--secret-env <name>", "also scrub the value of this environment variable (repeatable)", collect, [])
+    .option("--report <file>", "write the drift report as JSON at exit")
+    .option("--junit <file>", "write the drift report as JUnit XML at exit")
+    .option("--fail-on-drift", "exit 1 at shutdown when anything drifted")
+    .option("--timeout-ms <ms>", "longest wait for the upstream's answer headers", wholeNumber, 120_000)
+    .addHelpText(
+      "after",
+      [
+        "",
+        "Clients get the upstream's answers byte for byte. Authorization headers are never recorded; keys of",
+        "this service, model providers and chat platforms are scrubbed wherever they appear.",
+        "GET /_proxy/report answers the drift report so far. An unreachable upstream answers 502 with",
+        "x-agent-bridge-proxy: upstream-unreachable and is reported apart from drift.",
+        "Prints `proxy listening on URL` when ready; SIGINT/SIGTERM write the reports, print a summary and exit.",
+      ].join("\n"),
+    )
+    .action(async (opts: ProxyCommandOptions) => {
+      const { runProxyCommand } = await import("../emulator/proxy/cli.js");
+      onExit(await runProxyCommand(opts));
+    });
+
+  const recordings = sub("recordings", "Recordings made by `proxy --record` or `emulator --replay ... --replay-mode record-if-missing`.").helpCommand(false);
+  recordings
+    .command("check")
+    .description("Fail when a recording in DIR is unreadable or holds anything shaped like a key (for a pre-commit hook or CI).")
+    .argument("<dir>", "the recordings directory")
+    .helpOption("-h, --help", "show this help")
+    .action(async (dir: string) => {
+      const { runRecordingsCheck } = await import("../emulator/recording/check-command.js");
+      const out = io?.writeOut ?? ((t: string) => process.stdout.write(t));
+      const err = io?.writeErr ?? ((t: string) => process.stderr.write(t));
+      onExit(await runRecordingsCheck(dir, { out: (l) => out(`${l}\n`), err: (l) => err(`${l}\n`) }));
     });
 
   const pairing = sub("pairing", 'DM pairing: let in people who asked with a code (channels with access.mode "pairing").').helpCommand(false);

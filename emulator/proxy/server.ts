@@ -21,7 +21,7 @@ import { writeFileAtomic } from "../../shared/durable-files.js";
 import { type Exchange, interactionOf } from "../recording/capture.js";
 import { DEFAULT_RECORDING, RECORDING_HEADER } from "../recording/format.js";
 import { createScrubber, type Scrubber } from "../recording/scrub.js";
-import { createRecordingWriter, type RecordingWriter, recordingNameOf } from "../recording/store.js";
+import { createRecordingWriter, recordingNameOf } from "../recording/store.js";
 import { DriftCollector, type DriftReport, junitOf, summaryOf } from "./drift-report.js";
 
 /** The proxy's own read-only endpoint: the drift report so far, as JSON. */
