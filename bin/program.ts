@@ -8,7 +8,7 @@
 import type { PairingCommand } from "../daemon/pairing-command.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Command, CommanderError, InvalidArgumentError } from "commander";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 // Types only: erased at run time, so they load nothing.
 import type { EmulatorCommandOptions } from "../emulator/cli.js";
 import type { ProxyCommandOptions } from "../emulator/proxy/cli.js";
@@ -116,6 +116,17 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
       "--fixtures <file>",
       "load this starting state into an empty emulator: organizations with chosen keys, instances, earlier turns, files (JSON with comments)",
     )
+    .option("--replay <dir>", "answer /v1 requests from the recordings in DIR (made by `proxy --record`)")
+    .addOption(
+      new Option(
+        "--replay-mode <mode>",
+        "what a request with no recording gets: a 404 naming the closest recorded one, a recording made now, or the emulator's own answer",
+      )
+        .choices(["strict", "record-if-missing", "passthrough"])
+        .default(undefined, "strict under CI=true; else record-if-missing with --upstream, passthrough without"),
+    )
+    .option("--upstream <url>", "the real service, for --replay-mode record-if-missing (and passthrough)", httpUrl)
+    .option("--no-replay-pace", "send a replayed stream's events at once instead of at their recorded times")
     .addHelpText("after", "\nPrints `emulator listening on URL` when ready; SIGINT/SIGTERM flush the store and exit 0.")
     .action(async (opts: EmulatorCommandOptions) => {
       const { runEmulatorCommand } = await import("../emulator/cli.js");

@@ -52,6 +52,8 @@ import { sandboxOfInstance } from "./sandboxes/membership.js";
 import { sandboxesApi, type SandboxesApi } from "./sandboxes/handle.js";
 import { createSandboxService } from "./sandboxes/sandboxes.js";
 import { sandboxHandlers } from "./routes/sandboxes.js";
+import { openReplay, type Replayer, type ReplayOptions } from "./recording/replay.js";
+import { mountRecordings } from "./recording/routes.js";
 
 export const EMULATOR_VERSION = "0.1.0";
 
@@ -64,6 +66,7 @@ export type { LoadedFixture } from "../shared/schemas/sandboxes.js";
 export type { SandboxCreateOptions, SandboxesApi, SandboxHandle } from "./sandboxes/handle.js";
 export type { RequestFilter, SandboxRequestEntry, UnmatchedEntry } from "./sandboxes/journal.js";
 export type { ClockMove, SandboxView } from "./sandboxes/sandboxes.js";
+export type { RecordingUsage, Replayer, ReplayMode, ReplayOptions } from "./recording/replay.js";
 
 export interface EmulatorOptions {
   /** Keep state in memory only (default unless `dataDir` is given). */
@@ -108,6 +111,12 @@ export interface EmulatorOptions {
    * naming its place, and nothing stays open. Default: none.
    */
   fixtures?: string | FixtureInput;
+  /**
+   * Answer `/v1` requests from recordings (docs/testing.md, "Record, replay and drift"): the
+   * directory, the mode (`strict`, `record-if-missing`, `passthrough`; `strict` under `CI=true`)
+   * and the upstream to record from. A recording that cannot be read throws, naming file and line.
+   */
+  replay?: ReplayOptions;
 }
 
 export interface Emulator {
@@ -125,6 +134,8 @@ export interface Emulator {
    * its journal, its clock and its fault rules (docs/emulator.md, "Sandboxes").
    */
   sandboxes: SandboxesApi;
+  /** The replay of recordings, when `replay` was given: its mode and how much of each recording was used. */
+  replay?: Replayer;
   /** Starts the API on `port` (0 = any free port); resolves its base URL. */
   listen(port?: number, host?: string): Promise<string>;
   readonly url: string;
@@ -135,7 +146,15 @@ export interface Emulator {
 export async function createEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const baseClock = options.clock ?? systemClock;
   // First: a refused script must not leave a store open (and its data directory locked).
-  const scripts = await openScripts(options.modelScript);
+  // A request of a sandbox replays the recording named like the sandbox (unless it names one itself).
+  const replay = options.replay
+    ? await openReplay(options.replay, (res) => {
+        const id = res.locals.sandboxId as string | undefined;
+        return id !== undefined && Object.hasOwn(store.data.sandboxes, id) ? store.data.sandboxes[id]!.name : undefined;
+      })
+    : undefined;
+  // Without a script of its own, the emulator's model answers from the recordings' rules (what a passthrough replay falls back on).
+  const scripts = await openScripts(options.modelScript ?? replay?.modelScript());
   const persistent = options.dataDir !== undefined && options.inMemory !== true;
   const events = createEventHub({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes, maxClients: options.eventsMaxClients });
   // The generator is made once the store is open: a seeded one continues from the position on disk,
@@ -240,6 +259,8 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     next();
   });
 
+  if (replay) app.use(replay.handle);
+  mountRecordings(app, env, replay);
   mountOpenApi(app, env, () => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined));
   mountBillingPage(app, env);
   mountEvents(app, env, events);
@@ -276,6 +297,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     requests,
     events,
     sandboxes: sandboxesApi(env, sandboxes, scripts),
+    ...(replay ? { replay } : {}),
     async listen(port = 0, host = "127.0.0.1") {
       await new Promise<void>((resolve, reject) => {
         server = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve()));
@@ -304,6 +326,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
           s.closeAllConnections();
         });
       }
+      await replay?.close();
       await gateway.close();
       await env.gatewayDispatcher.close().catch(() => {});
       await store.close();

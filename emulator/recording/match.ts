@@ -1,0 +1,90 @@
+/**
+ * Which recorded interaction answers a request: the same method, path, query
+ * and JSON body (both scrubbed the same way, keys in any order). Equal
+ * requests are answered in the order they were recorded, the last one again
+ * once they run out (a client polling a status). When nothing is equal, the
+ * closest recorded request and what differs, for the strict mode's error.
+ */
+import type { Interaction, RecordedRequest } from "./format.js";
+
+export interface IncomingRequest {
+  method: string;
+  path: string;
+  query: Record<string, string | string[]>;
+  /** The JSON body, scrubbed; undefined when there is none or it is not JSON (then it is not compared). */
+  body: unknown;
+}
+
+/** JSON with object keys sorted, so key order never makes two bodies differ. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+const queryOf = (query: RecordedRequest["query"]): string => canonicalJson(query ?? {});
+
+/** The identity of a request for matching. */
+export const requestKey = (r: { method: string; path: string; query?: RecordedRequest["query"]; body?: unknown }): string =>
+  JSON.stringify([r.method.toUpperCase(), r.path, queryOf(r.query), r.body === undefined ? null : canonicalJson(r.body)]);
+
+export const recordedKey = (request: RecordedRequest): string => requestKey({ ...request, body: request.body_text !== undefined ? undefined : request.body });
+
+/** Where two JSON values differ, as JSON paths with both values (at most `limit`). */
+function jsonDifferences(recorded: unknown, sent: unknown, at: string, out: string[], limit: number): void {
+  if (out.length >= limit) return;
+  if (canonicalJson(recorded) === canonicalJson(sent)) return;
+  const obj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+  if (obj(recorded) && obj(sent)) {
+    for (const key of [...new Set([...Object.keys(recorded), ...Object.keys(sent)])].sort())
+      jsonDifferences(recorded[key], sent[key], `${at}.${key}`, out, limit);
+    return;
+  }
+  if (Array.isArray(recorded) && Array.isArray(sent) && recorded.length === sent.length) {
+    recorded.forEach((item, i) => jsonDifferences(item, sent[i], `${at}[${i}]`, out, limit));
+    return;
+  }
+  const show = (v: unknown) => (v === undefined ? "absent" : (JSON.stringify(v) ?? "absent").slice(0, 80));
+  out.push(`${at}: recorded ${show(recorded)}, sent ${show(sent)}`);
+}
+
+export interface Closest {
+  index: number;
+  request: RecordedRequest;
+  differences: string[];
+}
+
+/** The recorded request nearest to `incoming`, and what differs; undefined when nothing was recorded. */
+export function closestRecorded(interactions: readonly Interaction[], incoming: IncomingRequest): Closest | undefined {
+  let best: (Closest & { score: number }) | undefined;
+  interactions.forEach(({ request }, index) => {
+    const differences: string[] = [];
+    let score = 0;
+    if (request.method !== incoming.method.toUpperCase()) {
+      differences.push(`method: recorded ${request.method}, sent ${incoming.method.toUpperCase()}`);
+      score += 100;
+    }
+    if (request.path !== incoming.path) {
+      const a = request.path.split("/");
+      const b = incoming.path.split("/");
+      differences.push(`path: recorded ${request.path}, sent ${incoming.path}`);
+      score += 10 * (Math.abs(a.length - b.length) + a.filter((seg, i) => seg !== b[i]).length);
+    }
+    if (queryOf(request.query) !== queryOf(incoming.query)) {
+      differences.push(`query: recorded ${queryOf(request.query)}, sent ${queryOf(incoming.query)}`);
+      score += 5;
+    }
+    if (request.body_text === undefined) {
+      const before = differences.length;
+      jsonDifferences(request.body, incoming.body, "body $", differences, before + 3);
+      score += differences.length - before;
+    }
+    if (!best || score < best.score) best = { index, request, differences, score };
+  });
+  return best && { index: best.index, request: best.request, differences: best.differences };
+}
