@@ -46,7 +46,7 @@ function jsonDifferences(recorded: unknown, sent: unknown, at: string, out: stri
     return;
   }
   if (Array.isArray(recorded) && Array.isArray(sent) && recorded.length === sent.length) {
-    recorded.forEach((item, i) => jsonDifferences(item, sent[i], `${at}[${i}]`, out, limit));
+    for (const [i, item] of recorded.entries()) jsonDifferences(item, sent[i], `${at}[${i}]`, out, limit);
     return;
   }
   const show = (v: unknown) => (v === undefined ? "absent" : (JSON.stringify(v) ?? "absent").slice(0, 80));

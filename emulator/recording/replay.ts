@@ -83,7 +83,7 @@ class ServedRecording {
     readonly recording: Recording,
     readonly file: string,
   ) {
-    recording.interactions.forEach((interaction, i) => this.#index(interaction, i));
+    for (const [i, interaction] of recording.interactions.entries()) this.#index(interaction, i);
   }
 
   #index(interaction: Interaction, i: number): void {
