@@ -172,6 +172,34 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
       const err = io?.writeErr ?? ((t: string) => process.stderr.write(t));
       onExit(await runRecordingsCheck(dir, { out: (l) => out(`${l}\n`), err: (l) => err(`${l}\n`) }));
     });
+  const lines = () => {
+    const out = io?.writeOut ?? ((t: string) => process.stdout.write(t));
+    const err = io?.writeErr ?? ((t: string) => process.stderr.write(t));
+    return { out: (l: string) => out(`${l}\n`), err: (l: string) => err(`${l}\n`) };
+  };
+  recordings
+    .command("export-har")
+    .description("Write a recording as HAR 1.2 (for browser devtools and other HTTP tools).")
+    .argument("<file>", "the recording, e.g. recordings/checkout.recording.json")
+    .option("-o, --out <file>", "write the HAR here instead of standard output")
+    .option("--origin <url>", "the origin written in the entries' URLs (default: the recorded upstream)", httpUrl)
+    .helpOption("-h, --help", "show this help")
+    .action(async (file: string, opts: { out?: string; origin?: string }) => {
+      const { runExportHar } = await import("../emulator/recording/har-command.js");
+      onExit(await runExportHar(file, opts, lines()));
+    });
+  recordings
+    .command("import-har")
+    .description("Append the /v1 entries of a HAR 1.2 file to a recording, scrubbed like a recording the proxy makes.")
+    .argument("<har>", "the HAR file")
+    .requiredOption("--into <dir>", "the recordings directory")
+    .requiredOption("--name <name>", "the recording to append to (its file is DIR/<name>.recording.json)")
+    .option("--secret <value>", "also scrub this value (repeatable)", collect, [])
+    .helpOption("-h, --help", "show this help")
+    .action(async (har: string, opts: { into: string; name: string; secret: string[] }) => {
+      const { runImportHar } = await import("../emulator/recording/har-command.js");
+      onExit(await runImportHar(har, opts, lines()));
+    });
 
   const pairing = sub("pairing", 'DM pairing: let in people who asked with a code (channels with access.mode "pairing").').helpCommand(false);
   const pairingSub = (name: string, description: string) =>

@@ -34,7 +34,8 @@ export const describeRecordingProblems = (problems: readonly RecordingProblem[])
 
 const lineAt = (text: string, offset: number): number => text.slice(0, offset).split("\n").length;
 
-function issuesOf(error: z.ZodError, text: string, file: string): RecordingProblem[] {
+/** Each issue of a schema check, with the line of its place in `text`. */
+export function issuesOf(error: z.ZodError, text: string, file: string): RecordingProblem[] {
   const tree = parseTree(text);
   return error.issues.slice(0, 10).map((issue) => {
     const keys = issue.code === "unrecognized_keys" ? issue.keys : [];
@@ -47,17 +48,23 @@ function issuesOf(error: z.ZodError, text: string, file: string): RecordingProbl
   });
 }
 
-/** Parses a recording's text; `file` names it in problems. */
-export function parseRecordingText(text: string, file: string): ReadRecording {
-  let value: unknown;
+/** JSON text parsed, or the problem naming file and line. */
+export function parseJsonText(text: string, file: string): { ok: true; value: unknown } | { ok: false; problems: RecordingProblem[] } {
   try {
-    value = JSON.parse(text);
+    return { ok: true, value: JSON.parse(text) };
   } catch (error) {
     const position = /position (\d+)/.exec((error as Error).message)?.[1];
     const line = position !== undefined ? lineAt(text, Number(position)) : undefined;
     const what = (error as Error).message.replace(/ in JSON at position \d+.*$/, "").replace(/^Unexpected/, "unexpected");
     return { ok: false, problems: [{ file, ...(line !== undefined ? { line } : {}), path: "$", message: `not valid JSON: ${what}` }] };
   }
+}
+
+/** Parses a recording's text; `file` names it in problems. */
+export function parseRecordingText(text: string, file: string): ReadRecording {
+  const json = parseJsonText(text, file);
+  if (!json.ok) return json;
+  const value = json.value;
   const parsed = Recording.safeParse(value);
   return parsed.success ? { ok: true, recording: parsed.data } : { ok: false, problems: issuesOf(parsed.error, text, file) };
 }
