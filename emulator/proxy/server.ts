@@ -24,7 +24,7 @@ import { createScrubber, type Scrubber } from "../recording/scrub.js";
 import { createRecordingWriter, recordingNameOf } from "../recording/store.js";
 import { DriftCollector, type DriftReport, junitOf, summaryOf } from "./drift-report.js";
 
-/** The proxy's own read-only endpoint: the drift report so far, as JSON. */
+/** The proxy's own read-only endpoint: the drift report so far (every answer already sent judged), as JSON. */
 export const REPORT_PATH = "/_proxy/report";
 /** Set on the proxy's own 502 when the upstream could not be reached (never on an upstream's answer). */
 export const PROXY_HEADER = "x-agent-bridge-proxy";
@@ -76,6 +76,8 @@ export function createValidatingProxy(options: ProxyOptions): ValidatingProxy {
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (req.method === "GET" && req.url === REPORT_PATH) {
+      // Every answer already sent is in it: their judging finishes first.
+      await Promise.all(pending);
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(collector.report()));
       return;
     }
