@@ -72,4 +72,5 @@ async function main(): Promise<void> {
 
 void main()
   .then(storeGrowth)
-  .then(() => benchSandboxes());
+  .then(() => benchSandboxes())
+  .then(async () => (await import("./proxy.js")).benchProxy());

@@ -151,6 +151,23 @@ export async function openReplay(options: ReplayOptions, nameOfSandbox: (res: Re
     return recordingNameOf(typeof header === "string" ? header : nameOfSandbox(res), DEFAULT_RECORDING);
   };
 
+  /** Each answer's body bytes, made once: a replay is a lookup and a write. */
+  const bodies = new WeakMap<Interaction, Buffer>();
+  const bodyOf = (interaction: Interaction): Buffer => {
+    let body = bodies.get(interaction);
+    if (!body) {
+      const { response } = interaction;
+      body =
+        response.body !== undefined
+          ? Buffer.from(JSON.stringify(response.body))
+          : response.body_text !== undefined
+            ? Buffer.from(response.body_text)
+            : Buffer.from(response.body_base64 ?? "", "base64");
+      bodies.set(interaction, body);
+    }
+    return body;
+  };
+
   const serve = (res: Response, name: string, index: number, interaction: Interaction): void => {
     const { response } = interaction;
     for (const [header, value] of Object.entries(response.headers)) res.setHeader(header, value);
@@ -181,9 +198,8 @@ export async function openReplay(options: ReplayOptions, nameOfSandbox: (res: Re
       sendFrom(0);
       return;
     }
-    if (response.body !== undefined) res.send(Buffer.from(JSON.stringify(response.body)));
-    else if (response.body_text !== undefined) res.send(Buffer.from(response.body_text));
-    else if (response.body_base64 !== undefined) res.send(Buffer.from(response.body_base64, "base64"));
+    const body = bodyOf(interaction);
+    if (body.length) res.end(body);
     else res.end();
   };
 
