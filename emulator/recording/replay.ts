@@ -19,6 +19,7 @@ import { Agent, request as undiciRequest } from "undici";
 import type { ModelScriptInput } from "../gateway/script/schema.js";
 import { type Exchange, interactionOf } from "./capture.js";
 import { DEFAULT_RECORDING, type Interaction, RECORDING_HEADER, type Recording, recordingFileName } from "./format.js";
+import { applyRuleEdit } from "./edit.js";
 import { closestRecorded, type IncomingRequest, recordedKey, requestKey } from "./match.js";
 import { readRecordingDir } from "./read.js";
 import { createScrubber } from "./scrub.js";
@@ -78,12 +79,17 @@ class ServedRecording {
   readonly #cursor = new Map<string, number>();
   /** Interaction indexes served at least once. */
   readonly #used = new Set<number>();
+  /** Message answers as their hand-edited model-script rules now say them, by interaction index. */
+  readonly #edited: Interaction[] = [];
 
   constructor(
     readonly recording: Recording,
     readonly file: string,
   ) {
-    for (const [i, interaction] of recording.interactions.entries()) this.#index(interaction, i);
+    for (const [i, interaction] of recording.interactions.entries()) {
+      this.#index(interaction, i);
+      this.#edited[i] = applyRuleEdit(interaction, recording);
+    }
   }
 
   #index(interaction: Interaction, i: number): void {
@@ -99,7 +105,7 @@ class ServedRecording {
     this.#cursor.set(key, n + 1);
     const index = list[Math.min(n, list.length - 1)]!;
     this.#used.add(index);
-    return { interaction: this.recording.interactions[index]!, index };
+    return { interaction: this.#edited[index] ?? this.recording.interactions[index]!, index };
   }
 
   /** A newly recorded interaction, counted as used (it answered the request that made it). */

@@ -15,6 +15,7 @@ import { REPLAY_HEADER } from "../../emulator/recording/replay.js";
 import { findKeyShaped } from "../../emulator/recording/scrub.js";
 import { createValidatingProxy } from "../../emulator/proxy/server.js";
 import { createServiceClient, type ResponseStreamEvent } from "../../shared/client/index.js";
+import { outputTextOf } from "../../shared/schemas/responses.js";
 import { type CliRun, runAgentBridge, startCli, stopCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/emulator.js";
 
@@ -130,6 +131,30 @@ describe("record, then replay with the upstream stopped", () => {
     expect(replayed.sdkStream.length).toBeGreaterThan(3);
     const usage = (await (await fetch(`${url}/_emulator/recordings`)).json()) as { recordings: { name: string; unused: number[] }[] };
     expect(usage.recordings).toEqual([expect.objectContaining({ name: "default", unused: [] }), expect.objectContaining({ name: "secrets", unused: [1] })]);
+  });
+
+  it("replays a model answer as its hand-edited rule says it, streamed and not", async () => {
+    const file = join(recordings, recordingFileName(DEFAULT_RECORDING));
+    const recording = JSON.parse(readFileSync(file, "utf8")) as { model_script: { rules: { answer: { text: string } }[] } };
+    recording.model_script.rules[0]!.answer.text = "Hand-edited answer.";
+    recording.model_script.rules[1]!.answer.text = "Hand-edited stream.";
+    writeFileSync(file, JSON.stringify(recording, null, 2));
+    const edited = await createEmulator({ replay: { dir: recordings, mode: "strict", pace: false } });
+    try {
+      const api = createServiceClient({ baseUrl: await edited.listen(0, "127.0.0.1"), apiKey: "unused in replay" });
+      const id = (recorded.instance as { id: string }).id;
+      const answer = await api.createResponse({ instance_id: id, body: { model: "m", input: "hello" } });
+      expect(outputTextOf(answer)).toBe("Hand-edited answer.");
+      const events: ResponseStreamEvent[] = [];
+      for await (const event of api.streamResponse({ instance_id: id, body: { model: "m", input: "leak" } })) events.push(event);
+      expect(events.flatMap((e) => (e.type === "response.output_text.delta" ? [e.delta] : [])).join("")).toBe("Hand-edited stream.");
+      const completed = events.at(-1);
+      expect(completed?.type === "response.completed" ? outputTextOf(completed.response) : undefined).toBe("Hand-edited stream.");
+      // The same number of events at the same pace: only the text changed.
+      expect(events.length).toBe(recorded.typedStream.length);
+    } finally {
+      await edited.close();
+    }
   });
 
   it("answers a request nobody recorded with a 404 naming the closest recorded one", async () => {
