@@ -67,6 +67,10 @@ export type { SandboxCreateOptions, SandboxesApi, SandboxHandle } from "./sandbo
 export type { RequestFilter, SandboxRequestEntry, UnmatchedEntry } from "./sandboxes/journal.js";
 export type { ClockMove, SandboxView } from "./sandboxes/sandboxes.js";
 export type { RecordingUsage, Replayer, ReplayMode, ReplayOptions } from "./recording/replay.js";
+// Record, replay and drift (docs/testing.md): the validating proxy and the contract checker it judges with.
+export { createValidatingProxy, type ProxyOptions, type ValidatingProxy } from "./proxy/server.js";
+export type { DriftReport } from "./proxy/drift-report.js";
+export { type ContractValidator, createContractValidator, type Drift, type DriftKind } from "../shared/contract/index.js";
 
 export interface EmulatorOptions {
   /** Keep state in memory only (default unless `dataDir` is given). */

@@ -222,7 +222,8 @@ export async function openReplay(options: ReplayOptions, nameOfSandbox: (res: Re
 
   /** Sends the request to the upstream; the whole answer, with a stream's event times. */
   const forward = async (req: Request): Promise<Exchange> => {
-    const raw = req.body !== undefined && req.is("application/json") ? Buffer.from(JSON.stringify(req.body)) : Buffer.alloc(0);
+    // A JSON body was parsed by the emulator; any other (a multipart upload) is still unread.
+    const raw = req.is("application/json") ? (req.body !== undefined ? Buffer.from(JSON.stringify(req.body)) : Buffer.alloc(0)) : await readRaw(req);
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(req.headers)) {
       if (typeof value === "string" && !["host", "connection", "content-length", "transfer-encoding", RECORDING_HEADER].includes(name)) headers[name] = value;
@@ -312,4 +313,11 @@ export async function openReplay(options: ReplayOptions, nameOfSandbox: (res: Re
       await dispatcher?.close().catch(() => {});
     },
   };
+}
+
+async function readRaw(req: Request): Promise<Buffer> {
+  if (req.readableEnded) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
 }
