@@ -16,7 +16,8 @@ import { performance } from "node:perf_hooks";
 import { createParser } from "eventsource-parser";
 import { Agent, request as undiciRequest } from "undici";
 import { type Clock, systemClock } from "../../shared/clock.js";
-import { type ContractValidator, createContractValidator, type Drift, mediaTypeOf } from "../../shared/contract/index.js";
+import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
+import { type ContractValidator, createContractValidator, type Drift, mediaTypeOf, parseEventStream } from "../../shared/contract/index.js";
 import { writeFileAtomic } from "../../shared/durable-files.js";
 import { type Exchange, interactionOf } from "../recording/capture.js";
 import { DEFAULT_RECORDING, RECORDING_HEADER } from "../recording/format.js";
@@ -134,8 +135,13 @@ export function createValidatingProxy(options: ProxyOptions): ValidatingProxy {
     res.writeHead(answer.statusCode, responseHeaders);
     const headersAt = performance.now();
     const streamed = mediaTypeOf(String(answer.headers["content-type"] ?? "")) === "text/event-stream";
+    // A compressed answer is relayed as it is and judged decompressed (a stream's events then lose their times).
+    const encoding = String(answer.headers["content-encoding"] ?? "identity").toLowerCase();
     const events: NonNullable<Exchange["events"]> = [];
-    const parser = streamed ? createParser({ onEvent: (m) => events.push({ at_ms: performance.now() - headersAt, event: m.event, data: m.data }) }) : undefined;
+    const parser =
+      streamed && encoding === "identity"
+        ? createParser({ onEvent: (m) => events.push({ at_ms: performance.now() - headersAt, event: m.event, data: m.data }) })
+        : undefined;
     const decoder = new TextDecoder();
     const chunks: Buffer[] = [];
     try {
@@ -150,14 +156,16 @@ export function createValidatingProxy(options: ProxyOptions): ValidatingProxy {
       res.destroy();
     }
     if (!res.destroyed) res.end();
+    const responseBody = decoded(Buffer.concat(chunks), encoding);
+    if (streamed && encoding !== "identity") events.push(...parseEventStream(responseBody.toString("utf8")).map((e) => ({ at_ms: 0, ...e })));
     return {
       method,
       url: req.url ?? "/",
       requestHeaders: req.headers,
       requestBody: body,
       status: answer.statusCode,
-      responseHeaders,
-      responseBody: Buffer.concat(chunks),
+      responseHeaders: encoding === "identity" ? responseHeaders : withoutEncoding(responseHeaders),
+      responseBody,
       ...(streamed ? { events } : {}),
       recordedAt: new Date(clock.now()).toISOString(),
       durationMs: performance.now() - started,
@@ -271,4 +279,22 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
+}
+
+/** The body as sent before compression; the bytes as they came when the encoding is unknown or broken. */
+function decoded(body: Buffer, encoding: string): Buffer {
+  try {
+    if (encoding === "gzip" || encoding === "x-gzip") return gunzipSync(body);
+    if (encoding === "deflate") return inflateSync(body);
+    if (encoding === "br") return brotliDecompressSync(body);
+  } catch {
+    // judged as it came: a body that is not what its encoding says is drift worth seeing
+  }
+  return body;
+}
+
+/** Headers of a decompressed copy: no `content-encoding`, no stale `content-length`. */
+function withoutEncoding(headers: Record<string, string | string[]>): Record<string, string | string[]> {
+  const { "content-encoding": _e, "content-length": _l, ...rest } = headers;
+  return rest;
 }

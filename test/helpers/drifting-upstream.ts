@@ -6,6 +6,7 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { gzipSync } from "node:zlib";
 
 export interface Drifts {
   /** On `GET /v1/instances/{id}` answered 200: `name` becomes `title`. */
@@ -16,6 +17,8 @@ export interface Drifts {
   dropErrorDetail?: boolean;
   /** A streamed answer gets an event of a type the contract does not know, before its last event. */
   unknownStreamEvent?: boolean;
+  /** Every answer is sent gzip-compressed (`content-encoding: gzip`), as many real services do. */
+  gzip?: boolean;
 }
 
 export interface DriftingUpstream {
@@ -50,9 +53,11 @@ export async function startDriftingUpstream(target: string, drifts: Drifts): Pro
       const last = text.lastIndexOf("event: ");
       text = `${text.slice(0, last)}event: response.reasoning.delta\ndata: {"type":"response.reasoning.delta","delta":"hm"}\n\n${text.slice(last)}`;
     }
-    const body = Buffer.from(text);
+    // An empty answer (a 204) has no body to compress.
+    const gzip = drifts.gzip === true && text !== "";
+    const body = gzip ? gzipSync(text) : Buffer.from(text);
     sent.push(body);
-    res.writeHead(status, { "content-type": type, "content-length": body.length });
+    res.writeHead(status, { "content-type": type, "content-length": body.length, ...(gzip ? { "content-encoding": "gzip" } : {}) });
     res.end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -7,6 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createValidatingProxy, PROXY_HEADER, type ValidatingProxy } from "../../emulator/proxy/server.js";
 import { DriftReport } from "../../emulator/proxy/drift-report.js";
@@ -119,6 +120,31 @@ describe("a drifted upstream", () => {
       expect(junit).toContain('<testcase classname="contract" name="GET /v1/subscription">');
       expect(junit).toContain("status: status: expected 200, 401, 403, got 202");
     } finally {
+      dir.remove();
+    }
+  });
+});
+
+describe("a compressing upstream", () => {
+  it("is relayed compressed, and judged and recorded decompressed", async () => {
+    const standIn = await startDriftingUpstream(upstream.url, { gzip: true });
+    const dir = tempDir();
+    try {
+      const proxy = createValidatingProxy({ upstream: standIn.url, recordDir: dir.path });
+      const url = await proxy.listen(0, "127.0.0.1");
+      const seen = await session(url);
+      // fetch decompresses, so what the client read is the stand-in's bytes decompressed.
+      expect(seen.map((s) => s.bytes)).toEqual(standIn.sent.map((b) => (b.length ? gunzipSync(b) : b)));
+      const report = await proxy.close();
+      expect(report.drifts).toEqual([]);
+      const recording = JSON.parse(readFileSync(join(dir.path, "default.recording.json"), "utf8")) as {
+        interactions: { response: { headers: Record<string, string>; body?: unknown; events?: unknown[] } }[];
+      };
+      expect(recording.interactions[3]!.response.body).toMatchObject({ name: "agent" });
+      expect(recording.interactions[3]!.response.headers["content-encoding"]).toBeUndefined();
+      expect(recording.interactions[9]!.response.events?.length).toBeGreaterThan(3);
+    } finally {
+      await standIn.close();
       dir.remove();
     }
   });
