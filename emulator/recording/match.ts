@@ -5,6 +5,7 @@
  * once they run out (a client polling a status). When nothing is equal, the
  * closest recorded request and what differs, for the strict mode's error.
  */
+import { REDACTED } from "../workspace/redact.js";
 import type { Interaction, RecordedRequest } from "./format.js";
 
 export interface IncomingRequest {
@@ -87,4 +88,41 @@ export function closestRecorded(interactions: readonly Interaction[], incoming: 
     if (!best || score < best.score) best = { index, request, differences, score };
   });
   return best && { index: best.index, request: best.request, differences: best.differences };
+}
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const patterns = new Map<string, RegExp>();
+
+/** A recorded string with `<redacted>` in it stands for any text there (the secret the test sends now). */
+function stringMatches(recorded: string, sent: string): boolean {
+  if (!recorded.includes(REDACTED)) return recorded === sent;
+  let re = patterns.get(recorded);
+  if (!re) {
+    re = new RegExp(`^${recorded.split(REDACTED).map(escape).join("[\\s\\S]+")}$`);
+    if (patterns.size > 1000) patterns.clear();
+    patterns.set(recorded, re);
+  }
+  return re.test(sent);
+}
+
+/** Whether a sent JSON value is what was recorded, a redacted place matching anything. */
+export function jsonMatches(recorded: unknown, sent: unknown): boolean {
+  if (typeof recorded === "string") return typeof sent === "string" && stringMatches(recorded, sent);
+  if (Array.isArray(recorded)) return Array.isArray(sent) && recorded.length === sent.length && recorded.every((r, i) => jsonMatches(r, sent[i]));
+  if (recorded && typeof recorded === "object") {
+    if (!sent || typeof sent !== "object" || Array.isArray(sent)) return false;
+    const a = Object.entries(recorded as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    const b = Object.entries(sent as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    return a.length === b.length && a.every(([k, v]) => Object.hasOwn(sent, k) && jsonMatches(v, (sent as Record<string, unknown>)[k]));
+  }
+  return recorded === sent;
+}
+
+/** Whether a request is one recorded with secrets redacted (method, path, query and body, redacted places matching anything). */
+export function matchesRedacted(request: RecordedRequest, incoming: IncomingRequest): boolean {
+  if (request.method !== incoming.method.toUpperCase() || !stringMatches(request.path, incoming.path)) return false;
+  if (!jsonMatches(request.query ?? {}, incoming.query)) return false;
+  return request.body_text !== undefined || request.body === undefined
+    ? incoming.body === undefined || request.body_text !== undefined
+    : jsonMatches(request.body, incoming.body);
 }

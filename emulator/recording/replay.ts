@@ -20,7 +20,8 @@ import type { ModelScriptInput } from "../gateway/script/schema.js";
 import { type Exchange, interactionOf } from "./capture.js";
 import { DEFAULT_RECORDING, type Interaction, RECORDING_HEADER, type Recording, recordingFileName } from "./format.js";
 import { applyRuleEdit } from "./edit.js";
-import { closestRecorded, type IncomingRequest, recordedKey, requestKey } from "./match.js";
+import { closestRecorded, type IncomingRequest, matchesRedacted, recordedKey, requestKey } from "./match.js";
+import { REDACTED } from "../workspace/redact.js";
 import { readRecordingDir } from "./read.js";
 import { createScrubber } from "./scrub.js";
 import { createRecordingWriter, recordingNameOf } from "./store.js";
@@ -81,6 +82,8 @@ class ServedRecording {
   readonly #used = new Set<number>();
   /** Message answers as their hand-edited model-script rules now say them, by interaction index. */
   readonly #edited: Interaction[] = [];
+  /** Whether any recorded request had a secret redacted (only then is the slower redacted match tried). */
+  #redacted = false;
 
   constructor(
     readonly recording: Recording,
@@ -93,12 +96,18 @@ class ServedRecording {
   }
 
   #index(interaction: Interaction, i: number): void {
+    if (JSON.stringify(interaction.request).includes(REDACTED)) this.#redacted = true;
     const key = recordedKey(interaction.request);
     this.#byKey.set(key, [...(this.#byKey.get(key) ?? []), i]);
   }
 
-  /** The interaction answering this request next, if any was recorded. */
-  take(key: string): { interaction: Interaction; index: number } | undefined {
+  /** The interaction answering this request next, if any was recorded: equal, else equal but for redacted secrets. */
+  take(incoming: IncomingRequest): { interaction: Interaction; index: number } | undefined {
+    let key = requestKey(incoming);
+    if (!this.#byKey.has(key) && this.#redacted) {
+      const found = this.recording.interactions.find((i) => matchesRedacted(i.request, incoming));
+      if (found) key = recordedKey(found.request);
+    }
     const list = this.#byKey.get(key);
     if (!list) return undefined;
     const n = this.#cursor.get(key) ?? 0;
@@ -295,7 +304,7 @@ export async function openReplay(options: ReplayOptions, nameOfSandbox: (res: Re
       if (!path.startsWith("/v1/") || path === "/v1/openapi.json") return next();
       const name = nameOf(req, res);
       const incoming = incomingOf(req);
-      const hit = recordings.get(name)?.take(requestKey(incoming));
+      const hit = recordings.get(name)?.take(incoming);
       if (hit) return serve(res, name, hit.index, hit.interaction);
       if (mode === "strict") return miss(res, name, incoming);
       if (mode === "passthrough" && !options.upstream) return next();

@@ -119,6 +119,47 @@ describe("modes", () => {
     }
   });
 
+  it("matches a request whose secrets were redacted in the recording, whatever secret is sent now", async () => {
+    const own = tempDir();
+    try {
+      writeFileSync(
+        join(own.path, recordingFileName("keys")),
+        recordingText({
+          ...emptyRecording("keys"),
+          interactions: [
+            {
+              request: {
+                method: "PATCH",
+                path: "/v1/organization",
+                headers: { "content-type": "application/json" },
+                body: { name: "team <redacted>", model_api_keys: { openai: "<redacted>" } },
+              },
+              response: { status: 200, headers: { "content-type": "application/json" }, body: ORG },
+            },
+          ],
+        }),
+      );
+      const replayer = await createEmulator({ replay: { dir: own.path, mode: "strict" } });
+      try {
+        const base = await replayer.listen(0, "127.0.0.1");
+        const send = (body: unknown) =>
+          fetch(`${base}/v1/organization`, {
+            method: "PATCH",
+            headers: { "content-type": "application/json", [RECORDING_HEADER]: "keys" },
+            body: JSON.stringify(body),
+          });
+        const hit = await send({ model_api_keys: { openai: "sk-proj-Another9Key8That7Is6Real5Looking" }, name: "team hunter-22" });
+        expect(hit.headers.get(REPLAY_HEADER)).toBe("keys#1");
+        const miss = await send({ model_api_keys: { openai: "x", anthropic: "y" }, name: "team a" });
+        expect(miss.status).toBe(404);
+      } finally {
+        await replayer.close();
+      }
+    } finally {
+      own.remove();
+    }
+  });
+
   it("refuses to start on a hand-broken recording, naming file and line", async () => {
     const broken = tempDir();
     try {
