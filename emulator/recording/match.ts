@@ -90,7 +90,7 @@ export function closestRecorded(interactions: readonly Interaction[], incoming: 
   return best && { index: best.index, request: best.request, differences: best.differences };
 }
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const patterns = new Map<string, RegExp>();
 
 /** A recorded string with `<redacted>` in it stands for any text there (the secret the test sends now). */
@@ -98,7 +98,7 @@ function stringMatches(recorded: string, sent: string): boolean {
   if (!recorded.includes(REDACTED)) return recorded === sent;
   let re = patterns.get(recorded);
   if (!re) {
-    re = new RegExp(`^${recorded.split(REDACTED).map(escape).join("[\\s\\S]+")}$`);
+    re = new RegExp(`^${recorded.split(REDACTED).map(escapeRegex).join("[\\s\\S]+")}$`);
     if (patterns.size > 1000) patterns.clear();
     patterns.set(recorded, re);
   }
