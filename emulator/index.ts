@@ -53,7 +53,7 @@ import { sandboxesApi, type SandboxesApi } from "./sandboxes/handle.js";
 import { createSandboxService } from "./sandboxes/sandboxes.js";
 import { sandboxHandlers } from "./routes/sandboxes.js";
 import { openReplay, type Replayer, type ReplayOptions } from "./recording/replay.js";
-import { mountRecordings } from "./recording/routes.js";
+import { recordingHandlers } from "./recording/routes.js";
 
 export const EMULATOR_VERSION = "0.1.0";
 
@@ -264,7 +264,6 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   });
 
   if (replay) app.use(replay.handle);
-  mountRecordings(app, env, replay);
   mountOpenApi(app, env, () => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined));
   mountBillingPage(app, env);
   mountEvents(app, env, events);
@@ -284,6 +283,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     ...consoleHandlers(env, requests),
     ...sandboxHandlers(env, sandboxes),
     ...modelScriptHandlers(env, scripts),
+    ...recordingHandlers(replay),
   };
   mountRoutes(app, env, handlers, { validateResponses: options.validateResponses });
   app.use((_req: Request, res: Response) => {

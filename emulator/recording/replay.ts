@@ -16,6 +16,7 @@ import type { NextFunction, Request, Response } from "express";
 import { performance } from "node:perf_hooks";
 import { createParser } from "eventsource-parser";
 import { Agent, request as undiciRequest } from "undici";
+import type { RecordingUsage } from "../../shared/schemas/recordings.js";
 import type { ModelScriptInput } from "../gateway/script/schema.js";
 import { type Exchange, interactionOf } from "./capture.js";
 import { DEFAULT_RECORDING, type Interaction, RECORDING_HEADER, type Recording, recordingFileName } from "./format.js";
@@ -45,16 +46,7 @@ export interface ReplayOptions {
   secrets?: readonly string[];
 }
 
-/** How much of each recording was used. */
-export interface RecordingUsage {
-  name: string;
-  file: string;
-  interactions: number;
-  /** Interactions served at least once. */
-  used: number;
-  /** 1-based numbers of the interactions never served. */
-  unused: number[];
-}
+export type { RecordingUsage };
 
 export interface Replayer {
   readonly mode: ReplayMode;
