@@ -6,7 +6,7 @@
  * the recordings (and recorded requests) no test used.
  */
 import { RECORDING_HEADER, RecordingName } from "../emulator/recording/format.js";
-import type { RecordingUsage } from "../emulator/recording/replay.js";
+import { type RecordingUsage, RecordingsView } from "../shared/schemas/recordings.js";
 import type { RemoteSandbox } from "./remote-sandbox.js";
 import { type SandboxPerTestOptions, sandboxPerTest } from "./sandbox-per-test.js";
 
@@ -36,8 +36,7 @@ export function recordingPerTest(
 export async function recordingUsage(url: string, adminToken?: string): Promise<RecordingUsage[]> {
   const res = await fetch(`${url.replace(/\/+$/, "")}/_emulator/recordings`, { headers: adminToken ? { authorization: `Bearer ${adminToken}` } : {} });
   if (!res.ok) throw new Error(`recordings usage answered ${res.status}`);
-  const body = (await res.json()) as { recordings?: RecordingUsage[] };
-  return body.recordings ?? [];
+  return RecordingsView.parse(await res.json()).recordings;
 }
 
 /** A few lines naming each recording no test used, and recorded requests never replayed; empty when all were used. */
