@@ -16,6 +16,7 @@ import type { NextFunction, Request, Response } from "express";
 import { performance } from "node:perf_hooks";
 import { createParser } from "eventsource-parser";
 import { Agent, request as undiciRequest } from "undici";
+import { type OperationId, routes } from "../../shared/api.js";
 import type { RecordingUsage } from "../../shared/schemas/recordings.js";
 import type { ModelScriptInput } from "../gateway/script/schema.js";
 import { type Exchange, interactionOf } from "./capture.js";
@@ -57,6 +58,18 @@ export interface Replayer {
   modelScript(): ModelScriptInput | undefined;
   close(): Promise<void>;
 }
+
+/** Each `/v1` route as a pattern, so a replayed request is journaled under its operation like any other. */
+const OPERATIONS = (Object.entries(routes) as [OperationId, (typeof routes)[OperationId]][])
+  .filter(([, spec]) => spec.path.startsWith("/v1/"))
+  .map(([id, spec]) => ({
+    id,
+    method: spec.method,
+    names: [...spec.path.matchAll(/\{([a-z_]+)\}/g)].length,
+    re: new RegExp(`^${spec.path.replace(/\{[a-z_]+\}/g, "[^/]+")}$`),
+  }))
+  .sort((a, b) => a.names - b.names);
+const operationOf = (method: string, path: string): OperationId | undefined => OPERATIONS.find((o) => o.method === method && o.re.test(path))?.id;
 
 /** The default mode: CI replays strictly, so a missing recording fails the build instead of calling out. */
 export function defaultReplayMode(upstream: string | undefined, env: NodeJS.ProcessEnv = process.env): ReplayMode {
@@ -297,7 +310,13 @@ export async function openReplay(options: ReplayOptions, nameOfSandbox: (res: Re
       const name = nameOf(req, res);
       const incoming = incomingOf(req);
       const hit = recordings.get(name)?.take(incoming);
-      if (hit) return serve(res, name, hit.index, hit.interaction);
+      if (hit) {
+        const operation = operationOf(req.method, path);
+        if (operation) res.locals.route = operation;
+        const instance = /^\/v1\/instances\/([^/]+)/.exec(path)?.[1];
+        if (instance !== undefined) res.locals.instanceId = instance;
+        return serve(res, name, hit.index, hit.interaction);
+      }
       if (mode === "strict") return miss(res, name, incoming);
       if (mode === "passthrough" && !options.upstream) return next();
       fetchAndMaybeRecord(req, res, name).catch(next);

@@ -48,6 +48,8 @@ describe("useRecording", () => {
     expect(res.headers.get(REPLAY_HEADER)).toBe("checkout#1");
     expect(await res.json()).toEqual(ORG);
     expect(recording.headers).toEqual({ [RECORDING_HEADER]: "checkout" });
+    // Journaled under its operation, as the sandbox matchers read it.
+    expect(await recording().count({ route: "getOrganization", status: 200 })).toBe(1);
   });
 
   it("reports what no test used", async () => {
