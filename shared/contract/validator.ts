@@ -72,6 +72,8 @@ export interface ResponseTextInput {
 }
 
 export interface ContractValidator {
+  /** The OpenAPI document it judges by (walk `paths` for every operation). */
+  readonly document: Schema;
   /** The route a concrete request path falls on; undefined when the contract has no such method and path. */
   matchRoute(method: string, path: string): RouteMatch | undefined;
   /** A request's body and query against the route's request schemas. Drifts carry `side: "request"`. */
@@ -366,7 +368,7 @@ export function createContractValidator(options: ContractValidatorOptions = {}):
     return tag(label, out);
   };
 
-  return { matchRoute, checkRequest, checkResponse, checkStream, checkResponseText };
+  return { document, matchRoute, checkRequest, checkResponse, checkStream, checkResponseText };
 }
 
 const decodePointer = (part: string): string => decodeURIComponent(part).replace(/~1/g, "/").replace(/~0/g, "~");
