@@ -5,6 +5,7 @@
  * summary and exits 0, or 1 with `--fail-on-drift` when anything drifted.
  * Arguments are parsed by bin/program.ts.
  */
+import { RecordingError } from "../recording/read.js";
 import { createValidatingProxy, summaryOf, type ValidatingProxy } from "./server.js";
 
 export interface ProxyCommandOptions {
@@ -37,7 +38,8 @@ export async function runProxyCommand(opts: ProxyCommandOptions): Promise<number
     });
     url = await proxy.listen(opts.port, opts.host);
   } catch (error) {
-    process.stderr.write(`proxy: cannot listen on ${opts.host}:${opts.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
+    if (error instanceof RecordingError) process.stderr.write(`proxy: a recording in ${opts.record} cannot be read:\n${error.message}\n`);
+    else process.stderr.write(`proxy: cannot listen on ${opts.host}:${opts.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
     return 1;
   }
   process.stdout.write(

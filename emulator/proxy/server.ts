@@ -22,6 +22,7 @@ import { writeFileAtomic } from "../../shared/durable-files.js";
 import { type Exchange, interactionOf } from "../recording/capture.js";
 import { DEFAULT_RECORDING, RECORDING_HEADER } from "../recording/format.js";
 import { createScrubber, type Scrubber } from "../recording/scrub.js";
+import { readRecordingDir } from "../recording/read.js";
 import { createRecordingWriter, recordingNameOf } from "../recording/store.js";
 import { DriftCollector, type DriftReport, junitOf, summaryOf } from "./drift-report.js";
 
@@ -185,6 +186,8 @@ export function createValidatingProxy(options: ProxyOptions): ValidatingProxy {
 
   return {
     async listen(port = 0, host = "127.0.0.1") {
+      // A recording broken by hand is refused before anything is appended to it (a RecordingError names file and line).
+      if (options.recordDir) await readRecordingDir(options.recordDir);
       server = createServer((req, res) => {
         handle(req, res).catch((error: unknown) => {
           if (!res.headersSent)

@@ -94,7 +94,7 @@ describe("agent-bridge recordings", () => {
     expect(run.stderr()).not.toContain(KEY.slice(8));
   });
 
-  it("emulator --replay refuses a broken recording, naming file and line", async () => {
+  it("emulator --replay and proxy --record refuse a broken recording, naming file and line", async () => {
     const recordings = join(dir.path, "broken");
     await import("node:fs/promises").then((fs) => fs.mkdir(recordings, { recursive: true }));
     const text = recordingText({ ...emptyRecording("x"), interactions: [] }).replace('"version": 1', '"version": 7');
@@ -102,6 +102,11 @@ describe("agent-bridge recordings", () => {
     const run = runCli(["--port", "0", "--in-memory", "--replay", recordings]);
     expect(await run.exited).toBe(1);
     expect(run.stderr()).toContain(`${join(recordings, "x.recording.json")}:3: $.version: Invalid input: expected 1`);
+    // The proxy will not append to it either, and leaves it as it was.
+    const proxy = runAgentBridge(["proxy", "--upstream", standIn.url, "--port", "0", "--record", recordings]);
+    expect(await proxy.exited).toBe(1);
+    expect(proxy.stderr()).toContain(`${join(recordings, "x.recording.json")}:3: $.version`);
+    expect(readFileSync(join(recordings, "x.recording.json"), "utf8")).toBe(text);
   });
 
   it("export-har and import-har round-trip a recording", async () => {
