@@ -27,8 +27,13 @@ export interface Exchange {
 
 /** Request headers that change an answer and carry nothing secret. */
 const REQUEST_HEADERS = new Set(["content-type", "accept"]);
-/** Answer headers a replay has no use for, or must compute itself. */
+/** Answer headers a replay has no use for, must compute itself, or that change on every call (noise in a diff). */
 const DROPPED_RESPONSE_HEADERS = new Set([
+  "x-request-id",
+  "request-id",
+  "server-timing",
+  "x-envoy-upstream-service-time",
+  "cf-ray",
   "authorization",
   "cookie",
   "set-cookie",
