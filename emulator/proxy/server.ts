@@ -12,18 +12,16 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { performance } from "node:perf_hooks";
-import { createParser } from "eventsource-parser";
-import { Agent, request as undiciRequest } from "undici";
+import { Agent } from "undici";
 import { type Clock, systemClock } from "../../shared/clock.js";
-import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
-import { type ContractValidator, createContractValidator, type Drift, mediaTypeOf, parseEventStream } from "../../shared/contract/index.js";
+import { type ContractValidator, createContractValidator, type Drift } from "../../shared/contract/index.js";
 import { writeFileAtomic } from "../../shared/durable-files.js";
 import { type Exchange, interactionOf } from "../recording/capture.js";
 import { DEFAULT_RECORDING, RECORDING_HEADER } from "../recording/format.js";
 import { createScrubber, type Scrubber } from "../recording/scrub.js";
 import { readRecordingDir } from "../recording/read.js";
 import { createRecordingWriter, recordingNameOf } from "../recording/store.js";
+import { callUpstream, failureCode } from "../recording/upstream.js";
 import { DriftCollector, type DriftReport, junitOf, summaryOf } from "./drift-report.js";
 
 /** The proxy's own read-only endpoint: the drift report so far (every answer already sent judged), as JSON. */
@@ -58,9 +56,6 @@ export interface ValidatingProxy {
   close(): Promise<DriftReport>;
 }
 
-/** Hop-by-hop headers (RFC 9110 7.6.1) and what the proxy sets itself: never forwarded. */
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization", "host"]);
-
 export function createValidatingProxy(options: ProxyOptions): ValidatingProxy {
   const upstream = new URL(options.upstream);
   const base = options.upstream.replace(/\/+$/, "");
@@ -94,8 +89,7 @@ export function createValidatingProxy(options: ProxyOptions): ValidatingProxy {
     res.on("close", () => {
       if (!res.writableFinished) abort.abort();
     });
-    const started = performance.now();
-    const seen = await forward(req, body, res, abort.signal, started);
+    const seen = await forward(req, body, res, abort.signal);
     if (!seen) return;
     const work = judgeAndRecord(seen).catch((error: unknown) => {
       process.emitWarning(`proxy: could not record or judge ${seen.method} ${seen.url}: ${(error as Error).message}`);
@@ -105,72 +99,40 @@ export function createValidatingProxy(options: ProxyOptions): ValidatingProxy {
   };
 
   /** Sends the request upstream and relays the answer as it comes; the copy of both, or undefined when the upstream did not answer. */
-  const forward = async (req: IncomingMessage, body: Buffer, res: ServerResponse, signal: AbortSignal, started: number): Promise<Exchange | undefined> => {
+  const forward = async (req: IncomingMessage, body: Buffer, res: ServerResponse, signal: AbortSignal): Promise<Exchange | undefined> => {
     const method = req.method ?? "GET";
-    const headers: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (value !== undefined && !HOP_BY_HOP.has(name) && name !== RECORDING_HEADER) headers[name] = value;
-    }
-    let answer: Awaited<ReturnType<typeof undiciRequest>>;
     try {
-      answer = await undiciRequest(base + (req.url ?? "/"), {
-        method: method as "GET",
-        headers,
-        body: body.length ? body : null,
+      const { exchange, broken } = await callUpstream({
+        base,
+        method,
+        url: req.url ?? "/",
+        headers: req.headers,
+        body,
         dispatcher,
         signal,
+        now: () => clock.now(),
+        onHead: (status, headers) => void res.writeHead(status, headers),
+        onChunk: (chunk) => (res.write(chunk) ? undefined : new Promise<void>((resolve) => res.once("drain", resolve).once("close", resolve))),
       });
+      // The upstream broke the answer off: the client sees it broken off too, and what came is still judged.
+      if (broken) res.destroy();
+      else res.end();
+      return exchange;
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code ?? (error as Error).name;
+      if (res.headersSent) {
+        res.destroy();
+        return undefined;
+      }
+      const code = failureCode(error);
       const route = validator.matchRoute(method, pathOf(req.url))?.route ?? `${method} ${pathOf(req.url)}`;
       collector.unreachable(route, code);
-      if (!res.headersSent && !signal.aborted) {
+      if (!signal.aborted) {
         res
           .writeHead(502, { "content-type": "application/json", [PROXY_HEADER]: "upstream-unreachable" })
           .end(JSON.stringify({ detail: `Proxy: the upstream ${upstream.origin} could not be reached (${code}).` }));
       }
       return undefined;
     }
-    const responseHeaders: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) responseHeaders[name] = value;
-    res.writeHead(answer.statusCode, responseHeaders);
-    const headersAt = performance.now();
-    const streamed = mediaTypeOf(String(answer.headers["content-type"] ?? "")) === "text/event-stream";
-    // A compressed answer is relayed as it is and judged decompressed (a stream's events then lose their times).
-    const encoding = String(answer.headers["content-encoding"] ?? "identity").toLowerCase();
-    const events: NonNullable<Exchange["events"]> = [];
-    const parser =
-      streamed && encoding === "identity"
-        ? createParser({ onEvent: (m) => events.push({ at_ms: performance.now() - headersAt, event: m.event, data: m.data }) })
-        : undefined;
-    const decoder = new TextDecoder();
-    const chunks: Buffer[] = [];
-    try {
-      for await (const chunk of answer.body) {
-        const bytes = chunk as Buffer;
-        chunks.push(bytes);
-        parser?.feed(decoder.decode(bytes, { stream: true }));
-        if (!res.write(bytes)) await new Promise<void>((resolve) => res.once("drain", resolve).once("close", resolve));
-      }
-    } catch {
-      // The upstream broke the answer off: the client sees it broken off too, and what came is still judged.
-      res.destroy();
-    }
-    if (!res.destroyed) res.end();
-    const responseBody = decoded(Buffer.concat(chunks), encoding);
-    if (streamed && encoding !== "identity") events.push(...parseEventStream(responseBody.toString("utf8")).map((e) => ({ at_ms: 0, ...e })));
-    return {
-      method,
-      url: req.url ?? "/",
-      requestHeaders: req.headers,
-      requestBody: body,
-      status: answer.statusCode,
-      responseHeaders: encoding === "identity" ? responseHeaders : withoutEncoding(responseHeaders),
-      responseBody,
-      ...(streamed ? { events } : {}),
-      recordedAt: new Date(clock.now()).toISOString(),
-      durationMs: performance.now() - started,
-    };
   };
 
   const judgeAndRecord = async (seen: Exchange): Promise<void> => {
@@ -282,22 +244,4 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
-}
-
-/** The body as sent before compression; the bytes as they came when the encoding is unknown or broken. */
-function decoded(body: Buffer, encoding: string): Buffer {
-  try {
-    if (encoding === "gzip" || encoding === "x-gzip") return gunzipSync(body);
-    if (encoding === "deflate") return inflateSync(body);
-    if (encoding === "br") return brotliDecompressSync(body);
-  } catch {
-    // judged as it came: a body that is not what its encoding says is drift worth seeing
-  }
-  return body;
-}
-
-/** Headers of a decompressed copy: no `content-encoding`, no stale `content-length`. */
-function withoutEncoding(headers: Record<string, string | string[]>): Record<string, string | string[]> {
-  const { "content-encoding": _e, "content-length": _l, ...rest } = headers;
-  return rest;
 }

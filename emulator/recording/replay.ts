@@ -14,8 +14,7 @@
  */
 import type { NextFunction, Request, Response } from "express";
 import { performance } from "node:perf_hooks";
-import { createParser } from "eventsource-parser";
-import { Agent, request as undiciRequest } from "undici";
+import { Agent } from "undici";
 import { type OperationId, routes } from "../../shared/api.js";
 import type { RecordingUsage } from "../../shared/schemas/recordings.js";
 import type { ModelScriptInput } from "../gateway/script/schema.js";
@@ -27,6 +26,7 @@ import { REDACTED } from "../workspace/redact.js";
 import { readRecordingDir } from "./read.js";
 import { createScrubber } from "./scrub.js";
 import { createRecordingWriter, recordingNameOf } from "./store.js";
+import { callUpstream, failureCode } from "./upstream.js";
 import { join } from "node:path";
 
 export const REPLAY_MODES = ["strict", "record-if-missing", "passthrough"] as const;
@@ -237,42 +237,19 @@ export async function openReplay(options: ReplayOptions, nameOfSandbox: (res: Re
   /** Sends the request to the upstream; the whole answer, with a stream's event times. */
   const forward = async (req: Request): Promise<Exchange> => {
     // A JSON body was parsed by the emulator; any other (a multipart upload) is still unread.
-    const raw = req.is("application/json") ? (req.body !== undefined ? Buffer.from(JSON.stringify(req.body)) : Buffer.alloc(0)) : await readRaw(req);
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (typeof value === "string" && !["host", "connection", "content-length", "transfer-encoding", RECORDING_HEADER].includes(name)) headers[name] = value;
-    }
-    const started = performance.now();
-    const answer = await undiciRequest(options.upstream!.replace(/\/+$/, "") + req.originalUrl, {
-      method: req.method as "GET",
-      headers,
-      body: raw.length ? raw : null,
-      dispatcher: dispatcher!,
-    });
-    const headersAt = performance.now();
-    const streamed = String(answer.headers["content-type"] ?? "").startsWith("text/event-stream");
-    const events: NonNullable<Exchange["events"]> = [];
-    const parser = streamed ? createParser({ onEvent: (m) => events.push({ at_ms: performance.now() - headersAt, event: m.event, data: m.data }) }) : undefined;
-    const decoder = new TextDecoder();
-    const chunks: Buffer[] = [];
-    for await (const chunk of answer.body) {
-      chunks.push(chunk as Buffer);
-      parser?.feed(decoder.decode(chunk as Buffer, { stream: true }));
-    }
-    const responseHeaders: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined) responseHeaders[name] = value;
-    return {
+    const body = req.is("application/json") ? (req.body !== undefined ? Buffer.from(JSON.stringify(req.body)) : Buffer.alloc(0)) : await readRaw(req);
+    // The body may have been re-serialized: undici states its length.
+    const { "content-length": _length, ...headers } = req.headers;
+    const { exchange } = await callUpstream({
+      base: options.upstream!,
       method: req.method,
       url: req.originalUrl,
-      requestHeaders: req.headers,
-      requestBody: raw,
-      status: answer.statusCode,
-      responseHeaders,
-      responseBody: Buffer.concat(chunks),
-      ...(streamed ? { events } : {}),
-      recordedAt: new Date().toISOString(),
-      durationMs: performance.now() - started,
-    };
+      headers,
+      body,
+      dispatcher: dispatcher!,
+      now: Date.now,
+    });
+    return exchange;
   };
 
   /** Forwards, answers with what came and, in record-if-missing, appends it. */
@@ -281,7 +258,7 @@ export async function openReplay(options: ReplayOptions, nameOfSandbox: (res: Re
     try {
       exchange = await forward(req);
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code ?? (error as Error).name;
+      const code = failureCode(error);
       res.setHeader(REPLAY_HEADER, "upstream-unreachable");
       res.status(502).json({ detail: `Replay: the upstream ${new URL(options.upstream!).origin} could not be reached (${code}).` });
       return;
@@ -296,9 +273,8 @@ export async function openReplay(options: ReplayOptions, nameOfSandbox: (res: Re
       }
       served.add(interaction);
     }
-    for (const [header, value] of Object.entries(exchange.responseHeaders)) {
-      if (value !== undefined && !["connection", "keep-alive", "transfer-encoding", "content-length"].includes(header)) res.setHeader(header, value);
-    }
+    for (const [header, value] of Object.entries(exchange.responseHeaders))
+      if (value !== undefined && header !== "content-length") res.setHeader(header, value);
     res.status(exchange.status).send(exchange.responseBody);
   };
 

@@ -104,6 +104,13 @@ describe("modes", () => {
         const written = JSON.parse(readFileSync(file, "utf8")) as { upstream: string; interactions: { request: { path: string } }[] };
         expect(written.upstream).toBe(upstreamUrl);
         expect(written.interactions.map((i) => i.request.path)).toEqual(["/v1/organization"]);
+        // A body goes upstream as the client sent it.
+        const renamed = await fetch(`${base}/v1/organization`, {
+          method: "PATCH",
+          headers: { ...headers, "content-type": "application/json" },
+          body: '{"name":"renamed org"}',
+        });
+        expect(((await renamed.json()) as { name: string }).name).toBe("renamed org");
         expect(readFileSync(file, "utf8")).not.toContain(org.apiKey);
         await upstream.close();
         const again = await fetch(`${base}/v1/organization`, { headers });
