@@ -15,6 +15,7 @@
 import type { NextFunction, Request, Response } from "express";
 import { performance } from "node:perf_hooks";
 import { Agent } from "undici";
+import { BoundedMap } from "../../shared/util/bounded-map.js";
 import { type OperationId, routes } from "../../shared/api.js";
 import type { RecordingUsage } from "../../shared/schemas/recordings.js";
 import type { ModelScriptInput } from "../gateway/script/schema.js";
@@ -155,6 +156,8 @@ export async function openReplay(options: ReplayOptions, nameOfSandbox: (res: Re
   /** Streams being paced, so close() can end them. */
   const timers = new Set<NodeJS.Timeout>();
 
+  /** Paths as scrubbed, by path: a suite asks the same few paths again and again. */
+  const scrubbedPaths = new BoundedMap<string, string>(1000);
   const incomingOf = (req: Request): IncomingRequest => {
     const url = new URL(req.originalUrl, "http://replay");
     const query: Record<string, string | string[]> = {};
@@ -162,8 +165,13 @@ export async function openReplay(options: ReplayOptions, nameOfSandbox: (res: Re
       const values = url.searchParams.getAll(key).map(scrub.text);
       query[key] = values.length === 1 ? values[0]! : values;
     }
-    const json = req.is("application/json") && req.body !== undefined && !Buffer.isBuffer(req.body);
-    return { method: req.method, path: scrub.text(url.pathname), query, body: json ? scrub.json(req.body) : undefined };
+    let path = scrubbedPaths.get(url.pathname);
+    if (path === undefined) {
+      path = scrub.text(url.pathname);
+      scrubbedPaths.set(url.pathname, path);
+    }
+    const json = req.body !== undefined && !Buffer.isBuffer(req.body) && req.is("application/json");
+    return { method: req.method, path, query, body: json ? scrub.json(req.body) : undefined };
   };
 
   const nameOf = (req: Request, res: Response): string => {
