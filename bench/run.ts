@@ -19,7 +19,7 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 /** Rounds of the GET comparison: the machine is shared, so the ratio is taken per round and the median reported. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** Which parts run (comma-separated); default all: http, streaming, daemon, first, store, sandboxes. */
-const PARTS = new Set((process.env.BENCH_PARTS ?? "http,streaming,daemon,first,store,sandboxes").split(","));
+const PARTS = new Set((process.env.BENCH_PARTS ?? "http,streaming,daemon,first,store,sandboxes,proxy").split(","));
 const agent = new Agent({ keepAliveTimeout: 30_000, connections: CONCURRENCY });
 
 async function measure(name: string, call: () => Promise<void>): Promise<LoadResult & { cpuUs: number }> {
@@ -165,6 +165,7 @@ async function main(): Promise<void> {
   if (PARTS.has("first")) await (await import("./first-connections.js")).benchFirstConnections();
   if (PARTS.has("store")) await storeGrowth();
   if (PARTS.has("sandboxes")) await benchSandboxes();
+  if (PARTS.has("proxy")) await (await import("./proxy.js")).benchProxy();
 }
 
 await main();

@@ -57,6 +57,8 @@ import { sandboxOfInstance } from "./sandboxes/membership.js";
 import { sandboxesApi, type SandboxesApi } from "./sandboxes/handle.js";
 import { createSandboxService } from "./sandboxes/sandboxes.js";
 import { sandboxHandlers } from "./routes/sandboxes.js";
+import { openReplay, type Replayer, type ReplayOptions } from "./recording/replay.js";
+import { recordingHandlers } from "./recording/routes.js";
 
 export const EMULATOR_VERSION = "0.1.0";
 
@@ -69,6 +71,11 @@ export type { LoadedFixture } from "../shared/schemas/sandboxes.js";
 export type { SandboxCreateOptions, SandboxesApi, SandboxHandle } from "./sandboxes/handle.js";
 export type { RequestFilter, SandboxRequestEntry, UnmatchedEntry } from "./sandboxes/journal.js";
 export type { ClockMove, SandboxView } from "./sandboxes/sandboxes.js";
+export type { RecordingUsage, Replayer, ReplayMode, ReplayOptions } from "./recording/replay.js";
+// Record, replay and drift (docs/testing.md): the validating proxy and the contract checker it judges with.
+export { createValidatingProxy, type ProxyOptions, type ValidatingProxy } from "./proxy/server.js";
+export type { DriftReport } from "./proxy/drift-report.js";
+export { type ContractValidator, createContractValidator, type Drift, type DriftKind } from "../shared/contract/index.js";
 
 export interface EmulatorOptions {
   /** Keep state in memory only (default unless `dataDir` is given). */
@@ -119,6 +126,12 @@ export interface EmulatorOptions {
    * lines on stderr.
    */
   logger?: EmulatorLogger;
+  /**
+   * Answer `/v1` requests from recordings (docs/testing.md, "Record, replay and drift"): the
+   * directory, the mode (`strict`, `record-if-missing`, `passthrough`; `strict` under `CI=true`)
+   * and the upstream to record from. A recording that cannot be read throws, naming file and line.
+   */
+  replay?: ReplayOptions;
 }
 
 export interface Emulator {
@@ -136,6 +149,8 @@ export interface Emulator {
    * its journal, its clock and its fault rules (docs/emulator.md, "Sandboxes").
    */
   sandboxes: SandboxesApi;
+  /** The replay of recordings, when `replay` was given: its mode and how much of each recording was used. */
+  replay?: Replayer;
   /** Starts the API on `port` (0 = any free port); resolves its base URL. */
   listen(port?: number, host?: string): Promise<string>;
   readonly url: string;
@@ -146,7 +161,15 @@ export interface Emulator {
 export async function createEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const baseClock = options.clock ?? systemClock;
   // First: a refused script must not leave a store open (and its data directory locked).
-  const scripts = await openScripts(options.modelScript);
+  // A request of a sandbox replays the recording named like the sandbox (unless it names one itself).
+  const replay = options.replay
+    ? await openReplay(options.replay, (res) => {
+        const id = res.locals.sandboxId as string | undefined;
+        return id !== undefined && Object.hasOwn(store.data.sandboxes, id) ? store.data.sandboxes[id]!.name : undefined;
+      })
+    : undefined;
+  // Without a script of its own, the emulator's model answers from the recordings' rules (what a passthrough replay falls back on).
+  const scripts = await openScripts(options.modelScript ?? replay?.modelScript());
   const persistent = options.dataDir !== undefined && options.inMemory !== true;
   const events = createEventHub({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes, maxClients: options.eventsMaxClients });
   // The generator is made once the store is open: a seeded one continues from the position on disk,
@@ -253,6 +276,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     next();
   });
 
+  if (replay) app.use(replay.handle);
   mountOpenApi(app, env, () => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined));
   mountBillingPage(app, env);
   mountEvents(app, env, events);
@@ -272,6 +296,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     ...consoleHandlers(env, requests),
     ...sandboxHandlers(env, sandboxes),
     ...modelScriptHandlers(env, scripts),
+    ...recordingHandlers(replay),
   };
   mountRoutes(app, env, handlers, { validateResponses: options.validateResponses });
   app.use((_req: Request, res: Response) => {
@@ -289,6 +314,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     requests,
     events,
     sandboxes: sandboxesApi(env, sandboxes, scripts),
+    ...(replay ? { replay } : {}),
     async listen(port = 0, host = "127.0.0.1") {
       server = await listenWithBacklog(createServer(app), port, host);
       const address = server!.address();
@@ -315,6 +341,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
           s.closeAllConnections();
         });
       }
+      await replay?.close();
       await gateway.close();
       await env.gatewayDispatcher.close().catch(() => {});
       await store.close();
