@@ -1,0 +1,100 @@
+/**
+ * Runs the checks in order: each gets the facts earlier ones left, its
+ * exchanges are judged by the validator, and it ends passed, failed (its own
+ * finding, a drift, or a broken connection, each said as such) or skipped (a
+ * fact it needs is missing, or the run was interrupted).
+ */
+import type { OperationId } from "../shared/api.js";
+import { type Clock, sleepOn } from "../shared/clock.js";
+import { type Check, CheckFailure, type Cleanup, type Facts, type RunInfo } from "./check.js";
+import type { CallOptions, Exchange, Http } from "./exchange.js";
+import { type Drift, describeDrift, type ValidateExchange } from "./validator.js";
+
+export type Outcome = "pass" | "fail" | "skip";
+
+/** A drift, with the route it was found on. */
+export interface RouteDrift extends Drift {
+  /** `GET /v1/instances/{instance_id}`. */
+  route: string;
+  status: number;
+}
+
+export interface CheckResult {
+  id: string;
+  title: string;
+  outcome: Outcome;
+  /** Why it failed or was skipped. */
+  message?: string;
+  /** The routes it called (`METHOD /path/{param}`), in order, each once. */
+  routes: string[];
+  drift: RouteDrift[];
+  ms: number;
+}
+
+export interface RunnerDeps {
+  http: Http;
+  validate: ValidateExchange;
+  cleanup: Cleanup;
+  run: RunInfo;
+  clock: Clock;
+  /** Aborted by SIGINT/SIGTERM: the check in flight stops, the rest are skipped. */
+  signal: AbortSignal;
+  /** Called as each check ends (progress lines). */
+  onResult?: (result: CheckResult) => void;
+}
+
+/** Keeps secrets out of anything the kit prints or writes: raw keys of the service. */
+export const redactSecrets = (text: string): string => text.replace(/svc_(?:org|sk)_[0-9a-f]{8,}/g, "<redacted>");
+
+const describeError = (error: unknown): string => {
+  if (error instanceof CheckFailure) return error.message;
+  if (error instanceof Error && error.name === "TimeoutError") return `no answer in time (${error.message})`;
+  const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : "";
+  return `the request failed (${error instanceof Error ? error.message : String(error)}${cause}): the server closed the connection or cannot be reached`;
+};
+
+export async function runChecks(checks: readonly Check[], deps: RunnerDeps): Promise<CheckResult[]> {
+  const facts: Facts = {};
+  const results: CheckResult[] = [];
+  for (const check of checks) {
+    const result = await runOne(check, facts, deps);
+    results.push(result);
+    deps.onResult?.(result);
+  }
+  return results;
+}
+
+async function runOne(check: Check, facts: Facts, deps: RunnerDeps): Promise<CheckResult> {
+  const base = { id: check.id, title: check.title, routes: [] as string[], drift: [] as RouteDrift[] };
+  if (deps.signal.aborted) return { ...base, outcome: "skip", message: "interrupted", ms: 0 };
+  const missing = check.needs?.filter((fact) => facts[fact] === undefined) ?? [];
+  if (missing.length) return { ...base, outcome: "skip", message: `needs ${missing.join(", ")} (an earlier check did not provide it)`, ms: 0 };
+
+  const started = deps.clock.now();
+  const call = async (operation: OperationId, options: CallOptions = {}): Promise<Exchange> => {
+    const exchange = await deps.http.call(operation, options, deps.signal);
+    const route = `${exchange.method} ${exchange.route}`;
+    if (!base.routes.includes(route)) base.routes.push(route);
+    for (const drift of deps.validate(exchange)) base.drift.push({ ...drift, route, status: exchange.status });
+    return exchange;
+  };
+  const ctx = { call, facts, cleanup: deps.cleanup, run: deps.run, signal: deps.signal, sleep: (ms: number) => sleepOn(deps.clock, ms, deps.signal) };
+  let outcome: Outcome = "pass";
+  let message: string | undefined;
+  try {
+    const returned = await check.run(ctx);
+    if (returned) {
+      outcome = "skip";
+      message = returned.skipped;
+    }
+  } catch (error) {
+    outcome = "fail";
+    message = deps.signal.aborted ? "interrupted" : describeError(error);
+  }
+  if (base.drift.length && outcome !== "fail") {
+    outcome = "fail";
+    message = `the answer drifted from the contract: ${base.drift.map((d) => `${d.route} ${d.status} ${describeDrift(d)}`).join("; ")}`;
+  }
+  const ms = deps.clock.now() - started;
+  return { ...base, drift: base.drift, outcome, ...(message !== undefined ? { message: redactSecrets(message) } : {}), ms };
+}
