@@ -1,6 +1,6 @@
 /**
  * `agent-bridge`: the one command. Subcommands `start`, `run`, `check`,
- * `emulator` and `config schema`. Only commander is loaded up front; each
+ * `emulator`, `conformance` and `config schema`. Only commander is loaded up front; each
  * subcommand imports its own code when it runs, so `--help` stays instant.
  *
  * Exit codes: 0 done, 1 a failure (or a failed check), 2 a usage error.
@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 // Types only: erased at run time, so they load nothing.
 import type { EmulatorCommandOptions } from "../emulator/cli.js";
+import type { ConformanceCommandOptions } from "../conformance/command.js";
 
 /** package.json sits two levels up from dist/bin/, one from bin/ (tests run the source). */
 function packageVersion(): string {
@@ -116,6 +117,24 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
     .action(async (opts: EmulatorCommandOptions) => {
       const { runEmulatorCommand } = await import("../emulator/cli.js");
       onExit(await runEmulatorCommand(opts));
+    });
+
+  sub("conformance", "Run the API contract's checks against any /v1 server (the hosted service, the emulator) and report.")
+    .requiredOption("--base-url <url>", "the server, e.g. https://api.example.com (paths start with /v1)", httpUrl)
+    .requiredOption("--key <key>", "an organization key of a throwaway organization (svc_org_...) holding a model-provider key")
+    .option("--junit <file>", "where to write the JUnit XML report", "conformance-junit.xml")
+    .option("--model <name>", "the model named in message calls (default: one per provider)")
+    .option("--allow-signup", "also check a successful signup (it makes an organization the API cannot remove)")
+    .option("--timeout-ms <ms>", "longest one request may take", wholeNumber, 120_000)
+    .option("--provision-timeout-ms <ms>", "longest wait for the instance to be running", wholeNumber, 300_000)
+    .option("--cleanup-timeout-ms <ms>", "how long removing what the run made keeps retrying", wholeNumber, 60_000)
+    .addHelpText(
+      "after",
+      "\nEverything the run makes is named conformance-<run id> and removed at the end, also after a failure or\nSIGINT/SIGTERM (a second one abandons the cleanup). Exits 0 when every check passed and nothing was left.",
+    )
+    .action(async (opts: ConformanceCommandOptions) => {
+      const { runConformanceCommand } = await import("../conformance/command.js");
+      onExit(await runConformanceCommand(opts));
     });
 
   const pairing = sub("pairing", 'DM pairing: let in people who asked with a code (channels with access.mode "pairing").').helpCommand(false);

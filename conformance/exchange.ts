@@ -39,7 +39,7 @@ export interface Exchange {
   headers: Record<string, string>;
   /** The body parsed as JSON when the answer says JSON (undefined when it does not parse). */
   json: unknown;
-  /** The body as text (empty for a stream). */
+  /** The body as text (a stream's too, as it came). */
   text: string;
   bytes: Buffer;
   /** The events of a `text/event-stream` answer, in order. */
@@ -109,8 +109,11 @@ export function createHttp(options: HttpOptions): Http {
         bytes: Buffer.alloc(0),
         ms: 0,
       };
-      if (contentType.startsWith("text/event-stream")) exchange.events = await readEvents(response, performance.now());
-      else {
+      if (contentType.startsWith("text/event-stream")) {
+        const read = await readEvents(response, performance.now());
+        exchange.events = read.events;
+        exchange.text = read.text;
+      } else {
         exchange.bytes = Buffer.from(await response.arrayBuffer());
         exchange.text = exchange.bytes.toString("utf8");
         if (/\bjson\b/.test(contentType)) exchange.json = parseJson(exchange.text);
@@ -130,7 +133,7 @@ const parseJson = (text: string): unknown => {
   }
 };
 
-async function readEvents(response: Response, headersAt: number): Promise<StreamEvent[]> {
+async function readEvents(response: Response, headersAt: number): Promise<{ events: StreamEvent[]; text: string }> {
   const events: StreamEvent[] = [];
   const parser = createParser({
     onEvent: (message) => {
@@ -138,8 +141,13 @@ async function readEvents(response: Response, headersAt: number): Promise<Stream
       events.push({ event: message.event, data: data === undefined ? message.data : data, atMs: Math.round(performance.now() - headersAt) });
     },
   });
-  if (!response.body) return events;
+  let text = "";
+  if (!response.body) return { events, text };
   const decoder = new TextDecoder();
-  for await (const chunk of response.body) parser.feed(decoder.decode(chunk, { stream: true }));
-  return events;
+  for await (const chunk of response.body) {
+    const piece = decoder.decode(chunk, { stream: true });
+    text += piece;
+    parser.feed(piece);
+  }
+  return { events, text };
 }

@@ -12,10 +12,8 @@ import { type Drift, describeDrift, type ValidateExchange } from "./validator.js
 
 export type Outcome = "pass" | "fail" | "skip";
 
-/** A drift, with the route it was found on. */
+/** A drift, with the status of the answer it was found in. */
 export interface RouteDrift extends Drift {
-  /** `GET /v1/instances/{instance_id}`. */
-  route: string;
   status: number;
 }
 
@@ -75,7 +73,7 @@ async function runOne(check: Check, facts: Facts, deps: RunnerDeps): Promise<Che
     const exchange = await deps.http.call(operation, options, deps.signal);
     const route = `${exchange.method} ${exchange.route}`;
     if (!base.routes.includes(route)) base.routes.push(route);
-    for (const drift of deps.validate(exchange)) base.drift.push({ ...drift, route, status: exchange.status });
+    for (const drift of deps.validate(exchange)) base.drift.push({ ...drift, status: exchange.status });
     return exchange;
   };
   const ctx = { call, facts, cleanup: deps.cleanup, run: deps.run, signal: deps.signal, sleep: (ms: number) => sleepOn(deps.clock, ms, deps.signal) };

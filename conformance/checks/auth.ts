@@ -37,7 +37,7 @@ export const authChecks: readonly Check[] = [
     title: "A request body with a field the schema does not name is 422 extra_forbidden",
     async run({ call }) {
       const ex = await call("signup", { key: null, body: { name: "conformance", plan: "free" } });
-      expectInvalid(ex, ["body", "plan"]);
+      expectInvalid(ex, ["body"]);
       const issues = field(jsonObject(ex), "detail");
       that(Array.isArray(issues) && issues.some((i) => field(i, "type") === "extra_forbidden"), `422 without an issue of type extra_forbidden: ${ex.text}`);
     },

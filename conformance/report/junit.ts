@@ -22,7 +22,7 @@ function testcase(r: CheckResult): string {
   const open = `    <testcase classname="conformance.${xml(area)}" name="${xml(`${r.id}: ${r.title}`)}" time="${seconds(r.ms)}"`;
   if (r.outcome === "pass") return `${open}/>`;
   if (r.outcome === "skip") return `${open}>\n      <skipped message="${xml(r.message ?? "")}"/>\n    </testcase>`;
-  const drift = r.drift.map((d) => `${d.route} ${d.status} ${d.path}: expected ${d.expected}, got ${d.actual}`).join("\n");
+  const drift = r.drift.map((d) => `${d.route} ${d.status} ${d.jsonPath} (${d.kind}): expected ${d.expected}, got ${d.actual}`).join("\n");
   const body = [`Routes: ${r.routes.join(", ")}`, drift].filter(Boolean).join("\n");
   return `${open}>\n      <failure message="${xml(r.message ?? "failed")}" type="${r.drift.length ? "drift" : "check"}">${xml(body)}</failure>\n    </testcase>`;
 }
