@@ -89,9 +89,10 @@ async function runOne(check: Check, facts: Facts, deps: RunnerDeps): Promise<Che
     outcome = "fail";
     message = deps.signal.aborted ? "interrupted" : describeError(error);
   }
-  if (base.drift.length && outcome !== "fail") {
+  if (base.drift.length) {
+    const drifted = `the answer drifted from the contract: ${base.drift.map((d) => `${d.route} ${d.status} ${describeDrift(d)}`).join("; ")}`;
+    message = outcome === "fail" ? `${message}; ${drifted}` : drifted;
     outcome = "fail";
-    message = `the answer drifted from the contract: ${base.drift.map((d) => `${d.route} ${d.status} ${describeDrift(d)}`).join("; ")}`;
   }
   const ms = deps.clock.now() - started;
   return { ...base, drift: base.drift, outcome, ...(message !== undefined ? { message: redactSecrets(message) } : {}), ms };
