@@ -1,0 +1,116 @@
+/**
+ * The kit removes what it made however the run ends: when the answer to a
+ * create is lost (the server made the instance, the kit never learned its id),
+ * when the server fails for a stretch mid-run (the cleanup retries until it
+ * answers again), and when the kit is stopped by SIGINT or SIGTERM while a
+ * request is in flight. Each time the organization ends as it began.
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { z } from "zod";
+import { runConformance } from "../../conformance/run.js";
+import { createEmulator, type Emulator } from "../../emulator/index.js";
+import { JournalEntry } from "../../shared/schemas/admin.js";
+import { runAgentBridge } from "../helpers/cli.js";
+import { leftovers, restorable, type ThrowawayOrg, throwawayOrg } from "../helpers/conformance.js";
+import { tempDir } from "../helpers/emulator.js";
+import { createLossyProxy, type LossyProxy, type ProxiedRequest } from "../helpers/lossy-proxy.js";
+
+let emulator: Emulator;
+let upstream: string;
+let proxy: LossyProxy;
+const dir = tempDir("conformance-cleanup-");
+
+beforeAll(async () => {
+  emulator = await createEmulator({ inMemory: true, provisionMs: 0 });
+  upstream = await emulator.listen(0, "127.0.0.1");
+  proxy = await createLossyProxy(upstream);
+});
+afterAll(async () => {
+  await proxy.close();
+  await emulator.close();
+  dir.remove();
+});
+
+async function expectAsFound(org: ThrowawayOrg): Promise<void> {
+  const after = await leftovers(upstream, org);
+  expect(after.instances).toEqual([]);
+  expect(after.activeKeys).toEqual([]);
+  expect(restorable(after.organization)).toEqual(restorable(org.organization));
+}
+
+const requestLog = async () => z.array(JournalEntry).parse(await (await fetch(`${upstream}/_emulator/requests`)).json());
+
+const isCreate = (r: ProxiedRequest, path: string) => r.method === "POST" && r.path === path;
+
+it("removes an instance whose create answer was lost", async () => {
+  const org = await throwawayOrg(upstream);
+  const before = (await requestLog()).length;
+  let lost = 0;
+  // The server makes the instance; the connection is reset before its answer.
+  proxy.setPolicy((r) => (isCreate(r, "/v1/instances") && (r.json as { name?: string }).name?.endsWith("-instance") && lost++ === 0 ? "reset" : "pass"));
+  const run = await runConformance({ baseUrl: proxy.url, key: org.key });
+
+  const create = run.results.find((r) => r.id === "instances.create")!;
+  expect(create.outcome).toBe("fail");
+  expect(create.message).toContain("the server closed the connection or cannot be reached");
+  expect(run.results.find((r) => r.id === "instances.get")!.message).toContain("needs instanceId");
+  expect(run.ok).toBe(false);
+  expect(run.cleanup.every((c) => c.ok)).toBe(true);
+  // The server did make it, and the cleanup found it by its name and deleted it.
+  const journal = (await requestLog()).slice(before);
+  expect(journal.filter((e) => e.method === "POST" && e.path === "/v1/instances" && e.status === 201)).toHaveLength(1);
+  expect(journal.filter((e) => e.method === "DELETE" && e.path.startsWith("/v1/instances/") && e.status === 204)).toHaveLength(1);
+  await expectAsFound(org);
+});
+
+it("keeps cleaning up through a stretch of failures mid-run", async () => {
+  const org = await throwawayOrg(upstream);
+  let failing = false;
+  let cleaning = false;
+  let refusedInCleanup = 0;
+  // From the scoped key's creation on, requests reach the server but lose their answers: the rest of
+  // the checks fail, and so do the cleanup's first three attempts; then the server answers again.
+  proxy.setPolicy((r) => {
+    if (isCreate(r, "/v1/keys") && (r.json as { permissions?: string[] }).permissions?.[0] === "read") failing = true;
+    if (!failing || refusedInCleanup === 3) return "pass";
+    if (cleaning) refusedInCleanup++;
+    return "reset";
+  });
+  const run = await runConformance({ baseUrl: proxy.url, key: org.key, onCleanup: () => (cleaning = true) });
+
+  expect(refusedInCleanup).toBe(3);
+  expect(run.results.find((r) => r.id === "keys.create")!.outcome).toBe("fail");
+  expect(run.results.find((r) => r.id === "instances.delete")!.message).toContain("the server closed the connection or cannot be reached");
+  expect(
+    run.cleanup.every((c) => c.ok),
+    JSON.stringify(run.cleanup),
+  ).toBe(true);
+  expect(run.cleanup[0]).toMatchObject({ what: expect.stringMatching(/^scoped keys named conformance-/), attempts: 4 });
+  await expectAsFound(org);
+});
+
+it.each(["SIGINT", "SIGTERM"] as const)("cleans up when stopped by %s with a request in flight", async (signal) => {
+  const org = await throwawayOrg(upstream);
+  let held = false;
+  // The upload is held, never answered: the kit waits on it until the signal.
+  proxy.setPolicy((r) => {
+    if (!held && r.method === "POST" && r.path.endsWith("/files/upload")) {
+      held = true;
+      return "drop";
+    }
+    return "pass";
+  });
+  const junit = `${dir.path}/${signal}.xml`;
+  const kit = runAgentBridge(["conformance", "--base-url", proxy.url, "--key", org.key, "--junit", junit]);
+  await proxy.nextHeld();
+  kit.child.kill(signal);
+  const code = await kit.exited;
+
+  expect(code, kit.stdout() + kit.stderr()).toBe(1);
+  expect(kit.stdout()).toContain(`conformance: ${signal}, stopping the checks and cleaning up`);
+  expect(kit.stdout()).toMatch(/SKIP instances\.delete \(0 ms\): interrupted/);
+  expect(kit.stdout()).toContain("conformance: interrupted");
+  expect(kit.stdout()).toMatch(/done {2}instances named conformance-[0-9a-f]{8}\*/);
+  expect(kit.stdout()).not.toContain("LEFT");
+  await expectAsFound(org);
+});
