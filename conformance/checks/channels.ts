@@ -34,7 +34,7 @@ export const channelChecks: readonly Check[] = [
   },
   {
     id: "channels.connect-refused",
-    title: "Connect without a required field is 422 at body.config.<field>; a malformed credential is 400, never quoted back",
+    title: "Connect without a required field is 422 at body.config.FIELD; a malformed credential is 400, never quoted back",
     needs: ["running"],
     async run({ call, facts }) {
       const params = { instance_id: facts.instanceId!, channel: "telegram" };
