@@ -50,6 +50,13 @@ export const authChecks: readonly Check[] = [
     },
   },
   {
+    id: "signup.too-large",
+    title: "A JSON body over 1 MiB is 413 with a detail sentence",
+    async run({ call }) {
+      expectDetail(await call("signup", { key: null, body: { name: "x".repeat(1024 * 1024 + 16) } }), 413);
+    },
+  },
+  {
     id: "signup.create",
     title: "Signup answers 201 with a raw organization key (svc_org_ + 64 hex) and the organization",
     async run({ call, run }) {

@@ -46,7 +46,7 @@ export const channelChecks: readonly Check[] = [
   },
   {
     id: "channels.interactive",
-    title: "Connecting whatsapp answers awaiting_scan with QR data and a PNG; status shows it; disconnect is 204",
+    title: "Connecting whatsapp answers awaiting_scan with QR data and a PNG; status shows it; pairing before the scan is 409; disconnect is 204",
     needs: ["running"],
     async run({ call, facts }) {
       const params = { instance_id: facts.instanceId!, channel: "whatsapp" };
@@ -60,6 +60,9 @@ export const channelChecks: readonly Check[] = [
       const status = await call("getChannelStatus", { params });
       expectStatus(status, 200);
       that(field(status.json, "enabled") === true, "the channel's status is not enabled after connect");
+      // Not scanned yet: a pairing code is refused until the channel is connected; an empty one fails the schema first.
+      expectInvalid(await call("pairChannel", { params, body: { code: "" } }), ["body", "code"]);
+      expectDetail(await call("pairChannel", { params, body: { code: "CONFORMANCE1" } }), 409);
       expectEmpty(await call("disconnectChannel", { params }));
     },
   },

@@ -1,11 +1,16 @@
 /**
  * The conformance kit against the emulator, both as processes over real HTTP,
  * as CI and a user run it: every check passes (signup included), the JUnit
- * file says so, and the organization ends as it began.
+ * file says so, every route of the service was called, and the organization
+ * ends as it began.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { z } from "zod";
+import { routes } from "../../shared/api.js";
+import { createContractValidator } from "../../shared/contract/index.js";
+import { JournalEntry } from "../../shared/schemas/admin.js";
 import { runAgentBridge, startCli, stopCli } from "../helpers/cli.js";
 import { leftovers, restorable, throwawayOrg } from "../helpers/conformance.js";
 import { tempDir } from "../helpers/emulator.js";
@@ -52,6 +57,15 @@ it("passes every check against the emulator and leaves the organization as it fo
   ]) {
     expect(xml, area).toContain(`classname="conformance.${area}"`);
   }
+
+  // Every route of the service was called (the emulator's request log, matched to the contract's routes).
+  const log = z.array(JournalEntry).parse(await (await fetch(`${emulator.url}/_emulator/requests`)).json());
+  const validator = createContractValidator();
+  const called = new Set(log.map((entry) => validator.matchRoute(entry.method, entry.path)?.route));
+  const service = Object.values(routes)
+    .filter((spec) => spec.path.startsWith("/v1/"))
+    .map((spec) => `${spec.method} ${spec.path}`);
+  expect(service.filter((route) => !called.has(route))).toEqual([]);
 
   const after = await leftovers(emulator.url, org);
   expect(after.instances).toEqual([]);
