@@ -44,11 +44,16 @@ export interface RunnerDeps {
 /** Keeps secrets out of anything the kit prints or writes: raw keys of the service. */
 export const redactSecrets = (text: string): string => text.replace(/svc_(?:org|sk)_[0-9a-f]{8,}/g, "<redacted>");
 
+/** A check's finding, a request that got no answer, or (anything else) a fault of the kit itself, each said as such. */
 const describeError = (error: unknown): string => {
   if (error instanceof CheckFailure) return error.message;
   if (error instanceof Error && error.name === "TimeoutError") return `no answer in time (${error.message})`;
-  const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : "";
-  return `the request failed (${error instanceof Error ? error.message : String(error)}${cause}): the server closed the connection or cannot be reached`;
+  // fetch rejects with a TypeError whose cause is the socket's error; a body cut mid-stream rejects the read likewise.
+  if (error instanceof TypeError && (error.message === "fetch failed" || error.message === "terminated")) {
+    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : "";
+    return `the request failed (${error.message}${cause}): the server closed the connection or cannot be reached`;
+  }
+  return `the kit itself failed (please report it): ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`;
 };
 
 export async function runChecks(checks: readonly Check[], deps: RunnerDeps): Promise<CheckResult[]> {

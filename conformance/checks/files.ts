@@ -70,10 +70,10 @@ export const fileChecks: readonly Check[] = [
     id: "files.refused",
     title: "A path that leaves the root is 400; a missing path is 404",
     needs: ["running"],
-    async run({ call, facts }) {
+    async run({ call, facts, run }) {
       const params = { instance_id: facts.instanceId! };
       expectDetail(await call("readFile", { params, query: { path: "../outside.txt" } }), 400);
-      expectDetail(await call("readFile", { params, query: { path: `workspace/${facts.folder ?? "conformance"}-missing.txt` } }), 404);
+      expectDetail(await call("readFile", { params, query: { path: `workspace/${run.prefix}-missing.txt` } }), 404);
     },
   },
   {
