@@ -7,6 +7,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { formatJunit } from "../../conformance/report/junit.js";
 import { runConformance } from "../../conformance/run.js";
 import { createEmulator, type Emulator } from "../../emulator/index.js";
 import { throwawayOrg } from "../helpers/conformance.js";
@@ -78,6 +79,15 @@ it("fails exactly the checks that meet a broken answer, naming route, place and 
   expect(failed["keys.revoke"]).toContain("DELETE /v1/keys/{key_id} 200 status: expected");
   expect(failed["messaging.stream"]).toContain("response.conformance_extra");
   expect(failed["messaging.stream"]).toMatch(/events\[\d+\]: expected a known event type, got "response.conformance_extra"/);
+
+  // The JUnit file carries each failure, drifts as such, with every drift in its body.
+  const xml = formatJunit(run.results, run.cleanup, { baseUrl: standInUrl, timestamp: new Date(0).toISOString() });
+  expect(xml).toMatch(/<testsuites name="agent-bridge conformance" tests="\d+" failures="5" skipped="1"/);
+  expect(xml).toMatch(
+    /<testcase classname="conformance.organization" name="organization.get: [^"]*"[^>]*>\s*<failure message="[^"]*" type="drift">[^<]*GET \/v1\/organization 200 \$\.instance_count \(missing\)/,
+  );
+  expect(xml).toMatch(/name="keys.revoke: [^"]*"[^>]*>\s*<failure message="DELETE \/v1\/keys\/[^"]* answered 200, expected 204: \{\}; the answer drifted/);
+  expect(xml).not.toContain(org.key);
 
   // The rest passed (signup is only checked on request), and the cleanup still left nothing.
   expect(run.results.filter((r) => r.outcome === "skip").map((r) => r.id)).toEqual(["signup.create"]);
