@@ -128,6 +128,7 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
     .option("--timeout-ms <ms>", "longest one request may take", wholeNumber, 120_000)
     .option("--provision-timeout-ms <ms>", "longest wait for the instance to be running", wholeNumber, 300_000)
     .option("--cleanup-timeout-ms <ms>", "how long removing what the run made keeps retrying", wholeNumber, 60_000)
+    .option("--sweep", "run no check: remove what killed runs left (instances and scoped keys named conformance-*)")
     .addHelpText(
       "after",
       "\nEverything the run makes is named conformance-<run id> and removed at the end, also after a failure or\nSIGINT/SIGTERM (a second one abandons the cleanup). Exits 0 when every check passed and nothing was left.",

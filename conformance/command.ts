@@ -9,7 +9,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { formatJunit } from "./report/junit.js";
 import { formatTable, progressLine } from "./report/table.js";
-import { runConformance } from "./run.js";
+import { RUN_PREFIX, runConformance, sweepLeftovers } from "./run.js";
 
 export interface ConformanceCommandOptions {
   baseUrl: string;
@@ -20,6 +20,8 @@ export interface ConformanceCommandOptions {
   timeoutMs: number;
   provisionTimeoutMs: number;
   cleanupTimeoutMs: number;
+  /** Only remove what earlier runs left; run no check. */
+  sweep?: boolean;
 }
 
 /** Resolves with the exit code: 0 every check passed and nothing was left, 1 otherwise. */
@@ -36,6 +38,7 @@ export async function runConformanceCommand(opts: ConformanceCommandOptions): Pr
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   try {
+    if (opts.sweep) return await sweep(opts, abandon.signal, out);
     out(`conformance: checking ${opts.baseUrl}\n`);
     const run = await runConformance({
       baseUrl: opts.baseUrl,
@@ -69,4 +72,17 @@ export async function runConformanceCommand(opts: ConformanceCommandOptions): Pr
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }
+}
+
+async function sweep(opts: ConformanceCommandOptions, signal: AbortSignal, out: (text: string) => void): Promise<number> {
+  out(`conformance: removing what earlier runs left on ${opts.baseUrl} (names starting ${RUN_PREFIX})\n`);
+  const outcomes = await sweepLeftovers({
+    baseUrl: opts.baseUrl,
+    key: opts.key,
+    requestTimeoutMs: opts.timeoutMs,
+    cleanupTimeoutMs: opts.cleanupTimeoutMs,
+    cleanupSignal: signal,
+  });
+  out(formatTable([], outcomes));
+  return outcomes.every((o) => o.ok) ? 0 : 1;
 }

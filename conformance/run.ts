@@ -56,7 +56,7 @@ export async function runConformance(options: ConformanceOptions, deps: Conforma
   const runId = hex(random, 4);
   const run: RunInfo = {
     runId,
-    prefix: `conformance-${runId}`,
+    prefix: `${RUN_PREFIX}${runId}`,
     ...(options.model !== undefined ? { model: options.model } : {}),
     allowSignup: options.allowSignup === true,
     provisionTimeoutMs: options.provisionTimeoutMs ?? 300_000,
@@ -79,4 +79,28 @@ export async function runConformance(options: ConformanceOptions, deps: Conforma
   const cleanup = await ledger.run({ clock, random }, options.cleanupTimeoutMs ?? 60_000, options.cleanupSignal ?? new AbortController().signal);
   const ok = !signal.aborted && results.every((r) => r.outcome !== "fail") && cleanup.every((c) => c.ok);
   return { runId, results, cleanup, interrupted: signal.aborted, ok };
+}
+
+/** Every run's names start with this; `sweepLeftovers` removes what carries it. */
+export const RUN_PREFIX = "conformance-";
+
+/**
+ * What earlier runs left when they could not clean up (a SIGKILL, a machine
+ * that died): instances and active scoped keys named `conformance-*`, of any
+ * run. Nothing else is touched; no check runs.
+ */
+export async function sweepLeftovers(
+  options: Pick<ConformanceOptions, "baseUrl" | "key" | "requestTimeoutMs" | "cleanupTimeoutMs" | "cleanupSignal">,
+  deps: Pick<ConformanceDeps, "clock" | "random"> = {},
+): Promise<CleanupOutcome[]> {
+  const http = createHttp({ baseUrl: options.baseUrl, key: options.key, timeoutMs: options.requestTimeoutMs ?? 120_000 });
+  const ledger = new CleanupLedger();
+  const cleanup = createCleanup(http, ledger, RUN_PREFIX);
+  cleanup.instances();
+  cleanup.keys();
+  return ledger.run(
+    { clock: deps.clock ?? systemClock, random: deps.random ?? cryptoRandom },
+    options.cleanupTimeoutMs ?? 60_000,
+    options.cleanupSignal ?? new AbortController().signal,
+  );
 }

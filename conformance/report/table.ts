@@ -11,16 +11,24 @@ export const progressLine = (r: CheckResult): string => `${LABEL[r.outcome]} ${r
 
 export function formatTable(results: readonly CheckResult[], cleanup: readonly CleanupOutcome[]): string {
   const width = Math.max(5, ...results.map((r) => r.id.length));
-  const lines = [`${pad("CHECK", width)}  RESULT  ${pad("MS", 6)}  ROUTES / WHY`];
+  // A sweep runs no check: only its cleanup block.
+  const lines = results.length ? [`${pad("CHECK", width)}  RESULT  ${pad("MS", 6)}  ROUTES / WHY`] : [];
   for (const r of results) {
     const note = r.outcome === "pass" ? r.routes.join(", ") : (r.message ?? "");
     lines.push(`${pad(r.id, width)}  ${pad(LABEL[r.outcome], 6)}  ${pad(String(r.ms), 6)}  ${note}`);
   }
   if (cleanup.length) {
-    lines.push("", "CLEANUP");
+    if (lines.length) lines.push("");
+    lines.push("CLEANUP");
     for (const c of cleanup) lines.push(`  ${c.ok ? "done" : "LEFT"}  ${c.what}${c.ok ? "" : ` (after ${c.attempts} attempts: ${c.error})`}`);
   }
   const count = (o: CheckResult["outcome"]) => results.filter((r) => r.outcome === o).length;
-  lines.push("", `${count("pass")} passed, ${count("fail")} failed, ${count("skip")} skipped${cleanup.some((c) => !c.ok) ? "; cleanup incomplete" : ""}`);
+  const incomplete = cleanup.some((c) => !c.ok) ? "cleanup incomplete" : "";
+  lines.push(
+    "",
+    results.length
+      ? `${count("pass")} passed, ${count("fail")} failed, ${count("skip")} skipped${incomplete && `; ${incomplete}`}`
+      : incomplete || "nothing left",
+  );
   return `${redactSecrets(lines.join("\n"))}\n`;
 }

@@ -3,7 +3,8 @@
  * create is lost (the server made the instance, the kit never learned its id),
  * when the server fails for a stretch mid-run (the cleanup retries until it
  * answers again), and when the kit is stopped by SIGINT or SIGTERM while a
- * request is in flight. Each time the organization ends as it began.
+ * request is in flight. Each time the organization ends as it began. What a
+ * SIGKILL leaves, `--sweep` removes.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { z } from "zod";
@@ -113,4 +114,45 @@ it.each(["SIGINT", "SIGTERM"] as const)("cleans up when stopped by %s with a req
   expect(kit.stdout()).toMatch(/done {2}instances named conformance-[0-9a-f]{8}\*/);
   expect(kit.stdout()).not.toContain("LEFT");
   await expectAsFound(org);
+});
+
+it("leaves what a SIGKILL interrupted to --sweep, which removes only what runs named", async () => {
+  const org = await throwawayOrg(upstream);
+  // Room for the user's own instance beside the kit's; the sweep must not touch it.
+  expect(
+    (
+      await fetch(`${upstream}/_emulator/organizations/${org.organization.id}/tier`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"tier":"crab"}',
+      })
+    ).status,
+  ).toBe(200);
+  const auth = { authorization: `Bearer ${org.key}`, "content-type": "application/json" };
+  expect((await fetch(`${upstream}/v1/instances`, { method: "POST", headers: auth, body: '{"name":"keep-me"}' })).status).toBe(201);
+  let held = false;
+  // Held once the run's instance and scoped key exist.
+  proxy.setPolicy((r) => {
+    if (!held && r.method === "GET" && r.path === "/v1/keys") {
+      held = true;
+      return "drop";
+    }
+    return "pass";
+  });
+  const kit = runAgentBridge(["conformance", "--base-url", proxy.url, "--key", org.key, "--junit", `${dir.path}/killed.xml`]);
+  await proxy.nextHeld();
+  kit.child.kill("SIGKILL");
+  expect(await kit.exited).toBe("SIGKILL");
+  const left = await leftovers(upstream, org);
+  expect(left.instances).toHaveLength(2);
+  expect(left.instances).toEqual(expect.arrayContaining([expect.stringMatching(/^conformance-[0-9a-f]{8}-instance /), "keep-me (running)"]));
+  expect(left.activeKeys).toEqual([expect.stringMatching(/^conformance-[0-9a-f]{8}-read$/)]);
+
+  const sweep = runAgentBridge(["conformance", "--base-url", upstream, "--key", org.key, "--sweep"]);
+  expect(await sweep.exited, sweep.stdout() + sweep.stderr()).toBe(0);
+  expect(sweep.stdout()).toContain("done  instances named conformance-*");
+  expect(sweep.stdout()).toContain("nothing left");
+  const after = await leftovers(upstream, org);
+  expect(after.instances).toEqual(["keep-me (running)"]);
+  expect(after.activeKeys).toEqual([]);
 });
