@@ -75,6 +75,8 @@ export interface Check {
   title: string;
   /** Facts it cannot run without: when one is missing it is skipped, naming it. */
   needs?: readonly (keyof Facts)[];
+  /** When it fails on its own (not by drift), no later check runs: each is skipped, naming it. */
+  gate?: true;
   run(ctx: CheckContext): Promise<void | Skipped>;
 }
 

@@ -59,19 +59,31 @@ const describeError = (error: unknown): string => {
 export async function runChecks(checks: readonly Check[], deps: RunnerDeps): Promise<CheckResult[]> {
   const facts: Facts = {};
   const results: CheckResult[] = [];
+  /** The gate check that failed, once one has: every later check is skipped. */
+  let closedBy: string | undefined;
   for (const check of checks) {
-    const result = await runOne(check, facts, deps);
+    const { result, threw } =
+      closedBy === undefined
+        ? await runOne(check, facts, deps)
+        : {
+            result: { id: check.id, title: check.title, outcome: "skip" as const, message: `not run: ${closedBy} failed`, routes: [], drift: [], ms: 0 },
+            threw: false,
+          };
+    // A drift alone does not close the gate: the rest still says what else differs.
+    if (check.gate && threw) closedBy = check.id;
     results.push(result);
     deps.onResult?.(result);
   }
   return results;
 }
 
-async function runOne(check: Check, facts: Facts, deps: RunnerDeps): Promise<CheckResult> {
+/** Runs one check; `threw`: it failed on its own (a finding, a lost connection), not only by drift. */
+async function runOne(check: Check, facts: Facts, deps: RunnerDeps): Promise<{ result: CheckResult; threw: boolean }> {
   const base = { id: check.id, title: check.title, routes: [] as string[], drift: [] as RouteDrift[] };
-  if (deps.signal.aborted) return { ...base, outcome: "skip", message: "interrupted", ms: 0 };
+  if (deps.signal.aborted) return { result: { ...base, outcome: "skip", message: "interrupted", ms: 0 }, threw: false };
   const missing = check.needs?.filter((fact) => facts[fact] === undefined) ?? [];
-  if (missing.length) return { ...base, outcome: "skip", message: `needs ${missing.join(", ")} (an earlier check did not provide it)`, ms: 0 };
+  if (missing.length)
+    return { result: { ...base, outcome: "skip", message: `needs ${missing.join(", ")} (an earlier check did not provide it)`, ms: 0 }, threw: false };
 
   const started = deps.clock.now();
   const call = async (operation: OperationId, options: CallOptions = {}): Promise<Exchange> => {
@@ -94,11 +106,12 @@ async function runOne(check: Check, facts: Facts, deps: RunnerDeps): Promise<Che
     outcome = "fail";
     message = deps.signal.aborted ? "interrupted" : describeError(error);
   }
+  const threw = outcome === "fail";
   if (base.drift.length) {
     const drifted = `the answer drifted from the contract: ${base.drift.map((d) => `${d.route} ${d.status} ${describeDrift(d)}`).join("; ")}`;
     message = outcome === "fail" ? `${message}; ${drifted}` : drifted;
     outcome = "fail";
   }
   const ms = deps.clock.now() - started;
-  return { ...base, drift: base.drift, outcome, ...(message !== undefined ? { message: redactSecrets(message) } : {}), ms };
+  return { result: { ...base, drift: base.drift, outcome, ...(message !== undefined ? { message: redactSecrets(message) } : {}), ms }, threw };
 }

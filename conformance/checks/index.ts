@@ -1,5 +1,6 @@
 /**
- * Every check, in the order they run: those that create nothing first, then
+ * Every check, in the order they run: the preflight (a server, a key it
+ * takes: else nothing runs), those that create nothing, then
  * the run's instance and what needs it, then what ends it.
  */
 import type { Check } from "../check.js";
@@ -11,9 +12,11 @@ import { keyChecks } from "./keys.js";
 import { lifecycleChecks } from "./lifecycle.js";
 import { messagingChecks } from "./messaging.js";
 import { organizationChecks } from "./organization.js";
+import { preflightCheck } from "./preflight.js";
 import { skillChecks } from "./skills.js";
 
 export const CHECKS: readonly Check[] = [
+  preflightCheck,
   ...authChecks,
   ...organizationChecks,
   ...instanceChecks,
