@@ -63,7 +63,12 @@ it("says a scoped key is not an organization key", async () => {
 
 it("refuses a usage error with exit code 2 and the reason", async () => {
   let err = "";
-  const io = { writeOut: () => {}, writeErr: (t: string) => void (err += t) };
+  const io = {
+    writeOut: () => {},
+    writeErr: (t: string) => {
+      err += t;
+    },
+  };
   expect(await main(["conformance", "--key", "k"], io)).toBe(2);
   expect(err).toContain("required option '--base-url <url>' not specified");
   err = "";
