@@ -78,3 +78,31 @@ it("refuses a usage error with exit code 2 and the reason", async () => {
   expect(await main(["conformance", "--base-url", url], io)).toBe(2);
   expect(err).toContain("required option '--key <key>' not specified");
 });
+
+it("is listed in the command's help, and its own help names every option", async () => {
+  let out = "";
+  const io = {
+    writeOut: (t: string) => {
+      out += t;
+    },
+    writeErr: () => {},
+  };
+  expect(await main(["--help"], io)).toBe(0);
+  expect(out).toMatch(/^ {2}conformance /m);
+  out = "";
+  expect(await main(["conformance", "--help"], io)).toBe(0);
+  for (const flag of [
+    "--base-url <url>",
+    "--key <key>",
+    "--junit <file>",
+    "--model <name>",
+    "--allow-signup",
+    "--timeout-ms <ms>",
+    "--provision-timeout-ms <ms>",
+    "--cleanup-timeout-ms <ms>",
+    "--sweep",
+  ]) {
+    expect(out).toContain(flag);
+  }
+  expect(out).toContain("removed at the end, also after a failure or\nSIGINT/SIGTERM");
+});
