@@ -6,7 +6,7 @@
  */
 import type { OperationId } from "../shared/api.js";
 import { type Clock, sleepOn } from "../shared/clock.js";
-import { type Check, CheckFailure, type Cleanup, type Facts, type RunInfo } from "./check.js";
+import { type Check, type CheckContext, CheckFailure, type Cleanup, type Facts, type RunInfo } from "./check.js";
 import type { CallOptions, Exchange, Http } from "./exchange.js";
 import { type Drift, describeDrift, type ValidateExchange } from "./validator.js";
 
@@ -79,39 +79,57 @@ export async function runChecks(checks: readonly Check[], deps: RunnerDeps): Pro
 
 /** Runs one check; `threw`: it failed on its own (a finding, a lost connection), not only by drift. */
 async function runOne(check: Check, facts: Facts, deps: RunnerDeps): Promise<{ result: CheckResult; threw: boolean }> {
-  const base = { id: check.id, title: check.title, routes: [] as string[], drift: [] as RouteDrift[] };
-  if (deps.signal.aborted) return { result: { ...base, outcome: "skip", message: "interrupted", ms: 0 }, threw: false };
-  const missing = check.needs?.filter((fact) => facts[fact] === undefined) ?? [];
-  if (missing.length)
-    return { result: { ...base, outcome: "skip", message: `needs ${missing.join(", ")} (an earlier check did not provide it)`, ms: 0 }, threw: false };
-
+  const seen: Seen = { id: check.id, title: check.title, routes: [], drift: [] };
+  const skipped = skipReason(check, facts, deps.signal);
+  if (skipped !== undefined) return { result: { ...seen, outcome: "skip", message: skipped, ms: 0 }, threw: false };
   const started = deps.clock.now();
+  const own = await exercise(check, contextFor(seen, facts, deps), deps.signal);
+  return { result: withDrift(seen, own, deps.clock.now() - started), threw: own.outcome === "fail" };
+}
+
+/** What a check saw while it ran: the routes it called and the drift in their answers. */
+interface Seen {
+  id: string;
+  title: string;
+  routes: string[];
+  drift: RouteDrift[];
+}
+
+function skipReason(check: Check, facts: Facts, signal: AbortSignal): string | undefined {
+  if (signal.aborted) return "interrupted";
+  const missing = check.needs?.filter((fact) => facts[fact] === undefined) ?? [];
+  return missing.length ? `needs ${missing.join(", ")} (an earlier check did not provide it)` : undefined;
+}
+
+/** The check's view of the run: every call it makes is recorded in `seen` and judged by the validator. */
+function contextFor(seen: Seen, facts: Facts, deps: RunnerDeps): CheckContext {
   const call = async (operation: OperationId, options: CallOptions = {}): Promise<Exchange> => {
     const exchange = await deps.http.call(operation, options, deps.signal);
     const route = `${exchange.method} ${exchange.route}`;
-    if (!base.routes.includes(route)) base.routes.push(route);
-    for (const drift of deps.validate(exchange)) base.drift.push({ ...drift, status: exchange.status });
+    if (!seen.routes.includes(route)) seen.routes.push(route);
+    for (const drift of deps.validate(exchange)) seen.drift.push({ ...drift, status: exchange.status });
     return exchange;
   };
-  const ctx = { call, facts, cleanup: deps.cleanup, run: deps.run, signal: deps.signal, sleep: (ms: number) => sleepOn(deps.clock, ms, deps.signal) };
-  let outcome: Outcome = "pass";
-  let message: string | undefined;
+  return { call, facts, cleanup: deps.cleanup, run: deps.run, signal: deps.signal, sleep: (ms: number) => sleepOn(deps.clock, ms, deps.signal) };
+}
+
+/** The check's own verdict: passed, skipped (it said why) or failed (why, in words). */
+async function exercise(check: Check, ctx: CheckContext, signal: AbortSignal): Promise<{ outcome: Outcome; message?: string }> {
   try {
     const returned = await check.run(ctx);
-    if (returned) {
-      outcome = "skip";
-      message = returned.skipped;
-    }
+    return returned ? { outcome: "skip", message: returned.skipped } : { outcome: "pass" };
   } catch (error) {
-    outcome = "fail";
-    message = deps.signal.aborted ? "interrupted" : describeError(error);
+    return { outcome: "fail", message: signal.aborted ? "interrupted" : describeError(error) };
   }
-  const threw = outcome === "fail";
-  if (base.drift.length) {
-    const drifted = `the answer drifted from the contract: ${base.drift.map((d) => `${d.route} ${d.status} ${describeDrift(d)}`).join("; ")}`;
+}
+
+/** Any drift fails the check, appended to its own message; secrets are cut from the message. */
+function withDrift(seen: Seen, own: { outcome: Outcome; message?: string }, ms: number): CheckResult {
+  let { outcome, message } = own;
+  if (seen.drift.length) {
+    const drifted = `the answer drifted from the contract: ${seen.drift.map((d) => `${d.route} ${d.status} ${describeDrift(d)}`).join("; ")}`;
     message = outcome === "fail" ? `${message}; ${drifted}` : drifted;
     outcome = "fail";
   }
-  const ms = deps.clock.now() - started;
-  return { result: { ...base, drift: base.drift, outcome, ...(message !== undefined ? { message: redactSecrets(message) } : {}), ms }, threw };
+  return { ...seen, outcome, ...(message !== undefined ? { message: redactSecrets(message) } : {}), ms };
 }
