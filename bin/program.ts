@@ -43,6 +43,14 @@ const httpUrl = (value: string): string => {
   return value;
 };
 
+/** `a,b.c` -> `["a", "b.c"]`: check ids or areas for `conformance --skip`. */
+const checkList = (value: string): string[] => {
+  const names = value.split(",").map((n) => n.trim());
+  if (names.some((n) => !/^[a-z-]+(\.[a-z-]+)?$/.test(n)))
+    throw new InvalidArgumentError("Expected check ids or areas, comma-separated (e.g. messaging,files.delete).");
+  return names;
+};
+
 export interface ProgramIO {
   writeOut(text: string): void;
   writeErr(text: string): void;
@@ -128,6 +136,7 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
     .option("--timeout-ms <ms>", "longest one request may take", wholeNumber, 120_000)
     .option("--provision-timeout-ms <ms>", "longest wait for the instance to be running", wholeNumber, 300_000)
     .option("--cleanup-timeout-ms <ms>", "how long removing what the run made keeps retrying", wholeNumber, 60_000)
+    .option("--skip <checks>", "comma-separated check ids or areas not to run, e.g. messaging,channels.interactive", checkList)
     .option("--sweep", "run no check: remove what killed runs left (instances and scoped keys named conformance-*)")
     .addHelpText(
       "after",

@@ -9,7 +9,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { formatJunit } from "./report/junit.js";
 import { formatTable, progressLine } from "./report/table.js";
-import { RUN_PREFIX, runConformance, sweepLeftovers } from "./run.js";
+import { RUN_PREFIX, runConformance, sweepLeftovers, unknownCheckNames } from "./run.js";
 
 export interface ConformanceCommandOptions {
   baseUrl: string;
@@ -22,10 +22,17 @@ export interface ConformanceCommandOptions {
   cleanupTimeoutMs: number;
   /** Only remove what earlier runs left; run no check. */
   sweep?: boolean;
+  /** Check ids or areas not to run. */
+  skip?: string[];
 }
 
-/** Resolves with the exit code: 0 every check passed and nothing was left, 1 otherwise. */
+/** Resolves with the exit code: 0 every check passed and nothing was left, 1 otherwise, 2 a name in --skip that is no check. */
 export async function runConformanceCommand(opts: ConformanceCommandOptions): Promise<number> {
+  const unknown = unknownCheckNames(opts.skip ?? []);
+  if (unknown.length) {
+    process.stderr.write(`conformance: --skip names no such check or area: ${unknown.join(", ")} (the checks are listed in docs/testing.md)\n`);
+    return 2;
+  }
   const out = (text: string) => process.stdout.write(text);
   const stop = new AbortController();
   const abandon = new AbortController();
@@ -45,6 +52,7 @@ export async function runConformanceCommand(opts: ConformanceCommandOptions): Pr
       key: opts.key,
       ...(opts.model !== undefined ? { model: opts.model } : {}),
       allowSignup: opts.allowSignup === true,
+      ...(opts.skip ? { skip: opts.skip } : {}),
       requestTimeoutMs: opts.timeoutMs,
       provisionTimeoutMs: opts.provisionTimeoutMs,
       cleanupTimeoutMs: opts.cleanupTimeoutMs,

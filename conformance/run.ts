@@ -25,6 +25,8 @@ export interface ConformanceOptions {
   provisionTimeoutMs?: number;
   /** How long the cleanup keeps retrying, ms. */
   cleanupTimeoutMs?: number;
+  /** Check ids or areas (`messaging`) not to run; what needs them is skipped too. */
+  skip?: readonly string[];
   /** Aborting it stops the checks; the cleanup still runs. */
   signal?: AbortSignal;
   /** Aborting it abandons the cleanup too (a second Ctrl-C). */
@@ -73,6 +75,7 @@ export async function runConformance(options: ConformanceOptions, deps: Conforma
     clock,
     signal,
     ...(options.onResult ? { onResult: options.onResult } : {}),
+    ...(options.skip ? { skip: options.skip } : {}),
   });
 
   options.onCleanup?.();
@@ -104,3 +107,7 @@ export async function sweepLeftovers(
     options.cleanupSignal ?? new AbortController().signal,
   );
 }
+
+/** Of `names` (for `skip`), those that are neither a check's id nor an area of checks. */
+export const unknownCheckNames = (names: readonly string[], checks: readonly Check[] = CHECKS): string[] =>
+  names.filter((name) => !checks.some((c) => c.id === name || c.id.startsWith(`${name}.`)));

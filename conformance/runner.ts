@@ -39,6 +39,8 @@ export interface RunnerDeps {
   signal: AbortSignal;
   /** Called as each check ends (progress lines). */
   onResult?: (result: CheckResult) => void;
+  /** Check ids or areas (`messaging`) not to run (`--skip`). */
+  skip?: readonly string[];
 }
 
 /** Keeps secrets out of anything the kit prints or writes: raw keys of the service. */
@@ -80,7 +82,7 @@ export async function runChecks(checks: readonly Check[], deps: RunnerDeps): Pro
 /** Runs one check; `threw`: it failed on its own (a finding, a lost connection), not only by drift. */
 async function runOne(check: Check, facts: Facts, deps: RunnerDeps): Promise<{ result: CheckResult; threw: boolean }> {
   const seen: Seen = { id: check.id, title: check.title, routes: [], drift: [] };
-  const skipped = skipReason(check, facts, deps.signal);
+  const skipped = skipReason(check, facts, deps);
   if (skipped !== undefined) return { result: { ...seen, outcome: "skip", message: skipped, ms: 0 }, threw: false };
   const started = deps.clock.now();
   const own = await exercise(check, contextFor(seen, facts, deps), deps.signal);
@@ -95,8 +97,9 @@ interface Seen {
   drift: RouteDrift[];
 }
 
-function skipReason(check: Check, facts: Facts, signal: AbortSignal): string | undefined {
-  if (signal.aborted) return "interrupted";
+function skipReason(check: Check, facts: Facts, deps: RunnerDeps): string | undefined {
+  if (deps.signal.aborted) return "interrupted";
+  if (deps.skip?.some((name) => check.id === name || check.id.startsWith(`${name}.`))) return "skipped with --skip";
   const missing = check.needs?.filter((fact) => facts[fact] === undefined) ?? [];
   return missing.length ? `needs ${missing.join(", ")} (an earlier check did not provide it)` : undefined;
 }
