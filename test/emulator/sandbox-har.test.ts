@@ -1,6 +1,6 @@
 /**
- * A sandbox's request journal exported as HAR 1.2, over the control plane and
- * from the in-process handle: valid against the HAR 1.2 JSON Schema (the
+ * A sandbox's request journal exported as HAR 1.2, over the control plane,
+ * from the in-process handle and from the remote one (testing/): valid against the HAR 1.2 JSON Schema (the
  * har-schema package, independent of our own zod schema), one entry per
  * journal entry in order, with URL, status and time, bodies redacted
  * as the journal redacts them, and filtered like the journal.
@@ -11,6 +11,7 @@ import addFormats from "ajv-formats";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createEmulator, type Emulator } from "../../emulator/index.js";
 import { Har } from "../../shared/schemas/har.js";
+import { createSandbox } from "../../testing/remote-sandbox.js";
 
 const require = createRequire(import.meta.url);
 
@@ -107,11 +108,14 @@ it("exports the journal as valid HAR 1.2, entry by entry, secrets redacted", asy
   expect(posts.log.comment).toContain("those that match the filter");
 });
 
-it("gives the same archive from the in-process handle", async () => {
+it("gives the same archive from the in-process handle and the remote one", async () => {
   const sandbox = await emulator.sandboxes.create({ name: "handle" });
   await traffic(sandbox.apiKey);
   const overHttp = await (await fetch(`${url}/_emulator/sandboxes/${sandbox.id}/requests.har`)).json();
   expect(sandbox.har()).toEqual(overHttp);
+  const remote = await createSandbox({ url, name: "remote" });
+  await traffic(remote.apiKey);
+  expect((await remote.har({ method: "PATCH" })).log.entries.map((e) => e.request.url)).toEqual([`${url}/v1/organization`]);
   expect(sandbox.har({ status: 404 }).log.entries.map((e) => e.response.status)).toEqual([404]);
   const validate = harValidator();
   expect(validate(sandbox.har())).toBe(true);
