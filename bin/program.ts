@@ -8,7 +8,7 @@
 import type { PairingCommand } from "../daemon/pairing-command.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Command, CommanderError, InvalidArgumentError } from "commander";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 // Types only: erased at run time, so they load nothing.
 import type { EmulatorCommandOptions } from "../emulator/cli.js";
 import type { ConformanceCommandOptions } from "../conformance/command.js";
@@ -129,7 +129,12 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
 
   sub("conformance", "Run the API contract's checks against any /v1 server (the hosted service, the emulator) and report.")
     .requiredOption("--base-url <url>", "the server, e.g. https://api.example.com (paths start with /v1)", httpUrl)
-    .requiredOption("--key <key>", "an organization key of a throwaway organization (svc_org_...) holding a model-provider key")
+    .addOption(
+      new Option("--key <key>", "an organization key of a throwaway organization (svc_org_...) holding a model-provider key")
+        // From the environment, the key stays out of the process list and the shell's history.
+        .env("AGENT_BRIDGE_CONFORMANCE_KEY")
+        .makeOptionMandatory(),
+    )
     .option("--junit <file>", "where to write the JUnit XML report", "conformance-junit.xml")
     .option("--model <name>", "the model named in message calls (default: one per provider)")
     .option("--allow-signup", "also check a successful signup (it makes an organization the API cannot remove)")

@@ -102,7 +102,8 @@ it.each(["SIGINT", "SIGTERM"] as const)("cleans up when stopped by %s with a req
     return "pass";
   });
   const junit = `${dir.path}/${signal}.xml`;
-  const kit = runAgentBridge(["conformance", "--base-url", proxy.url, "--key", org.key, "--junit", junit]);
+  // The key from the environment (it stays out of the process list).
+  const kit = runAgentBridge(["conformance", "--base-url", proxy.url, "--junit", junit], { env: { ...process.env, AGENT_BRIDGE_CONFORMANCE_KEY: org.key } });
   await proxy.nextHeld();
   kit.child.kill(signal);
   const code = await kit.exited;

@@ -105,4 +105,5 @@ it("is listed in the command's help, and its own help names every option", async
     expect(out).toContain(flag);
   }
   expect(out).toContain("removed at the end, also after a failure or\nSIGINT/SIGTERM");
+  expect(out.replace(/\s+/g, " ")).toContain("(env: AGENT_BRIDGE_CONFORMANCE_KEY)");
 });
