@@ -157,3 +157,37 @@ it("leaves what a SIGKILL interrupted to --sweep, which removes only what runs n
   expect(after.instances).toEqual(["keep-me (running)"]);
   expect(after.activeKeys).toEqual([]);
 });
+
+it("abandons the cleanup on a second SIGINT and says what may be left, by the run's name", async () => {
+  const org = await throwawayOrg(upstream);
+  let stage: "checks" | "cleanup" | "held" = "checks";
+  // The upload is held (first SIGINT); then the cleanup's first request is held too (second SIGINT).
+  proxy.setPolicy((r) => {
+    if (stage === "checks" && r.method === "POST" && r.path.endsWith("/files/upload")) {
+      stage = "cleanup";
+      return "drop";
+    }
+    if (stage === "cleanup" && r.method === "GET" && r.path === "/v1/keys") {
+      stage = "held";
+      return "drop";
+    }
+    return "pass";
+  });
+  const kit = runAgentBridge(["conformance", "--base-url", proxy.url, "--key", org.key, "--junit", `${dir.path}/abandoned.xml`]);
+  await proxy.nextHeld();
+  kit.child.kill("SIGINT");
+  await proxy.nextHeld();
+  kit.child.kill("SIGINT");
+
+  expect(await kit.exited, kit.stdout() + kit.stderr()).toBe(1);
+  const runId = /LEFT BEHIND \(remove by hand; names start with (conformance-[0-9a-f]{8})\): (.*)/.exec(kit.stdout());
+  expect(runId, kit.stdout()).not.toBeNull();
+  expect(runId![2]).toContain("instances named conformance-");
+  expect((await leftovers(upstream, org)).instances).toEqual([expect.stringMatching(new RegExp(`^${runId![1]}-instance `))]);
+
+  // What it named, --sweep removes.
+  proxy.setPolicy(() => "pass");
+  const sweep = runAgentBridge(["conformance", "--base-url", upstream, "--key", org.key, "--sweep"]);
+  expect(await sweep.exited, sweep.stdout()).toBe(0);
+  expect((await leftovers(upstream, org)).instances).toEqual([]);
+});
