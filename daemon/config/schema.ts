@@ -177,6 +177,12 @@ export const daemonConfigSchema = z
       ),
     logLevel: logLevelSchema.default("info").describe("The least severe log lines written; message text is never logged. Default: info."),
     ops: opsSchema.prefault({}).describe("The ops HTTP server: /healthz and Prometheus /metrics."),
+    watchConfig: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Re-read this file when it changes, as SIGHUP and `agent-bridge reload` do (a file with problems is refused; the running config stays). Default: false.",
+      ),
     queue: queueSchema.prefault({}).describe("How turns queue per instance and per session, and how much may wait."),
     retry: retrySchema.prefault({}).describe("How failed service calls and sends are tried again, and how often a person is told of failures."),
     /** First match wins. May be empty here; whoever starts the daemon checks. */

@@ -98,10 +98,18 @@ export function createRelay(deps: RelayDeps): Relay {
 
   const scheduler: Scheduler<string> = createScheduler<string>({
     clock,
+    // An instance's concurrency is fixed when its queue is made; the bounds and the debounce are read
+    // from the config at each message, so a reload changes them from the next one.
     concurrencyPerInstance: config.queue.concurrencyPerInstance,
-    maxPendingPerSession: config.queue.maxPendingPerSession,
-    maxPendingTotal: config.queue.maxPendingTotal,
-    debounceMs: config.queue.debounceMs,
+    get maxPendingPerSession() {
+      return config.queue.maxPendingPerSession;
+    },
+    get maxPendingTotal() {
+      return config.queue.maxPendingTotal;
+    },
+    get debounceMs() {
+      return config.queue.debounceMs;
+    },
     held: true,
     joins: (items) => items.every((id) => joinable(store.get(id))),
     run: (turn) => acknowledged(turn.items, () => runTurn(turn, turnDeps)),

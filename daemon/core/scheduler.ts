@@ -118,8 +118,6 @@ export function createScheduler<T>(options: SchedulerOptions<T>): Scheduler<T> {
 /** The `Scheduler`: the state every session, instance queue and waiter shares lives here. */
 export class TurnScheduler<T> implements Scheduler<T> {
   readonly #options: SchedulerOptions<T>;
-  /** A burst is cut into a turn at most this long after its first message (`maxDebounceMs`, default 4 × debounceMs). */
-  readonly #maxDebounce: number;
   /** One queue per instance, created on its first turn: bounds its turns in flight to `concurrencyPerInstance`. */
   readonly #queues = new Map<string, PQueue>();
   /** Slots with anything reserved, buffered, queued or active; an empty one is forgotten (`#forget`). */
@@ -145,7 +143,6 @@ export class TurnScheduler<T> implements Scheduler<T> {
 
   constructor(options: SchedulerOptions<T>) {
     this.#options = options;
-    this.#maxDebounce = options.maxDebounceMs ?? options.debounceMs * 4;
     this.#held = options.held ?? false;
   }
 
@@ -373,7 +370,8 @@ export class TurnScheduler<T> implements Scheduler<T> {
     if (!s.buffer.length) s.firstBufferedAt = now;
     s.buffer.push(item);
     s.timer?.cancel();
-    const due = Math.min(now + debounceMs, s.firstBufferedAt + this.#maxDebounce);
+    // A burst is cut into a turn at most `maxDebounceMs` (default 4 × debounceMs, read now: a reload may change it) after its first message.
+    const due = Math.min(now + debounceMs, s.firstBufferedAt + (this.#options.maxDebounceMs ?? debounceMs * 4));
     s.timer = clock.setTimeout(() => this.#flush(s), Math.max(0, due - now));
   }
 }
