@@ -6,6 +6,8 @@
  * - SIGINT/SIGTERM stop it gracefully (exit 0): messages stop coming in, in-flight
  *   replies get the grace period, the rest stays journaled. A second SIGINT
  *   exits at once (130); what was accepted stays journaled for the next start.
+ * - SIGHUP reads the config file again (so does a change to it with `watchConfig`):
+ *   daemon.ts `reload`; a file with problems is refused and the running config stays.
  * - With only a terminal channel, end of input (Ctrl+D, or a pipe closing)
  *   lets pending replies arrive and then stops it.
  * - Logs: JSON lines, or pino-pretty when stdout is a terminal. With the
