@@ -258,7 +258,12 @@ export class BridgeDaemon implements Daemon {
       pending: this.#store?.pending().length ?? 0,
       queued: this.#scheduler?.depth().totalWaiting ?? 0,
       stoppedRoutes: this.#relay ? [...this.#relay.stoppedRoutes.keys()] : [],
-      config: { hash: this.#configHash, ...(this.#lastReload ? { lastReload: this.#lastReload } : {}) },
+      config: {
+        hash: this.#configHash,
+        ...(this.#lastReload ? { lastReload: this.#lastReload } : {}),
+        // Several machines: the other live nodes' hashes that differ from this one's (a reload that reached only some nodes).
+        ...(cluster ? { otherNodesDiffer: cluster.peerConfigHashes().filter((h) => h !== this.#configHash) } : {}),
+      },
     };
   }
 
@@ -397,6 +402,7 @@ export class BridgeDaemon implements Daemon {
       take: (channel, entries) => this.#takeAccount(channel, entries),
       giveUp: (channel, graceful) => this.#giveUpAccount(channel, graceful),
       forget: (channel) => this.#forgetAccount(channel),
+      configHash: () => this.#configHash,
     });
     this.#store = this.#cluster.store;
     return this.#store;

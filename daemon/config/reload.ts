@@ -30,10 +30,16 @@ export async function checkOffline(file: string, env: NodeJS.ProcessEnv): Promis
 
 /**
  * A short digest of a config as loaded (variables filled in), for telling
- * nodes with different configs apart; it shows nothing of the config.
+ * nodes with different configs apart; it shows nothing of the config. What
+ * is each machine's own is left out: `dataDir`, `ops` and `state.nodeId`.
  */
 export function configHash(config: DaemonConfig): string {
-  return createHash("sha256").update(canonicalJson(config)).digest("hex").slice(0, 16);
+  const { dataDir: _dir, ops: _ops, state, ...shared } = config;
+  const { nodeId: _node, ...sharedState } = state.kind === "postgres" ? state : { ...state, nodeId: undefined };
+  return createHash("sha256")
+    .update(canonicalJson({ ...shared, state: sharedState }))
+    .digest("hex")
+    .slice(0, 16);
 }
 
 function canonicalJson(value: unknown): string {

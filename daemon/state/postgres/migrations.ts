@@ -58,6 +58,11 @@ export const MIGRATIONS: readonly { version: number; sql: string }[] = [
       );
     `,
   },
+  {
+    // Each node's config hash (config/reload.ts), so /healthz and `check` can tell nodes that run different configs.
+    version: 2,
+    sql: "ALTER TABLE node ADD COLUMN config_hash text;",
+  },
 ];
 
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
