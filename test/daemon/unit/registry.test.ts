@@ -49,8 +49,8 @@ describe("the platform registry is the only place platforms meet the daemon", ()
     return !types.some((t) => r.startsWith(`daemon/adapters/${t}/`));
   });
 
-  it("knows the four platforms, each with its own folder", () => {
-    expect(types).toEqual(["terminal", "telegram", "discord", "whatsapp"]);
+  it("knows the five platforms, each with its own folder", () => {
+    expect(types).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack"]);
     for (const t of types) expect(readdirSync(join(daemonDir, "adapters", t))).toContain("platform.ts");
   });
 

@@ -1,0 +1,152 @@
+/**
+ * Slack through `@slack/web-api` and `@slack/socket-mode`, wired from its
+ * parts: events come in over HTTP (events-http.ts, signed) or Socket Mode
+ * (connection.ts), events.ts answers Slack's retries once and decides the
+ * acknowledgement, inbound.ts translates, intake.ts hands over in each chat's
+ * order; outbound.ts sends replies, edits, files, reactions and the "is
+ * thinking" status. Access, commands and retries are the core's.
+ */
+import { WebClient } from "@slack/web-api";
+import { backoffDelay } from "../../../shared/backoff.js";
+import { cryptoRandom, type Random } from "../../../shared/random.js";
+import type { AdapterDeps, ChatAdapter } from "../../core/adapter.js";
+import { pause } from "../../core/retry.js";
+import { redactSecrets } from "../../ops/logger.js";
+import type { SlackChannelConfig } from "./config.js";
+import { createSocketConnection, defaultSocketTuning, slackLogger, type SocketConnection, type SocketTuning } from "./connection.js";
+import { SlackEventHandler } from "./events.js";
+import { listenForEvents, type EventsEndpoint } from "./events-http.js";
+import type { BotIdentity } from "./inbound.js";
+import { SlackIntake } from "./intake.js";
+import { createSlackOutbound, renderText, SLACK_FILE_LIMITS, SLACK_LIMITS, toAdapterError } from "./outbound.js";
+import { ActiveThreads } from "./threads.js";
+
+export { SLACK_LIMITS, SlackAdapterError } from "./outbound.js";
+export { markdownToMrkdwn } from "./mrkdwn.js";
+
+export interface SlackAdapterOptions extends Partial<SocketTuning> {
+  /** Jitter for reconnect backoff. Default `cryptoRandom`. */
+  random?: Random;
+  /** Longest one file download may take, ms. Default 60 000. */
+  attachmentTimeoutMs?: number;
+  /** Told where the Events API endpoint listens (its real port when 0 was configured). */
+  onListening?(url: string): void;
+}
+
+export function createSlackAdapter(config: SlackChannelConfig, deps: AdapterDeps, options: SlackAdapterOptions = {}): ChatAdapter {
+  const accountId = config.id;
+  const log = deps.logger.child({ adapter: "slack", accountId });
+  const secrets = [config.botToken, config.appToken, config.signingSecret].filter((s): s is string => !!s);
+  const redact = (text: string): string => redactSecrets(text, secrets);
+  const { random = cryptoRandom, attachmentTimeoutMs = 60_000, onListening, ...tuningOverrides } = options;
+  const tuning: SocketTuning = { ...defaultSocketTuning, ...Object.fromEntries(Object.entries(tuningOverrides).filter(([, v]) => v !== undefined)) };
+
+  // No retries and no rate-limit waits inside the client: the core's one retry policy owns those.
+  const client = new WebClient(config.botToken, {
+    slackApiUrl: `${config.api}/`,
+    retryConfig: { retries: 0 },
+    rejectRateLimitedCalls: true,
+    logger: slackLogger(log, redact),
+  });
+  const outbound = createSlackOutbound({ client, log, redact });
+  const threads = new ActiveThreads(deps.state);
+  const intake = new SlackIntake({
+    log,
+    redact,
+    botToken: config.botToken,
+    attachmentTimeoutMs,
+    onAccepted: (message) => {
+      if (message.chatType === "group") threads.add(message.chatId);
+    },
+  });
+  let bot: BotIdentity | undefined;
+  const events = new SlackEventHandler({
+    accountId,
+    bot: () => bot,
+    clock: deps.clock,
+    log,
+    redact,
+    take: (message, files) => intake.take(message, files),
+    inActiveThread: (chatId) => threads.has(chatId),
+  });
+  const stopSignal = new AbortController();
+  let endpoint: EventsEndpoint | null = null;
+  let socket: SocketConnection | null = null;
+
+  /** auth.test: who the bot is (its messages are not turns; its mention is stripped). A refused token fails the start. */
+  async function identify(): Promise<BotIdentity> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const me = await client.auth.test();
+        if (!me.user_id) throw new Error("auth.test named no bot user");
+        return { userId: me.user_id, botId: me.bot_id, name: me.user ?? "bot" };
+      } catch (error) {
+        const failure = toAdapterError(error, "slack auth.test failed", redact);
+        if (failure.permanent) throw new Error(`${failure.message}: check the channel's botToken (xoxb-...)`);
+        if (stopSignal.signal.aborted) throw failure;
+        const delay = backoffDelay(attempt, { baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs }, random);
+        intake.status({ state: "reconnecting", detail: `${failure.message}; next attempt in ${delay} ms` });
+        await pause(deps.clock, delay, stopSignal.signal);
+      }
+    }
+  }
+
+  return {
+    platform: "slack",
+    accountId,
+    limits: { ...SLACK_LIMITS, minEditIntervalMs: config.minEditIntervalMs ?? SLACK_LIMITS.minEditIntervalMs },
+    // Slack retries only what is not acknowledged, a few times over minutes: every message is journaled or refused with a notice.
+    capabilities: { redelivers: false, edit: true },
+    // Slack counts the text it is sent: the mrkdwn, escapes included.
+    measure: (text, format) => renderText(text, format).length,
+
+    async start(sink) {
+      intake.open(sink);
+      intake.status({ state: "starting" });
+      bot = await identify();
+      log.info({ botUser: bot.userId, mode: config.mode }, "slack bot identified");
+      if (config.mode === "socket" && config.appToken) {
+        socket = createSocketConnection({
+          appToken: config.appToken,
+          api: config.api,
+          deafAfterMs: config.watchdog.deafAfterMs,
+          clock: deps.clock,
+          random,
+          log,
+          redact,
+          tuning,
+          report: (event) => intake.status(event.detail === undefined ? event : { ...event, detail: redact(event.detail) }),
+          onEvent: (payload, retry) => events.handle(payload, retry),
+        });
+        await socket.start();
+        return;
+      }
+      if (!config.signingSecret) throw new Error('the slack channel needs signingSecret in mode "http"');
+      endpoint = await listenForEvents({
+        http: config.http,
+        signingSecret: config.signingSecret,
+        clock: deps.clock,
+        log,
+        handle: (body, retry) => events.handle(body, retry),
+      });
+      log.info({ url: `${endpoint.url}${config.http.path}` }, "slack events endpoint listening");
+      onListening?.(endpoint.url);
+      intake.status({ state: "connected" });
+    },
+
+    async stop() {
+      stopSignal.abort();
+      await Promise.allSettled([endpoint?.close(), socket?.stop()]);
+      // Messages already taken in still reach the core.
+      await intake.idle();
+      await threads.flush();
+    },
+
+    send: (target, text, { format }) => outbound.send(target, text, format),
+    edit: (target, messageId, text, { format }) => outbound.edit(target, messageId, text, format),
+    fileLimits: SLACK_FILE_LIMITS,
+    sendFile: (target, file) => outbound.sendFile(target, file),
+    sendTyping: (target) => outbound.sendTyping(target),
+    react: (target, messageId, emoji, options) => outbound.react(target, messageId, emoji, options),
+  };
+}
