@@ -154,10 +154,12 @@ export interface FakeSlack {
   readonly origin: string;
   readonly bot: { userId: string; botId: string; name: string; teamId: string };
   setRequestUrl(url: string): void;
-  /** A person's message: delivered as `message` (and `app_mention` when it mentions the bot in a channel). Returns its ts. */
-  say(message: PersonMessage): string;
+  /** A person's message: delivered as `message` (and `app_mention` when it mentions the bot in a channel): its ts and event ids. */
+  say(message: PersonMessage): { ts: string; eventIds: string[] };
   /** Delivers one event as Slack would (its event id is returned). */
   deliverEvent(event: Record<string, unknown>): string;
+  /** Posts an event again as Slack's retry does (same event id, `X-Slack-Retry-Num` one up); resolves with the answer's status. */
+  resend(eventId: string, reason?: string): Promise<number | "timeout" | "refused">;
   /** Every HTTP delivery attempt so far. */
   readonly deliveries: HttpDelivery[];
   /** Envelopes sent over Socket Mode (with redeliveries), and the ones acknowledged. */
@@ -222,6 +224,8 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
   const shared = new Map<string, SharedFile>();
   const uploads = new Map<string, PendingUpload>();
   const deliveries: HttpDelivery[] = [];
+  /** HTTP mode: each event's body as first posted, for retries. */
+  const bodies = new Map<string, string>();
   const rateLimited: string[] = [];
   const downloads: FakeSlack["downloads"] = [];
   const failures = new Map<string, { error: string; left: number }>();
@@ -541,12 +545,16 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
   function deliverEvent(event: Record<string, unknown>): string {
     const { id, body } = callbackOf(event);
     if (mode === "socket") enqueueEnvelope(body);
-    else void postEvent(id, JSON.stringify(body), 0);
+    else {
+      const raw = JSON.stringify(body);
+      bodies.set(id, raw);
+      void postEvent(id, raw, 0);
+    }
     return id;
   }
 
-  async function postEvent(eventId: string, raw: string, attempt: number, reason?: string): Promise<void> {
-    if (closed) return;
+  async function postEvent(eventId: string, raw: string, attempt: number, reason?: string, retryOnFailure = true): Promise<HttpDelivery["outcome"]> {
+    if (closed) return "refused";
     if (!requestUrl) throw new Error("fake slack: no requestUrl to post events to");
     const timestamp = String(Math.floor(now() / 1000));
     const signature = `v0=${createHmac("sha256", options.signingSecret).update(`v0:${timestamp}:${raw}`).digest("hex")}`;
@@ -569,12 +577,13 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
     }
     deliveries.push({ eventId, attempt, outcome });
     const acked = typeof outcome === "number" && outcome >= 200 && outcome < 300;
-    if (acked || attempt >= 3 || closed) return;
+    if (acked || attempt >= 3 || closed || !retryOnFailure) return outcome;
     const delay = retryDelaysMs[attempt] ?? 0;
     later(() => void postEvent(eventId, raw, attempt + 1, outcome === "timeout" ? "http_timeout" : "http_error"), delay);
+    return outcome;
   }
 
-  function say(input: PersonMessage): string {
+  function say(input: PersonMessage): { ts: string; eventIds: string[] } {
     const ts = nextTs();
     const channelType = input.channelType ?? (input.channel.startsWith("D") ? "im" : "channel");
     const files = (input.files ?? []).map((f) => {
@@ -602,13 +611,14 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
       ...(files.length ? { files } : {}),
     };
     const messageSubscription = channelType === "im" ? "message.im" : channelType === "group" ? "message.groups" : "message.channels";
-    if (subscriptions.has(messageSubscription)) deliverEvent(event);
+    const eventIds: string[] = [];
+    if (subscriptions.has(messageSubscription)) eventIds.push(deliverEvent(event));
     const mentions = input.text.includes(`<@${bot.userId}>`);
     if (mentions && channelType !== "im" && subscriptions.has("app_mention") && !input.subtype && !input.botId) {
       const { channel_type: _drop, subtype: _s, ...rest } = event;
-      deliverEvent({ ...rest, type: "app_mention" });
+      eventIds.push(deliverEvent({ ...rest, type: "app_mention" }));
     }
-    return ts;
+    return { ts, eventIds };
   }
 
   // --- Socket Mode ---
@@ -711,6 +721,12 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
     },
     say,
     deliverEvent,
+    resend(eventId, reason = "http_timeout") {
+      const raw = bodies.get(eventId);
+      if (!raw) throw new Error(`fake slack: no event ${eventId} was posted`);
+      const attempt = deliveries.filter((d) => d.eventId === eventId).reduce((n, d) => Math.max(n, d.attempt), 0) + 1;
+      return postEvent(eventId, raw, attempt, reason, false);
+    },
     deliveries,
     socketStats,
     openConnections: () => connections.filter((c) => c.ws.readyState === WebSocket.OPEN).length,

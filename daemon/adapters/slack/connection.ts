@@ -205,7 +205,9 @@ class SocketSupervisor implements SocketConnection {
     this.#watchdog = null;
     if (this.#stopped || !this.#current || !this.#sawTraffic) return;
     this.#deafReconnects++;
-    const detail = `connected but deaf: no event for ${Math.round(this.#deps.deafAfterMs / 1000)} s after earlier traffic; opening a new connection`;
+    const ms = this.#deps.deafAfterMs;
+    const silence = ms < 10_000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`;
+    const detail = `connected but deaf: no event for ${silence} after earlier traffic; opening a new connection`;
     this.#deps.log.warn({ deafAfterMs: this.#deps.deafAfterMs, deafReconnects: this.#deafReconnects }, `slack socket mode ${detail}`);
     this.#deps.report({ state: "reconnecting", detail });
     const old = this.#current;

@@ -1,0 +1,294 @@
+/**
+ * The whole chain for Slack, both delivery modes: an event from the Slack
+ * fake (signed HTTP posts, or Socket Mode envelopes over a real WebSocket)
+ * goes through the adapter the daemon builds (the real @slack/web-api and
+ * @slack/socket-mode clients), the access rules, journal, queue and relay to
+ * the emulator over real HTTP, and the fake model's answer comes back through
+ * the fake's Web API to the DM or thread it came from.
+ */
+import pino from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { slackChannelSchema } from "../../daemon/adapters/slack/config.js";
+import { createSlackAdapter } from "../../daemon/adapters/slack/index.js";
+import type { SlackChannelConfig } from "../../daemon/adapters/slack/config.js";
+import type { AdapterStateStore, InboundSink } from "../../daemon/core/adapter.js";
+import { createDaemon, type Daemon } from "../../daemon/daemon.js";
+import { systemClock } from "../../shared/clock.js";
+import { seededRandom } from "../../shared/random.js";
+import { createFakeSlack, waitFor, type FakeSlack, type FakeSlackOptions } from "../fakes/slack.js";
+import { startServiceFixture } from "../helpers/bridge.js";
+
+const BOT_TOKEN = "xoxb-1111-2222-e2eBotTokenThatMustStaySecret";
+const APP_TOKEN = "xapp-1-A0APP00001-3333-e2eAppTokenSecret";
+const SIGNING_SECRET = "e2eSigningSecret0123456789abcdef";
+const ALICE = "U0ALICE001";
+const STRANGER = "U0STRANGER";
+const DM = "D0ALICE001";
+const GENERAL = "C0GENERAL1";
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function bridge(mode: "http" | "socket", channel: Record<string, unknown> = {}, fakeOptions: Partial<FakeSlackOptions> = {}) {
+  const service = await startServiceFixture(cleanups, `slack-e2e-${mode}-`);
+  const fake = await createFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, signingSecret: SIGNING_SECRET, mode, postBurst: 50, ...fakeOptions });
+  cleanups.push(() => fake.close());
+  const config = service.configFor({
+    type: "slack",
+    id: "sl",
+    botToken: BOT_TOKEN,
+    mode,
+    ...(mode === "http" ? { signingSecret: SIGNING_SECRET, http: { port: 0 } } : { appToken: APP_TOKEN }),
+    api: fake.apiBase,
+    streaming: "off",
+    groupContext: { enabled: false },
+    access: { users: [ALICE], groups: { [GENERAL]: {} } },
+    ...channel,
+  });
+  let endpoint = "";
+  const statuses: { state: string; detail?: string | undefined }[] = [];
+  const launch = async (): Promise<Daemon> => {
+    const daemon = createDaemon({
+      config,
+      random: seededRandom(7),
+      onAdapterStatus: (_adapter, event) => void statuses.push({ state: event.state, detail: event.detail }),
+      // The real adapter, told where its endpoint listens (port 0) so the fake can post there.
+      createAdapter: (c, deps) =>
+        c.type === "slack"
+          ? Promise.resolve(
+              createSlackAdapter(c as SlackChannelConfig, deps, {
+                onListening: (url) => {
+                  endpoint = `${url}/slack/events`;
+                  fake.setRequestUrl(endpoint);
+                },
+              }),
+            )
+          : undefined,
+    });
+    cleanups.push(() => daemon.stop({ graceMs: 0 }));
+    await daemon.start();
+    return daemon;
+  };
+  const daemon = await launch();
+  return { fake, daemon, launch, statuses, endpoint: () => endpoint };
+}
+
+function memoryState(): AdapterStateStore {
+  const values = new Map<string, unknown>();
+  return { get: <T>(key: string) => values.get(key) as T | undefined, set: async (key, value) => void values.set(key, value) };
+}
+
+const texts = (fake: FakeSlack, channel: string) => fake.messages(channel).map((m) => m.text);
+
+describe.each(["http", "socket"] as const)("over %s", (mode) => {
+  it("answers a DM in the DM and a channel mention once, in its thread; nobody else", async () => {
+    const { fake, daemon } = await bridge(mode);
+    expect(daemon.health().adapters).toEqual({ "slack:sl": "connected" });
+    fake.say({ user: STRANGER, channel: "D0STRANGER", text: "let me in" });
+    fake.say({ user: ALICE, channel: DM, text: "hello *agent* & co" });
+    fake.say({ user: ALICE, channel: GENERAL, text: "not for the bot" });
+    const asked = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> in the channel` });
+    // The mention came twice (message + app_mention).
+    expect(asked.eventIds).toHaveLength(2);
+
+    await waitFor(() => texts(fake, DM).length === 1 && texts(fake, GENERAL).length === 1, "both replies");
+    await daemon.whenIdle();
+    expect(texts(fake, DM)).toEqual(["You said: hello _agent_ &amp; co"]);
+    expect(fake.messages(GENERAL)).toMatchObject([{ text: "You said: in the channel", threadTs: asked.ts }]);
+    expect(fake.messages("D0STRANGER")).toEqual([]);
+  });
+
+  it("hears a follow-up in the thread it answers in without a new mention", async () => {
+    const { fake, daemon } = await bridge(mode);
+    const asked = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> first` });
+    await waitFor(() => texts(fake, GENERAL).length === 1, "first reply");
+    fake.say({ user: ALICE, channel: GENERAL, text: "second", threadTs: asked.ts });
+    await waitFor(() => texts(fake, GENERAL).length === 2, "second reply");
+    await daemon.whenIdle();
+    expect(fake.messages(GENERAL).map((m) => [m.text, m.threadTs])).toEqual([
+      ["You said: first", asked.ts],
+      ["You said: second", asked.ts],
+    ]);
+  });
+
+  it("never answers its own or another bot's messages, edits or joins", async () => {
+    const { fake, daemon } = await bridge(mode, { access: { users: ["*"], groups: { [GENERAL]: { requireMention: false } } } });
+    fake.say({ user: fake.bot.userId, channel: DM, text: "my own words" });
+    fake.say({ user: "U0OTHERBOT", channel: DM, text: "beep", botId: "B0OTHER001" });
+    fake.say({ user: ALICE, channel: DM, text: "edited", subtype: "message_changed" });
+    fake.say({ user: ALICE, channel: GENERAL, text: "joined", subtype: "channel_join" });
+    fake.say({ user: ALICE, channel: DM, text: "a real one" });
+    await waitFor(() => texts(fake, DM).length === 1, "the one reply");
+    await daemon.whenIdle();
+    expect(texts(fake, DM)).toEqual(["You said: a real one"]);
+    expect(texts(fake, GENERAL)).toEqual([]);
+  });
+
+  it("fetches a file a person sends with the bot token and hands it to the agent", async () => {
+    const { fake, daemon } = await bridge(mode);
+    fake.say({ user: ALICE, channel: DM, text: "read this", files: [{ name: "notes.txt", mimetype: "text/plain", data: Buffer.from("hello file") }] });
+    await waitFor(() => texts(fake, DM).length === 1, "the reply");
+    await daemon.whenIdle();
+    expect(texts(fake, DM)[0]).toMatch(/^You said: read this\n\nAttached files \(in the workspace\):\n+• inbox\/slack\/D0ALICE001\/\d+-notes\.txt$/);
+    expect(fake.downloads).toEqual([{ fileId: expect.any(String), authorized: true }]);
+  });
+
+  it("sends a file the agent made with the three upload steps, into the thread", async () => {
+    const { fake, daemon } = await bridge(mode);
+    const asked = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> !file chart.png` });
+    await waitFor(() => fake.messages(GENERAL).some((m) => m.files.length === 1), "the file");
+    await daemon.whenIdle();
+    const file = fake.messages(GENERAL).find((m) => m.files.length === 1);
+    expect(file).toMatchObject({ threadTs: asked.ts, files: [{ name: "chart.png" }] });
+    expect(file?.files[0]?.data.subarray(0, 4).toString("hex")).toBe("89504e47");
+    const steps = fake
+      .calls()
+      .map((c) => c.call)
+      .filter((c) => c.startsWith("files."));
+    expect(steps).toEqual(["files.getUploadURLExternal", "files.completeUploadExternal"]);
+  });
+
+  it("puts the acknowledgement reaction on a mention and takes it off once answered", async () => {
+    const { fake, daemon } = await bridge(mode);
+    const asked = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> react` });
+    await waitFor(() => texts(fake, GENERAL).length === 1, "the reply");
+    await daemon.whenIdle();
+    // Reactions are best effort beside the reply: the removal may come just after it.
+    await waitFor(() => fake.calls().some((c) => c.call === "reactions.remove"), "the reaction removed");
+    const reactionCalls = fake
+      .calls()
+      .map((c) => c.call)
+      .filter((c) => c.startsWith("reactions."));
+    expect(reactionCalls).toEqual(["reactions.add", "reactions.remove"]);
+    expect(fake.reactions(GENERAL, asked.ts)).toEqual([]);
+  });
+
+  it("waits out Slack's per-channel 429 and sends each message once", async () => {
+    const { fake, daemon } = await bridge(mode, {}, { postBurst: 1 });
+    fake.say({ user: ALICE, channel: DM, text: "one" });
+    fake.say({ user: ALICE, channel: DM, text: "two" });
+    fake.say({ user: ALICE, channel: DM, text: "three" });
+    await waitFor(() => texts(fake, DM).length === 3, "three replies", 20_000);
+    await daemon.whenIdle();
+    expect(texts(fake, DM)).toEqual(["You said: one", "You said: two", "You said: three"]);
+    expect(fake.rateLimited.filter((m) => m === "chat.postMessage").length).toBeGreaterThan(0);
+  });
+});
+
+describe("HTTP Events API", () => {
+  it("answers Slack's retries of one event once", async () => {
+    const { fake, daemon } = await bridge("http");
+    const { eventIds } = fake.say({ user: ALICE, channel: DM, text: "once please" });
+    await waitFor(() => texts(fake, DM).length === 1, "the reply");
+    const eventId = eventIds[0] ?? "";
+    expect(await fake.resend(eventId, "http_timeout")).toBe(200);
+    expect(await fake.resend(eventId, "http_error")).toBe(200);
+    await daemon.whenIdle();
+    expect(texts(fake, DM)).toEqual(["You said: once please"]);
+    expect(fake.deliveries.filter((d) => d.eventId === eventId).map((d) => [d.attempt, d.outcome])).toEqual([
+      [0, 200],
+      [1, 200],
+      [2, 200],
+    ]);
+  });
+
+  it("answers url_verification and refuses what Slack did not sign, changing nothing", async () => {
+    const { fake, daemon, endpoint } = await bridge("http");
+    const { createHmac } = await import("node:crypto");
+    const post = (body: string, secret = SIGNING_SECRET, at = Math.floor(Date.now() / 1000)) =>
+      fetch(endpoint(), {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-slack-request-timestamp": String(at),
+          "x-slack-signature": `v0=${createHmac("sha256", secret).update(`v0:${at}:${body}`).digest("hex")}`,
+        },
+        body,
+      });
+    const challenge = await post(JSON.stringify({ type: "url_verification", token: "t", challenge: "c0ffee" }));
+    expect([challenge.status, await challenge.json()]).toEqual([200, { challenge: "c0ffee" }]);
+
+    const event = JSON.stringify({
+      type: "event_callback",
+      event_id: "EvFORGED01",
+      event: { type: "message", channel_type: "im", channel: DM, user: ALICE, text: "forged", ts: "1700000000.000001" },
+    });
+    expect((await post(event, "someone-elses-secret-000")).status).toBe(401);
+    expect((await post(event, SIGNING_SECRET, Math.floor(Date.now() / 1000) - 6 * 60)).status).toBe(401);
+    expect((await fetch(endpoint(), { method: "POST", body: event })).status).toBe(401);
+    expect((await post("{not json")).status).toBe(400);
+    await daemon.whenIdle();
+    expect(texts(fake, DM)).toEqual([]);
+  });
+});
+
+describe("Socket Mode", () => {
+  it("moves to a new connection when Slack asks, losing no event", async () => {
+    const { fake, daemon } = await bridge("socket", {}, { refreshGraceMs: 200 });
+    fake.say({ user: ALICE, channel: DM, text: "before" });
+    await waitFor(() => texts(fake, DM).length === 1, "first reply");
+    fake.refresh();
+    fake.say({ user: ALICE, channel: DM, text: "during" });
+    await waitFor(() => fake.socketStats.connectionsOpened === 2, "a second connection");
+    fake.say({ user: ALICE, channel: DM, text: "after" });
+    await waitFor(() => texts(fake, DM).length === 3, "three replies");
+    await daemon.whenIdle();
+    expect(texts(fake, DM)).toEqual(["You said: before", "You said: during", "You said: after"]);
+    expect(daemon.health().adapters).toEqual({ "slack:sl": "connected" });
+  });
+
+  it("reconnects with backoff after the connection drops", async () => {
+    const { fake, daemon } = await bridge("socket");
+    fake.dropConnections();
+    await waitFor(() => fake.socketStats.connectionsOpened === 2 && fake.openConnections() === 1, "a new connection");
+    fake.say({ user: ALICE, channel: DM, text: "after the drop" });
+    await waitFor(() => texts(fake, DM).length === 1, "the reply");
+    await daemon.whenIdle();
+    expect(texts(fake, DM)).toEqual(["You said: after the drop"]);
+  });
+
+  it("replaces a connection that is up but deaf, and says so", async () => {
+    const { fake, daemon, statuses } = await bridge("socket", { watchdog: { deafAfterMs: 300 } });
+    fake.say({ user: ALICE, channel: DM, text: "traffic first" });
+    await waitFor(() => texts(fake, DM).length === 1, "first reply");
+    // From now on the open socket answers pings but no event reaches it.
+    fake.goDeaf();
+    fake.say({ user: ALICE, channel: DM, text: "lost on a deaf socket?" });
+    await waitFor(() => fake.socketStats.connectionsOpened === 2, "the watchdog's new connection");
+    await waitFor(() => texts(fake, DM).length === 2, "the reply through the new connection");
+    await daemon.whenIdle();
+    expect(texts(fake, DM)).toEqual(["You said: traffic first", "You said: lost on a deaf socket?"]);
+    // The status said why (the log and /healthz carry it), then "connected" again.
+    expect(statuses.filter((s) => s.state === "reconnecting").map((s) => s.detail)).toEqual([
+      expect.stringMatching(/^connected but deaf: no event for 300 ms/),
+    ]);
+    expect(statuses.at(-1)?.state).toBe("connected");
+    expect(daemon.health().adapters).toEqual({ "slack:sl": "connected" });
+  });
+
+  it("stops the start with a clear error when Slack refuses the app token", async () => {
+    const fake = await createFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, signingSecret: SIGNING_SECRET, mode: "socket" });
+    cleanups.push(() => fake.close());
+    const config = slackChannelSchema.parse({ type: "slack", botToken: BOT_TOKEN, mode: "socket", appToken: "xapp-1-A0-wrong-token", api: fake.apiBase });
+    const logger = pino({ level: "silent" });
+    const adapter = createSlackAdapter(
+      { ...config, id: "sl" },
+      { logger, state: memoryState(), dataDir: "/nonexistent", clock: systemClock, maxAttachmentBytes: 1024 },
+    );
+    const states: string[] = [];
+    const sink: InboundSink = {
+      accept: () => Promise.reject(new Error("no message expected")),
+      admit: () => ({ allowed: false, attachments: [] }),
+      status: (event) => states.push(event.state),
+    };
+    const started = adapter.start(sink);
+    await expect(started).rejects.toThrow("Slack refused the app token (invalid_auth)");
+    await expect(started).rejects.not.toThrow("wrong-token");
+    expect(states).toEqual(["starting", "starting", "failed"]);
+    await adapter.stop();
+    // Refused for good: no second attempt was made.
+    expect(fake.calls().filter((c) => c.call === "apps.connections.open")).toHaveLength(1);
+  });
+});
