@@ -181,8 +181,8 @@ export interface FakeSlack {
   readonly rateLimited: string[];
   /** Files people shared, fetched by the bot (url, had the bot token). */
   readonly downloads: { fileId: string; authorized: boolean }[];
-  /** Holds uploads (the bytes POSTed to upload_url) until the returned function is called. */
-  holdUploads(): () => void;
+  /** Holds uploads (the bytes POSTed to upload_url) after the first `skip` until `release` is called; `arrived` counts the held ones. */
+  holdUploads(skip?: number): { release(): void; arrived(): number };
   /** The next `count` calls of `method` fail with `error` (HTTP 200 ok:false). */
   failNext(method: string, error: string, count?: number): void;
   close(): Promise<void>;
@@ -234,6 +234,9 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
   let tsCounter = 0;
   let idCounter = 0;
   let uploadGate: Promise<void> | null = null;
+  /** Uploads that may still pass before the gate holds them. */
+  let uploadsBeforeGate = 0;
+  let heldUploads = 0;
   const nextTs = (): string => {
     // Unique and increasing, like Slack's: seconds, then a 6-digit counter.
     const seconds = Math.floor(now() / 1000);
@@ -506,7 +509,10 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
   async function upload(id: string, body: Buffer, res: ServerResponse): Promise<void> {
     const pending = uploads.get(id);
     if (!pending) return void res.writeHead(404).end("file not found");
-    if (uploadGate) await uploadGate;
+    if (uploadGate && uploadsBeforeGate-- <= 0) {
+      heldUploads++;
+      await uploadGate;
+    }
     if (body.length !== pending.length) return void res.writeHead(400).end("length mismatch");
     // Slack accepts raw bytes or a multipart form with one file; the bridge sends raw bytes.
     pending.data = body;
@@ -743,15 +749,17 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
     calls: () => log.list(),
     rateLimited,
     downloads,
-    holdUploads() {
+    holdUploads(skip = 0) {
       let release = () => {};
+      uploadsBeforeGate = skip;
+      heldUploads = 0;
       uploadGate = new Promise<void>((resolve) => {
         release = () => {
           uploadGate = null;
           resolve();
         };
       });
-      return release;
+      return { release, arrived: () => heldUploads };
     },
     failNext(method, error, count = 1) {
       failures.set(method, { error, left: count });
