@@ -167,7 +167,7 @@ export const daemonConfigSchema = z
     state: stateSchema
       .default({ kind: "file" })
       .describe(
-        'Where the daemon keeps its state: "file" (the journal in dataDir, one daemon) or "postgres" (several daemons with the same config form one bridge; see "Running on several machines" in the README). Default: {"kind": "file"}.',
+        'Where the daemon keeps its state: "file" (the journal in dataDir, one daemon) or "postgres" (several daemons with the same config form one bridge; see docs/cluster.md). Default: {"kind": "file"}.',
       ),
     logLevel: logLevelSchema.default("info").describe("The least severe log lines written; message text is never logged. Default: info."),
     ops: opsSchema.prefault({}).describe("The ops HTTP server: /healthz and Prometheus /metrics."),
