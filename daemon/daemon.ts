@@ -91,6 +91,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
   let dispatcher: Agent | undefined;
   let adapters: ChatAdapter[] = options.adapters ? [...options.adapters] : [];
   const adapterStates = new Map<ChatAdapter, AdapterStatusEvent["state"]>();
+  /** Per adapter, connections it re-opened by reason (shown by /healthz once there are any). */
+  const adapterReconnects = new Map<ChatAdapter, Record<string, number>>();
   /** With `"state": {"kind": "postgres"}`: this node's part in the bridge (which accounts it owns). */
   let cluster: ClusterNode | undefined;
   /** Each adapter is stopped once, whoever asks first (teardown, a handover). */
@@ -222,6 +224,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
       admit: (question) => r.admit(adapter, question),
       status(event) {
         adapterStates.set(adapter, event.state);
+        if (event.state === "reconnecting") countReconnect(adapter, event.reason ?? "other");
         const level = event.state === "failed" || event.state === "logged_out" ? "error" : "info";
         logger[level]({ platform: adapter.platform, accountId: adapter.accountId, state: event.state, detail: event.detail }, "adapter status");
         options.onAdapterStatus?.(adapter, event);
@@ -315,6 +318,14 @@ export function createDaemon(options: DaemonOptions): Daemon {
     if (left) logger.info({ pending: left }, "pending messages saved for the next start");
   }
 
+  /** A connection the adapter re-opened, and why: /metrics counts it, /healthz shows the counts. */
+  function countReconnect(adapter: ChatAdapter, reason: string): void {
+    metrics.adapterReconnectsTotal.inc({ platform: adapter.platform, account: adapter.accountId, reason });
+    const counts = adapterReconnects.get(adapter) ?? {};
+    counts[reason] = (counts[reason] ?? 0) + 1;
+    adapterReconnects.set(adapter, counts);
+  }
+
   function health(): HealthReport {
     const adaptersView = Object.fromEntries(adapters.map((a) => [`${a.platform}:${a.accountId}`, adapterStates.get(a) ?? "starting"]));
     const anyUp = adapters.length === 0 || adapters.some((a) => adapterStates.get(a) === "connected" || adapterStates.get(a) === "pairing");
@@ -325,6 +336,13 @@ export function createDaemon(options: DaemonOptions): Daemon {
       state,
       ...(cluster ? { node: cluster.nodeId, database, owns: cluster.owned() } : {}),
       adapters: adaptersView,
+      ...(adapterReconnects.size > 0
+        ? {
+            reconnects: Object.fromEntries(
+              adapters.flatMap((a) => (adapterReconnects.has(a) ? [[`${a.platform}:${a.accountId}`, adapterReconnects.get(a)]] : [])),
+            ),
+          }
+        : {}),
       pending: store?.pending().length ?? 0,
       queued: scheduler?.depth().totalWaiting ?? 0,
       stoppedRoutes: relay ? [...relay.stoppedRoutes.keys()] : [],

@@ -205,6 +205,12 @@ export interface InboundSink {
 export interface AdapterStatusEvent {
   state: "starting" | "connected" | "reconnecting" | "stopped" | "failed" | "logged_out" | "pairing";
   detail?: string;
+  /**
+   * With "reconnecting": why, as one fixed word that /metrics and /healthz count
+   * ("deaf": the connection was up but no events came; "closed": it dropped;
+   * "refresh": the platform asked for a new one). Default "other".
+   */
+  reason?: "deaf" | "closed" | "refresh";
 }
 
 /**

@@ -23,6 +23,8 @@ export interface Metrics {
   errorsTotal: Counter<"route" | "kind">;
   /** outcome: an `InboundOutcome` ("accepted", "duplicate", "denied", "busy", ...). */
   inboundMessagesTotal: Counter<"platform" | "outcome">;
+  /** Connections an adapter re-opened; reason: an `AdapterStatusEvent` reason ("deaf", "closed", "refresh", "other"). */
+  adapterReconnectsTotal: Counter<"platform" | "account" | "reason">;
   /** Several machines: 1 while this node owns the account's lease, else 0. */
   leaseOwned: Gauge<"unit">;
   /** Several machines: the fencing number of the lease this node holds (it grows on every takeover). */
@@ -92,6 +94,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       name: `${prefix}inbound_messages_total`,
       help: "Messages received from chat platforms, by platform and what became of them.",
       labelNames: ["platform", "outcome"] as const,
+      registers,
+    }),
+    adapterReconnectsTotal: new Counter({
+      name: `${prefix}adapter_reconnects_total`,
+      help: "Connections a chat adapter re-opened, by platform, account and reason (deaf: up but no events came).",
+      labelNames: ["platform", "account", "reason"] as const,
       registers,
     }),
     leaseOwned: new Gauge({ name: `${prefix}lease_owned`, help: "1 while this node owns the account's lease.", labelNames: ["unit"] as const, registers }),

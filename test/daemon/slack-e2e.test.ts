@@ -266,6 +266,9 @@ describe("Socket Mode", () => {
     ]);
     expect(statuses.at(-1)?.state).toBe("connected");
     expect(daemon.health().adapters).toEqual({ "slack:sl": "connected" });
+    // /healthz and /metrics count it.
+    expect(daemon.health().reconnects).toEqual({ "slack:sl": { deaf: 1 } });
+    expect(await daemon.metrics.text()).toContain('agent_bridge_adapter_reconnects_total{platform="slack",account="sl",reason="deaf"} 1');
   });
 
   it("stops the start with a clear error when Slack refuses the app token", async () => {

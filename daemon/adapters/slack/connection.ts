@@ -12,8 +12,8 @@
  * - the watchdog: a connection that is up while no envelope has come for
  *   `deafAfterMs`, after envelopes came before, is replaced (the field's most
  *   reported Slack failure: the socket is up, no events arrive). The sink hears
- *   "reconnecting" with the reason, so /healthz shows it, and `deafReconnects`
- *   counts it for /metrics.
+ *   "reconnecting" with reason "deaf", which /healthz and /metrics count
+ *   (`agent_bridge_adapter_reconnects_total{reason="deaf"}`).
  * A refused app token (invalid_auth, not_allowed_token_type, ...) is "failed"
  * and not tried again.
  */
@@ -69,8 +69,6 @@ export interface SocketConnection {
   /** Resolves once connected, or once a first attempt failed in a way retrying may fix; rejects on a refused token. */
   start(): Promise<void>;
   stop(): Promise<void>;
-  /** Connections replaced by the watchdog so far. */
-  readonly deafReconnects: number;
 }
 
 export function createSocketConnection(deps: SocketDeps): SocketConnection {
@@ -96,16 +94,11 @@ class SocketSupervisor implements SocketConnection {
   /** True once an envelope came on the current connection since it was (re)opened: the watchdog only guards a link that carried traffic. */
   #sawTraffic = false;
   #watchdog: Timer | null = null;
-  #deafReconnects = 0;
   /** One (re)connect at a time: a refresh while one is under way starts no second. */
   #connecting: Promise<void> | null = null;
 
   constructor(deps: SocketDeps) {
     this.#deps = deps;
-  }
-
-  get deafReconnects(): number {
-    return this.#deafReconnects;
   }
 
   async start(): Promise<void> {
@@ -174,6 +167,7 @@ class SocketSupervisor implements SocketConnection {
       const disconnect = disconnectReason(data);
       if (disconnect === undefined || client !== this.#current || this.#stopped) return;
       this.#deps.log.info({ reason: disconnect }, "slack asked for a new socket mode connection");
+      this.#deps.report({ state: "reconnecting", detail: `slack asked for a new connection (${disconnect})`, reason: "refresh" });
       this.#current = null;
       this.#replace(`slack closes the connection (${disconnect})`);
     });
@@ -181,8 +175,7 @@ class SocketSupervisor implements SocketConnection {
       this.#clients.delete(client);
       if (client !== this.#current || this.#stopped) return;
       this.#current = null;
-      this.#deps.report({ state: "reconnecting", detail: "the socket mode connection closed" });
-      this.#reconnectLater(new Error("connection closed"));
+      this.#reconnectLater(new Error("the socket mode connection closed"), "closed");
     });
     return client;
   }
@@ -204,12 +197,11 @@ class SocketSupervisor implements SocketConnection {
   #onSilence(): void {
     this.#watchdog = null;
     if (this.#stopped || !this.#current || !this.#sawTraffic) return;
-    this.#deafReconnects++;
     const ms = this.#deps.deafAfterMs;
     const silence = ms < 10_000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`;
     const detail = `connected but deaf: no event for ${silence} after earlier traffic; opening a new connection`;
-    this.#deps.log.warn({ deafAfterMs: this.#deps.deafAfterMs, deafReconnects: this.#deafReconnects }, `slack socket mode ${detail}`);
-    this.#deps.report({ state: "reconnecting", detail });
+    this.#deps.log.warn({ deafAfterMs: this.#deps.deafAfterMs }, `slack socket mode ${detail}`);
+    this.#deps.report({ state: "reconnecting", detail, reason: "deaf" });
     const old = this.#current;
     this.#current = null;
     this.#replace(detail, old);
@@ -227,7 +219,7 @@ class SocketSupervisor implements SocketConnection {
   }
 
   /** After a failure: pause by the backoff, then try again, until connected or stopped. */
-  #reconnectLater(error: unknown): void {
+  #reconnectLater(error: unknown, reason?: "closed"): void {
     if (this.#stopped) return;
     if (error instanceof SocketRefused) {
       this.#deps.report({ state: "failed", detail: error.message });
@@ -235,7 +227,7 @@ class SocketSupervisor implements SocketConnection {
     }
     const attempt = ++this.#failures;
     const delay = backoffDelay(attempt, { baseMs: this.#deps.tuning.backoffInitialMs, maxMs: this.#deps.tuning.backoffMaxMs }, this.#deps.random);
-    this.#deps.report({ state: "reconnecting", detail: `${this.#text(error)}; next attempt in ${delay} ms` });
+    this.#deps.report({ state: "reconnecting", detail: `${this.#text(error)}; next attempt in ${delay} ms`, ...(reason ? { reason } : {}) });
     this.#connecting ??= pause(this.#deps.clock, delay, this.#stopSignal.signal)
       .then(() => (this.#stopped ? undefined : this.#open()))
       .catch((next: unknown) => {
