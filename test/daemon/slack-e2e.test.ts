@@ -6,6 +6,7 @@
  * the emulator over real HTTP, and the fake model's answer comes back through
  * the fake's Web API to the DM or thread it came from.
  */
+import { createHmac } from "node:crypto";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { slackChannelSchema } from "../../daemon/adapters/slack/config.js";
@@ -72,12 +73,25 @@ async function bridge(mode: "http" | "socket", channel: Record<string, unknown> 
     return daemon;
   };
   const daemon = await launch();
-  return { fake, daemon, launch, statuses, endpoint: () => endpoint };
+  return { fake, daemon, launch, statuses, service, endpoint: () => endpoint };
 }
 
 function memoryState(): AdapterStateStore {
   const values = new Map<string, unknown>();
   return { get: <T>(key: string) => values.get(key) as T | undefined, set: async (key, value) => void values.set(key, value) };
+}
+
+/** Posts `body` to the endpoint signed as Slack signs (with `secret`, at `at` seconds). */
+function signedPost(url: string, body: string, secret = SIGNING_SECRET, at = Math.floor(Date.now() / 1000)): Promise<Response> {
+  return fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-slack-request-timestamp": String(at),
+      "x-slack-signature": `v0=${createHmac("sha256", secret).update(`v0:${at}:${body}`).digest("hex")}`,
+    },
+    body,
+  });
 }
 
 const texts = (fake: FakeSlack, channel: string) => fake.messages(channel).map((m) => m.text);
@@ -196,17 +210,7 @@ describe("HTTP Events API", () => {
 
   it("answers url_verification and refuses what Slack did not sign, changing nothing", async () => {
     const { fake, daemon, endpoint } = await bridge("http");
-    const { createHmac } = await import("node:crypto");
-    const post = (body: string, secret = SIGNING_SECRET, at = Math.floor(Date.now() / 1000)) =>
-      fetch(endpoint(), {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          "x-slack-request-timestamp": String(at),
-          "x-slack-signature": `v0=${createHmac("sha256", secret).update(`v0:${at}:${body}`).digest("hex")}`,
-        },
-        body,
-      });
+    const post = (body: string, secret?: string, at?: number) => signedPost(endpoint(), body, secret, at);
     const challenge = await post(JSON.stringify({ type: "url_verification", token: "t", challenge: "c0ffee" }));
     expect([challenge.status, await challenge.json()]).toEqual([200, { challenge: "c0ffee" }]);
 
@@ -221,6 +225,73 @@ describe("HTTP Events API", () => {
     expect((await post("{not json")).status).toBe(400);
     await daemon.whenIdle();
     expect(texts(fake, DM)).toEqual([]);
+  });
+
+  it("acknowledges a malformed event (nothing to keep) and goes on answering", async () => {
+    const { fake, daemon, endpoint } = await bridge("http");
+    expect((await signedPost(endpoint(), JSON.stringify({ type: "event_callback", event_id: "EvBROKEN01" }))).status).toBe(200);
+    expect((await signedPost(endpoint(), JSON.stringify({ type: "event_callback", event_id: "EvBROKEN02", event: { type: 7 } }))).status).toBe(200);
+    expect((await signedPost(endpoint(), JSON.stringify({ type: "app_rate_limited", minute_rate_limited: 1 }))).status).toBe(200);
+    fake.say({ user: ALICE, channel: DM, text: "still here?" });
+    await waitFor(() => texts(fake, DM).length === 1, "the reply");
+    await daemon.whenIdle();
+    expect(texts(fake, DM)).toEqual(["You said: still here?"]);
+    expect(daemon.health().adapters).toEqual({ "slack:sl": "connected" });
+  });
+
+  it("acknowledges an event at once, while the turn it starts goes on", async () => {
+    const { fake, daemon, service } = await bridge("http");
+    // The gateway's `!stream 3` completes only when the emulator's clock moves: the turn is under way until the test moves it.
+    const { eventIds } = fake.say({ user: ALICE, channel: DM, text: "!stream 3" });
+    await waitFor(() => fake.deliveries.find((d) => d.eventId === eventIds[0]), "Slack's delivery answered");
+    expect(fake.deliveries.filter((d) => d.eventId === eventIds[0])).toEqual([{ eventId: eventIds[0], attempt: 0, outcome: 200 }]);
+    expect(texts(fake, DM)).toEqual([]);
+    await waitFor(() => {
+      service.emulator.clock.advance(250);
+      return texts(fake, DM).length === 1;
+    }, "the answer once the gateway moves on");
+    await daemon.whenIdle();
+  });
+});
+
+describe("access", () => {
+  it("a stranger's DM gets a pairing code, the owner approves it with /approve, and the stranger is answered", async () => {
+    const { fake } = await bridge("http", { access: { mode: "pairing", owners: [ALICE] } });
+    const said = (channel: string) => texts(fake, channel);
+    fake.say({ user: "U0NEWCOMER", channel: "D0NEWCOMER", text: "hello?" });
+    await waitFor(() => said("D0NEWCOMER").length === 1, "the code");
+    const code = /pairing code is ([A-Z2-9]{8})/.exec(said("D0NEWCOMER")[0] ?? "")?.[1];
+    expect(code).toBeDefined();
+    fake.say({ user: ALICE, channel: DM, text: `/approve ${code}` });
+    await waitFor(() => said(DM).length === 1 && said("D0NEWCOMER").length === 2, "the approval and the notice");
+    expect(said(DM)[0]).toContain("Approved");
+    fake.say({ user: "U0NEWCOMER", channel: "D0NEWCOMER", text: "now?" });
+    await waitFor(() => said("D0NEWCOMER").length === 3, "the answer");
+    expect(said("D0NEWCOMER")[2]).toBe("You said: now?");
+  });
+
+  it("a bot token Slack refuses stops the start with what to fix, without the token", async () => {
+    const fake = await createFakeSlack({ botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET });
+    cleanups.push(() => fake.close());
+    const config = slackChannelSchema.parse({
+      type: "slack",
+      botToken: "xoxb-9999-wrong",
+      signingSecret: SIGNING_SECRET,
+      http: { port: 0 },
+      api: fake.apiBase,
+    });
+    const adapter = createSlackAdapter(
+      { ...config, id: "sl" },
+      { logger: pino({ level: "silent" }), state: memoryState(), dataDir: "/nonexistent", clock: systemClock, maxAttachmentBytes: 1024 },
+    );
+    const started = adapter.start({
+      accept: () => Promise.reject(new Error("no message expected")),
+      admit: () => ({ allowed: false, attachments: [] }),
+      status: () => {},
+    });
+    await expect(started).rejects.toThrow("slack auth.test failed: invalid_auth: check the channel's botToken (xoxb-...)");
+    await expect(started).rejects.not.toThrow("xoxb-9999-wrong");
+    await adapter.stop();
   });
 });
 
