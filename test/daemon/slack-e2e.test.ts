@@ -211,6 +211,8 @@ describe("HTTP Events API", () => {
   it("answers url_verification and refuses what Slack did not sign, changing nothing", async () => {
     const { fake, daemon, endpoint } = await bridge("http");
     const post = (body: string, secret?: string, at?: number) => signedPost(endpoint(), body, secret, at);
+    // A load balancer's health check.
+    expect((await fetch(endpoint())).status).toBe(200);
     const challenge = await post(JSON.stringify({ type: "url_verification", token: "t", challenge: "c0ffee" }));
     expect([challenge.status, await challenge.json()]).toEqual([200, { challenge: "c0ffee" }]);
 

@@ -5,7 +5,9 @@
  * challenge back; an `event_callback` is answered 200 as soon as the core has
  * it (events.ts: within Slack's 3 seconds whatever the turn takes), or 500
  * when it could not be taken, so Slack retries it. Slack's retries carry the
- * same `event_id` and are answered once.
+ * same `event_id` and are answered once. A GET answers 200 while it listens,
+ * for a load balancer that sends Slack's posts to the node that owns the
+ * account (the only one listening).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -70,7 +72,9 @@ function listen(server: Server, http: SlackChannelConfig["http"]): Promise<void>
 async function onRequest(deps: EventsEndpointDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = (req.url ?? "").split("?")[0];
   if (path !== deps.http.path) return void res.writeHead(404).end();
-  if (req.method !== "POST") return void res.writeHead(405, { allow: "POST" }).end();
+  // A load balancer's health check: only the account's owner listens here (several machines: docs/platforms.md).
+  if (req.method === "GET" || req.method === "HEAD") return void res.writeHead(200, { "content-type": "text/plain" }).end("slack events endpoint ready");
+  if (req.method !== "POST") return void res.writeHead(405, { allow: "GET, HEAD, POST" }).end();
   const raw = await readBody(req);
   if (!raw) return void res.writeHead(413).end();
   const verdict = verifySlackRequest(
