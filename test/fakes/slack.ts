@@ -163,7 +163,7 @@ export interface FakeSlack {
   /** Every HTTP delivery attempt so far. */
   readonly deliveries: HttpDelivery[];
   /** Envelopes sent over Socket Mode (with redeliveries), and the ones acknowledged. */
-  readonly socketStats: { sent: number; acked: number; redelivered: number; connectionsOpened: number };
+  readonly socketStats: { sent: number; acked: number; redelivered: number; connectionsOpened: number; mostOpenAtOnce: number };
   openConnections(): number;
   /** Sends `disconnect` (refresh_requested) on every open connection; closes them `refreshGraceMs` later. */
   refresh(): void;
@@ -249,7 +249,7 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
   const tickets = new Set<string>();
   const queued: Envelope[] = [];
   const inFlight = new Map<string, Envelope>();
-  const socketStats = { sent: 0, acked: 0, redelivered: 0, connectionsOpened: 0 };
+  const socketStats = { sent: 0, acked: 0, redelivered: 0, connectionsOpened: 0, mostOpenAtOnce: 0 };
   let deafBefore = -1;
   let connectionSeq = 0;
 
@@ -632,6 +632,7 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
     const connection: SocketConnection = { ws, name: `socket-${++connectionSeq}`, leaving: false };
     connections.push(connection);
     socketStats.connectionsOpened++;
+    socketStats.mostOpenAtOnce = Math.max(socketStats.mostOpenAtOnce, connections.filter((c) => c.ws.readyState === WebSocket.OPEN).length);
     log.record(connection.name, "CONNECT");
     ws.on("message", (data: RawData) => onFrame(data));
     ws.on("close", () => {
