@@ -68,6 +68,7 @@ async function main(): Promise<void> {
   await agent.close();
   await (await import("./streaming.js")).benchStreaming();
   await (await import("./daemon.js")).benchDaemon();
+  await (await import("./slack.js")).benchSlack();
 }
 
 void main()

@@ -171,6 +171,8 @@ export interface FakeSlack {
   dropConnections(): void;
   /** Sockets stay up, events stop reaching the ones open now (they queue for a new connection). */
   goDeaf(): void;
+  /** Told of every message the bot posts (benchmarks wait on it). */
+  onPosted: ((message: PostedMessage) => void) | undefined;
   /** The bot's messages in a channel (every thread), oldest first. */
   messages(channel: string): PostedMessage[];
   reactions(channel: string, ts: string): string[];
@@ -369,6 +371,7 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
         const threadTs = str(args.thread_ts) || undefined;
         const message: PostedMessage = { channel, ts: nextTs(), text, history: [text], files: [], ...(threadTs ? { threadTs } : {}) };
         channelMessages(channel).push(message);
+        fakeSlack.onPosted?.(message);
         return { ok: true, channel, ts: message.ts, message: { type: "message", user: bot.userId, bot_id: bot.botId, text, ts: message.ts } };
       },
     },
@@ -719,7 +722,8 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
     }
   }
 
-  return {
+  const fakeSlack: FakeSlack = {
+    onPosted: undefined,
     apiBase: `${origin}/api`,
     origin,
     bot,
@@ -776,6 +780,7 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+  return fakeSlack;
 }
 
 function readBody(req: IncomingMessage): Promise<Buffer> {
