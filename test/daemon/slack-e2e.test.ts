@@ -256,6 +256,42 @@ describe("HTTP Events API", () => {
   });
 });
 
+describe("a Web API that fails at start", () => {
+  it("does not hold up the start: the bot is identified with backoff, and events Slack retried meanwhile are answered", async () => {
+    const service = await startServiceFixture(cleanups, "slack-e2e-late-");
+    const fake = await createFakeSlack({ botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET, retryDelaysMs: [0, 500, 1000] });
+    cleanups.push(() => fake.close());
+    fake.failNext("auth.test", "service_unavailable");
+    const config = service.configFor({
+      type: "slack",
+      id: "sl",
+      botToken: BOT_TOKEN,
+      signingSecret: SIGNING_SECRET,
+      http: { port: 0 },
+      api: fake.apiBase,
+      streaming: "off",
+      access: { users: [ALICE] },
+    });
+    const daemon = createDaemon({
+      config,
+      random: seededRandom(3),
+      createAdapter: (c, deps) =>
+        Promise.resolve(
+          createSlackAdapter(c as SlackChannelConfig, deps, { backoffInitialMs: 200, onListening: (url) => fake.setRequestUrl(`${url}/slack/events`) }),
+        ),
+    });
+    cleanups.push(() => daemon.stop({ graceMs: 0 }));
+    await daemon.start();
+    fake.say({ user: ALICE, channel: DM, text: "are you there?" });
+    await waitFor(() => texts(fake, DM).length === 1, "the reply", 15_000);
+    await daemon.whenIdle();
+    expect(texts(fake, DM)).toEqual(["You said: are you there?"]);
+    expect(daemon.health().adapters).toEqual({ "slack:sl": "connected" });
+    // Refused once (Slack's 200 {ok:false}), asked again after the pause.
+    expect(fake.calls().filter((c) => c.call === "auth.test")).toHaveLength(2);
+  });
+});
+
 describe("access", () => {
   it("a stranger's DM gets a pairing code, the owner approves it with /approve, and the stranger is answered", async () => {
     const { fake } = await bridge("http", { access: { mode: "pairing", owners: [ALICE] } });

@@ -111,7 +111,7 @@ class SocketSupervisor implements SocketConnection {
         throw error;
       }
       // Slack unreachable at boot: keep trying in the background; the daemon's other channels go on.
-      this.#reconnectLater(error);
+      this.#reconnect({ pauseFirst: true, after: error });
     }
   }
 
@@ -175,7 +175,7 @@ class SocketSupervisor implements SocketConnection {
       this.#clients.delete(client);
       if (client !== this.#current || this.#stopped) return;
       this.#current = null;
-      this.#reconnectLater(new Error("the socket mode connection closed"), "closed");
+      this.#reconnect({ pauseFirst: true, after: new Error("the socket mode connection closed"), reason: "closed" });
     });
     return client;
   }
@@ -207,36 +207,55 @@ class SocketSupervisor implements SocketConnection {
     this.#replace(detail, old);
   }
 
-  /** Opens a successor now; `old` (if given) is ended once the successor is up or failed. */
+  /** Opens a successor now; `old` (if given) is ended once the successor is up (or the attempts end). */
   #replace(reason: string, old?: SocketModeClient): void {
-    this.#connecting ??= this.#open()
-      .catch((error: unknown) => this.#reconnectLater(error))
-      .finally(() => {
-        this.#connecting = null;
-        if (old) void this.#end(old);
-      });
     this.#deps.log.debug({ reason }, "slack socket mode: replacing the connection");
+    this.#reconnect({ pauseFirst: false, ...(old ? { old } : {}) });
   }
 
-  /** After a failure: pause by the backoff, then try again, until connected or stopped. */
-  #reconnectLater(error: unknown, reason?: "closed"): void {
-    if (this.#stopped) return;
-    if (error instanceof SocketRefused) {
-      this.#deps.report({ state: "failed", detail: error.message });
+  /**
+   * Opens connections until one is up, pausing by the backoff before each
+   * attempt after a failure (and before the first, when `pauseFirst`); one
+   * such loop at a time. A refused token ends it ("failed").
+   */
+  #reconnect(options: { pauseFirst: boolean; after?: unknown; reason?: "closed"; old?: SocketModeClient }): void {
+    if (this.#stopped) {
+      if (options.old) void this.#end(options.old);
       return;
     }
-    const attempt = ++this.#failures;
-    const delay = backoffDelay(attempt, { baseMs: this.#deps.tuning.backoffInitialMs, maxMs: this.#deps.tuning.backoffMaxMs }, this.#deps.random);
-    this.#deps.report({ state: "reconnecting", detail: `${this.#text(error)}; next attempt in ${delay} ms`, ...(reason ? { reason } : {}) });
-    this.#connecting ??= pause(this.#deps.clock, delay, this.#stopSignal.signal)
-      .then(() => (this.#stopped ? undefined : this.#open()))
-      .catch((next: unknown) => {
-        this.#connecting = null;
-        this.#reconnectLater(next);
-      })
-      .finally(() => {
-        this.#connecting = null;
-      });
+    if (this.#connecting) {
+      // A loop already runs: it brings the successor; a connection it replaces may go now.
+      if (options.old) void this.#end(options.old);
+      return;
+    }
+    this.#connecting = this.#connectLoop(options).finally(() => {
+      this.#connecting = null;
+      if (options.old) void this.#end(options.old);
+    });
+  }
+
+  async #connectLoop(options: { pauseFirst: boolean; after?: unknown; reason?: "closed" }): Promise<void> {
+    let failure: unknown = options.after;
+    let reason = options.reason;
+    for (let first = true; !this.#stopped; first = false) {
+      if (!first || options.pauseFirst) {
+        const delay = backoffDelay(++this.#failures, { baseMs: this.#deps.tuning.backoffInitialMs, maxMs: this.#deps.tuning.backoffMaxMs }, this.#deps.random);
+        this.#deps.report({ state: "reconnecting", detail: `${this.#text(failure)}; next attempt in ${delay} ms`, ...(reason ? { reason } : {}) });
+        reason = undefined;
+        await pause(this.#deps.clock, delay, this.#stopSignal.signal);
+        if (this.#stopped) return;
+      }
+      try {
+        await this.#open();
+        return;
+      } catch (error) {
+        if (error instanceof SocketRefused) {
+          this.#deps.report({ state: "failed", detail: error.message });
+          return;
+        }
+        failure = error;
+      }
+    }
   }
 
   async #end(client: SocketModeClient): Promise<void> {

@@ -18,7 +18,7 @@ import { SlackEventHandler } from "./events.js";
 import { listenForEvents, type EventsEndpoint } from "./events-http.js";
 import type { BotIdentity } from "./inbound.js";
 import { SlackIntake } from "./intake.js";
-import { createSlackOutbound, renderText, SLACK_FILE_LIMITS, SLACK_LIMITS, toAdapterError } from "./outbound.js";
+import { createSlackOutbound, renderText, SLACK_FILE_LIMITS, SLACK_LIMITS, SlackAdapterError, toAdapterError } from "./outbound.js";
 import { ActiveThreads } from "./threads.js";
 
 export { SLACK_LIMITS, SlackAdapterError } from "./outbound.js";
@@ -73,21 +73,43 @@ export function createSlackAdapter(config: SlackChannelConfig, deps: AdapterDeps
   let endpoint: EventsEndpoint | null = null;
   let socket: SocketConnection | null = null;
 
-  /** auth.test: who the bot is (its messages are not turns; its mention is stripped). A refused token fails the start. */
-  async function identify(): Promise<BotIdentity> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const me = await client.auth.test();
-        if (!me.user_id) throw new Error("auth.test named no bot user");
-        return { userId: me.user_id, botId: me.bot_id, name: me.user ?? "bot" };
-      } catch (error) {
-        const failure = toAdapterError(error, "slack auth.test failed", redact);
-        if (failure.permanent) throw new Error(`${failure.message}: check the channel's botToken (xoxb-...)`);
-        if (stopSignal.signal.aborted) throw failure;
-        const delay = backoffDelay(attempt, { baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs }, random);
-        intake.status({ state: "reconnecting", detail: `${failure.message}; next attempt in ${delay} ms` });
-        await pause(deps.clock, delay, stopSignal.signal);
+  /** auth.test once: who the bot is (its messages are not turns; its mention is stripped). Throws for a refused token, else undefined when Slack did not answer. */
+  async function identifyOnce(): Promise<BotIdentity | SlackAdapterError> {
+    try {
+      const me = await client.auth.test();
+      if (!me.user_id) return new SlackAdapterError("slack auth.test named no bot user", { permanent: false });
+      return { userId: me.user_id, botId: me.bot_id, name: me.user ?? "bot" };
+    } catch (error) {
+      const failure = toAdapterError(error, "slack auth.test failed", redact);
+      if (failure.permanent) throw new Error(`${failure.message}: check the channel's botToken (xoxb-...)`);
+      return failure;
+    }
+  }
+
+  /**
+   * Who the bot is, asked again with backoff while Slack does not answer (the
+   * start goes on meanwhile: events are left unacknowledged until then, so
+   * Slack delivers them again). Resolves when known, or stopped.
+   */
+  async function identifyInBackground(first: SlackAdapterError): Promise<void> {
+    let failure = first;
+    for (let attempt = 1; !stopSignal.signal.aborted; attempt++) {
+      const delay = backoffDelay(attempt, { baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs }, random);
+      intake.status({ state: "reconnecting", detail: `${failure.message}; next attempt in ${delay} ms` });
+      await pause(deps.clock, delay, stopSignal.signal);
+      if (stopSignal.signal.aborted) return;
+      const answer = await identifyOnce().catch((error: unknown) => {
+        intake.status({ state: "failed", detail: redact(error instanceof Error ? error.message : String(error)) });
+        return undefined;
+      });
+      if (answer === undefined) return;
+      if (!(answer instanceof SlackAdapterError)) {
+        bot = answer;
+        log.info({ botUser: bot.userId, mode: config.mode }, "slack bot identified");
+        intake.status({ state: "connected" });
+        return;
       }
+      failure = answer;
     }
   }
 
@@ -103,8 +125,12 @@ export function createSlackAdapter(config: SlackChannelConfig, deps: AdapterDeps
     async start(sink) {
       intake.open(sink);
       intake.status({ state: "starting" });
-      bot = await identify();
-      log.info({ botUser: bot.userId, mode: config.mode }, "slack bot identified");
+      const identity = await identifyOnce();
+      if (identity instanceof SlackAdapterError) void identifyInBackground(identity);
+      else {
+        bot = identity;
+        log.info({ botUser: bot.userId, mode: config.mode }, "slack bot identified");
+      }
       if (config.mode === "socket" && config.appToken) {
         socket = createSocketConnection({
           appToken: config.appToken,
@@ -131,7 +157,7 @@ export function createSlackAdapter(config: SlackChannelConfig, deps: AdapterDeps
       });
       log.info({ url: `${endpoint.url}${config.http.path}` }, "slack events endpoint listening");
       onListening?.(endpoint.url);
-      intake.status({ state: "connected" });
+      if (bot) intake.status({ state: "connected" });
     },
 
     async stop() {
