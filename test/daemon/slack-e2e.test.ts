@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { slackChannelSchema } from "../../daemon/adapters/slack/config.js";
 import { createSlackAdapter } from "../../daemon/adapters/slack/index.js";
 import type { SlackChannelConfig } from "../../daemon/adapters/slack/config.js";
-import type { AdapterStateStore, InboundSink } from "../../daemon/core/adapter.js";
+import type { AdapterStateStore, InboundSink } from "../../daemon/vocabulary/adapter.js";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { systemClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";

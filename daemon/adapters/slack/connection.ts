@@ -23,8 +23,8 @@ import { LogLevel, SocketModeClient as Client } from "@slack/socket-mode";
 import { backoffDelay } from "../../../shared/backoff.js";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
-import type { AdapterStatusEvent } from "../../core/adapter.js";
-import { pause } from "../../core/retry.js";
+import type { AdapterStatusEvent } from "../../vocabulary/adapter.js";
+import { pause } from "../../helpers/retry.js";
 import type { EventVerdict } from "./events.js";
 
 export interface SocketTuning {

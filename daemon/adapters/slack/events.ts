@@ -12,7 +12,7 @@
  */
 import type { Logger } from "pino";
 import type { Clock } from "../../../shared/clock.js";
-import type { InboundMessage } from "../../core/adapter.js";
+import type { InboundMessage } from "../../vocabulary/adapter.js";
 import { SlackEventCallback, translateMessage, type BotIdentity, type SlackFile } from "./inbound.js";
 
 /** Slack's budget is 3 s; answering by 2.5 s leaves room for the network. */

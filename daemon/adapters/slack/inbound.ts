@@ -14,7 +14,7 @@
  */
 import { z } from "zod";
 import { safeBaseName } from "../../../shared/util/names.js";
-import type { ChatTarget, InboundAttachment, InboundMessage } from "../../core/adapter.js";
+import type { ChatTarget, InboundAttachment, InboundMessage } from "../../vocabulary/adapter.js";
 
 /** A file on a Slack message, as Slack describes it. */
 export const SlackFile = z.looseObject({

@@ -9,15 +9,15 @@
 import { WebClient } from "@slack/web-api";
 import { backoffDelay } from "../../../shared/backoff.js";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
-import type { AdapterDeps, ChatAdapter } from "../../core/adapter.js";
-import { pause } from "../../core/retry.js";
-import { redactSecrets } from "../../ops/logger.js";
+import type { AdapterDeps, ChatAdapter } from "../../vocabulary/adapter.js";
+import { pause } from "../../helpers/retry.js";
+import { redactSecrets } from "../../vocabulary/redact.js";
 import type { SlackChannelConfig } from "./config.js";
 import { createSocketConnection, defaultSocketTuning, slackLogger, type SocketConnection, type SocketTuning } from "./connection.js";
 import { SlackEventHandler } from "./events.js";
 import { listenForEvents, type EventsEndpoint } from "./events-http.js";
 import type { BotIdentity } from "./inbound.js";
-import { SlackIntake } from "./intake.js";
+import { SlackHandOver } from "./hand-over.js";
 import { createSlackOutbound, renderText, SLACK_FILE_LIMITS, SLACK_LIMITS, SlackAdapterError, toAdapterError } from "./outbound.js";
 import { ActiveThreads } from "./threads.js";
 
@@ -50,7 +50,7 @@ export function createSlackAdapter(config: SlackChannelConfig, deps: AdapterDeps
   });
   const outbound = createSlackOutbound({ client, log, redact });
   const threads = new ActiveThreads(deps.state);
-  const intake = new SlackIntake({
+  const intake = new SlackHandOver({
     log,
     redact,
     botToken: config.botToken,

@@ -14,7 +14,15 @@
  */
 import type { Logger } from "pino";
 import type { WebClient } from "@slack/web-api";
-import { SendError, type AdapterLimits, type ChatTarget, type FileLimits, type OutboundFile, type SendReceipt, type TextFormat } from "../../core/adapter.js";
+import {
+  SendError,
+  type AdapterLimits,
+  type ChatTarget,
+  type FileLimits,
+  type OutboundFile,
+  type SendReceipt,
+  type TextFormat,
+} from "../../vocabulary/adapter.js";
 import { slackReactionName } from "./config.js";
 import { placeOf } from "./inbound.js";
 import { markdownToMrkdwn, plainToMrkdwn } from "./mrkdwn.js";
@@ -142,7 +150,7 @@ async function uploadBytes(fetchImpl: typeof fetch, url: string, file: OutboundF
   try {
     response = await fetchImpl(url, { method: "POST", body: new Uint8Array(file.data), headers: { "content-type": file.mimeType } });
   } catch (error) {
-    throw new SlackAdapterError(`${where}: upload: ${redact(error instanceof Error ? error.message : String(error))}`, { permanent: false, status: 0 });
+    throw new SlackAdapterError(`${where}: upload: ${redact(error instanceof Error ? error.message : String(error))}`, { permanent: false });
   }
   await response.arrayBuffer().catch(() => undefined);
   if (!response.ok) {
@@ -153,7 +161,7 @@ async function uploadBytes(fetchImpl: typeof fetch, url: string, file: OutboundF
 
 /** Refuses, without calling Slack, what Slack would refuse. */
 function checkedText(text: string): string {
-  if (!text.trim()) throw new SlackAdapterError("Slack refuses empty messages (no_text)", { code: "no_text", permanent: true, status: 200 });
+  if (!text.trim()) throw new SlackAdapterError("Slack refuses empty messages (no_text)", { code: "no_text", permanent: true });
   if (text.length > 40_000)
     throw new SlackAdapterError(`message of ${text.length} characters is over Slack's 40000 (msg_too_long)`, {
       code: "msg_too_long",
@@ -193,5 +201,5 @@ export function toAdapterError(error: unknown, where: string, redact: (text: str
     return new SlackAdapterError(`${where}: HTTP ${status}`, { permanent: status >= 400 && status < 500 && status !== 408 && status !== 429, status });
   }
   const text = error instanceof Error ? error.message : String(error);
-  return new SlackAdapterError(`${where}: ${redact(text)}`, { permanent: false, status: 0 });
+  return new SlackAdapterError(`${where}: ${redact(text)}`, { permanent: false });
 }

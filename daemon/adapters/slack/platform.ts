@@ -6,7 +6,8 @@
  * loads only in `create`.
  */
 import { z } from "zod";
-import { channelSubject, probe, type CheckResult, type ProbeDeps } from "../../check/result.js";
+import { probe, type ProbeDeps } from "../../helpers/probe.js";
+import { channelSubject, type CheckResult } from "../../vocabulary/check-result.js";
 import { definePlatform, loadAdapterModule } from "../platform.js";
 import { missingScopes, scopesNeeded, slackChannelSchema, type SlackChannelConfig } from "./config.js";
 

@@ -5,7 +5,7 @@
  * state so a restart still knows them.
  */
 import { z } from "zod";
-import type { AdapterStateStore } from "../../core/adapter.js";
+import type { AdapterStateStore } from "../../vocabulary/adapter.js";
 
 export const MAX_THREADS = 2000;
 const STATE_KEY = "activeThreads";
