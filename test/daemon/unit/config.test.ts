@@ -273,7 +273,7 @@ describe("loadConfig", () => {
       $schema: string;
       channels: Record<string, unknown>[];
     };
-    expect(raw.channels.length).toBe(4);
+    expect(raw.channels.length).toBe(5);
     expect(raw.$schema).toBe("./config.schema.json");
   });
 
@@ -281,11 +281,19 @@ describe("loadConfig", () => {
     const text = (await readFile(join(import.meta.dirname, "../../../config.example.json"), "utf8")).replaceAll('"enabled": false', '"enabled": true');
     const path = join(dir, "all-enabled.json");
     await writeFile(path, text);
-    const cfg = await loadConfig(path, { AGENT_BRIDGE_API_KEY: KEY, TELEGRAM_BOT_TOKEN: TG_TOKEN, DISCORD_BOT_TOKEN: "abc.def.ghi" });
-    expect(cfg.channels.map((c) => c.id)).toEqual(["terminal", "telegram", "discord", "whatsapp"]);
+    const cfg = await loadConfig(path, {
+      AGENT_BRIDGE_API_KEY: KEY,
+      TELEGRAM_BOT_TOKEN: TG_TOKEN,
+      DISCORD_BOT_TOKEN: "abc.def.ghi",
+      SLACK_BOT_TOKEN: "xoxb-1-2-abc",
+      SLACK_SIGNING_SECRET: "0123456789abcdef0123",
+    });
+    expect(cfg.channels.map((c) => c.id)).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack"]);
     expect(problemsOf(() => parseConfig(parseJsonc(text), { AGENT_BRIDGE_API_KEY: KEY }))).toEqual([
       "channels.telegram.token: environment variable TELEGRAM_BOT_TOKEN is not set",
       "channels.discord.token: environment variable DISCORD_BOT_TOKEN is not set",
+      "channels.slack.botToken: environment variable SLACK_BOT_TOKEN is not set",
+      "channels.slack.signingSecret: environment variable SLACK_SIGNING_SECRET is not set",
     ]);
   });
 
