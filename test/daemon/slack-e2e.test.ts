@@ -179,6 +179,25 @@ describe.each(["http", "socket"] as const)("over %s", (mode) => {
     expect(fake.reactions(GENERAL, asked.ts)).toEqual([]);
   });
 
+  it("takes the bridge's commands through the app's slash command (/agent new), since Slack keeps a leading / for its own", async () => {
+    const { fake, daemon } = await bridge(mode);
+    fake.say({ user: ALICE, channel: DM, text: "remember me" });
+    await waitFor(() => texts(fake, DM).length === 1, "the reply");
+    const answered = await fake.slashCommand({ user: ALICE, channel: DM, text: "whoami" });
+    // Slack shows nothing for the empty 200; the answer comes as a message in the DM.
+    expect(answered).toEqual({ status: 200, body: "" });
+    await waitFor(() => texts(fake, DM).length === 2, "the command's answer");
+    expect(texts(fake, DM)[1]).toContain(ALICE);
+    await fake.slashCommand({ user: ALICE, channel: DM, text: "new" });
+    await waitFor(() => texts(fake, DM).length === 3, "the reset");
+    await daemon.whenIdle();
+    expect(texts(fake, DM)[2]).toMatch(/fresh|new conversation/i);
+    // A mention in a channel carries a command too: "@agent /status".
+    fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> /status` });
+    await waitFor(() => texts(fake, GENERAL).length === 1, "the status in the thread");
+    expect(texts(fake, GENERAL)[0]).not.toMatch(/^You said/);
+  });
+
   it("waits out Slack's per-channel 429 and sends each message once", async () => {
     const { fake, daemon } = await bridge(mode, {}, { postBurst: 1 });
     fake.say({ user: ALICE, channel: DM, text: "one" });

@@ -140,6 +140,8 @@ interface Envelope {
   payload: unknown;
   attempt: number;
   acked: boolean;
+  /** Default "events_api". */
+  type?: "events_api" | "slash_commands";
 }
 
 interface SocketConnection {
@@ -156,6 +158,12 @@ export interface FakeSlack {
   setRequestUrl(url: string): void;
   /** A person's message: delivered as `message` (and `app_mention` when it mentions the bot in a channel): its ts and event ids. */
   say(message: PersonMessage): { ts: string; eventIds: string[] };
+  /**
+   * A person runs the app's slash command (`/agent new`): form-encoded and signed to the
+   * Request URL (HTTP), or a `slash_commands` envelope (Socket Mode). Slack does not retry a
+   * command; resolves with the HTTP answer's status and body (Socket Mode: 200, "").
+   */
+  slashCommand(input: { user: string; channel: string; text: string; command?: string }): Promise<{ status: number | "timeout" | "refused"; body: string }>;
   /** Delivers one event as Slack would (its event id is returned). */
   deliverEvent(event: Record<string, unknown>): string;
   /** Posts an event again as Slack's retry does (same event id, `X-Slack-Retry-Num` one up); resolves with the answer's status. */
@@ -592,6 +600,42 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
     return outcome;
   }
 
+  async function slashCommand(input: { user: string; channel: string; text: string; command?: string }) {
+    const fields = {
+      token: "verification-token-unused",
+      team_id: bot.teamId,
+      channel_id: input.channel,
+      channel_name: input.channel.startsWith("D") ? "directmessage" : "general",
+      user_id: input.user,
+      user_name: input.user.toLowerCase(),
+      command: input.command ?? "/agent",
+      text: input.text,
+      api_app_id: "A0APP00001",
+      response_url: `${origin}/commands/respond`,
+      trigger_id: `${Date.now()}.${randomBytes(6).toString("hex")}`,
+    };
+    if (mode === "socket") {
+      queued.push({ id: randomBytes(8).toString("hex"), payload: fields, attempt: 0, acked: false, type: "slash_commands" });
+      pump();
+      return { status: 200 as const, body: "" };
+    }
+    if (!requestUrl) throw new Error("fake slack: no requestUrl to post commands to");
+    const raw = new URLSearchParams(fields).toString();
+    const timestamp = String(Math.floor(now() / 1000));
+    const signature = `v0=${createHmac("sha256", options.signingSecret).update(`v0:${timestamp}:${raw}`).digest("hex")}`;
+    try {
+      const res = await fetch(requestUrl, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", "x-slack-request-timestamp": timestamp, "x-slack-signature": signature },
+        body: raw,
+        signal: AbortSignal.timeout(ackTimeoutMs),
+      });
+      return { status: res.status, body: await res.text() };
+    } catch (error) {
+      return { status: error instanceof Error && error.name === "TimeoutError" ? ("timeout" as const) : ("refused" as const), body: "" };
+    }
+  }
+
   function say(input: PersonMessage): { ts: string; eventIds: string[] } {
     const ts = nextTs();
     const channelType = input.channelType ?? (input.channel.startsWith("D") ? "im" : "channel");
@@ -696,7 +740,7 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
     connection.ws.send(
       JSON.stringify({
         envelope_id: envelope.id,
-        type: "events_api",
+        type: envelope.type ?? "events_api",
         payload: envelope.payload,
         accepts_response_payload: false,
         retry_attempt: envelope.attempt,
@@ -731,6 +775,7 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
       requestUrl = url;
     },
     say,
+    slashCommand,
     deliverEvent,
     resend(eventId, reason = "http_timeout") {
       const raw = bodies.get(eventId);

@@ -62,6 +62,8 @@ export interface SocketDeps {
   report(event: AdapterStatusEvent): void;
   /** One `events_api` envelope's payload; resolves with whether to acknowledge it. */
   onEvent(payload: unknown, retry: { num: number; reason: string } | undefined): Promise<EventVerdict>;
+  /** One `slash_commands` envelope's payload; acknowledged either way (Slack does not send a command again). */
+  onCommand(payload: unknown): Promise<EventVerdict>;
   tuning: SocketTuning;
 }
 
@@ -153,6 +155,11 @@ class SocketSupervisor implements SocketConnection {
       clientOptions: { slackApiUrl: `${this.#deps.api}/`, retryConfig: { retries: 0 } },
     });
     client.on("slack_event", (args: { ack(): Promise<void>; type: string; body: unknown; retry_num?: number; retry_reason?: string }) => {
+      if (args.type === "slash_commands") {
+        this.#traffic(client);
+        void this.#deps.onCommand(args.body).finally(() => args.ack().catch(() => undefined));
+        return;
+      }
       if (args.type !== "events_api") return void args.ack().catch(() => undefined);
       this.#traffic(client);
       const retry = args.retry_num ? { num: args.retry_num, reason: args.retry_reason ?? "" } : undefined;

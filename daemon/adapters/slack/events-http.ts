@@ -27,6 +27,8 @@ export interface EventsEndpointDeps {
   log: Logger;
   /** One verified `event_callback` (or other app event) body; resolves with what to answer. */
   handle(body: unknown, retry?: { num: number; reason: string }): Promise<EventVerdict>;
+  /** One verified slash command (form fields); resolves with what to answer. */
+  handleCommand(fields: Record<string, string>): Promise<EventVerdict>;
 }
 
 export interface EventsEndpoint {
@@ -86,6 +88,12 @@ async function onRequest(deps: EventsEndpointDeps, req: IncomingMessage, res: Se
     // Logged without the headers or body: a forged request says nothing worth keeping.
     deps.log.warn({ reason: verdict.reason }, "slack events request refused: not signed by Slack with this app's signing secret");
     return void res.writeHead(401, { "content-type": "text/plain" }).end(verdict.reason);
+  }
+  // A slash command comes form-encoded (its Request URL may be this one): answered with an empty 200, the reply follows as a message.
+  if (header(req, "content-type")?.startsWith("application/x-www-form-urlencoded")) {
+    const answer = await deps.handleCommand(Object.fromEntries(new URLSearchParams(raw.toString("utf8"))));
+    if (answer === "ack") return void res.writeHead(200).end();
+    return void res.writeHead(200, { "content-type": "text/plain" }).end("The bridge could not take the command just now: try again in a moment.");
   }
   const body = parseJson(raw);
   if (body === undefined) return void res.writeHead(400, { "content-type": "text/plain" }).end("body is not JSON");

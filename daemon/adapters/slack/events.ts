@@ -13,7 +13,7 @@
 import type { Logger } from "pino";
 import type { Clock } from "../../../shared/clock.js";
 import type { InboundMessage } from "../../vocabulary/adapter.js";
-import { SlackEventCallback, translateMessage, type BotIdentity, type SlackFile } from "./inbound.js";
+import { SlackEventCallback, SlackSlashCommand, translateMessage, translateSlashCommand, type BotIdentity, type SlackFile } from "./inbound.js";
 
 /** Slack's budget is 3 s; answering by 2.5 s leaves room for the network. */
 export const ACK_WITHIN_MS = 2500;
@@ -32,7 +32,7 @@ export interface EventHandlerDeps {
   /** Hands a message to the core; resolves once taken or refused, rejects when it could not be. */
   take(message: InboundMessage, files: readonly SlackFile[]): Promise<unknown>;
   inActiveThread(chatId: string): boolean;
-  /** Every event that came in (the watchdog counts traffic). */
+  /** Every event or command that came in (the watchdog counts traffic). */
   onTraffic?(): void;
   ackWithinMs?: number;
 }
@@ -68,6 +68,23 @@ export class SlackEventHandler {
       if (v === "retry" && this.#recent.get(id) === verdict) this.#recent.delete(id);
     });
     return verdict;
+  }
+
+  /** One slash command's payload; resolves with what to tell Slack (it does not retry a command: "retry" means answer an error). */
+  handleCommand(payload: unknown): Promise<EventVerdict> {
+    this.#deps.onTraffic?.();
+    const parsed = SlackSlashCommand.safeParse(payload);
+    if (!parsed.success) {
+      this.#deps.log.debug("slack slash command payload ignored (malformed)");
+      return Promise.resolve("ack");
+    }
+    if (!this.#deps.bot()) return Promise.resolve("retry");
+    const message = translateSlashCommand(parsed.data, { accountId: this.#deps.accountId }, this.#deps.clock.now());
+    const handedOver = this.#deps.take(message, []).then(
+      (): EventVerdict => "ack",
+      (): EventVerdict => "retry",
+    );
+    return this.#withinBudget(handedOver);
   }
 
   #decide(callback: SlackEventCallback): Promise<EventVerdict> {

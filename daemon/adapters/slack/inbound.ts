@@ -53,6 +53,17 @@ export const SlackEventCallback = z.looseObject({
 });
 export type SlackEventCallback = z.infer<typeof SlackEventCallback>;
 
+/** A slash command's payload (`/agent new`): form fields over HTTP, the envelope's payload in Socket Mode. */
+export const SlackSlashCommand = z.looseObject({
+  command: z.string().regex(/^\//),
+  text: z.string().default(""),
+  user_id: z.string().min(1),
+  user_name: z.string().optional(),
+  channel_id: z.string().min(1),
+  trigger_id: z.string().min(1),
+});
+export type SlackSlashCommand = z.infer<typeof SlackSlashCommand>;
+
 /** The bot as `auth.test` named it. */
 export interface BotIdentity {
   userId: string;
@@ -147,6 +158,31 @@ export function translateMessage(event: SlackMessageEvent, context: TranslateCon
     message.mentioned = mentionsBot(event, context.bot) || (context.inActiveThread?.(chatId) ?? false);
   }
   return { kind: "accept", message, files: event.files ?? [] };
+}
+
+/**
+ * A slash command (`/agent new`, `/agent approve CODE`) as the message
+ * `/new`, `/approve CODE`: Slack's composer takes a leading "/" for its own
+ * commands, so the bridge's commands come through one slash command of the
+ * app. In a DM it is that DM's chat; in a channel the channel itself (a
+ * command has no thread), answered there. Its trigger id is its message id
+ * (Slack does not retry a slash command).
+ */
+export function translateSlashCommand(command: SlackSlashCommand, context: Pick<TranslateContext, "accountId">, nowMs: number): InboundMessage {
+  const direct = command.channel_id.startsWith("D");
+  const words = command.text.trim();
+  return {
+    platform: "slack",
+    accountId: context.accountId,
+    chatId: command.channel_id,
+    chatType: direct ? "direct" : "group",
+    ...(direct ? {} : { groupAliases: [command.channel_id], mentioned: true }),
+    userId: command.user_id,
+    ...(command.user_name ? { userName: command.user_name } : {}),
+    messageId: `cmd-${command.trigger_id}`,
+    text: words ? `/${words.replace(/^\//, "")}` : "/help",
+    sentAt: nowMs,
+  };
 }
 
 export function attachmentKind(mimeType: string | null | undefined): InboundAttachment["kind"] {

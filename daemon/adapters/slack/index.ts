@@ -143,6 +143,7 @@ export function createSlackAdapter(config: SlackChannelConfig, deps: AdapterDeps
           tuning,
           report: (event) => intake.status(event.detail === undefined ? event : { ...event, detail: redact(event.detail) }),
           onEvent: (payload, retry) => events.handle(payload, retry),
+          onCommand: (payload) => events.handleCommand(payload),
         });
         await socket.start();
         return;
@@ -154,6 +155,7 @@ export function createSlackAdapter(config: SlackChannelConfig, deps: AdapterDeps
         clock: deps.clock,
         log,
         handle: (body, retry) => events.handle(body, retry),
+        handleCommand: (fields) => events.handleCommand(fields),
       });
       log.info({ url: `${endpoint.url}${config.http.path}` }, "slack events endpoint listening");
       onListening?.(endpoint.url);

@@ -6,7 +6,7 @@
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { missingScopes, scopesNeeded, slackChannelSchema, slackReactionName } from "../../../daemon/adapters/slack/config.js";
-import { conversationOf, translateMessage, type SlackMessageEvent } from "../../../daemon/adapters/slack/inbound.js";
+import { conversationOf, translateMessage, translateSlashCommand, type SlackMessageEvent } from "../../../daemon/adapters/slack/inbound.js";
 import { markdownToMrkdwn } from "../../../daemon/adapters/slack/mrkdwn.js";
 import { SIGNATURE_WINDOW_MS, verifySlackRequest } from "../../../daemon/adapters/slack/signature.js";
 
@@ -91,6 +91,30 @@ describe("translateMessage", () => {
   it("reads Slack's escapes and links back into plain text", () => {
     const d = translateMessage(dm({ text: "<@U0BOT> a &lt; b &amp;&amp; c &gt; d <https://x.test|site> <https://y.test> <@U0BOT>" }), ctx);
     expect(d.kind === "accept" && d.message.text).toBe("a < b && c > d site (https://x.test) https://y.test @agent");
+  });
+});
+
+describe("translateSlashCommand", () => {
+  const command = { command: "/agent", text: "approve abcd-efgh", user_id: "U1", channel_id: "D1", trigger_id: "13345224609.738474920.8088930838d88f008e0" };
+  it("makes /agent WORDS the bridge's /WORDS, in the DM or the channel it was run in", () => {
+    expect(translateSlashCommand(command, ctx, 1_000)).toEqual({
+      platform: "slack",
+      accountId: "sl",
+      chatId: "D1",
+      chatType: "direct",
+      userId: "U1",
+      messageId: "cmd-13345224609.738474920.8088930838d88f008e0",
+      text: "/approve abcd-efgh",
+      sentAt: 1_000,
+    });
+    expect(translateSlashCommand({ ...command, channel_id: "C1", text: "/status" }, ctx, 1_000)).toMatchObject({
+      chatId: "C1",
+      chatType: "group",
+      groupAliases: ["C1"],
+      mentioned: true,
+      text: "/status",
+    });
+    expect(translateSlashCommand({ ...command, text: "  " }, ctx, 1_000).text).toBe("/help");
   });
 });
 
