@@ -101,7 +101,7 @@ describe.each(["http", "socket"] as const)("over %s", (mode) => {
     const { fake, daemon } = await bridge(mode);
     expect(daemon.health().adapters).toEqual({ "slack:sl": "connected" });
     fake.say({ user: STRANGER, channel: "D0STRANGER", text: "let me in" });
-    fake.say({ user: ALICE, channel: DM, text: "hello *agent* & co" });
+    const hello = fake.say({ user: ALICE, channel: DM, text: "hello *agent* & co" });
     fake.say({ user: ALICE, channel: GENERAL, text: "not for the bot" });
     const asked = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> in the channel` });
     // The mention came twice (message + app_mention).
@@ -112,6 +112,13 @@ describe.each(["http", "socket"] as const)("over %s", (mode) => {
     expect(texts(fake, DM)).toEqual(["You said: hello _agent_ &amp; co"]);
     expect(fake.messages(GENERAL)).toMatchObject([{ text: "You said: in the channel", threadTs: asked.ts }]);
     expect(fake.messages("D0STRANGER")).toEqual([]);
+    // "is thinking..." while the agent worked: in the DM's thread of the message, and in the mention's thread.
+    expect(fake.statuses).toEqual(
+      expect.arrayContaining([
+        { channel: DM, threadTs: hello.ts, status: "is thinking..." },
+        { channel: GENERAL, threadTs: asked.ts, status: "is thinking..." },
+      ]),
+    );
   });
 
   it("hears a follow-up in the thread it answers in without a new mention", async () => {
