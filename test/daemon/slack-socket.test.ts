@@ -7,7 +7,7 @@
  */
 import pino from "pino";
 import { afterEach, expect, it } from "vitest";
-import { createSocketConnection, defaultSocketTuning, type SocketConnection } from "../../daemon/adapters/slack/connection.js";
+import { createSocketConnection, defaultSocketTuning, type SocketConnection } from "../../daemon/adapters/slack/socket-mode.js";
 import type { AdapterStatusEvent } from "../../daemon/vocabulary/adapter.js";
 import { createManualClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
