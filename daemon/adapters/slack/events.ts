@@ -1,7 +1,7 @@
 /**
  * What both delivery modes do with one event Slack sends: parse it, answer a
  * repeated `event_id` (Slack's retries) as the first one was answered,
- * translate it (inbound.ts), hand it over (intake.ts), and say when Slack may
+ * translate it (inbound.ts), hand it over (hand-over.ts), and say when Slack may
  * be told "received". Slack wants that within 3 seconds whatever the turn
  * takes: the answer comes as soon as the core has journaled (or refused) the
  * message, which is quick, and at the latest after `ackWithinMs` even when

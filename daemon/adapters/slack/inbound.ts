@@ -4,7 +4,7 @@
  * bots' messages, edits, joins and other subtypes are not), which chat it
  * belongs to, its text and whether it addresses the bot. No I/O: the event
  * comes parsed (events.ts), the files are fetched later, once admitted
- * (intake.ts).
+ * (files.ts, through hand-over.ts).
  *
  * Chats: a direct message's chat is its `im` channel (one session per
  * person). In a channel the thread is the chat: `C123:1700000000.000100`
