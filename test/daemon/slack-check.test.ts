@@ -24,7 +24,7 @@ let count = 0;
 beforeAll(async () => {
   [service, full, narrow] = await Promise.all([
     startService(),
-    createFakeSlack({ botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET }),
+    createFakeSlack({ botToken: BOT_TOKEN, appToken: "xapp-1-A0APP00001-3333-checkAppToken", signingSecret: SIGNING_SECRET }),
     // Installed with DM scopes only: a config that serves channels lacks the channel ones.
     createFakeSlack({ botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET, scopes: ["chat:write", "im:history"] }),
   ]);
@@ -72,6 +72,16 @@ it("names the missing scopes: a failure for what the bridge cannot work without,
 it("only warns when what is missing serves an optional feature", async () => {
   const { lines } = await check({ api: narrow.apiBase, access: { users: ["U1"] }, ackReaction: { scope: "off" } });
   expect(slackLine(lines)).toMatch(/^warn {2}channel sl \(slack\): token accepted .* missing scopes: files:read \(to fetch files people send\), files:write/);
+});
+
+it("Socket Mode: an app token Slack refuses is a failure saying what to put there", async () => {
+  const good = await check({ api: full.apiBase, mode: "socket", appToken: "xapp-1-A0APP00001-3333-checkAppToken", access: { users: ["U1"] } });
+  expect(slackLine(good.lines)).toMatch(/^ok {4}channel sl \(slack\): token accepted/);
+  const bad = await check({ api: full.apiBase, mode: "socket", appToken: "xapp-1-A0-wrong", access: { users: ["U1"] } });
+  expect(slackLine(bad.lines)).toBe(
+    "FAIL  channel sl (slack): Slack does not accept the app token for Socket Mode (invalid_auth). Fix: put an app-level token with connections:write (Basic Information → App-Level Tokens, xapp-...) in channel sl's appToken, and turn Socket Mode on",
+  );
+  expect(bad.lines.join("\n")).not.toContain("xapp-1-A0-wrong");
 });
 
 it("a token Slack refuses, and a Slack that cannot be reached, without printing the token", async () => {

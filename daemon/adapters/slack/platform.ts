@@ -2,7 +2,7 @@
  * The Slack platform's descriptor: channel schema (config.ts), secrets, the
  * `check` probe (auth.test at the channel's own api, then the bot's scopes,
  * from the `x-oauth-scopes` header Slack sends with every answer, against
- * what the config needs) and a lazy adapter. Light on purpose: the Slack SDK
+ * what the config needs; in Socket Mode also the app token) and a lazy adapter. Light on purpose: the Slack SDK
  * loads only in `create`.
  */
 import { z } from "zod";
@@ -35,6 +35,10 @@ async function checkSlack(channel: SlackChannelConfig, deps: ProbeDeps): Promise
       : { status: "fail", subject, message: `auth.test failed (${code})`, fix: "try again later, or check the channel's api" };
   }
   const who = `bot ${me.data.user ?? me.data.user_id}${me.data.team ? ` in ${me.data.team}` : ""}`;
+  if (channel.mode === "socket" && channel.appToken) {
+    const refused = await checkAppToken(channel, channel.appToken, deps);
+    if (refused) return { ...refused, subject };
+  }
   const granted = got.headers["x-oauth-scopes"];
   if (granted === undefined) return { status: "warn", subject, message: `token accepted (${who}); Slack did not say the token's scopes` };
   const missing = missingScopes(
@@ -51,6 +55,24 @@ async function checkSlack(channel: SlackChannelConfig, deps: ProbeDeps): Promise
     subject,
     message: `token accepted (${who}) but missing scopes: ${list}`,
     fix: `add ${missing.map((m) => m.scope).join(", ")} under OAuth & Permissions → Bot Token Scopes, then reinstall the app to the workspace`,
+  };
+}
+
+/**
+ * Socket Mode: whether Slack accepts the app token (apps.connections.open; the
+ * URL it hands out expires unused). Undefined when it does; else the failure.
+ */
+async function checkAppToken(channel: SlackChannelConfig, appToken: string, deps: ProbeDeps): Promise<Omit<CheckResult, "subject"> | undefined> {
+  const got = await probe(deps, `${channel.api}/apps.connections.open`, { method: "POST", headers: { authorization: `Bearer ${appToken}` } });
+  if (got.kind === "unreachable")
+    return { status: "fail", message: `cannot reach Slack at ${channel.api} (${got.reason})`, fix: "check the network, or the channel's api" };
+  const error = SlackError.safeParse(got.body);
+  if (got.status === 200 && !error.success) return undefined;
+  const code = error.success ? error.data.error : `HTTP ${got.status}`;
+  return {
+    status: "fail",
+    message: `Slack does not accept the app token for Socket Mode (${code})`,
+    fix: `put an app-level token with connections:write (Basic Information → App-Level Tokens, xapp-...) in channel ${channel.id}'s appToken, and turn Socket Mode on`,
   };
 }
 
