@@ -10,7 +10,8 @@ import { createHmac } from "node:crypto";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { slackChannelSchema } from "../../daemon/adapters/slack/config.js";
-import { createSlackAdapter } from "../../daemon/adapters/slack/index.js";
+import { createSlackAdapter, markdownToMrkdwn } from "../../daemon/adapters/slack/index.js";
+import { streamText } from "../../emulator/gateway/model.js";
 import type { SlackChannelConfig } from "../../daemon/adapters/slack/config.js";
 import type { AdapterStateStore, InboundSink } from "../../daemon/vocabulary/adapter.js";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
@@ -214,6 +215,44 @@ describe.each(["http", "socket"] as const)("over %s", (mode) => {
     await daemon.whenIdle();
     expect(texts(fake, DM)).toEqual(["You said: one", "You said: two", "You said: three"]);
     expect(fake.rateLimited.filter((m) => m === "chat.postMessage").length).toBeGreaterThan(0);
+  });
+});
+
+describe("streamed replies", () => {
+  it("stream natively in a channel thread: one message started, appended to as the agent writes, stopped with the answer", async () => {
+    const { fake, daemon, service } = await bridge("socket", { streaming: "partial", minEditIntervalMs: 50 });
+    const asked = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> !stream 3` });
+    const answer = streamText(600);
+    await waitFor(() => {
+      service.emulator.clock.advance(250);
+      return fake.messages(GENERAL)[0]?.stream === "stopped";
+    }, "the stream stopped");
+    await daemon.whenIdle();
+    const [message] = fake.messages(GENERAL);
+    expect(fake.messages(GENERAL)).toHaveLength(1);
+    expect(message).toMatchObject({ threadTs: asked.ts, text: answer, stream: "stopped" });
+    // It grew in place: several texts, each extending the one before, the last the answer.
+    expect(message?.history.length).toBeGreaterThan(1);
+    for (const [i, text] of (message?.history ?? []).entries()) if (i > 0) expect(text.startsWith(message?.history[i - 1] ?? "")).toBe(true);
+    const calls = fake.calls().map((c) => c.call);
+    expect(calls.filter((c) => c === "chat.startStream")).toHaveLength(1);
+    expect(calls.filter((c) => c === "chat.stopStream")).toHaveLength(1);
+    expect(calls).not.toContain("chat.update");
+  });
+
+  it("go by chat.update in a DM, and where the workspace refuses streams", async () => {
+    const { fake, daemon, service } = await bridge("socket", { streaming: "partial", minEditIntervalMs: 50 });
+    fake.failNext("chat.startStream", "feature_not_enabled");
+    fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> !stream 2` });
+    fake.say({ user: ALICE, channel: DM, text: "!stream 2" });
+    await waitFor(() => {
+      service.emulator.clock.advance(250);
+      return texts(fake, GENERAL)[0] === markdownToMrkdwn(streamText(600)) && texts(fake, DM)[0] === markdownToMrkdwn(streamText(600));
+    }, "both answers, updated in place");
+    await daemon.whenIdle();
+    expect([fake.messages(GENERAL).length, fake.messages(DM).length]).toEqual([1, 1]);
+    expect(fake.calls().filter((c) => c.call === "chat.startStream")).toHaveLength(1);
+    expect(fake.calls().filter((c) => c.call === "chat.update").length).toBeGreaterThan(0);
   });
 });
 

@@ -162,6 +162,63 @@ it("Socket Mode: a kill -9 mid-upload sends the file in flight once in the next 
   }
 });
 
+it("Socket Mode, a native stream in a channel thread: a kill -9 mid-stream; the next life stops the stream and finishes the same message", {
+  timeout: 60_000,
+}, async () => {
+  const fake = await createFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, signingSecret: SIGNING_SECRET, mode: "socket", postBurst: 50 });
+  const dir = tempDir();
+  const apiKey = streaming.configFor({ type: "terminal", id: "terminal" }).service.apiKey;
+  const { configFile, dataDir } = writeDaemonConfig(dir.path, {
+    service: { baseUrl: streaming.baseUrl },
+    apiKey,
+    instance: streaming.instanceId,
+    channels: [
+      {
+        type: "slack",
+        id: "sl",
+        botToken: BOT_TOKEN,
+        mode: "socket",
+        appToken: APP_TOKEN,
+        api: fake.apiBase,
+        access: { users: [ALICE], groups: { C0GENERAL1: {} } },
+        ackReaction: { scope: "off" },
+        minEditIntervalMs: 100,
+      },
+    ],
+  });
+  const children: DaemonChild[] = [];
+  const journal = () => readFileSync(join(dataDir, "journal.jsonl"), "utf8");
+  try {
+    const first = startDaemonProcess(configFile);
+    children.push(first);
+    await until(() => fake.openConnections() === 1, "the first life's socket");
+    const asked = fake.say({ user: ALICE, channel: "C0GENERAL1", text: `<@${fake.bot.userId}> !stream 3` });
+    const stream = await waitForValue(() => fake.messages("C0GENERAL1")[0], "the stream started");
+    await until(() => journal().includes('{"t":"preview"'), "the preview journaled");
+    first.kill();
+    expect(await first.exited).toBe(null);
+    expect(fake.messages("C0GENERAL1")[0]?.stream).toBe("open"); // left open by the dead process
+
+    const second = startDaemonProcess(configFile);
+    children.push(second);
+    const final = markdownToMrkdwn(streamText(600));
+    await vi.waitFor(
+      () => {
+        streaming.emulator.clock.advance(250);
+        expect(fake.messages("C0GENERAL1").map((m) => [m.ts, m.threadTs, m.text, m.stream])).toEqual([[stream.ts, asked.ts, final, "stopped"]]);
+      },
+      { timeout: 30_000, interval: 20 },
+    );
+    expect(fake.calls().filter((c) => c.call === "chat.startStream")).toHaveLength(1);
+    expect(fake.calls().filter((c) => c.call === "chat.postMessage")).toHaveLength(0);
+  } finally {
+    for (const c of children) c.kill();
+    await Promise.all(children.map((c) => c.exited));
+    await fake.close();
+    dir.remove();
+  }
+});
+
 const sharedFiles = (fake: FakeSlack) => fake.messages(DM).flatMap((m) => m.files);
 
 async function waitForValue<T>(read: () => T | undefined, what: string): Promise<T> {

@@ -399,7 +399,6 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
         if (!message) return { ok: false, error: "message_not_found" };
         if (text.length > MAX_TEXT) return { ok: false, error: "msg_too_long" };
         if (!text.trim() && !args.blocks) return { ok: false, error: "no_text" };
-        if (message.stream === "open") return { ok: false, error: "cant_update_message" };
         message.text = text;
         message.history.push(text);
         return { ok: true, channel, ts: message.ts, text };

@@ -69,6 +69,12 @@ export const slackChannelSchema = z
     requireMention: z.boolean().default(true).describe("In channels, answer only a message that mentions the bot (or a thread it answers in). Default true."),
     watchdog: slackWatchdogSchema,
     streaming: streamingSchema,
+    nativeStreaming: z
+      .boolean()
+      .default(true)
+      .describe(
+        'With streaming "partial": in channel threads, stream replies with Slack\'s native streaming (chat.startStream/appendStream/stopStream) where the workspace allows it; false (and in DMs): one message updated in place (chat.update). Default true.',
+      ),
     minEditIntervalMs: minEditIntervalSchema,
   })
   .refine((c) => c.mode !== "http" || c.signingSecret !== undefined, { message: 'required when mode is "http"', path: ["signingSecret"] })

@@ -45,7 +45,7 @@ export function createSlackAdapter(config: SlackChannelConfig, deps: AdapterDeps
     rejectRateLimitedCalls: true,
     logger: slackLogger(log, redact),
   });
-  const outbound = createSlackOutbound({ client, log, redact });
+  const outbound = createSlackOutbound({ client, log, redact, nativeStreaming: config.nativeStreaming });
   const threads = new ActiveThreads(deps.state);
   const handOver = new SlackHandOver({
     log,
@@ -73,13 +73,14 @@ export function createSlackAdapter(config: SlackChannelConfig, deps: AdapterDeps
     accountId: config.id,
     limits: { ...SLACK_LIMITS, minEditIntervalMs: config.minEditIntervalMs ?? SLACK_LIMITS.minEditIntervalMs },
     // Slack retries only what is not acknowledged, a few times over minutes: every message is journaled or refused with a notice.
-    capabilities: { redelivers: false, edit: true },
+    // Native streams are ended once a streamed reply is complete (endsStreams).
+    capabilities: { redelivers: false, edit: true, endsStreams: true },
     // Slack counts the text it is sent: the mrkdwn, escapes included.
     measure: (text, format) => renderText(text, format).length,
     start: (sink) => connection.start(sink),
     stop: () => connection.stop(),
-    send: (target, text, { format }) => outbound.send(target, text, format),
-    edit: (target, messageId, text, { format }) => outbound.edit(target, messageId, text, format),
+    send: (target, text, { format, final }) => outbound.send(target, text, format, final),
+    edit: (target, messageId, text, { format, final }) => outbound.edit(target, messageId, text, format, final),
     fileLimits: SLACK_FILE_LIMITS,
     sendFile: (target, file) => outbound.sendFile(target, file),
     sendTyping: (target) => outbound.sendTyping(target),

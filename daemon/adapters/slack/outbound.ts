@@ -6,7 +6,10 @@
  * so a retry can never double a message. Text goes out as `mrkdwn`
  * (mrkdwn.ts); a channel reply goes into its thread (the chat id names it).
  *
- * - send: chat.postMessage; edit: chat.update (the streaming preview);
+ * - send: chat.postMessage; edit: chat.update (the streaming preview); in a
+ *   channel thread a streamed reply is a native stream instead
+ *   (chat.startStream / appendStream / stopStream, streams.ts) where the
+ *   workspace allows it;
  * - sendFile: files.getUploadURLExternal -> POST the bytes -> files.completeUploadExternal
  *   (`files.upload` is retired); the file is shared only by the last step;
  * - sendTyping: assistant.threads.setStatus ("is thinking..."), best effort;
@@ -26,6 +29,7 @@ import {
 import { slackReactionName } from "./config.js";
 import { placeOf } from "./inbound.js";
 import { markdownToMrkdwn, plainToMrkdwn } from "./mrkdwn.js";
+import { NativeStreams } from "./streams.js";
 
 /**
  * Slack takes 40,000 characters but recommends at most 4,000 for a message
@@ -61,11 +65,25 @@ export interface OutboundDeps {
   redact(text: string): string;
   /** Fetch for the upload step (the one call outside the Web API). */
   fetchImpl?: typeof fetch;
+  /** Stream replies in channel threads with chat.startStream/appendStream/stopStream (else chat.update). Default true. */
+  nativeStreaming?: boolean;
 }
 
+/** Errors that say the workspace or app does not stream (as opposed to a bad request or Slack's hiccup). */
+const STREAMING_REFUSED = new Set([
+  "unknown_method",
+  "not_allowed_token_type",
+  "missing_scope",
+  "not_allowed",
+  "feature_not_enabled",
+  "method_not_supported_for_channel_type",
+]);
+
 export interface SlackOutbound {
-  send(target: ChatTarget, text: string, format: TextFormat): Promise<SendReceipt>;
-  edit(target: ChatTarget, messageId: string, text: string, format: TextFormat): Promise<void>;
+  /** `final` false: a streamed reply's first text (a native stream where the conversation and workspace allow it). */
+  send(target: ChatTarget, text: string, format: TextFormat, final?: boolean): Promise<SendReceipt>;
+  /** `final`: the message's last text (a native stream is stopped with it). */
+  edit(target: ChatTarget, messageId: string, text: string, format: TextFormat, final?: boolean): Promise<void>;
   sendFile(target: ChatTarget, file: OutboundFile): Promise<SendReceipt>;
   sendTyping(target: ChatTarget): Promise<void>;
   react(target: ChatTarget, messageId: string, emoji: string, options: { remove: boolean }): Promise<void>;
@@ -79,21 +97,79 @@ export function createSlackOutbound(deps: OutboundDeps): SlackOutbound {
   };
   /** Conversations where the "is thinking" status is refused (not an assistant thread, scope missing): not asked again. */
   const noStatus = new Set<string>();
+  const streams = new NativeStreams();
+  if (deps.nativeStreaming === false) streams.refuse("turned off in the config");
+
+  /** A streamed reply's first text as a native stream, or undefined when it cannot be one (then it is posted). */
+  async function startStream(target: ChatTarget, text: string): Promise<SendReceipt | undefined> {
+    const { channel, threadTs } = placeOf(target);
+    if (!threadTs || !streams.usable || !text.trim()) return undefined;
+    try {
+      const started = await client.chat.startStream({ channel, thread_ts: threadTs, markdown_text: text });
+      if (typeof started.ts !== "string") return undefined;
+      streams.opened(started.ts, text);
+      return { messageId: started.ts };
+    } catch (error) {
+      const failure = toAdapterError(error, `slack stream in ${target.chatId} failed`, deps.redact);
+      if (!failure.code || !STREAMING_REFUSED.has(failure.code)) throw failure;
+      streams.refuse(failure.code);
+      deps.log.info({ reason: failure.code }, "slack refuses native streaming: replies stream by chat.update");
+      return undefined;
+    }
+  }
+
+  /** The next text of an open stream: appended when it continues it, else the stream is stopped and the message updated. */
+  async function continueStream(target: ChatTarget, ts: string, shown: string, text: string, format: TextFormat, final: boolean): Promise<void> {
+    const { channel } = placeOf(target);
+    const where = `slack stream in ${target.chatId} failed`;
+    if (text.startsWith(shown)) {
+      const more = text.slice(shown.length);
+      if (final) {
+        await client.chat.stopStream({ channel, ts, ...(more ? { markdown_text: more } : {}) }).catch(fail(where));
+        streams.stopped(ts);
+      } else if (more) {
+        await client.chat.appendStream({ channel, ts, markdown_text: more }).catch(fail(where));
+        streams.appended(ts, text);
+      }
+      return;
+    }
+    // The text does not continue what was streamed (a part cut at a boundary): end the stream, then replace its text.
+    await client.chat.stopStream({ channel, ts }).catch(fail(where));
+    streams.stopped(ts);
+    await update(target, ts, text, format);
+  }
+
+  async function update(target: ChatTarget, ts: string, text: string, format: TextFormat): Promise<void> {
+    const { channel } = placeOf(target);
+    const rendered = checkedText(renderText(text, format));
+    await client.chat.update({ channel, ts, text: rendered }).catch(fail(`slack edit in ${target.chatId} failed`));
+  }
 
   return {
-    async send(target, text, format) {
+    async send(target, text, format, final) {
+      if (final === false && format === "markdown") {
+        const streamed = await startStream(target, text);
+        if (streamed) return streamed;
+      }
       const { channel, threadTs } = placeOf(target);
       const rendered = checkedText(renderText(text, format));
       const sent = await client.chat
         .postMessage({ channel, text: rendered, mrkdwn: true, unfurl_links: false, unfurl_media: false, ...(threadTs ? { thread_ts: threadTs } : {}) })
         .catch(fail(`slack send to ${target.chatId} failed`));
-      return typeof sent.ts === "string" ? { messageId: sent.ts } : {};
+      if (typeof sent.ts !== "string") return {};
+      streams.posted(sent.ts);
+      return { messageId: sent.ts };
     },
 
-    async edit(target, messageId, text, format) {
-      const { channel } = placeOf(target);
-      const rendered = checkedText(renderText(text, format));
-      await client.chat.update({ channel, ts: messageId, text: rendered }).catch(fail(`slack edit in ${target.chatId} failed`));
+    async edit(target, messageId, text, format, final) {
+      const shown = streams.shown(messageId);
+      if (shown !== undefined) return continueStream(target, messageId, shown, text, format, final === true);
+      if (placeOf(target).threadTs && !streams.isPlain(messageId)) {
+        // Not known here: maybe a stream a previous life of the daemon left open (a kill -9 mid-reply). Stopped first, so it can be updated.
+        await client.chat.stopStream({ channel: placeOf(target).channel, ts: messageId }).catch(() => undefined);
+        streams.posted(messageId);
+      }
+      await update(target, messageId, text, format);
     },
 
     async sendFile(target, file) {
