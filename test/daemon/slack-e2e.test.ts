@@ -223,6 +223,8 @@ describe("streamed replies", () => {
     const { fake, daemon, service } = await bridge("socket", { streaming: "partial", minEditIntervalMs: 50 });
     const asked = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> !stream 3` });
     const answer = streamText(600);
+    // The first words show while the gateway's clock stands still: the reply is mid-stream by construction.
+    await waitFor(() => fake.messages(GENERAL)[0]?.stream === "open", "the stream started");
     await waitFor(() => {
       service.emulator.clock.advance(250);
       return fake.messages(GENERAL)[0]?.stream === "stopped";
@@ -245,6 +247,8 @@ describe("streamed replies", () => {
     fake.failNext("chat.startStream", "feature_not_enabled");
     fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> !stream 2` });
     fake.say({ user: ALICE, channel: DM, text: "!stream 2" });
+    // Both previews out before the gateway's clock moves: both replies stream.
+    await waitFor(() => texts(fake, GENERAL).length === 1 && texts(fake, DM).length === 1, "both previews");
     await waitFor(() => {
       service.emulator.clock.advance(250);
       return texts(fake, GENERAL)[0] === markdownToMrkdwn(streamText(600)) && texts(fake, DM)[0] === markdownToMrkdwn(streamText(600));

@@ -37,6 +37,7 @@ export interface SlackConnectionDeps {
 }
 
 export class SlackConnection {
+  /** The channel, the Web API client and the parts it wires (injected; never changes). */
   readonly #deps: SlackConnectionDeps;
   /** What Slack sent, decided once per event id. */
   readonly #events: SlackEventHandler;

@@ -38,6 +38,7 @@ export interface EventHandlerDeps {
 }
 
 export class SlackEventHandler {
+  /** The account, the bot, the clock and the hand-over (injected; never changes). */
   readonly #deps: EventHandlerDeps;
   /** event_id -> its verdict (or the hand-over still deciding it), newest last; bounded by RECENT_EVENTS. */
   readonly #recent = new Map<string, Promise<EventVerdict>>();

@@ -19,6 +19,7 @@ export interface HandOverDeps extends SlackFilesDeps {
 }
 
 export class SlackHandOver {
+  /** The log, the bot token for files and the accepted-message hook (injected; never changes). */
   readonly #deps: HandOverDeps;
   /** Set by `open` (the adapter's start); until then nothing reaches a core. */
   #sink: InboundSink | null = null;

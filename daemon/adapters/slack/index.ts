@@ -43,6 +43,8 @@ export function createSlackAdapter(config: SlackChannelConfig, deps: AdapterDeps
     slackApiUrl: `${config.api}/`,
     retryConfig: { retries: 0 },
     rejectRateLimitedCalls: true,
+    // A call Slack never answers must not hold a reply (or the start) for ever: it fails, and the core retries.
+    timeout: 60_000,
     logger: slackLogger(log, redact),
   });
   const outbound = createSlackOutbound({ client, log, redact, nativeStreaming: config.nativeStreaming });

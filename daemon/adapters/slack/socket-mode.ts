@@ -83,6 +83,7 @@ export class SocketRefused extends Error {
 }
 
 class SocketSupervisor implements SocketConnection {
+  /** The app token, the clock, the backoff and where envelopes and news go (injected; never changes). */
   readonly #deps: SocketDeps;
   /** The connection whose closing means "connect again"; older ones (refreshed, replaced) may still be closing. */
   #current: SocketModeClient | null = null;
@@ -92,9 +93,11 @@ class SocketSupervisor implements SocketConnection {
   #failures = 0;
   /** Set once, by stop. */
   #stopped = false;
+  /** Aborted by stop: ends a backoff pause at once. */
   readonly #stopSignal = new AbortController();
   /** True once an envelope came on the current connection since it was (re)opened: the watchdog only guards a link that carried traffic. */
   #sawTraffic = false;
+  /** Fires after `deafAfterMs` without an envelope on the current connection; null while none is armed. */
   #watchdog: Timer | null = null;
   /** One (re)connect at a time: a refresh while one is under way starts no second. */
   #connecting: Promise<void> | null = null;
@@ -152,7 +155,7 @@ class SocketSupervisor implements SocketConnection {
       // Reconnects are the supervisor's (with the project's backoff), not the library's.
       autoReconnectEnabled: false,
       logger: slackLogger(this.#deps.log, this.#deps.redact),
-      clientOptions: { slackApiUrl: `${this.#deps.api}/`, retryConfig: { retries: 0 } },
+      clientOptions: { slackApiUrl: `${this.#deps.api}/`, retryConfig: { retries: 0 }, timeout: this.#deps.tuning.connectTimeoutMs },
     });
     client.on("slack_event", (args: { ack(): Promise<void>; type: string; body: unknown; retry_num?: number; retry_reason?: string }) => {
       if (args.type === "slash_commands") {

@@ -12,6 +12,7 @@ const STATE_KEY = "activeThreads";
 const Saved = z.array(z.string());
 
 export class ActiveThreads {
+  /** The adapter's durable key-values, where the thread list is saved (injected). */
   readonly #state: AdapterStateStore;
   /** Thread chat ids, oldest first (a Map keeps insertion order; a re-add moves one to the end). */
   readonly #threads = new Map<string, true>();
