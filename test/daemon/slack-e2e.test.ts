@@ -227,8 +227,9 @@ describe("streamed replies", () => {
     await waitFor(() => fake.messages(GENERAL)[0]?.stream === "open", "the stream started");
     await waitFor(() => {
       service.emulator.clock.advance(250);
-      return fake.messages(GENERAL)[0]?.stream === "stopped";
-    }, "the stream stopped");
+      const last = fake.messages(GENERAL).at(-1);
+      return last?.stream === "stopped" && last.text === answer;
+    }, "the stream stopped with the whole answer");
     await daemon.whenIdle();
     const [message] = fake.messages(GENERAL);
     expect(fake.messages(GENERAL)).toHaveLength(1);

@@ -29,7 +29,7 @@ import {
 import { slackReactionName } from "./config.js";
 import { placeOf } from "./inbound.js";
 import { markdownToMrkdwn, plainToMrkdwn } from "./mrkdwn.js";
-import { NativeStreams } from "./streams.js";
+import { NativeStreams, streamablePart } from "./streams.js";
 
 /**
  * Slack takes 40,000 characters but recommends at most 4,000 for a message
@@ -103,11 +103,12 @@ export function createSlackOutbound(deps: OutboundDeps): SlackOutbound {
   /** A streamed reply's first text as a native stream, or undefined when it cannot be one (then it is posted). */
   async function startStream(target: ChatTarget, text: string): Promise<SendReceipt | undefined> {
     const { channel, threadTs } = placeOf(target);
-    if (!threadTs || !streams.usable || !text.trim()) return undefined;
+    const streamable = streamablePart(text);
+    if (!threadTs || !streams.usable || !streamable.trim()) return undefined;
     try {
-      const started = await client.chat.startStream({ channel, thread_ts: threadTs, markdown_text: text });
+      const started = await client.chat.startStream({ channel, thread_ts: threadTs, markdown_text: streamable });
       if (typeof started.ts !== "string") return undefined;
-      streams.opened(started.ts, text);
+      streams.opened(started.ts, streamable);
       return { messageId: started.ts };
     } catch (error) {
       const failure = toAdapterError(error, `slack stream in ${target.chatId} failed`, deps.redact);
@@ -122,14 +123,16 @@ export function createSlackOutbound(deps: OutboundDeps): SlackOutbound {
   async function continueStream(target: ChatTarget, ts: string, shown: string, text: string, format: TextFormat, final: boolean): Promise<void> {
     const { channel } = placeOf(target);
     const where = `slack stream in ${target.chatId} failed`;
-    if (text.startsWith(shown)) {
-      const more = text.slice(shown.length);
+    // A preview's closing fence for a block still open is the core's, not the agent's: held back until the text has it.
+    const next = final ? text : streamablePart(text);
+    if (next.startsWith(shown)) {
+      const more = next.slice(shown.length);
       if (final) {
         await client.chat.stopStream({ channel, ts, ...(more ? { markdown_text: more } : {}) }).catch(fail(where));
         streams.stopped(ts);
       } else if (more) {
         await client.chat.appendStream({ channel, ts, markdown_text: more }).catch(fail(where));
-        streams.appended(ts, text);
+        streams.appended(ts, next);
       }
       return;
     }

@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { missingScopes, scopesNeeded, slackChannelSchema, slackReactionName } from "../../../daemon/adapters/slack/config.js";
 import { conversationOf, translateMessage, translateSlashCommand, type SlackMessageEvent } from "../../../daemon/adapters/slack/inbound.js";
 import { markdownToMrkdwn } from "../../../daemon/adapters/slack/mrkdwn.js";
+import { streamablePart } from "../../../daemon/adapters/slack/streams.js";
 import { SIGNATURE_WINDOW_MS, verifySlackRequest } from "../../../daemon/adapters/slack/signature.js";
 
 const bot = { userId: "U0BOT", botId: "B0BOT", name: "agent" };
@@ -131,6 +132,16 @@ describe("markdownToMrkdwn", () => {
   it("escapes &, < and > so agent text cannot mention or link by accident", () => {
     expect(markdownToMrkdwn("<@U123> <!channel> a & b")).toBe("&lt;@U123&gt; &lt;!channel&gt; a &amp; b");
     expect(markdownToMrkdwn("[x](javascript:alert(1))")).toBe("x");
+  });
+});
+
+describe("streamablePart", () => {
+  it("holds back the closing fence the core adds to a preview whose code block is still open, and only that", () => {
+    expect(streamablePart("Look:\n\n```ts\nlet a = 1;\n```")).toBe("Look:\n\n```ts\nlet a = 1;");
+    // A block the agent closed itself stays whole.
+    expect(streamablePart("```ts\nlet a = 1;\n```\n\nthen\n```\nb\n```")).toBe("```ts\nlet a = 1;\n```\n\nthen\n```\nb");
+    expect(streamablePart("```\na\n```\n\nplain ```")).toBe("```\na\n```\n\nplain ```");
+    expect(streamablePart("no code at all")).toBe("no code at all");
   });
 });
 
