@@ -104,6 +104,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     turn: (instance, outcome, seconds) => metrics.countTurn(instance, outcome, seconds),
     retry: (instance, reason) => metrics.countRetry(instance, reason),
     error: (route, kind) => metrics.errorsTotal.inc({ route, kind }),
+    transcription: (platform, outcome) => metrics.countTranscription(platform, outcome),
   };
 
   async function start(): Promise<void> {

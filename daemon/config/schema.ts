@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { FinalizeContext } from "../adapters/platform.js";
 import { platforms } from "../adapters/registry.js";
 import { PostgresStateOptionsSchema } from "../state/postgres/options.js";
-import { httpUrl, idString, nonEmpty, nonNegInt, posInt, sessionResetSchema } from "./fields.js";
+import { httpUrl, idString, nonEmpty, nonNegInt, posInt, sessionResetSchema, transcriptionSchema } from "./fields.js";
 
 export { accessSchema, groupAccessSchema, type AccessConfig, type GroupAccessConfig } from "./fields.js";
 
@@ -180,6 +180,7 @@ export const daemonConfigSchema = z
       .describe("Which instance answers which messages: the first route whose match fits wins; a message no route fits is not answered. Default: none."),
     attachments: attachmentsSchema.prefault({}).describe("Files people send: whether and up to what size they reach the instance."),
     replyFiles: replyFilesSchema.prefault({}).describe("Files the agent names in its replies: whether they are sent to the chat."),
+    transcription: transcriptionSchema.optional(),
     channels: z
       .array(channelSchema)
       .default([])
@@ -224,6 +225,7 @@ export type QueueConfig = z.output<typeof queueSchema>;
 export type RetryConfig = z.output<typeof retrySchema>;
 export type AttachmentsConfig = z.output<typeof attachmentsSchema>;
 export type ReplyFilesConfig = z.output<typeof replyFilesSchema>;
+export type { TranscriptionConfig } from "./fields.js";
 
 type ParsedChannelConfig = z.output<typeof channelSchema>;
 

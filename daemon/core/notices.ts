@@ -20,6 +20,14 @@ import { formatBytes } from "../../shared/util/format-bytes.js";
 import type { AdapterStateStore, ChatTarget } from "./adapter.js";
 import { parseChatKey, type ChatKey } from "./keys.js";
 
+/** "90 seconds", "10 minutes", "1 minute 30 seconds". */
+const formatSeconds = (s: number): string => {
+  const unit = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+  if (s < 60) return unit(s, "second");
+  const m = Math.floor(s / 60);
+  return s % 60 ? `${unit(m, "minute")} ${unit(s % 60, "second")}` : unit(m, "minute");
+};
+
 export const noticeText = {
   /** Files not passed on, each with why; `limit` is attachments.maxBytes. */
   attachmentsDropped: (files: { fileName: string; reason: "too_large" | "disabled" | "unavailable" }[], limit: number) =>
@@ -54,6 +62,22 @@ export const noticeText = {
   pairingWaiting: "Your pairing request is still waiting for the owner's approval. What you write before that is not passed on.",
   pairingFull: "Too many people are waiting for the owner's approval right now. Please try again later.",
   pairingApproved: "The owner approved you: you can talk to the agent now.",
+  /** Voice notes that went to the agent as audio only: one line for all of a turn's. */
+  notTranscribed: (files: readonly { fileName: string; why: string }[]) =>
+    `(${files.map((f) => `Your voice note "${f.fileName}" could not be transcribed (${f.why})`).join("; ")}, so the agent got the audio only.)`,
+  notTranscribedWhy: (
+    reason: "too_large" | "too_long" | "failed" | "timeout" | "empty",
+    limits: { maxBytes: number; maxSeconds: number; timeoutMs: number },
+  ): string =>
+    reason === "too_large"
+      ? `it is larger than the ${formatBytes(limits.maxBytes)} limit`
+      : reason === "too_long"
+        ? `it is longer than the ${formatSeconds(limits.maxSeconds)} limit`
+        : reason === "timeout"
+          ? `it took longer than ${formatSeconds(Math.ceil(limits.timeoutMs / 1000))}`
+          : reason === "empty"
+            ? "no speech was recognised"
+            : "the transcription service failed",
   uploadRefused: "(Attachments are off for this agent: the bridge's key may not write files, so only your text was passed on.)",
   uploadFailed: (fileName: string) => `(The file ${fileName} could not be passed on.)`,
   /** Files the agent named in its reply that could not be sent to the chat. */

@@ -16,6 +16,9 @@ export type TurnOutcome = (typeof TURN_OUTCOMES)[number];
 export const RETRY_REASONS = ["network", "server", "not_running", "context_reset", "send"] as const;
 export type RetryReason = (typeof RETRY_REASONS)[number];
 
+export const TRANSCRIPTION_OUTCOMES = ["ok", "too_large", "too_long", "failed", "timeout", "empty"] as const;
+export type TranscriptionOutcome = (typeof TRANSCRIPTION_OUTCOMES)[number];
+
 /** What the relay reports; the daemon maps it onto prom-client. */
 export interface RelayMetrics {
   inbound(platform: string, outcome: InboundOutcome): void;
@@ -24,9 +27,11 @@ export interface RelayMetrics {
   retry(instanceId: string, reason: RetryReason): void;
   /** route: the rule index, or "-" when none applies. */
   error(route: string, kind: string): void;
+  /** A voice note transcribed, or why not. */
+  transcription(platform: string, outcome: TranscriptionOutcome): void;
 }
 
-export const noMetrics: RelayMetrics = { inbound() {}, turn() {}, retry() {}, error() {} };
+export const noMetrics: RelayMetrics = { inbound() {}, turn() {}, retry() {}, error() {}, transcription() {} };
 
 export class StoppingError extends Error {
   override readonly name = "StoppingError";

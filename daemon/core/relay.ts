@@ -44,6 +44,8 @@ import { ReplyViews } from "./reply-view.js";
 import { createScheduler, type Scheduler } from "./scheduler.js";
 import { createServiceCalls } from "./service-call.js";
 import { runTurn, StoppableTurns, type TurnDeps } from "./turn.js";
+import { VoiceNotes } from "./voice-notes.js";
+import { createTranscribers } from "../transcription/transcriber.js";
 
 export interface RelayDeps {
   config: DaemonConfig;
@@ -134,6 +136,15 @@ export function createRelay(deps: RelayDeps): Relay {
     deliverRest: (id) => delivery.deliver(id),
   });
   const stoppable = new StoppableTurns();
+  const voiceNotes = new VoiceNotes({
+    store,
+    transcribers: createTranscribers({ config, clock, channelFor: deps.channelFor }),
+    logger: log,
+    metrics,
+    signal: halt.signal,
+  });
+  /** Transcripts of turns that ended while this node was down or elsewhere: forgotten (best effort). */
+  const sweepTranscripts = () => void voiceNotes.sweep().catch((error: unknown) => log.debug({ err: errorSummary(error) }, "could not forget old transcripts"));
   const groupContext = new GroupContexts({ clock, channelFor: deps.channelFor });
   const acks = new Acknowledgements({ channelFor: deps.channelFor, adapterFor: deps.adapterFor, logger: log });
 
@@ -216,6 +227,7 @@ export function createRelay(deps: RelayDeps): Relay {
     notices,
     views,
     stoppable,
+    voiceNotes,
     adapterFor: deps.adapterFor,
     stopping: () => stopping,
   };
@@ -245,12 +257,14 @@ export function createRelay(deps: RelayDeps): Relay {
       queueStored(entries);
       for (const entry of entries) if (entry.kind === "command") commands.track(entry);
       notices.resume();
+      sweepTranscripts();
     },
     handOver: (platform, accountId) => delivery.haltAccount(platform, accountId),
     release() {
       scheduler.release();
       for (const entry of store.pending()) if (entry.kind === "command") commands.track(entry);
       notices.resume();
+      sweepTranscripts();
     },
     beginStop() {
       stopping = true;

@@ -9,7 +9,7 @@
  *   4. a route the service refused: say so;
  *   5. a session whose reset moment passed starts a fresh chain (session-reset.ts);
  *   6. open the reply's view (stream mode, typing);
- *   7. ask the service (`/stop` aborts it);
+ *   7. ask the service, its voice notes transcribed first (voice-notes.ts; `/stop` aborts the call);
  *   8. settle: compose the reply, move the session chain, deliver.
  *
  * Each step is a function of its own below. The pure decisions (which
@@ -31,6 +31,7 @@ import { StoppingError, TurnStoppedError, type RelayMetrics } from "./relay-type
 import { startTyping, type ReplyView, type ReplyViews } from "./reply-view.js";
 import type { Turn } from "./scheduler.js";
 import type { CallOutcome, ServiceCalls } from "./service-call.js";
+import type { VoiceNotes } from "./voice-notes.js";
 
 export interface TurnDeps {
   config: DaemonConfig;
@@ -43,6 +44,8 @@ export interface TurnDeps {
   notices: Notices;
   views: ReplyViews;
   stoppable: StoppableTurns;
+  /** The turn's voice notes as transcripts (voice-notes.ts). */
+  voiceNotes: VoiceNotes;
   adapterFor(platform: string, accountId: string): ChatAdapter | undefined;
   /** True once the daemon stops: no new service call starts. */
   stopping(): boolean;
@@ -102,7 +105,9 @@ export async function runTurn(turn: Turn<string>, deps: TurnDeps): Promise<void>
   // Step 6. The reply answers the turn's last message.
   const view = deps.views.open(fresh.adapter, fresh.lead, targetOf(fresh.lead.message, fresh.entries.at(-1)!.message.messageId), fresh.logCtx);
   const asked = await askService(fresh, view, deps);
-  return settleTurn(fresh, view, asked, deps);
+  await settleTurn(fresh, view, asked, deps);
+  // The reply is recorded (or the turn given up): the service is not asked with these transcripts again.
+  await deps.voiceNotes.forget(fresh.entries);
 }
 
 /** Step 1. Answered before a restart: only delivery is left (a streamed reply finishes the messages its preview started). */
@@ -177,7 +182,8 @@ async function askService(turn: OpenTurn, view: ReplyView, deps: TurnDeps): Prom
   const typing = startTyping(turn.adapter, view.target, deps.clock);
   const notes = turn.notes;
   try {
-    const input = await deps.service.buildInput(turn.entries, route, notes);
+    const transcripts = await deps.voiceNotes.transcribe(turn.entries, notes, turn.logCtx);
+    const input = await deps.service.buildInput(turn.entries, route, notes, transcripts);
     if (input === undefined) return { kind: "nothing_to_send", notes };
     const outcome = await deps.service.call(route, input, turn.logCtx, { signal: stoppable.signal, ...(view.onText ? { onText: view.onText } : {}) });
     return { kind: "answered", outcome, notes };

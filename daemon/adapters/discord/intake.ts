@@ -93,7 +93,14 @@ export class DiscordIntake {
       });
       if (result.ok) {
         const mimeType = attachment.contentType ?? result.contentType;
-        fetched.files.push({ kind: attachmentKind(attachment.contentType), fileName, data: result.data, ...(mimeType ? { mimeType } : {}) });
+        const seconds = attachment.duration ?? undefined;
+        fetched.files.push({
+          kind: attachmentKind(attachment.contentType),
+          fileName,
+          data: result.data,
+          ...(mimeType ? { mimeType } : {}),
+          ...(seconds !== undefined ? { seconds } : {}),
+        });
       } else if (result.reason === "too_large") {
         fetched.dropped.push({ fileName, reason: "too_large" });
       } else {

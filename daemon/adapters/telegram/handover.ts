@@ -84,7 +84,14 @@ export function createHandover(deps: HandoverDeps): HandOver {
         ...(file.file_size !== undefined ? { reportedSize: file.file_size } : {}),
         timeoutMs: deps.attachmentTimeoutMs,
       });
-      if (result.ok) return { kind: ref.kind, fileName: ref.fileName, ...(ref.mimeType ? { mimeType: ref.mimeType } : {}), data: result.data };
+      if (result.ok)
+        return {
+          kind: ref.kind,
+          fileName: ref.fileName,
+          ...(ref.mimeType ? { mimeType: ref.mimeType } : {}),
+          ...(ref.seconds !== undefined ? { seconds: ref.seconds } : {}),
+          data: result.data,
+        };
       if (result.reason === "too_large") return tooLarge;
       if (signal.aborted) throw new Error("stopped");
       log.warn({ fileName: ref.fileName, err: scrub(result.detail) }, "telegram attachment download failed");

@@ -57,6 +57,7 @@ export async function fetchMedia(
       kind: media.kind,
       fileName: media.fileName,
       ...(media.mimeType ? { mimeType: media.mimeType } : {}),
+      ...(media.seconds !== undefined ? { seconds: media.seconds } : {}),
       data,
     };
     return { attachments: [attachment], notes: [], dropped: [] };
