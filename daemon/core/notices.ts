@@ -70,9 +70,9 @@ export const noticeText = {
     limits: { maxBytes: number; maxSeconds: number; timeoutMs: number },
   ): string =>
     reason === "too_large"
-      ? `it is larger than the ${formatBytes(limits.maxBytes)} limit`
+      ? `it is larger than the limit of ${formatBytes(limits.maxBytes)}`
       : reason === "too_long"
-        ? `it is longer than the ${formatSeconds(limits.maxSeconds)} limit`
+        ? `it is longer than the limit of ${formatSeconds(limits.maxSeconds)}`
         : reason === "timeout"
           ? `it took longer than ${formatSeconds(Math.ceil(limits.timeoutMs / 1000))}`
           : reason === "empty"

@@ -18,7 +18,7 @@ import type { Transcriber, Transcribers, Transcript } from "../transcription/tra
 import { noticeText } from "./notices.js";
 import { errorSummary, StoppingError, type RelayMetrics } from "./relay-types.js";
 
-/** The kv namespace of recorded outcomes, keyed `<entry id>\0<attachment index>` (cluster-store.ts finds the entry's account by it). */
+/** The kv namespace of recorded outcomes, keyed `<platform>\0<account>\0<entry id>\0<attachment index>` (cluster-store.ts finds the account by it). */
 export const TRANSCRIPTS_NS = "relay:transcripts";
 
 /** A recorded outcome, as read back (parsed, never cast). */
@@ -81,7 +81,7 @@ export class VoiceNotes {
   /** Forgets the outcomes of entries no longer pending (their turns are over). */
   async sweep(): Promise<void> {
     for (const key of this.#kv.keys()) {
-      const entryId = key.split("\u0000")[0] ?? "";
+      const entryId = key.split("\u0000")[2] ?? "";
       if (!this.#deps.store.get(entryId)) await this.#kv.set(key, undefined);
     }
   }
@@ -90,7 +90,7 @@ export class VoiceNotes {
   async forget(entries: readonly JournalEntry[]): Promise<void> {
     for (const entry of entries) {
       for (const [index, attachment] of (entry.message.attachments ?? []).entries()) {
-        const key = keyOf(entry.id, index);
+        const key = keyOf(entry, index);
         if (attachment.kind === "audio" && this.#kv.get(key) !== undefined) await this.#kv.set(key, undefined).catch(() => undefined);
       }
     }
@@ -98,7 +98,7 @@ export class VoiceNotes {
 
   /** The recorded outcome, or a new one, recorded before it is returned. */
   async #outcome(entry: JournalEntry, index: number, transcriber: Transcriber, logCtx: Record<string, unknown>): Promise<StoredTranscript> {
-    const key = keyOf(entry.id, index);
+    const key = keyOf(entry, index);
     const recorded = StoredTranscriptSchema.safeParse(this.#kv.get(key));
     if (recorded.success) return recorded.data;
     const attachment = entry.message.attachments![index]!;
@@ -130,4 +130,4 @@ export class VoiceNotes {
   }
 }
 
-const keyOf = (entryId: string, index: number): string => `${entryId}\u0000${index}`;
+const keyOf = (entry: JournalEntry, index: number): string => [entry.message.platform, entry.message.accountId, entry.id, index].join("\u0000");

@@ -13,7 +13,7 @@
  * | `adapter:<type>:<id>` values | that channel's account                                |
  * | `pairing` values             | the channel named in the key (pairing.ts)             |
  * | `relay:owed-notices` values  | the account in the chat key (keys.ts)                 |
- * | `relay:transcripts` values   | the account of the entry it belongs to                |
+ * | `relay:transcripts` values   | the platform and account named in the key             |
  *
  * Readers see only the units held now: an account another node owns has no
  * pending entries here, so nothing on this node starts its turns. A write for
@@ -104,8 +104,11 @@ export function createClusterStore(deps: ClusterStoreDeps): ClusterStore {
   function unitOfKv(namespace: string, key: string): string | undefined {
     if (namespace.startsWith("adapter:")) return namespace.slice("adapter:".length);
     if (namespace === "pairing") return byAccountId.get(key.split("\u0000")[1] ?? "");
-    // A voice note's transcript lives with its entry (core/voice-notes.ts: `<entry id>\0<index>`).
-    if (namespace === "relay:transcripts") return unitOfEntry(key.split("\u0000")[0] ?? "");
+    // A voice note's transcript lives with its entry's account (core/voice-notes.ts: `<platform>\0<account>\0<entry id>\0<index>`).
+    if (namespace === "relay:transcripts") {
+      const [platform, accountId] = key.split("\u0000");
+      return platform === undefined || accountId === undefined ? undefined : unitOf({ platform, accountId });
+    }
     if (namespace === "relay:owed-notices") {
       const chat = parseChatKey(key);
       if (!chat) return undefined;
