@@ -129,17 +129,12 @@ describe("a local command", () => {
 
   it("kills a program that runs past timeoutMs", async () => {
     const started = join(dir, "started");
-    process.env.FAKE_TRANSCRIBE_STARTED = started;
-    try {
-      const clock = createManualClock();
-      const pending = transcriber(clock).transcribe(audio("!hang"), never);
-      const pid = Number(await waitUntil(() => existsSync(started) && readFileSync(started, "utf8"), "the program to start"));
-      clock.advance(5000);
-      expect(await pending).toMatchObject({ ok: false, reason: "timeout" });
-      expect(() => process.kill(pid, 0)).toThrow(); // gone
-    } finally {
-      delete process.env.FAKE_TRANSCRIBE_STARTED;
-    }
+    const clock = createManualClock();
+    const pending = transcriber(clock, [process.execPath, FAKE_COMMAND, "--started", started, "{file}"]).transcribe(audio("!hang"), never);
+    const pid = Number(await waitUntil(() => existsSync(started) && readFileSync(started, "utf8"), "the program to start"));
+    clock.advance(5000);
+    expect(await pending).toMatchObject({ ok: false, reason: "timeout" });
+    expect(() => process.kill(pid, 0)).toThrow(); // gone
   });
 
   it("runs nothing for a file over the limit", async () => {
