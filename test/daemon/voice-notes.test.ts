@@ -1,13 +1,21 @@
 /**
- * Voice notes end to end on Telegram's fake: the note is downloaded, journaled,
+ * Voice notes end to end on each platform's fake (Telegram, Discord, WhatsApp): the note is downloaded, journaled,
  * transcribed by the emulator's fake gateway (its documented speech-to-text
  * endpoint: a text file is heard as its text) and answered from the
  * transcript, the audio still in the instance's inbox. A failed or slow
  * transcription still passes the audio on, with one line saying why.
  */
+import { Writable } from "node:stream";
+import { pino } from "pino";
 import { afterEach, expect, it } from "vitest";
+import { createWhatsAppAdapter } from "../../daemon/adapters/whatsapp/index.js";
+import { transcriptionSchema } from "../../daemon/config/fields.js";
+import type { DaemonConfig } from "../../daemon/config/schema.js";
 import { createDaemon } from "../../daemon/daemon.js";
+import { systemClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
+import { createFakeBaileys, createFakeMedia, pnJid, voiceNoteFrom } from "../fakes/baileys-socket.js";
+import { createFakeDiscord } from "../fakes/discord.js";
 import { createFakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
@@ -17,6 +25,12 @@ const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 
 const cleanups: (() => Promise<void> | void)[] = [];
+
+/** The config with transcription by the emulator's fake gateway (its speech-to-text endpoint). */
+const transcribedBy = (gateway: string, config: DaemonConfig, over: Record<string, unknown> = {}): DaemonConfig => ({
+  ...config,
+  transcription: transcriptionSchema.parse({ kind: "openai", url: `${gateway}/v1`, maxBytes: 1000, maxSeconds: 120, timeoutMs: 30_000, ...over }),
+});
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
@@ -26,8 +40,9 @@ async function bridge(transcription: Record<string, unknown> = {}) {
   const fake = await createFakeTelegram({ token: TOKEN });
   cleanups.push(() => fake.close());
   const gateway = service.emulator.emulator.gateway.url;
-  const config = {
-    ...service.configFor({
+  const config = transcribedBy(
+    gateway,
+    service.configFor({
       type: "telegram",
       id: "tg",
       token: TOKEN,
@@ -36,17 +51,8 @@ async function bridge(transcription: Record<string, unknown> = {}) {
       setCommands: false,
       access: { users: [String(alice.id)] },
     }),
-    transcription: {
-      kind: "openai",
-      url: `${gateway}/v1`,
-      model: "whisper-1",
-      maxBytes: 1000,
-      maxSeconds: 120,
-      maxChars: 8000,
-      timeoutMs: 30_000,
-      ...transcription,
-    },
-  } as never;
+    transcription,
+  );
   const clock = createSteppableClock();
   const daemon = createDaemon({ config, clock, random: seededRandom(5) });
   cleanups.push(() => daemon.stop({ graceMs: 0 }));
@@ -95,4 +101,65 @@ it("does not send a note over the limits to the endpoint, and says which limit",
   const said = await waitUntil(() => replies().length === 2 && replies(), "both answers");
   expect(said[0]).toMatch(/could not be transcribed \(it is longer than the limit of 2 minutes\)/);
   expect(said[1]).toMatch(/could not be transcribed \(it is larger than the limit of 1000 bytes\)/);
+});
+
+it("answers a Discord voice message from its transcript", async () => {
+  const service = await startServiceFixture(cleanups, "voice-discord-");
+  const TOKEN_DC = "MTA0NjY5.voice-bot.token-value-that-must-stay-secret";
+  const bob = { id: "300000000000000002", username: "bob" };
+  const fake = await createFakeDiscord({ token: TOKEN_DC, guilds: [] });
+  cleanups.push(() => fake.close());
+  const config = transcribedBy(
+    service.emulator.emulator.gateway.url,
+    service.configFor({ type: "discord", id: "dc", token: TOKEN_DC, api: fake.apiBase, streaming: "off", access: { users: [bob.id] } }),
+  );
+  const daemon = createDaemon({ config, random: seededRandom(7) });
+  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  await daemon.start();
+  fake.dispatchDirectMessage(bob, "", {
+    attachments: [{ filename: "voice-message.ogg", contentType: "audio/ogg", data: Buffer.from("ship the release on friday"), durationSecs: 2.5 }],
+  });
+  const dm = fake.dmChannelFor(bob);
+  const [reply] = await waitUntil(() => fake.sentMessages(dm).length === 1 && fake.sentMessages(dm).map((m) => m.content), "the answer");
+  expect(reply).toContain(`Transcript of the person's voice note "voice-message.ogg"`);
+  expect(reply).toContain("ship the release on friday");
+  expect(reply).toMatch(/inbox\/discord\/\d+\/\d+-voice-message\.ogg/);
+});
+
+it("answers a WhatsApp voice note from its transcript", async () => {
+  const ANA = "4915111111111";
+  const service = await startServiceFixture(cleanups, "voice-wa-");
+  const config = transcribedBy(
+    service.emulator.emulator.gateway.url,
+    service.configFor({ type: "whatsapp", id: "wa", ackReaction: { scope: "off" }, access: { users: [`+${ANA}`] } }),
+  );
+  const channel = config.channels[0];
+  if (channel?.type !== "whatsapp") throw new Error("expected a whatsapp channel");
+  const logger = pino({ level: "silent" });
+  const fake = createFakeBaileys();
+  const media = createFakeMedia(1024);
+  const adapter = createWhatsAppAdapter(
+    channel,
+    {
+      logger,
+      state: { get: () => undefined, set: async () => undefined },
+      dataDir: service.dataDir,
+      clock: systemClock,
+      maxAttachmentBytes: config.attachments.maxBytes,
+    },
+    { socketFactory: fake.factory, qrOutput: new Writable({ write: (_c, _e, cb) => cb() }), random: seededRandom(3), mediaDownloader: media.downloader },
+  );
+  const daemon = createDaemon({ config, adapters: [adapter], logger, random: seededRandom(4) });
+  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  const started = daemon.start();
+  await waitUntil(() => fake.sockets.length === 1, "the socket");
+  const socket = fake.latest();
+  socket.open();
+  await started;
+  const note = Buffer.from("buy oat milk on the way home");
+  socket.receive([media.put(voiceNoteFrom(ANA, note, 3), note)]);
+  const reply = await waitUntil(() => socket.sent.find((s) => s.jid === pnJid(ANA))?.content.text, "the answer");
+  expect(reply).toContain(`Transcript of the person's voice note "audio-`);
+  expect(reply).toContain("buy oat milk on the way home");
+  expect(reply).toMatch(/inbox\/whatsapp\/[^/]+\/\d+-audio-[^ ]+\.ogg/);
 });
