@@ -9,6 +9,7 @@
  * Tests pass `adapters` (used instead of building them from config.channels),
  * and may pass `clock`, `random`, `logger` and `client`.
  */
+import type { ScheduleRunner } from "./schedules/runner.js";
 import type { Readable, Writable } from "node:stream";
 import { Agent } from "undici";
 import type { Logger } from "pino";
@@ -71,6 +72,8 @@ export interface Daemon {
   /** Set once started. */
   readonly store: Store | undefined;
   readonly scheduler: Scheduler<string> | undefined;
+  /** Set once started: the scheduled prompts and their timers. */
+  readonly schedules: ScheduleRunner | undefined;
 }
 
 export function createDaemon(options: DaemonOptions): Daemon {
@@ -105,6 +108,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     retry: (instance, reason) => metrics.countRetry(instance, reason),
     error: (route, kind) => metrics.errorsTotal.inc({ route, kind }),
     transcription: (platform, outcome) => metrics.countTranscription(platform, outcome),
+    scheduled: (schedule, outcome) => metrics.countScheduled(schedule, outcome),
   };
 
   async function start(): Promise<void> {
@@ -212,6 +216,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
     if (adapters.length === 0) logger.warn("no chat channels configured: nothing will arrive");
 
     r.release();
+    // One node: every channel's schedules run here (several machines: each with its account's lease, relay.adopt).
+    r.startSchedules();
     logger.info({ adapters: adapters.map((a) => `${a.platform}:${a.accountId}`), resumed: pendingAtStart, routes: config.routes.length }, "daemon started");
   }
 
@@ -380,6 +386,9 @@ export function createDaemon(options: DaemonOptions): Daemon {
     },
     get scheduler() {
       return scheduler;
+    },
+    get schedules() {
+      return relay?.schedules;
     },
   };
 }

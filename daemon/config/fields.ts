@@ -126,6 +126,8 @@ const timeZoneName = z.string().refine(
 );
 
 /** The host's own time zone: what a daily reset hour means when the config names none. */
+export { timeZoneName };
+
 export const hostTimeZone = (): string => Intl.DateTimeFormat().resolvedOptions().timeZone;
 
 /** When a session ends on its own (core/session-reset.ts): daily at an hour and/or after an idle time. */

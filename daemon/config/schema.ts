@@ -8,6 +8,7 @@ import { z } from "zod";
 import type { FinalizeContext } from "../adapters/platform.js";
 import { platforms } from "../adapters/registry.js";
 import { PostgresStateOptionsSchema } from "../state/postgres/options.js";
+import { schedulesSchema } from "../schedules/config.js";
 import { httpUrl, idString, nonEmpty, nonNegInt, posInt, sessionResetSchema, transcriptionSchema } from "./fields.js";
 
 export { accessSchema, groupAccessSchema, type AccessConfig, type GroupAccessConfig } from "./fields.js";
@@ -181,6 +182,7 @@ export const daemonConfigSchema = z
     attachments: attachmentsSchema.prefault({}).describe("Files people send: whether and up to what size they reach the instance."),
     replyFiles: replyFilesSchema.prefault({}).describe("Files the agent names in its replies: whether they are sent to the chat."),
     transcription: transcriptionSchema.optional(),
+    schedules: schedulesSchema,
     channels: z
       .array(channelSchema)
       .default([])
@@ -209,7 +211,14 @@ export const daemonConfigSchema = z
       }
       return finalizeChannel(ch, { id, dataDir: cfg.dataDir });
     });
-    // Routes naming a channel id are checked by the loader, which also sees disabled channels.
+    const scheduleIds = new Map<string, number>();
+    cfg.schedules.forEach((s, i) => {
+      const first = scheduleIds.get(s.id);
+      if (first !== undefined)
+        ctx.issues.push({ code: "custom", input: s.id, path: ["schedules", i, "id"], message: `duplicate schedule id "${s.id}" (also schedules[${first}])` });
+      else scheduleIds.set(s.id, i);
+    });
+    // Routes and schedules naming a channel id are checked by the loader, which also sees disabled channels.
     return { ...cfg, channels };
   });
 
@@ -226,6 +235,7 @@ export type RetryConfig = z.output<typeof retrySchema>;
 export type AttachmentsConfig = z.output<typeof attachmentsSchema>;
 export type ReplyFilesConfig = z.output<typeof replyFilesSchema>;
 export type { TranscriptionConfig } from "./fields.js";
+export type { ScheduleConfig } from "../schedules/config.js";
 
 type ParsedChannelConfig = z.output<typeof channelSchema>;
 

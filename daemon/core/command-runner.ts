@@ -33,6 +33,8 @@ export interface CommandRunnerDeps {
   adapterFor(platform: string, accountId: string): ChatAdapter | undefined;
   /** `/approve` from the chat of `entry`'s sender: the answer to say (pairing-commands.ts). */
   approvePairing(entry: JournalEntry, codeArg: string): Promise<string>;
+  /** `/schedule list` from the chat of `entry`'s sender: the answer to say. */
+  listSchedules(entry: JournalEntry): string;
 }
 
 export interface CommandRunner {
@@ -96,6 +98,7 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
           queue: scheduler.depth(route.instanceId, route.sessionBase),
           ...(service.stoppedRoutes.has(route.ruleIndex) ? { routeStopped: service.stoppedRoutes.get(route.ruleIndex) } : {}),
           approvePairing: (codeArg) => deps.approvePairing(entry, codeArg),
+          listSchedules: () => deps.listSchedules(entry),
         },
         args,
       );

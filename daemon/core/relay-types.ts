@@ -19,6 +19,9 @@ export type RetryReason = (typeof RETRY_REASONS)[number];
 export const TRANSCRIPTION_OUTCOMES = ["ok", "too_large", "too_long", "failed", "timeout", "empty"] as const;
 export type TranscriptionOutcome = (typeof TRANSCRIPTION_OUTCOMES)[number];
 
+export const SCHEDULE_OUTCOMES = ["fired", "duplicate", "skipped", "busy", "no_route", "silent"] as const;
+export type ScheduleOutcome = (typeof SCHEDULE_OUTCOMES)[number];
+
 /** What the relay reports; the daemon maps it onto prom-client. */
 export interface RelayMetrics {
   inbound(platform: string, outcome: InboundOutcome): void;
@@ -29,9 +32,11 @@ export interface RelayMetrics {
   error(route: string, kind: string): void;
   /** A voice note transcribed, or why not. */
   transcription(platform: string, outcome: TranscriptionOutcome): void;
+  /** A schedule's slot: fired, skipped past its grace, or its answer kept silent. */
+  scheduled(schedule: string, outcome: ScheduleOutcome): void;
 }
 
-export const noMetrics: RelayMetrics = { inbound() {}, turn() {}, retry() {}, error() {}, transcription() {} };
+export const noMetrics: RelayMetrics = { inbound() {}, turn() {}, retry() {}, error() {}, transcription() {}, scheduled() {} };
 
 export class StoppingError extends Error {
   override readonly name = "StoppingError";

@@ -45,6 +45,14 @@ import { createScheduler, type Scheduler } from "./scheduler.js";
 import { createServiceCalls } from "./service-call.js";
 import { runTurn, StoppableTurns, type TurnDeps } from "./turn.js";
 import { VoiceNotes } from "./voice-notes.js";
+import type { ScheduleConfig } from "../schedules/config.js";
+import { ownSessionBase, scheduledMessage, scheduleIdOf } from "../schedules/message.js";
+import { ScheduleRunner, type FiringOutcome } from "../schedules/runner.js";
+import { DuplicateEntryError } from "../state/store.js";
+import { dedupeKeyOf } from "./keys.js";
+import { resolveRoute } from "./routing.js";
+import { isListed, senderIds } from "./access.js";
+import { describeSchedules } from "../schedules/listing.js";
 import { createTranscribers } from "../transcription/transcriber.js";
 
 export interface RelayDeps {
@@ -86,6 +94,10 @@ export interface Relay {
   readonly stoppedRoutes: ReadonlyMap<number, string>;
   /** DM pairing: what owners do (approve, list, revoke). */
   readonly pairing: PairingOps;
+  /** One node: runs every channel's scheduled prompts (several machines: `adopt` runs each account's). */
+  startSchedules(): void;
+  /** The scheduled prompts, their slots and timers. */
+  readonly schedules: ScheduleRunner;
 }
 
 export function createRelay(deps: RelayDeps): Relay {
@@ -150,7 +162,8 @@ export function createRelay(deps: RelayDeps): Relay {
 
   /** Runs a turn, then clears its messages' reactions (unless the daemon stops: the turn resumes at the next start). */
   async function acknowledged(ids: readonly string[], run: () => Promise<void>): Promise<void> {
-    const messages = ids.flatMap((id) => store.get(id)?.message ?? []);
+    // A scheduled prompt is no platform message: nothing to react on.
+    const messages = ids.flatMap((id) => store.get(id)?.message ?? []).filter((m) => scheduleIdOf(m) === undefined);
     try {
       await run();
     } catch (error) {
@@ -181,6 +194,40 @@ export function createRelay(deps: RelayDeps): Relay {
     return { stopped, dropped: dropped.length };
   }
 
+  /** One slot of a schedule, journaled as an inbound message of its chat (its dedupe key is the slot), then queued like one. */
+  async function fireScheduled(schedule: ScheduleConfig, platform: string, slot: number): Promise<Exclude<FiringOutcome, "skipped">> {
+    const message = scheduledMessage(schedule, platform, slot);
+    const resolved = resolveRoute(config, message);
+    if (!resolved) return "no_route";
+    const route = { ...resolved, ...(schedule.session === "own" ? { sessionBase: ownSessionBase(resolved.sessionBase, schedule.id) } : {}) };
+    const key = dedupeKeyOf(message);
+    if (store.has(key)) return "duplicate";
+    const reserved = scheduler.reserve(route.instanceId, route.sessionBase);
+    if (!reserved.ok) return "busy";
+    let entry: JournalEntry;
+    try {
+      entry = await store.add({ kind: "turn", key, message, route });
+    } catch (error) {
+      reserved.cancel();
+      if (error instanceof DuplicateEntryError) return "duplicate";
+      throw error;
+    }
+    reserved.submit(entry.id);
+    return "fired";
+  }
+  const schedules = new ScheduleRunner({
+    schedules: config.schedules,
+    platformOf(accountId) {
+      const channel = deps.channelFor(accountId);
+      return channel && deps.adapterFor(channel.type, accountId) ? channel.type : undefined;
+    },
+    store,
+    clock,
+    logger: log,
+    fire: fireScheduled,
+    count: (schedule, outcome) => metrics.scheduled(schedule, outcome),
+  });
+
   // One owner of pairing state: strangers' requests (intake) and owners' approvals count against the same limits.
   const pairing = createPairing({ store, clock, random, logger: log });
   const pairingOps = createPairingOps({
@@ -191,6 +238,12 @@ export function createRelay(deps: RelayDeps): Relay {
   });
   const commands = createCommandRunner({
     approvePairing: (entry, codeArg) => pairingOps.approveFromChat(entry, codeArg),
+    listSchedules(entry) {
+      const m = entry.message;
+      const channel = deps.channelFor(m.accountId);
+      if (!channel || !isListed(channel.access.owners, senderIds(m))) return "Only this channel's owners (access.owners) can list its schedules.";
+      return describeSchedules(schedules.list(m.accountId), clock.now());
+    },
     config,
     clock,
     store,
@@ -254,12 +307,16 @@ export function createRelay(deps: RelayDeps): Relay {
     },
     adopt(platform, accountId, entries) {
       delivery.resumeAccount(platform, accountId);
+      schedules.startAccount(platform, accountId);
       queueStored(entries);
       for (const entry of entries) if (entry.kind === "command") commands.track(entry);
       notices.resume();
       sweepTranscripts();
     },
-    handOver: (platform, accountId) => delivery.haltAccount(platform, accountId),
+    handOver(platform, accountId) {
+      schedules.stopAccount(platform, accountId);
+      return delivery.haltAccount(platform, accountId);
+    },
     release() {
       scheduler.release();
       for (const entry of store.pending()) if (entry.kind === "command") commands.track(entry);
@@ -269,7 +326,10 @@ export function createRelay(deps: RelayDeps): Relay {
     beginStop() {
       stopping = true;
       intake.beginStop();
+      void schedules.stop();
     },
+    startSchedules: () => schedules.startAll(),
+    schedules,
     async haltDelivery() {
       halt.abort();
       notices.stop();

@@ -32,6 +32,7 @@ import { startTyping, type ReplyView, type ReplyViews } from "./reply-view.js";
 import type { Turn } from "./scheduler.js";
 import type { CallOutcome, ServiceCalls } from "./service-call.js";
 import type { VoiceNotes } from "./voice-notes.js";
+import { scheduleIdOf } from "../schedules/message.js";
 
 export interface TurnDeps {
   config: DaemonConfig;
@@ -179,7 +180,8 @@ function failTurn(turn: OpenTurn, failure: Parameters<Notices["turnFailed"]>[2],
 async function askService(turn: OpenTurn, view: ReplyView, deps: TurnDeps): Promise<Asked> {
   const route = turn.lead.route;
   const stoppable = deps.stoppable.begin(sessionKeyOf(route));
-  const typing = startTyping(turn.adapter, view.target, deps.clock);
+  // A scheduled prompt may end in silence: nobody is shown the agent typing for it.
+  const typing = scheduledOnly(turn.entries) ? { stop() {} } : startTyping(turn.adapter, view.target, deps.clock);
   const notes = turn.notes;
   try {
     const transcripts = await deps.voiceNotes.transcribe(turn.entries, notes, turn.logCtx);
@@ -254,10 +256,23 @@ export function nextSessionState(
   return { generation: current.generation, lastResponseId: answer.responseId, sessionId: answer.sessionId, lastTurnAt: at };
 }
 
+/** Whether every message of the turn is a scheduled prompt (no person is waiting for this answer). */
+const scheduledOnly = (entries: readonly JournalEntry[]): boolean => entries.every((e) => scheduleIdOf(e.message) !== undefined);
+
+/** The silent word of the turn's schedule when the answer is exactly it (a scheduled prompt with nothing to say); else undefined. Pure. */
+export function silentAnswer(config: Pick<DaemonConfig, "schedules">, entries: readonly JournalEntry[], text: string): string | undefined {
+  if (!scheduledOnly(entries)) return undefined;
+  const id = scheduleIdOf(entries[0]!.message);
+  const word = config.schedules.find((s) => s.id === id)?.silentWord;
+  return word && text.trim() === word ? id : undefined;
+}
+
 /** Step 8, answered: the reply recorded with the chain's move in one write, then shown or delivered. */
 async function deliverAnswer(turn: OpenTurn, view: ReplyView, answer: Extract<CallOutcome, { ok: true }>, notes: string[], deps: TurnDeps): Promise<void> {
   const { lead, entries, adapter } = turn;
   const { store } = deps;
+  const silentSchedule = silentAnswer(deps.config, entries, answer.text);
+  if (silentSchedule !== undefined) return keepSilent(turn, answer, silentSchedule, deps);
   const { text, files } = replyWithFiles(answer, notes, deps.config.replyFiles.enabled);
   const chunks = chunksFor(adapter, text, "markdown");
   const key = sessionKeyOf(lead.route);
@@ -274,4 +289,17 @@ async function deliverAnswer(turn: OpenTurn, view: ReplyView, answer: Extract<Ca
     return store.complete(entries.map((e) => e.id));
   }
   return deps.delivery.deliver(lead.id);
+}
+
+/** A scheduled prompt answered with its silent word: the conversation moves on, nothing is sent. */
+async function keepSilent(turn: OpenTurn, answer: Extract<CallOutcome, { ok: true }>, schedule: string, deps: TurnDeps): Promise<void> {
+  const { lead, entries } = turn;
+  const key = sessionKeyOf(lead.route);
+  const state = nextSessionState(deps.store.session(key), answer, entries.at(-1)!.acceptedAt);
+  const members = entries.map((e) => e.id);
+  await deps.store.recordReply(lead.id, { chunks: [], members, format: "markdown" }, state && { key, state });
+  deps.logger.info({ ...turn.logCtx, schedule }, "scheduled prompt answered with its silent word: nothing sent");
+  deps.metrics.scheduled(schedule, "silent");
+  deps.metrics.turn(lead.route.instanceId, "answered", Math.max(0, deps.clock.now() - lead.acceptedAt) / 1000);
+  await deps.store.complete(members);
 }
