@@ -8,10 +8,10 @@ import { z } from "zod";
 import type { FinalizeContext } from "../adapters/platform.js";
 import { platforms } from "../adapters/registry.js";
 import { PostgresStateOptionsSchema } from "../state/postgres/options.js";
-import { schedulesSchema } from "../schedules/config.js";
-import { httpUrl, idString, nonEmpty, nonNegInt, posInt, sessionResetSchema, transcriptionSchema } from "./fields.js";
+import { schedulesSchema } from "./schedules.js";
+import { httpUrl, idString, nonEmpty, nonNegInt, posInt, sessionResetSchema, transcriptionSchema } from "../vocabulary/config-fields.js";
 
-export { accessSchema, groupAccessSchema, type AccessConfig, type GroupAccessConfig } from "./fields.js";
+export { accessSchema, groupAccessSchema, type AccessConfig, type GroupAccessConfig } from "../vocabulary/config-fields.js";
 
 const MiB = 1024 * 1024;
 
@@ -234,8 +234,8 @@ export type QueueConfig = z.output<typeof queueSchema>;
 export type RetryConfig = z.output<typeof retrySchema>;
 export type AttachmentsConfig = z.output<typeof attachmentsSchema>;
 export type ReplyFilesConfig = z.output<typeof replyFilesSchema>;
-export type { TranscriptionConfig } from "./fields.js";
-export type { ScheduleConfig } from "../schedules/config.js";
+export type { TranscriptionConfig } from "../vocabulary/config-fields.js";
+export type { ScheduleConfig } from "./schedules.js";
 
 type ParsedChannelConfig = z.output<typeof channelSchema>;
 

@@ -5,7 +5,8 @@
  */
 import { ServiceError } from "../../shared/client/index.js";
 import { JournalClosedError } from "../state/journal.js";
-import { LeaseLostError } from "../state/postgres/errors.js";
+import { LeaseLostError } from "../vocabulary/state-errors.js";
+import type { TranscriptionOutcome } from "../transcription/transcriber.js";
 
 export const INBOUND_OUTCOMES = ["accepted", "duplicate", "denied", "not_mentioned", "unrouted", "busy", "deferred", "command", "empty"] as const;
 export type InboundOutcome = (typeof INBOUND_OUTCOMES)[number];
@@ -16,8 +17,7 @@ export type TurnOutcome = (typeof TURN_OUTCOMES)[number];
 export const RETRY_REASONS = ["network", "server", "not_running", "context_reset", "send"] as const;
 export type RetryReason = (typeof RETRY_REASONS)[number];
 
-export const TRANSCRIPTION_OUTCOMES = ["ok", "too_large", "too_long", "failed", "timeout", "empty"] as const;
-export type TranscriptionOutcome = (typeof TRANSCRIPTION_OUTCOMES)[number];
+export type { TranscriptionOutcome } from "../transcription/transcriber.js";
 
 export const SCHEDULE_OUTCOMES = ["fired", "duplicate", "skipped", "busy", "no_route", "silent"] as const;
 export type ScheduleOutcome = (typeof SCHEDULE_OUTCOMES)[number];

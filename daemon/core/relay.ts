@@ -27,15 +27,16 @@ import type { Clock } from "../../shared/clock.js";
 import type { ServiceClient } from "../../shared/client/index.js";
 import type { Random } from "../../shared/random.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
-import type { JournalEntry, Store, StoredRoute } from "../state/store.js";
-import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, InboundMessage } from "./adapter.js";
+import type { JournalEntry, StoredRoute } from "../vocabulary/records.js";
+import type { Store } from "../vocabulary/store.js";
+import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, InboundMessage } from "../vocabulary/adapter.js";
 import { Acknowledgements } from "./acknowledgement.js";
 import { createCommandRunner } from "./command-runner.js";
 import { parseCommand } from "./commands.js";
 import { createDelivery, targetOf } from "./delivery.js";
 import { GroupContexts } from "./group-context.js";
 import { createIntake } from "./intake.js";
-import { sessionKeyOf } from "./keys.js";
+import { sessionKeyOf } from "../vocabulary/keys.js";
 import { createNotices } from "./notices.js";
 import { createPairing } from "./pairing.js";
 import { createPairingOps, type PairingOps } from "./pairing-ops.js";
@@ -45,14 +46,14 @@ import { createScheduler, type Scheduler } from "./scheduler.js";
 import { createServiceCalls } from "./service-call.js";
 import { runTurn, StoppableTurns, type TurnDeps } from "./turn.js";
 import { VoiceNotes } from "./voice-notes.js";
-import type { ScheduleConfig } from "../schedules/config.js";
-import { ownSessionBase, scheduledMessage, scheduleIdOf } from "../schedules/message.js";
-import { ScheduleRunner, type FiringOutcome } from "../schedules/runner.js";
-import { DuplicateEntryError } from "../state/store.js";
-import { dedupeKeyOf } from "./keys.js";
+import type { ScheduleConfig } from "../config/schedules.js";
+import { ownSessionBase, scheduledMessage, scheduleIdOf } from "./schedules/message.js";
+import { ScheduleRunner, type FiringOutcome } from "./schedules/runner.js";
+import { DuplicateEntryError } from "../vocabulary/state-errors.js";
+import { dedupeKeyOf } from "../vocabulary/keys.js";
 import { resolveRoute } from "./routing.js";
 import { isListed, senderIds } from "./access.js";
-import { describeSchedules } from "../schedules/listing.js";
+import { describeSchedules } from "./schedules/listing.js";
 import { createTranscribers } from "../transcription/transcriber.js";
 
 export interface RelayDeps {
@@ -105,7 +106,8 @@ export function createRelay(deps: RelayDeps): Relay {
   const log = deps.logger;
   const metrics = deps.metrics ?? noMetrics;
   const halt = new AbortController();
-  let stopping = false;
+  /** Aborted by `beginStop`: turns that start from then on end early. */
+  const stopping = new AbortController();
 
   const scheduler: Scheduler<string> = createScheduler<string>({
     clock,
@@ -282,7 +284,7 @@ export function createRelay(deps: RelayDeps): Relay {
     stoppable,
     voiceNotes,
     adapterFor: deps.adapterFor,
-    stopping: () => stopping,
+    stopping: () => stopping.signal.aborted,
   };
 
   /** Stored turns back in their sessions' queues, in acceptance order (commands are tracked on release). */
@@ -324,7 +326,7 @@ export function createRelay(deps: RelayDeps): Relay {
       sweepTranscripts();
     },
     beginStop() {
-      stopping = true;
+      stopping.abort();
       intake.beginStop();
       void schedules.stop();
     },

@@ -20,10 +20,11 @@ import { posix } from "node:path";
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import type { DaemonConfig } from "../config/schema.js";
-import type { JournalEntry, SessionState, Store, StoredReply } from "../state/store.js";
-import type { ChatAdapter } from "./adapter.js";
+import type { JournalEntry, SessionState, StoredReply } from "../vocabulary/records.js";
+import type { Store } from "../vocabulary/store.js";
+import type { ChatAdapter } from "../vocabulary/adapter.js";
 import { chunksFor, targetOf, type Delivery } from "./delivery.js";
-import { chatKeyOf, sessionKeyOf, type SessionKey } from "./keys.js";
+import { chatKeyOf, sessionKeyOf, type SessionKey } from "../vocabulary/keys.js";
 import { noticeText, type Notices } from "./notices.js";
 import { extractReplyFiles } from "./reply-files.js";
 import { resetDue, resetPolicyOf } from "./session-reset.js";
@@ -32,7 +33,7 @@ import { startTyping, type ReplyView, type ReplyViews } from "./reply-view.js";
 import type { Turn } from "./scheduler.js";
 import type { CallOutcome, ServiceCalls } from "./service-call.js";
 import type { VoiceNotes } from "./voice-notes.js";
-import { scheduleIdOf } from "../schedules/message.js";
+import { scheduleIdOf } from "./schedules/message.js";
 
 export interface TurnDeps {
   config: DaemonConfig;

@@ -13,7 +13,8 @@
  */
 import type { Logger } from "pino";
 import { z } from "zod";
-import type { JournalEntry, Store } from "../state/store.js";
+import type { JournalEntry } from "../vocabulary/records.js";
+import type { Store } from "../vocabulary/store.js";
 import type { Transcriber, Transcribers, Transcript } from "../transcription/transcriber.js";
 import { noticeText } from "./notices.js";
 import { errorSummary, StoppingError, type RelayMetrics } from "./relay-types.js";

@@ -6,8 +6,7 @@
  * (openai-endpoint.ts, local-command.ts) only turn a file into text.
  */
 import type { Clock } from "../../shared/clock.js";
-import type { TranscriptionOutcome } from "../core/relay-types.js";
-import type { ChannelConfig, DaemonConfig, TranscriptionConfig } from "../config/schema.js";
+import type { TranscriptionConfig } from "../vocabulary/config-fields.js";
 import type { AudioFile, TranscriptionEngine } from "./engine.js";
 import { createLocalCommand } from "./local-command.js";
 import { createOpenAiEndpoint } from "./openai-endpoint.js";
@@ -15,8 +14,13 @@ import { createOpenAiEndpoint } from "./openai-endpoint.js";
 /** What became of one audio file: its text, or why there is none (said to the person in one line). */
 export type Transcript = { ok: true; text: string; cut: boolean } | { ok: false; reason: Exclude<TranscriptionOutcome, "ok">; detail?: string };
 
-/** Every way a transcription ends, for the metrics (relay-types.ts lists them). */
-export type { TranscriptionOutcome } from "../core/relay-types.js";
+/** Every way a transcription ends (the `/metrics` outcomes). */
+export const TRANSCRIPTION_OUTCOMES = ["ok", "too_large", "too_long", "failed", "timeout", "empty"] as const;
+export type TranscriptionOutcome = (typeof TRANSCRIPTION_OUTCOMES)[number];
+
+/** Where a setting can be: the config's top level, and a channel (false: off there). */
+type TopLevel = { transcription?: TranscriptionConfig | undefined };
+type OnChannel = { transcription?: TranscriptionConfig | false | undefined };
 
 export interface Transcriber {
   /** The limits of the setting that applies (for the log and the person's line). */
@@ -31,10 +35,7 @@ export interface Transcribers {
 }
 
 /** The setting that applies to a channel: its own (false: off), else the top-level one. */
-export function transcriptionFor(
-  config: Pick<DaemonConfig, "transcription">,
-  channel: Pick<ChannelConfig, "transcription"> | undefined,
-): TranscriptionConfig | undefined {
+export function transcriptionFor(config: TopLevel, channel: OnChannel | undefined): TranscriptionConfig | undefined {
   const own = channel?.transcription;
   if (own === false) return undefined;
   return own ?? config.transcription;
@@ -83,9 +84,9 @@ export function cutTranscript(raw: string, maxChars: number): Transcript {
 
 /** One transcriber per setting in the config, looked up by account. */
 export function createTranscribers(deps: {
-  config: DaemonConfig;
+  config: TopLevel;
   clock: Clock;
-  channelFor(accountId: string): ChannelConfig | undefined;
+  channelFor(accountId: string): OnChannel | undefined;
   fetchImpl?: typeof fetch;
 }): Transcribers {
   const bySetting = new Map<TranscriptionConfig, Transcriber>();

@@ -9,8 +9,9 @@
 import { afterEach, expect, it } from "vitest";
 import type { DaemonConfig } from "../../daemon/config/schema.js";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
-import { scheduleSchema } from "../../daemon/schedules/config.js";
-import { cronOf, nextSlot } from "../../daemon/schedules/slots.js";
+import { scheduleSchema } from "../../daemon/config/schedules.js";
+import { testHandle } from "../../daemon/test-handle.js";
+import { cronOf, nextSlot } from "../../daemon/core/schedules/slots.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
@@ -58,7 +59,7 @@ async function bridge(schedules: Record<string, unknown>[]) {
 const texts = (fake: FakeTelegram, chat = alice.id) => fake.sentMessages(chat).map((m) => m.text);
 /** Once the schedule's timer is armed, moves the clock to the next hourly slot. */
 async function toNextSlot(clock: SteppableClock, daemon: Daemon, id: string): Promise<void> {
-  await waitUntil(() => daemon.schedules?.nextCheck(id) !== undefined, `${id}'s timer`);
+  await waitUntil(() => testHandle(daemon).schedules?.nextCheck(id) !== undefined, `${id}'s timer`);
   // A second past the slot: the timer was set a few real milliseconds after the runner read the time.
   clock.advance(nextSlot(hourly, clock.now())! - clock.now() + 1000);
 }
@@ -97,7 +98,7 @@ it("sends nothing when the answer is exactly the silent word, and keeps its own 
 it("fires a slot missed while down once at the next start, and skips one past the grace time", { timeout: 30_000 }, async () => {
   const { fake, clock, launch } = await bridge([{ id: "pulse", cron: "0 * * * *", prompt: "status check", graceMs: HOUR / 2 }]);
   const first = await launch();
-  await waitUntil(() => first.schedules?.nextCheck("pulse") !== undefined, "the schedule's timer");
+  await waitUntil(() => testHandle(first).schedules?.nextCheck("pulse") !== undefined, "the schedule's timer");
   await first.stop({ graceMs: 0 });
   // Down across a slot; back 10 minutes after it (within the grace): it fires once.
   clock.advance(nextSlot(hourly, clock.now())! - clock.now() + 1000);

@@ -8,7 +8,7 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { transcriptionSchema } from "../../daemon/config/fields.js";
+import { transcriptionSchema } from "../../daemon/vocabulary/config-fields.js";
 import { createDaemon } from "../../daemon/daemon.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeTelegram } from "../fakes/telegram-bot-api.js";

@@ -9,7 +9,7 @@ import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterEach, expect, it } from "vitest";
 import { createWhatsAppAdapter } from "../../daemon/adapters/whatsapp/index.js";
-import { transcriptionSchema } from "../../daemon/config/fields.js";
+import { transcriptionSchema } from "../../daemon/vocabulary/config-fields.js";
 import type { DaemonConfig } from "../../daemon/config/schema.js";
 import { createDaemon } from "../../daemon/daemon.js";
 import { systemClock } from "../../shared/clock.js";

@@ -1,9 +1,9 @@
 /** Scheduled prompts' pure parts: which slot is due, the firing's message, the config's checks. */
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../../daemon/config/load.js";
-import { scheduleSchema } from "../../../daemon/schedules/config.js";
-import { ownSessionBase, scheduledMessage, scheduleIdOf } from "../../../daemon/schedules/message.js";
-import { cronOf, decide, nextSlot } from "../../../daemon/schedules/slots.js";
+import { scheduleSchema } from "../../../daemon/config/schedules.js";
+import { ownSessionBase, scheduledMessage, scheduleIdOf } from "../../../daemon/core/schedules/message.js";
+import { cronOf, decide, nextSlot } from "../../../daemon/core/schedules/slots.js";
 import { targetOf } from "../../../daemon/core/delivery.js";
 
 const at = (iso: string) => Date.parse(iso);

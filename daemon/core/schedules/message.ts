@@ -5,9 +5,9 @@
  * a slot is journaled once whatever fires it again (a restart, a second node).
  * Pure.
  */
-import type { InboundMessage } from "../core/adapter.js";
-import { encodeId } from "../core/routing.js";
-import type { ScheduleConfig } from "./config.js";
+import type { InboundMessage } from "../../vocabulary/adapter.js";
+import { encodeId } from "../../vocabulary/keys.js";
+import type { ScheduleConfig } from "../../config/schedules.js";
 
 /** Platform message ids never contain ":" (numbers, snowflakes, WhatsApp's hex ids), so this prefix cannot collide with one. */
 const PREFIX = "schedule:";

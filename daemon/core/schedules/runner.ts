@@ -10,10 +10,10 @@
  */
 import type { Logger } from "pino";
 import { z } from "zod";
-import type { Clock, Timer } from "../../shared/clock.js";
-import type { Store } from "../state/store.js";
-import { errorSummary, isShutdownError, type ScheduleOutcome } from "../core/relay-types.js";
-import type { ScheduleConfig } from "./config.js";
+import type { Clock, Timer } from "../../../shared/clock.js";
+import type { Store } from "../../vocabulary/store.js";
+import { errorSummary, isShutdownError, type ScheduleOutcome } from "../relay-types.js";
+import type { ScheduleConfig } from "../../config/schedules.js";
 import { cronOf, decide, nextSlot } from "./slots.js";
 import type { Cron } from "croner";
 

@@ -4,7 +4,7 @@
  */
 import { Cron } from "croner";
 import { z } from "zod";
-import { hostTimeZone, idString, nonEmpty, nonNegInt, timeZoneName } from "../config/fields.js";
+import { hostTimeZone, idString, nonEmpty, nonNegInt, timeZoneName } from "../vocabulary/config-fields.js";
 
 /** Whether croner reads `pattern` (five or six fields, or a nickname such as @daily). */
 function cronProblem(pattern: string, timeZone: string | undefined): string | undefined {
