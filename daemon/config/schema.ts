@@ -183,6 +183,21 @@ export const daemonConfigSchema = z
     replyFiles: replyFilesSchema.prefault({}).describe("Files the agent names in its replies: whether they are sent to the chat."),
     transcription: transcriptionSchema.optional(),
     schedules: schedulesSchema,
+    identityLinks: z
+      .array(
+        z
+          .array(
+            z.strictObject({
+              channel: nonEmpty.describe("The channel's id. Required."),
+              userId: idString.describe("The person's id on that channel (/whoami shows it). Required."),
+            }),
+          )
+          .min(2, "must name at least two identities"),
+      )
+      .default([])
+      .describe(
+        "People the owner links across apps: each entry lists one person's ids on several channels, whose direct chats then share one conversation (people can also link themselves with /link). Default: none.",
+      ),
     channels: z
       .array(channelSchema)
       .default([])

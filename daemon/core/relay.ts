@@ -46,6 +46,9 @@ import { createScheduler, type Scheduler } from "./scheduler.js";
 import { createServiceCalls } from "./service-call.js";
 import { runTurn, StoppableTurns, type TurnDeps } from "./turn.js";
 import { VoiceNotes } from "./voice-notes.js";
+import { hashLinkCode, IdentityLinks } from "./identity-links.js";
+import { HASHED } from "./intake.js";
+import { noticeText } from "./notices.js";
 import type { ScheduleConfig } from "../config/schedules.js";
 import { ownSessionBase, scheduledMessage, scheduleIdOf } from "./schedules/message.js";
 import { ScheduleRunner, type FiringOutcome } from "./schedules/runner.js";
@@ -230,6 +233,39 @@ export function createRelay(deps: RelayDeps): Relay {
     count: (schedule, outcome) => metrics.scheduled(schedule, outcome),
   });
 
+  const links = new IdentityLinks({
+    store,
+    clock,
+    random,
+    configured: config.identityLinks,
+    platformOf: (accountId) => deps.channelFor(accountId)?.type,
+    available: config.state.kind !== "postgres",
+  });
+  const identityOf = (entry: JournalEntry) => ({ platform: entry.message.platform, accountId: entry.message.accountId, userId: entry.message.userId });
+
+  /** `/link` and `/link CODE`, in a direct chat. */
+  async function linkCommand(entry: JournalEntry, codeArg: string): Promise<string> {
+    if (entry.message.chatType !== "direct") return noticeText.linkDirectOnly;
+    if (config.state.kind === "postgres") return noticeText.linkUnavailable;
+    const me = identityOf(entry);
+    if (!codeArg) return noticeText.linkCode(await links.newCode(me));
+    const codeHash = codeArg.startsWith(HASHED) ? codeArg.slice(HASHED.length) : hashLinkCode(codeArg);
+    const result = await links.redeem(me, codeHash);
+    if (!result.ok) return noticeText.linkRefused(result.reason);
+    log.info({ platform: me.platform, accountId: me.accountId, with: `${result.other.platform}:${result.other.accountId}` }, "identities linked");
+    return noticeText.linked(`${result.other.platform} (${result.other.accountId})`);
+  }
+
+  /** `/unlink`, in a direct chat. */
+  async function unlinkCommand(entry: JournalEntry): Promise<string> {
+    if (entry.message.chatType !== "direct") return noticeText.linkDirectOnly;
+    const result = await links.unlink(identityOf(entry));
+    if (result === "configured") return noticeText.unlinkConfigured;
+    if (result === "none") return noticeText.notLinked;
+    log.info({ platform: entry.message.platform, accountId: entry.message.accountId, others: result.length }, "identities unlinked");
+    return noticeText.unlinked(result.map((o) => `${o.platform} (${o.accountId})`));
+  }
+
   // One owner of pairing state: strangers' requests (intake) and owners' approvals count against the same limits.
   const pairing = createPairing({ store, clock, random, logger: log });
   const pairingOps = createPairingOps({
@@ -240,6 +276,8 @@ export function createRelay(deps: RelayDeps): Relay {
   });
   const commands = createCommandRunner({
     approvePairing: (entry, codeArg) => pairingOps.approveFromChat(entry, codeArg),
+    link: linkCommand,
+    unlink: unlinkCommand,
     listSchedules(entry) {
       const m = entry.message;
       const channel = deps.channelFor(m.accountId);
@@ -270,6 +308,7 @@ export function createRelay(deps: RelayDeps): Relay {
     },
     onCommand: (entry) => commands.track(entry),
     pairing,
+    links,
   });
   const turnDeps: TurnDeps = {
     config,
