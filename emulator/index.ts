@@ -7,10 +7,11 @@
  *   await request(emulator.app).post("/v1/organization/signup").send({ name: "acme" });
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import type { Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import { pino } from "pino";
 import { Agent } from "undici";
 import { systemClock, type Clock } from "../shared/clock.js";
 import { cryptoRandom, seededRandom, type Random } from "../shared/random.js";
@@ -23,6 +24,9 @@ import { type ModelScriptInput, openScripts } from "./gateway/script/index.js";
 import { modelScriptHandlers } from "./routes/model-scripts.js";
 import { applyFixture, checkFixture, describeFixtureProblems, type FixtureInput, readFixtureFile } from "./seed/index.js";
 import { mountRoutes, type Handlers } from "./http/router.js";
+import { type EmulatorLogger, reportUnexpectedErrors } from "./events/error-log.js";
+import { assignRequestIds } from "./events/request-id.js";
+import { listenWithBacklog } from "../shared/listen.js";
 import { applyApiFault } from "./http/api-faults.js";
 import { mountOpenApi } from "./http/openapi.js";
 import { mountBillingPage } from "./billing-page.js";
@@ -109,6 +113,12 @@ export interface EmulatorOptions {
    * naming its place, and nothing stays open. Default: none.
    */
   fixtures?: string | FixtureInput;
+  /**
+   * Where an unexpected error (a 500) is logged, one line per error with its
+   * request id, method, route and sandbox (a pino logger fits). Default: JSON
+   * lines on stderr.
+   */
+  logger?: EmulatorLogger;
 }
 
 export interface Emulator {
@@ -228,7 +238,9 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
-  app.use(captureRequests({ clock, log: requests, hub: events, journals, sandboxClocks }));
+  app.use(assignRequestIds());
+  const onAnswered = reportUnexpectedErrors({ logger: options.logger ?? pino({ base: null }, process.stderr), hub: events, clock });
+  app.use(captureRequests({ clock, log: requests, hub: events, journals, sandboxClocks, onAnswered, responses: app.response }));
   app.use(attributeToSandbox(env));
   app.use(applyApiFault(env));
   // Snapshots carry whole workspaces: their import gets a larger limit than the API's 1 MiB.
@@ -278,9 +290,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     events,
     sandboxes: sandboxesApi(env, sandboxes, scripts),
     async listen(port = 0, host = "127.0.0.1") {
-      await new Promise<void>((resolve, reject) => {
-        server = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve()));
-      });
+      server = await listenWithBacklog(createServer(app), port, host);
       const address = server!.address();
       if (!address || typeof address === "string") throw new Error("emulator: no address");
       const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
