@@ -61,10 +61,7 @@ export const opsSchema = z.strictObject({
     .describe(
       "The operator's console (/ui/) and its API ask for this token; it is a secret, scrubbed from logs like the others, best as ${NAME}. Required when `host` is not a loopback address (unless `console` is false). Default: none (the console answers on loopback only, without one).",
     ),
-  console: z
-    .boolean()
-    .default(true)
-    .describe("Serve the operator's console at /ui/ beside /healthz and /metrics. Default: true."),
+  console: z.boolean().default(true).describe("Serve the operator's console at /ui/ beside /healthz and /metrics. Default: true."),
 });
 
 /** Whether an ops host only listens on this machine (a console there may go without a token). */
