@@ -115,6 +115,8 @@ export class BridgeDaemon implements Daemon {
   #adapters: ChatAdapter[];
   /** Each adapter's last reported state (for /healthz); an adapter absent here is starting. */
   readonly #adapterStates = new Map<ChatAdapter, AdapterStatusEvent["state"]>();
+  /** What a phone scans to link each adapter that is linking now (WhatsApp's QR payload); dropped at its next other state. Never logged. */
+  readonly #linkCodes = new Map<ChatAdapter, string>();
   /** With `"state": {"kind": "postgres"}`: this node's part in the bridge (which accounts it owns). */
   #cluster: ClusterNode | undefined;
   /** Each adapter is stopped once, whoever asks first (teardown, a handover); a re-taken account's adapter is removed first. */
@@ -382,7 +384,24 @@ export class BridgeDaemon implements Daemon {
       instanceStatus: async (instanceId) => (await this.#client!.getInstanceStatus({ instance_id: instanceId })).status,
       pairing: () => this.#relay?.pairing,
       store: () => this.#store,
+      links: () =>
+        this.#adapters
+          .filter((a) => a.forgetLink)
+          .map((a) => ({ channel: a.accountId, platform: a.platform, state: this.#adapterStates.get(a) ?? "starting", linkCode: this.#linkCodes.get(a) })),
+      relink: (channel) => this.#relink(channel),
     });
+  }
+
+  /** The console's re-link: the channel stops, forgets its link and starts again, showing a new code to scan. False when no such channel links. */
+  async #relink(channelId: string): Promise<boolean> {
+    const adapter = this.#adapters.find((a) => a.accountId === channelId && a.forgetLink);
+    if (!adapter?.forgetLink) return false;
+    await this.#stopAdapter(adapter);
+    await adapter.forgetLink();
+    this.#stopping.delete(adapter);
+    this.#adapterStates.set(adapter, "starting");
+    await this.#startAdapter(adapter);
+    return true;
   }
 
   /** Every adapter, in turn; the start fails only when there were some and none could start. */
@@ -403,6 +422,8 @@ export class BridgeDaemon implements Daemon {
       admit: (question) => r.admit(adapter, question),
       status: (event) => {
         this.#adapterStates.set(adapter, event.state);
+        if (event.linkCode !== undefined) this.#linkCodes.set(adapter, event.linkCode);
+        else this.#linkCodes.delete(adapter);
         this.#feed.emit({ type: "channel", at: this.#clock.now(), channel: adapter.accountId, platform: adapter.platform, state: event.state });
         const level = event.state === "failed" || event.state === "logged_out" ? "error" : "info";
         logger[level]({ platform: adapter.platform, accountId: adapter.accountId, state: event.state, detail: event.detail }, "adapter status");

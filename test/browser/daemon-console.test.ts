@@ -8,13 +8,18 @@
  * and no secret reaches the page, its responses or its event stream. Waits
  * are Playwright's locators and expect polling: no sleeps.
  */
+import { Writable } from "node:stream";
 import type { Page } from "playwright-core";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
+import { createWhatsAppAdapter } from "../../daemon/adapters/whatsapp/index.js";
+import { seededRandom } from "../../shared/random.js";
+import { createFakeBaileys, type FakeBaileys } from "../fakes/baileys-socket.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
+import { waitUntil } from "../helpers/wait.js";
 import { launchBrowser, textOf, UNTIL, type TestBrowser } from "../helpers/browser.js";
 import { openSse, type SseReader } from "../helpers/sse-client.js";
 
@@ -25,6 +30,8 @@ const CODE = /pairing code is ([A-Z2-9]{8})/;
 
 const cleanups: (() => Promise<void> | void)[] = [];
 let fake: FakeTelegram;
+/** The WhatsApp channel's linked device. */
+let phone: FakeBaileys;
 let daemon: Daemon;
 let url: string;
 let apiKey: string;
@@ -35,7 +42,7 @@ const logLines: string[] = [];
 const pageErrors: string[] = [];
 /** Every response body the page loaded (the event stream is read beside it, in `events`). */
 const bodies: { url: string; body: string }[] = [];
-/** Every pairing code handed out during the test: secrets the page must never show. */
+/** Every pairing code and WhatsApp link code handed out during the test: secrets the page must never show as text. */
 const codes: string[] = [];
 
 beforeAll(async () => {
@@ -51,11 +58,29 @@ beforeAll(async () => {
     ops: { port: 0, token: OPS_TOKEN },
     queue: { debounceMs: 0 },
     routes: [{ instance: service.instanceId }],
-    channels: [{ type: "telegram", id: "tg", token: BOT_TOKEN, apiRoot: fake.url, streaming: "off", access: { mode: "pairing" } }],
+    channels: [
+      { type: "telegram", id: "tg", token: BOT_TOKEN, apiRoot: fake.url, streaming: "off", access: { mode: "pairing" } },
+      { type: "whatsapp", id: "wa" },
+    ],
   });
-  daemon = createDaemon({ config, logger: pino({ level: "info" }, { write: (l: string) => void logLines.push(l) }) });
+  phone = createFakeBaileys();
+  const quiet = new Writable({ write: (_c, _e, cb) => cb() });
+  daemon = createDaemon({
+    config,
+    logger: pino({ level: "info" }, { write: (l: string) => void logLines.push(l) }),
+    createAdapter: (channel, deps) =>
+      channel.type === "whatsapp"
+        ? Promise.resolve(createWhatsAppAdapter(channel, deps, { socketFactory: phone.factory, qrOutput: quiet, random: seededRandom(5) }))
+        : undefined,
+  });
   cleanups.push(() => daemon.stop({ graceMs: 0 }));
-  await daemon.start();
+  const started = daemon.start();
+  // The WhatsApp channel starts linked: its first socket opens.
+  await waitUntil(() => phone.sockets.length === 1, "the WhatsApp channel's first socket");
+  phone.latest().open();
+  // Linked: the device's identity is in the stored creds.
+  phone.latest().updateCreds({ me: { id: "4915100000001:7@s.whatsapp.net", name: "Agent" } });
+  await started;
   url = daemon.opsUrl!;
   events = await openSse(`${url}/ui/api/events`, { authorization: `Bearer ${OPS_TOKEN}` });
   cleanups.push(() => events.close());
@@ -160,8 +185,35 @@ describe("the operator's console", () => {
     await expect.poll(() => textOf(page.locator("li.turn", { hasText: "!recall" })), UNTIL).toContain("(nothing yet)");
   });
 
+  it("re-links WhatsApp: the link is forgotten, the QR code shows in the page, live, and goes once the phone scans it", async () => {
+    await open("/whatsapp");
+    const card = page.locator('article[data-link="wa"]');
+    await expect.poll(() => textOf(card.getByTestId("link-state")), UNTIL).toBe("connected");
+    expect(await card.locator("img.qr").count()).toBe(0);
+
+    await card.getByRole("button", { name: /Re-link/ }).click();
+    // The old connection ends and a new one, without the link, asks to be scanned.
+    await expect.poll(() => phone.sockets.length, UNTIL).toBe(2);
+    expect(phone.sockets[0]!.closed).toBe(true);
+    expect(phone.sockets[0]!.config.auth.creds.me?.id).toBe("4915100000001:7@s.whatsapp.net");
+    expect(phone.latest().config.auth.creds.me).toBeUndefined();
+    codes.push(phone.latest().showQr());
+    const qr = card.getByRole("img", { name: "QR code to link wa" });
+    await qr.waitFor({ state: "visible" });
+    expect(await qr.getAttribute("src")).toMatch(/^data:image\/svg\+xml;base64,/);
+    await expect.poll(() => textOf(card.getByTestId("link-state")), UNTIL).toBe("pairing");
+    await expect.poll(() => textOf(page.getByTestId("relink-result")), UNTIL).toContain("forgot its link");
+    expect(logLines.some((l) => l.includes("re-link asked from the console") && l.includes('"by":"console:alice@127.0.0.1"'))).toBe(true);
+
+    // A new code replaces the shown one (WhatsApp rotates them), then the phone scans it.
+    codes.push(phone.latest().showQr(`2@rotated,${"k".repeat(40)}=`));
+    phone.latest().open();
+    await expect.poll(() => textOf(card.getByTestId("link-state")), UNTIL).toBe("connected");
+    expect(await card.locator("img.qr").count()).toBe(0);
+  });
+
   it("never lets a secret reach the page: not in any view, any response it loaded, nor its event stream", async () => {
-    for (const path of ["/overview", "/pairing", "/chats", "/activity"]) {
+    for (const path of ["/overview", "/pairing", "/chats", "/activity", "/whatsapp"]) {
       await open(path);
       await page.getByRole("heading", { level: 1 }).first().waitFor({ state: "visible" });
       const dom = await page.content();

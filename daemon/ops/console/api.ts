@@ -5,6 +5,7 @@
  * text; a chat's text is in the one answer for that chat.
  */
 import type { Logger } from "pino";
+import QRCode from "qrcode";
 import { z } from "zod";
 import type { Clock } from "../../../shared/clock.js";
 import type { DaemonConfig } from "../../config/schema.js";
@@ -32,6 +33,10 @@ export interface ConsoleDeps {
   pairing(): PairingOps | undefined;
   /** Set once the store is open. */
   store(): Pick<Store, "session" | "setSession"> | undefined;
+  /** The channels that link by a scanned code (WhatsApp), with the code while one is shown. */
+  links(): { channel: string; platform: string; state: string; linkCode: string | undefined }[];
+  /** Stops the channel, forgets its link and starts it again; false when no such channel links. */
+  relink(channel: string): Promise<boolean>;
 }
 
 /** A console answer: status and JSON body. */
@@ -141,6 +146,27 @@ export class ConsoleApi {
       by: actor,
     });
     return ok({ sessionId });
+  }
+
+  /** Linking channels, each code drawn as a QR image (the code itself is never sent as text). */
+  async links(): Promise<Answer> {
+    const links = await Promise.all(
+      this.#deps.links().map(async ({ linkCode, ...link }) => ({
+        ...link,
+        qr:
+          linkCode === undefined
+            ? null
+            : `data:image/svg+xml;base64,${Buffer.from(await QRCode.toString(linkCode, { type: "svg", margin: 2 })).toString("base64")}`,
+      })),
+    );
+    return ok({ links });
+  }
+
+  async relink(channel: string, actor: string): Promise<Answer> {
+    this.#deps.logger.info({ by: actor, channel }, "re-link asked from the console");
+    return (await this.#deps.relink(channel))
+      ? ok({ text: `Channel ${channel} forgot its link: scan the new code.` })
+      : problem(404, `No channel "${channel}" links by a scanned code here.`);
   }
 
   #chatOf(rawKey: string): ChatRecord | undefined {

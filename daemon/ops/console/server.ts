@@ -87,6 +87,9 @@ export function createConsole(deps: ConsoleDeps & { token: string | undefined })
     if (method === "GET" && api_ === "chats") return json(res, api.chats());
     if (chat && method === "GET" && !chat[2]) return json(res, api.chat(decodeURIComponent(chat[1]!), actor));
     if (chat && method === "POST" && chat[2]) return json(res, await api.freshSession(decodeURIComponent(chat[1]!), actor));
+    if (method === "GET" && api_ === "links") return json(res, await api.links());
+    const relink = /^links\/([^/]+)\/relink$/.exec(api_);
+    if (relink && method === "POST") return json(res, await api.relink(decodeURIComponent(relink[1]!), actor));
     if (method === "GET" && api_ === "events") return events(req, res);
     return json(res, { status: 404, body: { error: "No such console route." } });
   };

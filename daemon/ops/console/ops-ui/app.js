@@ -5,6 +5,7 @@ import { Overview } from "./views/overview.js";
 import { Pairing } from "./views/pairing.js";
 import { Chats, ChatView } from "./views/chats.js";
 import { Activity } from "./views/activity.js";
+import { Links } from "./views/links.js";
 
 const ROUTES = [
   [/^\/?$/, () => html`<${Overview} />`],
@@ -13,6 +14,7 @@ const ROUTES = [
   [/^\/chats\/?$/, () => html`<${Chats} />`],
   [/^\/chats\/([^/]+)\/?$/, (key) => html`<${ChatView} chatKey=${key} />`],
   [/^\/activity\/?$/, () => html`<${Activity} />`],
+  [/^\/whatsapp\/?$/, () => html`<${Links} />`],
 ];
 
 const NAV = [
@@ -20,6 +22,7 @@ const NAV = [
   ["/pairing", "Pairing"],
   ["/chats", "Chats"],
   ["/activity", "Live activity"],
+  ["/whatsapp", "WhatsApp"],
 ];
 
 const currentPath = () => (location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) : "/") || "/";
