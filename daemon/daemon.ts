@@ -393,6 +393,12 @@ export class BridgeDaemon implements Daemon {
           .filter((a) => a.forgetLink)
           .map((a) => ({ channel: a.accountId, platform: a.platform, state: this.#adapterStates.get(a) ?? "starting", linkCode: this.#linkCodes.get(a) })),
       relink: (channel) => this.#relink(channel),
+      cluster: () => {
+        const cluster = this.#cluster;
+        return (
+          cluster && { nodeId: cluster.nodeId, status: () => cluster.state.status(), owned: () => cluster.owned(), handOver: (unit) => cluster.handOver(unit) }
+        );
+      },
     });
   }
 

@@ -37,6 +37,18 @@ export interface ConsoleDeps {
   links(): { channel: string; platform: string; state: string; linkCode: string | undefined }[];
   /** Stops the channel, forgets its link and starts it again; false when no such channel links. */
   relink(channel: string): Promise<boolean>;
+  /** Several machines: this node's part (undefined on one machine). */
+  cluster(): ClusterView | undefined;
+}
+
+/** What the console reads and does of the cluster (cluster-node.ts, through the daemon). */
+export interface ClusterView {
+  nodeId: string;
+  /** Who owns what and which nodes heartbeat, on the database's clock. */
+  status(): Promise<{ leases: { unit: string; holder: string | null; epoch: number; expiresInMs: number }[]; nodes: { id: string; seenAgoMs: number }[] }>;
+  /** The accounts this node owns, with how long it has. */
+  owned(): { unit: string; epoch: number; ageMs: number }[];
+  handOver(unit: string): Promise<boolean>;
 }
 
 /** A console answer: status and JSON body. */
@@ -167,6 +179,30 @@ export class ConsoleApi {
     return (await this.#deps.relink(channel))
       ? ok({ text: `Channel ${channel} forgot its link: scan the new code.` })
       : problem(404, `No channel "${channel}" links by a scanned code here.`);
+  }
+
+  /** Nodes, and each account's owner, fencing number and (on its owner) lease age; null on one machine. */
+  async cluster(): Promise<Answer> {
+    const cluster = this.#deps.cluster();
+    if (!cluster) return ok({ cluster: null });
+    const status = await cluster.status();
+    const owned = new Map(cluster.owned().map((o) => [o.unit, o]));
+    return ok({
+      cluster: {
+        node: cluster.nodeId,
+        nodes: status.nodes,
+        leases: status.leases.map((l) => ({ ...l, live: l.expiresInMs > 0, ageMs: owned.get(l.unit)?.ageMs ?? null })),
+      },
+    });
+  }
+
+  async handOver(unit: string, actor: string): Promise<Answer> {
+    const cluster = this.#deps.cluster();
+    if (!cluster) return problem(404, "This daemon runs on one machine: there is nobody to hand over to.");
+    this.#deps.logger.info({ by: actor, unit }, "hand-over asked from the console");
+    return (await cluster.handOver(unit))
+      ? ok({ text: `Handed ${unit} over: another node takes it.` })
+      : problem(409, `This node does not own ${unit} now: open the console of the node that does.`);
   }
 
   #chatOf(rawKey: string): ChatRecord | undefined {

@@ -90,6 +90,9 @@ export function createConsole(deps: ConsoleDeps & { token: string | undefined })
     if (method === "GET" && api_ === "links") return json(res, await api.links());
     const relink = /^links\/([^/]+)\/relink$/.exec(api_);
     if (relink && method === "POST") return json(res, await api.relink(decodeURIComponent(relink[1]!), actor));
+    if (method === "GET" && api_ === "cluster") return json(res, await api.cluster());
+    const handOver = /^cluster\/units\/([^/]+)\/hand-over$/.exec(api_);
+    if (handOver && method === "POST") return json(res, await api.handOver(decodeURIComponent(handOver[1]!), actor));
     if (method === "GET" && api_ === "events") return events(req, res);
     return json(res, { status: 404, body: { error: "No such console route." } });
   };

@@ -6,6 +6,7 @@ import { Pairing } from "./views/pairing.js";
 import { Chats, ChatView } from "./views/chats.js";
 import { Activity } from "./views/activity.js";
 import { Links } from "./views/links.js";
+import { Cluster } from "./views/cluster.js";
 
 const ROUTES = [
   [/^\/?$/, () => html`<${Overview} />`],
@@ -15,6 +16,7 @@ const ROUTES = [
   [/^\/chats\/([^/]+)\/?$/, (key) => html`<${ChatView} chatKey=${key} />`],
   [/^\/activity\/?$/, () => html`<${Activity} />`],
   [/^\/whatsapp\/?$/, () => html`<${Links} />`],
+  [/^\/nodes\/?$/, () => html`<${Cluster} />`],
 ];
 
 const NAV = [
@@ -23,6 +25,7 @@ const NAV = [
   ["/chats", "Chats"],
   ["/activity", "Live activity"],
   ["/whatsapp", "WhatsApp"],
+  ["/nodes", "Nodes"],
 ];
 
 const currentPath = () => (location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) : "/") || "/";
