@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { dirname, extname, join, normalize } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CONSOLE_SECURITY_HEADERS, vendorModules } from "../../../shared/web-console.js";
+import { LeaseLostError } from "../../vocabulary/state-errors.js";
 import { CONSOLE_COOKIE, actorOf, refusalOf, tokenMatches } from "./access.js";
 import { ConsoleApi, type Answer, type ConsoleDeps } from "./api.js";
 
@@ -18,6 +19,8 @@ const UI_DIR = join(dirname(fileURLToPath(import.meta.url)), "ops-ui");
 const TYPES: Record<string, string> = { ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".html": "text/html; charset=utf-8" };
 /** The largest request body the API reads (its bodies are a channel id and a code). */
 const MAX_BODY = 16 * 1024;
+/** Bytes an events reader may fall behind by before its stream is closed. */
+const MAX_BUFFERED = 1024 * 1024;
 /** A comment line on the events stream this often keeps proxies from closing it. */
 const KEEPALIVE_MS = 25_000;
 
@@ -57,7 +60,11 @@ export function createConsole(deps: ConsoleDeps & { token: string | undefined })
 
   const events = (req: IncomingMessage, res: ServerResponse) => {
     res.writeHead(200, { ...CONSOLE_SECURITY_HEADERS, "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });
-    const write = (type: string, data: unknown) => res.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+    const write = (type: string, data: unknown) => {
+      // A reader that stopped reading is let go rather than buffered without end: it reconnects and reloads on `hello`.
+      if (res.writableLength > MAX_BUFFERED) return void res.destroy();
+      res.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+    };
     // Attached before `hello`: nothing after it is missed.
     const off = deps.feed.subscribe((event) => write(event.type, event));
     write("hello", { at: deps.clock.now() });
@@ -126,12 +133,7 @@ export function createConsole(deps: ConsoleDeps & { token: string | undefined })
       res.end();
     } else if (path.startsWith("/ui/api/")) {
       route(req, res, path).catch((error: unknown) => {
-        deps.logger.error({ err: error instanceof Error ? error.message : String(error), path }, "console request failed");
-        if (!res.headersSent)
-          json(res, {
-            status: error instanceof BodyError ? 400 : 500,
-            body: { error: error instanceof BodyError ? error.message : "The console request failed (see the daemon's log)." },
-          });
+        if (!res.headersSent) json(res, failureAnswer(error, path, deps.logger));
         else res.end();
       });
     } else if (path.startsWith("/ui/vendor/")) {
@@ -147,6 +149,16 @@ export function createConsole(deps: ConsoleDeps & { token: string | undefined })
 
 /** A request body that is not the JSON asked for. */
 class BodyError extends Error {}
+
+/** The one place a console failure becomes an HTTP answer (the log keeps the detail; the page gets a sentence). */
+function failureAnswer(error: unknown, path: string, logger: ConsoleDeps["logger"]): Answer {
+  if (error instanceof BodyError) return { status: 400, body: { error: error.message } };
+  // Several machines: the account moved to another node (or never was on this one).
+  if (error instanceof LeaseLostError)
+    return { status: 409, body: { error: "This node does not own that account now: open the console of the node that does (see Nodes)." } };
+  logger.error({ err: error instanceof Error ? error.message : String(error), path }, "console request failed");
+  return { status: 500, body: { error: "The console request failed (see the daemon's log)." } };
+}
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];

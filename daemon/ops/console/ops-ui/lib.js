@@ -62,8 +62,11 @@ export function useEvent(types, handler) {
   }, [types.join()]);
 }
 
-/** Data from `load`, loaded again on `hello` and on any event of `types`; at most one load at a time, events during it cause one more. */
-export function useLive(load, deps, types) {
+/**
+ * Data from `load`, loaded again on `hello` and on any event of `types` that passes `when`
+ * (default: every one); at most one load at a time, events during it cause one more.
+ */
+export function useLive(load, deps, types, when = () => true) {
   const [state, setState] = useState({ data: undefined, error: undefined });
   const control = useRef({ inflight: false, again: false, alive: true });
   const loadRef = useRef(load);
@@ -96,7 +99,7 @@ export function useLive(load, deps, types) {
       control.current.alive = false;
     };
   }, deps);
-  useEvent(["hello", ...types], () => run());
+  useEvent(["hello", ...types], (type, detail) => (type === "hello" || when(type, detail)) && run());
   return [state, run];
 }
 

@@ -21,7 +21,13 @@ export function Chats() {
 }
 
 export function ChatView({ chatKey }) {
-  const [state, reload] = useLive(() => get(`chats/${encodeURIComponent(chatKey)}`), [chatKey], ["accepted", "replied", "delivered", "session"]);
+  // Only this chat's events: opening a chat is logged, and other chats' traffic must not reopen it.
+  const [state, reload] = useLive(
+    () => get(`chats/${encodeURIComponent(chatKey)}`),
+    [chatKey],
+    ["accepted", "replied", "delivered", "session"],
+    (_type, e) => e.chat?.key === chatKey,
+  );
   const [fresh, setFresh] = useState();
   return html`<section>
     <h1>Chat</h1>
