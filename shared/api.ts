@@ -14,6 +14,7 @@ import * as keys from "./schemas/keys.js";
 import * as modelScript from "./schemas/model-script.js";
 import * as org from "./schemas/organization.js";
 import * as responses from "./schemas/responses.js";
+import * as recordings from "./schemas/recordings.js";
 import * as sandboxes from "./schemas/sandboxes.js";
 import * as skills from "./schemas/skills.js";
 import { z as zod } from "zod";
@@ -165,6 +166,7 @@ export const routes = {
   adminSandboxClock: route({ method: "POST", path: "/_emulator/sandboxes/{sandbox_id}/clock", tag: "emulator", summary: "Advance or set a sandbox's clock", access: ADMIN, body: sandboxes.SandboxClockRequest, status: 200, response: sandboxes.SandboxClockMove, errors: [401, 403, 404, 409, 422] }),
   adminSandboxCreateFault: route({ method: "POST", path: "/_emulator/sandboxes/{sandbox_id}/faults", tag: "emulator", summary: "Add a fault rule for one sandbox", access: ADMIN, body: admin.FaultRuleRequest, status: 201, response: admin.FaultRule, errors: [401, 403, 404, 422] }),
   adminUnmatched: route({ method: "GET", path: "/_emulator/unmatched", tag: "emulator", summary: "Requests that matched nothing and belong to no sandbox", access: ADMIN, status: 200, response: zod.array(sandboxes.UnmatchedRequest), errors: [401, 403] }),
+  adminRecordings: route({ method: "GET", path: "/_emulator/recordings", tag: "emulator", summary: "How much of each replayed recording was used", access: ADMIN, status: 200, response: recordings.RecordingsView, errors: [401, 403] }),
 
   // The web console's reads (control plane): views only, never a secret
   consoleState: route({ method: "GET", path: "/_emulator/console/state", tag: "emulator", summary: "Every organization (with key views) and instance", access: ADMIN, status: 200, response: consoleSchemas.ConsoleState, errors: [401, 403] }),
@@ -262,6 +264,7 @@ export const operationDescriptions = {
   adminSandboxClock: "Moves the sandbox's clock forward (by `advance_ms`, or to `set`): provisioning completes and keys expire for this sandbox only. The answer lists what the move made happen. Setting a time before the sandbox's now is 409.",
   adminSandboxCreateFault: "Adds a fault rule that fires only on the sandbox's own requests (see `POST /_emulator/faults`). Removed with the sandbox.",
   adminUnmatched: "Requests that matched nothing (an unknown route, a wrong method, an unknown key) and belong to no sandbox, each with the closest route; the newest 500.",
+  adminRecordings: "When the emulator replays recordings (`--replay`): its mode and, per recording, how many recorded requests it holds, how many were served, and the numbers of those never served (what a suite's report of unused recordings reads). `mode: null` and no recordings otherwise.",
   consoleState: "What the web console shows of everything: every organization with its plan and scoped-key views (permissions, last use, expiry; never a key or a hash), and every non-terminated instance, newest first.",
   consoleSessions: "The instance's newest 200 sessions, newest first: name, head response id, number of turns, time of the last turn and the first 120 characters of its input (secrets redacted).",
   consoleSessionTurns: "The session's newest `limit` turns, oldest first, and `total`: input, output (secrets redacted), response id, `previous_response_id`, model, usage and time. A session with no turns answers `head_id: null` and no turns.",
