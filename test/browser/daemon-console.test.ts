@@ -212,6 +212,19 @@ describe("the operator's console", () => {
     expect(await card.locator("img.qr").count()).toBe(0);
   });
 
+  it("revokes an approval from the page: the person is asked to pair again, and the log says who revoked", async () => {
+    await open("/pairing");
+    const approved = page.locator(`li[data-approved="${stranger.id}"]`);
+    await approved.getByRole("button", { name: "Revoke" }).click();
+    await expect.poll(() => approved.count(), UNTIL).toBe(0);
+    expect(logLines.some((l) => l.includes("pairing revoke from the console") && l.includes('"by":"console:alice@127.0.0.1"'))).toBe(true);
+    const again = await ask(stranger, "am I still in?");
+    const code = CODE.exec(again)?.[1];
+    expect(code).toBeDefined();
+    codes.push(code!);
+    await expect.poll(() => textOf(page.locator(`li[data-waiting="${stranger.id}"]`)), UNTIL).toContain("stranger");
+  });
+
   it("never lets a secret reach the page: not in any view, any response it loaded, nor its event stream", async () => {
     for (const path of ["/overview", "/pairing", "/chats", "/activity", "/whatsapp"]) {
       await open(path);
