@@ -405,7 +405,8 @@ export class BridgeDaemon implements Daemon {
   /** The console's re-link: the channel stops, forgets its link and starts again, showing a new code to scan. False when no such channel links. */
   async #relink(channelId: string): Promise<boolean> {
     const adapter = this.#adapters.find((a) => a.accountId === channelId && a.forgetLink);
-    if (!adapter?.forgetLink) return false;
+    // A daemon on its way down starts nothing again.
+    if (!adapter?.forgetLink || this.#phase !== "running") return false;
     await this.#stopAdapter(adapter);
     await adapter.forgetLink();
     this.#stopping.delete(adapter);
