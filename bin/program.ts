@@ -1,6 +1,6 @@
 /**
  * `agent-bridge`: the one command. Subcommands `start`, `run`, `check`,
- * `emulator` and `config schema`. Only commander is loaded up front; each
+ * `emulator`, `conformance` and `config schema`. Only commander is loaded up front; each
  * subcommand imports its own code when it runs, so `--help` stays instant.
  *
  * Exit codes: 0 done, 1 a failure (or a failed check), 2 a usage error.
@@ -12,6 +12,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from "commander
 // Types only: erased at run time, so they load nothing.
 import type { EmulatorCommandOptions } from "../emulator/cli.js";
 import type { ProxyCommandOptions } from "../emulator/proxy/cli.js";
+import type { ConformanceCommandOptions } from "../conformance/command.js";
 
 /** package.json sits two levels up from dist/bin/, one from bin/ (tests run the source). */
 function packageVersion(): string {
@@ -45,6 +46,13 @@ const httpUrl = (value: string): string => {
 
 /** Commander's way to take an option several times. */
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
+/** `a,b.c` -> `["a", "b.c"]`: check ids or areas for `conformance --skip`. */
+const checkList = (value: string): string[] => {
+  const names = value.split(",").map((n) => n.trim());
+  if (names.some((n) => !/^[a-z-]+(\.[a-z-]+)?$/.test(n)))
+    throw new InvalidArgumentError("Expected check ids or areas, comma-separated (e.g. messaging,files.delete).");
+  return names;
+};
 
 export interface ProgramIO {
   writeOut(text: string): void;
@@ -199,6 +207,31 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
     .action(async (har: string, opts: { into: string; name: string; secret: string[] }) => {
       const { runImportHar } = await import("../emulator/recording/har-command.js");
       onExit(await runImportHar(har, opts, lines()));
+    });
+
+  sub("conformance", "Run the API contract's checks against any /v1 server (the hosted service, the emulator) and report.")
+    .requiredOption("--base-url <url>", "the server, e.g. https://api.example.com (paths start with /v1)", httpUrl)
+    .addOption(
+      new Option("--key <key>", "an organization key of a throwaway organization (svc_org_...) holding a model-provider key")
+        // From the environment, the key stays out of the process list and the shell's history.
+        .env("AGENT_BRIDGE_CONFORMANCE_KEY")
+        .makeOptionMandatory(),
+    )
+    .option("--junit <file>", "where to write the JUnit XML report", "conformance-junit.xml")
+    .option("--model <name>", "the model named in message calls (default: one per provider)")
+    .option("--allow-signup", "also check a successful signup (it makes an organization the API cannot remove)")
+    .option("--timeout-ms <ms>", "longest one request may take", wholeNumber, 120_000)
+    .option("--provision-timeout-ms <ms>", "longest wait for the instance to be running", wholeNumber, 300_000)
+    .option("--cleanup-timeout-ms <ms>", "how long removing what the run made keeps retrying", wholeNumber, 60_000)
+    .option("--skip <checks>", "comma-separated check ids or areas not to run, e.g. messaging,channels.interactive", checkList)
+    .option("--sweep", "run no check: remove what killed runs left (instances and scoped keys named conformance-*)")
+    .addHelpText(
+      "after",
+      "\nEverything the run makes is named conformance-<run id> and removed at the end, also after a failure or\nSIGINT/SIGTERM (a second one abandons the cleanup). Exits 0 when every check passed and nothing was left.",
+    )
+    .action(async (opts: ConformanceCommandOptions) => {
+      const { runConformanceCommand } = await import("../conformance/command.js");
+      onExit(await runConformanceCommand(opts));
     });
 
   const pairing = sub("pairing", 'DM pairing: let in people who asked with a code (channels with access.mode "pairing").').helpCommand(false);

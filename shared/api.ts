@@ -9,6 +9,7 @@ import * as channels from "./schemas/channels.js";
 import * as consoleSchemas from "./schemas/console.js";
 import type { Permission } from "./schemas/common.js";
 import * as files from "./schemas/files.js";
+import { Har } from "./schemas/har.js";
 import * as instances from "./schemas/instances.js";
 import * as keys from "./schemas/keys.js";
 import * as modelScript from "./schemas/model-script.js";
@@ -162,6 +163,7 @@ export const routes = {
   adminDeleteSandbox: route({ method: "DELETE", path: "/_emulator/sandboxes/{sandbox_id}", tag: "emulator", summary: "Remove a sandbox and everything in it", access: ADMIN, status: 204, response: "empty", errors: [401, 403, 404] }),
   adminResetSandbox: route({ method: "POST", path: "/_emulator/sandboxes/{sandbox_id}/reset", tag: "emulator", summary: "Empty a sandbox, keeping its organization and key", access: ADMIN, status: 200, response: sandboxes.Sandbox, errors: [401, 403, 404] }),
   adminSandboxRequests: route({ method: "GET", path: "/_emulator/sandboxes/{sandbox_id}/requests", tag: "emulator", summary: "The requests a sandbox received, filtered", access: ADMIN, query: sandboxes.SandboxRequestsQuery, status: 200, response: sandboxes.SandboxRequests, errors: [401, 403, 404, 422] }),
+  adminSandboxHar: route({ method: "GET", path: "/_emulator/sandboxes/{sandbox_id}/requests.har", tag: "emulator", summary: "The sandbox's requests as an HTTP Archive (HAR 1.2)", access: ADMIN, query: sandboxes.SandboxRequestsQuery, status: 200, response: Har, errors: [401, 403, 404, 422] }),
   adminSandboxUnmatched: route({ method: "GET", path: "/_emulator/sandboxes/{sandbox_id}/unmatched", tag: "emulator", summary: "The sandbox's requests that matched no route", access: ADMIN, status: 200, response: zod.array(sandboxes.UnmatchedRequest), errors: [401, 403, 404] }),
   adminSandboxClock: route({ method: "POST", path: "/_emulator/sandboxes/{sandbox_id}/clock", tag: "emulator", summary: "Advance or set a sandbox's clock", access: ADMIN, body: sandboxes.SandboxClockRequest, status: 200, response: sandboxes.SandboxClockMove, errors: [401, 403, 404, 409, 422] }),
   adminSandboxCreateFault: route({ method: "POST", path: "/_emulator/sandboxes/{sandbox_id}/faults", tag: "emulator", summary: "Add a fault rule for one sandbox", access: ADMIN, body: admin.FaultRuleRequest, status: 201, response: admin.FaultRule, errors: [401, 403, 404, 422] }),
@@ -260,6 +262,8 @@ export const operationDescriptions = {
   adminDeleteSandbox: "Removes a sandbox with its organizations, keys, instances, files, conversations, fault rules and journal. Nothing else is touched; the cost is in proportion to what it holds.",
   adminResetSandbox: "Empties a sandbox back to how it was created: its first organization and key stay (plan and provider keys reset), everything else in it goes.",
   adminSandboxRequests: "The requests the sandbox received, oldest first, with their bodies (secrets redacted), filtered by method, path, route, status, instance and session, and their count (the newest 10,000 are kept).",
+  adminSandboxHar:
+    "The sandbox's journal as an HTTP Archive (HAR 1.2), oldest first, filtered as `requests` is: each entry's URL, query, JSON body (secrets redacted as the journal redacts them), status and time, and the journal's route, key kind, instance and session as custom fields (`_route`, ...). The journal keeps no headers and no answer bodies, and the archive says so.",
   adminSandboxUnmatched: "The sandbox's requests that matched nothing (an unknown route or a wrong method), each with the closest route.",
   adminSandboxClock: "Moves the sandbox's clock forward (by `advance_ms`, or to `set`): provisioning completes and keys expire for this sandbox only. The answer lists what the move made happen. Setting a time before the sandbox's now is 409.",
   adminSandboxCreateFault: "Adds a fault rule that fires only on the sandbox's own requests (see `POST /_emulator/faults`). Removed with the sandbox.",
