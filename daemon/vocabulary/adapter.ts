@@ -232,6 +232,11 @@ export interface AdapterStatusEvent {
    * "refresh": the platform asked for a new one). Default "other".
    */
   reason?: "deaf" | "closed" | "refresh";
+  /**
+   * With "pairing": what a phone scans to link the account (WhatsApp's QR payload). A secret:
+   * drawn on the terminal and in the operator's console, never logged.
+   */
+  linkCode?: string;
 }
 
 /**
@@ -268,6 +273,8 @@ export interface ChatAdapter {
    * may still be asked for afterwards only until the core halts delivery.
    */
   stop(): Promise<void>;
+  /** While stopped: forgets the account's link (WhatsApp's linked device), so the next start links it anew. */
+  forgetLink?(): Promise<void>;
   /**
    * The length the platform will count for `text` sent in `format`, to compare
    * with `limits.maxMessageLength` (Telegram: visible characters of the
