@@ -17,7 +17,7 @@ import { chatKeyOf, sessionKeyOf } from "../vocabulary/keys.js";
 import { errorSummary, isShutdownError } from "./relay-types.js";
 import { createSerialQueue } from "../helpers/retry.js";
 import { sessionIdFor } from "./routing.js";
-import { describeReset } from "./session-reset.js";
+import { describeReset, startFreshSession } from "./session-reset.js";
 import { configuredQueueMode, type ChatQueueModes } from "./queue-mode.js";
 import { isListed, senderIds } from "./access.js";
 import type { ChannelConfig } from "../config/schema.js";
@@ -40,6 +40,12 @@ export interface CommandRunnerDeps {
   queueModes: ChatQueueModes;
   /** `/approve` from the chat of `entry`'s sender: the answer to say (pairing-commands.ts). */
   approvePairing(entry: JournalEntry, codeArg: string): Promise<string>;
+  /** `/schedule list` from the chat of `entry`'s sender: the answer to say. */
+  listSchedules(entry: JournalEntry): string;
+  /** `/link` and `/link CODE` from the chat of `entry`'s sender: the answer to say. */
+  link(entry: JournalEntry, codeArg: string): Promise<string>;
+  /** `/unlink` from the chat of `entry`'s sender: the answer to say. */
+  unlink(entry: JournalEntry): Promise<string>;
 }
 
 export interface CommandRunner {
@@ -93,10 +99,9 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
           chained: !!state.lastResponseId,
           sessionReset: describeReset(deps.config, route.ruleIndex, m.accountId, state, deps.clock.now()),
           async resetSession() {
-            const next = store.session(sessionKey).generation + 1;
-            await store.setSession(sessionKey, { generation: next });
+            const id = await startFreshSession(store, route);
             log.info({ platform: m.platform, chatId: m.chatId, instanceId: route.instanceId }, "conversation reset by the person");
-            return sessionIdFor(route.sessionBase, next);
+            return id;
           },
           instanceStatus: () => service.instanceStatus(route.instanceId),
           stopTurn: () => deps.stopSession(route),
@@ -119,6 +124,9 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
             );
             return undefined;
           },
+          listSchedules: () => deps.listSchedules(entry),
+          link: (codeArg) => deps.link(entry, codeArg),
+          unlink: () => deps.unlink(entry),
         },
         args,
       );

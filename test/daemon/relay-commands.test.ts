@@ -22,6 +22,9 @@ const context = (over: Partial<CommandContext> = {}): CommandContext => ({
   approvePairing: async (code) => `approved ${code}`,
   queueMode: { mode: "followup", chosen: false },
   setQueueMode: async () => undefined,
+  listSchedules: () => "the schedules",
+  link: async (code) => `linked ${code}`,
+  unlink: async () => "unlinked",
   ...over,
 });
 
