@@ -73,4 +73,34 @@ describe("reloading a daemon process", () => {
       dir.remove();
     }
   });
+
+  it("with watchConfig, reloads when the file is saved, and refuses a broken save", { timeout: 60_000 }, async () => {
+    const dir = tempDir();
+    const { configFile } = writeDaemonConfig(dir.path, {
+      service: { baseUrl: service.url },
+      apiKey: service.key,
+      instance: service.instanceIds[0]!,
+      channels: [{ type: "terminal", id: "terminal" }],
+      extra: { logLevel: "info", watchConfig: true },
+    });
+    const original = JSON.parse(readFileSync(configFile, "utf8")) as Record<string, unknown>;
+    let child: DaemonChild | undefined;
+    try {
+      child = startDaemonProcess(configFile);
+      const daemon = child;
+      await until(() => daemon.err().includes("daemon started"), "the start");
+      writeFileSync(configFile, JSON.stringify({ ...original, queue: { debounceMs: 0, mode: "collect" } }));
+      await until(() => daemon.err().includes("config reloaded: it applies from the next message"), "the reload after the save");
+      daemon.proc.stdin.write("/queue\n");
+      await daemon.waitFor((o) => o.includes("Queue mode: collect (the bridge's setting)"), "the new mode");
+      writeFileSync(configFile, "{ broken");
+      await until(() => daemon.err().includes("config reload refused"), "the refusal after the broken save");
+      daemon.proc.stdin.end();
+      expect(await daemon.exited).toBe(0);
+    } finally {
+      child?.kill();
+      delete process.env.BRIDGE_TEST_KEY;
+      dir.remove();
+    }
+  });
 });
