@@ -26,7 +26,7 @@ import { applyFixture, checkFixture, describeFixtureProblems, type FixtureInput,
 import { mountRoutes, type Handlers } from "./http/router.js";
 import { type EmulatorLogger, reportUnexpectedErrors } from "./events/error-log.js";
 import { assignRequestIds } from "./events/request-id.js";
-import { listenWithBacklog } from "../shared/listen.js";
+import { KEEP_ALIVE_TIMEOUT_MS, listenWithBacklog } from "../shared/listen.js";
 import { applyApiFault } from "./http/api-faults.js";
 import { inOrder } from "./http/in-order.js";
 import { mountOpenApi } from "./http/openapi.js";
@@ -324,7 +324,9 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     sandboxes: sandboxesApi(env, sandboxes, scripts),
     ...(replay ? { replay } : {}),
     async listen(port = 0, host = "127.0.0.1") {
-      server = await listenWithBacklog(createServer(app), port, host);
+      const api = createServer(app);
+      api.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+      server = await listenWithBacklog(api, port, host);
       const address = server!.address();
       if (!address || typeof address === "string") throw new Error("emulator: no address");
       const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
