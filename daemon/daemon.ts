@@ -312,6 +312,7 @@ export class BridgeDaemon implements Daemon {
     }
     const plan = planReload(this.#config, checked.config);
     this.#applyConfig(checked.config);
+    this.#relay?.reloaded();
     const channels = await this.#restartChannels(plan);
     const outcome: ReloadOutcome = {
       ok: true,

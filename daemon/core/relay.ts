@@ -97,6 +97,8 @@ export interface Relay {
   whenCommandsIdle(): Promise<void>;
   /** Routes the service refused (401/403), by rule index. */
   readonly stoppedRoutes: ReadonlyMap<number, string>;
+  /** The config was reloaded: routes stopped by the service are tried again (the fix may be in the new file, and rule indexes may have moved). */
+  reloaded(): void;
   /** DM pairing: what owners do (approve, list, revoke). */
   readonly pairing: PairingOps;
   /** One node: runs every channel's scheduled prompts (several machines: `adopt` runs each account's). */
@@ -413,6 +415,9 @@ export function createRelay(deps: RelayDeps): Relay {
     },
     whenCommandsIdle: () => commands.idle(),
     pairing: pairingOps,
+    reloaded() {
+      service.resumeRoutes();
+    },
     get stoppedRoutes() {
       return service.stoppedRoutes;
     },

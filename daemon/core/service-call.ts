@@ -76,6 +76,8 @@ export interface ServiceCalls {
   instanceStatus(instanceId: string): Promise<string>;
   /** Routes the service refused (401/403), by rule index. */
   readonly stoppedRoutes: ReadonlyMap<number, string>;
+  /** Forgets the stopped routes (a reloaded config may have fixed them, and its rule indexes may differ). */
+  resumeRoutes(): void;
 }
 
 export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
@@ -155,6 +157,10 @@ export class ServiceCaller implements ServiceCalls {
         return this.#givenUpOn(error, route, logCtx);
       }
     }
+  }
+
+  resumeRoutes(): void {
+    this.stoppedRoutes.clear();
   }
 
   async instanceStatus(instanceId: string): Promise<string> {
