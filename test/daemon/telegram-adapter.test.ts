@@ -402,7 +402,7 @@ describe("lifecycle", () => {
 
   it("starts while Telegram is unreachable and connects once it is back", async () => {
     const port = await deadPort();
-    const harness = setup({ apiRoot: `http://127.0.0.1:${port}`, fake: undefined }, await fakeFor({}));
+    const harness = setup({ apiRoot: `http://127.0.0.1:${port}` }, await fakeFor({}));
     await harness.adapter.start(harness.sink);
     expect(harness.statuses.map((s) => s.state)).toEqual(["starting", "reconnecting"]);
     const fake = await createFakeTelegram({ token: TOKEN, port });

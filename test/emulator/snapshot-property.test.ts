@@ -50,10 +50,15 @@ function instanceOf(w: World, s: Step): { id: string; key: string } | undefined 
   return instance && scoped ? { id: instance.id, key: scoped.raw } : instance;
 }
 
-async function call(world: World, method: string, path: string, options: { key?: string; body?: unknown; form?: FormData } = {}): Promise<Answer> {
+async function call(
+  world: World,
+  method: string,
+  path: string, // A missing key (the picked organization may not exist) sends no authorization.
+  options: { key?: string | undefined; body?: unknown; form?: FormData } = {},
+): Promise<Answer> {
   const headers: Record<string, string> = {};
   if (options.key) headers.authorization = `Bearer ${options.key}`;
-  let body: string | FormData | undefined;
+  let body: string | FormData | null = null;
   if (options.form) body = options.form;
   else if (options.body !== undefined) {
     headers["content-type"] = "application/json";
