@@ -10,27 +10,25 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import { beforeAll, expect, it, vi } from "vitest";
 import { splitReply } from "../../daemon/core/chunking.js";
 import { telegramMarkdownToHtml, telegramVisibleLength } from "../../daemon/adapters/telegram/index.js";
 import { streamText } from "../../emulator/gateway/model.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
-import { startServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
+import { openServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { tempDir } from "./daemon-harness.js";
 import { startDaemonProcess, until, type DaemonChild, writeDaemonConfig } from "./daemon-process.js";
 
 const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 
-const cleanups: (() => Promise<void> | void)[] = [];
 let service: ServiceFixture;
 let apiKey: string;
 beforeAll(async () => {
-  service = await startServiceFixture(cleanups, "streaming-kill-");
+  const fixture = await openServiceFixture("streaming-kill-");
+  service = fixture;
   apiKey = service.configFor({ type: "terminal", id: "terminal" }).service.apiKey;
-});
-afterAll(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
+  return fixture.close;
 });
 
 const shown = (fake: FakeTelegram) => fake.shownMessages(alice.id);

@@ -6,7 +6,7 @@
 import { Writable } from "node:stream";
 import { inspect } from "node:util";
 import pino from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import type { TelegramChannelConfig } from "../../daemon/adapters/telegram/config.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import type { AdapterStateStore, AdapterStatusEvent, ChatAdapter, ChatTarget, InboundMessage, InboundSink } from "../../daemon/vocabulary/adapter.js";
@@ -22,11 +22,6 @@ const TOKEN_SECRET_PART = TOKEN.split(":")[1]!;
 const alice = { id: 111, username: "alice" };
 const bob = { id: 222, username: "bob" };
 const GROUP = -100;
-
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
 
 function memoryState(initial: Record<string, unknown> = {}): AdapterStateStore & { data: Record<string, unknown> } {
   const data = { ...initial };
@@ -77,7 +72,7 @@ interface Harness {
 async function fakeFor(options: StartOptions): Promise<FakeTelegram> {
   if (options.fake) return options.fake;
   const fake = await createFakeTelegram({ token: TOKEN });
-  cleanups.push(() => fake.close());
+  onTestFinished(() => fake.close());
   return fake;
 }
 
@@ -105,7 +100,7 @@ function setup(options: StartOptions, fake: FakeTelegram): Harness {
     { logger, state, dataDir: "/nonexistent", clock: options.clock ?? systemClock, maxAttachmentBytes: options.maxAttachmentBytes ?? 1024 * 1024 },
     { pollTimeoutSeconds: 1, retryPauseMs: 20, ...options.adapterOptions },
   );
-  cleanups.push(() => adapter.stop());
+  onTestFinished(() => adapter.stop());
   return { fake, adapter, accepted, offered, statuses, state, logs, sink };
 }
 
@@ -167,7 +162,7 @@ describe("intake", () => {
     let release: () => void = () => {};
     const held = new Promise<void>((r) => (release = r));
     const { fake, accepted, offered } = await start({ gate: (m) => (m.text === "a1" ? held : undefined) });
-    cleanups.push(async () => release()); // before the adapter stops, should the test fail while it is held
+    onTestFinished(async () => release()); // before the adapter stops, should the test fail while it is held
     fake.privateText(alice, "a1");
     fake.privateText(bob, "b1");
     fake.privateText(alice, "a2");
@@ -406,7 +401,7 @@ describe("lifecycle", () => {
     await harness.adapter.start(harness.sink);
     expect(harness.statuses.map((s) => s.state)).toEqual(["starting", "reconnecting"]);
     const fake = await createFakeTelegram({ token: TOKEN, port });
-    cleanups.push(() => fake.close());
+    onTestFinished(() => fake.close());
     fake.privateText(alice, "are you there?");
     await fake.waitFor(() => harness.accepted.length === 1);
     expect(harness.accepted[0]!.text).toBe("are you there?");
