@@ -6,6 +6,7 @@
  */
 import { withoutUndefined } from "../shared/util/without-undefined.js";
 import { createEmulator } from "./index.js";
+import type { ReplayMode } from "./recording/replay.js";
 
 export interface EmulatorCommandOptions {
   port: number;
@@ -22,6 +23,13 @@ export interface EmulatorCommandOptions {
   modelScript?: string;
   /** A fixture file loaded into an empty state at start (docs/emulator.md, "Fixtures"). */
   fixtures?: string;
+  /** Answer `/v1` from the recordings in this directory. */
+  replay?: string;
+  replayMode?: ReplayMode;
+  /** The real service, for `record-if-missing` and `passthrough`. */
+  upstream?: string;
+  /** False: send a replayed stream's events at once (`--no-replay-pace`). */
+  replayPace?: boolean;
 }
 
 /** Runs until SIGINT/SIGTERM; resolves with the exit code. */
@@ -43,6 +51,9 @@ export async function runEmulatorCommand(opts: EmulatorCommandOptions): Promise<
         modelScript: opts.modelScript,
         fixtures: opts.fixtures,
       }),
+      ...(opts.replay !== undefined
+        ? { replay: { dir: opts.replay, pace: opts.replayPace !== false, ...withoutUndefined({ mode: opts.replayMode, upstream: opts.upstream }) } }
+        : {}),
     });
   } catch (error) {
     // A locked (DataDirLockedError) or unreadable data directory, a refused model script or fixture: say why, not a stack trace.
@@ -65,6 +76,7 @@ export async function runEmulatorCommand(opts: EmulatorCommandOptions): Promise<
       `  openapi  ${url}/v1/openapi.json`,
       `  control  ${url}/_emulator (${opts.adminToken ? "admin token required" : loopback ? "loopback only" : "off: no --admin-token"})`,
       `  console  ${consoleUrl(url)}${opts.adminToken ? " (open once with ?token=<admin token>)" : ""}`,
+      ...(emulator.replay ? [`  replay   ${opts.replay} (${emulator.replay.mode}${opts.upstream ? `, upstream ${new URL(opts.upstream).origin}` : ""})`] : []),
       `emulator listening on ${url}`,
       "",
     ].join("\n"),

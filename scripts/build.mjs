@@ -24,6 +24,7 @@ const INPUTS = [
   "index.ts",
   "shared",
   "emulator",
+  "conformance",
   "daemon",
   "testing",
   "bin",

@@ -209,7 +209,7 @@ async function settleTurn(turn: OpenTurn, view: ReplyView, asked: Asked, deps: T
   const { outcome, notes } = asked;
   if (!outcome.ok) {
     await deps.views.end(lead.id, view, noticeText.interruptedMarker);
-    deps.logger.warn({ ...logCtx, reason: outcome.reason }, "turn gave up");
+    deps.logger.warn({ ...logCtx, reason: outcome.reason, requestId: outcome.requestId }, "turn gave up");
     if (notes.length) await deps.delivery.notify(view.target, notes.join("\n\n"));
     return failTurn(turn, outcome.failure, deps);
   }

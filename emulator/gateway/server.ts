@@ -18,6 +18,7 @@ import type { GatewayError } from "./reply.js";
 import type { FakeGateway, GatewayOptions, GatewayState, StoredResponse } from "./types.js";
 import { finalResponse, pacedDeltas, streamFrames, type Turn } from "./wire.js";
 import { withoutUndefined } from "../../shared/util/without-undefined.js";
+import { LISTEN_BACKLOG } from "../../shared/listen.js";
 
 /** Names the script rule that answered a turn (percent-encoded). */
 export const RULE_HEADER = "x-emulator-model-rule";
@@ -331,7 +332,8 @@ class GatewayServer implements FakeGateway {
     return new Promise<string>((resolve, reject) => {
       const onError = (error: Error) => reject(error);
       server.once("error", onError);
-      server.listen(port, host, () => {
+      // The API's accept queue (shared/listen.ts): a burst of first turns opens as many connections here.
+      server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
         server.off("error", onError);
         this.#closed = false;
         const address = server.address() as AddressInfo;
