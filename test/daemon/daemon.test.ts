@@ -4,6 +4,7 @@ import { createSteppableClock } from "../helpers/steppable-clock.js";
 import { replyTextOf } from "../../daemon/core/reply.js";
 import { converse, startBridge, startService, tempDir, testConfig, type Bridge, type Service } from "./daemon-harness.js";
 import { testHandle } from "../../daemon/test-handle.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
 let service: Service;
 beforeAll(async () => {
@@ -242,7 +243,7 @@ describe("daemon against the emulator", () => {
         {
           type: "telegram",
           id: "acct0",
-          token: "123456789:AAAbbbCCCdddEEEfffGGGhhhIIIjjjKKKll",
+          token: TELEGRAM_BOT_TOKEN,
           // The mention rule alone: the chatter kept as context (group-context tests) stays out of the echo.
           groupContext: { enabled: false },
           access: { mode: "open", groups: { open: { requireMention: false }, guild: { requireMention: false } } },

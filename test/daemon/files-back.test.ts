@@ -14,20 +14,20 @@ import { createFakeDiscord, waitFor, type FakeUser } from "../fakes/discord.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 const GROUP = -1001234;
 const PNG_MAGIC = "89504e47";
 
 async function telegram(channel: Record<string, unknown> = {}, tune?: (service: ServiceFixture) => Promise<Record<string, unknown>>) {
   const service = await startServiceFixture("files-back-tg-");
-  const fake = await createFakeTelegram({ token: TOKEN });
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
   onTestFinished(() => fake.close());
   const base = service.configFor({
     type: "telegram",
     id: "tg",
-    token: TOKEN,
+    token: TELEGRAM_BOT_TOKEN,
     apiRoot: fake.url,
     access: { users: [String(alice.id)], groups: { [String(GROUP)]: {} } },
     ...channel,

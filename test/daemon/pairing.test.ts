@@ -20,8 +20,8 @@ import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api
 import { startServiceFixture } from "../helpers/bridge.js";
 import { runAgentBridge } from "../helpers/cli.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const owner = { id: 5001, username: "owner" };
 const stranger = { id: 5066, username: "stranger" };
 const other = { id: 5077, username: "other" };
@@ -30,12 +30,12 @@ const CODE = /pairing code is ([A-Z2-9]{8})/;
 
 async function bridge() {
   const service = await startServiceFixture("pairing-");
-  const fake = await createFakeTelegram({ token: TOKEN });
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
   onTestFinished(() => fake.close());
   const channel = {
     type: "telegram",
     id: "tg",
-    token: TOKEN,
+    token: TELEGRAM_BOT_TOKEN,
     apiRoot: fake.url,
     streaming: "off",
     access: { mode: "pairing", owners: [String(owner.id)], users: [String(member.id)] },

@@ -18,8 +18,8 @@ import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api
 import { openServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { tempDir } from "./daemon-harness.js";
 import { startDaemonProcess, until, type DaemonChild, writeDaemonConfig } from "./daemon-process.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 
 let service: ServiceFixture;
@@ -40,14 +40,14 @@ const journalHas = (dataDir: string, record: string) => {
 it("a kill -9 in the middle of a streamed reply: after the restart the same message is edited to the complete answer, shown once; !recall holds the input once", {
   timeout: 60_000,
 }, async () => {
-  const fake = await createFakeTelegram({ token: TOKEN });
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
   const dir = tempDir();
   const { configFile, dataDir } = writeDaemonConfig(dir.path, {
     service: { baseUrl: service.baseUrl },
     apiKey,
     instance: service.instanceId,
     // The daemon runs on the real clock here: a tenth of Telegram's pace keeps the edits (and the `!recall` answer after them) quick.
-    channels: [{ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id)] }, minEditIntervalMs: 100 }],
+    channels: [{ type: "telegram", id: "tg", token: TELEGRAM_BOT_TOKEN, apiRoot: fake.url, access: { users: [String(alice.id)] }, minEditIntervalMs: 100 }],
   });
   const children: DaemonChild[] = [];
   try {

@@ -16,9 +16,9 @@ import { ACCEPTED, admitUpTo } from "../fakes/sink.js";
 import { createManualClock, sleepOn, systemClock, type Clock } from "../../shared/clock.js";
 import { createFakeTelegram, parseTelegramHtml, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { deadPort } from "../helpers/emulator.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "123456789:AAAbbbCCCdddEEEfffGGGhhhIIIjjjKKKll";
-const TOKEN_SECRET_PART = TOKEN.split(":")[1]!;
+const TOKEN_SECRET_PART = TELEGRAM_BOT_TOKEN.split(":")[1]!;
 const alice = { id: 111, username: "alice" };
 const bob = { id: 222, username: "bob" };
 const GROUP = -100;
@@ -34,7 +34,7 @@ function memoryState(initial: Record<string, unknown> = {}): AdapterStateStore &
   };
 }
 
-function channelConfig(apiRoot: string, extra: Record<string, unknown> = {}, token = TOKEN): TelegramChannelConfig {
+function channelConfig(apiRoot: string, extra: Record<string, unknown> = {}, token = TELEGRAM_BOT_TOKEN): TelegramChannelConfig {
   const config = daemonConfigSchema.parse({
     service: { apiKey: "svc_org_test" },
     routes: [{ instance: "i" }],
@@ -71,7 +71,7 @@ interface Harness {
 
 async function fakeFor(options: StartOptions): Promise<FakeTelegram> {
   if (options.fake) return options.fake;
-  const fake = await createFakeTelegram({ token: TOKEN });
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
   onTestFinished(() => fake.close());
   return fake;
 }
@@ -400,7 +400,7 @@ describe("lifecycle", () => {
     const harness = setup({ apiRoot: `http://127.0.0.1:${port}` }, await fakeFor({}));
     await harness.adapter.start(harness.sink);
     expect(harness.statuses.map((s) => s.state)).toEqual(["starting", "reconnecting"]);
-    const fake = await createFakeTelegram({ token: TOKEN, port });
+    const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN, port });
     onTestFinished(() => fake.close());
     fake.privateText(alice, "are you there?");
     await fake.waitFor(() => harness.accepted.length === 1);

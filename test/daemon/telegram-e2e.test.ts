@@ -10,8 +10,8 @@ import { seededRandom } from "../../shared/random.js";
 import { createFakeTelegram, parseTelegramHtml, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { createSteppableClock, type SteppableClock } from "../helpers/steppable-clock.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 const bob = { id: 5002, username: "bob" };
 const stranger = { id: 5066, username: "stranger" };
@@ -20,12 +20,12 @@ const GROUP = -1001234;
 /** The whole-reply path (`streaming: "off"`); streamed replies are tested in telegram-streaming.test.ts. */
 async function bridge() {
   const service = await startServiceFixture("telegram-e2e-");
-  const fake = await createFakeTelegram({ token: TOKEN });
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
   onTestFinished(() => fake.close());
   const config = service.configFor({
     type: "telegram",
     id: "tg",
-    token: TOKEN,
+    token: TELEGRAM_BOT_TOKEN,
     apiRoot: fake.url,
     streaming: "off",
     // These tests are about the answer itself: group context (its own tests: telegram-group.test.ts) stays out of the echo.

@@ -14,8 +14,8 @@ import { seededRandom } from "../../shared/random.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 const bob = { id: 5002, username: "bob" };
 const mallory = { id: 5066, username: "mallory" };
@@ -24,12 +24,12 @@ const OTHER_GROUP = -1009999;
 
 async function bridge(channel: Record<string, unknown> = {}, logger?: Logger) {
   const service = await startServiceFixture("telegram-group-");
-  const fake = await createFakeTelegram({ token: TOKEN });
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
   onTestFinished(() => fake.close());
   const config = service.configFor({
     type: "telegram",
     id: "tg",
-    token: TOKEN,
+    token: TELEGRAM_BOT_TOKEN,
     apiRoot: fake.url,
     streaming: "off",
     access: { users: [String(alice.id), String(bob.id)], groups: { [String(GROUP)]: {} } },

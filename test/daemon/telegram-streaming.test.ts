@@ -21,16 +21,23 @@ import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api
 import { advanceUntil, advanceUntilSettled } from "../helpers/advance-until.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { testHandle } from "../../daemon/test-handle.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 
 async function bridge(channel: Record<string, unknown> = {}) {
   const service = await startServiceFixture("telegram-stream-");
   const time = createManualClock();
-  const fake = await createFakeTelegram({ token: TOKEN, now: () => time.now() });
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN, now: () => time.now() });
   onTestFinished(() => fake.close());
-  const config = service.configFor({ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id)] }, ...channel });
+  const config = service.configFor({
+    type: "telegram",
+    id: "tg",
+    token: TELEGRAM_BOT_TOKEN,
+    apiRoot: fake.url,
+    access: { users: [String(alice.id)] },
+    ...channel,
+  });
   const launch = async (): Promise<Daemon> => {
     const daemon = createDaemon({ config, clock: time, random: seededRandom(3) });
     onTestFinished(() => daemon.stop({ graceMs: 0 }));

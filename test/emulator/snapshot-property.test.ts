@@ -13,6 +13,7 @@ import { createEmulator, type Emulator } from "../../emulator/index.js";
 import { SKILL_REGISTRY } from "../../emulator/skills/registry.js";
 import { createManualClock, type ManualClock } from "../../shared/clock.js";
 import { providerKey, tempDir } from "../helpers/emulator.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
 type Json = Record<string, unknown>;
 interface Answer {
@@ -78,7 +79,7 @@ async function call(
 }
 
 const CHANNELS: Record<string, Json> = {
-  telegram: { token: "123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0" },
+  telegram: { token: TELEGRAM_BOT_TOKEN },
   signal: { account: "+15551234567" },
   whatsapp: {},
   googlechat: { audience_type: "project-number", audience: "123456789012" },
