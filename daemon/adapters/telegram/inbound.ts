@@ -82,6 +82,8 @@ export interface FileRef {
   fileName: string;
   kind: InboundAttachment["kind"];
   mimeType?: string;
+  /** Audio and voice: the length Telegram reports, seconds. */
+  seconds?: number;
 }
 
 /** Documents, the largest photo size, audio, voice and video; names made safe, invented when missing. */
@@ -101,11 +103,11 @@ export function fileRefsOf(message: Message): FileRef[] {
   }
   if (message.audio) {
     const a = message.audio;
-    add({ fileId: a.file_id, fileName: safeFileName(a.file_name, `audio-${id}`), kind: "audio" }, a.file_size, a.mime_type);
+    add({ fileId: a.file_id, fileName: safeFileName(a.file_name, `audio-${id}`), kind: "audio", seconds: a.duration }, a.file_size, a.mime_type);
   }
   if (message.voice) {
     const v = message.voice;
-    add({ fileId: v.file_id, fileName: `voice-${id}.ogg`, kind: "audio" }, v.file_size, v.mime_type ?? "audio/ogg");
+    add({ fileId: v.file_id, fileName: `voice-${id}.ogg`, kind: "audio", seconds: v.duration }, v.file_size, v.mime_type ?? "audio/ogg");
   }
   if (message.video) {
     const v = message.video;
