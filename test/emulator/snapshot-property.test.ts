@@ -8,7 +8,7 @@
  * switch, a write outside the API, is driven too.)
  */
 import fc from "fast-check";
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { createEmulator, type Emulator } from "../../emulator/index.js";
 import { SKILL_REGISTRY } from "../../emulator/skills/registry.js";
 import { createManualClock, type ManualClock } from "../../shared/clock.js";
@@ -20,13 +20,6 @@ interface Answer {
   status: number;
   body: Json;
 }
-
-const dirs: (() => void)[] = [];
-const open: Emulator[] = [];
-afterEach(async () => {
-  while (open.length) await open.pop()!.close();
-  while (dirs.length) dirs.pop()!();
-});
 
 /** What the run created so far, to aim the next request at (ids of things since gone stay: they get 404s). */
 interface World {
@@ -334,20 +327,16 @@ async function prepare(w: World): Promise<void> {
 
 async function start(dataDir: string, clock = createManualClock()): Promise<{ emulator: Emulator; url: string }> {
   const emulator = await createEmulator({ dataDir, clock, provisionMs: 1_000, flushMs: 1, seed: 7, validateResponses: true });
-  open.push(emulator);
+  // Closed when the test finishes too (closing a closed emulator is a no-op).
+  onTestFinished(() => emulator.close());
   return { emulator, url: await emulator.listen(0, "127.0.0.1") };
-}
-
-async function close(emulator: Emulator): Promise<void> {
-  open.splice(open.indexOf(emulator), 1);
-  await emulator.close();
 }
 
 it("round-trips the snapshot after any sequence of write requests, across sandboxes and with faults", async () => {
   await fc.assert(
     fc.asyncProperty(fc.array(step, { minLength: 5, maxLength: 60, size: "max" }), async (steps) => {
       const dir = tempDir("agent-bridge-snapshot-property-");
-      dirs.push(dir.remove);
+      onTestFinished(dir.remove);
       const clock = createManualClock();
       const first = await start(dir.path, clock);
       const world: World = { url: first.url, clock, orgs: [], instances: [], scoped: [], sandboxes: [], faults: [], answers: [] };
@@ -358,7 +347,7 @@ it("round-trips the snapshot after any sequence of write requests, across sandbo
 
       const exported = await call(world, "GET", "/_emulator/snapshot");
       expect(exported.status, JSON.stringify(exported.body)).toBe(200);
-      await close(first.emulator);
+      await first.emulator.close();
 
       // Persisted: the same data directory opened again exports the same state.
       const second = await start(dir.path, clock);
@@ -370,7 +359,7 @@ it("round-trips the snapshot after any sequence of write requests, across sandbo
       const imported = await call(world, "PUT", "/_emulator/snapshot", { body: exported.body });
       expect(imported.status, JSON.stringify(imported.body)).toBe(204);
       expect((await call(world, "GET", "/_emulator/snapshot")).body).toEqual(exported.body);
-      await close(second.emulator);
+      await second.emulator.close();
     }),
     { numRuns: 15 },
   );
