@@ -8,7 +8,7 @@
 import type { PairingCommand } from "../daemon/pairing-command.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Command, CommanderError, InvalidArgumentError } from "commander";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 // Types only: erased at run time, so they load nothing.
 import type { EmulatorCommandOptions } from "../emulator/cli.js";
 
@@ -36,6 +36,13 @@ const port = (value: string): number => {
   if (n > 65_535) throw new InvalidArgumentError(`Expected a port number, 0-65535.`);
   return n;
 };
+
+const nonEmpty =
+  (what: string) =>
+  (value: string): string => {
+    if (value.trim() === "") throw new InvalidArgumentError(`Expected a ${what}, not an empty string.`);
+    return value;
+  };
 
 const httpUrl = (value: string): string => {
   if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) throw new InvalidArgumentError(`Expected an http(s) URL.`);
@@ -103,7 +110,10 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
     .option("--in-memory", "keep nothing on disk")
     .option("--provision-ms <ms>", "how long provisioning takes", wholeNumber, 1500)
     .option("--seed <seed>", "repeatable ids, keys and fault draws")
-    .option("--admin-token <token>", "require this bearer on /_emulator (needed off loopback)")
+    // From the environment too: in a container, a command line is visible to anyone who can list processes.
+    .addOption(
+      new Option("--admin-token <token>", "require this bearer on /_emulator (needed off loopback)").env("EMULATOR_ADMIN_TOKEN").argParser(nonEmpty("token")),
+    )
     .option("--gateway-url <url>", "send new instances' messages to this Responses server", httpUrl)
     .option("--flush-ms <ms>", "longest a change nobody waits for stays unwritten (writes are answered once on disk)", wholeNumber, 25)
     .option("--upload-limit-mb <n>", "largest upload accepted, MiB", wholeNumber, 50)
