@@ -14,7 +14,7 @@
  * fixed port may be taken; the health check is told the ports through its own variables.
  * tini (the ENTRYPOINT's first word) is not run: it only passes the signals on.
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -119,16 +119,14 @@ function runAsImage(args: string[], env: NodeJS.ProcessEnv): Running {
   return { child, out: () => out, exited };
 }
 
-/** The image's HEALTHCHECK command, as the image's user: its exit code and what it printed. */
-function healthCheck(env: NodeJS.ProcessEnv): { status: number; output: string } {
+/** The image's HEALTHCHECK command, as the image's user: its exit code and what it printed (asynchronous: the fakes in this process keep answering). */
+function healthCheck(env: NodeJS.ProcessEnv): Promise<{ status: number; output: string }> {
   const [command, ...args] = healthcheck;
-  try {
-    const output = execFileSync(command!, args.map(onHost), { env, encoding: "utf8", stdio: "pipe", ...(asRoot ? { uid: IMAGE_UID, gid: IMAGE_UID } : {}) });
-    return { status: 0, output };
-  } catch (error) {
-    const e = error as { status: number; stdout: string; stderr: string };
-    return { status: e.status, output: `${e.stdout}${e.stderr}` };
-  }
+  return new Promise((resolve) => {
+    execFile(command!, args.map(onHost), { env, encoding: "utf8", ...(asRoot ? { uid: IMAGE_UID, gid: IMAGE_UID } : {}) }, (error, stdout, stderr) =>
+      resolve({ status: error ? Number(error.code ?? 1) : 0, output: `${stdout}${stderr}` }),
+    );
+  });
 }
 
 /** SIGTERM, as `docker stop` sends it; resolves with the exit code. */
@@ -305,14 +303,14 @@ describe("the image's production install, run as the image runs it", () => {
     expect(emulator.out()).toContain(`state in ${join(root, "data", "emulator")}`);
     expect(emulator.out()).toContain("admin token required");
     const probe = { ...env, HEALTHCHECK_EMULATOR_PORT: port, HEALTHCHECK_OPS_PORT: String(await freePort()) };
-    expect(healthCheck(probe)).toEqual({ status: 0, output: `healthy: http://127.0.0.1:${port}/_emulator/health answered 200\n` });
+    expect(await healthCheck(probe)).toEqual({ status: 0, output: `healthy: http://127.0.0.1:${port}/_emulator/health answered 200\n` });
     // Without the token the control plane refuses even loopback: the token came from the environment.
     expect((await fetch(`http://127.0.0.1:${port}/_emulator/health`)).status).toBe(401);
-    expect(healthCheck({ ...probe, EMULATOR_ADMIN_TOKEN: "wrong" }).status).toBe(1);
+    expect((await healthCheck({ ...probe, EMULATOR_ADMIN_TOKEN: "wrong" })).status).toBe(1);
 
     expect(await stop(emulator)).toBe(0);
     expect(existsSync(join(root, "data", "emulator"))).toBe(true);
-    expect(healthCheck(probe)).toMatchObject({ status: 1, output: expect.stringContaining("nothing answers") });
+    expect(await healthCheck(probe)).toMatchObject({ status: 1, output: expect.stringContaining("nothing answers") });
   });
 
   it("run, as compose.cluster.yaml runs it: two nodes on PostgreSQL answer their health checks and stop on SIGTERM", { timeout: 120_000 }, async () => {
@@ -373,8 +371,8 @@ describe("the image's production install, run as the image runs it", () => {
       const probe = environment({ HEALTHCHECK_EMULATOR_PORT: String(await freePort()), HEALTHCHECK_OPS_PORT: String(opsPorts.get(name)) });
       // The owner once its Telegram adapter polls; the follower while it reaches the database.
       const health = await waitUntil(
-        () => {
-          const h = healthCheck(probe);
+        async () => {
+          const h = await healthCheck(probe);
           return h.status === 0 && h;
         },
         `${name}'s health check (${nodes[i]!.out().slice(-2000)})`,
@@ -397,7 +395,7 @@ describe("the image's production install, run as the image runs it", () => {
     cleanups.push(() => start.child.kill("SIGKILL"));
     await waitUntil(() => start.out().includes("Type a message and press Enter"), "the chat to start", 30_000, 50);
     const probe = environment({ HEALTHCHECK_EMULATOR_PORT: port, HEALTHCHECK_OPS_PORT: String(await freePort()) });
-    expect(healthCheck(probe)).toEqual({ status: 0, output: `healthy: http://127.0.0.1:${port}/_emulator/health answered 200\n` });
+    expect(await healthCheck(probe)).toEqual({ status: 0, output: `healthy: http://127.0.0.1:${port}/_emulator/health answered 200\n` });
     start.child.stdin!.write("hello\n");
     await waitUntil(() => start.out().includes("You said: hello"), "the reply", 30_000, 20);
     expect(await stop(start)).toBe(0);
