@@ -78,7 +78,7 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
     .option("--port <port>", "emulator port (default: a free one)", port)
     .addHelpText("after", "\nEnvironment: LOG_LEVEL (default warn). Logs appear as short notices in the chat.")
     .action(async (opts: { dataDir: string; port?: number }) => {
-      const { startLocal } = await import("../daemon/start.js");
+      const { startLocal } = await import("./start.js");
       onExit(await startLocal({ dataDir: opts.dataDir, port: opts.port ?? 0 }));
     });
 

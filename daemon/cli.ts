@@ -125,7 +125,7 @@ export async function runInForeground(config: DaemonConfig, options: ForegroundO
       // Second Ctrl+C: leave now. Accepted turns are already journaled; the next start answers them.
       board.show("(quitting now: unanswered messages stay saved for the next start)");
       void daemon
-        .crash()
+        .stopNow()
         .catch(() => undefined)
         .then(() => options.beforeExit?.().catch(() => undefined))
         .then(() => exit(130));

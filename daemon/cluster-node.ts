@@ -20,7 +20,7 @@ import { errorSummary } from "./core/relay-types.js";
 import type { Metrics } from "./ops/metrics.js";
 import { createClusterStore, unitOf, type ClusterStore } from "./state/cluster-store.js";
 import type { Clock } from "../shared/clock.js";
-import type { JournalEntry } from "./state/store.js";
+import type { JournalEntry } from "./vocabulary/records.js";
 import { openPostgresState, type HeldLease, type PostgresState, type PostgresStateInput } from "./state/postgres/index.js";
 import { monotonicClock } from "./state/postgres/monotonic-clock.js";
 

@@ -20,8 +20,8 @@ import type { PlatformDeps } from "./adapters/platform.js";
 import type { ClusterNode } from "./cluster-node.js";
 import type { ChannelConfig, DaemonConfig } from "./config/schema.js";
 import { secretsOf } from "./config/secrets.js";
-import type { AdapterStatusEvent, ChatAdapter, InboundSink } from "./core/adapter.js";
-import { adapterKeyOf, type AdapterKey } from "./core/keys.js";
+import type { AdapterStatusEvent, ChatAdapter, InboundSink } from "./vocabulary/adapter.js";
+import { adapterKeyOf, type AdapterKey } from "./vocabulary/keys.js";
 import { createRelay, type Relay } from "./core/relay.js";
 import { errorSummary, type RelayMetrics } from "./core/relay-types.js";
 import type { Scheduler } from "./core/scheduler.js";
@@ -30,7 +30,10 @@ import { startOpsServer, type HealthReport, type OpsServer } from "./ops/http.js
 import { answerPairingRequest } from "./ops/pairing-requests.js";
 import { createLogger } from "./ops/logger.js";
 import { createMetrics, type Metrics } from "./ops/metrics.js";
-import { openStore, type JournalEntry, type Store } from "./state/store.js";
+import { openStore } from "./state/store.js";
+import type { JournalEntry } from "./vocabulary/records.js";
+import type { Store } from "./vocabulary/store.js";
+import { registerTestHandle } from "./test-handle.js";
 
 export interface DaemonOptions {
   config: DaemonConfig;
@@ -58,8 +61,8 @@ export interface Daemon {
   start(): Promise<void>;
   /** Graceful: adapters stop, in-flight turns get `graceMs`, the rest stays journaled for next time. */
   stop(options?: { graceMs?: number }): Promise<void>;
-  /** What a crash leaves behind, for tests: nothing more is written or sent, the lock is freed. */
-  crash(): Promise<void>;
+  /** Leaves at once (a second Ctrl+C): nothing more is written or sent, the lock is freed; what is journaled is answered at the next start. */
+  stopNow(): Promise<void>;
   /** Resolves once no accepted message is waiting for its reply. */
   whenIdle(): Promise<void>;
   health(): HealthReport;
@@ -68,317 +71,390 @@ export interface Daemon {
   readonly logger: Logger;
   /** Set once started, when the ops server is on. */
   readonly opsUrl: string | undefined;
-  /** Set once started. */
-  readonly store: Store | undefined;
-  readonly scheduler: Scheduler<string> | undefined;
 }
 
+/** Where a daemon is in its life; it only moves forward. */
+export type DaemonPhase = "new" | "starting" | "running" | "stopping" | "stopped";
+
 export function createDaemon(options: DaemonOptions): Daemon {
-  const { config } = options;
-  const clock = options.clock ?? systemClock;
-  const random = options.random ?? cryptoRandom;
-  const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: secretsOf(config) });
-  const metrics = options.metrics ?? createMetrics();
-  const graceDefault = options.shutdownGraceMs ?? 10_000;
+  return new BridgeDaemon(options);
+}
 
-  let state: "new" | "starting" | "running" | "stopping" | "stopped" = "new";
-  let store: Store | undefined;
-  let scheduler: Scheduler<string> | undefined;
-  let relay: Relay | undefined;
-  let ops: OpsServer | undefined;
+/** The `Daemon`: everything its start, its accounts' comings and goings and its stop share. */
+export class BridgeDaemon implements Daemon {
+  readonly #options: DaemonOptions;
+  readonly #config: DaemonConfig;
+  readonly #clock: Clock;
+  readonly #random: Random;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** The relay's metrics, mapped onto `metrics`. */
+  readonly #relayMetrics: RelayMetrics;
+  /** Where the daemon is: new -> starting -> running -> stopping -> stopped (a failed start goes to stopped). */
+  #phase: DaemonPhase = "new";
+  /** Set once the start opened it; closed (or abandoned) at the end. */
+  #store: Store | undefined;
+  /** The relay's, set with it. */
+  #scheduler: Scheduler<string> | undefined;
+  /** Set once the start built it, after the store. */
+  #relay: Relay | undefined;
+  /** Set when the ops server listens (`config.ops.port` not null). */
+  #ops: OpsServer | undefined;
   /** `agent-bridge pairing ...` while the daemon runs. */
-  let control: ControlRequests | undefined;
-  let dispatcher: Agent | undefined;
-  let adapters: ChatAdapter[] = options.adapters ? [...options.adapters] : [];
-  const adapterStates = new Map<ChatAdapter, AdapterStatusEvent["state"]>();
+  #control: ControlRequests | undefined;
+  /** The service client's connection pool, when the daemon made the client (none when one was given). */
+  #dispatcher: Agent | undefined;
+  /** The adapters this node runs now: the given or configured ones, or (several machines) those of the accounts it holds. */
+  #adapters: ChatAdapter[];
+  /** Each adapter's last reported state (for /healthz); an adapter absent here is starting. */
+  readonly #adapterStates = new Map<ChatAdapter, AdapterStatusEvent["state"]>();
   /** With `"state": {"kind": "postgres"}`: this node's part in the bridge (which accounts it owns). */
-  let cluster: ClusterNode | undefined;
-  /** Each adapter is stopped once, whoever asks first (teardown, a handover). */
-  const stopping = new WeakMap<ChatAdapter, Promise<void>>();
+  #cluster: ClusterNode | undefined;
+  /** Each adapter is stopped once, whoever asks first (teardown, a handover); a re-taken account's adapter is removed first. */
+  readonly #stopping = new WeakMap<ChatAdapter, Promise<void>>();
+  /** The adapter of each platform account, as the relay looks them up; the same adapters as `#adapters`. */
+  readonly #adapterIndex = new Map<AdapterKey, ChatAdapter>();
+  /** The configured channels by id. */
+  readonly #channelIndex: Map<string, ChannelConfig>;
 
-  const adapterIndex = new Map<AdapterKey, ChatAdapter>();
-  const channelIndex = new Map<string, ChannelConfig>(config.channels.map((c) => [c.id, c]));
+  constructor(options: DaemonOptions) {
+    const { config } = options;
+    this.#options = options;
+    this.#config = config;
+    this.#clock = options.clock ?? systemClock;
+    this.#random = options.random ?? cryptoRandom;
+    this.logger = options.logger ?? createLogger({ level: config.logLevel, secrets: secretsOf(config) });
+    const metrics = options.metrics ?? createMetrics();
+    this.metrics = metrics;
+    this.#relayMetrics = {
+      inbound: (platform, outcome) => metrics.countInbound(platform, outcome),
+      turn: (instance, outcome, seconds) => metrics.countTurn(instance, outcome, seconds),
+      retry: (instance, reason) => metrics.countRetry(instance, reason),
+      error: (route, kind) => metrics.errorsTotal.inc({ route, kind }),
+    };
+    this.#adapters = options.adapters ? [...options.adapters] : [];
+    this.#channelIndex = new Map(config.channels.map((c) => [c.id, c]));
+    const self = this;
+    registerTestHandle(this, {
+      crash: () => self.stopNow(),
+      get store() {
+        return self.#store;
+      },
+      get scheduler() {
+        return self.#scheduler;
+      },
+    });
+  }
 
-  const relayMetrics: RelayMetrics = {
-    inbound: (platform, outcome) => metrics.countInbound(platform, outcome),
-    turn: (instance, outcome, seconds) => metrics.countTurn(instance, outcome, seconds),
-    retry: (instance, reason) => metrics.countRetry(instance, reason),
-    error: (route, kind) => metrics.errorsTotal.inc({ route, kind }),
-  };
+  get adapters(): readonly ChatAdapter[] {
+    return this.#adapters;
+  }
 
-  async function start(): Promise<void> {
-    if (state !== "new") throw new Error(`daemon already ${state}`);
-    state = "starting";
+  get opsUrl(): string | undefined {
+    return this.#ops?.url;
+  }
+
+  async start(): Promise<void> {
+    if (this.#phase !== "new") throw new Error(`daemon already ${this.#phase}`);
+    this.#phase = "starting";
     try {
-      await startInner();
-      state = "running";
+      await this.#startSteps();
+      this.#phase = "running";
     } catch (error) {
-      state = "stopped";
-      await teardown(0).catch(() => undefined);
+      this.#phase = "stopped";
+      await this.#teardown(0).catch(() => undefined);
       throw error;
     }
   }
 
-  async function startInner(): Promise<void> {
-    let client = options.client;
-    if (!client) {
-      dispatcher = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connections: 256 });
-      client = createServiceClient({
-        baseUrl: config.service.baseUrl,
-        apiKey: config.service.apiKey,
-        dispatcher,
-        timeoutMs: config.service.requestTimeoutMs,
-      });
+  async stop(opts?: { graceMs?: number }): Promise<void> {
+    if (this.#phase === "new") {
+      this.#phase = "stopped";
+      return;
     }
-    if (config.state.kind === "postgres") {
-      // Loaded only here: `pg` is an optional dependency, needed by this mode alone.
-      const { openClusterNode } = await import("./cluster-node.js").catch((error: unknown) => {
-        const missing = error instanceof Error && "code" in error && error.code === "ERR_MODULE_NOT_FOUND" && error.message.includes("'pg'");
-        throw missing ? new Error('"state": {"kind": "postgres"} needs the pg package beside agent-bridge: npm install pg') : error;
-      });
-      cluster = await openClusterNode({
-        config,
-        state: config.state,
-        logger: logger.child({ component: "cluster" }),
-        metrics,
-        clock,
-        take: takeAccount,
-        giveUp: giveUpAccount,
-        forget: forgetAccount,
-      });
-      store = cluster.store;
-    } else {
-      store = await openStore({ dataDir: config.dataDir, clock, random, ...(options.compactBytes ? { compactBytes: options.compactBytes } : {}) });
-    }
-    const opened = store;
-    const pendingAtStart = opened.pending().length;
+    if (this.#phase === "stopping" || this.#phase === "stopped") return;
+    this.#phase = "stopping";
+    await this.#teardown(opts?.graceMs ?? this.#options.shutdownGraceMs ?? 10_000);
+    this.#phase = "stopped";
+    this.logger.info("daemon stopped");
+  }
 
-    if (!options.adapters && !cluster) {
-      adapters = await buildAdapters(config, {
-        logger,
-        clock,
-        stateFor: (channel) => opened.kv(`adapter:${channel.type}:${channel.id}`),
-        ...(options.createAdapter ? { create: options.createAdapter } : {}),
-        ...(options.stdin ? { stdin: options.stdin } : {}),
-        ...(options.stdout ? { stdout: options.stdout } : {}),
-      });
-    }
-    for (const a of adapters) adapterIndex.set(adapterKeyOf(a.platform, a.accountId), a);
+  async stopNow(): Promise<void> {
+    this.#phase = "stopped";
+    this.#relay?.beginStop();
+    this.#scheduler?.stop();
+    void this.#relay?.haltDelivery();
+    this.#control?.close();
+    await this.#store?.abandon();
+    await Promise.allSettled(this.#adapters.map((a) => a.stop()));
+    await this.#ops?.close();
+    await this.#dispatcher?.destroy().catch(() => undefined);
+  }
 
-    // The relay's scheduler is held until the adapters run: resumed turns go first, new messages queue behind them.
-    relay = createRelay({
-      config,
-      store: opened,
-      client,
-      clock,
-      random,
-      logger: logger.child({ component: "relay" }),
-      metrics: relayMetrics,
-      adapterFor: (platform, accountId) => adapterIndex.get(adapterKeyOf(platform, accountId)),
-      channelFor: (accountId) => channelIndex.get(accountId),
-      onDepth: (instance, depth) => metrics.queueDepth.set({ instance }, depth),
+  whenIdle(): Promise<void> {
+    const s = this.#store;
+    if (!s || s.pending().length === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const off = s.onDrained(() => {
+        off();
+        resolve();
+      });
     });
-    scheduler = relay.scheduler;
+  }
+
+  health(): HealthReport {
+    const adapters = this.#adapters;
+    const states = this.#adapterStates;
+    const cluster = this.#cluster;
+    const adaptersView = Object.fromEntries(adapters.map((a) => [`${a.platform}:${a.accountId}`, states.get(a) ?? "starting"]));
+    const anyUp = adapters.length === 0 || adapters.some((a) => states.get(a) === "connected" || states.get(a) === "pairing");
+    // Several machines: a node that cannot reach the database can neither own nor take an account.
+    const database = cluster ? (cluster.databaseReachable() ? "reachable" : "unreachable") : undefined;
+    return {
+      healthy: this.#phase === "running" && anyUp && database !== "unreachable",
+      state: this.#phase,
+      ...(cluster ? { node: cluster.nodeId, database, owns: cluster.owned() } : {}),
+      adapters: adaptersView,
+      pending: this.#store?.pending().length ?? 0,
+      queued: this.#scheduler?.depth().totalWaiting ?? 0,
+      stoppedRoutes: this.#relay ? [...this.#relay.stoppedRoutes.keys()] : [],
+    };
+  }
+
+  /** The start, in order: the service client, the state, the adapters, the relay (held), the control and ops servers, then the adapters run. */
+  async #startSteps(): Promise<void> {
+    const client = this.#options.client ?? this.#serviceClient();
+    const store = await this.#openState();
+    const pendingAtStart = store.pending().length;
+    await this.#buildConfiguredAdapters(store);
+    const relay = this.#startRelay(store, client);
+    await this.#serveControl(relay);
+    await this.#serveOps();
+    if (this.#cluster) {
+      const cluster = this.#cluster;
+      // The accounts come with their leases: taken now and whenever another node lets one go.
+      await cluster.start();
+      relay.release();
+      this.logger.info(
+        { node: cluster.nodeId, owns: cluster.owned().map((o) => o.unit), routes: this.#config.routes.length },
+        "daemon started (one node of several)",
+      );
+      return;
+    }
+    await this.#startAdapters();
+    relay.release();
+    this.logger.info(
+      { adapters: this.#adapters.map((a) => `${a.platform}:${a.accountId}`), resumed: pendingAtStart, routes: this.#config.routes.length },
+      "daemon started",
+    );
+  }
+
+  #serviceClient(): ServiceClient {
+    const { service } = this.#config;
+    this.#dispatcher = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connections: 256 });
+    return createServiceClient({ baseUrl: service.baseUrl, apiKey: service.apiKey, dispatcher: this.#dispatcher, timeoutMs: service.requestTimeoutMs });
+  }
+
+  /** The file journal, or (several machines) this node's part of the bridge and its store. */
+  async #openState(): Promise<Store> {
+    const config = this.#config;
+    if (config.state.kind !== "postgres") {
+      const compact = this.#options.compactBytes ? { compactBytes: this.#options.compactBytes } : {};
+      this.#store = await openStore({ dataDir: config.dataDir, clock: this.#clock, random: this.#random, ...compact });
+      return this.#store;
+    }
+    // Loaded only here: `pg` is an optional dependency, needed by this mode alone.
+    const { openClusterNode } = await import("./cluster-node.js").catch((error: unknown) => {
+      const missing = error instanceof Error && "code" in error && error.code === "ERR_MODULE_NOT_FOUND" && error.message.includes("'pg'");
+      throw missing ? new Error('"state": {"kind": "postgres"} needs the pg package beside agent-bridge: npm install pg') : error;
+    });
+    this.#cluster = await openClusterNode({
+      config,
+      state: config.state,
+      logger: this.logger.child({ component: "cluster" }),
+      metrics: this.metrics,
+      clock: this.#clock,
+      take: (channel, entries) => this.#takeAccount(channel, entries),
+      giveUp: (channel, graceful) => this.#giveUpAccount(channel, graceful),
+      forget: (channel) => this.#forgetAccount(channel),
+    });
+    this.#store = this.#cluster.store;
+    return this.#store;
+  }
+
+  /** One machine: the adapters of the configured channels (unless given); several: they come with the accounts' leases. */
+  async #buildConfiguredAdapters(store: Store): Promise<void> {
+    if (!this.#options.adapters && !this.#cluster) {
+      this.#adapters = await buildAdapters(this.#config, { ...this.#adapterDeps(), stateFor: (channel) => store.kv(`adapter:${channel.type}:${channel.id}`) });
+    }
+    for (const a of this.#adapters) this.#adapterIndex.set(adapterKeyOf(a.platform, a.accountId), a);
+  }
+
+  /** What building any adapter takes, but its state. */
+  #adapterDeps() {
+    const options = this.#options;
+    return {
+      logger: this.logger,
+      clock: this.#clock,
+      ...(options.createAdapter ? { create: options.createAdapter } : {}),
+      ...(options.stdin ? { stdin: options.stdin } : {}),
+      ...(options.stdout ? { stdout: options.stdout } : {}),
+    };
+  }
+
+  /** The relay, its scheduler held until the adapters run: resumed turns go first, new messages queue behind them. */
+  #startRelay(store: Store, client: ServiceClient): Relay {
+    const relay = createRelay({
+      config: this.#config,
+      store,
+      client,
+      clock: this.#clock,
+      random: this.#random,
+      logger: this.logger.child({ component: "relay" }),
+      metrics: this.#relayMetrics,
+      adapterFor: (platform, accountId) => this.#adapterIndex.get(adapterKeyOf(platform, accountId)),
+      channelFor: (accountId) => this.#channelIndex.get(accountId),
+      onDepth: (instance, depth) => this.metrics.queueDepth.set({ instance }, depth),
+    });
+    this.#relay = relay;
+    this.#scheduler = relay.scheduler;
     relay.resume();
+    return relay;
+  }
+
+  /** `agent-bridge pairing ...` answered while the daemon runs (on several machines, for the channels this node holds). */
+  async #serveControl(relay: Relay): Promise<void> {
+    const config = this.#config;
     const pairing = relay.pairing;
-    control = await serveControlRequests({
+    this.#control = await serveControlRequests({
       dataDir: config.dataDir,
-      clock,
-      logger,
+      clock: this.#clock,
+      logger: this.logger,
       handle: (request) =>
         answerPairingRequest(pairing, config.channels, request, (channelId) => {
-          const channel = channelIndex.get(channelId);
+          const channel = this.#channelIndex.get(channelId);
+          const cluster = this.#cluster;
           return !cluster || (!!channel && cluster.store.units().includes(`${channel.type}:${channel.id}`));
         }),
     });
+  }
 
-    if (config.ops.port !== null) {
-      ops = await startOpsServer({ host: config.ops.host, port: config.ops.port, metrics, health });
-      logger.info({ url: ops.url }, "ops server listening (/healthz, /metrics)");
-    }
+  async #serveOps(): Promise<void> {
+    const { ops } = this.#config;
+    if (ops.port === null) return;
+    this.#ops = await startOpsServer({ host: ops.host, port: ops.port, metrics: this.metrics, health: () => this.health() });
+    this.logger.info({ url: this.#ops.url }, "ops server listening (/healthz, /metrics)");
+  }
 
-    const r = relay;
-    if (cluster) {
-      // The accounts come with their leases: taken now and whenever another node lets one go.
-      await cluster.start();
-      r.release();
-      logger.info({ node: cluster.nodeId, owns: cluster.owned().map((o) => o.unit), routes: config.routes.length }, "daemon started (one node of several)");
-      return;
-    }
+  /** Every adapter, in turn; the start fails only when there were some and none could start. */
+  async #startAdapters(): Promise<void> {
+    const adapters = this.#adapters;
     let startedCount = 0;
-    for (const adapter of adapters) if (await startAdapter(adapter)) startedCount++;
+    for (const adapter of adapters) if (await this.#startAdapter(adapter)) startedCount++;
     if (adapters.length > 0 && startedCount === 0) throw new Error("no chat adapter could start (see the log)");
-    if (adapters.length === 0) logger.warn("no chat channels configured: nothing will arrive");
-
-    r.release();
-    logger.info({ adapters: adapters.map((a) => `${a.platform}:${a.accountId}`), resumed: pendingAtStart, routes: config.routes.length }, "daemon started");
+    if (adapters.length === 0) this.logger.warn("no chat channels configured: nothing will arrive");
   }
 
   /** Starts one adapter with the relay as its sink; false (logged) when it cannot start. */
-  async function startAdapter(adapter: ChatAdapter): Promise<boolean> {
-    const r = relay!;
+  async #startAdapter(adapter: ChatAdapter): Promise<boolean> {
+    const r = this.#relay!;
+    const logger = this.logger;
     const sink: InboundSink = {
       accept: (message) => r.accept(adapter, message),
       admit: (question) => r.admit(adapter, question),
-      status(event) {
-        adapterStates.set(adapter, event.state);
+      status: (event) => {
+        this.#adapterStates.set(adapter, event.state);
         const level = event.state === "failed" || event.state === "logged_out" ? "error" : "info";
         logger[level]({ platform: adapter.platform, accountId: adapter.accountId, state: event.state, detail: event.detail }, "adapter status");
-        options.onAdapterStatus?.(adapter, event);
+        this.#options.onAdapterStatus?.(adapter, event);
       },
     };
     try {
       await adapter.start(sink);
       return true;
     } catch (error) {
-      adapterStates.set(adapter, "failed");
+      this.#adapterStates.set(adapter, "failed");
       logger.error({ platform: adapter.platform, accountId: adapter.accountId, err: errorSummary(error) }, "adapter failed to start");
       return false;
     }
   }
 
-  function stopAdapter(adapter: ChatAdapter): Promise<void> {
-    let stopped = stopping.get(adapter);
-    if (!stopped) {
-      stopped = adapter.stop().catch((error: unknown) => {
-        logger.warn({ platform: adapter.platform, accountId: adapter.accountId, err: errorSummary(error) }, "adapter did not stop cleanly");
-      });
-      stopping.set(adapter, stopped);
-    }
+  #stopAdapter(adapter: ChatAdapter): Promise<void> {
+    const known = this.#stopping.get(adapter);
+    if (known) return known;
+    const stopped = adapter.stop().catch((error: unknown) => {
+      this.logger.warn({ platform: adapter.platform, accountId: adapter.accountId, err: errorSummary(error) }, "adapter did not stop cleanly");
+    });
+    this.#stopping.set(adapter, stopped);
     return stopped;
   }
 
   /** Several machines: this node took an account's lease. */
-  async function takeAccount(channel: ChannelConfig, entries: readonly JournalEntry[]): Promise<void> {
-    const s = store!;
+  async #takeAccount(channel: ChannelConfig, entries: readonly JournalEntry[]): Promise<void> {
+    const s = this.#store!;
     const adapter =
-      options.adapters?.find((a) => a.platform === channel.type && a.accountId === channel.id) ??
-      (await buildAdapter(config, channel, {
-        logger,
-        clock,
+      this.#options.adapters?.find((a) => a.platform === channel.type && a.accountId === channel.id) ??
+      (await buildAdapter(this.#config, channel, {
+        ...this.#adapterDeps(),
         stateFor: (c) => s.kv(`adapter:${c.type}:${c.id}`),
-        credentialsFor: (c) => cluster!.store.credentials(`${c.type}:${c.id}`),
-        ...(options.createAdapter ? { create: options.createAdapter } : {}),
-        ...(options.stdin ? { stdin: options.stdin } : {}),
-        ...(options.stdout ? { stdout: options.stdout } : {}),
+        credentialsFor: (c) => this.#cluster!.store.credentials(`${c.type}:${c.id}`),
       }));
-    stopping.delete(adapter);
-    adapterIndex.set(adapterKeyOf(adapter.platform, adapter.accountId), adapter);
-    if (!adapters.includes(adapter)) adapters.push(adapter);
-    relay!.adopt(adapter.platform, adapter.accountId, entries);
-    await startAdapter(adapter);
+    this.#stopping.delete(adapter);
+    this.#adapterIndex.set(adapterKeyOf(adapter.platform, adapter.accountId), adapter);
+    if (!this.#adapters.includes(adapter)) this.#adapters.push(adapter);
+    this.#relay!.adopt(adapter.platform, adapter.accountId, entries);
+    await this.#startAdapter(adapter);
   }
 
-  /** Several machines: the account is being handed over (graceful) or was lost. Its adapter stays indexed until `forgetAccount`. */
-  async function giveUpAccount(channel: ChannelConfig, graceful: boolean): Promise<void> {
-    const adapter = adapterIndex.get(adapterKeyOf(channel.type, channel.id));
+  /** Several machines: the account is being handed over (graceful) or was lost. Its adapter stays indexed until `#forgetAccount`. */
+  async #giveUpAccount(channel: ChannelConfig, graceful: boolean): Promise<void> {
+    const adapter = this.#adapterIndex.get(adapterKeyOf(channel.type, channel.id));
     // Lost: its sends stop now (the lease is gone). Handed over: the ones in progress are recorded first.
-    const handedOver = relay?.handOver(channel.type, channel.id) ?? Promise.resolve();
-    if (adapter) await stopAdapter(adapter);
+    const handedOver = this.#relay?.handOver(channel.type, channel.id) ?? Promise.resolve();
+    if (adapter) await this.#stopAdapter(adapter);
     if (graceful) await handedOver;
   }
 
   /** After the account's state is gone from this node: its adapter goes (a turn of it finds neither). */
-  function forgetAccount(channel: ChannelConfig): void {
+  #forgetAccount(channel: ChannelConfig): void {
     const key = adapterKeyOf(channel.type, channel.id);
-    const adapter = adapterIndex.get(key);
-    adapterIndex.delete(key);
+    const adapter = this.#adapterIndex.get(key);
+    this.#adapterIndex.delete(key);
     if (!adapter) return;
-    adapters = adapters.filter((a) => a !== adapter);
-    adapterStates.delete(adapter);
+    this.#adapters = this.#adapters.filter((a) => a !== adapter);
+    this.#adapterStates.delete(adapter);
   }
 
-  async function teardown(requestedGraceMs: number): Promise<void> {
+  async #teardown(requestedGraceMs: number): Promise<void> {
     // Several machines: in-flight turns get the handover grace, then the accounts go to other nodes.
-    const graceMs = cluster ? Math.min(requestedGraceMs, cluster.handoverGraceMs) : requestedGraceMs;
+    const graceMs = this.#cluster ? Math.min(requestedGraceMs, this.#cluster.handoverGraceMs) : requestedGraceMs;
     // Intake stops first: a message an adapter received meanwhile is still journaled
     // (Discord and WhatsApp never deliver it again); only then do new turns stop.
-    await Promise.allSettled(adapters.map(stopAdapter));
-    relay?.beginStop();
-    scheduler?.stop();
-    if (relay && scheduler && graceMs > 0) {
-      let timer: { cancel(): void } | undefined;
-      const settled = Promise.all([scheduler.whenIdle(), relay.whenCommandsIdle()]).then(() => true);
-      const timedOut = new Promise<boolean>((resolve) => {
-        timer = clock.setTimeout(() => resolve(false), graceMs);
-      });
-      const done = await Promise.race([settled, timedOut]);
-      timer?.cancel();
-      if (!done) logger.warn({ graceMs }, "turns still in flight at shutdown: they stay journaled and resume at the next start");
-    }
-    control?.close();
-    await relay?.haltDelivery();
-    const left = store?.pending().length ?? 0;
-    await store?.close();
-    await ops?.close();
-    await dispatcher?.destroy().catch(() => undefined);
-    if (left) logger.info({ pending: left }, "pending messages saved for the next start");
+    await Promise.allSettled(this.#adapters.map((a) => this.#stopAdapter(a)));
+    this.#relay?.beginStop();
+    this.#scheduler?.stop();
+    await this.#letTurnsFinish(graceMs);
+    this.#control?.close();
+    await this.#relay?.haltDelivery();
+    const left = this.#store?.pending().length ?? 0;
+    await this.#store?.close();
+    await this.#ops?.close();
+    await this.#dispatcher?.destroy().catch(() => undefined);
+    if (left) this.logger.info({ pending: left }, "pending messages saved for the next start");
   }
 
-  function health(): HealthReport {
-    const adaptersView = Object.fromEntries(adapters.map((a) => [`${a.platform}:${a.accountId}`, adapterStates.get(a) ?? "starting"]));
-    const anyUp = adapters.length === 0 || adapters.some((a) => adapterStates.get(a) === "connected" || adapterStates.get(a) === "pairing");
-    // Several machines: a node that cannot reach the database can neither own nor take an account.
-    const database = cluster ? (cluster.databaseReachable() ? "reachable" : "unreachable") : undefined;
-    return {
-      healthy: state === "running" && anyUp && database !== "unreachable",
-      state,
-      ...(cluster ? { node: cluster.nodeId, database, owns: cluster.owned() } : {}),
-      adapters: adaptersView,
-      pending: store?.pending().length ?? 0,
-      queued: scheduler?.depth().totalWaiting ?? 0,
-      stoppedRoutes: relay ? [...relay.stoppedRoutes.keys()] : [],
-    };
+  /** Waits up to `graceMs` for the turns and commands in flight; what is left stays journaled. */
+  async #letTurnsFinish(graceMs: number): Promise<void> {
+    const relay = this.#relay;
+    const scheduler = this.#scheduler;
+    if (!relay || !scheduler || graceMs <= 0) return;
+    const timer: { pending?: { cancel(): void } } = {};
+    const settled = Promise.all([scheduler.whenIdle(), relay.whenCommandsIdle()]).then(() => true);
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer.pending = this.#clock.setTimeout(() => resolve(false), graceMs);
+    });
+    const done = await Promise.race([settled, timedOut]);
+    timer.pending?.cancel();
+    if (!done) this.logger.warn({ graceMs }, "turns still in flight at shutdown: they stay journaled and resume at the next start");
   }
-
-  return {
-    start,
-    async stop(opts) {
-      if (state === "new") {
-        state = "stopped";
-        return;
-      }
-      if (state === "stopping" || state === "stopped") return;
-      state = "stopping";
-      await teardown(opts?.graceMs ?? graceDefault);
-      state = "stopped";
-      logger.info("daemon stopped");
-    },
-    async crash() {
-      state = "stopped";
-      relay?.beginStop();
-      scheduler?.stop();
-      void relay?.haltDelivery();
-      control?.close();
-      await store?.abandon();
-      await Promise.allSettled(adapters.map((a) => a.stop()));
-      await ops?.close();
-      await dispatcher?.destroy().catch(() => undefined);
-    },
-    whenIdle() {
-      const s = store;
-      if (!s || s.pending().length === 0) return Promise.resolve();
-      return new Promise<void>((resolve) => {
-        const off = s.onDrained(() => {
-          off();
-          resolve();
-        });
-      });
-    },
-    health,
-    get adapters() {
-      return adapters;
-    },
-    metrics,
-    logger,
-    get opsUrl() {
-      return ops?.url;
-    },
-    get store() {
-      return store;
-    },
-    get scheduler() {
-      return scheduler;
-    },
-  };
 }

@@ -7,33 +7,39 @@
 import type { Readable, Writable } from "node:stream";
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
-import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
-import type { AdapterStateStore, ChatAdapter, CredentialStore } from "../core/adapter.js";
-import type { PlatformDeps } from "./platform.js";
+import type { AdapterStateStore, ChatAdapter, CredentialStore } from "../vocabulary/adapter.js";
+import type { FinalChannel, PlatformDeps } from "./platform.js";
 import { platforms } from "./registry.js";
 
-export interface BuildAdapterDeps {
+/** What building adapters reads of the daemon's config (the config sits above this folder). */
+export interface AdapterSettings<C extends FinalChannel = FinalChannel> {
+  dataDir: string;
+  attachments: { maxBytes: number };
+  channels: readonly C[];
+}
+
+export interface BuildAdapterDeps<C extends FinalChannel = FinalChannel> {
   logger: Logger;
   clock: Clock;
   /** Durable key-values for one adapter (namespaced by the caller). */
-  stateFor(channel: ChannelConfig): AdapterStateStore;
+  stateFor(channel: C): AdapterStateStore;
   /** Several machines: the account's credentials in the state backend (else the adapter keeps its own files). */
-  credentialsFor?(channel: ChannelConfig): CredentialStore;
+  credentialsFor?(channel: C): CredentialStore;
   /** Tests: builds the adapter instead of its platform (a fake socket, say), from the same deps. */
-  create?(channel: ChannelConfig, deps: PlatformDeps): Promise<ChatAdapter> | undefined;
+  create?(channel: C, deps: PlatformDeps): Promise<ChatAdapter> | undefined;
   /** The terminal channel's streams (default stdin/stdout). */
   stdin?: Readable;
   stdout?: Writable;
 }
 
-export async function buildAdapters(config: DaemonConfig, deps: BuildAdapterDeps): Promise<ChatAdapter[]> {
+export async function buildAdapters<C extends FinalChannel>(config: AdapterSettings<C>, deps: BuildAdapterDeps<C>): Promise<ChatAdapter[]> {
   const adapters: ChatAdapter[] = [];
   for (const channel of config.channels) if (channel.enabled) adapters.push(await buildAdapter(config, channel, deps));
   return adapters;
 }
 
 /** The adapter of one channel (enabled or not: the caller decides). */
-export async function buildAdapter(config: DaemonConfig, channel: ChannelConfig, deps: BuildAdapterDeps): Promise<ChatAdapter> {
+export async function buildAdapter<C extends FinalChannel>(config: AdapterSettings<C>, channel: C, deps: BuildAdapterDeps<C>): Promise<ChatAdapter> {
   const platformDeps: PlatformDeps = {
     logger: deps.logger.child({ channel: channel.id, type: channel.type }),
     state: deps.stateFor(channel),

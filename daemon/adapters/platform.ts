@@ -10,8 +10,9 @@
  */
 import type { Readable, Writable } from "node:stream";
 import type { z } from "zod";
-import type { CheckResult, ProbeDeps } from "../check/result.js";
-import type { AdapterDeps, ChatAdapter } from "../core/adapter.js";
+import type { ProbeDeps } from "../helpers/probe.js";
+import type { CheckResult } from "../vocabulary/check-result.js";
+import type { AdapterDeps, ChatAdapter } from "../vocabulary/adapter.js";
 
 /** A channel as its schema parses it, before the daemon fills in the id. */
 export interface ParsedChannel {

@@ -8,7 +8,7 @@
 import type { ChannelCheckDeps } from "../adapters/platform.js";
 import { platforms } from "../adapters/registry.js";
 import type { DaemonConfig } from "../config/schema.js";
-import type { CheckResult } from "./result.js";
+import type { CheckResult } from "../vocabulary/check-result.js";
 
 export type { ChannelCheckDeps } from "../adapters/platform.js";
 

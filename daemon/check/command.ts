@@ -4,7 +4,7 @@
  * any failed.
  */
 import { ConfigError, loadConfig } from "../config/load.js";
-import { redactSecrets } from "../ops/logger.js";
+import { redactSecrets } from "../vocabulary/redact.js";
 import { secretsOf } from "../config/secrets.js";
 import { formatResult, runChecks, type CheckDeps } from "./index.js";
 

@@ -6,13 +6,14 @@
 import { readFile } from "node:fs/promises";
 import type { DaemonConfig } from "../config/schema.js";
 import { checkChannels, type ChannelCheckDeps } from "./channels.js";
-import { undiciHttp, type CheckResult } from "./result.js";
+import { undiciHttp } from "../helpers/probe.js";
+import type { CheckResult } from "../vocabulary/check-result.js";
 import { checkService } from "./service.js";
 import { checkState, storedCredentials } from "./state.js";
 
 export { checkChannels } from "./channels.js";
 export { checkService } from "./service.js";
-export { formatResult, type CheckResult, type CheckStatus } from "./result.js";
+export { formatResult, type CheckResult, type CheckStatus } from "../vocabulary/check-result.js";
 
 export interface CheckDeps extends Partial<ChannelCheckDeps> {}
 

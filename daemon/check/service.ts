@@ -12,7 +12,8 @@
  * "no such instance", and nothing is sent to the agent or changed.
  */
 import type { DaemonConfig } from "../config/schema.js";
-import { probe, type CheckResult, type ProbeDeps, type ProbeOutcome } from "./result.js";
+import { probe, type ProbeDeps, type ProbeOutcome } from "../helpers/probe.js";
+import type { CheckResult } from "../vocabulary/check-result.js";
 
 type Permission = "interact" | "files" | "configure" | "read";
 

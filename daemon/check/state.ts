@@ -7,7 +7,7 @@
 import { z } from "zod";
 import type { DaemonConfig } from "../config/schema.js";
 import { describeUrl, type PostgresStateOptions } from "../state/postgres/options.js";
-import type { CheckResult } from "./result.js";
+import type { CheckResult } from "../vocabulary/check-result.js";
 
 const VersionRow = z.object({ version: z.number().int().nullable() });
 const LeaseRow = z.object({

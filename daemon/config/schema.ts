@@ -8,9 +8,9 @@ import { z } from "zod";
 import type { FinalizeContext } from "../adapters/platform.js";
 import { platforms } from "../adapters/registry.js";
 import { PostgresStateOptionsSchema } from "../state/postgres/options.js";
-import { httpUrl, idString, nonEmpty, nonNegInt, posInt, sessionResetSchema } from "./fields.js";
+import { httpUrl, idString, nonEmpty, nonNegInt, posInt, sessionResetSchema } from "../vocabulary/config-fields.js";
 
-export { accessSchema, groupAccessSchema, type AccessConfig, type GroupAccessConfig } from "./fields.js";
+export { accessSchema, groupAccessSchema, type AccessConfig, type GroupAccessConfig } from "../vocabulary/config-fields.js";
 
 const MiB = 1024 * 1024;
 
@@ -167,7 +167,7 @@ export const daemonConfigSchema = z
     state: stateSchema
       .default({ kind: "file" })
       .describe(
-        'Where the daemon keeps its state: "file" (the journal in dataDir, one daemon) or "postgres" (several daemons with the same config form one bridge; see "Running on several machines" in the README). Default: {"kind": "file"}.',
+        'Where the daemon keeps its state: "file" (the journal in dataDir, one daemon) or "postgres" (several daemons with the same config form one bridge; see docs/cluster.md). Default: {"kind": "file"}.',
       ),
     logLevel: logLevelSchema.default("info").describe("The least severe log lines written; message text is never logged. Default: info."),
     ops: opsSchema.prefault({}).describe("The ops HTTP server: /healthz and Prometheus /metrics."),

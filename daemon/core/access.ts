@@ -4,7 +4,7 @@
  * "open" must be chosen explicitly. Pure functions over config + message.
  */
 import type { AccessConfig, GroupAccessConfig } from "../config/schema.js";
-import type { InboundMessage } from "./adapter.js";
+import type { InboundMessage } from "../vocabulary/adapter.js";
 
 /** `pairable`: refused, but the sender may ask to pair (a direct chat on a channel in pairing mode). */
 export type AccessDecision = { allowed: true } | { allowed: false; reason: string; pairable?: true };

@@ -11,11 +11,11 @@
  */
 import type { Logger } from "pino";
 import { BoundedMap } from "../../shared/util/bounded-map.js";
-import type { AckReactionConfig } from "../config/fields.js";
+import type { AckReactionConfig } from "../vocabulary/config-fields.js";
 import type { ChannelConfig } from "../config/schema.js";
-import type { ChatAdapter, ChatType } from "./adapter.js";
+import type { ChatAdapter, ChatType } from "../vocabulary/adapter.js";
 import { errorSummary } from "./relay-types.js";
-import { dedupeKeyOf, type DedupeKey } from "./keys.js";
+import { dedupeKeyOf, type DedupeKey } from "../vocabulary/keys.js";
 
 /** A channel's acknowledgement settings; undefined on a platform without reactions (no `ackReaction` key). */
 export const ackConfigOf = (channel: ChannelConfig | undefined): AckReactionConfig | undefined =>

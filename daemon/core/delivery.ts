@@ -15,14 +15,15 @@ import type { Clock } from "../../shared/clock.js";
 import type { ServiceClient } from "../../shared/client/index.js";
 import type { Random } from "../../shared/random.js";
 import type { DaemonConfig } from "../config/schema.js";
-import type { JournalEntry, StoredMessage, StoredReply, Store } from "../state/store.js";
-import { SendError, type ChatAdapter, type ChatTarget, type InboundMessage, type TextFormat } from "./adapter.js";
+import type { JournalEntry, StoredMessage, StoredReply } from "../vocabulary/records.js";
+import type { Store } from "../vocabulary/store.js";
+import { SendError, type ChatAdapter, type ChatTarget, type InboundMessage, type TextFormat } from "../vocabulary/adapter.js";
 import { splitReply } from "./chunking.js";
 import { prepareFile } from "./file-delivery.js";
 import { errorSummary, StoppingError, type RelayMetrics, type TurnOutcome } from "./relay-types.js";
 import { AbortedError } from "../../shared/clock.js";
-import { retry, type RetryVerdict } from "./retry.js";
-import { adapterKeyOf, type AdapterKey } from "./keys.js";
+import { retry, type RetryVerdict } from "../helpers/retry.js";
+import { adapterKeyOf, type AdapterKey } from "../vocabulary/keys.js";
 
 export interface DeliveryDeps {
   config: DaemonConfig;

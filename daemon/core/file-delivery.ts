@@ -11,7 +11,7 @@ import type { Readable } from "node:stream";
 import { ServiceError, type ServiceClient } from "../../shared/client/index.js";
 import { formatBytes } from "../../shared/util/format-bytes.js";
 import { safeBaseName } from "../../shared/util/names.js";
-import type { ChatAdapter, OutboundFile } from "./adapter.js";
+import type { ChatAdapter, OutboundFile } from "../vocabulary/adapter.js";
 import { noticeText } from "./notices.js";
 import { fileKindOf } from "./reply-files.js";
 

@@ -13,12 +13,12 @@
  */
 import type { Clock } from "../../shared/clock.js";
 import { BoundedMap } from "../../shared/util/bounded-map.js";
-import type { GroupContextConfig } from "../config/fields.js";
+import type { GroupContextConfig } from "../vocabulary/config-fields.js";
 import type { ChannelConfig } from "../config/schema.js";
 import { checkAccess } from "./access.js";
-import type { AcceptOutcome, InboundMessage } from "./adapter.js";
+import type { AcceptOutcome, InboundMessage } from "../vocabulary/adapter.js";
 import { parseCommand } from "./commands.js";
-import { chatKeyOf, type ChatKey } from "./keys.js";
+import { chatKeyOf, type ChatKey } from "../vocabulary/keys.js";
 
 /** One kept message. */
 export interface ContextLine {

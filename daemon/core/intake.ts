@@ -8,14 +8,24 @@
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
-import { DuplicateEntryError, type JournalEntry, type StoredRoute, type Store } from "../state/store.js";
+import { DuplicateEntryError } from "../vocabulary/state-errors.js";
+import type { JournalEntry, StoredRoute } from "../vocabulary/records.js";
+import type { Store } from "../vocabulary/store.js";
 import { checkAccess, groupRequiresMention, senderIds } from "./access.js";
-import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, DroppedAttachment, InboundMessage, RefusalReason } from "./adapter.js";
+import type {
+  AcceptOutcome,
+  AdmissionAnswer,
+  AdmissionQuestion,
+  ChatAdapter,
+  DroppedAttachment,
+  InboundMessage,
+  RefusalReason,
+} from "../vocabulary/adapter.js";
 import { parseCommand } from "./commands.js";
 import { targetOf } from "./delivery.js";
 import { BoundedMap } from "../../shared/util/bounded-map.js";
 import { noticeText, type Notices } from "./notices.js";
-import { chatKeyOf, dedupeKeyOf, type DedupeKey } from "./keys.js";
+import { chatKeyOf, dedupeKeyOf, type DedupeKey } from "../vocabulary/keys.js";
 import type { InboundOutcome, RelayMetrics } from "./relay-types.js";
 import { hashCode, type Pairing } from "./pairing.js";
 import { resolveRoute } from "./routing.js";
@@ -58,7 +68,8 @@ export const HASHED = "sha256:";
 export function createIntake(deps: IntakeDeps): Intake {
   const { config, store, scheduler, metrics } = deps;
   const log = deps.logger;
-  let stopping = false;
+  /** Aborted by `beginStop`: from then on redelivering platforms are deferred. */
+  const stopping = new AbortController();
   const warnedNoChannel = new BoundedMap<string, true>(1000);
   const loggedRefusals = new BoundedMap<string, number>(10_000);
 
@@ -118,7 +129,7 @@ export function createIntake(deps: IntakeDeps): Intake {
   }
 
   async function accept(adapter: ChatAdapter, message: InboundMessage): Promise<AcceptOutcome> {
-    if (stopping && adapter.capabilities.redelivers) {
+    if (stopping.signal.aborted && adapter.capabilities.redelivers) {
       metrics.inbound(message.platform, "deferred");
       return { status: "deferred", reason: "stopping", acknowledge: false };
     }
@@ -253,7 +264,7 @@ export function createIntake(deps: IntakeDeps): Intake {
     accept,
     admit,
     beginStop() {
-      stopping = true;
+      stopping.abort();
     },
   };
 }

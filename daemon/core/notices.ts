@@ -17,8 +17,8 @@ import { z } from "zod";
 import type { Clock, Timer } from "../../shared/clock.js";
 import { BoundedMap } from "../../shared/util/bounded-map.js";
 import { formatBytes } from "../../shared/util/format-bytes.js";
-import type { AdapterStateStore, ChatTarget } from "./adapter.js";
-import { parseChatKey, type ChatKey } from "./keys.js";
+import type { AdapterStateStore, ChatTarget } from "../vocabulary/adapter.js";
+import { parseChatKey, type ChatKey } from "../vocabulary/keys.js";
 
 export const noticeText = {
   /** Files not passed on, each with why; `limit` is attachments.maxBytes. */
@@ -140,7 +140,8 @@ export function createNotices(deps: NoticeDeps): Notices {
   const lastTold = new BoundedMap<string, number>(max);
   const busyTimers = new BoundedMap<ChatKey, Timer>(max);
   const deferred = new Map<string, Deferred>();
-  let stopped = false;
+  /** Aborted by `stop`: nothing more is said or armed (what is owed stays journaled for the next start). */
+  const stopped = new AbortController();
 
   const inCooldown = (key: string): boolean => {
     const last = lastTold.get(key);
@@ -164,7 +165,7 @@ export function createNotices(deps: NoticeDeps): Notices {
   }
 
   function armBusy(chatKey: ChatKey, delay: number): void {
-    if (stopped || busyTimers.has(chatKey)) return;
+    if (stopped.signal.aborted || busyTimers.has(chatKey)) return;
     busyTimers.set(
       chatKey,
       deps.clock.setTimeout(() => void flushBusy(chatKey).catch(() => undefined), delay),
@@ -206,7 +207,7 @@ export function createNotices(deps: NoticeDeps): Notices {
         await deps.finish(entryIds, failureText(failure, entryIds.length), failure);
         return;
       }
-      if (stopped) return; // stays journaled: tried again at the next start
+      if (stopped.signal.aborted) return; // stays journaled: tried again at the next start
       const timer = deps.clock.setTimeout(() => void flushDeferred(key).catch(() => undefined), untilCooldownEnds(key));
       deferred.set(key, { failure, ids: [...entryIds], timer });
     },
@@ -220,7 +221,7 @@ export function createNotices(deps: NoticeDeps): Notices {
     },
 
     stop() {
-      stopped = true;
+      stopped.abort();
       for (const t of busyTimers.values()) t.cancel();
       busyTimers.clear();
       for (const d of deferred.values()) d.timer.cancel();

@@ -7,7 +7,7 @@
  */
 import type { Logger } from "pino";
 import type { ChannelConfig } from "../config/schema.js";
-import type { JournalEntry } from "../state/store.js";
+import type { JournalEntry } from "../vocabulary/records.js";
 import { isListed, senderIds } from "./access.js";
 import type { Delivery } from "./delivery.js";
 import { HASHED } from "./intake.js";

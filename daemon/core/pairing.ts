@@ -23,7 +23,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import type { Clock } from "../../shared/clock.js";
 import type { Random } from "../../shared/random.js";
-import type { Store } from "../state/store.js";
+import type { Store } from "../vocabulary/store.js";
 import { normalizeUserId } from "./access.js";
 
 /** How long a code stays valid. */

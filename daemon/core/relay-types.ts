@@ -5,7 +5,7 @@
  */
 import { ServiceError } from "../../shared/client/index.js";
 import { JournalClosedError } from "../state/journal.js";
-import { LeaseLostError } from "../state/postgres/errors.js";
+import { LeaseLostError } from "../vocabulary/state-errors.js";
 
 export const INBOUND_OUTCOMES = ["accepted", "duplicate", "denied", "not_mentioned", "unrouted", "busy", "deferred", "command", "empty"] as const;
 export type InboundOutcome = (typeof INBOUND_OUTCOMES)[number];

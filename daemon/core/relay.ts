@@ -27,15 +27,16 @@ import type { Clock } from "../../shared/clock.js";
 import type { ServiceClient } from "../../shared/client/index.js";
 import type { Random } from "../../shared/random.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
-import type { JournalEntry, Store, StoredRoute } from "../state/store.js";
-import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, InboundMessage } from "./adapter.js";
+import type { JournalEntry, StoredRoute } from "../vocabulary/records.js";
+import type { Store } from "../vocabulary/store.js";
+import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, InboundMessage } from "../vocabulary/adapter.js";
 import { Acknowledgements } from "./acknowledgement.js";
 import { createCommandRunner } from "./command-runner.js";
 import { parseCommand } from "./commands.js";
 import { createDelivery, targetOf } from "./delivery.js";
 import { GroupContexts } from "./group-context.js";
 import { createIntake } from "./intake.js";
-import { sessionKeyOf } from "./keys.js";
+import { sessionKeyOf } from "../vocabulary/keys.js";
 import { createNotices } from "./notices.js";
 import { createPairing } from "./pairing.js";
 import { createPairingOps, type PairingOps } from "./pairing-ops.js";
@@ -91,7 +92,8 @@ export function createRelay(deps: RelayDeps): Relay {
   const log = deps.logger;
   const metrics = deps.metrics ?? noMetrics;
   const halt = new AbortController();
-  let stopping = false;
+  /** Aborted by `beginStop`: turns that start from then on end early. */
+  const stopping = new AbortController();
 
   const scheduler: Scheduler<string> = createScheduler<string>({
     clock,
@@ -217,7 +219,7 @@ export function createRelay(deps: RelayDeps): Relay {
     views,
     stoppable,
     adapterFor: deps.adapterFor,
-    stopping: () => stopping,
+    stopping: () => stopping.signal.aborted,
   };
 
   /** Stored turns back in their sessions' queues, in acceptance order (commands are tracked on release). */
@@ -253,7 +255,7 @@ export function createRelay(deps: RelayDeps): Relay {
       notices.resume();
     },
     beginStop() {
-      stopping = true;
+      stopping.abort();
       intake.beginStop();
     },
     async haltDelivery() {

@@ -11,8 +11,9 @@
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
-import type { JournalEntry, Store } from "../state/store.js";
-import type { ChatAdapter, ChatTarget } from "./adapter.js";
+import type { JournalEntry } from "../vocabulary/records.js";
+import type { Store } from "../vocabulary/store.js";
+import type { ChatAdapter, ChatTarget } from "../vocabulary/adapter.js";
 import { targetOf } from "./delivery.js";
 import { errorSummary, type RelayMetrics } from "./relay-types.js";
 import { createAppendWriter, createPreviewDriver, type AppendWriter, type ChatGate, type PreviewDriver } from "./stream-delivery.js";

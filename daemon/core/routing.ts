@@ -4,10 +4,10 @@
  * same after a restart, and its encoding is injective: two different people
  * (or groups) can never share one.
  */
-import { createHash } from "node:crypto";
 import type { DaemonConfig, RouteConfig, RouteScope } from "../config/schema.js";
-import type { InboundMessage } from "./adapter.js";
+import type { InboundMessage } from "../vocabulary/adapter.js";
 import { normalizeUserId, senderIds } from "./access.js";
+import { encodeId } from "../vocabulary/keys.js";
 
 export interface ResolvedRoute {
   /** Index of the matching rule in `config.routes`. */
@@ -75,19 +75,4 @@ export function sessionIdFor(base: string, generation: number): string {
     throw new RangeError("generation must be a non-negative integer");
   }
   return generation === 0 ? base : `${base}.g${generation}`;
-}
-
-const PLAIN_ID = /^[A-Za-z0-9_-]{1,64}$/;
-
-/**
- * One session-id component, from `[A-Za-z0-9_:-]` only and never containing
- * the "." separator. Plain ids pass through; anything else (WhatsApp jids,
- * long or odd ids) becomes a readable stem plus a 128-bit hash after ":", a
- * character plain ids cannot contain, so the two forms never collide.
- */
-export function encodeId(id: string): string {
-  if (PLAIN_ID.test(id)) return id;
-  const stem = id.replace(/[^A-Za-z0-9_-]+/g, "_").slice(0, 24);
-  const hash = createHash("sha256").update(id, "utf8").digest("base64url").slice(0, 22);
-  return `${stem}:${hash}`;
 }

@@ -13,7 +13,7 @@
  */
 import PQueue from "p-queue";
 import type { Clock, Timer } from "../../shared/clock.js";
-import { slotKeyOf, type SlotKey } from "./keys.js";
+import { slotKeyOf, type SlotKey } from "../vocabulary/keys.js";
 
 export interface Turn<T> {
   instanceId: string;
@@ -103,215 +103,243 @@ interface SessionSlot<T> {
 }
 
 export function createScheduler<T>(options: SchedulerOptions<T>): Scheduler<T> {
-  const { clock } = options;
-  const maxDebounce = options.maxDebounceMs ?? options.debounceMs * 4;
-  /** One queue per instance: bounds its turns in flight. */
-  const queues = new Map<string, PQueue>();
-  /** Slots with anything reserved, buffered, queued or active; an empty one is forgotten (`forget`). */
-  const sessions = new Map<SlotKey, SessionSlot<T>>();
-  /** Turns running now, per instance. */
-  const runningPer = new Map<string, number>();
+  return new TurnScheduler(options);
+}
+
+/** The `Scheduler`: the state every session, instance queue and waiter shares lives here. */
+export class TurnScheduler<T> implements Scheduler<T> {
+  readonly #options: SchedulerOptions<T>;
+  /** A burst is cut into a turn at most this long after its first message (`maxDebounceMs`, default 4 × debounceMs). */
+  readonly #maxDebounce: number;
+  /** One queue per instance, created on its first turn: bounds its turns in flight to `concurrencyPerInstance`. */
+  readonly #queues = new Map<string, PQueue>();
+  /** Slots with anything reserved, buffered, queued or active; an empty one is forgotten (`#forget`). */
+  readonly #sessions = new Map<SlotKey, SessionSlot<T>>();
+  /** Turns running now, per instance (an entry may sit at 0). */
+  readonly #runningPer = new Map<string, number>();
   /** Messages waiting (reserved, buffered, in a formed turn, or handed over but not started), across every session. */
-  let totalWaiting = 0;
+  #totalWaiting = 0;
   /**
-   * The same count per instance (the sum of `waitingOf` over its slots), kept
+   * The same count per instance (the sum of `#waitingOf` over its slots; no entry at 0), kept
    * as it changes: `depth` is read on every change (the queue-depth gauge), and
    * summing every slot there cost O(chats) per message.
    */
-  const waitingPer = new Map<string, number>();
-  /** `stop()` was called: nothing starts any more. */
-  let stopped = false;
-  /** Nothing starts until `release()`. */
-  let held = options.held ?? false;
-  /** Turns running now, in all; `idleWaiters` are called when it falls to 0. */
-  let inFlight = 0;
-  let idleWaiters: (() => void)[] = [];
+  readonly #waitingPer = new Map<string, number>();
+  /** `stop()` was called: nothing starts any more, ever. */
+  #stopped = false;
+  /** Nothing starts until `release()`; only ever goes from true to false. */
+  #held: boolean;
+  /** Turns running now, in all; `#idleWaiters` are called (and emptied) when it falls to 0. */
+  #inFlight = 0;
+  /** `whenIdle` callers waiting for `#inFlight` to reach 0. */
+  #idleWaiters: (() => void)[] = [];
 
-  const slotFor = (instanceId: string, sessionBase: string): SessionSlot<T> => {
+  constructor(options: SchedulerOptions<T>) {
+    this.#options = options;
+    this.#maxDebounce = options.maxDebounceMs ?? options.debounceMs * 4;
+    this.#held = options.held ?? false;
+  }
+
+  reserve(instanceId: string, sessionBase: string): Reservation<T> | Refusal {
+    const s = this.#slotFor(instanceId, sessionBase);
+    if (this.#waitingOf(s) >= this.#options.maxPendingPerSession) {
+      this.#forget(s);
+      return { ok: false, reason: "session_full" };
+    }
+    if (this.#totalWaiting >= this.#options.maxPendingTotal) {
+      this.#forget(s);
+      return { ok: false, reason: "total_full" };
+    }
+    s.reserved++;
+    this.#changeWaiting(1, instanceId);
+    let used = false;
+    return {
+      ok: true,
+      submit: (item) => {
+        if (used) throw new Error("reservation already used");
+        used = true;
+        s.reserved--;
+        // The slot's count moves from `reserved` to the buffer or a turn: the total stays.
+        this.#sessions.set(s.key, s);
+        this.#place(s, item, true);
+      },
+      cancel: () => {
+        if (used) return;
+        used = true;
+        s.reserved--;
+        this.#changeWaiting(-1, instanceId);
+        this.#forget(s);
+      },
+    };
+  }
+
+  enqueue(instanceId: string, sessionBase: string, item: T, opts?: { debounce?: boolean }): void {
+    const s = this.#slotFor(instanceId, sessionBase);
+    this.#changeWaiting(1, instanceId);
+    this.#place(s, item, opts?.debounce ?? true);
+  }
+
+  enqueueTurn(instanceId: string, sessionBase: string, items: T[]): void {
+    if (!items.length) return;
+    const s = this.#slotFor(instanceId, sessionBase);
+    this.#changeWaiting(items.length, instanceId);
+    if (s.buffer.length) this.#flush(s);
+    s.turns.push(items);
+    this.#pump(s);
+  }
+
+  depth(instanceId?: string, sessionBase?: string): QueueDepth {
+    const s = instanceId !== undefined && sessionBase !== undefined ? this.#sessions.get(slotKeyOf(instanceId, sessionBase)) : undefined;
+    const q = instanceId !== undefined ? this.#queues.get(instanceId) : undefined;
+    const instanceWaiting = instanceId !== undefined ? (this.#waitingPer.get(instanceId) ?? 0) : 0;
+    return {
+      sessionWaiting: s ? this.#waitingOf(s) : 0,
+      sessionBusy: !!s?.active?.started,
+      instanceWaiting,
+      instanceRunning: q?.pending ?? 0,
+      totalWaiting: this.#totalWaiting,
+    };
+  }
+
+  running(): Map<string, number> {
+    return new Map(this.#runningPer);
+  }
+
+  drop(instanceId: string, sessionBase: string): T[] {
+    const s = this.#sessions.get(slotKeyOf(instanceId, sessionBase));
+    if (!s) return [];
+    s.timer?.cancel();
+    s.timer = undefined;
+    const taken = [...s.buffer, ...s.turns.flat()];
+    s.buffer = [];
+    s.turns = [];
+    if (taken.length) this.#changeWaiting(-taken.length, instanceId);
+    const handed = s.active && !s.active.started ? [...s.active.items] : [];
+    this.#forget(s);
+    return [...handed, ...taken];
+  }
+
+  release(): void {
+    if (!this.#held) return;
+    this.#held = false;
+    for (const s of [...this.#sessions.values()]) this.#pump(s);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    for (const s of this.#sessions.values()) {
+      s.timer?.cancel();
+      s.timer = undefined;
+    }
+    for (const q of this.#queues.values()) {
+      q.pause();
+      q.clear();
+    }
+  }
+
+  whenIdle(): Promise<void> {
+    if (this.#inFlight === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  #slotFor(instanceId: string, sessionBase: string): SessionSlot<T> {
     const key = slotKeyOf(instanceId, sessionBase);
-    let s = sessions.get(key);
-    if (!s) {
-      s = { key, instanceId, sessionBase, reserved: 0, buffer: [], firstBufferedAt: 0, turns: [] };
-      sessions.set(key, s);
-    }
+    const known = this.#sessions.get(key);
+    if (known) return known;
+    const s: SessionSlot<T> = { key, instanceId, sessionBase, reserved: 0, buffer: [], firstBufferedAt: 0, turns: [] };
+    this.#sessions.set(key, s);
     return s;
-  };
+  }
 
-  const waitingOf = (s: SessionSlot<T>): number =>
-    s.reserved + s.buffer.length + s.turns.reduce((n, t) => n + t.length, 0) + (s.active && !s.active.started ? s.active.items.length : 0);
+  #waitingOf(s: SessionSlot<T>): number {
+    return s.reserved + s.buffer.length + s.turns.reduce((n, t) => n + t.length, 0) + (s.active && !s.active.started ? s.active.items.length : 0);
+  }
 
-  const changeWaiting = (delta: number, instanceId: string) => {
-    totalWaiting += delta;
-    const waiting = (waitingPer.get(instanceId) ?? 0) + delta;
-    if (waiting === 0) waitingPer.delete(instanceId);
-    else waitingPer.set(instanceId, waiting);
-    options.onDepth?.(instanceId);
-  };
+  #changeWaiting(delta: number, instanceId: string): void {
+    this.#totalWaiting += delta;
+    const waiting = (this.#waitingPer.get(instanceId) ?? 0) + delta;
+    if (waiting === 0) this.#waitingPer.delete(instanceId);
+    else this.#waitingPer.set(instanceId, waiting);
+    this.#options.onDepth?.(instanceId);
+  }
 
-  const forget = (s: SessionSlot<T>) => {
-    if (!s.active && !s.reserved && !s.buffer.length && !s.turns.length) sessions.delete(s.key);
-  };
+  #forget(s: SessionSlot<T>): void {
+    if (!s.active && !s.reserved && !s.buffer.length && !s.turns.length) this.#sessions.delete(s.key);
+  }
 
-  const queueFor = (instanceId: string): PQueue => {
-    let q = queues.get(instanceId);
-    if (!q) {
-      q = new PQueue({ concurrency: options.concurrencyPerInstance });
-      queues.set(instanceId, q);
-    }
+  #queueFor(instanceId: string): PQueue {
+    const known = this.#queues.get(instanceId);
+    if (known) return known;
+    const q = new PQueue({ concurrency: this.#options.concurrencyPerInstance });
+    this.#queues.set(instanceId, q);
     return q;
-  };
+  }
 
-  const pump = (s: SessionSlot<T>) => {
-    if (stopped || held || s.active || !s.turns.length) return;
+  /** Hands the session's next formed turn to its instance queue, unless one is there already (or nothing may start). */
+  #pump(s: SessionSlot<T>): void {
+    if (this.#stopped || this.#held || s.active || !s.turns.length) return;
     const items = s.turns.shift()!;
     const active = { items, started: false };
     s.active = active;
     const turn: Turn<T> = { instanceId: s.instanceId, sessionBase: s.sessionBase, items };
-    queueFor(s.instanceId)
+    this.#queueFor(s.instanceId)
       .add(async () => {
         active.started = true;
-        inFlight++;
-        runningPer.set(s.instanceId, (runningPer.get(s.instanceId) ?? 0) + 1);
-        changeWaiting(-items.length, s.instanceId);
-        try {
-          await options.run(turn);
-        } catch (error) {
-          options.onError?.(error, turn);
-        } finally {
-          runningPer.set(s.instanceId, (runningPer.get(s.instanceId) ?? 1) - 1);
-          inFlight--;
-          options.onDepth?.(s.instanceId);
-          if (inFlight === 0) {
-            const waiters = idleWaiters;
-            idleWaiters = [];
-            for (const w of waiters) w();
-          }
-        }
+        await this.#run(turn);
       })
       .catch(() => undefined)
       .finally(() => {
         if (s.active === active) s.active = undefined;
-        pump(s);
-        forget(s);
+        this.#pump(s);
+        this.#forget(s);
       });
-  };
+  }
 
-  const flush = (s: SessionSlot<T>) => {
+  /** Runs a started turn, counted in flight and out of the waiting counts. */
+  async #run(turn: Turn<T>): Promise<void> {
+    const { instanceId, items } = turn;
+    this.#inFlight++;
+    this.#runningPer.set(instanceId, (this.#runningPer.get(instanceId) ?? 0) + 1);
+    this.#changeWaiting(-items.length, instanceId);
+    try {
+      await this.#options.run(turn);
+    } catch (error) {
+      this.#options.onError?.(error, turn);
+    } finally {
+      this.#runningPer.set(instanceId, (this.#runningPer.get(instanceId) ?? 1) - 1);
+      this.#inFlight--;
+      this.#options.onDepth?.(instanceId);
+      if (this.#inFlight === 0) {
+        const waiters = this.#idleWaiters;
+        this.#idleWaiters = [];
+        for (const w of waiters) w();
+      }
+    }
+  }
+
+  #flush(s: SessionSlot<T>): void {
     s.timer?.cancel();
     s.timer = undefined;
     if (!s.buffer.length) return;
     s.turns.push(s.buffer);
     s.buffer = [];
-    pump(s);
-  };
+    this.#pump(s);
+  }
 
-  const place = (s: SessionSlot<T>, item: T, debounce: boolean) => {
-    if (!debounce || options.debounceMs <= 0) {
+  #place(s: SessionSlot<T>, item: T, debounce: boolean): void {
+    const { clock, debounceMs } = this.#options;
+    if (!debounce || debounceMs <= 0) {
       // Keep arrival order behind anything still being debounced.
-      if (s.buffer.length) flush(s);
+      if (s.buffer.length) this.#flush(s);
       s.turns.push([item]);
-      pump(s);
+      this.#pump(s);
       return;
     }
     const now = clock.now();
     if (!s.buffer.length) s.firstBufferedAt = now;
     s.buffer.push(item);
     s.timer?.cancel();
-    const due = Math.min(now + options.debounceMs, s.firstBufferedAt + maxDebounce);
-    s.timer = clock.setTimeout(() => flush(s), Math.max(0, due - now));
-  };
-
-  return {
-    reserve(instanceId, sessionBase) {
-      const s = slotFor(instanceId, sessionBase);
-      if (waitingOf(s) >= options.maxPendingPerSession) {
-        forget(s);
-        return { ok: false, reason: "session_full" };
-      }
-      if (totalWaiting >= options.maxPendingTotal) {
-        forget(s);
-        return { ok: false, reason: "total_full" };
-      }
-      s.reserved++;
-      changeWaiting(1, instanceId);
-      let used = false;
-      return {
-        ok: true,
-        submit(item) {
-          if (used) throw new Error("reservation already used");
-          used = true;
-          s.reserved--;
-          // The slot's count moves from `reserved` to the buffer or a turn: the total stays.
-          sessions.set(s.key, s);
-          place(s, item, true);
-        },
-        cancel() {
-          if (used) return;
-          used = true;
-          s.reserved--;
-          changeWaiting(-1, instanceId);
-          forget(s);
-        },
-      };
-    },
-    enqueue(instanceId, sessionBase, item, opts) {
-      const s = slotFor(instanceId, sessionBase);
-      changeWaiting(1, instanceId);
-      place(s, item, opts?.debounce ?? true);
-    },
-    enqueueTurn(instanceId, sessionBase, items) {
-      if (!items.length) return;
-      const s = slotFor(instanceId, sessionBase);
-      changeWaiting(items.length, instanceId);
-      if (s.buffer.length) flush(s);
-      s.turns.push(items);
-      pump(s);
-    },
-    depth(instanceId, sessionBase) {
-      const s = instanceId !== undefined && sessionBase !== undefined ? sessions.get(slotKeyOf(instanceId, sessionBase)) : undefined;
-      const q = instanceId !== undefined ? queues.get(instanceId) : undefined;
-      const instanceWaiting = instanceId !== undefined ? (waitingPer.get(instanceId) ?? 0) : 0;
-      return {
-        sessionWaiting: s ? waitingOf(s) : 0,
-        sessionBusy: !!s?.active?.started,
-        instanceWaiting,
-        instanceRunning: q?.pending ?? 0,
-        totalWaiting,
-      };
-    },
-    running: () => new Map(runningPer),
-    drop(instanceId, sessionBase) {
-      const s = sessions.get(slotKeyOf(instanceId, sessionBase));
-      if (!s) return [];
-      s.timer?.cancel();
-      s.timer = undefined;
-      const taken = [...s.buffer, ...s.turns.flat()];
-      s.buffer = [];
-      s.turns = [];
-      if (taken.length) changeWaiting(-taken.length, instanceId);
-      const handed = s.active && !s.active.started ? [...s.active.items] : [];
-      forget(s);
-      return [...handed, ...taken];
-    },
-    release() {
-      if (!held) return;
-      held = false;
-      for (const s of [...sessions.values()]) pump(s);
-    },
-    stop() {
-      stopped = true;
-      for (const s of sessions.values()) {
-        s.timer?.cancel();
-        s.timer = undefined;
-      }
-      for (const q of queues.values()) {
-        q.pause();
-        q.clear();
-      }
-    },
-    whenIdle() {
-      if (inFlight === 0) return Promise.resolve();
-      return new Promise<void>((resolve) => idleWaiters.push(resolve));
-    },
-  };
+    const due = Math.min(now + debounceMs, s.firstBufferedAt + this.#maxDebounce);
+    s.timer = clock.setTimeout(() => this.#flush(s), Math.max(0, due - now));
+  }
 }

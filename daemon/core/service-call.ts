@@ -21,15 +21,16 @@ import { ServiceError, type ServiceClient } from "../../shared/client/index.js";
 import { hex, type Random } from "../../shared/random.js";
 import type { ResponseObject, ResponseRequest } from "../../shared/schemas/responses.js";
 import type { DaemonConfig } from "../config/schema.js";
-import type { JournalEntry, SessionState, StoredRoute, Store } from "../state/store.js";
+import type { JournalEntry, SessionState, StoredAttachment, StoredRoute } from "../vocabulary/records.js";
+import type { Store } from "../vocabulary/store.js";
 import { noticeText, type FailureKind } from "./notices.js";
 import { errorSummary, StoppingError, type RelayMetrics } from "./relay-types.js";
 import { replyTextOf, responseIdOf } from "./reply.js";
-import { backoffDelay } from "../../shared/backoff.js";
-import { retry } from "./retry.js";
+import { backoffDelay, type BackoffPolicy } from "../../shared/backoff.js";
+import { retry } from "../helpers/retry.js";
 import { sessionIdFor } from "./routing.js";
 import { pathComponent } from "../../shared/util/names.js";
-import { sessionKeyOf } from "./keys.js";
+import { sessionKeyOf } from "../vocabulary/keys.js";
 
 export type CallOutcome =
   | { ok: true; text: string; responseId?: string; sessionId: string; generation: number; contextReset: boolean }
@@ -70,19 +71,171 @@ export interface ServiceCalls {
 }
 
 export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
-  const { config, store, client, clock, random, metrics, signal } = deps;
-  const log = deps.logger;
-  const policy = config.retry;
-  const stoppedRoutes = new Map<number, string>();
-  /** Instances whose start the key may not do (bounded by the instances routed to). */
-  const startRefused = new Set<string>();
-  const instanceWaits = new Map<string, Promise<"running" | "retry" | "failed">>();
-  const backoff = { baseMs: Math.max(policy.baseDelayMs, 1), maxMs: policy.maxDelayMs };
+  return new ServiceCaller(deps);
+}
 
+type InstanceState = "running" | "retry" | "failed";
+
+/** The `ServiceCalls`: what the turns' calls share (stopped routes, instance waits, the halt). */
+export class ServiceCaller implements ServiceCalls {
+  readonly #deps: ServiceCallDeps;
+  /** `config.retry`'s backoff, with a base of at least 1 ms. */
+  readonly #backoff: BackoffPolicy;
   /** Aborts with a `StoppingError` when the daemon halts: every wait, poll and upload then ends with it. */
-  const halted = stoppingSignal(signal);
+  readonly #halted: AbortSignal;
+  /** Instances whose start the key may not do (bounded by the instances routed to); never shrinks. */
+  readonly #startRefused = new Set<string>();
+  /** The one poll per instance that turns waiting for it share; removed when it settles. */
+  readonly #instanceWaits = new Map<string, Promise<InstanceState>>();
+  /** Routes the service refused (401/403), by rule index, with why; a route stays until the daemon restarts. */
+  readonly stoppedRoutes = new Map<number, string>();
+
+  constructor(deps: ServiceCallDeps) {
+    this.#deps = deps;
+    const policy = deps.config.retry;
+    this.#backoff = { baseMs: Math.max(policy.baseDelayMs, 1), maxMs: policy.maxDelayMs };
+    this.#halted = stoppingSignal(deps.signal);
+  }
+
+  async buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[]): Promise<string | undefined> {
+    const texts = entries.map((e) => e.message.text).filter((t) => t.trim());
+    const uploaded: string[] = [];
+    let refused = false;
+    for (const e of entries) {
+      for (const a of e.message.attachments ?? []) {
+        if (refused) break;
+        const outcome = await this.#upload(route, e.message, a, notes);
+        if (outcome === "refused") refused = true;
+        else if (outcome !== "failed") uploaded.push(outcome);
+      }
+    }
+    let input = texts.join("\n");
+    if (uploaded.length) input += `${input ? "\n\n" : ""}Attached files (in the workspace):\n${uploaded.map((p) => `- ${p}`).join("\n")}`;
+    return input.trim() ? input : undefined;
+  }
+
+  async call(route: StoredRoute, input: string, logCtx: Record<string, unknown>, options: CallOptions = {}): Promise<CallOutcome> {
+    const { store, metrics, logger: log } = this.#deps;
+    const turn = options.signal;
+    const sessionKey = sessionKeyOf(route);
+    let contextReset = false;
+    for (;;) {
+      const attempt = { generation: 0, sessionId: "" };
+      try {
+        const response = await this.#withRetries(route.instanceId, () => this.#attempt(route, input, options, attempt), turn);
+        const responseId = responseIdOf(response);
+        const { generation, sessionId } = attempt;
+        return { ok: true, text: replyTextOf(response), ...(responseId ? { responseId } : {}), sessionId, generation, contextReset };
+      } catch (error) {
+        if (error instanceof StoppingError) throw error;
+        if (turn?.aborted) throw turn.reason;
+        if (error instanceof ServiceError && error.status === 400 && error.code === "previous_response_not_found" && !contextReset) {
+          // The service lost the chain: once, start a fresh one (new session id too) and say so.
+          contextReset = true;
+          metrics.retry(route.instanceId, "context_reset");
+          log.warn(logCtx, "previous response not found: starting a fresh conversation");
+          const current = store.session(sessionKey);
+          await store.setSession(sessionKey, { generation: current.generation + 1 });
+          continue;
+        }
+        return this.#givenUpOn(error, route, logCtx);
+      }
+    }
+  }
+
+  async instanceStatus(instanceId: string): Promise<string> {
+    try {
+      return (await this.#deps.client.getInstanceStatus({ instance_id: instanceId, signal: this.#halted })).status;
+    } catch (error) {
+      if (!(error instanceof ServiceError)) return "status unknown";
+      return `status unknown: ${error.status === undefined ? "service unreachable" : `HTTP ${error.status}`}`;
+    }
+  }
+
+  /** One try of a turn's request; `attempt` hears the session it went to. */
+  #attempt(route: StoredRoute, input: string, options: CallOptions, attempt: { generation: number; sessionId: string }): Promise<ResponseObject> {
+    const { store, client } = this.#deps;
+    const turn = options.signal;
+    const state = store.session(sessionKeyOf(route));
+    attempt.generation = state.generation;
+    attempt.sessionId = this.#serviceSessionFor(route, state);
+    const body: ResponseRequest = {
+      model: route.model,
+      input,
+      ...(route.instructions !== undefined ? { instructions: route.instructions } : {}),
+      ...(state.lastResponseId ? { previous_response_id: state.lastResponseId } : {}),
+    };
+    const args = { instance_id: route.instanceId, session_id: attempt.sessionId, body };
+    if (options.onText) return this.#streamed(args, options.onText, turn);
+    // The turn's /stop closes the request: the service sees the client leave.
+    return client.createSessionResponse({ ...args, ...(turn ? { signal: turn } : {}) });
+  }
+
+  /** What a call that failed for good answers: the route stopped, the instance missing, or a failure the person is told. */
+  #givenUpOn(error: unknown, route: StoredRoute, logCtx: Record<string, unknown>): CallOutcome {
+    const { metrics, logger: log } = this.#deps;
+    if (!(error instanceof ServiceError)) {
+      metrics.error(String(route.ruleIndex), "internal");
+      log.error({ ...logCtx, err: errorSummary(error) }, "turn failed unexpectedly");
+      return { ok: false, reason: "internal error", failure: { kind: "failed", what: noticeText.internal } };
+    }
+    // The service's own refusal of the key (not a gateway error passed through).
+    if (error.kind === "service" && (error.status === 401 || error.status === 403)) {
+      if (!this.stoppedRoutes.has(route.ruleIndex)) {
+        const why = `the service answered ${error.status} for instance ${route.instanceId}`;
+        this.stoppedRoutes.set(route.ruleIndex, why);
+        metrics.error(String(route.ruleIndex), "auth");
+        log.error(
+          { route: route.ruleIndex, instanceId: route.instanceId, status: error.status },
+          "the service refused the API key: this route is stopped until the configuration is fixed and the daemon restarted",
+        );
+      }
+      return { ok: false, reason: "route_stopped", failure: { kind: "route_stopped" } };
+    }
+    // The routed instance does not exist: the configuration is wrong, waiting will not help.
+    if (error.kind === "service" && error.status === 404) {
+      metrics.error(String(route.ruleIndex), "instance_missing");
+      log.error({ route: route.ruleIndex, instanceId: route.instanceId }, "the routed instance does not exist: fix the route's instance id");
+      return { ok: false, reason: "instance_missing", failure: { kind: "instance_missing" } };
+    }
+    metrics.error(String(route.ruleIndex), gotNoAnswer(error) ? "network" : error.status === undefined ? "stream" : `http_${error.status}`);
+    return { ok: false, reason: `${error.status ?? error.kind}: ${error.message}`, failure: { kind: "failed", what: givenUp(error) } };
+  }
+
+  /** Uploads one attachment into the instance's workspace: its path there, or why not (a note for the person is added). */
+  async #upload(route: StoredRoute, m: JournalEntry["message"], a: StoredAttachment, notes: string[]): Promise<string | "refused" | "failed"> {
+    const { store, client, logger: log } = this.#deps;
+    const remote = `inbox/${pathComponent(m.platform)}/${pathComponent(m.chatId)}/${m.sentAt}-${pathComponent(a.fileName)}`;
+    try {
+      const data = await store.readAttachment(a);
+      await this.#withRetries(route.instanceId, () =>
+        client.uploadFile({
+          instance_id: route.instanceId,
+          path: remote,
+          data,
+          fileName: a.fileName,
+          ...(a.mimeType ? { contentType: a.mimeType } : {}),
+          signal: this.#halted,
+        }),
+      );
+      return remote;
+    } catch (error) {
+      if (error instanceof StoppingError) throw error;
+      if (error instanceof ServiceError && error.kind === "service" && (error.status === 403 || error.status === 401)) {
+        notes.push(noticeText.uploadRefused);
+        log.warn({ instanceId: route.instanceId, status: error.status }, "file upload refused: attachments are off for this route");
+        return "refused";
+      }
+      notes.push(noticeText.uploadFailed(a.fileName));
+      log.warn({ instanceId: route.instanceId, err: errorSummary(error) }, "file upload failed");
+      return "failed";
+    }
+  }
+
   /** A turn's calls end on its /stop (with the stop's reason, checked first) or on the halt. */
-  const endOf = (turn?: AbortSignal): AbortSignal => (turn ? AbortSignal.any([turn, halted]) : halted);
+  #endOf(turn?: AbortSignal): AbortSignal {
+    return turn ? AbortSignal.any([turn, this.#halted]) : this.#halted;
+  }
 
   /**
    * Runs `op` on `retry()`: network errors, broken streams and 5xx are tried
@@ -91,14 +244,15 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
    * errors, and the last one, are thrown; a missing instance is thrown as the
    * service's 404 for it.
    */
-  function withRetries<R>(instanceId: string, op: () => Promise<R>, turn?: AbortSignal): Promise<R> {
-    const notRunning = instanceWaiter(instanceId);
+  #withRetries<R>(instanceId: string, op: () => Promise<R>, turn?: AbortSignal): Promise<R> {
+    const { clock, random, metrics, logger: log } = this.#deps;
+    const notRunning = this.#instanceWaiter(instanceId);
     return retry(op, {
       clock,
       random,
-      maxAttempts: policy.maxAttempts,
-      backoff,
-      signal: endOf(turn),
+      maxAttempts: this.#deps.config.retry.maxAttempts,
+      backoff: this.#backoff,
+      signal: this.#endOf(turn),
       classify(error) {
         if (!(error instanceof ServiceError) || turn?.aborted) return { retry: false };
         if (error.kind === "service" && error.status === 409) return { retry: true, counts: false, wait: () => notRunning(error) };
@@ -113,13 +267,12 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
   }
 
   /** One call's waits for a not-running instance: the deadline starts at the first 409; resolves to try again, throws to give up. */
-  function instanceWaiter(instanceId: string): (refusal: ServiceError) => Promise<void> {
-    let deadline: number | undefined;
-    let rounds = 0;
+  #instanceWaiter(instanceId: string): (refusal: ServiceError) => Promise<void> {
+    const waits = { deadline: undefined as number | undefined, rounds: 0 };
     return async (refusal) => {
-      deadline ??= clock.now() + policy.instanceWaitMs;
-      metrics.retry(instanceId, "not_running");
-      if ((await waitForInstance(instanceId, deadline, ++rounds)) === "failed") throw refusal;
+      waits.deadline ??= this.#deps.clock.now() + this.#deps.config.retry.instanceWaitMs;
+      this.#deps.metrics.retry(instanceId, "not_running");
+      if ((await this.#waitForInstance(instanceId, waits.deadline, ++waits.rounds)) === "failed") throw refusal;
     };
   }
 
@@ -128,17 +281,19 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
    * turn of the instance; rejects with the service's 404 when the instance does
    * not exist.
    */
-  function waitForInstance(instanceId: string, deadline: number, round: number): Promise<"running" | "retry" | "failed"> {
-    let w = instanceWaits.get(instanceId);
+  #waitForInstance(instanceId: string, deadline: number, round: number): Promise<InstanceState> {
+    let w = this.#instanceWaits.get(instanceId);
     if (!w) {
-      w = pollInstance(instanceId, deadline, round).finally(() => instanceWaits.delete(instanceId));
-      instanceWaits.set(instanceId, w);
+      w = this.#pollInstance(instanceId, deadline, round).finally(() => this.#instanceWaits.delete(instanceId));
+      this.#instanceWaits.set(instanceId, w);
     }
-    return w.then((state) => (state === "retry" && clock.now() >= deadline ? "failed" : state));
+    return w.then((state) => (state === "retry" && this.#deps.clock.now() >= deadline ? "failed" : state));
   }
 
   /** `round`: how many times this turn has waited already, so the backoff keeps growing across polls. */
-  async function pollInstance(instanceId: string, deadline: number, round: number): Promise<"running" | "retry" | "failed"> {
+  async #pollInstance(instanceId: string, deadline: number, round: number): Promise<InstanceState> {
+    const { client, clock, random, config, logger: log } = this.#deps;
+    const halted = this.#halted;
     for (let attempt = round; ; attempt++) {
       let status: string | undefined;
       try {
@@ -153,22 +308,23 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
         log.error({ instanceId, status }, "instance cannot run: giving up on its turns");
         return "failed";
       }
-      if (status === "stopped" && config.service.autoStart && !startRefused.has(instanceId)) await startInstance(instanceId);
+      if (status === "stopped" && config.service.autoStart && !this.#startRefused.has(instanceId)) await this.#startInstance(instanceId);
       // Out of time (this poll's deadline): each waiting turn then judges by its own.
       if (clock.now() >= deadline) return "retry";
-      await clock.sleep(Math.min(backoffDelay(attempt, backoff, random), Math.max(0, deadline - clock.now())), halted);
+      await clock.sleep(Math.min(backoffDelay(attempt, this.#backoff, random), Math.max(0, deadline - clock.now())), halted);
       if (status === undefined) return "retry";
     }
   }
 
-  async function startInstance(instanceId: string): Promise<void> {
+  async #startInstance(instanceId: string): Promise<void> {
+    const { client, logger: log } = this.#deps;
     try {
-      await client.startInstance({ instance_id: instanceId, signal: halted });
+      await client.startInstance({ instance_id: instanceId, signal: this.#halted });
       log.info({ instanceId }, "instance was stopped: started it");
     } catch (error) {
-      if (halted.aborted) throw halted.reason;
+      if (this.#halted.aborted) throw this.#halted.reason;
       if (error instanceof ServiceError && error.kind === "service" && (error.status === 403 || error.status === 401)) {
-        startRefused.add(instanceId);
+        this.#startRefused.add(instanceId);
         log.warn({ instanceId }, "instance is stopped and the key may not start it (needs configure): waiting for someone to start it");
       }
       // 409: someone else is starting it.
@@ -184,61 +340,21 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
    * answers is recorded, and later turns chain onto its response id (which
    * names the chain exactly, whatever else reached the session).
    */
-  function serviceSessionFor(route: StoredRoute, state: SessionState): string {
+  #serviceSessionFor(route: StoredRoute, state: SessionState): string {
     const base = sessionIdFor(route.sessionBase, state.generation);
     if (state.lastResponseId) return state.sessionId ?? base;
     // Time as well as randomness: a restarted daemon with the same seed (tests) must not land in a lost attempt's session.
-    return `${base}.a${clock.now().toString(36)}${hex(random, 4)}`;
-  }
-
-  async function buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[]): Promise<string | undefined> {
-    const texts = entries.map((e) => e.message.text).filter((t) => t.trim());
-    const uploaded: string[] = [];
-    let refused = false;
-    for (const e of entries) {
-      for (const a of e.message.attachments ?? []) {
-        if (refused) break;
-        const m = e.message;
-        const remote = `inbox/${pathComponent(m.platform)}/${pathComponent(m.chatId)}/${m.sentAt}-${pathComponent(a.fileName)}`;
-        try {
-          const data = await store.readAttachment(a);
-          await withRetries(route.instanceId, () =>
-            client.uploadFile({
-              instance_id: route.instanceId,
-              path: remote,
-              data,
-              fileName: a.fileName,
-              ...(a.mimeType ? { contentType: a.mimeType } : {}),
-              signal: halted,
-            }),
-          );
-          uploaded.push(remote);
-        } catch (error) {
-          if (error instanceof StoppingError) throw error;
-          if (error instanceof ServiceError && error.kind === "service" && (error.status === 403 || error.status === 401)) {
-            refused = true;
-            notes.push(noticeText.uploadRefused);
-            log.warn({ instanceId: route.instanceId, status: error.status }, "file upload refused: attachments are off for this route");
-          } else {
-            notes.push(noticeText.uploadFailed(a.fileName));
-            log.warn({ instanceId: route.instanceId, err: errorSummary(error) }, "file upload failed");
-          }
-        }
-      }
-    }
-    let input = texts.join("\n");
-    if (uploaded.length) input += `${input ? "\n\n" : ""}Attached files (in the workspace):\n${uploaded.map((p) => `- ${p}`).join("\n")}`;
-    return input.trim() ? input : undefined;
+    return `${base}.a${this.#deps.clock.now().toString(36)}${hex(this.#deps.random, 4)}`;
   }
 
   /** One attempt, streamed: the text so far goes to `onText`; the completed response is the answer. */
-  async function streamed(
+  async #streamed(
     args: { instance_id: string; session_id: string; body: ResponseRequest },
     onText: (text: string) => void,
     turn?: AbortSignal,
   ): Promise<ResponseObject> {
     let text = "";
-    for await (const event of client.streamSessionResponse({ ...args, ...(turn ? { signal: turn } : {}) })) {
+    for await (const event of this.#deps.client.streamSessionResponse({ ...args, ...(turn ? { signal: turn } : {}) })) {
       if (event.type === "response.output_text.delta") {
         text += event.delta;
         onText(text);
@@ -247,88 +363,6 @@ export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
     // The client throws on a body that ends early; this is only a guard.
     throw new ServiceError({ kind: "stream", message: "The answer stream ended before the response was completed." });
   }
-
-  async function call(route: StoredRoute, input: string, logCtx: Record<string, unknown>, options: CallOptions = {}): Promise<CallOutcome> {
-    const turn = options.signal;
-    const sessionKey = sessionKeyOf(route);
-    let contextReset = false;
-    let generation = 0;
-    let sessionId = "";
-    for (;;) {
-      try {
-        const response = await withRetries(
-          route.instanceId,
-          () => {
-            const state = store.session(sessionKey);
-            generation = state.generation;
-            sessionId = serviceSessionFor(route, state);
-            const body: ResponseRequest = {
-              model: route.model,
-              input,
-              ...(route.instructions !== undefined ? { instructions: route.instructions } : {}),
-              ...(state.lastResponseId ? { previous_response_id: state.lastResponseId } : {}),
-            };
-            const args = { instance_id: route.instanceId, session_id: sessionId, body };
-            if (options.onText) return streamed(args, options.onText, turn);
-            // The turn's /stop closes the request: the service sees the client leave.
-            return client.createSessionResponse({ ...args, ...(turn ? { signal: turn } : {}) });
-          },
-          turn,
-        );
-        const responseId = responseIdOf(response);
-        return { ok: true, text: replyTextOf(response), ...(responseId ? { responseId } : {}), sessionId, generation, contextReset };
-      } catch (error) {
-        if (error instanceof StoppingError) throw error;
-        if (turn?.aborted) throw turn.reason;
-        if (!(error instanceof ServiceError)) {
-          metrics.error(String(route.ruleIndex), "internal");
-          log.error({ ...logCtx, err: errorSummary(error) }, "turn failed unexpectedly");
-          return { ok: false, reason: "internal error", failure: { kind: "failed", what: noticeText.internal } };
-        }
-        if (error.status === 400 && error.code === "previous_response_not_found" && !contextReset) {
-          // The service lost the chain: once, start a fresh one (new session id too) and say so.
-          contextReset = true;
-          metrics.retry(route.instanceId, "context_reset");
-          log.warn(logCtx, "previous response not found: starting a fresh conversation");
-          const current = store.session(sessionKey);
-          await store.setSession(sessionKey, { generation: current.generation + 1 });
-          continue;
-        }
-        // The service's own refusal of the key (not a gateway error passed through).
-        if (error.kind === "service" && (error.status === 401 || error.status === 403)) {
-          if (!stoppedRoutes.has(route.ruleIndex)) {
-            const why = `the service answered ${error.status} for instance ${route.instanceId}`;
-            stoppedRoutes.set(route.ruleIndex, why);
-            metrics.error(String(route.ruleIndex), "auth");
-            log.error(
-              { route: route.ruleIndex, instanceId: route.instanceId, status: error.status },
-              "the service refused the API key: this route is stopped until the configuration is fixed and the daemon restarted",
-            );
-          }
-          return { ok: false, reason: "route_stopped", failure: { kind: "route_stopped" } };
-        }
-        // The routed instance does not exist: the configuration is wrong, waiting will not help.
-        if (error.kind === "service" && error.status === 404) {
-          metrics.error(String(route.ruleIndex), "instance_missing");
-          log.error({ route: route.ruleIndex, instanceId: route.instanceId }, "the routed instance does not exist: fix the route's instance id");
-          return { ok: false, reason: "instance_missing", failure: { kind: "instance_missing" } };
-        }
-        metrics.error(String(route.ruleIndex), gotNoAnswer(error) ? "network" : error.status === undefined ? "stream" : `http_${error.status}`);
-        return { ok: false, reason: `${error.status ?? error.kind}: ${error.message}`, failure: { kind: "failed", what: givenUp(error) } };
-      }
-    }
-  }
-
-  async function instanceStatus(instanceId: string): Promise<string> {
-    try {
-      return (await client.getInstanceStatus({ instance_id: instanceId, signal: halted })).status;
-    } catch (error) {
-      if (!(error instanceof ServiceError)) return "status unknown";
-      return `status unknown: ${error.status === undefined ? "service unreachable" : `HTTP ${error.status}`}`;
-    }
-  }
-
-  return { buildInput, call, instanceStatus, stoppedRoutes };
 }
 
 /** No answer came back: the connection failed, or a stream broke or ended early (a stream that reported an error did answer). */

@@ -6,9 +6,9 @@
  * 04:00 still resets on the next message. Pure: every function takes the
  * times it compares (epoch ms), so tests move a clock instead of waiting.
  */
-import type { SessionResetConfig } from "../config/fields.js";
+import type { SessionResetConfig } from "../vocabulary/config-fields.js";
 import type { DaemonConfig } from "../config/schema.js";
-import type { SessionState } from "../state/records.js";
+import type { SessionState } from "../vocabulary/records.js";
 
 /** The policy for a message of this route and channel: the route's own (false: none), else its channel's. */
 export function resetPolicyOf(config: DaemonConfig, ruleIndex: number, accountId: string): SessionResetConfig | undefined {

@@ -18,12 +18,12 @@
  *   restarted reply sends its text anew.
  */
 import type { Clock } from "../../shared/clock.js";
-import type { StoredPreview } from "../state/store.js";
-import { SendError, type ChatAdapter, type ChatTarget } from "./adapter.js";
-import { chatKeyOf, type ChatKey } from "./keys.js";
+import type { StoredPreview } from "../vocabulary/records.js";
+import { SendError, type ChatAdapter, type ChatTarget } from "../vocabulary/adapter.js";
+import { chatKeyOf, type ChatKey } from "../vocabulary/keys.js";
 import { StoppingError } from "./relay-types.js";
-import { createStreamPreview, type PreviewAction } from "./stream-preview.js";
-import { sleep } from "./retry.js";
+import { createStreamPreview, type PreviewAction, type StreamPreview } from "./stream-preview.js";
+import { sleep } from "../helpers/retry.js";
 
 /** Per chat: no operation before this time (shared by every reply streaming into the chat). */
 export type ChatGate = Map<ChatKey, number>;
@@ -62,31 +62,91 @@ export interface PreviewDriver {
 const norm = (t: string) => t.replace(/\r\n?/g, "\n");
 
 export function createPreviewDriver(options: PreviewDriverOptions): PreviewDriver {
-  const { adapter, target, clock, gate, signal } = options;
-  const interval = adapter.limits.minEditIntervalMs ?? 1000;
-  const plan = createStreamPreview({
-    measure: (text) => adapter.measure(text, "markdown"),
-    limit: adapter.limits.maxMessageLength,
-    clock,
-    minEditIntervalMs: interval,
-    ...(options.resume ? { resume: options.resume.state } : {}),
-  });
-  const ids: (string | null)[] = options.resume ? [...options.resume.ids] : [];
-  let text = options.resume?.state.text ?? "";
-  let finished = false;
-  let failures = 0;
-  let wake: (() => void) | undefined;
-  const poke = () => {
-    const w = wake;
-    wake = undefined;
+  return new StreamDriver(options);
+}
+
+/** The `PreviewDriver`: one streamed reply's plan, its platform message ids and the loop that performs the plan. */
+export class StreamDriver implements PreviewDriver {
+  readonly #options: PreviewDriverOptions;
+  /** The chat's minimum time between operations (the adapter's `minEditIntervalMs`, default 1000). */
+  readonly #interval: number;
+  /** The gate's key: the chat this reply streams into. */
+  readonly #key: ChatKey;
+  readonly #plan: StreamPreview;
+  /** The platform id of each of the plan's messages, by index; null when the platform gave none. */
+  readonly #ids: (string | null)[];
+  /** The text the preview has been given so far; only ever extended, until the final text. */
+  #text: string;
+  /** `finish` was called: updates are ignored. */
+  #finished = false;
+  /** Operations failed in a row; back to 0 on a success or once they count as permanent. */
+  #failures = 0;
+  /** Ends the loop's current nap (set only while it naps). */
+  #wake: (() => void) | undefined;
+  /** The loop; rejects when halted. */
+  readonly #running: Promise<void>;
+  readonly settled: Promise<void>;
+
+  constructor(options: PreviewDriverOptions) {
+    const { adapter } = options;
+    this.#options = options;
+    this.#interval = adapter.limits.minEditIntervalMs ?? 1000;
+    this.#key = chatKeyOf(options.target);
+    this.#plan = createStreamPreview({
+      measure: (text) => adapter.measure(text, "markdown"),
+      limit: adapter.limits.maxMessageLength,
+      clock: options.clock,
+      minEditIntervalMs: this.#interval,
+      ...(options.resume ? { resume: options.resume.state } : {}),
+    });
+    this.#ids = options.resume ? [...options.resume.ids] : [];
+    this.#text = options.resume?.state.text ?? "";
+    this.#running = this.#run();
+    this.settled = this.#running.then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  get text(): string {
+    return this.#text;
+  }
+
+  get shown(): boolean {
+    return this.#ids.length > 0;
+  }
+
+  update(next: string): void {
+    if (this.#finished) return;
+    const t = norm(next);
+    if (!t.startsWith(this.#text)) return;
+    this.#text = t;
+    this.#plan.update(t);
+    this.#poke();
+  }
+
+  async finish(final: string): Promise<PreviewResult> {
+    this.#finished = true;
+    this.#text = norm(final);
+    this.#plan.finish(this.#text);
+    this.#poke();
+    await this.#running;
+    return this.#plan.gaveUp ? "gave_up" : "done";
+  }
+
+  #poke(): void {
+    const w = this.#wake;
+    this.#wake = undefined;
     w?.();
-  };
-  const key = chatKeyOf(target);
+  }
 
   /** Waits for `ms`, or less when poked; rejects when halted. */
-  async function nap(ms: number | undefined): Promise<void> {
+  async #nap(ms: number | undefined): Promise<void> {
+    const { clock, signal } = this.#options;
     const cancel = new AbortController();
-    const poked = new Promise<void>((resolve) => (wake = resolve));
+    const poked = new Promise<void>((resolve) => {
+      this.#wake = resolve;
+    });
     const waits: Promise<void>[] = [poked];
     if (ms !== undefined) waits.push(sleep(clock, ms, cancel.signal).catch(() => undefined));
     const halted = new Promise<void>((_, reject) => {
@@ -97,16 +157,17 @@ export function createPreviewDriver(options: PreviewDriverOptions): PreviewDrive
       await Promise.race([...waits, halted]);
     } finally {
       cancel.abort();
-      wake = undefined;
+      this.#wake = undefined;
     }
   }
 
-  async function perform(action: PreviewAction): Promise<void> {
+  async #perform(action: PreviewAction): Promise<void> {
+    const { adapter, target } = this.#options;
     if (action.kind === "send") {
       const receipt = await adapter.send(target, action.text, { format: "markdown" });
-      ids[action.message] = receipt?.messageId ?? null;
+      this.#ids[action.message] = receipt?.messageId ?? null;
     } else if (action.kind === "edit") {
-      const id = ids[action.message];
+      const id = this.#ids[action.message];
       // Without its id a message cannot be edited: its final text goes in a new one.
       if (!id || !adapter.edit) throw new SendError("the preview message cannot be edited", { permanent: true });
       await adapter.edit(target, id, action.text, { format: "markdown" });
@@ -115,75 +176,60 @@ export function createPreviewDriver(options: PreviewDriverOptions): PreviewDrive
     }
   }
 
-  async function run(): Promise<void> {
+  async #run(): Promise<void> {
+    const { clock, signal } = this.#options;
+    const plan = this.#plan;
     for (;;) {
       if (signal.aborted) throw new StoppingError();
       const action = plan.next();
       if (action.kind === "done") return;
       if (action.kind === "idle" || action.kind === "busy") {
-        await nap(undefined);
+        await this.#nap(undefined);
         continue;
       }
       if (action.kind === "wait") {
-        await nap(Math.max(0, action.until - clock.now()));
+        await this.#nap(Math.max(0, action.until - clock.now()));
         continue;
       }
-      const free = gate.get(key) ?? 0;
-      if (clock.now() < free) await sleep(clock, free - clock.now(), signal).catch(() => Promise.reject(new StoppingError()));
-      if (gate.size > 10_000) for (const [k, at] of gate) if (at <= clock.now()) gate.delete(k); // only chats still paced are kept
-      gate.set(key, clock.now() + interval);
-      try {
-        await perform(action);
-        // Paced from when the platform answered: the next request cannot reach it sooner than `interval` after this one did.
-        gate.set(key, Math.max(gate.get(key) ?? 0, clock.now() + interval));
-        failures = 0;
-        plan.sent(action);
-      } catch (error) {
-        gate.set(key, Math.max(gate.get(key) ?? 0, clock.now() + interval));
-        failures++;
-        const retryAfterMs = error instanceof SendError ? error.retryAfterMs : undefined;
-        const permanent = (error instanceof SendError && error.permanent) || failures >= options.maxAttempts;
-        if (permanent) failures = 0;
-        if (retryAfterMs !== undefined) gate.set(key, Math.max(gate.get(key) ?? 0, clock.now() + retryAfterMs));
-        options.onError?.(error, action);
-        plan.failed(action, { permanent, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
-      }
+      await this.#takeTurnAtGate();
+      await this.#attempt(action);
       // New messages (and deletions) are journaled before anything else happens; edits need not be (redone after a restart).
-      if (action.kind !== "edit") await options.record({ state: plan.state(), ids: [...ids] });
+      if (action.kind !== "edit") await this.#options.record({ state: plan.state(), ids: [...this.#ids] });
     }
   }
 
-  const running = run();
-  const settled = running.then(
-    () => undefined,
-    () => undefined,
-  );
+  /** Waits until the chat's gate opens, then closes it for one interval. */
+  async #takeTurnAtGate(): Promise<void> {
+    const { clock, gate, signal } = this.#options;
+    const key = this.#key;
+    const free = gate.get(key) ?? 0;
+    if (clock.now() < free) await sleep(clock, free - clock.now(), signal).catch(() => Promise.reject(new StoppingError()));
+    if (gate.size > 10_000) for (const [k, at] of gate) if (at <= clock.now()) gate.delete(k); // only chats still paced are kept
+    gate.set(key, clock.now() + this.#interval);
+  }
 
-  return {
-    update(next) {
-      if (finished) return;
-      const t = norm(next);
-      if (!t.startsWith(text)) return;
-      text = t;
-      plan.update(t);
-      poke();
-    },
-    async finish(final) {
-      finished = true;
-      text = norm(final);
-      plan.finish(text);
-      poke();
-      await running;
-      return plan.gaveUp ? "gave_up" : "done";
-    },
-    get text() {
-      return text;
-    },
-    get shown() {
-      return ids.length > 0;
-    },
-    settled,
-  };
+  /** Performs `action` and reports it to the plan: sent, or failed (permanently after `maxAttempts` in a row). */
+  async #attempt(action: PreviewAction): Promise<void> {
+    const { clock, gate } = this.#options;
+    const key = this.#key;
+    const pushBack = (ms: number) => gate.set(key, Math.max(gate.get(key) ?? 0, clock.now() + ms));
+    try {
+      await this.#perform(action);
+      // Paced from when the platform answered: the next request cannot reach it sooner than `interval` after this one did.
+      pushBack(this.#interval);
+      this.#failures = 0;
+      this.#plan.sent(action);
+    } catch (error) {
+      pushBack(this.#interval);
+      this.#failures++;
+      const retryAfterMs = error instanceof SendError ? error.retryAfterMs : undefined;
+      const permanent = (error instanceof SendError && error.permanent) || this.#failures >= this.#options.maxAttempts;
+      if (permanent) this.#failures = 0;
+      if (retryAfterMs !== undefined) pushBack(retryAfterMs);
+      this.#options.onError?.(error, action);
+      this.#plan.failed(action, { permanent, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
+    }
+  }
 }
 
 /** The terminal's way: each new piece is written once, as it comes. */
@@ -196,30 +242,50 @@ export interface AppendWriter {
 }
 
 export function createAppendWriter(adapter: ChatAdapter, target: ChatTarget, onError: (error: unknown) => void): AppendWriter {
-  let written = "";
-  let chain: Promise<void> = Promise.resolve();
-  const write = (piece: string, end: boolean) => {
-    chain = chain.then(() => adapter.write?.(target, piece, { end })).catch(onError);
-  };
-  return {
-    update(next) {
-      const t = norm(next);
-      if (!t.startsWith(written) || t === written) return;
-      write(t.slice(written.length), false);
-      written = t;
-    },
-    async finish(final) {
-      const t = norm(final);
-      const continues = t.startsWith(written);
-      if (written) write(continues ? t.slice(written.length) : "", true);
-      await chain;
-      return !!written && continues;
-    },
-    get text() {
-      return written;
-    },
-    get shown() {
-      return written.length > 0;
-    },
-  };
+  return new AppendStream(adapter, target, onError);
+}
+
+/** The `AppendWriter`: what was written, and the writes in order. */
+export class AppendStream implements AppendWriter {
+  readonly #adapter: ChatAdapter;
+  readonly #target: ChatTarget;
+  readonly #onError: (error: unknown) => void;
+  /** The text written so far (or queued to be); only ever extended. */
+  #written = "";
+  /** The last write queued: each write waits for the one before, so pieces arrive in order. Never rejects. */
+  #chain: Promise<void> = Promise.resolve();
+
+  constructor(adapter: ChatAdapter, target: ChatTarget, onError: (error: unknown) => void) {
+    this.#adapter = adapter;
+    this.#target = target;
+    this.#onError = onError;
+  }
+
+  get text(): string {
+    return this.#written;
+  }
+
+  get shown(): boolean {
+    return this.#written.length > 0;
+  }
+
+  update(next: string): void {
+    const t = norm(next);
+    if (!t.startsWith(this.#written) || t === this.#written) return;
+    this.#write(t.slice(this.#written.length), false);
+    this.#written = t;
+  }
+
+  async finish(final: string): Promise<boolean> {
+    const t = norm(final);
+    const written = this.#written;
+    const continues = t.startsWith(written);
+    if (written) this.#write(continues ? t.slice(written.length) : "", true);
+    await this.#chain;
+    return !!written && continues;
+  }
+
+  #write(piece: string, end: boolean): void {
+    this.#chain = this.#chain.then(() => this.#adapter.write?.(this.#target, piece, { end })).catch(this.#onError);
+  }
 }

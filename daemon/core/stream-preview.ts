@@ -128,96 +128,207 @@ export interface StreamPreview {
 const visible = (text: string) => text.trim() !== "";
 
 export function createStreamPreview(options: StreamPreviewOptions): StreamPreview {
-  const { measure, limit, clock, minEditIntervalMs } = options;
-  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError("limit must be a positive integer");
-  const minFirst = options.minFirstChars ?? 1;
-  const saved = options.resume;
-  const messages: PreviewMessage[] = saved ? saved.messages.map((m) => ({ ...m })) : [];
-  let restStart = saved?.restStart ?? 0;
-  let reopen = saved?.reopen ?? "";
-  let text = saved?.text ?? "";
-  let finished = saved?.finished ?? false;
-  let degraded = saved?.degraded ?? false;
-  let gaveUp = saved?.gaveUp ?? false;
-  /** A final text not yet laid out (waits while an action is in flight: layouts at the end may renumber unsent messages). */
-  let pendingFinal: string | undefined;
-  let inFlight: PreviewAction | undefined;
-  /** No operation before this time. */
-  let notBefore = Number.NEGATIVE_INFINITY;
-  let anySent = messages.some((m) => m.shown !== null);
+  return new PreviewPlan(options);
+}
 
-  const fresh = (target: string, final: boolean): PreviewMessage => ({
-    target,
-    shown: null,
-    final,
-    broken: false,
-    replaced: false,
-    deleted: false,
-  });
+const fresh = (target: string, final: boolean): PreviewMessage => ({
+  target,
+  shown: null,
+  final,
+  broken: false,
+  replaced: false,
+  deleted: false,
+});
+
+const normal = (t: string) => t.replace(/\r\n?/g, "\n");
+
+/** How the open part shows while it is still being written. */
+const previewOf = (b: string) => closeOpenFence(b.trim());
+
+/** The `StreamPreview`: one reply's messages and where the plan stands. */
+export class PreviewPlan implements StreamPreview {
+  readonly #measure: (text: string) => number;
+  /** The platform's longest message, in `#measure` units; a positive integer. */
+  readonly #limit: number;
+  readonly #clock: Clock;
+  readonly #minEditIntervalMs: number;
+  /** Visible length before the first preview is sent. */
+  readonly #minFirst: number;
+  /** The platform messages, in order; each index is the `message` of the actions about it. */
+  readonly #messages: PreviewMessage[];
+  /** Where the open message's content starts in `#text`; only grows while writing. */
+  #restStart: number;
+  /** The fence the open message reopens with ("" outside a fence). */
+  #reopen: string;
+  /** The text so far (normalised: `\r\n` as `\n`). */
+  #text: string;
+  /** The final text is laid out: every message is final. */
+  #finished: boolean;
+  /** A preview edit failed for good: no more previews, only the final text. */
+  #degraded: boolean;
+  /** A send failed for good: the plan is over. */
+  #gaveUp: boolean;
+  /** A final text not yet laid out (waits while an action is in flight: layouts at the end may renumber unsent messages). */
+  #pendingFinal: string | undefined;
+  /** The action handed out by `next()` and not yet reported; at most one. */
+  #inFlight: PreviewAction | undefined;
+  /** No operation before this time. */
+  #notBefore = Number.NEGATIVE_INFINITY;
+  /** Some message was confirmed sent (the first send is not held back; later ones are). */
+  #anySent: boolean;
+
+  constructor(options: StreamPreviewOptions) {
+    const { limit } = options;
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError("limit must be a positive integer");
+    this.#measure = options.measure;
+    this.#limit = limit;
+    this.#clock = options.clock;
+    this.#minEditIntervalMs = options.minEditIntervalMs;
+    this.#minFirst = options.minFirstChars ?? 1;
+    const saved = options.resume;
+    this.#messages = saved ? saved.messages.map((m) => ({ ...m })) : [];
+    this.#restStart = saved?.restStart ?? 0;
+    this.#reopen = saved?.reopen ?? "";
+    this.#text = saved?.text ?? "";
+    this.#finished = saved?.finished ?? false;
+    this.#degraded = saved?.degraded ?? false;
+    this.#gaveUp = saved?.gaveUp ?? false;
+    this.#anySent = this.#messages.some((m) => m.shown !== null);
+  }
+
+  get gaveUp(): boolean {
+    return this.#gaveUp;
+  }
+
+  update(next: string): void {
+    if (this.#finished || this.#pendingFinal !== undefined || this.#gaveUp) return;
+    this.#text = normal(next);
+    this.#layoutWriting();
+  }
+
+  finish(final: string): void {
+    if (this.#finished || this.#pendingFinal !== undefined || this.#gaveUp) return;
+    this.#pendingFinal = normal(final);
+  }
+
+  next(): PreviewAction {
+    if (this.#gaveUp) return { kind: "done" };
+    if (this.#inFlight) return { kind: "busy" };
+    const action = this.#due();
+    if (!action) return this.#finished ? { kind: "done" } : { kind: "idle" };
+    const now = this.#clock.now();
+    // The very first send is not held back: that is the point of a preview.
+    const first = action.kind === "send" && !this.#anySent;
+    if (!first && now < this.#notBefore) return { kind: "wait", until: this.#notBefore };
+    this.#notBefore = now + this.#minEditIntervalMs;
+    this.#inFlight = action;
+    return action;
+  }
+
+  sent(action: PreviewAction): void {
+    if (action !== this.#inFlight) return;
+    this.#inFlight = undefined;
+    const m = "message" in action ? this.#messages[action.message] : undefined;
+    if (!m) return;
+    if (action.kind === "delete") m.deleted = true;
+    else if (action.kind === "send" || action.kind === "edit") {
+      m.shown = action.text;
+      this.#anySent = true;
+    }
+  }
+
+  failed(action: PreviewAction, failure: PreviewFailure = {}): void {
+    if (action !== this.#inFlight) return;
+    this.#inFlight = undefined;
+    this.#notBefore = Math.max(this.#notBefore, this.#clock.now() + (failure.retryAfterMs ?? this.#minEditIntervalMs));
+    const m = "message" in action ? this.#messages[action.message] : undefined;
+    if (!m) return;
+    // Best effort: a broken preview that cannot be deleted stays.
+    if (action.kind === "delete") m.deleted = true;
+    else if (failure.permanent && action.kind === "send") this.#gaveUp = true;
+    else if (failure.permanent && action.kind === "edit") {
+      m.broken = true;
+      this.#degraded = true;
+    }
+  }
+
+  state(): StreamPreviewState {
+    return {
+      messages: this.#messages.map((m) => ({ ...m })),
+      restStart: this.#restStart,
+      reopen: this.#reopen,
+      text: this.#text,
+      finished: this.#finished,
+      degraded: this.#degraded,
+      gaveUp: this.#gaveUp,
+    };
+  }
 
   /** Chunks that each measure within the limit: the raw limit shrinks while one does not. */
-  function place(body: string) {
+  #place(body: string) {
+    const limit = this.#limit;
     let raw = limit;
     for (;;) {
       const chunks = placeChunks(body, raw);
-      const worst = Math.max(0, ...chunks.map((c) => measure(c.text)));
+      const worst = Math.max(0, ...chunks.map((c) => this.#measure(c.text)));
       if (worst <= limit || raw <= 16) return chunks;
       raw = Math.max(16, Math.min(raw - 1, Math.floor((raw * limit) / worst)));
     }
   }
 
-  const openMessage = (): PreviewMessage | undefined => {
-    const last = messages.at(-1);
+  #openMessage(): PreviewMessage | undefined {
+    const last = this.#messages.at(-1);
     return last && !last.final ? last : undefined;
-  };
+  }
 
-  function setOpen(target: string, final: boolean): void {
-    const open = openMessage();
+  #setOpen(target: string, final: boolean): void {
+    const open = this.#openMessage();
     if (open) {
       open.target = target;
       open.final = final;
-    } else if (visible(target)) messages.push(fresh(target, final));
+    } else if (visible(target)) this.#messages.push(fresh(target, final));
   }
 
-  const body = () => reopen + text.slice(restStart);
-  /** How the open part shows while it is still being written. */
-  const previewOf = (b: string) => closeOpenFence(b.trim());
+  #body(): string {
+    return this.#reopen + this.#text.slice(this.#restStart);
+  }
 
   /** While writing: finishes messages the text outgrew, then updates the open preview. */
-  function layoutWriting(): void {
+  #layoutWriting(): void {
     for (;;) {
-      const b = body();
-      const chunks = place(b);
-      if (chunks.length <= 1 && measure(previewOf(b)) <= limit) break;
+      const b = this.#body();
+      const chunks = this.#place(b);
+      if (chunks.length <= 1 && this.#measure(previewOf(b)) <= this.#limit) break;
       const [first, second] = chunks;
       if (!first || !second) break; // only a closing fence overflows: the preview waits for more text
       // The open message ends with its first chunk, for good; the rest continues in a new one.
-      setOpen(first.text, true);
-      restStart = restStart - reopen.length + second.start;
-      reopen = second.prefix;
+      this.#setOpen(first.text, true);
+      this.#restStart = this.#restStart - this.#reopen.length + second.start;
+      this.#reopen = second.prefix;
     }
-    const preview = previewOf(body());
-    if (openMessage() || measure(preview) >= minFirst) setOpen(preview, false);
+    const preview = previewOf(this.#body());
+    if (this.#openMessage() || this.#measure(preview) >= this.#minFirst) this.#setOpen(preview, false);
   }
 
   /** At the end: the open part, split into final chunks (or everything again if the final text rewrote the start). */
-  function layoutFinal(final: string): void {
-    const consumed = text.slice(0, restStart);
-    text = final;
+  #layoutFinal(final: string): void {
+    const messages = this.#messages;
+    const consumed = this.#text.slice(0, this.#restStart);
+    this.#text = final;
     if (final.startsWith(consumed)) {
-      const chunks = place(body());
-      const open = openMessage();
+      const chunks = this.#place(this.#body());
+      const open = this.#openMessage();
       if (chunks.length === 0 && open) {
         // A blank tail is no message (and a shown one, from a longer text, goes).
         if (open.shown === null) messages.pop();
         else Object.assign(open, { broken: true, replaced: true });
       }
       chunks.forEach((c, i) => {
-        if (i === 0) setOpen(c.text, true);
+        if (i === 0) this.#setOpen(c.text, true);
         else messages.push(fresh(c.text, true));
       });
     } else {
-      const chunks = place(final).map((c) => c.text);
+      const chunks = this.#place(final).map((c) => c.text);
       chunks.forEach((c, i) => {
         const m = messages[i];
         if (m) Object.assign(m, { target: c, final: true });
@@ -234,7 +345,8 @@ export function createStreamPreview(options: StreamPreviewOptions): StreamPrevie
   }
 
   /** Broken messages get their final text in a new message, placed before anything not yet sent. */
-  function replaceBroken(): void {
+  #replaceBroken(): void {
+    const messages = this.#messages;
     for (let i = 0; i < messages.length; i++) {
       const m = messages[i]!;
       if (!m.broken || m.replaced) continue;
@@ -246,13 +358,14 @@ export function createStreamPreview(options: StreamPreviewOptions): StreamPrevie
     }
   }
 
-  function due(): PreviewAction | undefined {
-    if (pendingFinal !== undefined) {
-      layoutFinal(pendingFinal);
-      pendingFinal = undefined;
-      finished = true;
+  #due(): PreviewAction | undefined {
+    if (this.#pendingFinal !== undefined) {
+      this.#layoutFinal(this.#pendingFinal);
+      this.#pendingFinal = undefined;
+      this.#finished = true;
     }
-    if (finished) replaceBroken();
+    if (this.#finished) this.#replaceBroken();
+    const messages = this.#messages;
     // In order: a message's final edit goes before the next message is sent.
     for (let i = 0; i < messages.length; i++) {
       const m = messages[i]!;
@@ -260,69 +373,13 @@ export function createStreamPreview(options: StreamPreviewOptions): StreamPrevie
       if (m.broken) {
         // Deleted once everything after it is delivered.
         const rest = messages.slice(i + 1);
-        if (finished && rest.every((n) => n.broken || n.deleted || n.shown === n.target)) return { kind: "delete", message: i };
+        if (this.#finished && rest.every((n) => n.broken || n.deleted || n.shown === n.target)) return { kind: "delete", message: i };
         continue;
       }
-      if (degraded && !finished) return undefined; // previews stopped: nothing until the final text
+      if (this.#degraded && !this.#finished) return undefined; // previews stopped: nothing until the final text
       if (m.shown === null) return visible(m.target) ? { kind: "send", message: i, text: m.target } : undefined;
       if (m.shown !== m.target) return { kind: "edit", message: i, text: m.target };
     }
     return undefined;
   }
-
-  const normal = (t: string) => t.replace(/\r\n?/g, "\n");
-
-  return {
-    update(next) {
-      if (finished || pendingFinal !== undefined || gaveUp) return;
-      text = normal(next);
-      layoutWriting();
-    },
-    finish(final) {
-      if (finished || pendingFinal !== undefined || gaveUp) return;
-      pendingFinal = normal(final);
-    },
-    next() {
-      if (gaveUp) return { kind: "done" };
-      if (inFlight) return { kind: "busy" };
-      const action = due();
-      if (!action) return finished ? { kind: "done" } : { kind: "idle" };
-      const now = clock.now();
-      // The very first send is not held back: that is the point of a preview.
-      const first = action.kind === "send" && !anySent;
-      if (!first && now < notBefore) return { kind: "wait", until: notBefore };
-      notBefore = now + minEditIntervalMs;
-      inFlight = action;
-      return action;
-    },
-    sent(action) {
-      if (action !== inFlight) return;
-      inFlight = undefined;
-      const m = "message" in action ? messages[action.message] : undefined;
-      if (!m) return;
-      if (action.kind === "delete") m.deleted = true;
-      else if (action.kind === "send" || action.kind === "edit") {
-        m.shown = action.text;
-        anySent = true;
-      }
-    },
-    failed(action, failure = {}) {
-      if (action !== inFlight) return;
-      inFlight = undefined;
-      notBefore = Math.max(notBefore, clock.now() + (failure.retryAfterMs ?? minEditIntervalMs));
-      const m = "message" in action ? messages[action.message] : undefined;
-      if (!m) return;
-      // Best effort: a broken preview that cannot be deleted stays.
-      if (action.kind === "delete") m.deleted = true;
-      else if (failure.permanent && action.kind === "send") gaveUp = true;
-      else if (failure.permanent && action.kind === "edit") {
-        m.broken = true;
-        degraded = true;
-      }
-    },
-    state: () => ({ messages: messages.map((m) => ({ ...m })), restStart, reopen, text, finished, degraded, gaveUp }),
-    get gaveUp() {
-      return gaveUp;
-    },
-  };
 }

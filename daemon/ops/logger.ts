@@ -6,6 +6,7 @@
  * `formatNotice` (the terminal chat) render them.
  */
 import { pino, type DestinationStream, type Level, type Logger } from "pino";
+import { MIN_SECRET_LENGTH, REDACTED, redactSecrets } from "../vocabulary/redact.js";
 
 export type { Logger } from "pino";
 export type LogLevel = Level | "silent";
@@ -31,8 +32,6 @@ export const REDACT_PATHS = SECRET_KEYS.flatMap((k) => {
   return [k, `*${dot}${k}`, `*.*${dot}${k}`, `*.*.*${dot}${k}`];
 });
 
-export const REDACTED = "[redacted]";
-
 export interface LoggerOptions {
   level: LogLevel;
   /** Defaults to stdout. */
@@ -56,28 +55,6 @@ export function createLogger(options: LoggerOptions): Logger {
     },
     stream,
   );
-}
-
-/** Shorter strings would match ordinary text: nothing that short is a real secret. */
-const MIN_SECRET_LENGTH = 6;
-
-/**
- * Replaces every occurrence of each secret (also URL-encoded and
- * JSON-escaped) with `[redacted]`. Secrets shorter than 6 characters are
- * left alone, since they would mangle ordinary text.
- */
-export function redactSecrets(text: string, secrets: readonly string[]): string {
-  const forms = new Set<string>();
-  for (const s of secrets) {
-    if (s.length < MIN_SECRET_LENGTH) continue;
-    forms.add(s);
-    forms.add(encodeURIComponent(s));
-    forms.add(JSON.stringify(s).slice(1, -1));
-  }
-  // Longest first, so a secret containing another is replaced whole.
-  let out = text;
-  for (const form of [...forms].sort((a, b) => b.length - a.length)) out = out.split(form).join(REDACTED);
-  return out;
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import type { ChannelConfig } from "../config/schema.js";
 import { describeApproval, type PairingOps } from "../core/pairing-ops.js";
-import { LeaseLostError } from "../state/postgres/errors.js";
+import { LeaseLostError } from "../vocabulary/state-errors.js";
 import type { ControlRequest, ControlResponse } from "./control-requests.js";
 
 export async function answerPairingRequest(

@@ -9,7 +9,7 @@
  * | fact                         | its unit                                              |
  * | ---------------------------- | ----------------------------------------------------- |
  * | an entry, its attachments    | the message's platform and account                    |
- * | a session chain              | the account its session base starts with (routing.ts) |
+ * | a session chain              | the account its session base starts with (keys.ts)   |
  * | `adapter:<type>:<id>` values | that channel's account                                |
  * | `pairing` values             | the channel named in the key (pairing.ts)             |
  * | `relay:owed-notices` values  | the account in the chat key (keys.ts)                 |
@@ -20,12 +20,12 @@
  * refused (`StateWriteError`) is reported to `onWriteFailed`, so the daemon
  * can give the unit up and take it again from what the database holds.
  */
-import { encodeId } from "../core/routing.js";
-import { parseChatKey, type DedupeKey, type SessionKey } from "../core/keys.js";
-import type { AdapterStateStore, CredentialStore } from "../core/adapter.js";
-import { LeaseLostError, StateWriteError } from "./postgres/errors.js";
+import { encodeId, parseChatKey, type DedupeKey, type SessionKey } from "../vocabulary/keys.js";
+import type { AdapterStateStore, CredentialStore } from "../vocabulary/adapter.js";
 import type { HeldLease, PostgresState, UnitState } from "./postgres/index.js";
-import { DuplicateEntryError, type JournalEntry, type SessionState, type StoredAttachment, type Store } from "./store.js";
+import type { JournalEntry, SessionState, StoredAttachment } from "../vocabulary/records.js";
+import { DuplicateEntryError, LeaseLostError, StateWriteError } from "../vocabulary/state-errors.js";
+import type { Store } from "../vocabulary/store.js";
 
 /** One platform account of the config: the unit `<platform>:<accountId>`. */
 export interface ClusterAccount {

@@ -7,6 +7,7 @@
  */
 import { constants as fsConstants } from "node:fs";
 import { open, readFile, type FileHandle } from "node:fs/promises";
+import { GroupCommit } from "../../shared/group-commit.js";
 
 /**
  * The journal is opened O_DSYNC where the platform has it: each write then
@@ -42,9 +43,8 @@ export class JournalClosedError extends Error {
   }
 }
 
-type Op =
-  | { kind: "data"; data: string; resolve(): void; reject(error: unknown): void }
-  | { kind: "compact"; snapshot: () => Promise<void>; resolve(): void; reject(error: unknown): void };
+/** What the journal writes, in order: lines, or a compaction (always a batch of its own). */
+type Op = { kind: "data"; data: string } | { kind: "compact"; snapshot: () => Promise<void> };
 
 export async function openJournalFile(path: string): Promise<JournalFile> {
   let text = "";
@@ -77,70 +77,81 @@ export async function openJournalFile(path: string): Promise<JournalFile> {
     await handle.truncate(goodBytes);
     await handle.datasync();
   }
+  return new Journal(initial, goodBytes, handle);
+}
 
-  let size = goodBytes;
-  const queue: Op[] = [];
-  let running: Promise<void> | undefined;
-  let closed = false;
+/** A compaction alone; else the appends up to the next compaction. */
+function runOf(waiting: readonly Op[]): number {
+  if (waiting[0]!.kind === "compact") return 1;
+  const next = waiting.findIndex((op) => op.kind === "compact");
+  return next < 0 ? waiting.length : next;
+}
 
-  async function drain(): Promise<void> {
-    while (queue.length) {
-      const head = queue[0]!;
-      if (head.kind === "compact") {
-        queue.shift();
-        try {
-          // Everything queued before is on disk; nothing queued after is written
-          // until the file is empty again, so the snapshot covers exactly what goes.
-          await head.snapshot();
-          await handle.truncate(0);
-          await handle.datasync();
-          size = queue.reduce((n, op) => n + (op.kind === "data" ? Buffer.byteLength(op.data, "utf8") : 0), 0);
-          head.resolve();
-        } catch (error) {
-          head.reject(error);
-        }
-        continue;
-      }
-      const batch: Extract<Op, { kind: "data" }>[] = [];
-      while (queue[0]?.kind === "data") batch.push(queue.shift() as Extract<Op, { kind: "data" }>);
-      try {
-        // "a" mode: the kernel appends at the end whatever the position.
-        await handle.write(batch.map((w) => w.data).join(""));
-        if (DSYNC_APPEND === undefined) await handle.datasync();
-        for (const w of batch) w.resolve();
-      } catch (error) {
-        for (const w of batch) w.reject(error);
-      }
-    }
-    running = undefined;
+class Journal implements JournalFile {
+  readonly initial: readonly unknown[];
+  readonly #handle: FileHandle;
+  /** Bytes in the file plus bytes of appends not yet written. */
+  #size: number;
+  /** Bytes of appends not yet written: what the file holds once a compaction has emptied it. */
+  #queuedBytes = 0;
+  #closed = false;
+  /**
+   * One write at a time; appends that arrive meanwhile share the next. The first
+   * starts at once ("now"), as a lone append should; a compaction goes alone.
+   */
+  readonly #writes = new GroupCommit<Op>({
+    gather: "now",
+    take: runOf,
+    commit: (batch) => this.#write(batch),
+  });
+
+  constructor(initial: readonly unknown[], size: number, handle: FileHandle) {
+    this.initial = initial;
+    this.#size = size;
+    this.#handle = handle;
   }
 
-  const enqueue = (op: Op) => {
-    queue.push(op);
-    running ??= drain();
-  };
+  get size(): number {
+    return this.#size;
+  }
 
-  return {
-    initial,
-    get size() {
-      return size;
-    },
-    append(records) {
-      if (closed) return Promise.reject(new JournalClosedError());
-      if (!records.length) return Promise.resolve();
-      const data = records.map((r) => `${JSON.stringify(r)}\n`).join("");
-      size += Buffer.byteLength(data, "utf8");
-      return new Promise<void>((resolve, reject) => enqueue({ kind: "data", data, resolve, reject }));
-    },
-    compact(snapshot) {
-      if (closed) return Promise.reject(new JournalClosedError());
-      return new Promise<void>((resolve, reject) => enqueue({ kind: "compact", snapshot, resolve, reject }));
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      while (running) await running;
-      await handle.close();
-    },
-  };
+  async append(records: readonly unknown[]): Promise<void> {
+    if (this.#closed) throw new JournalClosedError();
+    if (!records.length) return;
+    const data = records.map((r) => `${JSON.stringify(r)}\n`).join("");
+    const bytes = Buffer.byteLength(data, "utf8");
+    this.#size += bytes;
+    this.#queuedBytes += bytes;
+    await this.#writes.submit({ kind: "data", data });
+  }
+
+  async compact(snapshot: () => Promise<void>): Promise<void> {
+    if (this.#closed) throw new JournalClosedError();
+    await this.#writes.submit({ kind: "compact", snapshot });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#writes.close();
+    await this.#handle.close();
+  }
+
+  async #write(batch: readonly Op[]): Promise<void> {
+    const head = batch[0]!;
+    if (head.kind === "compact") {
+      // Everything queued before is on disk; nothing queued after is written
+      // until the file is empty again, so the snapshot covers exactly what goes.
+      await head.snapshot();
+      await this.#handle.truncate(0);
+      await this.#handle.datasync();
+      this.#size = this.#queuedBytes;
+      return;
+    }
+    const data = batch.map((op) => (op.kind === "data" ? op.data : "")).join("");
+    this.#queuedBytes -= Buffer.byteLength(data, "utf8");
+    // "a" mode: the kernel appends at the end whatever the position.
+    await this.#handle.write(data);
+    if (DSYNC_APPEND === undefined) await this.#handle.datasync();
+  }
 }

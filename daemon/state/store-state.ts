@@ -5,8 +5,8 @@
  * journals it. No file access here, so replay is tested without a disk.
  */
 import { BoundedMap } from "../../shared/util/bounded-map.js";
-import type { DedupeKey } from "../core/keys.js";
-import { STATE_VERSION, type JournalEntry, type JournalRecord, type SessionState, type Snapshot } from "./records.js";
+import type { DedupeKey } from "../vocabulary/keys.js";
+import { STATE_VERSION, type JournalEntry, type JournalRecord, type SessionState, type Snapshot } from "../vocabulary/records.js";
 
 export class StoreState {
   /** Pending entries by id, in acceptance order (inserted by `seq`). */

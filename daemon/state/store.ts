@@ -22,40 +22,26 @@ import type { Clock } from "../../shared/clock.js";
 import { cryptoRandom, hex, type Random } from "../../shared/random.js";
 import { acquireDirLock, syncDirectory, writeFileAtomic, writeFileDurable, type DirLock } from "../../shared/durable-files.js";
 import { pathComponent } from "../../shared/util/names.js";
-import type { AdapterStateStore, InboundMessage } from "../core/adapter.js";
-import type { DedupeKey, SessionKey } from "../core/keys.js";
+import type { InboundMessage } from "../vocabulary/adapter.js";
+import type { DedupeKey } from "../vocabulary/keys.js";
 import { JournalClosedError, openJournalFile, type JournalFile } from "./journal.js";
 import {
   parseJournalRecord,
   parseSnapshot,
   StateFileError,
-  type EntryKind,
   type JournalEntry,
   type JournalRecord,
-  type SessionState,
   type Snapshot,
   type StoredAttachment,
-  type StoredPreview,
-  type StoredReply,
-  type StoredRoute,
-} from "./records.js";
+} from "../vocabulary/records.js";
 import { StoreState } from "./store-state.js";
+import type { Store } from "../vocabulary/store.js";
 
 // The errors a caller of the store branches on, beside the store they come from.
 export { DataDirLockedError } from "../../shared/durable-files.js";
 export { JournalClosedError } from "./journal.js";
-export { StateFileError } from "./records.js";
-
-export type {
-  EntryKind,
-  JournalEntry,
-  SessionState,
-  StoredAttachment,
-  StoredMessage,
-  StoredPreview,
-  StoredReply,
-  StoredRoute,
-} from "./records.js";
+export { StateFileError } from "../vocabulary/records.js";
+export { DuplicateEntryError } from "../vocabulary/state-errors.js";
 
 /** A record as passed to `commit`, before it is numbered. */
 type Unnumbered<R> = R extends unknown ? Omit<R, "s"> : never;
@@ -70,53 +56,6 @@ export interface StoreOptions {
   recentKeys?: number;
   /** Take the dataDir lock (default true). */
   lock?: boolean;
-}
-
-/** A message with this dedupe key was accepted already (found when it was stored: on another node, or concurrently). */
-export class DuplicateEntryError extends Error {
-  override readonly name = "DuplicateEntryError";
-  constructor() {
-    super("A message with this dedupe key was accepted already.");
-  }
-}
-
-/**
- * The daemon's durable state as the core sees it: the file journal
- * (`openStore` here) and PostgreSQL (`state/cluster-store.ts`) both implement it.
- * Readers are synchronous (the state is in memory); every write resolves once
- * it is durable.
- */
-export interface Store {
-  /** Entries not yet fully answered, in acceptance order. */
-  pending(): JournalEntry[];
-  get(id: string): JournalEntry | undefined;
-  /** True if a message with this dedupe key is pending, being accepted, or was answered recently. */
-  has(key: DedupeKey): boolean;
-  /**
-   * Stores the attachments and the entry; resolves once both are durable. Rejects with
-   * `DuplicateEntryError` when storing finds the key taken (`has` is only the fast path).
-   */
-  add(input: { kind: EntryKind; key: DedupeKey; message: InboundMessage; route: StoredRoute }): Promise<JournalEntry>;
-  /** Records the reply of `leaderId`, with the session change it caused, in one write. */
-  recordReply(leaderId: string, reply: StoredReply, session?: { key: SessionKey; state: SessionState }): Promise<void>;
-  recordSent(id: string, sent: number): Promise<void>;
-  /** Records a streamed reply's preview messages (after each one is created); null closes it (a later answer starts anew). */
-  recordPreview(id: string, preview: StoredPreview | null): Promise<void>;
-  /** Forgets entries (answered, or given up); their keys stay known for dedupe. */
-  complete(ids: string[]): Promise<void>;
-  /** The session chain of a session key (`sessionKeyOf` in core/keys.ts: the instance and the session base). */
-  session(key: SessionKey): SessionState;
-  setSession(key: SessionKey, state: SessionState): Promise<void>;
-  /** Durable key-values of one namespace (an adapter's, say). */
-  kv(namespace: string): AdapterStateStore & { keys(): string[] };
-  /** Calls `listener` whenever the last pending entry is completed; returns an unsubscribe. */
-  onDrained(listener: () => void): () => void;
-  /** The bytes of a stored attachment of a pending entry. */
-  readAttachment(attachment: StoredAttachment): Promise<Buffer>;
-  /** Waits for writes and closes (the file store also compacts and releases its lock). */
-  close(): Promise<void>;
-  /** Drops everything without another write: what a crash leaves (tests). */
-  abandon(): Promise<void>;
 }
 
 /** The file journal's store: the core's `Store` plus its files. */

@@ -10,7 +10,7 @@ import type { z } from "zod";
 import type { ConsoleAnswer as ConsoleAnswerSchema } from "../../shared/schemas/console.js";
 import type { EmulatorEnv } from "../env.js";
 import { notFound } from "../errors.js";
-import { headKey } from "../gateway/index.js";
+import { headKey } from "../store/state.js";
 import { sessionHeader, sessionIdOf } from "../gateway/session-key.js";
 import type { StoredResponse } from "../gateway/index.js";
 import { usageOf } from "../gateway/wire.js";

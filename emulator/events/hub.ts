@@ -56,68 +56,87 @@ export interface SseClient {
 export const frame = (event: EmulatorEvent, id: number): string => `id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`;
 
 export function createSseClient(sink: SseSink, options: SseClientOptions = {}): SseClient {
-  const maxQueuedBytes = options.maxQueuedBytes ?? 1024 * 1024;
-  let queue: string[] = [];
-  let queuedBytes = 0;
-  let waiting = false;
-  let droppedSinceDrain = 0;
-  let dropped = 0;
-  let closed = false;
+  return new BoundedSseClient(sink, options.maxQueuedBytes ?? 1024 * 1024);
+}
 
-  const push = (chunk: string): boolean => {
-    if (sink.write(chunk)) return true;
-    waiting = true;
-    sink.once("drain", drain);
+/** One stream's client: frames go straight to the socket until it pushes back, then wait in a bounded queue. */
+class BoundedSseClient implements SseClient {
+  readonly #sink: SseSink;
+  readonly #maxQueuedBytes: number;
+  /** Frames waiting for the socket's drain, oldest first; empty unless `#waiting`. */
+  #queue: string[] = [];
+  /** The length of the frames in `#queue`; never above `#maxQueuedBytes`. */
+  #queuedBytes = 0;
+  /** The socket pushed back: frames queue until its drain. */
+  #waiting = false;
+  /** Frames dropped since the last drain: told to the client in one `overflow` event then. */
+  #droppedSinceDrain = 0;
+  /** Frames dropped by overflows so far. */
+  #dropped = 0;
+  /** Set by close; never unset: nothing is sent after it. */
+  #closed = false;
+
+  constructor(sink: SseSink, maxQueuedBytes: number) {
+    this.#sink = sink;
+    this.#maxQueuedBytes = maxQueuedBytes;
+  }
+
+  get queuedBytes(): number {
+    return this.#queuedBytes;
+  }
+
+  get dropped(): number {
+    return this.#dropped;
+  }
+
+  send(chunk: string): void {
+    if (this.#closed) return;
+    if (!this.#waiting) {
+      this.#push(chunk);
+      return;
+    }
+    if (this.#queuedBytes + chunk.length > this.#maxQueuedBytes) {
+      // Dropping the whole backlog (not just the oldest frame) keeps the rule simple for
+      // clients: after `overflow`, refetch, then apply what follows.
+      this.#droppedSinceDrain += this.#queue.length + 1;
+      this.#dropped += this.#queue.length + 1;
+      this.#queue = [];
+      this.#queuedBytes = 0;
+      return;
+    }
+    this.#queue.push(chunk);
+    this.#queuedBytes += chunk.length;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#queue = [];
+    this.#queuedBytes = 0;
+    this.#sink.end();
+  }
+
+  #push(chunk: string): boolean {
+    if (this.#sink.write(chunk)) return true;
+    this.#waiting = true;
+    this.#sink.once("drain", () => this.#drain());
     return false;
-  };
-  const drain = () => {
-    waiting = false;
-    if (closed) return;
-    if (droppedSinceDrain > 0) {
-      const notice = `event: overflow\ndata: ${JSON.stringify({ dropped: droppedSinceDrain })}\n\n`;
-      droppedSinceDrain = 0;
-      if (!push(notice)) return;
-    }
-    while (queue.length > 0) {
-      const next = queue.shift()!;
-      queuedBytes -= next.length;
-      if (!push(next)) return;
-    }
-  };
+  }
 
-  return {
-    send(chunk) {
-      if (closed) return;
-      if (!waiting) {
-        push(chunk);
-        return;
-      }
-      if (queuedBytes + chunk.length > maxQueuedBytes) {
-        // Dropping the whole backlog (not just the oldest frame) keeps the rule simple for
-        // clients: after `overflow`, refetch, then apply what follows.
-        droppedSinceDrain += queue.length + 1;
-        dropped += queue.length + 1;
-        queue = [];
-        queuedBytes = 0;
-        return;
-      }
-      queue.push(chunk);
-      queuedBytes += chunk.length;
-    },
-    get queuedBytes() {
-      return queuedBytes;
-    },
-    get dropped() {
-      return dropped;
-    },
-    close() {
-      if (closed) return;
-      closed = true;
-      queue = [];
-      queuedBytes = 0;
-      sink.end();
-    },
-  };
+  #drain(): void {
+    this.#waiting = false;
+    if (this.#closed) return;
+    if (this.#droppedSinceDrain > 0) {
+      const notice = `event: overflow\ndata: ${JSON.stringify({ dropped: this.#droppedSinceDrain })}\n\n`;
+      this.#droppedSinceDrain = 0;
+      if (!this.#push(notice)) return;
+    }
+    while (this.#queue.length > 0) {
+      const next = this.#queue.shift()!;
+      this.#queuedBytes -= next.length;
+      if (!this.#push(next)) return;
+    }
+  }
 }
 
 export interface EventHubOptions extends SseClientOptions {
@@ -139,58 +158,77 @@ export interface EventHub {
 }
 
 export function createEventHub(options: EventHubOptions = {}): EventHub {
-  const heartbeatMs = options.heartbeatMs ?? 15_000;
-  const maxClients = options.maxClients ?? 100;
-  const clients = new Set<SseClient>();
-  let nextId = 1;
-  let closed = false;
-  let heartbeat: NodeJS.Timeout | undefined;
+  return new SseHub(options);
+}
 
-  const startHeartbeat = () => {
-    if (heartbeat) return;
-    heartbeat = setInterval(() => {
-      for (const client of clients) client.send(": ping\n\n");
-    }, heartbeatMs);
-    heartbeat.unref();
-  };
-  const stopHeartbeatIfIdle = () => {
-    if (clients.size === 0 && heartbeat) {
-      clearInterval(heartbeat);
-      heartbeat = undefined;
+/** The hub: numbers events, fans them out to its clients, and pings while any is attached. */
+class SseHub implements EventHub {
+  readonly #options: EventHubOptions;
+  readonly #heartbeatMs: number;
+  readonly #maxClients: number;
+  /** The attached clients; each is closed as it leaves. */
+  readonly #clients = new Set<SseClient>();
+  /** The id of the next event published (ids start at 1 and only grow). */
+  #nextId = 1;
+  /** Set by close; never unset: later attaches end at once. */
+  #closed = false;
+  /** The ping timer: running exactly while a client is attached. */
+  #heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(options: EventHubOptions) {
+    this.#options = options;
+    this.#heartbeatMs = options.heartbeatMs ?? 15_000;
+    this.#maxClients = options.maxClients ?? 100;
+  }
+
+  get clients(): number {
+    return this.#clients.size;
+  }
+
+  get full(): boolean {
+    return this.#clients.size >= this.#maxClients;
+  }
+
+  publish(event: EmulatorEvent): void {
+    if (this.#clients.size === 0) return;
+    const text = frame(event, this.#nextId++);
+    for (const client of this.#clients) client.send(text);
+  }
+
+  attach(sink: SseSink): () => void {
+    const client = createSseClient(sink, this.#options);
+    if (this.#closed) {
+      client.close();
+      return () => {};
     }
-  };
+    this.#clients.add(client);
+    this.#startHeartbeat();
+    return () => {
+      if (!this.#clients.delete(client)) return;
+      client.close();
+      this.#stopHeartbeatIfIdle();
+    };
+  }
 
-  return {
-    publish(event) {
-      if (clients.size === 0) return;
-      const text = frame(event, nextId++);
-      for (const client of clients) client.send(text);
-    },
-    attach(sink) {
-      const client = createSseClient(sink, options);
-      if (closed) {
-        client.close();
-        return () => {};
-      }
-      clients.add(client);
-      startHeartbeat();
-      return () => {
-        if (!clients.delete(client)) return;
-        client.close();
-        stopHeartbeatIfIdle();
-      };
-    },
-    get clients() {
-      return clients.size;
-    },
-    get full() {
-      return clients.size >= maxClients;
-    },
-    close() {
-      closed = true;
-      for (const client of clients) client.close();
-      clients.clear();
-      stopHeartbeatIfIdle();
-    },
-  };
+  close(): void {
+    this.#closed = true;
+    for (const client of this.#clients) client.close();
+    this.#clients.clear();
+    this.#stopHeartbeatIfIdle();
+  }
+
+  #startHeartbeat(): void {
+    if (this.#heartbeat) return;
+    this.#heartbeat = setInterval(() => {
+      for (const client of this.#clients) client.send(": ping\n\n");
+    }, this.#heartbeatMs);
+    this.#heartbeat.unref();
+  }
+
+  #stopHeartbeatIfIdle(): void {
+    if (this.#clients.size === 0 && this.#heartbeat) {
+      clearInterval(this.#heartbeat);
+      this.#heartbeat = undefined;
+    }
+  }
 }

@@ -8,34 +8,50 @@
  */
 import type { Store } from "../store/store.js";
 
-export function observeStore(store: Store, onChange: (replaced: boolean) => void): Store {
-  let pending = false;
-  let replaced = false;
-  const notify = (whole: boolean) => {
-    replaced ||= whole;
-    if (pending) return;
-    pending = true;
+/** The changes of one turn of the event loop, told once, after it. */
+class ChangeNotices {
+  readonly #onChange: (replaced: boolean) => void;
+  /** A notice is scheduled for this turn of the event loop. */
+  #pending = false;
+  /** A change this turn replaced the whole state; false when no notice is pending. */
+  #replaced = false;
+
+  constructor(onChange: (replaced: boolean) => void) {
+    this.#onChange = onChange;
+  }
+
+  notify(whole: boolean): void {
+    this.#replaced ||= whole;
+    if (this.#pending) return;
+    this.#pending = true;
     setImmediate(() => {
-      const wasReplaced = replaced;
-      pending = false;
-      replaced = false;
-      onChange(wasReplaced);
+      const replaced = this.#replaced;
+      this.#pending = false;
+      this.#replaced = false;
+      this.#onChange(replaced);
     });
-  };
-  // A Proxy, not a copy: members added to Store later keep working unchanged.
+  }
+}
+
+export function observeStore(store: Store, onChange: (replaced: boolean) => void): Store {
+  const notices = new ChangeNotices(onChange);
+  // A Proxy, not a copy: members added to Store later keep working unchanged. They are read
+  // from the store itself and its methods bound to it: the store keeps its state in private
+  // fields, which only the store itself (not a proxy of it) can reach.
   return new Proxy(store, {
-    get(target, property, receiver) {
+    get(target, property) {
       if (property === "commit")
         return () => {
           target.commit();
-          notify(false);
+          notices.notify(false);
         };
       if (property === "replace")
         return (state: Store["data"]) => {
           target.replace(state);
-          notify(true);
+          notices.notify(true);
         };
-      return Reflect.get(target, property, receiver) as unknown;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
     },
   });
 }

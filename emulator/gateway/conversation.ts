@@ -1,3 +1,4 @@
+import { headKey } from "../store/state.js";
 import type { GatewayState, StoredResponse } from "./types.js";
 
 /**
@@ -6,8 +7,6 @@ import type { GatewayState, StoredResponse } from "./types.js";
  * `Object.hasOwn` everywhere: ids come from clients, and "constructor" must
  * not find Object.prototype.
  */
-
-export const headKey = (instanceId: string, session: string): string => `${instanceId}\u0000${session}`;
 
 /** The response with that id if it belongs to the instance. */
 export function responseOf(state: GatewayState, instanceId: string, id: string): StoredResponse | undefined {

@@ -14,7 +14,8 @@
  * Otherwise (null) the echo and its directives answer.
  */
 import { invalid, type ResponsesRequest } from "./request.js";
-import type { Answer, AnswerItem } from "./reply.js";
+import type { Answer } from "./reply.js";
+import type { AnswerItem } from "../store/schema.js";
 import type { NewId } from "./script/answer.js";
 import { sampleOf, unsupportedIn } from "./script/json-schema.js";
 

@@ -12,6 +12,6 @@ export type {
 } from "./types.js";
 export type { GatewayError } from "./reply.js";
 export { createGateway } from "./server.js";
-export { headKey } from "./conversation.js";
+export { headKey } from "../store/state.js";
 export { LONG_MAX, SLEEP_MAX_MS, longText } from "./model.js";
 export type { ResponseObject } from "./wire.js";

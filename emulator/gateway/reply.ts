@@ -4,27 +4,7 @@
  * also what a stored turn keeps (`answer`), so a scripted conversation reads
  * the same after a restart.
  */
-import { z } from "zod";
-
-export const AnswerItem = z.discriminatedUnion("type", [
-  z.strictObject({ type: z.literal("reasoning"), id: z.string(), summary: z.string() }),
-  z.strictObject({ type: z.literal("message"), id: z.string(), text: z.string() }),
-  z.strictObject({ type: z.literal("refusal"), id: z.string(), refusal: z.string() }),
-  z.strictObject({ type: z.literal("function_call"), id: z.string(), call_id: z.string(), name: z.string(), arguments: z.string() }),
-]);
-export type AnswerItem = z.output<typeof AnswerItem>;
-
-/**
- * Kept with a stored turn when the answer is more than the echo's one text
- * message: a scripted rule fired, a tool was called, an object was made.
- */
-export const AnswerRecord = z.strictObject({
-  /** The script rule that answered (absent: the fake model's own default). */
-  rule: z.string().optional(),
-  items: z.array(AnswerItem),
-  status: z.enum(["completed", "incomplete"]),
-});
-export type AnswerRecord = z.output<typeof AnswerRecord>;
+import type { AnswerItem, AnswerRecord } from "../store/schema.js";
 
 export interface Failure {
   code: string;

@@ -2,7 +2,7 @@
  * The fake gateway's server: routes `POST /instances/:id/v1/responses`, applies
  * injected faults, and answers each turn in five named steps (see `handle`).
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { hex } from "../../shared/random.js";
 import { chainInputs, forget, record, responseOf, sessionHead } from "./conversation.js";
@@ -99,38 +99,61 @@ const refuse = (res: ServerResponse, error: GatewayError): null => {
 const notFound = (id: string): GatewayError => invalid("previous_response_not_found", "previous_response_id", `Previous response with id '${id}' not found.`);
 
 export function createGateway(options: GatewayOptions): FakeGateway {
-  const { clock, random } = options;
-  let baseUrl: string | null = null;
-  let closed = false;
-  // Bumped by forgetInstance, so a turn that was waiting when its instance died stores nothing.
-  const generations = new Map<string, number>();
-  const sendStream = createStreamSender(clock);
-  const newId: NewId = (prefix) => `${prefix}_${hex(random, 16)}`;
+  return new GatewayServer(options);
+}
+
+/** The fake gateway: an HTTP server answering turns, and what it keeps between them. */
+class GatewayServer implements FakeGateway {
+  readonly #options: GatewayOptions;
+  readonly #clock: GatewayOptions["clock"];
+  readonly #random: GatewayOptions["random"];
+  /** The reachable base URL while listening; null before listen and after close. */
+  #baseUrl: string | null = null;
+  /** Set by close (unset by listen): a turn finishing meanwhile stores nothing. */
+  #closed = false;
+  /** Per instance, bumped by forgetInstance: a turn that was waiting when its instance died stores nothing. */
+  readonly #generations = new Map<string, number>();
+  /** Sends streamed answers on the gateway's clock. */
+  readonly #sendStream: ReturnType<typeof createStreamSender>;
+  /** The HTTP server; one per gateway, listening between listen() and close(). */
+  readonly #server: Server;
+  /** Ids of output items, from the gateway's randomness (a seed repeats them). */
+  readonly #newId: NewId = (prefix) => `${prefix}_${hex(this.#random, 16)}`;
+
+  constructor(options: GatewayOptions) {
+    this.#options = options;
+    this.#clock = options.clock;
+    this.#random = options.random;
+    this.#sendStream = createStreamSender(options.clock);
+    this.#server = createServer({ keepAlive: true, noDelay: true }, (req, res) => this.#onRequest(req, res));
+    // Longer than clients' idle pools, so a reused socket is not closed under a request.
+    this.#server.keepAliveTimeout = 30_000;
+  }
 
   /** One request, from its route to its answer: each step answers the client itself when it stops the turn. */
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const admitted = await admit(req, res);
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const admitted = await this.#admit(req, res);
     if (!admitted) return;
-    const request = await readRequest(req, res, admitted);
+    const request = await this.#readRequest(req, res, admitted);
     if (!request) return;
-    const planned = await plan(req, res, admitted.instanceId, request);
+    const planned = await this.#plan(req, res, admitted.instanceId, request);
     if (!planned) return;
-    await waitBeforeAnswer(planned.plan, request);
-    const turn = await makeTurn(res, admitted.instanceId, request, planned);
+    await this.#waitBeforeAnswer(planned.plan, request);
+    const turn = await this.#makeTurn(res, admitted.instanceId, request, planned);
     if (!turn) return;
-    await deliver(res, turn, request, planned.plan, admitted);
+    await this.#deliver(res, turn, request, planned.plan, admitted);
   }
 
   /** Step 1: the route and the injected fault, applied before the request is read. */
-  async function admit(req: IncomingMessage, res: ServerResponse): Promise<Admitted | null> {
+  async #admit(req: IncomingMessage, res: ServerResponse): Promise<Admitted | null> {
     const instanceId = instanceOfPath(req.method, req.url);
-    if (instanceId === null || (options.serves && !options.serves(instanceId))) {
+    if (instanceId === null || (this.#options.serves && !this.#options.serves(instanceId))) {
       sendError(res, invalid("not_found", null, `No route for ${req.method ?? "?"} ${req.url ?? ""}.`, 404));
       return null;
     }
-    const generation = generations.get(instanceId) ?? 0;
-    const fault = options.faultFor?.(instanceId);
-    if (fault?.latencyMs !== undefined && fault.latencyMs > 0) await clock.sleep(fault.latencyMs);
+    const generation = this.#generations.get(instanceId) ?? 0;
+    const fault = this.#options.faultFor?.(instanceId);
+    if (fault?.latencyMs !== undefined && fault.latencyMs > 0) await this.#clock.sleep(fault.latencyMs);
     // A reset after some deltas is applied while streaming (deliver).
     const resetAfterDeltas = fault?.error === "reset" ? fault.resetAfterDeltas : undefined;
     if (fault?.error === "reset" && resetAfterDeltas === undefined) {
@@ -150,7 +173,7 @@ export function createGateway(options: GatewayOptions): FakeGateway {
   }
 
   /** Step 2: the body, read and checked. */
-  async function readRequest(req: IncomingMessage, res: ServerResponse, admitted: Admitted): Promise<ResponsesRequest | null> {
+  async #readRequest(req: IncomingMessage, res: ServerResponse, admitted: Admitted): Promise<ResponsesRequest | null> {
     const body = await readBody(req);
     if (!body.ok) {
       if (body.reason === "too_large") {
@@ -172,48 +195,48 @@ export function createGateway(options: GatewayOptions): FakeGateway {
   }
 
   /** Step 3: which part of the model answers (a script rule, a directive, a default, the echo); a rule that fires is counted. */
-  async function plan(req: IncomingMessage, res: ServerResponse, instanceId: string, request: ResponsesRequest): Promise<Planned | null> {
+  async #plan(req: IncomingMessage, res: ServerResponse, instanceId: string, request: ResponsesRequest): Promise<Planned | null> {
     const directive = parseDirective(request.userText);
-    const rules = options.scripts?.rulesFor({ instanceId, sandboxId: options.sandboxOf?.(instanceId) }, clock.now()) ?? [];
+    const rules = this.#options.scripts?.rulesFor({ instanceId, sandboxId: this.#options.sandboxOf?.(instanceId) }, this.#clock.now()) ?? [];
     // Without a script, a bad directive is refused first, as it always was.
     if (!rules.length && !directive.ok) return refuse(res, directive.error);
-    await options.prepare?.(instanceId);
+    await this.#options.prepare?.(instanceId);
     const session = sessionOf(req);
     const explicitParent = request.previousResponseId;
-    if (explicitParent !== null && !responseOf(options.state(), instanceId, explicitParent)) return refuse(res, notFound(explicitParent));
+    if (explicitParent !== null && !responseOf(this.#options.state(), instanceId, explicitParent)) return refuse(res, notFound(explicitParent));
     const chosen = planTurn({
       request,
       directive,
       session,
       rules,
-      turnNumber: () => chainInputs(options.state(), explicitParent ?? sessionHead(options.state(), instanceId, session)).length + 1,
-      newId,
+      turnNumber: () => chainInputs(this.#options.state(), explicitParent ?? sessionHead(this.#options.state(), instanceId, session)).length + 1,
+      newId: this.#newId,
     });
-    if (chosen.kind !== "echo" && chosen.rule) options.scripts?.fired(chosen.rule, clock.now());
+    if (chosen.kind !== "echo" && chosen.rule) this.#options.scripts?.fired(chosen.rule, this.#clock.now());
     if (chosen.kind === "error") return refuse(res, chosen.error);
     return { plan: chosen, session, explicitParent };
   }
 
   /** Step 4 (after the waits): the turn, its parent settled and its reply made. */
-  async function makeTurn(res: ServerResponse, instanceId: string, request: ResponsesRequest, planned: Planned): Promise<StoredTurn | null> {
+  async #makeTurn(res: ServerResponse, instanceId: string, request: ResponsesRequest, planned: Planned): Promise<StoredTurn | null> {
     // The parent is settled when the turn completes, so concurrent turns of one
     // session chain one after another instead of forking from the same head.
     // (A streamed turn names its parent in its first event, so it is settled when the stream starts.)
-    const state = options.state();
+    const state = this.#options.state();
     const { explicitParent, session } = planned;
     if (explicitParent !== null && !responseOf(state, instanceId, explicitParent)) return refuse(res, notFound(explicitParent));
     const parentId = explicitParent ?? sessionHead(state, instanceId, session);
     // Drawn before the echo's message id, in the order ids were always drawn (a seed repeats them).
-    const id = `resp_${hex(random, 16)}`;
+    const id = `resp_${hex(this.#random, 16)}`;
     let reply: Reply;
     if (planned.plan.kind === "echo") {
-      const made = await echoReply(instanceId, planned.plan.directive, request, () => chainInputs(state, parentId));
+      const made = await this.#echoReply(instanceId, planned.plan.directive, request, () => chainInputs(state, parentId));
       if (!made.ok) return refuse(res, made.error);
       reply = made.reply;
     } else reply = planned.plan.reply;
     const turn: Turn = {
       id,
-      createdAt: Math.floor(clock.now() / 1000),
+      createdAt: Math.floor(this.#clock.now() / 1000),
       model: request.model,
       parentId,
       instructions: request.instructions,
@@ -224,23 +247,23 @@ export function createGateway(options: GatewayOptions): FakeGateway {
   }
 
   /** Stores a turn and makes it its session's head, unless the instance was deleted meanwhile or the answer failed. */
-  async function store({ turn, instanceId, session, state }: StoredTurn, generation: number): Promise<void> {
-    if (closed || (generations.get(instanceId) ?? 0) !== generation || turn.reply.status === "failed") return;
+  async #store({ turn, instanceId, session, state }: StoredTurn, generation: number): Promise<void> {
+    if (this.#closed || (this.#generations.get(instanceId) ?? 0) !== generation || turn.reply.status === "failed") return;
     const response = storedOf(turn, instanceId, session);
     record(state, response);
     // Answered once the store says the turn is kept.
-    await options.onChange({ kind: "record", response });
-    options.onTurn?.(response);
+    await this.#options.onChange({ kind: "record", response });
+    this.#options.onTurn?.(response);
   }
 
   /** Step 5: the answer, whole or streamed; stored first, or (streamed) just before its last event. */
-  async function deliver(res: ServerResponse, stored: StoredTurn, request: ResponsesRequest, chosen: Plan, admitted: Admitted): Promise<void> {
+  async #deliver(res: ServerResponse, stored: StoredTurn, request: ResponsesRequest, chosen: Plan, admitted: Admitted): Promise<void> {
     const { turn } = stored;
     const { reply } = turn;
     // The rule that answered, for the request log (the body's `metadata` says it too).
     if (reply.rule !== undefined && !gone(res)) res.setHeader(RULE_HEADER, encodeURIComponent(reply.rule));
     if (!request.stream) {
-      await store(stored, admitted.generation);
+      await this.#store(stored, admitted.generation);
       sendJson(res, 200, JSON.stringify(finalResponse(turn)));
       return;
     }
@@ -249,97 +272,100 @@ export function createGateway(options: GatewayOptions): FakeGateway {
     const paceMs = chosen.kind === "echo" ? (chosen.directive.kind === "stream" ? chosen.directive.ms : undefined) : reply.streamMs;
     const split = paceMs !== undefined ? (text: string) => pacedDeltas(text, paceMs) : undefined;
     const deltaCount = split ? reply.items.reduce((n, item) => n + split(itemText(item)).length, 0) : 0;
-    await sendStream(res, streamFrames(turn, split), {
+    await this.#sendStream(res, streamFrames(turn, split), {
       ...(paceMs !== undefined ? { paceMs } : {}),
       deltaCount,
       ...(admitted.resetAfterDeltas !== undefined ? { resetAfterDeltas: admitted.resetAfterDeltas } : {}),
-      beforeCompleted: () => store(stored, admitted.generation),
+      beforeCompleted: () => this.#store(stored, admitted.generation),
     });
   }
 
   /** The waits before an answer: a rule's latency, `!sleep`, and `!stream S` asked without streaming (a slow answer). */
-  async function waitBeforeAnswer(plan: Plan, request: ResponsesRequest): Promise<void> {
-    if (plan.kind === "reply" && plan.reply.latencyMs) await clock.sleep(plan.reply.latencyMs);
+  async #waitBeforeAnswer(plan: Plan, request: ResponsesRequest): Promise<void> {
+    if (plan.kind === "reply" && plan.reply.latencyMs) await this.#clock.sleep(plan.reply.latencyMs);
     if (plan.kind !== "echo") return;
     const wanted = plan.directive;
-    if (wanted.kind === "sleep") await clock.sleep(wanted.ms);
-    if (wanted.kind === "stream" && !request.stream) await clock.sleep(wanted.ms);
+    if (wanted.kind === "sleep") await this.#clock.sleep(wanted.ms);
+    if (wanted.kind === "stream" && !request.stream) await this.#clock.sleep(wanted.ms);
   }
 
   /** The echo's or a directive's one text message; `!file` writes its file first. */
-  async function echoReply(
+  async #echoReply(
     instanceId: string,
     directive: Directive,
     request: ResponsesRequest,
     earlierInputs: () => string[],
   ): Promise<{ ok: true; reply: Reply } | { ok: false; error: GatewayError }> {
     if (directive.kind === "file") {
-      if (!options.writeFile)
+      if (!this.#options.writeFile)
         return {
           ok: false,
           error: { ...invalid("not_supported", "input", "This gateway cannot write files: !file is not available.", 501), type: "server_error" },
         };
-      await options.writeFile(instanceId, `${FILE_DIR}/${directive.name}`, fileBytes(directive.fileKind, directive.name));
+      await this.#options.writeFile(instanceId, `${FILE_DIR}/${directive.name}`, fileBytes(directive.fileKind, directive.name));
     }
     const text = replyText(directive, request.userText, earlierInputs);
-    return { ok: true, reply: { items: [{ type: "message", id: newId("msg"), text }], status: "completed", plain: true } };
+    return { ok: true, reply: { items: [{ type: "message", id: this.#newId("msg"), text }], status: "completed", plain: true } };
   }
-  const server = createServer({ keepAlive: true, noDelay: true }, (req, res) => {
+
+  /** Every request: answered in its instance's sandbox when it has one; an unexpected error is a 500 in the OpenAI shape. */
+  #onRequest(req: IncomingMessage, res: ServerResponse): void {
     // A write after the client left must not become an unhandled 'error'.
     res.on("error", () => {});
     const answer = () =>
-      handle(req, res).catch((error: unknown) => {
+      this.#handle(req, res).catch((error: unknown) => {
         const message = error instanceof Error ? error.message : String(error);
         sendError(res, { status: 500, type: "server_error", code: null, param: null, message: `Gateway error: ${message}` });
       });
     // In its instance's sandbox, the turn's waits (!sleep, !stream, fault latencies) run on that sandbox's clock.
     const instanceId = instanceOfPath(req.method, req.url);
-    const sandboxId = instanceId === null ? undefined : options.sandboxOf?.(instanceId);
-    if (sandboxId !== undefined && options.inSandbox) options.inSandbox(sandboxId, answer);
+    const sandboxId = instanceId === null ? undefined : this.#options.sandboxOf?.(instanceId);
+    if (sandboxId !== undefined && this.#options.inSandbox) this.#options.inSandbox(sandboxId, answer);
     else void answer();
-  });
-  // Longer than clients' idle pools, so a reused socket is not closed under a request.
-  server.keepAliveTimeout = 30_000;
+  }
 
-  const gateway: FakeGateway = {
-    listen(port = 0, host = "127.0.0.1") {
-      return new Promise<string>((resolve, reject) => {
-        const onError = (error: Error) => reject(error);
-        server.once("error", onError);
-        server.listen(port, host, () => {
-          server.off("error", onError);
-          closed = false;
-          const address = server.address() as AddressInfo;
-          // A wildcard address is reached through loopback.
-          const reachable = address.address === "0.0.0.0" ? "127.0.0.1" : address.address === "::" ? "::1" : address.address;
-          baseUrl = `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${address.port}`;
-          resolve(baseUrl);
-        });
+  listen(port = 0, host = "127.0.0.1"): Promise<string> {
+    const server = this.#server;
+    return new Promise<string>((resolve, reject) => {
+      const onError = (error: Error) => reject(error);
+      server.once("error", onError);
+      server.listen(port, host, () => {
+        server.off("error", onError);
+        this.#closed = false;
+        const address = server.address() as AddressInfo;
+        // A wildcard address is reached through loopback.
+        const reachable = address.address === "0.0.0.0" ? "127.0.0.1" : address.address === "::" ? "::1" : address.address;
+        this.#baseUrl = `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${address.port}`;
+        resolve(this.#baseUrl);
       });
-    },
-    get url(): string {
-      if (baseUrl === null) throw new Error("The fake gateway is not listening.");
-      return baseUrl;
-    },
-    urlFor(instanceId) {
-      return `${gateway.url}/instances/${encodeURIComponent(instanceId)}`;
-    },
-    forgetInstance(instanceId) {
-      generations.set(instanceId, (generations.get(instanceId) ?? 0) + 1);
-      forget(options.state(), instanceId);
-      options.scripts?.clear({ kind: "instance", instanceId });
-      // Always told: a store may hold conversations it has not read into memory.
-      void options.onChange({ kind: "forget", instanceId });
-    },
-    close() {
-      closed = true;
-      baseUrl = null;
-      if (!server.listening) return Promise.resolve();
-      return new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-    },
-  };
-  return gateway;
+    });
+  }
+
+  get url(): string {
+    if (this.#baseUrl === null) throw new Error("The fake gateway is not listening.");
+    return this.#baseUrl;
+  }
+
+  urlFor(instanceId: string): string {
+    return `${this.url}/instances/${encodeURIComponent(instanceId)}`;
+  }
+
+  forgetInstance(instanceId: string): void {
+    this.#generations.set(instanceId, (this.#generations.get(instanceId) ?? 0) + 1);
+    forget(this.#options.state(), instanceId);
+    this.#options.scripts?.clear({ kind: "instance", instanceId });
+    // Always told: a store may hold conversations it has not read into memory.
+    void this.#options.onChange({ kind: "forget", instanceId });
+  }
+
+  close(): Promise<void> {
+    this.#closed = true;
+    this.#baseUrl = null;
+    const server = this.#server;
+    if (!server.listening) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  }
 }

@@ -1,6 +1,7 @@
 import type { GatewayError } from "./reply.js";
 
-import { type AnswerItem, producedText, type Reply, replyText } from "./reply.js";
+import { producedText, type Reply, replyText } from "./reply.js";
+import type { AnswerItem } from "../store/schema.js";
 
 /** What goes on the wire, in the shapes of the OpenAI Responses API. */
 

@@ -3,17 +3,16 @@
  * the credentials map, then the route's access rule. 401 for no usable key,
  * 403 for a key that exists but may not, 404 for what the caller cannot see.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
 import type { Request } from "express";
 import type { Access } from "../../shared/api.js";
 import { isoAt } from "../../shared/clock.js";
 import type { EmulatorEnv } from "../env.js";
 import { forbidden, notFound, unauthorized } from "../errors.js";
 import type { InstanceRecord, KeyRecord, OrganizationRecord } from "../store/state.js";
+import { hashKey } from "../rules/credentials.js";
 
 export type Caller = { kind: "org"; organization: OrganizationRecord } | { kind: "scoped"; organization: OrganizationRecord; key: KeyRecord };
-
-export const hashKey = (raw: string): string => createHash("sha256").update(raw).digest("hex");
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 

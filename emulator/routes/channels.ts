@@ -17,35 +17,19 @@
 import QRCode from "qrcode";
 import { isoAt } from "../../shared/clock.js";
 import type { EmulatorEnv } from "../env.js";
-import { ApiError, badRequest, conflict, notFound } from "../errors.js";
+import { ApiError, conflict, notFound } from "../errors.js";
 import type { Handlers } from "../http/router.js";
 import type { ChannelRecord, InstanceRecord } from "../store/state.js";
-import { fingerprint, REDACTED, SECRET_NAME } from "../workspace/redact.js";
+import { fingerprint, REDACTED } from "../workspace/redact.js";
 import { objectAt, type RuntimeConfigs } from "../workspace/runtime-config.js";
 import { CHANNELS, type ChannelSpec, channelSpec } from "../channels/catalog.js";
+import { checkConfig, isSecret } from "../rules/channels.js";
 import { requireRunning } from "../http/guards.js";
 
 type ChannelHandlers = Pick<
   Handlers,
   "listChannels" | "getChannelInfo" | "connectChannel" | "disconnectChannel" | "getChannelStatus" | "pairChannel" | "adminScan"
 >;
-
-export const isSecret = (spec: ChannelSpec, key: string) => spec.fields[key]?.secret ?? SECRET_NAME.test(key);
-
-/** Missing fields as one 422 (every one of them), then the first wrong form as a 400. */
-export function checkConfig(spec: ChannelSpec, config: Record<string, string>): void {
-  const missing = Object.keys(spec.fields).filter((key) => !Object.hasOwn(config, key) || config[key]!.trim() === "");
-  if (missing.length) {
-    throw new ApiError(
-      422,
-      missing.map((key) => ({ loc: ["body", "config", key], msg: `Field required: ${spec.fields[key]!.description}`, type: "missing" })),
-    );
-  }
-  for (const [key, f] of Object.entries(spec.fields)) {
-    const why = f.check(config[key]!, config);
-    if (why) throw badRequest(`Invalid ${spec.label} ${key}: ${why}.`);
-  }
-}
 
 /** WhatsApp-Web-shaped pairing data: a ref and three keys, from the emulator's randomness. */
 export function qrData(random: EmulatorEnv["random"]): string {

@@ -3,7 +3,7 @@ import { hex, uuid } from "../../shared/random.js";
 import type { Permission } from "../../shared/schemas/common.js";
 import type { EmulatorEnv } from "../env.js";
 import { badRequest, notFound } from "../errors.js";
-import { hashKey } from "../http/auth.js";
+import { hashKey } from "../rules/credentials.js";
 import type { Handlers } from "../http/router.js";
 import type { KeyRecord } from "../store/state.js";
 import { keyView } from "../views.js";

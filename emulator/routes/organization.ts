@@ -3,7 +3,7 @@ import { isoAt } from "../../shared/clock.js";
 import { hex, uuid } from "../../shared/random.js";
 import { PROVIDERS } from "../../shared/schemas/common.js";
 import type { EmulatorEnv } from "../env.js";
-import { hashKey } from "../http/auth.js";
+import { hashKey } from "../rules/credentials.js";
 import type { Handlers } from "../http/router.js";
 import type { BillingSession, OrganizationRecord } from "../store/state.js";
 import { adoptOrganization, sandboxOfOrganization } from "../sandboxes/membership.js";

@@ -1,8 +1,8 @@
 /** The control plane's sandbox routes (`/_emulator/sandboxes`), over the sandbox service. */
 import type { EmulatorEnv } from "../env.js";
 import { ApiError, conflict } from "../errors.js";
-import { FixtureKeyTakenError } from "../fixtures/apply.js";
-import { checkFixture } from "../fixtures/load.js";
+import { FixtureKeyTakenError } from "../seed/apply.js";
+import { checkFixture } from "../seed/load.js";
 import type { Handlers } from "../http/router.js";
 import type { SandboxService } from "../sandboxes/sandboxes.js";
 

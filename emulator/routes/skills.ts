@@ -11,30 +11,15 @@ import type { EmulatorEnv } from "../env.js";
 import { notFound } from "../errors.js";
 import type { Handlers } from "../http/router.js";
 import type { InstanceRecord, SkillRecord } from "../store/state.js";
-import { findSkill, REGISTRY_SOURCE, SKILL_REGISTRY, skillMarkdown, type RegistrySkill } from "../skills/registry.js";
+import { findSkill, REGISTRY_SOURCE, SKILL_REGISTRY, skillMarkdown } from "../skills/registry.js";
 import { makeDirectory, removePath, writeText } from "../workspace/files.js";
 import { resolveInRoot } from "../workspace/paths.js";
 import { fingerprint, REDACTED } from "../workspace/redact.js";
 import { objectAt, RUNTIME_CONFIG_FILE, type RuntimeConfig, type RuntimeConfigs } from "../workspace/runtime-config.js";
 import { requireRunning } from "../http/guards.js";
+import { isReady, missingEnv, runtimeEntry, skillPath } from "../rules/skills.js";
 
 type SkillHandlers = Pick<Handlers, "listSkills" | "getSkill" | "installSkill" | "updateSkill" | "uninstallSkill">;
-
-export const skillPath = (name: string): string => `skills/${name}`;
-
-export function isReady(skill: RegistrySkill | undefined, record: SkillRecord | undefined): boolean {
-  if (!record?.enabled) return false;
-  return (skill?.requiredEnv ?? []).every((name) => record.env[name] !== undefined);
-}
-
-const missingEnv = (skill: RegistrySkill, record: SkillRecord) => skill.requiredEnv.filter((name) => record.env[name] === undefined);
-
-/** What `runtime.json` says about an installed skill: env names only, values redacted. */
-export const runtimeEntry = (record: SkillRecord) => ({
-  enabled: record.enabled,
-  env: Object.fromEntries(Object.keys(record.env).map((name) => [name, REDACTED])),
-  config: record.config,
-});
 
 const entriesOf = (config: RuntimeConfig) => objectAt(objectAt(config, "skills"), "entries");
 

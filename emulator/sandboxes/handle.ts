@@ -13,8 +13,8 @@ import { describeProblems, parseScript } from "../gateway/script/load.js";
 import type { ScriptRegistry } from "../gateway/script/registry.js";
 import type { ModelScriptInput } from "../gateway/script/schema.js";
 import type { LoadedFixture } from "../../shared/schemas/sandboxes.js";
-import { checkFixture, describeFixtureProblems } from "../fixtures/load.js";
-import type { FixtureInput } from "../fixtures/schema.js";
+import { checkFixture, describeFixtureProblems } from "../seed/load.js";
+import type { FixtureInput } from "../seed/schema.js";
 import type { RequestFilter, SandboxRequestEntry, UnmatchedEntry } from "./journal.js";
 import type { ClockMove, SandboxService, SandboxView } from "./sandboxes.js";
 

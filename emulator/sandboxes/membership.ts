@@ -6,7 +6,7 @@
  */
 import type { Request } from "express";
 import { notFound } from "../errors.js";
-import { hashKey } from "../http/auth.js";
+import { hashKey } from "../rules/credentials.js";
 import type { EmulatorState, OrganizationRecord, SandboxRecord } from "../store/state.js";
 
 /** Places a request with no API key (a signup) in a sandbox. */

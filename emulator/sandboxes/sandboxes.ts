@@ -7,10 +7,10 @@ import { isoAt } from "../../shared/clock.js";
 import { hex, uuid } from "../../shared/random.js";
 import type { EmulatorEnv } from "../env.js";
 import type { ScriptRegistry } from "../gateway/script/registry.js";
-import { applyFixture, type LoadedFixture } from "../fixtures/apply.js";
-import type { Fixture } from "../fixtures/schema.js";
+import { applyFixture, type LoadedFixture } from "../seed/apply.js";
+import type { Fixture } from "../seed/schema.js";
 import { conflict, notFound } from "../errors.js";
-import { hashKey } from "../http/auth.js";
+import { hashKey } from "../rules/credentials.js";
 import type { OrganizationRecord, SandboxRecord } from "../store/state.js";
 
 export interface SandboxView {

@@ -14,8 +14,7 @@ import { mkdir, open, readdir, rm, truncate } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import { appendFileDurable, syncDirectory, writeFileAtomic } from "../../shared/durable-files.js";
-import { headKey } from "../gateway/conversation.js";
-import type { GatewayState, StoredResponse } from "./state.js";
+import { type GatewayState, headKey, type StoredResponse } from "./state.js";
 import { isMintedId, StoredResponse as StoredResponseRecord } from "./schema.js";
 
 export const CONVERSATIONS_DIR = "conversations";

@@ -5,7 +5,6 @@
  * an id that reaches a filesystem path can only be one of ours.
  */
 import { z } from "zod";
-import { AnswerRecord } from "../gateway/reply.js";
 import { MAX_JSON_DEPTH, deeperThan } from "../../shared/json-depth.js";
 import { Permission, Provider, Tier } from "../../shared/schemas/common.js";
 import { InstanceStatus } from "../../shared/schemas/instances.js";
@@ -27,6 +26,27 @@ const SandboxId = z.string().regex(SANDBOX_ID_PATTERN, "Must be sbx_ followed by
 const Text = z.string().max(65_536);
 /** A JSON object a client gave (runtime_config, skill config): bounded like any request body. */
 const ClientJson = z.record(z.string(), z.unknown()).refine((v) => !deeperThan(v, MAX_JSON_DEPTH), `Nested deeper than ${MAX_JSON_DEPTH} levels`);
+
+/** One output item of the fake model's answer, as a stored turn keeps it (gateway/reply.ts builds them). */
+export const AnswerItem = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("reasoning"), id: z.string(), summary: z.string() }),
+  z.strictObject({ type: z.literal("message"), id: z.string(), text: z.string() }),
+  z.strictObject({ type: z.literal("refusal"), id: z.string(), refusal: z.string() }),
+  z.strictObject({ type: z.literal("function_call"), id: z.string(), call_id: z.string(), name: z.string(), arguments: z.string() }),
+]);
+export type AnswerItem = z.output<typeof AnswerItem>;
+
+/**
+ * Kept with a stored turn when the answer is more than the echo's one text
+ * message: a scripted rule fired, a tool was called, an object was made.
+ */
+export const AnswerRecord = z.strictObject({
+  /** The script rule that answered (absent: the fake model's own default). */
+  rule: z.string().optional(),
+  items: z.array(AnswerItem),
+  status: z.enum(["completed", "incomplete"]),
+});
+export type AnswerRecord = z.output<typeof AnswerRecord>;
 
 export const OrganizationRecord = z.strictObject({
   id: Id,

@@ -5,9 +5,8 @@
  * nothing is replaced.
  */
 import { ApiError, validationError } from "../errors.js";
-import { headKey } from "../gateway/conversation.js";
 import { SnapshotState } from "./schema.js";
-import type { EmulatorState } from "./state.js";
+import { type EmulatorState, headKey } from "./state.js";
 
 type Issue = { loc: (string | number)[]; msg: string; type: string };
 

@@ -26,6 +26,9 @@ export type EmulatorState = z.output<typeof schema.EmulatorState>;
 /** What `state.json` holds: the state without conversations, and the seeded generator's position. */
 export type ControlFile = z.output<typeof schema.ControlState>;
 
+/** The key of a session's head in `GatewayState.heads`: instance id and session, NUL between. */
+export const headKey = (instanceId: string, session: string): string => `${instanceId}\u0000${session}`;
+
 export function emptyState(): EmulatorState {
   return {
     version: STATE_VERSION,

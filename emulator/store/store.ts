@@ -30,6 +30,7 @@ import { appendFileDurable, writeFileDurable } from "../../shared/durable-files.
 import { AtomicJsonFile } from "./atomic-file.js";
 import { CHANGE_LOG, changeLines, replayChangeLog } from "./change-log.js";
 import { DirtyRecords, trackState } from "./tracked.js";
+import { GroupCommit } from "../../shared/group-commit.js";
 import { conversationLogs, type ConversationLogs } from "./conversation-log.js";
 import { ControlState } from "./schema.js";
 import { type ControlFile, emptyState, type EmulatorState, STATE_VERSION, type StoredResponse } from "./state.js";
@@ -107,251 +108,360 @@ export interface Store {
 }
 
 export async function openStore(options: StoreOptions = {}): Promise<Store> {
-  const flushMs = options.flushMs ?? 25;
-  const touchFlushMs = options.touchFlushMs ?? 5_000;
-  const maxRetryMs = options.maxRetryMs ?? 2_000;
-  const report = options.report ?? ((message: string) => void process.stderr.write(`emulator: ${message}\n`));
-  const dataDir = options.dataDir ? resolve(options.dataDir) : undefined;
-  let data: EmulatorState = emptyState();
-  let release = () => {};
-  let control: Low<ControlFile> | undefined; // read at start; writes go through writeWhole and the log
-  let logs: ConversationLogs | undefined;
-  let randomPosition = 0;
-  let migrate = false;
-  /** Bytes in `state.log`, and in `state.json` when it was last written whole: the log is folded in once it outgrows the state. */
-  let logBytes = 0;
-  let snapshotBytes = 0;
+  return FileStore.open(options);
+}
 
-  if (dataDir) {
+/** The one pending timer of the writer: a write round at the earliest time asked for. */
+class FlushTimer {
+  /** The pending timer, if any; always the one due at `#dueAt`. */
+  #timer: NodeJS.Timeout | undefined;
+  /** When the pending timer fires (epoch ms); Infinity when none is pending. */
+  #dueAt = Infinity;
+
+  /** Runs `fire` in `delay` ms, unless a run is due sooner already. */
+  at(delay: number, fire: () => void): void {
+    const at = Date.now() + delay;
+    if (at >= this.#dueAt) return;
+    this.cancel();
+    this.#dueAt = at;
+    this.#timer = setTimeout(fire, delay);
+    this.#timer.unref?.();
+  }
+
+  cancel(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#dueAt = Infinity;
+  }
+}
+
+/** The current run of failed writes, as `health()` shows it. */
+class WriteFailures {
+  /** When the current run of failures began (epoch ms); null while writes succeed. */
+  since: number | null = null;
+  /** The last failure's message; null while writes succeed. */
+  lastError: string | null = null;
+  /** Failed attempts in the current run; 0 while writes succeed. */
+  attempts = 0;
+
+  /** Notes a failure; true for the first of a run (the one reported). */
+  failed(error: unknown): boolean {
+    const first = this.since === null;
+    if (first) this.since = Date.now();
+    this.lastError = error instanceof Error ? error.message : String(error);
+    this.attempts++;
+    return first;
+  }
+
+  /** Ends a run; the number of failed attempts it had (0: there was none). */
+  recovered(): number {
+    const attempts = this.since === null ? 0 : this.attempts;
+    this.since = null;
+    this.lastError = null;
+    this.attempts = 0;
+    return attempts;
+  }
+}
+
+class FileStore implements Store {
+  /** Absolute; undefined for a memory-only store, which never writes. */
+  readonly dataDir: string | undefined;
+  /** Settings from the options, fixed at open. */
+  readonly #flushMs: number;
+  readonly #touchFlushMs: number;
+  readonly #maxRetryMs: number;
+  /** The seeded generator's position now (persisted with each write). */
+  readonly #positionNow: () => number | undefined;
+  /** Where failures and recoveries are reported. */
+  readonly #report: (message: string) => void;
+  /** The plain state: never holds a tracking proxy (tracked.ts), so it can be cloned and written. */
+  #data: EmulatorState;
+  /** `#data` seen through the change tracking into `#dirty`; what `data` hands out. */
+  #tracked: EmulatorState;
+  /** Control records changed since the last control write took them. */
+  readonly #dirty = new DirtyRecords();
+  /** Releases the data directory's lock (a no-op for a memory-only store); set once, at open. */
+  #release: () => void = () => {};
+  /** The conversation logs; present exactly when there is a data directory (set at open). */
+  #logs: ConversationLogs | undefined;
+  /** The generator position found on disk at open (0 for a new directory). */
+  #randomPosition = 0;
+  /** Bytes in `state.log`: the log is folded into state.json once it outgrows it. */
+  #logBytes = 0;
+  /** Bytes of `state.json` when it was last written whole. */
+  #snapshotBytes = 0;
+  /** The control state has changes no write round has taken yet. */
+  #controlDirty = false;
+  /** The generator position last written (to the log or state.json). */
+  #writtenPosition: number | undefined;
+  /** Write rounds that had something to write, so far. */
+  #writes = 0;
+  /** Control writes (state.json or the log) so far. */
+  #controlWrites = 0;
+  /** Set by close(); never unset: no round is scheduled after it. */
+  #closed = false;
+  /** Changes a client was told about, counted. */
+  #changeSeq = 0;
+  /** How many of the counted changes are known to be on disk (never more than `#changeSeq`). */
+  #durableSeq = 0;
+  /** The coalescing delay's one timer: at most one round is scheduled ahead. */
+  readonly #timer = new FlushTimer();
+  /** The current run of failed writes (health, reports, backoff). */
+  readonly #failures = new WriteFailures();
+  /**
+   * One write round at a time; callers that ask meanwhile (durable(), flush(), the timer)
+   * share the next round (group commit). Started after the current I/O callbacks run, so the
+   * writes answered together wait for one round.
+   */
+  readonly #rounds = new GroupCommit<void>({ gather: (start) => void setImmediate(start), commit: () => this.#round() });
+
+  static async open(options: StoreOptions): Promise<FileStore> {
+    const store = new FileStore(options);
+    if (store.dataDir) await store.#load(store.dataDir);
+    return store;
+  }
+
+  private constructor(options: StoreOptions) {
+    this.dataDir = options.dataDir ? resolve(options.dataDir) : undefined;
+    this.#flushMs = options.flushMs ?? 25;
+    this.#touchFlushMs = options.touchFlushMs ?? 5_000;
+    this.#maxRetryMs = options.maxRetryMs ?? 2_000;
+    this.#positionNow = options.randomPosition ?? (() => undefined);
+    this.#report = options.report ?? ((message: string) => void process.stderr.write(`emulator: ${message}\n`));
+    this.#data = emptyState();
+    this.#tracked = trackState(this.#data, this.#dirty);
+  }
+
+  /** Locks the directory and reads what it holds: state.json, the change log replayed onto it, the conversation logs. */
+  async #load(dataDir: string): Promise<void> {
     mkdirSync(dataDir, { recursive: true });
     const lock = acquireDirLock(dataDir, "emulator");
-    release = () => lock.release();
+    this.#release = () => lock.release();
+    let migrate: boolean;
     try {
       removeCrashLeftovers(dataDir);
-      control = new Low(new AtomicJsonFile<ControlFile>(join(dataDir, "state.json"), parseControl), controlOf(data));
+      const control = new Low(new AtomicJsonFile<ControlFile>(join(dataDir, "state.json"), parseControl), controlOf(this.#data));
       await control.read();
       const { gateway: legacy, random_position, ...rest } = control.data;
-      logs = conversationLogs(dataDir, () => data.gateway, report);
+      // The logs read the gateway of whatever state is current (replace() swaps it).
+      const logs = conversationLogs(dataDir, () => this.#data.gateway, this.#report);
+      this.#logs = logs;
       const opened = await logs.open();
       // A state.json from before conversations had their own logs: move them there once.
       migrate = legacy !== undefined && Object.keys(legacy.responses).length > 0;
-      data = { ...rest, gateway: migrate ? legacy! : { responses: {}, heads: {} } };
+      this.#data = { ...rest, gateway: migrate ? legacy! : { responses: {}, heads: {} } };
+      this.#tracked = trackState(this.#data, this.#dirty);
       if (migrate) await logs.ensureAll();
-      snapshotBytes = statSync(join(dataDir, "state.json"), { throwIfNoEntry: false })?.size ?? 0;
-      const replayed = await replayChangeLog(join(dataDir, CHANGE_LOG), data, report);
-      logBytes = replayed.bytes;
-      randomPosition = Math.max(random_position ?? 0, replayed.randomPosition ?? 0, opened.position);
+      this.#snapshotBytes = statSync(join(dataDir, "state.json"), { throwIfNoEntry: false })?.size ?? 0;
+      const replayed = await replayChangeLog(join(dataDir, CHANGE_LOG), this.#data, this.#report);
+      this.#logBytes = replayed.bytes;
+      this.#randomPosition = Math.max(random_position ?? 0, replayed.randomPosition ?? 0, opened.position);
     } catch (error) {
-      release();
+      this.#release();
       throw new Error(`Cannot read ${dataDir}/state.json: ${(error as Error).message}`);
     }
-  }
-  const dirty = new DirtyRecords();
-  let tracked = trackState(data, dirty);
-  // At start a log is folded into state.json at once (and a torn last line with it), so appends start clean.
-  const foldAtOpen = migrate || logBytes > 0;
-  if (foldAtOpen) dirty.markAll();
-
-  let timer: NodeJS.Timeout | undefined;
-  let dueAt = Infinity;
-  let controlDirty = foldAtOpen;
-  /** The generator position last written (to the log or state.json). */
-  let writtenPosition: number | undefined;
-  let writing: Promise<void> = Promise.resolve();
-  let writes = 0;
-  let controlWrites = 0;
-  let closed = false;
-  let failingSince: number | null = null;
-  let lastError: string | null = null;
-  let failedAttempts = 0;
-  if (migrate) logs!.rewrite();
-
-  const pending = () => controlDirty || (logs?.pending ?? false);
-
-  /** Changes a client was told about, counted; `durableSeq` of them are on disk. */
-  let changeSeq = 0;
-  let durableSeq = 0;
-  let waiters: { seq: number; resolve: () => void }[] = [];
-  const settleWaiters = (upTo: number) => {
-    if (!waiters.length) return;
-    const still: typeof waiters = [];
-    for (const w of waiters) w.seq <= upTo ? w.resolve() : still.push(w);
-    waiters = still;
-  };
-
-  const writeOnce = async (): Promise<void> => {
-    writes++;
-    // Both parts take what they write synchronously, here: everything counted so far is in this round.
-    const target = changeSeq;
-    const results = await Promise.allSettled([writeControl(), logs?.pending ? logs.flush() : undefined]);
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
-    if (failed) {
-      // The clients waiting are answered anyway (their change is in memory, retried, and health says so).
-      settleWaiters(target);
-      throw failed.reason;
-    }
-    durableSeq = Math.max(durableSeq, target);
-    settleWaiters(durableSeq);
-  };
-  /** The changed records appended to the log, or the whole state written when it is due (see the header). */
-  const writeControl = async (): Promise<void> => {
-    if (!controlDirty || !dataDir) return;
-    controlDirty = false;
-    const taken = dirty.take();
-    const position = options.randomPosition?.();
-    const at = position === undefined ? undefined : Math.max(position, randomPosition);
+    // At start a log is folded into state.json at once (and a torn last line with it), so appends start clean;
+    // the one-time move of conversations out of an old state.json happens then too, before the store is used.
+    if (!migrate && this.#logBytes === 0) return;
+    this.#dirty.markAll();
+    this.#controlDirty = true;
+    if (migrate) this.#logs.rewrite();
     try {
-      if (taken.all || snapshotBytes < WHOLE_BELOW_BYTES || logBytes > snapshotBytes) await writeWhole(at);
-      else {
-        const text = changeLines(data, taken.changed, at !== writtenPosition ? at : undefined);
-        if (!text) return;
-        await appendFileDurable(join(dataDir, CHANGE_LOG), text);
-        logBytes += Buffer.byteLength(text);
-      }
-      writtenPosition = at;
-      controlWrites++;
+      await this.#writeNow();
     } catch (error) {
-      dirty.restore(taken);
-      controlDirty = true;
-      throw error;
-    }
-  };
-  /** `state.json` whole (atomic), then the log emptied: state.json holds all of it now. */
-  const writeWhole = async (position: number | undefined): Promise<void> => {
-    const file = controlOf(data);
-    const text = JSON.stringify(position === undefined ? file : { ...file, random_position: position });
-    await writeFileAtomic(join(dataDir!, "state.json"), text);
-    if (logBytes > 0) await writeFileDurable(join(dataDir!, CHANGE_LOG), "");
-    snapshotBytes = Buffer.byteLength(text);
-    logBytes = 0;
-  };
-
-  const writeNow = (): Promise<void> => {
-    if (timer) clearTimeout(timer);
-    timer = undefined;
-    dueAt = Infinity;
-    if (!pending()) return writing;
-    // One writer: the next round starts after the previous settled; a failed
-    // round leaves its changes pending for the retry.
-    writing = writing
-      .catch(() => {})
-      .then(writeOnce)
-      .then(
-        () => {
-          if (failingSince !== null) report(`writing state recovered after ${failedAttempts} failed attempt(s)`);
-          failingSince = null;
-          lastError = null;
-          failedAttempts = 0;
-        },
-        (error: unknown) => {
-          const message = error instanceof Error ? error.message : String(error);
-          if (failingSince === null) {
-            failingSince = Date.now();
-            // Once per run of failures, not once per retry.
-            report(`writing state failed (retrying until it succeeds): ${message}`);
-          }
-          lastError = message;
-          failedAttempts++;
-          // The project's one backoff formula. Disk writes are scheduled on real time (not the
-          // emulator's clock, which tests move): a write is I/O, not modelled time.
-          if (!closed) schedule(backoffDelay(failedAttempts + 1, { baseMs: Math.max(flushMs, 10), maxMs: maxRetryMs }, cryptoRandom));
-          throw error;
-        },
-      );
-    return writing;
-  };
-
-  const schedule = (delay: number) => {
-    if (closed || !dataDir) return;
-    const at = Date.now() + delay;
-    if (at >= dueAt) return;
-    if (timer) clearTimeout(timer);
-    dueAt = at;
-    timer = setTimeout(() => void writeNow().catch(() => {}), delay);
-    timer.unref?.();
-  };
-  const markControl = (delay: number, counted = true) => {
-    controlDirty = true;
-    if (counted) changeSeq++;
-    schedule(delay);
-  };
-  const store: Store = {
-    get data() {
-      return tracked;
-    },
-    copy: () => structuredClone(data),
-    dataDir,
-    commit: () => markControl(flushMs),
-    touch: () => markControl(touchFlushMs, false),
-    conversations: (instanceId) => logs?.ensure(instanceId) ?? Promise.resolve(),
-    allConversations: () => logs?.ensureAll() ?? Promise.resolve(),
-    recordResponse(response) {
-      if (!logs) return;
-      logs.append(response, options.randomPosition?.());
-      changeSeq++;
-      schedule(flushMs);
-    },
-    dropConversations(instanceId) {
-      if (!logs) return;
-      logs.drop(instanceId);
-      changeSeq++;
-      schedule(flushMs);
-    },
-    durable() {
-      if (!dataDir || closed || durableSeq >= changeSeq) return Promise.resolve();
-      const seq = changeSeq;
-      // Someone waits: start the round now (group commit) instead of after the coalescing delay.
-      schedule(0);
-      return new Promise<void>((resolve) => waiters.push({ seq, resolve }));
-    },
-    flush: () => (dataDir ? writeNow() : Promise.resolve()),
-    replace(state) {
-      data = state;
-      tracked = trackState(data, dirty);
-      dirty.markAll();
-      logs?.rewrite();
-      markControl(flushMs);
-    },
-    async close() {
-      if (closed) return;
-      try {
-        if (dataDir) await writeNow();
-      } finally {
-        closed = true;
-        if (timer) clearTimeout(timer);
-        settleWaiters(Infinity);
-        release();
-      }
-    },
-    health: () => ({
-      persistent: dataDir !== undefined,
-      ok: failingSince === null,
-      pending: dataDir !== undefined && pending(),
-      failing_since: failingSince === null ? null : new Date(failingSince).toISOString(),
-      last_error: lastError,
-      failed_attempts: failedAttempts,
-      writes,
-    }),
-    get randomPosition() {
-      return randomPosition;
-    },
-    get writes() {
-      return writes;
-    },
-    get controlWrites() {
-      return controlWrites;
-    },
-  };
-  // The one-time move of conversations out of an old state.json, and folding a log left by the last run, happen before the store is used.
-  if (foldAtOpen) {
-    try {
-      await writeNow();
-    } catch (error) {
-      release();
+      // This store is never handed out: no retry may write after the lock is released.
+      this.#closed = true;
+      this.#timer.cancel();
+      this.#release();
       throw new Error(`Cannot move conversations out of ${dataDir}/state.json: ${(error as Error).message}`);
     }
   }
-  return store;
+
+  get data(): EmulatorState {
+    return this.#tracked;
+  }
+
+  get randomPosition(): number {
+    return this.#randomPosition;
+  }
+
+  get writes(): number {
+    return this.#writes;
+  }
+
+  get controlWrites(): number {
+    return this.#controlWrites;
+  }
+
+  copy(): EmulatorState {
+    return structuredClone(this.#data);
+  }
+
+  commit(): void {
+    this.#markControl(this.#flushMs);
+  }
+
+  touch(): void {
+    this.#markControl(this.#touchFlushMs, false);
+  }
+
+  conversations(instanceId: string): Promise<void> {
+    return this.#logs?.ensure(instanceId) ?? Promise.resolve();
+  }
+
+  allConversations(): Promise<void> {
+    return this.#logs?.ensureAll() ?? Promise.resolve();
+  }
+
+  recordResponse(response: StoredResponse): void {
+    if (!this.#logs) return;
+    this.#logs.append(response, this.#positionNow());
+    this.#changeSeq++;
+    this.#schedule(this.#flushMs);
+  }
+
+  dropConversations(instanceId: string): void {
+    if (!this.#logs) return;
+    this.#logs.drop(instanceId);
+    this.#changeSeq++;
+    this.#schedule(this.#flushMs);
+  }
+
+  durable(): Promise<void> {
+    if (!this.dataDir || this.#closed || this.#durableSeq >= this.#changeSeq) return Promise.resolve();
+    // Someone waits: a round now (group commit), not after the coalescing delay. A failed
+    // round answers too: the change stays in memory, is retried, and health says so.
+    return this.#rounds.submit().then(
+      () => {},
+      () => {},
+    );
+  }
+
+  flush(): Promise<void> {
+    return this.dataDir ? this.#writeNow() : Promise.resolve();
+  }
+
+  replace(state: EmulatorState): void {
+    this.#data = state;
+    this.#tracked = trackState(state, this.#dirty);
+    this.#dirty.markAll();
+    this.#logs?.rewrite();
+    this.#markControl(this.#flushMs);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      if (this.dataDir) await this.#writeNow();
+    } finally {
+      this.#closed = true;
+      this.#timer.cancel();
+      await this.#rounds.close();
+      this.#release();
+    }
+  }
+
+  health(): StoreHealth {
+    const failures = this.#failures;
+    return {
+      persistent: this.dataDir !== undefined,
+      ok: failures.since === null,
+      pending: this.dataDir !== undefined && this.#pending(),
+      failing_since: failures.since === null ? null : new Date(failures.since).toISOString(),
+      last_error: failures.lastError,
+      failed_attempts: failures.attempts,
+      writes: this.#writes,
+    };
+  }
+
+  #pending(): boolean {
+    return this.#controlDirty || (this.#logs?.pending ?? false);
+  }
+
+  #markControl(delay: number, counted = true): void {
+    this.#controlDirty = true;
+    if (counted) this.#changeSeq++;
+    this.#schedule(delay);
+  }
+
+  #schedule(delay: number): void {
+    if (this.#closed || !this.dataDir) return;
+    this.#timer.at(delay, () => void this.#writeNow().catch(() => {}));
+  }
+
+  /** A round now (sharing one already asked for); resolves when what is pending is on disk, rejects if that failed. */
+  #writeNow(): Promise<void> {
+    this.#timer.cancel();
+    if (!this.#pending()) return this.#rounds.onIdle();
+    return this.#rounds.submit().then(() => {});
+  }
+
+  /** One write round: what is pending goes to disk; a failure is reported once per run and retried with backoff. */
+  async #round(): Promise<void> {
+    if (!this.#pending()) {
+      // Everything counted was written by an earlier round (a caller asked after it began).
+      this.#durableSeq = this.#changeSeq;
+      return;
+    }
+    try {
+      await this.#writeOnce();
+    } catch (error) {
+      const first = this.#failures.failed(error);
+      // Once per run of failures, not once per retry.
+      if (first) this.#report(`writing state failed (retrying until it succeeds): ${this.#failures.lastError}`);
+      // The project's one backoff formula. Disk writes are scheduled on real time (not the
+      // emulator's clock, which tests move): a write is I/O, not modelled time.
+      this.#schedule(backoffDelay(this.#failures.attempts + 1, { baseMs: Math.max(this.#flushMs, 10), maxMs: this.#maxRetryMs }, cryptoRandom));
+      throw error;
+    }
+    const recovered = this.#failures.recovered();
+    if (recovered > 0) this.#report(`writing state recovered after ${recovered} failed attempt(s)`);
+  }
+
+  async #writeOnce(): Promise<void> {
+    this.#writes++;
+    // Both parts take what they write synchronously, here: everything counted so far is in this round.
+    const target = this.#changeSeq;
+    const results = await Promise.allSettled([this.#writeControl(), this.#logs?.pending ? this.#logs.flush() : undefined]);
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) throw failed.reason;
+    this.#durableSeq = Math.max(this.#durableSeq, target);
+  }
+
+  /** The changed records appended to the log, or the whole state written when it is due (see the header). */
+  async #writeControl(): Promise<void> {
+    const dataDir = this.dataDir;
+    if (!this.#controlDirty || !dataDir) return;
+    this.#controlDirty = false;
+    const taken = this.#dirty.take();
+    const position = this.#positionNow();
+    const at = position === undefined ? undefined : Math.max(position, this.#randomPosition);
+    try {
+      if (taken.all || this.#snapshotBytes < WHOLE_BELOW_BYTES || this.#logBytes > this.#snapshotBytes) await this.#writeWhole(dataDir, at);
+      else {
+        const text = changeLines(this.#data, taken.changed, at !== this.#writtenPosition ? at : undefined);
+        if (!text) return;
+        await appendFileDurable(join(dataDir, CHANGE_LOG), text);
+        this.#logBytes += Buffer.byteLength(text);
+      }
+      this.#writtenPosition = at;
+      this.#controlWrites++;
+    } catch (error) {
+      this.#dirty.restore(taken);
+      this.#controlDirty = true;
+      throw error;
+    }
+  }
+
+  /** `state.json` whole (atomic), then the log emptied: state.json holds all of it now. */
+  async #writeWhole(dataDir: string, position: number | undefined): Promise<void> {
+    const file = controlOf(this.#data);
+    const text = JSON.stringify(position === undefined ? file : { ...file, random_position: position });
+    await writeFileAtomic(join(dataDir, "state.json"), text);
+    if (this.#logBytes > 0) await writeFileDurable(join(dataDir, CHANGE_LOG), "");
+    this.#snapshotBytes = Buffer.byteLength(text);
+    this.#logBytes = 0;
+  }
 }
 
 /**

@@ -8,7 +8,10 @@
  *
  * Reads go through the proxies too; what they hand out for a record is a
  * proxy of it (one per object, cached), and what is assigned in is stored
- * unwrapped, so the plain state underneath never holds a proxy.
+ * unwrapped at every depth, so the plain state underneath never holds a
+ * proxy: `{ ...record, env: {...} }` copies the record's nested objects as
+ * the proxies the read handed out, and a proxy left in the state is what
+ * `structuredClone` (snapshot export) cannot copy.
  */
 import type { EmulatorState } from "./state.js";
 
@@ -57,11 +60,36 @@ export class DirtyRecords {
 type Json = Record<string | symbol, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null;
 
+/** Every tracking proxy (of any state, also one replaced since) -> the plain object behind it. */
+const plainOf = new WeakMap<object, object>();
+
+/**
+ * `value` as the plain state may hold it: a proxy becomes the plain object
+ * behind it (plain all through: only unwrapped values are ever stored), and
+ * a new object or array has the proxies anywhere inside it replaced, in
+ * place: it becomes the state's own.
+ */
+function unwrap(value: unknown, seen = new WeakSet<object>()): unknown {
+  if (!isObject(value)) return value;
+  const plain = plainOf.get(value);
+  if (plain) return plain;
+  if (seen.has(value)) return value;
+  seen.add(value);
+  for (const key of Reflect.ownKeys(value)) {
+    const child = value[key];
+    if (!isObject(child)) continue;
+    const unwrapped = unwrap(child, seen);
+    if (unwrapped !== child) value[key] = unwrapped;
+  }
+  return value;
+}
+
+/** A stored property's descriptor with its value unwrapped (`Object.defineProperty` on a tracked object). */
+const unwrapDescriptor = (descriptor: PropertyDescriptor): PropertyDescriptor =>
+  "value" in descriptor ? { ...descriptor, value: unwrap(descriptor.value) } : descriptor;
+
 /** The state with its collections tracked into `dirty`; the plain objects stay underneath. */
 export function trackState(state: EmulatorState, dirty: DirtyRecords): EmulatorState {
-  const raw = new WeakMap<object, object>();
-  const unwrap = (value: unknown): unknown => (isObject(value) ? (raw.get(value) ?? value) : value);
-
   /** One collection: a proxy of its record map, handing out tracked records. */
   const trackCollection = <T extends object>(records: T, collection: Collection): T => {
     const proxies = new WeakMap<object, Json>();
@@ -84,12 +112,17 @@ export function trackState(state: EmulatorState, dirty: DirtyRecords): EmulatorS
           dirty.mark(collection, id);
           return true;
         },
+        defineProperty(t, key, descriptor) {
+          const done = Reflect.defineProperty(t, key, unwrapDescriptor(descriptor));
+          if (done) dirty.mark(collection, id);
+          return done;
+        },
       });
       proxies.set(target, proxy);
-      raw.set(proxy, target);
+      plainOf.set(proxy, target);
       return proxy;
     };
-    return new Proxy(records, {
+    const proxy = new Proxy(records, {
       get(t, key) {
         const value: unknown = Reflect.get(t, key);
         return typeof key === "string" && isObject(value) ? wrap(value, key) : value;
@@ -104,7 +137,14 @@ export function trackState(state: EmulatorState, dirty: DirtyRecords): EmulatorS
         if (typeof key === "string") dirty.mark(collection, key);
         return true;
       },
+      defineProperty(t, key, descriptor) {
+        const done = Reflect.defineProperty(t, key, unwrapDescriptor(descriptor));
+        if (done && typeof key === "string") dirty.mark(collection, key);
+        return done;
+      },
     });
+    plainOf.set(proxy, records);
+    return proxy;
   };
   const collections = new Map<string | symbol, object>();
   const isCollection = (key: string | symbol): key is Collection => (COLLECTIONS as readonly (string | symbol)[]).includes(key);
@@ -128,5 +168,6 @@ export function trackState(state: EmulatorState, dirty: DirtyRecords): EmulatorS
       return true;
     },
   });
+  plainOf.set(tracked, state);
   return tracked;
 }

@@ -1,11 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { sessionKeyOf } from "../../daemon/core/keys.js";
+import { sessionKeyOf } from "../../daemon/vocabulary/keys.js";
 import { sessionBaseFor } from "../../daemon/core/routing.js";
 import type { Daemon } from "../../daemon/daemon.js";
 import { converse, startBridge, startService, tempDir, testConfig, type Bridge, type Service } from "./daemon-harness.js";
 import type { FakeChatAdapter } from "../fakes/chat-adapter.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
 import { waitUntil } from "../helpers/wait.js";
+import { testHandle } from "../../daemon/test-handle.js";
 
 let service: Service;
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -40,8 +41,8 @@ const instance = () => service.instanceIds[0]!;
 async function allGaveUp(daemon: Daemon): Promise<void> {
   await vi.waitFor(() => {
     expect(service.emulator.env.faults.list()).toHaveLength(0);
-    expect(daemon.scheduler!.depth(instance()).totalWaiting).toBe(0);
-    expect(daemon.scheduler!.running().get(instance()) ?? 0).toBe(0);
+    expect(testHandle(daemon).scheduler!.depth(instance()).totalWaiting).toBe(0);
+    expect(testHandle(daemon).scheduler!.running().get(instance()) ?? 0).toBe(0);
   });
 }
 const texts = (chat: FakeChatAdapter, user: string) => chat.repliesTo(user).map((m) => m.text);
@@ -123,8 +124,8 @@ describe("daemon under service faults", () => {
     await first.chat.waitForReplies("dot", 1);
     // Both turns used up their attempts (the fault rule retires after 4 hits), and none is running.
     await vi.waitFor(() => expect(service.emulator.env.faults.list()).toHaveLength(0));
-    await vi.waitFor(() => expect(first.daemon.scheduler!.running().get(instance()) ?? 0).toBe(0));
-    expect(first.daemon.store!.pending()).toHaveLength(1);
+    await vi.waitFor(() => expect(testHandle(first.daemon).scheduler!.running().get(instance()) ?? 0).toBe(0));
+    expect(testHandle(first.daemon).store!.pending()).toHaveLength(1);
     await first.daemon.stop({ graceMs: 0 });
     expect(texts(first.chat, "dot")).toEqual([expect.stringMatching(/^Sorry, your message could not be answered/)]);
     const second = await startBridge(config);
@@ -214,10 +215,10 @@ describe("daemon under service faults", () => {
     await daemon.whenIdle();
     const base = sessionBaseFor({ platform: "fake", accountId: "acct0", chatId: "jan", chatType: "direct", userId: "jan" }, "user");
     const key = sessionKeyOf({ instanceId: instance(), sessionBase: base });
-    await daemon.store!.setSession(key, { generation: 0, lastResponseId: `resp_${"0".repeat(32)}` });
+    await testHandle(daemon).store!.setSession(key, { generation: 0, lastResponseId: `resp_${"0".repeat(32)}` });
     const [reply] = await converse(chat, "jan", ["hello again"]);
     expect(reply).toMatch(/^\(The earlier conversation could not be found.*\)\n\nYou said: hello again$/s);
     expect(await converse(chat, "jan", ["!recall"])).toEqual(["hello again"]);
-    expect(daemon.store!.session(key).generation).toBe(1);
+    expect(testHandle(daemon).store!.session(key).generation).toBe(1);
   });
 });

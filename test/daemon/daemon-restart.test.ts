@@ -3,6 +3,7 @@ import { createManualClock } from "../../shared/clock.js";
 import { splitReply } from "../../daemon/core/chunking.js";
 import { longText } from "../../emulator/gateway/model.js";
 import { startBridge, startService, tempDir, testConfig, type Service } from "./daemon-harness.js";
+import { testHandle } from "../../daemon/test-handle.js";
 
 let service: Service;
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -32,7 +33,7 @@ describe("daemon across a crash", () => {
     await first.chat.inject({ userId: "bob", text: "b1" });
     await first.chat.inject({ userId: "ann", text: "a2" });
     await first.chat.inject({ userId: "ann", text: "/whoami" });
-    await first.daemon.crash();
+    await testHandle(first.daemon).crash();
     expect(first.chat.sent.filter((m) => !m.text.startsWith("Platform:"))).toEqual([]);
 
     const second = await startBridge(testConfig(service, dir));
@@ -63,7 +64,7 @@ describe("daemon across a crash", () => {
     await first.chat.inject({ userId: "cy", text: "!long 9000" });
     await first.chat.waitForReplies("cy", 2);
     const calls = await service.responseCalls();
-    await first.daemon.crash();
+    await testHandle(first.daemon).crash();
 
     const second = await startBridge(testConfig(service, dir), { maxMessageLength: 2000 });
     cleanups.push(() => second.daemon.stop({ graceMs: 0 }));
@@ -81,7 +82,7 @@ describe("daemon across a crash", () => {
     const first = await startBridge(testConfig(service, dir, overrides), { clock });
     await first.chat.inject({ userId: "dee", text: "stale 1" });
     await first.chat.inject({ userId: "dee", text: "stale 2" });
-    await first.daemon.crash();
+    await testHandle(first.daemon).crash();
     const calls = await service.responseCalls();
 
     clock.advance(3_600_001);

@@ -3,6 +3,7 @@ import { createManualClock } from "../../shared/clock.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
 import { replyTextOf } from "../../daemon/core/reply.js";
 import { converse, startBridge, startService, tempDir, testConfig, type Bridge, type Service } from "./daemon-harness.js";
+import { testHandle } from "../../daemon/test-handle.js";
 
 let service: Service;
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -140,7 +141,7 @@ describe("daemon against the emulator", () => {
     const [allowed, unrouted] = b.adapters;
     await allowed!.inject({ userId: "mallory", text: "let me in" });
     await unrouted!.inject({ userId: "alice", text: "anyone?" });
-    expect(b.daemon.store!.pending()).toEqual([]);
+    expect(testHandle(b.daemon).store!.pending()).toEqual([]);
     expect(await converse(allowed!, "alice", ["hi"])).toEqual(["You said: hi"]);
     expect(allowed!.repliesTo("mallory")).toEqual([]);
     expect(unrouted!.repliesTo("alice")).toEqual([]);
@@ -174,7 +175,7 @@ describe("daemon against the emulator", () => {
     const turn = service.hold(1500);
     await chat.inject({ userId: "hub", text: "!sleep 1500" });
     // In flight (so no longer waiting): the one waiting slot is free for "queued".
-    await vi.waitFor(() => expect(daemon.scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
+    await vi.waitFor(() => expect(testHandle(daemon).scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
     await chat.inject({ userId: "hub", text: "queued" });
     for (let i = 1; i <= 4; i++) await chat.inject({ userId: "hub", text: `extra ${i}` });
     expect(chat.outcomes.slice(2).map((o) => o.status === "refused" && o.reason)).toEqual(["busy", "busy", "busy", "busy"]);
@@ -200,7 +201,7 @@ describe("daemon against the emulator", () => {
     const first = await startBridge(config);
     const turn = service.hold(1000);
     await first.chat.inject({ userId: "owe", text: "!sleep 1000" });
-    await vi.waitFor(() => expect(first.daemon.scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
+    await vi.waitFor(() => expect(testHandle(first.daemon).scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
     await first.chat.inject({ userId: "owe", text: "queued" });
     await first.chat.inject({ userId: "owe", text: "extra 1" });
     await first.chat.inject({ userId: "owe", text: "extra 2" }); // inside the 60 s cooldown: owed, not yet said
@@ -225,7 +226,7 @@ describe("daemon against the emulator", () => {
     cleanups.push(() => b.daemon.stop({ graceMs: 0 }));
     const turn = service.hold(1000);
     await b.chat.inject({ userId: "ike", text: "!sleep 1000" });
-    await vi.waitFor(() => expect(b.daemon.scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
+    await vi.waitFor(() => expect(testHandle(b.daemon).scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
     await b.chat.inject({ userId: "ike", text: "queued" });
     await b.chat.inject({ userId: "ike", text: "later" });
     expect(b.chat.outcomes.map((o) => o.status)).toEqual(["accepted", "accepted", "deferred"]);

@@ -16,7 +16,7 @@ import { Client, Events } from "discord.js";
 import { dropLatePackets } from "../../daemon/adapters/discord/gateway-client.js";
 import { createDiscordAdapter, DiscordAdapterError, type DiscordAdapterOptions } from "../../daemon/adapters/discord/index.js";
 import { discordChannelSchema, type DiscordChannelConfig } from "../../daemon/adapters/discord/config.js";
-import type { AdapterStatusEvent, ChatAdapter, ChatTarget, InboundMessage } from "../../daemon/core/adapter.js";
+import type { AdapterStatusEvent, ChatAdapter, ChatTarget, InboundMessage } from "../../daemon/vocabulary/adapter.js";
 import { createFakeDiscord, waitFor, type FakeDiscord, type FakeUser } from "../fakes/discord.js";
 
 const TOKEN = "MTA0NjY5.fake-bot.token-value-that-must-stay-secret";

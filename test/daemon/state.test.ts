@@ -5,9 +5,11 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createManualClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
-import type { InboundMessage } from "../../daemon/core/adapter.js";
-import { dedupeKeyOf as dedupeKey, sessionKeyOf } from "../../daemon/core/keys.js";
-import { DataDirLockedError, openStore, type Store, type StoredRoute } from "../../daemon/state/store.js";
+import type { InboundMessage } from "../../daemon/vocabulary/adapter.js";
+import { dedupeKeyOf as dedupeKey, sessionKeyOf } from "../../daemon/vocabulary/keys.js";
+import { DataDirLockedError, openStore } from "../../daemon/state/store.js";
+import type { Store } from "../../daemon/vocabulary/store.js";
+import type { StoredRoute } from "../../daemon/vocabulary/records.js";
 
 /** A session key as the relay makes it (instance, session base). */
 const K = sessionKeyOf({ instanceId: "i", sessionBase: "k" });

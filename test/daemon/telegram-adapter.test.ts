@@ -9,9 +9,9 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TelegramChannelConfig } from "../../daemon/adapters/telegram/config.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
-import type { AdapterStateStore, AdapterStatusEvent, ChatAdapter, ChatTarget, InboundMessage, InboundSink } from "../../daemon/core/adapter.js";
+import type { AdapterStateStore, AdapterStatusEvent, ChatAdapter, ChatTarget, InboundMessage, InboundSink } from "../../daemon/vocabulary/adapter.js";
 import { createTelegramAdapter, TelegramAdapterError, telegramMarkdownToHtml, type TelegramAdapterOptions } from "../../daemon/adapters/telegram/index.js";
-import { SendError } from "../../daemon/core/adapter.js";
+import { SendError } from "../../daemon/vocabulary/adapter.js";
 import { ACCEPTED, admitUpTo } from "../fakes/sink.js";
 import { createManualClock, sleepOn, systemClock, type Clock } from "../../shared/clock.js";
 import { createFakeTelegram, parseTelegramHtml, type FakeTelegram } from "../fakes/telegram-bot-api.js";
@@ -574,7 +574,7 @@ describe("replies", () => {
       () => undefined,
       (e: unknown) => e,
     );
-    expect(error).toMatchObject({ status: 0, permanent: false });
+    expect(error).toMatchObject({ status: undefined, permanent: false });
     expect(String((error as Error).message)).toMatch(/telegram sendMessage failed/);
     expect(String((error as Error).message)).not.toContain(TOKEN_SECRET_PART);
     // Nor anywhere a logger's error serializer looks (the cause chain included).

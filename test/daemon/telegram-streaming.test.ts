@@ -20,6 +20,7 @@ import { seededRandom } from "../../shared/random.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { advanceUntil, advanceUntilSettled } from "../helpers/advance-until.js";
 import { startServiceFixture } from "../helpers/bridge.js";
+import { testHandle } from "../../daemon/test-handle.js";
 
 const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
@@ -184,7 +185,7 @@ it("a crash after the answer was recorded, before the last edit: the restart fin
   clock.advance(1000);
   await until(() => fake.calls("editMessageText") > fake.edits.length || undefined);
   expect(readFileSync(join(dataDir, "journal.jsonl"), "utf8")).toContain('{"t":"reply"');
-  await first.crash();
+  await testHandle(first).crash();
   const halfway = shown(fake)[0]!.text;
 
   fake.setEditInterval(0);

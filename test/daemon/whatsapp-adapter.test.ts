@@ -12,7 +12,7 @@ import { createWhatsAppAdapter, RECONNECT_BACKOFF, WhatsAppAdapterError } from "
 import { backoffDelay } from "../../shared/backoff.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import { checkAccess } from "../../daemon/core/access.js";
-import type { AdapterStateStore, AdapterStatusEvent, ChatTarget, InboundMessage, InboundSink } from "../../daemon/core/adapter.js";
+import type { AdapterStateStore, AdapterStatusEvent, ChatTarget, InboundMessage, InboundSink } from "../../daemon/vocabulary/adapter.js";
 import { createManualClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import {

@@ -16,7 +16,7 @@ import { WebSocketServer } from "ws";
 import { createWhatsAppAdapter, RECONNECT_BACKOFF, type SocketFactory } from "../../daemon/adapters/whatsapp/index.js";
 import { backoffDelay } from "../../shared/backoff.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
-import type { AdapterStatusEvent } from "../../daemon/core/adapter.js";
+import type { AdapterStatusEvent } from "../../daemon/vocabulary/adapter.js";
 import { createManualClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 

@@ -1,7 +1,8 @@
 /**
- * The sequences README.md and docs/emulator.md show with curl, run against a
- * real emulator, checking the answers the text claims: the first session, and
- * a fault that fires before a snapshot, a reset and a restore.
+ * The sequences docs/emulator.md shows with curl ("A first session with curl",
+ * "Snapshots and reset", "Fault rules"), run against a real emulator, checking
+ * the answers the text claims: the first session, and a fault that fires
+ * before a snapshot, a reset and a restore.
  */
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,7 +16,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-describe("the README's curl sequences", () => {
+describe("the curl sequences of docs/emulator.md", () => {
   let key = "";
   let id = "";
   const auth = () => ({ authorization: `Bearer ${key}` });
@@ -36,7 +37,7 @@ describe("the README's curl sequences", () => {
     const created = await request(t.app).post("/v1/instances").set(auth()).send({ name: "first" });
     expect(created.status).toBe(201);
     id = created.body.id as string;
-    t.clock.advance(1500); // the README's `sleep 2`: provisioning takes 1.5 s by default
+    t.clock.advance(1500); // the guide's `sleep 2`: provisioning takes 1.5 s by default
     const reply = await send(`/v1/instances/${id}/session/alice/responses`, "hello");
     expect(reply.status).toBe(200);
     expect(replyText(reply.body)).toBe("You said: hello");

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
 import { createEmulator, type Emulator } from "../../emulator/index.js";
-import type { FixtureInput } from "../../emulator/fixtures/index.js";
+import type { FixtureInput } from "../../emulator/seed/index.js";
 import { bearer, tempDir } from "../helpers/emulator.js";
 import { startCli, stopCli } from "../helpers/cli.js";
 

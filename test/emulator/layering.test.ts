@@ -1,70 +1,91 @@
 /**
- * The emulator's layers: storage and workspaces never reach up into route
- * modules, and no two emulator modules import each other in a ring (type
- * imports and `import()` included), so each layer can be read, tested and
- * changed without the ones above it.
+ * The emulator's layers: its folders stand in floors (docs/architecture.md,
+ * "Emulator layers") and every import goes to the same floor or one below;
+ * storage and workspaces never reach up into route modules, and no two
+ * emulator modules import each other in a ring (type imports and `import()`
+ * included), so each layer can be read, tested and changed without the ones
+ * above it.
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { dirname, join, relative, resolve, sep } from "node:path";
+import { readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { cycles as cyclesOf, importGraph, moduleName, ROOT } from "../helpers/import-graph.js";
 
-const root = join(import.meta.dirname, "../..");
-const emulatorDir = join(root, "emulator");
+const graph = new Map([...importGraph(["emulator"])].map(([from, to]) => [from, to.filter((t) => t.startsWith("emulator/"))]));
+const cycles = () => cyclesOf(graph);
 
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) return sources(path);
-    return e.name.endsWith(".ts") ? [path] : [];
+/**
+ * The floors, lowest first: a module imports only from its own floor or below. Paths are
+ * relative to emulator/; a folder ends with "/". Every module must stand on one.
+ */
+const FLOORS: readonly (readonly string[])[] = [
+  ["errors.ts", "faults.ts"],
+  // Catalogs: data about channels and skills.
+  ["channels/", "skills/"],
+  // The state, its records and how they are kept.
+  ["store/"],
+  ["workspace/"],
+  // Rules per resource (channel configs, installed skills, credential hashes), whoever applies them.
+  ["rules/"],
+  ["gateway/"],
+  // Production code that seeds state from a fixture (sandboxes and the command line load them).
+  ["seed/"],
+  ["sandboxes/"],
+  ["http/"],
+  ["events/"],
+  ["views.ts"],
+  ["routes/"],
+  ["console/"],
+  ["billing-page.ts", "env.ts", "index.ts", "cli.ts"],
+];
+
+/** `env.ts` is the dependency bag every operation is handed: it names the parts and holds none, so it may be named, as a type only, from any floor. */
+const ENV = "emulator/env.ts";
+
+const floorOf = (file: string): number => FLOORS.findIndex((floor) => floor.some((place) => file.slice("emulator/".length).startsWith(place)));
+
+/** Whether `from` names `to` only in `import type` statements. */
+function typeOnly(from: string, to: string): boolean {
+  const text = readFileSync(join(ROOT, from), "utf8");
+  const statements = [...text.matchAll(/^\s*(import|export)(\s+type)?\b[^;]*?from\s*["'](\.{1,2}\/[^"']+)["']/gm)];
+  const naming = statements.filter((m) => moduleName(resolve(dirname(join(ROOT, from)), m[3]!.replace(/\.js$/, ".ts"))) === to);
+  return naming.length > 0 && naming.every((m) => m[1] === "import" && m[2] !== undefined);
+}
+
+describe("the emulator's floors", () => {
+  it("places every module on a floor", () => {
+    expect([...graph.keys()].filter((file) => floorOf(file) < 0)).toEqual([]);
   });
-}
 
-const rel = (path: string) => relative(root, path).split(sep).join("/");
+  it("imports only from the same floor or below (env.ts, as a type, from anywhere)", () => {
+    const upward = [...graph].flatMap(([from, tos]) =>
+      tos
+        .filter((to) => graph.has(to) && floorOf(to) > floorOf(from))
+        .filter((to) => !(to === ENV && typeOnly(from, to)))
+        .map((to) => `${from} -> ${to}`),
+    );
+    expect(upward).toEqual([]);
+  });
 
-/** Every relative module a file names: `import`, `import type`, `export ... from` and `import("...")`. */
-function importsOf(path: string): string[] {
-  const text = readFileSync(path, "utf8");
-  const specifiers = [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)["'](\.{1,2}\/[^"']+)["']/gm)].map((m) => m[1]!);
-  return specifiers.map((s) => rel(resolve(dirname(path), s.replace(/\.js$/, ".ts"))));
-}
+  it("reads type-only imports of env.ts as such, and nothing else as one", () => {
+    expect(typeOnly("emulator/routes/skills.ts", ENV)).toBe(true);
+    expect(typeOnly("emulator/index.ts", "emulator/store/store.ts")).toBe(false);
+  });
 
-const files = sources(emulatorDir);
-const graph = new Map(files.map((f) => [rel(f), importsOf(f).filter((to) => to.startsWith("emulator/"))]));
-
-/** Strongly connected components of more than one file (Tarjan). */
-function cycles(): string[][] {
-  let index = 0;
-  const indices = new Map<string, number>();
-  const low = new Map<string, number>();
-  const stack: string[] = [];
-  const onStack = new Set<string>();
-  const found: string[][] = [];
-  const visit = (v: string) => {
-    indices.set(v, index);
-    low.set(v, index++);
-    stack.push(v);
-    onStack.add(v);
-    for (const w of graph.get(v) ?? []) {
-      if (!graph.has(w)) continue;
-      if (!indices.has(w)) {
-        visit(w);
-        low.set(v, Math.min(low.get(v)!, low.get(w)!));
-      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, indices.get(w)!));
-    }
-    if (low.get(v) === indices.get(v)) {
-      const component: string[] = [];
-      let w: string;
-      do {
-        w = stack.pop()!;
-        onStack.delete(w);
-        component.push(w);
-      } while (w !== v);
-      if (component.length > 1 || (graph.get(v) ?? []).includes(v)) found.push(component.sort());
-    }
-  };
-  for (const v of graph.keys()) if (!indices.has(v)) visit(v);
-  return found;
-}
+  it("keeps seeding state (seed/) apart from the routes, and the store apart from the gateway", () => {
+    const crossing = [...graph].flatMap(([from, tos]) =>
+      tos
+        .filter(
+          (to) =>
+            (from.startsWith("emulator/seed/") && to.startsWith("emulator/routes/")) ||
+            (from.startsWith("emulator/store/") && to.startsWith("emulator/gateway/")) ||
+            (from.startsWith("emulator/sandboxes/") && to.startsWith("emulator/http/")),
+        )
+        .map((to) => `${from} -> ${to}`),
+    );
+    expect(crossing).toEqual([]);
+  });
+});
 
 describe("the emulator's layers", () => {
   it("reads the import graph it checks (the store's schema imports the channel catalog)", () => {

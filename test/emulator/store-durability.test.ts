@@ -8,7 +8,8 @@ import { appendFileSync, readdirSync, readFileSync, statSync, writeFileSync } fr
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { tempPrefixOf, writeFileAtomic } from "../../shared/durable-files.js";
-import { headKey, record } from "../../emulator/gateway/conversation.js";
+import { record } from "../../emulator/gateway/conversation.js";
+import { headKey } from "../../emulator/store/state.js";
 import type { StoredResponse } from "../../emulator/gateway/types.js";
 import { openStore, type Store, type StoreOptions } from "../../emulator/store/store.js";
 import { tempDir } from "../helpers/emulator.js";

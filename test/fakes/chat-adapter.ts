@@ -15,7 +15,7 @@ import {
   type InboundMessage,
   type InboundSink,
   type SendOptions,
-} from "../../daemon/core/adapter.js";
+} from "../../daemon/vocabulary/adapter.js";
 
 export interface SentMessage {
   target: ChatTarget;

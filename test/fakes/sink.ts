@@ -3,7 +3,7 @@
  * everything (unless told otherwise) and admits attachments up to a size,
  * as the core's intake would with attachments on.
  */
-import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, AdapterStatusEvent, InboundMessage, InboundSink } from "../../daemon/core/adapter.js";
+import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, AdapterStatusEvent, InboundMessage, InboundSink } from "../../daemon/vocabulary/adapter.js";
 
 export const ACCEPTED: AcceptOutcome = { status: "accepted", acknowledge: true };
 

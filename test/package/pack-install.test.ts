@@ -1,8 +1,8 @@
 /**
  * The package as another project gets it: `npm pack` of this repository
  * (dist/ built by the global setup), installed into a fresh temporary
- * project beside vitest, jest, typescript and supertest; the README's "Use
- * it in your tests" examples written into it file by file (each code block
+ * project beside vitest, jest, typescript and supertest; the examples of
+ * docs/testing.md written into it file by file (each code block
  * that starts with `// file: PATH`), type-checked with strict `tsc` against
  * the installed package's declarations (`.mjs` files with `checkJs`), and run
  * under vitest, jest and `node:test`.
@@ -23,11 +23,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 const ROOT = join(import.meta.dirname, "..", "..");
 const versionOf = (name: string): string => (JSON.parse(readFileSync(join(ROOT, "node_modules", name, "package.json"), "utf8")) as { version: string }).version;
 
-/** The README's example files: code blocks whose first line is `// file: PATH`. */
-function readmeExamples(): Map<string, string> {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+/** The testing guide's example files: code blocks whose first line is `// file: PATH`. */
+function guideExamples(): Map<string, string> {
+  const guide = readFileSync(join(ROOT, "docs", "testing.md"), "utf8");
   const files = new Map<string, string>();
-  for (const match of readme.matchAll(/```(?:ts|js)\n\/\/ file: (\S+)\n([\s\S]*?)```/g)) files.set(match[1]!, match[2]!);
+  for (const match of guide.matchAll(/```(?:ts|js)\n\/\/ file: (\S+)\n([\s\S]*?)```/g)) files.set(match[1]!, match[2]!);
   return files;
 }
 
@@ -69,7 +69,7 @@ beforeAll(() => {
       exclude: ["node_modules"],
     }),
   );
-  for (const [path, text] of readmeExamples()) {
+  for (const [path, text] of guideExamples()) {
     mkdirSync(dirname(join(project, path)), { recursive: true });
     writeFileSync(join(project, path), text);
   }
@@ -81,7 +81,7 @@ beforeAll(() => {
     "--loglevel=error",
     join(project, packed),
     `vitest@${versionOf("vitest")}`,
-    // The major version the README's jest example is written for (the `expect` types here are its).
+    // The major version the guide's jest example is written for (the `expect` types here are its).
     `jest@^${versionOf("expect").split(".")[0]}`,
     `@jest/globals@^${versionOf("expect").split(".")[0]}`,
     `typescript@${versionOf("typescript")}`,
@@ -97,8 +97,8 @@ afterAll(() => {
 });
 
 describe("the package installed in another project", () => {
-  it("has the README's examples to check: vitest, in process, jest and node:test", () => {
-    expect([...readmeExamples().keys()].sort()).toEqual([
+  it("has the testing guide's examples to check: vitest, in process, jest and node:test", () => {
+    expect([...guideExamples().keys()].sort()).toEqual([
       "jest.config.mjs",
       "jest/support-bot.test.mjs",
       "node-test/support-bot.test.mjs",

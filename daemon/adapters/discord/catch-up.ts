@@ -17,7 +17,7 @@ import type { Client, Message } from "discord.js";
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { Clock, Timer } from "../../../shared/clock.js";
-import type { AdapterStateStore } from "../../core/adapter.js";
+import type { AdapterStateStore } from "../../vocabulary/adapter.js";
 
 /** At most this many channels are caught up, the most recently active first. */
 export const CATCH_UP_CHANNELS = 50;

@@ -5,7 +5,7 @@
  * neither has to import the other.
  */
 import { z } from "zod";
-import { accessSchema, channelCommon, groupChatOptions, httpUrl, minEditIntervalSchema, streamingSchema } from "../../config/fields.js";
+import { accessSchema, channelCommon, groupChatOptions, httpUrl, minEditIntervalSchema, streamingSchema } from "../../vocabulary/config-fields.js";
 
 export const discordChannelSchema = z.strictObject({
   type: z.literal("discord").describe('A Discord bot: "discord".'),

@@ -16,8 +16,8 @@ import { Events, type Client, type IIdentifyThrottler, type Message } from "disc
 import type { Logger } from "pino";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
-import type { AdapterStatusEvent } from "../../core/adapter.js";
-import { pause } from "../../core/retry.js";
+import type { AdapterStatusEvent } from "../../vocabulary/adapter.js";
+import { pause } from "../../helpers/retry.js";
 import { backoffDelay } from "../../../shared/backoff.js";
 import type { DiscordChannelConfig } from "./config.js";
 import { closeFailure, ConnectFailure, connectFailureOf } from "./connect-failure.js";

@@ -7,7 +7,7 @@
  * testable without a gateway.
  */
 import { safeBaseName } from "../../../shared/util/names.js";
-import type { ChatType, InboundAttachment, InboundMessage } from "../../core/adapter.js";
+import type { ChatType, InboundAttachment, InboundMessage } from "../../vocabulary/adapter.js";
 import type { DiscordChannelConfig } from "./config.js";
 
 export interface DiscordAttachmentView {
@@ -120,7 +120,7 @@ export type IgnoreReason = Extract<InboundDecision, { kind: "ignore" }>["reason"
 /**
  * Where a Discord message becomes the core's `InboundMessage`, or undefined
  * when the bot should not see it. Attachments are not here: they are fetched
- * only once the core admits the message (intake.ts).
+ * only once the core admits the message (hand-over.ts).
  */
 export function translateMessage(view: DiscordMessageView, context: TranslateContext): InboundMessage | undefined {
   const decision = classifyMessage(view, context.bot);

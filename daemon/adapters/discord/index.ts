@@ -1,20 +1,20 @@
 /**
  * Discord through discord.js 14, wired from its parts: the gateway
  * (connection.ts) brings messages in, message-view.ts reads them, inbound.ts
- * translates them (`translateMessage`), intake.ts hands them to the core in
+ * translates them (`translateMessage`), hand-over.ts hands them to the core in
  * order; outbound.ts sends replies and typing through a REST client of its
  * own, so replies still go out while the gateway reconnects. Commands and
  * access control are the core's.
  */
 import type { Client, Message } from "discord.js";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
-import { redactSecrets } from "../../ops/logger.js";
-import { rawLength, type AdapterDeps, type ChatAdapter } from "../../core/adapter.js";
+import { redactSecrets } from "../../vocabulary/redact.js";
+import { rawLength, type AdapterDeps, type ChatAdapter } from "../../vocabulary/adapter.js";
 import type { DiscordChannelConfig } from "./config.js";
 import { createGatewayConnection, defaultConnectionTuning, type ConnectionTuning } from "./connection.js";
 import { translateMessage } from "./inbound.js";
 import { DiscordCatchUp } from "./catch-up.js";
-import { DiscordIntake } from "./intake.js";
+import { DiscordHandOver } from "./hand-over.js";
 import { botIdentityOf, viewOf } from "./message-view.js";
 import { createDiscordOutbound, DISCORD_FILE_LIMITS, DISCORD_LIMITS } from "./outbound.js";
 
@@ -38,7 +38,7 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
   const tuning: ConnectionTuning = { ...defaultConnectionTuning, ...stripUndefined(tuningOverrides) };
 
   const outbound = createDiscordOutbound({ api: config.api, token: config.token, log, redact, replyNotifies: config.replyNotifies });
-  const intake = new DiscordIntake({ log, redact, attachmentTimeoutMs });
+  const handOver = new DiscordHandOver({ log, redact, attachmentTimeoutMs });
   const catchUp = new DiscordCatchUp({ state: deps.state, clock: deps.clock, log, redact });
 
   function onMessage(message: Message, client: Client<true>): void {
@@ -46,7 +46,7 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
     const onIgnored = (reason: string) => log.debug({ messageId: view.id, chatId: view.channelId, reason }, "discord message ignored");
     const inbound = translateMessage(view, { bot: botIdentityOf(message, client), accountId, onIgnored });
     if (!inbound) return;
-    intake.take(inbound, view.attachments);
+    handOver.take(inbound, view.attachments);
     catchUp.seen(view.channelId, view.id);
   }
 
@@ -61,7 +61,7 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
       const status = event.detail === undefined ? event : { ...event, detail: redact(event.detail) };
       // The core logs status news at info; this line is for adapter debugging.
       log.debug({ state: status.state, detail: status.detail }, "discord status");
-      intake.status(status);
+      handOver.status(status);
     },
     onMessage,
     // A new session misses what was sent before it: fetched from the channels' history (catch-up.ts).
@@ -77,14 +77,14 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
     measure: rawLength,
 
     async start(sink) {
-      intake.open(sink);
+      handOver.open(sink);
       await connection.start();
     },
 
     async stop() {
       await connection.stop();
       // Messages already taken in still reach the core.
-      await intake.idle();
+      await handOver.idle();
       await catchUp.save();
       outbound.close();
     },

@@ -16,7 +16,7 @@ import {
 } from "discord.js";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { SendError, type AdapterLimits, type ChatTarget, type FileLimits, type OutboundFile, type SendReceipt } from "../../core/adapter.js";
+import { SendError, type AdapterLimits, type ChatTarget, type FileLimits, type OutboundFile, type SendReceipt } from "../../vocabulary/adapter.js";
 
 /** Streaming: an edit a second per channel stays well inside Discord's per-channel message limits (5 per 5 s). */
 export const DISCORD_LIMITS: AdapterLimits = { maxMessageLength: 2000, typingRefreshMs: 8000, minEditIntervalMs: 1000 };
@@ -28,8 +28,8 @@ export const DISCORD_FILE_LIMITS: FileLimits = { photo: 10 * 1024 * 1024, voice:
 export interface DiscordAdapterErrorInit {
   /** Says where it failed (`discord send to 123 failed: 404 Unknown Channel`); never holds the token. */
   message: string;
-  /** Discord's HTTP status; 0 when no answer came (network, timeout). */
-  status: number;
+  /** Discord's HTTP status; absent when no answer came (network, timeout). */
+  status?: number | undefined;
   /** Discord's JSON error code (10003 unknown channel, 50013 missing permissions, ...). Default none. */
   code?: number | string | undefined;
   /** A rate limit's retry-after, in ms: the core's retry policy waits at least this long. Default none. */
@@ -48,8 +48,13 @@ export class DiscordAdapterError extends SendError {
   readonly code: number | string | undefined;
   constructor(init: DiscordAdapterErrorInit) {
     const { message, status, code, retryAfterMs, cause } = init;
-    const permanent = status >= 400 && status < 500 && status !== 429 && status !== 408;
-    super(message, { permanent, status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...(cause !== undefined ? { cause } : {}) });
+    const permanent = status !== undefined && status >= 400 && status < 500 && status !== 429 && status !== 408;
+    super(message, {
+      permanent,
+      ...(status !== undefined ? { status } : {}),
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      ...(cause !== undefined ? { cause } : {}),
+    });
     this.code = code;
   }
 }
@@ -197,7 +202,7 @@ export function toAdapterError(error: unknown, prefix: string, redact: (text: st
   if (error instanceof HTTPError) {
     return new DiscordAdapterError({ message: `${prefix}: ${error.status} ${redact(error.message)}`, status: error.status });
   }
-  return new DiscordAdapterError({ message: `${prefix}: ${redact(errorText(error))}`, status: 0 });
+  return new DiscordAdapterError({ message: `${prefix}: ${redact(errorText(error))}` });
 }
 
 export function errorText(error: unknown): string {

@@ -4,7 +4,8 @@
  * Light on purpose: discord.js loads only in `create`.
  */
 import { z } from "zod";
-import { channelSubject, probe, type CheckResult, type ProbeDeps } from "../../check/result.js";
+import { probe, type ProbeDeps } from "../../helpers/probe.js";
+import { channelSubject, type CheckResult } from "../../vocabulary/check-result.js";
 import { definePlatform, loadAdapterModule } from "../platform.js";
 import { discordChannelSchema, type DiscordChannelConfig } from "./config.js";
 

@@ -5,7 +5,7 @@
  * neither has to import the other.
  */
 import { z } from "zod";
-import { accessSchema, channelCommon, groupChatOptions, httpUrl, minEditIntervalSchema, nonEmpty, streamingSchema } from "../../config/fields.js";
+import { accessSchema, channelCommon, groupChatOptions, httpUrl, minEditIntervalSchema, nonEmpty, streamingSchema } from "../../vocabulary/config-fields.js";
 
 export const telegramWebhookSchema = z
   .strictObject({

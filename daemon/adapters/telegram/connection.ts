@@ -10,13 +10,13 @@ import type { Update, UserFromGetMe } from "grammy/types";
 import type { Logger } from "pino";
 import type { Clock } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
-import type { AdapterStateStore, InboundSink } from "../../core/adapter.js";
-import { pause } from "../../core/retry.js";
+import type { AdapterStateStore, InboundSink } from "../../vocabulary/adapter.js";
+import { pause } from "../../helpers/retry.js";
 import { backoffDelay } from "../../../shared/backoff.js";
 import type { TelegramChannelConfig, TelegramWebhookConfig } from "./config.js";
 import { describe, isPollConflict, isTokenRefused, type Scrub, TelegramAdapterError } from "./errors.js";
 import { toApiSignal } from "./fetch.js";
-import type { HandOver, HandoverContext } from "./handover.js";
+import type { HandOver, HandoverContext } from "./hand-over.js";
 import { Poller } from "./polling.js";
 import { LinkHealth } from "./link-health.js";
 import { listenWebhook, type WebhookServer } from "./webhook.js";
@@ -42,7 +42,7 @@ export interface ConnectionDeps {
   clock: Clock;
   random: Random;
   state: AdapterStateStore;
-  /** Hands one update to the core (handover.ts). */
+  /** Hands one update to the core (hand-over.ts). */
   handOver: HandOver;
   /** Telegram's long-poll `timeout`, seconds. */
   pollTimeoutSeconds: number;
@@ -82,7 +82,7 @@ export class TelegramConnection {
   /** Resolves once connected, or once connecting is left to the background loop (Telegram not reachable). */
   async start(sink: InboundSink): Promise<void> {
     if (this.#phase === "stopped") {
-      throw new TelegramAdapterError({ message: "telegram adapter was stopped; create a new adapter to start again", status: 0 });
+      throw new TelegramAdapterError({ message: "telegram adapter was stopped; create a new adapter to start again" });
     }
     if (this.#phase === "running") return;
     this.#phase = "running";
@@ -93,7 +93,7 @@ export class TelegramConnection {
     this.#loop = this.#keepConnected();
   }
 
-  /** Ends intake (the pending poll, the webhook server), then waits for updates already being handed over. */
+  /** Stops taking updates (the pending poll, the webhook server), then waits for updates already being handed over. */
   stop(): Promise<void> {
     this.#stopping ??= this.#shutDown();
     return this.#stopping;
@@ -129,7 +129,7 @@ export class TelegramConnection {
       this.#phase = "stopped";
       const detail = describe(error, scrub);
       sink.status({ state: "failed", detail });
-      throw new TelegramAdapterError({ message: `telegram: cannot listen for the webhook: ${detail}`, status: 0 });
+      throw new TelegramAdapterError({ message: `telegram: cannot listen for the webhook: ${detail}` });
     }
   }
 

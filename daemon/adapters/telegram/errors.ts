@@ -5,14 +5,14 @@
  * the bot token scrubbed out.
  */
 import { GrammyError, HttpError } from "grammy";
-import { SendError } from "../../core/adapter.js";
+import { SendError } from "../../vocabulary/adapter.js";
 
 /** What a `TelegramAdapterError` is built from. */
 export interface TelegramAdapterErrorInit {
   /** Says where it failed (`telegram sendMessage failed: 403: Forbidden: bot was blocked by the user`); never holds the token. */
   message: string;
-  /** Telegram's error code; 0 when no answer came (network, timeout) or the adapter refused on its own. */
-  status: number;
+  /** Telegram's error code; absent when no answer came (network, timeout) or the adapter refused on its own. */
+  status?: number | undefined;
   /** A 429's `retry_after`, in ms: the core's retry policy waits at least this long. */
   retryAfterMs?: number | undefined;
   /** The error it wraps; never one whose text may hold the token (grammY's carry the request URL). Default none. */
@@ -26,9 +26,10 @@ export interface TelegramAdapterErrorInit {
  */
 export class TelegramAdapterError extends SendError {
   constructor(init: TelegramAdapterErrorInit) {
+    const { status } = init;
     super(init.message, {
-      permanent: init.status >= 400 && init.status < 500 && init.status !== 429,
-      status: init.status,
+      permanent: status !== undefined && status >= 400 && status < 500 && status !== 429,
+      ...(status !== undefined ? { status } : {}),
       ...(init.retryAfterMs !== undefined ? { retryAfterMs: init.retryAfterMs } : {}),
       ...(init.cause !== undefined ? { cause: init.cause } : {}),
     });
@@ -48,7 +49,7 @@ export function describe(error: unknown, scrub: Scrub): string {
 
 /** A failed Bot API call `method`, as the error the core reads. */
 export function toAdapterError(method: string, error: unknown, scrub: Scrub): TelegramAdapterError {
-  const status = error instanceof GrammyError ? error.error_code : 0;
+  const status = error instanceof GrammyError ? error.error_code : undefined;
   const retryAfter = error instanceof GrammyError ? error.parameters.retry_after : undefined;
   return new TelegramAdapterError({
     message: `telegram ${method} failed: ${describe(error, scrub)}`,

@@ -3,10 +3,10 @@
  * `translateMessage`, pure (no I/O), with the helpers it needs: which chats
  * are ours, whether a group message addresses the bot, what the text reads
  * without the mention, which files the message carries (fetched later, by
- * handover.ts, only if the core admits them).
+ * files.ts, only if the core admits them).
  */
 import type { Message, Update, UserFromGetMe } from "grammy/types";
-import type { ChatType, InboundAttachment, InboundMessage } from "../../core/adapter.js";
+import type { ChatType, InboundAttachment, InboundMessage } from "../../vocabulary/adapter.js";
 import { safeBaseName } from "../../../shared/util/names.js";
 
 /** What `translateMessage` needs to know about the bot: its id and @username. */

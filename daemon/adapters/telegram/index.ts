@@ -2,22 +2,22 @@
  * The Telegram adapter: grammY's `Api` (with `apiRoot`, so a local Bot API
  * server can stand in) behind the `ChatAdapter` interface. Wiring only:
  *
- * - intake: connection.ts (start, reconnect, stop) drives polling.ts (long
+ * - updates in: connection.ts (start, reconnect, stop) drives polling.ts (long
  *   polls; the offset moves, and is persisted, only over updates the core
  *   accepted: offset-tracker.ts) or webhook.ts (a 2xx only once accepted);
- *   each update goes through handover.ts, which translates it
- *   (inbound.ts#translateMessage) and calls `sink.accept`;
+ *   each update goes through hand-over.ts, which translates it
+ *   (inbound.ts#translateMessage) and hands it to the core with its files (files.ts);
  * - replies: outbound.ts (Telegram HTML, plain text when refused);
  * - errors: errors.ts (`TelegramAdapterError`, the core's `SendError`).
  */
 import { Api } from "grammy";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
-import type { AdapterDeps, ChatAdapter } from "../../core/adapter.js";
-import { redactSecrets } from "../../ops/logger.js";
+import type { AdapterDeps, ChatAdapter } from "../../vocabulary/adapter.js";
+import { redactSecrets } from "../../vocabulary/redact.js";
 import type { TelegramChannelConfig } from "./config.js";
 import { TelegramConnection } from "./connection.js";
 import { createTelegramFetch, directJsonCalls } from "./fetch.js";
-import { createHandover } from "./handover.js";
+import { createHandover } from "./hand-over.js";
 import { createTelegramOutbound, TELEGRAM_FILE_LIMITS, TELEGRAM_LIMITS } from "./outbound.js";
 
 export { TelegramAdapterError, type TelegramAdapterErrorInit } from "./errors.js";

@@ -62,35 +62,50 @@ export interface OffsetTracker {
 
 /** A tracker that starts from `saved` (unless older than `ttlMs`). */
 export function createOffsetTracker(options: OffsetTrackerOptions): OffsetTracker {
-  const ttlMs = options.ttlMs ?? OFFSET_TTL_MS;
-  const saved = options.saved;
-  const expired = saved?.savedAt !== undefined && options.now - saved.savedAt > ttlMs;
-  const origin: OffsetOrigin = saved === undefined ? "none" : expired ? "expired" : "resumed";
-  /** Only ever moves up, and only over ids in `handedOver`. */
-  let offset = origin === "resumed" ? saved?.updateId : undefined;
-  /** Ids above `offset` the core already took (a chat before them was refused): not handed over twice. */
-  const handedOver = new Set<number>();
+  return new UpdateOffsets(options);
+}
 
-  return {
-    origin,
-    get offset() {
-      return offset;
-    },
-    nextPollOffset: () => (offset === undefined ? undefined : offset + 1),
-    pending: (batch) => batch.filter((id) => !handedOver.has(id)),
-    handled(id) {
-      handedOver.add(id);
-    },
-    settle(batch) {
-      let next = offset;
-      for (const id of batch) {
-        if (!handedOver.has(id)) break;
-        next = id;
-        handedOver.delete(id);
-      }
-      const moved = next !== undefined && next !== offset ? next : undefined;
-      if (moved !== undefined) offset = moved;
-      return { moved, complete: batch.length === 0 || next === batch[batch.length - 1] };
-    },
-  };
+/** The `OffsetTracker`: the confirmed offset and the updates handled beyond it. */
+export class UpdateOffsets implements OffsetTracker {
+  readonly origin: OffsetOrigin;
+  /** Only ever moves up, and only over ids in `#handedOver`. */
+  #offset: number | undefined;
+  /** Ids above `#offset` the core already took (a chat before them was refused): not handed over twice. */
+  readonly #handedOver = new Set<number>();
+
+  constructor(options: OffsetTrackerOptions) {
+    const ttlMs = options.ttlMs ?? OFFSET_TTL_MS;
+    const saved = options.saved;
+    const expired = saved?.savedAt !== undefined && options.now - saved.savedAt > ttlMs;
+    this.origin = saved === undefined ? "none" : expired ? "expired" : "resumed";
+    this.#offset = this.origin === "resumed" ? saved?.updateId : undefined;
+  }
+
+  get offset(): number | undefined {
+    return this.#offset;
+  }
+
+  nextPollOffset(): number | undefined {
+    return this.#offset === undefined ? undefined : this.#offset + 1;
+  }
+
+  pending(batch: readonly number[]): number[] {
+    return batch.filter((id) => !this.#handedOver.has(id));
+  }
+
+  handled(id: number): void {
+    this.#handedOver.add(id);
+  }
+
+  settle(batch: readonly number[]): Settled {
+    let next = this.#offset;
+    for (const id of batch) {
+      if (!this.#handedOver.has(id)) break;
+      next = id;
+      this.#handedOver.delete(id);
+    }
+    const moved = next !== undefined && next !== this.#offset ? next : undefined;
+    if (moved !== undefined) this.#offset = moved;
+    return { moved, complete: batch.length === 0 || next === batch[batch.length - 1] };
+  }
 }

@@ -8,7 +8,7 @@
 import { type Api, InputFile } from "grammy";
 import type { Logger } from "pino";
 import { BoundedMap } from "../../../shared/util/bounded-map.js";
-import type { ChatTarget, FileLimits, OutboundFile, SendOptions, SendReceipt, TextFormat } from "../../core/adapter.js";
+import type { ChatTarget, FileLimits, OutboundFile, SendOptions, SendReceipt, TextFormat } from "../../vocabulary/adapter.js";
 import { describe, isEntityError, isNotModified, type Scrub, TelegramAdapterError, toAdapterError } from "./errors.js";
 import { telegramMarkdownToHtml, telegramVisibleLength } from "./markdown.js";
 import { TELEGRAM_REACTIONS } from "./config.js";

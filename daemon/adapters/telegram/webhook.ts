@@ -1,14 +1,14 @@
 /**
- * Webhook mode's intake: an HTTP server Telegram posts updates to. A post is
- * checked (path, secret header, size), its update handed over in its chat's
- * order, and answered 200 only once the core accepted it: anything else makes
+ * How updates come in webhook mode: an HTTP server Telegram posts updates
+ * to. A post is checked (path, secret header, size), its update handed over
+ * in its chat's order, and answered 200 only once the core accepted it: anything else makes
  * Telegram deliver it again.
  */
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Update } from "grammy/types";
 import type { Logger } from "pino";
-import { createSerialQueue } from "../../core/retry.js";
+import { createSerialQueue } from "../../helpers/retry.js";
 import type { TelegramWebhookConfig } from "./config.js";
 import { describe, type Scrub } from "./errors.js";
 import { chatIdOfUpdate } from "./inbound.js";

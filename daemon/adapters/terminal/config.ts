@@ -3,7 +3,7 @@
  * `access` block only that person (`userId`) may talk.
  */
 import { z } from "zod";
-import { accessSchema, channelCommon, idString, nonEmpty, type AccessConfig, streamingSchema } from "../../config/fields.js";
+import { accessSchema, channelCommon, idString, nonEmpty, type AccessConfig, streamingSchema } from "../../vocabulary/config-fields.js";
 
 export const terminalChannelSchema = z.strictObject({
   type: z.literal("terminal").describe('A chat in the terminal the daemon runs in: "terminal".'),

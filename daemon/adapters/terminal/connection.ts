@@ -25,43 +25,56 @@ export interface TerminalInput {
 }
 
 export function openTerminalInput(options: TerminalInputOptions): TerminalInput {
-  const { tty } = options;
-  const editor = createInterface({
-    input: options.input,
-    ...(tty ? { output: options.output, prompt: options.prompt } : {}),
-    terminal: tty,
-    crlfDelay: Infinity,
-  });
-  let open = true;
+  return new TerminalLines(options);
+}
+
+/** The `TerminalInput`: the line editor, and the lines still being handed over. */
+export class TerminalLines implements TerminalInput {
+  readonly editor: Interface;
+  readonly #options: TerminalInputOptions;
+  /** True until the editor closes (input EOF, or `stop`); never true again. */
+  #open = true;
   /** Lines handed on whose acceptance is still under way. */
-  const pending = new Set<Promise<void>>();
-  let closed: Promise<void> | undefined;
+  readonly #pending = new Set<Promise<void>>();
+  /** Set when the editor closes: settles once every pending line has, and `onClosed` ran. */
+  #closed: Promise<void> | undefined;
 
-  editor.on("line", (raw) => {
-    if (!closed) {
-      const handed = options.onLine(raw);
-      if (handed) {
-        pending.add(handed);
-        void handed.finally(() => pending.delete(handed));
-      }
-    }
+  constructor(options: TerminalInputOptions) {
+    const { tty } = options;
+    this.#options = options;
+    const editor = createInterface({
+      input: options.input,
+      ...(tty ? { output: options.output, prompt: options.prompt } : {}),
+      terminal: tty,
+      crlfDelay: Infinity,
+    });
+    this.editor = editor;
+    editor.on("line", (raw) => {
+      this.#line(raw);
+      if (tty) editor.prompt();
+    });
+    editor.on("SIGINT", options.onInterrupt);
+    editor.on("close", () => {
+      this.#open = false;
+      this.#closed ??= Promise.allSettled([...this.#pending]).then(options.onClosed);
+    });
     if (tty) editor.prompt();
-  });
-  editor.on("SIGINT", options.onInterrupt);
-  editor.on("close", () => {
-    open = false;
-    closed ??= Promise.allSettled([...pending]).then(options.onClosed);
-  });
-  if (tty) editor.prompt();
+  }
 
-  return {
-    editor,
-    get open() {
-      return open;
-    },
-    async stop() {
-      if (open) editor.close();
-      await closed;
-    },
-  };
+  get open(): boolean {
+    return this.#open;
+  }
+
+  async stop(): Promise<void> {
+    if (this.#open) this.editor.close();
+    await this.#closed;
+  }
+
+  #line(raw: string): void {
+    if (this.#closed) return;
+    const handed = this.#options.onLine(raw);
+    if (!handed) return;
+    this.#pending.add(handed);
+    void handed.finally(() => this.#pending.delete(handed));
+  }
 }

@@ -1,5 +1,5 @@
 /** A typed line as the core's message (pure: no streams, no clock). */
-import type { InboundMessage } from "../../core/adapter.js";
+import type { InboundMessage } from "../../vocabulary/adapter.js";
 import { TERMINAL_PLATFORM, type TerminalChannelConfig } from "./config.js";
 
 /** Where a line was typed: the channel, this run's id and the line's number in the run. */

@@ -6,10 +6,19 @@
  */
 import type { Readable, Writable } from "node:stream";
 import { systemClock, type Clock } from "../../../shared/clock.js";
-import { rawLength, type AdapterCapabilities, type AdapterLimits, type ChatAdapter, type FileLimits, type InboundSink } from "../../core/adapter.js";
+import {
+  rawLength,
+  type AdapterCapabilities,
+  type AdapterLimits,
+  type ChatAdapter,
+  type ChatTarget,
+  type FileLimits,
+  type InboundSink,
+  type OutboundFile,
+} from "../../vocabulary/adapter.js";
 import { TERMINAL_PLATFORM, type TerminalChannelConfig } from "./config.js";
 import { openTerminalInput, type TerminalInput } from "./connection.js";
-import { translateMessage } from "./inbound.js";
+import { handOverLine } from "./hand-over.js";
 import { fileLine, TerminalScreen } from "./outbound.js";
 
 export { TERMINAL_PLATFORM } from "./config.js";
@@ -46,72 +55,79 @@ const capabilities: AdapterCapabilities = { redelivers: false, edit: false, appe
 type Stream = { isTTY?: boolean };
 
 export function createTerminalAdapter(options: TerminalAdapterOptions): TerminalAdapter {
-  const { input, output, config } = options;
-  const clock = options.clock ?? systemClock;
-  const tty = options.terminal ?? ((input as Stream).isTTY === true && (output as Stream).isTTY === true);
-  const screen = new TerminalScreen(output, tty);
-  let reading: TerminalInput | undefined;
+  return new TerminalChat(options);
+}
 
-  /** Hands a typed line to the core; what it cannot take is said on screen. */
-  const handLine = (sink: InboundSink, runId: string, seq: number, raw: string) => {
-    const message = translateMessage(raw, { config, runId, seq, sentAt: clock.now() });
-    if (!message) return undefined;
-    return sink.accept(message).then(
-      () => undefined,
-      (err: unknown) => screen.print(`(message not taken: ${err instanceof Error ? err.message : String(err)}; please send it again)`),
-    );
-  };
+/** The `TerminalAdapter`: the screen it draws on and the input it reads while started. */
+export class TerminalChat implements TerminalAdapter {
+  readonly platform = TERMINAL_PLATFORM;
+  readonly accountId: string;
+  readonly limits = limits;
+  readonly capabilities = capabilities;
+  readonly fileLimits = fileLimits;
+  readonly measure = rawLength;
+  readonly #options: TerminalAdapterOptions;
+  readonly #clock: Clock;
+  /** Whether input and output are a terminal (a prompt, escape codes) rather than pipes. */
+  readonly #tty: boolean;
+  readonly #screen: TerminalScreen;
+  /** The input being read: set by `start`, once (a second start is refused). */
+  #reading: TerminalInput | undefined;
 
-  return {
-    platform: TERMINAL_PLATFORM,
-    accountId: config.id,
-    limits,
-    capabilities,
-    measure: rawLength,
+  constructor(options: TerminalAdapterOptions) {
+    const { input, output } = options;
+    this.#options = options;
+    this.accountId = options.config.id;
+    this.#clock = options.clock ?? systemClock;
+    this.#tty = options.terminal ?? ((input as Stream).isTTY === true && (output as Stream).isTTY === true);
+    this.#screen = new TerminalScreen(output, this.#tty);
+  }
 
-    async start(sink) {
-      if (reading) throw new Error("terminal adapter already started");
-      sink.status({ state: "starting" });
-      // Ids must stay unique across restarts: the core drops repeated ones.
-      const runId = clock.now().toString(36);
-      let seq = 0;
-      reading = openTerminalInput({
-        input,
-        output,
-        tty,
-        prompt: config.prompt,
-        onLine: (raw) => handLine(sink, runId, raw.trim() ? ++seq : seq, raw),
-        onInterrupt: options.onInterrupt ?? (() => process.kill(process.pid, "SIGINT")),
-        onClosed: () => sink.status({ state: "stopped", detail: "input closed" }),
-      });
-      screen.setPrompt(reading.editor);
-      reading.editor.on("close", () => screen.setPrompt(undefined));
-      sink.status({ state: "connected" });
-    },
+  async start(sink: InboundSink): Promise<void> {
+    if (this.#reading) throw new Error("terminal adapter already started");
+    const { input, output, config } = this.#options;
+    const clock = this.#clock;
+    const screen = this.#screen;
+    sink.status({ state: "starting" });
+    // Ids must stay unique across restarts: the core drops repeated ones.
+    const runId = clock.now().toString(36);
+    let seq = 0;
+    const reading = openTerminalInput({
+      input,
+      output,
+      tty: this.#tty,
+      prompt: config.prompt,
+      onLine: (raw) => handOverLine({ config, clock, screen }, sink, runId, raw.trim() ? ++seq : seq, raw),
+      onInterrupt: this.#options.onInterrupt ?? (() => process.kill(process.pid, "SIGINT")),
+      onClosed: () => sink.status({ state: "stopped", detail: "input closed" }),
+    });
+    this.#reading = reading;
+    screen.setPrompt(reading.editor);
+    reading.editor.on("close", () => screen.setPrompt(undefined));
+    sink.status({ state: "connected" });
+  }
 
-    async stop() {
-      await reading?.stop();
-    },
+  async stop(): Promise<void> {
+    await this.#reading?.stop();
+  }
 
-    async send(_target, text) {
-      screen.reply(text);
-    },
+  async send(_target: ChatTarget, text: string): Promise<void> {
+    this.#screen.reply(text);
+  }
 
-    fileLimits,
-    async sendFile(_target, file) {
-      screen.print(fileLine(file));
-    },
+  async sendFile(_target: ChatTarget, file: OutboundFile): Promise<void> {
+    this.#screen.print(fileLine(file));
+  }
 
-    async write(_target, piece, { end }) {
-      screen.write(piece, end);
-    },
+  async write(_target: ChatTarget, piece: string, { end }: { end: boolean }): Promise<void> {
+    this.#screen.write(piece, end);
+  }
 
-    notice(text) {
-      screen.print(text);
-    },
+  notice(text: string): void {
+    this.#screen.print(text);
+  }
 
-    async sendTyping() {
-      screen.typing();
-    },
-  };
+  async sendTyping(): Promise<void> {
+    this.#screen.typing();
+  }
 }

@@ -6,7 +6,7 @@
 import { clearLine, cursorTo, type Interface } from "node:readline";
 import type { Writable } from "node:stream";
 import { formatBytes } from "../../../shared/util/format-bytes.js";
-import type { OutboundFile } from "../../core/adapter.js";
+import type { OutboundFile } from "../../vocabulary/adapter.js";
 
 export const REPLY_PREFIX = "agent> ";
 export const TYPING_LINE = "agent is typing…";

@@ -2,7 +2,7 @@
  * The terminal platform's descriptor: one local person on the process's own
  * streams (config.ts); the adapter is loaded only when a terminal channel is enabled.
  */
-import { channelSubject } from "../../check/result.js";
+import { channelSubject } from "../../vocabulary/check-result.js";
 import { definePlatform } from "../platform.js";
 import { terminalChannelSchema, type TerminalChannelConfig } from "./config.js";
 

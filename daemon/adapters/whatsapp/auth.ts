@@ -8,8 +8,9 @@ import { chmod, mkdir, readdir, rm } from "node:fs/promises";
 import { writeFileAtomic } from "../../../shared/durable-files.js";
 import { join } from "node:path";
 import { BufferJSON, initAuthCreds, proto, useMultiFileAuthState } from "@whiskeysockets/baileys";
-import type { CredentialStore } from "../../core/adapter.js";
+import type { CredentialStore } from "../../vocabulary/adapter.js";
 import type { AuthenticationState } from "./socket.js";
+import { createSerialQueue } from "../../helpers/retry.js";
 
 export interface AuthStore {
   state: AuthenticationState;
@@ -23,17 +24,14 @@ export async function openAuthStore(dir: string): Promise<AuthStore> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await chmod(dir, 0o700);
   const { state } = await useMultiFileAuthState(dir);
-  let chain: Promise<void> = Promise.resolve();
+  // One save at a time, in order: a later save never lands under an earlier one.
+  const saves = createSerialQueue<"creds">();
   const credsPath = join(dir, "creds.json");
   const write = (): Promise<void> => writeFileAtomic(credsPath, JSON.stringify(state.creds, BufferJSON.replacer), 0o600);
   return {
     state,
-    saveCreds() {
-      const next = chain.then(write);
-      chain = next.catch(() => undefined);
-      return next;
-    },
-    flush: () => chain,
+    saveCreds: () => saves.run("creds", write),
+    flush: () => saves.idle(),
   };
 }
 
@@ -60,7 +58,8 @@ export function recordsAuth(records: CredentialStore): AuthHome {
     async open() {
       const stored = (await records.read("creds", ["creds"])).creds;
       const creds: AuthenticationState["creds"] = stored === undefined ? initAuthCreds() : fromPlain(stored);
-      let chain: Promise<void> = Promise.resolve();
+      // One save at a time, in order: a later save never lands under an earlier one.
+      const saves = createSerialQueue<"creds">();
       const state: AuthenticationState = {
         creds,
         keys: {
@@ -85,12 +84,8 @@ export function recordsAuth(records: CredentialStore): AuthHome {
       };
       return {
         state,
-        saveCreds() {
-          const next = chain.then(() => records.write({ creds: { creds: toPlain(state.creds) } }));
-          chain = next.catch(() => undefined);
-          return next;
-        },
-        flush: () => chain,
+        saveCreds: () => saves.run("creds", () => records.write({ creds: { creds: toPlain(state.creds) } })),
+        flush: () => saves.idle(),
       };
     },
     clear: () => records.clear(),

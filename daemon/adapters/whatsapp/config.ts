@@ -5,7 +5,7 @@
  * file, so neither has to import the other.
  */
 import { z } from "zod";
-import { accessSchema, channelCommon, groupChatOptions, nonEmpty } from "../../config/fields.js";
+import { accessSchema, channelCommon, groupChatOptions, nonEmpty } from "../../vocabulary/config-fields.js";
 
 export const whatsappChannelSchema = z.strictObject({
   type: z.literal("whatsapp").describe('A WhatsApp account linked as a device (Baileys): "whatsapp".'),

@@ -14,7 +14,7 @@ import type { Logger } from "pino";
 import qrcodeTerminal from "qrcode-terminal";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
-import type { AdapterStatusEvent } from "../../core/adapter.js";
+import type { AdapterStatusEvent } from "../../vocabulary/adapter.js";
 import { backoffDelay, type BackoffPolicy } from "../../../shared/backoff.js";
 import type { AuthHome, AuthStore } from "./auth.js";
 import { closeAction } from "./disconnect.js";
@@ -83,7 +83,7 @@ export class WhatsAppConnection {
   /** Settles `start`'s promise at the first outcome; undefined once settled. */
   #settleStart: ((err?: Error) => void) | undefined;
   #starting: Promise<void> | undefined;
-  /** The last stop's work (intake drained, creds flushed); a new start waits for it. */
+  /** The last stop's work (hand-over drained, creds flushed); a new start waits for it. */
   #stopping: Promise<void> | undefined;
   /** Sends waiting for an open socket: released on open, refused on stop, failure, logout or their timeout. */
   readonly #openWaiters: OpenWaiters<WhatsAppSocket>;
@@ -100,7 +100,7 @@ export class WhatsAppConnection {
     return this.#starting;
   }
 
-  /** Disconnects without logging out, then runs `drain` (intake) and flushes the creds. Idempotent. */
+  /** Disconnects without logging out, then runs `drain` (the hand-over) and flushes the creds. Idempotent. */
   stop(drain: () => Promise<void>): Promise<void> {
     if (this.#phase !== "running") return this.#stopping ?? Promise.resolve();
     this.#phase = "stopped";

@@ -2,7 +2,7 @@
  * The WhatsApp adapter's one error class, and the short form of any error
  * that goes into its logs.
  */
-import { SendError } from "../../core/adapter.js";
+import { SendError } from "../../vocabulary/adapter.js";
 
 /** What went wrong, for callers that branch on it. */
 export type WhatsAppErrorStatus = "not_connected" | "stopped" | "logged_out" | "failed" | "send_failed" | "auth_failed";

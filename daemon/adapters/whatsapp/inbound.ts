@@ -1,7 +1,7 @@
 /**
  * Pure translation of one Baileys message into the core's `InboundMessage`,
  * or nothing when it is not for the bot (own echo, status broadcast,
- * reaction...). No I/O here: downloading attachments happens in intake.ts,
+ * reaction...). No I/O here: downloading attachments happens in files.ts,
  * and the core applies the group's mention rule.
  */
 import {
@@ -15,7 +15,7 @@ import {
   type proto,
   type WAMessage,
 } from "@whiskeysockets/baileys";
-import type { ChatType, InboundAttachment, InboundMessage } from "../../core/adapter.js";
+import type { ChatType, InboundAttachment, InboundMessage } from "../../vocabulary/adapter.js";
 import { chatIdFromJid, jidUser, userIdFromJid } from "./ids.js";
 import { safeBaseName } from "../../../shared/util/names.js";
 

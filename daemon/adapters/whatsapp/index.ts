@@ -2,22 +2,22 @@
  * WhatsApp channel (Baileys): `createWhatsAppAdapter(config, deps, options)`
  * wires the parts into the core's `ChatAdapter`:
  *  - connection.ts  start / reconnect / stop, one socket at a time (close codes: disconnect.ts);
- *  - intake.ts      socket messages -> inbound.ts#translateMessage -> `sink.accept`, serially,
- *                   refused ones kept for the next open (replay.ts), files fetched by media.ts;
+ *  - hand-over.ts   socket messages -> inbound.ts#translateMessage -> the core, serially,
+ *                   refused ones kept for the next open (replay.ts), files fetched by files.ts;
  *  - outbound.ts    render, send, typing.
  * Tests inject a fake `socketFactory` and `mediaDownloader`, a manual clock
  * (in deps) and a seeded `random`.
  */
 import type { Writable } from "node:stream";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
-import type { AdapterDeps, AdapterStatusEvent, ChatAdapter, InboundSink } from "../../core/adapter.js";
+import type { AdapterDeps, AdapterStatusEvent, ChatAdapter } from "../../vocabulary/adapter.js";
 import type { BackoffPolicy } from "../../../shared/backoff.js";
 import type { WhatsAppChannelConfig } from "./config.js";
 import { folderAuth, recordsAuth } from "./auth.js";
 import { RECONNECT_BACKOFF, WhatsAppConnection } from "./connection.js";
 import { describeError } from "./errors.js";
 import { PLATFORM } from "./inbound.js";
-import { WhatsAppIntake } from "./intake.js";
+import { WhatsAppHandOver } from "./hand-over.js";
 import { WHATSAPP_FILE_LIMITS, WHATSAPP_LIMITS, WhatsAppOutbound } from "./outbound.js";
 import { baileysMediaDownloader, baileysSocketFactory, type MediaDownloader, type SocketFactory } from "./socket.js";
 
@@ -49,12 +49,11 @@ export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: Adapt
   const log = deps.logger.child({ platform: PLATFORM, accountId });
   // Baileys is chatty below warn, and its debug output can carry key material.
   const baileysLog = log.child({ component: "baileys" }, { level: log.levelVal > log.levels.values.warn! ? log.level : "warn" });
-  // The sink is set by `start`, before the first socket: until then status news only goes to the log.
-  let sink: InboundSink | undefined;
+  // The sink is set by `start` (the hand-over's `begin`), before the first socket: until then status news only goes to the log.
   const status = (event: AdapterStatusEvent) => {
     log.debug({ state: event.state, detail: event.detail }, "whatsapp status");
     try {
-      sink?.status(event);
+      handOver.status(event);
     } catch (err) {
       log.warn({ err: describeError(err) }, "status sink threw");
     }
@@ -74,11 +73,11 @@ export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: Adapt
     baileysLog,
     status,
     sentMessage: (key) => outbound.sentMessage(key),
-    onMessages: (socket, messages) => intake.take(socket, messages, connection.selfJids()),
-    onOpen: (socket) => intake.replay(socket, connection.selfJids()),
+    onMessages: (socket, messages) => handOver.take(socket, messages, connection.selfJids()),
+    onOpen: (socket) => handOver.replay(socket, connection.selfJids()),
   });
   const outbound = new WhatsAppOutbound({ log, waitForOpen: () => connection.waitForOpen(), openSocket: () => connection.openSocket() });
-  const intake = new WhatsAppIntake({
+  const handOver = new WhatsAppHandOver({
     accountId,
     clock: deps.clock,
     state: deps.state,
@@ -100,10 +99,9 @@ export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: Adapt
     measure: (text, format) => outbound.measure(text, format),
     start: (next) =>
       connection.start(() => {
-        sink = next;
-        intake.begin(next);
+        handOver.begin(next);
       }),
-    stop: () => connection.stop(() => intake.drained()),
+    stop: () => connection.stop(() => handOver.drained()),
     send: (target, text, sendOptions) => outbound.send(target, text, sendOptions),
     sendTyping: (target) => outbound.sendTyping(target),
     fileLimits: WHATSAPP_FILE_LIMITS,

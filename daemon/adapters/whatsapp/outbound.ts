@@ -5,7 +5,7 @@
  */
 import type { Logger } from "pino";
 import type { proto } from "@whiskeysockets/baileys";
-import type { AdapterLimits, ChatTarget, FileLimits, OutboundFile, SendOptions, SendReceipt, TextFormat } from "../../core/adapter.js";
+import type { AdapterLimits, ChatTarget, FileLimits, OutboundFile, SendOptions, SendReceipt, TextFormat } from "../../vocabulary/adapter.js";
 import { BoundedMap } from "../../../shared/util/bounded-map.js";
 import { describeError, WhatsAppAdapterError } from "./errors.js";
 import { markdownToWhatsApp } from "./format.js";

@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { z } from "zod";
-import { channelSubject, type CheckResult } from "../../check/result.js";
+import { channelSubject, type CheckResult } from "../../vocabulary/check-result.js";
 import { definePlatform, type ChannelCheckDeps, loadAdapterModule } from "../platform.js";
 import { whatsappChannelSchema, type WhatsAppChannelConfig } from "./config.js";
 

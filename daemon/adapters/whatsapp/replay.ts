@@ -12,7 +12,7 @@ import { z } from "zod";
 export const MAX_UNACCEPTED = 200;
 
 /** What became of one message handed to the core. */
-export type IntakeOutcome = "accepted" | "refused" | "skipped";
+export type HandOverOutcome = "accepted" | "refused" | "skipped";
 
 /** What `note` changed: whether to store the list again, and a message it had to drop for room. */
 export interface ReplayChange {
@@ -51,7 +51,7 @@ export class UnacceptedMessages {
   }
 
   /** A refused message is kept (once); an accepted or skipped one is let go. */
-  note(msg: WAMessage, outcome: IntakeOutcome): ReplayChange {
+  note(msg: WAMessage, outcome: HandOverOutcome): ReplayChange {
     const key = replayKey(msg);
     const at = this.#messages.findIndex((m) => replayKey(m) === key);
     if (outcome === "refused" && at < 0) {

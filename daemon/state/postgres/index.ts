@@ -29,11 +29,11 @@ import type { Random } from "../../../shared/random.js";
 import { LeaseKeeper, type HeldLease } from "./leases.js";
 import { migrate } from "./migrations.js";
 import { monotonicClock } from "./monotonic-clock.js";
-import { SchemaTooNewError, StateWriteError } from "./errors.js";
+import { SchemaTooNewError, StateWriteError } from "../../vocabulary/state-errors.js";
 import { describeUrl, resolvePostgresOptions, type PostgresStateInput, type ResolvedPostgresOptions } from "./options.js";
 import { openUnitState, type UnitState } from "./unit-state.js";
 
-export { AttachmentTooLargeError, LeaseLostError, SchemaTooNewError, StateWriteError, StoredRowError } from "./errors.js";
+export { AttachmentTooLargeError, LeaseLostError, SchemaTooNewError, StateWriteError, StoredRowError } from "../../vocabulary/state-errors.js";
 export type { HeldLease } from "./leases.js";
 export { MIGRATIONS, SCHEMA_VERSION, migrate } from "./migrations.js";
 export { describeUrl, PostgresStateOptionsSchema, resolvePostgresOptions, type PostgresStateInput, type ResolvedPostgresOptions } from "./options.js";

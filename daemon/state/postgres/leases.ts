@@ -17,7 +17,7 @@
 import pg from "pg";
 import { z } from "zod";
 import type { Clock, Timer } from "../../../shared/clock.js";
-import { LeaseLostError } from "./errors.js";
+import { LeaseLostError } from "../../vocabulary/state-errors.js";
 import { CLOCK_DRIFT_RATE } from "./options.js";
 
 /** A lease this node holds. */

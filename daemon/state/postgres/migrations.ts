@@ -7,7 +7,7 @@
 import { z } from "zod";
 import type pg from "pg";
 import { withClient } from "./checkout.js";
-import { SchemaTooNewError } from "./errors.js";
+import { SchemaTooNewError } from "../../vocabulary/state-errors.js";
 
 /** Arbitrary constant: the advisory lock key of agent-bridge's migrations. */
 const MIGRATION_LOCK = 0x61_62_72_67; // "abrg"

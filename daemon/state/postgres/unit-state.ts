@@ -12,7 +12,7 @@
 import type pg from "pg";
 import { z } from "zod";
 import { cryptoRandom, hex, type Random } from "../../../shared/random.js";
-import type { AdapterStateStore, InboundMessage } from "../../core/adapter.js";
+import type { AdapterStateStore, InboundMessage } from "../../vocabulary/adapter.js";
 import {
   JournalEntrySchema,
   SessionStateSchema,
@@ -20,8 +20,8 @@ import {
   type StoredPreviewSchema,
   type StoredReplySchema,
   type StoredRouteSchema,
-} from "../records.js";
-import { AttachmentTooLargeError, LeaseLostError, StateWriteError, StoredRowError } from "./errors.js";
+} from "../../vocabulary/records.js";
+import { AttachmentTooLargeError, LeaseLostError, StateWriteError, StoredRowError } from "../../vocabulary/state-errors.js";
 import { withClient } from "./checkout.js";
 import { WriteBatcher } from "./write-batch.js";
 import type { HeldLease } from "./leases.js";

@@ -16,6 +16,7 @@
  */
 import type pg from "pg";
 import { z } from "zod";
+import { GroupCommit } from "../../../shared/group-commit.js";
 
 export type BatchedWrite =
   | { op: "accept"; id: string; key: string; kind: string; message: string; route: string }
@@ -31,12 +32,6 @@ export type BatchedWrite =
 export interface AcceptedAt {
   seq: number;
   acceptedMs: number;
-}
-
-interface Queued {
-  write: BatchedWrite;
-  resolve(accepted: AcceptedAt | undefined): void;
-  reject(error: unknown): void;
 }
 
 const GATE = "EXISTS (SELECT 1 FROM fence)";
@@ -92,6 +87,18 @@ function entriesOf(w: BatchedWrite): readonly string[] {
   }
 }
 
+/** How many of the waiting writes go in the next batch: up to the first that touches an entry the batch touches already. */
+function untilConflict(waiting: readonly BatchedWrite[]): number {
+  const touched = new Set<string>();
+  let i = 0;
+  for (; i < waiting.length; i++) {
+    const ids = entriesOf(waiting[i]!);
+    if (ids.some((id) => touched.has(id))) break;
+    for (const id of ids) touched.add(id);
+  }
+  return i;
+}
+
 export interface WriteBatcherDeps {
   pool: pg.Pool;
   unit: string;
@@ -106,8 +113,16 @@ export interface WriteBatcherDeps {
 
 export class WriteBatcher {
   readonly #deps: WriteBatcherDeps;
-  #queue: Queued[] = [];
-  #running = false;
+  /** The writes of one turn of the event loop go together; while a batch is in the database, the next gathers. */
+  readonly #batches = new GroupCommit<BatchedWrite, AcceptedAt | undefined>({
+    gather: "microtask",
+    take: untilConflict,
+    commit: async (batch) => {
+      this.#deps.check();
+      const accepted = await this.#run(batch);
+      return batch.map((w) => (w.op === "accept" ? accepted.get(w.id) : undefined));
+    },
+  });
 
   constructor(deps: WriteBatcherDeps) {
     this.#deps = deps;
@@ -115,46 +130,10 @@ export class WriteBatcher {
 
   /** Resolves once the write is committed (an accept: with its seq, or undefined when its key was taken). */
   write(write: BatchedWrite): Promise<AcceptedAt | undefined> {
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ write, resolve, reject });
-      if (!this.#running) {
-        this.#running = true;
-        // The writes of this turn of the event loop go together.
-        queueMicrotask(() => void this.#drain());
-      }
-    });
+    return this.#batches.submit(write);
   }
 
-  async #drain(): Promise<void> {
-    while (this.#queue.length) {
-      const batch = this.#take();
-      try {
-        this.#deps.check();
-        const accepted = await this.#run(batch.map((q) => q.write));
-        for (const q of batch) q.resolve(q.write.op === "accept" ? accepted.get(q.write.id) : undefined);
-      } catch (error) {
-        for (const q of batch) q.reject(error);
-      }
-    }
-    this.#running = false;
-  }
-
-  /** The queued writes up to the first that touches an entry the batch touches already. */
-  #take(): Queued[] {
-    const touched = new Set<string>();
-    const batch: Queued[] = [];
-    let i = 0;
-    for (; i < this.#queue.length; i++) {
-      const ids = entriesOf(this.#queue[i]!.write);
-      if (ids.some((id) => touched.has(id))) break;
-      for (const id of ids) touched.add(id);
-      batch.push(this.#queue[i]!);
-    }
-    this.#queue = this.#queue.slice(i);
-    return batch;
-  }
-
-  async #run(writes: BatchedWrite[]): Promise<Map<string, AcceptedAt>> {
+  async #run(writes: readonly BatchedWrite[]): Promise<Map<string, AcceptedAt>> {
     const acc = { id: [] as string[], key: [] as string[], kind: [] as string[], message: [] as string[], route: [] as string[] };
     const rep = { id: [] as string[], reply: [] as string[] };
     const led = { id: [] as string[], leader: [] as string[] };

@@ -4,7 +4,8 @@
  * text cut at `max_output_tokens` for an `incomplete` answer.
  */
 import { invalid, type ResponsesRequest } from "../request.js";
-import type { Answer, AnswerItem, Reply } from "../reply.js";
+import type { Answer, Reply } from "../reply.js";
+import type { AnswerItem } from "../../store/schema.js";
 import type { GatewayError } from "../reply.js";
 import { mismatch } from "./json-schema.js";
 import type { ActiveRule } from "./registry.js";

@@ -6,7 +6,6 @@ import type { ModelScriptInput } from "./schema.js";
 export { describeProblems, loadScriptFile, parseScript, parseScriptText, type LoadedScript, type ScriptProblem } from "./load.js";
 export { createScriptRegistry, type ScriptRegistry, type ScriptScope } from "./registry.js";
 export { ModelScript, type ModelScriptInput } from "./schema.js";
-export { modelScriptHandlers } from "./routes.js";
 
 /**
  * A registry with the start-up script in force globally: `source` is a file

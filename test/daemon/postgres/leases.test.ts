@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type HeldLease, LeaseLostError, openPostgresState, type PostgresState } from "../../../daemon/state/postgres/index.js";
 import { monotonicClock } from "../../../daemon/state/postgres/monotonic-clock.js";
-import { dedupeKeyOf } from "../../../daemon/core/keys.js";
+import { dedupeKeyOf } from "../../../daemon/vocabulary/keys.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { waitUntil } from "../../helpers/wait.js";
 

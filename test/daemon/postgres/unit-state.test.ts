@@ -14,7 +14,7 @@ import {
   SchemaTooNewError,
   StateWriteError,
 } from "../../../daemon/state/postgres/index.js";
-import { dedupeKeyOf } from "../../../daemon/core/keys.js";
+import { dedupeKeyOf } from "../../../daemon/vocabulary/keys.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
 
 let server: TestPostgres;

@@ -18,6 +18,7 @@ import { createFakeBaileys, directByPhone, pnJid } from "../../fakes/baileys-soc
 import { startServiceFixture } from "../../helpers/bridge.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { waitUntil } from "../../helpers/wait.js";
+import { testHandle } from "../../../daemon/test-handle.js";
 
 const ANA = "4915111111111";
 let server: TestPostgres;
@@ -78,7 +79,7 @@ it("the node that takes a WhatsApp account over connects as the same linked devi
   const b = node("b", 2);
   await b.start();
   expect(fake.sockets).toHaveLength(1);
-  await a.crash();
+  await testHandle(a).crash();
   await waitUntil(() => fake.sockets.length === 2, "b's socket after the lease expired", 20_000);
   const second = fake.latest();
   // The same device: the keys b's socket was given are the ones a's saved, not fresh ones (no QR code).

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../../daemon/config/load.js";
 import type { AccessConfig } from "../../../daemon/config/schema.js";
 import { checkAccess, groupRequiresMention, normalizeUserId } from "../../../daemon/core/access.js";
-import type { InboundMessage } from "../../../daemon/core/adapter.js";
+import type { InboundMessage } from "../../../daemon/vocabulary/adapter.js";
 
 const KEY = `svc_org_${"0".repeat(64)}`;
 

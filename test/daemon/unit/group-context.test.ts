@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createManualClock } from "../../../shared/clock.js";
 import { parseConfig } from "../../../daemon/config/load.js";
 import type { ChannelConfig } from "../../../daemon/config/schema.js";
-import type { AcceptOutcome, InboundMessage } from "../../../daemon/core/adapter.js";
+import type { AcceptOutcome, InboundMessage } from "../../../daemon/vocabulary/adapter.js";
 import { CONTEXT_HEADER, GroupContexts, withContext, withinBounds, type ContextLine } from "../../../daemon/core/group-context.js";
 
 const KEY = `svc_org_${"0".repeat(64)}`;

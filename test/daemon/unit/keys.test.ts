@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { adapterKeyOf, chatKeyOf, DedupeKeySchema, dedupeKeyOf, parseChatKey, sessionKeyOf, slotKeyOf } from "../../../daemon/core/keys.js";
+import { adapterKeyOf, chatKeyOf, DedupeKeySchema, dedupeKeyOf, parseChatKey, sessionKeyOf, slotKeyOf } from "../../../daemon/vocabulary/keys.js";
 
 const ids = { platform: "telegram", accountId: "bot1", chatId: "-100 42", messageId: "7" };
 

@@ -1,7 +1,8 @@
 import { register as globalRegistry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { startOpsServer, type HealthReport, type OpsServer } from "../../../daemon/ops/http.js";
-import { createLogger, redactSecrets } from "../../../daemon/ops/logger.js";
+import { createLogger } from "../../../daemon/ops/logger.js";
+import { redactSecrets } from "../../../daemon/vocabulary/redact.js";
 import { createMetrics } from "../../../daemon/ops/metrics.js";
 
 function capture() {

@@ -10,7 +10,8 @@ import {
   MAX_WRONG_PER_CHANNEL,
   normalizeCode,
 } from "../../../daemon/core/pairing.js";
-import { openStore, type Store } from "../../../daemon/state/store.js";
+import { openStore } from "../../../daemon/state/store.js";
+import type { Store } from "../../../daemon/vocabulary/store.js";
 import { createManualClock } from "../../../shared/clock.js";
 import { seededRandom } from "../../../shared/random.js";
 import { tempDir } from "../../helpers/emulator.js";

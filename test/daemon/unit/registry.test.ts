@@ -13,11 +13,11 @@ import { z } from "zod";
 import { systemClock } from "../../../shared/clock.js";
 import { definePlatform, loadAdapterModule, PLATFORM_LIBRARIES, type PlatformDeps } from "../../../daemon/adapters/platform.js";
 import { platforms } from "../../../daemon/adapters/registry.js";
-import { accessSchema, channelCommon } from "../../../daemon/config/fields.js";
+import { accessSchema, channelCommon } from "../../../daemon/vocabulary/config-fields.js";
 import { daemonConfigSchema } from "../../../daemon/config/schema.js";
 import { secretsOf } from "../../../daemon/config/secrets.js";
 import { checkChannels } from "../../../daemon/check/channels.js";
-import type { ChatAdapter } from "../../../daemon/core/adapter.js";
+import type { ChatAdapter } from "../../../daemon/vocabulary/adapter.js";
 
 const root = join(import.meta.dirname, "../../..");
 const daemonDir = join(root, "daemon");
@@ -41,8 +41,8 @@ const codeOf = (path: string) =>
 const rel = (path: string) => relative(root, path).split(sep).join("/");
 
 describe("the platform registry is the only place platforms meet the daemon", () => {
-  // The foreground entry points run the terminal chat as the local UI (prompt, notices): a use of the terminal platform, not wiring of it.
-  const foregroundUi = new Set(["daemon/cli.ts", "daemon/start.ts"]);
+  // The foreground entry point runs the terminal chat as the local UI (prompt, notices): a use of the terminal platform, not wiring of it.
+  const foregroundUi = new Set(["daemon/cli.ts"]);
   const shared = sources(daemonDir).filter((path) => {
     const r = rel(path);
     if (r === "daemon/adapters/registry.ts" || foregroundUi.has(r)) return false;
@@ -68,10 +68,13 @@ describe("the platform registry is the only place platforms meet the daemon", ()
 
   it("every platform folder has the same layout, and only platform.ts reaches index.ts (lazily)", () => {
     // config.ts: the channel schema; inbound.ts: the pure translation to the core's message;
-    // outbound.ts: render, send, edit; connection.ts: connect, reconnect, stop; index.ts: wiring.
+    // outbound.ts: render, send, edit; connection.ts: connect, reconnect, stop; index.ts: wiring;
+    // hand-over.ts: a message to the core through the one hand-over; files.ts: where its files come from.
     for (const t of types) {
       const folder = join(daemonDir, "adapters", t);
-      expect(readdirSync(folder), t).toEqual(expect.arrayContaining(["platform.ts", "config.ts", "inbound.ts", "outbound.ts", "connection.ts", "index.ts"]));
+      expect(readdirSync(folder), t).toEqual(
+        expect.arrayContaining(["platform.ts", "config.ts", "inbound.ts", "outbound.ts", "connection.ts", "index.ts", "hand-over.ts", "files.ts"]),
+      );
       expect(codeOf(join(folder, "inbound.ts")), `${t}/inbound.ts`).toMatch(/export (function|const) translateMessage\b/);
       for (const path of sources(folder).filter((p) => !p.endsWith("platform.ts"))) {
         expect(codeOf(path), rel(path)).not.toMatch(/from "\.\/(platform|index)\.js"|import\("\.\/(platform|index)\.js"\)/);

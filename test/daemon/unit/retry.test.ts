@@ -6,9 +6,9 @@
 import { describe, expect, it } from "vitest";
 import { createManualClock, systemClock } from "../../../shared/clock.js";
 import { seededRandom } from "../../../shared/random.js";
-import { SendError } from "../../../daemon/core/adapter.js";
+import { SendError } from "../../../daemon/vocabulary/adapter.js";
 import { classifySendError } from "../../../daemon/core/delivery.js";
-import { createSerialQueue, retry, sleep } from "../../../daemon/core/retry.js";
+import { createSerialQueue, retry, sleep } from "../../../daemon/helpers/retry.js";
 import { backoffDelay } from "../../../shared/backoff.js";
 import { AbortedError } from "../../../shared/clock.js";
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../../daemon/config/load.js";
-import type { InboundMessage } from "../../../daemon/core/adapter.js";
-import { encodeId, resolveRoute, sessionBaseFor, sessionIdFor } from "../../../daemon/core/routing.js";
+import type { InboundMessage } from "../../../daemon/vocabulary/adapter.js";
+import { resolveRoute, sessionBaseFor, sessionIdFor } from "../../../daemon/core/routing.js";
+import { encodeId } from "../../../daemon/vocabulary/keys.js";
 
 const KEY = `svc_org_${"0".repeat(64)}`;
 const TG = `1:${"a".repeat(35)}`;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { sessionResetSchema } from "../../../daemon/config/fields.js";
+import { sessionResetSchema } from "../../../daemon/vocabulary/config-fields.js";
 import { daemonConfigSchema } from "../../../daemon/config/schema.js";
 import { describePolicy, lastDailyBoundary, localTime, nextDailyBoundary, nextReset, resetDue, resetPolicyOf } from "../../../daemon/core/session-reset.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { dedupeKeyOf } from "../../../daemon/core/keys.js";
-import { SnapshotSchema, type JournalEntry } from "../../../daemon/state/records.js";
+import { dedupeKeyOf } from "../../../daemon/vocabulary/keys.js";
+import { SnapshotSchema, type JournalEntry } from "../../../daemon/vocabulary/records.js";
 import { StoreState } from "../../../daemon/state/store-state.js";
 
 const entry = (id: string, seq: number): JournalEntry => ({

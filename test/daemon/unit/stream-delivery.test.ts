@@ -1,9 +1,9 @@
 import { describe, expect, it, vi } from "vitest";
-import { rawLength, SendError, type ChatAdapter, type ChatTarget } from "../../../daemon/core/adapter.js";
+import { rawLength, SendError, type ChatAdapter, type ChatTarget } from "../../../daemon/vocabulary/adapter.js";
 import { createPreviewDriver } from "../../../daemon/core/stream-delivery.js";
 import { chunksFor } from "../../../daemon/core/delivery.js";
 import { telegramMarkdownToHtml, telegramVisibleLength } from "../../../daemon/adapters/telegram/index.js";
-import type { StoredPreview } from "../../../daemon/state/store.js";
+import type { StoredPreview } from "../../../daemon/vocabulary/records.js";
 import { createManualClock } from "../../../shared/clock.js";
 
 const target: ChatTarget = { platform: "p", accountId: "a", chatId: "c", chatType: "direct" };

@@ -5,7 +5,7 @@ import { createTerminalAdapter } from "../../../daemon/adapters/terminal/index.j
 import { translateMessage } from "../../../daemon/adapters/terminal/inbound.js";
 import { parseConfig } from "../../../daemon/config/load.js";
 import type { TerminalChannelConfig } from "../../../daemon/adapters/terminal/config.js";
-import type { AdapterStatusEvent, ChatTarget, InboundMessage, InboundSink } from "../../../daemon/core/adapter.js";
+import type { AdapterStatusEvent, ChatTarget, InboundMessage, InboundSink } from "../../../daemon/vocabulary/adapter.js";
 import { createManualClock } from "../../../shared/clock.js";
 
 function terminalConfig(raw: Record<string, unknown> = {}): TerminalChannelConfig {

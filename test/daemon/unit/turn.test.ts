@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { noticeText } from "../../../daemon/core/notices.js";
 import { streamModeFor } from "../../../daemon/core/reply-view.js";
 import { composeReply, expiredEntries, nextSessionState, StoppableTurns } from "../../../daemon/core/turn.js";
-import { sessionKeyOf } from "../../../daemon/core/keys.js";
+import { sessionKeyOf } from "../../../daemon/vocabulary/keys.js";
 import { TurnStoppedError } from "../../../daemon/core/relay-types.js";
 
 describe("expiredEntries", () => {

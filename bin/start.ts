@@ -14,9 +14,9 @@ import { z } from "zod";
 import { createEmulator, type Emulator } from "../emulator/index.js";
 import { ServiceError, createServiceClient, type ServiceClient } from "../shared/client/index.js";
 import { systemClock, type Clock } from "../shared/clock.js";
-import type { TerminalAdapter } from "./adapters/terminal/index.js";
-import { runInForeground } from "./cli.js";
-import { parseConfig } from "./config/load.js";
+import type { TerminalAdapter } from "../daemon/adapters/terminal/index.js";
+import { runInForeground } from "../daemon/cli.js";
+import { parseConfig } from "../daemon/config/load.js";
 import { writeFileAtomic } from "../shared/durable-files.js";
 
 const PLACEHOLDER_PROVIDER_KEY = "sk-ant-local-placeholder-not-a-real-key";

@@ -9,8 +9,8 @@
  * `ver` to its records (not `v`: a kv record's value), and this reader refuses them.
  */
 import { z } from "zod";
-import type { InboundAttachment, InboundMessage } from "../core/adapter.js";
-import { DedupeKeySchema } from "../core/keys.js";
+import type { InboundAttachment, InboundMessage } from "./adapter.js";
+import { DedupeKeySchema } from "./keys.js";
 
 export const STATE_VERSION = 1;
 

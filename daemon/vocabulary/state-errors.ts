@@ -1,4 +1,4 @@
-/** What the PostgreSQL state backend fails with: values that say where. */
+/** What a store fails with, as values that say where: the callers above (the relay, the daemon, the cluster node) branch on these. */
 
 /** A write by a node that no longer holds the unit's lease (another node took it over, or this one self-fenced). */
 export class LeaseLostError extends Error {
@@ -69,5 +69,13 @@ export class StateWriteError extends Error {
   get transient(): boolean {
     const code = typeof this.cause === "object" && this.cause !== null && "code" in this.cause ? String(this.cause.code) : "";
     return !/^[0-9A-Z]{5}$/.test(code) || ["08", "53", "57", "40"].includes(code.slice(0, 2));
+  }
+}
+
+/** A message with this dedupe key was accepted already (found when it was stored: on another node, or concurrently). */
+export class DuplicateEntryError extends Error {
+  override readonly name = "DuplicateEntryError";
+  constructor() {
+    super("A message with this dedupe key was accepted already.");
   }
 }

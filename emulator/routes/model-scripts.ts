@@ -3,12 +3,12 @@
  * sandbox and per instance): set, read and clear the scripts of a
  * {@link ScriptRegistry}.
  */
-import type { EmulatorEnv } from "../../env.js";
-import { ApiError, notFound } from "../../errors.js";
-import type { Handlers } from "../../http/router.js";
-import type { ModelScriptView } from "../../../shared/schemas/model-script.js";
-import { parseScript } from "./load.js";
-import type { ScriptRegistry, ScriptScope } from "./registry.js";
+import type { EmulatorEnv } from "../env.js";
+import { ApiError, notFound } from "../errors.js";
+import type { Handlers } from "../http/router.js";
+import type { ModelScriptView } from "../../shared/schemas/model-script.js";
+import { parseScript } from "../gateway/script/load.js";
+import type { ScriptRegistry, ScriptScope } from "../gateway/script/registry.js";
 
 type ScriptHandlers = Pick<
   Handlers,

@@ -1,5 +1,5 @@
 /**
- * The Discord intake: a channel's messages reach the core in the order
+ * The Discord hand-over: a channel's messages reach the core in the order
  * Discord sent them, each after the one before settled, while other channels
  * go on; files the core will not take are named for it, never fetched.
  * (Downloads themselves run against the fake Discord in ../discord-adapter.test.ts.)
@@ -7,13 +7,13 @@
 import { Writable } from "node:stream";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { DiscordIntake } from "../../../daemon/adapters/discord/intake.js";
+import { DiscordHandOver } from "../../../daemon/adapters/discord/hand-over.js";
 import type { DiscordAttachmentView } from "../../../daemon/adapters/discord/inbound.js";
-import type { AdmissionQuestion, InboundMessage } from "../../../daemon/core/adapter.js";
+import type { AdmissionQuestion, InboundMessage } from "../../../daemon/vocabulary/adapter.js";
 import { testSink } from "../../fakes/sink.js";
 
 const quiet = pino({ level: "silent" }, new Writable({ write: (_c, _e, done) => done() }));
-const intakeOf = () => new DiscordIntake({ log: quiet, redact: (text) => text, attachmentTimeoutMs: 1_000 });
+const intakeOf = () => new DiscordHandOver({ log: quiet, redact: (text) => text, attachmentTimeoutMs: 1_000 });
 
 const message = (chatId: string, messageId: string, text = `m${messageId}`): InboundMessage => ({
   platform: "discord",
@@ -38,7 +38,7 @@ function gate(): { opened: Promise<void>; open(): void } {
   return { opened, open };
 }
 
-describe("DiscordIntake", () => {
+describe("DiscordHandOver", () => {
   it("hands a channel's messages over one at a time, in order, while another channel goes on", async () => {
     const intake = intakeOf();
     const first = gate();

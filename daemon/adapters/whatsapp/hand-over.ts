@@ -1,23 +1,24 @@
 /**
- * Intake: messages taken from the socket, one at a time in the order they
- * came (order kept per chat), each translated (inbound.ts), its file fetched
- * only once the core admitted the sender, handed to `sink.accept`, and only
- * then marked read. What the core refused is kept (replay.ts) and offered
+ * The hand-over: messages taken from the socket, one at a time in the order
+ * they came (order kept per chat), each translated (inbound.ts) and handed to
+ * the core by the one hand-over (../hand-over.ts, its file from files.ts,
+ * fetched only once the core admitted the sender), and only then marked read. What the core refused is kept (replay.ts) and offered
  * again on the next open.
  */
 import type { Clock } from "../../../shared/clock.js";
-import type { AdapterStateStore, InboundMessage, InboundSink } from "../../core/adapter.js";
+import type { AdapterStateStore, AdapterStatusEvent, InboundMessage, InboundSink } from "../../vocabulary/adapter.js";
+import { handOver } from "../hand-over.js";
 import { describeError } from "./errors.js";
+import { whatsappFileOf, whatsappFiles, type MediaFetchDeps } from "./files.js";
 import { mediaOfMessage, translateMessage, type SelfJids } from "./inbound.js";
-import { fetchMedia, NO_MEDIA, type MediaFetchDeps } from "./media.js";
 import type { WhatsAppOutbound } from "./outbound.js";
-import { UnacceptedMessages, type IntakeOutcome } from "./replay.js";
+import { UnacceptedMessages, type HandOverOutcome } from "./replay.js";
 import type { WAMessage, WhatsAppSocket } from "./socket.js";
 
 /** The adapter-state key of the refused messages. */
 const UNACCEPTED_KEY = "unaccepted";
 
-export interface IntakeDeps extends MediaFetchDeps {
+export interface HandOverDeps extends MediaFetchDeps {
   /** The channel's id, copied into every message. */
   accountId: string;
   /** Dates a message that carries no timestamp. */
@@ -32,8 +33,8 @@ export interface IntakeDeps extends MediaFetchDeps {
   openSocket(): WhatsAppSocket | undefined;
 }
 
-export class WhatsAppIntake {
-  readonly #deps: IntakeDeps;
+export class WhatsAppHandOver {
+  readonly #deps: HandOverDeps;
   /** Where messages go; set by `begin`, before any socket exists. */
   #sink: InboundSink | undefined;
   /** The tail of the serial chain: every batch waits for the one before, so order holds. Never rejects. */
@@ -41,7 +42,7 @@ export class WhatsAppIntake {
   /** Taken but not accepted; loaded from the adapter state on `begin`. */
   #unaccepted = new UnacceptedMessages(undefined);
 
-  constructor(deps: IntakeDeps) {
+  constructor(deps: HandOverDeps) {
     this.#deps = deps;
   }
 
@@ -51,13 +52,18 @@ export class WhatsAppIntake {
     this.#unaccepted = new UnacceptedMessages(this.#deps.state.get<unknown>(UNACCEPTED_KEY));
   }
 
+  /** Passes connection news on to the core (none before `begin`). */
+  status(event: AdapterStatusEvent): void {
+    this.#sink?.status(event);
+  }
+
   /** Queues live messages; `self` is the bot's JIDs as known now. */
   take(socket: WhatsAppSocket, messages: WAMessage[], self: SelfJids): void {
     this.#tail = this.#tail
       .then(async () => {
         for (const msg of messages) await this.#note(msg, await this.#handle(socket, msg, self));
       })
-      .catch((err: unknown) => this.#deps.log.error({ err: describeError(err) }, "WhatsApp intake failed"));
+      .catch((err: unknown) => this.#deps.log.error({ err: describeError(err) }, "WhatsApp hand-over failed"));
   }
 
   /** Queues the refused messages again (a socket just opened), ahead of anything newer. */
@@ -70,15 +76,14 @@ export class WhatsAppIntake {
     return this.#tail;
   }
 
-  async #handle(socket: WhatsAppSocket, msg: WAMessage, self: SelfJids): Promise<IntakeOutcome> {
+  async #handle(socket: WhatsAppSocket, msg: WAMessage, self: SelfJids): Promise<HandOverOutcome> {
     const { log, accountId, clock } = this.#deps;
     const onSkip = (reason: string) => log.debug({ reason, messageId: msg.key.id }, "skipped WhatsApp message");
-    const base = translateMessage(msg, { self, accountId, now: clock.now(), onSkip });
-    if (!base) return "skipped";
+    const inbound = translateMessage(msg, { self, accountId, now: clock.now(), onSkip });
+    if (!inbound) return "skipped";
     const sink = this.#sink;
     if (!sink) return "refused";
-    const inbound = await this.#withMedia(sink, socket, msg, base);
-    const accepted = await this.#accept(sink, inbound);
+    const accepted = await this.#accept(sink, socket, msg, inbound);
     if (accepted === "refused") return "refused";
     if (inbound.chatType === "group") this.#deps.outbound.rememberReceived(inbound.chatId, inbound.messageId, msg);
     // Strangers' (and unaddressed) messages stay unread: on a personal number the owner should still see them.
@@ -86,24 +91,13 @@ export class WhatsAppIntake {
     return "accepted";
   }
 
-  /** Strangers' files are not fetched: the core says whether it would take the message, and which sizes. */
-  async #withMedia(sink: InboundSink, socket: WhatsAppSocket, msg: WAMessage, base: InboundMessage): Promise<InboundMessage> {
-    const media = mediaOfMessage(msg);
-    const admission = media ? sink.admit({ message: base, attachmentSizes: [media.declaredBytes] }) : undefined;
-    const { attachments, notes, dropped } = media && admission?.allowed ? await fetchMedia(this.#deps, socket, msg, media, admission.attachments[0]) : NO_MEDIA;
-    return {
-      ...base,
-      text: [base.text, ...notes].filter(Boolean).join("\n"),
-      ...(attachments.length ? { attachments } : {}),
-      ...(dropped.length ? { droppedAttachments: dropped } : {}),
-    };
-  }
-
   /** "admitted": journaled for a sender the core hears; "taken": journaled but not for the agent; "refused": not journaled. */
-  async #accept(sink: InboundSink, inbound: InboundMessage): Promise<"admitted" | "taken" | "refused"> {
+  async #accept(sink: InboundSink, socket: WhatsAppSocket, msg: WAMessage, inbound: InboundMessage): Promise<"admitted" | "taken" | "refused"> {
+    const media = mediaOfMessage(msg);
     try {
-      const outcome = await sink.accept(inbound);
-      if (!outcome.acknowledge) throw new Error(`not taken now (${outcome.reason})`);
+      // A stranger's bare file still reaches the core, which answers them as for any message of theirs.
+      const outcome = await handOver(sink, inbound, media ? [whatsappFileOf(media)] : [], whatsappFiles(this.#deps, socket, msg), { handOverBare: true });
+      if (!outcome?.acknowledge) throw new Error(`not taken now (${outcome?.reason})`);
       return outcome.status === "accepted" || outcome.status === "duplicate" ? "admitted" : "taken";
     } catch (err) {
       // Not journaled: do not acknowledge; kept to offer again.
@@ -119,7 +113,7 @@ export class WhatsAppIntake {
     reader.readMessages?.([msg.key]).catch((err: unknown) => this.#deps.log.debug({ err: describeError(err) }, "read receipt failed"));
   }
 
-  async #note(msg: WAMessage, outcome: IntakeOutcome): Promise<void> {
+  async #note(msg: WAMessage, outcome: HandOverOutcome): Promise<void> {
     const change = this.#unaccepted.note(msg, outcome);
     if (change.dropped) this.#deps.log.error({ messageId: change.dropped.key.id }, "too many refused WhatsApp messages kept; the oldest is dropped");
     if (!change.changed) return;

@@ -18,6 +18,7 @@
  * conversation whatever instance answers it; a *session key* is the base on
  * one instance (a response id means nothing to another instance).
  */
+import { createHash } from "node:crypto";
 import { z } from "zod";
 
 /** A string that is a key of kind `B` (a compile-time mark only). */
@@ -68,3 +69,19 @@ export const parseChatKey = (text: string): ChatKey | undefined => (isJsonString
 export const DedupeKeySchema = z.custom<DedupeKey>((v) => typeof v === "string" && isJsonStrings(v, 4), {
   message: "not a dedupe key (a JSON array of platform, account, chat and message id)",
 });
+
+const PLAIN_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * One session-base component (routing.ts joins them with "."; the cluster
+ * store reads the account back from them), from `[A-Za-z0-9_:-]` only and
+ * never containing the "." separator. Plain ids pass through; anything else (WhatsApp jids,
+ * long or odd ids) becomes a readable stem plus a 128-bit hash after ":", a
+ * character plain ids cannot contain, so the two forms never collide.
+ */
+export function encodeId(id: string): string {
+  if (PLAIN_ID.test(id)) return id;
+  const stem = id.replace(/[^A-Za-z0-9_-]+/g, "_").slice(0, 24);
+  const hash = createHash("sha256").update(id, "utf8").digest("base64url").slice(0, 22);
+  return `${stem}:${hash}`;
+}

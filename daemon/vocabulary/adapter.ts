@@ -218,7 +218,7 @@ export class SendError extends Error {
   override readonly name = "SendError";
   readonly permanent: boolean;
   readonly retryAfterMs: number | undefined;
-  /** The platform's status or error code, when it gave one (0: no answer). */
+  /** The platform's status or error code; undefined when no answer came (network, timeout) or the adapter refused on its own. */
   readonly status: number | undefined;
   constructor(message: string, options: { permanent: boolean; retryAfterMs?: number; status?: number; cause?: unknown }) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
