@@ -3,7 +3,7 @@
  * bridge as a long-running process, against any service URL the config
  * names. Arguments are parsed by bin/program.ts.
  *
- * - SIGINT/SIGTERM stop it gracefully (exit 0): intake stops, in-flight
+ * - SIGINT/SIGTERM stop it gracefully (exit 0): messages stop coming in, in-flight
  *   replies get the grace period, the rest stays journaled. A second SIGINT
  *   exits at once (130); what was accepted stays journaled for the next start.
  * - With only a terminal channel, end of input (Ctrl+D, or a pipe closing)

@@ -4,7 +4,7 @@
  *
  *   const daemon = createDaemon({ config });
  *   await daemon.start();   // resumes the journal, starts adapters
- *   await daemon.stop();    // intake off, in-flight turns finish (bounded), state saved
+ *   await daemon.stop();    // adapters off, in-flight turns finish (bounded), state saved
  *
  * Tests pass `adapters` (used instead of building them from config.channels),
  * and may pass `clock`, `random`, `logger` and `client`.
@@ -82,9 +82,13 @@ export function createDaemon(options: DaemonOptions): Daemon {
 
 /** The `Daemon`: everything its start, its accounts' comings and goings and its stop share. */
 export class BridgeDaemon implements Daemon {
+  /** As given: the test seams (`adapters`, `createAdapter`, streams) are read from here. */
   readonly #options: DaemonOptions;
+  /** The config it runs; never changes while it runs. */
   readonly #config: DaemonConfig;
+  /** Given, or the system's: every timer and timestamp of the daemon. */
   readonly #clock: Clock;
+  /** Given, or crypto: entry ids, jitter. */
   readonly #random: Random;
   readonly logger: Logger;
   readonly metrics: Metrics;
@@ -428,7 +432,7 @@ export class BridgeDaemon implements Daemon {
   async #teardown(requestedGraceMs: number): Promise<void> {
     // Several machines: in-flight turns get the handover grace, then the accounts go to other nodes.
     const graceMs = this.#cluster ? Math.min(requestedGraceMs, this.#cluster.handoverGraceMs) : requestedGraceMs;
-    // Intake stops first: a message an adapter received meanwhile is still journaled
+    // The adapters stop taking messages in first: one an adapter received meanwhile is still journaled
     // (Discord and WhatsApp never deliver it again); only then do new turns stop.
     await Promise.allSettled(this.#adapters.map((a) => this.#stopAdapter(a)));
     this.#relay?.beginStop();

@@ -186,7 +186,7 @@ export function createNotices(deps: NoticeDeps): Notices {
       const key = `busy ${chatKey}`;
       if (!inCooldown(key)) {
         lastTold.set(key, deps.clock.now());
-        // Not awaited: the platform's intake must not wait on our send retries.
+        // Not awaited: the adapter's hand-over must not wait on our send retries.
         void deps.send(target, noticeText.busyOne).catch(() => undefined);
         return;
       }

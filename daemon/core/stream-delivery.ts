@@ -72,6 +72,7 @@ export class StreamDriver implements PreviewDriver {
   readonly #interval: number;
   /** The gate's key: the chat this reply streams into. */
   readonly #key: ChatKey;
+  /** What to send or edit next; told every outcome, so it never hands out two actions at once. */
   readonly #plan: StreamPreview;
   /** The platform id of each of the plan's messages, by index; null when the platform gave none. */
   readonly #ids: (string | null)[];
@@ -247,8 +248,11 @@ export function createAppendWriter(adapter: ChatAdapter, target: ChatTarget, onE
 
 /** The `AppendWriter`: what was written, and the writes in order. */
 export class AppendStream implements AppendWriter {
+  /** An adapter with `write` (an output that cannot change what it showed). */
   readonly #adapter: ChatAdapter;
+  /** The chat the reply goes to. */
   readonly #target: ChatTarget;
+  /** Hears a failed write; the writes after it still go. */
   readonly #onError: (error: unknown) => void;
   /** The text written so far (or queued to be); only ever extended. */
   #written = "";

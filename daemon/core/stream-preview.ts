@@ -147,10 +147,13 @@ const previewOf = (b: string) => closeOpenFence(b.trim());
 
 /** The `StreamPreview`: one reply's messages and where the plan stands. */
 export class PreviewPlan implements StreamPreview {
+  /** The platform's visible length of a Markdown text once rendered. */
   readonly #measure: (text: string) => number;
   /** The platform's longest message, in `#measure` units; a positive integer. */
   readonly #limit: number;
+  /** Read for `now()` only. */
   readonly #clock: Clock;
+  /** Least time between two operations on the chat, ms. */
   readonly #minEditIntervalMs: number;
   /** Visible length before the first preview is sent. */
   readonly #minFirst: number;

@@ -22,8 +22,8 @@ import type { Clock } from "../../shared/clock.js";
 import { cryptoRandom, hex, type Random } from "../../shared/random.js";
 import { acquireDirLock, syncDirectory, writeFileAtomic, writeFileDurable, type DirLock } from "../../shared/durable-files.js";
 import { pathComponent } from "../../shared/util/names.js";
-import type { InboundMessage } from "../vocabulary/adapter.js";
-import type { DedupeKey } from "../vocabulary/keys.js";
+import type { AdapterStateStore, InboundMessage } from "../vocabulary/adapter.js";
+import type { DedupeKey, SessionKey } from "../vocabulary/keys.js";
 import { JournalClosedError, openJournalFile, type JournalFile } from "./journal.js";
 import {
   parseJournalRecord,
@@ -31,8 +31,11 @@ import {
   StateFileError,
   type JournalEntry,
   type JournalRecord,
+  type SessionState,
   type Snapshot,
   type StoredAttachment,
+  type StoredPreview,
+  type StoredReply,
 } from "../vocabulary/records.js";
 import { StoreState } from "./store-state.js";
 import type { Store } from "../vocabulary/store.js";
@@ -69,166 +72,229 @@ export interface FileStore extends Store {
 }
 
 export async function openStore(options: StoreOptions): Promise<FileStore> {
-  const { dataDir, clock } = options;
-  const random = options.random ?? cryptoRandom;
-  const compactBytes = options.compactBytes ?? 4 * 1024 * 1024;
+  const { dataDir } = options;
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const lock: DirLock | undefined = options.lock === false ? undefined : acquireDirLock(dataDir);
   const paths = pathsOf(dataDir);
-
   const state = new StoreState(options.recentKeys ?? 20_000);
   const snapshot = await readSnapshot(paths.snapshot);
   if (snapshot) state.load(snapshot);
   const journal: JournalFile = await openJournalFile(paths.journal);
   replayJournal(state, journal, paths.journal);
   await collectSpoolGarbage(paths.spool, state);
+  return new JournalStore({ options, lock, state, journal });
+}
 
+/** The file journal's `Store`, once opened: the state in memory and the journal every change goes to. */
+class JournalStore implements FileStore {
+  readonly dataDir: string;
+  /** The journal, snapshot and spool under `dataDir`. */
+  readonly #paths: ReturnType<typeof pathsOf>;
+  /** Acceptance times (and so entry ids). */
+  readonly #clock: Clock;
+  /** The random part of entry ids. */
+  readonly #random: Random;
+  /** Snapshot and empty the journal once it is larger than this. */
+  readonly #compactBytes: number;
+  /** The dataDir's lock, released on close (none when opened with `lock: false`). */
+  readonly #lock: DirLock | undefined;
+  /** The state as of the journal's last record: readers see a change as soon as it is committed. */
+  readonly #state: StoreState;
+  /** Holds every record after the snapshot's; closed with the store. */
+  readonly #journal: JournalFile;
   /** Keys of `add` calls not yet journaled (a concurrent duplicate is refused meanwhile). */
-  const accepting = new Set<DedupeKey>();
+  readonly #accepting = new Set<DedupeKey>();
   /** Entry ids handed out but not yet journaled. */
-  const ids = new Set<string>();
+  readonly #ids = new Set<string>();
   /** Settles when the last `add` has journaled its entry: entries are journaled in call order. */
-  let addChain: Promise<void> = Promise.resolve();
-  let closed = false;
-  let compacting: Promise<void> | undefined;
+  #addChain: Promise<void> = Promise.resolve();
+  /** Set by `close` (once its compaction ran) or `abandon`: no more writes. */
+  #closed = false;
+  /** The compaction under way, if any: at most one at a time. */
+  #compacting: Promise<void> | undefined;
 
-  function compactNow(): Promise<void> {
-    compacting ??= journal
+  constructor(opened: { options: StoreOptions; lock: DirLock | undefined; state: StoreState; journal: JournalFile }) {
+    const { options } = opened;
+    this.dataDir = options.dataDir;
+    this.#paths = pathsOf(options.dataDir);
+    this.#clock = options.clock;
+    this.#random = options.random ?? cryptoRandom;
+    this.#compactBytes = options.compactBytes ?? 4 * 1024 * 1024;
+    this.#lock = opened.lock;
+    this.#state = opened.state;
+    this.#journal = opened.journal;
+  }
+
+  get journalBytes(): number {
+    return this.#journal.size;
+  }
+
+  pending(): JournalEntry[] {
+    return [...this.#state.entries.values()];
+  }
+
+  get(id: string): JournalEntry | undefined {
+    return this.#state.entries.get(id);
+  }
+
+  has(key: DedupeKey): boolean {
+    return this.#state.knows(key) || this.#accepting.has(key);
+  }
+
+  async add({ kind, key, message, route }: Parameters<Store["add"]>[0]): Promise<JournalEntry> {
+    if (this.#closed) throw new JournalClosedError();
+    const state = this.#state;
+    this.#accepting.add(key);
+    // Entries are journaled in call order even when one spools a large file:
+    // the order of acceptance is the order turns run in.
+    const before = this.#addChain;
+    let release!: () => void;
+    this.#addChain = new Promise<void>((resolve) => (release = resolve));
+    let id = "";
+    try {
+      const acceptedAt = this.#clock.now();
+      id = this.#newEntryId(acceptedAt);
+      let attachments: StoredAttachment[] | undefined;
+      try {
+        attachments = await spoolAttachments(this.dataDir, id, message.attachments);
+      } finally {
+        await before;
+      }
+      const { attachments: _data, ...rest } = message;
+      const entry: JournalEntry = {
+        id,
+        seq: state.lastSeq + 1, // the record's own number (assigned in commit, synchronously): acceptance order
+        kind,
+        key,
+        acceptedAt,
+        message: { ...rest, ...(attachments ? { attachments } : {}) },
+        route,
+        sent: 0,
+      };
+      const written = this.#commit([{ t: "msg", e: entry }]);
+      release();
+      await written;
+      return state.entries.get(id) ?? entry;
+    } finally {
+      release();
+      this.#accepting.delete(key);
+      this.#ids.delete(id);
+    }
+  }
+
+  recordReply(leaderId: string, reply: StoredReply, session?: { key: SessionKey; state: SessionState }): Promise<void> {
+    const records: Unnumbered<JournalRecord>[] = [];
+    // The record's field is named `base` on disk; it holds the session key.
+    if (session) records.push({ t: "session", base: session.key, state: session.state });
+    records.push({ t: "reply", id: leaderId, reply });
+    return this.#commit(records);
+  }
+
+  recordSent(id: string, n: number): Promise<void> {
+    return this.#commit([{ t: "sent", id, n }]);
+  }
+
+  recordPreview(id: string, preview: StoredPreview | null): Promise<void> {
+    return this.#commit([{ t: "preview", id, preview: preview && structuredClone(preview) }]);
+  }
+
+  async complete(ids: string[]): Promise<void> {
+    const state = this.#state;
+    const known = ids.filter((id) => state.entries.has(id));
+    if (!known.length) return;
+    const spooled = known.filter((id) => state.entries.get(id)?.message.attachments?.length);
+    await this.#commit([{ t: "done", ids: known }]);
+    for (const id of spooled) await rm(join(this.#paths.spool, id), { recursive: true, force: true });
+  }
+
+  session(key: SessionKey): SessionState {
+    return this.#state.sessions.get(key) ?? { generation: 0 };
+  }
+
+  setSession(key: SessionKey, session: SessionState): Promise<void> {
+    return this.#commit([{ t: "session", base: key, state: session }]);
+  }
+
+  kv(namespace: string): AdapterStateStore & { keys(): string[] } {
+    const state = this.#state;
+    return {
+      get<T>(key: string): T | undefined {
+        return state.kvs.get(namespace)?.get(key) as T | undefined;
+      },
+      set: (key: string, value: unknown) => this.#commit([{ t: "kv", ns: namespace, k: key, ...(value === undefined ? {} : { v: value }) }]),
+      keys: () => [...(state.kvs.get(namespace)?.keys() ?? [])],
+    };
+  }
+
+  onDrained(listener: () => void): () => void {
+    return this.#state.onDrained(listener);
+  }
+
+  attachmentPath(a: StoredAttachment): string {
+    return join(this.dataDir, a.file);
+  }
+
+  readAttachment(a: StoredAttachment): Promise<Buffer> {
+    return readFile(join(this.dataDir, a.file));
+  }
+
+  compact(): Promise<void> {
+    return this.#compactNow();
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      await this.#compactNow();
+    } finally {
+      this.#closed = true;
+      await this.#journal.close();
+      this.#lock?.release();
+    }
+  }
+
+  async abandon(): Promise<void> {
+    this.#closed = true;
+    await this.#journal.close().catch(() => undefined);
+    this.#lock?.release();
+  }
+
+  #compactNow(): Promise<void> {
+    const state = this.#state;
+    const snapshotPath = this.#paths.snapshot;
+    this.#compacting ??= this.#journal
       .compact(async () => {
         const text = JSON.stringify(state.snapshot()); // synchronously, before any await: see JournalFile.compact
-        await writeFileAtomic(paths.snapshot, text);
+        await writeFileAtomic(snapshotPath, text);
       })
       .finally(() => {
-        compacting = undefined;
+        this.#compacting = undefined;
       });
-    return compacting;
+    return this.#compacting;
   }
 
   /** Applies records in memory now (readers see them at once) and resolves when they are on disk. */
-  function commit(records: Unnumbered<JournalRecord>[]): Promise<void> {
-    if (closed) return Promise.reject(new JournalClosedError());
+  #commit(records: Unnumbered<JournalRecord>[]): Promise<void> {
+    if (this.#closed) return Promise.reject(new JournalClosedError());
+    const state = this.#state;
     const numbered = records.map((r, i): JournalRecord => ({ ...r, s: state.lastSeq + 1 + i }));
     for (const r of numbered) state.apply(r);
-    const written = journal.append(numbered);
-    if (journal.size > compactBytes && !compacting) {
+    const written = this.#journal.append(numbered);
+    if (this.#journal.size > this.#compactBytes && !this.#compacting) {
       // Not awaited by the writer: its records are durable once `written` resolves.
-      compactNow().catch(() => undefined);
+      this.#compactNow().catch(() => undefined);
     }
     return written;
   }
 
   /** A fresh entry id: acceptance time, then random hex, unique among pending and in-flight entries. */
-  function newEntryId(acceptedAt: number): string {
+  #newEntryId(acceptedAt: number): string {
     let id: string;
-    do id = `${acceptedAt.toString(36)}-${hex(random, 6)}`;
-    while (state.entries.has(id) || ids.has(id));
-    ids.add(id);
+    do id = `${acceptedAt.toString(36)}-${hex(this.#random, 6)}`;
+    while (this.#state.entries.has(id) || this.#ids.has(id));
+    this.#ids.add(id);
     return id;
   }
-
-  const store: FileStore = {
-    dataDir,
-    pending: () => [...state.entries.values()],
-    get: (id) => state.entries.get(id),
-    has: (key) => state.knows(key) || accepting.has(key),
-    async add({ kind, key, message, route }) {
-      if (closed) throw new JournalClosedError();
-      accepting.add(key);
-      // Entries are journaled in call order even when one spools a large file:
-      // the order of acceptance is the order turns run in.
-      const before = addChain;
-      let release!: () => void;
-      addChain = new Promise<void>((resolve) => (release = resolve));
-      let id = "";
-      try {
-        const acceptedAt = clock.now();
-        id = newEntryId(acceptedAt);
-        let attachments: StoredAttachment[] | undefined;
-        try {
-          attachments = await spoolAttachments(dataDir, id, message.attachments);
-        } finally {
-          await before;
-        }
-        const { attachments: _data, ...rest } = message;
-        const entry: JournalEntry = {
-          id,
-          seq: state.lastSeq + 1, // the record's own number (assigned in commit, synchronously): acceptance order
-          kind,
-          key,
-          acceptedAt,
-          message: { ...rest, ...(attachments ? { attachments } : {}) },
-          route,
-          sent: 0,
-        };
-        const written = commit([{ t: "msg", e: entry }]);
-        release();
-        await written;
-        return state.entries.get(id) ?? entry;
-      } finally {
-        release();
-        accepting.delete(key);
-        ids.delete(id);
-      }
-    },
-    recordReply(leaderId, reply, session) {
-      const records: Unnumbered<JournalRecord>[] = [];
-      // The record's field is named `base` on disk; it holds the session key.
-      if (session) records.push({ t: "session", base: session.key, state: session.state });
-      records.push({ t: "reply", id: leaderId, reply });
-      return commit(records);
-    },
-    recordSent(id, n) {
-      return commit([{ t: "sent", id, n }]);
-    },
-    recordPreview(id, preview) {
-      return commit([{ t: "preview", id, preview: preview && structuredClone(preview) }]);
-    },
-    async complete(ids) {
-      const known = ids.filter((id) => state.entries.has(id));
-      if (!known.length) return;
-      const spooled = known.filter((id) => state.entries.get(id)?.message.attachments?.length);
-      await commit([{ t: "done", ids: known }]);
-      for (const id of spooled) await rm(join(paths.spool, id), { recursive: true, force: true });
-    },
-    session: (key) => state.sessions.get(key) ?? { generation: 0 },
-    setSession(key, session) {
-      return commit([{ t: "session", base: key, state: session }]);
-    },
-    kv(namespace) {
-      return {
-        get<T>(key: string): T | undefined {
-          return state.kvs.get(namespace)?.get(key) as T | undefined;
-        },
-        set(key: string, value: unknown) {
-          return commit([{ t: "kv", ns: namespace, k: key, ...(value === undefined ? {} : { v: value }) }]);
-        },
-        keys: () => [...(state.kvs.get(namespace)?.keys() ?? [])],
-      };
-    },
-    onDrained: (listener) => state.onDrained(listener),
-    attachmentPath: (a) => join(dataDir, a.file),
-    readAttachment: (a) => readFile(join(dataDir, a.file)),
-    compact: () => compactNow(),
-    get journalBytes() {
-      return journal.size;
-    },
-    async close() {
-      if (closed) return;
-      try {
-        await compactNow();
-      } finally {
-        closed = true;
-        await journal.close();
-        lock?.release();
-      }
-    },
-    async abandon() {
-      closed = true;
-      await journal.close().catch(() => undefined);
-      lock?.release();
-    },
-  };
-  return store;
 }
 
 function pathsOf(dataDir: string) {

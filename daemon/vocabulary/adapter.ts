@@ -236,7 +236,7 @@ export interface ChatAdapter {
   /** Connects and begins delivering inbound messages to `sink`. Resolves when connected (or pairing). */
   start(sink: InboundSink): Promise<void>;
   /**
-   * Stops intake first (nothing more reaches `sink.accept` once it resolves;
+   * Stops taking messages in first (nothing more reaches `sink.accept` once it resolves;
    * accepts already under way finish), then disconnects. Idempotent. Sends
    * may still be asked for afterwards only until the core halts delivery.
    */

@@ -66,10 +66,13 @@ export class TerminalChat implements TerminalAdapter {
   readonly capabilities = capabilities;
   readonly fileLimits = fileLimits;
   readonly measure = rawLength;
+  /** As given: the streams, the channel, the interrupt handler. */
   readonly #options: TerminalAdapterOptions;
+  /** Dates lines (and so the run id). */
   readonly #clock: Clock;
   /** Whether input and output are a terminal (a prompt, escape codes) rather than pipes. */
   readonly #tty: boolean;
+  /** Everything printed goes through it, so output never breaks the prompt. */
   readonly #screen: TerminalScreen;
   /** The input being read: set by `start`, once (a second start is refused). */
   #reading: TerminalInput | undefined;

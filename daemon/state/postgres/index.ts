@@ -101,14 +101,7 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
   });
   // An idle connection dropped by a server restart must not end the process; the next query reconnects.
   pool.on("error", (error) => deps.onError?.(error));
-  let schemaVersion: number;
-  try {
-    schemaVersion = (await migrate(pool)).version;
-  } catch (error) {
-    await pool.end().catch(() => undefined);
-    if (error instanceof SchemaTooNewError) throw error;
-    throw new StateWriteError("connect and migrate", describeUrl(options.url), error);
-  }
+  const schemaVersion = await migrateOrEnd(pool, options.url);
   const leases = new LeaseKeeper({
     pool,
     listenUrl: options.url,
@@ -123,7 +116,8 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
     ...(deps.beforeRelease ? { beforeRelease: deps.beforeRelease } : {}),
     ...(deps.onError ? { onError: deps.onError } : {}),
   });
-  let closed = false;
+  /** Aborted by the first `close` or `abandon`: the pool ends once. */
+  const ended = new AbortController();
   return {
     options,
     schemaVersion,
@@ -148,8 +142,8 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
     },
     openUnit: (lease) => openUnitState({ pool, lease, maxAttachmentBytes: options.maxAttachmentBytes, ...(deps.random ? { random: deps.random } : {}) }),
     async close() {
-      if (closed) return;
-      closed = true;
+      if (ended.signal.aborted) return;
+      ended.abort();
       try {
         await leases.stop();
       } finally {
@@ -157,10 +151,21 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
       }
     },
     async abandon() {
-      if (closed) return;
-      closed = true;
+      if (ended.signal.aborted) return;
+      ended.abort();
       await leases.halt();
       await pool.end().catch(() => undefined);
     },
   };
+}
+
+/** The schema migrated to this daemon's version (its number); the pool is ended when that fails. */
+async function migrateOrEnd(pool: pg.Pool, url: string): Promise<number> {
+  try {
+    return (await migrate(pool)).version;
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    if (error instanceof SchemaTooNewError) throw error;
+    throw new StateWriteError("connect and migrate", describeUrl(url), error);
+  }
 }
