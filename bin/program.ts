@@ -1,6 +1,6 @@
 /**
  * `agent-bridge`: the one command. Subcommands `start`, `run`, `check`,
- * `emulator` and `config schema`. Only commander is loaded up front; each
+ * `emulator`, `conformance` and `config schema`. Only commander is loaded up front; each
  * subcommand imports its own code when it runs, so `--help` stays instant.
  *
  * Exit codes: 0 done, 1 a failure (or a failed check), 2 a usage error.
@@ -11,6 +11,8 @@ import { join } from "node:path";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 // Types only: erased at run time, so they load nothing.
 import type { EmulatorCommandOptions } from "../emulator/cli.js";
+import type { ProxyCommandOptions } from "../emulator/proxy/cli.js";
+import type { ConformanceCommandOptions } from "../conformance/command.js";
 
 /** package.json sits two levels up from dist/bin/, one from bin/ (tests run the source). */
 function packageVersion(): string {
@@ -47,6 +49,16 @@ const nonEmpty =
 const httpUrl = (value: string): string => {
   if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) throw new InvalidArgumentError(`Expected an http(s) URL.`);
   return value;
+};
+
+/** Commander's way to take an option several times. */
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
+/** `a,b.c` -> `["a", "b.c"]`: check ids or areas for `conformance --skip`. */
+const checkList = (value: string): string[] => {
+  const names = value.split(",").map((n) => n.trim());
+  if (names.some((n) => !/^[a-z-]+(\.[a-z-]+)?$/.test(n)))
+    throw new InvalidArgumentError("Expected check ids or areas, comma-separated (e.g. messaging,files.delete).");
+  return names;
 };
 
 export interface ProgramIO {
@@ -122,10 +134,114 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
       "--fixtures <file>",
       "load this starting state into an empty emulator: organizations with chosen keys, instances, earlier turns, files (JSON with comments)",
     )
+    .option("--replay <dir>", "answer /v1 requests from the recordings in DIR (made by `proxy --record`)")
+    .addOption(
+      new Option(
+        "--replay-mode <mode>",
+        "what a request with no recording gets: a 404 naming the closest recorded one, a recording made now, or the emulator's own answer",
+      )
+        .choices(["strict", "record-if-missing", "passthrough"])
+        .default(undefined, "strict under CI=true; else record-if-missing with --upstream, passthrough without"),
+    )
+    .option("--upstream <url>", "the real service, for --replay-mode record-if-missing (and passthrough)", httpUrl)
+    .option("--no-replay-pace", "send a replayed stream's events at once instead of at their recorded times")
     .addHelpText("after", "\nPrints `emulator listening on URL` when ready; SIGINT/SIGTERM flush the store and exit 0.")
     .action(async (opts: EmulatorCommandOptions) => {
       const { runEmulatorCommand } = await import("../emulator/cli.js");
       onExit(await runEmulatorCommand(opts));
+    });
+
+  sub("proxy", "Forward the /v1 API to a real service, check every exchange against the contract, and optionally record it.")
+    .requiredOption("--upstream <url>", "the service to forward to, e.g. https://api.example.com", httpUrl)
+    .option("--port <port>", "port to listen on (0 picks a free one)", port, 8090)
+    .option("--host <host>", "address to listen on", "127.0.0.1")
+    .option("--record <dir>", "write each exchange into DIR/<name>.recording.json (name from the x-agent-bridge-recording header, else `default`)")
+    .option("--secret <value>", "also scrub this value from recordings and reports (repeatable)", collect, [])
+    .option("--secret-env <name>", "also scrub the value of this environment variable (repeatable)", collect, [])
+    .option("--report <file>", "write the drift report as JSON at exit")
+    .option("--junit <file>", "write the drift report as JUnit XML at exit")
+    .option("--fail-on-drift", "exit 1 at shutdown when anything drifted")
+    .option("--timeout-ms <ms>", "longest wait for the upstream's answer headers", wholeNumber, 120_000)
+    .addHelpText(
+      "after",
+      [
+        "",
+        "Clients get the upstream's answers byte for byte. Authorization headers are never recorded; keys of",
+        "this service, model providers and chat platforms are scrubbed wherever they appear.",
+        "GET /_proxy/report answers the drift report so far. An unreachable upstream answers 502 with",
+        "x-agent-bridge-proxy: upstream-unreachable and is reported apart from drift.",
+        "Prints `proxy listening on URL` when ready; SIGINT/SIGTERM write the reports, print a summary and exit.",
+      ].join("\n"),
+    )
+    .action(async (opts: ProxyCommandOptions) => {
+      const { runProxyCommand } = await import("../emulator/proxy/cli.js");
+      onExit(await runProxyCommand(opts));
+    });
+
+  const recordings = sub("recordings", "Recordings made by `proxy --record` or `emulator --replay ... --replay-mode record-if-missing`.").helpCommand(false);
+  recordings
+    .command("check")
+    .description("Fail when a recording in DIR is unreadable or holds anything shaped like a key (for a pre-commit hook or CI).")
+    .argument("<dir>", "the recordings directory")
+    .helpOption("-h, --help", "show this help")
+    .action(async (dir: string) => {
+      const { runRecordingsCheck } = await import("../emulator/recording/check-command.js");
+      const out = io?.writeOut ?? ((t: string) => process.stdout.write(t));
+      const err = io?.writeErr ?? ((t: string) => process.stderr.write(t));
+      onExit(await runRecordingsCheck(dir, { out: (l) => out(`${l}\n`), err: (l) => err(`${l}\n`) }));
+    });
+  const lines = () => {
+    const out = io?.writeOut ?? ((t: string) => process.stdout.write(t));
+    const err = io?.writeErr ?? ((t: string) => process.stderr.write(t));
+    return { out: (l: string) => out(`${l}\n`), err: (l: string) => err(`${l}\n`) };
+  };
+  recordings
+    .command("export-har")
+    .description("Write a recording as HAR 1.2 (for browser devtools and other HTTP tools).")
+    .argument("<file>", "the recording, e.g. recordings/checkout.recording.json")
+    .option("-o, --out <file>", "write the HAR here instead of standard output")
+    .option("--origin <url>", "the origin written in the entries' URLs (default: the recorded upstream)", httpUrl)
+    .helpOption("-h, --help", "show this help")
+    .action(async (file: string, opts: { out?: string; origin?: string }) => {
+      const { runExportHar } = await import("../emulator/recording/har-command.js");
+      onExit(await runExportHar(file, opts, lines()));
+    });
+  recordings
+    .command("import-har")
+    .description("Append the /v1 entries of a HAR 1.2 file to a recording, scrubbed like a recording the proxy makes.")
+    .argument("<har>", "the HAR file")
+    .requiredOption("--into <dir>", "the recordings directory")
+    .requiredOption("--name <name>", "the recording to append to (its file is DIR/<name>.recording.json)")
+    .option("--secret <value>", "also scrub this value (repeatable)", collect, [])
+    .helpOption("-h, --help", "show this help")
+    .action(async (har: string, opts: { into: string; name: string; secret: string[] }) => {
+      const { runImportHar } = await import("../emulator/recording/har-command.js");
+      onExit(await runImportHar(har, opts, lines()));
+    });
+
+  sub("conformance", "Run the API contract's checks against any /v1 server (the hosted service, the emulator) and report.")
+    .requiredOption("--base-url <url>", "the server, e.g. https://api.example.com (paths start with /v1)", httpUrl)
+    .addOption(
+      new Option("--key <key>", "an organization key of a throwaway organization (svc_org_...) holding a model-provider key")
+        // From the environment, the key stays out of the process list and the shell's history.
+        .env("AGENT_BRIDGE_CONFORMANCE_KEY")
+        .makeOptionMandatory(),
+    )
+    .option("--junit <file>", "where to write the JUnit XML report", "conformance-junit.xml")
+    .option("--model <name>", "the model named in message calls (default: one per provider)")
+    .option("--allow-signup", "also check a successful signup (it makes an organization the API cannot remove)")
+    .option("--timeout-ms <ms>", "longest one request may take", wholeNumber, 120_000)
+    .option("--provision-timeout-ms <ms>", "longest wait for the instance to be running", wholeNumber, 300_000)
+    .option("--cleanup-timeout-ms <ms>", "how long removing what the run made keeps retrying", wholeNumber, 60_000)
+    .option("--skip <checks>", "comma-separated check ids or areas not to run, e.g. messaging,channels.interactive", checkList)
+    .option("--sweep", "run no check: remove what killed runs left (instances and scoped keys named conformance-*)")
+    .addHelpText(
+      "after",
+      "\nEverything the run makes is named conformance-<run id> and removed at the end, also after a failure or\nSIGINT/SIGTERM (a second one abandons the cleanup). Exits 0 when every check passed and nothing was left.",
+    )
+    .action(async (opts: ConformanceCommandOptions) => {
+      const { runConformanceCommand } = await import("../conformance/command.js");
+      onExit(await runConformanceCommand(opts));
     });
 
   const pairing = sub("pairing", 'DM pairing: let in people who asked with a code (channels with access.mode "pairing").').helpCommand(false);

@@ -135,6 +135,8 @@ export class BridgeDaemon implements Daemon {
       turn: (instance, outcome, seconds) => metrics.countTurn(instance, outcome, seconds),
       retry: (instance, reason) => metrics.countRetry(instance, reason),
       error: (route, kind) => metrics.errorsTotal.inc({ route, kind }),
+      transcription: (platform, outcome) => metrics.countTranscription(platform, outcome),
+      scheduled: (schedule, outcome) => metrics.countScheduled(schedule, outcome),
     };
     this.#adapters = options.adapters ? [...options.adapters] : [];
     this.#channelIndex = new Map(config.channels.map((c) => [c.id, c]));
@@ -146,6 +148,9 @@ export class BridgeDaemon implements Daemon {
       },
       get scheduler() {
         return self.#scheduler;
+      },
+      get schedules() {
+        return self.#relay?.schedules;
       },
     });
   }
@@ -247,6 +252,8 @@ export class BridgeDaemon implements Daemon {
     }
     await this.#startAdapters();
     relay.release();
+    // One node: every channel's schedules run here (several machines: each with its account's lease, relay.adopt).
+    relay.startSchedules();
     this.logger.info(
       { adapters: this.#adapters.map((a) => `${a.platform}:${a.accountId}`), resumed: pendingAtStart, routes: this.#config.routes.length },
       "daemon started",

@@ -5,6 +5,7 @@
  * parsed by bin/program.ts.
  */
 import { createEmulator } from "./index.js";
+import type { ReplayMode } from "./recording/replay.js";
 
 export interface EmulatorCommandOptions {
   port: number;
@@ -21,6 +22,13 @@ export interface EmulatorCommandOptions {
   modelScript?: string;
   /** A fixture file loaded into an empty state at start (docs/emulator.md, "Fixtures"). */
   fixtures?: string;
+  /** Answer `/v1` from the recordings in this directory. */
+  replay?: string;
+  replayMode?: ReplayMode;
+  /** The real service, for `record-if-missing` and `passthrough`. */
+  upstream?: string;
+  /** False: send a replayed stream's events at once (`--no-replay-pace`). */
+  replayPace?: boolean;
 }
 
 /** Runs until SIGINT/SIGTERM; resolves with the exit code. */
@@ -40,6 +48,7 @@ export async function runEmulatorCommand(opts: EmulatorCommandOptions): Promise<
       gatewayUrl: opts.gatewayUrl,
       modelScript: opts.modelScript,
       ...(opts.fixtures !== undefined ? { fixtures: opts.fixtures } : {}),
+      ...(opts.replay !== undefined ? { replay: { dir: opts.replay, mode: opts.replayMode, upstream: opts.upstream, pace: opts.replayPace !== false } } : {}),
     });
   } catch (error) {
     // A locked (DataDirLockedError) or unreadable data directory, a refused model script or fixture: say why, not a stack trace.
@@ -62,6 +71,7 @@ export async function runEmulatorCommand(opts: EmulatorCommandOptions): Promise<
       `  openapi  ${url}/v1/openapi.json`,
       `  control  ${url}/_emulator (${opts.adminToken ? "admin token required" : loopback ? "loopback only" : "off: no --admin-token"})`,
       `  console  ${consoleUrl(url)}${opts.adminToken ? " (open once with ?token=<admin token>)" : ""}`,
+      ...(emulator.replay ? [`  replay   ${opts.replay} (${emulator.replay.mode}${opts.upstream ? `, upstream ${new URL(opts.upstream).origin}` : ""})`] : []),
       `emulator listening on ${url}`,
       "",
     ].join("\n"),

@@ -43,9 +43,15 @@ export function validationError(where: "body" | "query" | "path", error: z.ZodEr
   );
 }
 
-/** Maps anything thrown to a response; unknown errors become a 500 without internals. */
+/**
+ * Maps anything thrown to a response; unknown errors become a 500 without
+ * internals whose `detail` names the request id. An unknown error is kept in
+ * `res.locals.unexpectedError` for the one place that logs it once the answer
+ * is over (events/error-log.ts).
+ */
 export function sendError(res: Response, error: unknown): void {
   if (res.headersSent) {
+    if (!(error instanceof ApiError)) res.locals.unexpectedError = error;
     res.destroy();
     return;
   }
@@ -62,8 +68,13 @@ export function sendError(res: Response, error: unknown): void {
     const message = fieldOf(error, "message");
     return void res.status(status).json({ detail: typeof message === "string" && message ? `${message}.`.replace(/\.\.$/, ".") : "Bad request." });
   }
-  res.status(500).json({ detail: "Internal error." });
+  res.locals.unexpectedError = error;
+  res.status(500).json({ detail: internalErrorDetail(res.locals.requestId as string | undefined) });
 }
+
+/** The 500's sentence: the id to quote, which finds the emulator's log line. */
+export const internalErrorDetail = (requestId: string | undefined): string =>
+  requestId === undefined ? "Internal error." : `Internal error (request id ${requestId}).`;
 
 /** body-parser and friends mark their errors with `status`/`type`. */
 function httpStatusOf(error: unknown): number | undefined {

@@ -7,10 +7,11 @@
  *   await request(emulator.app).post("/v1/organization/signup").send({ name: "acme" });
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import type { Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import { pino } from "pino";
 import { Agent } from "undici";
 import { systemClock, type Clock } from "../shared/clock.js";
 import { cryptoRandom, seededRandom, type Random } from "../shared/random.js";
@@ -23,6 +24,9 @@ import { type ModelScriptInput, openScripts } from "./gateway/script/index.js";
 import { modelScriptHandlers } from "./routes/model-scripts.js";
 import { applyFixture, checkFixture, describeFixtureProblems, type FixtureInput, readFixtureFile } from "./seed/index.js";
 import { mountRoutes, type Handlers } from "./http/router.js";
+import { type EmulatorLogger, reportUnexpectedErrors } from "./events/error-log.js";
+import { assignRequestIds } from "./events/request-id.js";
+import { listenWithBacklog } from "../shared/listen.js";
 import { applyApiFault } from "./http/api-faults.js";
 import { mountOpenApi } from "./http/openapi.js";
 import { mountBillingPage } from "./billing-page.js";
@@ -53,6 +57,8 @@ import { sandboxOfInstance } from "./sandboxes/membership.js";
 import { sandboxesApi, type SandboxesApi } from "./sandboxes/handle.js";
 import { createSandboxService } from "./sandboxes/sandboxes.js";
 import { sandboxHandlers } from "./routes/sandboxes.js";
+import { openReplay, type Replayer, type ReplayOptions } from "./recording/replay.js";
+import { recordingHandlers } from "./recording/routes.js";
 
 export const EMULATOR_VERSION = "0.1.0";
 
@@ -65,6 +71,11 @@ export type { LoadedFixture } from "../shared/schemas/sandboxes.js";
 export type { SandboxCreateOptions, SandboxesApi, SandboxHandle } from "./sandboxes/handle.js";
 export type { RequestFilter, SandboxRequestEntry, UnmatchedEntry } from "./sandboxes/journal.js";
 export type { ClockMove, SandboxView } from "./sandboxes/sandboxes.js";
+export type { RecordingUsage, Replayer, ReplayMode, ReplayOptions } from "./recording/replay.js";
+// Record, replay and drift (docs/testing.md): the validating proxy and the contract checker it judges with.
+export { createValidatingProxy, type ProxyOptions, type ValidatingProxy } from "./proxy/server.js";
+export type { DriftReport } from "./proxy/drift-report.js";
+export { type ContractValidator, createContractValidator, type Drift, type DriftKind } from "../shared/contract/index.js";
 
 export interface EmulatorOptions {
   /** Keep state in memory only (default unless `dataDir` is given). */
@@ -109,6 +120,18 @@ export interface EmulatorOptions {
    * naming its place, and nothing stays open. Default: none.
    */
   fixtures?: string | FixtureInput;
+  /**
+   * Where an unexpected error (a 500) is logged, one line per error with its
+   * request id, method, route and sandbox (a pino logger fits). Default: JSON
+   * lines on stderr.
+   */
+  logger?: EmulatorLogger;
+  /**
+   * Answer `/v1` requests from recordings (docs/testing.md, "Record, replay and drift"): the
+   * directory, the mode (`strict`, `record-if-missing`, `passthrough`; `strict` under `CI=true`)
+   * and the upstream to record from. A recording that cannot be read throws, naming file and line.
+   */
+  replay?: ReplayOptions;
 }
 
 export interface Emulator {
@@ -126,6 +149,8 @@ export interface Emulator {
    * its journal, its clock and its fault rules (docs/emulator.md, "Sandboxes").
    */
   sandboxes: SandboxesApi;
+  /** The replay of recordings, when `replay` was given: its mode and how much of each recording was used. */
+  replay?: Replayer;
   /** Starts the API on `port` (0 = any free port); resolves its base URL. */
   listen(port?: number, host?: string): Promise<string>;
   readonly url: string;
@@ -136,7 +161,15 @@ export interface Emulator {
 export async function createEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const baseClock = options.clock ?? systemClock;
   // First: a refused script must not leave a store open (and its data directory locked).
-  const scripts = await openScripts(options.modelScript);
+  // A request of a sandbox replays the recording named like the sandbox (unless it names one itself).
+  const replay = options.replay
+    ? await openReplay(options.replay, (res) => {
+        const id = res.locals.sandboxId as string | undefined;
+        return id !== undefined && Object.hasOwn(store.data.sandboxes, id) ? store.data.sandboxes[id]!.name : undefined;
+      })
+    : undefined;
+  // Without a script of its own, the emulator's model answers from the recordings' rules (what a passthrough replay falls back on).
+  const scripts = await openScripts(options.modelScript ?? replay?.modelScript());
   const persistent = options.dataDir !== undefined && options.inMemory !== true;
   const events = createEventHub({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes, maxClients: options.eventsMaxClients });
   // The generator is made once the store is open: a seeded one continues from the position on disk,
@@ -228,7 +261,9 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
-  app.use(captureRequests({ clock, log: requests, hub: events, journals, sandboxClocks }));
+  app.use(assignRequestIds());
+  const onAnswered = reportUnexpectedErrors({ logger: options.logger ?? pino({ base: null }, process.stderr), hub: events, clock });
+  app.use(captureRequests({ clock, log: requests, hub: events, journals, sandboxClocks, onAnswered, responses: app.response }));
   app.use(attributeToSandbox(env));
   app.use(applyApiFault(env));
   // Snapshots carry whole workspaces: their import gets a larger limit than the API's 1 MiB.
@@ -241,6 +276,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     next();
   });
 
+  if (replay) app.use(replay.handle);
   mountOpenApi(app, env, () => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined));
   mountBillingPage(app, env);
   mountEvents(app, env, events);
@@ -260,6 +296,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     ...consoleHandlers(env, requests),
     ...sandboxHandlers(env, sandboxes),
     ...modelScriptHandlers(env, scripts),
+    ...recordingHandlers(replay),
   };
   mountRoutes(app, env, handlers, { validateResponses: options.validateResponses });
   app.use((_req: Request, res: Response) => {
@@ -277,10 +314,9 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     requests,
     events,
     sandboxes: sandboxesApi(env, sandboxes, scripts),
+    ...(replay ? { replay } : {}),
     async listen(port = 0, host = "127.0.0.1") {
-      await new Promise<void>((resolve, reject) => {
-        server = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve()));
-      });
+      server = await listenWithBacklog(createServer(app), port, host);
       const address = server!.address();
       if (!address || typeof address === "string") throw new Error("emulator: no address");
       const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
@@ -305,6 +341,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
           s.closeAllConnections();
         });
       }
+      await replay?.close();
       await gateway.close();
       await env.gatewayDispatcher.close().catch(() => {});
       await store.close();

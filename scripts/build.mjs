@@ -26,6 +26,7 @@ const INPUTS = [
   "index.ts",
   "shared",
   "emulator",
+  "conformance",
   "daemon",
   "testing",
   "bin",

@@ -9,11 +9,13 @@ import * as channels from "./schemas/channels.js";
 import * as consoleSchemas from "./schemas/console.js";
 import type { Permission } from "./schemas/common.js";
 import * as files from "./schemas/files.js";
+import { Har } from "./schemas/har.js";
 import * as instances from "./schemas/instances.js";
 import * as keys from "./schemas/keys.js";
 import * as modelScript from "./schemas/model-script.js";
 import * as org from "./schemas/organization.js";
 import * as responses from "./schemas/responses.js";
+import * as recordings from "./schemas/recordings.js";
 import * as sandboxes from "./schemas/sandboxes.js";
 import * as skills from "./schemas/skills.js";
 import { z as zod } from "zod";
@@ -161,10 +163,12 @@ export const routes = {
   adminDeleteSandbox: route({ method: "DELETE", path: "/_emulator/sandboxes/{sandbox_id}", tag: "emulator", summary: "Remove a sandbox and everything in it", access: ADMIN, status: 204, response: "empty", errors: [401, 403, 404] }),
   adminResetSandbox: route({ method: "POST", path: "/_emulator/sandboxes/{sandbox_id}/reset", tag: "emulator", summary: "Empty a sandbox, keeping its organization and key", access: ADMIN, status: 200, response: sandboxes.Sandbox, errors: [401, 403, 404] }),
   adminSandboxRequests: route({ method: "GET", path: "/_emulator/sandboxes/{sandbox_id}/requests", tag: "emulator", summary: "The requests a sandbox received, filtered", access: ADMIN, query: sandboxes.SandboxRequestsQuery, status: 200, response: sandboxes.SandboxRequests, errors: [401, 403, 404, 422] }),
+  adminSandboxHar: route({ method: "GET", path: "/_emulator/sandboxes/{sandbox_id}/requests.har", tag: "emulator", summary: "The sandbox's requests as an HTTP Archive (HAR 1.2)", access: ADMIN, query: sandboxes.SandboxRequestsQuery, status: 200, response: Har, errors: [401, 403, 404, 422] }),
   adminSandboxUnmatched: route({ method: "GET", path: "/_emulator/sandboxes/{sandbox_id}/unmatched", tag: "emulator", summary: "The sandbox's requests that matched no route", access: ADMIN, status: 200, response: zod.array(sandboxes.UnmatchedRequest), errors: [401, 403, 404] }),
   adminSandboxClock: route({ method: "POST", path: "/_emulator/sandboxes/{sandbox_id}/clock", tag: "emulator", summary: "Advance or set a sandbox's clock", access: ADMIN, body: sandboxes.SandboxClockRequest, status: 200, response: sandboxes.SandboxClockMove, errors: [401, 403, 404, 409, 422] }),
   adminSandboxCreateFault: route({ method: "POST", path: "/_emulator/sandboxes/{sandbox_id}/faults", tag: "emulator", summary: "Add a fault rule for one sandbox", access: ADMIN, body: admin.FaultRuleRequest, status: 201, response: admin.FaultRule, errors: [401, 403, 404, 422] }),
   adminUnmatched: route({ method: "GET", path: "/_emulator/unmatched", tag: "emulator", summary: "Requests that matched nothing and belong to no sandbox", access: ADMIN, status: 200, response: zod.array(sandboxes.UnmatchedRequest), errors: [401, 403] }),
+  adminRecordings: route({ method: "GET", path: "/_emulator/recordings", tag: "emulator", summary: "How much of each replayed recording was used", access: ADMIN, status: 200, response: recordings.RecordingsView, errors: [401, 403] }),
 
   // The web console's reads (control plane): views only, never a secret
   consoleState: route({ method: "GET", path: "/_emulator/console/state", tag: "emulator", summary: "Every organization (with key views) and instance", access: ADMIN, status: 200, response: consoleSchemas.ConsoleState, errors: [401, 403] }),
@@ -258,10 +262,13 @@ export const operationDescriptions = {
   adminDeleteSandbox: "Removes a sandbox with its organizations, keys, instances, files, conversations, fault rules and journal. Nothing else is touched; the cost is in proportion to what it holds.",
   adminResetSandbox: "Empties a sandbox back to how it was created: its first organization and key stay (plan and provider keys reset), everything else in it goes.",
   adminSandboxRequests: "The requests the sandbox received, oldest first, with their bodies (secrets redacted), filtered by method, path, route, status, instance and session, and their count (the newest 10,000 are kept).",
+  adminSandboxHar:
+    "The sandbox's journal as an HTTP Archive (HAR 1.2), oldest first, filtered as `requests` is: each entry's URL, query, JSON body (secrets redacted as the journal redacts them), status and time, and the journal's route, key kind, instance and session as custom fields (`_route`, ...). The journal keeps no headers and no answer bodies, and the archive says so.",
   adminSandboxUnmatched: "The sandbox's requests that matched nothing (an unknown route or a wrong method), each with the closest route.",
   adminSandboxClock: "Moves the sandbox's clock forward (by `advance_ms`, or to `set`): provisioning completes and keys expire for this sandbox only. The answer lists what the move made happen. Setting a time before the sandbox's now is 409.",
   adminSandboxCreateFault: "Adds a fault rule that fires only on the sandbox's own requests (see `POST /_emulator/faults`). Removed with the sandbox.",
   adminUnmatched: "Requests that matched nothing (an unknown route, a wrong method, an unknown key) and belong to no sandbox, each with the closest route; the newest 500.",
+  adminRecordings: "When the emulator replays recordings (`--replay`): its mode and, per recording, how many recorded requests it holds, how many were served, and the numbers of those never served (what a suite's report of unused recordings reads). `mode: null` and no recordings otherwise.",
   consoleState: "What the web console shows of everything: every organization with its plan and scoped-key views (permissions, last use, expiry; never a key or a hash), and every non-terminated instance, newest first.",
   consoleSessions: "The instance's newest 200 sessions, newest first: name, head response id, number of turns, time of the last turn and the first 120 characters of its input (secrets redacted).",
   consoleSessionTurns: "The session's newest `limit` turns, oldest first, and `total`: input, output (secrets redacted), response id, `previous_response_id`, model, usage and time. A session with no turns answers `head_id: null` and no turns.",

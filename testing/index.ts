@@ -26,3 +26,4 @@ export {
 } from "./remote-sandbox.js";
 export { type SharedEmulator, type SharedEmulatorOptions, startSharedEmulator } from "./shared-emulator.js";
 export { sandboxPerTest, type SandboxPerTestOptions } from "./sandbox-per-test.js";
+export { type RecordingGetter, recordingPerTest, recordingUsage, unusedRecordingsReport } from "./recordings.js";

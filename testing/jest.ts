@@ -14,6 +14,7 @@ import type {} from "expect";
 import { type AgentBridgeMatchers, agentBridgeMatchers } from "./matchers.js";
 import type { RemoteSandbox } from "./remote-sandbox.js";
 import { type SandboxPerTestOptions, sandboxPerTest, urlFromEnv } from "./sandbox-per-test.js";
+import { type RecordingGetter, recordingPerTest } from "./recordings.js";
 import { type SharedEmulator, type SharedEmulatorOptions, startSharedEmulator } from "./shared-emulator.js";
 
 declare module "expect" {
@@ -52,6 +53,12 @@ export async function jestGlobalTeardown(): Promise<void> {
 /** Adds `toHaveReceived`, `toHaveReceivedTimes` and `toHaveNoUnmatchedRequests` to jest's `expect`. */
 export function installMatchers(): void {
   jestGlobal("expect", isExpect).extend(agentBridgeMatchers);
+}
+
+/** A sandbox per test named after the recording `name`, replayed from `<name>.recording.json` by an emulator started with `replay`. */
+export function useRecording(name: string, options: SandboxPerTestOptions = {}): RecordingGetter {
+  const hooks = { beforeEach: jestGlobal("beforeEach", isFunction), afterEach: jestGlobal("afterEach", isFunction) };
+  return recordingPerTest(hooks, () => options.url ?? urlFromEnv(), name, options);
 }
 
 /** A fresh sandbox before each test of the file, removed after it; call the result inside a test. */

@@ -10,10 +10,16 @@ import { afterEach, beforeEach } from "node:test";
 import { toHaveNoUnmatchedRequests, toHaveReceived, toHaveReceivedTimes } from "./matchers.js";
 import type { ReceivedRequests, RemoteSandbox, RequestFilter } from "./remote-sandbox.js";
 import { type SandboxPerTestOptions, sandboxPerTest, urlFromEnv } from "./sandbox-per-test.js";
+import { type RecordingGetter, recordingPerTest } from "./recordings.js";
 
 /** A fresh sandbox before each test of the file (or suite), removed after it; call the result inside a test. */
 export function useSandbox(options: SandboxPerTestOptions = {}): () => RemoteSandbox {
   return sandboxPerTest({ beforeEach, afterEach }, () => options.url ?? urlFromEnv(), options);
+}
+
+/** A sandbox per test named after the recording `name`, replayed from `<name>.recording.json` by an emulator started with `replay`. */
+export function useRecording(name: string, options: SandboxPerTestOptions = {}): RecordingGetter {
+  return recordingPerTest({ beforeEach, afterEach }, () => options.url ?? urlFromEnv(), name, options);
 }
 
 /** Throws unless the sandbox received a request matching `filter` (exactly `times` of them, when given). */

@@ -8,6 +8,7 @@
 import { z } from "zod";
 import type { FaultRuleRequest } from "../shared/schemas/admin.js";
 import { FaultRule } from "../shared/schemas/admin.js";
+import { Har } from "../shared/schemas/har.js";
 import { Sandbox, SandboxClockMove, SandboxCreated, SandboxRequests, UnmatchedRequest } from "../shared/schemas/sandboxes.js";
 
 /** Which requests to count or list: every given field must match (`route` is the operation id, e.g. `createInstance`). */
@@ -42,6 +43,8 @@ export interface RemoteSandbox extends ReceivedRequests {
   /** How many requests match `filter` (all it received without one). */
   count(filter?: RequestFilter): Promise<number>;
   unmatched(): Promise<UnmatchedEntry[]>;
+  /** Its requests as an HTTP Archive (HAR 1.2), filtered like `requests` (docs/emulator.md, "HAR export"). */
+  har(filter?: RequestFilter): Promise<Har>;
   /** Moves its clock forward; resolves with what the move made happen. */
   advance(ms: number): Promise<ClockMove>;
   /** Sets its clock to a later time (ISO or epoch ms). */
@@ -119,6 +122,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Remo
     requests: async (filter) => (await call("GET", `${at}/requests${query(filter)}`, SandboxRequests)).requests,
     count: async (filter) => (await call("GET", `${at}/requests${query(filter)}`, SandboxRequests)).count,
     unmatched: () => call("GET", `${at}/unmatched`, z.array(UnmatchedRequest)),
+    har: (filter) => call("GET", `${at}/requests.har${query(filter)}`, Har),
     advance: (ms) => call("POST", `${at}/clock`, SandboxClockMove, { advance_ms: ms }),
     setClock: (to) => call("POST", `${at}/clock`, SandboxClockMove, { set: new Date(to).toISOString() }),
     addFault: (rule) => call("POST", `${at}/faults`, FaultRule, rule),

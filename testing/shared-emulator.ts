@@ -7,6 +7,8 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { ModelScriptInput } from "../emulator/gateway/script/schema.js";
+import type { ReplayOptions } from "../emulator/recording/replay.js";
+import { recordingUsage, unusedRecordingsReport } from "./recordings.js";
 
 export interface SharedEmulatorOptions {
   /** `"in-process"`: `createEmulator()` here; `"process"`: the `agent-bridge emulator` command as a child process. Default: in-process. */
@@ -19,6 +21,11 @@ export interface SharedEmulatorOptions {
   bin?: string;
   /** A model script for every instance (a file name or the script). Default: none. */
   modelScript?: string | ModelScriptInput;
+  /**
+   * Answer from recordings (docs/testing.md, "Record, replay and drift"); `useRecording(name)` picks
+   * one per test. At close, recordings no test used are reported on stderr. Default: none.
+   */
+  replay?: ReplayOptions;
 }
 
 export interface SharedEmulator {
@@ -38,9 +45,16 @@ async function startInProcess(options: SharedEmulatorOptions): Promise<SharedEmu
     provisionMs: options.provisionMs ?? 0,
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.modelScript !== undefined ? { modelScript: options.modelScript } : {}),
+    ...(options.replay !== undefined ? { replay: options.replay } : {}),
   });
   const url = await emulator.listen(0, "127.0.0.1");
-  return { url, close: () => emulator.close() };
+  return {
+    url,
+    async close() {
+      await reportUnused(url, options);
+      await emulator.close();
+    },
+  };
 }
 
 /** The packaged command, beside this module once built (dist/testing -> dist/bin). */
@@ -51,6 +65,12 @@ async function startProcess(options: SharedEmulatorOptions): Promise<SharedEmula
   const args = [options.bin ?? BIN, "emulator", "--port", "0", "--in-memory", "--provision-ms", String(options.provisionMs ?? 0)];
   if (options.seed !== undefined) args.push("--seed", options.seed);
   if (options.modelScript !== undefined) args.push("--model-script", options.modelScript);
+  if (options.replay) {
+    args.push("--replay", options.replay.dir);
+    if (options.replay.mode) args.push("--replay-mode", options.replay.mode);
+    if (options.replay.upstream) args.push("--upstream", options.replay.upstream);
+    if (options.replay.pace === false) args.push("--no-replay-pace");
+  }
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   const url = await new Promise<string>((resolve, reject) => {
@@ -67,8 +87,16 @@ async function startProcess(options: SharedEmulatorOptions): Promise<SharedEmula
   return {
     url,
     async close() {
+      if (child.exitCode === null) await reportUnused(url, options);
       if (child.exitCode === null) child.kill("SIGTERM");
       await exited;
     },
   };
+}
+
+/** The report of unused recordings, on stderr, when the emulator replayed and something went unused. */
+async function reportUnused(url: string, options: SharedEmulatorOptions): Promise<void> {
+  if (!options.replay) return;
+  const report = unusedRecordingsReport(await recordingUsage(url).catch(() => []));
+  if (report) process.stderr.write(report);
 }

@@ -13,6 +13,7 @@ import type { TestProject } from "vitest/node";
 import { type AgentBridgeMatchers, agentBridgeMatchers } from "./matchers.js";
 import type { RemoteSandbox } from "./remote-sandbox.js";
 import { type SandboxPerTestOptions, sandboxPerTest } from "./sandbox-per-test.js";
+import { type RecordingGetter, recordingPerTest } from "./recordings.js";
 import { type SharedEmulatorOptions, startSharedEmulator } from "./shared-emulator.js";
 
 declare module "vitest" {
@@ -49,4 +50,12 @@ export function installMatchers(): void {
 /** A fresh sandbox before each test of the file, removed after it; call the result inside a test. */
 export function useSandbox(options: SandboxPerTestOptions = {}): () => RemoteSandbox {
   return sandboxPerTest({ beforeEach, afterEach }, () => options.url ?? emulatorUrl(), options);
+}
+
+/**
+ * A sandbox per test named after the recording `name`: with the emulator replaying
+ * (`emulatorGlobalSetup({ replay })`), the test's requests are answered from `<name>.recording.json`.
+ */
+export function useRecording(name: string, options: SandboxPerTestOptions = {}): RecordingGetter {
+  return recordingPerTest({ beforeEach, afterEach }, () => options.url ?? emulatorUrl(), name, options);
 }

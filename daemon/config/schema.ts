@@ -8,7 +8,8 @@ import { z } from "zod";
 import type { FinalizeContext } from "../adapters/platform.js";
 import { platforms } from "../adapters/registry.js";
 import { PostgresStateOptionsSchema } from "../state/postgres/options.js";
-import { httpUrl, idString, nonEmpty, nonNegInt, posInt, sessionResetSchema } from "../vocabulary/config-fields.js";
+import { schedulesSchema } from "./schedules.js";
+import { httpUrl, idString, nonEmpty, nonNegInt, posInt, sessionResetSchema, transcriptionSchema } from "../vocabulary/config-fields.js";
 
 export { accessSchema, groupAccessSchema, type AccessConfig, type GroupAccessConfig } from "../vocabulary/config-fields.js";
 
@@ -180,6 +181,23 @@ export const daemonConfigSchema = z
       .describe("Which instance answers which messages: the first route whose match fits wins; a message no route fits is not answered. Default: none."),
     attachments: attachmentsSchema.prefault({}).describe("Files people send: whether and up to what size they reach the instance."),
     replyFiles: replyFilesSchema.prefault({}).describe("Files the agent names in its replies: whether they are sent to the chat."),
+    transcription: transcriptionSchema.optional(),
+    schedules: schedulesSchema,
+    identityLinks: z
+      .array(
+        z
+          .array(
+            z.strictObject({
+              channel: nonEmpty.describe("The channel's id. Required."),
+              userId: idString.describe("The person's id on that channel (/whoami shows it). Required."),
+            }),
+          )
+          .min(2, "must name at least two identities"),
+      )
+      .default([])
+      .describe(
+        "People the owner links across apps: each entry lists one person's ids on several channels, whose direct chats then share one conversation (people can also link themselves with /link). Default: none.",
+      ),
     channels: z
       .array(channelSchema)
       .default([])
@@ -208,7 +226,22 @@ export const daemonConfigSchema = z
       }
       return finalizeChannel(ch, { id, dataDir: cfg.dataDir });
     });
-    // Routes naming a channel id are checked by the loader, which also sees disabled channels.
+    if (cfg.state.kind === "postgres" && cfg.identityLinks.length > 0) {
+      ctx.issues.push({
+        code: "custom",
+        input: cfg.identityLinks.length,
+        path: ["identityLinks"],
+        message: 'links across apps need one machine for now: with "state": {"kind": "postgres"} leave identityLinks out',
+      });
+    }
+    const scheduleIds = new Map<string, number>();
+    cfg.schedules.forEach((s, i) => {
+      const first = scheduleIds.get(s.id);
+      if (first !== undefined)
+        ctx.issues.push({ code: "custom", input: s.id, path: ["schedules", i, "id"], message: `duplicate schedule id "${s.id}" (also schedules[${first}])` });
+      else scheduleIds.set(s.id, i);
+    });
+    // Routes and schedules naming a channel id are checked by the loader, which also sees disabled channels.
     return { ...cfg, channels };
   });
 
@@ -224,6 +257,8 @@ export type QueueConfig = z.output<typeof queueSchema>;
 export type RetryConfig = z.output<typeof retrySchema>;
 export type AttachmentsConfig = z.output<typeof attachmentsSchema>;
 export type ReplyFilesConfig = z.output<typeof replyFilesSchema>;
+export type { TranscriptionConfig } from "../vocabulary/config-fields.js";
+export type { ScheduleConfig } from "./schedules.js";
 
 type ParsedChannelConfig = z.output<typeof channelSchema>;
 

@@ -5,8 +5,10 @@ import type { DaemonConfig } from "./schema.js";
 export function secretsOf(config: DaemonConfig): string[] {
   const out = [config.service.apiKey];
   if (config.state.kind === "postgres") out.push(...postgresSecrets(config.state.url));
+  if (config.transcription?.kind === "openai" && config.transcription.apiKey) out.push(config.transcription.apiKey);
   for (const channel of config.channels) {
     for (const platform of platforms) out.push(...(platform.secrets(channel) ?? []));
+    if (channel.transcription && channel.transcription.kind === "openai" && channel.transcription.apiKey) out.push(channel.transcription.apiKey);
   }
   return out;
 }

@@ -34,6 +34,12 @@ export interface CommandRunnerDeps {
   adapterFor(platform: string, accountId: string): ChatAdapter | undefined;
   /** `/approve` from the chat of `entry`'s sender: the answer to say (pairing-commands.ts). */
   approvePairing(entry: JournalEntry, codeArg: string): Promise<string>;
+  /** `/schedule list` from the chat of `entry`'s sender: the answer to say. */
+  listSchedules(entry: JournalEntry): string;
+  /** `/link` and `/link CODE` from the chat of `entry`'s sender: the answer to say. */
+  link(entry: JournalEntry, codeArg: string): Promise<string>;
+  /** `/unlink` from the chat of `entry`'s sender: the answer to say. */
+  unlink(entry: JournalEntry): Promise<string>;
 }
 
 export interface CommandRunner {
@@ -97,6 +103,9 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
           queue: scheduler.depth(route.instanceId, route.sessionBase),
           ...(service.stoppedRoutes.has(route.ruleIndex) ? { routeStopped: service.stoppedRoutes.get(route.ruleIndex) } : {}),
           approvePairing: (codeArg) => deps.approvePairing(entry, codeArg),
+          listSchedules: () => deps.listSchedules(entry),
+          link: (codeArg) => deps.link(entry, codeArg),
+          unlink: () => deps.unlink(entry),
         },
         args,
       );

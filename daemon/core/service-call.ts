@@ -34,7 +34,8 @@ import { sessionKeyOf } from "../vocabulary/keys.js";
 
 export type CallOutcome =
   | { ok: true; text: string; responseId?: string; sessionId: string; generation: number; contextReset: boolean }
-  | { ok: false; reason: string; failure: FailureKind };
+  /** `requestId`: the `x-request-id` of the service's last answer, to find its own log line. */
+  | { ok: false; reason: string; failure: FailureKind; requestId?: string };
 
 export interface ServiceCallDeps {
   config: DaemonConfig;
@@ -61,8 +62,8 @@ export interface CallOptions {
 }
 
 export interface ServiceCalls {
-  /** The turn's text, with uploaded attachments named; undefined when nothing is left to send. */
-  buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[]): Promise<string | undefined>;
+  /** The turn's text, with each entry's `extra` text (its voice notes' transcripts) after its own and uploaded attachments named; undefined when nothing is left to send. */
+  buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[], extra?: ReadonlyMap<string, string>): Promise<string | undefined>;
   call(route: StoredRoute, input: string, logCtx: Record<string, unknown>, options?: CallOptions): Promise<CallOutcome>;
   /** The instance's status as the service reports it, or why it is unknown (for /status). */
   instanceStatus(instanceId: string): Promise<string>;
@@ -97,8 +98,8 @@ export class ServiceCaller implements ServiceCalls {
     this.#halted = stoppingSignal(deps.signal);
   }
 
-  async buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[]): Promise<string | undefined> {
-    const texts = entries.map((e) => e.message.text).filter((t) => t.trim());
+  async buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[], extra?: ReadonlyMap<string, string>): Promise<string | undefined> {
+    const texts = entries.map((e) => [e.message.text, extra?.get(e.id) ?? ""].filter((t) => t.trim()).join("\n\n")).filter((t) => t.trim());
     const uploaded: string[] = [];
     let refused = false;
     for (const e of entries) {
@@ -186,7 +187,7 @@ export class ServiceCaller implements ServiceCalls {
         this.stoppedRoutes.set(route.ruleIndex, why);
         metrics.error(String(route.ruleIndex), "auth");
         log.error(
-          { route: route.ruleIndex, instanceId: route.instanceId, status: error.status },
+          { route: route.ruleIndex, instanceId: route.instanceId, status: error.status, requestId: error.requestId },
           "the service refused the API key: this route is stopped until the configuration is fixed and the daemon restarted",
         );
       }
@@ -195,11 +196,19 @@ export class ServiceCaller implements ServiceCalls {
     // The routed instance does not exist: the configuration is wrong, waiting will not help.
     if (error.kind === "service" && error.status === 404) {
       metrics.error(String(route.ruleIndex), "instance_missing");
-      log.error({ route: route.ruleIndex, instanceId: route.instanceId }, "the routed instance does not exist: fix the route's instance id");
+      log.error(
+        { route: route.ruleIndex, instanceId: route.instanceId, requestId: error.requestId },
+        "the routed instance does not exist: fix the route's instance id",
+      );
       return { ok: false, reason: "instance_missing", failure: { kind: "instance_missing" } };
     }
     metrics.error(String(route.ruleIndex), gotNoAnswer(error) ? "network" : error.status === undefined ? "stream" : `http_${error.status}`);
-    return { ok: false, reason: `${error.status ?? error.kind}: ${error.message}`, failure: { kind: "failed", what: givenUp(error) } };
+    return {
+      ok: false,
+      reason: `${error.status ?? error.kind}: ${error.message}`,
+      failure: { kind: "failed", what: givenUp(error) },
+      ...(error.requestId !== undefined ? { requestId: error.requestId } : {}),
+    };
   }
 
   /** Uploads one attachment into the instance's workspace: its path there, or why not (a note for the person is added). */
@@ -261,7 +270,7 @@ export class ServiceCaller implements ServiceCalls {
       onRetry(error, attempt) {
         const failed = error instanceof ServiceError ? error : undefined;
         metrics.retry(instanceId, failed && gotNoAnswer(failed) ? "network" : "server");
-        log.debug({ instanceId, kind: failed?.kind, status: failed?.status, attempt }, "service call failed: retrying");
+        log.debug({ instanceId, kind: failed?.kind, status: failed?.status, requestId: failed?.requestId, attempt }, "service call failed: retrying");
       },
     });
   }

@@ -14,9 +14,16 @@
 
 export type ChatType = "direct" | "group";
 
-/** A file a person sent, already downloaded by the adapter (bounded in size). */
+/**
+ * A file a person sent, already downloaded by the adapter (bounded in size).
+ * An `audio` one (a voice note, an audio message) is transcribed for the agent
+ * where transcription is on (daemon/transcription/): a new platform gets that
+ * by marking its voice notes `audio`, with `seconds` where the platform says.
+ */
 export interface InboundAttachment {
   kind: "document" | "photo" | "audio" | "video" | "other";
+  /** An audio file's length as the platform reports it (transcription's `maxSeconds` is checked against it). */
+  seconds?: number;
   /** A safe base name, no folders (the adapter invents one when the platform has none). */
   fileName: string;
   mimeType?: string;

@@ -10,7 +10,7 @@ import type { NextFunction, Request, Response } from "express";
 import type { Clock } from "../../shared/clock.js";
 import type { EventHub } from "./hub.js";
 import { redactJson, redactText } from "./redact.js";
-import type { RawCapture, RequestEvent, RequestLog } from "./request-log.js";
+import { type RawCapture, type RequestEvent, type RequestLog, recordOf } from "./request-log.js";
 import type { SandboxClocks } from "../sandboxes/clock.js";
 import { closestRoute } from "../sandboxes/closest-route.js";
 import type { SandboxJournals } from "../sandboxes/journal.js";
@@ -34,17 +34,11 @@ export interface RequestDetail extends RequestEvent {
 export function requestDetail(log: RequestLog, id: number): RequestDetail | undefined {
   const c = log.get(id);
   if (!c) return undefined;
-  const { at, method, path, status, key_kind, ms } = c;
   return {
     id,
-    at,
-    method,
-    path,
-    status,
-    key_kind,
-    ms,
+    ...recordOf(c),
     request: requestView(c.requestType, c.requestBody, c.requestLength),
-    response: describe(c.responseType, c.responseBytes, c.responseTruncated),
+    response: describe(c.responseType, joined(c.responseChunks), c.responseTruncated),
   };
 }
 
@@ -66,47 +60,51 @@ export interface CaptureDeps {
   /** Each sandbox's journal: its requests with redacted bodies, and what matched nothing. */
   journals: SandboxJournals;
   sandboxClocks: SandboxClocks;
+  /** Called once per request after it is recorded (the unexpected-error log). */
+  onAnswered?: (req: Request, res: Response) => void;
+  /** The app's response prototype (express's `app.response`): its `write`/`end` keep the bodies. */
+  responses: object;
 }
 
 export function captureRequests(deps: CaptureDeps) {
+  keepBodiesOf(deps.responses);
   let nextId = 1;
   return (req: Request, res: Response, next: NextFunction) => {
     const started = performance.now();
     // The console's own traffic goes to the journal only: its bodies are not kept.
     const body = isConsoleTraffic(req) ? undefined : keepResponseBody(res);
+    let recorded = false;
+    // The first of 'finish' (answered) and 'close' (a reset or a hung fault never finishes:
+    // the console's line still appears when the socket goes) records it; the other is ignored.
     const done = (finished: boolean) => {
-      res.off("finish", onFinish);
-      res.off("close", onClose);
+      if (recorded) return;
+      recorded = true;
+      const length = requestLength(req);
       const capture: RawCapture = {
-        ...(body ? { id: nextId++ } : {}),
+        id: body ? nextId++ : undefined,
         finished,
-        at: new Date(deps.clock.now()).toISOString(),
+        atMs: deps.clock.now(),
         method: req.method,
-        // A raw key pasted into a URL is a secret like any other.
-        path: redactText(req.path),
+        rawPath: req.path,
         status: res.statusCode,
         key_kind: (res.locals.keyKind as RawCapture["key_kind"] | undefined) ?? "none",
         ms: Math.round((performance.now() - started) * 100) / 100,
+        request_id: (res.locals.requestId as string | undefined) ?? "",
         requestType: headerOf(req.headers["content-type"]),
         // Kept only when small: a reference to a 1 GiB snapshot import must not outlive its request.
-        requestBody: body && requestLength(req) <= BODY_LIMIT ? (req.body as unknown) : undefined,
-        requestLength: requestLength(req),
+        requestBody: body && length <= BODY_LIMIT ? (req.body as unknown) : undefined,
+        requestLength: length,
         responseType: headerOf(res.getHeader("content-type")),
-        responseBytes: body ? Buffer.concat(body.chunks) : Buffer.alloc(0),
+        responseChunks: body ? body.chunks : [],
         responseTruncated: body ? body.truncated() : false,
       };
       deps.log.record(capture);
-      if (finished) journalInSandbox(deps, req, res, capture);
-      if (capture.id !== undefined) {
-        const { id, at, method, path, status, key_kind, ms } = capture;
-        deps.hub.publish({ type: "request", data: { id, at, method, path, status, key_kind, ms } });
-      }
+      if (capture.finished) journalInSandbox(deps, req, res, capture);
+      if (capture.id !== undefined && deps.hub.clients > 0) deps.hub.publish({ type: "request", data: { id: capture.id, ...recordOf(capture) } });
+      deps.onAnswered?.(req, res);
     };
-    const onFinish = () => done(true);
-    // A reset or a hung fault never finishes: the console's line still appears when the socket goes.
-    const onClose = () => done(false);
-    res.on("finish", onFinish);
-    res.on("close", onClose);
+    res.on("finish", () => done(true));
+    res.on("close", () => done(false));
     next();
   };
 }
@@ -119,13 +117,14 @@ function journalInSandbox(deps: CaptureDeps, req: Request, res: Response, captur
   const sandboxId = res.locals.sandboxId as string | undefined;
   const unmatched = res.locals.unmatched as "unknown_route" | "wrong_method" | "unknown_key" | undefined;
   if (sandboxId === undefined && unmatched === undefined) return;
-  const at = sandboxId === undefined ? capture.at : new Date(deps.sandboxClocks.run(sandboxId, () => deps.clock.now())).toISOString();
+  const at = new Date(sandboxId === undefined ? capture.atMs : deps.sandboxClocks.run(sandboxId, () => deps.clock.now())).toISOString();
+  const path = redactText(capture.rawPath);
   if (unmatched !== undefined) {
     const closest = closestRoute(req.method, req.path);
     deps.journals.recordUnmatched(sandboxId, {
       at,
       method: capture.method,
-      path: capture.path,
+      path,
       reason: unmatched,
       closest_route: closest,
       status: capture.status,
@@ -136,7 +135,7 @@ function journalInSandbox(deps: CaptureDeps, req: Request, res: Response, captur
   deps.journals.record(sandboxId, {
     at,
     method: capture.method,
-    path: capture.path,
+    path,
     route: (res.locals.route as string | undefined) ?? null,
     status: capture.status,
     instance_id: (res.locals.instanceId as string | undefined) ?? null,
@@ -144,39 +143,66 @@ function journalInSandbox(deps: CaptureDeps, req: Request, res: Response, captur
     key_kind: capture.key_kind,
     body,
     ms: capture.ms,
+    request_id: capture.request_id,
   });
 }
 
-/** Wraps `write`/`end` to keep the first `BODY_LIMIT` bytes of what is sent. */
-function keepResponseBody(res: Response): { chunks: Buffer[]; truncated: () => boolean } {
-  const chunks: Buffer[] = [];
-  let kept = 0;
-  let total = 0;
-  const keep = (chunk: unknown, encoding?: unknown) => {
-    if (chunk === undefined || chunk === null || typeof chunk === "function") return;
-    const buf = Buffer.isBuffer(chunk)
-      ? chunk
-      : chunk instanceof Uint8Array
-        ? Buffer.from(chunk)
-        : Buffer.from(String(chunk), typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8");
-    total += buf.length;
-    if (kept >= BODY_LIMIT) return;
-    const part = buf.subarray(0, BODY_LIMIT - kept);
-    chunks.push(part);
-    kept += part.length;
-  };
-  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
-  const end = res.end.bind(res) as (...args: unknown[]) => Response;
-  res.write = ((...args: unknown[]) => {
-    keep(args[0], args[1]);
-    return write(...args);
-  }) as Response["write"];
-  res.end = ((...args: unknown[]) => {
-    keep(args[0], args[1]);
-    return end(...args);
-  }) as Response["end"];
-  return { chunks, truncated: () => total > kept };
+/** A response's kept body, while it is written: found by `write`/`end` in its `locals`. */
+const KEPT = Symbol("kept response body");
+
+interface KeptBody {
+  chunks: (string | Buffer)[];
+  kept: number;
+  total: number;
 }
+
+/** Starts keeping the first `BODY_LIMIT` bytes `res` sends: by reference (UTF-8 strings as they are), joined only when read. */
+function keepResponseBody(res: Response): { chunks: (string | Buffer)[]; truncated: () => boolean } {
+  const body: KeptBody = { chunks: [], kept: 0, total: 0 };
+  (res.locals as Record<symbol, KeptBody>)[KEPT] = body;
+  return { chunks: body.chunks, truncated: () => body.total > body.kept };
+}
+
+/**
+ * `write` and `end` that keep what a response asked to keep, defined once on
+ * the app's response prototype: wrapping them on each response gave every
+ * response its own function-valued fields, which cost more than the rest of
+ * the request log together on a small GET.
+ */
+function keepBodiesOf(proto: object): void {
+  const target = proto as { write: (...args: unknown[]) => boolean; end: (...args: unknown[]) => unknown };
+  const { write, end } = target;
+  const keptOf = (res: { locals?: Record<symbol, KeptBody> }) => res.locals?.[KEPT];
+  target.write = function (this: { locals?: Record<symbol, KeptBody> }, ...args: unknown[]) {
+    const body = keptOf(this);
+    if (body) keep(body, args[0], args[1]);
+    return write.apply(this, args);
+  };
+  target.end = function (this: { locals?: Record<symbol, KeptBody> }, ...args: unknown[]) {
+    const body = keptOf(this);
+    if (body) keep(body, args[0], args[1]);
+    return end.apply(this, args);
+  };
+}
+
+function keep(body: KeptBody, chunk: unknown, encoding?: unknown): void {
+  if (chunk === undefined || chunk === null || typeof chunk === "function") return;
+  let piece: string | Buffer;
+  if (typeof chunk === "string" && (typeof encoding !== "string" || encoding === "utf8" || encoding === "utf-8")) piece = chunk;
+  else if (Buffer.isBuffer(chunk)) piece = chunk;
+  else if (chunk instanceof Uint8Array) piece = Buffer.from(chunk);
+  else piece = Buffer.from(String(chunk), typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8");
+  const size = typeof piece === "string" ? Buffer.byteLength(piece) : piece.length;
+  body.total += size;
+  if (body.kept >= BODY_LIMIT) return;
+  if (body.kept + size > BODY_LIMIT) piece = (typeof piece === "string" ? Buffer.from(piece) : piece).subarray(0, BODY_LIMIT - body.kept);
+  body.chunks.push(piece);
+  body.kept += typeof piece === "string" ? size : piece.length;
+}
+
+/** The kept pieces of a body as one buffer. */
+const joined = (chunks: readonly (string | Buffer)[]): Buffer =>
+  chunks.length === 1 && Buffer.isBuffer(chunks[0]) ? chunks[0] : Buffer.concat(chunks.map((c) => (typeof c === "string" ? Buffer.from(c) : c)));
 
 /** Declared body size; a body without one (chunked) counts as too big to keep. */
 const requestLength = (req: Request): number => {

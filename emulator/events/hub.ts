@@ -12,7 +12,21 @@ export type EmulatorEvent =
   | { type: "request"; data: RequestEvent }
   /** `replaced`: the whole state was replaced (reset, snapshot import), not changed in place. */
   | { type: "state"; data: { at: string; replaced: boolean } }
-  | { type: "turn"; data: TurnEvent };
+  | { type: "turn"; data: TurnEvent }
+  /** An unexpected error (a 500 or a cut answer), logged under the same request id. */
+  | { type: "error"; data: ErrorEvent };
+
+/** What `error` events carry: where an unexpected error happened (docs/emulator.md, "Unexpected errors"). */
+export interface ErrorEvent {
+  request_id: string;
+  at: string;
+  method: string;
+  path: string;
+  /** The route's operation id; null when the request matched no route. */
+  route: string | null;
+  sandbox_id: string | null;
+  status: number;
+}
 
 export interface TurnEvent {
   instance_id: string;

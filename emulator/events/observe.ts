@@ -38,6 +38,8 @@ export function observeStore(store: Store, onChange: (replaced: boolean) => void
   // A Proxy, not a copy: members added to Store later keep working unchanged. They are read
   // from the store itself and its methods bound to it: the store keeps its state in private
   // fields, which only the store itself (not a proxy of it) can reach.
+  // Each method is bound once, not on every read: the request path reads the store many times per request.
+  const bound = new Map<string | symbol, unknown>();
   return new Proxy(store, {
     get(target, property) {
       if (property === "commit")
@@ -51,7 +53,12 @@ export function observeStore(store: Store, onChange: (replaced: boolean) => void
           notices.notify(true);
         };
       const value: unknown = Reflect.get(target, property, target);
-      return typeof value === "function" ? value.bind(target) : value;
+      if (typeof value !== "function") return value;
+      const known = bound.get(property);
+      if (known !== undefined) return known;
+      const method: unknown = value.bind(target);
+      bound.set(property, method);
+      return method;
     },
   });
 }

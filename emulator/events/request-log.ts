@@ -4,6 +4,7 @@
  * every answered request, the console's own included, since the last reset) and
  * the console's log (clients' requests only, answered or cut, with their bodies).
  */
+import { redactText } from "./redact.js";
 
 /** One request the emulator answered, as `GET /_emulator/requests` lists it. */
 export interface RequestRecord {
@@ -13,6 +14,8 @@ export interface RequestRecord {
   status: number;
   key_kind: "org" | "scoped" | "none";
   ms: number;
+  /** The `x-request-id` the answer carried: what a caller quotes, and the key of an error's log line. */
+  request_id: string;
 }
 
 /** A journal line plus its sequence number (`GET /_emulator/console/requests/{id}` gives the bodies). */
@@ -21,20 +24,45 @@ export interface RequestEvent extends RequestRecord {
 }
 
 /**
- * What is kept per request: raw, so the request path pays only for copying at
- * most 16 KiB; parsing and redaction happen when someone asks.
+ * What is kept per request: raw, so the request path pays only for keeping
+ * references to at most 16 KiB; formatting the time, redacting the path,
+ * joining the body's pieces, parsing and redaction happen when someone asks.
  */
-export interface RawCapture extends RequestRecord {
-  /** The console log's sequence number; absent for the console's own traffic (kept out of its log). */
-  id?: number;
+export interface RawCapture {
+  /** The console log's sequence number; undefined for the console's own traffic (kept out of its log). */
+  id: number | undefined;
   /** False when the socket went before the answer finished (a reset, a hung fault): not in the journal. */
   finished: boolean;
+  /** When the answer ended, epoch ms (`at` when read). */
+  atMs: number;
+  method: string;
+  /** As received: redacted when read (`path`). */
+  rawPath: string;
+  status: number;
+  key_kind: RequestRecord["key_kind"];
+  ms: number;
+  request_id: string;
   requestType: string | null;
   requestBody: unknown;
   requestLength: number;
   responseType: string | null;
-  responseBytes: Buffer;
+  /** The first `BODY_LIMIT` bytes sent, in the pieces they were written in (strings are UTF-8). */
+  responseChunks: readonly (string | Buffer)[];
   responseTruncated: boolean;
+}
+
+/** The line of a capture as the journal and the console's log show it. */
+export function recordOf(c: RawCapture): RequestRecord {
+  return {
+    at: new Date(c.atMs).toISOString(),
+    method: c.method,
+    // A raw key pasted into a URL is a secret like any other.
+    path: redactText(c.rawPath),
+    status: c.status,
+    key_kind: c.key_kind,
+    ms: c.ms,
+    request_id: c.request_id,
+  };
 }
 
 export interface RequestLog {
@@ -72,11 +100,11 @@ export function createRequestLog(capacity = REQUEST_LOG_CAPACITY): RequestLog {
       }
     },
     get: (id) => byId.get(id),
-    list: () => [...byId].map(([id, { at, method, path, status, key_kind, ms }]) => ({ id, at, method, path, status, key_kind, ms })),
+    list: () => [...byId].map(([id, capture]) => ({ id, ...recordOf(capture) })),
     journal() {
       const lines: RequestRecord[] = [];
-      for (const [seq, { finished, at, method, path, status, key_kind, ms }] of bySeq) {
-        if (finished && seq >= journalFrom) lines.push({ at, method, path, status, key_kind, ms });
+      for (const [seq, capture] of bySeq) {
+        if (capture.finished && seq >= journalFrom) lines.push(recordOf(capture));
       }
       return lines;
     },

@@ -4,6 +4,7 @@ import { ApiError, conflict } from "../errors.js";
 import { FixtureKeyTakenError } from "../seed/apply.js";
 import { checkFixture } from "../seed/load.js";
 import type { Handlers } from "../http/router.js";
+import { sandboxHar } from "../sandboxes/har.js";
 import type { SandboxService } from "../sandboxes/sandboxes.js";
 
 type SandboxHandlers = Pick<
@@ -14,6 +15,7 @@ type SandboxHandlers = Pick<
   | "adminResetSandbox"
   | "adminSandboxRequests"
   | "adminSandboxUnmatched"
+  | "adminSandboxHar"
   | "adminSandboxClock"
   | "adminSandboxCreateFault"
   | "adminUnmatched"
@@ -50,6 +52,7 @@ export function sandboxHandlers(env: EmulatorEnv, sandboxes: SandboxService): Sa
       const requests = env.journals.requests(known(params.sandbox_id), query);
       return { count: requests.length, requests };
     },
+    adminSandboxHar: ({ params, query }) => sandboxHar(env, sandboxes.get(params.sandbox_id), query),
     adminSandboxUnmatched: ({ params }) => env.journals.unmatched(known(params.sandbox_id)),
     adminSandboxClock: ({ params, body }) => sandboxes.moveClock(params.sandbox_id, body),
     adminSandboxCreateFault: ({ params, body }) => env.faults.add(body, known(params.sandbox_id)),

@@ -15,6 +15,8 @@ import type { ModelScriptInput } from "../gateway/script/schema.js";
 import type { LoadedFixture } from "../../shared/schemas/sandboxes.js";
 import { checkFixture, describeFixtureProblems } from "../seed/load.js";
 import type { FixtureInput } from "../seed/schema.js";
+import type { Har } from "../../shared/schemas/har.js";
+import { sandboxHar } from "./har.js";
 import type { RequestFilter, SandboxRequestEntry, UnmatchedEntry } from "./journal.js";
 import type { ClockMove, SandboxService, SandboxView } from "./sandboxes.js";
 
@@ -41,6 +43,8 @@ export interface SandboxHandle {
   count(filter?: RequestFilter): number;
   /** Its requests that matched no route, a wrong method or an unknown key, with the closest route. */
   unmatched(): UnmatchedEntry[];
+  /** Its requests as an HTTP Archive (HAR 1.2), bodies redacted as the journal keeps them (`GET .../requests.har`). */
+  har(filter?: RequestFilter): Har;
   /** Moves its clock forward; resolves with what the move made happen. */
   advance(ms: number): Promise<ClockMove>;
   /** Sets its clock to a later time (ISO or epoch ms). */
@@ -83,6 +87,7 @@ export function sandboxesApi(env: EmulatorEnv, service: SandboxService, scripts:
       requests: (filter) => env.journals.requests(id, filter),
       count: (filter) => (filter ? env.journals.requests(id, filter).length : env.journals.count(id)),
       unmatched: () => env.journals.unmatched(id),
+      har: (filter) => sandboxHar(env, service.get(id), filter),
       advance: (ms) => durable(service.moveClock(id, { advance_ms: ms })),
       setClock: (to) => durable(service.moveClock(id, { set: new Date(to).toISOString() })),
       setModelScript(script) {

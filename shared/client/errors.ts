@@ -14,6 +14,9 @@
  *
  * A call the caller aborted is none of these: it rejects with the signal's
  * reason, as `fetch` does, so the caller meets its own value again.
+ *
+ * An answer's `x-request-id` is kept as `requestId`: the id to quote, which
+ * finds the service's own log line for the call.
  */
 
 /** Where a call failed. */
@@ -28,6 +31,8 @@ export type ServiceErrorInit =
       status: number;
       /** The whole body, parsed as JSON when it is. */
       body: unknown;
+      /** The answer's `x-request-id`, when it carried one. */
+      requestId?: string | undefined;
     }
   | {
       kind: "network";
@@ -46,6 +51,8 @@ export type ServiceErrorInit =
       code?: string | undefined;
       /** The transport's error, when the stream broke. */
       cause?: unknown;
+      /** The `x-request-id` of the answer the stream came in, when known. */
+      requestId?: string | undefined;
     };
 
 export class ServiceError extends Error {
@@ -60,6 +67,8 @@ export class ServiceError extends Error {
   readonly body: unknown;
   /** The OpenAI-style `code` of a gateway error or stream event. */
   readonly code: string | undefined;
+  /** The `x-request-id` the service answered with: quote it to find the service's log line. Undefined for `network`. */
+  readonly requestId: string | undefined;
 
   constructor(init: ServiceErrorInit) {
     const detail = init.kind === "service" ? detailOf(init.body) : undefined;
@@ -69,6 +78,7 @@ export class ServiceError extends Error {
     this.detail = detail;
     this.body = "body" in init ? init.body : undefined;
     this.code = init.kind === "stream" ? init.code : init.kind === "network" ? undefined : errorCodeOf(init.body);
+    this.requestId = init.kind === "network" ? undefined : init.requestId;
   }
 
   /**
@@ -77,8 +87,8 @@ export class ServiceError extends Error {
    * contract's errors carry `detail`, a relayed gateway error carries `error`
    * and no `detail`.
    */
-  static fromAnswer(status: number, body: unknown): ServiceError {
-    return new ServiceError({ kind: isGatewayBody(body) ? "gateway" : "service", status, body });
+  static fromAnswer(status: number, body: unknown, requestId?: string): ServiceError {
+    return new ServiceError({ kind: isGatewayBody(body) ? "gateway" : "service", status, body, requestId });
   }
 
   /** True for failures worth retrying: no answer, a broken or failed stream, or a 5xx. */

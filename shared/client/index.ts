@@ -189,7 +189,7 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
     } catch {
       // Not JSON: keep the text.
     }
-    throw ServiceError.fromAnswer(res.statusCode, body);
+    throw ServiceError.fromAnswer(res.statusCode, body, requestIdOf(res.headers));
   }
 
   /** The call's URL: path parameters read by name from `args`, `args.query` as the query string. */
@@ -291,7 +291,14 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
       signal,
     );
     if (res.statusCode >= 400) return fail(res);
-    yield* readResponseStream(res.body, signal);
+    try {
+      yield* readResponseStream(res.body, signal);
+    } catch (error) {
+      // A stream that failed after its 200 still names the request it came in.
+      const requestId = requestIdOf(res.headers);
+      if (!(error instanceof ServiceError) || error.kind !== "stream" || requestId === undefined) throw error;
+      throw new ServiceError({ kind: "stream", message: error.message, body: error.body, code: error.code, cause: error.cause, requestId });
+    }
   }
   client.streamResponse = stream;
   client.streamSessionResponse = stream;
@@ -320,4 +327,10 @@ export async function* parseEventStream(body: AsyncIterable<Uint8Array | string>
     parser.feed(typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true }));
     yield* ready.splice(0);
   }
+}
+
+/** The answer's `x-request-id` (the id its log line is under), when it sent one. */
+function requestIdOf(headers: Dispatcher.ResponseData["headers"]): string | undefined {
+  const value = headers["x-request-id"];
+  return typeof value === "string" ? value : undefined;
 }

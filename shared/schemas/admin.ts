@@ -53,4 +53,6 @@ export const JournalEntry = z.object({
   status: z.number().int().min(100).max(599),
   key_kind: z.enum(["org", "scoped", "none"]),
   ms: z.number().min(0),
+  /** The `x-request-id` the answer carried. */
+  request_id: z.string(),
 });

@@ -84,6 +84,8 @@ export const SandboxRequest = z.object({
   /** The JSON body sent, secrets redacted; null without one. */
   body: z.unknown(),
   ms: z.number().min(0),
+  /** The `x-request-id` the answer carried. */
+  request_id: z.string(),
 });
 
 export const SandboxRequests = z.object({

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { sessionKeyOf } from "../../daemon/vocabulary/keys.js";
 import { sessionBaseFor } from "../../daemon/core/routing.js";
 import type { Daemon } from "../../daemon/daemon.js";
+import { createLogger } from "../../daemon/ops/logger.js";
 import { converse, startBridge, startService, tempDir, testConfig, type Bridge, type Service } from "./daemon-harness.js";
 import type { FakeChatAdapter } from "../fakes/chat-adapter.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
@@ -111,6 +112,28 @@ describe("daemon under service faults", () => {
     // Nor is the agent's own 404 a missing instance: the client tells the two apart, once.
     expect(await converse(chat, "eva", ["!fail 404"])).toEqual([expect.stringMatching(/refused the message \(HTTP 404\)/)]);
     expect(daemon.health().stoppedRoutes).toEqual([]);
+  });
+
+  it("logs the request id the service answered with when a turn gives up, the one its journal lists for the failure", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({ level: "debug", destination: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) } });
+    const { chat, daemon } = await bridge(
+      { retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5, errorCooldownMs: 60_000, instanceWaitMs: 1000 } },
+      undefined,
+      { logger },
+    );
+    await service.admin("/_emulator/faults", { target: "gateway", instance_id: instance(), status: 503, times: 2 });
+    await chat.inject({ userId: "rid", text: "hello" });
+    await chat.waitForReplies("rid", 1);
+    await allGaveUp(daemon);
+    const journal = (await (await fetch(`${service.url}/_emulator/requests`)).json()) as { method: string; path: string; status: number; request_id: string }[];
+    const failures = journal.filter((r) => r.method === "POST" && r.path.endsWith("/responses") && r.status === 502).slice(-2);
+    expect(failures).toHaveLength(2);
+    // Each try is logged with the id of its answer; the turn that gave up names the last one.
+    expect(lines.filter((l) => l.msg === "service call failed: retrying").map((l) => l.requestId)).toEqual([failures[0]!.request_id]);
+    expect(lines.filter((l) => l.msg === "turn gave up")).toEqual([
+      expect.objectContaining({ requestId: failures[1]!.request_id, reason: expect.stringMatching(/^502: /) }),
+    ]);
   });
 
   it("turns that gave up but are not yet covered by a notice stay journaled: a restart tries them again", async () => {

@@ -33,6 +33,9 @@ const FLOORS: readonly (readonly string[])[] = [
   ["sandboxes/"],
   ["http/"],
   ["events/"],
+  // Record and replay (the scrubber reads the captured bodies' secret-field rule), then the validating proxy that records.
+  ["recording/"],
+  ["proxy/"],
   ["views.ts"],
   ["routes/"],
   ["console/"],

@@ -66,7 +66,7 @@ interface Setup {
 async function setup(options: { maxRetries?: number; realClock?: boolean } = {}): Promise<Setup> {
   if (options.realClock) {
     const emulator = await createEmulator({ provisionMs: 0, validateResponses: true, modelScript: SCRIPT });
-    t = { emulator, app: emulator.app, clock: createManualClock(), close: () => emulator.close() };
+    t = { emulator, app: emulator.app, clock: createManualClock(), errorLog: [], close: () => emulator.close() };
   } else t = await startEmulator({ modelScript: SCRIPT });
   const url = await t.emulator.listen();
   const org = await signupOrg(t.app);

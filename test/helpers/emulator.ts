@@ -11,8 +11,10 @@ import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Express } from "express";
+import { pino } from "pino";
 import request from "supertest";
 import { createEmulator, type Emulator, type EmulatorOptions } from "../../emulator/index.js";
+import { requestDetail } from "../../emulator/events/capture.js";
 import { createManualClock, type ManualClock } from "../../shared/clock.js";
 import type { Provider, Tier } from "../../shared/schemas/common.js";
 import type { Instance } from "../../shared/schemas/instances.js";
@@ -23,17 +25,54 @@ export interface TestEmulator {
   app: Express;
   /** The emulator's clock: advance it to finish provisioning or expire keys. */
   clock: ManualClock;
+  /** What the emulator logged (its unexpected errors), one parsed object per line. */
+  errorLog: Record<string, unknown>[];
+  /** Closes it; throws first when a 500 it answered left no log line (or more than one). */
   close(): Promise<void>;
 }
 
 /**
  * An emulator for tests: `validateResponses` on, `provisionMs: 0` and a manual
- * clock unless overridden. Memory-only unless `dataDir` is given.
+ * clock unless overridden. Memory-only unless `dataDir` is given. Its log goes
+ * to `errorLog`, and closing it fails the test when a 500 left no line there.
  */
 export async function startEmulator(options: EmulatorOptions & { clock?: ManualClock } = {}): Promise<TestEmulator> {
   const clock = options.clock ?? createManualClock();
-  const emulator = await createEmulator({ provisionMs: 0, validateResponses: true, ...options, clock });
-  return { emulator, app: emulator.app, clock, close: () => emulator.close() };
+  const errorLog: Record<string, unknown>[] = [];
+  const logger = pino({ base: null }, { write: (line: string) => void errorLog.push(JSON.parse(line) as Record<string, unknown>) });
+  const emulator = await createEmulator({ provisionMs: 0, validateResponses: true, logger, ...options, clock });
+  return {
+    emulator,
+    app: emulator.app,
+    clock,
+    errorLog,
+    async close() {
+      const unlogged = silent500s(emulator, errorLog);
+      await emulator.close();
+      if (unlogged.length) throw new Error(`500 answers without exactly one log line: ${unlogged.join("; ")}`);
+    },
+  };
+}
+
+/**
+ * 500s in the request journal whose request id has not exactly one line in the
+ * log per answer. A 500 the test asked for with an API fault rule is not an
+ * error of the emulator's own and is left out.
+ */
+export function silent500s(emulator: Emulator, log: Record<string, unknown>[]): string[] {
+  const injected = new Set(
+    emulator.requests
+      .list()
+      .filter((line) => line.status === 500 && String(JSON.stringify(requestDetail(emulator.requests, line.id)?.response.body)).includes("Injected fault"))
+      .map((line) => line.request_id),
+  );
+  const answered = new Map<string, { count: number; line: string }>();
+  for (const { status, request_id, method, path } of emulator.requests.journal()) {
+    if (status !== 500 || injected.has(request_id)) continue;
+    const seen = answered.get(request_id);
+    answered.set(request_id, { count: (seen?.count ?? 0) + 1, line: `${method} ${path} (${request_id})` });
+  }
+  return [...answered].filter(([id, { count }]) => log.filter((l) => l.request_id === id).length !== count).map(([, { line }]) => line);
 }
 
 export const bearer = (key: string): { Authorization: string } => ({ Authorization: `Bearer ${key}` });
