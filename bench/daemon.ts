@@ -31,8 +31,8 @@ import pg from "pg";
 import { createFakeTelegram, type SentMessage } from "../test/fakes/telegram-bot-api.js";
 import { startTestPostgres, type TestPostgres } from "../test/helpers/postgres.js";
 
-const ROOT = join(import.meta.dirname, "..");
-const BIN = join(ROOT, "dist", "bin", "agent-bridge.js");
+export const ROOT = join(import.meta.dirname, "..");
+export const BIN = join(ROOT, "dist", "bin", "agent-bridge.js");
 const TOKEN = "123456789:BenchBenchBenchBenchBenchBenchBench";
 /** Chats and messages per chat: one chat x 100 messages, then 200 chats x 10. */
 const RUNS = [
@@ -40,7 +40,7 @@ const RUNS = [
   { chats: 200, messages: Number(process.env.BENCH_DAEMON_MESSAGES ?? 10) },
 ];
 
-interface Result {
+export interface Result {
   turnsPerSecond: number;
   p50: number;
   p99: number;
@@ -81,7 +81,7 @@ async function postgresCpuMs(server: TestPostgres): Promise<number | undefined> 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN;
 
 /** Runs `chats` closed loops of `perChat` turns each; `turn(chat, i)` resolves when answered. */
-async function closedLoops(chats: number, perChat: number, turn: (chat: number, i: number) => Promise<void>): Promise<Result> {
+export async function closedLoops(chats: number, perChat: number, turn: (chat: number, i: number) => Promise<void>): Promise<Result> {
   const latencies: number[] = [];
   const started = performance.now();
   await Promise.all(
@@ -99,7 +99,7 @@ async function closedLoops(chats: number, perChat: number, turn: (chat: number, 
 }
 
 /** Starts the compiled command and resolves with the child once `ready` matches its stdout. */
-function startChild(args: string[], ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+export function startChild(args: string[], ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
@@ -114,7 +114,7 @@ function startChild(args: string[], ready: RegExp): Promise<{ child: ChildProces
   });
 }
 
-function stopChild(child: ChildProcess): Promise<void> {
+export function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     child.once("exit", () => resolve());

@@ -243,6 +243,7 @@ describe("the compose files", () => {
         SERVICE_URL: "http://emulator:8080",
         AGENT_API_KEY: "svc_sk_placeholder",
         TELEGRAM_OWNER_ID: "5101",
+        OPS_TOKEN: "placeholder-ops-token",
         INSTANCE_ID: "placeholder-instance",
         TELEGRAM_BOT_TOKEN: "123456:AAplaceholder-token-0123456789abcde",
         PG_URL: "postgres://bridge:pw@postgres:5432/bridge",
@@ -346,6 +347,7 @@ describe("the image's production install, run as the image runs it", () => {
         INSTANCE_ID: service.instanceIds[0]!,
         TELEGRAM_BOT_TOKEN: token,
         TELEGRAM_OWNER_ID: String(owner.id),
+        OPS_TOKEN: "image-test-ops-token",
         PG_URL: pgUrl,
       });
       const args = node.command!.map((a) => (a === "/config/daemon.json" ? configFile : a));

@@ -43,7 +43,7 @@ describe("parseConfig", () => {
     });
     expect(cfg.dataDir).toBe(".data/daemon");
     expect(cfg.logLevel).toBe("info");
-    expect(cfg.ops).toEqual({ host: "127.0.0.1", port: 9464 });
+    expect(cfg.ops).toEqual({ host: "127.0.0.1", port: 9464, console: true });
     expect(cfg.queue).toEqual({
       concurrencyPerInstance: 4,
       maxPendingPerSession: 20,
@@ -150,7 +150,7 @@ describe("parseConfig", () => {
         "routes[0].instance: required",
         'routes[0].match.chatType: must be one of "direct", "group"',
         "channels.telegram.token: must look like 123456:ABC... (digits, colon, 35 characters)",
-        'channels.irc.type: must be one of "terminal", "telegram", "discord", "whatsapp"',
+        'channels.irc.type: must be one of "terminal", "telegram", "discord", "whatsapp", "slack"',
         'channels.tg2.webhook: required when mode is "webhook"',
         'channels.discord.token: must be the bare bot token (no whitespace, no "Bot " prefix)',
         "retry.maxDelayMs: must be at least baseDelayMs",
@@ -208,6 +208,17 @@ describe("parseConfig", () => {
   it("accepts svc_sk_ keys and rejects keys with whitespace", () => {
     expect(parseConfig({ service: { apiKey: `svc_sk_${"0".repeat(64)}` } }, {}).service.apiKey).toMatch(/^svc_sk_/);
     expect(problemsOf(() => parseConfig({ service: { apiKey: `${KEY}\n` } }, {}))).toEqual(["service.apiKey: must not contain whitespace"]);
+  });
+
+  it("refuses a console beyond loopback without ops.token, naming the ways out, and takes one with a token or with the console off", () => {
+    const TOKEN = "console-token-0123456789";
+    expect(problemsOf(() => parseConfig({ service: { apiKey: KEY }, ops: { host: "0.0.0.0" } }, {}))).toEqual([
+      "ops.token: the console on a host beyond this machine needs ops.token: set one (best as ${NAME}), bind ops.host to 127.0.0.1, or set ops.console to false to serve only /healthz and /metrics",
+    ]);
+    expect(parseConfig({ service: { apiKey: KEY }, ops: { host: "0.0.0.0", token: "${OPS_TOKEN}" } }, { OPS_TOKEN: TOKEN }).ops.token).toBe(TOKEN);
+    expect(parseConfig({ service: { apiKey: KEY }, ops: { host: "0.0.0.0", console: false } }, {}).ops.console).toBe(false);
+    expect(parseConfig({ service: { apiKey: KEY }, ops: { host: "127.0.0.2" } }, {}).ops.token).toBeUndefined();
+    expect(problemsOf(() => parseConfig({ service: { apiKey: KEY }, ops: { token: "short" } }, {}))).toEqual(["ops.token: must be at least 16 characters"]);
   });
 
   it("turns the ops server off with null or false, and picks a port with 0", () => {
@@ -273,7 +284,7 @@ describe("loadConfig", () => {
       $schema: string;
       channels: Record<string, unknown>[];
     };
-    expect(raw.channels.length).toBe(4);
+    expect(raw.channels.length).toBe(5);
     expect(raw.$schema).toBe("./config.schema.json");
   });
 
@@ -281,11 +292,19 @@ describe("loadConfig", () => {
     const text = (await readFile(join(import.meta.dirname, "../../../config.example.json"), "utf8")).replaceAll('"enabled": false', '"enabled": true');
     const path = join(dir, "all-enabled.json");
     await writeFile(path, text);
-    const cfg = await loadConfig(path, { AGENT_BRIDGE_API_KEY: KEY, TELEGRAM_BOT_TOKEN: TG_TOKEN, DISCORD_BOT_TOKEN: "abc.def.ghi" });
-    expect(cfg.channels.map((c) => c.id)).toEqual(["terminal", "telegram", "discord", "whatsapp"]);
+    const cfg = await loadConfig(path, {
+      AGENT_BRIDGE_API_KEY: KEY,
+      TELEGRAM_BOT_TOKEN: TG_TOKEN,
+      DISCORD_BOT_TOKEN: "abc.def.ghi",
+      SLACK_BOT_TOKEN: "xoxb-1-2-abc",
+      SLACK_SIGNING_SECRET: "0123456789abcdef0123",
+    });
+    expect(cfg.channels.map((c) => c.id)).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack"]);
     expect(problemsOf(() => parseConfig(parseJsonc(text), { AGENT_BRIDGE_API_KEY: KEY }))).toEqual([
       "channels.telegram.token: environment variable TELEGRAM_BOT_TOKEN is not set",
       "channels.discord.token: environment variable DISCORD_BOT_TOKEN is not set",
+      "channels.slack.botToken: environment variable SLACK_BOT_TOKEN is not set",
+      "channels.slack.signingSecret: environment variable SLACK_SIGNING_SECRET is not set",
     ]);
   });
 
