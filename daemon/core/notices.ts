@@ -153,6 +153,7 @@ const OwedBusySchema = z.object({
     accountId: z.string(),
     chatId: z.string(),
     chatType: z.enum(["direct", "group"]),
+    threadId: z.string().optional(),
     replyToMessageId: z.string().optional(),
   }) satisfies z.ZodType<ChatTarget>,
   count: z.number().int().nonnegative(),
