@@ -113,8 +113,9 @@ describe("the bridge in a forum", () => {
     expect(plansRecall).not.toContain("bananas");
     expect(bugsRecall).toContain("bananas");
     expect(bugsRecall).not.toContain("apples");
-    // Nothing went to General, and typing named each topic (it quotes nothing, so only the thread id puts it there).
+    // Nothing went to General; every send named its topic, and so did typing (it quotes nothing: only the thread id puts it there).
     expect(textsIn(fake, undefined)).toEqual([]);
+    for (const sent of fake.sentMessages(FORUM)) expect(sent.message_thread_id).toBe(sent.thread);
     const typing = fake.chatActions.filter((a) => a.chat_id === String(FORUM));
     expect(new Set(typing.map((a) => a.thread))).toEqual(new Set([plans, bugs]));
     // The 👀 on each question, taken off once answered.
@@ -130,6 +131,7 @@ describe("the bridge in a forum", () => {
     expect(recall).toContain("general words");
     expect(recall).not.toContain("topic words");
     expect(fake.chatActions.filter((a) => a.chat_id === String(FORUM) && a.thread === undefined).length).toBeGreaterThan(0);
+    for (const sent of fake.sentMessages(FORUM).filter((m) => m.thread === undefined)) expect(sent).not.toHaveProperty("message_thread_id");
   });
 
   it("keeps each topic's unaddressed messages as that topic's context, and /new starts afresh in one topic only", async () => {
@@ -163,6 +165,7 @@ describe("the bridge in a forum", () => {
     const answer = telegramMarkdownToHtml(streamText(600));
     await until(() => inTopic(fake, plans)[0]?.text === answer || undefined);
     expect(inTopic(fake, plans).map((m) => m.message_id)).toEqual([first.message_id]);
+    expect(fake.sentMessages(FORUM)[0]!.message_thread_id).toBe(plans);
     expect(fake.sentMessages(FORUM)).toHaveLength(1);
   });
 });

@@ -62,6 +62,8 @@ export interface SentMessage {
   silent?: boolean;
   /** The forum topic it landed in (undefined: General, or a chat without topics). */
   thread?: number;
+  /** The `message_thread_id` the bot named (it may land in a topic without: by quoting a message there). */
+  message_thread_id?: number;
 }
 
 /** A file the bot sent, as the chat shows it. */
@@ -75,6 +77,8 @@ export interface SentFile {
   caption?: string;
   /** The forum topic it landed in (undefined: General, or a chat without topics). */
   thread?: number;
+  /** The `message_thread_id` the bot named (it may land in a topic without: by quoting a message there). */
+  message_thread_id?: number;
 }
 
 export interface FakeUser {
@@ -559,6 +563,7 @@ export async function createFakeTelegram(options: {
           ...(reply !== undefined ? { reply_to: Number(reply) } : {}),
           ...(params.disable_notification === true ? { silent: true } : {}),
           ...landed,
+          ...(params.message_thread_id !== undefined ? { message_thread_id: Number(params.message_thread_id) } : {}),
         };
         if (landed.thread !== undefined) threadOfMessage.set(`${chatId}:${record.message_id}`, landed.thread);
         sent.push(record);
@@ -653,6 +658,7 @@ export async function createFakeTelegram(options: {
           ...(reply !== undefined ? { reply_to: Number(reply) } : {}),
           ...(typeof params.caption === "string" ? { caption: params.caption } : {}),
           ...landed,
+          ...(params.message_thread_id !== undefined ? { message_thread_id: Number(params.message_thread_id) } : {}),
         };
         if (landed.thread !== undefined) threadOfMessage.set(`${chatId}:${record.message_id}`, landed.thread);
         sentFiles.push(record);
