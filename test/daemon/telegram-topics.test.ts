@@ -156,6 +156,15 @@ describe("the bridge in a forum", () => {
     expect(textsIn(fake, opened)).toHaveLength(1);
   });
 
+  it("sends a file the agent names into the topic asked in, naming it", async () => {
+    const { fake, until } = await bridge();
+    const plans = fake.createTopic(FORUM, "Plans", alice);
+    fake.groupText(FORUM, alice, "!file chart.png", { mention: true, topic: plans });
+    const file = await until(() => fake.sentFiles(FORUM)[0]);
+    expect(file).toMatchObject({ method: "sendPhoto", file_name: "chart.png", thread: plans, message_thread_id: plans });
+    expect(textsIn(fake, plans)).toEqual(["Here is chart.png."]);
+  });
+
   it("streams a reply in place inside its topic: the preview and the answer are one message there", async () => {
     const { fake, until, emulatorClock } = await bridge({ streaming: "partial" });
     const plans = fake.createTopic(FORUM, "Plans", alice);
