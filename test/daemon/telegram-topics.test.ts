@@ -9,7 +9,7 @@
  * (`!stream` moves only when the test advances it); the daemon and the fake
  * share a second one, moved on while the test waits.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { threadParameters } from "../../daemon/adapters/telegram/outbound.js";
 import { CONTEXT_HEADER } from "../../daemon/core/group-context.js";
 import { createDaemon } from "../../daemon/daemon.js";
@@ -26,16 +26,11 @@ const alice = { id: 5001, username: "alice" };
 const bob = { id: 5002, username: "bob" };
 const FORUM = -1005555;
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 async function bridge(channel: Record<string, unknown> = {}) {
-  const service = await startServiceFixture(cleanups, "telegram-topics-");
+  const service = await startServiceFixture("telegram-topics-");
   const time = createManualClock();
   const fake = await createFakeTelegram({ token: TOKEN, now: () => time.now() });
-  cleanups.push(() => fake.close());
+  onTestFinished(() => fake.close());
   const config = service.configFor({
     type: "telegram",
     id: "tg",
@@ -46,7 +41,7 @@ async function bridge(channel: Record<string, unknown> = {}) {
     ...channel,
   });
   const daemon = createDaemon({ config, clock: time, random: seededRandom(11) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   const until = <T>(check: () => T | undefined | null | false) => advanceUntil(time, check, "the forum to show it");
   return { fake, until, emulatorClock: service.emulator.clock };
@@ -74,7 +69,7 @@ async function ask(fake: FakeTelegram, until: (check: () => string | undefined) 
 describe("the Bot API fake keeps Telegram's topic rules", () => {
   it("refuses message_thread_id 1 (General) and an unknown topic; a send quoting a topic message lands in its topic", async () => {
     const fake = await createFakeTelegram({ token: TOKEN });
-    cleanups.push(() => fake.close());
+    onTestFinished(() => fake.close());
     const topic = fake.createTopic(FORUM, "Plans", alice);
     const call = (method: string, body: Record<string, unknown>) =>
       fetch(`${fake.url}/bot${TOKEN}/${method}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }).then(
