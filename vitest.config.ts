@@ -9,7 +9,12 @@ import { UnitFirstSequencer } from "./test/helpers/sequencer.js";
 // - package: the npm package installed into a fresh project and used as the README shows (test/package);
 // - cluster: several daemons on a real PostgreSQL server (test/daemon/postgres), last and one file at a time.
 const BUILD = ["test/helpers/build.ts"];
-const CLUSTER = ["test/daemon/postgres/failover.test.ts", "test/daemon/postgres/faults.test.ts", "test/daemon/postgres/whatsapp-cluster.test.ts"];
+const CLUSTER = [
+  "test/daemon/postgres/failover.test.ts",
+  "test/daemon/postgres/faults.test.ts",
+  "test/daemon/postgres/whatsapp-cluster.test.ts",
+  "test/daemon/postgres/schedules-cluster.test.ts",
+];
 
 export default defineConfig({
   test: {

@@ -171,6 +171,8 @@ export async function startLocal(options: StartOptions): Promise<number> {
       queue: { debounceMs: 0 },
       routes: [{ match: {}, instance: boot.creds.instanceId }],
       channels: [{ type: "terminal", id: "terminal" }],
+      // Offline: voice notes are heard by the emulator's fake gateway (docs/emulator.md, Transcription).
+      transcription: { kind: "openai", url: `${emulator.gateway.url}/v1` },
     },
     {},
     "(npm start)",

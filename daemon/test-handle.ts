@@ -5,6 +5,7 @@
  * daemon's own order of things.
  */
 import type { Scheduler } from "./core/scheduler.js";
+import type { ScheduleRunner } from "./core/schedules/runner.js";
 import type { Store } from "./vocabulary/store.js";
 
 export interface DaemonTestHandle {
@@ -14,6 +15,8 @@ export interface DaemonTestHandle {
   readonly store: Store | undefined;
   /** Set once started. */
   readonly scheduler: Scheduler<string> | undefined;
+  /** Set once started: the scheduled prompts and their timers. */
+  readonly schedules: ScheduleRunner | undefined;
 }
 
 const handles = new WeakMap<object, DaemonTestHandle>();

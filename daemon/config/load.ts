@@ -107,9 +107,9 @@ export function parseConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env, 
   throw new ConfigError([...relabelledEnv, ...schemaProblems, ...problems], source);
 }
 
-/** Routes whose `match.accountId` names no channel (enabled or disabled). */
+/** Routes whose `match.accountId`, and schedules whose `channel`, name no channel (enabled or disabled). */
 function unknownAccountIds(raw: unknown, disabledIds: Map<string, number>): string[] {
-  if (!isRecord(raw) || !Array.isArray(raw.routes)) return [];
+  if (!isRecord(raw)) return [];
   const ids = new Set(disabledIds.keys());
   if (Array.isArray(raw.channels)) {
     for (const ch of raw.channels) {
@@ -118,11 +118,22 @@ function unknownAccountIds(raw: unknown, disabledIds: Map<string, number>): stri
       if (id) ids.add(id);
     }
   }
-  if (ids.size === 0) return [];
-  return raw.routes.flatMap((r, i) => {
-    const acc = isRecord(r) && isRecord(r.match) ? r.match.accountId : undefined;
-    return typeof acc === "string" && !ids.has(acc.trim()) ? [`${formatPath(["routes", i, "match", "accountId"])}: no channel has id "${acc.trim()}"`] : [];
-  });
+  const schedules = Array.isArray(raw.schedules)
+    ? raw.schedules.flatMap((s, i) => {
+        const channel = isRecord(s) ? s.channel : undefined;
+        return typeof channel === "string" && channel.trim() && !ids.has(channel.trim())
+          ? [`${formatPath(["schedules", i, "channel"])}: no channel has id "${channel.trim()}"`]
+          : [];
+      })
+    : [];
+  if (ids.size === 0 || !Array.isArray(raw.routes)) return schedules;
+  return [
+    ...raw.routes.flatMap((r, i) => {
+      const acc = isRecord(r) && isRecord(r.match) ? r.match.accountId : undefined;
+      return typeof acc === "string" && !ids.has(acc.trim()) ? [`${formatPath(["routes", i, "match", "accountId"])}: no channel has id "${acc.trim()}"`] : [];
+    }),
+    ...schedules,
+  ];
 }
 
 /** Reads, substitutes and validates the JSON (with comments) config file at `path`. */

@@ -8,7 +8,8 @@ import { z } from "zod";
 import type { FinalizeContext } from "../adapters/platform.js";
 import { platforms } from "../adapters/registry.js";
 import { PostgresStateOptionsSchema } from "../state/postgres/options.js";
-import { httpUrl, idString, nonEmpty, nonNegInt, posInt, sessionResetSchema } from "../vocabulary/config-fields.js";
+import { schedulesSchema } from "./schedules.js";
+import { httpUrl, idString, nonEmpty, nonNegInt, posInt, sessionResetSchema, transcriptionSchema } from "../vocabulary/config-fields.js";
 
 export { accessSchema, groupAccessSchema, type AccessConfig, type GroupAccessConfig } from "../vocabulary/config-fields.js";
 
@@ -53,6 +54,28 @@ export const opsSchema = z.strictObject({
     .default(9464)
     .transform((p): number | null => (p === false ? null : p))
     .describe("The ops server's port: 0 picks a free one (printed at start); null or false turns the ops server off. Default: 9464."),
+  token: z
+    .string()
+    .min(16, "must be at least 16 characters")
+    .regex(/^\S+$/, "must not contain whitespace")
+    .optional()
+    .describe(
+      "The operator's console (/ui/) and its API ask for this token; it is a secret, scrubbed from logs like the others, best as ${NAME}. Required when `host` is not a loopback address (unless `console` is false). Default: none (the console answers on loopback only, without one).",
+    ),
+  console: z.boolean().default(true).describe("Serve the operator's console at /ui/ beside /healthz and /metrics. Default: true."),
+});
+
+/** Whether an ops host only listens on this machine (a console there may go without a token). */
+export const isLoopbackHost = (host: string): boolean => host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+
+const opsWithConsoleRule = opsSchema.superRefine((ops, ctx) => {
+  if (ops.console && ops.port !== null && ops.token === undefined && !isLoopbackHost(ops.host)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["token"],
+      message: `the console on a host beyond this machine needs ops.token: set one (best as \${NAME}), bind ops.host to 127.0.0.1, or set ops.console to false to serve only /healthz and /metrics`,
+    });
+  }
 });
 
 export const queueSchema = z.strictObject({
@@ -170,7 +193,7 @@ export const daemonConfigSchema = z
         'Where the daemon keeps its state: "file" (the journal in dataDir, one daemon) or "postgres" (several daemons with the same config form one bridge; see docs/cluster.md). Default: {"kind": "file"}.',
       ),
     logLevel: logLevelSchema.default("info").describe("The least severe log lines written; message text is never logged. Default: info."),
-    ops: opsSchema.prefault({}).describe("The ops HTTP server: /healthz and Prometheus /metrics."),
+    ops: opsWithConsoleRule.prefault({}).describe("The ops HTTP server: /healthz, Prometheus /metrics and the operator's console (/ui/)."),
     queue: queueSchema.prefault({}).describe("How turns queue per instance and per session, and how much may wait."),
     retry: retrySchema.prefault({}).describe("How failed service calls and sends are tried again, and how often a person is told of failures."),
     /** First match wins. May be empty here; whoever starts the daemon checks. */
@@ -180,6 +203,23 @@ export const daemonConfigSchema = z
       .describe("Which instance answers which messages: the first route whose match fits wins; a message no route fits is not answered. Default: none."),
     attachments: attachmentsSchema.prefault({}).describe("Files people send: whether and up to what size they reach the instance."),
     replyFiles: replyFilesSchema.prefault({}).describe("Files the agent names in its replies: whether they are sent to the chat."),
+    transcription: transcriptionSchema.optional(),
+    schedules: schedulesSchema,
+    identityLinks: z
+      .array(
+        z
+          .array(
+            z.strictObject({
+              channel: nonEmpty.describe("The channel's id. Required."),
+              userId: idString.describe("The person's id on that channel (/whoami shows it). Required."),
+            }),
+          )
+          .min(2, "must name at least two identities"),
+      )
+      .default([])
+      .describe(
+        "People the owner links across apps: each entry lists one person's ids on several channels, whose direct chats then share one conversation (people can also link themselves with /link). Default: none.",
+      ),
     channels: z
       .array(channelSchema)
       .default([])
@@ -208,7 +248,22 @@ export const daemonConfigSchema = z
       }
       return finalizeChannel(ch, { id, dataDir: cfg.dataDir });
     });
-    // Routes naming a channel id are checked by the loader, which also sees disabled channels.
+    if (cfg.state.kind === "postgres" && cfg.identityLinks.length > 0) {
+      ctx.issues.push({
+        code: "custom",
+        input: cfg.identityLinks.length,
+        path: ["identityLinks"],
+        message: 'links across apps need one machine for now: with "state": {"kind": "postgres"} leave identityLinks out',
+      });
+    }
+    const scheduleIds = new Map<string, number>();
+    cfg.schedules.forEach((s, i) => {
+      const first = scheduleIds.get(s.id);
+      if (first !== undefined)
+        ctx.issues.push({ code: "custom", input: s.id, path: ["schedules", i, "id"], message: `duplicate schedule id "${s.id}" (also schedules[${first}])` });
+      else scheduleIds.set(s.id, i);
+    });
+    // Routes and schedules naming a channel id are checked by the loader, which also sees disabled channels.
     return { ...cfg, channels };
   });
 
@@ -224,6 +279,8 @@ export type QueueConfig = z.output<typeof queueSchema>;
 export type RetryConfig = z.output<typeof retrySchema>;
 export type AttachmentsConfig = z.output<typeof attachmentsSchema>;
 export type ReplyFilesConfig = z.output<typeof replyFilesSchema>;
+export type { TranscriptionConfig } from "../vocabulary/config-fields.js";
+export type { ScheduleConfig } from "./schedules.js";
 
 type ParsedChannelConfig = z.output<typeof channelSchema>;
 

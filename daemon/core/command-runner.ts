@@ -17,7 +17,7 @@ import { chatKeyOf, sessionKeyOf } from "../vocabulary/keys.js";
 import { errorSummary, isShutdownError } from "./relay-types.js";
 import { createSerialQueue } from "../helpers/retry.js";
 import { sessionIdFor } from "./routing.js";
-import { describeReset } from "./session-reset.js";
+import { describeReset, startFreshSession } from "./session-reset.js";
 import type { Scheduler } from "./scheduler.js";
 import type { ServiceCalls } from "./service-call.js";
 
@@ -34,6 +34,12 @@ export interface CommandRunnerDeps {
   adapterFor(platform: string, accountId: string): ChatAdapter | undefined;
   /** `/approve` from the chat of `entry`'s sender: the answer to say (pairing-commands.ts). */
   approvePairing(entry: JournalEntry, codeArg: string): Promise<string>;
+  /** `/schedule list` from the chat of `entry`'s sender: the answer to say. */
+  listSchedules(entry: JournalEntry): string;
+  /** `/link` and `/link CODE` from the chat of `entry`'s sender: the answer to say. */
+  link(entry: JournalEntry, codeArg: string): Promise<string>;
+  /** `/unlink` from the chat of `entry`'s sender: the answer to say. */
+  unlink(entry: JournalEntry): Promise<string>;
 }
 
 export interface CommandRunner {
@@ -87,16 +93,18 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
           chained: !!state.lastResponseId,
           sessionReset: describeReset(deps.config, route.ruleIndex, m.accountId, state, deps.clock.now()),
           async resetSession() {
-            const next = store.session(sessionKey).generation + 1;
-            await store.setSession(sessionKey, { generation: next });
+            const id = await startFreshSession(store, route);
             log.info({ platform: m.platform, chatId: m.chatId, instanceId: route.instanceId }, "conversation reset by the person");
-            return sessionIdFor(route.sessionBase, next);
+            return id;
           },
           instanceStatus: () => service.instanceStatus(route.instanceId),
           stopTurn: () => deps.stopSession(route),
           queue: scheduler.depth(route.instanceId, route.sessionBase),
           ...(service.stoppedRoutes.has(route.ruleIndex) ? { routeStopped: service.stoppedRoutes.get(route.ruleIndex) } : {}),
           approvePairing: (codeArg) => deps.approvePairing(entry, codeArg),
+          listSchedules: () => deps.listSchedules(entry),
+          link: (codeArg) => deps.link(entry, codeArg),
+          unlink: () => deps.unlink(entry),
         },
         args,
       );

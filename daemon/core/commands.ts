@@ -13,6 +13,9 @@ export const COMMANDS = {
   stop: "stop the answer being written and drop your queued messages",
   whoami: "your platform ids and session id",
   approve: "owners: let someone in with the pairing code they were given (/approve CODE)",
+  schedule: "owners: the prompts this channel sends the agent on a schedule (/schedule list)",
+  link: "talk to the agent as one person from another app: /link gives a code, /link CODE there uses it",
+  unlink: "stop sharing one conversation with your other apps",
   help: "this list",
 } as const;
 
@@ -51,12 +54,24 @@ export interface CommandContext {
   routeStopped?: string;
   /** `/approve`: approves the pairing code named by `codeArg` (as journaled: hashed); the answer to the owner. */
   approvePairing(codeArg: string): Promise<string>;
+  /** `/schedule list`: the channel's scheduled prompts, for an owner (schedules/listing.ts). */
+  listSchedules(): string;
+  /** `/link` (no code: a new one) and `/link CODE` (as journaled: hashed): the answer to say. */
+  link(codeArg: string): Promise<string>;
+  /** `/unlink`: the answer to say. */
+  unlink(): Promise<string>;
 }
 
 export async function runCommand(name: CommandName, ctx: CommandContext, args = ""): Promise<string> {
   switch (name) {
     case "approve":
       return ctx.approvePairing(args);
+    case "link":
+      return ctx.link(args);
+    case "unlink":
+      return ctx.unlink();
+    case "schedule":
+      return args === "" || args.toLowerCase() === "list" ? ctx.listSchedules() : "Usage: /schedule list";
     case "new":
     case "reset": {
       const id = await ctx.resetSession();

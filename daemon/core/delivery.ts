@@ -10,6 +10,7 @@
  * counted by `sent` the same way: downloaded and sent (file-delivery.ts), or
  * the line saying why not.
  */
+import { scheduleIdOf } from "./schedules/message.js";
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import type { ServiceClient } from "../../shared/client/index.js";
@@ -38,7 +39,9 @@ export interface DeliveryDeps {
 }
 
 export function targetOf(m: StoredMessage | InboundMessage, replyTo?: string): ChatTarget {
-  const replyToMessageId = replyTo ?? m.messageId;
+  const named = replyTo ?? m.messageId;
+  // A scheduled prompt's id is no platform message: its answer quotes nothing.
+  const replyToMessageId = scheduleIdOf({ messageId: named }) === undefined ? named : undefined;
   return {
     platform: m.platform,
     accountId: m.accountId,

@@ -5,6 +5,7 @@
  * platform-neutral facts the adapter supplies, and says in its answer what
  * the adapter may acknowledge to its platform.
  */
+import { hashLinkCode, type IdentityLinks } from "./identity-links.js";
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
@@ -46,6 +47,8 @@ export interface IntakeDeps {
   onCommand(entry: JournalEntry): void;
   /** Approved pairings and strangers' requests (pairing.ts). */
   pairing: Pairing;
+  /** People linked across apps (identity-links.ts). */
+  links: IdentityLinks;
 }
 
 /** A message that passed the rules, as it will be journaled. */
@@ -162,8 +165,16 @@ export function createIntake(deps: IntakeDeps): Intake {
     }
     const command = kept.attachments?.length ? undefined : parseCommand(kept.text);
     // A pairing code is a secret: the journal keeps only its hash.
-    const text = command?.name === "approve" && command.args ? `/approve ${HASHED}${hashCode(screened.channel.id, command.args)}` : kept.text;
-    const accepted = { key, message: { ...kept, text }, route: { ...route } };
+    // A pairing or link code is a secret: the journal keeps only its hash.
+    const text =
+      command?.name === "approve" && command.args
+        ? `/approve ${HASHED}${hashCode(screened.channel.id, command.args)}`
+        : command?.name === "link" && command.args
+          ? `/link ${HASHED}${hashLinkCode(command.args)}`
+          : kept.text;
+    // A linked person's direct messages share one conversation across their apps (identity-links.ts).
+    const linked = deps.links.sessionBaseFor(message);
+    const accepted = { key, message: { ...kept, text }, route: { ...route, ...(linked ? { sessionBase: linked } : {}) } };
     if (command) return journalCommand(accepted, tellDropped);
     return queueTurn(adapter, accepted, tellDropped);
   }

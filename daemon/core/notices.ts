@@ -20,6 +20,14 @@ import { formatBytes } from "../../shared/util/format-bytes.js";
 import type { AdapterStateStore, ChatTarget } from "../vocabulary/adapter.js";
 import { parseChatKey, type ChatKey } from "../vocabulary/keys.js";
 
+/** "90 seconds", "10 minutes", "1 minute 30 seconds". */
+const formatSeconds = (s: number): string => {
+  const unit = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+  if (s < 60) return unit(s, "second");
+  const m = Math.floor(s / 60);
+  return s % 60 ? `${unit(m, "minute")} ${unit(s % 60, "second")}` : unit(m, "minute");
+};
+
 export const noticeText = {
   /** Files not passed on, each with why; `limit` is attachments.maxBytes. */
   attachmentsDropped: (files: { fileName: string; reason: "too_large" | "disabled" | "unavailable" }[], limit: number) =>
@@ -54,6 +62,39 @@ export const noticeText = {
   pairingWaiting: "Your pairing request is still waiting for the owner's approval. What you write before that is not passed on.",
   pairingFull: "Too many people are waiting for the owner's approval right now. Please try again later.",
   pairingApproved: "The owner approved you: you can talk to the agent now.",
+  /** Identity links (identity-links.ts): what /link and /unlink answer. */
+  linkCode: (code: string) =>
+    `Your link code is ${code} (valid for 10 minutes, once). In a direct chat with this agent on your other app, send: /link ${code}. Your direct chats there and here will then share one conversation.`,
+  linked: (other: string) =>
+    `Linked with your account on ${other}: from now on your direct chats there and here share one conversation (a new one: what each chat said before stays with it). Group chats stay separate. /unlink undoes it.`,
+  linkRefused: (reason: "no_match" | "same" | "linked_elsewhere") =>
+    reason === "same"
+      ? "That code was made on this app: send it from your other app."
+      : reason === "linked_elsewhere"
+        ? "One of these accounts is linked by the bridge's owner (in its configuration): only the owner can change that link."
+        : "That code matches nothing: it is wrong, was used already, or expired (codes last 10 minutes). Send /link on your other app for a new one.",
+  linkDirectOnly: "Linking works in a direct chat with the agent only: group chats are never shared across apps.",
+  linkUnavailable: "Linking accounts across apps is not available while the bridge runs on several machines.",
+  notLinked: "This chat is not linked with another app.",
+  unlinkConfigured: "This account is linked by the bridge's owner (in its configuration): only the owner can undo that.",
+  unlinked: (others: readonly string[]) =>
+    `Unlinked${others.length ? ` from ${others.join(", ")}` : ""}: each app goes back to its own conversation from before the link. The shared conversation is left as it was (nobody continues it); /new starts a fresh one here.`,
+  /** Voice notes that went to the agent as audio only: one line for all of a turn's. */
+  notTranscribed: (files: readonly { fileName: string; why: string }[]) =>
+    `(${files.map((f) => `Your voice note "${f.fileName}" could not be transcribed (${f.why})`).join("; ")}, so the agent got the audio only.)`,
+  notTranscribedWhy: (
+    reason: "too_large" | "too_long" | "failed" | "timeout" | "empty",
+    limits: { maxBytes: number; maxSeconds: number; timeoutMs: number },
+  ): string =>
+    reason === "too_large"
+      ? `it is larger than the limit of ${formatBytes(limits.maxBytes)}`
+      : reason === "too_long"
+        ? `it is longer than the limit of ${formatSeconds(limits.maxSeconds)}`
+        : reason === "timeout"
+          ? `it took longer than ${formatSeconds(Math.ceil(limits.timeoutMs / 1000))}`
+          : reason === "empty"
+            ? "no speech was recognised"
+            : "the transcription service failed",
   uploadRefused: "(Attachments are off for this agent: the bridge's key may not write files, so only your text was passed on.)",
   uploadFailed: (fileName: string) => `(The file ${fileName} could not be passed on.)`,
   /** Files the agent named in its reply that could not be sent to the chat. */

@@ -6,6 +6,7 @@
 import { ServiceError } from "../../shared/client/index.js";
 import { JournalClosedError } from "../state/journal.js";
 import { LeaseLostError } from "../vocabulary/state-errors.js";
+import type { TranscriptionOutcome } from "../transcription/transcriber.js";
 
 export const INBOUND_OUTCOMES = ["accepted", "duplicate", "denied", "not_mentioned", "unrouted", "busy", "deferred", "command", "empty"] as const;
 export type InboundOutcome = (typeof INBOUND_OUTCOMES)[number];
@@ -16,6 +17,11 @@ export type TurnOutcome = (typeof TURN_OUTCOMES)[number];
 export const RETRY_REASONS = ["network", "server", "not_running", "context_reset", "send"] as const;
 export type RetryReason = (typeof RETRY_REASONS)[number];
 
+export type { TranscriptionOutcome } from "../transcription/transcriber.js";
+
+export const SCHEDULE_OUTCOMES = ["fired", "duplicate", "skipped", "busy", "no_route", "silent"] as const;
+export type ScheduleOutcome = (typeof SCHEDULE_OUTCOMES)[number];
+
 /** What the relay reports; the daemon maps it onto prom-client. */
 export interface RelayMetrics {
   inbound(platform: string, outcome: InboundOutcome): void;
@@ -24,9 +30,13 @@ export interface RelayMetrics {
   retry(instanceId: string, reason: RetryReason): void;
   /** route: the rule index, or "-" when none applies. */
   error(route: string, kind: string): void;
+  /** A voice note transcribed, or why not. */
+  transcription(platform: string, outcome: TranscriptionOutcome): void;
+  /** A schedule's slot: fired, skipped past its grace, or its answer kept silent. */
+  scheduled(schedule: string, outcome: ScheduleOutcome): void;
 }
 
-export const noMetrics: RelayMetrics = { inbound() {}, turn() {}, retry() {}, error() {} };
+export const noMetrics: RelayMetrics = { inbound() {}, turn() {}, retry() {}, error() {}, transcription() {}, scheduled() {} };
 
 export class StoppingError extends Error {
   override readonly name = "StoppingError";

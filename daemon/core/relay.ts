@@ -45,6 +45,19 @@ import { ReplyViews } from "./reply-view.js";
 import { createScheduler, type Scheduler } from "./scheduler.js";
 import { createServiceCalls } from "./service-call.js";
 import { runTurn, StoppableTurns, type TurnDeps } from "./turn.js";
+import { VoiceNotes } from "./voice-notes.js";
+import { hashLinkCode, IdentityLinks } from "./identity-links.js";
+import { HASHED } from "./intake.js";
+import { noticeText } from "./notices.js";
+import type { ScheduleConfig } from "../config/schedules.js";
+import { ownSessionBase, scheduledMessage, scheduleIdOf } from "./schedules/message.js";
+import { ScheduleRunner, type FiringOutcome } from "./schedules/runner.js";
+import { DuplicateEntryError } from "../vocabulary/state-errors.js";
+import { dedupeKeyOf } from "../vocabulary/keys.js";
+import { resolveRoute } from "./routing.js";
+import { isListed, senderIds } from "./access.js";
+import { describeSchedules } from "./schedules/listing.js";
+import { createTranscribers } from "../transcription/transcriber.js";
 
 export interface RelayDeps {
   config: DaemonConfig;
@@ -85,6 +98,10 @@ export interface Relay {
   readonly stoppedRoutes: ReadonlyMap<number, string>;
   /** DM pairing: what owners do (approve, list, revoke). */
   readonly pairing: PairingOps;
+  /** One node: runs every channel's scheduled prompts (several machines: `adopt` runs each account's). */
+  startSchedules(): void;
+  /** The scheduled prompts, their slots and timers. */
+  readonly schedules: ScheduleRunner;
 }
 
 export function createRelay(deps: RelayDeps): Relay {
@@ -136,12 +153,22 @@ export function createRelay(deps: RelayDeps): Relay {
     deliverRest: (id) => delivery.deliver(id),
   });
   const stoppable = new StoppableTurns();
+  const voiceNotes = new VoiceNotes({
+    store,
+    transcribers: createTranscribers({ config, clock, channelFor: deps.channelFor }),
+    logger: log,
+    metrics,
+    signal: halt.signal,
+  });
+  /** Transcripts of turns that ended while this node was down or elsewhere: forgotten (best effort). */
+  const sweepTranscripts = () => void voiceNotes.sweep().catch((error: unknown) => log.debug({ err: errorSummary(error) }, "could not forget old transcripts"));
   const groupContext = new GroupContexts({ clock, channelFor: deps.channelFor });
   const acks = new Acknowledgements({ channelFor: deps.channelFor, adapterFor: deps.adapterFor, logger: log });
 
   /** Runs a turn, then clears its messages' reactions (unless the daemon stops: the turn resumes at the next start). */
   async function acknowledged(ids: readonly string[], run: () => Promise<void>): Promise<void> {
-    const messages = ids.flatMap((id) => store.get(id)?.message ?? []);
+    // A scheduled prompt is no platform message: nothing to react on.
+    const messages = ids.flatMap((id) => store.get(id)?.message ?? []).filter((m) => scheduleIdOf(m) === undefined);
     try {
       await run();
     } catch (error) {
@@ -172,6 +199,73 @@ export function createRelay(deps: RelayDeps): Relay {
     return { stopped, dropped: dropped.length };
   }
 
+  /** One slot of a schedule, journaled as an inbound message of its chat (its dedupe key is the slot), then queued like one. */
+  async function fireScheduled(schedule: ScheduleConfig, platform: string, slot: number): Promise<Exclude<FiringOutcome, "skipped">> {
+    const message = scheduledMessage(schedule, platform, slot);
+    const resolved = resolveRoute(config, message);
+    if (!resolved) return "no_route";
+    const route = { ...resolved, ...(schedule.session === "own" ? { sessionBase: ownSessionBase(resolved.sessionBase, schedule.id) } : {}) };
+    const key = dedupeKeyOf(message);
+    if (store.has(key)) return "duplicate";
+    const reserved = scheduler.reserve(route.instanceId, route.sessionBase);
+    if (!reserved.ok) return "busy";
+    let entry: JournalEntry;
+    try {
+      entry = await store.add({ kind: "turn", key, message, route });
+    } catch (error) {
+      reserved.cancel();
+      if (error instanceof DuplicateEntryError) return "duplicate";
+      throw error;
+    }
+    reserved.submit(entry.id);
+    return "fired";
+  }
+  const schedules = new ScheduleRunner({
+    schedules: config.schedules,
+    platformOf(accountId) {
+      const channel = deps.channelFor(accountId);
+      return channel && deps.adapterFor(channel.type, accountId) ? channel.type : undefined;
+    },
+    store,
+    clock,
+    logger: log,
+    fire: fireScheduled,
+    count: (schedule, outcome) => metrics.scheduled(schedule, outcome),
+  });
+
+  const links = new IdentityLinks({
+    store,
+    clock,
+    random,
+    configured: config.identityLinks,
+    platformOf: (accountId) => deps.channelFor(accountId)?.type,
+    available: config.state.kind !== "postgres",
+  });
+  const identityOf = (entry: JournalEntry) => ({ platform: entry.message.platform, accountId: entry.message.accountId, userId: entry.message.userId });
+
+  /** `/link` and `/link CODE`, in a direct chat. */
+  async function linkCommand(entry: JournalEntry, codeArg: string): Promise<string> {
+    if (entry.message.chatType !== "direct") return noticeText.linkDirectOnly;
+    if (config.state.kind === "postgres") return noticeText.linkUnavailable;
+    const me = identityOf(entry);
+    if (!codeArg) return noticeText.linkCode(await links.newCode(me));
+    const codeHash = codeArg.startsWith(HASHED) ? codeArg.slice(HASHED.length) : hashLinkCode(codeArg);
+    const result = await links.redeem(me, codeHash);
+    if (!result.ok) return noticeText.linkRefused(result.reason);
+    log.info({ platform: me.platform, accountId: me.accountId, with: `${result.other.platform}:${result.other.accountId}` }, "identities linked");
+    return noticeText.linked(`${result.other.platform} (${result.other.accountId})`);
+  }
+
+  /** `/unlink`, in a direct chat. */
+  async function unlinkCommand(entry: JournalEntry): Promise<string> {
+    if (entry.message.chatType !== "direct") return noticeText.linkDirectOnly;
+    const result = await links.unlink(identityOf(entry));
+    if (result === "configured") return noticeText.unlinkConfigured;
+    if (result === "none") return noticeText.notLinked;
+    log.info({ platform: entry.message.platform, accountId: entry.message.accountId, others: result.length }, "identities unlinked");
+    return noticeText.unlinked(result.map((o) => `${o.platform} (${o.accountId})`));
+  }
+
   // One owner of pairing state: strangers' requests (intake) and owners' approvals count against the same limits.
   const pairing = createPairing({ store, clock, random, logger: log });
   const pairingOps = createPairingOps({
@@ -182,6 +276,14 @@ export function createRelay(deps: RelayDeps): Relay {
   });
   const commands = createCommandRunner({
     approvePairing: (entry, codeArg) => pairingOps.approveFromChat(entry, codeArg),
+    link: linkCommand,
+    unlink: unlinkCommand,
+    listSchedules(entry) {
+      const m = entry.message;
+      const channel = deps.channelFor(m.accountId);
+      if (!channel || !isListed(channel.access.owners, senderIds(m))) return "Only this channel's owners (access.owners) can list its schedules.";
+      return describeSchedules(schedules.list(m.accountId), clock.now());
+    },
     config,
     clock,
     store,
@@ -206,6 +308,7 @@ export function createRelay(deps: RelayDeps): Relay {
     },
     onCommand: (entry) => commands.track(entry),
     pairing,
+    links,
   });
   const turnDeps: TurnDeps = {
     config,
@@ -218,6 +321,7 @@ export function createRelay(deps: RelayDeps): Relay {
     notices,
     views,
     stoppable,
+    voiceNotes,
     adapterFor: deps.adapterFor,
     stopping: () => stopping.signal.aborted,
   };
@@ -244,20 +348,29 @@ export function createRelay(deps: RelayDeps): Relay {
     },
     adopt(platform, accountId, entries) {
       delivery.resumeAccount(platform, accountId);
+      schedules.startAccount(platform, accountId);
       queueStored(entries);
       for (const entry of entries) if (entry.kind === "command") commands.track(entry);
       notices.resume();
+      sweepTranscripts();
     },
-    handOver: (platform, accountId) => delivery.haltAccount(platform, accountId),
+    handOver(platform, accountId) {
+      schedules.stopAccount(platform, accountId);
+      return delivery.haltAccount(platform, accountId);
+    },
     release() {
       scheduler.release();
       for (const entry of store.pending()) if (entry.kind === "command") commands.track(entry);
       notices.resume();
+      sweepTranscripts();
     },
     beginStop() {
       stopping.abort();
       intake.beginStop();
+      void schedules.stop();
     },
+    startSchedules: () => schedules.startAll(),
+    schedules,
     async haltDelivery() {
       halt.abort();
       notices.stop();

@@ -8,6 +8,7 @@
  * them). A turn opens one `ReplyView` and closes it exactly one way: finished
  * to the final text, or ended with a marker when no answer comes.
  */
+import { scheduleIdOf } from "./schedules/message.js";
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
@@ -76,7 +77,9 @@ export class ReplyViews {
   /** Opens the view of a turn's reply (led by `lead`, answering up to `target`). */
   open(adapter: ChatAdapter, lead: JournalEntry, target: ChatTarget, logCtx: Record<string, unknown>): ReplyView {
     const channel = this.#deps.channelFor(adapter.accountId);
-    const mode = streamModeFor(adapter, !!lead.preview, channel && "streaming" in channel ? channel.streaming : "off");
+    // A scheduled prompt's answer is shown whole: it may be the silent word, which is never shown.
+    const streaming = scheduleIdOf(lead.message) === undefined && channel && "streaming" in channel ? channel.streaming : "off";
+    const mode = streamModeFor(adapter, !!lead.preview, streaming);
     const preview = mode === "edit" ? this.preview(adapter, lead, target) : undefined;
     const writer =
       mode === "append"

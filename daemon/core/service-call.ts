@@ -62,8 +62,8 @@ export interface CallOptions {
 }
 
 export interface ServiceCalls {
-  /** The turn's text, with uploaded attachments named; undefined when nothing is left to send. */
-  buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[]): Promise<string | undefined>;
+  /** The turn's text, with each entry's `extra` text (its voice notes' transcripts) after its own and uploaded attachments named; undefined when nothing is left to send. */
+  buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[], extra?: ReadonlyMap<string, string>): Promise<string | undefined>;
   call(route: StoredRoute, input: string, logCtx: Record<string, unknown>, options?: CallOptions): Promise<CallOutcome>;
   /** The instance's status as the service reports it, or why it is unknown (for /status). */
   instanceStatus(instanceId: string): Promise<string>;
@@ -98,8 +98,8 @@ export class ServiceCaller implements ServiceCalls {
     this.#halted = stoppingSignal(deps.signal);
   }
 
-  async buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[]): Promise<string | undefined> {
-    const texts = entries.map((e) => e.message.text).filter((t) => t.trim());
+  async buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[], extra?: ReadonlyMap<string, string>): Promise<string | undefined> {
+    const texts = entries.map((e) => [e.message.text, extra?.get(e.id) ?? ""].filter((t) => t.trim()).join("\n\n")).filter((t) => t.trim());
     const uploaded: string[] = [];
     let refused = false;
     for (const e of entries) {

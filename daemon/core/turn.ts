@@ -9,7 +9,7 @@
  *   4. a route the service refused: say so;
  *   5. a session whose reset moment passed starts a fresh chain (session-reset.ts);
  *   6. open the reply's view (stream mode, typing);
- *   7. ask the service (`/stop` aborts it);
+ *   7. ask the service, its voice notes transcribed first (voice-notes.ts; `/stop` aborts the call);
  *   8. settle: compose the reply, move the session chain, deliver.
  *
  * Each step is a function of its own below. The pure decisions (which
@@ -32,6 +32,8 @@ import { StoppingError, TurnStoppedError, type RelayMetrics } from "./relay-type
 import { startTyping, type ReplyView, type ReplyViews } from "./reply-view.js";
 import type { Turn } from "./scheduler.js";
 import type { CallOutcome, ServiceCalls } from "./service-call.js";
+import type { VoiceNotes } from "./voice-notes.js";
+import { scheduleIdOf } from "./schedules/message.js";
 
 export interface TurnDeps {
   config: DaemonConfig;
@@ -44,6 +46,8 @@ export interface TurnDeps {
   notices: Notices;
   views: ReplyViews;
   stoppable: StoppableTurns;
+  /** The turn's voice notes as transcripts (voice-notes.ts). */
+  voiceNotes: VoiceNotes;
   adapterFor(platform: string, accountId: string): ChatAdapter | undefined;
   /** True once the daemon stops: no new service call starts. */
   stopping(): boolean;
@@ -103,7 +107,9 @@ export async function runTurn(turn: Turn<string>, deps: TurnDeps): Promise<void>
   // Step 6. The reply answers the turn's last message.
   const view = deps.views.open(fresh.adapter, fresh.lead, targetOf(fresh.lead.message, fresh.entries.at(-1)!.message.messageId), fresh.logCtx);
   const asked = await askService(fresh, view, deps);
-  return settleTurn(fresh, view, asked, deps);
+  await settleTurn(fresh, view, asked, deps);
+  // The reply is recorded (or the turn given up): the service is not asked with these transcripts again.
+  await deps.voiceNotes.forget(fresh.entries);
 }
 
 /** Step 1. Answered before a restart: only delivery is left (a streamed reply finishes the messages its preview started). */
@@ -175,10 +181,12 @@ function failTurn(turn: OpenTurn, failure: Parameters<Notices["turnFailed"]>[2],
 async function askService(turn: OpenTurn, view: ReplyView, deps: TurnDeps): Promise<Asked> {
   const route = turn.lead.route;
   const stoppable = deps.stoppable.begin(sessionKeyOf(route));
-  const typing = startTyping(turn.adapter, view.target, deps.clock);
+  // A scheduled prompt may end in silence: nobody is shown the agent typing for it.
+  const typing = scheduledOnly(turn.entries) ? { stop() {} } : startTyping(turn.adapter, view.target, deps.clock);
   const notes = turn.notes;
   try {
-    const input = await deps.service.buildInput(turn.entries, route, notes);
+    const transcripts = await deps.voiceNotes.transcribe(turn.entries, notes, turn.logCtx);
+    const input = await deps.service.buildInput(turn.entries, route, notes, transcripts);
     if (input === undefined) return { kind: "nothing_to_send", notes };
     const outcome = await deps.service.call(route, input, turn.logCtx, { signal: stoppable.signal, ...(view.onText ? { onText: view.onText } : {}) });
     return { kind: "answered", outcome, notes };
@@ -249,10 +257,23 @@ export function nextSessionState(
   return { generation: current.generation, lastResponseId: answer.responseId, sessionId: answer.sessionId, lastTurnAt: at };
 }
 
+/** Whether every message of the turn is a scheduled prompt (no person is waiting for this answer). */
+const scheduledOnly = (entries: readonly JournalEntry[]): boolean => entries.every((e) => scheduleIdOf(e.message) !== undefined);
+
+/** The silent word of the turn's schedule when the answer is exactly it (a scheduled prompt with nothing to say); else undefined. Pure. */
+export function silentAnswer(config: Pick<DaemonConfig, "schedules">, entries: readonly JournalEntry[], text: string): string | undefined {
+  if (!scheduledOnly(entries)) return undefined;
+  const id = scheduleIdOf(entries[0]!.message);
+  const word = config.schedules.find((s) => s.id === id)?.silentWord;
+  return word && text.trim() === word ? id : undefined;
+}
+
 /** Step 8, answered: the reply recorded with the chain's move in one write, then shown or delivered. */
 async function deliverAnswer(turn: OpenTurn, view: ReplyView, answer: Extract<CallOutcome, { ok: true }>, notes: string[], deps: TurnDeps): Promise<void> {
   const { lead, entries, adapter } = turn;
   const { store } = deps;
+  const silentSchedule = silentAnswer(deps.config, entries, answer.text);
+  if (silentSchedule !== undefined) return keepSilent(turn, answer, silentSchedule, deps);
   const { text, files } = replyWithFiles(answer, notes, deps.config.replyFiles.enabled);
   const chunks = chunksFor(adapter, text, "markdown");
   const key = sessionKeyOf(lead.route);
@@ -269,4 +290,17 @@ async function deliverAnswer(turn: OpenTurn, view: ReplyView, answer: Extract<Ca
     return store.complete(entries.map((e) => e.id));
   }
   return deps.delivery.deliver(lead.id);
+}
+
+/** A scheduled prompt answered with its silent word: the conversation moves on, nothing is sent. */
+async function keepSilent(turn: OpenTurn, answer: Extract<CallOutcome, { ok: true }>, schedule: string, deps: TurnDeps): Promise<void> {
+  const { lead, entries } = turn;
+  const key = sessionKeyOf(lead.route);
+  const state = nextSessionState(deps.store.session(key), answer, entries.at(-1)!.acceptedAt);
+  const members = entries.map((e) => e.id);
+  await deps.store.recordReply(lead.id, { chunks: [], members, format: "markdown" }, state && { key, state });
+  deps.logger.info({ ...turn.logCtx, schedule }, "scheduled prompt answered with its silent word: nothing sent");
+  deps.metrics.scheduled(schedule, "silent");
+  deps.metrics.turn(lead.route.instanceId, "answered", Math.max(0, deps.clock.now() - lead.acceptedAt) / 1000);
+  await deps.store.complete(members);
 }

@@ -3,9 +3,9 @@
  * one), so several daemons, or tests, in one process do not collide.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { InboundOutcome, RetryReason, TurnOutcome } from "../core/relay-types.js";
+import type { InboundOutcome, RetryReason, ScheduleOutcome, TranscriptionOutcome, TurnOutcome } from "../core/relay-types.js";
 
-export type { InboundOutcome, RetryReason, TurnOutcome } from "../core/relay-types.js";
+export type { InboundOutcome, RetryReason, ScheduleOutcome, TranscriptionOutcome, TurnOutcome } from "../core/relay-types.js";
 
 /** Every metric's name starts with this (and process metrics, when collected). */
 export const METRICS_PREFIX = "agent_bridge_";
@@ -23,6 +23,10 @@ export interface Metrics {
   errorsTotal: Counter<"route" | "kind">;
   /** outcome: an `InboundOutcome` ("accepted", "duplicate", "denied", "busy", ...). */
   inboundMessagesTotal: Counter<"platform" | "outcome">;
+  /** Voice notes transcribed, by platform and outcome (a `TranscriptionOutcome`: "ok", "timeout", "failed", ...). */
+  transcriptionsTotal: Counter<"platform" | "outcome">;
+  /** Scheduled prompts by schedule and outcome (a `ScheduleOutcome`: "fired", "skipped", "silent", ...). */
+  scheduledPromptsTotal: Counter<"schedule" | "outcome">;
   /** Several machines: 1 while this node owns the account's lease, else 0. */
   leaseOwned: Gauge<"unit">;
   /** Several machines: the fencing number of the lease this node holds (it grows on every takeover). */
@@ -41,6 +45,8 @@ export interface Metrics {
   countInbound(platform: string, outcome: InboundOutcome): void;
   countTurn(instance: string, outcome: TurnOutcome, seconds: number): void;
   countRetry(instance: string, reason: RetryReason): void;
+  countTranscription(platform: string, outcome: TranscriptionOutcome): void;
+  countScheduled(schedule: string, outcome: ScheduleOutcome): void;
 }
 
 export interface MetricsOptions {
@@ -94,6 +100,18 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       labelNames: ["platform", "outcome"] as const,
       registers,
     }),
+    transcriptionsTotal: new Counter({
+      name: `${prefix}transcriptions_total`,
+      help: "Voice notes and audio messages transcribed for the agent, by platform and outcome.",
+      labelNames: ["platform", "outcome"] as const,
+      registers,
+    }),
+    scheduledPromptsTotal: new Counter({
+      name: `${prefix}scheduled_prompts_total`,
+      help: "Slots of scheduled prompts, by schedule and what became of them (fired, skipped past the grace time, answered silently, ...).",
+      labelNames: ["schedule", "outcome"] as const,
+      registers,
+    }),
     leaseOwned: new Gauge({ name: `${prefix}lease_owned`, help: "1 while this node owns the account's lease.", labelNames: ["unit"] as const, registers }),
     leaseEpoch: new Gauge({
       name: `${prefix}lease_epoch`,
@@ -130,6 +148,8 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       if (outcome === "answered") metrics.turnLatencySeconds.observe({ instance }, seconds);
     },
     countRetry: (instance, reason) => metrics.retriesTotal.inc({ instance, reason }),
+    countTranscription: (platform, outcome) => metrics.transcriptionsTotal.inc({ platform, outcome }),
+    countScheduled: (schedule, outcome) => metrics.scheduledPromptsTotal.inc({ schedule, outcome }),
   };
   return metrics;
 }

@@ -13,6 +13,8 @@
  * | `adapter:<type>:<id>` values | that channel's account                                |
  * | `pairing` values             | the channel named in the key (pairing.ts)             |
  * | `relay:owed-notices` values  | the account in the chat key (keys.ts)                 |
+ * | `relay:transcripts` values   | the platform and account named in the key             |
+ * | `schedules` values (last slot) | the platform and account named in the key           |
  *
  * Readers see only the units held now: an account another node owns has no
  * pending entries here, so nothing on this node starts its turns. A write for
@@ -103,6 +105,11 @@ export function createClusterStore(deps: ClusterStoreDeps): ClusterStore {
   function unitOfKv(namespace: string, key: string): string | undefined {
     if (namespace.startsWith("adapter:")) return namespace.slice("adapter:".length);
     if (namespace === "pairing") return byAccountId.get(key.split("\u0000")[1] ?? "");
+    // A voice note's transcript lives with its entry's account (core/voice-notes.ts: `<platform>\0<account>\0<entry id>\0<index>`).
+    if (namespace === "relay:transcripts" || namespace === "schedules") {
+      const [platform, accountId] = key.split("\u0000");
+      return platform === undefined || accountId === undefined ? undefined : unitOf({ platform, accountId });
+    }
     if (namespace === "relay:owed-notices") {
       const chat = parseChatKey(key);
       if (!chat) return undefined;

@@ -348,7 +348,14 @@ async function spoolAttachments(dataDir: string, id: string, attachments: Inboun
   for (const [i, a] of attachments.entries()) {
     const file = join("spool", id, `${i}-${pathComponent(a.fileName, { keep: "end", fallback: "file" })}`);
     await writeFileDurable(join(dataDir, file), a.data);
-    stored.push({ kind: a.kind, fileName: a.fileName, ...(a.mimeType ? { mimeType: a.mimeType } : {}), size: a.data.length, file });
+    stored.push({
+      kind: a.kind,
+      fileName: a.fileName,
+      ...(a.mimeType ? { mimeType: a.mimeType } : {}),
+      ...(a.seconds !== undefined ? { seconds: a.seconds } : {}),
+      size: a.data.length,
+      file,
+    });
   }
   await syncDirectory(spoolDir);
   return stored;

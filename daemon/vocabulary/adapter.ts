@@ -14,9 +14,16 @@
 
 export type ChatType = "direct" | "group";
 
-/** A file a person sent, already downloaded by the adapter (bounded in size). */
+/**
+ * A file a person sent, already downloaded by the adapter (bounded in size).
+ * An `audio` one (a voice note, an audio message) is transcribed for the agent
+ * where transcription is on (daemon/transcription/): a new platform gets that
+ * by marking its voice notes `audio`, with `seconds` where the platform says.
+ */
 export interface InboundAttachment {
   kind: "document" | "photo" | "audio" | "video" | "other";
+  /** An audio file's length as the platform reports it (transcription's `maxSeconds` is checked against it). */
+  seconds?: number;
   /** A safe base name, no folders (the adapter invents one when the platform has none). */
   fileName: string;
   mimeType?: string;
@@ -205,6 +212,11 @@ export interface InboundSink {
 export interface AdapterStatusEvent {
   state: "starting" | "connected" | "reconnecting" | "stopped" | "failed" | "logged_out" | "pairing";
   detail?: string;
+  /**
+   * With "pairing": what a phone scans to link the account (WhatsApp's QR payload). A secret:
+   * drawn on the terminal and in the operator's console, never logged.
+   */
+  linkCode?: string;
 }
 
 /**
@@ -241,6 +253,8 @@ export interface ChatAdapter {
    * may still be asked for afterwards only until the core halts delivery.
    */
   stop(): Promise<void>;
+  /** While stopped: forgets the account's link (WhatsApp's linked device), so the next start links it anew. */
+  forgetLink?(): Promise<void>;
   /**
    * The length the platform will count for `text` sent in `format`, to compare
    * with `limits.maxMessageLength` (Telegram: visible characters of the

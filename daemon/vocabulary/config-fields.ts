@@ -126,6 +126,8 @@ const timeZoneName = z.string().refine(
 );
 
 /** The host's own time zone: what a daily reset hour means when the config names none. */
+export { timeZoneName };
+
 export const hostTimeZone = (): string => Intl.DateTimeFormat().resolvedOptions().timeZone;
 
 /** When a session ends on its own (core/session-reset.ts): daily at an hour and/or after an idle time. */
@@ -154,6 +156,62 @@ export const sessionResetSchema = z
 
 export type SessionResetConfig = z.output<typeof sessionResetSchema>;
 
+const transcriptionLimits = {
+  maxBytes: posInt
+    .default(25 * 1024 * 1024)
+    .describe(
+      "The largest audio file transcribed, bytes; a larger one goes to the agent as audio only and the person is told. Default: 26214400 (25 MiB, OpenAI's limit).",
+    ),
+  maxSeconds: posInt
+    .default(600)
+    .describe(
+      "The longest voice note transcribed, seconds, where the platform says how long it is; a longer one goes as audio only, the person is told. Default: 600.",
+    ),
+  maxChars: posInt
+    .max(100_000, "must be at most 100000")
+    .default(8000)
+    .describe("The longest transcript passed on, characters; a longer one is cut (marked as cut for the agent). Default: 8000."),
+  timeoutMs: posInt
+    .default(60_000)
+    .describe("How long one transcription may take, ms; past it the audio goes through without a transcript and the person is told. Default: 60000."),
+};
+
+/** Voice notes and audio turned into text for the agent (daemon/transcription/): an OpenAI-compatible endpoint or a local command. */
+export const transcriptionSchema = z
+  .discriminatedUnion("kind", [
+    z.strictObject({
+      kind: z.literal("openai").describe('"openai": an OpenAI-compatible `/v1/audio/transcriptions` endpoint.'),
+      url: httpUrl.describe(
+        "The endpoint's API base, ending in /v1 (the audio is posted to <url>/audio/transcriptions); a URL ending in /audio/transcriptions is used as it is. Required.",
+      ),
+      apiKey: z
+        .string()
+        .regex(/^\S+$/, "must not contain whitespace")
+        .optional()
+        .describe("The endpoint's key, sent as `Authorization: Bearer`; best as ${NAME} (it is scrubbed from every log). Default: none (no header)."),
+      model: nonEmpty.default("whisper-1").describe("The transcription model asked for. Default: whisper-1."),
+      language: z
+        .string()
+        .regex(/^[a-z]{2,3}$/, "must be an ISO-639-1 code such as en or de")
+        .optional()
+        .describe("The spoken language as an ISO-639-1 code (en, de, ...), which helps the model. Default: the endpoint detects it."),
+      ...transcriptionLimits,
+    }),
+    z.strictObject({
+      kind: z.literal("command").describe('"command": a local program (whisper.cpp, say) that is given the audio file and prints the text.'),
+      command: z
+        .array(nonEmpty)
+        .min(1, "must name the program")
+        .describe(
+          'The program and its arguments, run without a shell; "{file}" in an argument is replaced by the audio file\'s path, or the path is added last when no argument has it. It prints the transcript on stdout and exits 0. Required.',
+        ),
+      ...transcriptionLimits,
+    }),
+  ])
+  .describe("Transcribe voice notes and audio people send: the agent gets the transcript, marked as one, with the audio still attached. Default: off.");
+
+export type TranscriptionConfig = z.output<typeof transcriptionSchema>;
+
 /** The keys every channel has, whatever its platform: spread into each channel schema. */
 export const channelCommon = {
   id: z
@@ -166,6 +224,10 @@ export const channelCommon = {
     .default(true)
     .describe("false: the channel is left out (its settings are still checked, without its environment variables). Default: true."),
   sessionReset: sessionResetSchema.optional(),
+  transcription: z
+    .union([transcriptionSchema, z.literal(false)])
+    .optional()
+    .describe("This channel's own transcription of voice notes, in place of the top-level `transcription`; false: none here. Default: the top-level one."),
 };
 
 /** The keys of a channel on a platform with groups and reactions: spread into its schema beside `channelCommon`. */

@@ -34,6 +34,8 @@ export const StoredAttachmentSchema = z.object({
   fileName: z.string(),
   mimeType: z.string().optional(),
   size: z.number().int().nonnegative(),
+  /** An audio file's length as the platform reported it. */
+  seconds: z.number().nonnegative().optional(),
   /** Path relative to the dataDir. */
   file: z.string(),
 });

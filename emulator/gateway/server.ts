@@ -1,6 +1,7 @@
 /**
  * The fake gateway's server: routes `POST /instances/:id/v1/responses`, applies
- * injected faults, and answers each turn in five named steps (see `handle`).
+ * injected faults, and answers each turn in five named steps (see `handle`);
+ * `/v1/audio/transcriptions` is its speech-to-text endpoint (transcription.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -17,6 +18,7 @@ import { createStreamSender } from "./stream-sender.js";
 import type { GatewayError } from "./reply.js";
 import type { FakeGateway, GatewayOptions, GatewayState, StoredResponse } from "./types.js";
 import { finalResponse, pacedDeltas, streamFrames, type Turn } from "./wire.js";
+import { handleTranscription, isTranscriptionRequest } from "./transcription.js";
 import { LISTEN_BACKLOG } from "../../shared/listen.js";
 
 /** Names the script rule that answered a turn (percent-encoded). */
@@ -313,6 +315,12 @@ class GatewayServer implements FakeGateway {
   #onRequest(req: IncomingMessage, res: ServerResponse): void {
     // A write after the client left must not become an unhandled 'error'.
     res.on("error", () => {});
+    if (isTranscriptionRequest(req.url)) {
+      void handleTranscription(req, res, this.#clock).catch(() =>
+        sendError(res, { status: 500, type: "server_error", code: null, param: null, message: "Gateway error." }),
+      );
+      return;
+    }
     const answer = () =>
       this.#handle(req, res).catch((error: unknown) => {
         const message = error instanceof Error ? error.message : String(error);

@@ -20,6 +20,9 @@ const context = (over: Partial<CommandContext> = {}): CommandContext => ({
   stopTurn: async () => ({ stopped: true, dropped: 2 }),
   queue: { sessionWaiting: 2, sessionBusy: true, instanceWaiting: 5, instanceRunning: 3, totalWaiting: 9 },
   approvePairing: async (code) => `approved ${code}`,
+  listSchedules: () => "the schedules",
+  link: async (code) => `linked ${code}`,
+  unlink: async () => "unlinked",
   ...over,
 });
 

@@ -394,6 +394,25 @@ export function documentFrom(phone: string, fileName: string, data: Buffer, opts
   };
 }
 
+/** A voice note (push-to-talk audio: `ptt`, Opus in Ogg, its length in `seconds`), as WhatsApp delivers one. */
+export function voiceNoteFrom(phone: string, data: Buffer, seconds: number, opts: MediaOpts = {}): WAMessage {
+  return {
+    key: { remoteJid: pnJid(phone), fromMe: false, id: opts.id ?? nextId(), addressingMode: "pn" },
+    message: {
+      audioMessage: {
+        mimetype: opts.mimetype ?? "audio/ogg; codecs=opus",
+        fileLength: opts.declaredBytes ?? data.length,
+        seconds,
+        ptt: true,
+        url: "https://mmg.whatsapp.net/fake",
+        mediaKey: new Uint8Array(32),
+      },
+    },
+    messageTimestamp: opts.timestamp ?? SENT_AT,
+    pushName: opts.pushName ?? "Ana",
+  };
+}
+
 export function imageFrom(phone: string, data: Buffer, opts: MediaOpts = {}): WAMessage {
   return {
     key: { remoteJid: pnJid(phone), fromMe: false, id: opts.id ?? nextId(), addressingMode: "pn" },

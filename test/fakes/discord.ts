@@ -61,6 +61,11 @@ export interface FakeAttachmentInput {
   data: Buffer;
   /** Reported size when it should differ from `data.length` (a lying platform). */
   size?: number;
+  /**
+   * A voice message's length: the attachment gets `duration_secs` and a `waveform` (as Discord's
+   * voice messages carry them) and the message the IS_VOICE_MESSAGE flag (1 << 13).
+   */
+  durationSecs?: number;
 }
 
 export interface DispatchMessageInput {
@@ -707,6 +712,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
         filename: a.filename,
         size: a.size ?? a.data.length,
         content_type: contentType,
+        ...(a.durationSecs !== undefined ? { duration_secs: a.durationSecs, waveform: Buffer.alloc(8, 128).toString("base64") } : {}),
         url: `${httpBase}/attachments/${channel.id}/${attachmentId}/${encodeURIComponent(a.filename)}`,
         proxy_url: `${httpBase}/attachments/${channel.id}/${attachmentId}/${encodeURIComponent(a.filename)}`,
       };
@@ -721,6 +727,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
       replyTo: input.replyTo,
       attachments: attachmentJson,
     });
+    if (input.attachments?.some((a) => a.durationSecs !== undefined)) message.flags = 1 << 13;
     // Discord adds the replied-to author to `mentions` when the reply pings them.
     const referenced = message.referenced_message as Json | undefined;
     const referencedAuthor = referenced?.author as Json | undefined;

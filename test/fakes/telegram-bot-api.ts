@@ -107,6 +107,8 @@ export interface FakeTelegram {
     text: string,
     extra?: { mention?: boolean; textMention?: boolean; replyToBot?: boolean; basicGroup?: boolean },
   ): number;
+  /** A private voice note (Bot API `Voice`: Ogg/Opus, its length in seconds); its bytes are served through getFile and /file/. */
+  voice(user: FakeUser, content: Buffer, duration: number): number;
   /** A private document; its bytes are served through getFile and /file/. */
   document(user: FakeUser, fileName: string, content: Buffer, caption?: string): number;
   /** A private photo in several sizes, smallest first as Telegram lists them; `sizes[i]` is each size's bytes. */
@@ -293,6 +295,14 @@ export async function createFakeTelegram(options: {
         };
       }
       return fake.pushUpdate({ message: message(chat, user, body, msgExtra) });
+    },
+    voice(user, content, duration) {
+      const fileId = addFile("voice.oga", content);
+      return fake.pushUpdate({
+        message: media(user, undefined, {
+          voice: { file_id: fileId, file_unique_id: `u${fileId}`, duration, mime_type: "audio/ogg", file_size: content.length },
+        }),
+      });
     },
     document(user, fileName, content, caption) {
       const fileId = addFile(fileName, content);

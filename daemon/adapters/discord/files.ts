@@ -29,7 +29,14 @@ export function discordFiles(deps: DiscordFilesDeps, messageId: string): FileSou
       const result = await downloadAttachment(view.url, { maxBytes, reportedSize: view.size, timeoutMs: deps.attachmentTimeoutMs });
       if (result.ok) {
         const mimeType = view.contentType ?? result.contentType;
-        return { kind: attachmentKind(view.contentType), fileName, data: result.data, ...(mimeType ? { mimeType } : {}) };
+        const seconds = view.duration ?? undefined;
+        return {
+          kind: attachmentKind(view.contentType),
+          fileName,
+          data: result.data,
+          ...(mimeType ? { mimeType } : {}),
+          ...(seconds !== undefined ? { seconds } : {}),
+        };
       }
       if (result.reason === "too_large") return { fileName, reason: "too_large" };
       deps.log.warn({ messageId, fileName, detail: result.detail }, "discord attachment download failed");

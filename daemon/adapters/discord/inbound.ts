@@ -17,6 +17,8 @@ export interface DiscordAttachmentView {
   /** Bytes, as Discord reports them. */
   size: number;
   contentType: string | null;
+  /** A voice message's length, seconds (Discord's `duration_secs`); null for other files. */
+  duration?: number | null;
 }
 
 /** The parts of a discord.js `Message` the adapter reads. */

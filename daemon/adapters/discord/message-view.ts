@@ -30,6 +30,7 @@ export function viewOf(message: Message): DiscordMessageView {
       url: a.url,
       size: a.size,
       contentType: a.contentType,
+      duration: a.duration,
     })),
   };
 }

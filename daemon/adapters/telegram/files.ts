@@ -38,7 +38,13 @@ export function telegramFiles(deps: TelegramFilesDeps, signal: AbortSignal): Fil
           timeoutMs: deps.attachmentTimeoutMs,
         });
         if (result.ok)
-          return { kind: ref.kind, fileName: ref.fileName, ...(ref.mimeType ? { mimeType: ref.mimeType } : {}), data: result.data } satisfies InboundAttachment;
+          return {
+            kind: ref.kind,
+            fileName: ref.fileName,
+            ...(ref.mimeType ? { mimeType: ref.mimeType } : {}),
+            ...(ref.seconds !== undefined ? { seconds: ref.seconds } : {}),
+            data: result.data,
+          } satisfies InboundAttachment;
         if (result.reason === "too_large") return tooLarge;
         if (signal.aborted) throw new Error("stopped");
         log.warn({ fileName: ref.fileName, err: scrub(result.detail) }, "telegram attachment download failed");

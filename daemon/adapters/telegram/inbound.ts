@@ -82,6 +82,8 @@ export interface FileRef {
   fileName: string;
   kind: InboundAttachment["kind"];
   mimeType?: string;
+  /** Audio and voice: the length Telegram reports, seconds. */
+  seconds?: number;
 }
 
 /** Documents, the largest photo size, audio, voice and video; names made safe, invented when missing. */
@@ -100,11 +102,11 @@ export function fileRefsOf(message: Message): FileRef[] {
   }
   if (message.audio) {
     const a = message.audio;
-    add({ fileId: a.file_id, size: a.file_size, fileName: safeFileName(a.file_name, `audio-${id}`), kind: "audio" }, a.mime_type);
+    add({ fileId: a.file_id, size: a.file_size, fileName: safeFileName(a.file_name, `audio-${id}`), kind: "audio", seconds: a.duration }, a.mime_type);
   }
   if (message.voice) {
     const v = message.voice;
-    add({ fileId: v.file_id, size: v.file_size, fileName: `voice-${id}.ogg`, kind: "audio" }, v.mime_type ?? "audio/ogg");
+    add({ fileId: v.file_id, size: v.file_size, fileName: `voice-${id}.ogg`, kind: "audio", seconds: v.duration }, v.mime_type ?? "audio/ogg");
   }
   if (message.video) {
     const v = message.video;

@@ -50,7 +50,13 @@ export function whatsappFiles(deps: MediaFetchDeps, socket: WhatsAppSocket, msg:
         const source = await deps.downloader(msg, { socket, logger: deps.baileysLog });
         const data = await readBounded(source, limit);
         if (!data) return refuse(media, `it is over the ${formatBytes(limit)} limit`, "too_large");
-        return { kind: media.kind, fileName: media.fileName, ...(media.mimeType ? { mimeType: media.mimeType } : {}), data } satisfies InboundAttachment;
+        return {
+          kind: media.kind,
+          fileName: media.fileName,
+          ...(media.mimeType ? { mimeType: media.mimeType } : {}),
+          ...(media.seconds !== undefined ? { seconds: media.seconds } : {}),
+          data,
+        } satisfies InboundAttachment;
       } catch (err) {
         deps.log.warn({ err: describeError(err), messageId: msg.key.id }, "downloading WhatsApp media failed");
         return refuse(media, "it could not be downloaded", "unavailable");

@@ -28,6 +28,8 @@ export interface MediaInfo {
   mimeType?: string;
   /** What the message claims; the download is bounded separately. */
   declaredBytes?: number;
+  /** A voice note's or audio's length as WhatsApp reports it, seconds. */
+  seconds?: number;
 }
 
 /** The bot's own JIDs (phone and `@lid`), any device suffix allowed. */
@@ -185,11 +187,13 @@ function mediaOf(content: proto.IMessage, messageId: string): MediaInfo | undefi
   const mimeType = found.m.mimetype ?? undefined;
   const named = "fileName" in found.m ? safeBaseName(found.m.fileName, { max: 120 }) : undefined;
   const declared = toNumber(found.m.fileLength);
+  const seconds = "seconds" in found.m && typeof found.m.seconds === "number" ? found.m.seconds : undefined;
   return {
     kind: found.kind,
     fileName: named ?? `${found.kind}-${safeBaseName(messageId, { max: 120 }) ?? "file"}.${extensionFor(mimeType)}`,
     ...(mimeType ? { mimeType } : {}),
     ...(declared !== undefined ? { declaredBytes: declared } : {}),
+    ...(seconds !== undefined ? { seconds } : {}),
   };
 }
 

@@ -250,6 +250,7 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
       kind: a.kind,
       fileName: a.fileName,
       ...(a.mimeType ? { mimeType: a.mimeType } : {}),
+      ...(a.seconds !== undefined ? { seconds: a.seconds } : {}),
       size: a.data.length,
       file: `attachment/${id}/${i}`,
     }));

@@ -72,6 +72,8 @@ export async function startCluster(options: {
   telegramAccess?: Record<string, unknown>;
   /** The Telegram channel's streaming (default "off"; "partial" edits at most every 100 ms). */
   streaming?: "off" | "partial";
+  /** Scheduled prompts of the config (default none). */
+  schedules?: Record<string, unknown>[];
 }): Promise<Cluster> {
   const pgServer = await startTestPostgres();
   const dbUrl = await pgServer.createDatabase("cluster");
@@ -119,6 +121,7 @@ export async function startCluster(options: {
         logLevel: "info", // the tests wait on "daemon started" and "lost the account"
         ops: { port: 0 },
         attachments: { enabled: false },
+        ...(options.schedules ? { schedules: options.schedules } : {}),
         state: {
           kind: "postgres",
           url: dbUrl,

@@ -102,7 +102,7 @@ describe("fileRefsOf", () => {
 
   it("names a voice note and gives it Telegram's Ogg type when none is said", () => {
     const refs = fileRefsOf(message({ chat: privateChat, voice: { file_id: "V", file_unique_id: "v", duration: 3 } }));
-    expect(refs).toEqual([{ fileId: "V", size: undefined, fileName: "voice-42.ogg", kind: "audio", mimeType: "audio/ogg" }]);
+    expect(refs).toEqual([{ fileId: "V", size: undefined, fileName: "voice-42.ogg", kind: "audio", mimeType: "audio/ogg", seconds: 3 }]);
   });
 
   it("carries no files for a text message", () => {

@@ -1,0 +1,45 @@
+/**
+ * Scheduled prompts on several machines: two daemon processes on one real
+ * PostgreSQL server, a schedule firing every two seconds into alice's
+ * Telegram chat. Only the account's lease owner fires; when it is killed with
+ * SIGKILL the next owner carries on; every slot journaled is answered once,
+ * and no slot is journaled twice (its dedupe key is the slot).
+ */
+import { describe, expect, it } from "vitest";
+import { waitUntil } from "../../helpers/wait.js";
+import { alice, byName, clusterPerTest } from "./cluster-harness.js";
+
+const startNodes = clusterPerTest();
+const fired = (out: string) => out.split("\n").filter((l) => l.includes('"msg":"scheduled prompt"')).length;
+
+describe("scheduled prompts on several daemons", () => {
+  it("fire on the owner only, once per slot, across a kill -9 of the owner", { timeout: 90_000 }, async () => {
+    const c = await startNodes({
+      leaseTtlMs: 2_000,
+      schedules: [{ id: "tick", cron: "*/2 * * * * *", timeZone: "UTC", channel: "tg", chatId: String(alice.id), prompt: "tick" }],
+    });
+    const nodes = ["a", "b"].map((n) => c.node(n));
+    const first = await c.owner();
+    const other = nodes.find((n) => n.name !== first)!;
+    await waitUntil(() => c.replies(alice).length >= 3, "three slots answered", 30_000);
+    expect(fired(other.child.out())).toBe(0);
+
+    byName(nodes, first).child.kill();
+    await byName(nodes, first).child.exited;
+    await c.owner({ not: first });
+    const before = c.replies(alice).length;
+    await waitUntil(() => c.replies(alice).length >= before + 3, "three more slots answered by the next owner", 30_000);
+    expect(fired(other.child.out())).toBeGreaterThan(0);
+
+    // SIGTERM: the survivor stops firing and answers what it journaled before it exits.
+    process.kill(other.pid(), "SIGTERM");
+    expect(await other.child.exited).toBe(0);
+    const rows = (await c.query("SELECT message->>'messageId' AS id, state FROM entry WHERE kind = 'turn' ORDER BY seq")) as { id: string; state: string }[];
+    const slots = rows.map((r) => r.id);
+    expect(slots.every((id) => /^schedule:tick:\d{4}-\d\d-\d\dT\d\d:\d\d:\d[02468]\.000Z$/.test(id))).toBe(true);
+    expect(new Set(slots).size).toBe(slots.length);
+    expect([...slots].sort()).toEqual(slots);
+    expect(rows.every((r) => r.state === "done")).toBe(true);
+    expect(c.replies(alice)).toEqual(slots.map(() => "You said: tick"));
+  });
+});

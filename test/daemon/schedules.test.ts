@@ -1,0 +1,131 @@
+/**
+ * Scheduled prompts through the whole daemon on the injected clock: Telegram's
+ * fake, the emulator over real HTTP, and time moved slot by slot instead of
+ * waited for (a day of hourly slots takes well under a minute). Each slot is
+ * answered once in its chat; an answer that is the silent word is not sent;
+ * a slot missed while the daemon was down fires once at the next start, or is
+ * skipped past the grace time.
+ */
+import { afterEach, expect, it } from "vitest";
+import type { DaemonConfig } from "../../daemon/config/schema.js";
+import { createDaemon, type Daemon } from "../../daemon/daemon.js";
+import { scheduleSchema } from "../../daemon/config/schedules.js";
+import { testHandle } from "../../daemon/test-handle.js";
+import { cronOf, nextSlot } from "../../daemon/core/schedules/slots.js";
+import { seededRandom } from "../../shared/random.js";
+import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
+import { startServiceFixture } from "../helpers/bridge.js";
+import { createSteppableClock, type SteppableClock } from "../helpers/steppable-clock.js";
+import { waitUntil } from "../helpers/wait.js";
+
+const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
+const alice = { id: 5001, username: "alice" };
+const bob = { id: 5002, username: "bob" };
+const HOUR = 60 * 60 * 1000;
+const hourly = cronOf("0 * * * *", "UTC");
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function bridge(schedules: Record<string, unknown>[]) {
+  const service = await startServiceFixture(cleanups, "schedules-");
+  const fake = await createFakeTelegram({ token: TOKEN });
+  cleanups.push(() => fake.close());
+  const channel = {
+    type: "telegram",
+    id: "tg",
+    token: TOKEN,
+    apiRoot: fake.url,
+    streaming: "off",
+    setCommands: false,
+    access: { users: [String(alice.id), String(bob.id)], owners: [String(alice.id)] },
+  };
+  const config: DaemonConfig = {
+    ...service.configFor(channel),
+    schedules: schedules.map((s) => scheduleSchema.parse({ channel: "tg", chatId: String(alice.id), timeZone: "UTC", ...s })),
+  };
+  const clock = createSteppableClock();
+  const launch = async () => {
+    const daemon = createDaemon({ config, clock, random: seededRandom(11) });
+    cleanups.push(() => daemon.stop({ graceMs: 0 }));
+    await daemon.start();
+    return daemon;
+  };
+  return { fake, clock, launch };
+}
+
+const texts = (fake: FakeTelegram, chat = alice.id) => fake.sentMessages(chat).map((m) => m.text);
+/** Once the schedule's timer is armed, moves the clock to the next hourly slot. */
+async function toNextSlot(clock: SteppableClock, daemon: Daemon, id: string): Promise<void> {
+  await waitUntil(() => testHandle(daemon).schedules?.nextCheck(id) !== undefined, `${id}'s timer`);
+  // A second past the slot: the timer was set a few real milliseconds after the runner read the time.
+  clock.advance(nextSlot(hourly, clock.now())! - clock.now() + 1000);
+}
+const counted = async (daemon: Daemon, outcome: string) =>
+  Number(new RegExp(`agent_bridge_scheduled_prompts_total\\{schedule="[^"]+",outcome="${outcome}"\\} (\\d+)`).exec(await daemon.metrics.text())?.[1] ?? 0);
+
+it("answers each of a day of hourly slots once, in the chat, quoting nothing", { timeout: 60_000 }, async () => {
+  const { fake, clock, launch } = await bridge([{ id: "pulse", cron: "0 * * * *", prompt: "status check" }]);
+  const daemon = await launch();
+  for (let slot = 1; slot <= 24; slot++) {
+    await toNextSlot(clock, daemon, "pulse");
+    await waitUntil(() => texts(fake).length === slot, `slot ${slot} answered`);
+  }
+  await daemon.whenIdle();
+  expect(texts(fake)).toEqual(Array.from({ length: 24 }, () => "You said: status check"));
+  expect(fake.sentMessages(alice.id).every((m) => m.reply_to === undefined)).toBe(true);
+  expect(await counted(daemon, "fired")).toBe(24);
+});
+
+it("sends nothing when the answer is exactly the silent word, and keeps its own conversation apart", { timeout: 30_000 }, async () => {
+  // The fake model answers `!recall` with "(nothing yet)" in a fresh conversation: the silent word here.
+  const { fake, clock, launch } = await bridge([{ id: "watch", cron: "0 * * * *", prompt: "!recall", session: "own", silentWord: "(nothing yet)" }]);
+  const daemon = await launch();
+  await toNextSlot(clock, daemon, "watch");
+  await waitUntil(async () => (await counted(daemon, "silent")) === 1, "the silent answer");
+  expect(texts(fake)).toEqual([]);
+  await toNextSlot(clock, daemon, "watch");
+  await waitUntil(() => texts(fake).length === 1, "the second slot's answer");
+  expect(texts(fake)).toEqual(["!recall"]);
+  // The person's own conversation never saw the schedule's prompts.
+  fake.privateText(alice, "!count");
+  await waitUntil(() => texts(fake).length === 2, "the count");
+  expect(texts(fake)[1]).toBe("0");
+});
+
+it("fires a slot missed while down once at the next start, and skips one past the grace time", { timeout: 30_000 }, async () => {
+  const { fake, clock, launch } = await bridge([{ id: "pulse", cron: "0 * * * *", prompt: "status check", graceMs: HOUR / 2 }]);
+  const first = await launch();
+  await waitUntil(() => testHandle(first).schedules?.nextCheck("pulse") !== undefined, "the schedule's timer");
+  await first.stop({ graceMs: 0 });
+  // Down across a slot; back 10 minutes after it (within the grace): it fires once.
+  clock.advance(nextSlot(hourly, clock.now())! - clock.now() + 1000);
+  clock.advance(10 * 60 * 1000);
+  const second = await launch();
+  await waitUntil(() => texts(fake).length === 1, "the missed slot fired");
+  await second.whenIdle();
+  await second.stop({ graceMs: 0 });
+  // Down across three slots; back 45 minutes after the last (past the grace): skipped.
+  clock.advance(3 * HOUR + 35 * 60 * 1000);
+  const third = await launch();
+  await waitUntil(async () => (await counted(third, "skipped")) === 1, "the slot skipped");
+  expect(texts(fake)).toEqual(["You said: status check"]);
+  // The next slot fires as usual.
+  await toNextSlot(clock, third, "pulse");
+  await waitUntil(() => texts(fake).length === 2, "the next slot");
+});
+
+it("lists the schedules to an owner, and to nobody else", { timeout: 30_000 }, async () => {
+  const { fake, launch } = await bridge([{ id: "inbox", cron: "0 8 * * 1-5", prompt: "summarise my inbox", timeZone: "Europe/Berlin" }]);
+  await launch();
+  fake.privateText(alice, "/schedule list");
+  await waitUntil(() => texts(fake).length === 1, "the owner's list");
+  expect(texts(fake)[0]).toMatch(
+    /^Scheduled prompts \(1\):\ninbox: "0 8 \* \* 1-5" in chat 5001 \(direct\), the chat's conversation\n {2}next: \d{4}-\d\d-\d\d 08:00 \(Europe\/Berlin\); last slot: /,
+  );
+  fake.privateText(bob, "/schedule list");
+  await waitUntil(() => texts(fake, bob.id).length === 1, "bob's answer");
+  expect(texts(fake, bob.id)[0]).toBe("Only this channel's owners (access.owners) can list its schedules.");
+});

@@ -1,0 +1,88 @@
+/** Identity links on the real file store: codes expire, work once, one per person; links survive a restart; the config's checks. */
+import { afterEach, describe, expect, it } from "vitest";
+import { parseConfig } from "../../../daemon/config/load.js";
+import { hashLinkCode, IdentityLinks } from "../../../daemon/core/identity-links.js";
+import { openStore } from "../../../daemon/state/store.js";
+import type { Store } from "../../../daemon/vocabulary/store.js";
+import { createManualClock } from "../../../shared/clock.js";
+import { seededRandom } from "../../../shared/random.js";
+import { tempDir } from "../../helpers/emulator.js";
+
+const stores: Store[] = [];
+const dirs: (() => void)[] = [];
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close();
+  for (const d of dirs.splice(0)) d();
+});
+
+const tg = { platform: "telegram", accountId: "tg", userId: "5001" };
+const dc = { platform: "discord", accountId: "dc", userId: "7001" };
+
+async function setup(dataDir?: string) {
+  let dir = dataDir;
+  if (!dir) {
+    const made = tempDir("links-unit-");
+    dirs.push(made.remove);
+    dir = made.path;
+  }
+  const clock = createManualClock(Date.parse("2026-11-25T10:00:00Z"));
+  const store = await openStore({ dataDir: dir, clock });
+  stores.push(store);
+  const links = new IdentityLinks({ store, clock, random: seededRandom(4), configured: [], platformOf: () => undefined, available: true });
+  const codeHash = (code: string) => hashLinkCode(code);
+  return { links, clock, store, dir, codeHash };
+}
+
+describe("identity links", () => {
+  it("a code links once, within 10 minutes, and a newer code replaces the older", async () => {
+    const { links, clock, codeHash } = await setup();
+    const first = await links.newCode(tg);
+    const second = await links.newCode(tg);
+    expect(await links.redeem(dc, codeHash(first))).toEqual({ ok: false, reason: "no_match" });
+    clock.advance(10 * 60 * 1000);
+    expect(await links.redeem(dc, codeHash(second))).toEqual({ ok: false, reason: "no_match" });
+    const third = await links.newCode(tg);
+    expect(await links.redeem(tg, codeHash(third))).toEqual({ ok: false, reason: "same" });
+    expect(await links.redeem(dc, codeHash(third.toLowerCase()))).toEqual({ ok: true, other: tg });
+    expect(await links.redeem(dc, codeHash(third))).toEqual({ ok: false, reason: "no_match" });
+    expect(links.sessionBaseFor({ ...tg, chatType: "direct" })).toBe(links.sessionBaseFor({ ...dc, chatType: "direct" }));
+    expect(links.sessionBaseFor({ ...tg, chatType: "group" })).toBeUndefined();
+  });
+
+  it("keeps links across a restart, and /unlink ends them for every app of the person", async () => {
+    const dir = tempDir("links-restart-");
+    dirs.push(dir.remove);
+    const a = await setup(dir.path);
+    await a.links.redeem(dc, a.codeHash(await a.links.newCode(tg)));
+    const base = a.links.sessionBaseFor({ ...tg, chatType: "direct" });
+    await a.store.close();
+    stores.splice(0);
+    const b = await setup(dir.path);
+    expect(b.links.sessionBaseFor({ ...dc, chatType: "direct" })).toBe(base);
+    expect(await b.links.unlink(dc)).toEqual([tg]);
+    expect(b.links.sessionBaseFor({ ...tg, chatType: "direct" })).toBeUndefined();
+    expect(await b.links.unlink(dc)).toBe("none");
+  });
+
+  it("refuses configured links with the PostgreSQL state, and links with too few ids", () => {
+    const base = {
+      service: { apiKey: "svc_org_x" },
+      routes: [{ instance: "i" }],
+      channels: [{ type: "terminal", id: "t" }],
+    };
+    expect(() => parseConfig({ ...base, identityLinks: [[{ channel: "t", userId: "1" }]] })).toThrow(/identityLinks\[0\]: must name at least two identities/);
+    expect(() =>
+      parseConfig({
+        ...base,
+        channels: [],
+        state: { kind: "postgres", url: "postgres://u@127.0.0.1/db" },
+        identityLinks: [
+          [
+            { channel: "a", userId: "1" },
+            { channel: "b", userId: "2" },
+          ],
+        ],
+      }),
+    ).toThrow(/identityLinks: links across apps need one machine/);
+  });
+});
