@@ -118,7 +118,7 @@ describe("the package installed in another project", () => {
   });
 
   it("brings no platform library, and a daemon channel that needs one says what to install", () => {
-    for (const library of ["grammy", "discord.js", "@whiskeysockets/baileys", "pg"])
+    for (const library of ["grammy", "discord.js", "@whiskeysockets/baileys", "@slack/web-api", "@slack/socket-mode", "pg"])
       expect(existsSync(join(project, "node_modules", library)), library).toBe(false);
     writeFileSync(
       join(project, "bridge.json"),
