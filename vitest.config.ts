@@ -14,6 +14,7 @@ const CLUSTER = [
   "test/daemon/postgres/faults.test.ts",
   "test/daemon/postgres/whatsapp-cluster.test.ts",
   "test/daemon/postgres/schedules-cluster.test.ts",
+  "test/daemon/postgres/identity-links-cluster.test.ts",
 ];
 
 export default defineConfig({

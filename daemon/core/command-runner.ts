@@ -93,8 +93,15 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
           chained: !!state.lastResponseId,
           sessionReset: describeReset(deps.config, route.ruleIndex, m.accountId, state, deps.clock.now()),
           async resetSession() {
-            const next = store.session(sessionKey).generation + 1;
-            await store.setSession(sessionKey, { generation: next });
+            // A linked person's session on several machines: moved only while this node holds it.
+            const release = await store.holdSession?.(sessionKey, m);
+            let next: number;
+            try {
+              next = store.session(sessionKey).generation + 1;
+              await store.setSession(sessionKey, { generation: next });
+            } finally {
+              await release?.();
+            }
             log.info({ platform: m.platform, chatId: m.chatId, instanceId: route.instanceId }, "conversation reset by the person");
             return sessionIdFor(route.sessionBase, next);
           },
