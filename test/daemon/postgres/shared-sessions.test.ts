@@ -50,7 +50,10 @@ function steppedClock() {
     },
     sleep: (ms, signal) => sleepOn(clock, ms, signal),
   };
-  return { clock, waits: () => waits, step: () => parked.splice(0).forEach((fn) => fn()) };
+  const step = () => {
+    for (const fn of parked.splice(0)) fn();
+  };
+  return { clock, waits: () => waits, step };
 }
 
 const until = async (cond: () => boolean) => {
