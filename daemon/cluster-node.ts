@@ -61,6 +61,8 @@ export interface ClusterNode {
   databaseReachable(): boolean;
   /** How long a stopping node lets turns in flight finish before it hands over. */
   readonly handoverGraceMs: number;
+  /** Hands an account this node owns to another node (the operator's console); false when it does not own it. */
+  handOver(unit: string): Promise<boolean>;
 }
 
 /** A graceful give-up that takes longer than this is cut short (the lease would expire anyway). */
@@ -174,5 +176,7 @@ export async function openClusterNode(deps: ClusterNodeDeps): Promise<ClusterNod
     start: () => state.leases.start(),
     owned,
     databaseReachable: () => state.leases.lastRound?.ok !== false,
+    // Left to the others for a lease's length: long enough for any live node to take it.
+    handOver: (unit) => state.leases.handOver(unit, state.options.leaseTtlMs),
   };
 }

@@ -27,6 +27,9 @@ import { errorSummary, type RelayMetrics } from "./core/relay-types.js";
 import type { Scheduler } from "./core/scheduler.js";
 import { serveControlRequests, type ControlRequests } from "./ops/control-requests.js";
 import { startOpsServer, type HealthReport, type OpsServer } from "./ops/http.js";
+import { ActivityFeed } from "./ops/console/activity.js";
+import { observedStore } from "./ops/console/observed-store.js";
+import { createConsole } from "./ops/console/server.js";
 import { answerPairingRequest } from "./ops/pairing-requests.js";
 import { createLogger } from "./ops/logger.js";
 import { createMetrics, type Metrics } from "./ops/metrics.js";
@@ -102,6 +105,10 @@ export class BridgeDaemon implements Daemon {
   #scheduler: Scheduler<string> | undefined;
   /** Set once the start built it, after the store. */
   #relay: Relay | undefined;
+  /** What the operator's console shows of the traffic (fed by the store the relay writes through). */
+  readonly #feed: ActivityFeed;
+  /** The service client, set at the start (the console asks it whether the service answers). */
+  #client: ServiceClient | undefined;
   /** Set when the ops server listens (`config.ops.port` not null). */
   #ops: OpsServer | undefined;
   /** `agent-bridge pairing ...` while the daemon runs. */
@@ -112,6 +119,8 @@ export class BridgeDaemon implements Daemon {
   #adapters: ChatAdapter[];
   /** Each adapter's last reported state (for /healthz); an adapter absent here is starting. */
   readonly #adapterStates = new Map<ChatAdapter, AdapterStatusEvent["state"]>();
+  /** What a phone scans to link each adapter that is linking now (WhatsApp's QR payload); dropped at its next other state. Never logged. */
+  readonly #linkCodes = new Map<ChatAdapter, string>();
   /** With `"state": {"kind": "postgres"}`: this node's part in the bridge (which accounts it owns). */
   #cluster: ClusterNode | undefined;
   /** Each adapter is stopped once, whoever asks first (teardown, a handover); a re-taken account's adapter is removed first. */
@@ -139,6 +148,7 @@ export class BridgeDaemon implements Daemon {
       scheduled: (schedule, outcome) => metrics.countScheduled(schedule, outcome),
     };
     this.#adapters = options.adapters ? [...options.adapters] : [];
+    this.#feed = new ActivityFeed(this.#clock);
     this.#channelIndex = new Map(config.channels.map((c) => [c.id, c]));
     const self = this;
     registerTestHandle(this, {
@@ -233,6 +243,7 @@ export class BridgeDaemon implements Daemon {
   /** The start, in order: the service client, the state, the adapters, the relay (held), the control and ops servers, then the adapters run. */
   async #startSteps(): Promise<void> {
     const client = this.#options.client ?? this.#serviceClient();
+    this.#client = client;
     const store = await this.#openState();
     const pendingAtStart = store.pending().length;
     await this.#buildConfiguredAdapters(store);
@@ -317,7 +328,7 @@ export class BridgeDaemon implements Daemon {
   #startRelay(store: Store, client: ServiceClient): Relay {
     const relay = createRelay({
       config: this.#config,
-      store,
+      store: observedStore(store, this.#feed),
       client,
       clock: this.#clock,
       random: this.#random,
@@ -325,7 +336,11 @@ export class BridgeDaemon implements Daemon {
       metrics: this.#relayMetrics,
       adapterFor: (platform, accountId) => this.#adapterIndex.get(adapterKeyOf(platform, accountId)),
       channelFor: (accountId) => this.#channelIndex.get(accountId),
-      onDepth: (instance, depth) => this.metrics.queueDepth.set({ instance }, depth),
+      onDepth: (instance, depth) => {
+        this.metrics.queueDepth.set({ instance }, depth);
+        const d = this.#scheduler?.depth(instance);
+        if (d) this.#feed.emit({ type: "queue", at: this.#clock.now(), instance, waiting: d.instanceWaiting, running: d.instanceRunning });
+      },
     });
     this.#relay = relay;
     this.#scheduler = relay.scheduler;
@@ -353,8 +368,58 @@ export class BridgeDaemon implements Daemon {
   async #serveOps(): Promise<void> {
     const { ops } = this.#config;
     if (ops.port === null) return;
-    this.#ops = await startOpsServer({ host: ops.host, port: ops.port, metrics: this.metrics, health: () => this.health() });
-    this.logger.info({ url: this.#ops.url }, "ops server listening (/healthz, /metrics)");
+    const ui = ops.console ? this.#console(ops.token) : undefined;
+    this.#ops = await startOpsServer({ host: ops.host, port: ops.port, metrics: this.metrics, health: () => this.health(), ...(ui ? { console: ui } : {}) });
+    this.logger.info(
+      { url: this.#ops.url },
+      ui ? "ops server listening (/healthz, /metrics, the console at /ui/)" : "ops server listening (/healthz, /metrics)",
+    );
+  }
+
+  /** The operator's console, reading this daemon's parts as they are when asked. */
+  #console(token: string | undefined) {
+    const config = this.#config;
+    return createConsole({
+      token,
+      config,
+      clock: this.#clock,
+      logger: this.logger.child({ component: "console" }),
+      metrics: this.metrics,
+      feed: this.#feed,
+      channels: () => this.#adapters.map((a) => ({ id: a.accountId, platform: a.platform, state: this.#adapterStates.get(a) ?? "starting" })),
+      queues: () =>
+        [...new Set(config.routes.map((r) => r.instance))].map((instance) => {
+          const d = this.#scheduler?.depth(instance);
+          return { instance, waiting: d?.instanceWaiting ?? 0, running: d?.instanceRunning ?? 0 };
+        }),
+      instanceStatus: async (instanceId) => (await this.#client!.getInstanceStatus({ instance_id: instanceId })).status,
+      pairing: () => this.#relay?.pairing,
+      store: () => this.#store,
+      links: () =>
+        this.#adapters
+          .filter((a) => a.forgetLink)
+          .map((a) => ({ channel: a.accountId, platform: a.platform, state: this.#adapterStates.get(a) ?? "starting", linkCode: this.#linkCodes.get(a) })),
+      relink: (channel) => this.#relink(channel),
+      cluster: () => {
+        const cluster = this.#cluster;
+        return (
+          cluster && { nodeId: cluster.nodeId, status: () => cluster.state.status(), owned: () => cluster.owned(), handOver: (unit) => cluster.handOver(unit) }
+        );
+      },
+    });
+  }
+
+  /** The console's re-link: the channel stops, forgets its link and starts again, showing a new code to scan. False when no such channel links. */
+  async #relink(channelId: string): Promise<boolean> {
+    const adapter = this.#adapters.find((a) => a.accountId === channelId && a.forgetLink);
+    // A daemon on its way down starts nothing again.
+    if (!adapter?.forgetLink || this.#phase !== "running") return false;
+    await this.#stopAdapter(adapter);
+    await adapter.forgetLink();
+    this.#stopping.delete(adapter);
+    this.#adapterStates.set(adapter, "starting");
+    await this.#startAdapter(adapter);
+    return true;
   }
 
   /** Every adapter, in turn; the start fails only when there were some and none could start. */
@@ -375,6 +440,9 @@ export class BridgeDaemon implements Daemon {
       admit: (question) => r.admit(adapter, question),
       status: (event) => {
         this.#adapterStates.set(adapter, event.state);
+        if (event.linkCode !== undefined) this.#linkCodes.set(adapter, event.linkCode);
+        else this.#linkCodes.delete(adapter);
+        this.#feed.emit({ type: "channel", at: this.#clock.now(), channel: adapter.accountId, platform: adapter.platform, state: event.state });
         const level = event.state === "failed" || event.state === "logged_out" ? "error" : "info";
         logger[level]({ platform: adapter.platform, accountId: adapter.accountId, state: event.state, detail: event.detail }, "adapter status");
         this.#options.onAdapterStatus?.(adapter, event);

@@ -92,5 +92,10 @@ for (const target of [join(root, "dist", ui), join(binDir, "ui")]) {
   rmSync(target, { recursive: true, force: true });
   cpSync(join(root, ui), target, { recursive: true });
 }
+const opsUi = join("daemon", "ops", "console", "ops-ui");
+for (const target of [join(root, "dist", opsUi), join(binDir, "ops-ui")]) {
+  rmSync(target, { recursive: true, force: true });
+  cpSync(join(root, opsUi), target, { recursive: true });
+}
 writeFileSync(STAMP, "");
 utimesSync(STAMP, started, started);

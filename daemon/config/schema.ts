@@ -54,6 +54,28 @@ export const opsSchema = z.strictObject({
     .default(9464)
     .transform((p): number | null => (p === false ? null : p))
     .describe("The ops server's port: 0 picks a free one (printed at start); null or false turns the ops server off. Default: 9464."),
+  token: z
+    .string()
+    .min(16, "must be at least 16 characters")
+    .regex(/^\S+$/, "must not contain whitespace")
+    .optional()
+    .describe(
+      "The operator's console (/ui/) and its API ask for this token; it is a secret, scrubbed from logs like the others, best as ${NAME}. Required when `host` is not a loopback address (unless `console` is false). Default: none (the console answers on loopback only, without one).",
+    ),
+  console: z.boolean().default(true).describe("Serve the operator's console at /ui/ beside /healthz and /metrics. Default: true."),
+});
+
+/** Whether an ops host only listens on this machine (a console there may go without a token). */
+export const isLoopbackHost = (host: string): boolean => host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+
+const opsWithConsoleRule = opsSchema.superRefine((ops, ctx) => {
+  if (ops.console && ops.port !== null && ops.token === undefined && !isLoopbackHost(ops.host)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["token"],
+      message: `the console on a host beyond this machine needs ops.token: set one (best as \${NAME}), bind ops.host to 127.0.0.1, or set ops.console to false to serve only /healthz and /metrics`,
+    });
+  }
 });
 
 export const queueSchema = z.strictObject({
@@ -171,7 +193,7 @@ export const daemonConfigSchema = z
         'Where the daemon keeps its state: "file" (the journal in dataDir, one daemon) or "postgres" (several daemons with the same config form one bridge; see docs/cluster.md). Default: {"kind": "file"}.',
       ),
     logLevel: logLevelSchema.default("info").describe("The least severe log lines written; message text is never logged. Default: info."),
-    ops: opsSchema.prefault({}).describe("The ops HTTP server: /healthz and Prometheus /metrics."),
+    ops: opsWithConsoleRule.prefault({}).describe("The ops HTTP server: /healthz, Prometheus /metrics and the operator's console (/ui/)."),
     queue: queueSchema.prefault({}).describe("How turns queue per instance and per session, and how much may wait."),
     retry: retrySchema.prefault({}).describe("How failed service calls and sends are tried again, and how often a person is told of failures."),
     /** First match wins. May be empty here; whoever starts the daemon checks. */

@@ -3,7 +3,7 @@ import type { DaemonConfig } from "./schema.js";
 
 /** Every secret in the config (API key, and what each channel's platform says it holds), so output can be scrubbed of them. */
 export function secretsOf(config: DaemonConfig): string[] {
-  const out = [config.service.apiKey];
+  const out = [config.service.apiKey, ...(config.ops.token ? [config.ops.token] : [])];
   if (config.state.kind === "postgres") out.push(...postgresSecrets(config.state.url));
   if (config.transcription?.kind === "openai" && config.transcription.apiKey) out.push(config.transcription.apiKey);
   for (const channel of config.channels) {

@@ -17,7 +17,7 @@ import { chatKeyOf, sessionKeyOf } from "../vocabulary/keys.js";
 import { errorSummary, isShutdownError } from "./relay-types.js";
 import { createSerialQueue } from "../helpers/retry.js";
 import { sessionIdFor } from "./routing.js";
-import { describeReset } from "./session-reset.js";
+import { describeReset, startFreshSession } from "./session-reset.js";
 import type { Scheduler } from "./scheduler.js";
 import type { ServiceCalls } from "./service-call.js";
 
@@ -93,17 +93,9 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
           chained: !!state.lastResponseId,
           sessionReset: describeReset(deps.config, route.ruleIndex, m.accountId, state, deps.clock.now()),
           async resetSession() {
-            // A linked person's session on several machines: moved only while this node holds it.
-            const release = await store.holdSession?.(sessionKey, m);
-            let next: number;
-            try {
-              next = store.session(sessionKey).generation + 1;
-              await store.setSession(sessionKey, { generation: next });
-            } finally {
-              await release?.();
-            }
+            const id = await startFreshSession(store, route, m);
             log.info({ platform: m.platform, chatId: m.chatId, instanceId: route.instanceId }, "conversation reset by the person");
-            return sessionIdFor(route.sessionBase, next);
+            return id;
           },
           instanceStatus: () => service.instanceStatus(route.instanceId),
           stopTurn: () => deps.stopSession(route),

@@ -18,8 +18,8 @@ import { errorSummary } from "./relay-types.js";
 export interface PairingOps {
   /** `/approve` from the chat of `entry`'s sender: the answer to say there. `codeArg` is as journaled (`sha256:<hash>`). */
   approveFromChat(entry: JournalEntry, codeArg: string): Promise<string>;
-  /** An approval from the command line, by the code's hash. */
-  approve(channelId: string, codeHash: string): Promise<ApprovalResult>;
+  /** An approval from the command line (or, `by` naming them, the operator's console), by the code's hash. */
+  approve(channelId: string, codeHash: string, by?: string): Promise<ApprovalResult>;
   revoke: Pairing["revoke"];
   list: Pairing["list"];
 }
@@ -53,7 +53,7 @@ export function createPairingOps(deps: {
       const codeHash = codeArg.startsWith(HASHED) ? codeArg.slice(HASHED.length) : hashCode(channel.id, codeArg);
       return describeApproval(await approve(channel.id, codeHash, `chat:${m.userId}`));
     },
-    approve: (channelId, codeHash) => approve(channelId, codeHash, "cli"),
+    approve: (channelId, codeHash, by = "cli") => approve(channelId, codeHash, by),
     revoke: (channelId, userId) => pairing.revoke(channelId, userId),
     list: (channelId) => pairing.list(channelId),
   };

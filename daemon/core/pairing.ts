@@ -38,7 +38,9 @@ export const GUESS_WINDOW_MS = 15 * 60 * 1000;
 /** No 0/O or 1/I, so a code copied by hand survives; 32 symbols, so one byte picks one without bias (40 bits a code). */
 const ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 const CODE_LENGTH = 8;
-const NAMESPACE = "pairing";
+/** The store namespace pairing keeps its requests and approvals in. */
+export const PAIRING_NAMESPACE = "pairing";
+const NAMESPACE = PAIRING_NAMESPACE;
 
 const PendingSchema = z.object({
   codeHash: z.string(),

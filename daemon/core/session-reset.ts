@@ -8,7 +8,10 @@
  */
 import type { SessionResetConfig } from "../vocabulary/config-fields.js";
 import type { DaemonConfig } from "../config/schema.js";
-import type { SessionState } from "../vocabulary/records.js";
+import { sessionKeyOf } from "../vocabulary/keys.js";
+import type { SessionState, StoredRoute } from "../vocabulary/records.js";
+import type { Store } from "../vocabulary/store.js";
+import { sessionIdFor } from "./routing.js";
 
 /** The policy for a message of this route and channel: the route's own (false: none), else its channel's. */
 export function resetPolicyOf(config: DaemonConfig, ruleIndex: number, accountId: string): SessionResetConfig | undefined {
@@ -146,3 +149,25 @@ function zonedInstant(timeZone: string, year: number, month: number, day: number
 }
 
 const HOUR = 3_600_000;
+
+/**
+ * A fresh conversation for the route's session, as `/new` starts one (and the
+ * operator's console): the next generation, no chain. Returns the new session id.
+ * A session no account owns (a linked person's, on several machines) is moved
+ * only while this node holds it, on behalf of the chat's `account`.
+ */
+export async function startFreshSession(
+  store: Pick<Store, "session" | "setSession" | "holdSession">,
+  route: Pick<StoredRoute, "instanceId" | "sessionBase">,
+  account: { platform: string; accountId: string },
+): Promise<string> {
+  const key = sessionKeyOf(route);
+  const release = await store.holdSession?.(key, account);
+  try {
+    const next = store.session(key).generation + 1;
+    await store.setSession(key, { generation: next });
+    return sessionIdFor(route.sessionBase, next);
+  } finally {
+    await release?.();
+  }
+}

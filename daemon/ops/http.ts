@@ -1,9 +1,10 @@
 /**
  * The ops endpoint: `GET /healthz` (200 when healthy, 503 otherwise, JSON
- * body) and `GET /metrics` (Prometheus text). Plain node:http: two routes do
+ * body), `GET /metrics` (Prometheus text) and, when given, the operator's
+ * console under `/ui/` (console/server.ts). Plain node:http: a few routes do
  * not need a framework. Bind it to loopback unless a scraper needs more.
  */
-import { createServer } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 
@@ -19,6 +20,8 @@ export interface OpsServerOptions {
   port: number;
   metrics: { registry: Registry };
   health: () => HealthReport | Promise<HealthReport>;
+  /** The operator's console (console/server.ts): true when it took the request. */
+  console?: (req: IncomingMessage, res: ServerResponse) => boolean;
 }
 
 export interface OpsServer {
@@ -30,6 +33,7 @@ export interface OpsServer {
 export async function startOpsServer(options: OpsServerOptions): Promise<OpsServer> {
   const { registry } = options.metrics;
   const server = createServer((req, res) => {
+    if (options.console?.(req, res)) return;
     const path = (req.url ?? "/").split("?")[0];
     const send = (status: number, type: string, body: string) => {
       res.writeHead(status, { "content-type": type, "cache-control": "no-store" });

@@ -212,6 +212,11 @@ export interface InboundSink {
 export interface AdapterStatusEvent {
   state: "starting" | "connected" | "reconnecting" | "stopped" | "failed" | "logged_out" | "pairing";
   detail?: string;
+  /**
+   * With "pairing": what a phone scans to link the account (WhatsApp's QR payload). A secret:
+   * drawn on the terminal and in the operator's console, never logged.
+   */
+  linkCode?: string;
 }
 
 /**
@@ -248,6 +253,8 @@ export interface ChatAdapter {
    * may still be asked for afterwards only until the core halts delivery.
    */
   stop(): Promise<void>;
+  /** While stopped: forgets the account's link (WhatsApp's linked device), so the next start links it anew. */
+  forgetLink?(): Promise<void>;
   /**
    * The length the platform will count for `text` sent in `format`, to compare
    * with `limits.maxMessageLength` (Telegram: visible characters of the

@@ -7,35 +7,15 @@
  * that stands in for the bearer (a browser cannot add one to page loads).
  */
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import type { EmulatorEnv } from "../env.js";
 import { notFound, sendError, unauthorized } from "../errors.js";
 import { ADMIN_COOKIE, authorizeAdmin, tokenMatches } from "../http/auth.js";
+import { CONSOLE_SECURITY_HEADERS, vendorModules } from "../../shared/web-console.js";
 
 const UI_DIR = join(dirname(fileURLToPath(import.meta.url)), "ui");
-const require = createRequire(import.meta.url);
-
-/** Vendor modules by name, their bare `preact` imports pointed at our copy. */
-function vendorModules(): Map<string, string> {
-  const read = (path: string) => readFileSync(path, "utf8").replace(/(from\s*|import\s*)(["'])preact\2/g, "$1$2./preact.mjs$2");
-  // htm's CommonJS entry sits beside its ES module build.
-  const htmDir = dirname(require.resolve("htm"));
-  return new Map([
-    ["preact.mjs", read(require.resolve("preact"))],
-    ["hooks.mjs", read(require.resolve("preact/hooks"))],
-    ["htm.mjs", read(join(htmDir, "htm.mjs"))],
-  ]);
-}
-
-const SECURITY_HEADERS = {
-  "content-security-policy":
-    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'; require-trusted-types-for 'script'; trusted-types 'none'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-};
 
 export function mountConsole(app: Express, env: EmulatorEnv): void {
   const vendor = vendorModules();
@@ -44,7 +24,7 @@ export function mountConsole(app: Express, env: EmulatorEnv): void {
   const admin = (req: Request, res: Response, next: NextFunction) => {
     try {
       authorizeAdmin(env, req);
-      res.set(SECURITY_HEADERS);
+      res.set(CONSOLE_SECURITY_HEADERS);
       next();
     } catch (error) {
       sendError(res, error);

@@ -115,6 +115,16 @@ export class WhatsAppConnection {
     return this.#stopping;
   }
 
+  /** While not running: drops the link (creds flushed first, then the auth home cleared), so the next start shows a QR code. */
+  async forgetLink(): Promise<void> {
+    if (this.#phase === "running") throw new WhatsAppAdapterError({ reason: "failed", message: "stop the channel before forgetting its link" });
+    if (this.#stopping) await this.#stopping;
+    const store = this.#auth;
+    this.#auth = undefined;
+    await store?.flush();
+    await this.#deps.auth.clear();
+  }
+
   /** The socket if it is open now. */
   openSocket(): WhatsAppSocket | undefined {
     return this.#current?.open ? this.#current.socket : undefined;
@@ -221,7 +231,11 @@ export class WhatsAppConnection {
   #onQr(qr: string): void {
     const { printQr } = this.#deps;
     if (printQr) drawQr(this.#deps.qrOutput, this.#deps.accountId, qr);
-    this.#status({ state: "pairing", detail: printQr ? "scan the QR code with WhatsApp > Linked devices" : "waiting for a link (printQr is off)" });
+    this.#status({
+      state: "pairing",
+      detail: printQr ? "scan the QR code with WhatsApp > Linked devices" : "waiting for a link (printQr is off; the operator's console shows the QR code)",
+      linkCode: qr,
+    });
     this.#settleStart?.();
   }
 

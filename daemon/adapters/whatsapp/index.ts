@@ -102,6 +102,7 @@ export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: Adapt
         handOver.begin(next);
       }),
     stop: () => connection.stop(() => handOver.drained()),
+    forgetLink: () => connection.forgetLink(),
     send: (target, text, sendOptions) => outbound.send(target, text, sendOptions),
     sendTyping: (target) => outbound.sendTyping(target),
     fileLimits: WHATSAPP_FILE_LIMITS,

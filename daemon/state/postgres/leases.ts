@@ -116,6 +116,8 @@ export class LeaseKeeper {
   #stopped = false;
   /** How the last background round went (renew or place): a node that cannot reach the database says so in /healthz. */
   #lastRound: { ok: boolean; at: number } | undefined;
+  /** Units handed over on request, and until when (monotonic ms) this node leaves them to others; a stale one is claimed anyway, so none is left unowned. */
+  readonly #leaving = new Map<string, number>();
   /** Rounds run one at a time (a renewal never races a placement over `#held`). */
   #chain: Promise<unknown> = Promise.resolve();
 
@@ -184,7 +186,9 @@ export class LeaseKeeper {
       );
       const free = rows.map((r) => FreeRow.parse(r));
       if (!free.some((f) => f.stale)) for (const h of [...this.#held.values()].slice(share).reverse()) await this.#release(h);
-      for (const { unit, stale } of free) if (this.#held.size < share || stale) await this.#acquire(unit);
+      const now = this.#o.clock.now();
+      const leaving = (unit: string) => (this.#leaving.get(unit) ?? 0) > now;
+      for (const { unit, stale } of free) if ((this.#held.size < share && !leaving(unit)) || stale) await this.#acquire(unit);
     });
   }
 
@@ -201,6 +205,21 @@ export class LeaseKeeper {
     return this.#serial(async () => {
       const h = this.#held.get(unit);
       if (h) await this.#release(h);
+    });
+  }
+
+  /**
+   * Hands one unit over on request (the operator's console): released as `release` does, and
+   * not claimed back by this node for `holdMs`, so another node's placement takes it (which
+   * one is the placement's choice). False when this node does not hold it.
+   */
+  handOver(unit: string, holdMs: number): Promise<boolean> {
+    return this.#serial(async () => {
+      const h = this.#held.get(unit);
+      if (!h) return false;
+      this.#leaving.set(unit, this.#o.clock.now() + holdMs);
+      await this.#release(h);
+      return true;
     });
   }
 

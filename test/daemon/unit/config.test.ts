@@ -43,7 +43,7 @@ describe("parseConfig", () => {
     });
     expect(cfg.dataDir).toBe(".data/daemon");
     expect(cfg.logLevel).toBe("info");
-    expect(cfg.ops).toEqual({ host: "127.0.0.1", port: 9464 });
+    expect(cfg.ops).toEqual({ host: "127.0.0.1", port: 9464, console: true });
     expect(cfg.queue).toEqual({
       concurrencyPerInstance: 4,
       maxPendingPerSession: 20,
@@ -208,6 +208,17 @@ describe("parseConfig", () => {
   it("accepts svc_sk_ keys and rejects keys with whitespace", () => {
     expect(parseConfig({ service: { apiKey: `svc_sk_${"0".repeat(64)}` } }, {}).service.apiKey).toMatch(/^svc_sk_/);
     expect(problemsOf(() => parseConfig({ service: { apiKey: `${KEY}\n` } }, {}))).toEqual(["service.apiKey: must not contain whitespace"]);
+  });
+
+  it("refuses a console beyond loopback without ops.token, naming the ways out, and takes one with a token or with the console off", () => {
+    const TOKEN = "console-token-0123456789";
+    expect(problemsOf(() => parseConfig({ service: { apiKey: KEY }, ops: { host: "0.0.0.0" } }, {}))).toEqual([
+      "ops.token: the console on a host beyond this machine needs ops.token: set one (best as ${NAME}), bind ops.host to 127.0.0.1, or set ops.console to false to serve only /healthz and /metrics",
+    ]);
+    expect(parseConfig({ service: { apiKey: KEY }, ops: { host: "0.0.0.0", token: "${OPS_TOKEN}" } }, { OPS_TOKEN: TOKEN }).ops.token).toBe(TOKEN);
+    expect(parseConfig({ service: { apiKey: KEY }, ops: { host: "0.0.0.0", console: false } }, {}).ops.console).toBe(false);
+    expect(parseConfig({ service: { apiKey: KEY }, ops: { host: "127.0.0.2" } }, {}).ops.token).toBeUndefined();
+    expect(problemsOf(() => parseConfig({ service: { apiKey: KEY }, ops: { token: "short" } }, {}))).toEqual(["ops.token: must be at least 16 characters"]);
   });
 
   it("turns the ops server off with null or false, and picks a port with 0", () => {

@@ -1,0 +1,186 @@
+/**
+ * What the operator's console shows of the traffic: the chats seen since
+ * this node started (bounded), each with its route and its last turns, and
+ * a live feed of events (a message accepted, its reply known, its reply
+ * delivered with the latency, queue depths, channel states, pairing
+ * changes). Fed by the observed store (observed-store.ts) and the daemon;
+ * read by the console's API. Message text lives here in memory only, for
+ * the operator who opens a chat; events never carry it.
+ */
+import type { Clock } from "../../../shared/clock.js";
+import { chatKeyOf, type ChatKey } from "../../vocabulary/keys.js";
+import type { JournalEntry, StoredReply, StoredRoute } from "../../vocabulary/records.js";
+
+/** A chat as the console names it (no text). */
+export interface ChatRef {
+  key: ChatKey;
+  platform: string;
+  accountId: string;
+  chatId: string;
+  chatType: "direct" | "group";
+}
+
+export type ActivityEvent =
+  | { type: "accepted"; at: number; chat: ChatRef; instance: string; entry: string; kind: "turn" | "command" }
+  | { type: "replied"; at: number; chat: ChatRef; instance: string; entry: string; latencyMs: number }
+  | { type: "delivered"; at: number; chat: ChatRef; instance: string; entry: string; latencyMs: number }
+  | { type: "queue"; at: number; instance: string; waiting: number; running: number }
+  | { type: "channel"; at: number; channel: string; platform: string; state: string }
+  | { type: "pairing"; at: number }
+  | { type: "session"; at: number; chat: ChatRef; by: string };
+
+/** One turn of a chat as the operator sees it when they open the chat. */
+export interface TurnRecord {
+  /** The journal entry that led the turn. */
+  entry: string;
+  acceptedAt: number;
+  userName: string | undefined;
+  text: string;
+  reply: string | undefined;
+  deliveredAt: number | undefined;
+  latencyMs: number | undefined;
+}
+
+export interface ChatRecord extends ChatRef {
+  route: Pick<StoredRoute, "instanceId" | "sessionBase" | "ruleIndex">;
+  lastAt: number;
+  turns: TurnRecord[];
+}
+
+/** Chats kept (the least recently active go first) and turns kept per chat. */
+const MAX_CHATS = 1000;
+const TURNS_PER_CHAT = 20;
+/** Latencies kept for the overview's median. */
+const LATENCY_WINDOW = 200;
+const MINUTE = 60_000;
+
+export const chatRefOf = (m: JournalEntry["message"]): ChatRef => ({
+  key: chatKeyOf(m),
+  platform: m.platform,
+  accountId: m.accountId,
+  chatId: m.chatId,
+  chatType: m.chatType,
+});
+
+export class ActivityFeed {
+  readonly #clock: Clock;
+  /** Chats by key, least recently active first (re-inserted on activity); at most MAX_CHATS. */
+  readonly #chats = new Map<ChatKey, ChatRecord>();
+  /** Every listener gets every event in order; removed by the function `subscribe` returns. */
+  readonly #listeners = new Set<(event: ActivityEvent) => void>();
+  /** When each turn of the last minute was delivered, oldest first. */
+  #deliveredTimes: number[] = [];
+  /** The latest delivery latencies (ms), oldest first; at most LATENCY_WINDOW. */
+  #latencies: number[] = [];
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
+  subscribe(listener: (event: ActivityEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  emit(event: ActivityEvent): void {
+    for (const listener of this.#listeners) listener(event);
+  }
+
+  /** Pairing requests or approvals changed (a view reloads them; what changed is not said). */
+  pairingChanged(): void {
+    this.emit({ type: "pairing", at: this.#clock.now() });
+  }
+
+  /** An entry was journaled: its chat is (again) the most recent, and a turn starts waiting. */
+  accepted(entry: JournalEntry): void {
+    const chat = this.#touch(entry);
+    if (entry.kind === "turn") {
+      chat.turns.push({
+        entry: entry.id,
+        acceptedAt: entry.acceptedAt,
+        userName: entry.message.userName,
+        text: entry.message.text,
+        reply: undefined,
+        deliveredAt: undefined,
+        latencyMs: undefined,
+      });
+      if (chat.turns.length > TURNS_PER_CHAT) chat.turns.shift();
+    }
+    this.emit({ type: "accepted", at: this.#clock.now(), chat: chatRefOf(entry.message), instance: entry.route.instanceId, entry: entry.id, kind: entry.kind });
+  }
+
+  /** A turn's reply is known (journaled before it is sent). Messages merged into the turn join its text. */
+  replied(lead: JournalEntry, reply: StoredReply, members: readonly JournalEntry[]): void {
+    const turn = this.#turnOf(lead);
+    if (turn) {
+      turn.reply = reply.text ?? reply.chunks.join("");
+      turn.text = members.map((m) => m.message.text).join("\n") || turn.text;
+    }
+    const latencyMs = Math.max(0, this.#clock.now() - lead.acceptedAt);
+    this.emit({ type: "replied", at: this.#clock.now(), chat: chatRefOf(lead.message), instance: lead.route.instanceId, entry: lead.id, latencyMs });
+  }
+
+  /** Entries were completed (delivered, or given up): a turn's latency counts once, for its leader. */
+  completed(entries: readonly JournalEntry[]): void {
+    const now = this.#clock.now();
+    for (const entry of entries) {
+      if (entry.leader !== undefined || entry.kind !== "turn") continue;
+      const latencyMs = Math.max(0, now - entry.acceptedAt);
+      const turn = this.#turnOf(entry);
+      if (turn) {
+        turn.deliveredAt = now;
+        turn.latencyMs = latencyMs;
+      }
+      this.#deliveredTimes.push(now);
+      this.#latencies.push(latencyMs);
+      if (this.#latencies.length > LATENCY_WINDOW) this.#latencies.shift();
+      this.emit({ type: "delivered", at: now, chat: chatRefOf(entry.message), instance: entry.route.instanceId, entry: entry.id, latencyMs });
+    }
+  }
+
+  /** Turns delivered in the last minute. */
+  turnsPerMinute(): number {
+    const since = this.#clock.now() - MINUTE;
+    this.#deliveredTimes = this.#deliveredTimes.filter((t) => t > since);
+    return this.#deliveredTimes.length;
+  }
+
+  /** The median of the latest delivery latencies, or undefined before the first. */
+  medianLatencyMs(): number | undefined {
+    if (!this.#latencies.length) return undefined;
+    const sorted = [...this.#latencies].sort((a, b) => a - b);
+    return sorted[Math.floor(sorted.length / 2)];
+  }
+
+  /** Chats, most recently active first. */
+  chats(): ChatRecord[] {
+    return [...this.#chats.values()].reverse();
+  }
+
+  chat(key: ChatKey): ChatRecord | undefined {
+    return this.#chats.get(key);
+  }
+
+  #touch(entry: JournalEntry): ChatRecord {
+    const key = chatKeyOf(entry.message);
+    const known = this.#chats.get(key);
+    const { instanceId, sessionBase, ruleIndex } = entry.route;
+    const chat: ChatRecord = {
+      ...chatRefOf(entry.message),
+      route: { instanceId, sessionBase, ruleIndex },
+      lastAt: entry.acceptedAt,
+      turns: known?.turns ?? [],
+    };
+    this.#chats.delete(key);
+    this.#chats.set(key, chat);
+    if (this.#chats.size > MAX_CHATS) {
+      const oldest = this.#chats.keys().next().value;
+      if (oldest !== undefined) this.#chats.delete(oldest);
+    }
+    return chat;
+  }
+
+  #turnOf(entry: JournalEntry): TurnRecord | undefined {
+    return this.#chats.get(chatKeyOf(entry.message))?.turns.find((t) => t.entry === entry.id);
+  }
+}

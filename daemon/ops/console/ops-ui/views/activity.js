@@ -1,0 +1,42 @@
+// Live activity: messages accepted, replies known, replies delivered (with latencies), queue moves, channel states. No message text.
+import { EVENT_TYPES, html, seconds, useEvent, useState } from "../lib.js";
+
+/** Rows kept: a console left open under load keeps a fixed number. */
+const WINDOW = 200;
+
+const describe = (e) => {
+  const chat = e.chat ? `${e.chat.platform} ${e.chat.chatId}` : "";
+  switch (e.type) {
+    case "accepted":
+      return `${e.kind === "command" ? "command" : "message"} accepted from ${chat} for ${e.instance}`;
+    case "replied":
+      return `reply ready for ${chat} after ${seconds(e.latencyMs)}`;
+    case "delivered":
+      return `reply delivered to ${chat} after ${seconds(e.latencyMs)}`;
+    case "queue":
+      return `${e.instance}: ${e.running} in flight, ${e.waiting} waiting`;
+    case "channel":
+      return `channel ${e.channel} (${e.platform}) is ${e.state}`;
+    case "pairing":
+      return "pairing requests or approvals changed";
+    case "session":
+      return `fresh session for ${chat} (${e.by})`;
+    default:
+      return e.type;
+  }
+};
+
+export function Activity() {
+  const [rows, setRows] = useState([]);
+  useEvent(
+    EVENT_TYPES.filter((t) => t !== "hello"),
+    (_type, detail) => setRows((list) => [detail, ...list].slice(0, WINDOW)),
+  );
+  return html`<section>
+    <h1>Live activity</h1>
+    ${rows.length === 0 ? html`<p class="muted">Waiting for something to happen…</p>` : null}
+    <ol class="activity" data-testid="activity">
+      ${rows.map((e) => html`<li class=${`event ${e.type}`} data-type=${e.type}><time>${new Date(e.at).toLocaleTimeString()}</time> ${describe(e)}</li>`)}
+    </ol>
+  </section>`;
+}

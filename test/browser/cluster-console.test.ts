@@ -1,0 +1,119 @@
+/**
+ * The console's nodes view on a real PostgreSQL server, in real Chromium: two
+ * daemons (in this process) form one bridge for a Telegram account on the Bot
+ * API fake; the owner's console shows both nodes, the account's owner and
+ * fencing number, and hands the account over to the other node, which then
+ * answers. Ownership is also read from the database's lease row, not only
+ * from the page.
+ */
+import type { Page } from "playwright-core";
+import pg from "pg";
+import { pino } from "pino";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createDaemon, type Daemon } from "../../daemon/daemon.js";
+import { daemonConfigSchema } from "../../daemon/config/schema.js";
+import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
+import { startServiceFixture } from "../helpers/bridge.js";
+import { launchBrowser, textOf, UNTIL, type TestBrowser } from "../helpers/browser.js";
+import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { tempDir } from "../helpers/emulator.js";
+import { waitUntil } from "../helpers/wait.js";
+
+const OPS_TOKEN = "ops-cluster-token-41c9e0b7aa";
+const BOT_TOKEN = "777001:ClusterConsoleBotTokenBBBBBBBBBBBBB";
+const UNIT = "telegram:tg";
+const alice = { id: 4201, username: "alice" };
+
+const cleanups: (() => Promise<void> | void)[] = [];
+let postgres: TestPostgres;
+let db: pg.Pool;
+let fake: FakeTelegram;
+const nodes = new Map<string, Daemon>();
+const logLines: string[] = [];
+let browser: TestBrowser;
+let page: Page;
+
+beforeAll(async () => {
+  postgres = await startTestPostgres();
+  cleanups.push(() => postgres.close());
+  const url = await postgres.createDatabase("console");
+  db = new pg.Pool({ connectionString: url, max: 1 });
+  cleanups.push(() => db.end());
+  const service = await startServiceFixture(cleanups, "cluster-console-");
+  fake = await createFakeTelegram({ token: BOT_TOKEN });
+  cleanups.push(() => fake.close());
+  const base = service.configFor({ type: "terminal" });
+  for (const name of ["node-a", "node-b"]) {
+    const dir = tempDir(`cluster-console-${name}-`);
+    cleanups.push(dir.remove);
+    const config = daemonConfigSchema.parse({
+      service: base.service,
+      dataDir: dir.path,
+      state: { kind: "postgres", url, nodeId: name, leaseTtlMs: 3_000, pollMs: 200, handoverGraceMs: 200 },
+      logLevel: "silent",
+      ops: { port: 0, token: OPS_TOKEN },
+      queue: { debounceMs: 0 },
+      routes: [{ instance: service.instanceId }],
+      channels: [{ type: "telegram", id: "tg", token: BOT_TOKEN, apiRoot: fake.url, streaming: "off", access: { users: [String(alice.id)] } }],
+    });
+    const daemon = createDaemon({ config, logger: pino({ level: "info" }, { write: (l: string) => void logLines.push(l) }) });
+    cleanups.push(() => daemon.stop({ graceMs: 0 }));
+    await daemon.start();
+    nodes.set(name, daemon);
+  }
+  browser = await launchBrowser();
+  cleanups.push(() => browser.close());
+  page = await browser.context.newPage();
+});
+afterAll(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** The account's lease row as the database holds it. */
+async function lease(): Promise<{ holder: string | null; epoch: number; live: boolean }> {
+  const { rows } = await db.query("SELECT holder, epoch::int AS epoch, expires_at > clock_timestamp() AS live FROM lease WHERE unit = $1", [UNIT]);
+  return rows[0] as { holder: string | null; epoch: number; live: boolean };
+}
+
+async function ask(text: string): Promise<string> {
+  const before = fake.sentMessages(alice.id).length;
+  fake.privateText(alice, text);
+  await fake.waitFor(() => fake.sentMessages(alice.id).length > before, 20_000);
+  return fake.sentMessages(alice.id).at(-1)!.text;
+}
+
+it("shows the nodes and who owns the account with its fencing number, and hands it over to the other node from the owner's console", async () => {
+  const owner = await waitUntil(async () => {
+    const l = await lease();
+    return l.live && l.holder;
+  }, "a node to own the account");
+  const other = owner === "node-a" ? "node-b" : "node-a";
+  const { epoch } = await lease();
+  expect(await ask("before")).toBe("You said: before");
+
+  await page.goto(`${nodes.get(owner)!.opsUrl}/ui/nodes?token=${OPS_TOKEN}`);
+  await expect.poll(() => textOf(page.getByTestId("live-status")), UNTIL).toBe("live");
+  await expect.poll(() => textOf(page.getByTestId("this-node")), UNTIL).toBe(owner);
+  await expect.poll(() => page.getByTestId("nodes").locator("tbody tr").count(), UNTIL).toBe(2);
+  const row = page.locator(`tr[data-unit="${UNIT}"]`);
+  await expect.poll(() => textOf(row.getByTestId("owner")), UNTIL).toBe(owner);
+  await expect.poll(() => textOf(row.getByTestId("epoch")), UNTIL).toBe(String(epoch));
+
+  await page.getByLabel("Your name (for the log)").fill("bob");
+  await row.getByRole("button", { name: "Hand over" }).click();
+  await expect.poll(() => textOf(page.getByTestId("hand-over-result")), UNTIL).toContain(`Handed ${UNIT} over`);
+  // The other node took it, with the next fencing number: in the database and on the page.
+  await waitUntil(async () => {
+    const l = await lease();
+    return l.live && l.holder === other;
+  }, "the other node to own the account");
+  expect((await lease()).epoch).toBe(epoch + 1);
+  await expect.poll(() => textOf(row.getByTestId("owner")), UNTIL).toBe(other);
+  await expect.poll(() => textOf(row.getByTestId("epoch")), UNTIL).toBe(String(epoch + 1));
+  expect(await row.getByRole("button", { name: "Hand over" }).count()).toBe(0);
+  expect(logLines.some((l) => l.includes("hand-over asked from the console") && l.includes('"by":"console:bob@127.0.0.1"'))).toBe(true);
+
+  // The new owner answers.
+  expect(await ask("after")).toBe("You said: after");
+  expect(nodes.get(other)!.health().owns).toEqual([expect.objectContaining({ unit: UNIT, epoch: epoch + 1 })]);
+});

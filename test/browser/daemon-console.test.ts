@@ -1,0 +1,245 @@
+/**
+ * The daemon's operator console in real Chromium (Debian's package, driven by
+ * playwright-core), against a running daemon with a Telegram channel on the
+ * Bot API fake (grammY over real HTTP) and the emulator as the service: the
+ * token is required and a wrong one refused; an operator approves a pairing
+ * code the page never showed; a turn appears live and its chat shows its
+ * text; a fresh session started from the page is what the agent sees next;
+ * and no secret reaches the page, its responses or its event stream. Waits
+ * are Playwright's locators and expect polling: no sleeps.
+ */
+import { Writable } from "node:stream";
+import type { Page } from "playwright-core";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDaemon, type Daemon } from "../../daemon/daemon.js";
+import { daemonConfigSchema } from "../../daemon/config/schema.js";
+import { createWhatsAppAdapter } from "../../daemon/adapters/whatsapp/index.js";
+import { seededRandom } from "../../shared/random.js";
+import { createFakeBaileys, type FakeBaileys } from "../fakes/baileys-socket.js";
+import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
+import { startServiceFixture } from "../helpers/bridge.js";
+import { waitUntil } from "../helpers/wait.js";
+import { launchBrowser, textOf, UNTIL, type TestBrowser } from "../helpers/browser.js";
+import { openSse, type SseReader } from "../helpers/sse-client.js";
+
+const OPS_TOKEN = "ops-browser-token-7c41b9e2d0";
+const BOT_TOKEN = "987654321:BrowserSecretBotTokenAAAAAAAAAAAAAA";
+const stranger = { id: 7001, username: "stranger" };
+const CODE = /pairing code is ([A-Z2-9]{8})/;
+
+const cleanups: (() => Promise<void> | void)[] = [];
+let fake: FakeTelegram;
+/** The WhatsApp channel's linked device. */
+let phone: FakeBaileys;
+let daemon: Daemon;
+let url: string;
+let apiKey: string;
+let browser: TestBrowser;
+let page: Page;
+let events: SseReader;
+const logLines: string[] = [];
+const pageErrors: string[] = [];
+/** Every response body the page loaded (the event stream is read beside it, in `events`). */
+const bodies: { url: string; body: string }[] = [];
+/** Every pairing code and WhatsApp link code handed out during the test: secrets the page must never show as text. */
+const codes: string[] = [];
+
+beforeAll(async () => {
+  const service = await startServiceFixture(cleanups, "daemon-console-");
+  fake = await createFakeTelegram({ token: BOT_TOKEN });
+  cleanups.push(() => fake.close());
+  const base = service.configFor({ type: "terminal" });
+  apiKey = base.service.apiKey;
+  const config = daemonConfigSchema.parse({
+    service: base.service,
+    dataDir: base.dataDir,
+    logLevel: "silent",
+    ops: { port: 0, token: OPS_TOKEN },
+    queue: { debounceMs: 0 },
+    routes: [{ instance: service.instanceId }],
+    channels: [
+      { type: "telegram", id: "tg", token: BOT_TOKEN, apiRoot: fake.url, streaming: "off", access: { mode: "pairing" } },
+      { type: "whatsapp", id: "wa" },
+    ],
+  });
+  phone = createFakeBaileys();
+  const quiet = new Writable({ write: (_c, _e, cb) => cb() });
+  daemon = createDaemon({
+    config,
+    logger: pino({ level: "info" }, { write: (l: string) => void logLines.push(l) }),
+    createAdapter: (channel, deps) =>
+      channel.type === "whatsapp"
+        ? Promise.resolve(createWhatsAppAdapter(channel, deps, { socketFactory: phone.factory, qrOutput: quiet, random: seededRandom(5) }))
+        : undefined,
+  });
+  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  const started = daemon.start();
+  // The WhatsApp channel starts linked: its first socket opens.
+  await waitUntil(() => phone.sockets.length === 1, "the WhatsApp channel's first socket");
+  phone.latest().open();
+  // Linked: the device's identity is in the stored creds.
+  phone.latest().updateCreds({ me: { id: "4915100000001:7@s.whatsapp.net", name: "Agent" } });
+  await started;
+  url = daemon.opsUrl!;
+  events = await openSse(`${url}/ui/api/events`, { authorization: `Bearer ${OPS_TOKEN}` });
+  cleanups.push(() => events.close());
+
+  browser = await launchBrowser();
+  cleanups.push(() => browser.close());
+  page = await browser.context.newPage();
+  page.on("pageerror", (error) => pageErrors.push(error.message));
+  page.on("console", (m) => void (m.type() === "error" && /Content Security Policy|Trusted ?Type/i.test(m.text()) && pageErrors.push(m.text())));
+  page.on("response", (response) => {
+    if ((response.headers()["content-type"] ?? "").includes("event-stream")) return;
+    void response.text().then(
+      (body) => bodies.push({ url: response.url(), body }),
+      () => undefined, // a redirect has no body
+    );
+  });
+});
+afterAll(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** Sends `text` as `user` and resolves with the next message the bot sends them. */
+async function ask(user: { id: number; username: string }, text: string): Promise<string> {
+  const before = fake.sentMessages(user.id).length;
+  fake.privateText(user, text);
+  await fake.waitFor(() => fake.sentMessages(user.id).length > before);
+  return fake.sentMessages(user.id).at(-1)!.text;
+}
+
+/** Moves to a console path the way its own links do (the stream kept). */
+async function open(path: string): Promise<void> {
+  await page.evaluate(`history.pushState(null, "", ${JSON.stringify(`/ui${path}`)}); dispatchEvent(new PopStateEvent("popstate"))`);
+  await expect.poll(() => textOf(page.getByTestId("live-status")), UNTIL).toBe("live");
+}
+
+describe("the operator's console", () => {
+  it("requires the token: without it and with a wrong one the page is refused; the right one opens it and leaves the address", async () => {
+    const none = await page.goto(`${url}/ui/`);
+    expect(none?.status()).toBe(401);
+    expect(await page.locator("body").innerText()).toContain("needs the ops token");
+    const wrong = await page.goto(`${url}/ui/?token=not-the-ops-token-at-all`);
+    expect(wrong?.status()).toBe(401);
+    expect(await page.locator("body").innerText()).toContain("not the ops token");
+
+    await page.goto(`${url}/ui/?token=${OPS_TOKEN}`);
+    expect(page.url()).toBe(`${url}/ui/`);
+    await expect.poll(() => textOf(page.getByTestId("live-status")), UNTIL).toBe("live");
+    await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor({ state: "visible" });
+    await expect.poll(() => textOf(page.locator('tr[data-channel="tg"]')), UNTIL).toContain("connected");
+    await expect.poll(() => textOf(page.getByTestId("queues")), UNTIL).toContain("running");
+  });
+
+  it("approves a pairing code the page never showed, naming the operator in the list and the log", async () => {
+    await open("/pairing");
+    const first = await ask(stranger, "hello, may I talk to the agent?");
+    const code = CODE.exec(first)?.[1];
+    expect(code).toBeDefined();
+    codes.push(code!);
+    // The waiting request appears live, without its code.
+    const waiting = page.locator(`li[data-waiting="${stranger.id}"]`);
+    await expect.poll(() => textOf(waiting), UNTIL).toContain("stranger");
+    expect(await page.content()).not.toContain(code);
+
+    await page.getByLabel("Your name (for the log)").fill("alice");
+    await page.getByLabel("Code").fill(code!.toLowerCase());
+    await page.getByRole("button", { name: "Approve" }).click();
+    await expect.poll(() => textOf(page.getByTestId("approve-result")), UNTIL).toContain("Approved stranger");
+    await expect.poll(() => textOf(page.locator(`li[data-approved="${stranger.id}"]`)), UNTIL).toContain("by console:alice@127.0.0.1");
+    await fake.waitFor(() => fake.sentMessages(stranger.id).some((m) => m.text.includes("The owner approved you")));
+    expect(logLines.some((l) => l.includes("pairing approved from the console") && l.includes('"by":"console:alice@127.0.0.1"'))).toBe(true);
+
+    // A wrong code is refused in the page and changes nothing.
+    await page.getByLabel("Code").fill("WRONGCOD");
+    await page.getByRole("button", { name: "Approve" }).click();
+    await expect.poll(() => textOf(page.locator(".approve .error")), UNTIL).toContain("matches no waiting request");
+  });
+
+  it("shows a turn appear live, its chat with its text, and starts a fresh session the agent sees", async () => {
+    await open("/activity");
+    expect(await ask(stranger, "where is my parcel?")).toBe("You said: where is my parcel?");
+    await page.locator('li[data-type="delivered"]').first().waitFor({ state: "visible" });
+    await expect.poll(() => textOf(page.locator('li[data-type="delivered"]')), UNTIL).toMatch(/reply delivered to telegram 7001 after [\d.]+ s/);
+    // Live activity names chats, never what they said.
+    expect(await page.getByTestId("activity").innerText()).not.toContain("parcel");
+
+    await open("/chats");
+    const row = page.locator(`tr[data-chat="${stranger.id}"]`);
+    await expect.poll(() => textOf(row), UNTIL).toContain("#0");
+    await row.getByRole("link").click();
+    const turn = page.locator("li.turn", { hasText: "where is my parcel?" });
+    await expect.poll(() => textOf(turn), UNTIL).toContain("You said: where is my parcel?");
+    await expect.poll(() => textOf(turn), UNTIL).toContain("delivered after");
+    await expect.poll(() => textOf(page.getByTestId("session")), UNTIL).not.toContain("(new)");
+
+    await page.getByRole("button", { name: "Start a fresh session" }).click();
+    await expect.poll(() => textOf(page.getByTestId("fresh-session")), UNTIL).toContain("New session");
+    await expect.poll(() => textOf(page.getByTestId("session")), UNTIL).toContain("#1 (new)");
+    expect(logLines.some((l) => l.includes("conversation reset from the console") && l.includes('"by":"console:alice@127.0.0.1"'))).toBe(true);
+    // The agent no longer sees what was said before.
+    expect(await ask(stranger, "!recall")).toBe("(nothing yet)");
+    // And the new turn shows up in the open chat without a reload.
+    await expect.poll(() => textOf(page.locator("li.turn", { hasText: "!recall" })), UNTIL).toContain("(nothing yet)");
+  });
+
+  it("re-links WhatsApp: the link is forgotten, the QR code shows in the page, live, and goes once the phone scans it", async () => {
+    await open("/whatsapp");
+    const card = page.locator('article[data-link="wa"]');
+    await expect.poll(() => textOf(card.getByTestId("link-state")), UNTIL).toBe("connected");
+    expect(await card.locator("img.qr").count()).toBe(0);
+
+    await card.getByRole("button", { name: /Re-link/ }).click();
+    // The old connection ends and a new one, without the link, asks to be scanned.
+    await expect.poll(() => phone.sockets.length, UNTIL).toBe(2);
+    expect(phone.sockets[0]!.closed).toBe(true);
+    expect(phone.sockets[0]!.config.auth.creds.me?.id).toBe("4915100000001:7@s.whatsapp.net");
+    expect(phone.latest().config.auth.creds.me).toBeUndefined();
+    codes.push(phone.latest().showQr());
+    const qr = card.getByRole("img", { name: "QR code to link wa" });
+    await qr.waitFor({ state: "visible" });
+    expect(await qr.getAttribute("src")).toMatch(/^data:image\/svg\+xml;base64,/);
+    await expect.poll(() => textOf(card.getByTestId("link-state")), UNTIL).toBe("pairing");
+    await expect.poll(() => textOf(page.getByTestId("relink-result")), UNTIL).toContain("forgot its link");
+    expect(logLines.some((l) => l.includes("re-link asked from the console") && l.includes('"by":"console:alice@127.0.0.1"'))).toBe(true);
+
+    // A new code replaces the shown one (WhatsApp rotates them), then the phone scans it.
+    codes.push(phone.latest().showQr(`2@rotated,${"k".repeat(40)}=`));
+    phone.latest().open();
+    await expect.poll(() => textOf(card.getByTestId("link-state")), UNTIL).toBe("connected");
+    expect(await card.locator("img.qr").count()).toBe(0);
+  });
+
+  it("revokes an approval from the page: the person is asked to pair again, and the log says who revoked", async () => {
+    await open("/pairing");
+    const approved = page.locator(`li[data-approved="${stranger.id}"]`);
+    await approved.getByRole("button", { name: "Revoke" }).click();
+    await expect.poll(() => approved.count(), UNTIL).toBe(0);
+    expect(logLines.some((l) => l.includes("pairing revoke from the console") && l.includes('"by":"console:alice@127.0.0.1"'))).toBe(true);
+    const again = await ask(stranger, "am I still in?");
+    const code = CODE.exec(again)?.[1];
+    expect(code).toBeDefined();
+    codes.push(code!);
+    await expect.poll(() => textOf(page.locator(`li[data-waiting="${stranger.id}"]`)), UNTIL).toContain("stranger");
+  });
+
+  it("never lets a secret reach the page: not in any view, any response it loaded, nor its event stream", async () => {
+    for (const path of ["/overview", "/pairing", "/chats", "/activity", "/whatsapp"]) {
+      await open(path);
+      await page.getByRole("heading", { level: 1 }).first().waitFor({ state: "visible" });
+      const dom = await page.content();
+      for (const secret of [OPS_TOKEN, BOT_TOKEN, apiKey, ...codes]) expect(dom, path).not.toContain(secret);
+    }
+    expect(codes.length).toBeGreaterThan(0);
+    expect(bodies.length).toBeGreaterThan(5);
+    for (const { url: from, body } of bodies) for (const secret of [OPS_TOKEN, BOT_TOKEN, apiKey, ...codes]) expect(body, from).not.toContain(secret);
+    expect(events.text).toContain("event: delivered");
+    for (const secret of [OPS_TOKEN, BOT_TOKEN, apiKey, ...codes]) expect(events.text).not.toContain(secret);
+    expect(events.text).not.toContain("parcel");
+    // Nor the log.
+    for (const secret of [OPS_TOKEN, BOT_TOKEN, apiKey, ...codes]) expect(logLines.join("")).not.toContain(secret);
+    expect(pageErrors).toEqual([]);
+  });
+});

@@ -1,0 +1,66 @@
+/**
+ * The console's activity feed: what the operator sees of the traffic stays
+ * bounded however long the daemon runs (chats, turns per chat, latencies),
+ * a merged turn counts once, turns per minute is a sliding minute, and the
+ * events carry no message text.
+ */
+import { describe, expect, it } from "vitest";
+import { type ActivityEvent, ActivityFeed } from "../../../daemon/ops/console/activity.js";
+import { dedupeKeyOf } from "../../../daemon/vocabulary/keys.js";
+import type { JournalEntry } from "../../../daemon/vocabulary/records.js";
+import { createManualClock } from "../../../shared/clock.js";
+
+let seq = 0;
+function entry(chatId: string, text: string, at: number, extra: Partial<JournalEntry> = {}): JournalEntry {
+  const id = `e${++seq}`;
+  const message = { platform: "telegram", accountId: "tg", chatId, chatType: "direct" as const, userId: chatId, messageId: id, text, sentAt: at };
+  return {
+    id,
+    seq,
+    kind: "turn",
+    key: dedupeKeyOf(message),
+    acceptedAt: at,
+    message,
+    route: { ruleIndex: 0, instanceId: "inst", model: "m", scope: "user", sessionBase: `tg.${chatId}` },
+    sent: 0,
+    ...extra,
+  };
+}
+
+describe("the console's activity feed", () => {
+  it("keeps the 1000 most recently active chats and the last 20 turns of each", () => {
+    const clock = createManualClock(1_000_000);
+    const feed = new ActivityFeed(clock);
+    for (let i = 0; i < 1001; i++) feed.accepted(entry(`c${i}`, "hi", clock.now()));
+    // c0 writes again: it is the most recent now, and c1 is the one let go.
+    feed.accepted(entry("c0", "again", clock.now()));
+    for (let i = 0; i < 1001; i++) feed.accepted(entry(`x${i}`, "hi", clock.now()));
+    const chats = feed.chats();
+    expect(chats).toHaveLength(1000);
+    expect(chats[0]!.chatId).toBe("x1000");
+    for (let i = 0; i < 25; i++) feed.accepted(entry("busy", `m${i}`, clock.now()));
+    const busy = feed.chats()[0]!;
+    expect(busy.turns.map((t) => t.text)).toEqual(Array.from({ length: 20 }, (_, i) => `m${i + 5}`));
+  });
+
+  it("counts a turn once for its leader, with its latency, and turns per minute over a sliding minute", () => {
+    const clock = createManualClock(1_000_000);
+    const feed = new ActivityFeed(clock);
+    const events: ActivityEvent[] = [];
+    feed.subscribe((e) => events.push(e));
+    const lead = entry("c", "first secret words", clock.now());
+    const merged = entry("c", "second", clock.now(), { leader: lead.id });
+    feed.accepted(lead);
+    feed.accepted(merged);
+    clock.advance(1_500);
+    feed.replied(lead, { chunks: ["You said: first"], members: [lead.id, merged.id], format: "markdown", text: "You said: first" }, [lead, merged]);
+    feed.completed([lead, merged]);
+    expect(events.filter((e) => e.type === "delivered")).toEqual([expect.objectContaining({ entry: lead.id, latencyMs: 1_500 })]);
+    expect(feed.chat(feed.chats()[0]!.key)!.turns[0]).toMatchObject({ text: "first secret words\nsecond", reply: "You said: first", latencyMs: 1_500 });
+    expect(feed.turnsPerMinute()).toBe(1);
+    expect(feed.medianLatencyMs()).toBe(1_500);
+    clock.advance(60_000);
+    expect(feed.turnsPerMinute()).toBe(0);
+    expect(JSON.stringify(events)).not.toContain("secret");
+  });
+});
