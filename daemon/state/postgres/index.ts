@@ -149,7 +149,7 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
       };
     },
     linkBook: (fencedBy) => createPgLinkBook({ pool, fencedBy }),
-    holdSession: (key, signal) => holdSharedSession(pool, deps.clock ?? monotonicClock, key, signal),
+    holdSession: (key, signal) => holdSharedSession(pool, deps.clock ?? monotonicClock, key, options.leaseTtlMs / 3000, signal),
     openUnit: (lease) => openUnitState({ pool, lease, maxAttachmentBytes: options.maxAttachmentBytes, ...(deps.random ? { random: deps.random } : {}) }),
     async close() {
       if (ended.signal.aborted) return;

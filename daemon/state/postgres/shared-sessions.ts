@@ -7,8 +7,11 @@
  * it continues what the other node's last turn recorded.
  *
  * The lock lives in the connection: a node killed (or whose connection drops)
- * loses it at once, as the server ends the backend; a node paused (SIGSTOP)
- * keeps it, so the session waits for it, but is never answered twice at once.
+ * loses it at once, as the server ends the backend; a machine that vanished
+ * (power loss: no FIN) loses it once the server's TCP keepalive gives up on the
+ * connection, set on it to `probeAfterS` plus three probes a second apart; a
+ * node paused (SIGSTOP) keeps it, so the session waits for it, but is never
+ * answered twice at once.
  * The window: a connection that broke between taking the lock and recording
  * the reply lets another node start a turn of the session before this one
  * records its answer; that turn continues from the chain before it.
@@ -35,8 +38,8 @@ export interface SharedSessionHold {
   release(): Promise<void>;
 }
 
-/** Waits (until `signal` aborts) for the lock of session `key`, then reads its chain. */
-export async function holdSharedSession(pool: pg.Pool, clock: Clock, key: string, signal?: AbortSignal): Promise<SharedSessionHold> {
+/** Waits (until `signal` aborts) for the lock of session `key`, then reads its chain. `probeAfterS`: the server's keepalive on the lock's connection. */
+export async function holdSharedSession(pool: pg.Pool, clock: Clock, key: string, probeAfterS: number, signal?: AbortSignal): Promise<SharedSessionHold> {
   const client = await pool.connect();
   let broken = false;
   const onError = () => {
@@ -48,6 +51,8 @@ export async function holdSharedSession(pool: pg.Pool, clock: Clock, key: string
     client.release(broken);
   };
   try {
+    // Without it a holder's vanished machine would keep the lock for the kernel's default (2 hours).
+    await client.query(`SET tcp_keepalives_idle = ${Math.max(1, Math.round(probeAfterS))}; SET tcp_keepalives_interval = 1; SET tcp_keepalives_count = 3`);
     for (let attempt = 1; ; attempt++) {
       const { rows } = await client.query("SELECT pg_try_advisory_lock($1, hashtext($2)) AS got", [SESSION_LOCK, key]);
       if (GotRow.parse(rows[0]).got) break;

@@ -62,11 +62,11 @@ const until = async (cond: () => boolean) => {
 
 it("a second node waits while the first holds the session, then reads the chain the first recorded", async () => {
   const url = await database();
-  const first = await holdSharedSession(pool(url), systemClock, KEY);
+  const first = await holdSharedSession(pool(url), systemClock, KEY, 5);
   expect(first.state).toBeUndefined();
   const stepped = steppedClock();
   let second: Awaited<ReturnType<typeof holdSharedSession>> | undefined;
-  const waiting = holdSharedSession(pool(url), stepped.clock, KEY).then((h) => {
+  const waiting = holdSharedSession(pool(url), stepped.clock, KEY, 5).then((h) => {
     second = h;
   });
   for (const tried of [1, 2]) {
@@ -89,10 +89,10 @@ it("a second node waits while the first holds the session, then reads the chain 
 it("a holder whose connection dies (its node killed) frees the session at once", async () => {
   const url = await database();
   const admin = pool(url);
-  const killed = await holdSharedSession(pool(url), systemClock, KEY);
+  const killed = await holdSharedSession(pool(url), systemClock, KEY, 5);
   const stepped = steppedClock();
   let taken = false;
-  const waiting = holdSharedSession(pool(url), stepped.clock, KEY).then((h) => {
+  const waiting = holdSharedSession(pool(url), stepped.clock, KEY, 5).then((h) => {
     taken = true;
     return h;
   });
