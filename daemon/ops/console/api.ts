@@ -32,7 +32,7 @@ export interface ConsoleDeps {
   /** Set once the relay runs. */
   pairing(): PairingOps | undefined;
   /** Set once the store is open. */
-  store(): Pick<Store, "session" | "setSession"> | undefined;
+  store(): Pick<Store, "session" | "setSession" | "holdSession"> | undefined;
   /** The channels that link by a scanned code (WhatsApp), with the code while one is shown. */
   links(): { channel: string; platform: string; state: string; linkCode: string | undefined }[];
   /** Stops the channel, forgets its link and starts it again; false when no such channel links. */
