@@ -13,6 +13,7 @@ const CLUSTER = [
   "test/daemon/postgres/failover.test.ts",
   "test/daemon/postgres/faults.test.ts",
   "test/daemon/postgres/whatsapp-cluster.test.ts",
+  "test/daemon/postgres/slack-cluster.test.ts",
   "test/daemon/postgres/schedules-cluster.test.ts",
   "test/daemon/postgres/identity-links-cluster.test.ts",
 ];

@@ -31,8 +31,8 @@ import pg from "pg";
 import { createFakeTelegram, type SentMessage } from "../test/fakes/telegram-bot-api.js";
 import { startTestPostgres, type TestPostgres } from "../test/helpers/postgres.js";
 
-const ROOT = join(import.meta.dirname, "..");
-const BIN = join(ROOT, "dist", "bin", "agent-bridge.js");
+export const ROOT = join(import.meta.dirname, "..");
+export const BIN = join(ROOT, "dist", "bin", "agent-bridge.js");
 const TOKEN = "123456789:BenchBenchBenchBenchBenchBenchBench";
 /** Chats and messages per chat: one chat x 100 messages, then 200 chats x 10. */
 const RUNS = [
@@ -40,7 +40,7 @@ const RUNS = [
   { chats: 200, messages: Number(process.env.BENCH_DAEMON_MESSAGES ?? 10) },
 ];
 
-interface Result {
+export interface Result {
   turnsPerSecond: number;
   p50: number;
   p99: number;
@@ -81,7 +81,7 @@ async function postgresCpuMs(server: TestPostgres): Promise<number | undefined> 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN;
 
 /** Runs `chats` closed loops of `perChat` turns each; `turn(chat, i)` resolves when answered. */
-async function closedLoops(chats: number, perChat: number, turn: (chat: number, i: number) => Promise<void>): Promise<Result> {
+export async function closedLoops(chats: number, perChat: number, turn: (chat: number, i: number) => Promise<void>): Promise<Result> {
   const latencies: number[] = [];
   const started = performance.now();
   await Promise.all(
@@ -99,7 +99,7 @@ async function closedLoops(chats: number, perChat: number, turn: (chat: number, 
 }
 
 /** Starts the compiled command and resolves with the child once `ready` matches its stdout. */
-function startChild(args: string[], ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+export function startChild(args: string[], ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
@@ -114,7 +114,7 @@ function startChild(args: string[], ready: RegExp): Promise<{ child: ChildProces
   });
 }
 
-function stopChild(child: ChildProcess): Promise<void> {
+export function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     child.once("exit", () => resolve());
@@ -127,6 +127,11 @@ export async function benchDaemon(): Promise<void> {
   const emulator = await startChild(["emulator", "--port", "0", "--in-memory", "--provision-ms", "0"], /listening on (http:\/\/\S+)/);
   const baseUrl = emulator.match[1]!;
   const agent = new Agent({ keepAliveTimeout: 30_000, connections: 256 });
+  // Connections the direct client opens and loses: a new one mid-run waits in a busy emulator's
+  // accept queue (docs/architecture.md, "The mid-run stall"), so a run should open none.
+  const pool = { connects: 0, idleClosed: 0, otherClosed: 0 };
+  agent.on("connect", () => pool.connects++);
+  agent.on("disconnect", (_origin, _targets, error) => (/idle timeout/.test(String(error?.message)) ? pool.idleClosed++ : pool.otherClosed++));
   const anon = createServiceClient({ baseUrl, dispatcher: agent });
   const { api_key } = await anon.signup({ body: { name: "bench-daemon" } });
   const api = anon.withKey(api_key);
@@ -153,8 +158,10 @@ export async function benchDaemon(): Promise<void> {
     const first = await closedLoops(chats, 1, directTurn);
     const emulatorCpuBefore = await cpuMs(emulator.child.pid);
     const ownCpuDirect = process.cpuUsage();
+    const poolBefore = { ...pool };
     const direct = await closedLoops(chats, messages, directTurn);
     const ownCpuDirectUsed = process.cpuUsage(ownCpuDirect);
+    const poolDuring = `connections opened ${pool.connects - poolBefore.connects}, closed idle ${pool.idleClosed - poolBefore.idleClosed}, closed otherwise ${pool.otherClosed - poolBefore.otherClosed}`;
 
     const emulatorCpuDirect = await cpuMs(emulator.child.pid);
     const line = (name: string, r: Result) =>
@@ -166,6 +173,7 @@ export async function benchDaemon(): Promise<void> {
     const through = await relayed(chats, messages, { kind: "file" });
     console.log(`${chats} chat${chats === 1 ? "" : "s"} x ${messages} messages:`);
     console.log(line("direct client", direct));
+    console.log(`  direct client during the run: ${poolDuring} (goal: none opened after the first turn)`);
     if (chats > 1)
       console.log(
         `  first turn of ${chats} chats at once (cold connections): p50 ${first.p50.toFixed(1)} ms, p99 ${first.p99.toFixed(1)} ms = ${(first.p99 / direct.p50).toFixed(1)}x the run's p50 (goal <= 10x)`,

@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: throughput of the emulator's hot paths against a bare
  * express baseline on the same machine, over real HTTP with keep-alive.
- * Timing goals live here, not in tests. The relay's line (bench/daemon.ts) and the first
- * connections (bench/first-connections.ts) need the compiled command (`npm run build`).
+ * Timing goals live here, not in tests. The relay's lines (bench/daemon.ts, and Slack's in
+ * bench/slack.ts) and the first connections (bench/first-connections.ts) need the compiled
+ * command (`npm run build`).
  * `BENCH_PARTS=http,daemon` runs only those parts.
  */
 import express from "express";
@@ -19,7 +20,7 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 /** Rounds of the GET comparison: the machine is shared, so the ratio is taken per round and the median reported. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** Which parts run (comma-separated); default all: http, streaming, daemon, first, store, sandboxes. */
-const PARTS = new Set((process.env.BENCH_PARTS ?? "http,streaming,daemon,first,store,sandboxes,proxy").split(","));
+const PARTS = new Set((process.env.BENCH_PARTS ?? "http,streaming,daemon,slack,first,store,sandboxes,proxy").split(","));
 const agent = new Agent({ keepAliveTimeout: 30_000, connections: CONCURRENCY });
 
 async function measure(name: string, call: () => Promise<void>): Promise<LoadResult & { cpuUs: number }> {
@@ -162,6 +163,7 @@ async function main(): Promise<void> {
   await agent.close();
   if (PARTS.has("streaming")) await (await import("./streaming.js")).benchStreaming();
   if (PARTS.has("daemon")) await (await import("./daemon.js")).benchDaemon();
+  if (PARTS.has("slack")) await (await import("./slack.js")).benchSlack();
   if (PARTS.has("first")) await (await import("./first-connections.js")).benchFirstConnections();
   if (PARTS.has("store")) await storeGrowth();
   if (PARTS.has("sandboxes")) await benchSandboxes();

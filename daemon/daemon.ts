@@ -119,6 +119,8 @@ export class BridgeDaemon implements Daemon {
   #adapters: ChatAdapter[];
   /** Each adapter's last reported state (for /healthz); an adapter absent here is starting. */
   readonly #adapterStates = new Map<ChatAdapter, AdapterStatusEvent["state"]>();
+  /** Per adapter, the connections it re-opened by reason (/healthz shows them once there are any). */
+  readonly #adapterReconnects = new Map<ChatAdapter, Record<string, number>>();
   /** What a phone scans to link each adapter that is linking now (WhatsApp's QR payload); dropped at its next other state. Never logged. */
   readonly #linkCodes = new Map<ChatAdapter, string>();
   /** With `"state": {"kind": "postgres"}`: this node's part in the bridge (which accounts it owns). */
@@ -234,6 +236,16 @@ export class BridgeDaemon implements Daemon {
       state: this.#phase,
       ...(cluster ? { node: cluster.nodeId, database, owns: cluster.owned() } : {}),
       adapters: adaptersView,
+      ...(this.#adapterReconnects.size > 0
+        ? {
+            reconnects: Object.fromEntries(
+              adapters.flatMap((a) => {
+                const counts = this.#adapterReconnects.get(a);
+                return counts ? [[`${a.platform}:${a.accountId}`, counts]] : [];
+              }),
+            ),
+          }
+        : {}),
       pending: this.#store?.pending().length ?? 0,
       queued: this.#scheduler?.depth().totalWaiting ?? 0,
       stoppedRoutes: this.#relay ? [...this.#relay.stoppedRoutes.keys()] : [],
@@ -440,6 +452,7 @@ export class BridgeDaemon implements Daemon {
       admit: (question) => r.admit(adapter, question),
       status: (event) => {
         this.#adapterStates.set(adapter, event.state);
+        if (event.state === "reconnecting") this.#countReconnect(adapter, event.reason ?? "other");
         if (event.linkCode !== undefined) this.#linkCodes.set(adapter, event.linkCode);
         else this.#linkCodes.delete(adapter);
         this.#feed.emit({ type: "channel", at: this.#clock.now(), channel: adapter.accountId, platform: adapter.platform, state: event.state });
@@ -535,5 +548,13 @@ export class BridgeDaemon implements Daemon {
     const done = await Promise.race([settled, timedOut]);
     timer.pending?.cancel();
     if (!done) this.logger.warn({ graceMs }, "turns still in flight at shutdown: they stay journaled and resume at the next start");
+  }
+
+  /** A connection the adapter re-opened, and why: /metrics counts it, /healthz shows the counts. */
+  #countReconnect(adapter: ChatAdapter, reason: string): void {
+    this.metrics.adapterReconnectsTotal.inc({ platform: adapter.platform, account: adapter.accountId, reason });
+    const counts = this.#adapterReconnects.get(adapter) ?? {};
+    counts[reason] = (counts[reason] ?? 0) + 1;
+    this.#adapterReconnects.set(adapter, counts);
   }
 }

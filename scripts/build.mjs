@@ -6,7 +6,7 @@
 //   Loading ~600 module files one by one was most of a start (an emulator child process:
 //   ~0.65 s of CPU before, ~0.35 s bundled; a daemon: ~0.45 s before, ~0.2 s). Libraries
 //   that load files by path at run time (pino's workers) or only when a platform is enabled
-//   (grammY, discord.js, Baileys) stay outside, loaded from node_modules;
+//   (grammY, discord.js, Baileys, the Slack SDK) stay outside, loaded from node_modules;
 // - make the binary executable and copy the web console's static files (neither is
 //   compiled) beside the code that serves them.
 //
@@ -73,6 +73,7 @@ await build({
     "@grammyjs/*",
     "discord.js",
     "@discordjs/*",
+    "@slack/*",
     "@whiskeysockets/baileys",
     "qrcode-terminal",
     // An optional dependency, loaded only with "state": {"kind": "postgres"} (and it requires pg-native by name).

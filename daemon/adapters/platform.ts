@@ -108,36 +108,44 @@ export function definePlatform<T extends string, S extends z.ZodType<ParsedChann
 /**
  * The platform libraries are optional peer dependencies (installing the
  * package for its emulator or client must not bring in ~55 MB of them):
- * each is named here with the range package.json gives it (a test keeps the
- * two equal), for the sentence a person gets when it is missing.
+ * each platform names its libraries here with the ranges package.json gives
+ * them (a test keeps the two equal), for the sentence a person gets when one
+ * is missing.
  */
 export const PLATFORM_LIBRARIES = {
-  telegram: ["grammy", "^1.46.0"],
-  discord: ["discord.js", "^14.28.1"],
-  whatsapp: ["@whiskeysockets/baileys", "7.0.0-rc14"],
-} as const;
+  telegram: { grammy: "^1.46.0" },
+  discord: { "discord.js": "^14.28.1" },
+  whatsapp: { "@whiskeysockets/baileys": "7.0.0-rc14" },
+  slack: { "@slack/web-api": "^8.2.0", "@slack/socket-mode": "^3.1.0" },
+} as const satisfies Record<string, Record<string, string>>;
+
+type LibraryPlatform = keyof typeof PLATFORM_LIBRARIES;
+
+/** `npm install a@"range" b@"range"`: every library the platform needs, so one command fixes it. */
+const installCommand = (platform: LibraryPlatform): string =>
+  `npm install ${Object.entries(PLATFORM_LIBRARIES[platform])
+    .map(([library, range]) => `${library}@"${range}"`)
+    .join(" ")}`;
 
 /** Thrown when a channel's platform library is not installed: says what to install. */
 export class PlatformLibraryMissingError extends Error {
   override readonly name = "PlatformLibraryMissingError";
   constructor(
-    readonly platform: keyof typeof PLATFORM_LIBRARIES,
+    readonly platform: LibraryPlatform,
     readonly library: string,
   ) {
-    super(
-      `The ${platform} channel needs the ${library} package, an optional dependency of agent-bridge: npm install ${library}@"${PLATFORM_LIBRARIES[platform][1]}"`,
-    );
+    super(`The ${platform} channel needs the ${library} package, an optional dependency of agent-bridge: ${installCommand(platform)}`);
   }
 }
 
 /** Loads a platform's adapter module; a missing platform library becomes a {@link PlatformLibraryMissingError}. */
-export async function loadAdapterModule<M>(platform: keyof typeof PLATFORM_LIBRARIES, load: () => Promise<M>): Promise<M> {
-  const library = PLATFORM_LIBRARIES[platform][0];
+export async function loadAdapterModule<M>(platform: LibraryPlatform, load: () => Promise<M>): Promise<M> {
   try {
     return await load();
   } catch (error) {
-    const missing = error instanceof Error && "code" in error && error.code === "ERR_MODULE_NOT_FOUND" && error.message.includes(`'${library}'`);
-    if (missing) throw new PlatformLibraryMissingError(platform, library);
+    const notFound = error instanceof Error && "code" in error && error.code === "ERR_MODULE_NOT_FOUND";
+    const library = notFound ? Object.keys(PLATFORM_LIBRARIES[platform]).find((name) => error.message.includes(`'${name}'`)) : undefined;
+    if (library !== undefined) throw new PlatformLibraryMissingError(platform, library);
     throw error;
   }
 }

@@ -82,6 +82,8 @@ export class StreamDriver implements PreviewDriver {
   #finished = false;
   /** Operations failed in a row; back to 0 on a success or once they count as permanent. */
   #failures = 0;
+  /** Messages (by index) whose last operation here carried `final: true`: their native stream, if any, is ended. */
+  readonly #ended = new Set<number>();
   /** Ends the loop's current nap (set only while it naps). */
   #wake: (() => void) | undefined;
   /** The loop; rejects when halted. */
@@ -164,16 +166,43 @@ export class StreamDriver implements PreviewDriver {
 
   async #perform(action: PreviewAction): Promise<void> {
     const { adapter, target } = this.#options;
+    // Whether the message's text is settled (a platform with native streaming ends its stream then).
+    const final = "message" in action && this.#plan.state().messages[action.message]?.final === true;
+    if ("message" in action) {
+      if (final) this.#ended.add(action.message);
+      else this.#ended.delete(action.message);
+    }
     if (action.kind === "send") {
-      const receipt = await adapter.send(target, action.text, { format: "markdown" });
+      const receipt = await adapter.send(target, action.text, { format: "markdown", final });
       this.#ids[action.message] = receipt?.messageId ?? null;
     } else if (action.kind === "edit") {
       const id = this.#ids[action.message];
       // Without its id a message cannot be edited: its final text goes in a new one.
       if (!id || !adapter.edit) throw new SendError("the preview message cannot be edited", { permanent: true });
-      await adapter.edit(target, id, action.text, { format: "markdown" });
+      await adapter.edit(target, id, action.text, { format: "markdown", final });
     } else if (action.kind === "delete") {
       // No adapter deletes yet: a broken preview stays (its final text was sent below it).
+    }
+  }
+
+  /**
+   * A platform with native streams (`capabilities.endsStreams`): each message whose last
+   * operation was not final (its text was complete before the reply was) is told it is, with
+   * its text unchanged. Best effort: a failure is reported, the reply is done either way.
+   */
+  async #endStreams(): Promise<void> {
+    const { adapter, target } = this.#options;
+    if (!adapter.capabilities.endsStreams || !adapter.edit) return;
+    const messages = this.#plan.state().messages;
+    for (const [i, m] of messages.entries()) {
+      const id = this.#ids[i];
+      if (!id || this.#ended.has(i) || m.broken || m.deleted || m.shown === null) continue;
+      try {
+        await adapter.edit(target, id, m.shown, { format: "markdown", final: true });
+        this.#ended.add(i);
+      } catch (error) {
+        this.#options.onError?.(error, { kind: "edit", message: i, text: m.shown });
+      }
     }
   }
 
@@ -183,7 +212,7 @@ export class StreamDriver implements PreviewDriver {
     for (;;) {
       if (signal.aborted) throw new StoppingError();
       const action = plan.next();
-      if (action.kind === "done") return;
+      if (action.kind === "done") return this.#endStreams();
       if (action.kind === "idle" || action.kind === "busy") {
         await this.#nap(undefined);
         continue;

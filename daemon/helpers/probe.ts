@@ -6,7 +6,14 @@
 import { request, type Dispatcher } from "undici";
 
 /** How an HTTP probe ended: an answer, or why none came. */
-export type ProbeOutcome = { kind: "answer"; status: number; body: unknown } | { kind: "unreachable"; reason: string };
+export type ProbeOutcome =
+  | {
+      kind: "answer";
+      status: number;
+      body: unknown /** Response headers, lower-case names (empty when the client gives none). */;
+      headers: Record<string, string>;
+    }
+  | { kind: "unreachable"; reason: string };
 
 export interface HttpRequest {
   method?: string;
@@ -16,7 +23,7 @@ export interface HttpRequest {
 }
 
 /** One HTTP exchange: status and body text. Rejects when no answer came. */
-export type HttpClient = (url: string, request: HttpRequest) => Promise<{ status: number; text: string }>;
+export type HttpClient = (url: string, request: HttpRequest) => Promise<{ status: number; text: string; headers?: Record<string, string> }>;
 
 /**
  * undici's `request`, as the daemon's own clients use: unlike `fetch` it
@@ -30,7 +37,8 @@ export const undiciHttp: HttpClient = async (url, req) => {
     ...(req.body !== undefined ? { body: req.body } : {}),
     signal: req.signal,
   });
-  return { status: res.statusCode, text: await res.body.text() };
+  const headers = Object.fromEntries(Object.entries(res.headers).flatMap(([k, v]) => (typeof v === "string" ? [[k.toLowerCase(), v]] : [])));
+  return { status: res.statusCode, text: await res.body.text(), headers };
 };
 
 export interface ProbeDeps {
@@ -42,7 +50,7 @@ export interface ProbeDeps {
 
 /** Sends one request and reads its JSON body (if any); network failures become `unreachable`. */
 export async function probe(deps: ProbeDeps, url: string, init: Omit<HttpRequest, "signal"> = {}): Promise<ProbeOutcome> {
-  let res: { status: number; text: string };
+  let res: Awaited<ReturnType<HttpClient>>;
   try {
     res = await deps.http(url, { ...init, signal: AbortSignal.timeout(deps.timeoutMs) });
   } catch (error) {
@@ -54,7 +62,7 @@ export async function probe(deps: ProbeDeps, url: string, init: Omit<HttpRequest
   } catch {
     // not JSON: keep the text
   }
-  return { kind: "answer", status: res.status, body };
+  return { kind: "answer", status: res.status, body, headers: res.headers ?? {} };
 }
 
 /** "connection refused", "no answer within 10000 ms": never the URL (it may hold a token). */

@@ -23,6 +23,8 @@ export interface Metrics {
   errorsTotal: Counter<"route" | "kind">;
   /** outcome: an `InboundOutcome` ("accepted", "duplicate", "denied", "busy", ...). */
   inboundMessagesTotal: Counter<"platform" | "outcome">;
+  /** Connections an adapter re-opened; reason: an `AdapterStatusEvent` reason ("deaf", "closed", "refresh", "other"). */
+  adapterReconnectsTotal: Counter<"platform" | "account" | "reason">;
   /** Voice notes transcribed, by platform and outcome (a `TranscriptionOutcome`: "ok", "timeout", "failed", ...). */
   transcriptionsTotal: Counter<"platform" | "outcome">;
   /** Scheduled prompts by schedule and outcome (a `ScheduleOutcome`: "fired", "skipped", "silent", ...). */
@@ -98,6 +100,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       name: `${prefix}inbound_messages_total`,
       help: "Messages received from chat platforms, by platform and what became of them.",
       labelNames: ["platform", "outcome"] as const,
+      registers,
+    }),
+    adapterReconnectsTotal: new Counter({
+      name: `${prefix}adapter_reconnects_total`,
+      help: "Connections a chat adapter re-opened, by platform, account and reason (deaf: up but no events came).",
+      labelNames: ["platform", "account", "reason"] as const,
       registers,
     }),
     transcriptionsTotal: new Counter({

@@ -101,6 +101,13 @@ export type TextFormat = "markdown" | "plain";
 
 export interface SendOptions {
   format: TextFormat;
+  /**
+   * Streamed replies only (`send` and `edit` of a preview): true when this is
+   * the last text the message gets, false while it will still change.
+   * Undefined for an ordinary send. A platform with native streaming (Slack)
+   * ends its stream on `true` (see `AdapterCapabilities.endsStreams`).
+   */
+  final?: boolean;
 }
 
 /** What a successful send may report back (streaming edits will need the id). */
@@ -142,6 +149,13 @@ export interface AdapterCapabilities {
    * message id. The core never calls `edit` unless this is true.
    */
   edit: boolean;
+  /**
+   * Streaming replies with native streams (Slack): once a streamed reply is
+   * complete, each of its messages whose last operation was not `final` gets
+   * one more `edit` with its (unchanged) text and `final: true`, so the
+   * adapter can end its stream. Best effort. Default false.
+   */
+  endsStreams?: boolean;
   /**
    * Streaming replies on an output that cannot change what it showed (the
    * terminal): the adapter implements `write`, and the reply is written as it
@@ -212,6 +226,12 @@ export interface InboundSink {
 export interface AdapterStatusEvent {
   state: "starting" | "connected" | "reconnecting" | "stopped" | "failed" | "logged_out" | "pairing";
   detail?: string;
+  /**
+   * With "reconnecting": why, as one fixed word that /metrics and /healthz count
+   * ("deaf": the connection was up but no events came; "closed": it dropped;
+   * "refresh": the platform asked for a new one). Default "other".
+   */
+  reason?: "deaf" | "closed" | "refresh";
   /**
    * With "pairing": what a phone scans to link the account (WhatsApp's QR payload). A secret:
    * drawn on the terminal and in the operator's console, never logged.

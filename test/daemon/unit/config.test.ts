@@ -150,7 +150,7 @@ describe("parseConfig", () => {
         "routes[0].instance: required",
         'routes[0].match.chatType: must be one of "direct", "group"',
         "channels.telegram.token: must look like 123456:ABC... (digits, colon, 35 characters)",
-        'channels.irc.type: must be one of "terminal", "telegram", "discord", "whatsapp"',
+        'channels.irc.type: must be one of "terminal", "telegram", "discord", "whatsapp", "slack"',
         'channels.tg2.webhook: required when mode is "webhook"',
         'channels.discord.token: must be the bare bot token (no whitespace, no "Bot " prefix)',
         "retry.maxDelayMs: must be at least baseDelayMs",
@@ -284,7 +284,7 @@ describe("loadConfig", () => {
       $schema: string;
       channels: Record<string, unknown>[];
     };
-    expect(raw.channels.length).toBe(4);
+    expect(raw.channels.length).toBe(5);
     expect(raw.$schema).toBe("./config.schema.json");
   });
 
@@ -292,11 +292,19 @@ describe("loadConfig", () => {
     const text = (await readFile(join(import.meta.dirname, "../../../config.example.json"), "utf8")).replaceAll('"enabled": false', '"enabled": true');
     const path = join(dir, "all-enabled.json");
     await writeFile(path, text);
-    const cfg = await loadConfig(path, { AGENT_BRIDGE_API_KEY: KEY, TELEGRAM_BOT_TOKEN: TG_TOKEN, DISCORD_BOT_TOKEN: "abc.def.ghi" });
-    expect(cfg.channels.map((c) => c.id)).toEqual(["terminal", "telegram", "discord", "whatsapp"]);
+    const cfg = await loadConfig(path, {
+      AGENT_BRIDGE_API_KEY: KEY,
+      TELEGRAM_BOT_TOKEN: TG_TOKEN,
+      DISCORD_BOT_TOKEN: "abc.def.ghi",
+      SLACK_BOT_TOKEN: "xoxb-1-2-abc",
+      SLACK_SIGNING_SECRET: "0123456789abcdef0123",
+    });
+    expect(cfg.channels.map((c) => c.id)).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack"]);
     expect(problemsOf(() => parseConfig(parseJsonc(text), { AGENT_BRIDGE_API_KEY: KEY }))).toEqual([
       "channels.telegram.token: environment variable TELEGRAM_BOT_TOKEN is not set",
       "channels.discord.token: environment variable DISCORD_BOT_TOKEN is not set",
+      "channels.slack.botToken: environment variable SLACK_BOT_TOKEN is not set",
+      "channels.slack.signingSecret: environment variable SLACK_SIGNING_SECRET is not set",
     ]);
   });
 

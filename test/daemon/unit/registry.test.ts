@@ -49,8 +49,8 @@ describe("the platform registry is the only place platforms meet the daemon", ()
     return !types.some((t) => r.startsWith(`daemon/adapters/${t}/`));
   });
 
-  it("knows the four platforms, each with its own folder", () => {
-    expect(types).toEqual(["terminal", "telegram", "discord", "whatsapp"]);
+  it("knows the five platforms, each with its own folder", () => {
+    expect(types).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack"]);
     for (const t of types) expect(readdirSync(join(daemonDir, "adapters", t))).toContain("platform.ts");
   });
 
@@ -94,7 +94,7 @@ describe("the platform registry is the only place platforms meet the daemon", ()
       for (const file of ["platform.ts", "config.ts"]) {
         const code = codeOf(join(daemonDir, "adapters", t, file));
         const eager = [...code.matchAll(/^import (?!type )[^;]*? from "([^"]+)";/gm)].map((m) => m[1]);
-        for (const spec of eager) expect(spec, `${t}/${file}`).not.toMatch(/^(grammy|discord\.js|@whiskeysockets\/baileys)|^\.\/(?!platform|config)/);
+        for (const spec of eager) expect(spec, `${t}/${file}`).not.toMatch(/^(grammy|discord\.js|@whiskeysockets\/baileys|@slack\/)|^\.\/(?!platform|config)/);
       }
     }
   });
@@ -201,7 +201,7 @@ describe("optional platform libraries", () => {
       peerDependenciesMeta: Record<string, { optional?: boolean }>;
       dependencies: Record<string, string>;
     };
-    for (const [library, range] of Object.values(PLATFORM_LIBRARIES)) {
+    for (const [library, range] of Object.values(PLATFORM_LIBRARIES).flatMap((libraries) => Object.entries(libraries))) {
       expect(pkg.peerDependencies[library], library).toBe(range);
       expect(pkg.peerDependenciesMeta[library]?.optional, library).toBe(true);
       expect(pkg.dependencies[library], library).toBeUndefined();

@@ -71,6 +71,49 @@ async function settle<T>(clock: ReturnType<typeof createManualClock>, promise: P
 }
 
 describe("preview driver", () => {
+  it("tells each message's last operation it is final, and (endsStreams) tells a message once more when its text was complete before the reply was", async () => {
+    const finals: string[] = [];
+    const streaming = (endsStreams: boolean) => {
+      const p = platform();
+      const { send, edit } = p.adapter;
+      p.adapter = {
+        ...p.adapter,
+        capabilities: { ...p.adapter.capabilities, endsStreams },
+        send: (t, text, options) => {
+          finals.push(`send ${String(options.final)}`);
+          return send(t, text, options);
+        },
+        edit: async (t, id, text, options) => {
+          finals.push(`edit ${String(options.final)}`);
+          await edit?.(t, id, text, options);
+        },
+      };
+      return p;
+    };
+    // The text is all there before the reply completes: with endsStreams, one more edit says it is final.
+    const ends = streaming(true);
+    const a = drive(ends);
+    a.driver.update("Done.");
+    await vi.waitFor(() => expect(ends.ops).toEqual(["send 1"]));
+    expect(await settle(a.clock, a.driver.finish("Done."))).toBe("done");
+    expect(finals.splice(0)).toEqual(["send false", "edit true"]);
+    expect(ends.messages.get("1")).toBe("Done.");
+    // Without it, nothing more is sent.
+    const plain = streaming(false);
+    const b = drive(plain);
+    b.driver.update("Done.");
+    await vi.waitFor(() => expect(plain.ops).toEqual(["send 1"]));
+    expect(await settle(b.clock, b.driver.finish("Done."))).toBe("done");
+    expect(finals.splice(0)).toEqual(["send false"]);
+    // A last edit that brings the final text says so itself: no extra one.
+    const more = streaming(true);
+    const c = drive(more);
+    c.driver.update("Do");
+    await vi.waitFor(() => expect(more.ops).toEqual(["send 1"]));
+    expect(await settle(c.clock, c.driver.finish("Done."))).toBe("done");
+    expect(finals.splice(0)).toEqual(["send false", "edit true"]);
+  });
+
   it("sends the first text at once, edits in place, and journals the message id when it is created", async () => {
     const p = platform();
     const { driver, clock, records } = drive(p);

@@ -1,0 +1,168 @@
+/**
+ * The Slack channel's link, start to stop: who the bot is (auth.test, asked
+ * again with the backoff while Slack does not answer), and the one way events
+ * come in, the HTTP Events API endpoint (events-http.ts) or Socket Mode
+ * (socket-mode.ts), both through one event handler (events.ts) that hands
+ * messages over (hand-over.ts). A refused bot or app token fails the start.
+ */
+import type { WebClient } from "@slack/web-api";
+import type { Logger } from "pino";
+import { backoffDelay } from "../../../shared/backoff.js";
+import type { Clock } from "../../../shared/clock.js";
+import type { Random } from "../../../shared/random.js";
+import { pause } from "../../helpers/retry.js";
+import type { AdapterStatusEvent, InboundSink } from "../../vocabulary/adapter.js";
+import type { SlackChannelConfig } from "./config.js";
+import { SlackEventHandler } from "./events.js";
+import { listenForEvents, type EventsEndpoint } from "./events-http.js";
+import type { SlackHandOver } from "./hand-over.js";
+import type { BotIdentity } from "./inbound.js";
+import { SlackAdapterError, toAdapterError } from "./outbound.js";
+import { createSocketConnection, type SocketConnection, type SocketTuning } from "./socket-mode.js";
+import type { ActiveThreads } from "./threads.js";
+
+export interface SlackConnectionDeps {
+  config: SlackChannelConfig;
+  /** The Web API client (bot token). */
+  client: WebClient;
+  handOver: SlackHandOver;
+  threads: ActiveThreads;
+  clock: Clock;
+  random: Random;
+  log: Logger;
+  redact(text: string): string;
+  tuning: SocketTuning;
+  /** Told where the Events API endpoint listens (its real port when 0 was configured). */
+  onListening?(url: string): void;
+}
+
+export class SlackConnection {
+  /** The channel, the Web API client and the parts it wires (injected; never changes). */
+  readonly #deps: SlackConnectionDeps;
+  /** What Slack sent, decided once per event id. */
+  readonly #events: SlackEventHandler;
+  /** The bot as auth.test named it; undefined until Slack answered (events meanwhile are left for Slack's retry). */
+  #bot: BotIdentity | undefined;
+  /** HTTP mode: the endpoint, once listening. */
+  #endpoint: EventsEndpoint | null = null;
+  /** Socket Mode: the supervisor, once started. */
+  #socket: SocketConnection | null = null;
+  /** Aborted by stop: ends the background identification's pause. */
+  readonly #stopSignal = new AbortController();
+
+  constructor(deps: SlackConnectionDeps) {
+    this.#deps = deps;
+    this.#events = new SlackEventHandler({
+      accountId: deps.config.id,
+      bot: () => this.#bot,
+      clock: deps.clock,
+      log: deps.log,
+      redact: deps.redact,
+      take: (message, files) => deps.handOver.take(message, files),
+      inActiveThread: (chatId) => deps.threads.has(chatId),
+    });
+  }
+
+  async start(sink: InboundSink): Promise<void> {
+    this.#deps.handOver.open(sink);
+    this.#status({ state: "starting" });
+    await this.#identify();
+    if (this.#deps.config.mode === "socket") await this.#startSocket();
+    else await this.#listen();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopSignal.abort();
+    await Promise.allSettled([this.#endpoint?.close(), this.#socket?.stop()]);
+    // Messages already taken in still reach the core.
+    await this.#deps.handOver.idle();
+    await this.#deps.threads.flush();
+  }
+
+  /** auth.test now; when Slack does not answer, again in the background (the start goes on). */
+  async #identify(): Promise<void> {
+    const answer = await this.#askWhoAmI();
+    if (answer instanceof SlackAdapterError) void this.#identifyLater(answer);
+    else this.#identified(answer);
+  }
+
+  async #identifyLater(first: SlackAdapterError): Promise<void> {
+    let failure = first;
+    const { tuning, random, clock } = this.#deps;
+    for (let attempt = 1; !this.#stopSignal.signal.aborted; attempt++) {
+      const delay = backoffDelay(attempt, { baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs }, random);
+      this.#status({ state: "reconnecting", detail: `${failure.message}; next attempt in ${delay} ms` });
+      await pause(clock, delay, this.#stopSignal.signal);
+      if (this.#stopSignal.signal.aborted) return;
+      const answer = await this.#askWhoAmI().catch((error: unknown) => {
+        this.#status({ state: "failed", detail: this.#deps.redact(error instanceof Error ? error.message : String(error)) });
+        return undefined;
+      });
+      if (answer === undefined) return;
+      if (!(answer instanceof SlackAdapterError)) {
+        this.#identified(answer);
+        this.#status({ state: "connected" });
+        return;
+      }
+      failure = answer;
+    }
+  }
+
+  /** The bot, or why Slack did not say (worth asking again); throws for a refused token. */
+  async #askWhoAmI(): Promise<BotIdentity | SlackAdapterError> {
+    try {
+      const me = await this.#deps.client.auth.test();
+      if (!me.user_id) return new SlackAdapterError("slack auth.test named no bot user", { permanent: false });
+      return { userId: me.user_id, botId: me.bot_id, name: me.user ?? "bot" };
+    } catch (error) {
+      const failure = toAdapterError(error, "slack auth.test failed", this.#deps.redact);
+      if (failure.permanent) throw new Error(`${failure.message}: check the channel's botToken (xoxb-...)`);
+      return failure;
+    }
+  }
+
+  #identified(bot: BotIdentity): void {
+    this.#bot = bot;
+    this.#deps.log.info({ botUser: bot.userId, mode: this.#deps.config.mode }, "slack bot identified");
+  }
+
+  async #startSocket(): Promise<void> {
+    const { config, clock, random, log, redact, tuning } = this.#deps;
+    if (!config.appToken) throw new Error('the slack channel needs appToken in mode "socket"');
+    this.#socket = createSocketConnection({
+      appToken: config.appToken,
+      api: config.api,
+      deafAfterMs: config.watchdog.deafAfterMs,
+      clock,
+      random,
+      log,
+      redact,
+      tuning,
+      report: (event) => this.#status(event),
+      onEvent: (payload, retry) => this.#events.handle(payload, retry),
+      onCommand: (payload) => this.#events.handleCommand(payload),
+    });
+    await this.#socket.start();
+  }
+
+  async #listen(): Promise<void> {
+    const { config, clock, log } = this.#deps;
+    if (!config.signingSecret) throw new Error('the slack channel needs signingSecret in mode "http"');
+    this.#endpoint = await listenForEvents({
+      http: config.http,
+      signingSecret: config.signingSecret,
+      clock,
+      log,
+      handle: (body, retry) => this.#events.handle(body, retry),
+      handleCommand: (fields) => this.#events.handleCommand(fields),
+    });
+    log.info({ url: `${this.#endpoint.url}${config.http.path}` }, "slack events endpoint listening");
+    this.#deps.onListening?.(this.#endpoint.url);
+    if (this.#bot) this.#status({ state: "connected" });
+  }
+
+  /** Connection news to the core, without a token in it. */
+  #status(event: AdapterStatusEvent): void {
+    this.#deps.handOver.status(event.detail === undefined ? event : { ...event, detail: this.#deps.redact(event.detail) });
+  }
+}

@@ -1,0 +1,340 @@
+/**
+ * Socket Mode (used by connection.ts), kept connected and never connected but deaf. Each connection
+ * is one `@slack/socket-mode` client with its own reconnects off; this
+ * supervisor decides when there is a new one:
+ * - Slack's `disconnect` (refresh_requested, warning, ...) opens the next
+ *   connection at once, beside the old one Slack is about to close; an
+ *   envelope the old one could not acknowledge is sent again by Slack (its
+ *   rule: unacknowledged envelopes come back), and the core's dedupe drops a
+ *   second copy;
+ * - a connection that closes by itself is replaced after a pause of the
+ *   project's backoff (shared/backoff.ts), growing while attempts fail;
+ * - the watchdog: a connection that is up while no envelope has come for
+ *   `deafAfterMs`, after envelopes came before, is replaced (the field's most
+ *   reported Slack failure: the socket is up, no events arrive). The sink hears
+ *   "reconnecting" with reason "deaf", which /healthz and /metrics count
+ *   (`agent_bridge_adapter_reconnects_total{reason="deaf"}`).
+ * A refused app token (invalid_auth, not_allowed_token_type, ...) is "failed"
+ * and not tried again.
+ */
+import type { Logger } from "pino";
+import type { Logger as SlackLogger, SocketModeClient } from "@slack/socket-mode";
+import { LogLevel, SocketModeClient as Client } from "@slack/socket-mode";
+import { backoffDelay } from "../../../shared/backoff.js";
+import type { Clock, Timer } from "../../../shared/clock.js";
+import type { Random } from "../../../shared/random.js";
+import type { AdapterStatusEvent } from "../../vocabulary/adapter.js";
+import { pause } from "../../helpers/retry.js";
+import type { EventVerdict } from "./events.js";
+
+export interface SocketTuning {
+  /** First pause before a new connection after one failed, ms. Default 1 000. */
+  backoffInitialMs: number;
+  /** Ceiling of any one pause, ms. Default 120 000. */
+  backoffMaxMs: number;
+  /** Longest a connection may take to say hello, ms. Default 30 000. */
+  connectTimeoutMs: number;
+}
+
+export const defaultSocketTuning: SocketTuning = { backoffInitialMs: 1000, backoffMaxMs: 120_000, connectTimeoutMs: 30_000 };
+
+/** apps.connections.open errors the same token would get again. */
+const PERMANENT = new Set([
+  "not_authed",
+  "invalid_auth",
+  "account_inactive",
+  "token_revoked",
+  "not_allowed_token_type",
+  "team_disabled",
+  "user_removed_from_team",
+]);
+
+export interface SocketDeps {
+  appToken: string;
+  /** Web API base ("https://slack.com/api"). */
+  api: string;
+  /** 0: no watchdog. */
+  deafAfterMs: number;
+  clock: Clock;
+  random: Random;
+  log: Logger;
+  redact(text: string): string;
+  report(event: AdapterStatusEvent): void;
+  /** One `events_api` envelope's payload; resolves with whether to acknowledge it. */
+  onEvent(payload: unknown, retry: { num: number; reason: string } | undefined): Promise<EventVerdict>;
+  /** One `slash_commands` envelope's payload; acknowledged either way (Slack does not send a command again). */
+  onCommand(payload: unknown): Promise<EventVerdict>;
+  tuning: SocketTuning;
+}
+
+export interface SocketConnection {
+  /** Resolves once connected, or once a first attempt failed in a way retrying may fix; rejects on a refused token. */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function createSocketConnection(deps: SocketDeps): SocketConnection {
+  return new SocketSupervisor(deps);
+}
+
+/** Thrown for a token Slack refuses: retrying cannot help. */
+export class SocketRefused extends Error {
+  override readonly name = "SocketRefused";
+}
+
+class SocketSupervisor implements SocketConnection {
+  /** The app token, the clock, the backoff and where envelopes and news go (injected; never changes). */
+  readonly #deps: SocketDeps;
+  /** The connection whose closing means "connect again"; older ones (refreshed, replaced) may still be closing. */
+  #current: SocketModeClient | null = null;
+  /** Every client not yet disconnected, current or leaving: stop ends them all. */
+  readonly #clients = new Set<SocketModeClient>();
+  /** Failed attempts in a row: the backoff's attempt number. */
+  #failures = 0;
+  /** Set once, by stop. */
+  #stopped = false;
+  /** Aborted by stop: ends a backoff pause at once. */
+  readonly #stopSignal = new AbortController();
+  /** True once an envelope came on the current connection since it was (re)opened: the watchdog only guards a link that carried traffic. */
+  #sawTraffic = false;
+  /** Fires after `deafAfterMs` without an envelope on the current connection; null while none is armed. */
+  #watchdog: Timer | null = null;
+  /** One (re)connect at a time: a refresh while one is under way starts no second. */
+  #connecting: Promise<void> | null = null;
+
+  constructor(deps: SocketDeps) {
+    this.#deps = deps;
+  }
+
+  async start(): Promise<void> {
+    this.#deps.report({ state: "starting" });
+    try {
+      await this.#open();
+    } catch (error) {
+      if (error instanceof SocketRefused) {
+        this.#deps.report({ state: "failed", detail: error.message });
+        throw error;
+      }
+      // Slack unreachable at boot: keep trying in the background; the daemon's other channels go on.
+      this.#reconnect({ pauseFirst: true, after: error });
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#stopSignal.abort();
+    this.#watchdog?.cancel();
+    await Promise.allSettled([...this.#clients].map((c) => this.#end(c)));
+    this.#deps.report({ state: "stopped" });
+  }
+
+  /** Opens a new connection and makes it the current one once Slack said hello. */
+  async #open(): Promise<void> {
+    const client = this.#build();
+    this.#clients.add(client);
+    try {
+      await this.#withTimeout(client.start(), this.#deps.tuning.connectTimeoutMs);
+    } catch (error) {
+      void this.#end(client);
+      throw this.#failureOf(error);
+    }
+    if (this.#stopped) return void this.#end(client);
+    const previous = this.#current;
+    this.#current = client;
+    this.#failures = 0;
+    this.#sawTraffic = false;
+    this.#armWatchdog();
+    this.#deps.report({ state: "connected" });
+    // A replaced connection goes once its successor is up.
+    if (previous) void this.#end(previous);
+  }
+
+  #build(): SocketModeClient {
+    const client = new Client({
+      appToken: this.#deps.appToken,
+      // Reconnects are the supervisor's (with the project's backoff), not the library's.
+      autoReconnectEnabled: false,
+      logger: slackLogger(this.#deps.log, this.#deps.redact),
+      clientOptions: { slackApiUrl: `${this.#deps.api}/`, retryConfig: { retries: 0 }, timeout: this.#deps.tuning.connectTimeoutMs },
+    });
+    client.on("slack_event", (args: { ack(): Promise<void>; type: string; body: unknown; retry_num?: number; retry_reason?: string }) => {
+      if (args.type === "slash_commands") {
+        this.#traffic(client);
+        void this.#deps.onCommand(args.body).finally(() => args.ack().catch(() => undefined));
+        return;
+      }
+      if (args.type !== "events_api") return void args.ack().catch(() => undefined);
+      this.#traffic(client);
+      const retry = args.retry_num ? { num: args.retry_num, reason: args.retry_reason ?? "" } : undefined;
+      void this.#deps.onEvent(args.body, retry).then((verdict) => {
+        // Unacknowledged, Slack sends the envelope again: what the core could not take is not lost.
+        if (verdict === "ack")
+          args.ack().catch((error: unknown) => this.#deps.log.debug({ err: this.#text(error) }, "slack ack not sent (connection closing)"));
+      });
+    });
+    // Slack announces a close: open the next connection now, so no event waits for a dead one.
+    client.on("ws_message", (data: unknown) => {
+      const disconnect = disconnectReason(data);
+      if (disconnect === undefined || client !== this.#current || this.#stopped) return;
+      this.#deps.log.info({ reason: disconnect }, "slack asked for a new socket mode connection");
+      this.#deps.report({ state: "reconnecting", detail: `slack asked for a new connection (${disconnect})`, reason: "refresh" });
+      this.#current = null;
+      this.#replace(`slack closes the connection (${disconnect})`);
+    });
+    client.on("disconnected", () => {
+      this.#clients.delete(client);
+      if (client !== this.#current || this.#stopped) return;
+      this.#current = null;
+      this.#reconnect({ pauseFirst: true, after: new Error("the socket mode connection closed"), reason: "closed" });
+    });
+    return client;
+  }
+
+  #traffic(client: SocketModeClient): void {
+    if (client !== this.#current) return;
+    this.#sawTraffic = true;
+    this.#armWatchdog();
+  }
+
+  #armWatchdog(): void {
+    this.#watchdog?.cancel();
+    this.#watchdog = null;
+    const after = this.#deps.deafAfterMs;
+    if (after <= 0 || this.#stopped) return;
+    this.#watchdog = this.#deps.clock.setTimeout(() => this.#onSilence(), after);
+  }
+
+  #onSilence(): void {
+    this.#watchdog = null;
+    if (this.#stopped || !this.#current || !this.#sawTraffic) return;
+    const ms = this.#deps.deafAfterMs;
+    const silence = ms < 10_000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`;
+    const detail = `connected but deaf: no event for ${silence} after earlier traffic; opening a new connection`;
+    this.#deps.log.warn({ deafAfterMs: this.#deps.deafAfterMs }, `slack socket mode ${detail}`);
+    this.#deps.report({ state: "reconnecting", detail, reason: "deaf" });
+    const old = this.#current;
+    this.#current = null;
+    this.#replace(detail, old);
+  }
+
+  /** Opens a successor now; `old` (if given) is ended once the successor is up (or the attempts end). */
+  #replace(reason: string, old?: SocketModeClient): void {
+    this.#deps.log.debug({ reason }, "slack socket mode: replacing the connection");
+    this.#reconnect({ pauseFirst: false, ...(old ? { old } : {}) });
+  }
+
+  /**
+   * Opens connections until one is up, pausing by the backoff before each
+   * attempt after a failure (and before the first, when `pauseFirst`); one
+   * such loop at a time. A refused token ends it ("failed").
+   */
+  #reconnect(options: { pauseFirst: boolean; after?: unknown; reason?: "closed"; old?: SocketModeClient }): void {
+    if (this.#stopped) {
+      if (options.old) void this.#end(options.old);
+      return;
+    }
+    if (this.#connecting) {
+      // A loop already runs: it brings the successor; a connection it replaces may go now.
+      if (options.old) void this.#end(options.old);
+      return;
+    }
+    this.#connecting = this.#connectLoop(options).finally(() => {
+      this.#connecting = null;
+      if (options.old) void this.#end(options.old);
+    });
+  }
+
+  async #connectLoop(options: { pauseFirst: boolean; after?: unknown; reason?: "closed" }): Promise<void> {
+    let failure: unknown = options.after;
+    let reason = options.reason;
+    for (let first = true; !this.#stopped; first = false) {
+      if (!first || options.pauseFirst) {
+        const delay = backoffDelay(++this.#failures, { baseMs: this.#deps.tuning.backoffInitialMs, maxMs: this.#deps.tuning.backoffMaxMs }, this.#deps.random);
+        this.#deps.report({ state: "reconnecting", detail: `${this.#text(failure)}; next attempt in ${delay} ms`, ...(reason ? { reason } : {}) });
+        reason = undefined;
+        await pause(this.#deps.clock, delay, this.#stopSignal.signal);
+        if (this.#stopped) return;
+      }
+      try {
+        await this.#open();
+        return;
+      } catch (error) {
+        if (error instanceof SocketRefused) {
+          this.#deps.report({ state: "failed", detail: error.message });
+          return;
+        }
+        failure = error;
+      }
+    }
+  }
+
+  async #end(client: SocketModeClient): Promise<void> {
+    this.#clients.delete(client);
+    await client.disconnect().catch(() => undefined);
+  }
+
+  #withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = this.#deps.clock.setTimeout(() => reject(new Error(`no hello from Slack within ${ms} ms`)), ms);
+      work.then(
+        (v) => {
+          timer.cancel();
+          resolve(v);
+        },
+        (e: unknown) => {
+          timer.cancel();
+          reject(e);
+        },
+      );
+    });
+  }
+
+  #failureOf(error: unknown): Error {
+    const code = platformErrorCode(error);
+    if (code && PERMANENT.has(code))
+      return new SocketRefused(`Slack refused the app token (${code}): check the channel's appToken (xapp-..., scope connections:write)`);
+    return new Error(this.#text(error));
+  }
+
+  #text(error: unknown): string {
+    return this.#deps.redact(error instanceof Error ? error.message : String(error));
+  }
+}
+
+function platformErrorCode(error: unknown): string | undefined {
+  if (!error || typeof error !== "object" || !("data" in error)) return undefined;
+  const data = error.data;
+  return data && typeof data === "object" && "error" in data && typeof data.error === "string" ? data.error : undefined;
+}
+
+/** The reason of a `disconnect` frame, or undefined for any other frame. */
+function disconnectReason(data: unknown): string | undefined {
+  const text = typeof data === "string" ? data : data instanceof Uint8Array ? Buffer.from(data).toString("utf8") : undefined;
+  if (!text?.includes('"disconnect"')) return undefined;
+  try {
+    const frame: unknown = JSON.parse(text);
+    if (frame && typeof frame === "object" && "type" in frame && frame.type === "disconnect") {
+      return "reason" in frame && typeof frame.reason === "string" ? frame.reason : "unknown";
+    }
+  } catch {
+    // not JSON: not Slack's
+  }
+  return undefined;
+}
+
+/**
+ * The SDK's logger interface over pino: warnings and errors only (its debug
+ * lines carry whole payloads, people's messages among them), tokens removed.
+ */
+export function slackLogger(log: Logger, redact: (text: string) => string): SlackLogger {
+  const line = (parts: unknown[]) => redact(parts.map((p) => (p instanceof Error ? p.message : String(p))).join(" "));
+  return {
+    debug: () => {},
+    info: () => {},
+    warn: (...parts: unknown[]) => log.warn({ sdk: "socket-mode" }, line(parts)),
+    error: (...parts: unknown[]) => log.warn({ sdk: "socket-mode" }, line(parts)),
+    setLevel: () => {},
+    getLevel: () => LogLevel.WARN,
+    setName: () => {},
+  };
+}

@@ -1,0 +1,77 @@
+/**
+ * Slack's native streaming (`chat.startStream` / `appendStream` /
+ * `stopStream`, 2025) as the core's streamed reply sees it: the core gives
+ * each message's whole text so far, Slack wants what is new. Kept here: the
+ * streams this process opened and the text each was given, whether the
+ * workspace refused streaming (then every reply goes by chat.update), and the
+ * messages this process posted the ordinary way (so a message unknown here,
+ * say after a restart, is known to maybe be a stream left open).
+ */
+
+/**
+ * What of a preview may go into a stream: while a code block is still open
+ * the core shows the preview with a closing fence of its own, which is not
+ * the agent's text yet (appended, it would end the block for good). Pure.
+ */
+export function streamablePart(preview: string): string {
+  const closing = /\n(`{3,}|~{3,})$/.exec(preview);
+  if (!closing) return preview;
+  const before = preview.slice(0, closing.index);
+  // An odd number of fence lines before it: a block is open, and this last fence is the core's.
+  const fences = before.split("\n").filter((line) => /^ {0,3}(`{3,}|~{3,})/.test(line)).length;
+  return fences % 2 === 1 ? before : preview;
+}
+
+/** The most ordinary messages remembered (the oldest are forgotten first). */
+const MAX_PLAIN = 2000;
+
+export class NativeStreams {
+  /** Message ts -> the text it shows: streams this process opened and has not stopped. */
+  readonly #open = new Map<string, string>();
+  /** Message ts of replies posted with chat.postMessage by this process, oldest first (bounded). */
+  readonly #plain = new Set<string>();
+  /** Set once Slack refused a stream for good (not enabled for the app, a missing scope): chat.update from then on. */
+  #refused: string | undefined;
+
+  /** Whether new replies may stream natively. */
+  get usable(): boolean {
+    return this.#refused === undefined;
+  }
+
+  refuse(reason: string): void {
+    this.#refused = reason;
+  }
+
+  opened(ts: string, text: string): void {
+    this.#open.set(ts, text);
+  }
+
+  /** The text an open stream shows, or undefined when `ts` is no stream this process has open. */
+  shown(ts: string): string | undefined {
+    return this.#open.get(ts);
+  }
+
+  appended(ts: string, text: string): void {
+    if (this.#open.has(ts)) this.#open.set(ts, text);
+  }
+
+  stopped(ts: string): void {
+    this.#open.delete(ts);
+    this.posted(ts);
+  }
+
+  /** A message that is not (or no longer) a stream. */
+  posted(ts: string): void {
+    this.#plain.delete(ts);
+    this.#plain.add(ts);
+    if (this.#plain.size > MAX_PLAIN) {
+      const oldest = this.#plain.values().next().value;
+      if (oldest !== undefined) this.#plain.delete(oldest);
+    }
+  }
+
+  /** Known here as an ordinary message (never a stream). */
+  isPlain(ts: string): boolean {
+    return this.#plain.has(ts);
+  }
+}
