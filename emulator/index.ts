@@ -15,6 +15,7 @@ import { pino } from "pino";
 import { Agent } from "undici";
 import { systemClock, type Clock } from "../shared/clock.js";
 import { cryptoRandom, seededRandom, type Random } from "../shared/random.js";
+import { withoutUndefined } from "../shared/util/without-undefined.js";
 import type { EmulatorEnv, EmulatorSettings } from "./env.js";
 import { sendError } from "./errors.js";
 import { createFaultRegistry } from "./faults.js";
@@ -172,14 +173,15 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   // Without a script of its own, the emulator's model answers from the recordings' rules (what a passthrough replay falls back on).
   const scripts = await openScripts(options.modelScript ?? replay?.modelScript());
   const persistent = options.dataDir !== undefined && options.inMemory !== true;
-  const events = createEventHub({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes, maxClients: options.eventsMaxClients });
+  const events = createEventHub(
+    withoutUndefined({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes, maxClients: options.eventsMaxClients }),
+  );
   // The generator is made once the store is open: a seeded one continues from the position on disk,
   // so ids drawn before a restart are never drawn again.
   let random: Random | undefined;
   const store = observeStore(
     await openStore({
-      dataDir: persistent ? options.dataDir : undefined,
-      flushMs: options.flushMs,
+      ...withoutUndefined({ dataDir: persistent ? options.dataDir : undefined, flushMs: options.flushMs }),
       randomPosition: () => random?.position?.(),
     }),
     (replaced) => events.publish({ type: "state", data: { at: new Date(baseClock.now()).toISOString(), replaced } }),
@@ -223,15 +225,8 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
       () => env.workspaces.tempPath(),
     ),
     faultFor(instanceId) {
-      const rule = faults.take({ target: "gateway", instanceId, sandboxId: sandboxOfInstance(store.data, instanceId)?.id });
-      return (
-        rule && {
-          status: rule.status,
-          error: rule.error,
-          latencyMs: rule.latency_ms,
-          ...(rule.after_deltas !== undefined ? { resetAfterDeltas: rule.after_deltas } : {}),
-        }
-      );
+      const rule = faults.take({ target: "gateway", instanceId, ...withoutUndefined({ sandboxId: sandboxOfInstance(store.data, instanceId)?.id }) });
+      return rule && withoutUndefined({ status: rule.status, error: rule.error, latencyMs: rule.latency_ms, resetAfterDeltas: rule.after_deltas });
     },
   });
   await gateway.listen(0, options.gatewayHost ?? "127.0.0.1");
@@ -306,7 +301,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     ...modelScriptHandlers(env, scripts),
     ...recordingHandlers(replay),
   };
-  mountRoutes(app, env, handlers, { validateResponses: options.validateResponses });
+  mountRoutes(app, env, handlers, withoutUndefined({ validateResponses: options.validateResponses }));
   app.use((_req: Request, res: Response) => {
     res.locals.unmatched = "unknown_route";
     res.status(404).json({ detail: "Not found." });

@@ -154,7 +154,14 @@ export class ConsoleApi {
     this.#deps.feed.emit({
       type: "session",
       at: this.#deps.clock.now(),
-      chat: { key: chat.key, platform: chat.platform, accountId: chat.accountId, chatId: chat.chatId, chatType: chat.chatType },
+      chat: {
+        key: chat.key,
+        platform: chat.platform,
+        accountId: chat.accountId,
+        chatId: chat.chatId,
+        chatType: chat.chatType,
+        ...(chat.threadId !== undefined ? { threadId: chat.threadId } : {}),
+      },
       by: actor,
     });
     return ok({ sessionId });
@@ -221,6 +228,7 @@ export class ConsoleApi {
       accountId: chat.accountId,
       chatId: chat.chatId,
       chatType: chat.chatType,
+      ...(chat.threadId !== undefined ? { threadId: chat.threadId } : {}),
       instance: chat.route.instanceId,
       session: { base: chat.route.sessionBase, generation: state?.generation ?? 0, chained: state?.lastResponseId !== undefined },
       lastAt: chat.lastAt,

@@ -13,7 +13,7 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import pg from "pg";
-import { afterEach, expect, it } from "vitest";
+import { afterEach, expect, it, onTestFinished } from "vitest";
 import { createFakeSlack, type FakeSlack } from "../../fakes/slack.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { waitUntil } from "../../helpers/wait.js";
@@ -27,9 +27,7 @@ const ALICE = "U0ALICE001";
 const DM = "D0ALICE001";
 const UNIT = "slack:sl";
 
-const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
   delete process.env.BRIDGE_TEST_KEY;
 });
 
@@ -44,10 +42,10 @@ interface Bridge {
 
 async function bridge(mode: "http" | "socket", fakeOptions: { requestUrl?: string } = {}): Promise<Bridge> {
   const pgServer: TestPostgres = await startTestPostgres();
-  cleanups.push(() => pgServer.close());
+  onTestFinished(() => pgServer.close());
   const dbUrl = await pgServer.createDatabase("slack");
   const service: Service = await startService();
-  cleanups.push(() => service.close());
+  onTestFinished(() => service.close());
   // Slack's retries come about at once, after a minute and after five: shortened here, in the same order.
   const fake = await createFakeSlack({
     botToken: BOT_TOKEN,
@@ -58,13 +56,13 @@ async function bridge(mode: "http" | "socket", fakeOptions: { requestUrl?: strin
     retryDelaysMs: [0, 5_000, 15_000],
     ...fakeOptions,
   });
-  cleanups.push(() => fake.close());
+  onTestFinished(() => fake.close());
   const db = new pg.Pool({ connectionString: dbUrl, max: 1 });
-  cleanups.push(() => db.end());
+  onTestFinished(() => db.end());
   const dir = tempDir();
-  cleanups.push(dir.remove);
+  onTestFinished(dir.remove);
   const children = new Map<string, DaemonChild>();
-  cleanups.push(async () => {
+  onTestFinished(async () => {
     for (const c of children.values()) c.kill();
     await Promise.all([...children.values()].map((c) => c.exited));
   });
@@ -153,7 +151,7 @@ async function loadBalancer(nodes: () => DaemonChild[], served: DaemonChild[]): 
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  cleanups.push(() => {
+  onTestFinished(() => {
     server.closeAllConnections();
     return new Promise<void>((resolve) => server.close(() => resolve()));
   });
