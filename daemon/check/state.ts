@@ -90,7 +90,7 @@ async function checkPostgres(config: DaemonConfig, state: PostgresStateOptions, 
             },
       );
     }
-    if (version >= 2) results.push(await checkNodeConfigs(client, config, state));
+    if (version >= 3) results.push(await checkNodeConfigs(client, config, state));
     return results;
   } catch (error) {
     return [{ status: "fail", subject, message: `query failed (${error instanceof Error ? error.message : "unknown error"})` }];

@@ -76,14 +76,17 @@ async function checkAppToken(channel: SlackChannelConfig, appToken: string, deps
   };
 }
 
+const loadAdapter = () => loadAdapterModule("slack", () => import("./index.js"));
+
 export const slackPlatform = definePlatform({
   type: "slack",
   schema: slackChannelSchema,
   finalize: (channel, { id }): SlackChannelConfig => ({ ...channel, id }),
   secrets: (channel) => [channel.botToken, channel.appToken, channel.signingSecret].filter((s): s is string => s !== undefined),
   check: checkSlack,
+  load: loadAdapter,
   async create(channel, deps) {
-    const { createSlackAdapter } = await loadAdapterModule("slack", () => import("./index.js"));
+    const { createSlackAdapter } = await loadAdapter();
     return createSlackAdapter(channel, deps);
   },
 });
