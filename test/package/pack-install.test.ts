@@ -3,7 +3,8 @@
  * (dist/ built by the global setup), installed into a fresh temporary
  * project beside vitest, jest, typescript and supertest; the examples of
  * docs/testing.md written into it file by file (each code block
- * that starts with `// file: PATH`), type-checked with strict `tsc` against
+ * that starts with `// file: PATH`, and each JSON block opened as
+ * ```` ```json file=PATH ````, such as a recording), type-checked with strict `tsc` against
  * the installed package's declarations (`.mjs` files with `checkJs`), and run
  * under vitest, jest and `node:test`.
  *
@@ -24,11 +25,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 const ROOT = join(import.meta.dirname, "..", "..");
 const versionOf = (name: string): string => (JSON.parse(readFileSync(join(ROOT, "node_modules", name, "package.json"), "utf8")) as { version: string }).version;
 
-/** The testing guide's example files: code blocks whose first line is `// file: PATH`. */
+/** The testing guide's example files: code blocks whose first line is `// file: PATH`, and JSON blocks opened with `file=PATH`. */
 function guideExamples(): Map<string, string> {
   const guide = readFileSync(join(ROOT, "docs", "testing.md"), "utf8");
   const files = new Map<string, string>();
   for (const match of guide.matchAll(/```(?:ts|js)\n\/\/ file: (\S+)\n([\s\S]*?)```/g)) files.set(match[1]!, match[2]!);
+  for (const match of guide.matchAll(/```json file=(\S+)\n([\s\S]*?)```/g)) files.set(match[1]!, match[2]!);
   return files;
 }
 
@@ -100,8 +102,12 @@ afterAll(async () => {
 }, 120_000);
 
 describe("the package installed in another project", () => {
-  it("has the testing guide's examples to check: vitest, in process, jest and node:test", () => {
+  it("has the testing guide's examples to check: vitest, in process, jest, jest replaying a recording and node:test", () => {
     expect([...guideExamples().keys()].sort()).toEqual([
+      "jest-replay.config.mjs",
+      "jest-replay/greeting.test.mjs",
+      "jest-replay/recordings/greeting.recording.json",
+      "jest-replay/setup.mjs",
       "jest.config.mjs",
       "jest/support-bot.test.mjs",
       "node-test/support-bot.test.mjs",
@@ -162,6 +168,16 @@ describe("the package installed in another project", () => {
     });
     expect(jest.status, jest.output).toBe(0);
     expect(jest.output).toMatch(/Tests:\s+1 passed/);
+  }, 120_000);
+
+  it("replays a recording under jest with useRecording, and reports the recorded request no test made", () => {
+    const jest = run(process.execPath, [join(project, "node_modules", "jest", "bin", "jest.js"), "--config", "jest-replay.config.mjs"], {
+      NODE_OPTIONS: "--experimental-vm-modules",
+    });
+    expect(jest.status, jest.output).toBe(0);
+    expect(jest.output).toMatch(/Tests:\s+1 passed/);
+    expect(jest.output).toContain("recordings not used by this run:");
+    expect(jest.output).toMatch(/greeting \(\S*greeting\.recording\.json\): request\(s\) #2 of 2 never replayed/);
   }, 120_000);
 
   it("runs them under node:test", () => {
