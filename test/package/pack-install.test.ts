@@ -36,6 +36,9 @@ function guideExamples(): Map<string, string> {
 
 let project: string;
 
+/** The report's line for the guide's recording: its test makes the first of its two requests. */
+const UNUSED_SECOND_REQUEST = /greeting \(\S*greeting\.recording\.json\): request\(s\) #2 of 2 never replayed/;
+
 /** Runs a command in the project; its output is part of the failure message. */
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; output: string } {
   const result = spawnSync(cmd, args, {
@@ -102,18 +105,21 @@ afterAll(async () => {
 }, 120_000);
 
 describe("the package installed in another project", () => {
-  it("has the testing guide's examples to check: vitest, in process, jest, jest replaying a recording and node:test", () => {
+  it("has the testing guide's examples to check: vitest, in process, jest, node:test, and a recording replayed under vitest and jest", () => {
     expect([...guideExamples().keys()].sort()).toEqual([
       "jest-replay.config.mjs",
       "jest-replay/greeting.test.mjs",
-      "jest-replay/recordings/greeting.recording.json",
       "jest-replay/setup.mjs",
       "jest.config.mjs",
       "jest/support-bot.test.mjs",
       "node-test/support-bot.test.mjs",
+      "recordings/greeting.recording.json",
       "test/emulator-setup.ts",
       "test/in-process.test.ts",
       "test/support-bot.test.ts",
+      "vitest-replay.config.ts",
+      "vitest-replay/greeting.test.ts",
+      "vitest-replay/setup.ts",
       "vitest.config.ts",
     ]);
   });
@@ -170,6 +176,14 @@ describe("the package installed in another project", () => {
     expect(jest.output).toMatch(/Tests:\s+1 passed/);
   }, 120_000);
 
+  it("replays a recording under vitest with useRecording, and reports the recorded request no test made", () => {
+    const vitest = run(process.execPath, [join(project, "node_modules", "vitest", "vitest.mjs"), "run", "--config", "vitest-replay.config.ts"]);
+    expect(vitest.status, vitest.output).toBe(0);
+    expect(vitest.output).toMatch(/Tests\s+1 passed/);
+    expect(vitest.output).toContain("recordings not used by this run:");
+    expect(vitest.output).toMatch(UNUSED_SECOND_REQUEST);
+  }, 120_000);
+
   it("replays a recording under jest with useRecording, and reports the recorded request no test made", () => {
     const jest = run(process.execPath, [join(project, "node_modules", "jest", "bin", "jest.js"), "--config", "jest-replay.config.mjs"], {
       NODE_OPTIONS: "--experimental-vm-modules",
@@ -177,7 +191,7 @@ describe("the package installed in another project", () => {
     expect(jest.status, jest.output).toBe(0);
     expect(jest.output).toMatch(/Tests:\s+1 passed/);
     expect(jest.output).toContain("recordings not used by this run:");
-    expect(jest.output).toMatch(/greeting \(\S*greeting\.recording\.json\): request\(s\) #2 of 2 never replayed/);
+    expect(jest.output).toMatch(UNUSED_SECOND_REQUEST);
   }, 120_000);
 
   it("runs them under node:test", () => {
