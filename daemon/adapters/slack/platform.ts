@@ -82,6 +82,9 @@ export const slackPlatform = definePlatform({
   finalize: (channel, { id }): SlackChannelConfig => ({ ...channel, id }),
   secrets: (channel) => [channel.botToken, channel.appToken, channel.signingSecret].filter((s): s is string => s !== undefined),
   check: checkSlack,
+  // Several machines, HTTP Events API: every node's endpoint keeps events for the owner.
+  receive: (channel, deps) =>
+    channel.mode === "http" ? import("./receiver.js").then(({ startSlackReceiver }) => startSlackReceiver(channel, deps)) : undefined,
   async create(channel, deps) {
     const { createSlackAdapter } = await loadAdapterModule("slack", () => import("./index.js"));
     return createSlackAdapter(channel, deps);

@@ -26,6 +26,7 @@ import pg from "pg";
 import { z } from "zod";
 import type { Clock } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
+import { openInbox, type Inbox } from "./inbox.js";
 import { LeaseKeeper, type HeldLease } from "./leases.js";
 import { migrate } from "./migrations.js";
 import { monotonicClock } from "./monotonic-clock.js";
@@ -34,6 +35,7 @@ import { describeUrl, resolvePostgresOptions, type PostgresStateInput, type Reso
 import { openUnitState, type UnitState } from "./unit-state.js";
 
 export { AttachmentTooLargeError, LeaseLostError, SchemaTooNewError, StateWriteError, StoredRowError } from "../../vocabulary/state-errors.js";
+export type { Inbox, InboxRow } from "./inbox.js";
 export type { HeldLease } from "./leases.js";
 export { MIGRATIONS, SCHEMA_VERSION, migrate } from "./migrations.js";
 export { describeUrl, PostgresStateOptionsSchema, resolvePostgresOptions, type PostgresStateInput, type ResolvedPostgresOptions } from "./options.js";
@@ -72,6 +74,8 @@ export interface PostgresState {
   /** The schema version in place after migrating. */
   readonly schemaVersion: number;
   readonly leases: LeaseKeeper;
+  /** Events any node received for a unit, until its owner took them (inbox.ts). */
+  readonly inbox: Inbox;
   /** The state of a unit this node holds, loaded from the database; its writes are fenced by `lease`. */
   openUnit(lease: HeldLease): Promise<UnitState>;
   /** Who owns what, on the database's clock: for `/healthz`, `/metrics` and `agent-bridge check`. */
@@ -118,10 +122,12 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
   });
   /** Aborted by the first `close` or `abandon`: the pool ends once. */
   const ended = new AbortController();
+  const inbox = openInbox(pool, options.url, (error) => deps.onError?.(error));
   return {
     options,
     schemaVersion,
     leases,
+    inbox,
     async status() {
       const leaseRows = await pool.query(
         "SELECT unit, holder, epoch, CASE WHEN isfinite(expires_at) THEN extract(epoch FROM expires_at - clock_timestamp()) * 1000 END AS expires_in_ms FROM lease ORDER BY unit",
@@ -147,6 +153,7 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
       try {
         await leases.stop();
       } finally {
+        await inbox.close();
         await pool.end();
       }
     },
@@ -154,6 +161,7 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
       if (ended.signal.aborted) return;
       ended.abort();
       await leases.halt();
+      await inbox.close();
       await pool.end().catch(() => undefined);
     },
   };
