@@ -43,6 +43,12 @@ export interface InboundMessage {
    * them apply when the chat itself is not listed.
    */
   groupAliases?: string[];
+  /**
+   * In a group: the chat whose unaddressed messages are this message's group context, when
+   * it is not `chatId` (a Slack top-level channel message starts a thread of its own; the
+   * talk around it is the channel's top level).
+   */
+  contextChatId?: string;
   /** The sender's stable id on the platform. */
   userId: string;
   /** Other ids the same sender is known by (WhatsApp phone number and `@lid` id). */

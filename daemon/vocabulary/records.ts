@@ -47,6 +47,7 @@ export const StoredMessageSchema = z.object({
   chatId: z.string(),
   chatType: ChatTypeSchema,
   groupAliases: z.array(z.string()).optional(),
+  contextChatId: z.string().optional(),
   userId: z.string(),
   userAliases: z.array(z.string()).optional(),
   userName: z.string().optional(),

@@ -156,6 +156,8 @@ export function translateMessage(event: SlackMessageEvent, context: TranslateCon
   if (!direct) {
     message.groupAliases = [channel];
     message.mentioned = mentionsBot(event, context.bot) || (context.inActiveThread?.(chatId) ?? false);
+    // A top-level message starts a thread (its session) of its own: its group context is the channel's top-level talk.
+    if (event.thread_ts === undefined || event.thread_ts === ts) message.contextChatId = channel;
   }
   return { kind: "accept", message, files: event.files ?? [] };
 }
