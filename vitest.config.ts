@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
-import { UnitFirstSequencer } from "./test/helpers/sequencer.js";
+import { ProjectOrderSequencer } from "./test/helpers/sequencer.js";
 
 // Five projects (`npm test -- --project unit`):
 // - unit: pure logic of the daemon's core (test/daemon/unit), no servers, no build;
@@ -21,10 +21,13 @@ export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    // Three files at a time on two cores: many files spend much of their time waiting on
-    // child processes, sockets and timers, and a third file fills those waits (measured on
-    // the 2-core CI machine: 2 workers ~50 s, 3 workers ~42 s, 4 no faster than 3).
-    maxWorkers: 3,
+    // Four files at a time on two cores: many files spend much of their time waiting on child
+    // processes, sockets and timers, and more files fill those waits (measured on the 2-core
+    // machine when the suite was the integration files alone: 2 workers ~50 s, 3 ~42 s, 4 no
+    // faster than 3). Since then the package files (20-35 s each, npm installs and child
+    // processes) take a worker each for the first half minute (the sequencer starts them first):
+    // with three workers the ~100 integration files had none left until the first ended.
+    maxWorkers: 4,
     // Each worker process (the default `forks` pool) runs its files one after another without
     // re-importing every module per file: importing express, zod schemas, discord.js and Baileys
     // again for each of ~50 files was half the suite's CPU time. Safe here because nothing is
@@ -32,7 +35,7 @@ export default defineConfig({
     // state (its metrics use their own registries, clocks and stores are injected), and every
     // file starts and closes its own servers on port 0 and its own temporary directories.
     isolate: false,
-    sequence: { sequencer: UnitFirstSequencer },
+    sequence: { sequencer: ProjectOrderSequencer },
     projects: [
       { extends: true, test: { name: "unit", include: ["test/daemon/unit/**/*.test.ts"] } },
       {
@@ -44,8 +47,11 @@ export default defineConfig({
           globalSetup: BUILD,
         },
       },
-      // Several daemon processes on a PostgreSQL server each (test/daemon/postgres): they run after
-      // everything else, one file at a time, so their lease timings never compete with other files.
+      // Several daemon processes on a PostgreSQL server each (test/daemon/postgres): after
+      // everything else and one file at a time, so their lease timings (1.5-3 s leases, renewed
+      // every third) never compete with other files' CPU. Tried beside the other files, and two
+      // cluster files at a time, on a machine at load 18-28: leases were lost mid-test (an account
+      // changing hands where a test expects it to stay); one file at a time passed at load 10.
       { extends: true, test: { name: "cluster", include: CLUSTER, globalSetup: BUILD, fileParallelism: false, maxWorkers: 1, sequence: { groupOrder: 1 } } },
       // A real browser: its file gets a fresh worker of its own, so nothing another file left
       // running (servers, timers) competes with the page's live updates.

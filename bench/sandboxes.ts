@@ -29,7 +29,7 @@ async function call(url: string, key: string, method: string, path: string, body
     method: method as "GET",
     dispatcher: agent,
     headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: body === undefined ? null : JSON.stringify(body),
   });
   const text = await res.body.text();
   if (res.statusCode >= 400) throw new Error(`${method} ${path} answered ${res.statusCode}: ${text}`);

@@ -39,6 +39,13 @@ const port = (value: string): number => {
   return n;
 };
 
+const nonEmpty =
+  (what: string) =>
+  (value: string): string => {
+    if (value.trim() === "") throw new InvalidArgumentError(`Expected a ${what}, not an empty string.`);
+    return value;
+  };
+
 const httpUrl = (value: string): string => {
   if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) throw new InvalidArgumentError(`Expected an http(s) URL.`);
   return value;
@@ -115,7 +122,10 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
     .option("--in-memory", "keep nothing on disk")
     .option("--provision-ms <ms>", "how long provisioning takes", wholeNumber, 1500)
     .option("--seed <seed>", "repeatable ids, keys and fault draws")
-    .option("--admin-token <token>", "require this bearer on /_emulator (needed off loopback)")
+    // From the environment too: in a container, a command line is visible to anyone who can list processes.
+    .addOption(
+      new Option("--admin-token <token>", "require this bearer on /_emulator (needed off loopback)").env("EMULATOR_ADMIN_TOKEN").argParser(nonEmpty("token")),
+    )
     .option("--gateway-url <url>", "send new instances' messages to this Responses server", httpUrl)
     .option("--flush-ms <ms>", "longest a change nobody waits for stays unwritten (writes are answered once on disk)", wholeNumber, 25)
     .option("--upload-limit-mb <n>", "largest upload accepted, MiB", wholeNumber, 50)

@@ -7,17 +7,17 @@
 import type { OperationId } from "../shared/api.js";
 import type { CallOptions, Exchange } from "./exchange.js";
 
-/** What earlier checks learned or made, for later ones. */
+/** What earlier checks learned or made, for later ones; a fact a check could not learn stays undefined. */
 export interface Facts {
-  organizationId?: string;
+  organizationId?: string | undefined;
   /** The organization's name when the run began (restored at the end). */
-  originalName?: string;
+  originalName?: string | undefined;
   /** The providers it held keys for when the run began. */
   originalProviders?: string[];
   /** A provider it holds a key for: instances are created with it. */
-  provider?: string;
+  provider?: string | undefined;
   /** The run's instance. */
-  instanceId?: string;
+  instanceId?: string | undefined;
   /** Set once the run's instance is `running`. */
   running?: boolean;
   /** A scoped key with `read` on the run's instance. */

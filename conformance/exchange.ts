@@ -80,7 +80,7 @@ export function createHttp(options: HttpOptions): Http {
       const key = call.key === undefined ? options.key : call.key;
       if (call.authorization !== undefined) headers.authorization = call.authorization;
       else if (key !== null) headers.authorization = `Bearer ${key}`;
-      let body: string | FormData | undefined;
+      let body: string | FormData | null = null;
       if (call.raw) {
         body = call.raw.data;
         if (call.raw.contentType) headers["content-type"] = call.raw.contentType;

@@ -4,6 +4,7 @@
  * on SIGINT/SIGTERM it flushes the store and resolves with 0. Arguments are
  * parsed by bin/program.ts.
  */
+import { withoutUndefined } from "../shared/util/without-undefined.js";
 import { createEmulator } from "./index.js";
 import type { ReplayMode } from "./recording/replay.js";
 
@@ -38,17 +39,21 @@ export async function runEmulatorCommand(opts: EmulatorCommandOptions): Promise<
   let emulator: Awaited<ReturnType<typeof createEmulator>>;
   try {
     emulator = await createEmulator({
-      dataDir,
       inMemory,
       provisionMs: opts.provisionMs,
       flushMs: opts.flushMs,
       uploadLimitBytes: opts.uploadLimitMb * 1024 * 1024,
-      seed: opts.seed,
-      adminToken: opts.adminToken,
-      gatewayUrl: opts.gatewayUrl,
-      modelScript: opts.modelScript,
-      ...(opts.fixtures !== undefined ? { fixtures: opts.fixtures } : {}),
-      ...(opts.replay !== undefined ? { replay: { dir: opts.replay, mode: opts.replayMode, upstream: opts.upstream, pace: opts.replayPace !== false } } : {}),
+      ...withoutUndefined({
+        dataDir,
+        seed: opts.seed,
+        adminToken: opts.adminToken,
+        gatewayUrl: opts.gatewayUrl,
+        modelScript: opts.modelScript,
+        fixtures: opts.fixtures,
+      }),
+      ...(opts.replay !== undefined
+        ? { replay: { dir: opts.replay, pace: opts.replayPace !== false, ...withoutUndefined({ mode: opts.replayMode, upstream: opts.upstream }) } }
+        : {}),
     });
   } catch (error) {
     // A locked (DataDirLockedError) or unreadable data directory, a refused model script or fixture: say why, not a stack trace.

@@ -15,6 +15,7 @@ import { pino } from "pino";
 import { Agent } from "undici";
 import { systemClock, type Clock } from "../shared/clock.js";
 import { cryptoRandom, seededRandom, type Random } from "../shared/random.js";
+import { withoutUndefined } from "../shared/util/without-undefined.js";
 import type { EmulatorEnv, EmulatorSettings } from "./env.js";
 import { sendError } from "./errors.js";
 import { createFaultRegistry } from "./faults.js";
@@ -26,8 +27,9 @@ import { applyFixture, checkFixture, describeFixtureProblems, type FixtureInput,
 import { mountRoutes, type Handlers } from "./http/router.js";
 import { type EmulatorLogger, reportUnexpectedErrors } from "./events/error-log.js";
 import { assignRequestIds } from "./events/request-id.js";
-import { listenWithBacklog } from "../shared/listen.js";
+import { KEEP_ALIVE_TIMEOUT_MS, listenWithBacklog } from "../shared/listen.js";
 import { applyApiFault } from "./http/api-faults.js";
+import { inOrder } from "./http/in-order.js";
 import { mountOpenApi } from "./http/openapi.js";
 import { mountBillingPage } from "./billing-page.js";
 import { adminHandlers } from "./routes/admin.js";
@@ -171,14 +173,15 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   // Without a script of its own, the emulator's model answers from the recordings' rules (what a passthrough replay falls back on).
   const scripts = await openScripts(options.modelScript ?? replay?.modelScript());
   const persistent = options.dataDir !== undefined && options.inMemory !== true;
-  const events = createEventHub({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes, maxClients: options.eventsMaxClients });
+  const events = createEventHub(
+    withoutUndefined({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes, maxClients: options.eventsMaxClients }),
+  );
   // The generator is made once the store is open: a seeded one continues from the position on disk,
   // so ids drawn before a restart are never drawn again.
   let random: Random | undefined;
   const store = observeStore(
     await openStore({
-      dataDir: persistent ? options.dataDir : undefined,
-      flushMs: options.flushMs,
+      ...withoutUndefined({ dataDir: persistent ? options.dataDir : undefined, flushMs: options.flushMs }),
       randomPosition: () => random?.position?.(),
     }),
     (replaced) => events.publish({ type: "state", data: { at: new Date(baseClock.now()).toISOString(), replaced } }),
@@ -222,15 +225,8 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
       () => env.workspaces.tempPath(),
     ),
     faultFor(instanceId) {
-      const rule = faults.take({ target: "gateway", instanceId, sandboxId: sandboxOfInstance(store.data, instanceId)?.id });
-      return (
-        rule && {
-          status: rule.status,
-          error: rule.error,
-          latencyMs: rule.latency_ms,
-          ...(rule.after_deltas !== undefined ? { resetAfterDeltas: rule.after_deltas } : {}),
-        }
-      );
+      const rule = faults.take({ target: "gateway", instanceId, ...withoutUndefined({ sandboxId: sandboxOfInstance(store.data, instanceId)?.id }) });
+      return rule && withoutUndefined({ status: rule.status, error: rule.error, latencyMs: rule.latency_ms, resetAfterDeltas: rule.after_deltas });
     },
   });
   await gateway.listen(0, options.gatewayHost ?? "127.0.0.1");
@@ -261,20 +257,27 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
-  app.use(assignRequestIds());
   const onAnswered = reportUnexpectedErrors({ logger: options.logger ?? pino({ base: null }, process.stderr), hub: events, clock });
-  app.use(captureRequests({ clock, log: requests, hub: events, journals, sandboxClocks, onAnswered, responses: app.response }));
-  app.use(attributeToSandbox(env));
-  app.use(applyApiFault(env));
   // Snapshots carry whole workspaces: their import gets a larger limit than the API's 1 MiB.
   // Not `strict`: valid JSON that is not an object (`null`, `1`) reaches the route's schema and gets its 422.
-  app.use("/_emulator/snapshot", express.json({ limit: "1gb", strict: false }));
-  app.use(express.json({ limit: "1mb", strict: false }));
-  // The body arrived in the socket's own async context: the request goes back into its sandbox.
-  app.use((_req: Request, res: Response, next: NextFunction) => {
-    sandboxClocks.enter(res.locals.sandboxId as string | undefined);
-    next();
-  });
+  const snapshotJson = express.json({ limit: "1gb", strict: false });
+  const json = express.json({ limit: "1mb", strict: false });
+  // What every request passes before its route, in this order, as one layer (http/in-order.ts).
+  app.use(
+    inOrder(
+      assignRequestIds(),
+      captureRequests({ clock, log: requests, hub: events, journals, sandboxClocks, onAnswered, responses: app.response }),
+      attributeToSandbox(env),
+      applyApiFault(env),
+      (req, res, next) => (SNAPSHOT_PATH.test(req.path) ? snapshotJson(req, res, next) : next()),
+      json,
+      // The body arrived in the socket's own async context: the request goes back into its sandbox.
+      (_req, res, next) => {
+        sandboxClocks.enter(res.locals.sandboxId as string | undefined);
+        next();
+      },
+    ),
+  );
 
   if (replay) app.use(replay.handle);
   mountOpenApi(app, env, () => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined));
@@ -298,7 +301,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     ...modelScriptHandlers(env, scripts),
     ...recordingHandlers(replay),
   };
-  mountRoutes(app, env, handlers, { validateResponses: options.validateResponses });
+  mountRoutes(app, env, handlers, withoutUndefined({ validateResponses: options.validateResponses }));
   app.use((_req: Request, res: Response) => {
     res.locals.unmatched = "unknown_route";
     res.status(404).json({ detail: "Not found." });
@@ -316,7 +319,9 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     sandboxes: sandboxesApi(env, sandboxes, scripts),
     ...(replay ? { replay } : {}),
     async listen(port = 0, host = "127.0.0.1") {
-      server = await listenWithBacklog(createServer(app), port, host);
+      const api = createServer(app);
+      api.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+      server = await listenWithBacklog(api, port, host);
       const address = server!.address();
       if (!address || typeof address === "string") throw new Error("emulator: no address");
       const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
@@ -367,5 +372,8 @@ async function loadStartFixture(env: EmulatorEnv, source: string | FixtureInput)
     throw new Error(`The fixture ${typeof source === "string" ? source : "fixtures"} was refused:\n${describeFixtureProblems(checked.problems)}`);
   await applyFixture(env, checked.fixture);
 }
+
+/** Where `app.use("/_emulator/snapshot", ...)` applied: the path or below it, in any case (express matches paths case-insensitively). */
+const SNAPSHOT_PATH = /^\/_emulator\/snapshot(?:\/|$)/i;
 
 const isWildcard = (address: string) => address === "0.0.0.0" || address === "::";

@@ -12,9 +12,11 @@
 //
 // `--if-changed` (the tests' globalSetup) skips all of it when nothing it reads changed since
 // the last build started: even with nothing to do, tsc takes ~2 s of CPU to load the program.
+// `prepare` uses it too, so `npm ci --omit=dev` in a checkout built before installs without
+// the build tools; where a build is due and they are missing, it says how to install for
+// production instead (the packed tarball: scripts/pack-production.mjs).
 import { spawnSync } from "node:child_process";
-import { build } from "esbuild";
-import { chmodSync, cpSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 const root = join(import.meta.dirname, "..");
@@ -47,9 +49,23 @@ function newest(path) {
 const stamp = statSync(STAMP, { throwIfNoEntry: false });
 if (process.argv.includes("--if-changed") && stamp && INPUTS.every((input) => newest(join(root, input)) < stamp.mtimeMs)) process.exit(0);
 
+const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
+if (!existsSync(tsc) || !existsSync(join(root, "node_modules", "esbuild"))) {
+  process.stderr.write(
+    [
+      "agent-bridge: the build needs the development dependencies (typescript, esbuild), and this install left them out (--omit=dev).",
+      "  For a production install, build once and install the package npm would publish:",
+      "    npm ci && node scripts/pack-production.mjs OUT && (cd OUT && npm install --omit=dev --ignore-scripts)",
+      "  or, in this checkout: npm ci && npm prune --omit=dev (dist/ stays).",
+      "",
+    ].join("\n"),
+  );
+  process.exit(1);
+}
+const { build } = await import("esbuild");
+
 const started = new Date();
 rmSync(STAMP, { force: true });
-const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
 const result = spawnSync(process.execPath, [tsc, "-p", join(root, "tsconfig.build.json")], { cwd: root, stdio: "inherit" });
 if (result.status !== 0) process.exit(result.status ?? 1);
 

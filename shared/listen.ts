@@ -9,6 +9,18 @@
  */
 import type { Server } from "node:http";
 
+/**
+ * How long an idle keep-alive connection stays open, ms. Node's default is 5 s, and it
+ * is told to clients (`Keep-Alive: timeout=5`), so a client's pool closes a connection
+ * after about 4 s idle. A client whose load comes and goes (a closed loop whose chats
+ * finish at different times, a suite between two files) then opens new connections in
+ * the middle of a busy run, and a server busy with its open connections takes a new one
+ * from its accept queue only after seconds (docs/architecture.md, "Performance"). Longer
+ * than the 60 s many clients' pools keep a connection, so the client always closes first
+ * and never reuses a socket the server is closing.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
 /** The accept queue asked for; the kernel gives min(this, net.core.somaxconn). */
 export const LISTEN_BACKLOG = 4096;
 

@@ -34,7 +34,7 @@ export function normalizeUserId(id: string): string {
 export const isListed = (list: readonly string[], ids: Set<string>): boolean => listed(list, ids);
 
 /** Every normalised id the sender is known by. */
-export function senderIds(msg: Pick<InboundMessage, "userId" | "userAliases">): Set<string> {
+export function senderIds(msg: { userId: string; userAliases?: readonly string[] | undefined }): Set<string> {
   return new Set([msg.userId, ...(msg.userAliases ?? [])].map(normalizeUserId));
 }
 

@@ -6,6 +6,7 @@
  */
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
+import { withoutUndefined } from "../../shared/util/without-undefined.js";
 import type { DaemonConfig } from "../config/schema.js";
 import type { JournalEntry } from "../vocabulary/records.js";
 import type { Store } from "../vocabulary/store.js";
@@ -100,7 +101,7 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
           instanceStatus: () => service.instanceStatus(route.instanceId),
           stopTurn: () => deps.stopSession(route),
           queue: scheduler.depth(route.instanceId, route.sessionBase),
-          ...(service.stoppedRoutes.has(route.ruleIndex) ? { routeStopped: service.stoppedRoutes.get(route.ruleIndex) } : {}),
+          ...withoutUndefined({ routeStopped: service.stoppedRoutes.get(route.ruleIndex) }),
           approvePairing: (codeArg) => deps.approvePairing(entry, codeArg),
           listSchedules: () => deps.listSchedules(entry),
           link: (codeArg) => deps.link(entry, codeArg),

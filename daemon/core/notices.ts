@@ -153,7 +153,8 @@ const OwedBusySchema = z.object({
     accountId: z.string(),
     chatId: z.string(),
     chatType: z.enum(["direct", "group"]),
-    replyToMessageId: z.string().optional(),
+    // Exact: a target is built without the key when nothing is answered (delivery.ts), as ChatTarget says.
+    replyToMessageId: z.string().exactOptional(),
   }) satisfies z.ZodType<ChatTarget>,
   count: z.number().int().nonnegative(),
 });

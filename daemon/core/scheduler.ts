@@ -95,11 +95,11 @@ interface SessionSlot<T> {
   /** When the buffer's first message came (a burst that never pauses is cut at `maxDebounceMs`). */
   firstBufferedAt: number;
   /** Flushes the buffer when the debounce ends; set exactly while `buffer` is non-empty and debounced. */
-  timer?: Timer;
+  timer: Timer | undefined;
   /** Formed turns not yet handed to the instance queue, in order. */
   turns: T[][];
   /** The turn handed to the instance queue, and whether it has started. */
-  active?: { items: T[]; started: boolean };
+  active: { items: T[]; started: boolean } | undefined;
 }
 
 export function createScheduler<T>(options: SchedulerOptions<T>): Scheduler<T> {
@@ -246,7 +246,7 @@ export class TurnScheduler<T> implements Scheduler<T> {
     const key = slotKeyOf(instanceId, sessionBase);
     const known = this.#sessions.get(key);
     if (known) return known;
-    const s: SessionSlot<T> = { key, instanceId, sessionBase, reserved: 0, buffer: [], firstBufferedAt: 0, turns: [] };
+    const s: SessionSlot<T> = { key, instanceId, sessionBase, reserved: 0, buffer: [], firstBufferedAt: 0, timer: undefined, turns: [], active: undefined };
     this.#sessions.set(key, s);
     return s;
   }

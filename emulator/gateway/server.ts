@@ -18,6 +18,7 @@ import { createStreamSender } from "./stream-sender.js";
 import type { GatewayError } from "./reply.js";
 import type { FakeGateway, GatewayOptions, GatewayState, StoredResponse } from "./types.js";
 import { finalResponse, pacedDeltas, streamFrames, type Turn } from "./wire.js";
+import { withoutUndefined } from "../../shared/util/without-undefined.js";
 import { handleTranscription, isTranscriptionRequest } from "./transcription.js";
 import { LISTEN_BACKLOG } from "../../shared/listen.js";
 
@@ -200,7 +201,8 @@ class GatewayServer implements FakeGateway {
   /** Step 3: which part of the model answers (a script rule, a directive, a default, the echo); a rule that fires is counted. */
   async #plan(req: IncomingMessage, res: ServerResponse, instanceId: string, request: ResponsesRequest): Promise<Planned | null> {
     const directive = parseDirective(request.userText);
-    const rules = this.#options.scripts?.rulesFor({ instanceId, sandboxId: this.#options.sandboxOf?.(instanceId) }, this.#clock.now()) ?? [];
+    const rules =
+      this.#options.scripts?.rulesFor({ instanceId, ...withoutUndefined({ sandboxId: this.#options.sandboxOf?.(instanceId) }) }, this.#clock.now()) ?? [];
     // Without a script, a bad directive is refused first, as it always was.
     if (!rules.length && !directive.ok) return refuse(res, directive.error);
     await this.#options.prepare?.(instanceId);

@@ -7,6 +7,7 @@ import type { NextFunction, Request, Response } from "express";
 import type { EmulatorEnv } from "../env.js";
 import { ApiError, sendError } from "../errors.js";
 import { routeOf } from "../sandboxes/closest-route.js";
+import { withoutUndefined } from "../../shared/util/without-undefined.js";
 
 const INSTANCE_IN_PATH = /^\/v1\/instances\/([^/]+)/;
 
@@ -17,8 +18,7 @@ export function applyApiFault(env: EmulatorEnv) {
       target: "api",
       path: req.path,
       method: req.method,
-      instanceId: INSTANCE_IN_PATH.exec(req.path)?.[1],
-      sandboxId: res.locals.sandboxId as string | undefined,
+      ...withoutUndefined({ instanceId: INSTANCE_IN_PATH.exec(req.path)?.[1], sandboxId: res.locals.sandboxId as string | undefined }),
     });
     if (!rule) return next();
     // Answered before the router: the journal still names the route and instance it was for.

@@ -50,14 +50,13 @@ export function mountRoutes(app: Express, env: EmulatorEnv, handlers: Partial<Ha
     const path = expressPath(spec.path);
     methods.set(path, [...(methods.get(path) ?? []), spec.method]);
   }
+  // The console's paths (`/_emulator/as/...`, see `prepare`) come after every route's own path: no `/v1`
+  // request can match one, so it is not matched against them on its way to its route.
+  const actAs: (() => void)[] = [];
   for (const [id, spec] of Object.entries(routes) as [OperationId, RouteSpec][]) {
     const handler = handlers[id] as Handler<RouteSpec> | undefined;
     const method = spec.method.toLowerCase() as "get" | "post" | "put" | "patch" | "delete";
-    // The console acts for an organization through `/_emulator/as/{organization_id}/v1/...`
-    // (control-plane access, see `prepare`): one implementation of every route for both.
-    const paths =
-      spec.access.kind === "admin" ? [expressPath(spec.path)] : [expressPath(spec.path), `${ACT_AS_PREFIX}/:${ACT_AS_PARAM}${expressPath(spec.path)}`];
-    app[method](paths, async (req: Request, res: Response, next: NextFunction) => {
+    const answer = async (req: Request, res: Response, next: NextFunction) => {
       res.locals.route = id;
       if (req.params.instance_id !== undefined) res.locals.instanceId = req.params.instance_id;
       try {
@@ -78,8 +77,13 @@ export function mountRoutes(app: Express, env: EmulatorEnv, handlers: Partial<Ha
         if (error instanceof ApiError && error.status === 401 && req.headers.authorization !== undefined) res.locals.unmatched = "unknown_key";
         sendError(res, error);
       }
-    });
+    };
+    app[method](expressPath(spec.path), answer);
+    // The console acts for an organization through `/_emulator/as/{organization_id}/v1/...`
+    // (control-plane access, see `prepare`): one implementation of every route for both.
+    if (spec.access.kind !== "admin") actAs.push(() => app[method](`${ACT_AS_PREFIX}/:${ACT_AS_PARAM}${expressPath(spec.path)}`, answer));
   }
+  for (const mount of actAs) mount();
   // A known path with a method it does not have: 405 naming the ones it has.
   for (const [path, allowed] of methods) {
     const allow = [...new Set(allowed.includes("GET") ? [...allowed, "HEAD"] : allowed)].join(", ");

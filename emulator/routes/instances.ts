@@ -7,6 +7,7 @@ import { ApiError, badRequest, conflict, notFound } from "../errors.js";
 import type { Handlers } from "../http/router.js";
 import type { InstanceRecord } from "../store/state.js";
 import { instanceView } from "../views.js";
+import { withoutUndefined } from "../../shared/util/without-undefined.js";
 
 type InstanceHandlers = Pick<
   Handlers,
@@ -39,7 +40,7 @@ export function instanceHandlers(env: EmulatorEnv): InstanceHandlers {
       const failure =
         body.name === FAIL_PROVISION_NAME
           ? "Provisioning failed: the sandbox could not be created."
-          : env.faults.take({ target: "provision", instanceId: id, path: "/v1/instances", method: "POST", sandboxId: org.sandbox_id })
+          : env.faults.take({ target: "provision", instanceId: id, path: "/v1/instances", method: "POST", ...withoutUndefined({ sandboxId: org.sandbox_id }) })
             ? "Provisioning failed: injected fault."
             : null;
       const instance: InstanceRecord = {

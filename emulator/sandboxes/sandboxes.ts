@@ -4,6 +4,7 @@
  * costs in proportion to what it holds and leaves every other record alone.
  */
 import { isoAt } from "../../shared/clock.js";
+import type { SandboxClockRequest, SandboxCreateRequest } from "../../shared/schemas/sandboxes.js";
 import { hex, uuid } from "../../shared/random.js";
 import type { EmulatorEnv } from "../env.js";
 import type { ScriptRegistry } from "../gateway/script/registry.js";
@@ -31,14 +32,14 @@ export interface ClockMove {
 }
 
 export interface SandboxService {
-  create(options?: { name?: string; clock_start?: string }): SandboxView & { api_key: string };
+  create(options?: Omit<SandboxCreateRequest, "fixtures">): SandboxView & { api_key: string };
   get(id: string): SandboxView;
   remove(id: string): void;
   reset(id: string): SandboxView;
   /** Loads a checked fixture into the sandbox: its organizations join it (and go with its removal). */
   loadFixture(id: string, fixture: Fixture): Promise<LoadedFixture>;
   /** Moves the sandbox's clock forward by `advance_ms` or to `set`; 409 for a time before its now. */
-  moveClock(id: string, move: { advance_ms?: number; set?: string }): ClockMove;
+  moveClock(id: string, move: SandboxClockRequest): ClockMove;
 }
 
 /** `scripts`: the model scripts, whose sandbox scope goes with the sandbox's reset and removal. */

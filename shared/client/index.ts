@@ -19,6 +19,7 @@ import { createParser } from "eventsource-parser";
 import { ServiceError } from "./errors.js";
 import type { ResponseRequest } from "../schemas/responses.js";
 import { readResponseStream, type ResponseStreamEvent } from "./stream.js";
+import { withoutUndefined } from "../util/without-undefined.js";
 
 export { ServiceError, type ServiceErrorInit, type ServiceErrorKind } from "./errors.js";
 export { parseStreamEvent, readResponseStream, type ResponseStreamEvent, type UnknownStreamEvent } from "./stream.js";
@@ -168,7 +169,7 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
         method: method as Dispatcher.HttpMethod,
         headers: hdrs,
         // undici streams any async iterable; its option type names only Readable.
-        body: body instanceof Readable || typeof body === "string" || Buffer.isBuffer(body) || body === undefined ? body : Readable.from(body),
+        body: body === undefined ? null : body instanceof Readable || typeof body === "string" || Buffer.isBuffer(body) ? body : Readable.from(body),
         dispatcher: options.dispatcher,
         headersTimeout: timeout,
         bodyTimeout: timeout,
@@ -303,7 +304,10 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
   client.streamResponse = stream;
   client.streamSessionResponse = stream;
 
-  client.withKey = (apiKey: string | undefined) => buildClient({ ...options, apiKey });
+  client.withKey = (apiKey: string | undefined) => {
+    const { apiKey: _replaced, ...rest } = options;
+    return buildClient({ ...rest, ...withoutUndefined({ apiKey }) });
+  };
   Object.defineProperty(client, "baseUrl", { value: options.baseUrl, enumerable: true });
   return client as unknown as ServiceClient;
 }

@@ -274,7 +274,7 @@ export function createContractValidator(options: ContractValidatorOptions = {}):
     const binary = entries.find(([, c]) => isRecord(c) && isRecord(c.schema) && c.schema.format === "binary");
     if (binary) return { stop: true }; // a file's bytes: any type, any body
     const entry = mediaType ? content[mediaType] : undefined;
-    if (!isRecord(entry)) {
+    if (!mediaType || !isRecord(entry)) {
       out.push({ jsonPath: "headers.content-type", expected: Object.keys(content).join(" or "), actual: mediaType ?? "absent", kind: "content_type" });
       return { stop: true };
     }

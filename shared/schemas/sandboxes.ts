@@ -12,6 +12,7 @@ export const SandboxCreateRequest = z.strictObject({
   /** A fixture (docs/emulator.md, "Fixtures") loaded into the sandbox; checked whole, every problem named by its place. */
   fixtures: z.record(z.string(), z.unknown()).optional(),
 });
+export type SandboxCreateRequest = z.output<typeof SandboxCreateRequest>;
 
 /** What a fixture made, by the names it gave: how a test finds the ids. */
 export const LoadedFixture = z.object({
@@ -117,6 +118,7 @@ export const SandboxClockRequest = z
     set: z.iso.datetime().optional(),
   })
   .refine((v) => (v.advance_ms === undefined) !== (v.set === undefined), "Give advance_ms or set, exactly one");
+export type SandboxClockRequest = z.output<typeof SandboxClockRequest>;
 
 export const SandboxClockMove = SandboxClock.extend({
   /** What the move made happen, in time order. */

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
-import { startServiceFixture } from "../helpers/bridge.js";
+import { openServiceFixture } from "../helpers/bridge.js";
 import { launchBrowser, textOf, UNTIL, type TestBrowser } from "../helpers/browser.js";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
 import { tempDir } from "../helpers/emulator.js";
@@ -39,7 +39,8 @@ beforeAll(async () => {
   const url = await postgres.createDatabase("console");
   db = new pg.Pool({ connectionString: url, max: 1 });
   cleanups.push(() => db.end());
-  const service = await startServiceFixture(cleanups, "cluster-console-");
+  const service = await openServiceFixture("cluster-console-");
+  cleanups.push(service.close);
   fake = await createFakeTelegram({ token: BOT_TOKEN });
   cleanups.push(() => fake.close());
   const base = service.configFor({ type: "terminal" });

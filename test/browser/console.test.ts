@@ -33,7 +33,7 @@ async function call<T = Record<string, unknown>>(method: string, path: string, b
   const res = await fetch(`${url}${path}`, {
     method,
     headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: body === undefined ? null : JSON.stringify(body),
   });
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };

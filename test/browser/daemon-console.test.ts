@@ -18,7 +18,7 @@ import { createWhatsAppAdapter } from "../../daemon/adapters/whatsapp/index.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeBaileys, type FakeBaileys } from "../fakes/baileys-socket.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
-import { startServiceFixture } from "../helpers/bridge.js";
+import { openServiceFixture } from "../helpers/bridge.js";
 import { waitUntil } from "../helpers/wait.js";
 import { launchBrowser, textOf, UNTIL, type TestBrowser } from "../helpers/browser.js";
 import { openSse, type SseReader } from "../helpers/sse-client.js";
@@ -46,7 +46,8 @@ const bodies: { url: string; body: string }[] = [];
 const codes: string[] = [];
 
 beforeAll(async () => {
-  const service = await startServiceFixture(cleanups, "daemon-console-");
+  const service = await openServiceFixture("daemon-console-");
+  cleanups.push(service.close);
   fake = await createFakeTelegram({ token: BOT_TOKEN });
   cleanups.push(() => fake.close());
   const base = service.configFor({ type: "terminal" });

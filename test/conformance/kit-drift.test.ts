@@ -40,7 +40,7 @@ beforeAll(async () => {
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string" && !["host", "connection", "content-length"].includes(k)) headers[k] = v;
     const body = Buffer.concat(chunks);
-    const answer = await fetch(`${upstream}${req.url}`, { method: req.method, headers, ...(body.length ? { body } : {}) });
+    const answer = await fetch(`${upstream}${req.url}`, { method: req.method ?? "GET", headers, ...(body.length ? { body } : {}) });
     const path = (req.url ?? "/").split("?")[0]!;
     const out: Record<string, string> = {};
     answer.headers.forEach((v, k) => {

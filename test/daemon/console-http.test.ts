@@ -10,7 +10,7 @@ import { writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { pino } from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { createDaemon } from "../../daemon/daemon.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import { startServiceFixture } from "../helpers/bridge.js";
@@ -18,13 +18,8 @@ import { runAgentBridge } from "../helpers/cli.js";
 
 const TOKEN = "ops-console-token-5d1e2a9f";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 async function daemonWithOps(ops: Record<string, unknown>) {
-  const service = await startServiceFixture(cleanups, "console-http-");
+  const service = await startServiceFixture("console-http-");
   const base = service.configFor({ type: "terminal" });
   const config = daemonConfigSchema.parse({
     service: base.service,
@@ -35,7 +30,7 @@ async function daemonWithOps(ops: Record<string, unknown>) {
   });
   const lines: string[] = [];
   const daemon = createDaemon({ config, adapters: [], logger: pino({ level: "info" }, { write: (l: string) => void lines.push(l) }) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   return { url: daemon.opsUrl!, lines, service };
 }
@@ -131,7 +126,7 @@ describe("the console without a token", () => {
 });
 
 it("a daemon asked to serve the console beyond this machine without ops.token does not start, and says how to fix it", async () => {
-  const service = await startServiceFixture(cleanups, "console-http-");
+  const service = await startServiceFixture("console-http-");
   const file = join(service.dataDir, "..", `${service.dataDir.split("/").at(-1)}-open.json`);
   writeFileSync(
     file,

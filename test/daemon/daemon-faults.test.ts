@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, onTestFinished, vi } from "vitest";
 import { sessionKeyOf } from "../../daemon/vocabulary/keys.js";
 import { sessionBaseFor } from "../../daemon/core/routing.js";
 import type { Daemon } from "../../daemon/daemon.js";
@@ -10,7 +10,6 @@ import { waitUntil } from "../helpers/wait.js";
 import { testHandle } from "../../daemon/test-handle.js";
 
 let service: Service;
-const cleanups: (() => Promise<void> | void)[] = [];
 beforeAll(async () => {
   service = await startService({ permissions: ["interact", "read"] });
 });
@@ -19,17 +18,23 @@ afterAll(async () => {
 });
 afterEach(async () => {
   await service.clearFaults();
-  for (const c of cleanups.splice(0).reverse()) await c();
-  for (const id of service.instanceIds) {
-    const { status } = await service.org.getInstanceStatus({ instance_id: id });
-    if (status === "stopped") await service.org.startInstance({ instance_id: id });
-  }
+});
+beforeEach(() => {
+  // Registered before the test's own releases, so it runs after them: the instances start again
+  // once the test's daemons have stopped.
+  onTestFinished(async () => {
+    for (const id of service.instanceIds) {
+      const { status } = await service.org.getInstanceStatus({ instance_id: id });
+      if (status === "stopped") await service.org.startInstance({ instance_id: id });
+    }
+  });
 });
 
 async function bridge(overrides: Parameters<typeof testConfig>[2] = {}, key = service.key, options: Parameters<typeof startBridge>[1] = {}): Promise<Bridge> {
   const dir = tempDir();
   const b = await startBridge(testConfig({ ...service, key }, dir.path, overrides), options);
-  cleanups.push(dir.remove, () => b.daemon.stop({ graceMs: 0 }));
+  onTestFinished(dir.remove);
+  onTestFinished(() => b.daemon.stop({ graceMs: 0 }));
   return b;
 }
 
@@ -138,7 +143,7 @@ describe("daemon under service faults", () => {
 
   it("turns that gave up but are not yet covered by a notice stay journaled: a restart tries them again", async () => {
     const dir = tempDir();
-    cleanups.push(dir.remove);
+    onTestFinished(dir.remove);
     const config = testConfig(service, dir.path, { retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5, errorCooldownMs: 60_000, instanceWaitMs: 1000 } });
     const first = await startBridge(config);
     await service.admin("/_emulator/faults", { target: "gateway", instance_id: instance(), status: 503, times: 4 });
@@ -152,7 +157,7 @@ describe("daemon under service faults", () => {
     await first.daemon.stop({ graceMs: 0 });
     expect(texts(first.chat, "dot")).toEqual([expect.stringMatching(/^Sorry, your message could not be answered/)]);
     const second = await startBridge(config);
-    cleanups.push(() => second.daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => second.daemon.stop({ graceMs: 0 }));
     await second.chat.waitForReplies("dot", 1);
     expect(texts(second.chat, "dot")).toEqual(["You said: two"]);
   });
@@ -226,7 +231,8 @@ describe("daemon under service faults", () => {
       routes: [{ match: {}, instance: "inst_doesnotexist0000" }],
     });
     const b = await startBridge(config);
-    cleanups.push(dir.remove, () => b.daemon.stop({ graceMs: 0 }));
+    onTestFinished(dir.remove);
+    onTestFinished(() => b.daemon.stop({ graceMs: 0 }));
     const [reply] = await converse(b.chat, "una", ["hello?"]);
     expect(reply).toMatch(/routed to an agent instance that does not exist/);
     expect(reply).not.toMatch(/try again later/i);

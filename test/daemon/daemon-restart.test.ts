@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { createManualClock } from "../../shared/clock.js";
 import { splitReply } from "../../daemon/core/chunking.js";
 import { longText } from "../../emulator/gateway/model.js";
@@ -6,20 +6,16 @@ import { startBridge, startService, tempDir, testConfig, type Service } from "./
 import { testHandle } from "../../daemon/test-handle.js";
 
 let service: Service;
-const cleanups: (() => Promise<void> | void)[] = [];
 beforeAll(async () => {
   service = await startService();
 });
 afterAll(async () => {
   await service.close();
 });
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
 
 function dataDir(): string {
   const dir = tempDir();
-  cleanups.push(dir.remove);
+  onTestFinished(dir.remove);
   return dir.path;
 }
 
@@ -37,7 +33,7 @@ describe("daemon across a crash", () => {
     expect(first.chat.sent.filter((m) => !m.text.startsWith("Platform:"))).toEqual([]);
 
     const second = await startBridge(testConfig(service, dir));
-    cleanups.push(() => second.daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => second.daemon.stop({ graceMs: 0 }));
     await second.daemon.whenIdle();
     expect(
       second.chat
@@ -52,7 +48,7 @@ describe("daemon across a crash", () => {
     // Nothing is pending afterwards: a third start answers nothing again.
     await second.daemon.stop();
     const third = await startBridge(testConfig(service, dir));
-    cleanups.push(() => third.daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => third.daemon.stop({ graceMs: 0 }));
     await third.daemon.whenIdle();
     expect(third.chat.sent).toEqual([]);
   });
@@ -67,7 +63,7 @@ describe("daemon across a crash", () => {
     await testHandle(first.daemon).crash();
 
     const second = await startBridge(testConfig(service, dir), { maxMessageLength: 2000 });
-    cleanups.push(() => second.daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => second.daemon.stop({ graceMs: 0 }));
     await second.daemon.whenIdle();
     expect(await service.responseCalls()).toBe(calls);
     const chunks = [...first.chat.repliesTo("cy"), ...second.chat.repliesTo("cy")].map((m) => m.text);
@@ -87,7 +83,7 @@ describe("daemon across a crash", () => {
 
     clock.advance(3_600_001);
     const second = await startBridge(testConfig(service, dir, overrides), { clock });
-    cleanups.push(() => second.daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => second.daemon.stop({ graceMs: 0 }));
     await second.daemon.whenIdle();
     const replies = second.chat.repliesTo("dee").map((m) => m.text);
     expect(replies).toEqual([expect.stringMatching(/too old to answer/), expect.stringMatching(/too old to answer/)]);

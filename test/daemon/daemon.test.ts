@@ -1,26 +1,24 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { createManualClock } from "../../shared/clock.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
 import { replyTextOf } from "../../daemon/core/reply.js";
 import { converse, startBridge, startService, tempDir, testConfig, type Bridge, type Service } from "./daemon-harness.js";
 import { testHandle } from "../../daemon/test-handle.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
 let service: Service;
-const cleanups: (() => Promise<void> | void)[] = [];
 beforeAll(async () => {
   service = await startService({ permissions: ["interact", "read", "files"] });
 });
 afterAll(async () => {
   await service.close();
 });
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
 
 async function bridge(overrides: Parameters<typeof testConfig>[2] = {}, options: Parameters<typeof startBridge>[1] = {}): Promise<Bridge> {
   const dir = tempDir();
   const b = await startBridge(testConfig(service, dir.path, overrides), options);
-  cleanups.push(dir.remove, () => b.daemon.stop({ graceMs: 0 }));
+  onTestFinished(dir.remove);
+  onTestFinished(() => b.daemon.stop({ graceMs: 0 }));
   return b;
 }
 
@@ -128,7 +126,7 @@ describe("daemon against the emulator", () => {
 
   it("drops messages refused by access rules or matching no route, without replying or journaling", async () => {
     const dir = tempDir();
-    cleanups.push(dir.remove);
+    onTestFinished(dir.remove);
     const config = testConfig(service, dir.path, {
       channels: [
         { type: "terminal", id: "acct0", access: { mode: "allowlist", users: ["alice"] } },
@@ -137,7 +135,7 @@ describe("daemon against the emulator", () => {
       routes: [{ match: { accountId: "acct0" }, instance: service.instanceIds[0]! }],
     });
     const b = await startBridge(config);
-    cleanups.push(() => b.daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => b.daemon.stop({ graceMs: 0 }));
     const [allowed, unrouted] = b.adapters;
     await allowed!.inject({ userId: "mallory", text: "let me in" });
     await unrouted!.inject({ userId: "alice", text: "anyone?" });
@@ -196,7 +194,7 @@ describe("daemon against the emulator", () => {
 
   it("a busy notice still owed when the daemon stops is sent after the next start", async () => {
     const dir = tempDir();
-    cleanups.push(dir.remove);
+    onTestFinished(dir.remove);
     const config = testConfig(service, dir.path, { queue: { debounceMs: 0, maxPendingPerSession: 1 } });
     const first = await startBridge(config);
     const turn = service.hold(1000);
@@ -210,7 +208,7 @@ describe("daemon against the emulator", () => {
     await first.daemon.stop({ graceMs: 0 });
     expect(first.chat.repliesTo("owe").map((m) => m.text)).toEqual([expect.stringMatching(/this one was not taken/)]);
     const second = await startBridge(config);
-    cleanups.push(() => second.daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => second.daemon.stop({ graceMs: 0 }));
     turn.release();
     await second.chat.waitForReplies("owe", 3);
     await second.daemon.whenIdle();
@@ -221,9 +219,9 @@ describe("daemon against the emulator", () => {
 
   it("leaves a busy message unacknowledged on a platform that redelivers, and tells nobody", async () => {
     const dir = tempDir();
-    cleanups.push(dir.remove);
+    onTestFinished(dir.remove);
     const b = await startBridge(testConfig(service, dir.path, { queue: { debounceMs: 0, maxPendingPerSession: 1 } }), { redelivers: true });
-    cleanups.push(() => b.daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => b.daemon.stop({ graceMs: 0 }));
     const turn = service.hold(1000);
     await b.chat.inject({ userId: "ike", text: "!sleep 1000" });
     await vi.waitFor(() => expect(testHandle(b.daemon).scheduler!.running().get(service.instanceIds[0]!)).toBe(1));
@@ -239,13 +237,13 @@ describe("daemon against the emulator", () => {
 
   it("applies the group mention rule in the core, from the adapter's mentioned flag (group settings and aliases included)", async () => {
     const dir = tempDir();
-    cleanups.push(dir.remove);
+    onTestFinished(dir.remove);
     const config = testConfig(service, dir.path, {
       channels: [
         {
           type: "telegram",
           id: "acct0",
-          token: "123456789:AAAbbbCCCdddEEEfffGGGhhhIIIjjjKKKll",
+          token: TELEGRAM_BOT_TOKEN,
           // The mention rule alone: the chatter kept as context (group-context tests) stays out of the echo.
           groupContext: { enabled: false },
           access: { mode: "open", groups: { open: { requireMention: false }, guild: { requireMention: false } } },
@@ -254,7 +252,7 @@ describe("daemon against the emulator", () => {
       routes: [{ match: {}, instance: service.instanceIds[0]! }],
     });
     const b = await startBridge(config);
-    cleanups.push(() => b.daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => b.daemon.stop({ graceMs: 0 }));
     const group = (chatId: string, mentioned: boolean, text: string, groupAliases?: string[]) =>
       b.chat.inject({ userId: "gus", chatId, chatType: "group", mentioned, text, ...(groupAliases ? { groupAliases } : {}) });
     await group("quiet", false, "chatter");
@@ -307,10 +305,10 @@ describe("daemon against the emulator", () => {
 
   it("says attachments are off when the key may not write files", async () => {
     const dir = tempDir();
-    cleanups.push(dir.remove);
+    onTestFinished(dir.remove);
     const noFiles = await service.mintKey(["interact"]);
     const b = await startBridge(testConfig({ ...service, key: noFiles.raw }, dir.path));
-    cleanups.push(() => b.daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => b.daemon.stop({ graceMs: 0 }));
     await b.chat.inject({ userId: "jay", text: "pic", attachments: [{ kind: "photo", fileName: "p.png", data: Buffer.from([1, 2, 3]) }] });
     const [reply] = await b.chat.waitForReplies("jay", 1);
     expect(reply!.text).toMatch(/^\(Attachments are off for this agent.*\)\n\nYou said: pic$/s);
@@ -345,10 +343,10 @@ describe("daemon against the emulator", () => {
 
   it("refuses a second daemon on the same dataDir", async () => {
     const dir = tempDir();
-    cleanups.push(dir.remove);
+    onTestFinished(dir.remove);
     const config = testConfig(service, dir.path);
     const first = await startBridge(config);
-    cleanups.push(() => first.daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => first.daemon.stop({ graceMs: 0 }));
     await expect(startBridge(config)).rejects.toThrow(/in use by another daemon/);
   });
 
@@ -368,7 +366,7 @@ describe("daemon against the emulator", () => {
 
   it("lets an in-flight turn finish on stop and answers nothing after", async () => {
     const dir = tempDir();
-    cleanups.push(dir.remove);
+    onTestFinished(dir.remove);
     const b = await startBridge(testConfig(service, dir.path));
     const atService = service.nextSleep(200);
     await b.chat.inject({ userId: "lou", text: "!sleep 200" });

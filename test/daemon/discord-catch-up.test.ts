@@ -6,7 +6,7 @@
  * against the local REST and gateway fake, which keeps every channel's
  * history as Discord does.
  */
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeDiscord, waitFor, type FakeDiscord, type FakeUser } from "../fakes/discord.js";
@@ -17,17 +17,12 @@ const GUILD = "800000000000000001";
 const GENERAL = "800000000000000002";
 const alice: FakeUser = { id: "700000000000000001", username: "alice" };
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 const contents = (fake: FakeDiscord, channelId: string) => fake.sentMessages(channelId).map((m) => m.content);
 
 it("answers once what a channel and a DM received while the daemon was down, and nothing twice", async () => {
-  const service = await startServiceFixture(cleanups, "discord-catch-up-");
+  const service = await startServiceFixture("discord-catch-up-");
   const fake = await createFakeDiscord({ token: TOKEN, guilds: [{ id: GUILD, name: "Guild", channels: [{ id: GENERAL, name: "general" }] }] });
-  cleanups.push(() => fake.close());
+  onTestFinished(() => fake.close());
   const config = service.configFor({
     type: "discord",
     id: "dc",
@@ -40,7 +35,7 @@ it("answers once what a channel and a DM received while the daemon was down, and
   });
   const launch = async (seed: number): Promise<Daemon> => {
     const daemon = createDaemon({ config, random: seededRandom(seed) });
-    cleanups.push(() => daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => daemon.stop({ graceMs: 0 }));
     await daemon.start();
     return daemon;
   };

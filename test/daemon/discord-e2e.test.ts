@@ -5,7 +5,7 @@
  * fake model's answer comes back through Discord's REST API (the fake's) to
  * the channel it came from.
  */
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { longText } from "../../emulator/gateway/index.js";
 import { seededRandom } from "../../shared/random.js";
@@ -18,18 +18,13 @@ const GENERAL = "800000000000000002";
 const alice: FakeUser = { id: "700000000000000001", username: "alice" };
 const stranger: FakeUser = { id: "700000000000000066", username: "stranger" };
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 async function bridge(groups: Record<string, object> = { [GENERAL]: {} }): Promise<{ fake: FakeDiscord; daemon: Daemon; restart(): Promise<Daemon> }> {
-  const service = await startServiceFixture(cleanups, "discord-e2e-");
+  const service = await startServiceFixture("discord-e2e-");
   const fake = await createFakeDiscord({
     token: TOKEN,
     guilds: [{ id: GUILD, name: "Test Guild", channels: [{ id: GENERAL, name: "general" }] }],
   });
-  cleanups.push(() => fake.close());
+  onTestFinished(() => fake.close());
 
   // These tests are about the answer itself: group context (its own tests: discord-group.test.ts) stays out of the echo.
   const config = service.configFor({
@@ -42,11 +37,11 @@ async function bridge(groups: Record<string, object> = { [GENERAL]: {} }): Promi
     access: { users: [alice.id], groups },
   });
   const daemon = createDaemon({ config, random: seededRandom(7) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   const restart = async () => {
     const next = createDaemon({ config, random: seededRandom(8) });
-    cleanups.push(() => next.stop({ graceMs: 0 }));
+    onTestFinished(() => next.stop({ graceMs: 0 }));
     await next.start();
     return next;
   };

@@ -5,7 +5,7 @@
  * removal once answered, and whether a reply pings its asker
  * (`allowed_mentions.replied_user`). Real discord.js against the fake.
  */
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { CONTEXT_HEADER } from "../../daemon/core/group-context.js";
 import { createDaemon } from "../../daemon/daemon.js";
 import { seededRandom } from "../../shared/random.js";
@@ -18,15 +18,10 @@ const GENERAL = "800000000000000002";
 const alice: FakeUser = { id: "700000000000000001", username: "alice" };
 const bob: FakeUser = { id: "700000000000000002", username: "bob" };
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 async function bridge(channel: Record<string, unknown> = {}) {
-  const service = await startServiceFixture(cleanups, "discord-group-");
+  const service = await startServiceFixture("discord-group-");
   const fake = await createFakeDiscord({ token: TOKEN, guilds: [{ id: GUILD, name: "Guild", channels: [{ id: GENERAL, name: "general" }] }] });
-  cleanups.push(() => fake.close());
+  onTestFinished(() => fake.close());
   const config = service.configFor({
     type: "discord",
     id: "dc",
@@ -37,7 +32,7 @@ async function bridge(channel: Record<string, unknown> = {}) {
     ...channel,
   });
   const daemon = createDaemon({ config, random: seededRandom(9) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   return { fake, daemon };
 }

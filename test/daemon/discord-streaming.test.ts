@@ -6,7 +6,7 @@
  * one-second edit pace and Discord's retry_after are kept exactly, in daemon
  * time, without waiting for them in real time.
  */
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { createDaemon } from "../../daemon/daemon.js";
 import { splitReply } from "../../daemon/core/chunking.js";
 import { streamText } from "../../emulator/gateway/model.js";
@@ -21,23 +21,18 @@ const GUILD = "800000000000000001";
 const GENERAL = "800000000000000002";
 const alice: FakeUser = { id: "700000000000000001", username: "alice" };
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 async function bridge() {
-  const service = await startServiceFixture(cleanups, "discord-stream-");
+  const service = await startServiceFixture("discord-stream-");
   const time = createManualClock();
   const fake = await createFakeDiscord({
     token: TOKEN,
     now: () => time.now(),
     guilds: [{ id: GUILD, name: "Test Guild", channels: [{ id: GENERAL, name: "general" }] }],
   });
-  cleanups.push(() => fake.close());
+  onTestFinished(() => fake.close());
   const config = service.configFor({ type: "discord", id: "dc", token: TOKEN, api: fake.apiBase, access: { users: [alice.id] } });
   const daemon = createDaemon({ config, clock: time, random: seededRandom(7) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   /** Waits for `check`, moving the daemon's clock on meanwhile. */
   const waitFor = <T>(check: () => T | undefined | null | false, label: string, timeout?: number) =>

@@ -5,13 +5,12 @@
  * gateway answered (a proxy resets the connection), and gateway latency
  * longer than the daemon's request timeout (the emulator's control plane).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { converse, startBridge, startService, tempDir, testConfig, type Service } from "./daemon-harness.js";
 import { createLossyProxy, responsesInput, type LossyProxy } from "../helpers/lossy-proxy.js";
 
 let service: Service;
 let proxy: LossyProxy;
-const cleanups: (() => Promise<void> | void)[] = [];
 beforeAll(async () => {
   service = await startService();
   proxy = await createLossyProxy(service.url);
@@ -23,13 +22,13 @@ afterAll(async () => {
 afterEach(async () => {
   proxy.setPolicy(() => "pass");
   await service.clearFaults();
-  for (const c of cleanups.splice(0).reverse()) await c();
 });
 
 async function bridge(overrides: Parameters<typeof testConfig>[2] = {}) {
   const dir = tempDir();
   const b = await startBridge(testConfig({ ...service, url: proxy.url }, dir.path, overrides));
-  cleanups.push(dir.remove, () => b.daemon.stop({ graceMs: 0 }));
+  onTestFinished(dir.remove);
+  onTestFinished(() => b.daemon.stop({ graceMs: 0 }));
   return b;
 }
 

@@ -6,7 +6,7 @@
  * over real HTTP. Too big, or a key without `files`: a line says so instead.
  */
 import { PassThrough } from "node:stream";
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { createDaemon } from "../../daemon/daemon.js";
 import { createServiceClient } from "../../shared/client/index.js";
 import { seededRandom } from "../../shared/random.js";
@@ -14,32 +14,27 @@ import { createFakeDiscord, waitFor, type FakeUser } from "../fakes/discord.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 const GROUP = -1001234;
 const PNG_MAGIC = "89504e47";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 async function telegram(channel: Record<string, unknown> = {}, tune?: (service: ServiceFixture) => Promise<Record<string, unknown>>) {
-  const service = await startServiceFixture(cleanups, "files-back-tg-");
-  const fake = await createFakeTelegram({ token: TOKEN });
-  cleanups.push(() => fake.close());
+  const service = await startServiceFixture("files-back-tg-");
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
+  onTestFinished(() => fake.close());
   const base = service.configFor({
     type: "telegram",
     id: "tg",
-    token: TOKEN,
+    token: TELEGRAM_BOT_TOKEN,
     apiRoot: fake.url,
     access: { users: [String(alice.id)], groups: { [String(GROUP)]: {} } },
     ...channel,
   });
   const config = tune ? { ...base, service: { ...base.service, ...(await tune(service)) } } : base;
   const daemon = createDaemon({ config, clock: createSteppableClock(), random: seededRandom(11) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   return { fake, daemon, service };
 }
@@ -106,12 +101,12 @@ const GENERAL = "800000000000000002";
 const bob: FakeUser = { id: "700000000000000002", username: "bob" };
 
 it("Discord: the file arrives as an attachment (multipart files[0]) after the text, answering the question", async () => {
-  const service = await startServiceFixture(cleanups, "files-back-dc-");
+  const service = await startServiceFixture("files-back-dc-");
   const fake = await createFakeDiscord({ token: TOKEN_DC, guilds: [{ id: GUILD, name: "Guild", channels: [{ id: GENERAL, name: "general" }] }] });
-  cleanups.push(() => fake.close());
+  onTestFinished(() => fake.close());
   const config = service.configFor({ type: "discord", id: "dc", token: TOKEN_DC, api: fake.apiBase, access: { users: [bob.id], groups: { [GENERAL]: {} } } });
   const daemon = createDaemon({ config, random: seededRandom(12) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   const asked = fake.dispatchMessage({ channelId: GENERAL, guildId: GUILD, author: bob, content: `<@${fake.bot.id}> !file report.pdf`, mentions: [fake.bot] });
   await waitFor(() => fake.sentMessages(GENERAL).some((m) => m.files?.length), "the file");
@@ -128,7 +123,7 @@ it("Discord: the file arrives as an attachment (multipart files[0]) after the te
 });
 
 it("terminal: prints the file's workspace path after the reply", async () => {
-  const service = await startServiceFixture(cleanups, "files-back-term-");
+  const service = await startServiceFixture("files-back-term-");
   const input = new PassThrough();
   const output = new PassThrough();
   let shown = "";
@@ -137,7 +132,7 @@ it("terminal: prints the file's workspace path after the reply", async () => {
   });
   const config = service.configFor({ type: "terminal", userId: "me", access: { mode: "open" } });
   const daemon = createDaemon({ config, random: seededRandom(13), stdin: input, stdout: output });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   input.write("!file notes.txt\n");
   await waitFor(() => shown.includes("📎"), "the file line");
@@ -148,14 +143,14 @@ it("terminal: prints the file's workspace path after the reply", async () => {
 });
 
 it("Discord: a file over Discord's 10 MiB is not downloaded whole nor sent; a line says so and the file stays in the workspace", async () => {
-  const service = await startServiceFixture(cleanups, "files-back-big-");
+  const service = await startServiceFixture("files-back-big-");
   const org = createServiceClient({ baseUrl: service.baseUrl, apiKey: service.configFor({ type: "terminal", userId: "x" }).service.apiKey });
   await org.uploadFile({ instance_id: service.instanceId, path: "workspace/big.bin", data: Buffer.alloc(12 * 1024 * 1024, 1), fileName: "big.bin" });
   const fake = await createFakeDiscord({ token: TOKEN_DC, guilds: [{ id: GUILD, name: "Guild", channels: [{ id: GENERAL, name: "general" }] }] });
-  cleanups.push(() => fake.close());
+  onTestFinished(() => fake.close());
   const config = service.configFor({ type: "discord", id: "dc", token: TOKEN_DC, api: fake.apiBase, streaming: "off", access: { users: [bob.id] } });
   const daemon = createDaemon({ config, random: seededRandom(14) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   const dm = fake.dmChannelFor(bob);
   fake.dispatchDirectMessage(bob, "here: [the data](workspace/big.bin)");

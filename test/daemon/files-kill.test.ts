@@ -11,8 +11,8 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startService, tempDir, type Service } from "./daemon-harness.js";
 import { startDaemonProcess, until, writeDaemonConfig, type DaemonChild } from "./daemon-process.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 /** A 1x1 PNG: Telegram takes a photo only if it is an image. */
 const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==", "base64");
@@ -21,7 +21,7 @@ let service: Service;
 let fake: FakeTelegram;
 beforeAll(async () => {
   service = await startService({ permissions: ["interact", "files"] });
-  fake = await createFakeTelegram({ token: TOKEN });
+  fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
 });
 afterAll(async () => {
   await fake.close();
@@ -37,7 +37,7 @@ it("a file sent before a SIGKILL is not sent again; the one in flight is sent by
     service: { baseUrl: service.url },
     apiKey: service.key,
     instance,
-    channels: [{ type: "telegram", token: TOKEN, apiRoot: fake.url, streaming: "off", setCommands: false, access: { users: [String(alice.id)] } }],
+    channels: [{ type: "telegram", token: TELEGRAM_BOT_TOKEN, apiRoot: fake.url, streaming: "off", setCommands: false, access: { users: [String(alice.id)] } }],
   });
   const children: DaemonChild[] = [];
   try {
@@ -63,7 +63,7 @@ it("a file sent before a SIGKILL is not sent again; the one in flight is sent by
       ["sendDocument", "report.txt"],
     ]);
     expect(fake.sentFiles(alice.id)[1]!.data.toString()).toBe("the numbers\n");
-    expect(`${first.err()}${second.err()}`).not.toContain(TOKEN);
+    expect(`${first.err()}${second.err()}`).not.toContain(TELEGRAM_BOT_TOKEN);
   } finally {
     for (const c of children) c.kill();
     delete process.env.BRIDGE_TEST_KEY;

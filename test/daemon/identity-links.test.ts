@@ -5,7 +5,7 @@
  * conversation (`!recall` on one app shows what she said on the other), group
  * chats stay apart, codes work once, and `/unlink` separates them again.
  */
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import type { DaemonConfig } from "../../daemon/config/schema.js";
 import { createDaemon } from "../../daemon/daemon.js";
 import { seededRandom } from "../../shared/random.js";
@@ -13,28 +13,23 @@ import { createFakeDiscord, type FakeUser } from "../fakes/discord.js";
 import { createFakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { waitUntil } from "../helpers/wait.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TG_TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const DC_TOKEN = "MTA0NjY5.links-bot.token-value-that-must-stay-secret";
 const tgAlice = { id: 5001, username: "alice" };
 const dcAlice: FakeUser = { id: "700000000000000001", username: "alice" };
 const tgBob = { id: 5002, username: "bob" };
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 async function bridge(over: Partial<DaemonConfig> = {}) {
-  const service = await startServiceFixture(cleanups, "links-");
-  const telegram = await createFakeTelegram({ token: TG_TOKEN });
-  cleanups.push(() => telegram.close());
+  const service = await startServiceFixture("links-");
+  const telegram = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
+  onTestFinished(() => telegram.close());
   const discord = await createFakeDiscord({ token: DC_TOKEN, guilds: [] });
-  cleanups.push(() => discord.close());
+  onTestFinished(() => discord.close());
   const tg = service.configFor({
     type: "telegram",
     id: "tg",
-    token: TG_TOKEN,
+    token: TELEGRAM_BOT_TOKEN,
     apiRoot: telegram.url,
     streaming: "off",
     setCommands: false,
@@ -43,7 +38,7 @@ async function bridge(over: Partial<DaemonConfig> = {}) {
   const dc = service.configFor({ type: "discord", id: "dc", token: DC_TOKEN, api: discord.apiBase, streaming: "off", access: { users: [dcAlice.id] } });
   const config: DaemonConfig = { ...tg, channels: [...tg.channels, ...dc.channels], ...over };
   const daemon = createDaemon({ config, random: seededRandom(21) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   const dm = discord.dmChannelFor(dcAlice);
   const onTelegram = (n: number) => waitUntil(() => telegram.sentMessages(tgAlice.id)[n - 1]?.text, `telegram answer ${n}`);

@@ -11,7 +11,7 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pino } from "pino";
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { runPairingCommand } from "../../daemon/pairing-command.js";
 import { seededRandom } from "../../shared/random.js";
@@ -20,27 +20,22 @@ import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api
 import { startServiceFixture } from "../helpers/bridge.js";
 import { runAgentBridge } from "../helpers/cli.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const owner = { id: 5001, username: "owner" };
 const stranger = { id: 5066, username: "stranger" };
 const other = { id: 5077, username: "other" };
 const member = { id: 5010, username: "member" };
 const CODE = /pairing code is ([A-Z2-9]{8})/;
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 async function bridge() {
-  const service = await startServiceFixture(cleanups, "pairing-");
-  const fake = await createFakeTelegram({ token: TOKEN });
-  cleanups.push(() => fake.close());
+  const service = await startServiceFixture("pairing-");
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
+  onTestFinished(() => fake.close());
   const channel = {
     type: "telegram",
     id: "tg",
-    token: TOKEN,
+    token: TELEGRAM_BOT_TOKEN,
     apiRoot: fake.url,
     streaming: "off",
     access: { mode: "pairing", owners: [String(owner.id)], users: [String(member.id)] },
@@ -59,14 +54,14 @@ async function bridge() {
       channels: [channel],
     }),
   );
-  cleanups.push(() => writeFileSync(configFile, ""));
+  onTestFinished(() => writeFileSync(configFile, ""));
   const clock = createSteppableClock();
   const logLines: string[] = [];
   const logger = pino({ level: "debug" }, { write: (line: string) => void logLines.push(line) });
   let daemon: Daemon | undefined;
   const launch = async () => {
     daemon = createDaemon({ config, clock, random: seededRandom(11), logger });
-    cleanups.push(() => daemon?.stop({ graceMs: 0 }));
+    onTestFinished(() => daemon?.stop({ graceMs: 0 }));
     await daemon.start();
   };
   const stop = async () => daemon?.stop({ graceMs: 0 });
@@ -170,15 +165,15 @@ it("approvals survive a restart, list shows no codes, revoke takes them back; th
 });
 
 it("on Discord: a stranger's DM gets a code, the owner approves it from their DM, and the stranger is answered", async () => {
-  const service = await startServiceFixture(cleanups, "pairing-discord-");
+  const service = await startServiceFixture("pairing-discord-");
   const token = "MTA0NjY5.pairing-bot.token-value-that-must-stay-secret";
   const fake = await createFakeDiscord({ token, guilds: [] });
-  cleanups.push(() => fake.close());
+  onTestFinished(() => fake.close());
   const boss = { id: "700000000000000001", username: "boss" };
   const newcomer = { id: "700000000000000066", username: "newcomer" };
   const config = service.configFor({ type: "discord", id: "dc", token, api: fake.apiBase, streaming: "off", access: { mode: "pairing", owners: [boss.id] } });
   const daemon = createDaemon({ config, random: seededRandom(13) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   const said = (user: typeof boss) => fake.sentMessages(fake.dmChannelFor(user)).map((m) => m.content);
 

@@ -10,8 +10,8 @@ import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api
 import { waitUntil } from "../helpers/wait.js";
 import { startService, tempDir, type Service } from "./daemon-harness.js";
 import { startDaemonProcess, writeDaemonConfig, type DaemonChild } from "./daemon-process.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 
 /** The slots a life's log says it fired (journaled), and those it found journaled already. */
@@ -27,7 +27,7 @@ let service: Service;
 let fake: FakeTelegram;
 beforeAll(async () => {
   service = await startService();
-  fake = await createFakeTelegram({ token: TOKEN });
+  fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
 });
 afterAll(async () => {
   await fake.close();
@@ -40,7 +40,7 @@ it("a slot whose turn a SIGKILL cut short is answered once by the next life, and
     service: { baseUrl: service.url },
     apiKey: service.key,
     instance: service.instanceIds[0]!,
-    channels: [{ type: "telegram", token: TOKEN, apiRoot: fake.url, streaming: "off", setCommands: false, access: { users: [String(alice.id)] } }],
+    channels: [{ type: "telegram", token: TELEGRAM_BOT_TOKEN, apiRoot: fake.url, streaming: "off", setCommands: false, access: { users: [String(alice.id)] } }],
     extra: {
       logLevel: "info", // the test reads the firings from the log
       schedules: [{ id: "tick", cron: "*/2 * * * * *", timeZone: "UTC", channel: "telegram", chatId: String(alice.id), prompt: "!sleep 700" }],

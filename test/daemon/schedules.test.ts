@@ -6,7 +6,7 @@
  * a slot missed while the daemon was down fires once at the next start, or is
  * skipped past the grace time.
  */
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import type { DaemonConfig } from "../../daemon/config/schema.js";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { scheduleSchema } from "../../daemon/config/schedules.js";
@@ -17,26 +17,21 @@ import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api
 import { startServiceFixture } from "../helpers/bridge.js";
 import { createSteppableClock, type SteppableClock } from "../helpers/steppable-clock.js";
 import { waitUntil } from "../helpers/wait.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 const bob = { id: 5002, username: "bob" };
 const HOUR = 60 * 60 * 1000;
 const hourly = cronOf("0 * * * *", "UTC");
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 async function bridge(schedules: Record<string, unknown>[]) {
-  const service = await startServiceFixture(cleanups, "schedules-");
-  const fake = await createFakeTelegram({ token: TOKEN });
-  cleanups.push(() => fake.close());
+  const service = await startServiceFixture("schedules-");
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
+  onTestFinished(() => fake.close());
   const channel = {
     type: "telegram",
     id: "tg",
-    token: TOKEN,
+    token: TELEGRAM_BOT_TOKEN,
     apiRoot: fake.url,
     streaming: "off",
     setCommands: false,
@@ -49,7 +44,7 @@ async function bridge(schedules: Record<string, unknown>[]) {
   const clock = createSteppableClock();
   const launch = async () => {
     const daemon = createDaemon({ config, clock, random: seededRandom(11) });
-    cleanups.push(() => daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => daemon.stop({ graceMs: 0 }));
     await daemon.start();
     return daemon;
   };

@@ -5,32 +5,27 @@
  * a minute earlier does not; a restart remembers when the last turn was.
  * The clock is moved, never waited on.
  */
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { nextDailyBoundary } from "../../daemon/core/session-reset.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 const NOTICE = "(New conversation: the previous one was reset.)";
 const MINUTE = 60_000;
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 async function bridge(sessionReset: Record<string, unknown>) {
-  const service = await startServiceFixture(cleanups, "session-reset-");
-  const fake = await createFakeTelegram({ token: TOKEN });
-  cleanups.push(() => fake.close());
+  const service = await startServiceFixture("session-reset-");
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
+  onTestFinished(() => fake.close());
   const config = service.configFor({
     type: "telegram",
     id: "tg",
-    token: TOKEN,
+    token: TELEGRAM_BOT_TOKEN,
     apiRoot: fake.url,
     streaming: "off",
     access: { users: [String(alice.id)] },
@@ -40,7 +35,7 @@ async function bridge(sessionReset: Record<string, unknown>) {
   let daemon: Daemon | undefined;
   const launch = async () => {
     daemon = createDaemon({ config, clock, random: seededRandom(5) });
-    cleanups.push(() => daemon?.stop({ graceMs: 0 }));
+    onTestFinished(() => daemon?.stop({ graceMs: 0 }));
     await daemon.start();
   };
   const restart = async () => {

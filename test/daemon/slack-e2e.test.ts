@@ -8,7 +8,7 @@
  */
 import { createHmac } from "node:crypto";
 import pino from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { slackChannelSchema } from "../../daemon/adapters/slack/config.js";
 import { createSlackAdapter, markdownToMrkdwn } from "../../daemon/adapters/slack/index.js";
 import { streamText } from "../../emulator/gateway/model.js";
@@ -28,15 +28,10 @@ const STRANGER = "U0STRANGER";
 const DM = "D0ALICE001";
 const GENERAL = "C0GENERAL1";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 async function bridge(mode: "http" | "socket", channel: Record<string, unknown> = {}, fakeOptions: Partial<FakeSlackOptions> = {}) {
-  const service = await startServiceFixture(cleanups, `slack-e2e-${mode}-`);
+  const service = await startServiceFixture(`slack-e2e-${mode}-`);
   const fake = await createFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, signingSecret: SIGNING_SECRET, mode, postBurst: 50, ...fakeOptions });
-  cleanups.push(() => fake.close());
+  onTestFinished(() => fake.close());
   const config = service.configFor({
     type: "slack",
     id: "sl",
@@ -69,7 +64,7 @@ async function bridge(mode: "http" | "socket", channel: Record<string, unknown> 
             )
           : undefined,
     });
-    cleanups.push(() => daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => daemon.stop({ graceMs: 0 }));
     await daemon.start();
     return daemon;
   };
@@ -351,9 +346,9 @@ describe("HTTP Events API", () => {
 
 describe("a Web API that fails at start", () => {
   it("does not hold up the start: the bot is identified with backoff, and events Slack retried meanwhile are answered", async () => {
-    const service = await startServiceFixture(cleanups, "slack-e2e-late-");
+    const service = await startServiceFixture("slack-e2e-late-");
     const fake = await createFakeSlack({ botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET, retryDelaysMs: [0, 500, 1000] });
-    cleanups.push(() => fake.close());
+    onTestFinished(() => fake.close());
     fake.failNext("auth.test", "service_unavailable");
     const config = service.configFor({
       type: "slack",
@@ -373,7 +368,7 @@ describe("a Web API that fails at start", () => {
           createSlackAdapter(c as SlackChannelConfig, deps, { backoffInitialMs: 200, onListening: (url) => fake.setRequestUrl(`${url}/slack/events`) }),
         ),
     });
-    cleanups.push(() => daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => daemon.stop({ graceMs: 0 }));
     await daemon.start();
     fake.say({ user: ALICE, channel: DM, text: "are you there?" });
     await waitFor(() => texts(fake, DM).length === 1, "the reply", 15_000);
@@ -403,7 +398,7 @@ describe("access", () => {
 
   it("a bot token Slack refuses stops the start with what to fix, without the token", async () => {
     const fake = await createFakeSlack({ botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET });
-    cleanups.push(() => fake.close());
+    onTestFinished(() => fake.close());
     const config = slackChannelSchema.parse({
       type: "slack",
       botToken: "xoxb-9999-wrong",
@@ -475,7 +470,7 @@ describe("Socket Mode", () => {
 
   it("stops the start with a clear error when Slack refuses the app token", async () => {
     const fake = await createFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, signingSecret: SIGNING_SECRET, mode: "socket" });
-    cleanups.push(() => fake.close());
+    onTestFinished(() => fake.close());
     const config = slackChannelSchema.parse({ type: "slack", botToken: BOT_TOKEN, mode: "socket", appToken: "xapp-1-A0-wrong-token", api: fake.apiBase });
     const logger = pino({ level: "silent" });
     const adapter = createSlackAdapter(

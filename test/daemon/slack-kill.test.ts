@@ -18,7 +18,7 @@ import { markdownToMrkdwn } from "../../daemon/adapters/slack/mrkdwn.js";
 import { splitReply } from "../../daemon/core/chunking.js";
 import { streamText } from "../../emulator/gateway/model.js";
 import { createFakeSlack, type FakeSlack } from "../fakes/slack.js";
-import { startServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
+import { openServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { startService, tempDir, type Service } from "./daemon-harness.js";
 import { startDaemonProcess, until, writeDaemonConfig, type DaemonChild } from "./daemon-process.js";
 
@@ -30,16 +30,19 @@ const DM = "D0ALICE001";
 /** A 1x1 PNG. */
 const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==", "base64");
 
-const cleanups: (() => Promise<void> | void)[] = [];
 let streaming: ServiceFixture;
 let files: Service;
+// File-wide: each beforeAll returns its release, which the runner calls after the last test (last made, first released).
 beforeAll(async () => {
-  streaming = await startServiceFixture(cleanups, "slack-kill-");
-  files = await startService({ permissions: ["interact", "files"] });
-  cleanups.push(() => files.close());
+  const fixture = await openServiceFixture("slack-kill-");
+  streaming = fixture;
+  return fixture.close;
 });
-afterAll(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
+beforeAll(async () => {
+  files = await startService({ permissions: ["interact", "files"] });
+  return () => files.close();
+});
+afterAll(() => {
   delete process.env.BRIDGE_TEST_KEY;
 });
 

@@ -6,21 +6,16 @@
  * workspace is not reconnected forever).
  */
 import pino from "pino";
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { createSocketConnection, defaultSocketTuning, type SocketConnection } from "../../daemon/adapters/slack/socket-mode.js";
 import type { AdapterStatusEvent } from "../../daemon/vocabulary/adapter.js";
 import { createManualClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeSlack, waitFor } from "../fakes/slack.js";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 it("replaces a deaf connection once, then waits for traffic before it watches again", async () => {
   const fake = await createFakeSlack({ botToken: "xoxb-1-2-x", appToken: "xapp-1-A1-2-x", signingSecret: "socketTestSecret0123456789", mode: "socket" });
-  cleanups.push(() => fake.close());
+  onTestFinished(() => fake.close());
   const clock = createManualClock();
   const reports: AdapterStatusEvent[] = [];
   const events: unknown[] = [];
@@ -40,7 +35,7 @@ it("replaces a deaf connection once, then waits for traffic before it watches ag
     onCommand: async () => "ack",
     tuning: defaultSocketTuning,
   });
-  cleanups.push(() => socket.stop());
+  onTestFinished(() => socket.stop());
   await socket.start();
   const deaf = () => reports.filter((r) => r.reason === "deaf").length;
 

@@ -5,19 +5,15 @@
  * still ran" is seen in the emulator's request log (a line is written when a
  * request ends: answered, or left by its client), never by sleeping.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { startBridge, startService, tempDir, testConfig, type Service } from "./daemon-harness.js";
 
 let service: Service;
-const cleanups: (() => Promise<void> | void)[] = [];
 beforeAll(async () => {
   service = await startService();
 });
 afterAll(async () => {
   await service.close();
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
 });
 
 /** Lines in the emulator's request log for a person's non-streamed calls. */
@@ -31,9 +27,10 @@ describe("/stop with streaming off", () => {
   it("closes the call at the service while the model still runs, and tells the person", async () => {
     const dir = tempDir();
     const { chat, daemon } = await startBridge(testConfig(service, dir.path));
-    cleanups.push(dir.remove, () => daemon.stop({ graceMs: 0 }));
+    onTestFinished(dir.remove);
+    onTestFinished(() => daemon.stop({ graceMs: 0 }));
     const held = service.hold(700);
-    cleanups.push(held.release);
+    onTestFinished(held.release);
     const before = await endedResponseCalls();
     await chat.inject({ userId: "stella", text: "!sleep 700" });
     await held.started; // the call is at the model, which waits for the release

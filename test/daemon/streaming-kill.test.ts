@@ -10,27 +10,25 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import { beforeAll, expect, it, vi } from "vitest";
 import { splitReply } from "../../daemon/core/chunking.js";
 import { telegramMarkdownToHtml, telegramVisibleLength } from "../../daemon/adapters/telegram/index.js";
 import { streamText } from "../../emulator/gateway/model.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
-import { startServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
+import { openServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { tempDir } from "./daemon-harness.js";
 import { startDaemonProcess, until, type DaemonChild, writeDaemonConfig } from "./daemon-process.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 
-const cleanups: (() => Promise<void> | void)[] = [];
 let service: ServiceFixture;
 let apiKey: string;
 beforeAll(async () => {
-  service = await startServiceFixture(cleanups, "streaming-kill-");
+  const fixture = await openServiceFixture("streaming-kill-");
+  service = fixture;
   apiKey = service.configFor({ type: "terminal", id: "terminal" }).service.apiKey;
-});
-afterAll(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
+  return fixture.close;
 });
 
 const shown = (fake: FakeTelegram) => fake.shownMessages(alice.id);
@@ -42,14 +40,14 @@ const journalHas = (dataDir: string, record: string) => {
 it("a kill -9 in the middle of a streamed reply: after the restart the same message is edited to the complete answer, shown once; !recall holds the input once", {
   timeout: 60_000,
 }, async () => {
-  const fake = await createFakeTelegram({ token: TOKEN });
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
   const dir = tempDir();
   const { configFile, dataDir } = writeDaemonConfig(dir.path, {
     service: { baseUrl: service.baseUrl },
     apiKey,
     instance: service.instanceId,
     // The daemon runs on the real clock here: a tenth of Telegram's pace keeps the edits (and the `!recall` answer after them) quick.
-    channels: [{ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id)] }, minEditIntervalMs: 100 }],
+    channels: [{ type: "telegram", id: "tg", token: TELEGRAM_BOT_TOKEN, apiRoot: fake.url, access: { users: [String(alice.id)] }, minEditIntervalMs: 100 }],
   });
   const children: DaemonChild[] = [];
   try {

@@ -6,7 +6,7 @@
 import { Writable } from "node:stream";
 import { inspect } from "node:util";
 import pino from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import type { TelegramChannelConfig } from "../../daemon/adapters/telegram/config.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import type { AdapterStateStore, AdapterStatusEvent, ChatAdapter, ChatTarget, InboundMessage, InboundSink } from "../../daemon/vocabulary/adapter.js";
@@ -16,17 +16,12 @@ import { ACCEPTED, admitUpTo } from "../fakes/sink.js";
 import { createManualClock, sleepOn, systemClock, type Clock } from "../../shared/clock.js";
 import { createFakeTelegram, parseTelegramHtml, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { deadPort } from "../helpers/emulator.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "123456789:AAAbbbCCCdddEEEfffGGGhhhIIIjjjKKKll";
-const TOKEN_SECRET_PART = TOKEN.split(":")[1]!;
+const TOKEN_SECRET_PART = TELEGRAM_BOT_TOKEN.split(":")[1]!;
 const alice = { id: 111, username: "alice" };
 const bob = { id: 222, username: "bob" };
 const GROUP = -100;
-
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
 
 function memoryState(initial: Record<string, unknown> = {}): AdapterStateStore & { data: Record<string, unknown> } {
   const data = { ...initial };
@@ -39,7 +34,7 @@ function memoryState(initial: Record<string, unknown> = {}): AdapterStateStore &
   };
 }
 
-function channelConfig(apiRoot: string, extra: Record<string, unknown> = {}, token = TOKEN): TelegramChannelConfig {
+function channelConfig(apiRoot: string, extra: Record<string, unknown> = {}, token = TELEGRAM_BOT_TOKEN): TelegramChannelConfig {
   const config = daemonConfigSchema.parse({
     service: { apiKey: "svc_org_test" },
     routes: [{ instance: "i" }],
@@ -76,8 +71,8 @@ interface Harness {
 
 async function fakeFor(options: StartOptions): Promise<FakeTelegram> {
   if (options.fake) return options.fake;
-  const fake = await createFakeTelegram({ token: TOKEN });
-  cleanups.push(() => fake.close());
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
+  onTestFinished(() => fake.close());
   return fake;
 }
 
@@ -105,7 +100,7 @@ function setup(options: StartOptions, fake: FakeTelegram): Harness {
     { logger, state, dataDir: "/nonexistent", clock: options.clock ?? systemClock, maxAttachmentBytes: options.maxAttachmentBytes ?? 1024 * 1024 },
     { pollTimeoutSeconds: 1, retryPauseMs: 20, ...options.adapterOptions },
   );
-  cleanups.push(() => adapter.stop());
+  onTestFinished(() => adapter.stop());
   return { fake, adapter, accepted, offered, statuses, state, logs, sink };
 }
 
@@ -167,7 +162,7 @@ describe("intake", () => {
     let release: () => void = () => {};
     const held = new Promise<void>((r) => (release = r));
     const { fake, accepted, offered } = await start({ gate: (m) => (m.text === "a1" ? held : undefined) });
-    cleanups.push(async () => release()); // before the adapter stops, should the test fail while it is held
+    onTestFinished(async () => release()); // before the adapter stops, should the test fail while it is held
     fake.privateText(alice, "a1");
     fake.privateText(bob, "b1");
     fake.privateText(alice, "a2");
@@ -402,11 +397,11 @@ describe("lifecycle", () => {
 
   it("starts while Telegram is unreachable and connects once it is back", async () => {
     const port = await deadPort();
-    const harness = setup({ apiRoot: `http://127.0.0.1:${port}`, fake: undefined }, await fakeFor({}));
+    const harness = setup({ apiRoot: `http://127.0.0.1:${port}` }, await fakeFor({}));
     await harness.adapter.start(harness.sink);
     expect(harness.statuses.map((s) => s.state)).toEqual(["starting", "reconnecting"]);
-    const fake = await createFakeTelegram({ token: TOKEN, port });
-    cleanups.push(() => fake.close());
+    const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN, port });
+    onTestFinished(() => fake.close());
     fake.privateText(alice, "are you there?");
     await fake.waitFor(() => harness.accepted.length === 1);
     expect(harness.accepted[0]!.text).toBe("are you there?");

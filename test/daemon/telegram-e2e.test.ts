@@ -4,33 +4,28 @@
  * journal, queue and relay, to the emulator over real HTTP, and the fake
  * model's answers back through sendMessage.
  */
-import { afterEach, expect, it, vi } from "vitest";
+import { expect, it, onTestFinished, vi } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeTelegram, parseTelegramHtml, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { createSteppableClock, type SteppableClock } from "../helpers/steppable-clock.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 const bob = { id: 5002, username: "bob" };
 const stranger = { id: 5066, username: "stranger" };
 const GROUP = -1001234;
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 /** The whole-reply path (`streaming: "off"`); streamed replies are tested in telegram-streaming.test.ts. */
 async function bridge() {
-  const service = await startServiceFixture(cleanups, "telegram-e2e-");
-  const fake = await createFakeTelegram({ token: TOKEN });
-  cleanups.push(() => fake.close());
+  const service = await startServiceFixture("telegram-e2e-");
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
+  onTestFinished(() => fake.close());
   const config = service.configFor({
     type: "telegram",
     id: "tg",
-    token: TOKEN,
+    token: TELEGRAM_BOT_TOKEN,
     apiRoot: fake.url,
     streaming: "off",
     // These tests are about the answer itself: group context (its own tests: telegram-group.test.ts) stays out of the echo.
@@ -43,7 +38,7 @@ async function bridge() {
   const launch = async (logger?: import("pino").Logger) => {
     const daemon = createDaemon({ config, clock, random: seededRandom(3), ...(logger ? { logger } : {}) });
     daemons.push(daemon);
-    cleanups.push(() => daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => daemon.stop({ graceMs: 0 }));
     await daemon.start();
     return daemon;
   };

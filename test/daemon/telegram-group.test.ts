@@ -7,41 +7,36 @@
  */
 import { Writable } from "node:stream";
 import { pino, type Logger } from "pino";
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { createDaemon } from "../../daemon/daemon.js";
 import { CONTEXT_HEADER } from "../../daemon/core/group-context.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 const bob = { id: 5002, username: "bob" };
 const mallory = { id: 5066, username: "mallory" };
 const GROUP = -1001234;
 const OTHER_GROUP = -1009999;
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 async function bridge(channel: Record<string, unknown> = {}, logger?: Logger) {
-  const service = await startServiceFixture(cleanups, "telegram-group-");
-  const fake = await createFakeTelegram({ token: TOKEN });
-  cleanups.push(() => fake.close());
+  const service = await startServiceFixture("telegram-group-");
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
+  onTestFinished(() => fake.close());
   const config = service.configFor({
     type: "telegram",
     id: "tg",
-    token: TOKEN,
+    token: TELEGRAM_BOT_TOKEN,
     apiRoot: fake.url,
     streaming: "off",
     access: { users: [String(alice.id), String(bob.id)], groups: { [String(GROUP)]: {} } },
     ...channel,
   });
   const daemon = createDaemon({ config, clock: createSteppableClock(), random: seededRandom(5), ...(logger ? { logger } : {}) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   return fake;
 }

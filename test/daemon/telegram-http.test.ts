@@ -49,7 +49,7 @@ describe("Telegram Bot API calls through undici", () => {
       res.setHeader("content-type", "application/json");
       res.end(JSON.stringify({ ok: true, result: { message_id: 7, date: 0, chat: { id: 1, type: "private" } } }));
     });
-    const sent = await apiOn(root).sendMessage(1, "hi", { reply_parameters: undefined, link_preview_options: null as never });
+    const sent = await apiOn(root).sendMessage(1, "hi", { link_preview_options: null as never });
     expect(sent.message_id).toBe(7);
     expect(seen).toEqual([{ method: "sendMessage", body: { chat_id: 1, text: "hi" }, type: "application/json", path: `/bot${TOKEN}/sendMessage` }]);
   });

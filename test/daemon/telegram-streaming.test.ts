@@ -10,7 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, expect, it, vi } from "vitest";
+import { expect, it, onTestFinished, vi } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { splitReply } from "../../daemon/core/chunking.js";
 import { telegramMarkdownToHtml, telegramVisibleLength } from "../../daemon/adapters/telegram/index.js";
@@ -21,24 +21,26 @@ import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api
 import { advanceUntil, advanceUntilSettled } from "../helpers/advance-until.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { testHandle } from "../../daemon/test-handle.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 async function bridge(channel: Record<string, unknown> = {}) {
-  const service = await startServiceFixture(cleanups, "telegram-stream-");
+  const service = await startServiceFixture("telegram-stream-");
   const time = createManualClock();
-  const fake = await createFakeTelegram({ token: TOKEN, now: () => time.now() });
-  cleanups.push(() => fake.close());
-  const config = service.configFor({ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url, access: { users: [String(alice.id)] }, ...channel });
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN, now: () => time.now() });
+  onTestFinished(() => fake.close());
+  const config = service.configFor({
+    type: "telegram",
+    id: "tg",
+    token: TELEGRAM_BOT_TOKEN,
+    apiRoot: fake.url,
+    access: { users: [String(alice.id)] },
+    ...channel,
+  });
   const launch = async (): Promise<Daemon> => {
     const daemon = createDaemon({ config, clock: time, random: seededRandom(3) });
-    cleanups.push(() => daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => daemon.stop({ graceMs: 0 }));
     await daemon.start();
     return daemon;
   };

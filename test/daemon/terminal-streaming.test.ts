@@ -3,7 +3,7 @@
  * terminal adapter on in-memory streams, the emulator on a manual clock.
  */
 import { PassThrough } from "node:stream";
-import { afterEach, expect, it, vi } from "vitest";
+import { expect, it, onTestFinished, vi } from "vitest";
 import { createTerminalAdapter, REPLY_PREFIX } from "../../daemon/adapters/terminal/index.js";
 import type { TerminalChannelConfig } from "../../daemon/adapters/terminal/config.js";
 import { createDaemon } from "../../daemon/daemon.js";
@@ -11,13 +11,8 @@ import { streamText } from "../../emulator/gateway/model.js";
 import { seededRandom } from "../../shared/random.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 async function terminalBridge(streaming: "off" | "partial") {
-  const service = await startServiceFixture(cleanups, "terminal-stream-");
+  const service = await startServiceFixture("terminal-stream-");
   const config = service.configFor({ type: "terminal", id: "terminal", streaming });
   const channel = config.channels.find((c): c is TerminalChannelConfig => c.type === "terminal")!;
   const stdin = new PassThrough();
@@ -26,7 +21,7 @@ async function terminalBridge(streaming: "off" | "partial") {
   stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
   const adapter = createTerminalAdapter({ input: stdin, output: stdout, config: channel, terminal: false });
   const daemon = createDaemon({ config, adapters: [adapter], random: seededRandom(5) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   return { stdin, out: () => out, clock: service.emulator.clock };
 }

@@ -11,8 +11,8 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startService, tempDir, type Service } from "./daemon-harness.js";
 import { startDaemonProcess, until, writeDaemonConfig, type DaemonChild } from "./daemon-process.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 const FAKE_COMMAND = join(import.meta.dirname, "../fakes/transcribe-command.mjs");
 
@@ -20,7 +20,7 @@ let service: Service;
 let fake: FakeTelegram;
 beforeAll(async () => {
   service = await startService({ permissions: ["interact", "files"] });
-  fake = await createFakeTelegram({ token: TOKEN });
+  fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
 });
 afterAll(async () => {
   await fake.close();
@@ -35,7 +35,7 @@ it("a voice note whose transcription a SIGKILL cut short is transcribed by the n
     service: { baseUrl: service.url },
     apiKey: service.key,
     instance: service.instanceIds[0]!,
-    channels: [{ type: "telegram", token: TOKEN, apiRoot: fake.url, streaming: "off", setCommands: false, access: { users: [String(alice.id)] } }],
+    channels: [{ type: "telegram", token: TELEGRAM_BOT_TOKEN, apiRoot: fake.url, streaming: "off", setCommands: false, access: { users: [String(alice.id)] } }],
     extra: { transcription: { kind: "command", command: [process.execPath, FAKE_COMMAND, "--started", started, "--log", runs, "{file}"] } },
   });
   const children: DaemonChild[] = [];

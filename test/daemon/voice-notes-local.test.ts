@@ -7,33 +7,28 @@
  */
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { transcriptionSchema } from "../../daemon/vocabulary/config-fields.js";
 import { createDaemon } from "../../daemon/daemon.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { waitUntil } from "../helpers/wait.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
 const helpers = join(import.meta.dirname, "../helpers");
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 it("hears a spoken voice note with pocketsphinx and answers from what was said", { timeout: 60_000 }, async () => {
   const speech = execFileSync("espeak-ng", ["-v", "en-us", "-s", "130", "--stdout", "turn on the kitchen lights"]);
-  const service = await startServiceFixture(cleanups, "voice-local-");
-  const fake = await createFakeTelegram({ token: TOKEN });
-  cleanups.push(() => fake.close());
+  const service = await startServiceFixture("voice-local-");
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
+  onTestFinished(() => fake.close());
   const config = {
     ...service.configFor({
       type: "telegram",
       id: "tg",
-      token: TOKEN,
+      token: TELEGRAM_BOT_TOKEN,
       apiRoot: fake.url,
       streaming: "off",
       setCommands: false,
@@ -45,7 +40,7 @@ it("hears a spoken voice note with pocketsphinx and answers from what was said",
     }),
   };
   const daemon = createDaemon({ config, random: seededRandom(9) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   fake.voice(alice, speech, 2);
   const reply = await waitUntil(() => fake.sentMessages(alice.id)[0]?.text, "the answer", 45_000);

@@ -7,7 +7,7 @@
  */
 import { Writable } from "node:stream";
 import { pino } from "pino";
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { createWhatsAppAdapter } from "../../daemon/adapters/whatsapp/index.js";
 import { transcriptionSchema } from "../../daemon/vocabulary/config-fields.js";
 import type { DaemonConfig } from "../../daemon/config/schema.js";
@@ -21,32 +21,27 @@ import { createFakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
 import { waitUntil } from "../helpers/wait.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
-const TOKEN = "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo";
 const alice = { id: 5001, username: "alice" };
-
-const cleanups: (() => Promise<void> | void)[] = [];
 
 /** The config with transcription by the emulator's fake gateway (its speech-to-text endpoint). */
 const transcribedBy = (gateway: string, config: DaemonConfig, over: Record<string, unknown> = {}): DaemonConfig => ({
   ...config,
   transcription: transcriptionSchema.parse({ kind: "openai", url: `${gateway}/v1`, maxBytes: 1000, maxSeconds: 120, timeoutMs: 30_000, ...over }),
 });
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
 
 async function bridge(transcription: Record<string, unknown> = {}) {
-  const service = await startServiceFixture(cleanups, "voice-notes-");
-  const fake = await createFakeTelegram({ token: TOKEN });
-  cleanups.push(() => fake.close());
+  const service = await startServiceFixture("voice-notes-");
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
+  onTestFinished(() => fake.close());
   const gateway = service.emulator.emulator.gateway.url;
   const config = transcribedBy(
     gateway,
     service.configFor({
       type: "telegram",
       id: "tg",
-      token: TOKEN,
+      token: TELEGRAM_BOT_TOKEN,
       apiRoot: fake.url,
       streaming: "off",
       setCommands: false,
@@ -56,7 +51,7 @@ async function bridge(transcription: Record<string, unknown> = {}) {
   );
   const clock = createSteppableClock();
   const daemon = createDaemon({ config, clock, random: seededRandom(5) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   const replies = () => fake.sentMessages(alice.id).map((m) => m.text);
   return { fake, clock, daemon, replies };
@@ -105,17 +100,17 @@ it("does not send a note over the limits to the endpoint, and says which limit",
 });
 
 it("answers a Discord voice message from its transcript", async () => {
-  const service = await startServiceFixture(cleanups, "voice-discord-");
+  const service = await startServiceFixture("voice-discord-");
   const TOKEN_DC = "MTA0NjY5.voice-bot.token-value-that-must-stay-secret";
   const bob = { id: "300000000000000002", username: "bob" };
   const fake = await createFakeDiscord({ token: TOKEN_DC, guilds: [] });
-  cleanups.push(() => fake.close());
+  onTestFinished(() => fake.close());
   const config = transcribedBy(
     service.emulator.emulator.gateway.url,
     service.configFor({ type: "discord", id: "dc", token: TOKEN_DC, api: fake.apiBase, streaming: "off", access: { users: [bob.id] } }),
   );
   const daemon = createDaemon({ config, random: seededRandom(7) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   fake.dispatchDirectMessage(bob, "", {
     attachments: [{ filename: "voice-message.ogg", contentType: "audio/ogg", data: Buffer.from("ship the release on friday"), durationSecs: 2.5 }],
@@ -129,7 +124,7 @@ it("answers a Discord voice message from its transcript", async () => {
 
 it("answers a WhatsApp voice note from its transcript", async () => {
   const ANA = "4915111111111";
-  const service = await startServiceFixture(cleanups, "voice-wa-");
+  const service = await startServiceFixture("voice-wa-");
   const config = transcribedBy(
     service.emulator.emulator.gateway.url,
     service.configFor({ type: "whatsapp", id: "wa", ackReaction: { scope: "off" }, access: { users: [`+${ANA}`] } }),
@@ -151,7 +146,7 @@ it("answers a WhatsApp voice note from its transcript", async () => {
     { socketFactory: fake.factory, qrOutput: new Writable({ write: (_c, _e, cb) => cb() }), random: seededRandom(3), mediaDownloader: media.downloader },
   );
   const daemon = createDaemon({ config, adapters: [adapter], logger, random: seededRandom(4) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   const started = daemon.start();
   await waitUntil(() => fake.sockets.length === 1, "the socket");
   const socket = fake.latest();
@@ -166,13 +161,13 @@ it("answers a WhatsApp voice note from its transcript", async () => {
 });
 
 it("answers a Slack audio clip from its transcript, and holds its length (duration_ms) to maxSeconds", async () => {
-  const service = await startServiceFixture(cleanups, "voice-slack-");
+  const service = await startServiceFixture("voice-slack-");
   const BOT = "xoxb-5555-6666-voiceBotTokenSecret";
   const APP = "xapp-1-A0VOICE001-7777-voiceAppToken";
   const carol = "U0CAROL001";
   const DM = "D0CAROL001";
   const fake = await createFakeSlack({ botToken: BOT, appToken: APP, signingSecret: "voiceSigningSecret0123456789abcd", mode: "socket", postBurst: 50 });
-  cleanups.push(() => fake.close());
+  onTestFinished(() => fake.close());
   const config = transcribedBy(
     service.emulator.emulator.gateway.url,
     service.configFor({
@@ -188,7 +183,7 @@ it("answers a Slack audio clip from its transcript, and holds its length (durati
     }),
   );
   const daemon = createDaemon({ config, random: seededRandom(7) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   // A clip recorded in Slack comes in a container whose mimetype need not say audio: Slack marks it slack_audio.
   fake.say({

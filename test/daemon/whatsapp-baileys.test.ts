@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { makeWASocket } from "@whiskeysockets/baileys";
 import { pino } from "pino";
-import { afterEach, expect, it, vi } from "vitest";
+import { expect, it, onTestFinished, vi } from "vitest";
 import { WebSocketServer } from "ws";
 import { createWhatsAppAdapter, RECONNECT_BACKOFF, type SocketFactory } from "../../daemon/adapters/whatsapp/index.js";
 import { backoffDelay } from "../../shared/backoff.js";
@@ -22,11 +22,6 @@ import { seededRandom } from "../../shared/random.js";
 
 /** The longest reconnect delay after `failures` failed connects in a row: the backoff with its jitter at the top. */
 const backoffCeiling = (failures: number): number => backoffDelay(failures + 1, RECONNECT_BACKOFF, { bytes: (n) => Buffer.alloc(n), float: () => 1 });
-
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
 
 async function droppingServer() {
   const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
@@ -41,14 +36,14 @@ async function droppingServer() {
     ws.once("message", () => ws.close());
   });
   const { port } = wss.address() as { port: number };
-  cleanups.push(() => new Promise<void>((resolve) => wss.close(() => resolve())));
+  onTestFinished(() => new Promise<void>((resolve) => wss.close(() => resolve())));
   return { url: `ws://127.0.0.1:${port}/ws/chat`, stats };
 }
 
 it("reconnects the real Baileys socket with backoff, one connection at a time, and stops cleanly", async () => {
   const server = await droppingServer();
   const dataDir = mkdtempSync(join(tmpdir(), "wa-baileys-"));
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+  onTestFinished(() => rmSync(dataDir, { recursive: true, force: true }));
   const cfg = daemonConfigSchema.parse({
     service: { apiKey: "svc_org_test" },
     dataDir,

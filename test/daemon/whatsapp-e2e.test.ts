@@ -4,7 +4,7 @@
  * relay to the emulator over real HTTP, and the fake model's answer comes
  * back through `sendMessage` to the chat it came from.
  */
-import { afterEach, expect, it, vi } from "vitest";
+import { expect, it, onTestFinished, vi } from "vitest";
 import { createWhatsAppAdapter } from "../../daemon/adapters/whatsapp/index.js";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { systemClock } from "../../shared/clock.js";
@@ -14,18 +14,13 @@ import { startServiceFixture } from "../helpers/bridge.js";
 import { Writable } from "node:stream";
 import { pino } from "pino";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 const ANA = "4915111111111";
 const LIA_LID = "210000000000042";
 const LIA_PHONE = "4917622222222";
 const GROUP = "120363000000000001@g.us";
 
 it("relays a WhatsApp message to the agent and sends its reply back to the same chat", async () => {
-  const service = await startServiceFixture(cleanups, "wa-e2e-");
+  const service = await startServiceFixture("wa-e2e-");
   // About the answer itself: the reaction and group context (whatsapp-group.test.ts) stay out of `sent` and the echo.
   const config = service.configFor({
     type: "whatsapp",
@@ -50,7 +45,7 @@ it("relays a WhatsApp message to the agent and sends its reply back to the same 
     { socketFactory: fake.factory, qrOutput: new Writable({ write: (_c, _e, cb) => cb() }), random: seededRandom(3) },
   );
   const daemon: Daemon = createDaemon({ config, adapters: [adapter], logger, random: seededRandom(4) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
 
   const started = daemon.start();
   await vi.waitFor(() => expect(fake.sockets).toHaveLength(1));

@@ -7,7 +7,7 @@
  */
 import { Writable } from "node:stream";
 import { pino } from "pino";
-import { afterEach, expect, it, vi } from "vitest";
+import { expect, it, onTestFinished, vi } from "vitest";
 import { createWhatsAppAdapter } from "../../daemon/adapters/whatsapp/index.js";
 import { CONTEXT_HEADER } from "../../daemon/core/group-context.js";
 import { createDaemon } from "../../daemon/daemon.js";
@@ -16,17 +16,12 @@ import { seededRandom } from "../../shared/random.js";
 import { createFakeBaileys, groupText, lidJid, pnJid, type SentRecord } from "../fakes/baileys-socket.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 const ANA = "4915111111111";
 const BEN = "4915122222222";
 const GROUP = "120363000000000001@g.us";
 
 async function bridge() {
-  const service = await startServiceFixture(cleanups, "wa-group-");
+  const service = await startServiceFixture("wa-group-");
   const config = service.configFor({ type: "whatsapp", id: "wa", access: { users: [`+${ANA}`, `+${BEN}`], groups: { [GROUP]: {} } } });
   const channel = config.channels[0];
   if (channel?.type !== "whatsapp") throw new Error("expected a whatsapp channel");
@@ -45,7 +40,7 @@ async function bridge() {
     random: seededRandom(3),
   });
   const daemon = createDaemon({ config, adapters: [adapter], logger, random: seededRandom(4) });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   const started = daemon.start();
   await vi.waitFor(() => expect(fake.sockets).toHaveLength(1));
   const socket = fake.latest();

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { routes, type OperationId } from "../../shared/api.js";
 import { PERMISSIONS, type Permission } from "../../shared/schemas/common.js";
 import { bearer, runningInstance, signupOrg, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
 let t: TestEmulator;
 let orgA: TestOrg;
@@ -23,8 +24,6 @@ let a1: string;
 let a2: string;
 const keys = new Map<string, string>();
 let n = 0;
-
-const TOKEN = "123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0";
 
 beforeAll(async () => {
   t = await startEmulator();
@@ -66,7 +65,7 @@ const install = (slug: string) =>
     .expect(200);
 const connect = () =>
   asOrg(request(t.app).post(A("/channels/telegram/connect")))
-    .send({ config: { token: TOKEN } })
+    .send({ config: { token: TELEGRAM_BOT_TOKEN } })
     .expect(200);
 
 /** For each route: set up what a success needs (with the org key), then the call, to which a caller's key is added. */
@@ -111,7 +110,7 @@ const FIXTURES: Partial<Record<OperationId, Fixture>> = {
 
   listChannels: async () => (auth) => on(request(t.app).get(A("/channels")), auth),
   getChannelStatus: async () => (auth) => on(request(t.app).get(A("/channels/telegram/status")), auth),
-  connectChannel: async () => (auth) => on(request(t.app).post(A("/channels/telegram/connect")), auth).send({ config: { token: TOKEN } }),
+  connectChannel: async () => (auth) => on(request(t.app).post(A("/channels/telegram/connect")), auth).send({ config: { token: TELEGRAM_BOT_TOKEN } }),
   disconnectChannel: async () => (await connect(), (auth) => on(request(t.app).post(A("/channels/telegram/disconnect")), auth)),
   pairChannel: async () => (await connect(), (auth) => on(request(t.app).post(A("/channels/telegram/pair")), auth).send({ code: `CODE${++n}` })),
 };

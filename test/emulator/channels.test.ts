@@ -11,6 +11,7 @@ import QRCode from "qrcode";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { forceState, runningInstance, signupOrg, snapshot, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
 let t: TestEmulator;
 let org: TestOrg;
@@ -23,11 +24,9 @@ afterAll(async () => {
   await t?.close();
 });
 
-const TELEGRAM_TOKEN = "123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0";
-
 /** A valid config for each token channel, and one credential of the wrong form. */
 const VALID: Record<string, Record<string, string>> = {
-  telegram: { token: TELEGRAM_TOKEN },
+  telegram: { token: TELEGRAM_BOT_TOKEN },
   discord: { token: "MTA4NzY1NDMyMTA5ODc2NTQzMg.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456789AB" },
   slack: { bot_token: "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOp", app_token: "xapp-1-A0123456789-1234567890-abcdef0123456789" },
   signal: { account: "+15551234567" },
@@ -131,13 +130,13 @@ describe("catalog", () => {
 describe("connect a token channel", () => {
   it("connects Telegram; runtime.json (through the files API) has the channel, the token only redacted", async () => {
     const c = await fresh();
-    const res = await c.connect("telegram", { token: TELEGRAM_TOKEN });
+    const res = await c.connect("telegram", { token: TELEGRAM_BOT_TOKEN });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ channel: "telegram", status: "connected", message: expect.stringMatching(/restarted/) });
     const runtime = await c.runtime();
     expect(runtime.json.channels.telegram).toEqual({ token: "<redacted>", enabled: true, dmPolicy: "pairing" });
-    expect(runtime.text).not.toContain(TELEGRAM_TOKEN);
-    expect(runtime.text).not.toContain("AAHfiqks");
+    expect(runtime.text).not.toContain(TELEGRAM_BOT_TOKEN);
+    expect(runtime.text).not.toContain(TELEGRAM_BOT_TOKEN.split(":")[1]!.slice(0, 8));
 
     const status = await c.status("telegram");
     expect(status.body).toMatchObject({ channel: "telegram", enabled: true, connected: true });
@@ -146,9 +145,9 @@ describe("connect a token channel", () => {
     expect((await c.list()).body.find((i: { channel: string }) => i.channel === "telegram").enabled).toBe(true);
 
     // Nowhere in clear: not in the state, not in any file, not in the answers.
-    expect(JSON.stringify(await snapshot(t.app))).not.toContain(TELEGRAM_TOKEN);
-    expect(allText(c.root)).not.toContain(TELEGRAM_TOKEN);
-    expect(JSON.stringify(status.body)).not.toContain(TELEGRAM_TOKEN);
+    expect(JSON.stringify(await snapshot(t.app))).not.toContain(TELEGRAM_BOT_TOKEN);
+    expect(allText(c.root)).not.toContain(TELEGRAM_BOT_TOKEN);
+    expect(JSON.stringify(status.body)).not.toContain(TELEGRAM_BOT_TOKEN);
   });
 
   it("connects every token channel of the catalog with a valid config, secrets redacted", async () => {
@@ -220,7 +219,7 @@ describe("connect a token channel", () => {
   it("409 unless the instance is running", async () => {
     const c = await fresh();
     await forceState(t.app, c.id, { status: "stopped" });
-    const res = await c.connect("telegram", { token: TELEGRAM_TOKEN });
+    const res = await c.connect("telegram", { token: TELEGRAM_BOT_TOKEN });
     expect(res.status).toBe(409);
     expect(res.body.detail).toBe("Instance is not running (status: stopped).");
     expect((await c.status("telegram")).body.enabled).toBe(false);
@@ -228,8 +227,8 @@ describe("connect a token channel", () => {
 
   it("counts a gateway restart per connect and keeps extra config fields, secret-looking ones redacted", async () => {
     const c = await fresh();
-    await c.connect("telegram", { token: TELEGRAM_TOKEN }).expect(200);
-    await c.connect("telegram", { token: TELEGRAM_TOKEN, allow_from: "alice", webhook_secret: "hook-secret-123" }).expect(200);
+    await c.connect("telegram", { token: TELEGRAM_BOT_TOKEN }).expect(200);
+    await c.connect("telegram", { token: TELEGRAM_BOT_TOKEN, allow_from: "alice", webhook_secret: "hook-secret-123" }).expect(200);
     const status = await c.status("telegram");
     expect(status.body.details.gateway_restarts).toBe(2);
     const runtime = await c.runtime();
@@ -345,7 +344,7 @@ describe("WhatsApp (interactive)", () => {
   it("scan: 409 for a channel with no pairing under way, 404 for an unknown instance or channel", async () => {
     const c = await fresh();
     expect((await c.scan("whatsapp")).status).toBe(409);
-    await c.connect("telegram", { token: TELEGRAM_TOKEN }).expect(200);
+    await c.connect("telegram", { token: TELEGRAM_BOT_TOKEN }).expect(200);
     expect((await c.scan("telegram")).status).toBe(409);
     expect((await c.scan("irc")).status).toBe(404);
     expect((await request(t.app).post("/_emulator/instances/00000000-0000-4000-8000-000000000000/channels/whatsapp/scan")).status).toBe(404);
@@ -382,7 +381,7 @@ describe("status, pair, disconnect", () => {
   it("pair approves a code on an enabled channel; 409 when not enabled, 422 for a malformed code", async () => {
     const c = await fresh();
     expect((await c.pair("telegram", "ABCD1234")).status).toBe(409);
-    await c.connect("telegram", { token: TELEGRAM_TOKEN }).expect(200);
+    await c.connect("telegram", { token: TELEGRAM_BOT_TOKEN }).expect(200);
     const res = await c.pair("telegram", " abcd1234 ");
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ channel: "telegram", code: "ABCD1234", status: "approved", output: expect.stringContaining("ABCD1234") });
@@ -395,7 +394,7 @@ describe("status, pair, disconnect", () => {
 
   it("disconnect disables the channel and keeps its credentials; reconnect works", async () => {
     const c = await fresh();
-    await c.connect("telegram", { token: TELEGRAM_TOKEN }).expect(200);
+    await c.connect("telegram", { token: TELEGRAM_BOT_TOKEN }).expect(200);
     const fingerprint = (await c.status("telegram")).body.details.config.token as string;
     await c.disconnect("telegram").expect(204);
     const status = await c.status("telegram");
@@ -405,7 +404,7 @@ describe("status, pair, disconnect", () => {
     expect((await c.list()).body.find((i: { channel: string }) => i.channel === "telegram").enabled).toBe(false);
     expect((await c.pair("telegram", "ABCD1234")).status).toBe(409);
     await c.disconnect("telegram").expect(204);
-    await c.connect("telegram", { token: TELEGRAM_TOKEN }).expect(200);
+    await c.connect("telegram", { token: TELEGRAM_BOT_TOKEN }).expect(200);
     expect((await c.status("telegram")).body).toMatchObject({ enabled: true, connected: true });
   });
 
@@ -415,7 +414,7 @@ describe("status, pair, disconnect", () => {
     expect(never.status).toBe(409);
     expect(never.body.detail).toBe("Channel 'discord' is not connected on this instance.");
     expect((await c.disconnect("irc")).status).toBe(404);
-    await c.connect("telegram", { token: TELEGRAM_TOKEN }).expect(200);
+    await c.connect("telegram", { token: TELEGRAM_BOT_TOKEN }).expect(200);
     await forceState(t.app, c.id, { status: "stopped" });
     // Stopped: no gateway, so nothing is connected, but the channel stays enabled.
     expect((await c.status("telegram")).body).toMatchObject({ enabled: true, connected: false });

@@ -9,6 +9,7 @@ import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createCountedClock } from "../helpers/counted-clock.js";
 import { replyText, runningInstance, signupOrg, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
+import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
 const fault = async (t: TestEmulator, body: Record<string, unknown>) => {
   const res = await request(t.app).post("/_emulator/faults").send(body);
@@ -209,7 +210,7 @@ describe("snapshot and reset", () => {
       .send({ slug: "weather", env: { WEATHER_API_KEY: "w-secret" } })
       .expect(200);
     await api("post", "/channels/telegram/connect")
-      .send({ config: { token: "123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0" } })
+      .send({ config: { token: TELEGRAM_BOT_TOKEN } })
       .expect(200);
     await api("post", "/channels/telegram/pair").send({ code: "PAIR1234" }).expect(200);
     await api("post", "/channels/whatsapp/connect").send({ config: {} }).expect(200);

@@ -1,16 +1,11 @@
 import request from "supertest";
-import { afterEach, describe, expect, it } from "vitest";
-import { startEmulator, type TestEmulator } from "../helpers/emulator.js";
-
-const open: TestEmulator[] = [];
-afterEach(async () => {
-  while (open.length) await open.pop()!.close();
-});
+import { describe, expect, it, onTestFinished } from "vitest";
+import { startEmulator } from "../helpers/emulator.js";
 
 /** The same calls in the same order; returns every id and secret the emulator minted. */
 async function script(seed: string | undefined): Promise<Record<string, unknown>> {
   const t = await startEmulator(seed === undefined ? {} : { seed });
-  open.push(t);
+  onTestFinished(() => t.close());
   const signup = await request(t.app).post("/v1/organization/signup").send({ name: "acme" }).expect(201);
   const auth = { Authorization: `Bearer ${signup.body.api_key}` };
   await request(t.app)

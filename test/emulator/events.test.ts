@@ -47,7 +47,7 @@ async function json<T = Record<string, unknown>>(url: string, method: string, bo
   const res = await fetch(url, {
     method,
     headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: body === undefined ? null : JSON.stringify(body),
   });
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };

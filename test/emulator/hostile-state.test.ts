@@ -7,27 +7,21 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import request from "supertest";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { MAX_JSON_DEPTH } from "../../shared/json-depth.js";
 import { routes } from "../../shared/api.js";
 import { runningInstance, signupOrg, snapshot, startEmulator, tempDir, type TestEmulator } from "../helpers/emulator.js";
 
-const open: TestEmulator[] = [];
-const dirs: (() => void)[] = [];
-afterEach(async () => {
-  while (open.length) await open.pop()!.close();
-  while (dirs.length) dirs.pop()!();
-});
-
 async function emulator(options: Parameters<typeof startEmulator>[0] = {}): Promise<TestEmulator> {
   const t = await startEmulator(options);
-  open.push(t);
+  // Closed when the test finishes (closing a closed emulator is a no-op).
+  onTestFinished(() => t.close());
   return t;
 }
 
 function dataDir(): string {
   const dir = tempDir("agent-bridge-hostile-");
-  dirs.push(dir.remove);
+  onTestFinished(dir.remove);
   return dir.path;
 }
 
@@ -71,7 +65,6 @@ describe("observation 1: deeply nested JSON", () => {
     expect(t.emulator.store.health()).toMatchObject({ ok: true, pending: false });
     expect(readFileSync(join(dir, "state.json"), "utf8")).toContain(other.organization.id);
     await t.close();
-    open.pop();
 
     const again = await emulator({ dataDir: dir });
     expect((await request(again.app).get("/v1/organization").set(other.auth)).body.name).toBe("bystander");
@@ -181,7 +174,6 @@ describe("observation 3: --seed with a persistent data directory", () => {
     const first = await emulator({ dataDir: dir, seed: "fixed" });
     const a = await signupOrg(first.app, { name: "first" });
     await first.close();
-    open.pop();
 
     const second = await emulator({ dataDir: dir, seed: "fixed" });
     const b = await signupOrg(second.app, { name: "second" });
@@ -207,7 +199,6 @@ describe("observation 3: --seed with a persistent data directory", () => {
     const turn = await request(first.app).post(`/v1/instances/${instance.id}/responses`).set(org.auth).send({ model: "m", input: "one" }).expect(200);
     await first.emulator.store.flush();
     await first.close();
-    open.pop();
     // Rewind state.json's position to what it held before the turn (a crash after the append, before
     // any control write): only the log knows what the generator drew for the turn.
     writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, "utf8")), random_position: positionBefore }));

@@ -9,26 +9,18 @@
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Agent, request } from "undici";
-import { afterEach, describe, expect, it } from "vitest";
-import { startCli, stopCli, type CliRun } from "../helpers/cli.js";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { startCli, stopCli } from "../helpers/cli.js";
 import { providerKey, tempDir } from "../helpers/emulator.js";
 
 const FLUSH_MS = 25;
-const running: CliRun[] = [];
-const dirs: (() => void)[] = [];
-const agents: Agent[] = [];
-afterEach(async () => {
-  while (running.length) await stopCli(running.pop()!);
-  while (agents.length) await agents.pop()!.destroy();
-  while (dirs.length) dirs.pop()!();
-});
 
 async function call(agent: Agent, base: string, method: "GET" | "POST" | "PATCH", path: string, key: string | null, body?: unknown) {
   const res = await request(`${base}${path}`, {
     method,
     dispatcher: agent,
     headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: body === undefined ? null : JSON.stringify(body),
   });
   const text = await res.body.text();
   if (res.statusCode >= 300) throw new Error(`${method} ${path}: ${res.statusCode} ${text}`);
@@ -45,17 +37,20 @@ interface Answer {
 
 const start = async (dir: string) => {
   const run = await startCli(["--port", "0", "--data-dir", dir, "--provision-ms", "0", "--flush-ms", String(FLUSH_MS)], 60_000);
-  running.push(run);
+  // Stopped when the test finishes (stopping one already stopped is a no-op).
+  onTestFinished(async () => {
+    await stopCli(run);
+  });
   return run;
 };
 
 describe("kill -9 under write load with a large state", () => {
   it("keeps every write answered more than flushMs + 50 ms before the kill", { timeout: 120_000 }, async () => {
     const tmp = tempDir("agent-bridge-kill-");
-    dirs.push(tmp.remove);
+    onTestFinished(tmp.remove);
     const dir = tmp.path;
     const agent = new Agent({ connections: 16, keepAliveTimeout: 10_000 });
-    agents.push(agent);
+    onTestFinished(() => agent.destroy());
 
     // An organization with a running instance, then stopped cleanly.
     const first = await start(dir);
@@ -65,7 +60,6 @@ describe("kill -9 under write load with a large state", () => {
     const instance = await call(agent, first.url, "POST", "/v1/instances", key, { name: "busy" });
     await call(agent, first.url, "GET", `/v1/instances/${instance.id}`, key);
     expect(await stopCli(first, "SIGTERM")).toBe(0);
-    running.pop();
 
     // More than 10 MB of stored conversation, written as a state.json holds it (every version reads this).
     const file = join(dir, "state.json");
@@ -124,7 +118,6 @@ describe("kill -9 under write load with a large state", () => {
     second.child.kill("SIGKILL");
     stop = true;
     await second.exited;
-    running.pop();
     await Promise.all(workers);
 
     const third = await start(dir);

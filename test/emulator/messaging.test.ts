@@ -1,17 +1,15 @@
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import request from "supertest";
 import { request as undiciRequest } from "undici";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { parseEventStream, type StreamEvent } from "../../shared/client/index.js";
 import { ResponseObject } from "../../shared/schemas/responses.js";
 import type { Instance } from "../../shared/schemas/instances.js";
 import { deadPort, forceState, listenOn, replyText, runningInstance, signupOrg, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
 let t: TestEmulator;
-const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await t?.close();
-  while (cleanups.length) await cleanups.pop()!();
 });
 
 async function setup(options: Parameters<typeof startEmulator>[0] = {}): Promise<{ org: TestOrg; instance: Instance }> {
@@ -259,7 +257,7 @@ describe("another Responses server as the gateway", () => {
       });
     });
     const listening = await listenOn(server);
-    cleanups.push(listening.close);
+    onTestFinished(listening.close);
     return { url: listening.url, seen };
   }
 

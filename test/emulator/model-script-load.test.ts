@@ -6,18 +6,16 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import request from "supertest";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { createEmulator } from "../../emulator/index.js";
 import { parseScriptText } from "../../emulator/gateway/script/index.js";
 import { runCli } from "../helpers/cli.js";
 import { runningInstance, signupOrg, startEmulator, tempDir, type TestEmulator } from "../helpers/emulator.js";
 
 let t: TestEmulator | undefined;
-const cleanups: (() => void)[] = [];
 afterEach(async () => {
   await t?.close();
   t = undefined;
-  while (cleanups.length) cleanups.pop()!();
 });
 
 const problemsOf = (text: string) => {
@@ -85,7 +83,7 @@ describe("a script file with an error is refused, naming the place", () => {
 describe("where scripts are loaded", () => {
   it("createEmulator refuses a bad script file before opening anything, naming the file and the place", async () => {
     const dir = tempDir();
-    cleanups.push(dir.remove);
+    onTestFinished(dir.remove);
     const file = join(dir.path, "model.jsonc");
     writeFileSync(file, `{"rules": [{"match": {"regex": "["}, "answer": {"text": "x"}}]}`);
     const dataDir = join(dir.path, "data");
@@ -99,7 +97,7 @@ describe("where scripts are loaded", () => {
 
   it("--model-script with an error stops the process at start with the file and the place, in one message", async () => {
     const dir = tempDir();
-    cleanups.push(dir.remove);
+    onTestFinished(dir.remove);
     const file = join(dir.path, "model.jsonc");
     writeFileSync(file, `{\n  "rules": [{ "answer": { "txt": "x" } }]\n}`);
     const run = runCli(["--port", "0", "--in-memory", "--model-script", file]);
@@ -113,7 +111,7 @@ describe("where scripts are loaded", () => {
 
   it("a script file in force from the start answers", async () => {
     const dir = tempDir();
-    cleanups.push(dir.remove);
+    onTestFinished(dir.remove);
     const file = join(dir.path, "model.jsonc");
     writeFileSync(
       file,

@@ -4,18 +4,16 @@
  * conversations across a restart, and what the console shows of them.
  */
 import request from "supertest";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import type { ModelScriptInput } from "../../emulator/gateway/script/index.js";
 import { parseEventStream } from "../../shared/client/index.js";
 import type { Instance } from "../../shared/schemas/instances.js";
 import { runningInstance, signupOrg, startEmulator, tempDir, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
 let t: TestEmulator | undefined;
-const cleanups: (() => void)[] = [];
 afterEach(async () => {
   await t?.close();
   t = undefined;
-  while (cleanups.length) cleanups.pop()!();
 });
 
 const TOOLS = [
@@ -182,7 +180,7 @@ describe("determinism and restarts", () => {
 
   it("a scripted conversation continues after a restart with the data directory, and the console shows its items", async () => {
     const dir = tempDir();
-    cleanups.push(dir.remove);
+    onTestFinished(dir.remove);
     const { org, instance } = await setup({ dataDir: dir.path, seed: 7, modelScript: script });
     const call = await send(org, instance.id, { input: "go", tools: TOOLS }, "s");
     expect(call.headers["x-emulator-model-rule"]).toBe("call");

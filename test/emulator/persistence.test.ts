@@ -5,22 +5,23 @@
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { createServiceClient, ServiceError, type ServiceClient } from "../../shared/client/index.js";
 import { outputTextOf } from "../../shared/schemas/responses.js";
 import { runCli, startCli, stopCli, type CliRun } from "../helpers/cli.js";
 import { providerKey, tempDir } from "../helpers/emulator.js";
 
-const running: CliRun[] = [];
-const dirs: (() => void)[] = [];
-afterEach(async () => {
-  while (running.length) await stopCli(running.pop()!);
-  while (dirs.length) dirs.pop()!();
-});
+/** Stopped when the test finishes (stopping one already stopped is a no-op). */
+const stopAtEnd = (...runs: CliRun[]) => {
+  for (const run of runs)
+    onTestFinished(async () => {
+      await stopCli(run);
+    });
+};
 
 function dataDir(): string {
   const dir = tempDir("agent-bridge-cli-");
-  dirs.push(dir.remove);
+  onTestFinished(dir.remove);
   return dir.path;
 }
 
@@ -28,7 +29,7 @@ const args = (dir: string, flushMs = 20) => ["--port", "0", "--data-dir", dir, "
 
 async function start(dir: string, flushMs?: number) {
   const run = await startCli(args(dir, flushMs));
-  running.push(run);
+  stopAtEnd(run);
   return { run, api: createServiceClient({ baseUrl: run.url }) };
 }
 
@@ -71,7 +72,6 @@ describe("persistence across a SIGKILL", () => {
     // Every write above was answered, so it is on disk already (a write is answered once durable):
     // the kill comes at once, with no chance to clean up.
     expect(await stopCli(first.run, "SIGKILL")).toBe("SIGKILL");
-    running.splice(running.indexOf(first.run), 1);
     // The dead process's lock is still there: the next start must take it over.
     const lock = join(dir, "emulator.lock");
     expect(existsSync(lock)).toBe(true);
@@ -117,7 +117,7 @@ describe("the data-directory lock", () => {
     const dir = dataDir();
     const first = await start(dir);
     const second = runCli(args(dir));
-    running.push(second);
+    stopAtEnd(second);
     expect(await second.exited).toBe(1);
     expect(second.stderr()).toContain(`in use by another emulator (pid ${first.run.child.pid})`);
     expect(second.stdout()).not.toContain("emulator listening on");
@@ -129,7 +129,7 @@ describe("the data-directory lock", () => {
     const dir = dataDir();
     writeFileSync(join(dir, "state.json"), "{ not json");
     const run = runCli(args(dir));
-    running.push(run);
+    stopAtEnd(run);
     expect(await run.exited).toBe(1);
     expect(run.stderr()).toMatch(/^emulator: Cannot read .*state\.json/);
     expect(run.stderr()).not.toContain("    at ");
@@ -146,7 +146,6 @@ describe("signals and flags", () => {
     const first = await start(dir, 60_000);
     const signup = await first.api.signup({ body: { name: "flushed" } });
     expect(await stopCli(first.run, "SIGTERM")).toBe(0);
-    running.splice(running.indexOf(first.run), 1);
     expect(first.run.stdout()).toContain("SIGTERM");
     expect(existsSync(join(dir, "emulator.lock"))).toBe(false);
 
@@ -162,7 +161,7 @@ describe("signals and flags", () => {
       provision: runCli(["--provision-ms", "-5"]),
       gateway: runCli(["--gateway-url", "not a url", "--in-memory"]),
     };
-    running.push(...Object.values(runs));
+    stopAtEnd(...Object.values(runs));
     expect(await runs.help.exited).toBe(0);
     expect(runs.help.stdout()).toMatch(/^Usage: /);
     for (const flag of ["--port", "--data-dir", "--in-memory", "--provision-ms", "--seed", "--admin-token", "--flush-ms"]) {

@@ -25,7 +25,7 @@ async function send(sandbox: SandboxHandle, method: string, path: string, body?:
   const res = await fetch(`${url}${path}`, {
     method,
     headers: { authorization: `Bearer ${sandbox.apiKey}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: body === undefined ? null : JSON.stringify(body),
   });
   return { status: res.status, body: (await res.json().catch(() => undefined)) as Record<string, unknown> };
 }

@@ -27,7 +27,7 @@ async function call(method: string, path: string, options: { key?: string; body?
   const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers.authorization = `Bearer ${options.key}`;
   if (options.body !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(`${url}${path}`, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
+  const res = await fetch(`${url}${path}`, { method, headers, body: options.body === undefined ? null : JSON.stringify(options.body) });
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json & Json[] };
 }

@@ -6,7 +6,7 @@
  */
 import { appendFileSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { tempPrefixOf, writeFileAtomic } from "../../shared/durable-files.js";
 import { record } from "../../emulator/gateway/conversation.js";
 import { headKey } from "../../emulator/store/state.js";
@@ -14,26 +14,16 @@ import type { StoredResponse } from "../../emulator/gateway/types.js";
 import { openStore, type Store, type StoreOptions } from "../../emulator/store/store.js";
 import { tempDir } from "../helpers/emulator.js";
 
-const stores: Store[] = [];
-const dirs: (() => void)[] = [];
-afterEach(async () => {
-  while (stores.length)
-    await stores
-      .pop()!
-      .close()
-      .catch(() => {});
-  while (dirs.length) dirs.pop()!();
-});
-
 function dir(): string {
   const d = tempDir("agent-bridge-durable-");
-  dirs.push(d.remove);
+  onTestFinished(d.remove);
   return d.path;
 }
 
 async function open(dataDir: string, options: StoreOptions = {}): Promise<Store> {
   const store = await openStore({ dataDir, flushMs: 1, ...options });
-  stores.push(store);
+  // Closed when the test finishes (closing a closed store is a no-op); write failures are what some tests provoke, not a clean-up error.
+  onTestFinished(() => store.close().catch(() => {}));
   return store;
 }
 

@@ -2,32 +2,22 @@ import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { DataDirLockedError } from "../../shared/durable-files.js";
 import { openStore, type Store } from "../../emulator/store/store.js";
 import { tempDir } from "../helpers/emulator.js";
 
-const stores: Store[] = [];
-const dirs: (() => void)[] = [];
-afterEach(async () => {
-  while (stores.length)
-    await stores
-      .pop()!
-      .close()
-      .catch(() => {});
-  while (dirs.length) dirs.pop()!();
-});
-
 function dir(): string {
   const d = tempDir("agent-bridge-store-");
-  dirs.push(d.remove);
+  onTestFinished(d.remove);
   return d.path;
 }
 
 async function open(dataDir: string, flushMs = 1): Promise<Store> {
   // Failures are expected in one test: kept off the console.
   const store = await openStore({ dataDir, flushMs, report: () => {} });
-  stores.push(store);
+  // Closed when the test finishes (closing a closed store is a no-op); write failures are what some tests provoke, not a clean-up error.
+  onTestFinished(() => store.close().catch(() => {}));
   return store;
 }
 
@@ -180,7 +170,6 @@ describe("a large state: changed records appended to state.log", () => {
     expect(readFileSync(join(d, "state.json"), "utf8")).toBe(stateBefore);
     expect(logOf(d).trim().split("\n")).toHaveLength(2);
     await store.close();
-    stores.splice(stores.indexOf(store), 1);
     const again = await open(d);
     expect(again.data.organizations[idOf("late")]?.name).toBe("late");
     expect(again.data.organizations[idOf("org-0")]).toBeUndefined();
@@ -194,13 +183,11 @@ describe("a large state: changed records appended to state.log", () => {
     addOrg(store, "kept");
     await store.flush();
     await store.close();
-    stores.splice(stores.indexOf(store), 1);
     writeFileSync(join(d, "state.log"), `${logOf(d)}{"c":"organizations","id":"${idOf("torn")}","v":{"na`);
     const again = await open(d);
     expect(again.data.organizations[idOf("kept")]?.name).toBe("kept");
     expect(again.data.organizations[idOf("torn")]).toBeUndefined();
     await again.close();
-    stores.splice(stores.indexOf(again), 1);
     writeFileSync(join(d, "state.log"), `{"c":"organizations","id":"not-an-id","v":{}}\n`);
     await expect(open(d)).rejects.toThrow(/state.log line 1/);
   });

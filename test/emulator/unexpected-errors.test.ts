@@ -62,7 +62,7 @@ async function call(url: string, method: string, path: string, options: { body?:
       ...(options.key ? { authorization: `Bearer ${options.key}` } : {}),
       ...options.headers,
     },
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    body: options.body === undefined ? null : JSON.stringify(options.body),
   });
   const text = await res.text();
   return { status: res.status, requestId: res.headers.get("x-request-id"), body: (text ? JSON.parse(text) : undefined) as Record<string, unknown> };

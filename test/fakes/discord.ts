@@ -526,9 +526,10 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     channel: ChannelRecord;
     author: FakeUser;
     content: string;
-    mentions?: FakeUser[];
-    mentionRoles?: string[];
-    replyTo?: string;
+    // Each absent or undefined field reads as the message not having it.
+    mentions?: FakeUser[] | undefined;
+    mentionRoles?: string[] | undefined;
+    replyTo?: string | undefined;
     attachments?: Json[];
   }): Json {
     const referenced = input.replyTo ? messages.get(input.replyTo) : undefined;

@@ -7,7 +7,7 @@
  */
 import { initAuthCreds } from "@whiskeysockets/baileys";
 import { Bot, GrammyError } from "grammy";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { WebSocket } from "ws";
 import type { WhatsAppSocketConfig } from "../../daemon/adapters/whatsapp/index.js";
 import { waitUntil } from "../helpers/wait.js";
@@ -16,14 +16,10 @@ import { createFakeDiscord, type FakeDiscord } from "./discord.js";
 import { createFakeTelegram, type FakeTelegram } from "./telegram-bot-api.js";
 
 const TOKEN = "123:one-connection";
-const cleanup: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.splice(0).reverse()) await c();
-});
 
 async function telegram(): Promise<FakeTelegram> {
   const fake = await createFakeTelegram({ token: TOKEN });
-  cleanup.push(() => fake.close());
+  onTestFinished(() => fake.close());
   return fake;
 }
 
@@ -99,7 +95,7 @@ describe("Discord: every session of the bot gets every dispatch", () => {
       if (payload.op === 10) ws.send(JSON.stringify({ op: 2, d: { token: "discord-token", intents: 0, properties: {} } }));
       if (payload.t === "MESSAGE_CREATE") messages.push(String(payload.d?.content));
     });
-    cleanup.push(async () => ws.close());
+    onTestFinished(async () => ws.close());
     return { ws, messages };
   }
 
@@ -108,7 +104,7 @@ describe("Discord: every session of the bot gets every dispatch", () => {
       token: "discord-token",
       guilds: [{ id: "100000000000000001", name: "g", channels: [{ id: "200000000000000001", name: "general" }] }],
     });
-    cleanup.push(() => fake.close());
+    onTestFinished(() => fake.close());
     const a = await identify(fake);
     await waitUntil(() => fake.liveSessions() === 1, "the first session");
     const b = await identify(fake);

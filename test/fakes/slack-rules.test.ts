@@ -10,7 +10,7 @@ import { createHmac } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebClient } from "@slack/web-api";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { WebSocket } from "ws";
 import { waitUntil } from "../helpers/wait.js";
 import { createFakeSlack, type FakeSlack, type FakeSlackOptions } from "./slack.js";
@@ -18,14 +18,10 @@ import { createFakeSlack, type FakeSlack, type FakeSlackOptions } from "./slack.
 const BOT = "xoxb-1-2-rulesBotToken";
 const APP = "xapp-1-A1-3-rulesAppToken";
 const SECRET = "rulesSigningSecret0123456789abcd";
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
 
 async function fake(options: Partial<FakeSlackOptions> = {}): Promise<{ slack: FakeSlack; web: WebClient }> {
   const slack = await createFakeSlack({ botToken: BOT, appToken: APP, signingSecret: SECRET, ...options });
-  cleanups.push(() => slack.close());
+  onTestFinished(() => slack.close());
   const web = new WebClient(BOT, { slackApiUrl: `${slack.apiBase}/`, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true });
   return { slack, web };
 }
@@ -95,7 +91,7 @@ describe("Web API", () => {
       });
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
     slack.setRequestUrl(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
     slack.say({ user: "U1", channel: "D0ALICE001", text: "file", files: [{ name: "n.txt", mimetype: "text/plain", data: Buffer.from("secret notes") }] });
     const event = await waitUntil(() => events[0] as { event: { files: { url_private_download: string }[] } } | undefined, "the event");
@@ -109,7 +105,7 @@ describe("Web API", () => {
 
 describe("HTTP Events API", () => {
   it("signs each delivery and retries one not answered 2xx in time with X-Slack-Retry-Num/-Reason, same event_id", async () => {
-    const seen: { num?: string; reason?: string; id: string; valid: boolean }[] = [];
+    const seen: { num?: string | undefined; reason?: string | undefined; id: string; valid: boolean }[] = [];
     const server = createServer((req, res) => {
       let body = "";
       req.on("data", (c: Buffer) => (body += c.toString()));
@@ -129,7 +125,7 @@ describe("HTTP Events API", () => {
       });
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    cleanups.push(() => {
+    onTestFinished(() => {
       server.closeAllConnections();
       return new Promise<void>((resolve) => server.close(() => resolve()));
     });
@@ -165,7 +161,7 @@ describe("Socket Mode", () => {
     const ws = new WebSocket(open.url);
     const frames: Record<string, unknown>[] = [];
     ws.on("message", (d) => frames.push(JSON.parse(d.toString()) as Record<string, unknown>));
-    cleanups.push(() => ws.terminate());
+    onTestFinished(() => ws.terminate());
     await waitUntil(() => frames.some((f) => f.type === "hello"), "hello");
     return { ws, frames };
   }

@@ -3,6 +3,7 @@
  * loopback with an organization and a running instance, a temporary daemon
  * data directory, and a daemon config around the test's one channel.
  */
+import { onTestFinished } from "vitest";
 import { daemonConfigSchema, type DaemonConfig } from "../../daemon/config/schema.js";
 import { runningInstance, signupOrg, startEmulator, tempDir, type TestEmulator } from "./emulator.js";
 
@@ -15,15 +16,25 @@ export interface ServiceFixture {
   configFor(channel: Record<string, unknown>): DaemonConfig;
 }
 
-export async function startServiceFixture(cleanups: (() => Promise<void> | void)[], dirPrefix: string): Promise<ServiceFixture> {
+/** A fixture for the test that asks for it: closed and removed when that test finishes. */
+export async function startServiceFixture(dirPrefix: string): Promise<ServiceFixture> {
+  const fixture = await openServiceFixture(dirPrefix);
+  onTestFinished(fixture.close);
+  return fixture;
+}
+
+/** A fixture for a whole file: `beforeAll` returns its `close`, so the runner calls it after the last test. */
+export async function openServiceFixture(dirPrefix: string): Promise<ServiceFixture & { close(): Promise<void> }> {
   const emulator = await startEmulator();
-  cleanups.push(() => emulator.close());
   const baseUrl = await emulator.emulator.listen(0, "127.0.0.1");
   const org = await signupOrg(emulator.app);
   const instance = await runningInstance(emulator, org);
   const dir = tempDir(dirPrefix);
-  cleanups.push(dir.remove);
   return {
+    async close() {
+      dir.remove();
+      await emulator.close();
+    },
     emulator,
     baseUrl,
     instanceId: instance.id,

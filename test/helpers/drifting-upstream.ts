@@ -38,7 +38,7 @@ export async function startDriftingUpstream(target: string, drifts: Drifts): Pro
     const headers = new Headers();
     for (const [name, value] of Object.entries(req.headers))
       if (typeof value === "string" && !["host", "connection", "content-length"].includes(name)) headers.set(name, value);
-    const answer = await fetch(target + req.url, { method: req.method, headers, ...(chunks.length ? { body: Buffer.concat(chunks) } : {}) });
+    const answer = await fetch(target + req.url, { method: req.method ?? "GET", headers, ...(chunks.length ? { body: Buffer.concat(chunks) } : {}) });
     let text = await answer.text();
     let status = answer.status;
     const path = (req.url ?? "").split("?")[0]!;

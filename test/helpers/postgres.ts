@@ -1,6 +1,6 @@
 /**
- * A throwaway PostgreSQL server for tests: `initdb` into a temporary directory,
- * `pg_ctl start` on a free loopback port, a fresh database per caller, and
+ * A throwaway PostgreSQL server for tests: a copy of a cluster `initdb` made once per
+ * test process, in a temporary directory, `pg_ctl start` on a free loopback port, a fresh database per caller, and
  * `pg_ctl stop -m immediate` plus deletion at the end. No mock of the database:
  * the backend's tests run against the real server from Debian's `postgresql-15`
  * (`.ci/run` installs it when `initdb` is missing).
@@ -9,7 +9,7 @@
  * root), so the directory is handed to that user first.
  */
 import { execFile } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, rmSync } from "node:fs";
 import { chown, mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -59,20 +59,48 @@ export interface TestPostgres {
   close(): Promise<void>;
 }
 
-/** Starts a throwaway cluster (about 2 s). Close it in `afterAll`. */
-export async function startTestPostgres(): Promise<TestPostgres> {
+const asRoot = process.getuid?.() === 0;
+
+/** Runs a PostgreSQL program: `runuser -u postgres --` when root (initdb and postgres refuse to run as root). */
+function exec(cmd: string, args: string[]) {
   const bin = findPostgresBin();
-  const dir = await mkdtemp(join(tmpdir(), "agent-bridge-pg-"));
-  const data = join(dir, "data");
-  const asRoot = process.getuid?.() === 0;
-  // `runuser -u postgres --` when root: initdb and postgres refuse to run as root.
-  const exec = (cmd: string, args: string[]) => (asRoot ? run("runuser", ["-u", "postgres", "--", join(bin, cmd), ...args]) : run(join(bin, cmd), args));
+  return asRoot ? run("runuser", ["-u", "postgres", "--", join(bin, cmd), ...args]) : run(join(bin, cmd), args);
+}
+
+/** A temporary directory the server's user owns. */
+async function serverDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
   if (asRoot) {
     const { stdout } = await run("id", ["-u", "postgres"]);
     const { stdout: gid } = await run("id", ["-g", "postgres"]);
     await chown(dir, Number(stdout.trim()), Number(gid.trim()));
   }
-  await exec("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C"]);
+  return dir;
+}
+
+/**
+ * One `initdb` per test process (about a second of a cluster test's start); each server
+ * starts from a copy of it, so every server is still a fresh cluster of its own.
+ */
+let template: Promise<string> | undefined;
+function templateCluster(): Promise<string> {
+  template ??= (async () => {
+    const dir = await serverDir("agent-bridge-pg-template-");
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    const data = join(dir, "data");
+    await exec("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C"]);
+    return data;
+  })();
+  return template;
+}
+
+/** Starts a throwaway cluster (about half a second, after the first `initdb` of the process). Close it in `afterAll`. */
+export async function startTestPostgres(): Promise<TestPostgres> {
+  const dir = await serverDir("agent-bridge-pg-");
+  const data = join(dir, "data");
+  // As the server's user, so the copy keeps its owner and modes (PostgreSQL insists on 0700).
+  const copy = (from: string, to: string) => (asRoot ? run("runuser", ["-u", "postgres", "--", "cp", "-a", from, to]) : run("cp", ["-a", from, to]));
+  await copy(await templateCluster(), data);
   const port = await freePort();
   const options = [
     `-p ${port}`,

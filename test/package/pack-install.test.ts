@@ -15,7 +15,8 @@
  * Its own vitest project keeps it from competing with the other files.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -92,9 +93,11 @@ beforeAll(() => {
   if (install.status !== 0) throw new Error(`npm install failed:\n${install.output}`);
 }, 240_000);
 
-afterAll(() => {
-  if (project) rmSync(project, { recursive: true, force: true });
-});
+// The project holds a whole node_modules (vitest, jest, TypeScript): removing it can take longer
+// than the default hook timeout on a loaded 2-core machine.
+afterAll(async () => {
+  if (project) await rm(project, { recursive: true, force: true });
+}, 120_000);
 
 describe("the package installed in another project", () => {
   it("has the testing guide's examples to check: vitest, in process, jest and node:test", () => {

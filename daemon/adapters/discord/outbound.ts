@@ -19,7 +19,7 @@ import type { Logger } from "pino";
 import { SendError, type AdapterLimits, type ChatTarget, type FileLimits, type OutboundFile, type SendReceipt } from "../../vocabulary/adapter.js";
 
 /** Streaming: an edit a second per channel stays well inside Discord's per-channel message limits (5 per 5 s). */
-export const DISCORD_LIMITS: AdapterLimits = { maxMessageLength: 2000, typingRefreshMs: 8000, minEditIntervalMs: 1000 };
+export const DISCORD_LIMITS = { maxMessageLength: 2000, typingRefreshMs: 8000, minEditIntervalMs: 1000 } satisfies AdapterLimits;
 
 /** Discord's upload limit without boosts or Nitro: 10 MiB per message. */
 export const DISCORD_FILE_LIMITS: FileLimits = { photo: 10 * 1024 * 1024, voice: 10 * 1024 * 1024, document: 10 * 1024 * 1024 };

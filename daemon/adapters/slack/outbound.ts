@@ -38,7 +38,7 @@ import { NativeStreams, streamablePart } from "./streams.js";
  * channel's one post a second in bounds for a reply or two at a time. The
  * "is thinking" status lasts until the reply (or two minutes): renewed every minute.
  */
-export const SLACK_LIMITS: AdapterLimits = { maxMessageLength: 4000, typingRefreshMs: 60_000, minEditIntervalMs: 1000 };
+export const SLACK_LIMITS = { maxMessageLength: 4000, typingRefreshMs: 60_000, minEditIntervalMs: 1000 } satisfies AdapterLimits;
 
 /** Slack's own cap is 1 GB; a bridge keeps to what a chat shows sensibly. */
 export const SLACK_FILE_LIMITS: FileLimits = { photo: 50 * 1024 * 1024, voice: 50 * 1024 * 1024, document: 50 * 1024 * 1024 };

@@ -61,8 +61,8 @@ function bodyOf(body: unknown): RequestBody {
 }
 
 /** Headers as undici's `request` takes them: grammY passes a plain record. */
-function headersOf(headers: NonNullable<Parameters<typeof fetch>[1]>["headers"]): Record<string, string> | undefined {
-  if (headers === undefined) return undefined;
+function headersOf(headers: NonNullable<Parameters<typeof fetch>[1]>["headers"]): Record<string, string> | null {
+  if (headers === undefined) return null;
   if (headers instanceof Headers || Array.isArray(headers)) return Object.fromEntries(new Headers(headers));
   const record: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) record[name] = typeof value === "string" ? value : value.join(", ");

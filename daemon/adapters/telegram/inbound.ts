@@ -90,27 +90,28 @@ export interface FileRef {
 export function fileRefsOf(message: Message): FileRef[] {
   const id = message.message_id;
   const refs: FileRef[] = [];
-  const add = (ref: FileRef, mimeType: string | undefined) => refs.push(mimeType ? { ...ref, mimeType } : ref);
+  const add = (ref: Omit<FileRef, "size" | "mimeType">, size: number | undefined, mimeType: string | undefined) =>
+    refs.push({ ...ref, ...(size === undefined ? {} : { size }), ...(mimeType ? { mimeType } : {}) });
   if (message.document) {
     const d = message.document;
-    add({ fileId: d.file_id, size: d.file_size, fileName: safeFileName(d.file_name, `document-${id}`), kind: "document" }, d.mime_type);
+    add({ fileId: d.file_id, fileName: safeFileName(d.file_name, `document-${id}`), kind: "document" }, d.file_size, d.mime_type);
   }
   if (message.photo?.length) {
     // Telegram lists the sizes smallest first; pick by area rather than trust the order.
     const largest = message.photo.reduce((a, b) => (b.width * b.height > a.width * a.height ? b : a));
-    add({ fileId: largest.file_id, size: largest.file_size, fileName: `photo-${id}.jpg`, kind: "photo" }, "image/jpeg");
+    add({ fileId: largest.file_id, fileName: `photo-${id}.jpg`, kind: "photo" }, largest.file_size, "image/jpeg");
   }
   if (message.audio) {
     const a = message.audio;
-    add({ fileId: a.file_id, size: a.file_size, fileName: safeFileName(a.file_name, `audio-${id}`), kind: "audio", seconds: a.duration }, a.mime_type);
+    add({ fileId: a.file_id, fileName: safeFileName(a.file_name, `audio-${id}`), kind: "audio", seconds: a.duration }, a.file_size, a.mime_type);
   }
   if (message.voice) {
     const v = message.voice;
-    add({ fileId: v.file_id, size: v.file_size, fileName: `voice-${id}.ogg`, kind: "audio", seconds: v.duration }, v.mime_type ?? "audio/ogg");
+    add({ fileId: v.file_id, fileName: `voice-${id}.ogg`, kind: "audio", seconds: v.duration }, v.file_size, v.mime_type ?? "audio/ogg");
   }
   if (message.video) {
     const v = message.video;
-    add({ fileId: v.file_id, size: v.file_size, fileName: safeFileName(v.file_name, `video-${id}.mp4`), kind: "video" }, v.mime_type);
+    add({ fileId: v.file_id, fileName: safeFileName(v.file_name, `video-${id}.mp4`), kind: "video" }, v.file_size, v.mime_type);
   }
   return refs;
 }

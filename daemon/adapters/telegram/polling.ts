@@ -15,6 +15,7 @@ import type { Random } from "../../../shared/random.js";
 import type { AdapterStateStore } from "../../vocabulary/adapter.js";
 import { pause } from "../../helpers/retry.js";
 import { backoffDelay } from "../../../shared/backoff.js";
+import { withoutUndefined } from "../../../shared/util/without-undefined.js";
 import { describe, type Scrub } from "./errors.js";
 import { toApiSignal } from "./fetch.js";
 import { chatIdOfUpdate } from "./inbound.js";
@@ -84,7 +85,7 @@ export class Poller {
     const { api, clock, pollTimeoutSeconds, signal } = this.#deps;
     const askedAt = clock.now();
     const updates = await api.getUpdates(
-      { offset: this.#offsets.nextPollOffset(), timeout: pollTimeoutSeconds, allowed_updates: ["message"] },
+      { ...withoutUndefined({ offset: this.#offsets.nextPollOffset() }), timeout: pollTimeoutSeconds, allowed_updates: ["message"] },
       toApiSignal(signal),
     );
     return { updates, askedAt };

@@ -99,19 +99,22 @@ const EntryRowSchema = z
     leader: z.string().nullable(),
     preview: z.unknown(),
   })
-  .transform((r) => ({
-    id: r.id,
-    seq: r.seq,
-    kind: r.kind,
-    key: r.dedupe_key,
-    acceptedAt: r.accepted_ms,
-    message: r.message,
-    route: r.route,
-    sent: r.sent,
-    ...(r.reply == null ? {} : { reply: r.reply }),
-    ...(r.leader == null ? {} : { leader: r.leader }),
-    ...(r.preview == null ? {} : { preview: r.preview }),
-  }))
+  // The row's columns under the entry's names, still unparsed: the pipe parses them.
+  .transform(
+    (r): Record<string, unknown> => ({
+      id: r.id,
+      seq: r.seq,
+      kind: r.kind,
+      key: r.dedupe_key,
+      acceptedAt: r.accepted_ms,
+      message: r.message,
+      route: r.route,
+      sent: r.sent,
+      ...(r.reply == null ? {} : { reply: r.reply }),
+      ...(r.leader == null ? {} : { leader: r.leader }),
+      ...(r.preview == null ? {} : { preview: r.preview }),
+    }),
+  )
   .pipe(JournalEntrySchema);
 
 const ENTRY_COLUMNS = "id, seq, kind, dedupe_key, extract(epoch FROM accepted_at) * 1000 AS accepted_ms, message, route, reply, sent, leader, preview";

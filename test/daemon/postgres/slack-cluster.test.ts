@@ -11,7 +11,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
-import { afterEach, expect, it } from "vitest";
+import { afterEach, expect, it, onTestFinished } from "vitest";
 import { createFakeSlack, type FakeSlack } from "../../fakes/slack.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { waitUntil } from "../../helpers/wait.js";
@@ -25,9 +25,7 @@ const ALICE = "U0ALICE001";
 const DM = "D0ALICE001";
 const UNIT = "slack:sl";
 
-const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
   delete process.env.BRIDGE_TEST_KEY;
 });
 
@@ -44,10 +42,10 @@ interface Bridge {
 
 async function bridge(mode: "http" | "socket"): Promise<Bridge> {
   const pgServer: TestPostgres = await startTestPostgres();
-  cleanups.push(() => pgServer.close());
+  onTestFinished(() => pgServer.close());
   const dbUrl = await pgServer.createDatabase("slack");
   const service: Service = await startService();
-  cleanups.push(() => service.close());
+  onTestFinished(() => service.close());
   // Slack's retries come about at once, after a minute and after five: shortened here, in the same order.
   const fake = await createFakeSlack({
     botToken: BOT_TOKEN,
@@ -57,13 +55,13 @@ async function bridge(mode: "http" | "socket"): Promise<Bridge> {
     postBurst: 50,
     retryDelaysMs: [0, 5_000, 15_000],
   });
-  cleanups.push(() => fake.close());
+  onTestFinished(() => fake.close());
   const db = new pg.Pool({ connectionString: dbUrl, max: 1 });
-  cleanups.push(() => db.end());
+  onTestFinished(() => db.end());
   const dir = tempDir();
-  cleanups.push(dir.remove);
+  onTestFinished(dir.remove);
   const children = new Map<string, DaemonChild>();
-  cleanups.push(async () => {
+  onTestFinished(async () => {
     for (const c of children.values()) c.kill();
     await Promise.all([...children.values()].map((c) => c.exited));
   });

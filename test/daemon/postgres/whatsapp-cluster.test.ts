@@ -8,7 +8,7 @@
 import { Writable } from "node:stream";
 import pg from "pg";
 import { pino } from "pino";
-import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, onTestFinished } from "vitest";
 import { createWhatsAppAdapter } from "../../../daemon/adapters/whatsapp/index.js";
 import { formatResult, runChecks } from "../../../daemon/check/index.js";
 import { stateSchema } from "../../../daemon/config/schema.js";
@@ -26,14 +26,10 @@ beforeAll(async () => {
   server = await startTestPostgres();
 }, 60_000);
 afterAll(() => server?.close());
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
 
 it("the node that takes a WhatsApp account over connects as the same linked device, from the keys in the database", { timeout: 60_000 }, async () => {
   const url = await server.createDatabase("wa");
-  const service = await startServiceFixture(cleanups, "wa-cluster-");
+  const service = await startServiceFixture("wa-cluster-");
   const base = service.configFor({
     type: "whatsapp",
     id: "wa",
@@ -53,7 +49,7 @@ it("the node that takes a WhatsApp account over connects as the same linked devi
           ? Promise.resolve(createWhatsAppAdapter(channel, deps, { socketFactory: fake.factory, qrOutput: quiet, random: seededRandom(seed) }))
           : undefined,
     });
-    cleanups.push(() => daemon.stop({ graceMs: 0 }));
+    onTestFinished(() => daemon.stop({ graceMs: 0 }));
     return daemon;
   };
 
@@ -66,7 +62,7 @@ it("the node that takes a WhatsApp account over connects as the same linked devi
   const me = { id: pnJid(fake.account.phone, 7), name: "Agent" };
   first.updateCreds({ me, registered: true });
   const db = new pg.Pool({ connectionString: url, max: 1 });
-  cleanups.push(() => db.end());
+  onTestFinished(() => db.end());
   await waitUntil(async () => {
     const { rows } = await db.query("SELECT v FROM wa_auth WHERE unit = 'whatsapp:wa' AND type = 'creds' AND id = 'creds'");
     return (rows[0] as { v: { me?: { id?: string } } } | undefined)?.v.me?.id === me.id;

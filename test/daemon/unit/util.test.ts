@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { BoundedMap } from "../../../shared/util/bounded-map.js";
 import { formatBytes } from "../../../shared/util/format-bytes.js";
 import { pathComponent, safeBaseName } from "../../../shared/util/names.js";
+import { withoutUndefined } from "../../../shared/util/without-undefined.js";
 
 describe("formatBytes", () => {
   it("prints binary units with one decimal and no trailing .0", () => {
@@ -52,5 +53,13 @@ describe("pathComponent", () => {
   it("keeps the chosen end when too long", () => {
     expect(pathComponent("abcdef.txt", { max: 5 })).toBe("abcde");
     expect(pathComponent("abcdef.txt", { max: 5, keep: "end" })).toBe("f.txt");
+  });
+});
+
+describe("withoutUndefined", () => {
+  it("leaves out the undefined properties and keeps every other value, null, 0, false and '' included", () => {
+    const got = withoutUndefined({ a: undefined, b: null, c: 0, d: false, e: "", f: "x" });
+    expect(got).toStrictEqual({ b: null, c: 0, d: false, e: "", f: "x" });
+    expect("a" in got).toBe(false);
   });
 });
