@@ -15,10 +15,11 @@ import type { Logger } from "pino";
 import { systemClock, type Clock } from "../shared/clock.js";
 import { createServiceClient, type ServiceClient } from "../shared/client/index.js";
 import { cryptoRandom, type Random } from "../shared/random.js";
-import { buildAdapter, buildAdapters } from "./adapters/index.js";
+import { buildAdapter, buildAdapters, loadAdapterModules } from "./adapters/index.js";
 import type { PlatformDeps, Receiver } from "./adapters/platform.js";
 import { platforms } from "./adapters/registry.js";
 import type { ClusterNode } from "./cluster-node.js";
+import type { HeldLease } from "./state/postgres/leases.js";
 import type { ChannelConfig, DaemonConfig } from "./config/schema.js";
 import { secretsOf } from "./config/secrets.js";
 import type { AdapterStatusEvent, ChatAdapter, InboundSink } from "./vocabulary/adapter.js";
@@ -268,6 +269,7 @@ export class BridgeDaemon implements Daemon {
     await this.#serveOps();
     if (this.#cluster) {
       const cluster = this.#cluster;
+      await this.#loadPlatformLibraries();
       await this.#startReceivers(cluster);
       // The accounts come with their leases: taken now and whenever another node lets one go.
       await cluster.start();
@@ -332,12 +334,24 @@ export class BridgeDaemon implements Daemon {
       logger: this.logger.child({ component: "cluster" }),
       metrics: this.metrics,
       clock: this.#clock,
-      take: (channel, entries) => this.#takeAccount(channel, entries),
+      take: (channel, entries, lease) => this.#takeAccount(channel, entries, lease),
       giveUp: (channel, graceful) => this.#giveUpAccount(channel, graceful),
       forget: (channel) => this.#forgetAccount(channel),
     });
     this.#store = this.#cluster.store;
     return this.#store;
+  }
+
+  /**
+   * Several machines: the platform libraries load before this node may own an account. Importing
+   * discord.js holds the event loop for about 0.5 s of CPU, several seconds on a busy machine:
+   * done while holding a lease, no renewal could run and the lease was lost right after the take.
+   * A library that fails to load here is reported by the take of its account, as before.
+   */
+  async #loadPlatformLibraries(): Promise<void> {
+    await loadAdapterModules(this.#config.channels).catch((error: unknown) =>
+      this.logger.debug({ err: errorSummary(error) }, "a platform library could not be loaded ahead of its account"),
+    );
   }
 
   /** One machine: the adapters of the configured channels (unless given); several: they come with the accounts' leases. */
@@ -506,7 +520,7 @@ export class BridgeDaemon implements Daemon {
   }
 
   /** Several machines: this node took an account's lease. */
-  async #takeAccount(channel: ChannelConfig, entries: readonly JournalEntry[]): Promise<void> {
+  async #takeAccount(channel: ChannelConfig, entries: readonly JournalEntry[], lease: HeldLease): Promise<void> {
     const s = this.#store!;
     const adapter =
       this.#options.adapters?.find((a) => a.platform === channel.type && a.accountId === channel.id) ??
@@ -516,6 +530,12 @@ export class BridgeDaemon implements Daemon {
         credentialsFor: (c) => this.#cluster!.store.credentials(`${c.type}:${c.id}`),
         inboxFor: (c) => this.#cluster!.store.inbox(`${c.type}:${c.id}`),
       }));
+    // Lost while the adapter was built: it must not connect (another node may own the account
+    // by now); the lease's end gives the account up, and this adapter never started.
+    if (!lease.valid()) {
+      this.logger.warn({ unit: `${channel.type}:${channel.id}` }, "the account's lease ended before its adapter could start: not starting it");
+      return;
+    }
     this.#stopping.delete(adapter);
     this.#adapterIndex.set(adapterKeyOf(adapter.platform, adapter.accountId), adapter);
     if (!this.#adapters.includes(adapter)) this.#adapters.push(adapter);

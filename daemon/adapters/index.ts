@@ -40,6 +40,11 @@ export async function buildAdapters<C extends FinalChannel>(config: AdapterSetti
   return adapters;
 }
 
+/** Imports the adapter modules of the enabled channels, building nothing (see `PlatformSpec.load`). */
+export async function loadAdapterModules(channels: readonly FinalChannel[]): Promise<void> {
+  await Promise.all(channels.filter((c) => c.enabled).map((c) => platforms.map((p) => p.load(c)).find((loading) => loading !== undefined)));
+}
+
 /** The adapter of one channel (enabled or not: the caller decides). */
 export async function buildAdapter<C extends FinalChannel>(config: AdapterSettings<C>, channel: C, deps: BuildAdapterDeps<C>): Promise<ChatAdapter> {
   const platformDeps: PlatformDeps = {

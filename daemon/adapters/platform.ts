@@ -79,6 +79,12 @@ export interface PlatformSpec<T extends string, S extends z.ZodType<ParsedChanne
   /** `agent-bridge check`: is the channel ready (token accepted, phone linked)? Never reports a secret. */
   check(channel: C, deps: ChannelCheckDeps): Promise<CheckResult>;
   /**
+   * Imports the adapter module (and with it the platform library) without building an adapter:
+   * a node of several does it before it may own an account, since importing a library such as
+   * discord.js holds the event loop for as long as a short lease may go unrenewed.
+   */
+  load(): Promise<unknown>;
+  /**
    * Several machines: for a platform that posts events to any node (Slack's HTTP Events API),
    * the receiver each node runs for the channel; its events reach the owner's adapter as
    * `AdapterDeps.inbox`. Undefined (or absent): only the owner receives.
@@ -104,6 +110,7 @@ export interface Platform<
   finalize(channel: ParsedChannel, context: FinalizeContext): C | undefined;
   secrets(channel: FinalChannel): string[] | undefined;
   check(channel: FinalChannel, deps: ChannelCheckDeps): Promise<CheckResult> | undefined;
+  load(channel: FinalChannel): Promise<unknown> | undefined;
   create(channel: FinalChannel, deps: PlatformDeps): Promise<ChatAdapter> | undefined;
   receive(channel: FinalChannel, deps: ReceiverDeps): Promise<Receiver> | undefined;
 }
@@ -121,6 +128,7 @@ export function definePlatform<T extends string, S extends z.ZodType<ParsedChann
     finalize: (channel, context) => (parsedHere(channel) ? spec.finalize(channel, context) : undefined),
     secrets: (channel) => (finalHere(channel) ? spec.secrets(channel) : undefined),
     check: (channel, deps) => (finalHere(channel) ? spec.check(channel, deps) : undefined),
+    load: (channel) => (finalHere(channel) ? spec.load() : undefined),
     create: (channel, deps) => (finalHere(channel) ? spec.create(channel, deps) : undefined),
     receive: (channel, deps) => (finalHere(channel) ? spec.receive?.(channel, deps) : undefined),
   };

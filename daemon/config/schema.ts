@@ -248,14 +248,6 @@ export const daemonConfigSchema = z
       }
       return finalizeChannel(ch, { id, dataDir: cfg.dataDir });
     });
-    if (cfg.state.kind === "postgres" && cfg.identityLinks.length > 0) {
-      ctx.issues.push({
-        code: "custom",
-        input: cfg.identityLinks.length,
-        path: ["identityLinks"],
-        message: 'links across apps need one machine for now: with "state": {"kind": "postgres"} leave identityLinks out',
-      });
-    }
     const scheduleIds = new Map<string, number>();
     cfg.schedules.forEach((s, i) => {
       const first = scheduleIds.get(s.id);

@@ -47,6 +47,8 @@ export interface AckMessage extends AckFacts {
   platform: string;
   accountId: string;
   chatId: string;
+  /** The forum topic it is in, if any. */
+  threadId?: string | undefined;
   messageId: string;
 }
 
@@ -99,7 +101,13 @@ export class Acknowledgements {
   /** One reaction call; never rejects. */
   async #react(adapter: ChatAdapter, message: AckMessage, emoji: string, remove: boolean): Promise<void> {
     try {
-      const target = { platform: message.platform, accountId: message.accountId, chatId: message.chatId, chatType: message.chatType };
+      const target = {
+        platform: message.platform,
+        accountId: message.accountId,
+        chatId: message.chatId,
+        chatType: message.chatType,
+        ...(message.threadId !== undefined ? { threadId: message.threadId } : {}),
+      };
       await adapter.react?.(target, message.messageId, emoji, { remove });
     } catch (error) {
       this.#deps.logger.debug(

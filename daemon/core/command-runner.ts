@@ -94,7 +94,7 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
           chained: !!state.lastResponseId,
           sessionReset: describeReset(deps.config, route.ruleIndex, m.accountId, state, deps.clock.now()),
           async resetSession() {
-            const id = await startFreshSession(store, route);
+            const id = await startFreshSession(store, route, m);
             log.info({ platform: m.platform, chatId: m.chatId, instanceId: route.instanceId }, "conversation reset by the person");
             return id;
           },

@@ -47,6 +47,7 @@ export function targetOf(m: StoredMessage | InboundMessage, replyTo?: string): C
     accountId: m.accountId,
     chatId: m.chatId,
     chatType: m.chatType,
+    ...(m.threadId !== undefined ? { threadId: m.threadId } : {}),
     ...(replyToMessageId ? { replyToMessageId } : {}),
   };
 }

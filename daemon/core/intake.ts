@@ -173,7 +173,7 @@ export function createIntake(deps: IntakeDeps): Intake {
           ? `/link ${HASHED}${hashLinkCode(command.args)}`
           : kept.text;
     // A linked person's direct messages share one conversation across their apps (identity-links.ts).
-    const linked = deps.links.sessionBaseFor(message);
+    const linked = await deps.links.sessionBaseFor(message);
     const accepted = { key, message: { ...kept, text }, route: { ...route, ...(linked ? { sessionBase: linked } : {}) } };
     if (command) return journalCommand(accepted, tellDropped);
     return queueTurn(adapter, accepted, tellDropped);

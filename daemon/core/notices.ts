@@ -74,7 +74,6 @@ export const noticeText = {
         ? "One of these accounts is linked by the bridge's owner (in its configuration): only the owner can change that link."
         : "That code matches nothing: it is wrong, was used already, or expired (codes last 10 minutes). Send /link on your other app for a new one.",
   linkDirectOnly: "Linking works in a direct chat with the agent only: group chats are never shared across apps.",
-  linkUnavailable: "Linking accounts across apps is not available while the bridge runs on several machines.",
   notLinked: "This chat is not linked with another app.",
   unlinkConfigured: "This account is linked by the bridge's owner (in its configuration): only the owner can undo that.",
   unlinked: (others: readonly string[]) =>
@@ -153,6 +152,7 @@ const OwedBusySchema = z.object({
     accountId: z.string(),
     chatId: z.string(),
     chatType: z.enum(["direct", "group"]),
+    threadId: z.string().exactOptional(),
     // Exact: a target is built without the key when nothing is answered (delivery.ts), as ChatTarget says.
     replyToMessageId: z.string().exactOptional(),
   }) satisfies z.ZodType<ChatTarget>,

@@ -239,14 +239,12 @@ export function createRelay(deps: RelayDeps): Relay {
     random,
     configured: config.identityLinks,
     platformOf: (accountId) => deps.channelFor(accountId)?.type,
-    available: config.state.kind !== "postgres",
   });
   const identityOf = (entry: JournalEntry) => ({ platform: entry.message.platform, accountId: entry.message.accountId, userId: entry.message.userId });
 
   /** `/link` and `/link CODE`, in a direct chat. */
   async function linkCommand(entry: JournalEntry, codeArg: string): Promise<string> {
     if (entry.message.chatType !== "direct") return noticeText.linkDirectOnly;
-    if (config.state.kind === "postgres") return noticeText.linkUnavailable;
     const me = identityOf(entry);
     if (!codeArg) return noticeText.linkCode(await links.newCode(me));
     const codeHash = codeArg.startsWith(HASHED) ? codeArg.slice(HASHED.length) : hashLinkCode(codeArg);

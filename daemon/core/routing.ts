@@ -18,7 +18,7 @@ export interface ResolvedRoute {
   instructions?: string;
   /** Effective scope: always "user" in direct chats; "user" in a group means "group_user". */
   scope: RouteScope;
-  /** Stable session key, e.g. `telegram.bot1.group.-100123.user.42`. */
+  /** Stable session key, e.g. `telegram.bot1.group.-100123.user.42` (`...group.-100123.topic.7.user.42` in a forum topic). */
   sessionBase: string;
 }
 
@@ -59,13 +59,19 @@ export function effectiveScope(scope: RouteScope | undefined, msg: Pick<InboundM
   return scope === "user" || scope === "group_user" ? "group_user" : "group";
 }
 
-export function sessionBaseFor(msg: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId">, scope: RouteScope): string {
+/**
+ * A topic (`threadId`) is a conversation of its own, so it is part of the
+ * base; a chat without topics keeps the base it always had (stored sessions
+ * carry on after an upgrade).
+ */
+export function sessionBaseFor(msg: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId" | "threadId">, scope: RouteScope): string {
   const head = `${encodeId(msg.platform)}.${encodeId(msg.accountId)}`;
   // Raw ids, not normalised ones: the adapter gives each person one stable id,
   // and any merging here could put two people in one conversation.
   const user = encodeId(msg.userId);
-  if (msg.chatType === "direct") return `${head}.dm.${user}`;
-  const group = `${head}.group.${encodeId(msg.chatId)}`;
+  const topic = msg.threadId === undefined ? "" : `.topic.${encodeId(msg.threadId)}`;
+  if (msg.chatType === "direct") return `${head}.dm.${user}${topic}`;
+  const group = `${head}.group.${encodeId(msg.chatId)}${topic}`;
   return scope === "group" ? group : `${group}.user.${user}`;
 }
 

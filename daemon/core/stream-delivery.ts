@@ -94,7 +94,9 @@ export class StreamDriver implements PreviewDriver {
     const { adapter } = options;
     this.#options = options;
     this.#interval = adapter.limits.minEditIntervalMs ?? 1000;
-    this.#key = chatKeyOf(options.target);
+    // The whole chat, not its topic: the platform's flood limits count per chat, its topics together.
+    const { platform, accountId, chatId } = options.target;
+    this.#key = chatKeyOf({ platform, accountId, chatId });
     this.#plan = createStreamPreview({
       measure: (text) => adapter.measure(text, "markdown"),
       limit: adapter.limits.maxMessageLength,

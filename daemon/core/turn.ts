@@ -103,6 +103,17 @@ export async function runTurn(turn: Turn<string>, deps: TurnDeps): Promise<void>
   const fresh = opened && (await answerExpired(opened, deps));
   if (!fresh) return;
   if (deps.service.stoppedRoutes.has(fresh.lead.route.ruleIndex)) return failTurn(fresh, { kind: "route_stopped" }, deps);
+  // A session no account owns (a linked person's, on several machines) is this node's alone until the turn is over.
+  const release = await deps.store.holdSession?.(sessionKeyOf(fresh.lead.route), fresh.lead.message);
+  try {
+    await answer(fresh, deps);
+  } finally {
+    await release?.();
+  }
+}
+
+/** Steps 5 to 8, on a session this node may move. */
+async function answer(fresh: OpenTurn, deps: TurnDeps): Promise<void> {
   await resetIfDue(fresh, deps);
   // Step 6. The reply answers the turn's last message.
   const view = deps.views.open(fresh.adapter, fresh.lead, targetOf(fresh.lead.message, fresh.entries.at(-1)!.message.messageId), fresh.logCtx);

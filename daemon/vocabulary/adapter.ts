@@ -38,6 +38,14 @@ export interface InboundMessage {
   chatId: string;
   chatType: ChatType;
   /**
+   * A conversation of its own within the chat (a Telegram forum topic): it
+   * gets its own session, group context and replies, which go back into it.
+   * Absent for a chat without them (and Telegram's General topic), so such a
+   * chat keeps the keys it always had. A Discord thread needs none: it is a
+   * channel of its own, with its parent in `groupAliases`.
+   */
+  threadId?: string;
+  /**
    * Broader ids the group chat belongs to, most specific first (a Discord
    * thread's parent channel, then its guild): group settings keyed by one of
    * them apply when the chat itself is not listed.
@@ -86,6 +94,8 @@ export interface ChatTarget {
   accountId: string;
   chatId: string;
   chatType: ChatType;
+  /** The topic the reply goes into (`InboundMessage.threadId`). */
+  threadId?: string;
   /** The message being answered, for platforms that thread replies. */
   replyToMessageId?: string;
 }

@@ -5,7 +5,7 @@
  *
  * | key          | made of                         | format (do not change)                 | lives in                          |
  * | ------------ | ------------------------------- | -------------------------------------- | --------------------------------- |
- * | `ChatKey`    | platform, account, chat         | JSON array                             | notices' owed kv (journal), memory |
+ * | `ChatKey`    | platform, account, chat[, topic]| JSON array                             | notices' owed kv (journal), memory |
  * | `SessionKey` | instance, session base          | `"<instanceId> <sessionBase>"`         | journal `session` records, snapshot |
  * | `DedupeKey`  | platform, account, chat, message| JSON array                             | journal entries, snapshot `recentKeys` |
  * | `SlotKey`    | instance, session base          | `"<instanceId>\0<sessionBase>"`        | the scheduler's memory only       |
@@ -41,8 +41,14 @@ interface ChatIds {
   chatId: string;
 }
 
-export const chatKeyOf = (m: ChatIds): ChatKey => JSON.stringify([m.platform, m.accountId, m.chatId]) as ChatKey;
+/**
+ * A forum topic is a chat of its own for the bookkeeping (its own context, its
+ * own order); a chat without topics keeps the three-part key it always had.
+ */
+export const chatKeyOf = (m: ChatIds & { threadId?: string | undefined }): ChatKey =>
+  JSON.stringify(m.threadId === undefined ? [m.platform, m.accountId, m.chatId] : [m.platform, m.accountId, m.chatId, m.threadId]) as ChatKey;
 
+/** The dedupe key stays per chat: a Telegram message id is unique in its chat, whichever topic it is in. */
 export const sessionKeyOf = (route: { instanceId: string; sessionBase: string }): SessionKey => `${route.instanceId} ${route.sessionBase}` as SessionKey;
 
 export const dedupeKeyOf = (m: ChatIds & { messageId: string }): DedupeKey => JSON.stringify([m.platform, m.accountId, m.chatId, m.messageId]) as DedupeKey;
@@ -62,8 +68,8 @@ function isJsonStrings(text: string, n: number): boolean {
   }
 }
 
-/** A chat key read back from disk, or undefined when `text` is not one. */
-export const parseChatKey = (text: string): ChatKey | undefined => (isJsonStrings(text, 3) ? (text as ChatKey) : undefined);
+/** A chat key read back from disk (a topic's has four parts), or undefined when `text` is not one. */
+export const parseChatKey = (text: string): ChatKey | undefined => (isJsonStrings(text, 3) || isJsonStrings(text, 4) ? (text as ChatKey) : undefined);
 
 /** A dedupe key as stored in the journal and snapshot: parsed on read, never cast. */
 export const DedupeKeySchema = z.custom<DedupeKey>((v) => typeof v === "string" && isJsonStrings(v, 4), {

@@ -46,6 +46,8 @@ export const StoredMessageSchema = z.object({
   accountId: z.string(),
   chatId: z.string(),
   chatType: ChatTypeSchema,
+  /** A forum topic's id (absent in chats without topics: older journals replay as before). */
+  threadId: z.string().optional(),
   groupAliases: z.array(z.string()).optional(),
   contextChatId: z.string().optional(),
   userId: z.string(),

@@ -19,6 +19,12 @@
  *   HEARTBEAT (op 1) -> ACK (op 11); RESUME (op 6) -> replay of missed dispatches, then RESUMED,
  *   or INVALID_SESSION (op 9, d false) when the session is gone.
  *
+ * Threads (`FakeGuild.threads`) are channels of their own, as on Discord: type 11
+ * (PUBLIC_THREAD) with the `parent_id` of the text channel they hang off and
+ * `thread_metadata`, listed in GUILD_CREATE's `threads` (the active threads a
+ * bot is given on connect); a message in one carries the thread's id as its
+ * `channel_id`, and the bot posts into it at `/channels/<thread id>/messages`.
+ *
  * Discord has no one-connection rule: every gateway session of the bot (two processes
  * on one token, say) receives every dispatch, and a new IDENTIFY does not end the
  * others (discord.js guides: "You're running two instances of the bot" is how
@@ -53,6 +59,8 @@ export interface FakeGuild {
   id: string;
   name: string;
   channels: { id: string; name: string }[];
+  /** Active public threads, each under one of `channels`. */
+  threads?: { id: string; name: string; parentId: string }[];
 }
 
 export interface FakeAttachmentInput {
@@ -124,9 +132,12 @@ export interface MessageVersion {
 
 interface ChannelRecord {
   id: string;
-  type: 0 | 1;
+  /** 0 GUILD_TEXT, 1 DM, 11 PUBLIC_THREAD. */
+  type: 0 | 1 | 11;
   name?: string;
   guildId?: string;
+  /** Threads: the text channel they hang off. */
+  parentId?: string;
   /** DM channels: the other person. */
   recipient?: FakeUser;
 }
@@ -238,6 +249,10 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     for (const channel of guild.channels) {
       channels.set(channel.id, { id: channel.id, type: 0, name: channel.name, guildId: guild.id });
     }
+    for (const thread of guild.threads ?? []) {
+      if (!guild.channels.some((c) => c.id === thread.parentId)) throw new Error(`thread ${thread.id}: no channel ${thread.parentId} in guild ${guild.id}`);
+      channels.set(thread.id, { id: thread.id, type: 11, name: thread.name, guildId: guild.id, parentId: thread.parentId });
+    }
   }
   const dmByUser = new Map<string, string>();
   const messages = new Map<string, Json>();
@@ -270,22 +285,38 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     bot: user.bot ?? false,
   });
 
+  const threadJson = (channel: ChannelRecord): Json => ({
+    id: channel.id,
+    type: 11,
+    guild_id: channel.guildId,
+    parent_id: channel.parentId,
+    name: channel.name,
+    owner_id: "1",
+    last_message_id: null,
+    rate_limit_per_user: 0,
+    message_count: 0,
+    member_count: 1,
+    thread_metadata: { archived: false, auto_archive_duration: 1440, archive_timestamp: new Date(now()).toISOString(), locked: false },
+  });
+
   const channelJson = (channel: ChannelRecord): Json =>
     channel.type === 1
       ? { id: channel.id, type: 1, last_message_id: null, recipients: channel.recipient ? [userJson(channel.recipient)] : [] }
-      : {
-          id: channel.id,
-          type: 0,
-          guild_id: channel.guildId,
-          name: channel.name,
-          position: 0,
-          permission_overwrites: [],
-          nsfw: false,
-          topic: null,
-          last_message_id: null,
-          parent_id: null,
-          rate_limit_per_user: 0,
-        };
+      : channel.type === 11
+        ? threadJson(channel)
+        : {
+            id: channel.id,
+            type: 0,
+            guild_id: channel.guildId,
+            name: channel.name,
+            position: 0,
+            permission_overwrites: [],
+            nsfw: false,
+            topic: null,
+            last_message_id: null,
+            parent_id: null,
+            rate_limit_per_user: 0,
+          };
 
   const guildJson = (guild: FakeGuild): Json => ({
     id: guild.id,
@@ -298,7 +329,7 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     joined_at: new Date(now()).toISOString(),
     features: [],
     channels: guild.channels.map((c) => channelJson({ id: c.id, type: 0, name: c.name, guildId: guild.id })),
-    threads: [],
+    threads: (guild.threads ?? []).map((t) => threadJson({ id: t.id, type: 11, name: t.name, guildId: guild.id, parentId: t.parentId })),
     roles: [
       { id: guild.id, name: "@everyone", permissions: "1071698660929", position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 },
       {

@@ -22,6 +22,16 @@
  * emoji from the Bot API's list (anything else is a 400 REACTION_INVALID), on
  * a message that exists. The bot's current reaction per message is kept, and
  * every change in order.
+ *
+ * Forum supergroups (`createTopic` makes a group one, `is_forum` on its chat)
+ * keep the Bot API's topic rules: a topic's id is the id of the service
+ * message that opened it; a message in a topic carries `message_thread_id`
+ * and `is_topic_message`, and, when it quotes nothing, that service message
+ * as its `reply_to_message`; a message in General carries neither. A send
+ * (sendMessage, sendPhoto/Document/Voice, sendChatAction) naming
+ * `message_thread_id` 1 (General) or a topic the chat does not have is a 400
+ * "message thread not found"; one naming no thread lands in the topic of the
+ * message it quotes, else in General (tdlib/telegram-bot-api#798, #356).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -50,6 +60,10 @@ export interface SentMessage {
   reply_to?: number;
   /** Sent with `disable_notification` (silently). */
   silent?: boolean;
+  /** The forum topic it landed in (undefined: General, or a chat without topics). */
+  thread?: number;
+  /** The `message_thread_id` the bot named (it may land in a topic without: by quoting a message there). */
+  message_thread_id?: number;
 }
 
 /** A file the bot sent, as the chat shows it. */
@@ -61,6 +75,10 @@ export interface SentFile {
   data: Buffer;
   reply_to?: number;
   caption?: string;
+  /** The forum topic it landed in (undefined: General, or a chat without topics). */
+  thread?: number;
+  /** The `message_thread_id` the bot named (it may land in a topic without: by quoting a message there). */
+  message_thread_id?: number;
 }
 
 export interface FakeUser {
@@ -105,8 +123,14 @@ export interface FakeTelegram {
     chatId: number,
     user: FakeUser,
     text: string,
-    extra?: { mention?: boolean; textMention?: boolean; replyToBot?: boolean; basicGroup?: boolean },
+    extra?: { mention?: boolean; textMention?: boolean; replyToBot?: boolean; basicGroup?: boolean; topic?: number },
   ): number;
+  /**
+   * Opens a forum topic in a supergroup (making it a forum, `is_forum`), as
+   * `by` (default the bot); returns its id, the id of the service message
+   * that opened it. `groupText(..., { topic })` then writes in it.
+   */
+  createTopic(chatId: number, name: string, by?: FakeUser): number;
   /** A private voice note (Bot API `Voice`: Ogg/Opus, its length in seconds); its bytes are served through getFile and /file/. */
   voice(user: FakeUser, content: Buffer, duration: number): number;
   /** A private document; its bytes are served through getFile and /file/. */
@@ -133,7 +157,7 @@ export interface FakeTelegram {
   /** Called with every message the bot sends, once it is recorded. */
   onSent?: (message: SentMessage) => void;
   sentMessages(chatId?: string | number): SentMessage[];
-  chatActions: { chat_id: string; action: string }[];
+  chatActions: { chat_id: string; action: string; thread?: number }[];
   commands: unknown[];
   /** What setWebhook was last told, until deleteWebhook. */
   webhook: { url: string; secret_token?: string } | undefined;
@@ -235,6 +259,31 @@ export async function createFakeTelegram(options: {
   let heldPoll: { conflict: () => void } | undefined;
   let htmlRejections = 0;
   const callLog = new CallLog(now);
+  /** Forum supergroups -> their topics: topic id -> the service message that opened it. */
+  const forums = new Map<string, Map<number, Json>>();
+  /** `${chat}:${message}` -> the forum topic the message is in (absent: General or no topics). */
+  const threadOfMessage = new Map<string, number>();
+  const GENERAL_TOPIC = 1;
+  const groupChat = (chatId: number, basic = false) => ({
+    id: chatId,
+    type: basic ? "group" : "supergroup",
+    title: "group",
+    ...(forums.has(String(chatId)) ? { is_forum: true } : {}),
+  });
+  /**
+   * Where a send lands, or the Bot API's refusal: a named thread must be a
+   * topic of this forum (never General's 1); no thread follows the quoted message.
+   */
+  const landing = (chatId: string, params: Record<string, unknown>): { thread?: number } | { refused: string } => {
+    const named = params.message_thread_id === undefined ? undefined : Number(params.message_thread_id);
+    if (named !== undefined) {
+      if (named === GENERAL_TOPIC || !forums.get(chatId)?.has(named)) return { refused: "Bad Request: message thread not found" };
+      return { thread: named };
+    }
+    const quoted = (params.reply_parameters as Json | undefined)?.message_id;
+    const thread = quoted === undefined ? undefined : threadOfMessage.get(`${chatId}:${Number(quoted)}`);
+    return thread === undefined ? {} : { thread };
+  };
 
   const message = (chat: Json, from: FakeUser, text: string, extra: Json = {}) => {
     chatTypes.set(String(chat.id), String(chat.type));
@@ -274,10 +323,39 @@ export async function createFakeTelegram(options: {
     privateText(user, text) {
       return fake.pushUpdate({ message: message(privateChat(user), user, text) });
     },
+    createTopic(chatId, name, by) {
+      const key = String(chatId);
+      if (!forums.has(key)) forums.set(key, new Map());
+      const opener = by
+        ? { is_bot: false, first_name: by.username ?? "user", ...by }
+        : { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username };
+      // In a forum the General topic holds id 1 from the start: a topic opened later has a higher one.
+      nextMessageId = Math.max(nextMessageId, GENERAL_TOPIC + 1);
+      const id = nextMessageId++;
+      const opened: Json = {
+        message_id: id,
+        message_thread_id: id,
+        date: Math.floor(Date.now() / 1000),
+        chat: groupChat(chatId),
+        from: opener,
+        forum_topic_created: { name, icon_color: 0x6fb9f0 },
+        is_topic_message: true,
+      };
+      forums.get(key)!.set(id, opened);
+      threadOfMessage.set(`${key}:${id}`, id);
+      chatTypes.set(key, "supergroup");
+      return id;
+    },
     groupText(chatId, user, text, extra = {}) {
       let body = text;
       const msgExtra: Json = {};
-      const chat = { id: chatId, type: extra.basicGroup ? "group" : "supergroup", title: "group" };
+      const chat = groupChat(chatId, extra.basicGroup);
+      if (extra.topic !== undefined) {
+        const opened = forums.get(String(chatId))?.get(extra.topic);
+        if (!opened) throw new Error(`the fake has no topic ${extra.topic} in ${chatId}: createTopic first`);
+        // A message that quotes nothing carries the topic's opening as its reply_to_message.
+        Object.assign(msgExtra, { message_thread_id: extra.topic, is_topic_message: true, reply_to_message: opened });
+      }
       if (extra.mention) {
         body = `@${bot.username} ${text}`;
         msgExtra.entities = [{ type: "mention", offset: 0, length: bot.username.length + 1 }];
@@ -287,6 +365,7 @@ export async function createFakeTelegram(options: {
       }
       if (extra.replyToBot) {
         msgExtra.reply_to_message = {
+          ...(extra.topic !== undefined ? { message_thread_id: extra.topic, is_topic_message: true } : {}),
           message_id: 1,
           date: 0,
           chat,
@@ -294,7 +373,9 @@ export async function createFakeTelegram(options: {
           text: "earlier",
         };
       }
-      return fake.pushUpdate({ message: message(chat, user, body, msgExtra) });
+      const sentIn = message(chat, user, body, msgExtra);
+      if (extra.topic !== undefined) threadOfMessage.set(`${chatId}:${sentIn.message_id}`, extra.topic);
+      return fake.pushUpdate({ message: sentIn });
     },
     voice(user, content, duration) {
       const fileId = addFile("voice.oga", content);
@@ -472,6 +553,8 @@ export async function createFakeTelegram(options: {
         if (visible.length > 4096) return fail(res, 400, "Bad Request: message is too long");
         const chatId = String(params.chat_id);
         const reply = (params.reply_parameters as Json | undefined)?.message_id;
+        const landed = landing(chatId, params);
+        if ("refused" in landed) return fail(res, 400, landed.refused);
         const record: SentMessage = {
           chat_id: chatId,
           text,
@@ -479,7 +562,10 @@ export async function createFakeTelegram(options: {
           ...(typeof params.parse_mode === "string" ? { parse_mode: params.parse_mode } : {}),
           ...(reply !== undefined ? { reply_to: Number(reply) } : {}),
           ...(params.disable_notification === true ? { silent: true } : {}),
+          ...landed,
+          ...(params.message_thread_id !== undefined ? { message_thread_id: Number(params.message_thread_id) } : {}),
         };
+        if (landed.thread !== undefined) threadOfMessage.set(`${chatId}:${record.message_id}`, landed.thread);
         sent.push(record);
         fake.onSent?.(record);
         shown.set(`${chatId}:${record.message_id}`, {
@@ -495,6 +581,7 @@ export async function createFakeTelegram(options: {
           date: Math.floor(Date.now() / 1000),
           from,
           chat: { id: Number(chatId), type: chatTypes.get(chatId) ?? "private" },
+          ...(landed.thread !== undefined ? { message_thread_id: landed.thread, is_topic_message: true } : {}),
           text: visible,
         });
       }
@@ -560,6 +647,8 @@ export async function createFakeTelegram(options: {
         if (method === "sendPhoto" && !isImage(file.data)) return fail(res, 400, "Bad Request: IMAGE_PROCESS_FAILED");
         const chatId = String(params.chat_id);
         const reply = (params.reply_parameters as Json | undefined)?.message_id;
+        const landed = landing(chatId, params);
+        if ("refused" in landed) return fail(res, 400, landed.refused);
         const record: SentFile = {
           chat_id: chatId,
           method: method as SentFile["method"],
@@ -568,7 +657,10 @@ export async function createFakeTelegram(options: {
           data: file.data,
           ...(reply !== undefined ? { reply_to: Number(reply) } : {}),
           ...(typeof params.caption === "string" ? { caption: params.caption } : {}),
+          ...landed,
+          ...(params.message_thread_id !== undefined ? { message_thread_id: Number(params.message_thread_id) } : {}),
         };
+        if (landed.thread !== undefined) threadOfMessage.set(`${chatId}:${record.message_id}`, landed.thread);
         sentFiles.push(record);
         const from = { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username };
         return ok(res, {
@@ -592,9 +684,13 @@ export async function createFakeTelegram(options: {
         fake.reactionLog.push({ chat_id: chatId, message_id: messageId, emoji });
         return ok(res, true);
       }
-      case "sendChatAction":
-        fake.chatActions.push({ chat_id: String(params.chat_id), action: String(params.action) });
+      case "sendChatAction": {
+        // An action quotes nothing: without a thread id it shows in General.
+        const landed = landing(String(params.chat_id), { message_thread_id: params.message_thread_id });
+        if ("refused" in landed) return fail(res, 400, landed.refused);
+        fake.chatActions.push({ chat_id: String(params.chat_id), action: String(params.action), ...landed });
         return ok(res, true);
+      }
       case "getFile": {
         const file = files.get(String(params.file_id));
         if (!file) return fail(res, 400, "Bad Request: invalid file_id");

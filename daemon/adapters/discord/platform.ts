@@ -30,14 +30,17 @@ async function checkDiscord(channel: DiscordChannelConfig, deps: ProbeDeps): Pro
   return { status: "fail", subject, message: `GET /users/@me failed (HTTP ${got.status})`, fix: "try again later, or check the channel's api" };
 }
 
+const loadAdapter = () => loadAdapterModule("discord", () => import("./index.js"));
+
 export const discordPlatform = definePlatform({
   type: "discord",
   schema: discordChannelSchema,
   finalize: (channel, { id }): DiscordChannelConfig => ({ ...channel, id }),
   secrets: (channel) => [channel.token],
   check: checkDiscord,
+  load: loadAdapter,
   async create(channel, deps) {
-    const { createDiscordAdapter } = await loadAdapterModule("discord", () => import("./index.js"));
+    const { createDiscordAdapter } = await loadAdapter();
     return createDiscordAdapter(channel, deps);
   },
 });

@@ -76,17 +76,20 @@ async function checkAppToken(channel: SlackChannelConfig, appToken: string, deps
   };
 }
 
+const loadAdapter = () => loadAdapterModule("slack", () => import("./index.js"));
+
 export const slackPlatform = definePlatform({
   type: "slack",
   schema: slackChannelSchema,
   finalize: (channel, { id }): SlackChannelConfig => ({ ...channel, id }),
   secrets: (channel) => [channel.botToken, channel.appToken, channel.signingSecret].filter((s): s is string => s !== undefined),
   check: checkSlack,
+  load: loadAdapter,
   // Several machines, HTTP Events API: every node's endpoint keeps events for the owner.
   receive: (channel, deps) =>
     channel.mode === "http" ? import("./receiver.js").then(({ startSlackReceiver }) => startSlackReceiver(channel, deps)) : undefined,
   async create(channel, deps) {
-    const { createSlackAdapter } = await loadAdapterModule("slack", () => import("./index.js"));
+    const { createSlackAdapter } = await loadAdapter();
     return createSlackAdapter(channel, deps);
   },
 });

@@ -27,6 +27,7 @@ export function translateMessage(message: Message, bot: BotIdentity, accountId: 
     accountId,
     chatId: String(message.chat.id),
     chatType,
+    ...topicOf(message),
     userId: String(from.id),
     userName: from.username ?? [from.first_name, from.last_name].filter(Boolean).join(" "),
     messageId: String(message.message_id),
@@ -42,6 +43,23 @@ export function translateMessage(message: Message, bot: BotIdentity, accountId: 
  */
 export const chatIdOfUpdate = (update: Update): string => String(update.message?.chat.id ?? "other");
 
+/**
+ * The forum topic a message is in, as its own conversation. Only a message
+ * Telegram marks `is_topic_message` is in a topic: in a supergroup without
+ * topics `message_thread_id` names a reply thread, not a conversation, and a
+ * message in a forum's General topic (id 1) comes without either, so General
+ * stays the group's own conversation (the key it had before topics) and its
+ * replies go without a thread id, which Telegram refuses for General.
+ */
+export function topicOf(message: Message): { threadId?: string } {
+  const id = message.message_thread_id;
+  if (message.is_topic_message !== true || id === undefined || id === GENERAL_TOPIC_ID) return {};
+  return { threadId: String(id) };
+}
+
+/** The General topic's id in every forum; `message_thread_id: 1` is refused on sends ("message thread not found"). */
+export const GENERAL_TOPIC_ID = 1;
+
 /** Private chat -> direct, group/supergroup -> group; channels (and anything else) are not ours. */
 export function chatTypeOf(message: Message): ChatType | undefined {
   const type = message.chat.type;
@@ -52,7 +70,10 @@ export function chatTypeOf(message: Message): ChatType | undefined {
 
 /** Mentioned by @username or a text mention, a command addressed to the bot, or a reply to one of its messages. */
 export function addressesBot(message: Message, me: BotIdentity): boolean {
-  if (message.reply_to_message?.from?.id === me.id) return true;
+  // In a topic, a message that quotes nothing carries the topic's creation as its
+  // `reply_to_message`: a topic the bot opened is no reply to the bot.
+  const replied = message.reply_to_message;
+  if (replied?.from?.id === me.id && !replied.forum_topic_created) return true;
   const text = message.text ?? message.caption ?? "";
   const entities = message.entities ?? message.caption_entities ?? [];
   const name = `@${me.username}`.toLowerCase();

@@ -12,6 +12,7 @@ import type { ChatTarget, FileLimits, OutboundFile, SendOptions, SendReceipt, Te
 import { describe, isEntityError, isNotModified, type Scrub, TelegramAdapterError, toAdapterError } from "./errors.js";
 import { telegramMarkdownToHtml, telegramVisibleLength } from "./markdown.js";
 import { TELEGRAM_REACTIONS } from "./config.js";
+import { GENERAL_TOPIC_ID } from "./inbound.js";
 
 /** Streaming: at most one send or edit a second per chat (Telegram's flood limits start about there). */
 export const TELEGRAM_LIMITS = { maxMessageLength: 4096, typingRefreshMs: 4500, minEditIntervalMs: 1000 } as const;
@@ -85,8 +86,20 @@ function htmlFor(text: string, options: SendOptions): string | undefined {
  */
 export function replyParameters(target: ChatTarget, notify = true) {
   const id = target.replyToMessageId;
-  if (target.chatType !== "group" || !id || !/^\d+$/.test(id)) return {};
-  return { reply_parameters: { message_id: Number(id), allow_sending_without_reply: true }, ...(notify ? {} : { disable_notification: true }) };
+  const thread = threadParameters(target);
+  if (target.chatType !== "group" || !id || !/^\d+$/.test(id)) return thread;
+  return { ...thread, reply_parameters: { message_id: Number(id), allow_sending_without_reply: true }, ...(notify ? {} : { disable_notification: true }) };
+}
+
+/**
+ * Every send into a forum topic names it: a quoted message would carry the
+ * reply there, but typing, a reply whose quote is gone and the later parts of
+ * a long reply would otherwise land in General. General itself is never named
+ * (Telegram refuses `message_thread_id: 1`): a send without one goes there.
+ */
+export function threadParameters(target: Pick<ChatTarget, "threadId">): { message_thread_id?: number } {
+  const id = target.threadId === undefined ? Number.NaN : Number(target.threadId);
+  return Number.isSafeInteger(id) && id > GENERAL_TOPIC_ID ? { message_thread_id: id } : {};
 }
 
 export function createTelegramOutbound({ api, log, scrub, replyNotifies = true }: TelegramOutboundDeps): TelegramOutbound {
@@ -165,7 +178,7 @@ export function createTelegramOutbound({ api, log, scrub, replyNotifies = true }
 
     async sendTyping(target) {
       try {
-        await api.sendChatAction(target.chatId, "typing");
+        await api.sendChatAction(target.chatId, "typing", threadParameters(target));
       } catch (error) {
         log.debug({ err: describe(error, scrub) }, "telegram typing failed (ignored)");
       }

@@ -40,14 +40,17 @@ async function checkTelegram(channel: TelegramChannelConfig, deps: ProbeDeps): P
   return { status: "fail", subject, message: `getMe failed (HTTP ${got.status}${said})`, fix: "try again later, or check the channel's apiRoot" };
 }
 
+const loadAdapter = () => loadAdapterModule("telegram", () => import("./index.js"));
+
 export const telegramPlatform = definePlatform({
   type: "telegram",
   schema: telegramChannelSchema,
   finalize: (channel, { id }): TelegramChannelConfig => ({ ...channel, id }),
   secrets: (channel) => (channel.webhook ? [channel.token, channel.webhook.secretToken] : [channel.token]),
   check: checkTelegram,
+  load: loadAdapter,
   async create(channel, deps) {
-    const { createTelegramAdapter } = await loadAdapterModule("telegram", () => import("./index.js"));
+    const { createTelegramAdapter } = await loadAdapter();
     return createTelegramAdapter(channel, deps);
   },
 });

@@ -18,6 +18,7 @@ export const terminalPlatform = definePlatform({
   }),
   secrets: () => [],
   check: async (channel) => ({ status: "ok", subject: channelSubject(channel), message: "nothing to check" }),
+  load: () => import("./index.js"),
   async create(channel, deps) {
     const { createTerminalAdapter } = await import("./index.js");
     return createTerminalAdapter({ input: deps.stdin ?? process.stdin, output: deps.stdout ?? process.stdout, config: channel, clock: deps.clock });

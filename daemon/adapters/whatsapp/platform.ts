@@ -68,14 +68,17 @@ async function checkStoredLink(channel: WhatsAppChannelConfig, read: NonNullable
   };
 }
 
+const loadAdapter = () => loadAdapterModule("whatsapp", () => import("./index.js"));
+
 export const whatsappPlatform = definePlatform({
   type: "whatsapp",
   schema: whatsappChannelSchema,
   finalize: (channel, { id, dataDir }): WhatsAppChannelConfig => ({ ...channel, id, authDir: channel.authDir ?? join(dataDir, "whatsapp", id) }),
   secrets: () => [],
   check: checkWhatsApp,
+  load: loadAdapter,
   async create(channel, deps) {
-    const { createWhatsAppAdapter } = await loadAdapterModule("whatsapp", () => import("./index.js"));
+    const { createWhatsAppAdapter } = await loadAdapter();
     return createWhatsAppAdapter(channel, deps);
   },
 });

@@ -18,6 +18,8 @@ export interface ChatRef {
   accountId: string;
   chatId: string;
   chatType: "direct" | "group";
+  /** A forum topic of the chat, its own conversation. */
+  threadId?: string;
 }
 
 export type ActivityEvent =
@@ -60,6 +62,7 @@ export const chatRefOf = (m: JournalEntry["message"]): ChatRef => ({
   accountId: m.accountId,
   chatId: m.chatId,
   chatType: m.chatType,
+  ...(m.threadId !== undefined ? { threadId: m.threadId } : {}),
 });
 
 export class ActivityFeed {

@@ -32,7 +32,7 @@ export interface ConsoleDeps {
   /** Set once the relay runs. */
   pairing(): PairingOps | undefined;
   /** Set once the store is open. */
-  store(): Pick<Store, "session" | "setSession"> | undefined;
+  store(): Pick<Store, "session" | "setSession" | "holdSession"> | undefined;
   /** The channels that link by a scanned code (WhatsApp), with the code while one is shown. */
   links(): { channel: string; platform: string; state: string; linkCode: string | undefined }[];
   /** Stops the channel, forgets its link and starts it again; false when no such channel links. */
@@ -146,7 +146,7 @@ export class ConsoleApi {
     if (!chat) return problem(404, "No such chat since this node started.");
     const store = this.#deps.store();
     if (!store) return problem(503, "The daemon is still starting.");
-    const sessionId = await startFreshSession(store, chat.route);
+    const sessionId = await startFreshSession(store, chat.route, chat);
     this.#deps.logger.info(
       { by: actor, platform: chat.platform, chatId: chat.chatId, instanceId: chat.route.instanceId },
       "conversation reset from the console",
@@ -154,7 +154,14 @@ export class ConsoleApi {
     this.#deps.feed.emit({
       type: "session",
       at: this.#deps.clock.now(),
-      chat: { key: chat.key, platform: chat.platform, accountId: chat.accountId, chatId: chat.chatId, chatType: chat.chatType },
+      chat: {
+        key: chat.key,
+        platform: chat.platform,
+        accountId: chat.accountId,
+        chatId: chat.chatId,
+        chatType: chat.chatType,
+        ...(chat.threadId !== undefined ? { threadId: chat.threadId } : {}),
+      },
       by: actor,
     });
     return ok({ sessionId });
@@ -221,6 +228,7 @@ export class ConsoleApi {
       accountId: chat.accountId,
       chatId: chat.chatId,
       chatType: chat.chatType,
+      ...(chat.threadId !== undefined ? { threadId: chat.threadId } : {}),
       instance: chat.route.instanceId,
       session: { base: chat.route.sessionBase, generation: state?.generation ?? 0, chained: state?.lastResponseId !== undefined },
       lastAt: chat.lastAt,

@@ -33,10 +33,14 @@ import { monotonicClock } from "./monotonic-clock.js";
 import { SchemaTooNewError, StateWriteError } from "../../vocabulary/state-errors.js";
 import { describeUrl, resolvePostgresOptions, type PostgresStateInput, type ResolvedPostgresOptions } from "./options.js";
 import { openUnitState, type UnitState } from "./unit-state.js";
+import { createPgLinkBook, type FencedBy } from "./identity-links.js";
+import { holdSharedSession, type SharedSessionHold } from "./shared-sessions.js";
+import type { LinkBook } from "../../vocabulary/identity-links.js";
 
 export { AttachmentTooLargeError, LeaseLostError, SchemaTooNewError, StateWriteError, StoredRowError } from "../../vocabulary/state-errors.js";
 export type { Inbox, InboxRow } from "./inbox.js";
 export type { HeldLease } from "./leases.js";
+export type { SharedSessionHold } from "./shared-sessions.js";
 export { MIGRATIONS, SCHEMA_VERSION, migrate } from "./migrations.js";
 export { describeUrl, PostgresStateOptionsSchema, resolvePostgresOptions, type PostgresStateInput, type ResolvedPostgresOptions } from "./options.js";
 export type { SessionState, StoredEntry, UnitState } from "./unit-state.js";
@@ -76,6 +80,10 @@ export interface PostgresState {
   readonly leases: LeaseKeeper;
   /** Events any node received for a unit, until its owner took them (inbox.ts). */
   readonly inbox: Inbox;
+  /** Identity links, in tables every node sees; `fencedBy` fences each write by the lease of the account whose command makes it. */
+  linkBook(fencedBy: FencedBy): LinkBook;
+  /** Holds a session no account owns (shared-sessions.ts) until released. */
+  holdSession(key: string, signal?: AbortSignal): Promise<SharedSessionHold>;
   /** The state of a unit this node holds, loaded from the database; its writes are fenced by `lease`. */
   openUnit(lease: HeldLease): Promise<UnitState>;
   /** Who owns what, on the database's clock: for `/healthz`, `/metrics` and `agent-bridge check`. */
@@ -146,6 +154,8 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
         }),
       };
     },
+    linkBook: (fencedBy) => createPgLinkBook({ pool, fencedBy }),
+    holdSession: (key, signal) => holdSharedSession(pool, deps.clock ?? monotonicClock, key, options.leaseTtlMs / 3000, signal),
     openUnit: (lease) => openUnitState({ pool, lease, maxAttachmentBytes: options.maxAttachmentBytes, ...(deps.random ? { random: deps.random } : {}) }),
     async close() {
       if (ended.signal.aborted) return;

@@ -14,6 +14,7 @@
  *   it gracefully (`beforeRelease`, the signal, the row, `NOTIFY lease_free`); a unit
  *   left free for two polls is claimed by anyone (a dead node still counts as live).
  */
+import PQueue from "p-queue";
 import pg from "pg";
 import { z } from "zod";
 import type { Clock, Timer } from "../../../shared/clock.js";
@@ -118,8 +119,14 @@ export class LeaseKeeper {
   #lastRound: { ok: boolean; at: number } | undefined;
   /** Units handed over on request, and until when (monotonic ms) this node leaves them to others; a stale one is claimed anyway, so none is left unowned. */
   readonly #leaving = new Map<string, number>();
-  /** Rounds run one at a time (a renewal never races a placement over `#held`). */
-  #chain: Promise<unknown> = Promise.resolve();
+  /** Placement rounds, acquires and releases, one at a time (two never claim or free the same unit at once). */
+  readonly #rounds = new PQueue({ concurrency: 1 });
+  /**
+   * Renewals, one at a time, beside those: a graceful release waits for its unit to wind down
+   * (seconds, for a gateway to close), and meanwhile every held lease, that one's too, must be
+   * renewed or it self-fences. A renewal only extends or ends the leases it sent.
+   */
+  readonly #renewals = new PQueue({ concurrency: 1 });
 
   constructor(options: LeaseKeeperOptions) {
     this.#o = options;
@@ -150,7 +157,7 @@ export class LeaseKeeper {
 
   /** One renewal of every held lease. A lease the database no longer gives this node ends now. */
   renew(): Promise<void> {
-    return this.#serial(async () => {
+    return this.#renewals.add(async () => {
       const held = [...this.#held.values()];
       if (!held.length) return;
       const t0 = this.#o.clock.now();
@@ -176,7 +183,7 @@ export class LeaseKeeper {
    * No release happens while such a unit exists, so the two rules cannot undo each other.
    */
   place(): Promise<void> {
-    return this.#serial(async () => {
+    return this.#rounds.add(async () => {
       if (this.#stopped) return;
       const share = await this.#fairShare();
       const { rows } = await this.#o.pool.query(
@@ -194,7 +201,7 @@ export class LeaseKeeper {
 
   /** Acquires one unit now if its lease has expired (tests, and a `prefer` setting later). */
   acquire(unit: string): Promise<HeldLease | undefined> {
-    return this.#serial(async () => {
+    return this.#rounds.add(async () => {
       await this.#o.pool.query("INSERT INTO lease (unit) VALUES ($1) ON CONFLICT (unit) DO NOTHING", [unit]);
       return this.#acquire(unit);
     });
@@ -202,7 +209,7 @@ export class LeaseKeeper {
 
   /** Hands one unit over: `beforeRelease` runs, its signal fires, then the row is freed and other nodes are woken. */
   release(unit: string): Promise<void> {
-    return this.#serial(async () => {
+    return this.#rounds.add(async () => {
       const h = this.#held.get(unit);
       if (h) await this.#release(h);
     });
@@ -214,7 +221,7 @@ export class LeaseKeeper {
    * one is the placement's choice). False when this node does not hold it.
    */
   handOver(unit: string, holdMs: number): Promise<boolean> {
-    return this.#serial(async () => {
+    return this.#rounds.add(async () => {
       const h = this.#held.get(unit);
       if (!h) return false;
       this.#leaving.set(unit, this.#o.clock.now() + holdMs);
@@ -227,10 +234,11 @@ export class LeaseKeeper {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#cancelTimers();
-    await this.#serial(async () => {
+    await this.#rounds.add(async () => {
       for (const h of [...this.#held.values()]) await this.#release(h);
       await this.#o.pool.query("DELETE FROM node WHERE id = $1", [this.#o.nodeId]);
     });
+    await this.#renewals.onIdle();
     await this.#unlisten();
   }
 
@@ -339,11 +347,5 @@ export class LeaseKeeper {
   #cancelTimers(): void {
     for (const t of this.#timers) t.cancel();
     this.#timers = [];
-  }
-
-  #serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.#chain.then(fn, fn);
-    this.#chain = run.catch(() => undefined);
-    return run;
   }
 }

@@ -59,9 +59,33 @@ export const MIGRATIONS: readonly { version: number; sql: string }[] = [
     `,
   },
   {
+    // Identity links and their codes belong to no one account: a code made on one account's node
+    // is used on another's (state/postgres/identity-links.ts). Written fenced by the lease of the
+    // account whose command writes them.
+    version: 2,
+    sql: `
+      CREATE TABLE identity_link (
+        platform text NOT NULL,
+        account text NOT NULL,
+        user_id text NOT NULL,
+        person text NOT NULL,
+        PRIMARY KEY (platform, account, user_id)
+      );
+      CREATE INDEX identity_link_person ON identity_link (person);
+      CREATE TABLE link_code (
+        hash text PRIMARY KEY,
+        platform text NOT NULL,
+        account text NOT NULL,
+        user_id text NOT NULL,
+        expires_at timestamptz NOT NULL,
+        UNIQUE (platform, account, user_id)
+      );
+    `,
+  },
+  {
     // Events a platform may post to any node (Slack's HTTP Events API): kept here until the
     // account's owner took them into its journal. One row per event id, so retries are one row.
-    version: 2,
+    version: 3,
     sql: `
       CREATE TABLE inbox (
         unit text NOT NULL,

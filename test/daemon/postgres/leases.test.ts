@@ -28,12 +28,13 @@ interface NodeOptions {
   leaseTtlMs?: number;
   pollMs?: number;
   onAcquired?: (lease: HeldLease) => void;
+  beforeRelease?: (lease: HeldLease) => Promise<void>;
 }
 
 async function node(o: NodeOptions): Promise<PostgresState> {
   const state = await openPostgresState(
     { kind: "postgres", url: o.url, nodeId: o.nodeId, leaseTtlMs: o.leaseTtlMs ?? 1_500, pollMs: o.pollMs ?? 100, poolSize: 3 },
-    { units: o.units, ...(o.onAcquired ? { onAcquired: o.onAcquired } : {}) },
+    { units: o.units, ...(o.onAcquired ? { onAcquired: o.onAcquired } : {}), ...(o.beforeRelease ? { beforeRelease: o.beforeRelease } : {}) },
   );
   open.push(state);
   return state;
@@ -178,6 +179,38 @@ describe("leases", () => {
     expect(after.leases).toMatchObject([{ unit: "discord:bot", holder: "b", epoch: 2 }]);
     // A left the node table on its graceful stop: the fair share counts B alone.
     expect(after.nodes.map((n) => n.id)).toEqual(["b"]);
+  });
+
+  it("while one account winds down for a graceful release, every held lease goes on being renewed", async () => {
+    const url = await server.createDatabase("renewduringrelease");
+    const ttl = 3_000;
+    let windDown!: () => void;
+    const windingDown = new Promise<void>((resolve) => (windDown = resolve));
+    let releasing: HeldLease | undefined;
+    const a = await node({
+      url,
+      nodeId: "a",
+      units: ["discord:slow", "telegram:other"],
+      leaseTtlMs: ttl,
+      // A gateway that takes its time to close: the release waits for it.
+      beforeRelease: async (lease) => {
+        releasing = lease;
+        await windingDown;
+      },
+    });
+    await a.leases.start();
+    const [slow, other] = ["discord:slow", "telegram:other"].map((unit) => a.leases.held().find((l) => l.unit === unit));
+    if (!slow || !other) throw new Error("a does not hold both units");
+    const released = a.leases.release("discord:slow");
+    await waitUntil(() => releasing, "the release to begin winding down");
+    const [slowDeadline, otherDeadline] = [slow.deadline(), other.deadline()];
+    await waitUntil(() => other.deadline() > otherDeadline + ttl && slow.deadline() > slowDeadline + ttl, "renewals past one TTL during the wind-down", 15_000);
+    expect(other.valid()).toBe(true);
+    expect(slow.valid()).toBe(true); // still held while it winds down, so its sends in progress are recorded
+    windDown();
+    await released;
+    expect(slow.signal.aborted).toBe(true);
+    expect(other.valid()).toBe(true);
   });
 
   it("takes over a killed node's units within the lease time, though that node still counts as live for the fair share", async () => {

@@ -43,6 +43,25 @@ describe("the console's activity feed", () => {
     expect(busy.turns.map((t) => t.text)).toEqual(Array.from({ length: 20 }, (_, i) => `m${i + 5}`));
   });
 
+  it("shows two topics of one forum as two chats, each named by its topic", () => {
+    const clock = createManualClock(1_000_000);
+    const feed = new ActivityFeed(clock);
+    const inTopic = (threadId: string, text: string) => {
+      const e = entry("-100", text, clock.now());
+      return { ...e, message: { ...e.message, chatType: "group" as const, threadId } };
+    };
+    feed.accepted(inTopic("7", "plans"));
+    feed.accepted(inTopic("8", "bugs"));
+    feed.accepted(entry("-100", "general", clock.now()));
+    const chats = feed.chats();
+    expect(chats.map((c) => [c.chatId, c.threadId, c.turns.map((t) => t.text)])).toEqual([
+      ["-100", undefined, ["general"]],
+      ["-100", "8", ["bugs"]],
+      ["-100", "7", ["plans"]],
+    ]);
+    expect(new Set(chats.map((c) => c.key)).size).toBe(3);
+  });
+
   it("counts a turn once for its leader, with its latency, and turns per minute over a sliding minute", () => {
     const clock = createManualClock(1_000_000);
     const feed = new ActivityFeed(clock);

@@ -11,6 +11,15 @@ describe("composite keys", () => {
     expect(sessionKeyOf({ instanceId: "inst_1", sessionBase: "telegram.bot1.group.-100" })).toBe("inst_1 telegram.bot1.group.-100");
   });
 
+  it("give a forum topic a chat key of its own, and a chat without topics the key it always had", () => {
+    expect(chatKeyOf({ ...ids, threadId: "7" })).toBe('["telegram","bot1","-100 42","7"]');
+    expect(chatKeyOf({ ...ids, threadId: "7" })).not.toBe(chatKeyOf({ ...ids, threadId: "8" }));
+    expect(chatKeyOf({ ...ids, threadId: undefined })).toBe(chatKeyOf(ids));
+    expect(parseChatKey(chatKeyOf({ ...ids, threadId: "7" }))).toBe('["telegram","bot1","-100 42","7"]');
+    // The dedupe key stays per chat: Telegram numbers messages per chat, across its topics.
+    expect(dedupeKeyOf({ ...ids, threadId: "7" } as typeof ids)).toBe(dedupeKeyOf(ids));
+  });
+
   it("keep apart what a separator inside an id would join", () => {
     expect(chatKeyOf({ platform: "a", accountId: "b,c", chatId: "d" })).not.toBe(chatKeyOf({ platform: "a", accountId: "b", chatId: "c,d" }));
     expect(slotKeyOf("i", "a b")).not.toBe(slotKeyOf("i a", "b"));

@@ -116,6 +116,7 @@ describe("a platform defined with the registry's types alone", () => {
     finalize: (channel, { id, dataDir }): EchoChannelConfig => ({ ...channel, id, home: channel.home ?? `${dataDir}/echo/${id}` }),
     secrets: (channel) => [channel.key],
     check: async (channel) => ({ status: "ok", subject: `channel ${channel.id} (${channel.type})`, message: `home ${channel.home}` }),
+    load: async () => undefined,
     async create(channel, _deps: PlatformDeps): Promise<ChatAdapter> {
       built.push(channel);
       throw new Error("not built in this test");

@@ -103,6 +103,15 @@ describe("session ids", () => {
     expect(base({ accountId: "bot2", chatType: "direct" })).not.toBe(base({ accountId: "bot1", chatType: "direct" }));
   });
 
+  it("give each forum topic its own conversation, and a chat without topics the base it always had", () => {
+    const group = { platform: "telegram", accountId: "bot1", chatType: "group" as const, chatId: "-100", userId: "7" };
+    expect(base(group, "group")).toBe("telegram.bot1.group.-100");
+    expect(base({ ...group, threadId: "5" }, "group")).toBe("telegram.bot1.group.-100.topic.5");
+    expect(base({ ...group, threadId: "5" }, "group_user")).toBe("telegram.bot1.group.-100.topic.5.user.7");
+    expect(base({ ...group, threadId: "5" }, "group")).not.toBe(base({ ...group, threadId: "6" }, "group"));
+    expect(base({ platform: "telegram", accountId: "bot1", chatType: "direct", userId: "7", threadId: "3" })).toBe("telegram.bot1.dm.7.topic.3");
+  });
+
   it("use only safe characters, and hash odd or long ids", () => {
     const ids = ["1203630@g.us", "a.b", "x".repeat(65), "ü", "", "../etc", "a b"];
     for (const id of ids) {
@@ -148,6 +157,13 @@ describe("session ids", () => {
         add(sessionBaseFor(msg({ platform, chatType: "group", chatId: chat }), "group"), `${platform} group ${chat}`);
         for (const user of tricky) {
           add(sessionBaseFor(msg({ platform, chatType: "group", chatId: chat, userId: user }), "group_user"), `${platform} ${chat}/${user}`);
+        }
+        for (const topic of ["1", "2", "user", "a.user.b"]) {
+          add(sessionBaseFor(msg({ platform, chatType: "group", chatId: chat, threadId: topic }), "group"), `${platform} group ${chat} topic ${topic}`);
+          add(
+            sessionBaseFor(msg({ platform, chatType: "group", chatId: chat, threadId: topic, userId: "u" }), "group_user"),
+            `${platform} ${chat} topic ${topic}/u`,
+          );
         }
       }
       for (const user of tricky) add(sessionBaseFor(msg({ platform, chatType: "direct", userId: user }), "user"), `${platform} dm ${user}`);

@@ -71,6 +71,34 @@ async function settle<T>(clock: ReturnType<typeof createManualClock>, promise: P
 }
 
 describe("preview driver", () => {
+  it("paces two topics of one chat together (the platform's flood limit counts per chat), and two chats apart", async () => {
+    const p = platform();
+    const clock = createManualClock();
+    const gate = new Map();
+    const start = (over: Partial<ChatTarget>) =>
+      createPreviewDriver({
+        adapter: p.adapter,
+        target: { ...target, chatType: "group", ...over },
+        clock,
+        gate,
+        maxAttempts: 3,
+        record: async () => {},
+        signal: new AbortController().signal,
+      });
+    start({ threadId: "7" }).update("in topic 7");
+    await vi.waitFor(() => expect(p.ops).toEqual(["send 1"]));
+    start({ threadId: "8" }).update("in topic 8");
+    start({ chatId: "other" }).update("another chat");
+    await vi.waitFor(() => expect(p.ops).toEqual(["send 1", "send 2"]));
+    expect(p.messages.get("2")).toBe("another chat");
+    clock.advance(999);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(p.ops).toHaveLength(2);
+    clock.advance(1);
+    await vi.waitFor(() => expect(p.ops).toEqual(["send 1", "send 2", "send 3"]));
+    expect(p.messages.get("3")).toBe("in topic 8");
+  });
+
   it("tells each message's last operation it is final, and (endsStreams) tells a message once more when its text was complete before the reply was", async () => {
     const finals: string[] = [];
     const streaming = (endsStreams: boolean) => {

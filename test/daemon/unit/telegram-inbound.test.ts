@@ -76,6 +76,33 @@ describe("translateMessage", () => {
   });
 });
 
+describe("forum topics", () => {
+  const forum: Chat.SupergroupChat = { id: -100_777, type: "supergroup", title: "Forum", is_forum: true };
+  const topicOpened = (by: User) => message({ chat: forum, message_id: 9, from: by, forum_topic_created: { name: "Plans", icon_color: 0x6fb9f0 } });
+
+  it("makes a topic its own conversation: a message Telegram marks is_topic_message carries its thread id", () => {
+    const inTopic = message({ chat: forum, text: "hi", message_thread_id: 9, is_topic_message: true, reply_to_message: topicOpened(alice) as never });
+    expect(translateMessage(inTopic, bot, "tg")?.threadId).toBe("9");
+  });
+
+  it("keeps General (no thread id on the message) and a reply thread of a group without topics as the group's own conversation", () => {
+    expect(translateMessage(message({ chat: forum, text: "hi" }), bot, "tg")).not.toHaveProperty("threadId");
+    // Outside forums message_thread_id names the thread of replies a message belongs to, not a topic.
+    expect(translateMessage(message({ chat: group, text: "hi", message_thread_id: 40 }), bot, "tg")).not.toHaveProperty("threadId");
+    // General is id 1, never named on a send: it stays the group's conversation even if marked.
+    expect(translateMessage(message({ chat: forum, text: "hi", message_thread_id: 1, is_topic_message: true }), bot, "tg")).not.toHaveProperty("threadId");
+  });
+
+  it("does not read a topic the bot opened as a reply to the bot, but a quote of the bot's message in a topic is", () => {
+    const botUser: User = { id: bot.id, is_bot: true, first_name: "Helper", username: bot.username };
+    const plain = message({ chat: forum, text: "hi", message_thread_id: 9, is_topic_message: true, reply_to_message: topicOpened(botUser) as never });
+    expect(translateMessage(plain, bot, "tg")?.mentioned).toBe(false);
+    const quote = message({ chat: forum, message_id: 12, from: botUser, text: "earlier", message_thread_id: 9, is_topic_message: true });
+    const reply = message({ chat: forum, text: "and?", message_thread_id: 9, is_topic_message: true, reply_to_message: quote as never });
+    expect(translateMessage(reply, bot, "tg")?.mentioned).toBe(true);
+  });
+});
+
 describe("chatIdOfUpdate", () => {
   it("keys an update by its message's chat, and updates without a message together", () => {
     const update: Update = { update_id: 1, message: message({ chat: group, text: "x" }) as NonNullable<Update["message"]> };

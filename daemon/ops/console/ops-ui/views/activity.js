@@ -5,7 +5,7 @@ import { EVENT_TYPES, html, seconds, useEvent, useState } from "../lib.js";
 const WINDOW = 200;
 
 const describe = (e) => {
-  const chat = e.chat ? `${e.chat.platform} ${e.chat.chatId}` : "";
+  const chat = e.chat ? `${e.chat.platform} ${e.chat.chatId}${e.chat.threadId ? ` topic ${e.chat.threadId}` : ""}` : "";
   switch (e.type) {
     case "accepted":
       return `${e.kind === "command" ? "command" : "message"} accepted from ${chat} for ${e.instance}`;

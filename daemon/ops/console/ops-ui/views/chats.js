@@ -13,7 +13,7 @@ export function Chats() {
         : html`<table data-testid="chats"><thead><tr><th>Chat</th><th>Instance</th><th>Session</th><th>Last message</th><th>Next reset</th></tr></thead><tbody>
         ${chats.map(
           (c) => html`<tr data-chat=${c.chatId}>
-            <td><${Link} to=${`/chats/${encodeURIComponent(c.key)}`}>${c.platform} ${c.accountId} ${c.chatType} ${c.chatId}<//></td>
+            <td><${Link} to=${`/chats/${encodeURIComponent(c.key)}`}>${c.platform} ${c.accountId} ${c.chatType} ${c.chatId}${c.threadId ? ` topic ${c.threadId}` : ""}<//></td>
             <td><code>${c.instance}</code></td><td>${c.session.base} #${c.session.generation}${c.session.chained ? "" : " (new)"}</td>
             <td>${time(c.lastAt)}</td><td>${nextReset(c.nextReset)}</td></tr>`,
         )}</tbody></table>`}<//>
@@ -33,7 +33,7 @@ export function ChatView({ chatKey }) {
     <h1>Chat</h1>
     <${Loading} state=${state}>${(c) => html`
       <dl class="facts">
-        <dt>Chat</dt><dd>${c.platform} ${c.accountId} ${c.chatType} ${c.chatId}</dd>
+        <dt>Chat</dt><dd>${c.platform} ${c.accountId} ${c.chatType} ${c.chatId}${c.threadId ? ` topic ${c.threadId}` : ""}</dd>
         <dt>Instance</dt><dd><code>${c.instance}</code></dd>
         <dt>Session</dt><dd data-testid="session">${c.session.base} #${c.session.generation}${c.session.chained ? "" : " (new)"}</dd>
         <dt>Next reset</dt><dd>${nextReset(c.nextReset)}</dd>
