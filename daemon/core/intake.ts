@@ -45,6 +45,8 @@ export interface IntakeDeps {
   notify(adapter: ChatAdapter, message: InboundMessage, text: string): void;
   /** A journaled command: run it beside the session queue. */
   onCommand(entry: JournalEntry): void;
+  /** A journaled turn's message is in its session's queue; `sessionWasBusy`: a turn of that session was running as it came. */
+  onQueued?(entry: JournalEntry, sessionWasBusy: boolean): void;
   /** Approved pairings and strangers' requests (pairing.ts). */
   pairing: Pairing;
   /** People linked across apps (identity-links.ts). */
@@ -250,7 +252,9 @@ export function createIntake(deps: IntakeDeps): Intake {
     }
     tellDropped();
     metrics.inbound(msg.platform, "accepted");
+    const busy = scheduler.depth(route.instanceId, route.sessionBase).sessionBusy;
     slot.submit(entry.id);
+    deps.onQueued?.(entry, busy);
     return { status: "accepted", acknowledge: true };
   }
 

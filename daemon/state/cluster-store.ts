@@ -13,6 +13,7 @@
  * | `adapter:<type>:<id>` values | that channel's account                                |
  * | `pairing` values             | the channel named in the key (pairing.ts)             |
  * | `relay:owed-notices` values  | the account in the chat key (keys.ts)                 |
+ * | `relay:queue-modes` values   | the account in the chat key (keys.ts)                 |
  * | `relay:transcripts` values   | the platform and account named in the key             |
  * | `schedules` values (last slot) | the platform and account named in the key           |
  * | identity links and codes     | none: tables of their own (postgres/identity-links.ts) |
@@ -116,7 +117,7 @@ export function createClusterStore(deps: ClusterStoreDeps): ClusterStore {
       const [platform, accountId] = key.split("\u0000");
       return platform === undefined || accountId === undefined ? undefined : unitOf({ platform, accountId });
     }
-    if (namespace === "relay:owed-notices") {
+    if (namespace === "relay:owed-notices" || namespace === "relay:queue-modes") {
       const chat = parseChatKey(key);
       if (!chat) return undefined;
       const [platform, accountId] = JSON.parse(chat) as [string, string];

@@ -56,6 +56,8 @@ export interface PostgresStateDeps {
   /** A graceful handover: stop the unit's platform traffic and resolve once its sends in progress are recorded (the lease is still valid). */
   beforeRelease?: (lease: HeldLease) => Promise<void>;
   onError?: (error: unknown) => void;
+  /** This node's config hash now, written with each heartbeat (nodes compare theirs). */
+  configHash?: () => string;
 }
 
 export interface ClusterStatus {
@@ -127,6 +129,7 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
     ...(deps.onAcquired ? { onAcquired: deps.onAcquired } : {}),
     ...(deps.beforeRelease ? { beforeRelease: deps.beforeRelease } : {}),
     ...(deps.onError ? { onError: deps.onError } : {}),
+    ...(deps.configHash ? { configHash: deps.configHash } : {}),
   });
   /** Aborted by the first `close` or `abandon`: the pool ends once. */
   const ended = new AbortController();

@@ -83,9 +83,14 @@ export const MIGRATIONS: readonly { version: number; sql: string }[] = [
     `,
   },
   {
+    // Each node's config hash (config/reload.ts), so /healthz and `check` can tell nodes that run different configs.
+    version: 3,
+    sql: "ALTER TABLE node ADD COLUMN config_hash text;",
+  },
+  {
     // Events a platform may post to any node (Slack's HTTP Events API): kept here until the
     // account's owner took them into its journal. One row per event id, so retries are one row.
-    version: 3,
+    version: 4,
     sql: `
       CREATE TABLE inbox (
         unit text NOT NULL,
