@@ -15,6 +15,7 @@ const CLUSTER = [
   "test/daemon/postgres/whatsapp-cluster.test.ts",
   "test/daemon/postgres/slack-cluster.test.ts",
   "test/daemon/postgres/schedules-cluster.test.ts",
+  "test/daemon/postgres/identity-links-cluster.test.ts",
 ];
 
 export default defineConfig({

@@ -109,10 +109,20 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
   sub("check", "Check a config against the world: the service, each route's instance and key permissions, each channel's token.")
     .requiredOption("-c, --config <file>", "the daemon's config to check")
     .option("--timeout-ms <ms>", "how long each check may take", wholeNumber, 10_000)
+    .option("--offline", "check only the file (its fields, variables, routes), as a reload does: nothing is contacted")
     .addHelpText("after", "\nPrints one line per check and exits 1 if any failed.")
-    .action(async (opts: { config: string; timeoutMs: number }) => {
+    .action(async (opts: { config: string; timeoutMs: number; offline?: boolean }) => {
       const { runCheckCommand } = await import("../daemon/check/command.js");
-      onExit(await runCheckCommand({ configFile: opts.config, timeoutMs: opts.timeoutMs }));
+      onExit(await runCheckCommand({ configFile: opts.config, timeoutMs: opts.timeoutMs, ...(opts.offline ? { offline: true } : {}) }));
+    });
+
+  sub("reload", "Make the running daemon read its config file again (as SIGHUP does) and say what came of it.")
+    .requiredOption("-c, --config <file>", "the daemon's config: checked here first, and its dataDir names the daemon to ask")
+    .option("--timeout-ms <ms>", "how long to wait for the daemon's answer", wholeNumber, 10_000)
+    .addHelpText("after", "\nExits 0 when the daemon took the file, 1 when it has problems (the running config stays) or no daemon answered.")
+    .action(async (opts: { config: string; timeoutMs: number }) => {
+      const { runReloadCommand } = await import("../daemon/reload-command.js");
+      onExit(await runReloadCommand({ configFile: opts.config, timeoutMs: opts.timeoutMs }));
     });
 
   sub("emulator", "Run the hosting service's /v1 API locally, with a fake gateway.")

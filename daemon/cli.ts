@@ -6,6 +6,8 @@
  * - SIGINT/SIGTERM stop it gracefully (exit 0): messages stop coming in, in-flight
  *   replies get the grace period, the rest stays journaled. A second SIGINT
  *   exits at once (130); what was accepted stays journaled for the next start.
+ * - SIGHUP reads the config file again (so does a change to it with `watchConfig`):
+ *   daemon.ts `reload`; a file with problems is refused and the running config stays.
  * - With only a terminal channel, end of input (Ctrl+D, or a pipe closing)
  *   lets pending replies arrive and then stops it.
  * - Logs: JSON lines, or pino-pretty when stdout is a terminal. With the
@@ -16,6 +18,9 @@
  */
 import { pino } from "pino";
 import { ConfigError, loadConfig } from "./config/load.js";
+import { checkOffline } from "./config/reload.js";
+import { watch } from "node:fs";
+import { basename, dirname } from "node:path";
 import type { DaemonConfig } from "./config/schema.js";
 import { secretsOf } from "./config/secrets.js";
 import { createDaemon, type Daemon, type DaemonOptions } from "./daemon.js";
@@ -67,6 +72,9 @@ export interface ForegroundOptions extends Omit<DaemonOptions, "config"> {
   signals?: Pick<NodeJS.EventEmitter, "on" | "off">;
   /** Wall clock in ms, for telling one Ctrl+C from two (default Date.now). */
   now?: () => number;
+  /** The file the config came from: SIGHUP (and `watchConfig`) read it again. */
+  configFile?: string;
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Two SIGINTs this close together are one Ctrl+C that npm passed on as well. */
@@ -92,6 +100,8 @@ export async function runInForeground(config: DaemonConfig, options: ForegroundO
       done = true;
       signals.off("SIGINT", onSigint);
       signals.off("SIGTERM", onSigterm);
+      signals.off("SIGHUP", onSighup);
+      watcher?.close();
       logger.flush();
       resolve(code);
     };
@@ -131,10 +141,18 @@ export async function runInForeground(config: DaemonConfig, options: ForegroundO
         .then(() => exit(130));
     };
     const onSigterm = () => finish(0, "SIGTERM");
+    const configFile = options.configFile;
+    const reload = (why: string) => {
+      logger.info({ why }, "reloading the config");
+      void daemon.reload().catch((error: unknown) => logger.error({ err: error instanceof Error ? error.message : String(error) }, "config reload failed"));
+    };
+    const onSighup = () => reload("SIGHUP");
+    let watcher: { close(): void } | undefined;
     const daemon = createDaemon({
       ...options,
       config,
       logger,
+      ...(configFile ? { reloadFrom: () => checkOffline(configFile, options.env ?? process.env) } : {}),
       onAdapterStatus(adapter, event) {
         options.onAdapterStatus?.(adapter, event);
         if (terminalOnly && adapter.platform === "terminal" && event.state === "stopped" && !finishing) {
@@ -145,8 +163,10 @@ export async function runInForeground(config: DaemonConfig, options: ForegroundO
     });
     signals.on("SIGINT", onSigint);
     signals.on("SIGTERM", onSigterm);
+    signals.on("SIGHUP", onSighup);
     daemon.start().then(
       () => {
+        if (configFile && config.watchConfig) watcher = watchConfigFile(configFile, () => reload("the file changed"));
         if (process.stdout.isTTY) {
           const chat = daemon.adapters.find((a) => a.platform === "terminal");
           if (chat && "notice" in chat && typeof chat.notice === "function") {
@@ -168,6 +188,26 @@ export async function runInForeground(config: DaemonConfig, options: ForegroundO
       },
     );
   });
+}
+
+/**
+ * Calls `changed` once a burst of writes to the config file is over (an editor writes, renames and
+ * writes again). The folder is watched, so a file replaced by a rename is still seen.
+ */
+function watchConfigFile(file: string, changed: () => void): { close(): void } {
+  const name = basename(file);
+  let timer: NodeJS.Timeout | undefined;
+  const watcher = watch(dirname(file), (_event, changedName) => {
+    if (changedName !== null && changedName !== name) return;
+    clearTimeout(timer);
+    timer = setTimeout(changed, 200);
+  });
+  return {
+    close() {
+      clearTimeout(timer);
+      watcher.close();
+    },
+  };
 }
 
 /** The service checks, once: each problem is one log line saying what to fix. */
@@ -205,5 +245,5 @@ export async function runDaemonCommand(opts: DaemonCommandOptions): Promise<numb
     process.stderr.write("daemon: the config has no routes: no message could reach an agent. Add at least one to `routes`.\n");
     return 2;
   }
-  return runInForeground(config, { startupCheck: opts.startupCheck !== false });
+  return runInForeground(config, { startupCheck: opts.startupCheck !== false, configFile: opts.configFile, ...(opts.env ? { env: opts.env } : {}) });
 }

@@ -38,6 +38,8 @@ export interface ClusterNodeDeps {
   giveUp(channel: ChannelConfig, graceful: boolean): Promise<void>;
   /** Its state is gone from this node: forget its adapter (in this order, a turn of it finds neither, and drops nothing). */
   forget(channel: ChannelConfig): void;
+  /** This node's config hash now (it changes with a reload). */
+  configHash?: () => string;
 }
 
 /** What `/healthz` and `agent-bridge check` show of one owned account. */
@@ -59,6 +61,8 @@ export interface ClusterNode {
   owned(): OwnedAccount[];
   /** Whether this node's last lease round reached the database. */
   databaseReachable(): boolean;
+  /** The config hashes the other live nodes reported at the last heartbeat, each once. */
+  peerConfigHashes(): readonly string[];
   /** How long a stopping node lets turns in flight finish before it hands over. */
   readonly handoverGraceMs: number;
   /** Hands an account this node owns to another node (the operator's console); false when it does not own it. */
@@ -150,6 +154,7 @@ export async function openClusterNode(deps: ClusterNodeDeps): Promise<ClusterNod
     onAcquired: (lease) => background(chain(lease.unit, () => take(lease))),
     beforeRelease: (lease) => chain(lease.unit, () => end(lease, true)),
     onError: (error) => logger.warn({ err: errorSummary(error) }, "lease round failed (the database may be unreachable); trying again"),
+    ...(deps.configHash ? { configHash: deps.configHash } : {}),
   });
   const store = createClusterStore({
     state,
@@ -176,6 +181,7 @@ export async function openClusterNode(deps: ClusterNodeDeps): Promise<ClusterNod
     start: () => state.leases.start(),
     owned,
     databaseReachable: () => state.leases.lastRound?.ok !== false,
+    peerConfigHashes: () => state.leases.peerConfigHashes,
     // Left to the others for a lease's length: long enough for any live node to take it.
     handOver: (unit) => state.leases.handOver(unit, state.options.leaseTtlMs),
   };

@@ -20,13 +20,14 @@ import type { PlatformDeps } from "./adapters/platform.js";
 import type { ClusterNode } from "./cluster-node.js";
 import type { HeldLease } from "./state/postgres/leases.js";
 import type { ChannelConfig, DaemonConfig } from "./config/schema.js";
+import { configHash, planReload, type OfflineCheck, type ReloadPlan } from "./config/reload.js";
 import { secretsOf } from "./config/secrets.js";
 import type { AdapterStatusEvent, ChatAdapter, InboundSink } from "./vocabulary/adapter.js";
 import { adapterKeyOf, type AdapterKey } from "./vocabulary/keys.js";
 import { createRelay, type Relay } from "./core/relay.js";
 import { errorSummary, type RelayMetrics } from "./core/relay-types.js";
 import type { Scheduler } from "./core/scheduler.js";
-import { serveControlRequests, type ControlRequests } from "./ops/control-requests.js";
+import { serveControlRequests, type ControlRequests, type ControlResponse } from "./ops/control-requests.js";
 import { startOpsServer, type HealthReport, type OpsServer } from "./ops/http.js";
 import { ActivityFeed } from "./ops/console/activity.js";
 import { observedStore } from "./ops/console/observed-store.js";
@@ -59,7 +60,14 @@ export interface DaemonOptions {
   compactBytes?: number;
   /** Adapter connection news, after it is logged. */
   onAdapterStatus?(adapter: ChatAdapter, event: AdapterStatusEvent): void;
+  /** Reads and checks the config file again (`reload()`); without it the daemon cannot reload. */
+  reloadFrom?(): Promise<OfflineCheck>;
 }
+
+/** What the last reload came to (in /healthz as `config.lastReload`). */
+export type ReloadOutcome =
+  | { ok: true; at: number; hash: string; changed: boolean; restartNeeded: string[]; restarted: string[]; added: string[]; removed: string[] }
+  | { ok: false; at: number; problems: string[] };
 
 export interface Daemon {
   start(): Promise<void>;
@@ -70,11 +78,28 @@ export interface Daemon {
   /** Resolves once no accepted message is waiting for its reply. */
   whenIdle(): Promise<void>;
   health(): HealthReport;
+  /**
+   * Reads the config again (SIGHUP, `agent-bridge reload`, the file watch): a file with problems is
+   * refused and the running config stays; a good one applies from the next message, and a channel
+   * whose connection settings changed restarts alone.
+   */
+  reload(): Promise<ReloadOutcome>;
   readonly adapters: readonly ChatAdapter[];
   readonly metrics: Metrics;
   readonly logger: Logger;
   /** Set once started, when the ops server is on. */
   readonly opsUrl: string | undefined;
+}
+
+/** A reload's outcome as `agent-bridge reload` prints it. */
+export function describeReload(outcome: ReloadOutcome): ControlResponse {
+  if (!outcome.ok) return { ok: false, error: `Config refused; the running one stays:\n${outcome.problems.map((p) => `  ${p}`).join("\n")}` };
+  const lines = [outcome.changed ? `Config reloaded (hash ${outcome.hash}): it applies from the next message.` : `Config unchanged (hash ${outcome.hash}).`];
+  if (outcome.restarted.length) lines.push(`Channels restarted: ${outcome.restarted.join(", ")}.`);
+  if (outcome.added.length) lines.push(`Channels started: ${outcome.added.join(", ")}.`);
+  if (outcome.removed.length) lines.push(`Channels stopped: ${outcome.removed.join(", ")}.`);
+  if (outcome.restartNeeded.length) lines.push(`These change only at the next restart: ${outcome.restartNeeded.join(", ")}.`);
+  return { ok: true, text: lines.join("\n") };
 }
 
 /** Where a daemon is in its life; it only moves forward. */
@@ -88,8 +113,17 @@ export function createDaemon(options: DaemonOptions): Daemon {
 export class BridgeDaemon implements Daemon {
   /** As given: the test seams (`adapters`, `createAdapter`, streams) are read from here. */
   readonly #options: DaemonOptions;
-  /** The config it runs; never changes while it runs. */
+  /**
+   * The config it runs: the one object every part reads at message time. A reload replaces its
+   * top-level fields in place (but those opened at the start: `RESTART_ONLY`, config/reload.ts).
+   */
   readonly #config: DaemonConfig;
+  /** The digest of the config running now (/healthz; several nodes compare theirs). */
+  #configHash: string;
+  /** The last reload's outcome, if any. */
+  #lastReload: ReloadOutcome | undefined;
+  /** Reloads run one at a time, in the order asked. */
+  #reloading: Promise<unknown> = Promise.resolve();
   /** Given, or the system's: every timer and timestamp of the daemon. */
   readonly #clock: Clock;
   /** Given, or crypto: entry ids, jitter. */
@@ -153,6 +187,8 @@ export class BridgeDaemon implements Daemon {
     this.#adapters = options.adapters ? [...options.adapters] : [];
     this.#feed = new ActivityFeed(this.#clock);
     this.#channelIndex = new Map(config.channels.map((c) => [c.id, c]));
+    this.#configHash = configHash(config);
+    metrics.configLastReloadOk.set(1);
     const self = this;
     registerTestHandle(this, {
       crash: () => self.stopNow(),
@@ -250,7 +286,93 @@ export class BridgeDaemon implements Daemon {
       pending: this.#store?.pending().length ?? 0,
       queued: this.#scheduler?.depth().totalWaiting ?? 0,
       stoppedRoutes: this.#relay ? [...this.#relay.stoppedRoutes.keys()] : [],
+      config: {
+        hash: this.#configHash,
+        ...(this.#lastReload ? { lastReload: this.#lastReload } : {}),
+        // Several machines: the other live nodes' hashes that differ from this one's (a reload that reached only some nodes).
+        ...(cluster ? { otherNodesDiffer: cluster.peerConfigHashes().filter((h) => h !== this.#configHash) } : {}),
+      },
     };
+  }
+
+  reload(): Promise<ReloadOutcome> {
+    const next = this.#reloading.then(() => this.#reloadSteps());
+    this.#reloading = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Read and check the file; refuse it with its problems, or apply it. */
+  async #reloadSteps(): Promise<ReloadOutcome> {
+    const at = this.#clock.now();
+    const read = this.#options.reloadFrom;
+    const checked: OfflineCheck = read ? await read() : { ok: false, problems: ["this daemon was not started from a config file: nothing to reload"] };
+    if (this.#phase !== "running") return this.#settleReload({ ok: false, at, problems: [`the daemon is ${this.#phase}: not reloaded`] });
+    if (!checked.ok) {
+      this.logger.error({ problems: checked.problems }, "config reload refused: the file has problems; the running config stays");
+      return this.#settleReload({ ok: false, at, problems: checked.problems });
+    }
+    const plan = planReload(this.#config, checked.config);
+    this.#applyConfig(checked.config);
+    this.#relay?.reloaded();
+    const channels = await this.#restartChannels(plan);
+    const outcome: ReloadOutcome = {
+      ok: true,
+      at,
+      hash: checked.hash,
+      changed: checked.hash !== this.#configHash,
+      restartNeeded: plan.restartNeeded,
+      ...channels,
+    };
+    this.#configHash = checked.hash;
+    if (plan.restartNeeded.length)
+      this.logger.warn({ parts: plan.restartNeeded }, "config reloaded, but these parts change only at the next restart (the running ones stay)");
+    this.logger.info({ hash: checked.hash, ...channels }, "config reloaded: it applies from the next message");
+    return this.#settleReload(outcome);
+  }
+
+  #settleReload(outcome: ReloadOutcome): ReloadOutcome {
+    this.#lastReload = outcome;
+    this.metrics.configReloadsTotal.inc({ result: outcome.ok ? "applied" : "refused" });
+    this.metrics.configLastReloadOk.set(outcome.ok ? 1 : 0);
+    return outcome;
+  }
+
+  /** The new config's fields into the running config object (those opened at the start keep their values), and the channel lookup anew. */
+  #applyConfig(next: DaemonConfig): void {
+    const config = this.#config;
+    const kept = { service: config.service, dataDir: config.dataDir, state: config.state, ops: config.ops, logLevel: config.logLevel };
+    Object.assign(config, next, kept);
+    this.#channelIndex.clear();
+    for (const c of config.channels) this.#channelIndex.set(c.id, c);
+  }
+
+  /**
+   * The channels whose adapter must change: each restarts alone, the others keep their
+   * connections. Given adapters (tests) and several machines (adapters come with leases) are left as they are.
+   */
+  async #restartChannels(plan: ReloadPlan): Promise<{ restarted: string[]; added: string[]; removed: string[] }> {
+    const done = { restarted: [] as string[], added: [] as string[], removed: [] as string[] };
+    if (this.#cluster || this.#options.adapters) return done;
+    for (const id of [...plan.restart, ...plan.remove]) {
+      const old = this.#adapters.find((a) => a.accountId === id);
+      if (!old) continue;
+      await this.#stopAdapter(old);
+      this.#adapterIndex.delete(adapterKeyOf(old.platform, old.accountId));
+      this.#adapters = this.#adapters.filter((a) => a !== old);
+      this.#adapterStates.delete(old);
+      if (plan.remove.includes(id)) done.removed.push(id);
+    }
+    for (const id of [...plan.restart, ...plan.add]) {
+      const channel = this.#channelIndex.get(id);
+      if (!channel) continue;
+      const s = this.#store!;
+      const adapter = await buildAdapter(this.#config, channel, { ...this.#adapterDeps(), stateFor: (c) => s.kv(`adapter:${c.type}:${c.id}`) });
+      this.#adapterIndex.set(adapterKeyOf(adapter.platform, adapter.accountId), adapter);
+      this.#adapters.push(adapter);
+      await this.#startAdapter(adapter);
+      (plan.add.includes(id) ? done.added : done.restarted).push(id);
+    }
+    return done;
   }
 
   /** The start, in order: the service client, the state, the adapters, the relay (held), the control and ops servers, then the adapters run. */
@@ -313,6 +435,7 @@ export class BridgeDaemon implements Daemon {
       take: (channel, entries, lease) => this.#takeAccount(channel, entries, lease),
       giveUp: (channel, graceful) => this.#giveUpAccount(channel, graceful),
       forget: (channel) => this.#forgetAccount(channel),
+      configHash: () => this.#configHash,
     });
     this.#store = this.#cluster.store;
     return this.#store;
@@ -382,12 +505,14 @@ export class BridgeDaemon implements Daemon {
       dataDir: config.dataDir,
       clock: this.#clock,
       logger: this.logger,
-      handle: (request) =>
-        answerPairingRequest(pairing, config.channels, request, (channelId) => {
-          const channel = this.#channelIndex.get(channelId);
-          const cluster = this.#cluster;
-          return !cluster || (!!channel && cluster.store.units().includes(`${channel.type}:${channel.id}`));
-        }),
+      handle: async (request) =>
+        request.op === "config.reload"
+          ? describeReload(await this.reload())
+          : answerPairingRequest(pairing, config.channels, request, (channelId) => {
+              const channel = this.#channelIndex.get(channelId);
+              const cluster = this.#cluster;
+              return !cluster || (!!channel && cluster.store.units().includes(`${channel.type}:${channel.id}`));
+            }),
     });
   }
 

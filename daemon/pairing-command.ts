@@ -12,7 +12,7 @@ import { cryptoRandom } from "../shared/random.js";
 import { ConfigError, loadConfig } from "./config/load.js";
 import { createPairing, hashCode } from "./core/pairing.js";
 import { createPairingOps } from "./core/pairing-ops.js";
-import { type ControlRequest, type ControlResponse, sendControlRequest } from "./ops/control-requests.js";
+import { type ControlResponse, type PairingRequest, sendControlRequest } from "./ops/control-requests.js";
 import { answerPairingRequest } from "./ops/pairing-requests.js";
 import { openStore } from "./state/store.js";
 
@@ -51,7 +51,7 @@ export async function runPairingCommand(options: PairingCommandOptions): Promise
 }
 
 /** The request as it travels: a code only as its hash. */
-function requestOf(command: PairingCommand): ControlRequest {
+function requestOf(command: PairingCommand): PairingRequest {
   switch (command.op) {
     case "approve":
       return { op: "pairing.approve", channel: command.channel, codeHash: hashCode(command.channel, command.code) };
@@ -63,7 +63,7 @@ function requestOf(command: PairingCommand): ControlRequest {
 }
 
 /** By the running daemon if there is one, else here against the state on disk. */
-async function answer(config: Awaited<ReturnType<typeof loadConfig>>, request: ControlRequest, timeoutMs?: number): Promise<ControlResponse> {
+async function answer(config: Awaited<ReturnType<typeof loadConfig>>, request: PairingRequest, timeoutMs?: number): Promise<ControlResponse> {
   const toDaemon = async (): Promise<ControlResponse> => {
     try {
       return await sendControlRequest(config.dataDir, request, timeoutMs !== undefined ? { timeoutMs } : {});

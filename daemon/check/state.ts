@@ -8,6 +8,7 @@ import { z } from "zod";
 import type { DaemonConfig } from "../config/schema.js";
 import { describeUrl, type PostgresStateOptions } from "../state/postgres/options.js";
 import type { CheckResult } from "../vocabulary/check-result.js";
+import { configHash } from "../config/reload.js";
 
 const VersionRow = z.object({ version: z.number().int().nullable() });
 const LeaseRow = z.object({
@@ -89,12 +90,34 @@ async function checkPostgres(config: DaemonConfig, state: PostgresStateOptions, 
             },
       );
     }
+    if (version >= 3) results.push(await checkNodeConfigs(client, config, state));
     return results;
   } catch (error) {
     return [{ status: "fail", subject, message: `query failed (${error instanceof Error ? error.message : "unknown error"})` }];
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+const NodeHashRow = z.object({ id: z.string(), config_hash: z.string().nullable() });
+
+/** The live nodes' config hashes against each other and this file's: a warning when they differ (a reload that reached only some nodes). */
+async function checkNodeConfigs(client: import("pg").default.Client, config: DaemonConfig, state: PostgresStateOptions): Promise<CheckResult> {
+  const { rows } = await client.query("SELECT id, config_hash FROM node WHERE seen_at > clock_timestamp() - make_interval(secs => $1) ORDER BY id", [
+    (2 * (state.leaseTtlMs ?? 15_000)) / 1000,
+  ]);
+  const nodes = rows.map((r) => NodeHashRow.parse(r));
+  const mine = configHash(config);
+  const subject = "node configs";
+  if (!nodes.length) return { status: "ok", subject, message: `no node running (this file's hash: ${mine})` };
+  const listed = nodes.map((n) => `${n.id} ${n.config_hash ?? "(none reported)"}`).join(", ");
+  if (nodes.every((n) => n.config_hash === mine)) return { status: "ok", subject, message: `every running node runs this file (hash ${mine})` };
+  return {
+    status: "warn",
+    subject,
+    message: `the running nodes' configs differ from this file (hash ${mine}) or from each other: ${listed}`,
+    fix: "give every node the same file and reload each (agent-bridge reload --config FILE on each machine)",
+  };
 }
 
 /** Reads the credential records the PostgreSQL state keeps (WhatsApp's link), for the channel checks; one connection, opened on first use. */

@@ -9,7 +9,17 @@ import type { FinalizeContext } from "../adapters/platform.js";
 import { platforms } from "../adapters/registry.js";
 import { PostgresStateOptionsSchema } from "../state/postgres/options.js";
 import { schedulesSchema } from "./schedules.js";
-import { httpUrl, idString, nonEmpty, nonNegInt, posInt, sessionResetSchema, transcriptionSchema } from "../vocabulary/config-fields.js";
+import {
+  httpUrl,
+  idString,
+  nonEmpty,
+  nonNegInt,
+  posInt,
+  queueModeSchema,
+  queueOverrideSchema,
+  sessionResetSchema,
+  transcriptionSchema,
+} from "../vocabulary/config-fields.js";
 
 export { accessSchema, groupAccessSchema, type AccessConfig, type GroupAccessConfig } from "../vocabulary/config-fields.js";
 
@@ -96,6 +106,11 @@ export const queueSchema = z.strictObject({
   maxTurnAgeMs: nonNegInt
     .default(24 * 60 * 60 * 1000)
     .describe("Pending turns older than this after a restart are not answered; the person is told. Default: 86400000 (24 h)."),
+  mode: queueModeSchema
+    .default("followup")
+    .describe(
+      'What a message sent while the agent is still answering that session does, unless a channel, a route or the chat (/queue) says otherwise: "followup" waits and is answered on its own; "collect" joins everything that came meanwhile into one next turn; "interrupt" stops the running answer and answers the newest message. Default: followup.',
+    ),
 });
 
 export const retrySchema = z
@@ -146,6 +161,7 @@ export const routeSchema = z.strictObject({
     .union([sessionResetSchema, z.literal(false)])
     .optional()
     .describe("This route's own session reset, in place of its channel's (`sessionReset`); false: never. Default: the channel's."),
+  queue: queueOverrideSchema.optional().describe("This route's queue mode, in place of its channel's (`queue.mode`). Default: the channel's."),
 });
 
 export const attachmentsSchema = z.strictObject({
@@ -194,6 +210,12 @@ export const daemonConfigSchema = z
       ),
     logLevel: logLevelSchema.default("info").describe("The least severe log lines written; message text is never logged. Default: info."),
     ops: opsWithConsoleRule.prefault({}).describe("The ops HTTP server: /healthz, Prometheus /metrics and the operator's console (/ui/)."),
+    watchConfig: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Re-read this file when it changes, as SIGHUP and `agent-bridge reload` do (a file with problems is refused; the running config stays). Default: false.",
+      ),
     queue: queueSchema.prefault({}).describe("How turns queue per instance and per session, and how much may wait."),
     retry: retrySchema.prefault({}).describe("How failed service calls and sends are tried again, and how often a person is told of failures."),
     /** First match wins. May be empty here; whoever starts the daemon checks. */
@@ -248,14 +270,6 @@ export const daemonConfigSchema = z
       }
       return finalizeChannel(ch, { id, dataDir: cfg.dataDir });
     });
-    if (cfg.state.kind === "postgres" && cfg.identityLinks.length > 0) {
-      ctx.issues.push({
-        code: "custom",
-        input: cfg.identityLinks.length,
-        path: ["identityLinks"],
-        message: 'links across apps need one machine for now: with "state": {"kind": "postgres"} leave identityLinks out',
-      });
-    }
     const scheduleIds = new Map<string, number>();
     cfg.schedules.forEach((s, i) => {
       const first = scheduleIds.get(s.id);

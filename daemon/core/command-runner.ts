@@ -19,6 +19,9 @@ import { errorSummary, isShutdownError } from "./relay-types.js";
 import { createSerialQueue } from "../helpers/retry.js";
 import { sessionIdFor } from "./routing.js";
 import { describeReset, startFreshSession } from "./session-reset.js";
+import { configuredQueueMode, type ChatQueueModes } from "./queue-mode.js";
+import { isListed, senderIds } from "./access.js";
+import type { ChannelConfig } from "../config/schema.js";
 import type { Scheduler } from "./scheduler.js";
 import type { ServiceCalls } from "./service-call.js";
 
@@ -33,6 +36,9 @@ export interface CommandRunnerDeps {
   /** /stop: aborts the session's turn in flight and forgets its queued messages. */
   stopSession(route: JournalEntry["route"]): Promise<{ stopped: boolean; dropped: number }>;
   adapterFor(platform: string, accountId: string): ChatAdapter | undefined;
+  channelFor(accountId: string): ChannelConfig | undefined;
+  /** Every chat's own queue mode (`/queue`). */
+  queueModes: ChatQueueModes;
   /** `/approve` from the chat of `entry`'s sender: the answer to say (pairing-commands.ts). */
   approvePairing(entry: JournalEntry, codeArg: string): Promise<string>;
   /** `/schedule list` from the chat of `entry`'s sender: the answer to say. */
@@ -94,7 +100,7 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
           chained: !!state.lastResponseId,
           sessionReset: describeReset(deps.config, route.ruleIndex, m.accountId, state, deps.clock.now()),
           async resetSession() {
-            const id = await startFreshSession(store, route);
+            const id = await startFreshSession(store, route, m);
             log.info({ platform: m.platform, chatId: m.chatId, instanceId: route.instanceId }, "conversation reset by the person");
             return id;
           },
@@ -103,6 +109,22 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
           queue: scheduler.depth(route.instanceId, route.sessionBase),
           ...withoutUndefined({ routeStopped: service.stoppedRoutes.get(route.ruleIndex) }),
           approvePairing: (codeArg) => deps.approvePairing(entry, codeArg),
+          queueMode: {
+            mode: deps.queueModes.modeOf(deps.config, chatKeyOf(m), route.ruleIndex, m.accountId),
+            chosen: deps.queueModes.chosen(chatKeyOf(m)) !== undefined,
+          },
+          setQueueMode: async (mode) => {
+            // A group's mode applies to everyone in it: only the channel's owners change it there.
+            const channel = deps.channelFor(m.accountId);
+            if (m.chatType === "group" && !(channel && isListed(channel.access.owners, senderIds(m))))
+              return "In a group only this channel's owners (access.owners) can change the queue mode.";
+            await deps.queueModes.choose(chatKeyOf(m), mode);
+            log.info(
+              { platform: m.platform, chatId: m.chatId, mode: mode ?? configuredQueueMode(deps.config, route.ruleIndex, m.accountId) },
+              "queue mode changed",
+            );
+            return undefined;
+          },
           listSchedules: () => deps.listSchedules(entry),
           link: (codeArg) => deps.link(entry, codeArg),
           unlink: () => deps.unlink(entry),

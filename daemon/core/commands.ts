@@ -4,7 +4,9 @@
  * that starts with "/" goes to the agent as an ordinary message.
  */
 
+import type { QueueMode } from "../vocabulary/config-fields.js";
 import { noticeText } from "./notices.js";
+import { isQueueMode, QUEUE_MODES } from "./queue-mode.js";
 
 export const COMMANDS = {
   new: "start a fresh conversation (the agent forgets this chat's context)",
@@ -12,6 +14,7 @@ export const COMMANDS = {
   status: "instance status, your session and the queue",
   stop: "stop the answer being written and drop your queued messages",
   whoami: "your platform ids and session id",
+  queue: "what a message sent while the agent is answering does: /queue followup|collect|interrupt, /queue default",
   approve: "owners: let someone in with the pairing code they were given (/approve CODE)",
   schedule: "owners: the prompts this channel sends the agent on a schedule (/schedule list)",
   link: "talk to the agent as one person from another app: /link gives a code, /link CODE there uses it",
@@ -52,6 +55,10 @@ export interface CommandContext {
   stopTurn(): Promise<{ stopped: boolean; dropped: number }>;
   /** Set when this route was stopped (the service refused the key). */
   routeStopped?: string;
+  /** This chat's queue mode, and whether the chat chose it (else it is the config's). */
+  queueMode: { mode: QueueMode; chosen: boolean };
+  /** Sets this chat's queue mode (undefined: back to the config's); a refusal to say when this person may not. */
+  setQueueMode(mode: QueueMode | undefined): Promise<string | undefined>;
   /** `/approve`: approves the pairing code named by `codeArg` (as journaled: hashed); the answer to the owner. */
   approvePairing(codeArg: string): Promise<string>;
   /** `/schedule list`: the channel's scheduled prompts, for an owner (schedules/listing.ts). */
@@ -94,6 +101,8 @@ export async function runCommand(name: CommandName, ctx: CommandContext, args = 
       if (ctx.routeStopped) lines.push(`Route stopped: ${ctx.routeStopped}`);
       return lines.join("\n");
     }
+    case "queue":
+      return queueCommand(ctx, args.toLowerCase());
     case "whoami": {
       const lines = [
         `Platform: ${ctx.platform} (account ${ctx.accountId})`,
@@ -107,4 +116,23 @@ export async function runCommand(name: CommandName, ctx: CommandContext, args = 
     case "help":
       return ["Commands:", ...Object.entries(COMMANDS).map(([n, d]) => `/${n}: ${d}`), "Anything else goes to the agent."].join("\n");
   }
+}
+
+const QUEUE_MEANS: Record<QueueMode, string> = {
+  followup: "a message sent while the agent is answering waits and is answered on its own",
+  collect: "messages sent while the agent is answering are answered together, as one next turn",
+  interrupt: "a message sent while the agent is answering stops that answer, and the agent answers the newest with the ones before",
+};
+
+/** `/queue`: says the chat's mode, or sets it (`default` goes back to the config's). */
+async function queueCommand(ctx: CommandContext, word: string): Promise<string> {
+  if (!word) {
+    const { mode, chosen } = ctx.queueMode;
+    return `Queue mode: ${mode} (${chosen ? "chosen for this chat" : "the bridge's setting"}): ${QUEUE_MEANS[mode]}.\nChange it with /queue ${QUEUE_MODES.join("|")}, or /queue default.`;
+  }
+  if (word !== "default" && !isQueueMode(word)) return `Unknown queue mode "${word.slice(0, 40)}". Use /queue ${QUEUE_MODES.join("|")}, or /queue default.`;
+  const mode = word === "default" ? undefined : word;
+  const refusal = await ctx.setQueueMode(mode);
+  if (refusal) return refusal;
+  return mode ? `Queue mode for this chat: ${mode}: ${QUEUE_MEANS[mode]}.` : "This chat follows the bridge's queue setting again.";
 }

@@ -4,19 +4,22 @@
  * owner links them in the config (`identityLinks`), and their direct messages
  * then share one conversation. Group chats are never merged.
  *
- * Stored like pairing approvals, in the store's key-values:
+ * Kept by a `LinkBook` (vocabulary/identity-links.ts): on one machine in the
+ * store's key-values, like pairing approvals:
  *   `code\0<hash>`                     a code waiting to be used (its SHA-256 only), who asked, until when
  *   `pending\0<platform>\0<account>\0<user>`  the one code a person has out (a new one replaces it)
  *   `id\0<platform>\0<account>\0<user>`       the person an identity belongs to
  * Codes are single use, expire after ten minutes, and each identity has at
  * most one out. A code is bound to no channel: it is made to be used on
- * another one.
+ * another one. On several machines the store brings its own book (tables in
+ * PostgreSQL every node sees: state/postgres/identity-links.ts).
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { Clock } from "../../shared/clock.js";
 import { hex, type Random } from "../../shared/random.js";
 import type { Store } from "../vocabulary/store.js";
+import type { LinkBook, LinkIdentity } from "../vocabulary/identity-links.js";
 import type { InboundMessage } from "../vocabulary/adapter.js";
 import { encodeId } from "../vocabulary/keys.js";
 import { normalizeCode } from "./pairing.js";
@@ -30,7 +33,7 @@ const CodeSchema = z.object({ platform: z.string(), accountId: z.string(), userI
 const IdSchema = z.object({ person: z.string() });
 
 /** An identity: one person's id on one channel. */
-type Identity = Pick<InboundMessage, "platform" | "accountId" | "userId">;
+type Identity = LinkIdentity;
 
 /** What is stored of a code: its SHA-256 (the journal keeps `/link sha256:<hash>`, never the code). */
 export const hashLinkCode = (code: string): string =>
@@ -42,6 +45,71 @@ const idKey = (i: Identity) => ["id", i.platform, i.accountId, i.userId].join("\
 const pendingKey = (i: Identity) => ["pending", i.platform, i.accountId, i.userId].join("\u0000");
 const codeKey = (hash: string) => `code\u0000${hash}`;
 
+/** A linked person's session base: `person.<id>`, under no account (several machines: state/cluster-store.ts). */
+export const PERSON_BASE_PREFIX = "person.";
+
+/** The one-machine book: the store's key-values (`links` namespace), written in order by the one daemon. */
+export class KvLinkBook implements LinkBook {
+  /** The store's key-values of links and codes. */
+  readonly #kv: ReturnType<Store["kv"]>;
+  /** What expiry is measured on. */
+  readonly #clock: Clock;
+
+  constructor(store: Store, clock: Clock) {
+    this.#kv = store.kv(LINKS_NS);
+    this.#clock = clock;
+  }
+
+  async personOf(identity: Identity): Promise<string | undefined> {
+    const stored = IdSchema.safeParse(this.#kv.get(idKey(identity)));
+    return stored.success ? stored.data.person : undefined;
+  }
+
+  async putCode(owner: Identity, hash: string, ttlMs: number): Promise<void> {
+    const previous = z.string().safeParse(this.#kv.get(pendingKey(owner)));
+    if (previous.success) await this.#kv.set(codeKey(previous.data), undefined);
+    await this.#kv.set(codeKey(hash), { ...owner, expiresAt: this.#clock.now() + ttlMs });
+    await this.#kv.set(pendingKey(owner), hash);
+  }
+
+  async peekCode(hash: string): Promise<Identity | undefined> {
+    const found = CodeSchema.safeParse(this.#kv.get(codeKey(hash)));
+    if (!found.success) return undefined;
+    const { platform, accountId, userId, expiresAt } = found.data;
+    if (expiresAt > this.#clock.now()) return { platform, accountId, userId };
+    await this.#forgetCode(hash, found.data);
+    return undefined;
+  }
+
+  async takeCode(hash: string): Promise<boolean> {
+    const owner = await this.peekCode(hash);
+    if (!owner) return false;
+    await this.#forgetCode(hash, owner);
+    return true;
+  }
+
+  async link(_by: Identity, members: readonly Identity[], person: string): Promise<void> {
+    for (const m of members) await this.#kv.set(idKey(m), { person });
+  }
+
+  async unlink(_by: Identity, person: string): Promise<Identity[]> {
+    const members = this.#kv
+      .keys()
+      .filter((k) => k.startsWith("id\u0000") && IdSchema.safeParse(this.#kv.get(k)).data?.person === person)
+      .map((k) => {
+        const [, platform = "", accountId = "", userId = ""] = k.split("\u0000");
+        return { platform, accountId, userId };
+      });
+    for (const m of members) await this.#kv.set(idKey(m), undefined);
+    return members;
+  }
+
+  async #forgetCode(hash: string, owner: Identity): Promise<void> {
+    await this.#kv.set(codeKey(hash), undefined);
+    if (this.#kv.get(pendingKey(owner)) === hash) await this.#kv.set(pendingKey(owner), undefined);
+  }
+}
+
 export interface IdentityLinksDeps {
   store: Store;
   clock: Clock;
@@ -50,20 +118,18 @@ export interface IdentityLinksDeps {
   configured: readonly (readonly { channel: string; userId: string }[])[];
   /** The platform of a channel id, for configured links. */
   platformOf(accountId: string): string | undefined;
-  /** False on several machines: a code made on one account's node cannot be seen on another's yet. */
-  available: boolean;
 }
 
 export class IdentityLinks {
   readonly #deps: IdentityLinksDeps;
-  /** The store's key-values of links and codes. */
-  readonly #kv: ReturnType<Store["kv"]>;
+  /** Where links and codes are kept: the store's own book (several machines) or its key-values. */
+  readonly #book: LinkBook;
   /** Configured links: identity key to person, fixed for the daemon's life. */
   readonly #configured = new Map<string, string>();
 
   constructor(deps: IdentityLinksDeps) {
     this.#deps = deps;
-    this.#kv = deps.store.kv(LINKS_NS);
+    this.#book = deps.store.linkBook ?? new KvLinkBook(deps.store, deps.clock);
     deps.configured.forEach((group, i) => {
       for (const member of group) {
         const platform = deps.platformOf(member.channel);
@@ -73,72 +139,44 @@ export class IdentityLinks {
   }
 
   /** The person a direct chat's sender is linked as, if any (the configured link first). */
-  personOf(identity: Identity): string | undefined {
-    const configured = this.#configured.get(idKey(identity));
-    if (configured) return configured;
-    if (!this.#deps.available) return undefined;
-    const stored = IdSchema.safeParse(this.#kv.get(idKey(identity)));
-    return stored.success ? stored.data.person : undefined;
+  async personOf(identity: Identity): Promise<string | undefined> {
+    return this.#configured.get(idKey(identity)) ?? (await this.#book.personOf(identity));
   }
 
   /** The session base of a linked person's direct messages (the same on every linked platform); undefined: the chat's own. */
-  sessionBaseFor(message: Pick<InboundMessage, "platform" | "accountId" | "userId" | "chatType">): string | undefined {
+  async sessionBaseFor(message: Pick<InboundMessage, "platform" | "accountId" | "userId" | "chatType">): Promise<string | undefined> {
     if (message.chatType !== "direct") return undefined;
-    const person = this.personOf(message);
-    return person ? `person.${encodeId(person)}` : undefined;
+    const person = await this.personOf(message);
+    return person ? `${PERSON_BASE_PREFIX}${encodeId(person)}` : undefined;
   }
 
   /** `/link`: a fresh code for this identity (replacing any it had out). */
   async newCode(identity: Identity): Promise<string> {
-    const kv = this.#kv;
-    const previous = z.string().safeParse(kv.get(pendingKey(identity)));
-    if (previous.success) await kv.set(codeKey(previous.data), undefined);
     const bytes = this.#deps.random.bytes(CODE_LENGTH);
     const code = [...bytes].map((b) => ALPHABET[b % ALPHABET.length]).join("");
-    const hash = hashLinkCode(code);
-    await kv.set(codeKey(hash), { ...identity, expiresAt: this.#deps.clock.now() + CODE_TTL_MS });
-    await kv.set(pendingKey(identity), hash);
+    await this.#book.putCode(identity, hashLinkCode(code), CODE_TTL_MS);
     return `${code.slice(0, 4)}-${code.slice(4)}`;
   }
 
   /** `/link CODE` (the code as hashed): links this identity with the one that asked for the code. */
   async redeem(identity: Identity, codeHash: string): Promise<{ ok: true; other: Identity } | { ok: false; reason: "no_match" | "same" | "linked_elsewhere" }> {
-    const kv = this.#kv;
-    const found = CodeSchema.safeParse(kv.get(codeKey(codeHash)));
-    if (!found.success) return { ok: false, reason: "no_match" };
-    const other = found.data;
-    if (other.expiresAt <= this.#deps.clock.now()) {
-      await this.#forgetCode(codeHash, other);
-      return { ok: false, reason: "no_match" };
-    }
+    const other = await this.#book.peekCode(codeHash);
+    if (!other) return { ok: false, reason: "no_match" };
     if (other.platform === identity.platform && other.accountId === identity.accountId) return { ok: false, reason: "same" };
     if (this.#configured.has(idKey(identity)) || this.#configured.has(idKey(other))) return { ok: false, reason: "linked_elsewhere" };
-    // Single use: gone before the link is written, so a crash between cannot use it twice.
-    await this.#forgetCode(codeHash, other);
-    const person = this.personOf(other) ?? this.personOf(identity) ?? `p${hex(this.#deps.random, 8)}`;
-    await kv.set(idKey(other), { person });
-    await kv.set(idKey(identity), { person });
+    // Single use: gone before the link is written, so a crash between cannot use it twice; of two takers at once, one wins.
+    if (!(await this.#book.takeCode(codeHash, identity))) return { ok: false, reason: "no_match" };
+    const person = (await this.#book.personOf(other)) ?? (await this.#book.personOf(identity)) ?? `p${hex(this.#deps.random, 8)}`;
+    await this.#book.link(identity, [other, identity], person);
     return { ok: true, other: { platform: other.platform, accountId: other.accountId, userId: other.userId } };
   }
 
   /** `/unlink`: every identity stored as this person goes back to its own chats. Returns the others that were linked. */
   async unlink(identity: Identity): Promise<Identity[] | "configured" | "none"> {
     if (this.#configured.has(idKey(identity))) return "configured";
-    const person = this.personOf(identity);
+    const person = await this.#book.personOf(identity);
     if (!person) return "none";
-    const members = this.#kv
-      .keys()
-      .filter((k) => k.startsWith("id\u0000") && IdSchema.safeParse(this.#kv.get(k)).data?.person === person)
-      .map((k) => {
-        const [, platform = "", accountId = "", userId = ""] = k.split("\u0000");
-        return { platform, accountId, userId };
-      });
-    for (const m of members) await this.#kv.set(idKey(m), undefined);
+    const members = await this.#book.unlink(identity, person);
     return members.filter((m) => idKey(m) !== idKey(identity));
-  }
-
-  async #forgetCode(hash: string, owner: Identity): Promise<void> {
-    await this.#kv.set(codeKey(hash), undefined);
-    if (this.#kv.get(pendingKey(owner)) === hash) await this.#kv.set(pendingKey(owner), undefined);
   }
 }

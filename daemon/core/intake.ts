@@ -45,6 +45,8 @@ export interface IntakeDeps {
   notify(adapter: ChatAdapter, message: InboundMessage, text: string): void;
   /** A journaled command: run it beside the session queue. */
   onCommand(entry: JournalEntry): void;
+  /** A journaled turn's message is in its session's queue; `sessionWasBusy`: a turn of that session was running as it came. */
+  onQueued?(entry: JournalEntry, sessionWasBusy: boolean): void;
   /** Approved pairings and strangers' requests (pairing.ts). */
   pairing: Pairing;
   /** People linked across apps (identity-links.ts). */
@@ -173,7 +175,7 @@ export function createIntake(deps: IntakeDeps): Intake {
           ? `/link ${HASHED}${hashLinkCode(command.args)}`
           : kept.text;
     // A linked person's direct messages share one conversation across their apps (identity-links.ts).
-    const linked = deps.links.sessionBaseFor(message);
+    const linked = await deps.links.sessionBaseFor(message);
     const accepted = { key, message: { ...kept, text }, route: { ...route, ...(linked ? { sessionBase: linked } : {}) } };
     if (command) return journalCommand(accepted, tellDropped);
     return queueTurn(adapter, accepted, tellDropped);
@@ -250,7 +252,9 @@ export function createIntake(deps: IntakeDeps): Intake {
     }
     tellDropped();
     metrics.inbound(msg.platform, "accepted");
+    const busy = scheduler.depth(route.instanceId, route.sessionBase).sessionBusy;
     slot.submit(entry.id);
+    deps.onQueued?.(entry, busy);
     return { status: "accepted", acknowledge: true };
   }
 

@@ -74,7 +74,6 @@ export const noticeText = {
         ? "One of these accounts is linked by the bridge's owner (in its configuration): only the owner can change that link."
         : "That code matches nothing: it is wrong, was used already, or expired (codes last 10 minutes). Send /link on your other app for a new one.",
   linkDirectOnly: "Linking works in a direct chat with the agent only: group chats are never shared across apps.",
-  linkUnavailable: "Linking accounts across apps is not available while the bridge runs on several machines.",
   notLinked: "This chat is not linked with another app.",
   unlinkConfigured: "This account is linked by the bridge's owner (in its configuration): only the owner can undo that.",
   unlinked: (others: readonly string[]) =>

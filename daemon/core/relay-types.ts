@@ -60,6 +60,14 @@ export class TurnStoppedError extends Error {
   }
 }
 
+/** A newer message interrupted the turn (queue mode `interrupt`): its messages go again, with the newer ones. */
+export class TurnInterruptedError extends Error {
+  override readonly name = "TurnInterruptedError";
+  constructor() {
+    super("The turn was interrupted by a newer message.");
+  }
+}
+
 /** An error for a log line: class, status and message, never a request body or header. */
 export function errorSummary(error: unknown): Record<string, unknown> {
   if (error instanceof ServiceError) return { type: error.name, status: error.status, message: error.message, ...(error.code ? { code: error.code } : {}) };

@@ -36,7 +36,8 @@ import { parseCommand } from "./commands.js";
 import { createDelivery, targetOf } from "./delivery.js";
 import { GroupContexts } from "./group-context.js";
 import { createIntake } from "./intake.js";
-import { sessionKeyOf } from "../vocabulary/keys.js";
+import { chatKeyOf, sessionKeyOf } from "../vocabulary/keys.js";
+import { ChatQueueModes } from "./queue-mode.js";
 import { createNotices } from "./notices.js";
 import { createPairing } from "./pairing.js";
 import { createPairingOps, type PairingOps } from "./pairing-ops.js";
@@ -96,6 +97,8 @@ export interface Relay {
   whenCommandsIdle(): Promise<void>;
   /** Routes the service refused (401/403), by rule index. */
   readonly stoppedRoutes: ReadonlyMap<number, string>;
+  /** The config was reloaded: routes stopped by the service are tried again (the fix may be in the new file, and rule indexes may have moved). */
+  reloaded(): void;
   /** DM pairing: what owners do (approve, list, revoke). */
   readonly pairing: PairingOps;
   /** One node: runs every channel's scheduled prompts (several machines: `adopt` runs each account's). */
@@ -114,11 +117,20 @@ export function createRelay(deps: RelayDeps): Relay {
 
   const scheduler: Scheduler<string> = createScheduler<string>({
     clock,
+    // An instance's concurrency is fixed when its queue is made; the bounds and the debounce are read
+    // from the config at each message, so a reload changes them from the next one.
     concurrencyPerInstance: config.queue.concurrencyPerInstance,
-    maxPendingPerSession: config.queue.maxPendingPerSession,
-    maxPendingTotal: config.queue.maxPendingTotal,
-    debounceMs: config.queue.debounceMs,
+    get maxPendingPerSession() {
+      return config.queue.maxPendingPerSession;
+    },
+    get maxPendingTotal() {
+      return config.queue.maxPendingTotal;
+    },
+    get debounceMs() {
+      return config.queue.debounceMs;
+    },
     held: true,
+    joins: (items) => items.every((id) => joinable(store.get(id))),
     run: (turn) => acknowledged(turn.items, () => runTurn(turn, turnDeps)),
     onError(error) {
       if (isShutdownError(error)) return;
@@ -129,6 +141,13 @@ export function createRelay(deps: RelayDeps): Relay {
       deps.onDepth?.(instance, d.instanceWaiting + d.instanceRunning);
     },
   });
+
+  const queueModes = new ChatQueueModes(store.kv("relay:queue-modes"));
+  const queueModeOf = (entry: JournalEntry) => queueModes.modeOf(config, chatKeyOf(entry.message), entry.route.ruleIndex, entry.message.accountId);
+  /** A waiting turn's entry may start together with others: a message not yet answered, in a session that collects or interrupts. */
+  function joinable(entry: JournalEntry | undefined): boolean {
+    return !!entry && entry.kind === "turn" && !entry.reply && queueModeOf(entry) !== "followup";
+  }
 
   const delivery = createDelivery({ config, store, clock, random, logger: log, metrics, client: deps.client, adapterFor: deps.adapterFor });
   const service = createServiceCalls({ config, store, client: deps.client, clock, random, logger: log, metrics, signal: halt.signal });
@@ -239,14 +258,12 @@ export function createRelay(deps: RelayDeps): Relay {
     random,
     configured: config.identityLinks,
     platformOf: (accountId) => deps.channelFor(accountId)?.type,
-    available: config.state.kind !== "postgres",
   });
   const identityOf = (entry: JournalEntry) => ({ platform: entry.message.platform, accountId: entry.message.accountId, userId: entry.message.userId });
 
   /** `/link` and `/link CODE`, in a direct chat. */
   async function linkCommand(entry: JournalEntry, codeArg: string): Promise<string> {
     if (entry.message.chatType !== "direct") return noticeText.linkDirectOnly;
-    if (config.state.kind === "postgres") return noticeText.linkUnavailable;
     const me = identityOf(entry);
     if (!codeArg) return noticeText.linkCode(await links.newCode(me));
     const codeHash = codeArg.startsWith(HASHED) ? codeArg.slice(HASHED.length) : hashLinkCode(codeArg);
@@ -291,8 +308,10 @@ export function createRelay(deps: RelayDeps): Relay {
     delivery,
     service,
     stopSession,
+    queueModes,
     logger: log,
     adapterFor: deps.adapterFor,
+    channelFor: deps.channelFor,
   });
   const intake = createIntake({
     config,
@@ -307,6 +326,11 @@ export function createRelay(deps: RelayDeps): Relay {
       void delivery.notify(targetOf(message), text).catch((error: unknown) => log.warn({ err: errorSummary(error) }, "could not send a notice"));
     },
     onCommand: (entry) => commands.track(entry),
+    onQueued(entry, sessionWasBusy) {
+      // Queue mode interrupt: a message to a session answering an earlier one stops that answer (its messages go again with this one).
+      if (sessionWasBusy && queueModeOf(entry) === "interrupt" && stoppable.stop(sessionKeyOf(entry.route), "interrupt"))
+        log.debug({ platform: entry.message.platform, chatId: entry.message.chatId }, "a newer message interrupts the answer in progress");
+    },
     pairing,
     links,
   });
@@ -324,6 +348,16 @@ export function createRelay(deps: RelayDeps): Relay {
     voiceNotes,
     adapterFor: deps.adapterFor,
     stopping: () => stopping.signal.aborted,
+    queueModeOf,
+    putBack(entries) {
+      const route = entries[0]?.route;
+      if (route)
+        scheduler.putBack(
+          route.instanceId,
+          route.sessionBase,
+          entries.map((e) => e.id),
+        );
+    },
   };
 
   /** Stored turns back in their sessions' queues, in acceptance order (commands are tracked on release). */
@@ -379,6 +413,9 @@ export function createRelay(deps: RelayDeps): Relay {
     },
     whenCommandsIdle: () => commands.idle(),
     pairing: pairingOps,
+    reloaded() {
+      service.resumeRoutes();
+    },
     get stoppedRoutes() {
       return service.stoppedRoutes;
     },

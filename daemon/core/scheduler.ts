@@ -39,6 +39,13 @@ export interface SchedulerOptions<T> {
   onDepth?(instanceId: string): void;
   /** Queue but start nothing until `release()` (the daemon resumes the journal before adapters run). */
   held?: boolean;
+  /**
+   * Whether this waiting turn may start as one with the session's other
+   * waiting turns (queue mode `collect` or `interrupt`): when a session's
+   * next turn starts, it takes every joinable turn behind it, in order.
+   * Default: never (each formed turn runs on its own).
+   */
+  joins?(items: readonly T[]): boolean;
 }
 
 export type Refusal = { ok: false; reason: "session_full" | "total_full" };
@@ -67,6 +74,8 @@ export interface Scheduler<T> {
   enqueue(instanceId: string, sessionBase: string, item: T, options?: { debounce?: boolean }): void;
   /** Queues an already formed turn (after a restart), behind the session's earlier turns. */
   enqueueTurn(instanceId: string, sessionBase: string, items: T[]): void;
+  /** Puts the items of a turn that was interrupted back at the head of its session, to start again (with what joins them). */
+  putBack(instanceId: string, sessionBase: string, items: T[]): void;
   depth(instanceId?: string, sessionBase?: string): QueueDepth;
   /** Turns running now, per instance. */
   running(): Map<string, number>;
@@ -109,8 +118,6 @@ export function createScheduler<T>(options: SchedulerOptions<T>): Scheduler<T> {
 /** The `Scheduler`: the state every session, instance queue and waiter shares lives here. */
 export class TurnScheduler<T> implements Scheduler<T> {
   readonly #options: SchedulerOptions<T>;
-  /** A burst is cut into a turn at most this long after its first message (`maxDebounceMs`, default 4 × debounceMs). */
-  readonly #maxDebounce: number;
   /** One queue per instance, created on its first turn: bounds its turns in flight to `concurrencyPerInstance`. */
   readonly #queues = new Map<string, PQueue>();
   /** Slots with anything reserved, buffered, queued or active; an empty one is forgotten (`#forget`). */
@@ -136,7 +143,6 @@ export class TurnScheduler<T> implements Scheduler<T> {
 
   constructor(options: SchedulerOptions<T>) {
     this.#options = options;
-    this.#maxDebounce = options.maxDebounceMs ?? options.debounceMs * 4;
     this.#held = options.held ?? false;
   }
 
@@ -185,6 +191,14 @@ export class TurnScheduler<T> implements Scheduler<T> {
     this.#changeWaiting(items.length, instanceId);
     if (s.buffer.length) this.#flush(s);
     s.turns.push(items);
+    this.#pump(s);
+  }
+
+  putBack(instanceId: string, sessionBase: string, items: T[]): void {
+    if (!items.length) return;
+    const s = this.#slotFor(instanceId, sessionBase);
+    this.#changeWaiting(items.length, instanceId);
+    s.turns.unshift(items);
     this.#pump(s);
   }
 
@@ -278,7 +292,7 @@ export class TurnScheduler<T> implements Scheduler<T> {
   /** Hands the session's next formed turn to its instance queue, unless one is there already (or nothing may start). */
   #pump(s: SessionSlot<T>): void {
     if (this.#stopped || this.#held || s.active || !s.turns.length) return;
-    const items = s.turns.shift()!;
+    const items = this.#nextItems(s);
     const active = { items, started: false };
     s.active = active;
     const turn: Turn<T> = { instanceId: s.instanceId, sessionBase: s.sessionBase, items };
@@ -293,6 +307,23 @@ export class TurnScheduler<T> implements Scheduler<T> {
         this.#pump(s);
         this.#forget(s);
       });
+  }
+
+  /** The session's next turn: the first formed one, with every joinable one behind it (and a joinable buffer) when it joins. */
+  #nextItems(s: SessionSlot<T>): T[] {
+    const first = s.turns.shift()!;
+    const joins = this.#options.joins;
+    if (!joins?.(first)) return first;
+    const items = [...first];
+    while (s.turns.length && joins(s.turns[0]!)) items.push(...s.turns.shift()!);
+    // What is still being debounced arrived while the last turn ran too: it comes along, unless something waits between.
+    if (!s.turns.length && s.buffer.length && joins(s.buffer)) {
+      s.timer?.cancel();
+      s.timer = undefined;
+      items.push(...s.buffer);
+      s.buffer = [];
+    }
+    return items;
   }
 
   /** Runs a started turn, counted in flight and out of the waiting counts. */
@@ -339,7 +370,8 @@ export class TurnScheduler<T> implements Scheduler<T> {
     if (!s.buffer.length) s.firstBufferedAt = now;
     s.buffer.push(item);
     s.timer?.cancel();
-    const due = Math.min(now + debounceMs, s.firstBufferedAt + this.#maxDebounce);
+    // A burst is cut into a turn at most `maxDebounceMs` (default 4 × debounceMs, read now: a reload may change it) after its first message.
+    const due = Math.min(now + debounceMs, s.firstBufferedAt + (this.#options.maxDebounceMs ?? debounceMs * 4));
     s.timer = clock.setTimeout(() => this.#flush(s), Math.max(0, due - now));
   }
 }

@@ -31,6 +31,7 @@ import { retry } from "../helpers/retry.js";
 import { sessionIdFor } from "./routing.js";
 import { pathComponent } from "../../shared/util/names.js";
 import { sessionKeyOf } from "../vocabulary/keys.js";
+import { numberedMessages } from "./queue-mode.js";
 
 export type CallOutcome =
   | { ok: true; text: string; responseId?: string; sessionId: string; generation: number; contextReset: boolean }
@@ -62,13 +63,21 @@ export interface CallOptions {
 }
 
 export interface ServiceCalls {
-  /** The turn's text, with each entry's `extra` text (its voice notes' transcripts) after its own and uploaded attachments named; undefined when nothing is left to send. */
-  buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[], extra?: ReadonlyMap<string, string>): Promise<string | undefined>;
+  /** The turn's input: its texts, each with its `extra` text (its voice notes' transcripts) after it (numbered when `numbered`: a collected turn), then the files it passed on; undefined when nothing is left to send. */
+  buildInput(
+    entries: JournalEntry[],
+    route: StoredRoute,
+    notes: string[],
+    extra?: ReadonlyMap<string, string>,
+    options?: { numbered?: boolean },
+  ): Promise<string | undefined>;
   call(route: StoredRoute, input: string, logCtx: Record<string, unknown>, options?: CallOptions): Promise<CallOutcome>;
   /** The instance's status as the service reports it, or why it is unknown (for /status). */
   instanceStatus(instanceId: string): Promise<string>;
   /** Routes the service refused (401/403), by rule index. */
   readonly stoppedRoutes: ReadonlyMap<number, string>;
+  /** Forgets the stopped routes (a reloaded config may have fixed them, and its rule indexes may differ). */
+  resumeRoutes(): void;
 }
 
 export function createServiceCalls(deps: ServiceCallDeps): ServiceCalls {
@@ -98,7 +107,13 @@ export class ServiceCaller implements ServiceCalls {
     this.#halted = stoppingSignal(deps.signal);
   }
 
-  async buildInput(entries: JournalEntry[], route: StoredRoute, notes: string[], extra?: ReadonlyMap<string, string>): Promise<string | undefined> {
+  async buildInput(
+    entries: JournalEntry[],
+    route: StoredRoute,
+    notes: string[],
+    extra?: ReadonlyMap<string, string>,
+    options: { numbered?: boolean } = {},
+  ): Promise<string | undefined> {
     const texts = entries.map((e) => [e.message.text, extra?.get(e.id) ?? ""].filter((t) => t.trim()).join("\n\n")).filter((t) => t.trim());
     const uploaded: string[] = [];
     let refused = false;
@@ -110,7 +125,7 @@ export class ServiceCaller implements ServiceCalls {
         else if (outcome !== "failed") uploaded.push(outcome);
       }
     }
-    let input = texts.join("\n");
+    let input = options.numbered && texts.length > 1 ? numberedMessages(texts) : texts.join("\n");
     if (uploaded.length) input += `${input ? "\n\n" : ""}Attached files (in the workspace):\n${uploaded.map((p) => `- ${p}`).join("\n")}`;
     return input.trim() ? input : undefined;
   }
@@ -142,6 +157,10 @@ export class ServiceCaller implements ServiceCalls {
         return this.#givenUpOn(error, route, logCtx);
       }
     }
+  }
+
+  resumeRoutes(): void {
+    this.stoppedRoutes.clear();
   }
 
   async instanceStatus(instanceId: string): Promise<string> {

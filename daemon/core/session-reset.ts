@@ -153,10 +153,21 @@ const HOUR = 3_600_000;
 /**
  * A fresh conversation for the route's session, as `/new` starts one (and the
  * operator's console): the next generation, no chain. Returns the new session id.
+ * A session no account owns (a linked person's, on several machines) is moved
+ * only while this node holds it, on behalf of the chat's `account`.
  */
-export async function startFreshSession(store: Pick<Store, "session" | "setSession">, route: Pick<StoredRoute, "instanceId" | "sessionBase">): Promise<string> {
+export async function startFreshSession(
+  store: Pick<Store, "session" | "setSession" | "holdSession">,
+  route: Pick<StoredRoute, "instanceId" | "sessionBase">,
+  account: { platform: string; accountId: string },
+): Promise<string> {
   const key = sessionKeyOf(route);
-  const next = store.session(key).generation + 1;
-  await store.setSession(key, { generation: next });
-  return sessionIdFor(route.sessionBase, next);
+  const release = await store.holdSession?.(key, account);
+  try {
+    const next = store.session(key).generation + 1;
+    await store.setSession(key, { generation: next });
+    return sessionIdFor(route.sessionBase, next);
+  } finally {
+    await release?.();
+  }
 }

@@ -28,7 +28,8 @@ import { chatKeyOf, sessionKeyOf, type SessionKey } from "../vocabulary/keys.js"
 import { noticeText, type Notices } from "./notices.js";
 import { extractReplyFiles } from "./reply-files.js";
 import { resetDue, resetPolicyOf } from "./session-reset.js";
-import { StoppingError, TurnStoppedError, type RelayMetrics } from "./relay-types.js";
+import { StoppingError, TurnInterruptedError, TurnStoppedError, type RelayMetrics } from "./relay-types.js";
+import type { QueueMode } from "../vocabulary/config-fields.js";
 import { startTyping, type ReplyView, type ReplyViews } from "./reply-view.js";
 import type { Turn } from "./scheduler.js";
 import type { CallOutcome, ServiceCalls } from "./service-call.js";
@@ -51,6 +52,10 @@ export interface TurnDeps {
   adapterFor(platform: string, accountId: string): ChatAdapter | undefined;
   /** True once the daemon stops: no new service call starts. */
   stopping(): boolean;
+  /** The queue mode of the entry's chat, route and channel (queue-mode.ts). */
+  queueModeOf(entry: JournalEntry): QueueMode;
+  /** An interrupted turn's entries back at the head of their session, to be answered with the message that interrupted them. */
+  putBack(entries: readonly JournalEntry[]): void;
 }
 
 /** The turns in flight that `/stop` can abort, by session key (at most one per session: the scheduler runs a session's turns one at a time). */
@@ -69,10 +74,10 @@ export class StoppableTurns {
     };
   }
 
-  /** Aborts the session's turn in flight with `TurnStoppedError`; false when none runs. */
-  stop(key: SessionKey): boolean {
+  /** Aborts the session's turn in flight with `TurnStoppedError` (/stop), or `TurnInterruptedError` (a newer message); false when none runs. */
+  stop(key: SessionKey, why: "stop" | "interrupt" = "stop"): boolean {
     const running = this.#running.get(key);
-    running?.abort(new TurnStoppedError());
+    running?.abort(why === "stop" ? new TurnStoppedError() : new TurnInterruptedError());
     return !!running;
   }
 }
@@ -90,7 +95,11 @@ interface OpenTurn {
 }
 
 /** What asking the service came to. */
-type Asked = { kind: "stopped" } | { kind: "nothing_to_send"; notes: string[] } | { kind: "answered"; outcome: CallOutcome; notes: string[] };
+type Asked =
+  | { kind: "stopped" }
+  | { kind: "interrupted" }
+  | { kind: "nothing_to_send"; notes: string[] }
+  | { kind: "answered"; outcome: CallOutcome; notes: string[] };
 
 /** Runs one turn the scheduler started (its items are journal entry ids). Throws when the daemon stops or the journal closes (expected), or on a fault the scheduler logs. */
 export async function runTurn(turn: Turn<string>, deps: TurnDeps): Promise<void> {
@@ -103,6 +112,17 @@ export async function runTurn(turn: Turn<string>, deps: TurnDeps): Promise<void>
   const fresh = opened && (await answerExpired(opened, deps));
   if (!fresh) return;
   if (deps.service.stoppedRoutes.has(fresh.lead.route.ruleIndex)) return failTurn(fresh, { kind: "route_stopped" }, deps);
+  // A session no account owns (a linked person's, on several machines) is this node's alone until the turn is over.
+  const release = await deps.store.holdSession?.(sessionKeyOf(fresh.lead.route), fresh.lead.message);
+  try {
+    await answer(fresh, deps);
+  } finally {
+    await release?.();
+  }
+}
+
+/** Steps 5 to 8, on a session this node may move. */
+async function answer(fresh: OpenTurn, deps: TurnDeps): Promise<void> {
   await resetIfDue(fresh, deps);
   // Step 6. The reply answers the turn's last message.
   const view = deps.views.open(fresh.adapter, fresh.lead, targetOf(fresh.lead.message, fresh.entries.at(-1)!.message.messageId), fresh.logCtx);
@@ -186,12 +206,15 @@ async function askService(turn: OpenTurn, view: ReplyView, deps: TurnDeps): Prom
   const notes = turn.notes;
   try {
     const transcripts = await deps.voiceNotes.transcribe(turn.entries, notes, turn.logCtx);
-    const input = await deps.service.buildInput(turn.entries, route, notes, transcripts);
+    // Several messages in a collected (or interrupted) turn are numbered, so the agent sees each.
+    const numbered = turn.entries.length > 1 && deps.queueModeOf(turn.lead) !== "followup";
+    const input = await deps.service.buildInput(turn.entries, route, notes, transcripts, { numbered });
     if (input === undefined) return { kind: "nothing_to_send", notes };
     const outcome = await deps.service.call(route, input, turn.logCtx, { signal: stoppable.signal, ...(view.onText ? { onText: view.onText } : {}) });
     return { kind: "answered", outcome, notes };
   } catch (error) {
     if (error instanceof TurnStoppedError) return { kind: "stopped" };
+    if (error instanceof TurnInterruptedError) return { kind: "interrupted" };
     throw error;
   } finally {
     typing.stop();
@@ -208,6 +231,13 @@ async function settleTurn(turn: OpenTurn, view: ReplyView, asked: Asked, deps: T
     await deps.views.end(lead.id, view, noticeText.stoppedMarker);
     deps.metrics.turn(lead.route.instanceId, "failed", Math.max(0, deps.clock.now() - lead.acceptedAt) / 1000);
     return deps.store.complete(entries.map((e) => e.id));
+  }
+  if (asked.kind === "interrupted") {
+    // A newer message came (queue mode interrupt): the text so far stays, marked as stopped, and the
+    // messages go again with the newer ones, so each is in the conversation once.
+    deps.logger.info(logCtx, "turn interrupted by a newer message");
+    await deps.views.end(lead.id, view, noticeText.stoppedMarker);
+    return deps.putBack(entries);
   }
   if (asked.kind === "nothing_to_send") {
     // Nothing could be passed on (every file failed): say what happened.

@@ -23,8 +23,10 @@ export const ControlRequestSchema = z.discriminatedUnion("op", [
   z.strictObject({ op: z.literal("pairing.approve"), channel: z.string(), codeHash: z.string().regex(/^[0-9a-f]{64}$/) }),
   z.strictObject({ op: z.literal("pairing.list"), channel: z.string().optional() }),
   z.strictObject({ op: z.literal("pairing.revoke"), channel: z.string(), user: z.string() }),
+  z.strictObject({ op: z.literal("config.reload") }),
 ]);
 export type ControlRequest = z.infer<typeof ControlRequestSchema>;
+export type PairingRequest = Exclude<ControlRequest, { op: "config.reload" }>;
 
 export const ControlResponseSchema = z.discriminatedUnion("ok", [
   z.strictObject({ ok: z.literal(true), text: z.string() }),

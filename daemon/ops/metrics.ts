@@ -41,6 +41,10 @@ export interface Metrics {
   leaseAcquisitionsTotal: Counter<"unit">;
   /** Several machines: accounts this node lost or handed over; reason: "released", "lost". */
   leaseEndsTotal: Counter<"unit" | "reason">;
+  /** Config reloads: result "applied" or "refused" (the file had problems; the running config stayed). */
+  configReloadsTotal: Counter<"result">;
+  /** 1 when the last reload applied (or none was asked), 0 when it was refused. */
+  configLastReloadOk: Gauge;
   /** The Prometheus text exposition of everything registered. */
   text(): Promise<string>;
   /** Typed recorders: label values are the relay's own types, so the two cannot drift. */
@@ -147,6 +151,17 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       name: `${prefix}lease_ends_total`,
       help: "Accounts this node stopped owning: released (handed over) or lost (expired, taken over).",
       labelNames: ["unit", "reason"] as const,
+      registers,
+    }),
+    configReloadsTotal: new Counter({
+      name: `${prefix}config_reloads_total`,
+      help: "Config reloads: applied, or refused because the file had problems (the running config stayed).",
+      labelNames: ["result"] as const,
+      registers,
+    }),
+    configLastReloadOk: new Gauge({
+      name: `${prefix}config_last_reload_ok`,
+      help: "1 when the last config reload applied (or none was asked), 0 when it was refused.",
       registers,
     }),
     text: () => registry.metrics(),

@@ -7,12 +7,12 @@
 import type { ChannelConfig } from "../config/schema.js";
 import { describeApproval, type PairingOps } from "../core/pairing-ops.js";
 import { LeaseLostError } from "../vocabulary/state-errors.js";
-import type { ControlRequest, ControlResponse } from "./control-requests.js";
+import type { ControlResponse, PairingRequest } from "./control-requests.js";
 
 export async function answerPairingRequest(
   ops: Omit<PairingOps, "approveFromChat">,
   channels: readonly ChannelConfig[],
-  request: ControlRequest,
+  request: PairingRequest,
   /** Several machines: whether this node owns the channel now (its approvals live with it). Default: always. */
   owns: (channelId: string) => boolean = () => true,
 ): Promise<ControlResponse> {
@@ -30,7 +30,7 @@ export async function answerPairingRequest(
   }
 }
 
-async function answerHere(ops: Omit<PairingOps, "approveFromChat">, request: ControlRequest): Promise<ControlResponse> {
+async function answerHere(ops: Omit<PairingOps, "approveFromChat">, request: PairingRequest): Promise<ControlResponse> {
   switch (request.op) {
     case "pairing.approve": {
       const result = await ops.approve(request.channel, request.codeHash);

@@ -13,8 +13,11 @@
  * | `adapter:<type>:<id>` values | that channel's account                                |
  * | `pairing` values             | the channel named in the key (pairing.ts)             |
  * | `relay:owed-notices` values  | the account in the chat key (keys.ts)                 |
+ * | `relay:queue-modes` values   | the account in the chat key (keys.ts)                 |
  * | `relay:transcripts` values   | the platform and account named in the key             |
  * | `schedules` values (last slot) | the platform and account named in the key           |
+ * | identity links and codes     | none: tables of their own (postgres/identity-links.ts) |
+ * | a linked person's session    | none: held by one node at a time (postgres/shared-sessions.ts) |
  *
  * Readers see only the units held now: an account another node owns has no
  * pending entries here, so nothing on this node starts its turns. A write for
@@ -65,6 +68,8 @@ export function createClusterStore(deps: ClusterStoreDeps): ClusterStore {
   /** The unit of an account id (ids are unique across channels), and of a session base's head. */
   const byAccountId = new Map(deps.accounts.map((a) => [a.accountId, unitOf(a)]));
   const byHead = new Map(deps.accounts.map((a) => [`${encodeId(a.platform)}.${encodeId(a.accountId)}.`, unitOf(a)]));
+  /** Sessions no account owns that this node holds now: the unit whose lease fences their writes, and their chain. */
+  const shared = new Map<SessionKey, { unit: string; state: SessionState }>();
 
   function unitState(unit: string | undefined): UnitState {
     const u = unit === undefined ? undefined : held.get(unit);
@@ -110,7 +115,7 @@ export function createClusterStore(deps: ClusterStoreDeps): ClusterStore {
       const [platform, accountId] = key.split("\u0000");
       return platform === undefined || accountId === undefined ? undefined : unitOf({ platform, accountId });
     }
-    if (namespace === "relay:owed-notices") {
+    if (namespace === "relay:owed-notices" || namespace === "relay:queue-modes") {
       const chat = parseChatKey(key);
       if (!chat) return undefined;
       const [platform, accountId] = JSON.parse(chat) as [string, string];
@@ -144,9 +149,11 @@ export function createClusterStore(deps: ClusterStoreDeps): ClusterStore {
       if (accepted.duplicate) throw new DuplicateEntryError();
       return accepted.entry;
     },
-    recordReply(leaderId, reply, session) {
+    async recordReply(leaderId, reply, session) {
       const unit = unitOfEntry(leaderId);
-      return write(unit ?? leaderId, (u) => u.recordReply(leaderId, reply, session && { base: session.key, state: session.state }));
+      await write(unit ?? leaderId, (u) => u.recordReply(leaderId, reply, session && { base: session.key, state: session.state }));
+      const hold = session && shared.get(session.key);
+      if (hold && session) hold.state = session.state;
     },
     recordSent(id, n) {
       return write(unitOfEntry(id) ?? id, (u) => u.recordSent(id, n));
@@ -164,12 +171,27 @@ export function createClusterStore(deps: ClusterStoreDeps): ClusterStore {
       if (byUnit.size && pending().length === 0) for (const l of [...drained]) l();
     },
     session(key): SessionState {
+      const hold = shared.get(key);
+      if (hold) return hold.state;
       const unit = unitOfSession(key);
       return (unit === undefined ? undefined : held.get(unit)?.session(key)) ?? { generation: 0 };
     },
-    setSession(key, value) {
-      const unit = unitOfSession(key);
-      return write(unit ?? key, (u) => u.setSession(key, value));
+    async setSession(key, value) {
+      const hold = shared.get(key);
+      const unit = hold?.unit ?? unitOfSession(key);
+      await write(unit ?? key, (u) => u.setSession(key, value));
+      if (hold) hold.state = value;
+    },
+    linkBook: state.linkBook((unit, operation, work) => write(unit, (u) => u.fenced(operation, work))),
+    async holdSession(key, account, signal) {
+      // A session under one account is that account's owner's alone: the scheduler orders it.
+      if (unitOfSession(key) !== undefined) return async () => {};
+      const hold = await state.holdSession(key, signal);
+      shared.set(key, { unit: unitOf(account), state: hold.state ?? { generation: 0 } });
+      return async () => {
+        shared.delete(key);
+        await hold.release();
+      };
     },
     kv(namespace): AdapterStateStore & { keys(): string[] } {
       const home = (key: string) => {

@@ -88,6 +88,10 @@ export async function openStore(options: StoreOptions): Promise<FileStore> {
 /** The file journal's `Store`, once opened: the state in memory and the journal every change goes to. */
 class JournalStore implements FileStore {
   readonly dataDir: string;
+  /** One machine: links live in the key-values (core/identity-links.ts). */
+  readonly linkBook = undefined;
+  /** One machine: every session is this daemon's; the scheduler orders its turns. */
+  readonly holdSession = undefined;
   /** The journal, snapshot and spool under `dataDir`. */
   readonly #paths: ReturnType<typeof pathsOf>;
   /** Acceptance times (and so entry ids). */

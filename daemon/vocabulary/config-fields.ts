@@ -156,6 +156,20 @@ export const sessionResetSchema = z
 
 export type SessionResetConfig = z.output<typeof sessionResetSchema>;
 
+/** What a message sent while the agent is still answering that session does (core/queue-mode.ts). */
+export const queueModeSchema = z
+  .enum(["followup", "collect", "interrupt"])
+  .describe(
+    '"followup": it waits and is answered on its own; "collect": everything that came while a turn ran becomes one next turn, marked as several messages; "interrupt": the running answer is stopped (what it showed stays, marked as stopped) and the newest message is answered, with the stopped ones.',
+  );
+
+export type QueueMode = z.output<typeof queueModeSchema>;
+
+/** A channel's or a route's own queue settings (`queue.mode`), in place of the ones around it. */
+export const queueOverrideSchema = z.strictObject({
+  mode: queueModeSchema.optional().describe("This channel's or route's queue mode; a chat may choose its own with /queue. Default: the one around it."),
+});
+
 const transcriptionLimits = {
   maxBytes: posInt
     .default(25 * 1024 * 1024)
@@ -224,6 +238,7 @@ export const channelCommon = {
     .default(true)
     .describe("false: the channel is left out (its settings are still checked, without its environment variables). Default: true."),
   sessionReset: sessionResetSchema.optional(),
+  queue: queueOverrideSchema.optional().describe("This channel's queue mode, in place of the top-level `queue.mode`. Default: the top-level one."),
   transcription: z
     .union([transcriptionSchema, z.literal(false)])
     .optional()

@@ -1,3 +1,4 @@
+import type { LinkBook } from "./identity-links.js";
 import type { AdapterStateStore, InboundMessage } from "./adapter.js";
 import type { DedupeKey, SessionKey } from "./keys.js";
 import type { EntryKind, JournalEntry, SessionState, StoredAttachment, StoredPreview, StoredReply, StoredRoute } from "./records.js";
@@ -31,6 +32,19 @@ export interface Store {
   setSession(key: SessionKey, state: SessionState): Promise<void>;
   /** Durable key-values of one namespace (an adapter's, say). */
   kv(namespace: string): AdapterStateStore & { keys(): string[] };
+  /**
+   * Where identity links are kept when the key-values will not do (several machines: every node
+   * sees them); undefined: the key-values. Required, like `holdSession`, so a store that wraps
+   * another cannot drop it unnoticed.
+   */
+  readonly linkBook: LinkBook | undefined;
+  /**
+   * Several machines: holds a session no account owns (a linked person's, `person.<id>`) for this
+   * node until the returned release is called. No other node runs a turn of it meanwhile, its chain
+   * is read fresh from the database, and its session writes go through `unit`'s lease. Absent (one
+   * machine), or for a session that lives under one account: the scheduler's per-session order is enough.
+   */
+  readonly holdSession: ((key: SessionKey, unit: { platform: string; accountId: string }, signal?: AbortSignal) => Promise<() => Promise<void>>) | undefined;
   /** Calls `listener` whenever the last pending entry is completed; returns an unsubscribe. */
   onDrained(listener: () => void): () => void;
   /** The bytes of a stored attachment of a pending entry. */

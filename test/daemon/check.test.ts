@@ -36,11 +36,16 @@ afterAll(async () => {
 type Json = Record<string, unknown>;
 
 /** Writes a config (JSONC allowed) and runs the check; returns its lines and exit code. */
-async function check(config: Json | string, env: NodeJS.ProcessEnv = {}, timeoutMs = 5_000): Promise<{ code: number; lines: string[]; text: string }> {
+async function check(
+  config: Json | string,
+  env: NodeJS.ProcessEnv = {},
+  timeoutMs = 5_000,
+  offline = false,
+): Promise<{ code: number; lines: string[]; text: string }> {
   const file = join(dir.path, `config-${++configCount}.json`);
   writeFileSync(file, typeof config === "string" ? config : JSON.stringify(config, null, 2));
   const lines: string[] = [];
-  const code = await runCheckCommand({ configFile: file, env, out: (l) => lines.push(l), timeoutMs });
+  const code = await runCheckCommand({ configFile: file, env, out: (l) => lines.push(l), timeoutMs, ...(offline ? { offline: true } : {}) });
   return { code, lines, text: lines.join("\n") };
 }
 
@@ -58,6 +63,19 @@ const key = async (permissions: Permission[]) => (await service.mintKey(permissi
 const failLines = (lines: string[]) => lines.filter((l) => l.startsWith("FAIL"));
 
 describe("agent-bridge check", () => {
+  it("--offline checks only the file: a good one with its hash, a bad one with its problems, and nothing is contacted", async () => {
+    // A service address nobody listens on: offline, it is never asked.
+    const good = await check(base({ baseUrl: "http://127.0.0.1:9" }), {}, 5_000, true);
+    expect(good.code).toBe(0);
+    expect(good.lines).toEqual([expect.stringMatching(/^ok +config .*: valid$/), expect.stringMatching(/^ok +config hash [0-9a-f]{16} \(offline/)]);
+    const noRoutes = await check({ ...base(), routes: [] }, {}, 5_000, true);
+    expect(noRoutes.code).toBe(1);
+    expect(noRoutes.text).toMatch(/FAIL +routes: none/);
+    const bad = await check({ ...base(), queue: { mode: "steer" } }, {}, 5_000, true);
+    expect(bad.code).toBe(1);
+    expect(bad.text).toMatch(/queue\.mode/);
+  });
+
   it("passes a good config: service, instance, permissions and every channel, one line each", async () => {
     const authDir = join(dir.path, "wa-linked");
     mkdirSync(authDir, { recursive: true });

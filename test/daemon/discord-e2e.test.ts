@@ -10,7 +10,9 @@ import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { longText } from "../../emulator/gateway/index.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeDiscord, waitFor, type FakeDiscord, type FakeUser } from "../fakes/discord.js";
-import { startServiceFixture } from "../helpers/bridge.js";
+import { startServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
+import { exerciseQueueModes } from "../helpers/queue-modes.js";
+import { testHandle } from "../../daemon/test-handle.js";
 
 const TOKEN = "MTA0NjY5.e2e-bot.token-value-that-must-stay-secret";
 const GUILD = "800000000000000001";
@@ -18,7 +20,9 @@ const GENERAL = "800000000000000002";
 const alice: FakeUser = { id: "700000000000000001", username: "alice" };
 const stranger: FakeUser = { id: "700000000000000066", username: "stranger" };
 
-async function bridge(groups: Record<string, object> = { [GENERAL]: {} }): Promise<{ fake: FakeDiscord; daemon: Daemon; restart(): Promise<Daemon> }> {
+async function bridge(
+  groups: Record<string, object> = { [GENERAL]: {} },
+): Promise<{ fake: FakeDiscord; daemon: Daemon; restart(): Promise<Daemon>; service: ServiceFixture }> {
   const service = await startServiceFixture("discord-e2e-");
   const fake = await createFakeDiscord({
     token: TOKEN,
@@ -45,7 +49,7 @@ async function bridge(groups: Record<string, object> = { [GENERAL]: {} }): Promi
     await next.start();
     return next;
   };
-  return { fake, daemon, restart };
+  return { fake, daemon, restart, service };
 }
 
 const contents = (fake: FakeDiscord, channelId: string) => fake.sentMessages(channelId).map((m) => m.content);
@@ -126,4 +130,14 @@ it("journals a message received while the daemon stops (Discord never delivers i
   await waitFor(() => fake.sentMessages(dm).length >= 1 || undefined, "the answer after the restart");
   expect(contents(fake, dm)).toEqual([expect.stringMatching(/^You said: read this file\n\nAttached files \(in the workspace\):\n- inbox\/discord\//)]);
   await next.whenIdle();
+});
+
+it("queue modes: /queue collect answers what came meanwhile as one turn; /queue interrupt stops the answer for the newer message", async () => {
+  const { fake, daemon, service } = await bridge();
+  await exerciseQueueModes({
+    service,
+    send: (text) => void fake.dispatchDirectMessage(alice, text),
+    replies: () => contents(fake, fake.dmChannelFor(alice)),
+    queued: () => testHandle(daemon).scheduler?.depth().totalWaiting ?? 0,
+  });
 });

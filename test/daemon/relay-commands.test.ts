@@ -20,6 +20,8 @@ const context = (over: Partial<CommandContext> = {}): CommandContext => ({
   stopTurn: async () => ({ stopped: true, dropped: 2 }),
   queue: { sessionWaiting: 2, sessionBusy: true, instanceWaiting: 5, instanceRunning: 3, totalWaiting: 9 },
   approvePairing: async (code) => `approved ${code}`,
+  queueMode: { mode: "followup", chosen: false },
+  setQueueMode: async () => undefined,
   listSchedules: () => "the schedules",
   link: async (code) => `linked ${code}`,
   unlink: async () => "unlinked",
@@ -60,6 +62,32 @@ describe("commands", () => {
     const fresh = await runCommand("new", context({ resetSession: async () => `s.g${++resets}` }));
     expect(resets).toBe(1);
     expect(fresh).toContain("Session: s.g1");
+  });
+});
+
+describe("/queue", () => {
+  it("says the chat's mode and where it comes from", async () => {
+    expect(await runCommand("queue", context())).toMatch(/^Queue mode: followup \(the bridge's setting\)/);
+    expect(await runCommand("queue", context({ queueMode: { mode: "collect", chosen: true } }))).toMatch(/^Queue mode: collect \(chosen for this chat\)/);
+  });
+
+  it("sets a mode, goes back to the config's with default, and refuses an unknown word without changing anything", async () => {
+    const set: (string | undefined)[] = [];
+    const ctx = context({
+      setQueueMode: async (mode) => {
+        set.push(mode);
+        return undefined;
+      },
+    });
+    expect(await runCommand("queue", ctx, "Interrupt")).toMatch(/^Queue mode for this chat: interrupt/);
+    expect(await runCommand("queue", ctx, "default")).toBe("This chat follows the bridge's queue setting again.");
+    expect(await runCommand("queue", ctx, "steer")).toMatch(/^Unknown queue mode "steer"/);
+    expect(set).toEqual(["interrupt", undefined]);
+  });
+
+  it("passes on a refusal (a group member who is not an owner)", async () => {
+    const ctx = context({ setQueueMode: async () => "only owners" });
+    expect(await runCommand("queue", ctx, "collect")).toBe("only owners");
   });
 });
 

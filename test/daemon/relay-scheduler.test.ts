@@ -39,6 +39,47 @@ const settle = async () => {
 const base = { concurrencyPerInstance: 2, maxPendingPerSession: 100, maxPendingTotal: 1000, debounceMs: 0 };
 
 describe("scheduler", () => {
+  it("collect: what waited while a turn ran starts as one turn, in order; turns that do not join run alone", async () => {
+    const clock = createManualClock();
+    const r = controlledRunner();
+    // Items named x* belong to a session that does not collect (followup).
+    const s = createScheduler<string>({ ...base, clock, run: r.run, joins: (items) => items.every((i) => !i.startsWith("x")) });
+    s.enqueue("i1", "a", "a1");
+    s.enqueue("i1", "b", "x1");
+    await settle();
+    for (const item of ["a2", "a3", "a4"]) s.enqueue("i1", "a", item);
+    for (const item of ["x2", "x3"]) s.enqueue("i1", "b", item);
+    expect(s.depth("i1", "a").sessionWaiting).toBe(3);
+    await r.finish("a1");
+    expect(r.running()).toContain("a2+a3+a4");
+    expect(s.depth("i1", "a").sessionWaiting).toBe(0);
+    await r.finish("x1");
+    expect(r.running()).toContain("x2");
+    await r.finish("a2+a3+a4");
+    await r.finish("x2");
+    await r.finish("x3");
+    expect(r.started.map((t) => t.items.join("+"))).toEqual(["a1", "x1", "a2+a3+a4", "x2", "x3"]);
+    expect(s.depth().totalWaiting).toBe(0);
+  });
+
+  it("putBack: an interrupted turn's items go again first, joined by what waited behind them (a debounced buffer too)", async () => {
+    const clock = createManualClock();
+    const r = controlledRunner();
+    const s = createScheduler<string>({ ...base, debounceMs: 1000, clock, run: r.run, joins: () => true });
+    s.enqueue("i1", "a", "a1", { debounce: false });
+    await settle();
+    s.enqueue("i1", "a", "a2", { debounce: false });
+    s.enqueue("i1", "a", "a3"); // still being debounced when a1 ends
+    s.putBack("i1", "a", ["a1"]);
+    expect(s.depth("i1", "a").sessionWaiting).toBe(3);
+    await r.finish("a1");
+    expect(r.running()).toEqual(["a1+a2+a3"]);
+    clock.advance(5000); // the cancelled debounce timer starts nothing more
+    await r.finish("a1+a2+a3");
+    expect(r.started.map((t) => t.items.join("+"))).toEqual(["a1", "a1+a2+a3"]);
+    expect(s.depth().totalWaiting).toBe(0);
+  });
+
   it("drop (/stop) takes the session's waiting messages, buffered ones included, and leaves its running turn and other sessions alone", async () => {
     const clock = createManualClock();
     const r = controlledRunner();

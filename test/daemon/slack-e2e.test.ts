@@ -19,6 +19,8 @@ import { systemClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeSlack, waitFor, type FakeSlack, type FakeSlackOptions } from "../fakes/slack.js";
 import { startServiceFixture } from "../helpers/bridge.js";
+import { exerciseQueueModes } from "../helpers/queue-modes.js";
+import { testHandle } from "../../daemon/test-handle.js";
 
 const BOT_TOKEN = "xoxb-1111-2222-e2eBotTokenThatMustStaySecret";
 const APP_TOKEN = "xapp-1-A0APP00001-3333-e2eAppTokenSecret";
@@ -467,5 +469,15 @@ describe("Socket Mode", () => {
     await adapter.stop();
     // Refused for good: no second attempt was made.
     expect(fake.calls().filter((c) => c.call === "apps.connections.open")).toHaveLength(1);
+  });
+});
+
+it("queue modes: /queue collect answers what came meanwhile as one turn; /queue interrupt stops the answer for the newer message", async () => {
+  const { fake, daemon, service } = await bridge("socket");
+  await exerciseQueueModes({
+    service,
+    send: (text) => void fake.say({ user: ALICE, channel: DM, text }),
+    replies: () => texts(fake, DM),
+    queued: () => testHandle(daemon).scheduler?.depth().totalWaiting ?? 0,
   });
 });

@@ -9,6 +9,8 @@ import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeTelegram, parseTelegramHtml, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
+import { exerciseQueueModes } from "../helpers/queue-modes.js";
+import { testHandle } from "../../daemon/test-handle.js";
 import { createSteppableClock, type SteppableClock } from "../helpers/steppable-clock.js";
 import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
 
@@ -42,7 +44,7 @@ async function bridge() {
     await daemon.start();
     return daemon;
   };
-  return { fake, launch, clock, files: service.emulator.emulator.env.workspaces, instanceId: service.instanceId };
+  return { fake, launch, clock, service, files: service.emulator.emulator.env.workspaces, instanceId: service.instanceId };
 }
 
 const texts = (fake: FakeTelegram, chat: number) => fake.sentMessages(chat).map((m) => m.text);
@@ -205,4 +207,15 @@ it("logs a refused sender at info, naming their id, so the operator can allow th
   expect(line.userId).toBe(String(stranger.id));
   expect(line.msg).toContain(String(stranger.id));
   expect(fake.sentMessages(stranger.id)).toEqual([]);
+});
+
+it("queue modes: /queue collect answers what came meanwhile as one turn; /queue interrupt stops the answer for the newer message", async () => {
+  const { fake, launch, service } = await bridge();
+  const daemon = await launch();
+  await exerciseQueueModes({
+    service,
+    send: (text) => fake.privateText(alice, text),
+    replies: () => texts(fake, alice.id),
+    queued: () => testHandle(daemon).scheduler?.depth().totalWaiting ?? 0,
+  });
 });

@@ -11,6 +11,8 @@ import { systemClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeBaileys, directByLid, directByPhone, groupText, lidJid, pnJid } from "../fakes/baileys-socket.js";
 import { startServiceFixture } from "../helpers/bridge.js";
+import { exerciseQueueModes } from "../helpers/queue-modes.js";
+import { testHandle } from "../../daemon/test-handle.js";
 import { Writable } from "node:stream";
 import { pino } from "pino";
 
@@ -77,4 +79,37 @@ it("relays a WhatsApp message to the agent and sends its reply back to the same 
   ).toEqual([GROUP, lidJid(LIA_LID), pnJid(ANA)].sort());
   // The bot's own sends came back as "append" upserts and were not answered.
   expect(socket.sent).toHaveLength(3);
+});
+
+it("queue modes: /queue collect answers what came meanwhile as one turn; /queue interrupt stops the answer for the newer message", async () => {
+  const service = await startServiceFixture("wa-queue-");
+  const config = service.configFor({ type: "whatsapp", id: "wa", ackReaction: { scope: "off" }, access: { users: [`+${ANA}`] } });
+  const channel = config.channels[0];
+  if (channel?.type !== "whatsapp") throw new Error("expected a whatsapp channel");
+  const logger = pino({ level: "silent" });
+  const fake = createFakeBaileys();
+  const adapter = createWhatsAppAdapter(
+    channel,
+    {
+      logger,
+      state: { get: () => undefined, set: async () => undefined },
+      dataDir: service.dataDir,
+      clock: systemClock,
+      maxAttachmentBytes: config.attachments.maxBytes,
+    },
+    { socketFactory: fake.factory, qrOutput: new Writable({ write: (_c, _e, cb) => cb() }), random: seededRandom(5) },
+  );
+  const daemon: Daemon = createDaemon({ config, adapters: [adapter], logger, random: seededRandom(6) });
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
+  const started = daemon.start();
+  await vi.waitFor(() => expect(fake.sockets).toHaveLength(1));
+  const socket = fake.latest();
+  socket.open();
+  await started;
+  await exerciseQueueModes({
+    service,
+    send: (text) => socket.receive([directByPhone(ANA, text)]),
+    replies: () => socket.sent.filter((s) => s.jid === pnJid(ANA)).map((s) => s.content.text ?? ""),
+    queued: () => testHandle(daemon).scheduler?.depth().totalWaiting ?? 0,
+  });
 });

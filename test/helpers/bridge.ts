@@ -5,6 +5,7 @@
  */
 import { onTestFinished } from "vitest";
 import { daemonConfigSchema, type DaemonConfig } from "../../daemon/config/schema.js";
+import { createManualClock, type ManualClock } from "../../shared/clock.js";
 import { runningInstance, signupOrg, startEmulator, tempDir, type TestEmulator } from "./emulator.js";
 
 export interface ServiceFixture {
@@ -14,6 +15,12 @@ export interface ServiceFixture {
   dataDir: string;
   /** A validated daemon config: one route to the instance, this channel, quiet logs, no ops port, no debounce. */
   configFor(channel: Record<string, unknown>): DaemonConfig;
+  /**
+   * Resolves when the fake model next starts a wait of `ms` (`!sleep ms`): the turn is then out at
+   * the service, and stays there until the test moves the emulator's clock (`emulator.clock.advance`).
+   * Call it before sending the message.
+   */
+  nextSleep(ms: number): Promise<void>;
 }
 
 /** A fixture for the test that asks for it: closed and removed when that test finishes. */
@@ -25,7 +32,20 @@ export async function startServiceFixture(dirPrefix: string): Promise<ServiceFix
 
 /** A fixture for a whole file: `beforeAll` returns its `close`, so the runner calls it after the last test. */
 export async function openServiceFixture(dirPrefix: string): Promise<ServiceFixture & { close(): Promise<void> }> {
-  const emulator = await startEmulator();
+  // The emulator's manual clock, its waits announced to `nextSleep`.
+  const manual = createManualClock();
+  const sleepers: { ms: number; resolve(): void }[] = [];
+  const clock: ManualClock = {
+    ...manual,
+    sleep(ms, signal) {
+      for (const w of sleepers.filter((x) => x.ms === ms)) {
+        sleepers.splice(sleepers.indexOf(w), 1);
+        w.resolve();
+      }
+      return manual.sleep(ms, signal);
+    },
+  };
+  const emulator = await startEmulator({ clock });
   const baseUrl = await emulator.emulator.listen(0, "127.0.0.1");
   const org = await signupOrg(emulator.app);
   const instance = await runningInstance(emulator, org);
@@ -39,6 +59,7 @@ export async function openServiceFixture(dirPrefix: string): Promise<ServiceFixt
     baseUrl,
     instanceId: instance.id,
     dataDir: dir.path,
+    nextSleep: (ms) => new Promise<void>((resolve) => sleepers.push({ ms, resolve })),
     configFor: (channel) =>
       daemonConfigSchema.parse({
         service: { baseUrl, apiKey: org.apiKey },

@@ -32,7 +32,7 @@ export interface ConsoleDeps {
   /** Set once the relay runs. */
   pairing(): PairingOps | undefined;
   /** Set once the store is open. */
-  store(): Pick<Store, "session" | "setSession"> | undefined;
+  store(): Pick<Store, "session" | "setSession" | "holdSession"> | undefined;
   /** The channels that link by a scanned code (WhatsApp), with the code while one is shown. */
   links(): { channel: string; platform: string; state: string; linkCode: string | undefined }[];
   /** Stops the channel, forgets its link and starts it again; false when no such channel links. */
@@ -146,7 +146,7 @@ export class ConsoleApi {
     if (!chat) return problem(404, "No such chat since this node started.");
     const store = this.#deps.store();
     if (!store) return problem(503, "The daemon is still starting.");
-    const sessionId = await startFreshSession(store, chat.route);
+    const sessionId = await startFreshSession(store, chat.route, chat);
     this.#deps.logger.info(
       { by: actor, platform: chat.platform, chatId: chat.chatId, instanceId: chat.route.instanceId },
       "conversation reset from the console",

@@ -47,6 +47,8 @@ export function observedStore(store: Store, feed: ActivityFeed): Store {
         },
       };
     },
+    linkBook: store.linkBook,
+    holdSession: store.holdSession,
     onDrained: (listener) => store.onDrained(listener),
     readAttachment: (attachment) => store.readAttachment(attachment),
     close: () => store.close(),

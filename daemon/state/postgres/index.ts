@@ -32,9 +32,13 @@ import { monotonicClock } from "./monotonic-clock.js";
 import { SchemaTooNewError, StateWriteError } from "../../vocabulary/state-errors.js";
 import { describeUrl, resolvePostgresOptions, type PostgresStateInput, type ResolvedPostgresOptions } from "./options.js";
 import { openUnitState, type UnitState } from "./unit-state.js";
+import { createPgLinkBook, type FencedBy } from "./identity-links.js";
+import { holdSharedSession, type SharedSessionHold } from "./shared-sessions.js";
+import type { LinkBook } from "../../vocabulary/identity-links.js";
 
 export { AttachmentTooLargeError, LeaseLostError, SchemaTooNewError, StateWriteError, StoredRowError } from "../../vocabulary/state-errors.js";
 export type { HeldLease } from "./leases.js";
+export type { SharedSessionHold } from "./shared-sessions.js";
 export { MIGRATIONS, SCHEMA_VERSION, migrate } from "./migrations.js";
 export { describeUrl, PostgresStateOptionsSchema, resolvePostgresOptions, type PostgresStateInput, type ResolvedPostgresOptions } from "./options.js";
 export type { SessionState, StoredEntry, UnitState } from "./unit-state.js";
@@ -50,6 +54,8 @@ export interface PostgresStateDeps {
   /** A graceful handover: stop the unit's platform traffic and resolve once its sends in progress are recorded (the lease is still valid). */
   beforeRelease?: (lease: HeldLease) => Promise<void>;
   onError?: (error: unknown) => void;
+  /** This node's config hash now, written with each heartbeat (nodes compare theirs). */
+  configHash?: () => string;
 }
 
 export interface ClusterStatus {
@@ -72,6 +78,10 @@ export interface PostgresState {
   /** The schema version in place after migrating. */
   readonly schemaVersion: number;
   readonly leases: LeaseKeeper;
+  /** Identity links, in tables every node sees; `fencedBy` fences each write by the lease of the account whose command makes it. */
+  linkBook(fencedBy: FencedBy): LinkBook;
+  /** Holds a session no account owns (shared-sessions.ts) until released. */
+  holdSession(key: string, signal?: AbortSignal): Promise<SharedSessionHold>;
   /** The state of a unit this node holds, loaded from the database; its writes are fenced by `lease`. */
   openUnit(lease: HeldLease): Promise<UnitState>;
   /** Who owns what, on the database's clock: for `/healthz`, `/metrics` and `agent-bridge check`. */
@@ -115,6 +125,7 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
     ...(deps.onAcquired ? { onAcquired: deps.onAcquired } : {}),
     ...(deps.beforeRelease ? { beforeRelease: deps.beforeRelease } : {}),
     ...(deps.onError ? { onError: deps.onError } : {}),
+    ...(deps.configHash ? { configHash: deps.configHash } : {}),
   });
   /** Aborted by the first `close` or `abandon`: the pool ends once. */
   const ended = new AbortController();
@@ -140,6 +151,8 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
         }),
       };
     },
+    linkBook: (fencedBy) => createPgLinkBook({ pool, fencedBy }),
+    holdSession: (key, signal) => holdSharedSession(pool, deps.clock ?? monotonicClock, key, options.leaseTtlMs / 3000, signal),
     openUnit: (lease) => openUnitState({ pool, lease, maxAttachmentBytes: options.maxAttachmentBytes, ...(deps.random ? { random: deps.random } : {}) }),
     async close() {
       if (ended.signal.aborted) return;

@@ -99,11 +99,13 @@ export interface LeaseKeeperOptions {
   beforeRelease?: (lease: HeldLease) => Promise<void>;
   /** A background round failed (database unreachable, say); the keeper tries again next round. */
   onError?: (error: unknown) => void;
+  /** This node's config hash now (it changes with a reload), written with each heartbeat. */
+  configHash?: () => string;
 }
 
 const EpochRow = z.object({ epoch: z.coerce.number().int() });
 const UnitRow = z.object({ unit: z.string() });
-const CountRow = z.object({ live: z.coerce.number().int() });
+const CountRow = z.object({ live: z.coerce.number().int(), hashes: z.array(z.string()).default([]) });
 const FreeRow = z.object({ unit: z.string(), stale: z.boolean() });
 
 const ms = (n: number) => n / 1000;
@@ -117,6 +119,8 @@ export class LeaseKeeper {
   #stopped = false;
   /** How the last background round went (renew or place): a node that cannot reach the database says so in /healthz. */
   #lastRound: { ok: boolean; at: number } | undefined;
+  /** The config hashes of the other live nodes, as of the last heartbeat (nodes that report none left out). */
+  #peerHashes: string[] = [];
   /** Units handed over on request, and until when (monotonic ms) this node leaves them to others; a stale one is claimed anyway, so none is left unowned. */
   readonly #leaving = new Map<string, number>();
   /** Placement rounds, acquires and releases, one at a time (two never claim or free the same unit at once). */
@@ -137,6 +141,11 @@ export class LeaseKeeper {
   }
 
   /** Whether the last renewal or placement round reached the database (undefined before the first). */
+  /** The config hashes the other live nodes reported at the last heartbeat, each once. */
+  get peerConfigHashes(): readonly string[] {
+    return this.#peerHashes;
+  }
+
   get lastRound(): { ok: boolean; at: number } | undefined {
     return this.#lastRound;
   }
@@ -289,12 +298,15 @@ export class LeaseKeeper {
   /** `ceil(units / live nodes)`, live meaning seen within two TTLs (this node counts: it just heartbeat). */
   async #fairShare(): Promise<number> {
     const { rows } = await this.#o.pool.query(
-      `WITH beat AS (INSERT INTO node (id, seen_at) VALUES ($1, clock_timestamp())
-                     ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at RETURNING id)
-       SELECT 1 + count(*) AS live FROM node, beat WHERE node.id <> beat.id AND node.seen_at > clock_timestamp() - make_interval(secs => $2)`,
-      [this.#o.nodeId, ms(2 * this.#o.leaseTtlMs)],
+      `WITH beat AS (INSERT INTO node (id, seen_at, config_hash) VALUES ($1, clock_timestamp(), $3)
+                     ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at, config_hash = excluded.config_hash RETURNING id)
+       SELECT 1 + count(*) AS live, coalesce(array_agg(DISTINCT node.config_hash) FILTER (WHERE node.config_hash IS NOT NULL), '{}') AS hashes
+       FROM node, beat WHERE node.id <> beat.id AND node.seen_at > clock_timestamp() - make_interval(secs => $2)`,
+      [this.#o.nodeId, ms(2 * this.#o.leaseTtlMs), this.#o.configHash?.() ?? null],
     );
-    const live = Math.max(1, CountRow.parse(rows[0]).live);
+    const row = CountRow.parse(rows[0]);
+    this.#peerHashes = row.hashes;
+    const live = Math.max(1, row.live);
     return Math.ceil(this.#o.units.length / live);
   }
 

@@ -58,6 +58,35 @@ export const MIGRATIONS: readonly { version: number; sql: string }[] = [
       );
     `,
   },
+  {
+    // Identity links and their codes belong to no one account: a code made on one account's node
+    // is used on another's (state/postgres/identity-links.ts). Written fenced by the lease of the
+    // account whose command writes them.
+    version: 2,
+    sql: `
+      CREATE TABLE identity_link (
+        platform text NOT NULL,
+        account text NOT NULL,
+        user_id text NOT NULL,
+        person text NOT NULL,
+        PRIMARY KEY (platform, account, user_id)
+      );
+      CREATE INDEX identity_link_person ON identity_link (person);
+      CREATE TABLE link_code (
+        hash text PRIMARY KEY,
+        platform text NOT NULL,
+        account text NOT NULL,
+        user_id text NOT NULL,
+        expires_at timestamptz NOT NULL,
+        UNIQUE (platform, account, user_id)
+      );
+    `,
+  },
+  {
+    // Each node's config hash (config/reload.ts), so /healthz and `check` can tell nodes that run different configs.
+    version: 3,
+    sql: "ALTER TABLE node ADD COLUMN config_hash text;",
+  },
 ];
 
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

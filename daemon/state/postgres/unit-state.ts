@@ -71,6 +71,8 @@ export interface UnitState {
   writeAuth(data: AuthWrite): Promise<void>;
   /** Forgets this unit's WhatsApp auth state (the device was unlinked). */
   clearAuth(): Promise<void>;
+  /** `work` in one transaction fenced by this unit's lease (the row FOR SHARE, the epoch checked): for state of no one unit written on its behalf. */
+  fenced<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T>;
 }
 
 export interface UnitStateDeps {
@@ -379,5 +381,6 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
           }
       });
     },
+    fenced,
   };
 }

@@ -90,7 +90,7 @@ describe("several daemons on PostgreSQL", () => {
     // `agent-bridge check` reads who owns what from the database (the URL's password never shown).
     const check = runAgentBridge(["check", "--config", byName(nodes, first).configFile]);
     await check.exited;
-    expect(check.stdout()).toMatch(/ok +database postgres:\/\/postgres@127\.0\.0\.1:\d+\/\w+: reachable, schema version 1/);
+    expect(check.stdout()).toMatch(/ok +database postgres:\/\/postgres@127\.0\.0\.1:\d+\/\w+: reachable, schema version 3/);
     expect(check.stdout()).toMatch(new RegExp(`ok +account telegram:tg: owned by node ${second} \\(epoch 2, lease valid for \\d+ s more\\)`));
   });
 

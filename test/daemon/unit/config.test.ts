@@ -50,6 +50,7 @@ describe("parseConfig", () => {
       maxPendingTotal: 1000,
       debounceMs: 1500,
       maxTurnAgeMs: 24 * 3600 * 1000,
+      mode: "followup",
     });
     expect(cfg.retry).toEqual({
       maxAttempts: 6,

@@ -1,0 +1,105 @@
+/**
+ * Live config: what a reload reads, and what it changes. The new file is
+ * checked as `agent-bridge check --offline` checks it (the schema, the
+ * loader's cross-checks, at least one route); a file with problems is refused
+ * and the running config stays. A good one is compared with the running one:
+ * most of it applies from the next message; a channel whose connection
+ * settings (a token, an address, a file) changed restarts alone; the parts the
+ * daemon opened at its start (the service client, the state, the ops server,
+ * the log) wait for a restart, and the reload says which.
+ */
+import { createHash } from "node:crypto";
+import { ConfigError, loadConfig } from "./load.js";
+import type { ChannelConfig, DaemonConfig } from "./schema.js";
+
+/** What the offline check of a config file found: the config, or its problems. */
+export type OfflineCheck = { ok: true; config: DaemonConfig; hash: string } | { ok: false; problems: string[] };
+
+/** The checks that need nothing but the file and the environment: what `check --offline` runs and a reload applies. */
+export async function checkOffline(file: string, env: NodeJS.ProcessEnv): Promise<OfflineCheck> {
+  let config: DaemonConfig;
+  try {
+    config = await loadConfig(file, env);
+  } catch (error) {
+    if (error instanceof ConfigError) return { ok: false, problems: [...error.problems] };
+    return { ok: false, problems: [error instanceof Error ? error.message : String(error)] };
+  }
+  if (config.routes.length === 0) return { ok: false, problems: ["routes: none: no message could reach an agent; add at least one"] };
+  return { ok: true, config, hash: configHash(config) };
+}
+
+/**
+ * A short digest of a config as loaded (variables filled in), for telling
+ * nodes with different configs apart; it shows nothing of the config. What
+ * is each machine's own is left out: `dataDir`, `ops` and `state.nodeId`.
+ */
+export function configHash(config: DaemonConfig): string {
+  const { dataDir: _dir, ops: _ops, state, ...shared } = config;
+  const { nodeId: _node, ...sharedState } = state.kind === "postgres" ? state : { ...state, nodeId: undefined };
+  return createHash("sha256")
+    .update(canonicalJson({ ...shared, state: sharedState }))
+    .digest("hex")
+    .slice(0, 16);
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/** Top-level parts the daemon opened at its start: a change to them waits for a restart. */
+export const RESTART_ONLY = ["service", "dataDir", "state", "ops", "logLevel"] as const satisfies readonly (keyof DaemonConfig)[];
+
+/**
+ * A channel's keys the core reads when a message comes (through the channel
+ * lookup): a change applies from the next message. Any other key is the
+ * adapter's own (credentials, addresses, files, pace) and restarts the channel.
+ */
+export const LIVE_CHANNEL_KEYS: ReadonlySet<string> = new Set([
+  "access",
+  "requireMention",
+  "groupContext",
+  "ackReaction",
+  "streaming",
+  "sessionReset",
+  "queue",
+]);
+
+/** What a reload changes. */
+export interface ReloadPlan {
+  /** Top-level parts that differ and wait for a restart (the running ones stay). */
+  restartNeeded: string[];
+  /** Channels (by id) whose adapter restarts: their connection settings changed. */
+  restart: string[];
+  /** Channels new in the file (enabled). */
+  add: string[];
+  /** Channels gone from the file, or disabled. */
+  remove: string[];
+}
+
+export function planReload(current: DaemonConfig, next: DaemonConfig): ReloadPlan {
+  const restartNeeded = RESTART_ONLY.filter((k) => canonicalJson(current[k]) !== canonicalJson(next[k]));
+  const enabled = (c: DaemonConfig) => new Map(c.channels.filter((ch) => ch.enabled).map((ch) => [ch.id, ch]));
+  const before = enabled(current);
+  const after = enabled(next);
+  const restart: string[] = [];
+  const add: string[] = [];
+  for (const [id, channel] of after) {
+    const old = before.get(id);
+    if (!old) add.push(id);
+    else if (connectionOf(old) !== connectionOf(channel)) restart.push(id);
+  }
+  const remove = [...before.keys()].filter((id) => !after.has(id));
+  return { restartNeeded, restart, add, remove };
+}
+
+/** A channel's connection settings (everything but the live keys), comparable as text. */
+function connectionOf(channel: ChannelConfig): string {
+  return canonicalJson(Object.fromEntries(Object.entries(channel).filter(([k]) => !LIVE_CHANNEL_KEYS.has(k))));
+}

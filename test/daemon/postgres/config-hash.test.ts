@@ -1,0 +1,55 @@
+/**
+ * Several daemons on one PostgreSQL database report their config's hash with
+ * each heartbeat: after a reload that reached one node only, the other's
+ * /healthz and `agent-bridge check` say the nodes differ; once both run the
+ * same file again, they agree.
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { runAgentBridge } from "../../helpers/cli.js";
+import { waitUntil } from "../../helpers/wait.js";
+import { byName, clusterPerTest } from "./cluster-harness.js";
+
+const startNodes = clusterPerTest();
+
+/** The telegram channel's access list in a node's config file, replaced. */
+function allow(configFile: string, users: string[]): void {
+  const config = JSON.parse(readFileSync(configFile, "utf8")) as { channels: { access: { users: string[] } }[] };
+  config.channels[0]!.access.users = users;
+  writeFileSync(configFile, JSON.stringify(config));
+}
+
+describe("config hashes across nodes", () => {
+  it("warns in /healthz and check when a reload reached only some nodes", { timeout: 90_000 }, async () => {
+    const c = await startNodes({ leaseTtlMs: 5_000 });
+    const nodes = ["a", "b"].map((n) => c.node(n));
+    await c.owner();
+    const a = byName(nodes, "a");
+    const b = byName(nodes, "b");
+    const healthOf = async (node: typeof a) =>
+      ((await (await fetch(`${await node.opsUrl()}/healthz`)).json()) as { config: { hash: string; otherNodesDiffer: string[] } }).config;
+    const hashes = async () => (await c.query("SELECT DISTINCT config_hash FROM node WHERE config_hash IS NOT NULL")).map((r) => r.config_hash);
+    await waitUntil(async () => (await hashes()).length === 1 && (await c.query("SELECT id FROM node")).length === 2, "both nodes' heartbeats");
+    expect((await healthOf(a)).otherNodesDiffer).toEqual([]);
+    const agree = runAgentBridge(["check", "--config", a.configFile]);
+    await agree.exited;
+    expect(agree.stdout()).toMatch(/ok +node configs: every running node runs this file \(hash [0-9a-f]{16}\)/);
+
+    allow(b.configFile, ["4101"]);
+    const reload = runAgentBridge(["reload", "--config", b.configFile]);
+    expect(await reload.exited).toBe(0);
+    await waitUntil(async () => (await hashes()).length === 2, "b's new hash in the node table");
+    const bHash = (await healthOf(b)).hash;
+    await waitUntil(async () => (await healthOf(a)).otherNodesDiffer.includes(bHash), "a to see b's hash");
+    const differ = runAgentBridge(["check", "--config", a.configFile]);
+    await differ.exited;
+    expect(differ.stdout()).toMatch(/warn +node configs: the running nodes' configs differ from this file/);
+    expect(differ.stdout()).toContain(`b ${bHash}`);
+
+    allow(a.configFile, ["4101"]);
+    a.child.proc.kill("SIGHUP");
+    await waitUntil(async () => (await healthOf(a)).hash === bHash && (await healthOf(a)).otherNodesDiffer.length === 0, "a on the same file");
+    await waitUntil(async () => (await hashes()).length === 1, "a's new hash in the node table at its next heartbeat");
+    expect(await hashes()).toEqual([bHash]);
+  });
+});
