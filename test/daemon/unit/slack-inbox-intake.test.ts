@@ -27,7 +27,9 @@ function memoryInbox() {
   const wakes = new Set<() => void>();
   const inbox: EventInbox = {
     pending: async () => [...rows].map(([key, body]) => ({ key, body })),
-    remove: async (keys) => void keys.forEach((k) => rows.delete(k)),
+    remove: async (keys) => {
+      for (const k of keys) rows.delete(k);
+    },
     watch: (wake) => {
       wakes.add(wake);
       return () => wakes.delete(wake);
