@@ -11,14 +11,14 @@
 import { Writable } from "node:stream";
 import type { Page } from "playwright-core";
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import { createWhatsAppAdapter } from "../../daemon/adapters/whatsapp/index.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeBaileys, type FakeBaileys } from "../fakes/baileys-socket.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
-import { openServiceFixture } from "../helpers/bridge.js";
+import { openServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { waitUntil } from "../helpers/wait.js";
 import { launchBrowser, textOf, UNTIL, type TestBrowser } from "../helpers/browser.js";
 import { openSse, type SseReader } from "../helpers/sse-client.js";
@@ -28,7 +28,7 @@ const BOT_TOKEN = "987654321:BrowserSecretBotTokenAAAAAAAAAAAAAA";
 const stranger = { id: 7001, username: "stranger" };
 const CODE = /pairing code is ([A-Z2-9]{8})/;
 
-const cleanups: (() => Promise<void> | void)[] = [];
+let service: ServiceFixture;
 let fake: FakeTelegram;
 /** The WhatsApp channel's linked device. */
 let phone: FakeBaileys;
@@ -45,11 +45,17 @@ const bodies: { url: string; body: string }[] = [];
 /** Every pairing code and WhatsApp link code handed out during the test: secrets the page must never show as text. */
 const codes: string[] = [];
 
+// File-wide: each beforeAll returns its release, which the runner calls after the last test (last made, first released).
 beforeAll(async () => {
-  const service = await openServiceFixture("daemon-console-");
-  cleanups.push(service.close);
+  const fixture = await openServiceFixture("daemon-console-");
+  service = fixture;
+  return fixture.close;
+});
+beforeAll(async () => {
   fake = await createFakeTelegram({ token: BOT_TOKEN });
-  cleanups.push(() => fake.close());
+  return () => fake.close();
+});
+beforeAll(() => {
   const base = service.configFor({ type: "terminal" });
   apiKey = base.service.apiKey;
   const config = daemonConfigSchema.parse({
@@ -74,7 +80,9 @@ beforeAll(async () => {
         ? Promise.resolve(createWhatsAppAdapter(channel, deps, { socketFactory: phone.factory, qrOutput: quiet, random: seededRandom(5) }))
         : undefined,
   });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  return () => daemon.stop({ graceMs: 0 });
+});
+beforeAll(async () => {
   const started = daemon.start();
   // The WhatsApp channel starts linked: its first socket opens.
   await waitUntil(() => phone.sockets.length === 1, "the WhatsApp channel's first socket");
@@ -83,11 +91,16 @@ beforeAll(async () => {
   phone.latest().updateCreds({ me: { id: "4915100000001:7@s.whatsapp.net", name: "Agent" } });
   await started;
   url = daemon.opsUrl!;
+});
+beforeAll(async () => {
   events = await openSse(`${url}/ui/api/events`, { authorization: `Bearer ${OPS_TOKEN}` });
-  cleanups.push(() => events.close());
-
+  return () => events.close();
+});
+beforeAll(async () => {
   browser = await launchBrowser();
-  cleanups.push(() => browser.close());
+  return () => browser.close();
+});
+beforeAll(async () => {
   page = await browser.context.newPage();
   page.on("pageerror", (error) => pageErrors.push(error.message));
   page.on("console", (m) => void (m.type() === "error" && /Content Security Policy|Trusted ?Type/i.test(m.text()) && pageErrors.push(m.text())));
@@ -98,9 +111,6 @@ beforeAll(async () => {
       () => undefined, // a redirect has no body
     );
   });
-});
-afterAll(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
 });
 
 /** Sends `text` as `user` and resolves with the next message the bot sends them. */
