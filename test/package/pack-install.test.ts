@@ -12,7 +12,7 @@
  * (`--prefer-offline`: the repository's own `npm ci` filled it); jest is not
  * a dependency here (its lock entries break `npm ci`, npm/cli#4828), so the
  * first run on a machine fetches it from the registry. About 10-40 s; tsc
- * about 5 s; the three runs about 10 s.
+ * about 5 s; the five runs (two of them replaying a recording) about 10 s.
  * Its own vitest project keeps it from competing with the other files.
  */
 import { execFileSync, spawnSync } from "node:child_process";
