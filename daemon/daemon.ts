@@ -16,7 +16,8 @@ import { systemClock, type Clock } from "../shared/clock.js";
 import { createServiceClient, type ServiceClient } from "../shared/client/index.js";
 import { cryptoRandom, type Random } from "../shared/random.js";
 import { buildAdapter, buildAdapters, loadAdapterModules } from "./adapters/index.js";
-import type { PlatformDeps } from "./adapters/platform.js";
+import type { PlatformDeps, Receiver } from "./adapters/platform.js";
+import { platforms } from "./adapters/registry.js";
 import type { ClusterNode } from "./cluster-node.js";
 import type { HeldLease } from "./state/postgres/leases.js";
 import type { ChannelConfig, DaemonConfig } from "./config/schema.js";
@@ -160,6 +161,8 @@ export class BridgeDaemon implements Daemon {
   readonly #linkCodes = new Map<ChatAdapter, string>();
   /** With `"state": {"kind": "postgres"}`: this node's part in the bridge (which accounts it owns). */
   #cluster: ClusterNode | undefined;
+  /** Several machines: the receivers this node runs whoever owns the accounts; closed first at the stop. */
+  #receivers: Receiver[] = [];
   /** Each adapter is stopped once, whoever asks first (teardown, a handover); a re-taken account's adapter is removed first. */
   readonly #stopping = new WeakMap<ChatAdapter, Promise<void>>();
   /** The adapter of each platform account, as the relay looks them up; the same adapters as `#adapters`. */
@@ -243,6 +246,7 @@ export class BridgeDaemon implements Daemon {
     this.#scheduler?.stop();
     void this.#relay?.haltDelivery();
     this.#control?.close();
+    await this.#closeReceivers();
     await this.#store?.abandon();
     await Promise.allSettled(this.#adapters.map((a) => a.stop()));
     await this.#ops?.close();
@@ -389,6 +393,7 @@ export class BridgeDaemon implements Daemon {
     if (this.#cluster) {
       const cluster = this.#cluster;
       await this.#loadPlatformLibraries();
+      await this.#startReceivers(cluster);
       // The accounts come with their leases: taken now and whenever another node lets one go.
       await cluster.start();
       relay.release();
@@ -406,6 +411,25 @@ export class BridgeDaemon implements Daemon {
       { adapters: this.#adapters.map((a) => `${a.platform}:${a.accountId}`), resumed: pendingAtStart, routes: this.#config.routes.length },
       "daemon started",
     );
+  }
+
+  /** Several machines: the receivers every node runs (Slack's Events API endpoint), keeping events for the accounts' owners. */
+  async #startReceivers(cluster: ClusterNode): Promise<void> {
+    for (const channel of this.#config.channels.filter((c) => c.enabled)) {
+      const unit = `${channel.type}:${channel.id}`;
+      for (const platform of platforms) {
+        const receiver = await platform.receive(channel, {
+          logger: this.logger.child({ channel: channel.id, type: channel.type }),
+          clock: this.#clock,
+          keep: (key, body) => cluster.state.inbox.put(unit, key, body),
+        });
+        if (receiver) this.#receivers.push(receiver);
+      }
+    }
+  }
+
+  async #closeReceivers(): Promise<void> {
+    await Promise.allSettled(this.#receivers.splice(0).map((r) => r.close()));
   }
 
   #serviceClient(): ServiceClient {
@@ -631,6 +655,7 @@ export class BridgeDaemon implements Daemon {
         ...this.#adapterDeps(),
         stateFor: (c) => s.kv(`adapter:${c.type}:${c.id}`),
         credentialsFor: (c) => this.#cluster!.store.credentials(`${c.type}:${c.id}`),
+        inboxFor: (c) => this.#cluster!.store.inbox(`${c.type}:${c.id}`),
       }));
     // Lost while the adapter was built: it must not connect (another node may own the account
     // by now); the lease's end gives the account up, and this adapter never started.
@@ -667,6 +692,7 @@ export class BridgeDaemon implements Daemon {
   async #teardown(requestedGraceMs: number): Promise<void> {
     // Several machines: in-flight turns get the handover grace, then the accounts go to other nodes.
     const graceMs = this.#cluster ? Math.min(requestedGraceMs, this.#cluster.handoverGraceMs) : requestedGraceMs;
+    await this.#closeReceivers();
     // The adapters stop taking messages in first: one an adapter received meanwhile is still journaled
     // (Discord and WhatsApp never deliver it again); only then do new turns stop.
     await Promise.allSettled(this.#adapters.map((a) => this.#stopAdapter(a)));

@@ -7,7 +7,6 @@
  *   await request(emulator.app).post("/v1/organization/signup").send({ name: "acme" });
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
@@ -27,7 +26,7 @@ import { applyFixture, checkFixture, describeFixtureProblems, type FixtureInput,
 import { mountRoutes, type Handlers } from "./http/router.js";
 import { type EmulatorLogger, reportUnexpectedErrors } from "./events/error-log.js";
 import { assignRequestIds } from "./events/request-id.js";
-import { KEEP_ALIVE_TIMEOUT_MS, listenWithBacklog } from "../shared/listen.js";
+import { ApiListener } from "./http/api-listener.js";
 import { applyApiFault } from "./http/api-faults.js";
 import { inOrder } from "./http/in-order.js";
 import { mountOpenApi } from "./http/openapi.js";
@@ -176,13 +175,12 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const events = createEventHub(
     withoutUndefined({ heartbeatMs: options.eventsHeartbeatMs, maxQueuedBytes: options.eventsMaxQueuedBytes, maxClients: options.eventsMaxClients }),
   );
-  // The generator is made once the store is open: a seeded one continues from the position on disk,
-  // so ids drawn before a restart are never drawn again.
-  let random: Random | undefined;
+  // The store makes the generator once it has read the position on disk: a seeded one continues
+  // from there, so ids drawn before a restart are never drawn again.
   const store = observeStore(
     await openStore({
       ...withoutUndefined({ dataDir: persistent ? options.dataDir : undefined, flushMs: options.flushMs }),
-      randomPosition: () => random?.position?.(),
+      random: (start) => options.random ?? (options.seed !== undefined ? seededRandom(options.seed, start) : cryptoRandom),
     }),
     (replaced) => events.publish({ type: "state", data: { at: new Date(baseClock.now()).toISOString(), replaced } }),
   );
@@ -190,7 +188,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const sandboxClocks = createSandboxClocks(baseClock, (id) => (Object.hasOwn(store.data.sandboxes, id) ? store.data.sandboxes[id]!.clock_offset_ms : 0));
   const clock = sandboxClocks.clock;
   const journals = createSandboxJournals();
-  random = options.random ?? (options.seed !== undefined ? seededRandom(options.seed, store.randomPosition) : cryptoRandom);
+  const random = store.random ?? cryptoRandom;
   const scratch = persistent ? undefined : mkdtempSync(join(tmpdir(), "agent-bridge-emulator-"));
   const workspaceRoot = persistent ? join(store.dataDir!, "instances") : scratch!;
 
@@ -233,10 +231,6 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   // Remembered so instance views keep answering after the gateway is closed (tests close it on purpose).
   const gatewayBase = gateway.url;
 
-  let server: Server | undefined;
-  let publicUrl: string | undefined;
-  /** The address `listen` bound, to tell a wildcard (0.0.0.0, ::) from a usable URL. */
-  let listeningOn: string | undefined;
   const requests = createRequestLog();
   const env: EmulatorEnv = {
     store,
@@ -249,12 +243,13 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     settings,
     workspaces: createWorkspaces(workspaceRoot),
     gatewayDispatcher: new Agent({ keepAliveTimeout: 30_000, connections: 256 }),
-    publicUrl: () => publicUrl ?? "http://localhost",
+    publicUrl: () => listener.linkBase(),
     gatewayUrlOf: (instance) => instance.gateway_override ?? `${gatewayBase}/instances/${encodeURIComponent(instance.id)}`,
     settle: (instance) => settleInstance(env, instance),
   };
 
   const app = express();
+  const listener = new ApiListener(app);
   app.disable("x-powered-by");
   app.set("etag", false);
   const onAnswered = reportUnexpectedErrors({ logger: options.logger ?? pino({ base: null }, process.stderr), hub: events, clock });
@@ -280,7 +275,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   );
 
   if (replay) app.use(replay.handle);
-  mountOpenApi(app, env, () => (listeningOn && !isWildcard(listeningOn) ? publicUrl : undefined));
+  mountOpenApi(app, env, () => listener.usableUrl());
   mountBillingPage(app, env);
   mountEvents(app, env, events);
   mountConsole(app, env);
@@ -308,7 +303,6 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   });
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => sendError(res, error));
 
-  let closed = false;
   const emulator: Emulator = {
     app,
     gateway,
@@ -319,33 +313,18 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     sandboxes: sandboxesApi(env, sandboxes, scripts),
     ...(replay ? { replay } : {}),
     async listen(port = 0, host = "127.0.0.1") {
-      const api = createServer(app);
-      api.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-      server = await listenWithBacklog(api, port, host);
-      const address = server!.address();
-      if (!address || typeof address === "string") throw new Error("emulator: no address");
-      const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
-      listeningOn = address.address;
-      publicUrl = `http://${shownHost}:${address.port}`;
+      const url = await listener.listen(port, host);
       settings.listenHost = host;
-      return publicUrl;
+      return url;
     },
     get url() {
-      if (!publicUrl) throw new Error("emulator: not listening");
-      return publicUrl;
+      return listener.url;
     },
     async close() {
-      if (closed) return;
-      closed = true;
+      if (!listener.markClosed()) return;
       // Event streams end cleanly (clients see the end, not a reset) before sockets are cut.
       events.close();
-      if (server) {
-        const s = server;
-        await new Promise<void>((resolve) => {
-          s.close(() => resolve());
-          s.closeAllConnections();
-        });
-      }
+      await listener.stopServer();
       await replay?.close();
       await gateway.close();
       await env.gatewayDispatcher.close().catch(() => {});
@@ -375,5 +354,3 @@ async function loadStartFixture(env: EmulatorEnv, source: string | FixtureInput)
 
 /** Where `app.use("/_emulator/snapshot", ...)` applied: the path or below it, in any case (express matches paths case-insensitively). */
 const SNAPSHOT_PATH = /^\/_emulator\/snapshot(?:\/|$)/i;
-
-const isWildcard = (address: string) => address === "0.0.0.0" || address === "::";

@@ -7,7 +7,7 @@
 import type { Readable, Writable } from "node:stream";
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
-import type { AdapterStateStore, ChatAdapter, CredentialStore } from "../vocabulary/adapter.js";
+import type { AdapterStateStore, ChatAdapter, CredentialStore, EventInbox } from "../vocabulary/adapter.js";
 import type { FinalChannel, PlatformDeps } from "./platform.js";
 import { platforms } from "./registry.js";
 
@@ -25,6 +25,8 @@ export interface BuildAdapterDeps<C extends FinalChannel = FinalChannel> {
   stateFor(channel: C): AdapterStateStore;
   /** Several machines: the account's credentials in the state backend (else the adapter keeps its own files). */
   credentialsFor?(channel: C): CredentialStore;
+  /** Several machines: the events other nodes kept for the account. */
+  inboxFor?(channel: C): EventInbox;
   /** Tests: builds the adapter instead of its platform (a fake socket, say), from the same deps. */
   create?(channel: C, deps: PlatformDeps): Promise<ChatAdapter> | undefined;
   /** The terminal channel's streams (default stdin/stdout). */
@@ -54,6 +56,7 @@ export async function buildAdapter<C extends FinalChannel>(config: AdapterSettin
     ...(deps.stdin ? { stdin: deps.stdin } : {}),
     ...(deps.stdout ? { stdout: deps.stdout } : {}),
     ...(deps.credentialsFor ? { credentials: deps.credentialsFor(channel) } : {}),
+    ...(deps.inboxFor ? { inbox: deps.inboxFor(channel) } : {}),
   };
   const adapter = deps.create?.(channel, platformDeps) ?? platforms.map((p) => p.create(channel, platformDeps)).find((a) => a !== undefined);
   if (!adapter) throw new Error(`no platform for channel type "${channel.type}"`);

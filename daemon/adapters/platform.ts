@@ -51,6 +51,19 @@ export interface PlatformDeps extends AdapterDeps {
   stdout?: Writable;
 }
 
+/** Several machines: what a node that may not own the account needs to receive its events. */
+export interface ReceiverDeps {
+  logger: import("pino").Logger;
+  clock: import("../../shared/clock.js").Clock;
+  /** Keeps one event for the account's owner (a repeated key is one event); resolves once it is durable. */
+  keep(key: string, body: unknown): Promise<void>;
+}
+
+/** A receiver every node runs for one channel, whoever owns the account. */
+export interface Receiver {
+  close(): Promise<void>;
+}
+
 /** One platform, as its folder writes it: every function sees only its own channels, precisely typed. */
 export interface PlatformSpec<T extends string, S extends z.ZodType<ParsedChannel & { type: T }>, C extends FinalChannel & { type: T }> {
   /** The channel `type` in the config. */
@@ -71,6 +84,12 @@ export interface PlatformSpec<T extends string, S extends z.ZodType<ParsedChanne
    * discord.js holds the event loop for as long as a short lease may go unrenewed.
    */
   load(): Promise<unknown>;
+  /**
+   * Several machines: for a platform that posts events to any node (Slack's HTTP Events API),
+   * the receiver each node runs for the channel; its events reach the owner's adapter as
+   * `AdapterDeps.inbox`. Undefined (or absent): only the owner receives.
+   */
+  receive?(channel: C, deps: ReceiverDeps): Promise<Receiver> | undefined;
   /** Builds the adapter; dynamic-imports the platform library so unused platforms are never loaded. */
   create(channel: C, deps: PlatformDeps): Promise<ChatAdapter>;
 }
@@ -93,6 +112,7 @@ export interface Platform<
   check(channel: FinalChannel, deps: ChannelCheckDeps): Promise<CheckResult> | undefined;
   load(channel: FinalChannel): Promise<unknown> | undefined;
   create(channel: FinalChannel, deps: PlatformDeps): Promise<ChatAdapter> | undefined;
+  receive(channel: FinalChannel, deps: ReceiverDeps): Promise<Receiver> | undefined;
 }
 
 export function definePlatform<T extends string, S extends z.ZodType<ParsedChannel & { type: T }>, C extends FinalChannel & { type: T }>(
@@ -110,6 +130,7 @@ export function definePlatform<T extends string, S extends z.ZodType<ParsedChann
     check: (channel, deps) => (finalHere(channel) ? spec.check(channel, deps) : undefined),
     load: (channel) => (finalHere(channel) ? spec.load() : undefined),
     create: (channel, deps) => (finalHere(channel) ? spec.create(channel, deps) : undefined),
+    receive: (channel, deps) => (finalHere(channel) ? spec.receive?.(channel, deps) : undefined),
   };
 }
 

@@ -20,6 +20,10 @@ import type { AcceptOutcome, InboundMessage } from "../vocabulary/adapter.js";
 import { parseCommand } from "./commands.js";
 import { chatKeyOf, type ChatKey } from "../vocabulary/keys.js";
 
+/** The group whose context a message reads and feeds: its chat, or the conversation it names instead. */
+const contextKeyOf = (message: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "contextChatId">): ChatKey =>
+  chatKeyOf({ ...message, chatId: message.contextChatId ?? message.chatId });
+
 /** One kept message. */
 export interface ContextLine {
   /** Clock time it was kept. */
@@ -81,23 +85,23 @@ export class GroupContexts {
   attach(message: InboundMessage): InboundMessage {
     if (message.chatType !== "group" || message.mentioned === false || parseCommand(message.text)) return message;
     this.#sweep();
-    const lines = this.#groups.get(chatKeyOf(message))?.lines;
+    const lines = this.#groups.get(contextKeyOf(message))?.lines;
     return lines?.length ? { ...message, text: withContext(lines, message) } : message;
   }
 
   /** After intake: an unaddressed message of a served group is kept; an accepted one uses up its group's context. */
   settle(message: InboundMessage, outcome: AcceptOutcome): void {
     if (message.chatType !== "group") return;
-    const key = chatKeyOf(message);
+    const key = contextKeyOf(message);
     if (outcome.status === "accepted" && message.mentioned !== false && !parseCommand(message.text)) this.#groups.delete(key);
     // A bridge command is not conversation (and `/approve CODE` carries a secret): never context.
     if (outcome.status === "refused" && outcome.reason === "not_mentioned" && !parseCommand(message.text)) this.#keep(key, message);
   }
 
   /** How many lines a group holds now (for tests and /status). */
-  size(message: Pick<InboundMessage, "platform" | "accountId" | "chatId">): number {
+  size(message: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "contextChatId">): number {
     this.#sweep();
-    return this.#groups.get(chatKeyOf(message))?.lines.length ?? 0;
+    return this.#groups.get(contextKeyOf(message))?.lines.length ?? 0;
   }
 
   #keep(key: ChatKey, message: InboundMessage): void {

@@ -26,7 +26,7 @@
  * can give the unit up and take it again from what the database holds.
  */
 import { encodeId, parseChatKey, type DedupeKey, type SessionKey } from "../vocabulary/keys.js";
-import type { AdapterStateStore, CredentialStore } from "../vocabulary/adapter.js";
+import type { AdapterStateStore, CredentialStore, EventInbox } from "../vocabulary/adapter.js";
 import type { HeldLease, PostgresState, UnitState } from "./postgres/index.js";
 import type { JournalEntry, SessionState, StoredAttachment } from "../vocabulary/records.js";
 import { DuplicateEntryError, LeaseLostError, StateWriteError } from "../vocabulary/state-errors.js";
@@ -49,6 +49,8 @@ export interface ClusterStore extends Store {
   units(): string[];
   /** The credentials of a unit this node holds (WhatsApp's linked device), fenced by its lease. */
   credentials(unit: string): CredentialStore;
+  /** The events kept for a unit this node holds (removal fenced by its lease). */
+  inbox(unit: string): EventInbox;
 }
 
 export interface ClusterStoreDeps {
@@ -234,6 +236,11 @@ export function createClusterStore(deps: ClusterStoreDeps): ClusterStore {
       read: (type, ids) => unitState(unit).readAuth(type, ids),
       write: (data) => write(unit, (u) => u.writeAuth(data)),
       clear: () => write(unit, (u) => u.clearAuth()),
+    }),
+    inbox: (unit) => ({
+      pending: () => state.inbox.pending(unit),
+      remove: (keys) => write(unit, (u) => u.removeInbox(keys)),
+      watch: (wake) => state.inbox.watch(unit, wake),
     }),
     close: () => state.close(),
     abandon: () => state.abandon(),

@@ -51,6 +51,12 @@ export interface InboundMessage {
    * them apply when the chat itself is not listed.
    */
   groupAliases?: string[];
+  /**
+   * In a group: the chat whose unaddressed messages are this message's group context, when
+   * it is not `chatId` (a Slack top-level channel message starts a thread of its own; the
+   * talk around it is the channel's top level).
+   */
+  contextChatId?: string;
   /** The sender's stable id on the platform. */
   userId: string;
   /** Other ids the same sender is known by (WhatsApp phone number and `@lid` id). */
@@ -354,6 +360,22 @@ export interface AdapterDeps {
    * them in its own files below `dataDir`.
    */
   credentials?: CredentialStore;
+  /**
+   * Several machines: events any node of the bridge received for this account and kept
+   * (a platform that posts to whichever node its load balancer picks). Absent: one node,
+   * which receives them itself.
+   */
+  inbox?: EventInbox;
+}
+
+/** The account's kept events, as its owner sees them. */
+export interface EventInbox {
+  /** The kept events, oldest first. */
+  pending(): Promise<{ key: string; body: unknown }[]>;
+  /** Forgets events now in the journal (fenced by the account's lease: refused once it is lost). */
+  remove(keys: readonly string[]): Promise<void>;
+  /** Calls `wake` when a node keeps a new event; returns the stop. Best effort: poll as well. */
+  watch(wake: () => void): () => void;
 }
 
 /** Records of an account's credentials by type and id; values are plain JSON. */

@@ -49,6 +49,7 @@ export const StoredMessageSchema = z.object({
   /** A forum topic's id (absent in chats without topics: older journals replay as before). */
   threadId: z.string().optional(),
   groupAliases: z.array(z.string()).optional(),
+  contextChatId: z.string().optional(),
   userId: z.string(),
   userAliases: z.array(z.string()).optional(),
   userName: z.string().optional(),

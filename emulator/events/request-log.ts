@@ -81,35 +81,53 @@ export interface RequestLog {
 export const REQUEST_LOG_CAPACITY = 500;
 
 export function createRequestLog(capacity = REQUEST_LOG_CAPACITY): RequestLog {
-  /** Every kept capture by arrival number; Map keeps insertion order, so the first key is the oldest. */
-  const bySeq = new Map<number, RawCapture>();
-  /** Client captures by their console id (a subset of `bySeq`, evicted with it). */
-  const byId = new Map<number, RawCapture>();
-  let nextSeq = 0;
-  /** Captures from this arrival number on are in the journal. */
-  let journalFrom = 0;
-  return {
-    record(capture) {
-      bySeq.set(nextSeq++, capture);
-      if (capture.id !== undefined) byId.set(capture.id, capture);
-      if (bySeq.size > capacity) {
-        const oldest = bySeq.keys().next().value!;
-        const evicted = bySeq.get(oldest)!;
-        bySeq.delete(oldest);
-        if (evicted.id !== undefined) byId.delete(evicted.id);
-      }
-    },
-    get: (id) => byId.get(id),
-    list: () => [...byId].map(([id, capture]) => ({ id, ...recordOf(capture) })),
-    journal() {
-      const lines: RequestRecord[] = [];
-      for (const [seq, capture] of bySeq) {
-        if (capture.finished && seq >= journalFrom) lines.push(recordOf(capture));
-      }
-      return lines;
-    },
-    clearJournal() {
-      journalFrom = nextSeq;
-    },
-  };
+  return new RingRequestLog(capacity);
+}
+
+/** The ring: evicts the oldest capture past its capacity; the journal is a suffix of it by arrival number. */
+class RingRequestLog implements RequestLog {
+  readonly #capacity: number;
+  /** Every kept capture by arrival number; Map keeps insertion order, so the first key is the oldest; never more than `#capacity`. */
+  readonly #bySeq = new Map<number, RawCapture>();
+  /** Client captures by their console id (a subset of `#bySeq`, evicted with it). */
+  readonly #byId = new Map<number, RawCapture>();
+  /** The arrival number of the next capture: above every key of `#bySeq`, only grows. */
+  #nextSeq = 0;
+  /** Captures from this arrival number on are in the journal; never above `#nextSeq`. */
+  #journalFrom = 0;
+
+  constructor(capacity: number) {
+    this.#capacity = capacity;
+  }
+
+  record(capture: RawCapture): void {
+    this.#bySeq.set(this.#nextSeq++, capture);
+    if (capture.id !== undefined) this.#byId.set(capture.id, capture);
+    if (this.#bySeq.size > this.#capacity) {
+      const oldest = this.#bySeq.keys().next().value!;
+      const evicted = this.#bySeq.get(oldest)!;
+      this.#bySeq.delete(oldest);
+      if (evicted.id !== undefined) this.#byId.delete(evicted.id);
+    }
+  }
+
+  get(id: number): RawCapture | undefined {
+    return this.#byId.get(id);
+  }
+
+  list(): RequestEvent[] {
+    return [...this.#byId].map(([id, capture]) => ({ id, ...recordOf(capture) }));
+  }
+
+  journal(): RequestRecord[] {
+    const lines: RequestRecord[] = [];
+    for (const [seq, capture] of this.#bySeq) {
+      if (capture.finished && seq >= this.#journalFrom) lines.push(recordOf(capture));
+    }
+    return lines;
+  }
+
+  clearJournal(): void {
+    this.#journalFrom = this.#nextSeq;
+  }
 }

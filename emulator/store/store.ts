@@ -21,7 +21,7 @@
  * `health()`, and is reported once (and once more when it recovers).
  */
 import { backoffDelay } from "../../shared/backoff.js";
-import { cryptoRandom } from "../../shared/random.js";
+import { cryptoRandom, type Random } from "../../shared/random.js";
 import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Low } from "lowdb";
@@ -50,8 +50,11 @@ export interface StoreOptions {
   touchFlushMs?: number;
   /** Longest wait between retries of a failed write, ms (default 2000). */
   maxRetryMs?: number;
-  /** The seeded generator's position, persisted with every write (see `Random.position`). */
-  randomPosition?: () => number | undefined;
+  /**
+   * Makes the generator from the position found on disk, once the load has read it; a seeded
+   * one's position is persisted with every write after that (see `Random.position`).
+   */
+  random?: (start: number) => Random;
   /** Where failures and recoveries are reported (default: stderr). */
   report?: (message: string) => void;
 }
@@ -101,6 +104,8 @@ export interface Store {
   health(): StoreHealth;
   /** The seeded generator's position found on disk (0 for a new directory). */
   readonly randomPosition: number;
+  /** The generator `options.random` made at open; undefined without that option. */
+  readonly random: Random | undefined;
   /** Number of write rounds so far (tests and benchmarks check coalescing). */
   readonly writes: number;
   /** Number of `state.json` rewrites so far (conversation appends do not count). */
@@ -170,8 +175,10 @@ class FileStore implements Store {
   readonly #flushMs: number;
   readonly #touchFlushMs: number;
   readonly #maxRetryMs: number;
-  /** The seeded generator's position now (persisted with each write). */
-  readonly #positionNow: () => number | undefined;
+  /** Makes `#random` at the end of open. */
+  readonly #makeRandom: ((start: number) => Random) | undefined;
+  /** The generator whose position is persisted with each write; undefined until open has read the position on disk. */
+  #random: Random | undefined;
   /** Where failures and recoveries are reported. */
   readonly #report: (message: string) => void;
   /** The plain state: never holds a tracking proxy (tracked.ts), so it can be cloned and written. */
@@ -218,6 +225,7 @@ class FileStore implements Store {
   static async open(options: StoreOptions): Promise<FileStore> {
     const store = new FileStore(options);
     if (store.dataDir) await store.#load(store.dataDir);
+    store.#random = store.#makeRandom?.(store.#randomPosition);
     return store;
   }
 
@@ -226,7 +234,7 @@ class FileStore implements Store {
     this.#flushMs = options.flushMs ?? 25;
     this.#touchFlushMs = options.touchFlushMs ?? 5_000;
     this.#maxRetryMs = options.maxRetryMs ?? 2_000;
-    this.#positionNow = options.randomPosition ?? (() => undefined);
+    this.#makeRandom = options.random;
     this.#report = options.report ?? ((message: string) => void process.stderr.write(`emulator: ${message}\n`));
     this.#data = emptyState();
     this.#tracked = trackState(this.#data, this.#dirty);
@@ -285,6 +293,10 @@ class FileStore implements Store {
     return this.#randomPosition;
   }
 
+  get random(): Random | undefined {
+    return this.#random;
+  }
+
   get writes(): number {
     return this.#writes;
   }
@@ -315,7 +327,7 @@ class FileStore implements Store {
 
   recordResponse(response: StoredResponse): void {
     if (!this.#logs) return;
-    this.#logs.append(response, this.#positionNow());
+    this.#logs.append(response, this.#random?.position?.());
     this.#changeSeq++;
     this.#schedule(this.#flushMs);
   }
@@ -434,7 +446,7 @@ class FileStore implements Store {
     if (!this.#controlDirty || !dataDir) return;
     this.#controlDirty = false;
     const taken = this.#dirty.take();
-    const position = this.#positionNow();
+    const position = this.#random?.position?.();
     const at = position === undefined ? undefined : Math.max(position, this.#randomPosition);
     try {
       if (taken.all || this.#snapshotBytes < WHOLE_BELOW_BYTES || this.#logBytes > this.#snapshotBytes) await this.#writeWhole(dataDir, at);

@@ -9,11 +9,11 @@
 import type { Page } from "playwright-core";
 import pg from "pg";
 import { pino } from "pino";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { beforeAll, expect, it } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
-import { openServiceFixture } from "../helpers/bridge.js";
+import { openServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { launchBrowser, textOf, UNTIL, type TestBrowser } from "../helpers/browser.js";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
 import { tempDir } from "../helpers/emulator.js";
@@ -24,29 +24,39 @@ const BOT_TOKEN = "777001:ClusterConsoleBotTokenBBBBBBBBBBBBB";
 const UNIT = "telegram:tg";
 const alice = { id: 4201, username: "alice" };
 
-const cleanups: (() => Promise<void> | void)[] = [];
 let postgres: TestPostgres;
+let url: string;
 let db: pg.Pool;
+let service: ServiceFixture;
 let fake: FakeTelegram;
 const nodes = new Map<string, Daemon>();
 const logLines: string[] = [];
 let browser: TestBrowser;
 let page: Page;
 
+// File-wide: each beforeAll returns its release, which the runner calls after the test (last made, first released).
 beforeAll(async () => {
   postgres = await startTestPostgres();
-  cleanups.push(() => postgres.close());
-  const url = await postgres.createDatabase("console");
+  return () => postgres.close();
+});
+beforeAll(async () => {
+  url = await postgres.createDatabase("console");
   db = new pg.Pool({ connectionString: url, max: 1 });
-  cleanups.push(() => db.end());
-  const service = await openServiceFixture("cluster-console-");
-  cleanups.push(service.close);
+  return () => db.end();
+});
+beforeAll(async () => {
+  const fixture = await openServiceFixture("cluster-console-");
+  service = fixture;
+  return fixture.close;
+});
+beforeAll(async () => {
   fake = await createFakeTelegram({ token: BOT_TOKEN });
-  cleanups.push(() => fake.close());
-  const base = service.configFor({ type: "terminal" });
-  for (const name of ["node-a", "node-b"]) {
+  return () => fake.close();
+});
+for (const name of ["node-a", "node-b"]) {
+  beforeAll(() => {
     const dir = tempDir(`cluster-console-${name}-`);
-    cleanups.push(dir.remove);
+    const base = service.configFor({ type: "terminal" });
     const config = daemonConfigSchema.parse({
       service: base.service,
       dataDir: dir.path,
@@ -58,16 +68,23 @@ beforeAll(async () => {
       channels: [{ type: "telegram", id: "tg", token: BOT_TOKEN, apiRoot: fake.url, streaming: "off", access: { users: [String(alice.id)] } }],
     });
     const daemon = createDaemon({ config, logger: pino({ level: "info" }, { write: (l: string) => void logLines.push(l) }) });
-    cleanups.push(() => daemon.stop({ graceMs: 0 }));
-    await daemon.start();
     nodes.set(name, daemon);
-  }
-  browser = await launchBrowser();
-  cleanups.push(() => browser.close());
-  page = await browser.context.newPage();
+    return async () => {
+      await daemon.stop({ graceMs: 0 });
+      dir.remove();
+    };
+  });
+}
+// Started one after the other once both exist: a start that fails tears itself down, and both are still stopped.
+beforeAll(async () => {
+  for (const daemon of nodes.values()) await daemon.start();
 });
-afterAll(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
+beforeAll(async () => {
+  browser = await launchBrowser();
+  return () => browser.close();
+});
+beforeAll(async () => {
+  page = await browser.context.newPage();
 });
 
 /** The account's lease row as the database holds it. */

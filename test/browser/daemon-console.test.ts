@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import type { Page } from "playwright-core";
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { checkOffline } from "../../daemon/config/reload.js";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
@@ -22,7 +22,7 @@ import { createWhatsAppAdapter } from "../../daemon/adapters/whatsapp/index.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeBaileys, type FakeBaileys } from "../fakes/baileys-socket.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
-import { openServiceFixture } from "../helpers/bridge.js";
+import { openServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { waitUntil } from "../helpers/wait.js";
 import { launchBrowser, textOf, UNTIL, type TestBrowser } from "../helpers/browser.js";
 import { openSse, type SseReader } from "../helpers/sse-client.js";
@@ -32,7 +32,7 @@ const BOT_TOKEN = "987654321:BrowserSecretBotTokenAAAAAAAAAAAAAA";
 const stranger = { id: 7001, username: "stranger" };
 const CODE = /pairing code is ([A-Z2-9]{8})/;
 
-const cleanups: (() => Promise<void> | void)[] = [];
+let service: ServiceFixture;
 let fake: FakeTelegram;
 /** The WhatsApp channel's linked device. */
 let phone: FakeBaileys;
@@ -52,11 +52,22 @@ const bodies: { url: string; body: string }[] = [];
 /** Every pairing code and WhatsApp link code handed out during the test: secrets the page must never show as text. */
 const codes: string[] = [];
 
+// File-wide: each beforeAll returns its release, which the runner calls after the last test (last made, first released).
 beforeAll(async () => {
-  const service = await openServiceFixture("daemon-console-");
-  cleanups.push(service.close);
+  const fixture = await openServiceFixture("daemon-console-");
+  service = fixture;
+  return fixture.close;
+});
+beforeAll(async () => {
   fake = await createFakeTelegram({ token: BOT_TOKEN });
-  cleanups.push(() => fake.close());
+  return () => fake.close();
+});
+beforeAll(() => {
+  const configDir = mkdtempSync(join(tmpdir(), "daemon-console-config-"));
+  configFile = join(configDir, "daemon.json");
+  return () => rmSync(configDir, { recursive: true, force: true });
+});
+beforeAll(() => {
   const base = service.configFor({ type: "terminal" });
   apiKey = base.service.apiKey;
   fileConfig = {
@@ -72,9 +83,6 @@ beforeAll(async () => {
     ],
   };
   const config = daemonConfigSchema.parse(fileConfig);
-  const configDir = mkdtempSync(join(tmpdir(), "daemon-console-config-"));
-  cleanups.push(() => rmSync(configDir, { recursive: true, force: true }));
-  configFile = join(configDir, "daemon.json");
   writeFileSync(configFile, JSON.stringify(fileConfig));
   phone = createFakeBaileys();
   const quiet = new Writable({ write: (_c, _e, cb) => cb() });
@@ -87,7 +95,9 @@ beforeAll(async () => {
         : undefined,
     reloadFrom: () => checkOffline(configFile, {}),
   });
-  cleanups.push(() => daemon.stop({ graceMs: 0 }));
+  return () => daemon.stop({ graceMs: 0 });
+});
+beforeAll(async () => {
   const started = daemon.start();
   // The WhatsApp channel starts linked: its first socket opens.
   await waitUntil(() => phone.sockets.length === 1, "the WhatsApp channel's first socket");
@@ -96,11 +106,16 @@ beforeAll(async () => {
   phone.latest().updateCreds({ me: { id: "4915100000001:7@s.whatsapp.net", name: "Agent" } });
   await started;
   url = daemon.opsUrl!;
+});
+beforeAll(async () => {
   events = await openSse(`${url}/ui/api/events`, { authorization: `Bearer ${OPS_TOKEN}` });
-  cleanups.push(() => events.close());
-
+  return () => events.close();
+});
+beforeAll(async () => {
   browser = await launchBrowser();
-  cleanups.push(() => browser.close());
+  return () => browser.close();
+});
+beforeAll(async () => {
   page = await browser.context.newPage();
   page.on("pageerror", (error) => pageErrors.push(error.message));
   page.on("console", (m) => void (m.type() === "error" && /Content Security Policy|Trusted ?Type/i.test(m.text()) && pageErrors.push(m.text())));
@@ -111,9 +126,6 @@ beforeAll(async () => {
       () => undefined, // a redirect has no body
     );
   });
-});
-afterAll(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
 });
 
 /** Sends `text` as `user` and resolves with the next message the bot sends them. */

@@ -215,6 +215,29 @@ describe.each(["http", "socket"] as const)("over %s", (mode) => {
   });
 });
 
+describe("group context", () => {
+  it("sends the channel's unaddressed top-level talk with the next mention, which starts a thread of its own", async () => {
+    const { fake, daemon } = await bridge("http", { groupContext: { enabled: true } });
+    const said = [fake.say({ user: ALICE, channel: GENERAL, text: "the deploy is at five" })];
+    said.push(fake.say({ user: ALICE, channel: GENERAL, text: "unrelated" }));
+    // An unaddressed reply in some thread is that thread's talk, not the channel's.
+    said.push(fake.say({ user: ALICE, channel: GENERAL, text: "said in a thread", threadTs: said[1]?.ts ?? "" }));
+    // Each acknowledged, so taken in (and kept) before the mention comes.
+    const ids = said.flatMap((m) => m.eventIds);
+    await waitFor(() => ids.every((id) => fake.deliveries.some((d) => d.eventId === id && d.outcome === 200)), "the talk acknowledged");
+    const asked = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> when is the deploy?` });
+    await waitFor(() => texts(fake, GENERAL).length === 1, "the answer");
+    await daemon.whenIdle();
+    const [answer] = fake.messages(GENERAL);
+    expect(answer?.threadTs).toBe(asked.ts);
+    expect(answer?.text).toContain("Recent messages in this group");
+    expect(answer?.text).toContain("the deploy is at five");
+    expect(answer?.text).toContain("unrelated");
+    expect(answer?.text).not.toContain("said in a thread");
+    expect(answer?.text).toContain("when is the deploy?");
+  });
+});
+
 describe("streamed replies", () => {
   it("stream natively in a channel thread: one message started, appended to as the agent writes, stopped with the answer", async () => {
     const { fake, daemon, service } = await bridge("socket", { streaming: "partial", minEditIntervalMs: 50 });

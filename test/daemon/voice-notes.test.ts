@@ -1,5 +1,5 @@
 /**
- * Voice notes end to end on each platform's fake (Telegram, Discord, WhatsApp): the note is downloaded, journaled,
+ * Voice notes end to end on each platform's fake (Telegram, Discord, WhatsApp, Slack): the note is downloaded, journaled,
  * transcribed by the emulator's fake gateway (its documented speech-to-text
  * endpoint: a text file is heard as its text) and answered from the
  * transcript, the audio still in the instance's inbox. A failed or slow
@@ -16,6 +16,7 @@ import { systemClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeBaileys, createFakeMedia, pnJid, voiceNoteFrom } from "../fakes/baileys-socket.js";
 import { createFakeDiscord } from "../fakes/discord.js";
+import { createFakeSlack } from "../fakes/slack.js";
 import { createFakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
@@ -157,4 +158,49 @@ it("answers a WhatsApp voice note from its transcript", async () => {
   expect(reply).toContain(`Transcript of the person's voice note "audio-`);
   expect(reply).toContain("buy oat milk on the way home");
   expect(reply).toMatch(/inbox\/whatsapp\/[^/]+\/\d+-audio-[^ ]+\.ogg/);
+});
+
+it("answers a Slack audio clip from its transcript, and holds its length (duration_ms) to maxSeconds", async () => {
+  const service = await startServiceFixture("voice-slack-");
+  const BOT = "xoxb-5555-6666-voiceBotTokenSecret";
+  const APP = "xapp-1-A0VOICE001-7777-voiceAppToken";
+  const carol = "U0CAROL001";
+  const DM = "D0CAROL001";
+  const fake = await createFakeSlack({ botToken: BOT, appToken: APP, signingSecret: "voiceSigningSecret0123456789abcd", mode: "socket", postBurst: 50 });
+  onTestFinished(() => fake.close());
+  const config = transcribedBy(
+    service.emulator.emulator.gateway.url,
+    service.configFor({
+      type: "slack",
+      id: "sl",
+      botToken: BOT,
+      appToken: APP,
+      mode: "socket",
+      api: fake.apiBase,
+      streaming: "off",
+      ackReaction: { scope: "off" },
+      access: { users: [carol] },
+    }),
+  );
+  const daemon = createDaemon({ config, random: seededRandom(7) });
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
+  await daemon.start();
+  // A clip recorded in Slack comes in a container whose mimetype need not say audio: Slack marks it slack_audio.
+  fake.say({
+    user: carol,
+    channel: DM,
+    text: "",
+    files: [{ name: "audio_message.mp4", mimetype: "video/mp4", data: Buffer.from("ship the release on friday"), clipMs: 2500 }],
+  });
+  const [reply] = await waitUntil(() => fake.messages(DM).length === 1 && fake.messages(DM).map((m) => m.text), "the answer");
+  expect(reply).toContain(`Transcript of the person's voice note "audio_message.mp4"`);
+  expect(reply).toContain("ship the release on friday");
+  fake.say({
+    user: carol,
+    channel: DM,
+    text: "",
+    files: [{ name: "ramble.webm", mimetype: "audio/webm", data: Buffer.from("a long ramble"), clipMs: 121_000 }],
+  });
+  const said = await waitUntil(() => fake.messages(DM).length === 2 && fake.messages(DM).map((m) => m.text), "the second answer");
+  expect(said[1]).toMatch(/could not be transcribed \(it is longer than the limit of 2 minutes\)/);
 });

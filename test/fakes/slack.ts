@@ -118,7 +118,8 @@ export interface PersonMessage {
   threadTs?: string;
   subtype?: string;
   botId?: string;
-  files?: { name: string; mimetype: string; data: Buffer }[];
+  /** `clipMs`: an audio clip recorded in Slack (`subtype: "slack_audio"`, `media_display_type: "audio"`, `duration_ms`). */
+  files?: { name: string; mimetype: string; data: Buffer; clipMs?: number }[];
 }
 
 interface SharedFile {
@@ -648,6 +649,7 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
         size: f.data.length,
         url_private: `${origin}/files-pri/${id}/${encodeURIComponent(f.name)}`,
         url_private_download: `${origin}/files-pri/${id}/download/${encodeURIComponent(f.name)}`,
+        ...(f.clipMs === undefined ? {} : { subtype: "slack_audio", media_display_type: "audio", duration_ms: f.clipMs }),
       };
     });
     const event: Record<string, unknown> = {

@@ -11,11 +11,12 @@ import { backoffDelay } from "../../../shared/backoff.js";
 import type { Clock } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import { pause } from "../../helpers/retry.js";
-import type { AdapterStatusEvent, InboundSink } from "../../vocabulary/adapter.js";
+import type { AdapterStatusEvent, EventInbox, InboundSink } from "../../vocabulary/adapter.js";
 import type { SlackChannelConfig } from "./config.js";
 import { SlackEventHandler } from "./events.js";
 import { listenForEvents, type EventsEndpoint } from "./events-http.js";
 import type { SlackHandOver } from "./hand-over.js";
+import { InboxIntake } from "./inbox-intake.js";
 import type { BotIdentity } from "./inbound.js";
 import { SlackAdapterError, toAdapterError } from "./outbound.js";
 import { createSocketConnection, type SocketConnection, type SocketTuning } from "./socket-mode.js";
@@ -34,7 +35,12 @@ export interface SlackConnectionDeps {
   tuning: SocketTuning;
   /** Told where the Events API endpoint listens (its real port when 0 was configured). */
   onListening?(url: string): void;
+  /** Several machines, HTTP mode: every node receives (receiver.ts) and keeps events here; this owner takes them in instead of listening. */
+  inbox?: EventInbox;
 }
+
+/** How often the owner looks in the inbox when no notification woke it. */
+const INBOX_POLL_MS = 1000;
 
 export class SlackConnection {
   /** The channel, the Web API client and the parts it wires (injected; never changes). */
@@ -45,6 +51,8 @@ export class SlackConnection {
   #bot: BotIdentity | undefined;
   /** HTTP mode: the endpoint, once listening. */
   #endpoint: EventsEndpoint | null = null;
+  /** Several machines, HTTP mode: the intake of the events the nodes kept, once started. */
+  #intake: InboxIntake | null = null;
   /** Socket Mode: the supervisor, once started. */
   #socket: SocketConnection | null = null;
   /** Aborted by stop: ends the background identification's pause. */
@@ -60,6 +68,8 @@ export class SlackConnection {
       redact: deps.redact,
       take: (message, files) => deps.handOver.take(message, files),
       inActiveThread: (chatId) => deps.threads.has(chatId),
+      // From the inbox nothing waits on the verdict: a row is removed only once the core has the event.
+      ...(deps.inbox && deps.config.mode === "http" ? { ackWithinMs: null } : {}),
     });
   }
 
@@ -68,12 +78,13 @@ export class SlackConnection {
     this.#status({ state: "starting" });
     await this.#identify();
     if (this.#deps.config.mode === "socket") await this.#startSocket();
+    else if (this.#deps.inbox) this.#takeFromInbox(this.#deps.inbox);
     else await this.#listen();
   }
 
   async stop(): Promise<void> {
     this.#stopSignal.abort();
-    await Promise.allSettled([this.#endpoint?.close(), this.#socket?.stop()]);
+    await Promise.allSettled([this.#endpoint?.close(), this.#socket?.stop(), this.#intake?.stop()]);
     // Messages already taken in still reach the core.
     await this.#deps.handOver.idle();
     await this.#deps.threads.flush();
@@ -143,6 +154,13 @@ export class SlackConnection {
       onCommand: (payload) => this.#events.handleCommand(payload),
     });
     await this.#socket.start();
+  }
+
+  #takeFromInbox(inbox: EventInbox): void {
+    this.#intake = new InboxIntake({ inbox, events: this.#events, clock: this.#deps.clock, log: this.#deps.log, pollMs: INBOX_POLL_MS });
+    this.#intake.start();
+    this.#deps.log.info("slack events taken from the bridge's inbox (every node's endpoint keeps them)");
+    if (this.#bot) this.#status({ state: "connected" });
   }
 
   async #listen(): Promise<void> {

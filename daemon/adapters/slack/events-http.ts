@@ -6,8 +6,8 @@
  * it (events.ts: within Slack's 3 seconds whatever the turn takes), or 500
  * when it could not be taken, so Slack retries it. Slack's retries carry the
  * same `event_id` and are answered once. A GET answers 200 while it listens,
- * for a load balancer that sends Slack's posts to the node that owns the
- * account (the only one listening).
+ * for a load balancer's health check. Several machines: every node serves this
+ * endpoint with a handler that keeps events in the bridge's inbox (receiver.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -74,7 +74,7 @@ function listen(server: Server, http: SlackChannelConfig["http"]): Promise<void>
 async function onRequest(deps: EventsEndpointDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = (req.url ?? "").split("?")[0];
   if (path !== deps.http.path) return void res.writeHead(404).end();
-  // A load balancer's health check: only the account's owner listens here (several machines: docs/platforms.md).
+  // A load balancer's health check (several machines: every node listens, docs/cluster.md).
   if (req.method === "GET" || req.method === "HEAD") return void res.writeHead(200, { "content-type": "text/plain" }).end("slack events endpoint ready");
   if (req.method !== "POST") return void res.writeHead(405, { allow: "GET, HEAD, POST" }).end();
   const raw = await readBody(req);

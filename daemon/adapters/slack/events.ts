@@ -34,7 +34,8 @@ export interface EventHandlerDeps {
   inActiveThread(chatId: string): boolean;
   /** Every event or command that came in (the watchdog counts traffic). */
   onTraffic?(): void;
-  ackWithinMs?: number;
+  /** Default ACK_WITHIN_MS; null: no budget, the verdict is the hand-over's (the inbox intake: nothing waits on it). */
+  ackWithinMs?: number | null;
 }
 
 export class SlackEventHandler {
@@ -115,8 +116,10 @@ export class SlackEventHandler {
 
   /** The hand-over's verdict, or "ack" once `ackWithinMs` passed (Slack would retry a slower answer). */
   #withinBudget(verdict: Promise<EventVerdict>): Promise<EventVerdict> {
+    const budget = this.#deps.ackWithinMs === undefined ? ACK_WITHIN_MS : this.#deps.ackWithinMs;
+    if (budget === null) return verdict;
     return new Promise<EventVerdict>((resolve) => {
-      const timer = this.#deps.clock.setTimeout(() => resolve("ack"), this.#deps.ackWithinMs ?? ACK_WITHIN_MS);
+      const timer = this.#deps.clock.setTimeout(() => resolve("ack"), budget);
       void verdict.then((v) => {
         timer.cancel();
         resolve(v);

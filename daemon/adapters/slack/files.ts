@@ -6,7 +6,7 @@
 import type { Logger } from "pino";
 import { downloadAttachment } from "../download.js";
 import type { FileSource } from "../hand-over.js";
-import { attachmentKind, safeFileName, type SlackFile as SlackFileView } from "./inbound.js";
+import { attachmentKind, isAudio, safeFileName, secondsOf, type SlackFile as SlackFileView } from "./inbound.js";
 
 /** One file as the hand-over sees it: its safe name, its declared size, and Slack's description. */
 export interface SlackFile {
@@ -48,7 +48,9 @@ export function slackFiles(deps: SlackFilesDeps, messageId: string): FileSource<
       }
       if (result.ok) {
         const mimeType = view.mimetype ?? result.contentType;
-        return { kind: attachmentKind(mimeType), fileName, data: result.data, ...(mimeType ? { mimeType } : {}) };
+        const kind = isAudio(view) ? "audio" : attachmentKind(mimeType);
+        const seconds = kind === "audio" ? secondsOf(view) : undefined;
+        return { kind, fileName, data: result.data, ...(mimeType ? { mimeType } : {}), ...(seconds !== undefined ? { seconds } : {}) };
       }
       if (result.reason === "too_large") return { fileName, reason: "too_large" };
       deps.log.warn({ messageId, fileName, detail: deps.redact(result.detail) }, "slack file download failed");

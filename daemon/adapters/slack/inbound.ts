@@ -24,6 +24,12 @@ export const SlackFile = z.looseObject({
   size: z.number().nullish(),
   url_private: z.string().nullish(),
   url_private_download: z.string().nullish(),
+  /** An audio or video clip recorded in Slack: `slack_audio` / `slack_video`. */
+  subtype: z.string().nullish(),
+  /** How Slack shows it: `audio` for an audio clip or audio file. */
+  media_display_type: z.string().nullish(),
+  /** A clip's length, ms. */
+  duration_ms: z.number().nonnegative().nullish(),
 });
 export type SlackFile = z.infer<typeof SlackFile>;
 
@@ -156,6 +162,8 @@ export function translateMessage(event: SlackMessageEvent, context: TranslateCon
   if (!direct) {
     message.groupAliases = [channel];
     message.mentioned = mentionsBot(event, context.bot) || (context.inActiveThread?.(chatId) ?? false);
+    // A top-level message starts a thread (its session) of its own: its group context is the channel's top-level talk.
+    if (event.thread_ts === undefined || event.thread_ts === ts) message.contextChatId = channel;
   }
   return { kind: "accept", message, files: event.files ?? [] };
 }
@@ -184,6 +192,12 @@ export function translateSlashCommand(command: SlackSlashCommand, context: Pick<
     sentAt: nowMs,
   };
 }
+
+/** An audio clip Slack recorded (its mimetype may be a container's, `video/mp4` or `audio/webm`), or any audio file. */
+export const isAudio = (file: SlackFile): boolean => file.subtype === "slack_audio" || file.media_display_type === "audio";
+
+/** Its length in seconds, where Slack says it (transcription's `maxSeconds` is checked against it). */
+export const secondsOf = (file: SlackFile): number | undefined => (typeof file.duration_ms === "number" ? file.duration_ms / 1000 : undefined);
 
 export function attachmentKind(mimeType: string | null | undefined): InboundAttachment["kind"] {
   const type = (mimeType ?? "").toLowerCase();

@@ -68,6 +68,7 @@ export function createSlackAdapter(config: SlackChannelConfig, deps: AdapterDeps
     redact,
     tuning,
     ...(onListening ? { onListening } : {}),
+    ...(deps.inbox ? { inbox: deps.inbox } : {}),
   });
 
   return {

@@ -85,6 +85,9 @@ export const slackPlatform = definePlatform({
   secrets: (channel) => [channel.botToken, channel.appToken, channel.signingSecret].filter((s): s is string => s !== undefined),
   check: checkSlack,
   load: loadAdapter,
+  // Several machines, HTTP Events API: every node's endpoint keeps events for the owner.
+  receive: (channel, deps) =>
+    channel.mode === "http" ? import("./receiver.js").then(({ startSlackReceiver }) => startSlackReceiver(channel, deps)) : undefined,
   async create(channel, deps) {
     const { createSlackAdapter } = await loadAdapter();
     return createSlackAdapter(channel, deps);

@@ -26,6 +26,7 @@ import pg from "pg";
 import { z } from "zod";
 import type { Clock } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
+import { openInbox, type Inbox } from "./inbox.js";
 import { LeaseKeeper, type HeldLease } from "./leases.js";
 import { migrate } from "./migrations.js";
 import { monotonicClock } from "./monotonic-clock.js";
@@ -37,6 +38,7 @@ import { holdSharedSession, type SharedSessionHold } from "./shared-sessions.js"
 import type { LinkBook } from "../../vocabulary/identity-links.js";
 
 export { AttachmentTooLargeError, LeaseLostError, SchemaTooNewError, StateWriteError, StoredRowError } from "../../vocabulary/state-errors.js";
+export type { Inbox, InboxRow } from "./inbox.js";
 export type { HeldLease } from "./leases.js";
 export type { SharedSessionHold } from "./shared-sessions.js";
 export { MIGRATIONS, SCHEMA_VERSION, migrate } from "./migrations.js";
@@ -78,6 +80,8 @@ export interface PostgresState {
   /** The schema version in place after migrating. */
   readonly schemaVersion: number;
   readonly leases: LeaseKeeper;
+  /** Events any node received for a unit, until its owner took them (inbox.ts). */
+  readonly inbox: Inbox;
   /** Identity links, in tables every node sees; `fencedBy` fences each write by the lease of the account whose command makes it. */
   linkBook(fencedBy: FencedBy): LinkBook;
   /** Holds a session no account owns (shared-sessions.ts) until released. */
@@ -129,10 +133,12 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
   });
   /** Aborted by the first `close` or `abandon`: the pool ends once. */
   const ended = new AbortController();
+  const inbox = openInbox(pool, options.url, (error) => deps.onError?.(error));
   return {
     options,
     schemaVersion,
     leases,
+    inbox,
     async status() {
       const leaseRows = await pool.query(
         "SELECT unit, holder, epoch, CASE WHEN isfinite(expires_at) THEN extract(epoch FROM expires_at - clock_timestamp()) * 1000 END AS expires_in_ms FROM lease ORDER BY unit",
@@ -160,6 +166,7 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
       try {
         await leases.stop();
       } finally {
+        await inbox.close();
         await pool.end();
       }
     },
@@ -167,6 +174,7 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
       if (ended.signal.aborted) return;
       ended.abort();
       await leases.halt();
+      await inbox.close();
       await pool.end().catch(() => undefined);
     },
   };

@@ -87,6 +87,20 @@ export const MIGRATIONS: readonly { version: number; sql: string }[] = [
     version: 3,
     sql: "ALTER TABLE node ADD COLUMN config_hash text;",
   },
+  {
+    // Events a platform may post to any node (Slack's HTTP Events API): kept here until the
+    // account's owner took them into its journal. One row per event id, so retries are one row.
+    version: 4,
+    sql: `
+      CREATE TABLE inbox (
+        unit text NOT NULL,
+        key text NOT NULL,
+        body jsonb NOT NULL,
+        received_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        PRIMARY KEY (unit, key)
+      );
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -53,6 +53,8 @@ export interface UnitState {
     message: InboundMessage;
     route: StoredRoute;
   }): Promise<{ duplicate: false; entry: StoredEntry } | { duplicate: true }>;
+  /** Removes events this node took from the inbox (inbox.ts) into its journal; fenced like every write. */
+  removeInbox(keys: readonly string[]): Promise<void>;
   /** Records the reply of `leaderId` (and the session change it caused) in one transaction. */
   recordReply(leaderId: string, reply: StoredReply, session?: { base: string; state: SessionState }): Promise<void>;
   recordSent(id: string, sent: number): Promise<void>;
@@ -125,7 +127,7 @@ const AuthRow = z.object({ id: z.string(), v: z.unknown() });
 const BytesRow = z.object({ bytes: z.instanceof(Buffer) });
 const AcceptedRow = z.object({ seq: z.coerce.number().int(), accepted_ms: z.coerce.number() });
 
-function parseRow<S extends z.ZodType>(schema: S, table: string, key: string, raw: unknown): z.output<S> {
+export function parseRow<S extends z.ZodType>(schema: S, table: string, key: string, raw: unknown): z.output<S> {
   const parsed = schema.safeParse(raw);
   if (!parsed.success) throw new StoredRowError(table, key, parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; "));
   return parsed.data;
@@ -362,6 +364,10 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
     async readAuth(type, ids) {
       const { rows } = await pool.query("SELECT id, v FROM wa_auth WHERE unit = $1 AND type = $2 AND id = ANY($3)", [unit, type, ids]);
       return Object.fromEntries(rows.map((r) => parseRow(AuthRow, "wa_auth", `${unit}/${type}`, r)).map((r) => [r.id, r.v]));
+    },
+    async removeInbox(keys) {
+      if (keys.length === 0) return;
+      await fencedStatement("removeInbox", `d AS (DELETE FROM inbox WHERE unit = $1 AND key = ANY($3::text[]) ${AND_GATE} RETURNING 1)`, [[...keys]]);
     },
     async clearAuth() {
       await fencedStatement("clearAuth", `d AS (DELETE FROM wa_auth WHERE unit = $1 ${AND_GATE} RETURNING 1)`, []);

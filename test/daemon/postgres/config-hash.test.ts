@@ -30,8 +30,7 @@ describe("config hashes across nodes", () => {
     const healthOf = async (node: typeof a) =>
       ((await (await fetch(`${await node.opsUrl()}/healthz`)).json()) as { config: { hash: string; otherNodesDiffer: string[] } }).config;
     type OverviewConfig = { hash: string; lastReload: { ok: boolean } | null; otherNodesDiffer: { node: string; hash: string }[] | null };
-    const consoleOf = async (node: typeof a) =>
-      ((await (await fetch(`${await node.opsUrl()}/ui/api/overview`)).json()) as { config: OverviewConfig }).config;
+    const consoleOf = async (node: typeof a) => ((await (await fetch(`${await node.opsUrl()}/ui/api/overview`)).json()) as { config: OverviewConfig }).config;
     const hashes = async () => (await c.query("SELECT DISTINCT config_hash FROM node WHERE config_hash IS NOT NULL")).map((r) => r.config_hash);
     await waitUntil(async () => (await hashes()).length === 1 && (await c.query("SELECT id FROM node")).length === 2, "both nodes' heartbeats");
     expect((await healthOf(a)).otherNodesDiffer).toEqual([]);
@@ -55,7 +54,10 @@ describe("config hashes across nodes", () => {
     expect(aConsole.otherNodesDiffer).toEqual([{ node: "b", hash: bHash }]);
     const bConsole = await consoleOf(b);
     expect(bConsole.lastReload).toMatchObject({ ok: true, hash: bHash, changed: true });
-    await waitUntil(async () => (await consoleOf(b)).otherNodesDiffer?.some((n) => n.node === "a" && n.hash === aConsole.hash) === true, "b's console to name a");
+    await waitUntil(
+      async () => (await consoleOf(b)).otherNodesDiffer?.some((n) => n.node === "a" && n.hash === aConsole.hash) === true,
+      "b's console to name a",
+    );
 
     allow(a.configFile, ["4101"]);
     a.child.proc.kill("SIGHUP");

@@ -80,6 +80,45 @@ describe("leases", () => {
     expect(stateB.pending()[0]?.sent).toBe(0);
   });
 
+  it("the inbox keeps an event once per key from any node, wakes the watchers, and only the current owner removes it", async () => {
+    const url = await server.createDatabase("inbox");
+    const a = await node({ url, nodeId: "a", units: ["slack:sl"] });
+    const b = await node({ url, nodeId: "b", units: ["slack:sl"] });
+    await a.leases.start();
+    const leaseA = a.leases.held()[0];
+    if (!leaseA) throw new Error("a holds nothing");
+    const stateA = await a.openUnit(leaseA);
+    let woken = 0;
+    const unwatch = a.inbox.watch("slack:sl", () => woken++);
+    // Kept by the node that does not own the account; a repeat of the key (Slack's retry) is the same row.
+    await waitUntil(
+      async () => {
+        await b.inbox.put("slack:sl", "event:Ev1", { n: 1 });
+        return woken > 0;
+      },
+      "a woken by b's put",
+      10_000,
+      50,
+    );
+    await b.inbox.put("slack:sl", "event:Ev1", { n: 2 });
+    await b.inbox.put("slack:sl", "event:Ev2", { n: 3 });
+    unwatch();
+    expect(await a.inbox.pending("slack:sl")).toEqual([
+      { key: "event:Ev1", body: { n: 1 } },
+      { key: "event:Ev2", body: { n: 3 } },
+    ]);
+    await stateA.removeInbox(["event:Ev1"]);
+
+    // After a takeover the old owner removes nothing: the row waits for the new owner.
+    await a.leases.halt();
+    const leaseB = await waitUntil(() => b.leases.acquire("slack:sl"), "b to take over", 10_000, 50);
+    await expect(stateA.removeInbox(["event:Ev2"])).rejects.toBeInstanceOf(LeaseLostError);
+    expect((await b.inbox.pending("slack:sl")).map((r) => r.key)).toEqual(["event:Ev2"]);
+    const stateB = await b.openUnit(leaseB);
+    await stateB.removeInbox(["event:Ev2"]);
+    expect(await b.inbox.pending("slack:sl")).toEqual([]);
+  });
+
   it("an owner that cannot renew fences itself before another node can acquire its lease", async () => {
     const url = await server.createDatabase("selffence");
     const ttl = 1_500;
