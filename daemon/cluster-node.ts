@@ -63,6 +63,8 @@ export interface ClusterNode {
   databaseReachable(): boolean;
   /** The config hashes the other live nodes reported at the last heartbeat, each once. */
   peerConfigHashes(): readonly string[];
+  /** The other live nodes that reported a config hash at the last heartbeat, with it (the console names those that differ). */
+  peerConfigs(): readonly { node: string; hash: string }[];
   /** How long a stopping node lets turns in flight finish before it hands over. */
   readonly handoverGraceMs: number;
   /** Hands an account this node owns to another node (the operator's console); false when it does not own it. */
@@ -182,6 +184,7 @@ export async function openClusterNode(deps: ClusterNodeDeps): Promise<ClusterNod
     owned,
     databaseReachable: () => state.leases.lastRound?.ok !== false,
     peerConfigHashes: () => state.leases.peerConfigHashes,
+    peerConfigs: () => state.leases.peerConfigs,
     // Left to the others for a lease's length: long enough for any live node to take it.
     handOver: (unit) => state.leases.handOver(unit, state.options.leaseTtlMs),
   };

@@ -336,6 +336,7 @@ export class BridgeDaemon implements Daemon {
 
   #settleReload(outcome: ReloadOutcome): ReloadOutcome {
     this.#lastReload = outcome;
+    this.#feed.emit({ type: "config", at: outcome.at });
     this.metrics.configReloadsTotal.inc({ result: outcome.ok ? "applied" : "refused" });
     this.metrics.configLastReloadOk.set(outcome.ok ? 1 : 0);
     return outcome;
@@ -575,6 +576,7 @@ export class BridgeDaemon implements Daemon {
           .filter((a) => a.forgetLink)
           .map((a) => ({ channel: a.accountId, platform: a.platform, state: this.#adapterStates.get(a) ?? "starting", linkCode: this.#linkCodes.get(a) })),
       relink: (channel) => this.#relink(channel),
+      configState: () => ({ hash: this.#configHash, lastReload: this.#lastReload, peers: this.#cluster?.peerConfigs() }),
       cluster: () => {
         const cluster = this.#cluster;
         return (

@@ -8,10 +8,14 @@
  * and no secret reaches the page, its responses or its event stream. Waits
  * are Playwright's locators and expect polling: no sleeps.
  */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Writable } from "node:stream";
 import type { Page } from "playwright-core";
 import { pino } from "pino";
 import { beforeAll, describe, expect, it } from "vitest";
+import { checkOffline } from "../../daemon/config/reload.js";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import { createWhatsAppAdapter } from "../../daemon/adapters/whatsapp/index.js";
@@ -38,6 +42,9 @@ let apiKey: string;
 let browser: TestBrowser;
 let page: Page;
 let events: SseReader;
+/** The daemon's config file (what a reload reads), and the config in it. */
+let configFile: string;
+let fileConfig: Record<string, unknown>;
 const logLines: string[] = [];
 const pageErrors: string[] = [];
 /** Every response body the page loaded (the event stream is read beside it, in `events`). */
@@ -56,9 +63,14 @@ beforeAll(async () => {
   return () => fake.close();
 });
 beforeAll(() => {
+  const configDir = mkdtempSync(join(tmpdir(), "daemon-console-config-"));
+  configFile = join(configDir, "daemon.json");
+  return () => rmSync(configDir, { recursive: true, force: true });
+});
+beforeAll(() => {
   const base = service.configFor({ type: "terminal" });
   apiKey = base.service.apiKey;
-  const config = daemonConfigSchema.parse({
+  fileConfig = {
     service: base.service,
     dataDir: base.dataDir,
     logLevel: "silent",
@@ -69,7 +81,9 @@ beforeAll(() => {
       { type: "telegram", id: "tg", token: BOT_TOKEN, apiRoot: fake.url, streaming: "off", access: { mode: "pairing" } },
       { type: "whatsapp", id: "wa" },
     ],
-  });
+  };
+  const config = daemonConfigSchema.parse(fileConfig);
+  writeFileSync(configFile, JSON.stringify(fileConfig));
   phone = createFakeBaileys();
   const quiet = new Writable({ write: (_c, _e, cb) => cb() });
   daemon = createDaemon({
@@ -79,6 +93,7 @@ beforeAll(() => {
       channel.type === "whatsapp"
         ? Promise.resolve(createWhatsAppAdapter(channel, deps, { socketFactory: phone.factory, qrOutput: quiet, random: seededRandom(5) }))
         : undefined,
+    reloadFrom: () => checkOffline(configFile, {}),
   });
   return () => daemon.stop({ graceMs: 0 });
 });
@@ -142,6 +157,28 @@ describe("the operator's console", () => {
     await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor({ state: "visible" });
     await expect.poll(() => textOf(page.locator('tr[data-channel="tg"]')), UNTIL).toContain("connected");
     await expect.poll(() => textOf(page.getByTestId("queues")), UNTIL).toContain("running");
+  });
+
+  it("shows a refused reload's problems in the overview, live, and a good reload clears them", async () => {
+    await open("/overview");
+    expect(await page.getByTestId("config-reload").count()).toBe(0);
+    // A mistake in the file: the value given must not be echoed (it could be a secret in the wrong place).
+    const bad = structuredClone(fileConfig) as { channels: { access?: { mode: string } }[] };
+    bad.channels[0]!.access = { mode: "misplaced-SECRET-5f3a" };
+    writeFileSync(configFile, JSON.stringify(bad));
+    expect((await daemon.reload()).ok).toBe(false);
+    const refused = page.getByTestId("config-reload");
+    await expect.poll(() => textOf(refused), UNTIL).toContain("The last config reload was refused");
+    await expect.poll(() => textOf(page.getByTestId("config-problem").first()), UNTIL).toMatch(/channels.*access\.mode/);
+    expect(await page.content()).not.toContain("misplaced-SECRET");
+    expect(logLines.some((l) => l.includes("config reload refused"))).toBe(true);
+
+    writeFileSync(configFile, JSON.stringify(fileConfig));
+    const good = await daemon.reload();
+    expect(good.ok).toBe(true);
+    await expect.poll(() => textOf(refused), UNTIL).toContain(`Config unchanged (hash ${good.ok ? good.hash : ""})`);
+    expect(await page.getByTestId("config-problem").count()).toBe(0);
+    expect(await page.getByTestId("config-differ").count()).toBe(0);
   });
 
   it("approves a pairing code the page never showed, naming the operator in the list and the log", async () => {

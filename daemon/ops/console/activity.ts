@@ -29,6 +29,8 @@ export type ActivityEvent =
   | { type: "queue"; at: number; instance: string; waiting: number; running: number }
   | { type: "channel"; at: number; channel: string; platform: string; state: string }
   | { type: "pairing"; at: number }
+  /** A reload was applied or refused (the overview reads it anew). */
+  | { type: "config"; at: number }
   | { type: "session"; at: number; chat: ChatRef; by: string };
 
 /** One turn of a chat as the operator sees it when they open the chat. */

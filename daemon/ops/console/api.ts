@@ -39,6 +39,19 @@ export interface ConsoleDeps {
   relink(channel: string): Promise<boolean>;
   /** Several machines: this node's part (undefined on one machine). */
   cluster(): ClusterView | undefined;
+  /** The running config's hash and last reload, as /healthz has them. */
+  configState(): ConfigView;
+}
+
+/**
+ * The config as the overview shows it. A refused reload's problems are config paths and what is
+ * wrong there (never a value); `peers` is undefined on one machine.
+ */
+export interface ConfigView {
+  hash: string;
+  lastReload: { ok: true; at: number; hash: string; changed: boolean; restartNeeded: string[] } | { ok: false; at: number; problems: string[] } | undefined;
+  /** Several machines: the other live nodes and the config hash each reported at the last heartbeat. */
+  peers: readonly { node: string; hash: string }[] | undefined;
 }
 
 /** What the console reads and does of the cluster (cluster-node.ts, through the daemon). */
@@ -94,7 +107,17 @@ export class ConsoleApi {
       turns: byOutcome,
       errors: errors.values.reduce((sum, v) => sum + v.value, 0),
       service,
+      config: this.#configSummary(),
     });
+  }
+
+  /** The hash, the last reload (a refused one with its problems) and, on several machines, the nodes that run another config. */
+  #configSummary() {
+    const { hash, lastReload, peers } = this.#deps.configState();
+    const last = lastReload?.ok
+      ? { ok: true, at: lastReload.at, hash: lastReload.hash, changed: lastReload.changed, restartNeeded: lastReload.restartNeeded }
+      : lastReload;
+    return { hash, lastReload: last ?? null, otherNodesDiffer: peers ? peers.filter((p) => p.hash !== hash) : null };
   }
 
   pairingList(): Answer {

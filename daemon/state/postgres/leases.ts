@@ -105,7 +105,7 @@ export interface LeaseKeeperOptions {
 
 const EpochRow = z.object({ epoch: z.coerce.number().int() });
 const UnitRow = z.object({ unit: z.string() });
-const CountRow = z.object({ live: z.coerce.number().int(), hashes: z.array(z.string()).default([]) });
+const CountRow = z.object({ live: z.coerce.number().int(), peers: z.array(z.object({ node: z.string(), hash: z.string() })).default([]) });
 const FreeRow = z.object({ unit: z.string(), stale: z.boolean() });
 
 const ms = (n: number) => n / 1000;
@@ -119,8 +119,8 @@ export class LeaseKeeper {
   #stopped = false;
   /** How the last background round went (renew or place): a node that cannot reach the database says so in /healthz. */
   #lastRound: { ok: boolean; at: number } | undefined;
-  /** The config hashes of the other live nodes, as of the last heartbeat (nodes that report none left out). */
-  #peerHashes: string[] = [];
+  /** The other live nodes and their config hashes, as of the last heartbeat, by node id (nodes that report none left out). */
+  #peerConfigs: { node: string; hash: string }[] = [];
   /** Units handed over on request, and until when (monotonic ms) this node leaves them to others; a stale one is claimed anyway, so none is left unowned. */
   readonly #leaving = new Map<string, number>();
   /** Placement rounds, acquires and releases, one at a time (two never claim or free the same unit at once). */
@@ -143,7 +143,12 @@ export class LeaseKeeper {
   /** Whether the last renewal or placement round reached the database (undefined before the first). */
   /** The config hashes the other live nodes reported at the last heartbeat, each once. */
   get peerConfigHashes(): readonly string[] {
-    return this.#peerHashes;
+    return [...new Set(this.#peerConfigs.map((p) => p.hash))];
+  }
+
+  /** The other live nodes that reported a config hash at the last heartbeat, with it. */
+  get peerConfigs(): readonly { node: string; hash: string }[] {
+    return this.#peerConfigs;
   }
 
   get lastRound(): { ok: boolean; at: number } | undefined {
@@ -300,12 +305,12 @@ export class LeaseKeeper {
     const { rows } = await this.#o.pool.query(
       `WITH beat AS (INSERT INTO node (id, seen_at, config_hash) VALUES ($1, clock_timestamp(), $3)
                      ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at, config_hash = excluded.config_hash RETURNING id)
-       SELECT 1 + count(*) AS live, coalesce(array_agg(DISTINCT node.config_hash) FILTER (WHERE node.config_hash IS NOT NULL), '{}') AS hashes
+       SELECT 1 + count(*) AS live, coalesce(json_agg(json_build_object('node', node.id, 'hash', node.config_hash) ORDER BY node.id) FILTER (WHERE node.config_hash IS NOT NULL), '[]') AS peers
        FROM node, beat WHERE node.id <> beat.id AND node.seen_at > clock_timestamp() - make_interval(secs => $2)`,
       [this.#o.nodeId, ms(2 * this.#o.leaseTtlMs), this.#o.configHash?.() ?? null],
     );
     const row = CountRow.parse(rows[0]);
-    this.#peerHashes = row.hashes;
+    this.#peerConfigs = row.peers;
     const live = Math.max(1, row.live);
     return Math.ceil(this.#o.units.length / live);
   }

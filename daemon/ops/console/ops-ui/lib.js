@@ -31,7 +31,7 @@ export const get = (path) => api("GET", path);
 
 // ---- the events stream ----------------------------------------------------
 export const bus = new EventTarget();
-export const EVENT_TYPES = ["hello", "accepted", "replied", "delivered", "queue", "channel", "pairing", "session"];
+export const EVENT_TYPES = ["hello", "accepted", "replied", "delivered", "queue", "channel", "pairing", "session", "config"];
 let status = "connecting";
 /** "connecting", "live" (attached: nothing after this is missed) or "reconnecting". */
 export const liveStatus = () => status;

@@ -21,6 +21,8 @@ const describe = (e) => {
       return "pairing requests or approvals changed";
     case "session":
       return `fresh session for ${chat} (${e.by})`;
+    case "config":
+      return "a config reload was applied or refused (see the overview)";
     default:
       return e.type;
   }

@@ -1,11 +1,21 @@
-// The overview: channels and their link health, queues per instance, turns per minute, errors, the service's reachability.
-import { get, html, Loading, seconds, useLive } from "../lib.js";
+// The overview: the config (last reload, nodes running another one), channels and their link health, queues per instance, turns per minute, errors, the service's reachability.
+import { get, html, Loading, seconds, useEffect, useLive } from "../lib.js";
+
+/** Several machines: other nodes' hashes come with their heartbeats, not as events here, so the view reads them this often. */
+const CLUSTER_REFRESH_MS = 2_000;
 
 export function Overview() {
-  const [state] = useLive(() => get("overview"), [], ["delivered", "queue", "channel", "accepted"]);
+  const [state, reload] = useLive(() => get("overview"), [], ["delivered", "queue", "channel", "accepted", "config"]);
+  const clustered = state.data?.config.otherNodesDiffer != null;
+  useEffect(() => {
+    if (!clustered) return;
+    const timer = setInterval(reload, CLUSTER_REFRESH_MS);
+    return () => clearInterval(timer);
+  }, [clustered]);
   return html`<section>
     <h1>Overview</h1>
     <${Loading} state=${state}>${(o) => html`
+      <${ConfigNotes} config=${o.config} />
       <div class="cards">
         <article class="card"><h2>Turns per minute</h2><p data-testid="turns-per-minute">${o.turnsPerMinute}</p></article>
         <article class="card"><h2>Median latency</h2><p data-testid="median-latency">${seconds(o.medianLatencyMs)}</p></article>
@@ -34,4 +44,23 @@ export function Overview() {
       }</p>
     `}<//>
   </section>`;
+}
+
+/** A refused reload with its problems, a good one's hash, and the nodes whose config differs from this node's. */
+function ConfigNotes({ config }) {
+  const last = config.lastReload;
+  const differ = config.otherNodesDiffer ?? [];
+  return html`
+    ${
+      last &&
+      (last.ok
+        ? html`<p data-testid="config-reload" class="ok">Config ${last.changed ? "reloaded" : "unchanged"} (hash <code>${last.hash}</code>).${last.restartNeeded.length ? ` These change only at the next restart: ${last.restartNeeded.join(", ")}.` : ""}</p>`
+        : html`<div data-testid="config-reload" class="error" role="alert"><p>The last config reload was refused; the running config (hash <code>${config.hash}</code>) stays:</p>
+          <ul>${last.problems.map((p) => html`<li data-testid="config-problem">${p}</li>`)}</ul></div>`)
+    }
+    ${
+      differ.length > 0 &&
+      html`<p data-testid="config-differ" class="error" role="alert">These nodes run another config than this one (hash <code>${config.hash}</code>): ${differ.map((d, i) => html`${i ? ", " : ""}<strong data-node=${d.node}>${d.node}</strong> (<code>${d.hash}</code>)`)}.</p>`
+    }
+  `;
 }
