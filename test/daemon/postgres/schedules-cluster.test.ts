@@ -2,7 +2,8 @@
  * Scheduled prompts on several machines: two daemon processes on one real
  * PostgreSQL server, a schedule firing every two seconds into alice's
  * Telegram chat. Only the account's lease owner fires; when it is killed with
- * SIGKILL the next owner carries on; every slot journaled is answered once,
+ * SIGKILL the next owner carries on; every slot journaled is answered (once, but for the reply in
+ * flight at the kill, which may be sent once more),
  * and no slot is journaled twice (its dedupe key is the slot).
  */
 import { describe, expect, it } from "vitest";
@@ -49,6 +50,11 @@ describe("scheduled prompts on several daemons", () => {
     expect(new Set(slots).size).toBe(slots.length);
     expect([...slots].sort()).toEqual(slots);
     expect(rows.every((r) => r.state === "done")).toBe(true);
-    expect(c.replies(alice)).toEqual(slots.map(() => "You said: tick"));
+    // Every slot answered; the reply in flight at the kill (sent, not yet recorded) may be sent once
+    // more by the next owner: the one-chunk window of docs/cluster.md ("Each reply once").
+    const replies = c.replies(alice);
+    expect(replies.every((r) => r === "You said: tick")).toBe(true);
+    expect(replies.length).toBeGreaterThanOrEqual(slots.length);
+    expect(replies.length).toBeLessThanOrEqual(slots.length + 1);
   });
 });
