@@ -11,6 +11,7 @@ import type { EmulatorEnv } from "../env.js";
 import { forbidden, notFound, unauthorized } from "../errors.js";
 import type { InstanceRecord, KeyRecord, OrganizationRecord } from "../store/state.js";
 import { hashKey } from "../rules/credentials.js";
+import { cookieValue } from "../../shared/cookies.js";
 
 export type Caller = { kind: "org"; organization: OrganizationRecord } | { kind: "scoped"; organization: OrganizationRecord; key: KeyRecord };
 
@@ -108,20 +109,6 @@ export function absoluteTargetHost(req: Request): string | null {
 
 /** The console's browser cannot send a bearer on page loads: it may carry the token in this cookie. */
 export const ADMIN_COOKIE = "emulator_admin";
-
-export function cookieValue(header: string | undefined, name: string): string | undefined {
-  for (const part of (header ?? "").split(";")) {
-    const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === name) {
-      try {
-        return decodeURIComponent(part.slice(eq + 1).trim());
-      } catch {
-        return undefined;
-      }
-    }
-  }
-  return undefined;
-}
 
 export const tokenMatches = (given: string, token: string): boolean => timingSafeEqual(Buffer.from(hashKey(given)), Buffer.from(hashKey(token)));
 

@@ -9,6 +9,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
+import { cookieValue } from "../../../shared/cookies.js";
 
 /** The cookie standing in for the bearer on page loads (HttpOnly: the page's scripts never see it). */
 export const CONSOLE_COOKIE = "agent_bridge_console";
@@ -28,20 +29,6 @@ const digest = (text: string) => createHash("sha256").update(text).digest();
 
 /** Constant-time: compares digests, so neither length nor content leaks through timing. */
 export const tokenMatches = (given: string, token: string): boolean => timingSafeEqual(digest(given), digest(token));
-
-export function cookieValue(header: string | undefined, name: string): string | undefined {
-  for (const part of (header ?? "").split(";")) {
-    const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === name) {
-      try {
-        return decodeURIComponent(part.slice(eq + 1).trim());
-      } catch {
-        return undefined;
-      }
-    }
-  }
-  return undefined;
-}
 
 /** A state change a browser marks as sent by a page of another origin (`Sec-Fetch-Site`, `Origin`); other clients send neither. */
 export function isCrossOrigin(req: IncomingMessage): boolean {
