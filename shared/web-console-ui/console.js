@@ -35,6 +35,52 @@ export function useEvent(types, handler) {
   }, [types.join()]);
 }
 
+/**
+ * Data from `load`, loaded on mount and whenever `deps` change, and again on
+ * each `run()`: at most one load at a time, calls during it cause exactly one
+ * more. A failed load keeps the data shown unless `drop(error)` says it is gone.
+ * Returns `[state, run, loading]`; `loading()` says whether a load is under way
+ * (what it read may predate an event that has just come in).
+ */
+export function useLoad(load, deps, drop = () => false) {
+  const [state, setState] = useState({ data: undefined, error: undefined });
+  const control = useRef({ inflight: false, again: false, alive: true });
+  const loadRef = useRef(load);
+  loadRef.current = load;
+  const dropRef = useRef(drop);
+  dropRef.current = drop;
+  const run = useCallback(async () => {
+    const c = control.current;
+    if (c.inflight) {
+      c.again = true;
+      return;
+    }
+    c.inflight = true;
+    try {
+      const data = await loadRef.current();
+      if (c.alive) setState({ data, error: undefined });
+    } catch (error) {
+      if (c.alive) setState((s) => ({ data: dropRef.current(error) ? undefined : s.data, error }));
+    } finally {
+      c.inflight = false;
+      if (c.again && c.alive) {
+        c.again = false;
+        run();
+      }
+    }
+  }, []);
+  useEffect(() => {
+    control.current = { inflight: false, again: false, alive: true };
+    setState({ data: undefined, error: undefined });
+    run();
+    return () => {
+      control.current.alive = false;
+    };
+  }, deps);
+  const loading = useCallback(() => control.current.inflight, []);
+  return [state, run, loading];
+}
+
 // ---- small shared components ---------------------------------------------
 export const link = (path) => `${BASE}${path}`;
 

@@ -1,7 +1,7 @@
 // Shared pieces of the console: rendering (Preact + htm), the API helpers,
 // the one events stream, and hooks that keep a view's data live.
 // What the daemon's console draws the same way comes from the shared module.
-import { bus, html, setStatus, useCallback, useEffect, useEvent, useRef, useState } from "../shared/console.js";
+import { bus, html, setStatus, useEffect, useEvent, useLoad, useRef, useState } from "../shared/console.js";
 
 export { BASE, bus, html, Link, Loading, link, liveStatus, navigate, render, useCallback, useEffect, useEvent, useRef, useState } from "../shared/console.js";
 
@@ -91,45 +91,12 @@ export function connectEvents() {
  * one load runs; events during it cause exactly one more.
  */
 export function useLive(load, deps, when = () => false) {
-  const [state, setState] = useState({ data: undefined, error: undefined });
-  const control = useRef({ inflight: false, again: false, alive: true });
-  const loadRef = useRef(load);
-  loadRef.current = load;
-  const run = useCallback(async () => {
-    const c = control.current;
-    if (c.inflight) {
-      c.again = true;
-      return;
-    }
-    c.inflight = true;
-    try {
-      const data = await loadRef.current();
-      if (c.alive) setState({ data, error: undefined });
-    } catch (error) {
-      // Gone (deleted, reset away): stale data would pass for live, so it is dropped and the 404 shown.
-      if (c.alive) setState((s) => ({ data: error.status === 404 ? undefined : s.data, error }));
-    } finally {
-      c.inflight = false;
-      if (c.again && c.alive) {
-        c.again = false;
-        run();
-      }
-    }
-  }, []);
-  useEffect(() => {
-    control.current = { inflight: false, again: false, alive: true };
-    setState({ data: undefined, error: undefined });
-    run();
-    return () => {
-      control.current.alive = false;
-    };
-  }, deps);
+  // Gone (deleted, reset away): stale data would pass for live, so it is dropped and the 404 shown.
+  const [state, run, loading] = useLoad(load, deps, (error) => error.status === 404);
   useEvent(["hello", "overflow", "request", "state", "turn"], (type, detail) => {
     // A reset or a snapshot import replaced everything: whatever a view shows may be gone.
     if (type === "hello" || type === "overflow" || (type === "state" && detail.replaced) || when(type, detail)) run();
   });
-  // Whether a load is under way: what it read may predate an event that has just come in.
-  const loading = useCallback(() => control.current.inflight, []);
   return [state, run, loading];
 }
 

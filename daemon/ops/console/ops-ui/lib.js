@@ -1,7 +1,7 @@
 // Shared pieces of the operator's console: rendering (Preact + htm), the API
 // helpers, the one events stream, and a hook that keeps a view's data live.
 // What the emulator's console draws the same way comes from the shared module.
-import { bus, html, setStatus, useCallback, useEffect, useEvent, useRef, useState } from "../shared/console.js";
+import { bus, html, setStatus, useEvent, useLoad, useState } from "../shared/console.js";
 
 export { BASE, bus, html, Link, Loading, link, liveStatus, navigate, render, useCallback, useEffect, useEvent, useRef, useState } from "../shared/console.js";
 
@@ -43,38 +43,7 @@ export function connectEvents() {
  * (default: every one); at most one load at a time, events during it cause one more.
  */
 export function useLive(load, deps, types, when = () => true) {
-  const [state, setState] = useState({ data: undefined, error: undefined });
-  const control = useRef({ inflight: false, again: false, alive: true });
-  const loadRef = useRef(load);
-  loadRef.current = load;
-  const run = useCallback(async () => {
-    const c = control.current;
-    if (c.inflight) {
-      c.again = true;
-      return;
-    }
-    c.inflight = true;
-    try {
-      const data = await loadRef.current();
-      if (c.alive) setState({ data, error: undefined });
-    } catch (error) {
-      if (c.alive) setState((s) => ({ data: s.data, error }));
-    } finally {
-      c.inflight = false;
-      if (c.again && c.alive) {
-        c.again = false;
-        run();
-      }
-    }
-  }, []);
-  useEffect(() => {
-    control.current = { inflight: false, again: false, alive: true };
-    setState({ data: undefined, error: undefined });
-    run();
-    return () => {
-      control.current.alive = false;
-    };
-  }, deps);
+  const [state, run] = useLoad(load, deps);
   useEvent(["hello", ...types], (type, detail) => (type === "hello" || when(type, detail)) && run());
   return [state, run];
 }
