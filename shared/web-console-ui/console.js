@@ -81,6 +81,45 @@ export function useLoad(load, deps, drop = () => false) {
   return [state, run, loading];
 }
 
+// ---- the router ------------------------------------------------------------
+/** The path below BASE the address bar shows ("/" at the root). */
+export const currentPath = () => (location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) : "/") || "/";
+
+/** What the first of `routes` (`[pattern, view]`) that matches `path` draws; undefined for none (or a malformed escape). */
+export function routed(routes, path) {
+  for (const [pattern, view] of routes) {
+    const m = pattern.exec(path);
+    if (m) {
+      try {
+        return view(...m.slice(1).map(decodeURIComponent));
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** The current path, following the history (`navigate` and the back button). */
+export function usePath() {
+  const [path, setPath] = useState(currentPath());
+  useEffect(() => {
+    const onPop = () => setPath(currentPath());
+    addEventListener("popstate", onPop);
+    return () => removeEventListener("popstate", onPop);
+  }, []);
+  return path;
+}
+
+/** The events stream's status, kept current. */
+export function useLiveStatus() {
+  const [now, setNow] = useState(liveStatus());
+  useEvent(["status"], (_t, detail) => setNow(detail));
+  // The stream may have attached between the first render and the subscription above.
+  useEffect(() => setNow(liveStatus()), []);
+  return now;
+}
+
 // ---- small shared components ---------------------------------------------
 export const link = (path) => `${BASE}${path}`;
 
