@@ -3,25 +3,7 @@
 // What the daemon's console draws the same way comes from the shared module.
 import { bus, html, setStatus, useEffect, useEvent, useLoad, useRef, useState } from "../shared/console.js";
 
-export {
-  BASE,
-  bus,
-  html,
-  Link,
-  Loading,
-  link,
-  liveStatus,
-  navigate,
-  render,
-  routed,
-  useLiveStatus,
-  usePath,
-  useCallback,
-  useEffect,
-  useEvent,
-  useRef,
-  useState,
-} from "../shared/console.js";
+export * from "../shared/console.js";
 
 /** An API error as the contract shapes it: `{detail}` turned into one sentence. */
 export class ApiError extends Error {

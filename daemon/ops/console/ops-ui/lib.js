@@ -3,25 +3,7 @@
 // What the emulator's console draws the same way comes from the shared module.
 import { bus, html, setStatus, useEvent, useLoad, useState } from "../shared/console.js";
 
-export {
-  BASE,
-  bus,
-  html,
-  Link,
-  Loading,
-  link,
-  liveStatus,
-  navigate,
-  render,
-  routed,
-  useLiveStatus,
-  usePath,
-  useCallback,
-  useEffect,
-  useEvent,
-  useRef,
-  useState,
-} from "../shared/console.js";
+export * from "../shared/console.js";
 
 /** The name the operator gave (kept in this browser): the daemon's log says who did what. */
 export const operatorName = () => localStorage.getItem("operator") ?? "";
