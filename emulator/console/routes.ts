@@ -12,7 +12,8 @@ import { fileURLToPath } from "node:url";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import type { EmulatorEnv } from "../env.js";
 import { notFound, sendError, unauthorized } from "../errors.js";
-import { ADMIN_COOKIE, authorizeAdmin, tokenMatches } from "../http/auth.js";
+import { ADMIN_COOKIE, authorizeAdmin } from "../http/auth.js";
+import { tokenMatches } from "../../shared/console-access.js";
 import { CONSOLE_SECURITY_HEADERS, CONSOLE_SHARED_DIR, vendorModules } from "../../shared/web-console.js";
 
 const UI_DIR = join(dirname(fileURLToPath(import.meta.url)), "ui");

@@ -9,9 +9,10 @@ import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { dirname, extname, join, normalize } from "node:path";
 import { fileURLToPath } from "node:url";
+import { tokenMatches } from "../../../shared/console-access.js";
 import { CONSOLE_SECURITY_HEADERS, CONSOLE_SHARED_DIR, vendorModules } from "../../../shared/web-console.js";
 import { LeaseLostError } from "../../vocabulary/state-errors.js";
-import { CONSOLE_COOKIE, actorOf, refusalOf, tokenMatches } from "./access.js";
+import { CONSOLE_COOKIE, actorOf, refusalOf } from "./access.js";
 import { ConsoleApi, type Answer, type ConsoleDeps } from "./api.js";
 
 /** The page's files; `ops-ui` (not `ui`) so the bundled command line can keep them beside the emulator console's. */
