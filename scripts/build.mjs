@@ -114,5 +114,11 @@ for (const target of [join(root, "dist", opsUi), join(binDir, "ops-ui")]) {
   rmSync(target, { recursive: true, force: true });
   cpSync(join(root, opsUi), target, { recursive: true });
 }
+// Both consoles' shared browser files, beside shared/web-console.js and beside the bundle.
+const sharedUi = join("shared", "web-console-ui");
+for (const target of [join(root, "dist", sharedUi), join(binDir, "web-console-ui")]) {
+  rmSync(target, { recursive: true, force: true });
+  cpSync(join(root, sharedUi), target, { recursive: true });
+}
 writeFileSync(STAMP, "");
 utimesSync(STAMP, started, started);

@@ -6,8 +6,16 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 const require = createRequire(import.meta.url);
+
+/**
+ * The browser files both consoles serve alike (the stylesheet, the shared
+ * helpers), each under its own `.../ui/shared/`. Beside this module: the build
+ * copies them next to the compiled module and next to the bundled command.
+ */
+export const CONSOLE_SHARED_DIR = join(dirname(fileURLToPath(import.meta.url)), "web-console-ui");
 
 /** Vendor modules by file name, their bare `preact` imports pointed at our copy (`./preact.mjs` beside them). */
 export function vendorModules(): Map<string, string> {

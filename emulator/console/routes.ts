@@ -12,8 +12,9 @@ import { fileURLToPath } from "node:url";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import type { EmulatorEnv } from "../env.js";
 import { notFound, sendError, unauthorized } from "../errors.js";
-import { ADMIN_COOKIE, authorizeAdmin, tokenMatches } from "../http/auth.js";
-import { CONSOLE_SECURITY_HEADERS, vendorModules } from "../../shared/web-console.js";
+import { ADMIN_COOKIE, authorizeAdmin } from "../http/auth.js";
+import { tokenMatches } from "../../shared/console-access.js";
+import { CONSOLE_SECURITY_HEADERS, CONSOLE_SHARED_DIR, vendorModules } from "../../shared/web-console.js";
 
 const UI_DIR = join(dirname(fileURLToPath(import.meta.url)), "ui");
 
@@ -52,6 +53,11 @@ export function mountConsole(app: Express, env: EmulatorEnv): void {
     if (body === undefined) return sendError(res, notFound("No such vendor module."));
     res.type("text/javascript").set("cache-control", "no-cache").send(body);
   });
+  app.use(
+    "/_emulator/ui/shared",
+    admin,
+    express.static(CONSOLE_SHARED_DIR, { index: false, fallthrough: false, dotfiles: "deny", cacheControl: true, maxAge: 0 }),
+  );
   app.use("/_emulator/ui/assets", admin, express.static(UI_DIR, { index: false, fallthrough: false, dotfiles: "deny", cacheControl: true, maxAge: 0 }));
   // Every other page path is the app: the browser router reads the location.
   app.get("/_emulator/ui/{*rest}", admin, (_req, res) => void res.type("html").set("cache-control", "no-cache").send(index));

@@ -3,7 +3,6 @@
  * the credentials map, then the route's access rule. 401 for no usable key,
  * 403 for a key that exists but may not, 404 for what the caller cannot see.
  */
-import { timingSafeEqual } from "node:crypto";
 import type { Request } from "express";
 import type { Access } from "../../shared/api.js";
 import { isoAt } from "../../shared/clock.js";
@@ -11,6 +10,7 @@ import type { EmulatorEnv } from "../env.js";
 import { forbidden, notFound, unauthorized } from "../errors.js";
 import type { InstanceRecord, KeyRecord, OrganizationRecord } from "../store/state.js";
 import { hashKey } from "../rules/credentials.js";
+import { cookieValue, isCrossOrigin, isLoopbackAddress, tokenMatches } from "../../shared/console-access.js";
 
 export type Caller = { kind: "org"; organization: OrganizationRecord } | { kind: "scoped"; organization: OrganizationRecord; key: KeyRecord };
 
@@ -60,7 +60,6 @@ export function requireOrgKey(caller: Caller): void {
   if (caller.kind !== "org") throw forbidden("This operation requires an organization key.");
 }
 
-const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 const LOOPBACK_HOST = /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|localhost|\[::1\])$/i;
 
 /** A whole `Host` header: a name or a bracketed IPv6 address, then an optional port; nothing else. */
@@ -109,47 +108,6 @@ export function absoluteTargetHost(req: Request): string | null {
 /** The console's browser cannot send a bearer on page loads: it may carry the token in this cookie. */
 export const ADMIN_COOKIE = "emulator_admin";
 
-export function cookieValue(header: string | undefined, name: string): string | undefined {
-  for (const part of (header ?? "").split(";")) {
-    const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === name) {
-      try {
-        return decodeURIComponent(part.slice(eq + 1).trim());
-      } catch {
-        return undefined;
-      }
-    }
-  }
-  return undefined;
-}
-
-export const tokenMatches = (given: string, token: string): boolean => timingSafeEqual(Buffer.from(hashKey(given)), Buffer.from(hashKey(token)));
-
-const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
-
-/**
- * A browser page on another origin can send a form POST (or a no-cors fetch)
- * to `http://127.0.0.1:PORT/_emulator/reset`: it passes the loopback and Host
- * checks, and with a token the SameSite cookie still rides along from any
- * other port of the same host (same site). Browsers mark such requests
- * (`Sec-Fetch-Site`, `Origin`); curl, supertest and server-side clients send
- * neither, so they are unaffected. The same rule as Go's CrossOriginProtection.
- */
-export function isCrossOrigin(req: Request): boolean {
-  if (SAFE_METHODS.has(req.method)) return false;
-  const site = req.headers["sec-fetch-site"];
-  if (site !== undefined) return site !== "same-origin" && site !== "none";
-  const origin = req.headers.origin;
-  if (origin === undefined) return false;
-  let host: string;
-  try {
-    host = new URL(origin).host;
-  } catch {
-    return true; // "null" (sandboxed frames, file:) or garbage
-  }
-  return host === "" || host !== (req.headers.host ?? "").trim().toLowerCase();
-}
-
 /**
  * The control plane: token when one is set, else loopback callers naming a
  * loopback (or the configured) host only; and a state change never from a
@@ -164,7 +122,7 @@ export function authorizeAdmin(env: EmulatorEnv, req: Request): void {
     if (!tokenMatches(given, token)) throw unauthorized("The control plane needs the admin token.");
     return;
   }
-  if (!LOOPBACK.test(req.socket.remoteAddress ?? "")) {
+  if (!isLoopbackAddress(req.socket.remoteAddress)) {
     throw unauthorized("The control plane answers loopback callers only; start with --admin-token to open it.");
   }
   // Both must name us: `Host`, and an absolute-form target's authority when there is one.

@@ -7,55 +7,19 @@
  * page names its own). A state change is never taken from a page of another
  * origin (CSRF), token or not.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
+import { cookieValue, isCrossOrigin, isLoopbackAddress, tokenMatches } from "../../../shared/console-access.js";
 
 /** The cookie standing in for the bearer on page loads (HttpOnly: the page's scripts never see it). */
 export const CONSOLE_COOKIE = "agent_bridge_console";
 
-const LOOPBACK_ADDRESS = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 const LOOPBACK_HOST = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])(:\d+)?$/i;
 const BEARER = /^Bearer\s+(\S+)$/i;
-const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /** Why a request was turned away: the HTTP status and a sentence for the operator. */
 export interface Refusal {
   status: 401 | 403;
   error: string;
-}
-
-const digest = (text: string) => createHash("sha256").update(text).digest();
-
-/** Constant-time: compares digests, so neither length nor content leaks through timing. */
-export const tokenMatches = (given: string, token: string): boolean => timingSafeEqual(digest(given), digest(token));
-
-export function cookieValue(header: string | undefined, name: string): string | undefined {
-  for (const part of (header ?? "").split(";")) {
-    const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === name) {
-      try {
-        return decodeURIComponent(part.slice(eq + 1).trim());
-      } catch {
-        return undefined;
-      }
-    }
-  }
-  return undefined;
-}
-
-/** A state change a browser marks as sent by a page of another origin (`Sec-Fetch-Site`, `Origin`); other clients send neither. */
-export function isCrossOrigin(req: IncomingMessage): boolean {
-  if (SAFE_METHODS.has(req.method ?? "GET")) return false;
-  const site = req.headers["sec-fetch-site"];
-  if (site !== undefined) return site !== "same-origin" && site !== "none";
-  const origin = req.headers.origin;
-  if (origin === undefined) return false;
-  try {
-    const host = new URL(origin).host;
-    return host === "" || host !== (req.headers.host ?? "").trim().toLowerCase();
-  } catch {
-    return true;
-  }
 }
 
 /** undefined when the request may go on; else why not. `token` is `ops.token`. */
@@ -67,7 +31,7 @@ export function refusalOf(req: IncomingMessage, token: string | undefined): Refu
     if (!tokenMatches(given, token)) return { status: 401, error: "That is not the ops token." };
     return undefined;
   }
-  if (!LOOPBACK_ADDRESS.test(req.socket.remoteAddress ?? "")) return { status: 401, error: "Without ops.token the console answers this machine only." };
+  if (!isLoopbackAddress(req.socket.remoteAddress)) return { status: 401, error: "Without ops.token the console answers this machine only." };
   if (!LOOPBACK_HOST.test(req.headers.host ?? ""))
     return { status: 401, error: "Without ops.token the console answers requests addressed to a loopback host only." };
   return undefined;

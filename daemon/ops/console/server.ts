@@ -9,9 +9,10 @@ import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { dirname, extname, join, normalize } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CONSOLE_SECURITY_HEADERS, vendorModules } from "../../../shared/web-console.js";
+import { tokenMatches } from "../../../shared/console-access.js";
+import { CONSOLE_SECURITY_HEADERS, CONSOLE_SHARED_DIR, vendorModules } from "../../../shared/web-console.js";
 import { LeaseLostError } from "../../vocabulary/state-errors.js";
-import { CONSOLE_COOKIE, actorOf, refusalOf, tokenMatches } from "./access.js";
+import { CONSOLE_COOKIE, actorOf, refusalOf } from "./access.js";
 import { ConsoleApi, type Answer, type ConsoleDeps } from "./api.js";
 
 /** The page's files; `ops-ui` (not `ui`) so the bundled command line can keep them beside the emulator console's. */
@@ -104,10 +105,9 @@ export function createConsole(deps: ConsoleDeps & { token: string | undefined })
     return json(res, { status: 404, body: { error: "No such console route." } });
   };
 
-  const asset = (res: ServerResponse, path: string) => {
-    const name = path.slice("/ui/assets/".length);
-    const file = normalize(join(UI_DIR, name));
-    if (!file.startsWith(`${UI_DIR}/`) || !TYPES[extname(file)]) return json(res, { status: 404, body: { error: "No such asset." } });
+  const asset = (res: ServerResponse, dir: string, name: string) => {
+    const file = normalize(join(dir, name));
+    if (!file.startsWith(`${dir}/`) || !TYPES[extname(file)]) return json(res, { status: 404, body: { error: "No such asset." } });
     let body: string;
     try {
       body = readFileSync(file, "utf8");
@@ -140,7 +140,8 @@ export function createConsole(deps: ConsoleDeps & { token: string | undefined })
       const body = vendor.get(path.slice("/ui/vendor/".length));
       if (body === undefined) json(res, { status: 404, body: { error: "No such vendor module." } });
       else send(res, 200, TYPES[".js"]!, body, { "cache-control": "no-cache" });
-    } else if (path.startsWith("/ui/assets/")) asset(res, path);
+    } else if (path.startsWith("/ui/assets/")) asset(res, UI_DIR, path.slice("/ui/assets/".length));
+    else if (path.startsWith("/ui/shared/")) asset(res, CONSOLE_SHARED_DIR, path.slice("/ui/shared/".length));
     else if (req.method === "GET" || req.method === "HEAD") send(res, 200, TYPES[".html"]!, index, { "cache-control": "no-cache" });
     else json(res, { status: 405, body: { error: "method not allowed" } });
     return true;

@@ -1,6 +1,6 @@
 // The console's shell: a history-API router over `/_emulator/ui/...`, the
 // navigation, and the live-connection indicator. Each view lives in views/.
-import { BASE, connectEvents, html, Link, liveStatus, render, useEffect, useEvent, useState } from "./lib.js";
+import { connectEvents, html, Link, render, routed, useEffect, useLiveStatus, usePath } from "./lib.js";
 import { Instances, InstanceView } from "./views/instances.js";
 import { Organizations } from "./views/organizations.js";
 import { Conversation, ResponseChain } from "./views/conversation.js";
@@ -34,33 +34,16 @@ const NAV = [
   ["/snapshot", "Snapshot & reset"],
 ];
 
-const currentPath = () => (location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) : "/") || "/";
-
 function route(path) {
-  for (const [pattern, view] of ROUTES) {
-    const m = pattern.exec(path);
-    if (m) {
-      try {
-        return view(...m.slice(1).map(decodeURIComponent));
-      } catch {
-        break;
-      }
-    }
-  }
-  return html`<section><h1>Not found</h1><p>Nothing lives at <code>${path}</code>. <${Link} to="/instances">Go to the instances</${Link}>.</p></section>`;
+  return (
+    routed(ROUTES, path) ??
+    html`<section><h1>Not found</h1><p>Nothing lives at <code>${path}</code>. <${Link} to="/instances">Go to the instances</${Link}>.</p></section>`
+  );
 }
 
 function App() {
-  const [path, setPath] = useState(currentPath());
-  const [status, setStatus] = useState(liveStatus());
-  useEffect(() => {
-    const onPop = () => setPath(currentPath());
-    addEventListener("popstate", onPop);
-    return () => removeEventListener("popstate", onPop);
-  }, []);
-  useEvent(["status"], (_t, detail) => setStatus(detail));
-  // The stream may have attached between the first render and the subscription above.
-  useEffect(() => setStatus(liveStatus()), []);
+  const path = usePath();
+  const status = useLiveStatus();
   useEffect(() => {
     // A new view: focus its heading so keyboard and screen-reader users land in it.
     const heading = document.querySelector("main h1");

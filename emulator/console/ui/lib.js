@@ -1,13 +1,9 @@
 // Shared pieces of the console: rendering (Preact + htm), the API helpers,
 // the one events stream, and hooks that keep a view's data live.
-import { h, render } from "/_emulator/ui/vendor/preact.mjs";
-import { useCallback, useEffect, useRef, useState } from "/_emulator/ui/vendor/hooks.mjs";
-import htm from "/_emulator/ui/vendor/htm.mjs";
+// What the daemon's console draws the same way comes from the shared module.
+import { bus, html, setStatus, useEffect, useEvent, useLoad, useRef, useState } from "../shared/console.js";
 
-export const html = htm.bind(h);
-export { render, useCallback, useEffect, useRef, useState };
-
-export const BASE = "/_emulator/ui";
+export * from "../shared/console.js";
 
 /** An API error as the contract shapes it: `{detail}` turned into one sentence. */
 export class ApiError extends Error {
@@ -52,17 +48,9 @@ export const CONSOLE_HEADER = "x-emulator-console";
 export const asOrg = (orgId, path) => `/_emulator/as/${encodeURIComponent(orgId)}${path}`;
 
 // ---- the events stream ----------------------------------------------------
-export const bus = new EventTarget();
 const TYPES = ["hello", "request", "state", "turn", "overflow"];
 let source;
 let started = false;
-let status = "connecting";
-/** The stream's state now: "connecting", "live" (attached), "reconnecting" or "paused" (tab hidden). */
-export const liveStatus = () => status;
-const setStatus = (next) => {
-  status = next;
-  bus.dispatchEvent(new CustomEvent("status", { detail: next }));
-};
 function openStream() {
   source = new EventSource("/_emulator/events");
   for (const type of TYPES) {
@@ -97,87 +85,19 @@ export function connectEvents() {
   });
 }
 
-export function useEvent(types, handler) {
-  const ref = useRef(handler);
-  ref.current = handler;
-  useEffect(() => {
-    const on = (e) => ref.current(e.type, e.detail);
-    for (const t of types) bus.addEventListener(t, on);
-    return () => {
-      for (const t of types) bus.removeEventListener(t, on);
-    };
-  }, [types.join()]);
-}
-
 /**
  * Data loaded by `load` and loaded again when an event passes `when(type, detail)`
  * (and after every (re)connect or overflow, which may have lost events). At most
  * one load runs; events during it cause exactly one more.
  */
 export function useLive(load, deps, when = () => false) {
-  const [state, setState] = useState({ data: undefined, error: undefined });
-  const control = useRef({ inflight: false, again: false, alive: true });
-  const loadRef = useRef(load);
-  loadRef.current = load;
-  const run = useCallback(async () => {
-    const c = control.current;
-    if (c.inflight) {
-      c.again = true;
-      return;
-    }
-    c.inflight = true;
-    try {
-      const data = await loadRef.current();
-      if (c.alive) setState({ data, error: undefined });
-    } catch (error) {
-      // Gone (deleted, reset away): stale data would pass for live, so it is dropped and the 404 shown.
-      if (c.alive) setState((s) => ({ data: error.status === 404 ? undefined : s.data, error }));
-    } finally {
-      c.inflight = false;
-      if (c.again && c.alive) {
-        c.again = false;
-        run();
-      }
-    }
-  }, []);
-  useEffect(() => {
-    control.current = { inflight: false, again: false, alive: true };
-    setState({ data: undefined, error: undefined });
-    run();
-    return () => {
-      control.current.alive = false;
-    };
-  }, deps);
+  // Gone (deleted, reset away): stale data would pass for live, so it is dropped and the 404 shown.
+  const [state, run, loading] = useLoad(load, deps, (error) => error.status === 404);
   useEvent(["hello", "overflow", "request", "state", "turn"], (type, detail) => {
     // A reset or a snapshot import replaced everything: whatever a view shows may be gone.
     if (type === "hello" || type === "overflow" || (type === "state" && detail.replaced) || when(type, detail)) run();
   });
-  // Whether a load is under way: what it read may predate an event that has just come in.
-  const loading = useCallback(() => control.current.inflight, []);
   return [state, run, loading];
-}
-
-// ---- small shared components ---------------------------------------------
-export const link = (path) => `${BASE}${path}`;
-
-export function navigate(path) {
-  history.pushState(null, "", link(path));
-  dispatchEvent(new PopStateEvent("popstate"));
-}
-
-export function Link({ to, children, ...rest }) {
-  const onClick = (e) => {
-    if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
-    e.preventDefault();
-    navigate(to);
-  };
-  return html`<a href=${link(to)} onClick=${onClick} ...${rest}>${children}</a>`;
-}
-
-export function Loading({ state, children }) {
-  if (state.error && state.data === undefined) return html`<p class="error" role="alert">${state.error.message}</p>`;
-  if (state.data === undefined) return html`<p class="muted">Loading…</p>`;
-  return children(state.data);
 }
 
 /**

@@ -1,6 +1,6 @@
 // The console's shell: a history-API router over `/ui/...`, the navigation,
 // the operator's name and the live-connection indicator. Each view lives in views/.
-import { BASE, connectEvents, html, Link, liveStatus, operatorName, render, setOperatorName, useEffect, useEvent, useState } from "./lib.js";
+import { connectEvents, html, Link, operatorName, render, routed, setOperatorName, useEffect, useLiveStatus, usePath, useState } from "./lib.js";
 import { Overview } from "./views/overview.js";
 import { Pairing } from "./views/pairing.js";
 import { Chats, ChatView } from "./views/chats.js";
@@ -28,14 +28,11 @@ const NAV = [
   ["/nodes", "Nodes"],
 ];
 
-const currentPath = () => (location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) : "/") || "/";
-
 function route(path) {
-  for (const [pattern, view] of ROUTES) {
-    const m = pattern.exec(path);
-    if (m) return view(...m.slice(1).map(decodeURIComponent));
-  }
-  return html`<section><h1>Not found</h1><p>Nothing lives at <code>${path}</code>. <${Link} to="/overview">Go to the overview</${Link}>.</p></section>`;
+  return (
+    routed(ROUTES, path) ??
+    html`<section><h1>Not found</h1><p>Nothing lives at <code>${path}</code>. <${Link} to="/overview">Go to the overview</${Link}>.</p></section>`
+  );
 }
 
 function OperatorName() {
@@ -50,15 +47,8 @@ function OperatorName() {
 }
 
 function App() {
-  const [path, setPath] = useState(currentPath());
-  const [status, setStatus] = useState(liveStatus());
-  useEffect(() => {
-    const onPop = () => setPath(currentPath());
-    addEventListener("popstate", onPop);
-    return () => removeEventListener("popstate", onPop);
-  }, []);
-  useEvent(["status"], (_t, detail) => setStatus(detail));
-  useEffect(() => setStatus(liveStatus()), []);
+  const path = usePath();
+  const status = useLiveStatus();
   useEffect(() => {
     const section = NAV.find(([to]) => path.startsWith(to))?.[1] ?? "Overview";
     document.title = `${section} · agent-bridge console`;

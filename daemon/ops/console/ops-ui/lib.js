@@ -1,13 +1,9 @@
 // Shared pieces of the operator's console: rendering (Preact + htm), the API
 // helpers, the one events stream, and a hook that keeps a view's data live.
-import { h, render } from "/ui/vendor/preact.mjs";
-import { useCallback, useEffect, useRef, useState } from "/ui/vendor/hooks.mjs";
-import htm from "/ui/vendor/htm.mjs";
+// What the emulator's console draws the same way comes from the shared module.
+import { bus, html, setStatus, useEvent, useLoad, useState } from "../shared/console.js";
 
-export const html = htm.bind(h);
-export { render, useCallback, useEffect, useRef, useState };
-
-export const BASE = "/ui";
+export * from "../shared/console.js";
 
 /** The name the operator gave (kept in this browser): the daemon's log says who did what. */
 export const operatorName = () => localStorage.getItem("operator") ?? "";
@@ -30,15 +26,7 @@ export async function api(method, path, body) {
 export const get = (path) => api("GET", path);
 
 // ---- the events stream ----------------------------------------------------
-export const bus = new EventTarget();
 export const EVENT_TYPES = ["hello", "accepted", "replied", "delivered", "queue", "channel", "pairing", "session", "config"];
-let status = "connecting";
-/** "connecting", "live" (attached: nothing after this is missed) or "reconnecting". */
-export const liveStatus = () => status;
-const setStatus = (next) => {
-  status = next;
-  bus.dispatchEvent(new CustomEvent("status", { detail: next }));
-};
 export function connectEvents() {
   const source = new EventSource("/ui/api/events");
   for (const type of EVENT_TYPES) {
@@ -50,80 +38,14 @@ export function connectEvents() {
   source.addEventListener("error", () => setStatus("reconnecting"));
 }
 
-export function useEvent(types, handler) {
-  const ref = useRef(handler);
-  ref.current = handler;
-  useEffect(() => {
-    const on = (e) => ref.current(e.type, e.detail);
-    for (const t of types) bus.addEventListener(t, on);
-    return () => {
-      for (const t of types) bus.removeEventListener(t, on);
-    };
-  }, [types.join()]);
-}
-
 /**
  * Data from `load`, loaded again on `hello` and on any event of `types` that passes `when`
  * (default: every one); at most one load at a time, events during it cause one more.
  */
 export function useLive(load, deps, types, when = () => true) {
-  const [state, setState] = useState({ data: undefined, error: undefined });
-  const control = useRef({ inflight: false, again: false, alive: true });
-  const loadRef = useRef(load);
-  loadRef.current = load;
-  const run = useCallback(async () => {
-    const c = control.current;
-    if (c.inflight) {
-      c.again = true;
-      return;
-    }
-    c.inflight = true;
-    try {
-      const data = await loadRef.current();
-      if (c.alive) setState({ data, error: undefined });
-    } catch (error) {
-      if (c.alive) setState((s) => ({ data: s.data, error }));
-    } finally {
-      c.inflight = false;
-      if (c.again && c.alive) {
-        c.again = false;
-        run();
-      }
-    }
-  }, []);
-  useEffect(() => {
-    control.current = { inflight: false, again: false, alive: true };
-    setState({ data: undefined, error: undefined });
-    run();
-    return () => {
-      control.current.alive = false;
-    };
-  }, deps);
+  const [state, run] = useLoad(load, deps);
   useEvent(["hello", ...types], (type, detail) => (type === "hello" || when(type, detail)) && run());
   return [state, run];
-}
-
-// ---- small shared components ---------------------------------------------
-export const link = (path) => `${BASE}${path}`;
-
-export function navigate(path) {
-  history.pushState(null, "", link(path));
-  dispatchEvent(new PopStateEvent("popstate"));
-}
-
-export function Link({ to, children, ...rest }) {
-  const onClick = (e) => {
-    if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
-    e.preventDefault();
-    navigate(to);
-  };
-  return html`<a href=${link(to)} onClick=${onClick} ...${rest}>${children}</a>`;
-}
-
-export function Loading({ state, children }) {
-  if (state.error && state.data === undefined) return html`<p class="error" role="alert">${state.error.message}</p>`;
-  if (state.data === undefined) return html`<p class="muted">Loading…</p>`;
-  return children(state.data);
 }
 
 /** A button that runs an async action, shows it is busy, and reports a failure. */
