@@ -11,9 +11,10 @@ describe("emulator command", () => {
       const page = await fetch(printed!);
       expect(page.status).toBe(200);
       expect(await page.text()).toContain("/_emulator/ui/assets/app.js");
-      // The bundled command serves the static assets too (the build copies them beside the
-      // bundle) and finds Preact and htm in node_modules from where the bundle lives.
-      for (const asset of ["assets/app.js", "assets/style.css", "vendor/preact.mjs", "vendor/hooks.mjs", "vendor/htm.mjs"]) {
+      // The bundled command serves the static assets too, the ones both consoles share included
+      // (the build copies them beside the bundle), and finds Preact and htm in node_modules from
+      // where the bundle lives.
+      for (const asset of ["assets/app.js", "shared/style.css", "shared/console.js", "vendor/preact.mjs", "vendor/hooks.mjs", "vendor/htm.mjs"]) {
         expect((await fetch(`${run.url}/_emulator/ui/${asset}`)).status, asset).toBe(200);
       }
     } finally {
