@@ -21,16 +21,10 @@ const LIA_LID = "210000000000042";
 const LIA_PHONE = "4917622222222";
 const GROUP = "120363000000000001@g.us";
 
-it("relays a WhatsApp message to the agent and sends its reply back to the same chat", async () => {
-  const service = await startServiceFixture("wa-e2e-");
-  // About the answer itself: the reaction and group context (whatsapp-group.test.ts) stay out of `sent` and the echo.
-  const config = service.configFor({
-    type: "whatsapp",
-    id: "wa",
-    ackReaction: { scope: "off" },
-    groupContext: { enabled: false },
-    access: { users: [`+${ANA}`, `+${LIA_PHONE}`], groups: { [GROUP]: {} } },
-  });
+type ServiceFixture = Awaited<ReturnType<typeof startServiceFixture>>;
+
+/** The daemon with one WhatsApp channel on the fake device, started and connected; stopped after the test. */
+async function startBridge(service: ServiceFixture, config: ReturnType<ServiceFixture["configFor"]>, [adapterSeed, daemonSeed]: [number, number]) {
   const channel = config.channels[0];
   if (channel?.type !== "whatsapp") throw new Error("expected a whatsapp channel");
   const logger = pino({ level: "silent" });
@@ -44,16 +38,29 @@ it("relays a WhatsApp message to the agent and sends its reply back to the same 
       clock: systemClock,
       maxAttachmentBytes: config.attachments.maxBytes,
     },
-    { socketFactory: fake.factory, qrOutput: new Writable({ write: (_c, _e, cb) => cb() }), random: seededRandom(3) },
+    { socketFactory: fake.factory, qrOutput: new Writable({ write: (_c, _e, cb) => cb() }), random: seededRandom(adapterSeed) },
   );
-  const daemon: Daemon = createDaemon({ config, adapters: [adapter], logger, random: seededRandom(4) });
+  const daemon: Daemon = createDaemon({ config, adapters: [adapter], logger, random: seededRandom(daemonSeed) });
   onTestFinished(() => daemon.stop({ graceMs: 0 }));
-
   const started = daemon.start();
   await vi.waitFor(() => expect(fake.sockets).toHaveLength(1));
   const socket = fake.latest();
   socket.open();
   await started;
+  return { daemon, fake, socket };
+}
+
+it("relays a WhatsApp message to the agent and sends its reply back to the same chat", async () => {
+  const service = await startServiceFixture("wa-e2e-");
+  // About the answer itself: the reaction and group context (whatsapp-group.test.ts) stay out of `sent` and the echo.
+  const config = service.configFor({
+    type: "whatsapp",
+    id: "wa",
+    ackReaction: { scope: "off" },
+    groupContext: { enabled: false },
+    access: { users: [`+${ANA}`, `+${LIA_PHONE}`], groups: { [GROUP]: {} } },
+  });
+  const { socket, fake, daemon } = await startBridge(service, config, [3, 4]);
 
   // A listed person by phone; a listed person arriving by @lid with the phone as alt;
   // an unlisted stranger; an unmentioned group message; a mention in the listed group.
@@ -84,28 +91,7 @@ it("relays a WhatsApp message to the agent and sends its reply back to the same 
 it("queue modes: /queue collect answers what came meanwhile as one turn; /queue interrupt stops the answer for the newer message", async () => {
   const service = await startServiceFixture("wa-queue-");
   const config = service.configFor({ type: "whatsapp", id: "wa", ackReaction: { scope: "off" }, access: { users: [`+${ANA}`] } });
-  const channel = config.channels[0];
-  if (channel?.type !== "whatsapp") throw new Error("expected a whatsapp channel");
-  const logger = pino({ level: "silent" });
-  const fake = createFakeBaileys();
-  const adapter = createWhatsAppAdapter(
-    channel,
-    {
-      logger,
-      state: { get: () => undefined, set: async () => undefined },
-      dataDir: service.dataDir,
-      clock: systemClock,
-      maxAttachmentBytes: config.attachments.maxBytes,
-    },
-    { socketFactory: fake.factory, qrOutput: new Writable({ write: (_c, _e, cb) => cb() }), random: seededRandom(5) },
-  );
-  const daemon: Daemon = createDaemon({ config, adapters: [adapter], logger, random: seededRandom(6) });
-  onTestFinished(() => daemon.stop({ graceMs: 0 }));
-  const started = daemon.start();
-  await vi.waitFor(() => expect(fake.sockets).toHaveLength(1));
-  const socket = fake.latest();
-  socket.open();
-  await started;
+  const { socket, daemon } = await startBridge(service, config, [5, 6]);
   await exerciseQueueModes({
     service,
     send: (text) => socket.receive([directByPhone(ANA, text)]),
