@@ -164,9 +164,11 @@ export async function runInForeground(config: DaemonConfig, options: ForegroundO
     signals.on("SIGINT", onSigint);
     signals.on("SIGTERM", onSigterm);
     signals.on("SIGHUP", onSighup);
-    daemon.start().then(
+    const started = daemon.start();
+    // Watched from before the start, so a save the moment "daemon started" is logged is not missed; it applies once started.
+    if (configFile && config.watchConfig) watcher = watchConfigFile(configFile, () => void started.then(() => reload("the file changed"), () => undefined));
+    started.then(
       () => {
-        if (configFile && config.watchConfig) watcher = watchConfigFile(configFile, () => reload("the file changed"));
         if (process.stdout.isTTY) {
           const chat = daemon.adapters.find((a) => a.platform === "terminal");
           if (chat && "notice" in chat && typeof chat.notice === "function") {

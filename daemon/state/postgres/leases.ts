@@ -117,6 +117,8 @@ export class LeaseKeeper {
   #timers: Timer[] = [];
   #listener: pg.Client | undefined;
   #stopped = false;
+  /** True once this node's units have rows in `lease` (placement reads them); set by the first round that reaches the database. */
+  #unitsListed = false;
   /** How the last background round went (renew or place): a node that cannot reach the database says so in /healthz. */
   #lastRound: { ok: boolean; at: number } | undefined;
   /** The other live nodes and their config hashes, as of the last heartbeat, by node id (nodes that report none left out). */
@@ -140,7 +142,6 @@ export class LeaseKeeper {
     return this.#o.nodeId;
   }
 
-  /** Whether the last renewal or placement round reached the database (undefined before the first). */
   /** The config hashes the other live nodes reported at the last heartbeat, each once. */
   get peerConfigHashes(): readonly string[] {
     return [...new Set(this.#peerConfigs.map((p) => p.hash))];
@@ -151,6 +152,7 @@ export class LeaseKeeper {
     return this.#peerConfigs;
   }
 
+  /** Whether the last renewal or placement round reached the database (undefined before the first). */
   get lastRound(): { ok: boolean; at: number } | undefined {
     return this.#lastRound;
   }
@@ -160,13 +162,15 @@ export class LeaseKeeper {
     return [...this.#held.values()];
   }
 
-  /** Creates the units' lease rows, runs a first placement, then renews and places on timers and notifications. */
+  /**
+   * Runs a first placement, then renews and places on timers and notifications. A first round
+   * that cannot reach the database (it went away after the node connected) is retried like any
+   * later one: the node stays up, says so in `lastRound`, and joins when the database is back.
+   */
   async start(): Promise<void> {
-    await this.#o.pool.query("INSERT INTO lease (unit) SELECT unnest($1::text[]) ON CONFLICT (unit) DO NOTHING", [[...this.#o.units]]);
-    await this.#listen();
-    await this.place();
     this.#every(this.#o.renewEveryMs, () => this.renew());
     this.#every(this.#o.pollMs, () => this.place());
+    await this.#tracked(() => this.place());
   }
 
   /** One renewal of every held lease. A lease the database no longer gives this node ends now. */
@@ -199,6 +203,10 @@ export class LeaseKeeper {
   place(): Promise<void> {
     return this.#rounds.add(async () => {
       if (this.#stopped) return;
+      if (!this.#unitsListed) {
+        await this.#o.pool.query("INSERT INTO lease (unit) SELECT unnest($1::text[]) ON CONFLICT (unit) DO NOTHING", [[...this.#o.units]]);
+        this.#unitsListed = true;
+      }
       const share = await this.#fairShare();
       const { rows } = await this.#o.pool.query(
         `SELECT unit, expires_at < clock_timestamp() - make_interval(secs => $2) AS stale
@@ -345,20 +353,24 @@ export class LeaseKeeper {
     const slot = this.#timers.length;
     const next = () => {
       if (this.#stopped) return;
-      this.#timers[slot] = this.#o.clock.setTimeout(() => {
-        round()
-          .then(() => this.#listen())
-          .then(
-            () => (this.#lastRound = { ok: true, at: this.#o.clock.now() }),
-            (e) => {
-              this.#lastRound = { ok: false, at: this.#o.clock.now() };
-              this.#o.onError?.(e);
-            },
-          )
-          .finally(next);
-      }, period);
+      this.#timers[slot] = this.#o.clock.setTimeout(() => void this.#tracked(round).finally(next), period);
     };
     next();
+  }
+
+  /** One round, then the LISTEN connection if it was lost; how it went is `lastRound`, a failure goes to `onError`. Never rejects. */
+  #tracked(round: () => Promise<void>): Promise<void> {
+    return round()
+      .then(() => this.#listen())
+      .then(
+        () => {
+          this.#lastRound = { ok: true, at: this.#o.clock.now() };
+        },
+        (e: unknown) => {
+          this.#lastRound = { ok: false, at: this.#o.clock.now() };
+          this.#o.onError?.(e);
+        },
+      );
   }
 
   #cancelTimers(): void {

@@ -253,4 +253,19 @@ describe("leases", () => {
     expect(held).toHaveLength(5);
     expect(held.every((l) => l.valid())).toBe(true);
   });
+
+  it("a node whose database goes away as it joins stays up, says so, and takes its units once the database is back", async () => {
+    const url = await server.createDatabase("joinlost");
+    const a = await node({ url, nodeId: "a", units: ["u1", "u2"], pollMs: 50 });
+    await server.kill(); // after the node connected and migrated: its first round cannot reach the database
+    try {
+      await a.leases.start(); // resolves: the round failed, and the keeper retries
+      expect(a.leases.lastRound?.ok).toBe(false);
+      expect(a.leases.held()).toEqual([]);
+    } finally {
+      await server.start();
+    }
+    await waitUntil(() => a.leases.held().length === 2, "a to take both units once the database is back", 15_000);
+    expect(a.leases.lastRound?.ok).toBe(true);
+  });
 });
