@@ -166,7 +166,11 @@ export async function runInForeground(config: DaemonConfig, options: ForegroundO
     signals.on("SIGHUP", onSighup);
     const started = daemon.start();
     // Watched from before the start, so a save the moment "daemon started" is logged is not missed; it applies once started.
-    const reloadOnceStarted = () => void started.then(() => reload("the file changed"), () => undefined);
+    const reloadOnceStarted = () =>
+      void started.then(
+        () => reload("the file changed"),
+        () => undefined,
+      );
     if (configFile && config.watchConfig) watcher = watchConfigFile(configFile, reloadOnceStarted);
     started.then(
       () => {

@@ -23,7 +23,7 @@ import { treeFileWriter } from "./gateway/media.js";
 import { type ModelScriptInput, openScripts } from "./gateway/script/index.js";
 import { modelScriptHandlers } from "./routes/model-scripts.js";
 import { applyFixture, checkFixture, describeFixtureProblems, type FixtureInput, readFixtureFile } from "./seed/index.js";
-import { mountRoutes, type Handlers } from "./http/router.js";
+import { apiRoutes, type Handlers } from "./http/router.js";
 import { type EmulatorLogger, reportUnexpectedErrors } from "./events/error-log.js";
 import { assignRequestIds } from "./events/request-id.js";
 import { ApiListener } from "./http/api-listener.js";
@@ -257,28 +257,6 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   // Not `strict`: valid JSON that is not an object (`null`, `1`) reaches the route's schema and gets its 422.
   const snapshotJson = express.json({ limit: "1gb", strict: false });
   const json = express.json({ limit: "1mb", strict: false });
-  // What every request passes before its route, in this order, as one layer (http/in-order.ts).
-  app.use(
-    inOrder(
-      assignRequestIds(),
-      captureRequests({ clock, log: requests, hub: events, journals, sandboxClocks, onAnswered, responses: app.response }),
-      attributeToSandbox(env),
-      applyApiFault(env),
-      (req, res, next) => (SNAPSHOT_PATH.test(req.path) ? snapshotJson(req, res, next) : next()),
-      json,
-      // The body arrived in the socket's own async context: the request goes back into its sandbox.
-      (_req, res, next) => {
-        sandboxClocks.enter(res.locals.sandboxId as string | undefined);
-        next();
-      },
-    ),
-  );
-
-  if (replay) app.use(replay.handle);
-  mountOpenApi(app, env, () => listener.usableUrl());
-  mountBillingPage(app, env);
-  mountEvents(app, env, events);
-  mountConsole(app, env);
   // One `runtime.json` editor for skills and channels, so their edits of one instance queue behind each other.
   const runtime = createRuntimeConfigs(env.workspaces);
   const sandboxes = createSandboxService(env, scripts);
@@ -296,7 +274,31 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     ...modelScriptHandlers(env, scripts),
     ...recordingHandlers(replay),
   };
-  mountRoutes(app, env, handlers, withoutUndefined({ validateResponses: options.validateResponses }));
+  // What every request passes, in this order, as one express layer (http/in-order.ts): the steps
+  // before any route, a recording's replay, then the API's route table. What no route takes goes
+  // on to the layers below (the OpenAPI document, the billing page, the event stream, the console,
+  // the 404); none of their paths is one of the API's.
+  app.use(
+    inOrder(
+      assignRequestIds(),
+      captureRequests({ clock, log: requests, hub: events, journals, sandboxClocks, onAnswered, responses: app.response }),
+      attributeToSandbox(env),
+      applyApiFault(env),
+      (req, res, next) => (SNAPSHOT_PATH.test(req.path) ? snapshotJson(req, res, next) : next()),
+      json,
+      // The body arrived in the socket's own async context: the request goes back into its sandbox.
+      (_req, res, next) => {
+        sandboxClocks.enter(res.locals.sandboxId as string | undefined);
+        next();
+      },
+      ...(replay ? [replay.handle] : []),
+      apiRoutes(env, handlers, withoutUndefined({ validateResponses: options.validateResponses })),
+    ),
+  );
+  mountOpenApi(app, env, () => listener.usableUrl());
+  mountBillingPage(app, env);
+  mountEvents(app, env, events);
+  mountConsole(app, env);
   app.use((_req: Request, res: Response) => {
     res.locals.unmatched = "unknown_route";
     res.status(404).json({ detail: "Not found." });

@@ -2,12 +2,14 @@
  * The emulator's API on a socket: the server `listen` started, the URL it
  * publishes, and whether the emulator has been closed (a second close does nothing).
  */
-import { createServer, type RequestListener, type Server } from "node:http";
+import type { Server } from "node:http";
+import type { Express } from "express";
 import { KEEP_ALIVE_TIMEOUT_MS, listenWithBacklog } from "../../shared/listen.js";
+import { createExpressServer } from "./express-server.js";
 
 export class ApiListener {
   /** What answers every request of the server. */
-  readonly #app: RequestListener;
+  readonly #app: Express;
   /** The server of the last successful `listen`; undefined before one. */
   #server: Server | undefined;
   /** The base URL of the last successful `listen`; undefined exactly while `#server` is. */
@@ -17,13 +19,13 @@ export class ApiListener {
   /** Set by the first `markClosed`; never unset. */
   #closed = false;
 
-  constructor(app: RequestListener) {
+  constructor(app: Express) {
     this.#app = app;
   }
 
   /** Starts the API on `port` (0 = any free port); resolves its base URL. */
   async listen(port: number, host: string): Promise<string> {
-    const api = createServer(this.#app);
+    const api = createExpressServer(this.#app);
     api.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
     this.#server = await listenWithBacklog(api, port, host);
     const address = this.#server.address();

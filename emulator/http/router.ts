@@ -1,17 +1,18 @@
 /**
- * Mounts the route table on express. For each route, in this order: the
+ * The route table, as one step of the request's way. For each route, in this order: the
  * caller is authenticated (401/403), the instance is found and access checked
  * (404/403), the query and body are validated against the route's schemas
  * (422), then the handler runs. Whatever is thrown is answered by `sendError`.
  */
-import type { Express, NextFunction, Request, Response } from "express";
+import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { z } from "zod";
-import { expressPath, routes, type OperationId, type PathParams, type RouteSpec, type Routes } from "../../shared/api.js";
+import { routes, type OperationId, type PathParams, type RouteSpec, type Routes } from "../../shared/api.js";
 import type { EmulatorEnv } from "../env.js";
 import { MAX_JSON_DEPTH, deeperThan } from "../../shared/json-depth.js";
 import { ApiError, methodNotAllowed, notFound, notImplemented, sendError, validationError } from "../errors.js";
 import type { InstanceRecord } from "../store/state.js";
 import { authenticate, authorizeAdmin, authorizeInstance, requireOrgKey, type Caller } from "./auth.js";
+import { RouteTable } from "./route-table.js";
 
 /** Returned by handlers that wrote the response themselves (streams, downloads). */
 export const HANDLED = Symbol("handled");
@@ -44,54 +45,76 @@ export interface MountOptions {
   validateResponses?: boolean;
 }
 
-export function mountRoutes(app: Express, env: EmulatorEnv, handlers: Partial<Handlers>, options: MountOptions = {}): void {
-  const methods = new Map<string, string[]>();
-  for (const spec of Object.values(routes) as RouteSpec[]) {
-    const path = expressPath(spec.path);
-    methods.set(path, [...(methods.get(path) ?? []), spec.method]);
-  }
-  // The console's paths (`/_emulator/as/...`, see `prepare`) come after every route's own path: no `/v1`
-  // request can match one, so it is not matched against them on its way to its route.
-  const actAs: (() => void)[] = [];
+/**
+ * The route table as one step (http/route-table.ts says why and which of express's rules it
+ * keeps): a request for a route is answered, a known path with another method gets its 405,
+ * anything else goes on (`next()`) to the layers after it.
+ */
+export function apiRoutes(env: EmulatorEnv, handlers: Partial<Handlers>, options: MountOptions = {}): RequestHandler {
+  type Answer = (req: Request, res: Response, next: NextFunction) => Promise<void>;
+  const api = new RouteTable<Answer>();
+  // The console acts for an organization through `/_emulator/as/{organization_id}/v1/...`
+  // (control-plane access, see `prepare`): one implementation of every route for both.
+  const actAs = new RouteTable<Answer>();
   for (const [id, spec] of Object.entries(routes) as [OperationId, RouteSpec][]) {
-    const handler = handlers[id] as Handler<RouteSpec> | undefined;
-    const method = spec.method.toLowerCase() as "get" | "post" | "put" | "patch" | "delete";
-    const answer = async (req: Request, res: Response, next: NextFunction) => {
-      res.locals.route = id;
-      if (req.params.instance_id !== undefined) res.locals.instanceId = req.params.instance_id;
-      try {
-        const ctx = prepare(env, spec, req, res);
-        if (!handler) throw notImplemented(`${spec.method} ${spec.path}`);
-        const result = await handler(ctx);
-        if (result === HANDLED) return;
-        // A write is answered once it is on disk (reads do not wait for anyone's writes).
-        if (spec.method !== "GET") await env.store.durable();
-        if (spec.status === 204 || spec.response === "empty") {
-          res.status(spec.status).end();
-          return;
-        }
-        const body = options.validateResponses && typeof spec.response === "object" ? spec.response.parse(result) : result;
-        res.status(spec.status).json(body);
-      } catch (error) {
-        if (res.headersSent) return next(error);
-        if (error instanceof ApiError && error.status === 401 && req.headers.authorization !== undefined) res.locals.unmatched = "unknown_key";
-        sendError(res, error);
+    const answer = answerOf(env, id, spec, handlers[id] as Handler<RouteSpec> | undefined, options);
+    api.add(spec.method, spec.path, answer);
+    if (spec.access.kind !== "admin") actAs.add(spec.method, `${ACT_AS_PREFIX}/{${ACT_AS_PARAM}}${spec.path}`, answer);
+  }
+  return (req: Request, res: Response, next: NextFunction) => {
+    const path = req.path;
+    const found = api.match(req.method, path);
+    const route = found?.kind === "route" ? found : actAs.match(req.method, path);
+    if (route?.kind === "route") {
+      req.params = route.params;
+      void route.value(req, res, next);
+      return;
+    }
+    if (found?.kind !== "wrong_method") return next();
+    // A known path with a method it does not have: 405 naming the ones it has.
+    res.locals.unmatched = "wrong_method";
+    sendError(res.setHeader("Allow", found.allow), methodNotAllowed(found.allow));
+  };
+}
+
+/** One route's steps: prepare (auth, instance, validation), the handler, then the answer or the error. */
+function answerOf(env: EmulatorEnv, id: OperationId, spec: RouteSpec, handler: Handler<RouteSpec> | undefined, options: MountOptions) {
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    res.locals.route = id;
+    if (req.params.instance_id !== undefined) res.locals.instanceId = req.params.instance_id;
+    try {
+      const ctx = prepare(env, spec, req, res);
+      if (!handler) throw notImplemented(`${spec.method} ${spec.path}`);
+      const result = await handler(ctx);
+      if (result === HANDLED) return;
+      // A write is answered once it is on disk (reads do not wait for anyone's writes).
+      if (spec.method !== "GET") await env.store.durable();
+      if (spec.status === 204 || spec.response === "empty") {
+        res.status(spec.status).end();
+        return;
       }
-    };
-    app[method](expressPath(spec.path), answer);
-    // The console acts for an organization through `/_emulator/as/{organization_id}/v1/...`
-    // (control-plane access, see `prepare`): one implementation of every route for both.
-    if (spec.access.kind !== "admin") actAs.push(() => app[method](`${ACT_AS_PREFIX}/:${ACT_AS_PARAM}${expressPath(spec.path)}`, answer));
-  }
-  for (const mount of actAs) mount();
-  // A known path with a method it does not have: 405 naming the ones it has.
-  for (const [path, allowed] of methods) {
-    const allow = [...new Set(allowed.includes("GET") ? [...allowed, "HEAD"] : allowed)].join(", ");
-    app.all(path, (_req: Request, res: Response) => {
-      res.locals.unmatched = "wrong_method";
-      sendError(res.setHeader("Allow", allow), methodNotAllowed(allow));
-    });
-  }
+      const body = options.validateResponses && typeof spec.response === "object" ? spec.response.parse(result) : result;
+      sendJson(res, spec.status, body);
+    } catch (error) {
+      if (res.headersSent) return next(error);
+      if (error instanceof ApiError && error.status === 401 && req.headers.authorization !== undefined) res.locals.unmatched = "unknown_key";
+      sendError(res, error);
+    }
+  };
+}
+
+/**
+ * What express's `res.status(n).json(body)` sends, the same bytes and headers, without its steps
+ * for cases an answer here never has (a JSONP callback, an ETag, settings looked up per call):
+ * the hottest line of every answered route. An answer that is not JSON text goes through express.
+ */
+function sendJson(res: Response, status: number, body: unknown): void {
+  const text = JSON.stringify(body) as string | undefined;
+  if (text === undefined) return void res.status(status).json(body);
+  res.statusCode = status;
+  res.setHeader("Content-Type", "application/json; charset=utf-8");
+  res.setHeader("Content-Length", Buffer.byteLength(text));
+  res.end(text, "utf8");
 }
 
 /** Where the console calls the `/v1` routes as an organization (control-plane access required). */
