@@ -3,26 +3,31 @@
  * defaults (manual clock, instant provisioning, response validation), sign up
  * an organization, get a running instance. Everything goes through the public
  * HTTP API (supertest against `emulator.app`), so the helpers exercise the
- * same paths a client does.
+ * same paths a client does. Supertest calls go to one server per emulator, listening from the
+ * start (supertest would otherwise create, listen and close a server for every request).
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import type { Server } from "node:http";
+import type { Express } from "express";
 import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Express } from "express";
 import { pino } from "pino";
 import request from "supertest";
 import { createEmulator, type Emulator, type EmulatorOptions } from "../../emulator/index.js";
+import { createExpressServer } from "../../emulator/http/express-server.js";
 import { requestDetail } from "../../emulator/events/capture.js";
 import { createManualClock, type ManualClock } from "../../shared/clock.js";
 import type { Provider, Tier } from "../../shared/schemas/common.js";
 import type { Instance } from "../../shared/schemas/instances.js";
 import type { Organization } from "../../shared/schemas/organization.js";
 
+/** What supertest's `request(...)` is given: the emulator's app on a listening server (or, where a test has only the app, the app). */
+export type App = Server | Express;
+
 export interface TestEmulator {
   emulator: Emulator;
-  app: Express;
+  app: App;
   /** The emulator's clock: advance it to finish provisioning or expire keys. */
   clock: ManualClock;
   /** What the emulator logged (its unexpected errors), one parsed object per line. */
@@ -41,13 +46,18 @@ export async function startEmulator(options: EmulatorOptions & { clock?: ManualC
   const errorLog: Record<string, unknown>[] = [];
   const logger = pino({ base: null }, { write: (line: string) => void errorLog.push(JSON.parse(line) as Record<string, unknown>) });
   const emulator = await createEmulator({ provisionMs: 0, validateResponses: true, logger, ...options, clock });
+  // Not `emulator.listen()`: the emulator's own URL stays unset, as for an app never listened on.
+  const server = createExpressServer(emulator.app);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     emulator,
-    app: emulator.app,
+    app: server,
     clock,
     errorLog,
     async close() {
       const unlogged = silent500s(emulator, errorLog);
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
       await emulator.close();
       if (unlogged.length) throw new Error(`500 answers without exactly one log line: ${unlogged.join("; ")}`);
     },
@@ -91,7 +101,7 @@ export const providerKey = (provider: Provider): string => `${provider}-test-sec
  * Signs up an organization and, by default, stores an `anthropic` key so it
  * can create instances at once. `tier` switches the plan through the control plane.
  */
-export async function signupOrg(app: Express, options: { name?: string; providers?: Provider[]; tier?: Tier } = {}): Promise<TestOrg> {
+export async function signupOrg(app: App, options: { name?: string; providers?: Provider[]; tier?: Tier } = {}): Promise<TestOrg> {
   const signup = await request(app)
     .post("/v1/organization/signup")
     .send({ name: options.name ?? "acme" });
@@ -135,7 +145,7 @@ export async function runningInstance(t: TestEmulator, org: TestOrg, body: Recor
 
 /** Forces an instance's state (and optionally its gateway) through the control plane. */
 export async function forceState(
-  app: Express,
+  app: App,
   instanceId: string,
   body: { status: Instance["status"]; error_message?: string; gateway_url?: string },
 ): Promise<Instance> {
@@ -145,7 +155,7 @@ export async function forceState(
 }
 
 /** The whole exported state, for before/after comparisons. */
-export async function snapshot(app: Express): Promise<unknown> {
+export async function snapshot(app: App): Promise<unknown> {
   const res = await request(app).get("/_emulator/snapshot");
   if (res.status !== 200) throw new Error(`snapshot answered ${res.status}`);
   return res.body as unknown;
