@@ -11,7 +11,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
-import { afterEach, expect, it, onTestFinished } from "vitest";
+import { afterEach, expect, it, onTestFailed, onTestFinished } from "vitest";
 import { createFakeSlack, type FakeSlack } from "../../fakes/slack.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { waitUntil } from "../../helpers/wait.js";
@@ -61,6 +61,10 @@ async function bridge(mode: "http" | "socket"): Promise<Bridge> {
   const dir = tempDir();
   onTestFinished(dir.remove);
   const children = new Map<string, DaemonChild>();
+  // A failed test shows what each node logged: the nodes are processes, their logs the only witness.
+  onTestFailed(() => {
+    for (const [name, c] of children) process.stderr.write(`--- node ${name}\n${c.out()}${c.err()}\n`);
+  });
   onTestFinished(async () => {
     for (const c of children.values()) c.kill();
     await Promise.all([...children.values()].map((c) => c.exited));
@@ -186,9 +190,10 @@ it("Socket Mode: only the owner connects; after a kill -9 the next owner connect
   await waitUntil(() => b.texts().length === 1, "the first answer", 30_000);
   await b.settled();
 
+  // Counted before the kill: the next owner may connect before the lease poll below sees it own.
+  const before = b.fake.socketStats.connectionsOpened;
   nodes[first === "a" ? 0 : 1]?.kill();
   await b.owner(first);
-  const before = b.fake.socketStats.connectionsOpened;
   await waitUntil(() => b.fake.openConnections() === 1 && b.fake.socketStats.connectionsOpened > before, "the next owner's connection", 30_000);
   b.fake.say({ user: ALICE, channel: DM, text: "after the kill" });
   await waitUntil(() => b.texts().length === 2, "the answer from the next owner", 30_000);
