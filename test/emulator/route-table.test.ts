@@ -25,21 +25,27 @@ function tableOutcome(table: RouteTable<string>, method: string, path: string): 
   }
 }
 
-/** How express's router, with a layer per route and a 405 layer per path as the emulator had them, decides. */
-function expressOutcome(method: string, path: string): Promise<Outcome> {
-  const router = express.Router();
+/** Express's router with a layer per route and a 405 layer per path, as the emulator had them; each answer goes to `settle`. */
+let settle: (outcome: Outcome) => void = () => undefined;
+const router = express.Router();
+{
   const methods = new Map<string, string[]>();
+  for (const [id, spec] of specs) {
+    const m = spec.method.toLowerCase() as "get" | "post" | "put" | "patch" | "delete";
+    router[m](expressPath(spec.path), (req: Request) => settle({ route: id, params: { ...req.params } as Record<string, string> }));
+    const p = expressPath(spec.path);
+    methods.set(p, [...(methods.get(p) ?? []), spec.method]);
+  }
+  for (const [p, allowed] of methods) {
+    const allow = [...new Set(allowed.includes("GET") ? [...allowed, "HEAD"] : allowed)].join(", ");
+    router.all(p, () => settle({ allow }));
+  }
+}
+
+/** How that router decides (one request at a time). */
+function expressOutcome(method: string, path: string): Promise<Outcome> {
   return new Promise((resolve) => {
-    for (const [id, spec] of specs) {
-      const m = spec.method.toLowerCase() as "get" | "post" | "put" | "patch" | "delete";
-      router[m](expressPath(spec.path), (req: Request) => resolve({ route: id, params: { ...req.params } as Record<string, string> }));
-      const p = expressPath(spec.path);
-      methods.set(p, [...(methods.get(p) ?? []), spec.method]);
-    }
-    for (const [p, allowed] of methods) {
-      const allow = [...new Set(allowed.includes("GET") ? [...allowed, "HEAD"] : allowed)].join(", ");
-      router.all(p, () => resolve({ allow }));
-    }
+    settle = resolve;
     const req = { method, url: path, headers: {} } as unknown as Request;
     router(req, {} as Response, ((error?: unknown) => resolve(error ? { status: (error as { status?: number }).status ?? 500 } : "none")) as NextFunction);
   });
