@@ -36,14 +36,16 @@ describe("daemon process killed with SIGKILL", () => {
       children.push(first);
       first.proc.stdin.write("before the crash\n");
       await first.waitFor((o) => o.includes("agent> You said: before the crash"), "the first reply");
-      const sleeping = service.nextSleep(800);
+      // Held, not slept: on a loaded machine the checks below may take longer than any real sleep.
+      const held = service.hold(800);
       first.proc.stdin.write("!sleep 800\nsecond\nthird\n");
       // All three journaled, and the sleeping turn under way (its typing line is out): now die.
       await until(() => acceptedCount(dataDir) >= 4, "three more accepted messages");
       await first.waitFor((o) => o.split("agent is typing…").length - 1 >= 2, "the sleeping turn to start");
-      await sleeping; // the fake model holds the turn: the daemon dies with its call out
+      await held.started; // the fake model holds the turn: the daemon dies with its call out
       first.proc.kill("SIGKILL");
       expect(await first.exited).toBe(null);
+      held.release(); // the next life's try of that turn ends at once
 
       const second = startDaemon(configFile);
       children.push(second);

@@ -26,6 +26,8 @@ describe("scheduled prompts on several daemons", () => {
   it("fire on the owner only, once per slot, across a kill -9 of the owner", { timeout: 90_000 }, async () => {
     const c = await startNodes({
       leaseTtlMs: 2_000,
+      // A SIGTERM waits this long for the turn in flight (a slot fires every second); 1 s by default.
+      handoverGraceMs: 10_000,
       schedules: [{ id: "tick", cron: "* * * * * *", timeZone: "UTC", channel: "tg", chatId: String(alice.id), prompt: "tick" }],
     });
     const nodes = ["a", "b"].map((n) => c.node(n));
@@ -50,11 +52,14 @@ describe("scheduled prompts on several daemons", () => {
     expect(new Set(slots).size).toBe(slots.length);
     expect([...slots].sort()).toEqual(slots);
     expect(rows.every((r) => r.state === "done")).toBe(true);
-    // Every slot answered; the reply in flight at the kill (sent, not yet recorded) may be sent once
-    // more by the next owner: the one-chunk window of docs/cluster.md ("Each reply once").
+    // Every slot answered; the reply in flight at each change of owner (sent, not yet recorded) may be
+    // sent once more by the next: the one-chunk window of docs/cluster.md ("Each reply once"). The
+    // kill is one change; a starved owner's lease may have changed hands more (each takeover adds 1
+    // to the epoch, which started at 1).
+    const { epoch } = await c.lease();
     const replies = c.replies(alice);
     expect(replies.every((r) => r === "You said: tick")).toBe(true);
     expect(replies.length).toBeGreaterThanOrEqual(slots.length);
-    expect(replies.length).toBeLessThanOrEqual(slots.length + 1);
+    expect(replies.length).toBeLessThanOrEqual(slots.length + Math.max(1, epoch - 1));
   });
 });

@@ -98,7 +98,8 @@ it("a holder whose connection dies (its node killed) frees the session at once",
   });
   await until(() => stepped.waits() >= 1);
   expect(taken).toBe(false);
-  await admin.query("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted");
+  // With a timeout, pg_terminate_backend waits for the backend to exit (PostgreSQL 14+): its lock is free when the waiter tries again.
+  await admin.query("SELECT pg_terminate_backend(pid, 5000) FROM pg_locks WHERE locktype = 'advisory' AND granted");
   stepped.step();
   await (await waiting).release();
   expect(taken).toBe(true);

@@ -41,7 +41,7 @@ it("the node that takes a WhatsApp account over connects as the same linked devi
   const quiet = new Writable({ write: (_c, _e, cb) => cb() });
   const node = (name: string, seed: number): Daemon => {
     const daemon = createDaemon({
-      config: { ...base, state: stateSchema.parse({ kind: "postgres", url, nodeId: name, leaseTtlMs: 1_500, pollMs: 100 }) },
+      config: { ...base, state: stateSchema.parse({ kind: "postgres", url, nodeId: name, leaseTtlMs: 3_000, pollMs: 100 }) },
       logger: pino({ level: "silent" }),
       random: seededRandom(seed),
       createAdapter: (channel, deps) =>
