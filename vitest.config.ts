@@ -7,7 +7,7 @@ import { ProjectOrderSequencer } from "./test/helpers/sequencer.js";
 //   and the compiled `agent-bridge` as a process (globalSetup builds dist/ first);
 // - browser: the web console in a real browser (test/browser);
 // - package: the npm package installed into a fresh project and used as the README shows (test/package);
-// - cluster: several daemons on a real PostgreSQL server (test/daemon/postgres), last and one file at a time.
+// - cluster: several daemons on a real PostgreSQL server (test/daemon/postgres), last and two files at a time.
 const BUILD = ["test/helpers/build.ts"];
 const CLUSTER = [
   "test/daemon/postgres/failover.test.ts",
