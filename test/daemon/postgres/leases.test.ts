@@ -55,8 +55,9 @@ const route = { ruleIndex: 0, instanceId: "i1", model: "m", scope: "chat", sessi
 describe("leases", () => {
   it("a takeover bumps the epoch, and the old owner's writes are refused with LeaseLostError", async () => {
     const url = await server.createDatabase("takeover");
-    const a = await node({ url, nodeId: "a", units: ["telegram:bot"] });
-    const b = await node({ url, nodeId: "b", units: ["telegram:bot"] });
+    // 3 s, not 1.5: this file shares the cores with other files, and a stall past the deadline would fence a before the test means to.
+    const a = await node({ url, nodeId: "a", units: ["telegram:bot"], leaseTtlMs: 3_000 });
+    const b = await node({ url, nodeId: "b", units: ["telegram:bot"], leaseTtlMs: 3_000 });
     await a.leases.start();
     const leaseA = a.leases.held()[0];
     expect(leaseA?.epoch).toBe(1);
@@ -66,7 +67,7 @@ describe("leases", () => {
 
     // A stops renewing (a pause); B takes over once the lease expired on the database's clock.
     await a.leases.halt();
-    const leaseB = await waitUntil(() => b.leases.acquire("telegram:bot"), "b to take over", 10_000, 50);
+    const leaseB = await waitUntil(() => b.leases.acquire("telegram:bot"), "b to take over", 15_000, 50);
     expect(leaseB.epoch).toBe(2);
 
     // A's state still believes it is the owner, but the database says otherwise.
@@ -82,8 +83,9 @@ describe("leases", () => {
 
   it("the inbox keeps an event once per key from any node, wakes the watchers, and only the current owner removes it", async () => {
     const url = await server.createDatabase("inbox");
-    const a = await node({ url, nodeId: "a", units: ["slack:sl"] });
-    const b = await node({ url, nodeId: "b", units: ["slack:sl"] });
+    // 3 s, not 1.5: this file shares the cores with other files, and a stall past the deadline would fence a before the test means to.
+    const a = await node({ url, nodeId: "a", units: ["slack:sl"], leaseTtlMs: 3_000 });
+    const b = await node({ url, nodeId: "b", units: ["slack:sl"], leaseTtlMs: 3_000 });
     await a.leases.start();
     const leaseA = a.leases.held()[0];
     if (!leaseA) throw new Error("a holds nothing");
@@ -111,7 +113,7 @@ describe("leases", () => {
 
     // After a takeover the old owner removes nothing: the row waits for the new owner.
     await a.leases.halt();
-    const leaseB = await waitUntil(() => b.leases.acquire("slack:sl"), "b to take over", 10_000, 50);
+    const leaseB = await waitUntil(() => b.leases.acquire("slack:sl"), "b to take over", 15_000, 50);
     await expect(stateA.removeInbox(["event:Ev2"])).rejects.toBeInstanceOf(LeaseLostError);
     expect((await b.inbox.pending("slack:sl")).map((r) => r.key)).toEqual(["event:Ev2"]);
     const stateB = await b.openUnit(leaseB);
