@@ -114,7 +114,8 @@ function sendJson(res: Response, status: number, body: unknown): void {
   res.statusCode = status;
   res.setHeader("Content-Type", "application/json; charset=utf-8");
   res.setHeader("Content-Length", Buffer.byteLength(text));
-  res.end(text, "utf8");
+  // As express: a HEAD answer has the GET's headers and no body (none reaches the request log either).
+  res.end(res.req.method === "HEAD" ? undefined : text, "utf8");
 }
 
 /** Where the console calls the `/v1` routes as an organization (control-plane access required). */

@@ -1,6 +1,7 @@
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
 import { Instance, InstanceStatusView } from "../../shared/schemas/instances.js";
+import { requestDetail } from "../../emulator/events/capture.js";
 import { bearer, forceState, runningInstance, signupOrg, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
 let t: TestEmulator;
@@ -325,5 +326,23 @@ describe("delete", () => {
     const snapshot = (await request(t.app).get("/_emulator/snapshot")).body as { gateway: { responses: Record<string, unknown> } };
     expect(snapshot.gateway.responses[first.body.id as string]).toBeUndefined();
     expect((await request(t.app).get("/v1/instances").set(org.auth)).body).toEqual([]);
+  });
+});
+
+describe("HEAD", () => {
+  it("answers a GET route's HEAD with the GET's status and headers and no body, and logs no body", async () => {
+    t = await startEmulator();
+    const org = await signupOrg(t.app);
+    const instance = await runningInstance(t, org);
+    const got = await get(org, instance.id);
+    const head = await request(t.app).head(`/v1/instances/${instance.id}`).set(org.auth);
+    expect(head.status).toBe(200);
+    expect(head.headers["content-type"]).toBe(got.headers["content-type"]);
+    expect(head.headers["content-length"]).toBe(got.headers["content-length"]);
+    expect(head.text ?? "").toBe("");
+    const line = t.emulator.requests.list().find((l) => l.method === "HEAD");
+    expect(line?.status).toBe(200);
+    const detail = requestDetail(t.emulator.requests, line?.id ?? 0);
+    expect(detail?.response.body ?? null).toBeNull();
   });
 });
