@@ -77,9 +77,9 @@ export class RouteTable<T> {
   match(method: string, pathname: string): Match<T> | undefined {
     const parts = partsOf(pathname);
     const lower = parts.map((p) => p.toLowerCase());
-    const wanted = method === "HEAD" ? ["HEAD", "GET"] : [method];
     for (const route of this.#byLength.get(parts.length) ?? []) {
-      if (!wanted.includes(route.method) || !fits(route.segments, lower)) continue;
+      const serves = route.method === method || (method === "HEAD" && route.method === "GET");
+      if (!serves || !fits(route.segments, lower)) continue;
       return { kind: "route", value: route.value, params: paramsOf(route.segments, parts) };
     }
     const known = this.#paths.get(parts.length)?.find((p) => fits(p.segments, lower));
