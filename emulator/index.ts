@@ -331,6 +331,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
       await gateway.close();
       await env.gatewayDispatcher.close().catch(() => {});
       await store.close();
+      sandboxClocks.close();
       if (scratch) rmSync(scratch, { recursive: true, force: true });
     },
   };

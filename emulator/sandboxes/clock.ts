@@ -24,6 +24,13 @@ export interface SandboxClocks {
   pending(sandboxId: string): number;
   /** Drops a removed sandbox's pending timers without firing them. */
   forget(sandboxId: string): void;
+  /**
+   * Ends the context tracking (the emulator closes). Node keeps every AsyncLocalStorage that
+   * was ever entered in one process-wide list, which each new promise and callback walks,
+   * until it is disabled: a test process that creates an emulator per test otherwise gets
+   * slower with each one. After this, `run` and `enter` no longer set a context.
+   */
+  close(): void;
 }
 
 interface PendingTimer {
@@ -34,6 +41,7 @@ interface PendingTimer {
 /** `offsetOf` reads the offset from its one owner, the sandbox's stored record. */
 export function createSandboxClocks(base: Clock, offsetOf: (sandboxId: string) => number): SandboxClocks {
   const context = new AsyncLocalStorage<string | undefined>();
+  let closed = false;
   const timers = new Map<string, Set<PendingTimer>>();
   const nowIn = (id: string | undefined) => base.now() + (id === undefined ? 0 : offsetOf(id));
 
@@ -70,8 +78,13 @@ export function createSandboxClocks(base: Clock, offsetOf: (sandboxId: string) =
   return {
     clock,
     current: () => context.getStore(),
-    enter: (sandboxId) => context.enterWith(sandboxId),
-    run: (sandboxId, fn) => context.run(sandboxId, fn),
+    enter(sandboxId) {
+      // Leaving no sandbox for no sandbox changes nothing: requests outside sandboxes never
+      // turn the tracking on.
+      if (closed || (sandboxId === undefined && context.getStore() === undefined)) return;
+      context.enterWith(sandboxId);
+    },
+    run: (sandboxId, fn) => (closed ? fn() : context.run(sandboxId, fn)),
     fireDue(sandboxId) {
       const pending = timers.get(sandboxId);
       if (!pending) return 0;
@@ -86,6 +99,10 @@ export function createSandboxClocks(base: Clock, offsetOf: (sandboxId: string) =
       timers.delete(sandboxId);
       // Cancelled, not fired: whatever waited on them belongs to a sandbox that is gone.
       for (const t of pending ?? []) pending?.delete(t);
+    },
+    close() {
+      closed = true;
+      context.disable();
     },
   };
 }

@@ -193,3 +193,30 @@ describe("sandboxes over HTTP", () => {
     expect((await call("GET", `/v1/instances/${ib.body.id}`, { key: b.api_key })).status).toBe(200);
   });
 });
+
+describe("an emulator in a long test process", () => {
+  // On Node 20 every AsyncLocalStorage ever entered stays in one process-wide list, and each
+  // new promise gets a slot per entry: a process that creates an emulator per test, each
+  // serving sandboxed requests, got slower with every one (a fifth of a test worker's CPU).
+  // (Node 24's AsyncContextFrame keeps no such list: there the count is 0 throughout.)
+  const slotsOnANewPromise = () => Object.getOwnPropertySymbols(new Promise(() => {})).filter((s) => s.description === "kResourceStore").length;
+
+  it("leaves no context tracking behind once closed, and none for requests outside sandboxes", async () => {
+    const before = slotsOnANewPromise();
+    for (let i = 0; i < 3; i++) {
+      const other = await createEmulator({ provisionMs: 0 });
+      const base = await other.listen(0, "127.0.0.1");
+      // Outside any sandbox: nothing to track.
+      expect((await fetch(`${base}/_emulator/health`)).status).toBe(200);
+      expect(slotsOnANewPromise()).toBe(before);
+      const sandboxed = await fetch(`${base}/_emulator/sandboxes`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+      expect(sandboxed.status).toBe(201);
+      const created = (await sandboxed.json()) as Created;
+      const org = await fetch(`${base}/v1/organization`, { headers: { authorization: `Bearer ${created.api_key}` } });
+      expect(org.status).toBe(200);
+      expect(slotsOnANewPromise()).toBe(before + 1);
+      await other.close();
+    }
+    expect(slotsOnANewPromise()).toBe(before);
+  });
+});
