@@ -7,7 +7,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
-import { afterEach } from "vitest";
+import { afterEach, expect } from "vitest";
 import { createFakeDiscord, type FakeDiscord } from "../../fakes/discord.js";
 import { createFakeTelegram, type FakeTelegram, type FakeUser } from "../../fakes/telegram-bot-api.js";
 import { waitUntil } from "../../helpers/wait.js";
@@ -236,3 +236,32 @@ export function clusterPerTest(): (options: Parameters<typeof startCluster>[0]) 
 }
 
 export const byName = (nodes: ClusterNodeProcess[], name: string): ClusterNodeProcess => nodes.find((n) => n.name === name)!;
+
+/** Sends `text` and remembers that `user` must get `You said: text` once. */
+export function conversation(c: Cluster) {
+  const expected = new Map<FakeUser, string[]>([
+    [alice, []],
+    [bob, []],
+  ]);
+  return {
+    say(user: FakeUser, text: string) {
+      c.fake.privateText(user, text);
+      expected.get(user)!.push(`You said: ${text}`);
+    },
+    /** Every message so far answered, in order, each once (or, for `repeatable` ones, at most twice). */
+    async allAnswered(timeoutMs = 30_000, options: { repeatable?: (line: string) => boolean } = {}) {
+      for (const [user, lines] of expected) if (lines.length) await c.replied(user, lines.at(-1)!, timeoutMs);
+      for (const [user, lines] of expected) {
+        const got = c.replies(user);
+        if (!options.repeatable) {
+          expect(got).toEqual(lines);
+          continue;
+        }
+        // Each once, in order, apart from an immediate repeat of a repeatable one.
+        const deduped = got.filter((line, i) => !(options.repeatable!(line) && got[i - 1] === line));
+        expect(deduped).toEqual(lines);
+      }
+    },
+    expected,
+  };
+}
