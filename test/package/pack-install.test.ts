@@ -13,7 +13,7 @@
  * a dependency here (its lock entries break `npm ci`, npm/cli#4828), so the
  * first run on a machine fetches it from the registry. About 10-40 s; tsc
  * about 5 s; the five runs (two of them replaying a recording) about 10 s.
- * Its own vitest project keeps it from competing with the other files.
+ * It starts first, beside the short integration files (test/helpers/sequencer.ts).
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
