@@ -60,8 +60,9 @@ export default defineConfig({
       // compete with other files' CPU. Tried beside the other files (also with the other files'
       // workers at a lower priority): leases were lost mid-test (an account changing hands where
       // a test expects it to stay, a command run again), and the suite was slower (more workers,
-      // more module loading). Three at a time once the rest is done use about 70% of two cores:
-      // the eight files (the longest two split in two each) in 27-29 s, against 44 s two at a time.
+      // more module loading). Three at a time once the rest is done use 65-90% of two cores:
+      // the eight files (the longest two split in two each) in 27-32 s, against 44 s two at a time
+      // (four at a time: 31 s, each file slower).
       { extends: true, test: { name: "cluster", include: CLUSTER, globalSetup: BUILD, maxWorkers: 3, sequence: { groupOrder: 1 } } },
     ],
   },

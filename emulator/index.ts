@@ -6,14 +6,14 @@
  *   const emulator = await createEmulator();
  *   await request(emulator.app).post("/v1/organization/signup").send({ name: "acme" });
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import { pino } from "pino";
 import { Agent } from "undici";
 import { systemClock, type Clock } from "../shared/clock.js";
 import { cryptoRandom, seededRandom, type Random } from "../shared/random.js";
+import { makeOwnedTempDirSync } from "../shared/temp-dirs.js";
 import { withoutUndefined } from "../shared/util/without-undefined.js";
 import type { EmulatorEnv, EmulatorSettings } from "./env.js";
 import { sendError } from "./errors.js";
@@ -189,7 +189,7 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   const clock = sandboxClocks.clock;
   const journals = createSandboxJournals();
   const random = store.random ?? cryptoRandom;
-  const scratch = persistent ? undefined : mkdtempSync(join(tmpdir(), "agent-bridge-emulator-"));
+  const scratch = persistent ? undefined : makeOwnedTempDirSync("agent-bridge-emulator-");
   const workspaceRoot = persistent ? join(store.dataDir!, "instances") : scratch!;
 
   const settings: EmulatorSettings = {
@@ -330,9 +330,12 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
       await replay?.close();
       await gateway.close();
       await env.gatewayDispatcher.close().catch(() => {});
-      await store.close();
-      sandboxClocks.close();
-      if (scratch) rmSync(scratch, { recursive: true, force: true });
+      try {
+        await store.close();
+      } finally {
+        sandboxClocks.close();
+        if (scratch) rmSync(scratch, { recursive: true, force: true });
+      }
     },
   };
   if (options.fixtures !== undefined) {

@@ -5,7 +5,7 @@
 // `npm test -- ARGS` passes ARGS to vitest (a file, `--project unit`, `-t name`) and skips the
 // type check and the linter.
 import { spawn } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync } from "node:fs";
 import { join, relative } from "node:path";
 
 // The format check runs with the linter (`biome check`): a file Biome would lay out differently
@@ -19,9 +19,10 @@ const extra = process.argv.slice(2);
 const REPORT = join(ROOT, ".test-results", "report.json");
 
 /** Runs a command; its output is either shown as it comes or kept to be shown once it ends. */
-function run(cmd, args, { buffered, env = process.env }) {
+function run(cmd, args, { buffered, env = process.env, onSpawn = () => {} }) {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { cwd: ROOT, env, stdio: buffered ? ["ignore", "pipe", "pipe"] : "inherit" });
+    onSpawn(child);
     let output = "";
     if (buffered) {
       child.stdout.on("data", (d) => (output += d));
@@ -54,13 +55,24 @@ if (!extra.length) {
 rmSync(REPORT, { force: true });
 mkdirSync(join(ROOT, ".test-results"), { recursive: true });
 const scratch = scratchOnTmpfs();
-// Ctrl-C reaches vitest too: this process waits for it to end, then cleans up and reports.
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => {});
+// Ctrl-C reaches vitest too (the terminal signals the whole group); a SIGTERM sent to this
+// process alone is passed on. Either way this process waits for vitest, cleans up and reports.
+let runner;
+process.on("SIGINT", () => {});
+process.on("SIGTERM", () => runner?.kill("SIGTERM"));
 const vitest = await run(join(BIN, "vitest"), ["run", "--reporter=default", "--reporter=json", `--outputFile.json=${REPORT}`, ...extra], {
   buffered: false,
   env: scratch ? { ...process.env, TMPDIR: scratch } : process.env,
+  onSpawn: (child) => (runner = child),
 });
-if (scratch) rmSync(scratch, { recursive: true, force: true });
+if (scratch) {
+  try {
+    // A server a test started may still be writing as it stops (a PostgreSQL cluster after Ctrl-C).
+    rmSync(scratch, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  } catch (error) {
+    console.log(`(could not remove the tests' temporary folder ${scratch}: ${error.message})`);
+  }
+}
 
 let passed = 0;
 let failed = 0;
@@ -111,7 +123,9 @@ process.exit(vitest.status === 0 && failed === 0 ? 0 : 1);
  * workspace, every emulator and daemon store write synced to disk, npm installs, PostgreSQL
  * clusters): on the 2-core machine's disk the integration files took 67 s, on tmpfs 53 s (the
  * kernel's share halved). No test relies on the disk itself: the kill tests kill processes, not
- * the machine. A TMPDIR set by the caller is kept; elsewhere, the system's temporary folder.
+ * the machine. Only a /dev/shm with room (a run leaves up to about 700 MB there at once; a
+ * container's is 64 MB unless given more) that may run programs (the package tests install
+ * and run some). A TMPDIR set by the caller is kept; otherwise the system's temporary folder.
  */
 function scratchOnTmpfs() {
   if (process.env.TMPDIR) return undefined;
@@ -121,11 +135,14 @@ function scratchOnTmpfs() {
   } catch {
     return undefined;
   }
-  if (!/^\S+ \/dev\/shm tmpfs /m.test(mounts)) return undefined;
+  const shm = /^\S+ \/dev\/shm tmpfs (\S+) /m.exec(mounts);
+  if (!shm || shm[1].split(",").includes("noexec")) return undefined;
   try {
+    const { bavail, bsize } = statfsSync("/dev/shm");
+    if (bavail * bsize < 2 * 1024 ** 3) return undefined;
     const dir = mkdtempSync("/dev/shm/agent-bridge-test-");
-    // Like /tmp: processes a test runs as another user (PostgreSQL, the image's user) write here too.
-    chmodSync(dir, 0o1777);
+    // As root, tests run programs as other users (PostgreSQL, the image's user): like /tmp.
+    if (process.getuid?.() === 0) chmodSync(dir, 0o1777);
     return dir;
   } catch {
     return undefined;

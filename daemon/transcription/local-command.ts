@@ -5,9 +5,9 @@
  * exit, a signal or a timeout gives no text; the folder is removed either way.
  */
 import { spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { makeOwnedTempDir } from "../../shared/temp-dirs.js";
 import type { EngineResult, TranscriptionEngine } from "./engine.js";
 
 /** The most stdout kept (a transcript is cut far below this by `maxChars`): a runaway program cannot fill memory. */
@@ -23,7 +23,7 @@ export function commandLine(command: readonly string[], path: string): string[] 
 export function createLocalCommand(options: { command: readonly string[] }): TranscriptionEngine {
   return {
     async transcribe(audio, signal): Promise<EngineResult> {
-      const dir = await mkdtemp(join(tmpdir(), "agent-bridge-voice-"));
+      const dir = await makeOwnedTempDir("agent-bridge-voice-");
       try {
         const path = join(dir, audio.fileName);
         await writeFile(path, audio.data, { mode: 0o600 });

@@ -28,7 +28,8 @@ export interface SandboxClocks {
    * Ends the context tracking (the emulator closes). Node keeps every AsyncLocalStorage that
    * was ever entered in one process-wide list, which each new promise and callback walks,
    * until it is disabled: a test process that creates an emulator per test otherwise gets
-   * slower with each one. After this, `run` and `enter` no longer set a context.
+   * slower with each one. After this, `enter` does nothing and `run` (and a timer firing) puts
+   * only the synchronous part of its function in the sandbox.
    */
   close(): void;
 }
@@ -42,13 +43,27 @@ interface PendingTimer {
 export function createSandboxClocks(base: Clock, offsetOf: (sandboxId: string) => number): SandboxClocks {
   const context = new AsyncLocalStorage<string | undefined>();
   let closed = false;
+  // Once closed the context is no longer tracked: what runs in a sandbox then (a timer that
+  // fires late, an in-process view read) is in it for its synchronous part.
+  let currentWhenClosed: string | undefined;
+  const current = () => (closed ? currentWhenClosed : context.getStore());
+  const within = <T>(id: string, fn: () => T): T => {
+    if (!closed) return context.run(id, fn);
+    const outer = currentWhenClosed;
+    currentWhenClosed = id;
+    try {
+      return fn();
+    } finally {
+      currentWhenClosed = outer;
+    }
+  };
   const timers = new Map<string, Set<PendingTimer>>();
   const nowIn = (id: string | undefined) => base.now() + (id === undefined ? 0 : offsetOf(id));
 
   const clock: Clock = {
-    now: () => nowIn(context.getStore()),
+    now: () => nowIn(current()),
     setTimeout(fn, ms): Timer {
-      const id = context.getStore();
+      const id = current();
       if (id === undefined) return base.setTimeout(fn, ms);
       const pending = timers.get(id) ?? new Set<PendingTimer>();
       timers.set(id, pending);
@@ -59,7 +74,7 @@ export function createSandboxClocks(base: Clock, offsetOf: (sandboxId: string) =
           if (!pending.delete(entry)) return;
           baseTimer?.cancel();
           // The callback runs in the sandbox it was started in.
-          context.run(id, fn);
+          within(id, fn);
         },
       };
       pending.add(entry);
@@ -72,19 +87,19 @@ export function createSandboxClocks(base: Clock, offsetOf: (sandboxId: string) =
       };
     },
     // Outside a sandbox the base clock's own sleep (a test clock may count or step its sleepers).
-    sleep: (ms, signal) => (context.getStore() === undefined ? base.sleep(ms, signal) : sleepOn(clock, ms, signal)),
+    sleep: (ms, signal) => (current() === undefined ? base.sleep(ms, signal) : sleepOn(clock, ms, signal)),
   };
 
   return {
     clock,
-    current: () => context.getStore(),
+    current,
     enter(sandboxId) {
       // Leaving no sandbox for no sandbox changes nothing: requests outside sandboxes never
       // turn the tracking on.
       if (closed || (sandboxId === undefined && context.getStore() === undefined)) return;
       context.enterWith(sandboxId);
     },
-    run: (sandboxId, fn) => (closed ? fn() : context.run(sandboxId, fn)),
+    run: within,
     fireDue(sandboxId) {
       const pending = timers.get(sandboxId);
       if (!pending) return 0;

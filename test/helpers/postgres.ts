@@ -10,12 +10,12 @@
  */
 import { execFile } from "node:child_process";
 import { existsSync, readdirSync, rmSync } from "node:fs";
-import { chown, mkdtemp, rm } from "node:fs/promises";
+import { chown, rm } from "node:fs/promises";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
+import { makeOwnedTempDir } from "../../shared/temp-dirs.js";
 
 const run = promisify(execFile);
 
@@ -69,7 +69,7 @@ function exec(cmd: string, args: string[]) {
 
 /** A temporary directory the server's user owns. */
 async function serverDir(prefix: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const dir = await makeOwnedTempDir(prefix);
   if (asRoot) {
     const { stdout } = await run("id", ["-u", "postgres"]);
     const { stdout: gid } = await run("id", ["-g", "postgres"]);
