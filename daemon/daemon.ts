@@ -40,6 +40,7 @@ import { openStore } from "./state/store.js";
 import type { JournalEntry } from "./vocabulary/records.js";
 import type { Store } from "./vocabulary/store.js";
 import { registerTestHandle } from "./test-handle.js";
+import { isModuleNotFound } from "../shared/util/module-not-found.js";
 
 export interface DaemonOptions {
   config: DaemonConfig;
@@ -448,8 +449,7 @@ export class BridgeDaemon implements Daemon {
     }
     // Loaded only here: `pg` is an optional dependency, needed by this mode alone.
     const { openClusterNode } = await import("./cluster-node.js").catch((error: unknown) => {
-      const missing = error instanceof Error && "code" in error && error.code === "ERR_MODULE_NOT_FOUND" && error.message.includes("'pg'");
-      throw missing ? new Error('"state": {"kind": "postgres"} needs the pg package beside agent-bridge: npm install pg') : error;
+      throw isModuleNotFound(error, "pg") ? new Error('"state": {"kind": "postgres"} needs the pg package beside agent-bridge: npm install pg') : error;
     });
     this.#cluster = await openClusterNode({
       config,

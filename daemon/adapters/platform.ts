@@ -13,6 +13,7 @@ import type { z } from "zod";
 import type { ProbeDeps } from "../helpers/probe.js";
 import type { CheckResult } from "../vocabulary/check-result.js";
 import type { AdapterDeps, ChatAdapter } from "../vocabulary/adapter.js";
+import { isModuleNotFound } from "../../shared/util/module-not-found.js";
 
 /** A channel as its schema parses it, before the daemon fills in the id. */
 export interface ParsedChannel {
@@ -172,8 +173,7 @@ export async function loadAdapterModule<M>(platform: LibraryPlatform, load: () =
   try {
     return await load();
   } catch (error) {
-    const notFound = error instanceof Error && "code" in error && error.code === "ERR_MODULE_NOT_FOUND";
-    const library = notFound ? Object.keys(PLATFORM_LIBRARIES[platform]).find((name) => error.message.includes(`'${name}'`)) : undefined;
+    const library = Object.keys(PLATFORM_LIBRARIES[platform]).find((name) => isModuleNotFound(error, name));
     if (library !== undefined) throw new PlatformLibraryMissingError(platform, library);
     throw error;
   }

@@ -1,0 +1,92 @@
+/**
+ * The installed command's launcher (bin/launch.ts): the bundle runs with V8's code cache, one
+ * file per subcommand, written by the first run of a build in a folder of this user's alone;
+ * a cache V8 refuses is written again; a folder others may write to is neither read nor
+ * written; `off` keeps nothing. Every run answers the same either way.
+ */
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { runAgentBridge } from "../helpers/cli.js";
+
+const VERSION = (JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "package.json"), "utf8")) as { version: string }).version;
+
+let root: string;
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), "launcher-test-"));
+});
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+async function version(cache: string): Promise<string> {
+  const cli = runAgentBridge(["--version"], { env: { ...process.env, AGENT_BRIDGE_COMPILE_CACHE: cache } });
+  expect(await cli.exited).toBe(0);
+  return cli.stdout();
+}
+const caches = (folder: string) => (existsSync(folder) ? readdirSync(folder).filter((name) => name.endsWith(".bin")) : []);
+
+it("writes a cache on the first run, to a folder of this user's alone, and runs the same from it", async () => {
+  const folder = join(root, "cache");
+  expect(await version(folder)).toBe(`${VERSION}\n`);
+  const [written, ...more] = caches(folder);
+  expect(more).toEqual([]);
+  expect(written).toMatch(/-other\.bin$/);
+  expect(statSync(folder).mode & 0o777).toBe(0o700);
+  expect(statSync(join(folder, written!)).mode & 0o777).toBe(0o600);
+  const first = readFileSync(join(folder, written!));
+  expect(await version(folder)).toBe(`${VERSION}\n`);
+  // Loaded, so not written again.
+  expect(readFileSync(join(folder, written!)).equals(first)).toBe(true);
+
+  const cli = runAgentBridge(["config", "schema"], { env: { ...process.env, AGENT_BRIDGE_COMPILE_CACHE: folder } });
+  expect(await cli.exited).toBe(0);
+  const now = caches(folder);
+  expect(now).toHaveLength(2);
+  expect(now).toContain(written);
+  expect(now.find((name) => name !== written)).toMatch(/-config\.bin$/);
+});
+
+it("runs from a cache V8 refuses and writes it again; removes older builds' files", async () => {
+  const folder = join(root, "cache");
+  await version(folder);
+  const [written] = caches(folder);
+  writeFileSync(join(folder, written!), Buffer.from("not a code cache"));
+  writeFileSync(join(folder, "1-2-old-build-other.bin"), "older build");
+  expect(await version(folder)).toBe(`${VERSION}\n`);
+  expect(caches(folder)).toEqual([written]);
+  expect(readFileSync(join(folder, written!)).length).toBeGreaterThan(1000);
+});
+
+it("neither reads nor writes a folder others may write to, and keeps nothing with off", async () => {
+  const shared = join(root, "shared");
+  mkdirSync(shared);
+  chmodSync(shared, 0o777);
+  writeFileSync(join(shared, "planted.bin"), "planted");
+  expect(await version(shared)).toBe(`${VERSION}\n`);
+  expect(caches(shared)).toEqual(["planted.bin"]);
+
+  const off = runAgentBridge(["--version"], { env: { ...process.env, AGENT_BRIDGE_COMPILE_CACHE: "off", TMPDIR: root } });
+  expect(await off.exited).toBe(0);
+  expect(off.stdout()).toBe(`${VERSION}\n`);
+  expect(readdirSync(root).sort()).toEqual(["shared"]);
+});
+
+it("loads a library the code imports on demand from a cached run too (V8 keeps no dynamic import in cached code)", async () => {
+  const folder = join(root, "cache");
+  const config = join(root, "config.json");
+  // Port 9 (discard) refuses: the check gets as far as connecting, so `pg` loaded.
+  writeFileSync(
+    config,
+    JSON.stringify({
+      service: { baseUrl: "http://127.0.0.1:9", apiKey: "svc_sk_0123456789abcdef0123456789" },
+      state: { kind: "postgres", url: "postgres://postgres@127.0.0.1:9/x" },
+      channels: [],
+    }),
+  );
+  for (const run of ["first, compiling", "second, from the cache"]) {
+    const cli = runAgentBridge(["check", "--config", config], { env: { ...process.env, AGENT_BRIDGE_COMPILE_CACHE: folder } });
+    await cli.exited;
+    expect(cli.stdout(), run).toMatch(/FAIL +database postgres:\/\/postgres@127\.0\.0\.1:9\/x: cannot connect/);
+  }
+  expect(caches(folder)).toEqual([expect.stringMatching(/-check\.bin$/)]);
+});
