@@ -1,93 +1,122 @@
 /**
  * The `agent-bridge` command as installed (dist/bin/agent-bridge.js): runs the bundle beside it
  * (agent-bridge.cjs) with V8's code cache. Compiling the bundle was about a third of each start's
- * CPU (an emulator's start and stop: 0.42 s without the cache, 0.28 s with it), and Node 20 keeps
- * no compile cache of its own (`module.enableCompileCache` came in Node 22). The first start of a
- * build writes the cache as it exits; later ones load it. V8 checks that a cache matches the
- * source and its own version and flags, and ignores one that does not (then it is written again).
+ * CPU (an emulator's start and stop: 0.41 s without the cache, 0.29 s with it), and Node 20 keeps
+ * no compile cache of its own (`module.enableCompileCache` came in Node 22). The first run of a
+ * subcommand after a build writes the cache as it exits, unless it only printed help or a usage
+ * error; later ones load it. V8
+ * checks that a cache matches its own version and flags and the source's length, and ignores one
+ * that does not (then it is written again); the file's name carries the bundle's hash, so another
+ * build never meets this one's cache.
  *
  * Where: `AGENT_BRIDGE_COMPILE_CACHE` names a folder, or `off` turns it off; by default
  * `agent-bridge-compile-cache-<uid>` in the system's temporary folder. It holds compiled code only,
- * nothing of a config or a conversation; but code it is, so it is only read from a folder this
- * user owns that no one else may write to (a shared /tmp must not let another user plant it),
- * created 0700. A folder that fails this, or cannot be written, only costs the speed-up. Writing
- * a new build's cache removes the older builds' files.
+ * nothing of a config or a conversation; but code it is, so a cache file is only loaded when the
+ * file actually opened is a regular file of this user's that no one else may write, in a folder
+ * of this user's that no one else may write (a shared /tmp must not let another user plant one).
+ * A folder that fails this, or cannot be written, only costs the speed-up. The 16 newest files
+ * are kept. With `--enable-source-maps` the bundle is loaded by `require` instead, so stack traces
+ * are mapped to the sources.
  */
-import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import Module, { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Script } from "node:vm";
 
+/** The bundle's content hash, set by scripts/build.mjs. */
+declare const AGENT_BRIDGE_BUNDLE_HASH: string;
+
 const bundle = join(dirname(fileURLToPath(import.meta.url)), "agent-bridge.cjs");
+/** The subcommands with a cache of their own (what one compiles, another mostly does not use). */
+const SUBCOMMANDS = new Set(["start", "run", "check", "reload", "emulator", "proxy", "recordings", "conformance", "pairing", "config"]);
+const KEPT = 16;
+const HELP = new Set(["--help", "-h", "--version", "-V"]);
+const uid = process.geteuid?.();
 
 interface CacheFile {
   folder: string;
-  /** The same for every subcommand of one build of the bundle. */
-  build: string;
   path: string;
 }
 
-/** The cache file for this build of the bundle, this subcommand and this Node, or undefined when turned off. */
 function cacheFile(): CacheFile | undefined {
   const setting = process.env.AGENT_BRIDGE_COMPILE_CACHE;
-  if (setting === "off") return undefined;
-  const folder = setting || join(tmpdir(), `agent-bridge-compile-cache-${process.getuid?.() ?? "user"}`);
-  const { size, mtimeMs } = statSync(bundle);
-  const build = `${size}-${Math.trunc(mtimeMs)}-`;
-  // One per subcommand: a cache holds the functions its first run compiled (a daemon's and an
-  // emulator's are mostly different), and a cache that loads is never written again.
-  const command = /^[a-z][a-z-]{0,30}$/.exec(process.argv[2] ?? "")?.[0] ?? "other";
-  return { folder, build, path: join(folder, `${build}${process.versions.v8}-${process.arch}-${command}.bin`) };
+  if (setting === "off" || uid === undefined) return undefined; // Windows: no owner to check
+  const folder = setting || join(tmpdir(), `agent-bridge-compile-cache-${uid}`);
+  const command = SUBCOMMANDS.has(process.argv[2] ?? "") ? process.argv[2] : "other";
+  return { folder, path: join(folder, `${AGENT_BRIDGE_BUNDLE_HASH}-${process.versions.v8}-${process.arch}-${command}.bin`) };
 }
 
-/** Ours alone: a real folder (not a link), owned by this user, writable by no one else. */
-function trusted(folder: string): boolean {
+/** This user's, and writable by no one else. */
+const ours = (stat: { uid: number; mode: number }) => stat.uid === uid && (stat.mode & 0o022) === 0;
+
+/** A real folder (not a link) of ours. */
+function trustedFolder(folder: string): boolean {
   try {
     const stat = lstatSync(folder);
-    const uid = process.getuid?.();
-    return stat.isDirectory() && (uid === undefined || stat.uid === uid) && (stat.mode & 0o022) === 0;
+    return stat.isDirectory() && ours(stat);
   } catch {
     return false;
   }
 }
 
-function readCache(file: CacheFile | undefined): Buffer | undefined {
-  if (!file || !trusted(file.folder)) return undefined;
+/** Checks what was opened, not the path: a folder swapped after the check cannot plant a file. */
+function readCache(file: CacheFile): Buffer | undefined {
+  if (!trustedFolder(file.folder)) return undefined;
+  let fd: number | undefined;
   try {
-    return readFileSync(file.path);
+    fd = openSync(file.path, "r");
+    const stat = fstatSync(fd);
+    return stat.isFile() && ours(stat) ? readFileSync(fd) : undefined;
   } catch {
     return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
-/** Written whole under another name, then renamed: processes starting at once never read half a file. */
-function writeCache(file: CacheFile, data: Buffer): void {
+/** Written whole under a new name (never through a file already there), then renamed: a reader never sees half. */
+function writeCache(file: CacheFile, script: Script): void {
+  const temporary = `${file.path}.${process.pid}.tmp`;
   try {
     mkdirSync(file.folder, { recursive: true, mode: 0o700 });
-    if (!trusted(file.folder)) return;
-    for (const name of readdirSync(file.folder)) if (name.endsWith(".bin") && !name.startsWith(file.build)) rmSync(join(file.folder, name), { force: true });
-    const temporary = `${file.path}.${process.pid}.tmp`;
-    writeFileSync(temporary, data, { mode: 0o600 });
+    if (!trustedFolder(file.folder)) return;
+    writeFileSync(temporary, script.createCachedData(), { mode: 0o600, flag: "wx" });
     renameSync(temporary, file.path);
+    const byAge = readdirSync(file.folder)
+      .filter((name) => name.endsWith(".bin"))
+      .map((name) => ({ name, at: statSync(join(file.folder, name)).mtimeMs }))
+      .sort((a, b) => b.at - a.at);
+    for (const old of byAge.slice(KEPT)) rmSync(join(file.folder, old.name), { force: true });
   } catch {
     // A read-only or full folder: the next start compiles again.
+    rmSync(temporary, { force: true });
   }
 }
 
-const file = cacheFile();
-const cachedData = readCache(file);
-// The bundle as CommonJS wrapped the way Node wraps a module (its first line is the shebang).
-const source = readFileSync(bundle, "utf8").replace(/^#!.*/, "");
-const script = new Script(Module.wrap(source), {
-  filename: bundle,
-  ...(cachedData ? { cachedData } : {}),
-});
-if (file && (!cachedData || script.cachedDataRejected)) {
-  // At exit the cache also holds the functions this run compiled, not only the top level.
-  process.once("exit", () => writeCache(file, script.createCachedData()));
+/** Compiles (or loads) the bundle; its source and cache are not kept beyond this. */
+function compile(file: CacheFile | undefined): Script {
+  const cachedData = file ? readCache(file) : undefined;
+  // The bundle as CommonJS wrapped the way Node wraps a module (its first line is the shebang).
+  const source = readFileSync(bundle, "utf8").replace(/^#!.*/, "");
+  const script = new Script(Module.wrap(source), { filename: bundle, ...(cachedData ? { cachedData } : {}) });
+  if (file && (!cachedData || script.cachedDataRejected)) {
+    // At exit the cache also holds the functions this run compiled. A usage error (exit code 2)
+    // or a subcommand's help compiled little of it, and does not write; a run that did its work
+    // (0) or failed at it (1, such as a check that found a problem) does.
+    const helpOnly = process.argv.slice(3).some((arg) => HELP.has(arg));
+    process.once("exit", (code) => {
+      if ((code === 0 || code === 1) && !helpOnly) writeCache(file, script);
+    });
+  }
+  return script;
 }
-const run = script.runInThisContext() as (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void;
-const module = { exports: {}, filename: bundle, id: bundle, loaded: false };
-run.call(module.exports, module.exports, createRequire(bundle), module, bundle, dirname(bundle));
+
+if (process.sourceMapsEnabled) {
+  createRequire(import.meta.url)(bundle);
+} else {
+  const run = compile(cacheFile()).runInThisContext() as (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void;
+  const module = { exports: {}, filename: bundle, id: bundle, loaded: false };
+  run.call(module.exports, module.exports, createRequire(bundle), module, bundle, dirname(bundle));
+}

@@ -17,7 +17,8 @@
 // the build tools; where a build is due and they are missing, it says how to install for
 // production instead (the packed tarball: scripts/pack-production.mjs).
 import { spawnSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 const root = join(import.meta.dirname, "..");
@@ -106,9 +107,12 @@ await build({
   supported: { "dynamic-import": false },
   // The modules find the files they serve beside themselves: beside the bundle.
   define: { "import.meta.url": "__agentBridgeUrl", "import.meta.dirname": "__dirname", "import.meta.filename": "__filename" },
-  banner: { js: 'const __agentBridgeUrl = require("node:url").pathToFileURL(__filename).href;' },
+  // Strict, as the ES modules it is made of were: the directive must come before any statement.
+  banner: { js: '"use strict";\nconst __agentBridgeUrl = require("node:url").pathToFileURL(__filename).href;' },
 });
-// The launcher: what `agent-bridge` runs (package.json "bin").
+const bundled = readFileSync(join(binDir, "agent-bridge.cjs"), "utf8");
+if (!/^(#!.*\n)?"use strict";\n/.test(bundled)) throw new Error("dist/bin/agent-bridge.cjs does not start strict");
+// The launcher: what `agent-bridge` runs (package.json "bin"), told the bundle's hash (its caches' key).
 await build({
   entryPoints: [join(root, "bin", "launch.ts")],
   outfile: join(binDir, "agent-bridge.js"),
@@ -118,6 +122,7 @@ await build({
   target: "node20",
   logLevel: "warning",
   banner: { js: "#!/usr/bin/env node" },
+  define: { AGENT_BRIDGE_BUNDLE_HASH: JSON.stringify(createHash("sha256").update(bundled).digest("hex").slice(0, 16)) },
 });
 chmodSync(join(binDir, "agent-bridge.js"), 0o755);
 

@@ -1,10 +1,10 @@
 /**
  * The installed command's launcher (bin/launch.ts): the bundle runs with V8's code cache, one
- * file per subcommand, written by the first run of a build in a folder of this user's alone;
- * a cache V8 refuses is written again; a folder others may write to is neither read nor
- * written; `off` keeps nothing. Every run answers the same either way.
+ * file per subcommand, written by the first successful run of a build in a folder of this
+ * user's alone; a cache V8 refuses is written again; a folder others may write to, or a link,
+ * is neither read nor written; `off` keeps nothing. Every run answers the same either way.
  */
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
@@ -46,24 +46,47 @@ it("writes a cache on the first run, to a folder of this user's alone, and runs 
   expect(now.find((name) => name !== written)).toMatch(/-config\.bin$/);
 });
 
-it("runs from a cache V8 refuses and writes it again; removes older builds' files", async () => {
+it("runs from a cache V8 refuses and writes it again; keeps the 16 newest files", async () => {
   const folder = join(root, "cache");
   await version(folder);
   const [written] = caches(folder);
   writeFileSync(join(folder, written!), Buffer.from("not a code cache"));
-  writeFileSync(join(folder, "1-2-old-build-other.bin"), "older build");
+  const old = Array.from({ length: 20 }, (_, i) => `older-build-${String(i).padStart(2, "0")}-other.bin`);
+  for (const [i, name] of old.entries()) {
+    writeFileSync(join(folder, name), "older build");
+    utimesSync(join(folder, name), 1_000 + i, 1_000 + i);
+  }
   expect(await version(folder)).toBe(`${VERSION}\n`);
-  expect(caches(folder)).toEqual([written]);
   expect(readFileSync(join(folder, written!)).length).toBeGreaterThan(1000);
+  // Ours (the newest) and the 15 newest of the others.
+  expect(caches(folder).sort()).toEqual([written!, ...old.slice(5)].sort());
 });
 
-it("neither reads nor writes a folder others may write to, and keeps nothing with off", async () => {
+it("writes nothing from a usage error or a subcommand's help: they compiled little of it", async () => {
+  const folder = join(root, "cache");
+  const env = { ...process.env, AGENT_BRIDGE_COMPILE_CACHE: folder };
+  const usage = runAgentBridge(["run"], { env });
+  expect(await usage.exited).toBe(2);
+  const help = runAgentBridge(["emulator", "--help"], { env });
+  expect(await help.exited).toBe(0);
+  expect(caches(folder)).toEqual([]);
+});
+
+it("neither reads nor writes a folder others may write to or a link, and keeps nothing with off", async () => {
   const shared = join(root, "shared");
   mkdirSync(shared);
   chmodSync(shared, 0o777);
   writeFileSync(join(shared, "planted.bin"), "planted");
   expect(await version(shared)).toBe(`${VERSION}\n`);
   expect(caches(shared)).toEqual(["planted.bin"]);
+  const real = join(root, "real");
+  mkdirSync(real, { mode: 0o700 });
+  const link = join(root, "link");
+  symlinkSync(real, link);
+  expect(await version(link)).toBe(`${VERSION}\n`);
+  expect(caches(real)).toEqual([]);
+  rmSync(link);
+  rmSync(real, { recursive: true });
 
   const off = runAgentBridge(["--version"], { env: { ...process.env, AGENT_BRIDGE_COMPILE_CACHE: "off", TMPDIR: root } });
   expect(await off.exited).toBe(0);
