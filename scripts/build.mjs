@@ -92,15 +92,13 @@ const external = [
 // The command's code as one CommonJS file, run by the launcher with V8's code cache
 // (bin/launch.ts says why). Each subcommand's modules still initialise only when it runs:
 // esbuild keeps what `import()` loaded behind a function called at that point.
+const bundling = { bundle: true, platform: "node", target: "node20", logLevel: "warning" };
 await build({
+  ...bundling,
   entryPoints: [join(root, "bin", "agent-bridge.ts")],
   outfile: join(binDir, "agent-bridge.cjs"),
-  bundle: true,
   format: "cjs",
-  platform: "node",
-  target: "node20",
   sourcemap: true,
-  logLevel: "warning",
   external,
   // `import()` of a library becomes `require()` (Node 20.19 requires ES modules too): V8 drops
   // what a dynamic import needs from code it loads from a cache, so none may stay.
@@ -114,13 +112,10 @@ const bundled = readFileSync(join(binDir, "agent-bridge.cjs"), "utf8");
 if (!/^(#!.*\n)?"use strict";\n/.test(bundled)) throw new Error("dist/bin/agent-bridge.cjs does not start strict");
 // The launcher: what `agent-bridge` runs (package.json "bin"), told the bundle's hash (its caches' key).
 await build({
+  ...bundling,
   entryPoints: [join(root, "bin", "launch.ts")],
   outfile: join(binDir, "agent-bridge.js"),
-  bundle: true,
   format: "esm",
-  platform: "node",
-  target: "node20",
-  logLevel: "warning",
   banner: { js: "#!/usr/bin/env node" },
   define: { AGENT_BRIDGE_BUNDLE_HASH: JSON.stringify(createHash("sha256").update(bundled).digest("hex").slice(0, 16)) },
 });
