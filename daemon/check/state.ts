@@ -9,6 +9,7 @@ import type { DaemonConfig } from "../config/schema.js";
 import { describeUrl, type PostgresStateOptions } from "../state/postgres/options.js";
 import type { CheckResult } from "../vocabulary/check-result.js";
 import { configHash } from "../config/reload.js";
+import { isModuleNotFound } from "../../shared/util/module-not-found.js";
 
 const VersionRow = z.object({ version: z.number().int().nullable() });
 const LeaseRow = z.object({
@@ -28,7 +29,9 @@ async function checkPostgres(config: DaemonConfig, state: PostgresStateOptions, 
   let pg: typeof import("pg").default;
   try {
     pg = (await import("pg")).default;
-  } catch {
+  } catch (error) {
+    // Only a missing package is reported as one: any other failure to load it says what it was.
+    if (!isModuleNotFound(error, "pg")) throw error;
     return [{ status: "fail", subject, message: "the pg package is not installed", fix: "npm install pg beside agent-bridge" }];
   }
   const { SCHEMA_VERSION } = await import("../state/postgres/migrations.js");
