@@ -99,7 +99,8 @@ function writeCache(file: CacheFile, script: Script): void {
 function compile(file: CacheFile | undefined): Script {
   const cachedData = file ? readCache(file) : undefined;
   // The bundle as CommonJS wrapped the way Node wraps a module (its first line is the shebang).
-  const source = readFileSync(bundle, "utf8").replace(/^#!.*/, "");
+  // ASCII only (scripts/build.mjs makes it so): latin1 reads it as a one-byte string, 10x faster than utf8.
+  const source = readFileSync(bundle, "latin1").replace(/^#!.*/, "");
   const script = new Script(Module.wrap(source), { filename: bundle, ...(cachedData ? { cachedData } : {}) });
   if (file && (!cachedData || script.cachedDataRejected)) {
     // At exit the cache also holds the functions this run compiled. A usage error (exit code 2)

@@ -113,3 +113,11 @@ it("loads a library the code imports on demand from a cached run too (V8 keeps n
   }
   expect(caches(folder)).toEqual([expect.stringMatching(/-check\.bin$/)]);
 });
+
+it("runs a bundle of ASCII alone (read as one-byte text), the libraries' licence comments kept whole beside it", () => {
+  const bin = join(import.meta.dirname, "..", "..", "dist", "bin");
+  const bundle = readFileSync(join(bin, "agent-bridge.cjs"));
+  expect(bundle.findIndex((byte) => byte > 0x7f)).toBe(-1);
+  // What the build replaced by "?" in comments was not licence text: that is in its own file, as written.
+  expect(readFileSync(join(bin, "agent-bridge.cjs.LEGAL.txt"), "utf8")).toMatch(/MIT License/);
+});
