@@ -1,32 +1,47 @@
 /**
  * Vitest's order (longest files first, by the last run's durations; by size on a first run)
- * with the groups placed: unit, then the package files, then the rest of the integration
- * project, the browser files a third of the way into it, then the cluster project (a group of
- * its own: vitest starts it once all the others are done).
+ * with groups placed: the unit files, the package files, the rest, with the browser files a
+ * third of the way into it, and the cluster files last.
  * - unit first: its files are quick and run while the type check and the linter still use
  *   the other core.
- * - then the package files (npm install, a child vitest with 8 workers; 10-60 s each) take a
- *   worker each from the start, while the other worker goes through the short integration
- *   files. Ordered by size alone (a clean CI clone has no durations: these files are short),
- *   they came last and ran one at a time, the rest of the machine idle: about a minute.
+ * - then the package files (npm install, a child vitest with 8 workers; 10-40 s each) take a
+ *   worker each from the start, while the other workers go through the short files. Ordered
+ *   by size alone (a clean CI clone has no durations: these files are short), they came last
+ *   and ran one at a time, the rest of the machine idle: about a minute.
  * - the browser files (15 s, 4 s, 2 s) not beside them: with all six long files first, they
  *   took all four workers, and no other file started for the first 50 s of the suite.
+ * - the cluster files last (several daemons on PostgreSQL with 1.5-3 s leases renewed every
+ *   third): started among the other files, a daemon starved of CPU lost its lease mid-test (an
+ *   account changing hands where a test expects it to stay, a command run again). Last, they
+ *   meet only the three files still running as they start, the shortest of the run.
  */
 import { relative } from "node:path";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
-export class ProjectOrderSequencer extends BaseSequencer {
+/** The files that run several daemons with short leases on one PostgreSQL server. */
+export const CLUSTER = new Set([
+  "test/daemon/postgres/failover-kill.test.ts",
+  "test/daemon/postgres/failover.test.ts",
+  "test/daemon/postgres/faults.test.ts",
+  "test/daemon/postgres/faults-restarts.test.ts",
+  "test/daemon/postgres/whatsapp-cluster.test.ts",
+  "test/daemon/postgres/slack-cluster.test.ts",
+  "test/daemon/postgres/schedules-cluster.test.ts",
+  "test/daemon/postgres/identity-links-cluster.test.ts",
+]);
+
+export class SuiteOrderSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
-    const of = (name: string) => sorted.filter((spec) => spec.project.name === name);
-    const under = (folder: string) => (spec: TestSpecification) => relative(spec.project.config.root, spec.moduleId).startsWith(`test/${folder}/`);
-    const integration = of("integration");
-    const packages = integration.filter(under("package"));
-    const browsers = integration.filter(under("browser"));
-    const rest = integration.filter((spec) => !packages.includes(spec) && !browsers.includes(spec));
+    const path = (spec: TestSpecification) => relative(spec.project.config.root, spec.moduleId);
+    const under = (folder: string) => sorted.filter((spec) => path(spec).startsWith(`test/${folder}/`));
+    const units = under("daemon/unit");
+    const packages = under("package");
+    const browsers = under("browser");
+    const cluster = sorted.filter((spec) => CLUSTER.has(path(spec)));
+    const placedApart = new Set([...units, ...packages, ...browsers, ...cluster]);
+    const rest = sorted.filter((spec) => !placedApart.has(spec));
     const third = Math.ceil(rest.length / 3);
-    const placed = [...of("unit"), ...packages, ...rest.slice(0, third), ...browsers, ...rest.slice(third), ...of("cluster")];
-    // A project added later and not placed here still runs, last.
-    return [...placed, ...sorted.filter((spec) => !placed.includes(spec))];
+    return [...units, ...packages, ...rest.slice(0, third), ...browsers, ...rest.slice(third), ...cluster];
   }
 }

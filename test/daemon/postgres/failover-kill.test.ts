@@ -3,15 +3,17 @@
  * Telegram bot; the owner of the account is killed with kill -9 mid-turn and
  * mid-stream, and the next owner answers every accepted message once, within
  * the lease time plus 5 s, and finishes a streamed reply in place. (Handovers,
- * two accounts and pairing: failover.test.ts; two files so the cluster project
- * runs them side by side.)
+ * two accounts and pairing: failover.test.ts; two files so they run side
+ * by side.)
  */
 import { describe, expect, it } from "vitest";
 import { telegramMarkdownToHtml } from "../../../daemon/adapters/telegram/index.js";
 import { streamText } from "../../../emulator/gateway/model.js";
+import { holdClusterSlot } from "../../helpers/cluster-slots.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { alice, bob, byName, clusterPerTest } from "./cluster-harness.js";
 
+holdClusterSlot();
 const startNodes = clusterPerTest();
 
 describe("several daemons on PostgreSQL: kill -9 of the owner", () => {

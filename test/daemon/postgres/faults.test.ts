@@ -2,12 +2,14 @@
  * The faults of a bridge on several machines, with real processes and a real
  * PostgreSQL server: an owner paused past its lease (SIGSTOP) and woken again,
  * and the database killed and restarted under load (restarts of the nodes:
- * faults-restarts.test.ts; two files so the cluster project runs them side by side).
+ * faults-restarts.test.ts; two files so they run side by side).
  */
 import { describe, expect, it } from "vitest";
+import { holdClusterSlot } from "../../helpers/cluster-slots.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { alice, bob, byName, clusterPerTest, conversation } from "./cluster-harness.js";
 
+holdClusterSlot();
 const startNodes = clusterPerTest();
 
 describe("faults of a bridge on several machines", () => {

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterEach, expect, it, onTestFailed, onTestFinished } from "vitest";
 import { createFakeSlack, type FakeSlack } from "../../fakes/slack.js";
+import { holdClusterSlot } from "../../helpers/cluster-slots.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { startService, tempDir, type Service } from "../daemon-harness.js";
@@ -24,6 +25,8 @@ const SIGNING_SECRET = "clusterSigningSecret0123456789ab";
 const ALICE = "U0ALICE001";
 const DM = "D0ALICE001";
 const UNIT = "slack:sl";
+
+holdClusterSlot();
 
 afterEach(async () => {
   delete process.env.BRIDGE_TEST_KEY;
