@@ -156,6 +156,7 @@ async function asciiOnly(code) {
   const ascii = code.replace(/[^\x00-\x7f]/g, "?");
   if (ascii === code) return code;
   const stripped = async (text) => (await transform(text, { minifyWhitespace: true, loader: "js", charset: "utf8" })).code;
-  if ((await stripped(ascii)) !== (await stripped(code))) throw new Error("dist/bin/agent-bridge.cjs has characters outside ASCII in its code, not only in comments");
+  if ((await stripped(ascii)) !== (await stripped(code)))
+    throw new Error("dist/bin/agent-bridge.cjs has characters outside ASCII in its code, not only in comments");
   return ascii;
 }
