@@ -125,6 +125,8 @@ export class LeaseKeeper {
   #peerConfigs: { node: string; hash: string }[] = [];
   /** Units handed over on request, and until when (monotonic ms) this node leaves them to others; a stale one is claimed anyway, so none is left unowned. */
   readonly #leaving = new Map<string, number>();
+  /** Until when (this clock's ms) no unit is released above the fair share: two TTLs after a stale one was claimed beyond it. */
+  #keepUntil = 0;
   /** Placement rounds, acquires and releases, one at a time (two never claim or free the same unit at once). */
   readonly #rounds = new PQueue({ concurrency: 1 });
   /**
@@ -198,7 +200,10 @@ export class LeaseKeeper {
    * Heartbeat, then release above fair share or claim free units up to it. A unit free for
    * longer than two polls is claimed beyond the share: a node killed a moment ago still counts
    * as live for two TTLs, and its accounts must not wait for that (failover stays TTL + a poll).
-   * No release happens while such a unit exists, so the two rules cannot undo each other.
+   * No release happens while such a unit exists, nor for two TTLs after one was claimed beyond
+   * the share (by then the dead node no longer counts): otherwise the next round gave it up
+   * again as above the share, and the unit went back and forth until then, each handover
+   * running again what its last owner had not recorded.
    */
   place(): Promise<void> {
     return this.#rounds.add(async () => {
@@ -214,10 +219,13 @@ export class LeaseKeeper {
         [[...this.#o.units], ms(2 * this.#o.pollMs)],
       );
       const free = rows.map((r) => FreeRow.parse(r));
-      if (!free.some((f) => f.stale)) for (const h of [...this.#held.values()].slice(share).reverse()) await this.#release(h);
       const now = this.#o.clock.now();
+      if (!free.some((f) => f.stale) && now >= this.#keepUntil) for (const h of [...this.#held.values()].slice(share).reverse()) await this.#release(h);
       const leaving = (unit: string) => (this.#leaving.get(unit) ?? 0) > now;
-      for (const { unit, stale } of free) if ((this.#held.size < share && !leaving(unit)) || stale) await this.#acquire(unit);
+      for (const { unit, stale } of free) {
+        if (this.#held.size < share && !leaving(unit)) await this.#acquire(unit);
+        else if (stale && (await this.#acquire(unit))) this.#keepUntil = this.#o.clock.now() + 2 * this.#o.leaseTtlMs;
+      }
     });
   }
 
