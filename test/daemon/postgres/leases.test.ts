@@ -235,7 +235,12 @@ describe("leases", () => {
     // Until b stops counting as live, a keeps what it took beyond its share: no unit goes back and
     // forth (each handover runs again what was not recorded): b's two units taken once each.
     await waitUntil(async () => ((await a.status()).nodes.find((n) => n.id === "b")?.seenAgoMs ?? 0) > 2 * ttl, "b to stop counting as live", 15_000);
-    expect(a.leases.held().map((l) => l.unit).sort()).toEqual(units);
+    expect(
+      a.leases
+        .held()
+        .map((l) => l.unit)
+        .sort(),
+    ).toEqual(units);
     expect(acquired).toBe(2);
   });
 
