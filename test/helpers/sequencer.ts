@@ -10,15 +10,16 @@
  *   and ran one at a time, the rest of the machine idle: about a minute.
  * - the browser files (15 s, 4 s, 2 s) not beside them: with all six long files first, they
  *   took all four workers, and no other file started for the first 50 s of the suite.
- * - the cluster files last (several daemons on PostgreSQL with 1.5-3 s leases renewed every
- *   third): started among the other files, a daemon starved of CPU lost its lease mid-test (an
- *   account changing hands where a test expects it to stay, a command run again). Last, they
- *   meet only the three files still running as they start, the shortest of the run.
+ * - the cluster files last (several daemons on PostgreSQL with 1.5-4 s leases renewed every
+ *   third, and tests that wait on them): started among the other files they were slower, and
+ *   beside the package files' installs a daemon was starved long enough to lose a lease. Last,
+ *   they run four at a time once the others are done (about 20 s), beside only the files still
+ *   running as they start, the shortest of the run.
  */
 import { relative } from "node:path";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
-/** The files that run several daemons with short leases on one PostgreSQL server. */
+/** The files that run several daemons with short leases on one PostgreSQL server: run last. */
 export const CLUSTER = new Set([
   "test/daemon/postgres/failover-kill.test.ts",
   "test/daemon/postgres/failover.test.ts",

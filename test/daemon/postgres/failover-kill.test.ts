@@ -9,11 +9,9 @@
 import { describe, expect, it } from "vitest";
 import { telegramMarkdownToHtml } from "../../../daemon/adapters/telegram/index.js";
 import { streamText } from "../../../emulator/gateway/model.js";
-import { holdClusterSlot } from "../../helpers/cluster-slots.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { alice, bob, byName, clusterPerTest } from "./cluster-harness.js";
 
-holdClusterSlot();
 const startNodes = clusterPerTest();
 
 describe("several daemons on PostgreSQL: kill -9 of the owner", () => {

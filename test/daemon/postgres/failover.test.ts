@@ -9,11 +9,9 @@
 import { describe, expect, it } from "vitest";
 import { SCHEMA_VERSION } from "../../../daemon/state/postgres/migrations.js";
 import { runAgentBridge } from "../../helpers/cli.js";
-import { holdClusterSlot } from "../../helpers/cluster-slots.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { alice, byName, clusterPerTest, discordAlice } from "./cluster-harness.js";
 
-holdClusterSlot();
 const startNodes = clusterPerTest();
 
 describe("several daemons on PostgreSQL", () => {

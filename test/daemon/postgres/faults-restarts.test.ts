@@ -6,10 +6,8 @@
 import { describe, expect, it } from "vitest";
 import { seededRandom } from "../../../shared/random.js";
 import type { FakeUser } from "../../fakes/telegram-bot-api.js";
-import { holdClusterSlot } from "../../helpers/cluster-slots.js";
 import { alice, bob, byName, clusterPerTest, conversation } from "./cluster-harness.js";
 
-holdClusterSlot();
 const startNodes = clusterPerTest();
 
 describe("restarts of the nodes of a bridge on several machines", () => {

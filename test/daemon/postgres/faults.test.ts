@@ -5,11 +5,9 @@
  * faults-restarts.test.ts; two files so they run side by side).
  */
 import { describe, expect, it } from "vitest";
-import { holdClusterSlot } from "../../helpers/cluster-slots.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { alice, bob, byName, clusterPerTest, conversation } from "./cluster-harness.js";
 
-holdClusterSlot();
 const startNodes = clusterPerTest();
 
 describe("faults of a bridge on several machines", () => {

@@ -8,11 +8,9 @@
  * and still knows her), and `/unlink` separates the chats again.
  */
 import { expect, it } from "vitest";
-import { holdClusterSlot } from "../../helpers/cluster-slots.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { alice, byName, clusterPerTest, discordAlice } from "./cluster-harness.js";
 
-holdClusterSlot();
 const startNodes = clusterPerTest();
 
 it("links Telegram and Discord across two nodes: one conversation, codes used once, kept across a kill -9, /unlink", { timeout: 120_000 }, async () => {

@@ -7,11 +7,9 @@
  * and no slot is journaled twice (its dedupe key is the slot).
  */
 import { describe, expect, it } from "vitest";
-import { holdClusterSlot } from "../../helpers/cluster-slots.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { alice, byName, clusterPerTest } from "./cluster-harness.js";
 
-holdClusterSlot();
 const startNodes = clusterPerTest();
 const fired = (out: string) => out.split("\n").filter((l) => l.includes('"msg":"scheduled prompt"')).length;
 /**

@@ -13,7 +13,6 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterEach, expect, it, onTestFailed, onTestFinished } from "vitest";
 import { createFakeSlack, type FakeSlack } from "../../fakes/slack.js";
-import { holdClusterSlot } from "../../helpers/cluster-slots.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { startService, tempDir, type Service } from "../daemon-harness.js";
@@ -26,7 +25,6 @@ const ALICE = "U0ALICE001";
 const DM = "D0ALICE001";
 const UNIT = "slack:sl";
 
-holdClusterSlot();
 
 afterEach(async () => {
   delete process.env.BRIDGE_TEST_KEY;

@@ -16,7 +16,6 @@ import { createDaemon, type Daemon } from "../../../daemon/daemon.js";
 import { seededRandom } from "../../../shared/random.js";
 import { createFakeBaileys, directByPhone, pnJid } from "../../fakes/baileys-socket.js";
 import { startServiceFixture } from "../../helpers/bridge.js";
-import { holdClusterSlot } from "../../helpers/cluster-slots.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { testHandle } from "../../../daemon/test-handle.js";
@@ -24,7 +23,6 @@ import { testHandle } from "../../../daemon/test-handle.js";
 const ANA = "4915111111111";
 let server: TestPostgres;
 
-holdClusterSlot();
 beforeAll(async () => {
   server = await startTestPostgres();
 }, 60_000);
