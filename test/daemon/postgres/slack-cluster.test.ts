@@ -25,7 +25,6 @@ const ALICE = "U0ALICE001";
 const DM = "D0ALICE001";
 const UNIT = "slack:sl";
 
-
 afterEach(async () => {
   delete process.env.BRIDGE_TEST_KEY;
 });
