@@ -3,7 +3,8 @@
  * process through sandboxes (test/package/many-workers/): every test
  * creates instances through a fault, moves its own clock, and asserts its
  * own journal exactly, so anything crossing between tests fails a count.
- * Run here as a child vitest with its own config (8 forks).
+ * Run here as a child vitest with its own config (8 forks), importing the
+ * package by its name, as another project does.
  */
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";

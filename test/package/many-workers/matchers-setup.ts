@@ -1,3 +1,3 @@
-import { installMatchers } from "../../../testing/vitest.js";
+import { installMatchers } from "agent-bridge/testing/vitest";
 
 installMatchers();

@@ -5,8 +5,8 @@
  * call, a clock moving someone else's instances, a journal line landing in
  * the wrong sandbox) makes a count wrong.
  */
-import { createServiceClient, ServiceError } from "../../../shared/client/index.js";
-import { useSandbox } from "../../../testing/vitest.js";
+import { createServiceClient, ServiceError } from "agent-bridge/client";
+import { useSandbox } from "agent-bridge/testing/vitest";
 import { expect, test } from "vitest";
 
 export function defineWorkerTests(worker: number): void {
