@@ -2,7 +2,7 @@
 // CPU-bound for a few seconds while vitest mostly waits on sockets and child processes), then
 // one closing line `N passed, N failed` (CI reads that line), counted from vitest's JSON report.
 //
-// `npm test -- ARGS` passes ARGS to vitest (a file, `--project unit`, `-t name`) and skips the
+// `npm test -- ARGS` passes ARGS to vitest (a file or a folder, `-t name`) and skips the
 // type check and the linter.
 import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync } from "node:fs";
