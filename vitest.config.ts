@@ -9,10 +9,10 @@ import { SuiteOrderSequencer } from "./test/helpers/sequencer.js";
 // file, e.g. `npm test -- test/daemon/unit`. The order is test/helpers/sequencer.ts's.
 //
 // One project because vitest reuses a worker only for files of the same project: each project
-// (there were four: unit, integration, browser and package, then cluster as a group of its own)
 // started workers of its own, each importing the code again, and the cluster group began only
-// once every other file had ended, on fresh workers. As one project the suite used about 40 s
-// less CPU (245 s to 205 s) and took 118-120 s instead of 131-143 s on the 2-core machine.
+// once every other file had ended, on fresh workers. Merging the browser and package projects
+// into the integration one saved 30 s of CPU; merging unit and cluster too (three projects to
+// one) 40 s more (245 s to 205 s), and the suite took 118-120 s instead of 131-143 s.
 export default defineConfig({
   test: {
     testTimeout: 30_000,
@@ -24,7 +24,7 @@ export default defineConfig({
     // Four files at a time on two cores: many files spend much of their time waiting on child
     // processes, sockets and timers, and more files fill those waits (measured on the 2-core
     // machine when the suite was the integration files alone: 2 workers ~50 s, 3 ~42 s, 4 no
-    // faster than 3). The package files (20-40 s each, npm installs and child processes) take a
+    // faster than 3). The package files (10-40 s each, npm installs and child processes) take a
     // worker each for the first half minute (the sequencer starts them early): with three
     // workers the ~100 integration files had none left until the first ended.
     maxWorkers: 4,

@@ -1,7 +1,7 @@
 /**
  * The `agent-bridge` command as installed (dist/bin/agent-bridge.js): runs the bundle beside it
  * (agent-bridge.cjs) with V8's code cache. Compiling the bundle was about a third of each start's
- * CPU (an emulator's start and stop: 0.41 s without the cache, 0.29 s with it), and Node 20 keeps
+ * CPU (an emulator's start and stop: 0.41 s without the cache, about 0.23 s with it), and Node 20 keeps
  * no compile cache of its own (`module.enableCompileCache` came in Node 22). The first run of a
  * subcommand after a build writes the cache as it exits, unless it only printed help or a usage
  * error; later ones load it. V8

@@ -7,7 +7,7 @@
 //   bundled). Libraries that load files by path at run time (pino's workers) or only when a
 //   platform is enabled (grammY, discord.js, Baileys, the Slack SDK, pg) stay outside, loaded
 //   from node_modules. One CommonJS file, so that the launcher (bin/launch.ts, built to
-//   dist/bin/agent-bridge.js) can run it with V8's code cache: ~0.29 s instead of ~0.41 s;
+//   dist/bin/agent-bridge.js) can run it with V8's code cache: ~0.23 s instead of ~0.41 s;
 // - make the binary executable and copy the web console's static files (neither is
 //   compiled) beside the code that serves them.
 //

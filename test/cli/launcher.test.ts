@@ -6,9 +6,9 @@
  */
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { runAgentBridge } from "../helpers/cli.js";
+import { BIN, runAgentBridge } from "../helpers/cli.js";
 
 const VERSION = (JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "package.json"), "utf8")) as { version: string }).version;
 
@@ -115,7 +115,7 @@ it("loads a library the code imports on demand from a cached run too (V8 keeps n
 });
 
 it("runs a bundle of ASCII alone (read as one-byte text), the libraries' licence comments kept whole beside it", () => {
-  const bin = join(import.meta.dirname, "..", "..", "dist", "bin");
+  const bin = dirname(BIN);
   const bundle = readFileSync(join(bin, "agent-bridge.cjs"));
   expect(bundle.findIndex((byte) => byte > 0x7f)).toBe(-1);
   // What the build replaced by "?" in comments was not licence text: that is in its own file, as written.

@@ -13,6 +13,8 @@
  * - placement: claim free units up to `ceil(units / live nodes)`, release above
  *   it gracefully (`beforeRelease`, the signal, the row, `NOTIFY lease_free`); a unit
  *   left free for two polls is claimed by anyone (a dead node still counts as live).
+ *   Releases count only the nodes that heartbeat within the last few polls, so what
+ *   a node took from a dead one stays until a node that can take it is there.
  */
 import PQueue from "p-queue";
 import pg from "pg";
@@ -105,10 +107,16 @@ export interface LeaseKeeperOptions {
 
 const EpochRow = z.object({ epoch: z.coerce.number().int() });
 const UnitRow = z.object({ unit: z.string() });
-const CountRow = z.object({ live: z.coerce.number().int(), peers: z.array(z.object({ node: z.string(), hash: z.string() })).default([]) });
+const CountRow = z.object({
+  live: z.coerce.number().int(),
+  fresh: z.coerce.number().int(),
+  peers: z.array(z.object({ node: z.string(), hash: z.string() })).default([]),
+});
 const FreeRow = z.object({ unit: z.string(), stale: z.boolean() });
 
 const ms = (n: number) => n / 1000;
+/** A node that has not heartbeat for this many polls is not given units (a live one does every poll, a slow round aside). */
+const FRESH_POLLS = 5;
 
 export class LeaseKeeper {
   readonly #o: LeaseKeeperOptions;
@@ -125,8 +133,6 @@ export class LeaseKeeper {
   #peerConfigs: { node: string; hash: string }[] = [];
   /** Units handed over on request, and until when (monotonic ms) this node leaves them to others; a stale one is claimed anyway, so none is left unowned. */
   readonly #leaving = new Map<string, number>();
-  /** Until when (this clock's ms) no unit is released above the fair share: two TTLs after a stale one was claimed beyond it. */
-  #keepUntil = 0;
   /** Placement rounds, acquires and releases, one at a time (two never claim or free the same unit at once). */
   readonly #rounds = new PQueue({ concurrency: 1 });
   /**
@@ -200,10 +206,10 @@ export class LeaseKeeper {
    * Heartbeat, then release above fair share or claim free units up to it. A unit free for
    * longer than two polls is claimed beyond the share: a node killed a moment ago still counts
    * as live for two TTLs, and its accounts must not wait for that (failover stays TTL + a poll).
-   * No release happens while such a unit exists, nor for two TTLs after one was claimed beyond
-   * the share (by then the dead node no longer counts): otherwise the next round gave it up
-   * again as above the share, and the unit went back and forth until then, each handover
-   * running again what its last owner had not recorded.
+   * No release happens while such a unit exists, and releases count only fresh nodes (seen
+   * within the last few polls): with the dead node counted, the next round gave the unit up
+   * again as above the share and took it back two polls later, until the dead node aged out,
+   * each handover running again what its last owner had not recorded.
    */
   place(): Promise<void> {
     return this.#rounds.add(async () => {
@@ -212,7 +218,7 @@ export class LeaseKeeper {
         await this.#o.pool.query("INSERT INTO lease (unit) SELECT unnest($1::text[]) ON CONFLICT (unit) DO NOTHING", [[...this.#o.units]]);
         this.#unitsListed = true;
       }
-      const share = await this.#fairShare();
+      const { share, keep } = await this.#fairShare();
       const { rows } = await this.#o.pool.query(
         `SELECT unit, expires_at < clock_timestamp() - make_interval(secs => $2) AS stale
            FROM lease WHERE unit = ANY($1) AND expires_at < clock_timestamp() ORDER BY unit`,
@@ -220,12 +226,9 @@ export class LeaseKeeper {
       );
       const free = rows.map((r) => FreeRow.parse(r));
       const now = this.#o.clock.now();
-      if (!free.some((f) => f.stale) && now >= this.#keepUntil) for (const h of [...this.#held.values()].slice(share).reverse()) await this.#release(h);
+      if (!free.some((f) => f.stale)) for (const h of [...this.#held.values()].slice(keep).reverse()) await this.#release(h);
       const leaving = (unit: string) => (this.#leaving.get(unit) ?? 0) > now;
-      for (const { unit, stale } of free) {
-        if (this.#held.size < share && !leaving(unit)) await this.#acquire(unit);
-        else if (stale && (await this.#acquire(unit))) this.#keepUntil = this.#o.clock.now() + 2 * this.#o.leaseTtlMs;
-      }
+      for (const { unit, stale } of free) if ((this.#held.size < share && !leaving(unit)) || stale) await this.#acquire(unit);
     });
   }
 
@@ -316,19 +319,24 @@ export class LeaseKeeper {
     return t0 + this.#o.leaseTtlMs * (1 - CLOCK_DRIFT_RATE) - this.#o.fenceMarginMs;
   }
 
-  /** `ceil(units / live nodes)`, live meaning seen within two TTLs (this node counts: it just heartbeat). */
-  async #fairShare(): Promise<number> {
+  /**
+   * Heartbeat, then the shares: `share = ceil(units / live nodes)`, live meaning seen within two
+   * TTLs (this node counts: it just heartbeat), claimed up to; `keep`, the same over the nodes seen
+   * within the last FRESH_POLLS polls, released above (a dead node stops counting for it at once).
+   */
+  async #fairShare(): Promise<{ share: number; keep: number }> {
     const { rows } = await this.#o.pool.query(
       `WITH beat AS (INSERT INTO node (id, seen_at, config_hash) VALUES ($1, clock_timestamp(), $3)
                      ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at, config_hash = excluded.config_hash RETURNING id)
-       SELECT 1 + count(*) AS live, coalesce(json_agg(json_build_object('node', node.id, 'hash', node.config_hash) ORDER BY node.id) FILTER (WHERE node.config_hash IS NOT NULL), '[]') AS peers
+       SELECT 1 + count(*) AS live, 1 + count(*) FILTER (WHERE node.seen_at > clock_timestamp() - make_interval(secs => $4)) AS fresh,
+              coalesce(json_agg(json_build_object('node', node.id, 'hash', node.config_hash) ORDER BY node.id) FILTER (WHERE node.config_hash IS NOT NULL), '[]') AS peers
        FROM node, beat WHERE node.id <> beat.id AND node.seen_at > clock_timestamp() - make_interval(secs => $2)`,
-      [this.#o.nodeId, ms(2 * this.#o.leaseTtlMs), this.#o.configHash?.() ?? null],
+      [this.#o.nodeId, ms(2 * this.#o.leaseTtlMs), this.#o.configHash?.() ?? null, ms(Math.min(FRESH_POLLS * this.#o.pollMs, 2 * this.#o.leaseTtlMs))],
     );
     const row = CountRow.parse(rows[0]);
     this.#peerConfigs = row.peers;
-    const live = Math.max(1, row.live);
-    return Math.ceil(this.#o.units.length / live);
+    const units = this.#o.units.length;
+    return { share: Math.ceil(units / Math.max(1, row.live)), keep: Math.ceil(units / Math.max(1, row.fresh)) };
   }
 
   async #listen(): Promise<void> {
