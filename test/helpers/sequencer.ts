@@ -20,7 +20,7 @@ import { relative } from "node:path";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /** The files that run several daemons with short leases on one PostgreSQL server: run last. */
-export const CLUSTER = new Set([
+const CLUSTER = new Set([
   "test/daemon/postgres/failover-kill.test.ts",
   "test/daemon/postgres/failover.test.ts",
   "test/daemon/postgres/faults.test.ts",
