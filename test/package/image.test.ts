@@ -28,6 +28,9 @@ import { createFakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startService } from "../daemon/daemon-harness.js";
 import { startTestPostgres } from "../helpers/postgres.js";
 import { waitUntil } from "../helpers/wait.js";
+import { lacks } from "../helpers/system-programs.js";
+
+const noPostgres = lacks("postgres", import.meta.url);
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const read = (file: string) => readFileSync(join(ROOT, file), "utf8");
@@ -314,81 +317,87 @@ describe("the image's production install, run as the image runs it", () => {
     expect(await healthCheck(probe)).toMatchObject({ status: 1, output: expect.stringContaining("nothing answers") });
   });
 
-  it("run, as compose.cluster.yaml runs it: two nodes on PostgreSQL answer their health checks and stop on SIGTERM", { timeout: 120_000 }, async () => {
-    const cluster = compose("compose.cluster.yaml");
-    const db = await startTestPostgres();
-    cleanups.push(() => db.close());
-    const pgUrl = await db.createDatabase("image");
-    const service = await startService();
-    cleanups.push(() => service.close());
-    const token = "777001:AAimage-test-token-0123456789abcdef";
-    const telegram = await createFakeTelegram({ token });
-    const owner = { id: 5101, username: "ana" };
-    cleanups.push(() => telegram.close());
+  it.skipIf(noPostgres)(
+    "run, as compose.cluster.yaml runs it: two nodes on PostgreSQL answer their health checks and stop on SIGTERM",
+    { timeout: 120_000 },
+    async () => {
+      const cluster = compose("compose.cluster.yaml");
+      const db = await startTestPostgres();
+      cleanups.push(() => db.close());
+      const pgUrl = await db.createDatabase("image");
+      const service = await startService();
+      cleanups.push(() => service.close());
+      const token = "777001:AAimage-test-token-0123456789abcdef";
+      const telegram = await createFakeTelegram({ token });
+      const owner = { id: 5101, username: "ana" };
+      cleanups.push(() => telegram.close());
 
-    // docker/daemon.json with three changes: Telegram is the fake here, the ops port a free one,
-    // and the data folder each node's own (in the image, /data is each container's volume).
-    const opsPorts = new Map<string, number>();
-    const nodes: Running[] = [];
-    for (const name of ["node-a", "node-b"]) {
-      const node = cluster.services[name]!;
-      const config = parseJsonc(read("docker/daemon.json")) as { dataDir: string; ops: { port: number }; channels: { apiRoot?: string }[] };
-      opsPorts.set(name, await freePort());
-      config.ops.port = opsPorts.get(name)!;
-      config.dataDir = join(root, "data", name, relative("/data", config.dataDir));
-      config.channels[0]!.apiRoot = telegram.url;
-      // Each container has its own /config and /data: here, a file and a folder per node.
-      const configFile = `/config/${name}.json`;
-      writeFileSync(onHost(configFile), JSON.stringify(config));
-      const env = environment({
-        ...(node.environment as Record<string, string>),
-        SERVICE_URL: service.url,
-        AGENT_API_KEY: service.key,
-        INSTANCE_ID: service.instanceIds[0]!,
-        TELEGRAM_BOT_TOKEN: token,
-        TELEGRAM_OWNER_ID: String(owner.id),
-        OPS_TOKEN: "image-test-ops-token",
-        PG_URL: pgUrl,
-      });
-      const args = node.command!.map((a) => (a === "/config/daemon.json" ? configFile : a));
-      const running = runAsImage(args, env);
-      cleanups.push(() => running.child.kill("SIGKILL"));
-      nodes.push(running);
-    }
-    const pool = new pg.Pool({ connectionString: pgUrl, max: 1 });
-    cleanups.push(() => pool.end());
-    const owned = waitUntil(
-      async () => {
-        const { rows } = await pool.query("SELECT holder FROM lease WHERE unit = 'telegram:tg' AND expires_at > clock_timestamp()").catch(() => ({ rows: [] }));
-        return (rows[0] as { holder?: string } | undefined)?.holder;
-      },
-      "a node to own the account",
-      60_000,
-      50,
-    );
-    const exited = nodes.map((n) => n.exited.then((code) => Promise.reject(new Error(`a node exited with ${code}:\n${n.out()}`))));
-    await Promise.race([owned, ...exited]);
-    for (const e of exited) e.catch(() => {}); // they exit at the end, on SIGTERM
-    for (const [i, name] of ["node-a", "node-b"].entries()) {
-      const probe = environment({ HEALTHCHECK_EMULATOR_PORT: String(await freePort()), HEALTHCHECK_OPS_PORT: String(opsPorts.get(name)) });
-      // The owner once its Telegram adapter polls; the follower while it reaches the database.
-      const health = await waitUntil(
+      // docker/daemon.json with three changes: Telegram is the fake here, the ops port a free one,
+      // and the data folder each node's own (in the image, /data is each container's volume).
+      const opsPorts = new Map<string, number>();
+      const nodes: Running[] = [];
+      for (const name of ["node-a", "node-b"]) {
+        const node = cluster.services[name]!;
+        const config = parseJsonc(read("docker/daemon.json")) as { dataDir: string; ops: { port: number }; channels: { apiRoot?: string }[] };
+        opsPorts.set(name, await freePort());
+        config.ops.port = opsPorts.get(name)!;
+        config.dataDir = join(root, "data", name, relative("/data", config.dataDir));
+        config.channels[0]!.apiRoot = telegram.url;
+        // Each container has its own /config and /data: here, a file and a folder per node.
+        const configFile = `/config/${name}.json`;
+        writeFileSync(onHost(configFile), JSON.stringify(config));
+        const env = environment({
+          ...(node.environment as Record<string, string>),
+          SERVICE_URL: service.url,
+          AGENT_API_KEY: service.key,
+          INSTANCE_ID: service.instanceIds[0]!,
+          TELEGRAM_BOT_TOKEN: token,
+          TELEGRAM_OWNER_ID: String(owner.id),
+          OPS_TOKEN: "image-test-ops-token",
+          PG_URL: pgUrl,
+        });
+        const args = node.command!.map((a) => (a === "/config/daemon.json" ? configFile : a));
+        const running = runAsImage(args, env);
+        cleanups.push(() => running.child.kill("SIGKILL"));
+        nodes.push(running);
+      }
+      const pool = new pg.Pool({ connectionString: pgUrl, max: 1 });
+      cleanups.push(() => pool.end());
+      const owned = waitUntil(
         async () => {
-          const h = await healthCheck(probe);
-          return h.status === 0 && h;
+          const { rows } = await pool
+            .query("SELECT holder FROM lease WHERE unit = 'telegram:tg' AND expires_at > clock_timestamp()")
+            .catch(() => ({ rows: [] }));
+          return (rows[0] as { holder?: string } | undefined)?.holder;
         },
-        `${name}'s health check (${nodes[i]!.out().slice(-2000)})`,
-        30_000,
-        100,
+        "a node to own the account",
+        60_000,
+        50,
       );
-      expect(health.output).toBe(`healthy: http://127.0.0.1:${opsPorts.get(name)}/healthz answered 200\n`);
-    }
-    telegram.privateText(owner, "hello");
-    await waitUntil(() => telegram.sentMessages(owner.id).some((m) => m.text === "You said: hello"), "the reply to the owner", 30_000, 20);
+      const exited = nodes.map((n) => n.exited.then((code) => Promise.reject(new Error(`a node exited with ${code}:\n${n.out()}`))));
+      await Promise.race([owned, ...exited]);
+      for (const e of exited) e.catch(() => {}); // they exit at the end, on SIGTERM
+      for (const [i, name] of ["node-a", "node-b"].entries()) {
+        const probe = environment({ HEALTHCHECK_EMULATOR_PORT: String(await freePort()), HEALTHCHECK_OPS_PORT: String(opsPorts.get(name)) });
+        // The owner once its Telegram adapter polls; the follower while it reaches the database.
+        const health = await waitUntil(
+          async () => {
+            const h = await healthCheck(probe);
+            return h.status === 0 && h;
+          },
+          `${name}'s health check (${nodes[i]!.out().slice(-2000)})`,
+          30_000,
+          100,
+        );
+        expect(health.output).toBe(`healthy: http://127.0.0.1:${opsPorts.get(name)}/healthz answered 200\n`);
+      }
+      telegram.privateText(owner, "hello");
+      await waitUntil(() => telegram.sentMessages(owner.id).some((m) => m.text === "You said: hello"), "the reply to the owner", 30_000, 20);
 
-    expect(await Promise.all(nodes.map(stop))).toEqual([0, 0]);
-    expect((await pool.query("SELECT count(*)::int AS n FROM lease WHERE holder IS NOT NULL AND expires_at > clock_timestamp()")).rows[0]).toEqual({ n: 0 });
-  });
+      expect(await Promise.all(nodes.map(stop))).toEqual([0, 0]);
+      expect((await pool.query("SELECT count(*)::int AS n FROM lease WHERE holder IS NOT NULL AND expires_at > clock_timestamp()")).rows[0]).toEqual({ n: 0 });
+    },
+  );
 
   it("start: the emulator and the terminal chat answer the health check and stop on SIGTERM", { timeout: 60_000 }, async () => {
     const port = String(await freePort());
