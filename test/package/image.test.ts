@@ -22,7 +22,7 @@ import { join, relative } from "node:path";
 import { load as loadYaml } from "js-yaml";
 import { parse as parseJsonc } from "jsonc-parser";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { parseConfig } from "../../daemon/config/load.js";
 import { createFakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startService } from "../daemon/daemon-harness.js";
@@ -261,8 +261,6 @@ describe("the compose files", () => {
 });
 
 describe("the image's production install, run as the image runs it", () => {
-  const cleanups: (() => Promise<unknown> | unknown)[] = [];
-
   beforeAll(() => {
     root = mkdtempSync(join(tmpdir(), "agent-bridge-image-"));
     chmodSync(root, 0o755); // the image's user reads /app and writes /data
@@ -283,7 +281,6 @@ describe("the image's production install, run as the image runs it", () => {
   }, 240_000);
 
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c();
     if (root) rmSync(root, { recursive: true, force: true });
   });
 
@@ -302,7 +299,7 @@ describe("the image's production install, run as the image runs it", () => {
       cmd.map((a) => (a === "8080" ? port : a)),
       env,
     );
-    cleanups.push(() => emulator.child.kill("SIGKILL"));
+    onTestFinished(() => emulator.child.kill("SIGKILL"));
     await waitUntil(() => emulator.out().includes("emulator listening on"), "the emulator to listen", 30_000, 50);
     expect(emulator.out()).toContain(`state in ${join(root, "data", "emulator")}`);
     expect(emulator.out()).toContain("admin token required");
@@ -323,14 +320,14 @@ describe("the image's production install, run as the image runs it", () => {
     async () => {
       const cluster = compose("compose.cluster.yaml");
       const db = await startTestPostgres();
-      cleanups.push(() => db.close());
+      onTestFinished(() => db.close());
       const pgUrl = await db.createDatabase("image");
       const service = await startService();
-      cleanups.push(() => service.close());
+      onTestFinished(() => service.close());
       const token = "777001:AAimage-test-token-0123456789abcdef";
       const telegram = await createFakeTelegram({ token });
       const owner = { id: 5101, username: "ana" };
-      cleanups.push(() => telegram.close());
+      onTestFinished(() => telegram.close());
 
       // docker/daemon.json with three changes: Telegram is the fake here, the ops port a free one,
       // and the data folder each node's own (in the image, /data is each container's volume).
@@ -358,11 +355,11 @@ describe("the image's production install, run as the image runs it", () => {
         });
         const args = node.command!.map((a) => (a === "/config/daemon.json" ? configFile : a));
         const running = runAsImage(args, env);
-        cleanups.push(() => running.child.kill("SIGKILL"));
+        onTestFinished(() => running.child.kill("SIGKILL"));
         nodes.push(running);
       }
       const pool = new pg.Pool({ connectionString: pgUrl, max: 1 });
-      cleanups.push(() => pool.end());
+      onTestFinished(() => pool.end());
       const owned = waitUntil(
         async () => {
           const { rows } = await pool
@@ -403,7 +400,7 @@ describe("the image's production install, run as the image runs it", () => {
     const port = String(await freePort());
     // As docs/bridge.md runs it: `docker run -it ... start --data-dir /data --port 8080`.
     const start = runAsImage(["start", "--data-dir", "/data/start", "--port", port], environment());
-    cleanups.push(() => start.child.kill("SIGKILL"));
+    onTestFinished(() => start.child.kill("SIGKILL"));
     await waitUntil(() => start.out().includes("Type a message and press Enter"), "the chat to start", 30_000, 50);
     const probe = environment({ HEALTHCHECK_EMULATOR_PORT: port, HEALTHCHECK_OPS_PORT: String(await freePort()) });
     expect(await healthCheck(probe)).toEqual({ status: 0, output: `healthy: http://127.0.0.1:${port}/_emulator/health answered 200\n` });
