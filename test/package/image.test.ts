@@ -299,7 +299,7 @@ describe("the image's production install, run as the image runs it", () => {
       cmd.map((a) => (a === "8080" ? port : a)),
       env,
     );
-    onTestFinished(() => emulator.child.kill("SIGKILL"));
+    onTestFinished(() => void emulator.child.kill("SIGKILL"));
     await waitUntil(() => emulator.out().includes("emulator listening on"), "the emulator to listen", 30_000, 50);
     expect(emulator.out()).toContain(`state in ${join(root, "data", "emulator")}`);
     expect(emulator.out()).toContain("admin token required");
@@ -355,7 +355,7 @@ describe("the image's production install, run as the image runs it", () => {
         });
         const args = node.command!.map((a) => (a === "/config/daemon.json" ? configFile : a));
         const running = runAsImage(args, env);
-        onTestFinished(() => running.child.kill("SIGKILL"));
+        onTestFinished(() => void running.child.kill("SIGKILL"));
         nodes.push(running);
       }
       const pool = new pg.Pool({ connectionString: pgUrl, max: 1 });
@@ -400,7 +400,7 @@ describe("the image's production install, run as the image runs it", () => {
     const port = String(await freePort());
     // As docs/bridge.md runs it: `docker run -it ... start --data-dir /data --port 8080`.
     const start = runAsImage(["start", "--data-dir", "/data/start", "--port", port], environment());
-    onTestFinished(() => start.child.kill("SIGKILL"));
+    onTestFinished(() => void start.child.kill("SIGKILL"));
     await waitUntil(() => start.out().includes("Type a message and press Enter"), "the chat to start", 30_000, 50);
     const probe = environment({ HEALTHCHECK_EMULATOR_PORT: port, HEALTHCHECK_OPS_PORT: String(await freePort()) });
     expect(await healthCheck(probe)).toEqual({ status: 0, output: `healthy: http://127.0.0.1:${port}/_emulator/health answered 200\n` });
