@@ -15,7 +15,6 @@ import {
   type FileCapability,
   type FileLimits,
   type InboundSink,
-  type OutboundFile,
 } from "../../vocabulary/adapter.js";
 import { TERMINAL_PLATFORM, type TerminalChannelConfig } from "./config.js";
 import { openTerminalInput, type TerminalInput } from "./connection.js";
