@@ -8,6 +8,7 @@
  * a message unknown here, say after a restart, is known to maybe be a stream
  * left open, and an edit that would not change a message is not sent).
  */
+import { BoundedMap } from "../../../shared/util/bounded-map.js";
 
 /**
  * What of a preview may go into a stream: while a code block is still open
@@ -30,7 +31,7 @@ export class NativeStreams {
   /** Message ts -> the text it shows: streams this process opened and has not stopped. */
   readonly #open = new Map<string, string>();
   /** Message ts of replies posted with chat.postMessage by this process, oldest first (bounded), with the text each shows (when known). */
-  readonly #plain = new Map<string, string | undefined>();
+  readonly #plain = new BoundedMap<string, string | undefined>(MAX_PLAIN);
   /** Set once Slack refused a stream for good (not enabled for the app, a missing scope): chat.update from then on. */
   #refused: string | undefined;
 
@@ -63,12 +64,7 @@ export class NativeStreams {
 
   /** A message that is not (or no longer) a stream, showing `text` as sent (undefined: not known). */
   posted(ts: string, text?: string): void {
-    this.#plain.delete(ts);
     this.#plain.set(ts, text);
-    if (this.#plain.size > MAX_PLAIN) {
-      const oldest = this.#plain.values().next().value;
-      if (oldest !== undefined) this.#plain.delete(oldest);
-    }
   }
 
   /** Known here as an ordinary message (never a stream). */
