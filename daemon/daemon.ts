@@ -21,7 +21,7 @@ import { platforms } from "./adapters/registry.js";
 import type { ClusterNode } from "./cluster-node.js";
 import type { HeldLease } from "./state/postgres/leases.js";
 import type { ChannelConfig, DaemonConfig } from "./config/schema.js";
-import { configHash, planReload, type OfflineCheck, type ReloadPlan } from "./config/reload.js";
+import { configHash, keepRunning, planReload, type OfflineCheck, type ReloadPlan } from "./config/reload.js";
 import { secretsOf } from "./config/secrets.js";
 import type { AdapterStatusEvent, ChatAdapter, InboundSink } from "./vocabulary/adapter.js";
 import { adapterKeyOf, type AdapterKey } from "./vocabulary/keys.js";
@@ -117,7 +117,7 @@ export class BridgeDaemon implements Daemon {
   readonly #options: DaemonOptions;
   /**
    * The config it runs: the one object every part reads at message time. A reload replaces its
-   * top-level fields in place (but those opened at the start: `RESTART_ONLY`, config/reload.ts).
+   * top-level fields in place (keeping the restart-only values: `RELOAD_CLASSES`, config/reload.ts).
    */
   readonly #config: DaemonConfig;
   /** The digest of the config running now (/healthz; several nodes compare theirs). */
@@ -318,8 +318,9 @@ export class BridgeDaemon implements Daemon {
     }
     const plan = planReload(this.#config, checked.config);
     this.#applyConfig(checked.config);
-    this.#relay?.reloaded();
     const channels = await this.#restartChannels(plan);
+    // After the channels: a schedule of a channel new in the file starts with it.
+    await this.#relay?.reloaded();
     const outcome: ReloadOutcome = {
       ok: true,
       at,
@@ -346,8 +347,7 @@ export class BridgeDaemon implements Daemon {
   /** The new config's fields into the running config object (those opened at the start keep their values), and the channel lookup anew. */
   #applyConfig(next: DaemonConfig): void {
     const config = this.#config;
-    const kept = { service: config.service, dataDir: config.dataDir, state: config.state, ops: config.ops, logLevel: config.logLevel };
-    Object.assign(config, next, kept);
+    Object.assign(config, keepRunning(config, next));
     this.#channelIndex.clear();
     for (const c of config.channels) this.#channelIndex.set(c.id, c);
   }

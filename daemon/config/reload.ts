@@ -5,8 +5,9 @@
  * and the running config stays. A good one is compared with the running one:
  * most of it applies from the next message; a channel whose connection
  * settings (a token, an address, a file) changed restarts alone; the parts the
- * daemon opened at its start (the service client, the state, the ops server,
- * the log) wait for a restart, and the reload says which.
+ * daemon opened or built at its start (the service client, the state, the ops
+ * server, the log, the retry policy...) wait for a restart, and the reload
+ * says which. `RELOAD_CLASSES` says which key is which.
  */
 import { createHash } from "node:crypto";
 import { ConfigError, loadConfig } from "./load.js";
@@ -53,8 +54,87 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? "null";
 }
 
-/** Top-level parts the daemon opened at its start: a change to them waits for a restart. */
-export const RESTART_ONLY = ["service", "dataDir", "state", "ops", "logLevel"] as const satisfies readonly (keyof DaemonConfig)[];
+/**
+ * How a reload treats a key of the file: "live", read where it is used (at
+ * the next message, turn or slot); "channel", each channel's settings (its
+ * `LIVE_CHANNEL_KEYS` live, any other change restarts that channel alone);
+ * "restart", fixed when the daemon starts (opened, or built into a part): a
+ * reload keeps the running value and says that it waits for a restart.
+ */
+export type ReloadClass = "live" | "channel" | "restart";
+
+/**
+ * Every key of the config file, by dotted path: a section whole, or each of
+ * its keys. The one list: the plan, the reload's answer and docs/bridge.md
+ * follow it, and reload-plan.test.ts walks the zod schema so that a key in
+ * neither class fails it.
+ */
+export const RELOAD_CLASSES = {
+  service: "restart",
+  dataDir: "restart",
+  state: "restart",
+  ops: "restart",
+  logLevel: "restart",
+  // The CLI starts watching the file (or not) when the daemon starts.
+  watchConfig: "restart",
+  // An instance's concurrency is fixed when the scheduler is built.
+  "queue.concurrencyPerInstance": "restart",
+  "queue.maxPendingPerSession": "live",
+  "queue.maxPendingTotal": "live",
+  "queue.debounceMs": "live",
+  "queue.maxTurnAgeMs": "live",
+  "queue.mode": "live",
+  // Delivery, service calls and notices take their backoff and cool-down when they are built.
+  retry: "restart",
+  routes: "live",
+  "attachments.enabled": "live",
+  // Each adapter downloads up to the size it was built with.
+  "attachments.maxBytes": "restart",
+  replyFiles: "live",
+  transcription: "live",
+  schedules: "live",
+  identityLinks: "live",
+  channels: "channel",
+} as const satisfies Record<string, ReloadClass>;
+
+/** The paths fixed at the start: a change to them waits for a restart. */
+export const RESTART_ONLY: readonly string[] = pathsOf("restart");
+
+/** The paths read where they are used: a change applies from the next message. */
+export const LIVE: readonly string[] = pathsOf("live");
+
+function pathsOf(kind: ReloadClass): string[] {
+  return Object.entries(RELOAD_CLASSES)
+    .filter(([, k]) => k === kind)
+    .map(([path]) => path);
+}
+
+/** The value at a dotted path of a config (undefined when a part of the path is missing). */
+export function valueAt(config: unknown, path: string): unknown {
+  let value: unknown = config;
+  for (const part of path.split(".")) value = value !== null && typeof value === "object" ? new Map(Object.entries(value)).get(part) : undefined;
+  return value;
+}
+
+/**
+ * The config a reload puts in place: the new file's, but the running values
+ * of the restart-only keys (what runs keeps matching what the config says).
+ * reload-plan.test.ts checks it against `RELOAD_CLASSES`.
+ */
+export function keepRunning(running: DaemonConfig, next: DaemonConfig): DaemonConfig {
+  return {
+    ...next,
+    service: running.service,
+    dataDir: running.dataDir,
+    state: running.state,
+    ops: running.ops,
+    logLevel: running.logLevel,
+    watchConfig: running.watchConfig,
+    queue: { ...next.queue, concurrencyPerInstance: running.queue.concurrencyPerInstance },
+    retry: running.retry,
+    attachments: { ...next.attachments, maxBytes: running.attachments.maxBytes },
+  };
+}
 
 /**
  * A channel's keys the core reads when a message comes (through the channel
@@ -73,7 +153,7 @@ export const LIVE_CHANNEL_KEYS: ReadonlySet<string> = new Set([
 
 /** What a reload changes. */
 export interface ReloadPlan {
-  /** Top-level parts that differ and wait for a restart (the running ones stay). */
+  /** Restart-only keys (dotted paths) that differ: they wait for a restart (the running values stay). */
   restartNeeded: string[];
   /** Channels (by id) whose adapter restarts: their connection settings changed. */
   restart: string[];
@@ -84,7 +164,7 @@ export interface ReloadPlan {
 }
 
 export function planReload(current: DaemonConfig, next: DaemonConfig): ReloadPlan {
-  const restartNeeded = RESTART_ONLY.filter((k) => canonicalJson(current[k]) !== canonicalJson(next[k]));
+  const restartNeeded = RESTART_ONLY.filter((path) => canonicalJson(valueAt(current, path)) !== canonicalJson(valueAt(next, path)));
   const enabled = (c: DaemonConfig) => new Map(c.channels.filter((ch) => ch.enabled).map((ch) => [ch.id, ch]));
   const before = enabled(current);
   const after = enabled(next);

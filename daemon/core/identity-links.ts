@@ -110,12 +110,15 @@ export class KvLinkBook implements LinkBook {
   }
 }
 
+/** Owners' links as the config lists them: each a list of identities (channel id and user id) that are one person. */
+type ConfiguredLinks = readonly (readonly { channel: string; userId: string }[])[];
+
 export interface IdentityLinksDeps {
   store: Store;
   clock: Clock;
   random: Random;
-  /** Owners' links from the config: each a list of identities (channel id and user id) that are one person. */
-  configured: readonly (readonly { channel: string; userId: string }[])[];
+  /** Owners' links from the config, read at each message (a reload replaces them). */
+  configured(): ConfiguredLinks;
   /** The platform of a channel id, for configured links. */
   platformOf(accountId: string): string | undefined;
 }
@@ -124,18 +127,28 @@ export class IdentityLinks {
   readonly #deps: IdentityLinksDeps;
   /** Where links and codes are kept: the store's own book (several machines) or its key-values. */
   readonly #book: LinkBook;
-  /** Configured links: identity key to person, fixed for the daemon's life. */
-  readonly #configured = new Map<string, string>();
+  /** Configured links, identity key to person, as made from the list they came from (made again when a reload replaces it). */
+  #configuredFrom: { links: ConfiguredLinks; byIdentity: Map<string, string> } | undefined;
 
   constructor(deps: IdentityLinksDeps) {
     this.#deps = deps;
     this.#book = deps.store.linkBook ?? new KvLinkBook(deps.store, deps.clock);
-    deps.configured.forEach((group, i) => {
-      for (const member of group) {
-        const platform = deps.platformOf(member.channel);
-        if (platform) this.#configured.set(idKey({ platform, accountId: member.channel, userId: member.userId }), `config-${i}`);
-      }
-    });
+  }
+
+  /** The configured links now: identity key to person. */
+  get #configured(): ReadonlyMap<string, string> {
+    const links = this.#deps.configured();
+    if (this.#configuredFrom?.links !== links) {
+      const byIdentity = new Map<string, string>();
+      links.forEach((group, i) => {
+        for (const member of group) {
+          const platform = this.#deps.platformOf(member.channel);
+          if (platform) byIdentity.set(idKey({ platform, accountId: member.channel, userId: member.userId }), `config-${i}`);
+        }
+      });
+      this.#configuredFrom = { links, byIdentity };
+    }
+    return this.#configuredFrom.byIdentity;
   }
 
   /** The person a direct chat's sender is linked as, if any (the configured link first). */

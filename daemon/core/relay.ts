@@ -97,8 +97,11 @@ export interface Relay {
   whenCommandsIdle(): Promise<void>;
   /** Routes the service refused (401/403), by rule index. */
   readonly stoppedRoutes: ReadonlyMap<number, string>;
-  /** The config was reloaded: routes stopped by the service are tried again (the fix may be in the new file, and rule indexes may have moved). */
-  reloaded(): void;
+  /**
+   * The config was reloaded (its channels restarted): routes stopped by the service are tried again (the fix may
+   * be in the new file, and rule indexes may have moved); schedules added, removed or changed start or stop.
+   */
+  reloaded(): Promise<void>;
   /** DM pairing: what owners do (approve, list, revoke). */
   readonly pairing: PairingOps;
   /** One node: runs every channel's scheduled prompts (several machines: `adopt` runs each account's). */
@@ -240,7 +243,10 @@ export function createRelay(deps: RelayDeps): Relay {
     return "fired";
   }
   const schedules = new ScheduleRunner({
-    schedules: config.schedules,
+    // Read at each look (a reload replaces them; `reloaded` starts and stops what changed).
+    get schedules() {
+      return config.schedules;
+    },
     platformOf(accountId) {
       const channel = deps.channelFor(accountId);
       return channel && deps.adapterFor(channel.type, accountId) ? channel.type : undefined;
@@ -256,7 +262,8 @@ export function createRelay(deps: RelayDeps): Relay {
     store,
     clock,
     random,
-    configured: config.identityLinks,
+    // Read at each message: a reload's links apply to the next one.
+    configured: () => config.identityLinks,
     platformOf: (accountId) => deps.channelFor(accountId)?.type,
   });
   const identityOf = (entry: JournalEntry) => ({ platform: entry.message.platform, accountId: entry.message.accountId, userId: entry.message.userId });
@@ -413,8 +420,9 @@ export function createRelay(deps: RelayDeps): Relay {
     },
     whenCommandsIdle: () => commands.idle(),
     pairing: pairingOps,
-    reloaded() {
+    async reloaded() {
       service.resumeRoutes();
+      await schedules.refresh();
     },
     get stoppedRoutes() {
       return service.stoppedRoutes;

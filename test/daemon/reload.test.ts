@@ -13,8 +13,13 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { checkOffline } from "../../daemon/config/reload.js";
+import { cronOf, nextSlot } from "../../daemon/core/schedules/slots.js";
 import { createDaemon, describeReload } from "../../daemon/daemon.js";
+import { testHandle } from "../../daemon/test-handle.js";
+import type { Clock } from "../../shared/clock.js";
 import { createFakeAdapter, type FakeChatAdapter } from "../fakes/chat-adapter.js";
+import { createSteppableClock } from "../helpers/steppable-clock.js";
+import { waitUntil } from "../helpers/wait.js";
 import { startService, tempDir, type Service } from "./daemon-harness.js";
 
 let service: Service;
@@ -29,7 +34,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function fileConfig(dataDir: string, over: { users0?: string[]; prompt1?: string; extra?: Record<string, unknown> } = {}) {
+type FileOptions = { users0?: string[]; prompt1?: string; extra?: Record<string, unknown> };
+
+function fileConfig(dataDir: string, over: FileOptions = {}) {
   return {
     service: { baseUrl: service.url, apiKey: "${BRIDGE_RELOAD_KEY}", requestTimeoutMs: 10_000 },
     dataDir,
@@ -46,20 +53,22 @@ function fileConfig(dataDir: string, over: { users0?: string[]; prompt1?: string
   };
 }
 
-async function bridge() {
+async function bridge(options: { first?: FileOptions; clock?: Clock } = {}) {
   const dir = tempDir();
   const file = join(dir.path, "daemon.json");
   const env = { BRIDGE_RELOAD_KEY: service.key };
   const write = (config: unknown) => writeFileSync(file, typeof config === "string" ? config : JSON.stringify(config));
-  write(fileConfig(join(dir.path, "data")));
+  write(fileConfig(join(dir.path, "data"), options.first));
   const checked = await checkOffline(file, env);
   if (!checked.ok) throw new Error(checked.problems.join("\n"));
   const built = new Map<string, FakeChatAdapter[]>();
   const daemon = createDaemon({
     config: checked.config,
     logger: pino({ level: "silent" }),
+    ...(options.clock ? { clock: options.clock } : {}),
     createAdapter: async (channel) => {
-      const adapter = createFakeAdapter({ accountId: channel.id });
+      // The channel's own platform: its schedules run only where its adapter is.
+      const adapter = createFakeAdapter({ platform: channel.type, accountId: channel.id });
       built.set(channel.id, [...(built.get(channel.id) ?? []), adapter]);
       return adapter;
     },
@@ -145,5 +154,78 @@ describe("config reload", () => {
     write(fileConfig(dataDir));
     expect(await daemon.reload()).toMatchObject({ ok: true, changed: false, restarted: [] });
     expect(await daemon.metrics.text()).toMatch(/config_last_reload_ok 1/);
+  });
+
+  it("starts and stops schedules and applies identity links added or removed by a reload, under load, each message answered once", {
+    timeout: 60_000,
+  }, async () => {
+    const clock = createSteppableClock();
+    const schedule = (id: string, cron: string, chatId: string) => ({ id, cron, timeZone: "UTC", channel: "acct0", chatId, prompt: id });
+    const annEverywhere = [
+      { channel: "acct0", userId: "ann" },
+      { channel: "acct1", userId: "ann" },
+    ];
+    const first = { schedules: [schedule("pulse", "0 * * * *", "s1"), schedule("gone", "0 * * * *", "s2")] };
+    const { daemon, built, write, dataDir } = await bridge({ first: { extra: first }, clock });
+    const chat0 = built.get("acct0")![0]!;
+    const chat1 = built.get("acct1")![0]!;
+    const armed = (id: string) => waitUntil(() => testHandle(daemon).schedules?.nextCheck(id) !== undefined, `${id}'s timer`);
+    /** Once the timers are armed, the clock to a second past the expression's next slot. */
+    const toNextSlot = async (cron: string, ...ids: string[]) => {
+      for (const id of ids) await armed(id);
+      clock.advance(nextSlot(cronOf(cron, "UTC"), clock.now())! - clock.now() + 1000);
+    };
+    const texts = (adapter: FakeChatAdapter, chatId: string) => adapter.repliesTo(chatId).map((r) => r.text);
+
+    // Before: both schedules fire at the hour; ann's chats on the two channels are two conversations.
+    await toNextSlot("0 * * * *", "pulse", "gone");
+    await chat0.waitForReplies("s1", 1);
+    await chat0.waitForReplies("s2", 1);
+    await chat0.inject({ userId: "ann", text: "alpha" });
+    await chat1.inject({ userId: "ann", text: "beta" });
+    await chat1.inject({ userId: "ann", text: "!recall" });
+    expect((await chat1.waitForReplies("ann", 2))[1]!.text).toBe("beta");
+
+    // The reload comes while bob's messages flow: "gone" is removed, "pulse" moves to half past, "fresh" is new, ann is linked.
+    const sent: Promise<unknown>[] = [];
+    const load = (from: number, to: number) => {
+      for (let i = from; i < to; i++) sent.push(chat0.inject({ userId: "bob", text: `m${i}` }));
+    };
+    load(0, 20);
+    const second = { schedules: [schedule("pulse", "30 * * * *", "s1"), schedule("fresh", "0 * * * *", "s3")], identityLinks: [annEverywhere] };
+    write(fileConfig(dataDir, { extra: second }));
+    const reloading = daemon.reload();
+    load(20, 40);
+    expect(await reloading).toMatchObject({ ok: true, changed: true, restarted: [], added: [], removed: [], restartNeeded: [] });
+    load(40, 60);
+
+    // The link applies to ann's next message: what she says on acct0 is in the conversation she has on acct1.
+    await chat0.inject({ userId: "ann", text: "gamma" });
+    await chat0.waitForReplies("ann", 2);
+    await chat1.inject({ userId: "ann", text: "!recall" });
+    expect((await chat1.waitForReplies("ann", 3))[2]!.text).toBe("gamma");
+
+    // Half past: "pulse" fires at its new time; the next hour: "fresh" fires, "gone" does not.
+    await toNextSlot("30 * * * *", "pulse", "fresh");
+    await chat0.waitForReplies("s1", 2);
+    await toNextSlot("0 * * * *", "pulse", "fresh");
+    await chat0.waitForReplies("s3", 1);
+    expect(testHandle(daemon).schedules?.nextCheck("gone")).toBeUndefined();
+
+    // A reload without the link: ann's chats are their own again (acct1's conversation is the one from before the link).
+    write(fileConfig(dataDir, { extra: { schedules: second.schedules } }));
+    expect(await daemon.reload()).toMatchObject({ ok: true, changed: true });
+    await chat1.inject({ userId: "ann", text: "!recall" });
+    expect((await chat1.waitForReplies("ann", 4))[3]!.text).toBe("beta\n!recall");
+
+    await Promise.all(sent);
+    await chat0.waitForReplies("bob", 60);
+    await daemon.whenIdle();
+    const replies = texts(chat0, "bob");
+    expect(replies).toHaveLength(60);
+    for (let i = 0; i < 60; i++) expect(replies.filter((t) => t === `You said: m${i}`)).toHaveLength(1);
+    expect(texts(chat0, "s1")).toEqual(["You said: pulse", "You said: pulse"]);
+    expect(texts(chat0, "s2")).toEqual(["You said: gone"]);
+    expect(texts(chat0, "s3")).toEqual(["You said: fresh"]);
   });
 });

@@ -8,6 +8,7 @@
  * schedules, so on several machines a slot fires on one node; the journal's
  * dedupe key keeps it once even if a restart or takeover fires it again.
  */
+import { isDeepStrictEqual } from "node:util";
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { Clock, Timer } from "../../../shared/clock.js";
@@ -33,7 +34,8 @@ const RETRY_MS = 60 * 1000;
 const RECHECK_FLOOR_MS = 1000;
 
 export interface ScheduleRunnerDeps {
-  schedules: readonly ScheduleConfig[];
+  /** The configured schedules, read at each look (a reload replaces them: then `refresh`). */
+  readonly schedules: readonly ScheduleConfig[];
   /** The platform of a channel (its type), or undefined when the channel is not running here. */
   platformOf(accountId: string): string | undefined;
   store: Store;
@@ -76,6 +78,9 @@ export class ScheduleRunner {
   readonly #running = new Map<string, Running>();
   /** Once stopped, nothing fires again. */
   #stopped = false;
+  /** The accounts whose schedules run here (account id to platform), and whether every running channel's do (`startAll`). */
+  readonly #accounts = new Map<string, string>();
+  #all = false;
 
   constructor(deps: ScheduleRunnerDeps) {
     this.#deps = deps;
@@ -84,6 +89,7 @@ export class ScheduleRunner {
   /** Runs the schedules of this account (its lease is ours, or there is one node): a missed slot is looked at now. */
   startAccount(platform: string, accountId: string): void {
     if (this.#stopped) return;
+    this.#accounts.set(accountId, platform);
     for (const schedule of this.#deps.schedules) {
       if (!schedule.enabled || schedule.channel !== accountId || this.#running.has(schedule.id)) continue;
       const running: Running = {
@@ -102,6 +108,7 @@ export class ScheduleRunner {
 
   /** Runs every schedule whose channel runs here (one node). */
   startAll(): void {
+    this.#all = true;
     for (const schedule of this.#deps.schedules) {
       const platform = this.#deps.platformOf(schedule.channel);
       if (platform) this.startAccount(platform, schedule.channel);
@@ -112,6 +119,7 @@ export class ScheduleRunner {
 
   /** Stops the schedules of an account handed to another node. */
   stopAccount(platform: string, accountId: string): void {
+    if (this.#accounts.get(accountId) === platform) this.#accounts.delete(accountId);
     for (const [id, r] of this.#running) {
       if (r.platform !== platform || r.schedule.channel !== accountId) continue;
       r.timer?.cancel();
@@ -126,6 +134,30 @@ export class ScheduleRunner {
     for (const r of this.#running.values()) r.timer?.cancel();
     this.#running.clear();
     await Promise.allSettled(checks);
+  }
+
+  /**
+   * The config was reloaded: a schedule gone, disabled, changed or whose channel no longer runs here stops;
+   * a new or changed one starts on the accounts running here. A changed time starts from now, as a new
+   * schedule does (slots before the change are not made up).
+   */
+  async refresh(): Promise<void> {
+    if (this.#stopped) return;
+    const current = new Map(this.#deps.schedules.map((s) => [s.id, s]));
+    const retimed: { platform: string; schedule: ScheduleConfig }[] = [];
+    for (const [id, r] of this.#running) {
+      const s = current.get(id);
+      if (s && isDeepStrictEqual(s, r.schedule) && (!this.#all || this.#deps.platformOf(s.channel) === r.platform)) continue;
+      r.timer?.cancel();
+      this.#running.delete(id);
+      if (s && s.channel === r.schedule.channel && (s.cron !== r.schedule.cron || s.timeZone !== r.schedule.timeZone))
+        retimed.push({ platform: r.platform, schedule: s });
+    }
+    const now = this.#deps.clock.now();
+    const kv = this.#deps.store.kv(SCHEDULES_NS);
+    await Promise.all(retimed.map((r) => kv.set(this.#key(r.platform, r.schedule), { lastSlot: now })));
+    if (this.#all) this.startAll();
+    else for (const [accountId, platform] of this.#accounts) this.startAccount(platform, accountId);
   }
 
   /** When the schedule's timer looks next (clock time): undefined while it is not armed (not running here, or a check under way). */

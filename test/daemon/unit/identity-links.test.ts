@@ -28,7 +28,7 @@ async function setup(dataDir?: string) {
   const clock = createManualClock(Date.parse("2026-11-25T10:00:00Z"));
   const store = await openStore({ dataDir: dir, clock });
   stores.push(store);
-  const links = new IdentityLinks({ store, clock, random: seededRandom(4), configured: [], platformOf: () => undefined });
+  const links = new IdentityLinks({ store, clock, random: seededRandom(4), configured: () => [], platformOf: () => undefined });
   const codeHash = (code: string) => hashLinkCode(code);
   return { links, clock, store, dir, codeHash };
 }
