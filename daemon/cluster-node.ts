@@ -18,7 +18,8 @@ import type { Logger } from "pino";
 import type { ChannelConfig, DaemonConfig } from "./config/schema.js";
 import { errorSummary } from "./core/relay-types.js";
 import type { Metrics } from "./ops/metrics.js";
-import { createClusterStore, unitOf, type ClusterStore } from "./state/cluster-store.js";
+import { createClusterStore, type ClusterStore } from "./state/cluster-store.js";
+import { accountKeyOf } from "./vocabulary/keys.js";
 import type { Clock } from "../shared/clock.js";
 import type { JournalEntry } from "./vocabulary/records.js";
 import { openPostgresState, type HeldLease, type PostgresState, type PostgresStateInput } from "./state/postgres/index.js";
@@ -76,7 +77,7 @@ const GIVE_UP_LIMIT_MS = 5_000;
 
 export async function openClusterNode(deps: ClusterNodeDeps): Promise<ClusterNode> {
   const { config, logger, metrics, clock } = deps;
-  const channels = new Map(config.channels.filter((c) => c.enabled).map((c) => [unitOf({ platform: c.type, accountId: c.id }), c]));
+  const channels = new Map<string, ChannelConfig>(config.channels.filter((c) => c.enabled).map((c) => [accountKeyOf(c.type, c.id), c]));
   /** Per unit: the last take or give-up, so they run in order. */
   const chains = new Map<string, Promise<void>>();
   const since = new Map<string, { epoch: number; at: number; lease: HeldLease }>();

@@ -24,7 +24,7 @@ import type { ChannelConfig, DaemonConfig } from "./config/schema.js";
 import { configHash, keepRunning, planReload, type OfflineCheck, type ReloadPlan } from "./config/reload.js";
 import { secretsOf } from "./config/secrets.js";
 import type { AdapterStatusEvent, ChatAdapter, InboundSink } from "./vocabulary/adapter.js";
-import { adapterKeyOf, type AdapterKey } from "./vocabulary/keys.js";
+import { accountKeyOf, adapterKeyOf, adapterNamespaceOf, type AdapterKey } from "./vocabulary/keys.js";
 import { createRelay, type Relay } from "./core/relay.js";
 import { errorSummary, type RelayMetrics } from "./core/relay-types.js";
 import type { Scheduler } from "./core/scheduler.js";
@@ -269,7 +269,7 @@ export class BridgeDaemon implements Daemon {
     const adapters = this.#adapters;
     const states = this.#adapterStates;
     const cluster = this.#cluster;
-    const adaptersView = Object.fromEntries(adapters.map((a) => [`${a.platform}:${a.accountId}`, states.get(a) ?? "starting"]));
+    const adaptersView = Object.fromEntries(adapters.map((a) => [accountKeyOf(a.platform, a.accountId), states.get(a) ?? "starting"]));
     const anyUp = adapters.length === 0 || adapters.some((a) => states.get(a) === "connected" || states.get(a) === "pairing");
     // Several machines: a node that cannot reach the database can neither own nor take an account.
     const database = cluster ? (cluster.databaseReachable() ? "reachable" : "unreachable") : undefined;
@@ -283,7 +283,7 @@ export class BridgeDaemon implements Daemon {
             reconnects: Object.fromEntries(
               adapters.flatMap((a) => {
                 const counts = this.#adapterReconnects.get(a);
-                return counts ? [[`${a.platform}:${a.accountId}`, counts]] : [];
+                return counts ? [[accountKeyOf(a.platform, a.accountId), counts]] : [];
               }),
             ),
           }
@@ -372,7 +372,7 @@ export class BridgeDaemon implements Daemon {
       const channel = this.#channelIndex.get(id);
       if (!channel) continue;
       const s = this.#store!;
-      const adapter = await buildAdapter(this.#config, channel, { ...this.#adapterDeps(), stateFor: (c) => s.kv(`adapter:${c.type}:${c.id}`) });
+      const adapter = await buildAdapter(this.#config, channel, { ...this.#adapterDeps(), stateFor: (c) => s.kv(adapterNamespaceOf(c.type, c.id)) });
       this.#adapterIndex.set(adapterKeyOf(adapter.platform, adapter.accountId), adapter);
       this.#adapters.push(adapter);
       await this.#startAdapter(adapter);
@@ -409,7 +409,7 @@ export class BridgeDaemon implements Daemon {
     // One node: every channel's schedules run here (several machines: each with its account's lease, relay.adopt).
     relay.startSchedules();
     this.logger.info(
-      { adapters: this.#adapters.map((a) => `${a.platform}:${a.accountId}`), resumed: pendingAtStart, routes: this.#config.routes.length },
+      { adapters: this.#adapters.map((a) => accountKeyOf(a.platform, a.accountId)), resumed: pendingAtStart, routes: this.#config.routes.length },
       "daemon started",
     );
   }
@@ -417,7 +417,7 @@ export class BridgeDaemon implements Daemon {
   /** Several machines: the receivers every node runs (Slack's Events API endpoint), keeping events for the accounts' owners. */
   async #startReceivers(cluster: ClusterNode): Promise<void> {
     for (const channel of this.#config.channels.filter((c) => c.enabled)) {
-      const unit = `${channel.type}:${channel.id}`;
+      const unit = accountKeyOf(channel.type, channel.id);
       for (const platform of platforms) {
         const receiver = await platform.receive(channel, {
           logger: this.logger.child({ channel: channel.id, type: channel.type }),
@@ -481,7 +481,10 @@ export class BridgeDaemon implements Daemon {
   /** One machine: the adapters of the configured channels (unless given); several: they come with the accounts' leases. */
   async #buildConfiguredAdapters(store: Store): Promise<void> {
     if (!this.#options.adapters && !this.#cluster) {
-      this.#adapters = await buildAdapters(this.#config, { ...this.#adapterDeps(), stateFor: (channel) => store.kv(`adapter:${channel.type}:${channel.id}`) });
+      this.#adapters = await buildAdapters(this.#config, {
+        ...this.#adapterDeps(),
+        stateFor: (channel) => store.kv(adapterNamespaceOf(channel.type, channel.id)),
+      });
     }
     for (const a of this.#adapters) this.#adapterIndex.set(adapterKeyOf(a.platform, a.accountId), a);
   }
@@ -536,7 +539,7 @@ export class BridgeDaemon implements Daemon {
           : answerPairingRequest(pairing, config.channels, request, (channelId) => {
               const channel = this.#channelIndex.get(channelId);
               const cluster = this.#cluster;
-              return !cluster || (!!channel && cluster.store.units().includes(`${channel.type}:${channel.id}`));
+              return !cluster || (!!channel && cluster.store.units().includes(accountKeyOf(channel.type, channel.id)));
             }),
     });
   }
@@ -654,14 +657,14 @@ export class BridgeDaemon implements Daemon {
       this.#options.adapters?.find((a) => a.platform === channel.type && a.accountId === channel.id) ??
       (await buildAdapter(this.#config, channel, {
         ...this.#adapterDeps(),
-        stateFor: (c) => s.kv(`adapter:${c.type}:${c.id}`),
-        credentialsFor: (c) => this.#cluster!.store.credentials(`${c.type}:${c.id}`),
-        inboxFor: (c) => this.#cluster!.store.inbox(`${c.type}:${c.id}`),
+        stateFor: (c) => s.kv(adapterNamespaceOf(c.type, c.id)),
+        credentialsFor: (c) => this.#cluster!.store.credentials(accountKeyOf(c.type, c.id)),
+        inboxFor: (c) => this.#cluster!.store.inbox(accountKeyOf(c.type, c.id)),
       }));
     // Lost while the adapter was built: it must not connect (another node may own the account
     // by now); the lease's end gives the account up, and this adapter never started.
     if (!lease.valid()) {
-      this.logger.warn({ unit: `${channel.type}:${channel.id}` }, "the account's lease ended before its adapter could start: not starting it");
+      this.logger.warn({ unit: accountKeyOf(channel.type, channel.id) }, "the account's lease ended before its adapter could start: not starting it");
       return;
     }
     this.#stopping.delete(adapter);

@@ -8,6 +8,7 @@ import { z } from "zod";
 import type { DaemonConfig } from "../config/schema.js";
 import { describeUrl, type PostgresStateOptions } from "../state/postgres/options.js";
 import type { CheckResult } from "../vocabulary/check-result.js";
+import { accountKeyOf } from "../vocabulary/keys.js";
 import { configHash } from "../config/reload.js";
 import { isModuleNotFound } from "../../shared/util/module-not-found.js";
 
@@ -75,7 +76,7 @@ async function checkPostgres(config: DaemonConfig, state: PostgresStateOptions, 
     );
     const leases = new Map(rows.map((r) => LeaseRow.parse(r)).map((l) => [l.unit, l]));
     for (const channel of config.channels.filter((c) => c.enabled)) {
-      const unit = `${channel.type}:${channel.id}`;
+      const unit = accountKeyOf(channel.type, channel.id);
       const lease = leases.get(unit);
       const live = lease?.holder && (lease.expires_in_ms ?? -1) > 0;
       results.push(
@@ -151,7 +152,7 @@ export function storedCredentials(
       const c = await client;
       const exists = await c.query("SELECT to_regclass('wa_auth') IS NOT NULL AS present");
       if (!(exists.rows[0] as { present: boolean }).present) return undefined;
-      const { rows } = await c.query("SELECT v FROM wa_auth WHERE unit = $1 AND type = $2 AND id = $3", [`${channel.type}:${channel.id}`, type, id]);
+      const { rows } = await c.query("SELECT v FROM wa_auth WHERE unit = $1 AND type = $2 AND id = $3", [accountKeyOf(channel.type, channel.id), type, id]);
       return (rows[0] as { v: unknown } | undefined)?.v;
     },
     async close() {

@@ -36,7 +36,7 @@ import { parseCommand } from "./commands.js";
 import { createDelivery, targetOf } from "./delivery.js";
 import { GroupContexts } from "./group-context.js";
 import { createIntake } from "./intake.js";
-import { chatKeyOf, sessionKeyOf } from "../vocabulary/keys.js";
+import { accountKeyOf, chatKeyOf, sessionKeyOf } from "../vocabulary/keys.js";
 import { ChatQueueModes } from "./queue-mode.js";
 import { createNotices } from "./notices.js";
 import { createPairing } from "./pairing.js";
@@ -276,7 +276,7 @@ export function createRelay(deps: RelayDeps): Relay {
     const codeHash = codeArg.startsWith(HASHED) ? codeArg.slice(HASHED.length) : hashLinkCode(codeArg);
     const result = await links.redeem(me, codeHash);
     if (!result.ok) return noticeText.linkRefused(result.reason);
-    log.info({ platform: me.platform, accountId: me.accountId, with: `${result.other.platform}:${result.other.accountId}` }, "identities linked");
+    log.info({ platform: me.platform, accountId: me.accountId, with: accountKeyOf(result.other.platform, result.other.accountId) }, "identities linked");
     return noticeText.linked(`${result.other.platform} (${result.other.accountId})`);
   }
 

@@ -25,7 +25,7 @@
  * refused (`StateWriteError`) is reported to `onWriteFailed`, so the daemon
  * can give the unit up and take it again from what the database holds.
  */
-import { encodeId, parseChatKey, type DedupeKey, type SessionKey } from "../vocabulary/keys.js";
+import { accountKeyOf, accountOfAdapterNamespace, encodeId, parseChatKey, type DedupeKey, type SessionKey } from "../vocabulary/keys.js";
 import type { AdapterStateStore, CredentialStore, EventInbox } from "../vocabulary/adapter.js";
 import type { HeldLease, PostgresState, UnitState } from "./postgres/index.js";
 import type { JournalEntry, SessionState, StoredAttachment } from "../vocabulary/records.js";
@@ -38,7 +38,7 @@ export interface ClusterAccount {
   accountId: string;
 }
 
-export const unitOf = (a: ClusterAccount): string => `${a.platform}:${a.accountId}`;
+export const unitOf = (a: ClusterAccount): string => accountKeyOf(a.platform, a.accountId);
 
 export interface ClusterStore extends Store {
   /** Loads a unit whose lease this node just acquired; its pending entries are returned in order, to be resumed. */
@@ -110,7 +110,8 @@ export function createClusterStore(deps: ClusterStoreDeps): ClusterStore {
 
   /** Where a kv namespace's key lives (see the table above); undefined: a namespace this store does not know. */
   function unitOfKv(namespace: string, key: string): string | undefined {
-    if (namespace.startsWith("adapter:")) return namespace.slice("adapter:".length);
+    const adapterAccount = accountOfAdapterNamespace(namespace);
+    if (adapterAccount) return adapterAccount;
     if (namespace === "pairing") return byAccountId.get(key.split("\u0000")[1] ?? "");
     // A voice note's transcript lives with its entry's account (core/voice-notes.ts: `<platform>\0<account>\0<entry id>\0<index>`).
     if (namespace === "relay:transcripts" || namespace === "schedules") {

@@ -10,6 +10,7 @@
  * | `DedupeKey`  | platform, account, chat, message| JSON array                             | journal entries, snapshot `recentKeys` |
  * | `SlotKey`    | instance, session base          | `"<instanceId>\0<sessionBase>"`        | the scheduler's memory only       |
  * | `AdapterKey` | platform, account               | `"<platform>\0<accountId>"`            | the daemon's memory only          |
+ * | `AccountKey` | platform, account               | `"<platform>:<accountId>"`             | lease units, adapter kv namespaces (`adapter:<key>`), PostgreSQL rows, /healthz |
  *
  * The persisted formats are on disk in existing data directories: a change
  * would make a restarted daemon forget sessions and answer duplicates.
@@ -34,6 +35,8 @@ export type DedupeKey = Key<"DedupeKey">;
 export type SlotKey = Key<"SlotKey">;
 /** One adapter account, in the daemon's adapter index. */
 export type AdapterKey = Key<"AdapterKey">;
+/** One account as the outside sees it: a lease's unit, its adapter's state, /healthz. */
+export type AccountKey = Key<"AccountKey">;
 
 interface ChatIds {
   platform: string;
@@ -56,6 +59,28 @@ export const dedupeKeyOf = (m: ChatIds & { messageId: string }): DedupeKey => JS
 export const slotKeyOf = (instanceId: string, sessionBase: string): SlotKey => `${instanceId}\u0000${sessionBase}` as SlotKey;
 
 export const adapterKeyOf = (platform: string, accountId: string): AdapterKey => `${platform}\u0000${accountId}` as AdapterKey;
+
+/** A platform (a channel's `type`) and an account (a channel's `id`) as one key; the platform never holds a ":". */
+export const accountKeyOf = (platform: string, accountId: string): AccountKey => `${platform}:${accountId}` as AccountKey;
+
+/** The platform and account of an account key (split at its first ":"), or undefined when `text` is not one. */
+export function parseAccountKey(text: string): { platform: string; accountId: string } | undefined {
+  const at = text.indexOf(":");
+  if (at <= 0 || at === text.length - 1) return undefined;
+  return { platform: text.slice(0, at), accountId: text.slice(at + 1) };
+}
+
+const ADAPTER_NS = "adapter:";
+
+/** The key-value namespace an account's adapter keeps its own state in (an update offset, a session). */
+export const adapterNamespaceOf = (platform: string, accountId: string): string => `${ADAPTER_NS}${accountKeyOf(platform, accountId)}`;
+
+/** The account whose adapter state a namespace is, or undefined when it is none's. */
+export function accountOfAdapterNamespace(namespace: string): AccountKey | undefined {
+  if (!namespace.startsWith(ADAPTER_NS)) return undefined;
+  const key = namespace.slice(ADAPTER_NS.length);
+  return parseAccountKey(key) ? (key as AccountKey) : undefined;
+}
 
 /** Whether `text` is a JSON array of exactly `n` strings (the format of chat and dedupe keys). */
 function isJsonStrings(text: string, n: number): boolean {

@@ -15,6 +15,7 @@
 import type pg from "pg";
 import { z } from "zod";
 import type { LinkBook, LinkIdentity } from "../../vocabulary/identity-links.js";
+import { accountKeyOf } from "../../vocabulary/keys.js";
 
 /** Runs `work` in a transaction fenced by `unit`'s lease (unit-state.ts `fenced`). */
 export type FencedBy = <T>(unit: string, operation: string, work: (client: pg.PoolClient) => Promise<T>) => Promise<T>;
@@ -22,7 +23,7 @@ export type FencedBy = <T>(unit: string, operation: string, work: (client: pg.Po
 const IdentityRow = z.object({ platform: z.string(), account: z.string(), user_id: z.string() });
 const PersonRow = z.object({ person: z.string() });
 
-const unitOf = (i: LinkIdentity) => `${i.platform}:${i.accountId}`;
+const unitOf = (i: LinkIdentity) => accountKeyOf(i.platform, i.accountId);
 const identityOf = (row: unknown): LinkIdentity => {
   const r = IdentityRow.parse(row);
   return { platform: r.platform, accountId: r.account, userId: r.user_id };

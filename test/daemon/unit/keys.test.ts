@@ -1,5 +1,19 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { adapterKeyOf, chatKeyOf, DedupeKeySchema, dedupeKeyOf, parseChatKey, sessionKeyOf, slotKeyOf } from "../../../daemon/vocabulary/keys.js";
+import {
+  accountKeyOf,
+  accountOfAdapterNamespace,
+  adapterKeyOf,
+  adapterNamespaceOf,
+  chatKeyOf,
+  DedupeKeySchema,
+  dedupeKeyOf,
+  parseAccountKey,
+  parseChatKey,
+  sessionKeyOf,
+  slotKeyOf,
+} from "../../../daemon/vocabulary/keys.js";
 
 const ids = { platform: "telegram", accountId: "bot1", chatId: "-100 42", messageId: "7" };
 
@@ -37,5 +51,38 @@ describe("composite keys", () => {
     expect(DedupeKeySchema.parse(dedupeKeyOf(ids))).toBe(dedupeKeyOf(ids));
     expect(DedupeKeySchema.safeParse(chatKeyOf(ids)).success).toBe(false);
     expect(DedupeKeySchema.safeParse(7).success).toBe(false);
+  });
+});
+
+describe("account keys", () => {
+  // Lease units, adapter namespaces and PostgreSQL rows (wa_auth, inbox) hold this format: it must not change.
+  it("keep the format the state already holds", () => {
+    expect(accountKeyOf("telegram", "bot1")).toBe("telegram:bot1");
+    expect(adapterNamespaceOf("whatsapp", "wa")).toBe("adapter:whatsapp:wa");
+  });
+
+  it("read back the platform and the account, the account whole even with a colon in it", () => {
+    expect(parseAccountKey(accountKeyOf("slack", "T1:bot"))).toEqual({ platform: "slack", accountId: "T1:bot" });
+    for (const bad of ["", "telegram", ":bot1", "telegram:"]) expect(parseAccountKey(bad), bad).toBeUndefined();
+    expect(accountOfAdapterNamespace(adapterNamespaceOf("telegram", "bot1"))).toBe("telegram:bot1");
+    expect(accountOfAdapterNamespace("pairing")).toBeUndefined();
+    expect(accountOfAdapterNamespace("adapter:")).toBeUndefined();
+  });
+
+  it("are built in keys.ts only: no source builds `<type>:<id>` by hand", () => {
+    const root = resolve(import.meta.dirname, "../../../daemon");
+    const sources = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : [],
+      );
+    const byHand = /\$\{[^}]*\b(type|platform)\}:\$\{[^}]*\b(id|accountId)\}/;
+    const found = sources(root)
+      .filter((file) => relative(root, file) !== join("vocabulary", "keys.ts"))
+      .flatMap((file) =>
+        readFileSync(file, "utf8")
+          .split("\n")
+          .flatMap((line, i) => (byHand.test(line) ? [`${relative(root, file)}:${i + 1}`] : [])),
+      );
+    expect(found).toEqual([]);
   });
 });
