@@ -18,8 +18,10 @@
  * taken, cleared when its turn is over).
  *
  * Beside that path: notices.ts (everything said to a person in the bridge's
- * own words, coalesced, never silent) and command-runner.ts (the bridge's
- * commands, run beside the session queue). The relay creates the scheduler
+ * own words, coalesced, never silent), command-runner.ts (the bridge's
+ * commands, run beside the session queue; /link and /unlink in
+ * identity-commands.ts, /stop in stop-session.ts) and schedules/ (runner.ts
+ * fires each slot through fire.ts, which journals it like a message). The relay creates the scheduler
  * itself, so the scheduler's `run` is `runTurn` from the start.
  */
 import type { Logger } from "pino";
@@ -27,7 +29,7 @@ import type { Clock } from "../../shared/clock.js";
 import type { ServiceClient } from "../../shared/client/index.js";
 import type { Random } from "../../shared/random.js";
 import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
-import type { JournalEntry, StoredRoute } from "../vocabulary/records.js";
+import type { JournalEntry } from "../vocabulary/records.js";
 import type { Store } from "../vocabulary/store.js";
 import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, InboundMessage } from "../vocabulary/adapter.js";
 import { Acknowledgements } from "./acknowledgement.js";
@@ -36,7 +38,7 @@ import { parseCommand } from "./commands.js";
 import { createDelivery, targetOf } from "./delivery.js";
 import { GroupContexts } from "./group-context.js";
 import { createIntake } from "./intake.js";
-import { accountKeyOf, chatKeyOf, sessionKeyOf } from "../vocabulary/keys.js";
+import { chatKeyOf, sessionKeyOf } from "../vocabulary/keys.js";
 import { ChatQueueModes } from "./queue-mode.js";
 import { createNotices } from "./notices.js";
 import { createPairing } from "./pairing.js";
@@ -47,15 +49,12 @@ import { createScheduler, type Scheduler } from "./scheduler.js";
 import { createServiceCalls } from "./service-call.js";
 import { runTurn, StoppableTurns, type TurnDeps } from "./turn.js";
 import { VoiceNotes } from "./voice-notes.js";
-import { hashLinkCode, IdentityLinks } from "./identity-links.js";
-import { HASHED } from "./intake.js";
-import { noticeText } from "./notices.js";
-import type { ScheduleConfig } from "../config/schedules.js";
-import { ownSessionBase, scheduledMessage, scheduleIdOf } from "./schedules/message.js";
-import { ScheduleRunner, type FiringOutcome } from "./schedules/runner.js";
-import { DuplicateEntryError } from "../vocabulary/state-errors.js";
-import { dedupeKeyOf } from "../vocabulary/keys.js";
-import { resolveRoute } from "./routing.js";
+import { IdentityLinks } from "./identity-links.js";
+import { createIdentityCommands } from "./identity-commands.js";
+import { scheduleIdOf } from "./schedules/message.js";
+import { createFire } from "./schedules/fire.js";
+import { ScheduleRunner } from "./schedules/runner.js";
+import { createStopSession } from "./stop-session.js";
 import { isListed, senderIds } from "./access.js";
 import { describeSchedules } from "./schedules/listing.js";
 import { createTranscribers } from "../transcription/transcriber.js";
@@ -209,39 +208,8 @@ export function createRelay(deps: RelayDeps): Relay {
     return outcome;
   }
 
-  /** /stop: aborts the session's turn in flight and forgets its queued messages. */
-  async function stopSession(route: StoredRoute): Promise<{ stopped: boolean; dropped: number }> {
-    const dropped = scheduler.drop(route.instanceId, route.sessionBase).filter((id) => store.get(id));
-    const stopped = stoppable.stop(sessionKeyOf(route));
-    if (dropped.length) {
-      const entries = dropped.map((id) => store.get(id)).filter((e): e is JournalEntry => !!e);
-      for (const e of entries) metrics.turn(e.route.instanceId, "failed", Math.max(0, clock.now() - e.acceptedAt) / 1000);
-      await store.complete(dropped);
-    }
-    return { stopped, dropped: dropped.length };
-  }
+  const stopSession = createStopSession({ store, clock, metrics, scheduler, stoppable });
 
-  /** One slot of a schedule, journaled as an inbound message of its chat (its dedupe key is the slot), then queued like one. */
-  async function fireScheduled(schedule: ScheduleConfig, platform: string, slot: number): Promise<Exclude<FiringOutcome, "skipped">> {
-    const message = scheduledMessage(schedule, platform, slot);
-    const resolved = resolveRoute(config, message);
-    if (!resolved) return "no_route";
-    const route = { ...resolved, ...(schedule.session === "own" ? { sessionBase: ownSessionBase(resolved.sessionBase, schedule.id) } : {}) };
-    const key = dedupeKeyOf(message);
-    if (store.has(key)) return "duplicate";
-    const reserved = scheduler.reserve(route.instanceId, route.sessionBase);
-    if (!reserved.ok) return "busy";
-    let entry: JournalEntry;
-    try {
-      entry = await store.add({ kind: "turn", key, message, route });
-    } catch (error) {
-      reserved.cancel();
-      if (error instanceof DuplicateEntryError) return "duplicate";
-      throw error;
-    }
-    reserved.submit(entry.id);
-    return "fired";
-  }
   const schedules = new ScheduleRunner({
     // Read at each look (a reload replaces them; `reloaded` starts and stops what changed).
     get schedules() {
@@ -254,7 +222,7 @@ export function createRelay(deps: RelayDeps): Relay {
     store,
     clock,
     logger: log,
-    fire: fireScheduled,
+    fire: createFire({ config, store, scheduler }),
     count: (schedule, outcome) => metrics.scheduled(schedule, outcome),
   });
 
@@ -266,29 +234,7 @@ export function createRelay(deps: RelayDeps): Relay {
     configured: () => config.identityLinks,
     platformOf: (accountId) => deps.channelFor(accountId)?.type,
   });
-  const identityOf = (entry: JournalEntry) => ({ platform: entry.message.platform, accountId: entry.message.accountId, userId: entry.message.userId });
-
-  /** `/link` and `/link CODE`, in a direct chat. */
-  async function linkCommand(entry: JournalEntry, codeArg: string): Promise<string> {
-    if (entry.message.chatType !== "direct") return noticeText.linkDirectOnly;
-    const me = identityOf(entry);
-    if (!codeArg) return noticeText.linkCode(await links.newCode(me));
-    const codeHash = codeArg.startsWith(HASHED) ? codeArg.slice(HASHED.length) : hashLinkCode(codeArg);
-    const result = await links.redeem(me, codeHash);
-    if (!result.ok) return noticeText.linkRefused(result.reason);
-    log.info({ platform: me.platform, accountId: me.accountId, with: accountKeyOf(result.other.platform, result.other.accountId) }, "identities linked");
-    return noticeText.linked(`${result.other.platform} (${result.other.accountId})`);
-  }
-
-  /** `/unlink`, in a direct chat. */
-  async function unlinkCommand(entry: JournalEntry): Promise<string> {
-    if (entry.message.chatType !== "direct") return noticeText.linkDirectOnly;
-    const result = await links.unlink(identityOf(entry));
-    if (result === "configured") return noticeText.unlinkConfigured;
-    if (result === "none") return noticeText.notLinked;
-    log.info({ platform: entry.message.platform, accountId: entry.message.accountId, others: result.length }, "identities unlinked");
-    return noticeText.unlinked(result.map((o) => `${o.platform} (${o.accountId})`));
-  }
+  const identityCommands = createIdentityCommands({ links, logger: log });
 
   // One owner of pairing state: strangers' requests (intake) and owners' approvals count against the same limits.
   const pairing = createPairing({ store, clock, random, logger: log });
@@ -300,8 +246,8 @@ export function createRelay(deps: RelayDeps): Relay {
   });
   const commands = createCommandRunner({
     approvePairing: (entry, codeArg) => pairingOps.approveFromChat(entry, codeArg),
-    link: linkCommand,
-    unlink: unlinkCommand,
+    link: identityCommands.link,
+    unlink: identityCommands.unlink,
     listSchedules(entry) {
       const m = entry.message;
       const channel = deps.channelFor(m.accountId);

@@ -1,0 +1,49 @@
+/**
+ * The firing of one slot of a schedule: journaled as an inbound message of
+ * its chat (its dedupe key is the slot, so a slot fired twice, by a restart or
+ * another node, is one entry), then queued like one. The runner (runner.ts)
+ * decides when; this decides what a firing is.
+ */
+import type { DaemonConfig, ScheduleConfig } from "../../config/schema.js";
+import { dedupeKeyOf } from "../../vocabulary/keys.js";
+import type { JournalEntry } from "../../vocabulary/records.js";
+import { DuplicateEntryError } from "../../vocabulary/state-errors.js";
+import type { Store } from "../../vocabulary/store.js";
+import { resolveRoute } from "../routing.js";
+import type { Scheduler } from "../scheduler.js";
+import { ownSessionBase, scheduledMessage } from "./message.js";
+import type { FiringOutcome } from "./runner.js";
+
+export interface FireDeps {
+  config: DaemonConfig;
+  store: Store;
+  scheduler: Scheduler<string>;
+}
+
+/** Fires one slot: "no_route" when no route takes the chat, "duplicate" when the slot is journaled already, "busy" when the queue is full. */
+export type Fire = (schedule: ScheduleConfig, platform: string, slot: number) => Promise<Exclude<FiringOutcome, "skipped">>;
+
+export function createFire(deps: FireDeps): Fire {
+  const { config, store, scheduler } = deps;
+  /** One slot of a schedule, journaled as an inbound message of its chat (its dedupe key is the slot), then queued like one. */
+  return async function fireScheduled(schedule, platform, slot) {
+    const message = scheduledMessage(schedule, platform, slot);
+    const resolved = resolveRoute(config, message);
+    if (!resolved) return "no_route";
+    const route = { ...resolved, ...(schedule.session === "own" ? { sessionBase: ownSessionBase(resolved.sessionBase, schedule.id) } : {}) };
+    const key = dedupeKeyOf(message);
+    if (store.has(key)) return "duplicate";
+    const reserved = scheduler.reserve(route.instanceId, route.sessionBase);
+    if (!reserved.ok) return "busy";
+    let entry: JournalEntry;
+    try {
+      entry = await store.add({ kind: "turn", key, message, route });
+    } catch (error) {
+      reserved.cancel();
+      if (error instanceof DuplicateEntryError) return "duplicate";
+      throw error;
+    }
+    reserved.submit(entry.id);
+    return "fired";
+  };
+}
