@@ -228,4 +228,27 @@ describe("config reload", () => {
     expect(texts(chat0, "s2")).toEqual(["You said: gone"]);
     expect(texts(chat0, "s3")).toEqual(["You said: fresh"]);
   });
+
+  it("starts a schedule whose time a reload changed from the reload, making up no slot of its new time from before", { timeout: 30_000 }, async () => {
+    const clock = createSteppableClock();
+    const pulse = (cron: string) => ({ schedules: [{ id: "pulse", cron, timeZone: "UTC", channel: "acct0", chatId: "s1", prompt: "pulse" }] });
+    const { daemon, built, write, dataDir } = await bridge({ first: { extra: pulse("0 * * * *") }, clock });
+    const chat0 = built.get("acct0")![0]!;
+    const armed = () => waitUntil(() => testHandle(daemon).schedules?.nextCheck("pulse") !== undefined, "pulse's timer");
+    const fired = async () => Number(/scheduled_prompts_total\{schedule="pulse",outcome="fired"\} (\d+)/.exec(await daemon.metrics.text())?.[1] ?? 0);
+    await armed();
+    clock.advance(nextSlot(cronOf("0 * * * *", "UTC"), clock.now())! - clock.now() + 1000);
+    await chat0.waitForReplies("s1", 1);
+    // Ten minutes on, every five minutes: its slot of ten past is after the last firing, but before the change.
+    await armed();
+    clock.advance(10 * 60 * 1000);
+    write(fileConfig(dataDir, { extra: pulse("*/5 * * * *") }));
+    expect(await daemon.reload()).toMatchObject({ ok: true, changed: true, restartNeeded: [] });
+    await armed();
+    expect(await fired()).toBe(1);
+    // Its next slot fires.
+    clock.advance(nextSlot(cronOf("*/5 * * * *", "UTC"), clock.now())! - clock.now() + 1000);
+    await chat0.waitForReplies("s1", 2);
+    expect(await fired()).toBe(2);
+  });
 });
