@@ -11,7 +11,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pino } from "pino";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { checkOffline } from "../../daemon/config/reload.js";
 import { cronOf, nextSlot } from "../../daemon/core/schedules/slots.js";
 import { createDaemon, describeReload } from "../../daemon/daemon.js";
@@ -23,15 +23,11 @@ import { waitUntil } from "../helpers/wait.js";
 import { startService, tempDir, type Service } from "./daemon-harness.js";
 
 let service: Service;
-const cleanups: (() => Promise<void> | void)[] = [];
 beforeAll(async () => {
   service = await startService();
 });
 afterAll(async () => {
   await service.close();
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
 });
 
 type FileOptions = { users0?: string[]; prompt1?: string; extra?: Record<string, unknown> };
@@ -74,7 +70,8 @@ async function bridge(options: { first?: FileOptions; clock?: Clock } = {}) {
     },
     reloadFrom: () => checkOffline(file, env),
   });
-  cleanups.push(dir.remove, () => daemon.stop({ graceMs: 0 }));
+  onTestFinished(dir.remove);
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   return { daemon, built, write, dataDir: join(dir.path, "data") };
 }

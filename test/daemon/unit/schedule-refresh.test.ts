@@ -6,7 +6,7 @@
  * gets nothing back from a reload.
  */
 import { pino } from "pino";
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { scheduleSchema, type ScheduleConfig } from "../../../daemon/config/schedules.js";
 import { ScheduleRunner } from "../../../daemon/core/schedules/runner.js";
 import { openStore } from "../../../daemon/state/store.js";
@@ -15,11 +15,6 @@ import { createManualClock } from "../../../shared/clock.js";
 import { tempDir } from "../../helpers/emulator.js";
 import { waitUntil } from "../../helpers/wait.js";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 const schedule = (id: string, channel: string): ScheduleConfig =>
   scheduleSchema.parse({ id, channel, chatId: "1", cron: "0 * * * *", timeZone: "UTC", prompt: id });
 
@@ -27,7 +22,8 @@ async function runner(first: ScheduleConfig[]) {
   const dir = tempDir("schedule-refresh-");
   const clock = createManualClock(Date.parse("2026-11-25T10:30:00Z"));
   const store: Store = await openStore({ dataDir: dir.path, clock });
-  cleanups.push(dir.remove, () => store.close());
+  onTestFinished(dir.remove);
+  onTestFinished(() => store.close());
   const config = { schedules: first };
   const schedules = new ScheduleRunner({
     get schedules() {
@@ -40,7 +36,7 @@ async function runner(first: ScheduleConfig[]) {
     fire: async () => "fired",
     count() {},
   });
-  cleanups.push(() => schedules.stop());
+  onTestFinished(() => schedules.stop());
   const armed = (id: string) => waitUntil(() => schedules.nextCheck(id) !== undefined, `${id}'s timer`);
   return { schedules, config, armed };
 }
