@@ -277,6 +277,22 @@ export const daemonConfigSchema = z
         ctx.issues.push({ code: "custom", input: s.id, path: ["schedules", i, "id"], message: `duplicate schedule id "${s.id}" (also schedules[${first}])` });
       else scheduleIds.set(s.id, i);
     });
+    // One person per identity: a member of two groups would join their conversations.
+    const linked = new Map<string, number>();
+    cfg.identityLinks.forEach((group, i) => {
+      group.forEach((member, j) => {
+        const key = JSON.stringify([member.channel, member.userId]);
+        const first = linked.get(key);
+        if (first !== undefined && first !== i)
+          ctx.issues.push({
+            code: "custom",
+            input: member.userId,
+            path: ["identityLinks", i, j],
+            message: `${member.channel} user ${member.userId} is in identityLinks[${first}] too: one person's ids belong in one group`,
+          });
+        else linked.set(key, i);
+      });
+    });
     // Routes and schedules naming a channel id are checked by the loader, which also sees disabled channels.
     return { ...cfg, channels };
   });

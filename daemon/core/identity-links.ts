@@ -45,6 +45,17 @@ const idKey = (i: Identity) => ["id", i.platform, i.accountId, i.userId].join("\
 const pendingKey = (i: Identity) => ["pending", i.platform, i.accountId, i.userId].join("\u0000");
 const codeKey = (hash: string) => `code\u0000${hash}`;
 
+/**
+ * A configured group's person: `config-` and a digest of its first member in sorted order, so it
+ * stays the person's while the list around it changes (a group whose first member leaves starts
+ * a fresh conversation: nobody else's).
+ */
+const configuredPerson = (memberKeys: readonly string[]): string =>
+  `config-${createHash("sha256")
+    .update([...memberKeys].sort()[0] ?? "")
+    .digest("hex")
+    .slice(0, 24)}`;
+
 /** A linked person's session base: `person.<id>`, under no account (several machines: state/cluster-store.ts). */
 export const PERSON_BASE_PREFIX = "person.";
 
@@ -140,12 +151,16 @@ export class IdentityLinks {
     const links = this.#deps.configured();
     if (this.#configuredFrom?.links !== links) {
       const byIdentity = new Map<string, string>();
-      links.forEach((group, i) => {
-        for (const member of group) {
+      for (const group of links) {
+        const keys = group.flatMap((member) => {
           const platform = this.#deps.platformOf(member.channel);
-          if (platform) byIdentity.set(idKey({ platform, accountId: member.channel, userId: member.userId }), `config-${i}`);
-        }
-      });
+          return platform ? [idKey({ platform, accountId: member.channel, userId: member.userId })] : [];
+        });
+        // Named after its own members, never its place in the list: a group removed or moved by a
+        // reload must not hand its conversation to the group that takes its place.
+        const person = configuredPerson(keys);
+        for (const key of keys) byIdentity.set(key, person);
+      }
       this.#configuredFrom = { links, byIdentity };
     }
     return this.#configuredFrom.byIdentity;

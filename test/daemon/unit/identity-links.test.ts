@@ -81,4 +81,48 @@ describe("identity links", () => {
       links,
     );
   });
+
+  it("a configured group keeps its person when a reload removes or moves the groups around it, so no group inherits another's conversation", async () => {
+    const { store, clock } = await setup();
+    const ann = [
+      { channel: "tg", userId: "1" },
+      { channel: "dc", userId: "1" },
+    ];
+    const bob = [
+      { channel: "tg", userId: "2" },
+      { channel: "dc", userId: "2" },
+    ];
+    let configured = [ann, bob];
+    const links = new IdentityLinks({
+      store,
+      clock,
+      random: seededRandom(4),
+      configured: () => configured,
+      platformOf: (id) => ({ tg: "telegram", dc: "discord" })[id],
+    });
+    const baseOf = (userId: string) => links.sessionBaseFor({ platform: "telegram", accountId: "tg", userId, chatType: "direct" });
+    const annBase = await baseOf("1");
+    const bobBase = await baseOf("2");
+    expect(annBase).not.toBe(bobBase);
+    expect(await links.sessionBaseFor({ platform: "discord", accountId: "dc", userId: "2", chatType: "direct" })).toBe(bobBase);
+    configured = [bob]; // ann's group removed: bob keeps his own conversation, not ann's
+    expect(await baseOf("2")).toBe(bobBase);
+    expect(await baseOf("1")).toBeUndefined();
+    configured = [bob, ann]; // moved around: each keeps their own
+    expect([await baseOf("1"), await baseOf("2")]).toEqual([annBase, bobBase]);
+  });
+
+  it("refuses one person's id in two configured groups", () => {
+    const base = { service: { apiKey: "svc_org_x" }, routes: [{ instance: "i" }], channels: [{ type: "terminal", id: "t" }] };
+    const shared = { channel: "t", userId: "1" };
+    expect(() =>
+      parseConfig({
+        ...base,
+        identityLinks: [
+          [shared, { channel: "t", userId: "2" }],
+          [{ channel: "t", userId: "3" }, shared],
+        ],
+      }),
+    ).toThrow(/identityLinks\[1\]\[1\]: t user 1 is in identityLinks\[0\] too/);
+  });
 });
