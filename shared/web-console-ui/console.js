@@ -142,3 +142,44 @@ export function Loading({ state, children }) {
   if (state.data === undefined) return html`<p class="muted">Loading…</p>`;
   return children(state.data);
 }
+
+/**
+ * A button that runs an async action, shows it is busy, and reports a failure.
+ * With `confirm` (the question: what it will do), it asks first: focus goes to Cancel (Enter twice must not
+ * destroy anything), Escape cancels, and focus comes back to the button.
+ */
+export function Action({ run, children, confirm: question, ...rest }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState();
+  const [asking, setAsking] = useState(false);
+  const trigger = useRef();
+  const cancel = useRef();
+  const asked = useRef(false);
+  useEffect(() => {
+    if (asking) cancel.current?.focus();
+    else if (asked.current) trigger.current?.focus();
+    asked.current = asking;
+  }, [asking]);
+  const go = async () => {
+    setBusy(true);
+    setError(undefined);
+    setAsking(false);
+    try {
+      await run();
+    } catch (e) {
+      setError(e.message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  if (asking)
+    return html`<span class="confirm" role="group" aria-label="Confirm" onKeyDown=${(e) => e.key === "Escape" && setAsking(false)}>
+      <span>${question}</span>
+      <button class="danger" onClick=${go}>Yes</button>
+      <button ref=${cancel} onClick=${() => setAsking(false)}>Cancel</button>
+    </span>`;
+  return html`<span class="action"
+    ><button ref=${trigger} disabled=${busy} onClick=${() => (question ? setAsking(true) : go())} ...${rest}>${children}</button
+    >${error && html`<span class="error" role="alert">${error}</span>`}</span
+  >`;
+}

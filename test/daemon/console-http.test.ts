@@ -54,7 +54,7 @@ describe("the console with ops.token", () => {
     for (const path of ["/ui/", "/ui/overview", "/ui/api/overview", "/ui/api/pairing", "/ui/api/events", "/ui/vendor/preact.mjs"]) {
       const none = await call(url, path);
       expect(none.status, path).toBe(401);
-      expect(JSON.parse(none.body).error).toContain("needs the ops token");
+      expect(JSON.parse(none.body).detail).toContain("needs the ops token");
       const wrong = await call(url, path, { headers: { authorization: "Bearer not-the-token-at-all" } });
       expect(wrong.status, path).toBe(401);
       expect(wrong.body).not.toContain(TOKEN);
@@ -114,7 +114,7 @@ describe("the console without a token", () => {
     expect((await call(url, "/ui/api/overview")).status).toBe(200);
     const rebound = await call(url, "/ui/api/overview", { headers: { host: "attacker.example:80" } });
     expect(rebound.status).toBe(401);
-    expect(JSON.parse(rebound.body).error).toContain("loopback host");
+    expect(JSON.parse(rebound.body).detail).toContain("loopback host");
   });
 
   it("is off with ops.console false, while /healthz and /metrics answer", async () => {

@@ -112,6 +112,7 @@ describe("a platform defined with the registry's types alone", () => {
   const built: EchoChannelConfig[] = [];
   const echo = definePlatform({
     type: "echo",
+    label: "Echo",
     schema: echoSchema,
     finalize: (channel, { id, dataDir }): EchoChannelConfig => ({ ...channel, id, home: channel.home ?? `${dataDir}/echo/${id}` }),
     secrets: (channel) => [channel.key],
