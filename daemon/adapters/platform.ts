@@ -69,8 +69,6 @@ export interface Receiver {
 export interface PlatformSpec<T extends string, S extends z.ZodType<ParsedChannel & { type: T }>, C extends FinalChannel & { type: T }> {
   /** The channel `type` in the config. */
   type: T;
-  /** How a person names the platform ("Telegram", "Terminal"): help text and the console's chat names read it. */
-  label: string;
   /** The account belongs to this machine and cannot move between the nodes of a bridge on several machines (default false). */
   machineBound?: boolean;
   /** The channel's config schema (a strict object with `type: z.literal(type)`, `...channelCommon`). */
@@ -108,7 +106,6 @@ export interface Platform<
   C extends FinalChannel & { type: T } = FinalChannel & { type: T },
 > {
   readonly type: T;
-  readonly label: string;
   readonly machineBound: boolean;
   readonly schema: S;
   finalize(channel: ParsedChannel, context: FinalizeContext): C | undefined;
@@ -127,7 +124,6 @@ export function definePlatform<T extends string, S extends z.ZodType<ParsedChann
   const finalHere = (channel: FinalChannel): channel is C => channel.type === spec.type;
   return {
     type: spec.type,
-    label: spec.label,
     machineBound: spec.machineBound ?? false,
     schema: spec.schema,
     finalize: (channel, context) => (parsedHere(channel) ? spec.finalize(channel, context) : undefined),

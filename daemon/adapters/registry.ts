@@ -12,12 +12,3 @@ import { whatsappPlatform } from "./whatsapp/platform.js";
 export const platforms = [terminalPlatform, telegramPlatform, discordPlatform, whatsappPlatform, slackPlatform] as const;
 
 export type RegisteredPlatform = (typeof platforms)[number];
-
-/** The platforms as a person names them, in the registry's order ("Terminal, Telegram, ... and Slack"). */
-export const platformNames = (): string => {
-  const labels = platforms.map((p) => p.label);
-  return labels.length > 1 ? `${labels.slice(0, -1).join(", ")} and ${labels.at(-1)}` : (labels[0] ?? "");
-};
-
-/** How a person names `type`'s platform; the type itself for one the registry does not have. */
-export const platformLabel = (type: string): string => platforms.find((p) => p.type === type)?.label ?? type;

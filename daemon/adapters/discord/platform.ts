@@ -34,7 +34,6 @@ const loadAdapter = () => loadAdapterModule("discord", () => import("./index.js"
 
 export const discordPlatform = definePlatform({
   type: "discord",
-  label: "Discord",
   schema: discordChannelSchema,
   finalize: (channel, { id }): DiscordChannelConfig => ({ ...channel, id }),
   secrets: (channel) => [channel.token],

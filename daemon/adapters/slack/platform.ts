@@ -80,7 +80,6 @@ const loadAdapter = () => loadAdapterModule("slack", () => import("./index.js"))
 
 export const slackPlatform = definePlatform({
   type: "slack",
-  label: "Slack",
   schema: slackChannelSchema,
   finalize: (channel, { id }): SlackChannelConfig => ({ ...channel, id }),
   secrets: (channel) => [channel.botToken, channel.appToken, channel.signingSecret].filter((s): s is string => s !== undefined),

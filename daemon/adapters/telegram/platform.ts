@@ -44,7 +44,6 @@ const loadAdapter = () => loadAdapterModule("telegram", () => import("./index.js
 
 export const telegramPlatform = definePlatform({
   type: "telegram",
-  label: "Telegram",
   schema: telegramChannelSchema,
   finalize: (channel, { id }): TelegramChannelConfig => ({ ...channel, id }),
   secrets: (channel) => (channel.webhook ? [channel.token, channel.webhook.secretToken] : [channel.token]),

@@ -8,7 +8,6 @@ import { terminalChannelSchema, type TerminalChannelConfig } from "./config.js";
 
 export const terminalPlatform = definePlatform({
   type: "terminal",
-  label: "Terminal",
   // The process's own terminal: it cannot move to another node.
   machineBound: true,
   schema: terminalChannelSchema,

@@ -72,7 +72,6 @@ const loadAdapter = () => loadAdapterModule("whatsapp", () => import("./index.js
 
 export const whatsappPlatform = definePlatform({
   type: "whatsapp",
-  label: "WhatsApp",
   schema: whatsappChannelSchema,
   finalize: (channel, { id, dataDir }): WhatsAppChannelConfig => ({ ...channel, id, authDir: channel.authDir ?? join(dataDir, "whatsapp", id) }),
   secrets: () => [],

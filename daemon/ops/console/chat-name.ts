@@ -5,7 +5,7 @@
  * ("Terminal (local)", "Telegram (7001)", "Telegram group (-1001), topic 7",
  * "Slack group (C42) via slack-eu"). Ids stay: two chats never read the same.
  */
-import { platformLabel } from "../../adapters/registry.js";
+import { platformName } from "../../adapters/platform-names.js";
 import type { DaemonConfig } from "../../config/schema.js";
 import type { ChatRef } from "./activity.js";
 
@@ -18,6 +18,6 @@ export function chatNamer(config: Pick<DaemonConfig, "channels">): ChatNamer {
     const kind = chat.chatType === "group" ? " group" : "";
     const topic = chat.threadId !== undefined ? `, topic ${chat.threadId}` : "";
     const via = (perPlatform.get(chat.platform) ?? 0) > 1 ? ` via ${chat.accountId}` : "";
-    return `${platformLabel(chat.platform)}${kind} (${chat.chatId})${topic}${via}`;
+    return `${platformName(chat.platform)}${kind} (${chat.chatId})${topic}${via}`;
   };
 }
