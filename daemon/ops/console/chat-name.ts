@@ -6,12 +6,11 @@
  * "Slack group (C42) via slack-eu"). Ids stay: two chats never read the same.
  */
 import { platformName } from "../../adapters/platform-names.js";
-import type { DaemonConfig } from "../../config/schema.js";
 import type { ChatRef } from "./activity.js";
 
 export type ChatNamer = (chat: Omit<ChatRef, "key">) => string;
 
-export function chatNamer(config: Pick<DaemonConfig, "channels">): ChatNamer {
+export function chatNamer(config: { channels: readonly { type: string }[] }): ChatNamer {
   const perPlatform = new Map<string, number>();
   for (const c of config.channels) perPlatform.set(c.type, (perPlatform.get(c.type) ?? 0) + 1);
   return (chat) => {
