@@ -53,7 +53,9 @@ describe("the console's event stream", () => {
     await waitUntil(() => stream.readers === 1, "the stream attached");
     // 400 events of 64 KiB (25 MiB): far more than the socket's buffers take while nobody reads.
     for (let i = 0; i < 400; i++) feed.emit({ type: "queue", at: i, instance: "one", waiting: i, running: 0 });
-    socket.on("data", (chunk: string) => void (text += chunk));
+    socket.on("data", (chunk: string) => {
+      text += chunk;
+    });
     socket.resume();
     await waitUntil(() => text.includes("event: overflow"), "the overflow notice");
     const overflow = JSON.parse(/event: overflow\ndata: (.*)\n/.exec(text)![1]!) as { dropped: number };
