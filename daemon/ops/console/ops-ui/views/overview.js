@@ -10,7 +10,7 @@ const H = 40;
  * A series of `[at, value]` points over the hour up to `now`, as an inline SVG line (no chart library):
  * time left to right, zero at the bottom, the series' largest value at the top.
  */
-function Sparkline({ points, now, label, format }) {
+function Sparkline({ points, now, label, format, testid }) {
   const max = Math.max(1, ...points.map(([, v]) => v));
   const x = (at) => (((at - (now - HOUR)) / HOUR) * W).toFixed(1);
   const y = (v) => (H - 2 - (v / max) * (H - 4)).toFixed(1);
@@ -18,7 +18,7 @@ function Sparkline({ points, now, label, format }) {
   const summary = points.length
     ? `${label} over the last hour: ${points.length} points, latest ${format(last[1])}, highest ${format(max)}`
     : `${label}: nothing in the last hour`;
-  return html`<svg class="spark" viewBox=${`0 0 ${W} ${H}`} width=${W} height=${H} role="img" aria-label=${summary} data-points=${points.length}>
+  return html`<svg class="spark" viewBox=${`0 0 ${W} ${H}`} width=${W} height=${H} role="img" aria-label=${summary} data-testid=${testid} data-points=${points.length}>
     <line class="axis" x1="0" y1=${H - 1} x2=${W} y2=${H - 1} />
     ${points.length > 1 ? html`<polyline points=${points.map(([at, v]) => `${x(at)},${y(v)}`).join(" ")} />` : null}
     ${last ? html`<circle cx=${x(last[0])} cy=${y(last[1])} r="2.5" />` : null}
@@ -30,7 +30,7 @@ function Stat({ title, value, testid, points, now, format }) {
   return html`<article class="card stat">
     <h2>${title}</h2>
     <p class="figure" data-testid=${testid}>${value}</p>
-    <${Sparkline} points=${points} now=${now} label=${title} format=${format} />
+    <${Sparkline} points=${points} now=${now} label=${title} format=${format} testid=${`${testid}-plot`} />
   </article>`;
 }
 
