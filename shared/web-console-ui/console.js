@@ -23,6 +23,44 @@ export const setStatus = (next) => {
   bus.dispatchEvent(new CustomEvent("status", { detail: next }));
 };
 
+let source;
+let started = false;
+function openStream(url, types) {
+  source = new EventSource(url);
+  for (const type of types) {
+    source.addEventListener(type, (e) => {
+      // `hello` arrives once the server attached this stream: from then on nothing is missed.
+      if (type === "hello") setStatus("live");
+      bus.dispatchEvent(new CustomEvent(type, { detail: JSON.parse(e.data) }));
+    });
+  }
+  source.addEventListener("error", () => setStatus("reconnecting"));
+}
+/**
+ * The console's events stream at `url`, its `types` dispatched on the bus: one
+ * stream per tab while it is visible. A browser gives an origin only six
+ * HTTP/1.1 connections and each open stream holds one (and the server serves
+ * a bounded number of streams), so a hidden tab lets go of its stream (a
+ * seventh console tab would otherwise never load); when it shows again it
+ * reconnects, and `hello` makes every view load again.
+ */
+export function connectEventStream(url, types) {
+  if (started) return;
+  started = true;
+  if (document.visibilityState !== "hidden") openStream(url, types);
+  else setStatus("paused");
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "hidden") {
+      source?.close();
+      source = undefined;
+      setStatus("paused");
+    } else if (!source) {
+      setStatus("connecting");
+      openStream(url, types);
+    }
+  });
+}
+
 export function useEvent(types, handler) {
   const ref = useRef(handler);
   ref.current = handler;

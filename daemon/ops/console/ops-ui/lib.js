@@ -1,7 +1,7 @@
 // Shared pieces of the operator's console: rendering (Preact + htm), the API
 // helpers, the one events stream, and a hook that keeps a view's data live.
 // What the emulator's console draws the same way comes from the shared module.
-import { bus, setStatus, useEvent, useLoad } from "../shared/console.js";
+import { connectEventStream, useEvent, useLoad } from "../shared/console.js";
 
 export * from "../shared/console.js";
 
@@ -28,16 +28,8 @@ export const get = (path) => api("GET", path);
 
 // ---- the events stream ----------------------------------------------------
 export const EVENT_TYPES = ["hello", "accepted", "replied", "delivered", "queue", "channel", "pairing", "session", "config", "overflow"];
-export function connectEvents() {
-  const source = new EventSource("/ui/api/events");
-  for (const type of EVENT_TYPES) {
-    source.addEventListener(type, (e) => {
-      if (type === "hello") setStatus("live");
-      bus.dispatchEvent(new CustomEvent(type, { detail: JSON.parse(e.data) }));
-    });
-  }
-  source.addEventListener("error", () => setStatus("reconnecting"));
-}
+/** The one stream per visible tab (shared/console.js says why a hidden tab lets go of it). */
+export const connectEvents = () => connectEventStream("/ui/api/events", EVENT_TYPES);
 
 /**
  * Data from `load`, loaded again on `hello`, on `overflow` (this reader fell behind and
