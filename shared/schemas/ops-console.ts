@@ -13,7 +13,8 @@ export const OpsConsoleError = z.object({ detail: z.string() });
 const Point = z.tuple([z.number(), z.number()]);
 
 export const OpsOverview = z.object({
-  channels: z.array(z.object({ id: z.string(), platform: z.string(), state: z.string(), detail: z.string().optional() })),
+  /** `platformName` as a person says it ("WhatsApp"), `platform` the config's type. */
+  channels: z.array(z.object({ id: z.string(), platform: z.string(), platformName: z.string(), state: z.string(), detail: z.string().optional() })),
   queues: z.array(z.object({ instance: z.string(), waiting: z.number(), running: z.number() })),
   turnsPerMinute: z.number(),
   medianLatencyMs: z.number().nullable(),

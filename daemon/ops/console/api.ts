@@ -29,6 +29,7 @@ import {
 import type { Metrics } from "../metrics.js";
 import type { ActivityFeed, ChatRecord } from "./activity.js";
 import { chatNamer, type ChatNamer } from "./chat-name.js";
+import { platformName } from "../../adapters/platform-names.js";
 
 export interface ConsoleDeps {
   config: DaemonConfig;
@@ -116,7 +117,7 @@ export class ConsoleApi {
     const byOutcome: Record<string, number> = {};
     for (const v of turns.values) byOutcome[String(v.labels.outcome)] = (byOutcome[String(v.labels.outcome)] ?? 0) + v.value;
     return ok({
-      channels: d.channels(),
+      channels: d.channels().map((c) => ({ ...c, platformName: platformName(c.platform) })),
       queues: d.queues(),
       turnsPerMinute: d.feed.turnsPerMinute(),
       medianLatencyMs: d.feed.medianLatencyMs() ?? null,

@@ -18,6 +18,7 @@ import { LeaseLostError } from "../../vocabulary/state-errors.js";
 import { CONSOLE_COOKIE, actorOf, refusalOf } from "./access.js";
 import { ConsoleApi, problem, type Answer, type ConsoleDeps, type Problem } from "./api.js";
 import { createEventStream, type EventStreamOptions } from "./event-stream.js";
+import { platformName } from "../../adapters/platform-names.js";
 
 /** The page's files; `ops-ui` (not `ui`) so the bundled command line can keep them beside the emulator console's. */
 const UI_DIR = join(dirname(fileURLToPath(import.meta.url)), "ops-ui");
@@ -117,7 +118,12 @@ export function createConsole(
     clock: deps.clock,
     subscribe: (listener) => deps.feed.subscribe(listener),
     // Each chat named as the lists name it.
-    view: (event) => ("chat" in event ? { ...event, chat: { ...event.chat, name: api.nameOf(event.chat) } } : event),
+    view: (event) =>
+      "chat" in event
+        ? { ...event, chat: { ...event.chat, name: api.nameOf(event.chat) } }
+        : event.type === "channel"
+          ? { ...event, platformName: platformName(event.platform) }
+          : event,
   });
   const vendor = vendorModules();
   const index = readFileSync(join(UI_DIR, "index.html"), "utf8");

@@ -16,7 +16,7 @@ const describe = (e) => {
     case "queue":
       return `${e.instance}: ${e.running} in flight, ${e.waiting} waiting`;
     case "channel":
-      return `channel ${e.channel} (${e.platform}) is ${e.state}`;
+      return `channel ${e.channel} (${e.platformName}) is ${e.state}`;
     case "pairing":
       return "pairing requests or approvals changed";
     case "session":

@@ -63,7 +63,7 @@ export function Overview() {
       ${
         o.channels.length
           ? html`<table data-testid="channels"><thead><tr><th>Channel</th><th>Platform</th><th>Link</th></tr></thead><tbody>
-        ${o.channels.map((c) => html`<tr key=${c.id} data-channel=${c.id}><td>${c.id}</td><td>${c.platform}</td><td class=${`state ${c.state}`}>${c.state}</td></tr>`)}
+        ${o.channels.map((c) => html`<tr key=${c.id} data-channel=${c.id}><td>${c.id}</td><td>${c.platformName}</td><td class=${`state ${c.state}`}>${c.state}</td></tr>`)}
       </tbody></table>`
           : html`<p class="muted">No channels run on this node.</p>`
       }
