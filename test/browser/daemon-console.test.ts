@@ -26,6 +26,7 @@ import { openServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { waitUntil } from "../helpers/wait.js";
 import { launchBrowser, textOf, UNTIL, type TestBrowser } from "../helpers/browser.js";
 import { openSse, type SseReader } from "../helpers/sse-client.js";
+import { OpsChat, OpsChats, OpsLinks, OpsOverview, OpsPairing } from "../../shared/schemas/ops-console.js";
 
 const OPS_TOKEN = "ops-browser-token-7c41b9e2d0";
 const BOT_TOKEN = "987654321:BrowserSecretBotTokenAAAAAAAAAAAAAA";
@@ -369,5 +370,30 @@ describe("the operator's console", () => {
     // Nor the log.
     for (const secret of [OPS_TOKEN, BOT_TOKEN, apiKey, ...codes]) expect(logLines.join("")).not.toContain(secret);
     expect(pageErrors).toEqual([]);
+  });
+
+  it("reads every answer the page loaded with the schemas the server sends them by", () => {
+    const schemaOf = (path: string) =>
+      path === "/ui/api/overview"
+        ? OpsOverview
+        : path === "/ui/api/pairing"
+          ? OpsPairing
+          : path === "/ui/api/chats"
+            ? OpsChats
+            : /^\/ui\/api\/chats\/[^/]+$/.test(path)
+              ? OpsChat
+              : path === "/ui/api/links"
+                ? OpsLinks
+                : undefined;
+    const read = bodies.filter((b) => new URL(b.url).pathname.startsWith("/ui/api/") && b.body.startsWith("{"));
+    const seen = new Set<string>();
+    for (const { url: from, body } of read) {
+      const schema = schemaOf(new URL(from).pathname);
+      const parsed: unknown = JSON.parse(body);
+      if (!schema || (typeof parsed === "object" && parsed !== null && "detail" in parsed)) continue;
+      expect(schema.safeParse(parsed).success, from).toBe(true);
+      seen.add(schema === OpsChat ? "chat" : new URL(from).pathname);
+    }
+    expect([...seen].sort()).toEqual(["/ui/api/chats", "/ui/api/links", "/ui/api/overview", "/ui/api/pairing", "chat"]);
   });
 });
