@@ -2,27 +2,34 @@
 // plotted, reloaded on every turn and queue move), channels and their link health, queues per instance, errors, the service's reachability.
 import { get, html, Loading, seconds, useEffect, useLive } from "../lib.js";
 
-const HOUR = 60 * 60 * 1000;
+const MINUTE = 60 * 1000;
+const HOUR = 60 * MINUTE;
 const W = 180;
 const H = 40;
 
 /**
- * A series of `[at, value]` points over the hour up to `now`, as an inline SVG line (no chart library):
- * time left to right, zero at the bottom, the series' largest value at the top.
+ * A series of `[at, value]` points of the hour up to `now`, as an inline SVG line (no chart library):
+ * time left to right from the first point (at most an hour back, at least a minute) to now, zero at
+ * the bottom, the series' largest value at the top. The caption says which span it shows.
  */
 function Sparkline({ points, now, label, format, testid }) {
   const max = Math.max(1, ...points.map(([, v]) => v));
-  const x = (at) => (((at - (now - HOUR)) / HOUR) * W).toFixed(1);
-  const y = (v) => (H - 2 - (v / max) * (H - 4)).toFixed(1);
+  const from = Math.min(now - MINUTE, Math.max(now - HOUR, points[0]?.[0] ?? now - HOUR));
+  const x = (at) => (((at - from) / (now - from)) * (W - 3)).toFixed(1);
+  const y = (v) => (H - 3 - (v / max) * (H - 6)).toFixed(1);
   const last = points.at(-1);
+  const span = now - from >= HOUR - MINUTE ? "the last hour" : `the last ${Math.ceil((now - from) / MINUTE)} min`;
   const summary = points.length
-    ? `${label} over the last hour: ${points.length} points, latest ${format(last[1])}, highest ${format(max)}`
+    ? `${label} over ${span}: ${points.length} points, latest ${format(last[1])}, highest ${format(max)}`
     : `${label}: nothing in the last hour`;
-  return html`<svg class="spark" viewBox=${`0 0 ${W} ${H}`} width=${W} height=${H} role="img" aria-label=${summary} data-testid=${testid} data-points=${points.length}>
-    <line class="axis" x1="0" y1=${H - 1} x2=${W} y2=${H - 1} />
-    ${points.length > 1 ? html`<polyline points=${points.map(([at, v]) => `${x(at)},${y(v)}`).join(" ")} />` : null}
-    ${last ? html`<circle cx=${x(last[0])} cy=${y(last[1])} r="2.5" />` : null}
-  </svg>`;
+  return html`<figure class="spark">
+    <svg viewBox=${`0 0 ${W} ${H}`} width=${W} height=${H} role="img" aria-label=${summary} data-testid=${testid} data-points=${points.length}>
+      <line class="axis" x1="0" y1=${H - 1} x2=${W} y2=${H - 1} />
+      ${points.length > 1 ? html`<polyline points=${points.map(([at, v]) => `${x(at)},${y(v)}`).join(" ")} />` : null}
+      ${last ? html`<circle cx=${x(last[0])} cy=${y(last[1])} r="2.5" />` : null}
+    </svg>
+    <figcaption class="muted">${points.length ? `${span}, highest ${format(max)}` : "nothing in the last hour"}</figcaption>
+  </figure>`;
 }
 
 /** One figure of the glance: its name, the value now, and its hour plotted. */
