@@ -1,9 +1,11 @@
 /**
  * The operator's console on the ops server: the page and its assets under
  * `/ui/` (any other path below answers the page, which routes in the
- * browser), Preact and htm from node_modules, the API under `/ui/api/`, and
- * the live events at `/ui/api/events` (server-sent events). Every request
- * passes access.ts first; the page is held to its own scripts (CSP).
+ * browser), Preact and htm from node_modules, the API under `/ui/api/` (one
+ * route table, each answer parsed by its schema in shared/schemas/ops-console.ts),
+ * and the live events at `/ui/api/events` (server-sent events, bounded:
+ * event-stream.ts). Every request passes access.ts first; the page is held to
+ * its own scripts (CSP).
  */
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
