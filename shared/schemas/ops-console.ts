@@ -113,3 +113,25 @@ export const OpsCluster = z.object({
     })
     .nullable(),
 });
+
+/** A chat as the events name it (no text): `name` as the lists say it. */
+const OpsEventChat = z.object({
+  key: z.string(),
+  name: z.string(),
+  platform: z.string(),
+  accountId: z.string(),
+  chatId: z.string(),
+  chatType: z.enum(["direct", "group"]),
+  threadId: z.string().optional(),
+});
+/** What the event stream (`/ui/api/events`) carries besides `hello` and `overflow`; never a message's text (zod drops what is not named). */
+export const OpsEvent = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("accepted"), at: z.number(), chat: OpsEventChat, instance: z.string(), entry: z.string(), kind: z.enum(["turn", "command"]) }),
+  z.object({ type: z.literal("replied"), at: z.number(), chat: OpsEventChat, instance: z.string(), entry: z.string(), latencyMs: z.number() }),
+  z.object({ type: z.literal("delivered"), at: z.number(), chat: OpsEventChat, instance: z.string(), entry: z.string(), latencyMs: z.number() }),
+  z.object({ type: z.literal("queue"), at: z.number(), instance: z.string(), waiting: z.number(), running: z.number() }),
+  z.object({ type: z.literal("channel"), at: z.number(), channel: z.string(), platform: z.string(), platformName: z.string(), state: z.string() }),
+  z.object({ type: z.literal("pairing"), at: z.number() }),
+  z.object({ type: z.literal("config"), at: z.number() }),
+  z.object({ type: z.literal("session"), at: z.number(), chat: OpsEventChat, by: z.string() }),
+]);

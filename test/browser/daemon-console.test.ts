@@ -26,7 +26,7 @@ import { openServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { waitUntil } from "../helpers/wait.js";
 import { launchBrowser, textOf, UNTIL, type TestBrowser } from "../helpers/browser.js";
 import { openSse, type SseReader } from "../helpers/sse-client.js";
-import { OpsChat, OpsChats, OpsLinks, OpsOverview, OpsPairing } from "../../shared/schemas/ops-console.js";
+import { OpsChat, OpsChats, OpsEvent, OpsLinks, OpsOverview, OpsPairing } from "../../shared/schemas/ops-console.js";
 
 const OPS_TOKEN = "ops-browser-token-7c41b9e2d0";
 const BOT_TOKEN = "987654321:BrowserSecretBotTokenAAAAAAAAAAAAAA";
@@ -395,5 +395,11 @@ describe("the operator's console", () => {
       seen.add(schema === OpsChat ? "chat" : new URL(from).pathname);
     }
     expect([...seen].sort()).toEqual(["/ui/api/chats", "/ui/api/links", "/ui/api/overview", "/ui/api/pairing", "chat"]);
+    // And the events, each chat named as the lists name it.
+    const carried = events.frames.filter((f) => f.event !== undefined && f.event !== "hello" && f.event !== "overflow");
+    expect(carried.length).toBeGreaterThan(5);
+    for (const frame of carried) expect(OpsEvent.safeParse(JSON.parse(frame.data!)).success, frame.data).toBe(true);
+    const delivered = carried.find((f) => f.event === "delivered");
+    expect(OpsEvent.parse(JSON.parse(delivered!.data!))).toMatchObject({ chat: { name: "Telegram (7001)" } });
   });
 });

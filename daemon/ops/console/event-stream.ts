@@ -16,7 +16,7 @@ export interface EventStreamOptions {
   clock: Clock;
   /** Where the events come from; returns the unsubscribe. */
   subscribe(listener: (event: ActivityEvent) => void): () => void;
-  /** What a reader sees of an event (the console adds chat names). */
+  /** What a reader sees of an event (the console adds chat names); undefined leaves it out. */
   view(event: ActivityEvent): unknown;
   /** Streams open at once (default 16: a browser holds six per origin, an operator a few tabs). */
   maxReaders?: number;
@@ -53,7 +53,10 @@ export function createEventStream(options: EventStreamOptions): EventStream {
       const client = createSseClient(res, { maxQueuedFrames: options.maxQueuedEvents ?? 1000, maxQueuedBytes: options.maxQueuedBytes ?? 1024 * 1024 });
       const send = (type: string, data: unknown) => client.send(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
       // Attached before `hello`: nothing after it is missed.
-      const off = options.subscribe((event) => send(event.type, options.view(event)));
+      const off = options.subscribe((event) => {
+        const data = options.view(event);
+        if (data !== undefined) send(event.type, data);
+      });
       send("hello", { at: options.clock.now() });
       let keepalive = { cancel() {} };
       const beat = () => {

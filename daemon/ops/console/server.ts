@@ -19,7 +19,7 @@ import { CONSOLE_SECURITY_HEADERS, CONSOLE_SHARED_DIR, vendorModules } from "../
 import { LeaseLostError } from "../../vocabulary/state-errors.js";
 import { CONSOLE_COOKIE, actorOf, refusalOf } from "./access.js";
 import { ConsoleApi, problem, type Answer, type ConsoleDeps, type Problem } from "./api.js";
-import { createEventStream, type EventStreamOptions } from "./event-stream.js";
+import { createEventStream } from "./event-stream.js";
 import { platformName } from "../../adapters/platform-names.js";
 
 /** The page's files; `ops-ui` (not `ui`) so the bundled command line can keep them beside the emulator console's. */
@@ -110,22 +110,25 @@ function apiRoutes(api: ConsoleApi): RouteTable<ApiRoute | "events"> {
 }
 
 /** The console's request handler: true when it took the request (a path under `/ui`). */
-export function createConsole(
-  deps: ConsoleDeps & { token: string | undefined; events?: Pick<EventStreamOptions, "maxReaders" | "maxQueuedEvents" | "maxQueuedBytes"> },
-): ConsoleHandler {
+export function createConsole(deps: ConsoleDeps & { token: string | undefined }): ConsoleHandler {
   const api = new ConsoleApi(deps);
   const table = apiRoutes(api);
   const stream = createEventStream({
-    ...deps.events,
     clock: deps.clock,
     subscribe: (listener) => deps.feed.subscribe(listener),
-    // Each chat named as the lists name it.
-    view: (event) =>
-      "chat" in event
-        ? { ...event, chat: { ...event.chat, name: api.nameOf(event.chat) } }
-        : event.type === "channel"
-          ? { ...event, platformName: platformName(event.platform) }
-          : event,
+    // Each chat named as the lists name it, each platform as a person says it; parsed by the shared schema
+    // (an event it does not describe is left out and logged: a reader must not break the relay that emits).
+    view: (event) => {
+      const parsed = schemas.OpsEvent.safeParse(
+        "chat" in event
+          ? { ...event, chat: { ...event.chat, name: api.nameOf(event.chat) } }
+          : event.type === "channel"
+            ? { ...event, platformName: platformName(event.platform) }
+            : event,
+      );
+      if (!parsed.success) deps.logger.warn({ type: event.type }, "console event left out: it does not fit its schema");
+      return parsed.success ? parsed.data : undefined;
+    },
   });
   const vendor = vendorModules();
   const index = readFileSync(join(UI_DIR, "index.html"), "utf8");
