@@ -573,7 +573,7 @@ export class BridgeDaemon implements Daemon {
       store: () => this.#store,
       links: () =>
         this.#adapters
-          .filter((a) => a.forgetLink)
+          .filter((a) => a.link)
           .map((a) => ({ channel: a.accountId, platform: a.platform, state: this.#adapterStates.get(a) ?? "starting", linkCode: this.#linkCodes.get(a) })),
       relink: (channel) => this.#relink(channel),
       configState: () => ({ hash: this.#configHash, lastReload: this.#lastReload, peers: this.#cluster?.peerConfigs() }),
@@ -588,11 +588,12 @@ export class BridgeDaemon implements Daemon {
 
   /** The console's re-link: the channel stops, forgets its link and starts again, showing a new code to scan. False when no such channel links. */
   async #relink(channelId: string): Promise<boolean> {
-    const adapter = this.#adapters.find((a) => a.accountId === channelId && a.forgetLink);
+    const adapter = this.#adapters.find((a) => a.accountId === channelId && a.link);
     // A daemon on its way down starts nothing again.
-    if (!adapter?.forgetLink || this.#phase !== "running") return false;
+    const link = adapter?.link;
+    if (!adapter || !link || this.#phase !== "running") return false;
     await this.#stopAdapter(adapter);
-    await adapter.forgetLink();
+    await link.forget();
     this.#stopping.delete(adapter);
     this.#adapterStates.set(adapter, "starting");
     await this.#startAdapter(adapter);

@@ -15,8 +15,16 @@ const CHECK_FORMAT = true;
 const ROOT = join(import.meta.dirname, "..");
 const BIN = join(ROOT, "node_modules", ".bin");
 const extra = process.argv.slice(2);
-// Kept at a stable, git-ignored path so the line below can point at it after the run.
-const REPORT = join(ROOT, ".test-results", "report.json");
+// Kept at a stable, git-ignored path so the line below can point at it after the run (a run
+// started by a test names another folder, so it cannot touch the outer run's files).
+const RESULTS = process.env.AGENT_BRIDGE_TEST_RESULTS ?? join(ROOT, ".test-results");
+const REPORT = join(RESULTS, "report.json");
+// Where test/helpers/system-programs.ts records each file that skips for want of a program.
+const SKIPS = join(RESULTS, "skips.jsonl");
+// Under CI every test must run: a skip fails the run (.ci/run installs every program first).
+const IN_CI = process.env.CI === "true" || process.env.CI === "1";
+// The install commands, as this user would type them (apt-get needs root).
+const AS_ROOT = process.getuid?.() === 0 ? "" : "sudo ";
 
 /** Runs a command; its output is either shown as it comes or kept to be shown once it ends. */
 function run(cmd, args, { buffered, env = process.env, onSpawn = () => {} }) {
@@ -53,7 +61,8 @@ if (!extra.length) {
 }
 
 rmSync(REPORT, { force: true });
-mkdirSync(join(ROOT, ".test-results"), { recursive: true });
+rmSync(SKIPS, { force: true });
+mkdirSync(RESULTS, { recursive: true });
 const scratch = scratchOnTmpfs();
 // Ctrl-C reaches vitest too (the terminal signals the whole group); a SIGTERM sent to this
 // process alone is passed on. Either way this process waits for vitest, cleans up and reports.
@@ -62,7 +71,7 @@ process.on("SIGINT", () => {});
 process.on("SIGTERM", () => runner?.kill("SIGTERM"));
 const vitest = await run(join(BIN, "vitest"), ["run", "--reporter=default", "--reporter=json", `--outputFile.json=${REPORT}`, ...extra], {
   buffered: false,
-  env: scratch ? { ...process.env, TMPDIR: scratch } : process.env,
+  env: { ...process.env, ...(scratch ? { TMPDIR: scratch } : {}), AGENT_BRIDGE_TEST_SKIPS: SKIPS },
   onSpawn: (child) => (runner = child),
 });
 if (scratch) {
@@ -76,6 +85,7 @@ if (scratch) {
 
 let passed = 0;
 let failed = 0;
+let skipped = [];
 const notes = [];
 for (const check of checks) {
   const { status, output } = await check.done;
@@ -102,6 +112,11 @@ try {
       notes.push(`${relative(ROOT, file.name)} failed to load or set up`);
     }
   }
+  skipped = skippedTests(json);
+  if (IN_CI && skipped.length > 0) {
+    failed += skipped.length;
+    notes.push(`${skipped.length} test(s) skipped under CI=true: every test must run in CI (see the list above)`);
+  }
   if (vitest.status !== 0 && failed === 0) {
     // e.g. an unhandled error after the tests passed: vitest fails the run, so must we.
     failed += 1;
@@ -112,10 +127,59 @@ try {
   notes.push("vitest wrote no report");
 }
 
+printSkipped(skipped);
 for (const note of notes) console.log(`✗ ${note}`);
 if (readable(REPORT)) console.log(`vitest's JSON report: ${relative(ROOT, REPORT)}`);
-console.log(`${passed} passed, ${failed} failed`);
+console.log(`${passed} passed, ${failed} failed${skipped.length > 0 && !IN_CI ? `, ${skipped.length} skipped` : ""}`);
 process.exit(vitest.status === 0 && failed === 0 ? 0 : 1);
+
+/** Every test the report marks skipped or todo, with its file and full name. */
+function skippedTests(json) {
+  const out = [];
+  for (const file of json.testResults ?? []) {
+    for (const test of file.assertionResults ?? []) {
+      if (test.status === "skipped" || test.status === "pending" || test.status === "todo") {
+        out.push({ file: relative(ROOT, file.name), name: test.fullName ?? test.title });
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Names each skipped test, grouped by what its file lacks (as test/helpers/system-programs.ts
+ * recorded it), with the command that installs that; a test skipped for another reason is named
+ * as such.
+ */
+function printSkipped(tests) {
+  if (tests.length === 0) return;
+  const needsOf = new Map();
+  const needs = new Map();
+  for (const line of readable(SKIPS) ? readFileSync(SKIPS, "utf8").split("\n") : []) {
+    if (!line.trim()) continue;
+    const record = JSON.parse(line);
+    needs.set(record.need, record);
+    needsOf.set(record.file, [...new Set([...(needsOf.get(record.file) ?? []), record.need])]);
+  }
+  const groups = new Map();
+  for (const test of tests) {
+    const key = (needsOf.get(test.file) ?? []).join(" + ") || "";
+    groups.set(key, [...(groups.get(key) ?? []), test]);
+  }
+  console.log(`\n${tests.length} test(s) skipped${IN_CI ? " (under CI=true a skip fails the run)" : ""}:`);
+  for (const [key, group] of groups) {
+    if (key) {
+      const names = key.split(" + ");
+      console.log(
+        `- for want of ${names.map((n) => needs.get(n).what).join(" and ")}; install: ${AS_ROOT}bash scripts/install-system-programs.sh ${names.join(" ")}`,
+      );
+    } else {
+      console.log("- skipped by the test itself (skipIf/skip in the file), not for a missing program:");
+    }
+    for (const test of group) console.log(`    ${test.file} > ${test.name}`);
+  }
+  if (needs.size > 0) console.log(`Everything the suite uses, at once: ${AS_ROOT}bash scripts/install-system-programs.sh (as .ci/run does)\n`);
+}
 
 /**
  * The tests' temporary files on a RAM file system (Linux's /dev/shm), in one folder per run,

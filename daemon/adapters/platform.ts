@@ -2,11 +2,13 @@
  * What a chat platform tells the rest of the daemon about itself, in one
  * small descriptor (`daemon/adapters/<platform>/platform.ts`): its channel
  * config schema, the defaults it fills once the channel's id is known, the
- * secrets a channel holds, the `agent-bridge check` probe, and a lazy
- * `create` that imports the heavy adapter module only when a channel of the
- * platform is enabled. The registry (registry.ts) lists the descriptors;
- * config, secret scrubbing, check and buildAdapters go through it, so adding
- * a platform touches its own folder and one registry line.
+ * secrets a channel holds, the libraries it loads, how its user ids are
+ * spelled, the `agent-bridge check` probe, and a lazy `create` that imports
+ * the heavy adapter module only when a channel of the platform is enabled.
+ * The registry (registry.ts) lists the descriptors; config, secret
+ * scrubbing, access, check and buildAdapters go through it, so adding a
+ * platform touches its own folder and one registry line
+ * (docs/architecture.md, "Adding a platform").
  */
 import type { Readable, Writable } from "node:stream";
 import type { z } from "zod";
@@ -65,10 +67,30 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
+/** The libraries a platform loads: package name to the range package.json gives it (as an optional peer dependency). */
+export type PlatformLibraries = Readonly<Record<string, string>>;
+
+/** How a platform's user ids are spelled, so an id in the config matches the one a message brings. */
+export interface UserIdRules {
+  /**
+   * One spelling per person for the ids this platform recognises as its own
+   * (a suffix only it uses, a device part); any other id is returned as it
+   * came. Applied before the common rule (trimmed; a phone number written
+   * with `+` or spaces becomes its digits; no whitespace).
+   */
+  normalize(id: string): string;
+}
+
 /** One platform, as its folder writes it: every function sees only its own channels, precisely typed. */
 export interface PlatformSpec<T extends string, S extends z.ZodType<ParsedChannel & { type: T }>, C extends FinalChannel & { type: T }> {
   /** The channel `type` in the config. */
   type: T;
+  /** The libraries the adapter module imports (a test keeps them equal to package.json's optional peer dependencies). Default none. */
+  libraries?: PlatformLibraries;
+  /** Its user ids' own spellings (default: none beyond the common rule). */
+  users?: UserIdRules;
+  /** HTTP headers the platform sends that carry a secret: redacted wherever a logged request shows them. */
+  secretHeaders?: readonly string[];
   /** The account belongs to this machine and cannot move between the nodes of a bridge on several machines (default false). */
   machineBound?: boolean;
   /** The channel's config schema (a strict object with `type: z.literal(type)`, `...channelCommon`). */
@@ -106,6 +128,9 @@ export interface Platform<
   C extends FinalChannel & { type: T } = FinalChannel & { type: T },
 > {
   readonly type: T;
+  readonly libraries: PlatformLibraries;
+  readonly users: UserIdRules;
+  readonly secretHeaders: readonly string[];
   readonly machineBound: boolean;
   readonly schema: S;
   finalize(channel: ParsedChannel, context: FinalizeContext): C | undefined;
@@ -124,6 +149,9 @@ export function definePlatform<T extends string, S extends z.ZodType<ParsedChann
   const finalHere = (channel: FinalChannel): channel is C => channel.type === spec.type;
   return {
     type: spec.type,
+    libraries: spec.libraries ?? {},
+    users: spec.users ?? { normalize: (id) => id },
+    secretHeaders: spec.secretHeaders ?? [],
     machineBound: spec.machineBound ?? false,
     schema: spec.schema,
     finalize: (channel, context) => (parsedHere(channel) ? spec.finalize(channel, context) : undefined),
@@ -138,42 +166,39 @@ export function definePlatform<T extends string, S extends z.ZodType<ParsedChann
 /**
  * The platform libraries are optional peer dependencies (installing the
  * package for its emulator or client must not bring in ~55 MB of them):
- * each platform names its libraries here with the ranges package.json gives
- * them (a test keeps the two equal), for the sentence a person gets when one
- * is missing.
+ * each descriptor names its `libraries` with the ranges package.json gives
+ * them, for the sentence a person gets when one is missing.
  */
-export const PLATFORM_LIBRARIES = {
-  telegram: { grammy: "^1.46.0" },
-  discord: { "discord.js": "^14.28.1" },
-  whatsapp: { "@whiskeysockets/baileys": "7.0.0-rc14" },
-  slack: { "@slack/web-api": "^8.2.0", "@slack/socket-mode": "^3.1.0" },
-} as const satisfies Record<string, Record<string, string>>;
-
-type LibraryPlatform = keyof typeof PLATFORM_LIBRARIES;
+interface LibraryOwner {
+  readonly type: string;
+  readonly libraries: PlatformLibraries;
+}
 
 /** `npm install a@"range" b@"range"`: every library the platform needs, so one command fixes it. */
-const installCommand = (platform: LibraryPlatform): string =>
-  `npm install ${Object.entries(PLATFORM_LIBRARIES[platform])
+const installCommand = (platform: LibraryOwner): string =>
+  `npm install ${Object.entries(platform.libraries)
     .map(([library, range]) => `${library}@"${range}"`)
     .join(" ")}`;
 
 /** Thrown when a channel's platform library is not installed: says what to install. */
 export class PlatformLibraryMissingError extends Error {
   override readonly name = "PlatformLibraryMissingError";
+  readonly platform: string;
   constructor(
-    readonly platform: LibraryPlatform,
+    owner: LibraryOwner,
     readonly library: string,
   ) {
-    super(`The ${platform} channel needs the ${library} package, an optional dependency of agent-bridge: ${installCommand(platform)}`);
+    super(`The ${owner.type} channel needs the ${library} package, an optional dependency of agent-bridge: ${installCommand(owner)}`);
+    this.platform = owner.type;
   }
 }
 
 /** Loads a platform's adapter module; a missing platform library becomes a {@link PlatformLibraryMissingError}. */
-export async function loadAdapterModule<M>(platform: LibraryPlatform, load: () => Promise<M>): Promise<M> {
+export async function loadAdapterModule<M>(platform: LibraryOwner, load: () => Promise<M>): Promise<M> {
   try {
     return await load();
   } catch (error) {
-    const library = Object.keys(PLATFORM_LIBRARIES[platform]).find((name) => isModuleNotFound(error, name));
+    const library = Object.keys(platform.libraries).find((name) => isModuleNotFound(error, name));
     if (library !== undefined) throw new PlatformLibraryMissingError(platform, library);
     throw error;
   }

@@ -1,7 +1,8 @@
 /**
  * Every chat platform the daemon knows, one line each. The config's channel
- * union (in this order), secret scrubbing, `agent-bridge check` and
- * buildAdapters all read this list; nothing else names a platform.
+ * union (in this order), secret scrubbing, user ids, `agent-bridge check`,
+ * buildAdapters and the shared adapter suite (test/daemon/adapters/) all
+ * read this list; nothing else names a platform.
  */
 import { discordPlatform } from "./discord/platform.js";
 import { slackPlatform } from "./slack/platform.js";
@@ -12,3 +13,6 @@ import { whatsappPlatform } from "./whatsapp/platform.js";
 export const platforms = [terminalPlatform, telegramPlatform, discordPlatform, whatsappPlatform, slackPlatform] as const;
 
 export type RegisteredPlatform = (typeof platforms)[number];
+
+/** HTTP headers any platform sends with a secret in them (redacted in logged requests). */
+export const secretHeaders: readonly string[] = platforms.flatMap((p) => p.secretHeaders);

@@ -32,7 +32,7 @@ export const scheduleSchema = z
     userId: idString
       .optional()
       .describe(
-        "In a direct chat, the person whose conversation it is (their id, as /whoami shows it); in a group, who the prompt counts as for routing. Default: the chat id (right for Telegram and the terminal).",
+        "In a direct chat, the person whose conversation it is (their id, as /whoami shows it); in a group, who the prompt counts as for routing. Default: the chat id (right where a direct chat's id is the person's).",
       ),
     prompt: nonEmpty.describe("What the agent is asked at each firing. Required."),
     session: z

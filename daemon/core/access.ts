@@ -4,6 +4,7 @@
  * "open" must be chosen explicitly. Pure functions over config + message.
  */
 import type { AccessConfig, GroupAccessConfig } from "../config/schema.js";
+import { normalizeUserId as normalizePlatformUserId } from "../config/user-ids.js";
 import type { InboundMessage } from "../vocabulary/adapter.js";
 
 /** `pairable`: refused, but the sender may ask to pair (a direct chat on a channel in pairing mode). */
@@ -13,22 +14,10 @@ export type AccessDecision = { allowed: true } | { allowed: false; reason: strin
 export const ANY_USER = "*";
 
 /**
- * One spelling per person: WhatsApp ids lose `@s.whatsapp.net` / `@c.us`
- * and any `:device` part; phone numbers lose spaces, dashes, brackets and the
- * leading `+`. `@lid` ids keep their suffix: their digits are not a phone
- * number and must never match one.
+ * One spelling per person: each platform's own spellings (its descriptor's
+ * `users`), then phone numbers lose spaces, dashes, brackets and the leading `+`.
  */
-export function normalizeUserId(id: string): string {
-  let s = id.trim();
-  const pn = /^([^@]+)@(s\.whatsapp\.net|c\.us)$/i.exec(s);
-  if (pn?.[1] !== undefined) s = pn[1].replace(/:\d+$/, "");
-  const lid = /^([^@:]+)(?::\d+)?@lid$/i.exec(s);
-  if (lid?.[1] !== undefined) return `${lid[1]}@lid`;
-  if (/^\+?[\d\s\-().]+$/.test(s) && /\d/.test(s) && (s.startsWith("+") || /\s/.test(s) || pn)) {
-    return s.replace(/[^\d]/g, "");
-  }
-  return s.replace(/\s+/g, "");
-}
+export const normalizeUserId: (id: string) => string = normalizePlatformUserId;
 
 /** Whether one of `ids` is in the list (`"*"` matches anyone). */
 export const isListed = (list: readonly string[], ids: Set<string>): boolean => listed(list, ids);

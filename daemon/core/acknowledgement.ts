@@ -95,7 +95,7 @@ export class Acknowledgements {
     const config = ackConfigOf(this.#deps.channelFor(message.accountId));
     const emoji = config && ackEmojiFor(config, message);
     const adapter = emoji ? this.#deps.adapterFor(message.platform, message.accountId) : undefined;
-    return adapter?.react && emoji ? { adapter, emoji } : undefined;
+    return adapter?.reactions && emoji ? { adapter, emoji } : undefined;
   }
 
   /** One reaction call; never rejects. */
@@ -108,7 +108,7 @@ export class Acknowledgements {
         chatType: message.chatType,
         ...(message.threadId !== undefined ? { threadId: message.threadId } : {}),
       };
-      await adapter.react?.(target, message.messageId, emoji, { remove });
+      await adapter.reactions?.react(target, message.messageId, emoji, { remove });
     } catch (error) {
       this.#deps.logger.debug(
         { platform: message.platform, accountId: message.accountId, chatId: message.chatId, remove, err: errorSummary(error) },

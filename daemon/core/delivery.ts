@@ -114,8 +114,8 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
       log.info({ platform: target.platform, chatId: target.chatId, reason: prepared.reason }, "a file of the reply was not sent: the person is told");
       return sendChunk(instanceId, adapter, target, prepared.notice, "plain");
     }
-    const { file } = prepared;
-    return sendWithRetry(instanceId, target, () => adapter.sendFile!(target, file));
+    const { file, files } = prepared;
+    return sendWithRetry(instanceId, target, () => files.send(target, file));
   }
 
   /** One send (a chunk, a file) through the one retry policy. */

@@ -11,13 +11,14 @@ import type { Readable } from "node:stream";
 import { ServiceError, type ServiceClient } from "../../shared/client/index.js";
 import { formatBytes } from "../../shared/util/format-bytes.js";
 import { safeBaseName } from "../../shared/util/names.js";
-import type { ChatAdapter, OutboundFile } from "../vocabulary/adapter.js";
+import type { ChatAdapter, FileCapability, OutboundFile } from "../vocabulary/adapter.js";
 import { noticeText } from "./notices.js";
 import { fileKindOf } from "./reply-files.js";
 
 /** A file ready to send, or the line that says why not. */
 export type PreparedFile =
-  | { ok: true; file: OutboundFile }
+  /** `files`: the adapter's file capability, which sends it. */
+  | { ok: true; file: OutboundFile; files: FileCapability }
   | { ok: false; notice: string; reason: "too_large" | "refused" | "missing" | "unavailable" | "unsupported" };
 
 export interface FileFetchDeps {
@@ -29,8 +30,9 @@ export interface FileFetchDeps {
 /** Downloads workspace `path` of `instanceId` for `adapter`, within its limit for the file's kind. Never throws but on the halt. */
 export async function prepareFile(deps: FileFetchDeps, instanceId: string, path: string, adapter: ChatAdapter): Promise<PreparedFile> {
   const { kind, mimeType } = fileKindOf(path);
-  const limit = adapter.fileLimits?.[kind];
-  if (!adapter.sendFile || limit === undefined) return { ok: false, notice: noticeText.fileNotSupported(path), reason: "unsupported" };
+  const files = adapter.files;
+  const limit = files?.limits[kind];
+  if (files === undefined || limit === undefined) return { ok: false, notice: noticeText.fileNotSupported(path), reason: "unsupported" };
   const tooBig = (size: number): PreparedFile => ({
     ok: false,
     notice: noticeText.fileTooBig(path, formatBytes(size), formatBytes(limit)),
@@ -51,7 +53,7 @@ export async function prepareFile(deps: FileFetchDeps, instanceId: string, path:
   const data = await readAtMost(download.body, limit);
   if (data === "too_large") return tooBig(limit + 1);
   const fileName = safeBaseName(posix.basename(path)) || "file";
-  return { ok: true, file: { path, fileName, mimeType, kind, data } };
+  return { ok: true, file: { path, fileName, mimeType, kind, data }, files };
 }
 
 function failedDownload(error: unknown, path: string): PreparedFile {

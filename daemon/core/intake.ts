@@ -134,7 +134,7 @@ export function createIntake(deps: IntakeDeps): Intake {
   }
 
   async function accept(adapter: ChatAdapter, message: InboundMessage): Promise<AcceptOutcome> {
-    if (stopping.signal.aborted && adapter.capabilities.redelivers) {
+    if (stopping.signal.aborted && adapter.redelivers) {
       metrics.inbound(message.platform, "deferred");
       return { status: "deferred", reason: "stopping", acknowledge: false };
     }
@@ -230,7 +230,7 @@ export function createIntake(deps: IntakeDeps): Intake {
     const ids = { platform: msg.platform, accountId: msg.accountId, chatId: msg.chatId, messageId: msg.messageId };
     const slot = scheduler.reserve(route.instanceId, route.sessionBase);
     if (!slot.ok) {
-      if (adapter.capabilities.redelivers) {
+      if (adapter.redelivers) {
         // Left unacknowledged: the platform delivers it again, by when the queue has room.
         log.info({ ...ids, reason: slot.reason }, "queue full: message left with the platform for now");
         metrics.inbound(msg.platform, "deferred");

@@ -27,15 +27,11 @@ export type StreamMode = "edit" | "append" | undefined;
  * `streaming` setting. A preview started before a restart is finished in
  * place whatever the setting is now.
  */
-export function streamModeFor(
-  adapter: { capabilities: Pick<ChatAdapter["capabilities"], "edit" | "append">; edit?: unknown; write?: unknown },
-  resumingPreview: boolean,
-  streaming: string,
-): StreamMode {
-  if (resumingPreview && adapter.capabilities.edit) return "edit";
+export function streamModeFor(adapter: Pick<ChatAdapter, "edits" | "appends">, resumingPreview: boolean, streaming: string): StreamMode {
+  if (resumingPreview && adapter.edits) return "edit";
   if (streaming !== "partial") return undefined;
-  if (adapter.capabilities.edit && adapter.edit) return "edit";
-  if (adapter.capabilities.append && adapter.write) return "append";
+  if (adapter.edits) return "edit";
+  if (adapter.appends) return "append";
   return undefined;
 }
 

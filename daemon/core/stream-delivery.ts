@@ -180,27 +180,28 @@ export class StreamDriver implements PreviewDriver {
     } else if (action.kind === "edit") {
       const id = this.#ids[action.message];
       // Without its id a message cannot be edited: its final text goes in a new one.
-      if (!id || !adapter.edit) throw new SendError("the preview message cannot be edited", { permanent: true });
-      await adapter.edit(target, id, action.text, { format: "markdown", final });
+      if (!id || !adapter.edits) throw new SendError("the preview message cannot be edited", { permanent: true });
+      await adapter.edits.edit(target, id, action.text, { format: "markdown", final });
     } else if (action.kind === "delete") {
       // No adapter deletes yet: a broken preview stays (its final text was sent below it).
     }
   }
 
   /**
-   * A platform with native streams (`capabilities.endsStreams`): each message whose last
+   * A platform with native streams (`EditCapability.end`): each message whose last
    * operation was not final (its text was complete before the reply was) is told it is, with
    * its text unchanged. Best effort: a failure is reported, the reply is done either way.
    */
   async #endStreams(): Promise<void> {
     const { adapter, target } = this.#options;
-    if (!adapter.capabilities.endsStreams || !adapter.edit) return;
+    const edits = adapter.edits;
+    if (!edits?.end) return;
     const messages = this.#plan.state().messages;
     for (const [i, m] of messages.entries()) {
       const id = this.#ids[i];
       if (!id || this.#ended.has(i) || m.broken || m.deleted || m.shown === null) continue;
       try {
-        await adapter.edit(target, id, m.shown, { format: "markdown", final: true });
+        await edits.end(target, id, m.shown);
         this.#ended.add(i);
       } catch (error) {
         this.#options.onError?.(error, { kind: "edit", message: i, text: m.shown });
@@ -321,6 +322,6 @@ export class AppendStream implements AppendWriter {
   }
 
   #write(piece: string, end: boolean): void {
-    this.#chain = this.#chain.then(() => this.#adapter.write?.(this.#target, piece, { end })).catch(this.#onError);
+    this.#chain = this.#chain.then(() => this.#adapter.appends?.write(this.#target, piece, { end })).catch(this.#onError);
   }
 }

@@ -135,7 +135,7 @@ async function answer(fresh: OpenTurn, deps: TurnDeps): Promise<void> {
 /** Step 1. Answered before a restart: only delivery is left (a streamed reply finishes the messages its preview started). */
 function finishRecordedReply(lead: JournalEntry, reply: StoredReply, deps: TurnDeps): Promise<void> {
   const adapter = deps.adapterFor(lead.message.platform, lead.message.accountId);
-  if (lead.preview && reply.text !== undefined && adapter?.capabilities.edit) {
+  if (lead.preview && reply.text !== undefined && adapter?.edits) {
     return deps.views.finishPreview(lead, deps.views.preview(adapter, lead), reply.text);
   }
   return deps.delivery.deliver(lead.id);
@@ -166,7 +166,7 @@ async function answerExpired(turn: OpenTurn, deps: TurnDeps): Promise<OpenTurn |
   deps.logger.info({ ...turn.logCtx, expired: expired.length }, "pending messages too old: not answered");
   const { lead, adapter } = turn;
   // A reply half shown before the daemon went down is closed, not left looking unfinished.
-  if (lead.preview && expired.includes(lead) && adapter.capabilities.edit) {
+  if (lead.preview && expired.includes(lead) && adapter.edits) {
     await deps.views.end(lead.id, { preview: deps.views.preview(adapter, lead), writer: undefined }, noticeText.interruptedMarker);
   }
   const when = new Date(expired[0]!.message.sentAt).toISOString().replace("T", " ").slice(0, 16);

@@ -6,6 +6,7 @@
  * `formatNotice` (the terminal chat) render them.
  */
 import { pino, type DestinationStream, type Level, type Logger } from "pino";
+import { secretHeaders } from "../adapters/registry.js";
 import { MIN_SECRET_LENGTH, REDACTED, redactSecrets } from "../vocabulary/redact.js";
 
 export type { Logger } from "pino";
@@ -23,7 +24,8 @@ const SECRET_KEYS = [
   "secretToken",
   "password",
   '["x-api-key"]',
-  '["x-telegram-bot-api-secret-token"]',
+  // A platform's own (a webhook's secret header): its descriptor names them.
+  ...secretHeaders.map((header) => `["${header}"]`),
 ];
 
 /** Each key at the top level and up to three levels down. */

@@ -120,8 +120,8 @@ export interface SendOptions {
   /**
    * Streamed replies only (`send` and `edit` of a preview): true when this is
    * the last text the message gets, false while it will still change.
-   * Undefined for an ordinary send. A platform with native streaming (Slack)
-   * ends its stream on `true` (see `AdapterCapabilities.endsStreams`).
+   * Undefined for an ordinary send. A platform with native streams ends its
+   * stream on `true` (see `EditCapability.end`).
    */
   final?: boolean;
 }
@@ -148,37 +148,85 @@ export interface AdapterLimits {
   minEditIntervalMs?: number;
 }
 
-/** The largest file a platform takes, bytes, per kind (`ChatAdapter.sendFile`); a larger one is not sent, the person is told. */
+/** The largest file a platform takes, bytes, per kind (`FileCapability.send`); a larger one is not sent, the person is told. */
 export type FileLimits = Readonly<Record<OutboundFile["kind"], number>>;
 
-export interface AdapterCapabilities {
+/**
+ * Streaming replies by editing: `send` returns the message id, and the
+ * preview of a reply being written is edited in place as it grows.
+ */
+export interface EditCapability {
+  /** Replaces the text of a message this adapter sent. Same rules as `send`. */
+  edit(target: ChatTarget, messageId: string, text: string, options: SendOptions): Promise<void>;
   /**
-   * The platform delivers again what was not acknowledged (Telegram's update
-   * offset, a webhook answered non-2xx). A message the core cannot take now
-   * (busy, stopping) is then left unacknowledged instead of refused with a
-   * notice. Platforms that cannot (Discord, WhatsApp, the terminal) get every
-   * message journaled or deliberately refused with a notice.
+   * Platforms with native streams: once a streamed reply is complete, each of
+   * its messages whose last operation was not `final` gets this call with its
+   * (unchanged) text, so the platform's stream is closed. Best effort.
    */
-  redelivers: boolean;
-  /**
-   * Streaming replies: the adapter implements `edit`, and `send` returns the
-   * message id. The core never calls `edit` unless this is true.
-   */
-  edit: boolean;
-  /**
-   * Streaming replies with native streams (Slack): once a streamed reply is
-   * complete, each of its messages whose last operation was not `final` gets
-   * one more `edit` with its (unchanged) text and `final: true`, so the
-   * adapter can end its stream. Best effort. Default false.
-   */
-  endsStreams?: boolean;
-  /**
-   * Streaming replies on an output that cannot change what it showed (the
-   * terminal): the adapter implements `write`, and the reply is written as it
-   * comes instead of being sent at the end.
-   */
-  append?: boolean;
+  end?(target: ChatTarget, messageId: string, text: string): Promise<void>;
 }
+
+/**
+ * Streaming replies on an output that cannot change what it showed: the reply
+ * is written as it comes instead of being sent at the end.
+ */
+export interface AppendCapability {
+  /** Shows `piece`, the next part of a reply being written; `end` closes the reply (the prompt comes back). */
+  write(target: ChatTarget, piece: string, options: { end: boolean }): Promise<void>;
+}
+
+/** Files from the agent's workspace, shown in the chat. */
+export interface FileCapability {
+  /** The largest of each kind `send` may be given; a larger file is not sent, the person is told. */
+  readonly limits: FileLimits;
+  /**
+   * Sends one file as its kind (photo, voice note, document), answering the
+   * target's message like `ChatAdapter.send`. Same error rules; no retries of its own.
+   */
+  send(target: ChatTarget, file: OutboundFile): Promise<SendReceipt | void>;
+}
+
+/** The bot's reactions on people's messages (acknowledgement emoji). */
+export interface ReactionCapability {
+  /**
+   * Sets the bot's reaction on message `messageId` of the target's chat to
+   * `emoji`, or removes the bot's reaction `emoji` when `remove` is true.
+   * Rejects on failure (the core treats reactions as best effort: logged at
+   * debug, never retried, never holding up a reply).
+   */
+  react(target: ChatTarget, messageId: string, emoji: string, options: { remove: boolean }): Promise<void>;
+}
+
+/** An account linked to a device (a phone that scanned a code). */
+export interface LinkCapability {
+  /** While stopped: forgets the account's link, so the next start links it anew. */
+  forget(): Promise<void>;
+}
+
+/**
+ * What an adapter may do beyond sending text, one object per capability: an
+ * adapter has it (the object, with its methods and limits) or has not
+ * (undefined), and the core checks it one way, `if (adapter.files)`.
+ * The shared adapter suite (test/daemon/adapters/contract.test.ts) proves
+ * each one an adapter declares. The next one comes the same way: buttons
+ * (`buttons?: ButtonCapability`, a message with choices and the person's
+ * pick coming back as an inbound event) is a new optional member here.
+ */
+export interface AdapterCapabilities {
+  /** Streaming replies by editing the message in place. */
+  readonly edits?: EditCapability;
+  /** Streaming replies written as they come (an output that cannot change what it showed). */
+  readonly appends?: AppendCapability;
+  /** Files from the agent's workspace. */
+  readonly files?: FileCapability;
+  /** The bot's reactions on people's messages. */
+  readonly reactions?: ReactionCapability;
+  /** A linked device the operator can make the account forget. */
+  readonly link?: LinkCapability;
+}
+
+/** The capability names, for whoever goes through them all (the shared adapter suite, the docs). */
+export const CAPABILITY_NAMES = ["edits", "appends", "files", "reactions", "link"] as const satisfies readonly (keyof AdapterCapabilities)[];
 
 /** Why the core deliberately did not take a message (the adapter acknowledges it anyway). */
 export type RefusalReason =
@@ -276,11 +324,18 @@ export class SendError extends Error {
   }
 }
 
-export interface ChatAdapter {
+export interface ChatAdapter extends AdapterCapabilities {
   readonly platform: string;
   readonly accountId: string;
   readonly limits: AdapterLimits;
-  readonly capabilities: AdapterCapabilities;
+  /**
+   * The platform delivers again what was not acknowledged (an update offset,
+   * a webhook answered non-2xx). A message the core cannot take now (busy,
+   * stopping) is then left unacknowledged instead of refused with a notice.
+   * Platforms that cannot get every message journaled or deliberately
+   * refused with a notice.
+   */
+  readonly redelivers: boolean;
   /** Connects and begins delivering inbound messages to `sink`. Resolves when connected (or pairing). */
   start(sink: InboundSink): Promise<void>;
   /**
@@ -289,13 +344,11 @@ export interface ChatAdapter {
    * may still be asked for afterwards only until the core halts delivery.
    */
   stop(): Promise<void>;
-  /** While stopped: forgets the account's link (WhatsApp's linked device), so the next start links it anew. */
-  forgetLink?(): Promise<void>;
   /**
    * The length the platform will count for `text` sent in `format`, to compare
-   * with `limits.maxMessageLength` (Telegram: visible characters of the
-   * rendered HTML). The core's chunker splits until every chunk measures
-   * within the limit, so a formatted reply is never sent unformatted for length.
+   * with `limits.maxMessageLength` (visible characters of the rendered text,
+   * where the platform counts those). The core's chunker splits until every
+   * chunk measures within the limit, so a formatted reply is never sent unformatted for length.
    */
   measure(text: string, format: TextFormat): number;
   /**
@@ -303,33 +356,8 @@ export interface ChatAdapter {
    * with a `SendError` on failure; no retries of its own (the core retries).
    */
   send(target: ChatTarget, text: string, options: SendOptions): Promise<SendReceipt | void>;
-  /**
-   * Streaming (when `capabilities.edit`): replaces the text of a message this
-   * adapter sent. Same rules as `send`.
-   */
-  edit?(target: ChatTarget, messageId: string, text: string, options: SendOptions): Promise<void>;
-  /**
-   * Streaming (when `capabilities.append`): shows `piece`, the next part of a
-   * reply being written; `end` closes the reply (the prompt comes back).
-   */
-  write?(target: ChatTarget, piece: string, options: { end: boolean }): Promise<void>;
-  /** Platforms that take files: the largest of each kind `sendFile` may be given. Set together with `sendFile`. */
-  readonly fileLimits?: FileLimits;
-  /**
-   * Platforms that take files (`fileLimits` set): sends one file as
-   * its kind (photo, voice note, document), answering the target's message
-   * like `send`. Same error rules as `send`; no retries of its own.
-   */
-  sendFile?(target: ChatTarget, file: OutboundFile): Promise<SendReceipt | void>;
   /** Best effort: a failure here must never lose a reply. */
   sendTyping(target: ChatTarget): Promise<void>;
-  /**
-   * Platforms with reactions: sets the bot's reaction on message `messageId`
-   * of the target's chat to `emoji`, or removes the bot's reaction `emoji`
-   * when `remove` is true. Rejects on failure (the core treats reactions as
-   * best effort: logged at debug, never retried, never holding up a reply).
-   */
-  react?(target: ChatTarget, messageId: string, emoji: string, options: { remove: boolean }): Promise<void>;
 }
 
 /** `measure` for platforms that count the raw text. */

@@ -46,7 +46,10 @@ export const accessSchema = z
       .describe(
         '"allowlist" fails closed (empty list = nobody); "pairing": as allowlist, and an unknown sender in a direct chat gets a one-time code an owner approves (`agent-bridge pairing approve`, `/approve CODE`); "open" lets anyone talk and must be chosen explicitly. Default: allowlist (new configs: pairing).',
       ),
-    users: z.array(idString).default([]).describe('Who may talk: user ids; WhatsApp phone numbers (+4915...) or `...@lid` ids. "*" = anyone. Default: nobody.'),
+    users: z
+      .array(idString)
+      .default([])
+      .describe('Who may talk: user ids as /whoami shows them (a phone number as +4915... where the platform has them). "*" = anyone. Default: nobody.'),
     owners: z
       .array(idString)
       .default([])
@@ -261,7 +264,7 @@ export const streamingSchema = z
   .enum(["off", "partial"])
   .default("partial")
   .describe(
-    '"partial": the reply appears as the agent writes it (a message edited in place; the terminal prints as it comes); "off": the whole reply once it is done. Default: partial.',
+    '"partial": the reply appears as the agent writes it (a message edited in place, or printed as it comes where a chat cannot edit); "off": the whole reply once it is done. Default: partial.',
   );
 
 /**

@@ -16,7 +16,21 @@ export type Directive =
   | { kind: "sleep"; ms: number }
   | { kind: "stream"; ms: number; length: number }
   | { kind: "fail"; status: number }
-  | { kind: "file"; name: string; fileKind: FileKind };
+  | { kind: "file"; name: string; fileKind: FileKind }
+  /** `!ask QUESTION | OPTION | OPTION [| *]`: a call to the bridge's choice tool (`*`: typed answers welcome too). */
+  | { kind: "ask"; question: string; options: string[]; allowText: boolean }
+  /** `!confirm SUMMARY`: a call to the bridge's confirmation tool. */
+  | { kind: "confirm"; summary: string };
+
+/**
+ * The tools the bridge offers an agent for buttons in the chat (docs/bridge.md, "Buttons"): the
+ * `!ask` and `!confirm` directives call them when the request offers them, so the terminal chat
+ * and the platforms' fakes can show the whole round trip offline.
+ */
+export const CHOICE_TOOL = "ask_choice";
+export const CONFIRM_TOOL = "ask_confirmation";
+/** How many options a choice may have (as the bridge's tool declares). */
+export const ASK_OPTIONS = { min: 2, max: 10 } as const;
 
 export const LONG_MAX = 1_000_000;
 export const SLEEP_MAX_MS = 600_000;
@@ -30,6 +44,9 @@ const STREAM = /^!stream(?:\s+(\S+))?(?:\s+(\S+))?$/;
 const DIRECTIVE = /^!(recall|count|long|sleep|fail)(?:\s+(\S+))?$/;
 
 const FILE = /^!file\s+(\S+)(?:\s+(\S+))?$/;
+
+const ASK = /^!ask(?:\s+([\s\S]*))?$/;
+const CONFIRM = /^!confirm(?:\s+([\s\S]*))?$/;
 
 function integerArg(name: string, arg: string | undefined, min: number, max: number): Parsed<number> {
   const value = arg !== undefined && /^\d{1,9}$/.test(arg) ? Number(arg) : NaN;
@@ -46,6 +63,10 @@ export function parseDirective(userText: string): Parsed<Directive> {
   if (stream) return streamDirective(stream[1], stream[2]);
   const file = FILE.exec(userText.trim());
   if (file) return fileDirective(file[1]!, file[2]);
+  const ask = ASK.exec(userText.trim());
+  if (ask) return askDirective(ask[1] ?? "");
+  const confirm = CONFIRM.exec(userText.trim());
+  if (confirm) return confirmDirective(confirm[1] ?? "");
   const match = DIRECTIVE.exec(userText.trim());
   if (!match) return { ok: true, value: { kind: "plain" } };
   const [, name, arg] = match;
@@ -105,6 +126,30 @@ function fileDirective(name: string, kind: string | undefined): Parsed<Directive
   return { ok: true, value: { kind: "file", name, fileKind } };
 }
 
+/** `!ask QUESTION | A | B [| *]`: a question and 2 to 10 options, `*` last to welcome a typed answer. */
+function askDirective(arg: string): Parsed<Directive> {
+  const parts = arg.split("|").map((p) => p.trim());
+  const allowText = parts.length > 1 && parts.at(-1) === "*";
+  const [question = "", ...options] = allowText ? parts.slice(0, -1) : parts;
+  if (!question || options.length < ASK_OPTIONS.min || options.length > ASK_OPTIONS.max || options.some((o) => !o)) {
+    return {
+      ok: false,
+      error: invalid(
+        "invalid_value",
+        "input",
+        `Directive !ask needs a question and ${ASK_OPTIONS.min} to ${ASK_OPTIONS.max} options, each after a '|' (and '| *' last to welcome a typed answer), got '${arg.slice(0, 100)}'.`,
+      ),
+    };
+  }
+  return { ok: true, value: { kind: "ask", question, options, allowText } };
+}
+
+/** `!confirm SUMMARY`: what the person approves or denies. */
+function confirmDirective(summary: string): Parsed<Directive> {
+  if (!summary.trim()) return { ok: false, error: invalid("invalid_value", "input", "Directive !confirm needs a summary of what to approve.") };
+  return { ok: true, value: { kind: "confirm", summary: summary.trim() } };
+}
+
 /** The error a `!fail STATUS` turn answers with. */
 export function failError(status: number): GatewayError {
   return {
@@ -136,6 +181,11 @@ export function replyText(directive: Directive, userText: string, earlierInputs:
       return streamText(directive.length);
     case "file":
       return `Here is ${directive.name}.\nMEDIA: ${FILE_DIR}/${directive.name}`;
+    // Asked in prose where the request offers no such tool (a plan with the tool answers a call instead).
+    case "ask":
+      return `${directive.question}\n${directive.options.map((o, i) => `${i + 1}. ${o}`).join("\n")}`;
+    case "confirm":
+      return `${directive.summary}\nShall I go ahead? (yes or no)`;
     case "fail": // answered before a reply is made; kept total for the type checker
     case "plain":
       return `You said: ${userText}`;

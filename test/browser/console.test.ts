@@ -8,6 +8,9 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEmulator, type Emulator } from "../../emulator/index.js";
 import { launchBrowser, textOf, UNTIL, type TestBrowser } from "../helpers/browser.js";
+import { lacks } from "../helpers/system-programs.js";
+
+const noChromium = lacks("chromium", import.meta.url);
 
 let emulator: Emulator;
 let url: string;
@@ -66,7 +69,7 @@ async function open(path: string): Promise<void> {
   await expect.poll(() => textOf(page.getByTestId("live-status")), UNTIL).toBe("live");
 }
 
-describe("web console", () => {
+describe.skipIf(noChromium)("web console", () => {
   it("loads, says what to do when empty, and shows an instance created through the API without a reload", async () => {
     await load("/");
     await page.getByRole("heading", { level: 1, name: "Instances" }).first().waitFor({ state: "visible" });

@@ -27,6 +27,9 @@ import { waitUntil } from "../helpers/wait.js";
 import { launchBrowser, textOf, UNTIL, type TestBrowser } from "../helpers/browser.js";
 import { openSse, type SseReader } from "../helpers/sse-client.js";
 import { OpsChat, OpsChats, OpsEvent, OpsLinks, OpsOverview, OpsPairing } from "../../shared/schemas/ops-console.js";
+import { lacks } from "../helpers/system-programs.js";
+
+const noChromium = lacks("chromium", import.meta.url);
 
 const OPS_TOKEN = "ops-browser-token-7c41b9e2d0";
 const BOT_TOKEN = "987654321:BrowserSecretBotTokenAAAAAAAAAAAAAA";
@@ -143,7 +146,7 @@ async function open(path: string): Promise<void> {
   await expect.poll(() => textOf(page.getByTestId("live-status")), UNTIL).toBe("live");
 }
 
-describe("the operator's console", () => {
+describe.skipIf(noChromium)("the operator's console", () => {
   it("requires the token: without it and with a wrong one the page is refused; the right one opens it and leaves the address", async () => {
     const none = await page.goto(`${url}/ui/`);
     expect(none?.status()).toBe(401);

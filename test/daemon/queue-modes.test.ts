@@ -7,27 +7,24 @@
  * conversation holds, so "each message exactly once" is read from the
  * service's own chain.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { startBridge, startService, tempDir, testConfig, type Service } from "./daemon-harness.js";
 import type { DaemonConfigInput } from "../../daemon/config/schema.js";
 import { testHandle } from "../../daemon/test-handle.js";
 
 let service: Service;
-const cleanups: (() => Promise<void> | void)[] = [];
 beforeAll(async () => {
   service = await startService();
 });
 afterAll(async () => {
   await service.close();
 });
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
 
 async function bridge(overrides: Partial<DaemonConfigInput> = {}) {
   const dir = tempDir();
   const { chat, daemon } = await startBridge(testConfig(service, dir.path, overrides));
-  cleanups.push(dir.remove, () => daemon.stop({ graceMs: 0 }));
+  onTestFinished(dir.remove);
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
   return { chat, daemon };
 }
 
@@ -53,7 +50,7 @@ describe("queue modes", () => {
   it("followup (the default): a message sent while busy waits and is answered on its own", async () => {
     const { chat, daemon } = await bridge();
     const held = service.hold(901);
-    cleanups.push(held.release);
+    onTestFinished(held.release);
     await chat.inject({ userId: "fu", text: "!sleep 901" });
     await held.started;
     await chat.inject({ userId: "fu", text: "one" });
@@ -67,7 +64,7 @@ describe("queue modes", () => {
   it("collect: what came while a turn ran is one next turn, in order, marked as several messages; each is in the conversation once", async () => {
     const { chat, daemon } = await bridge({ queue: { debounceMs: 0, mode: "collect" } });
     const held = service.hold(902);
-    cleanups.push(held.release);
+    onTestFinished(held.release);
     await chat.inject({ userId: "co", text: "!sleep 902" });
     await held.started;
     let last = "";
@@ -86,7 +83,7 @@ describe("queue modes", () => {
   it("interrupt: a newer message stops the running answer and is answered together with the stopped one, each once", async () => {
     const { chat, daemon } = await bridge({ queue: { debounceMs: 0, mode: "interrupt" } });
     const held = service.hold(903);
-    cleanups.push(held.release);
+    onTestFinished(held.release);
     const callsBefore = await endedResponseCalls();
     await chat.inject({ userId: "in", text: "!sleep 903" });
     await held.started;
@@ -117,7 +114,8 @@ describe("queue modes", () => {
       ],
     });
     const { chat, daemon } = await startBridge(config);
-    cleanups.push(dir.remove, () => daemon.stop({ graceMs: 0 }));
+    onTestFinished(dir.remove);
+    onTestFinished(() => daemon.stop({ graceMs: 0 }));
 
     await chat.inject({ userId: "ru", text: "/queue" });
     await chat.inject({ userId: "ch", text: "/queue" });
@@ -130,7 +128,7 @@ describe("queue modes", () => {
     await chat.waitForReplies("ch", 2);
     expect(texts(chat, "ch")[1]).toMatch(/^Queue mode for this chat: collect/);
     const held = service.hold(904);
-    cleanups.push(held.release);
+    onTestFinished(held.release);
     await chat.inject({ userId: "ch", text: "!sleep 904" });
     await held.started;
     await chat.inject({ userId: "ch", text: "x" });

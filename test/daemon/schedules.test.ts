@@ -4,8 +4,10 @@
  * waited for (a day of hourly slots takes well under a minute). Each slot is
  * answered once in its chat; an answer that is the silent word is not sent;
  * a slot missed while the daemon was down fires once at the next start, or is
- * skipped past the grace time.
+ * skipped past the grace time. And on the real clock, where a timer may fire a
+ * millisecond early: a dozen schedules firing every second, every slot once.
  */
+import pino from "pino";
 import { expect, it, onTestFinished } from "vitest";
 import type { DaemonConfig } from "../../daemon/config/schema.js";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
@@ -123,4 +125,64 @@ it("lists the schedules to an owner, and to nobody else", { timeout: 30_000 }, a
   fake.privateText(bob, "/schedule list");
   await waitUntil(() => texts(fake, bob.id).length === 1, "bob's answer");
   expect(texts(fake, bob.id)[0]).toBe("Only this channel's owners (access.owners) can list its schedules.");
+});
+
+it("fires every slot of a dozen every-second schedules exactly once on the real clock, each counted at the service", { timeout: 60_000 }, async () => {
+  const service = await startServiceFixture("schedules-dense-");
+  const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
+  onTestFinished(() => fake.close());
+  const ids = Array.from({ length: 12 }, (_, i) => `s${String(i).padStart(2, "0")}`);
+  const channel = {
+    type: "telegram",
+    id: "tg",
+    token: TELEGRAM_BOT_TOKEN,
+    apiRoot: fake.url,
+    streaming: "off",
+    setCommands: false,
+    access: { users: [String(alice.id)] },
+  };
+  const config: DaemonConfig = {
+    ...service.configFor(channel),
+    logLevel: "info",
+    // Silent, each in a conversation of its own: the service's log of each conversation counts its firings.
+    schedules: ids.map((id) =>
+      scheduleSchema.parse({
+        id,
+        cron: "* * * * * *",
+        timeZone: "UTC",
+        channel: "tg",
+        chatId: String(alice.id),
+        prompt: `tick ${id}`,
+        session: "own",
+        silentWord: `You said: tick ${id}`,
+      }),
+    ),
+  };
+  const logs: Record<string, unknown>[] = [];
+  const logger = pino({ level: "info" }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+  // The real clock (none injected): its timers may fire a little early or late, as in production.
+  const daemon = createDaemon({ config, logger, random: seededRandom(11) });
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
+  await daemon.start();
+  const firings = (id: string) => logs.filter((l) => l.msg === "scheduled prompt" && l.schedule === id);
+  // Four slots each: at least three slot boundaries crossed by every schedule.
+  await waitUntil(() => ids.every((id) => firings(id).length >= 4), "four firings of every schedule", 30_000);
+  await testHandle(daemon).schedules?.stop();
+  await daemon.whenIdle();
+
+  const answered = (id: string) =>
+    Object.values(service.emulator.emulator.store.data.gateway.responses).filter((r) => r.input_text.includes(`tick ${id}`)).length;
+  for (const id of ids) {
+    const slots = firings(id).map((l) => Date.parse(String(l.slot)));
+    // Every slot from the first to the last, once each, in order; each fired (none a duplicate, none refused).
+    expect(slots, id).toEqual(Array.from({ length: slots.length }, (_, i) => (slots[0] ?? 0) + i * 1000));
+    expect(firings(id).every((l) => l.outcome === "fired")).toBe(true);
+    // The service was asked once per slot.
+    expect(answered(id), id).toBe(slots.length);
+  }
+  // Nothing passed over or skipped, and nothing sent to the chat (every answer was the silent word).
+  expect(logs.filter((l) => /passed over|skipped|not due/.test(String(l.msg)))).toEqual([]);
+  expect(texts(fake)).toEqual([]);
+  const silent = [...(await daemon.metrics.text()).matchAll(/agent_bridge_scheduled_prompts_total\{schedule="[^"]+",outcome="silent"\} (\d+)/g)];
+  expect(silent.reduce((n, m) => n + Number(m[1]), 0)).toBe(ids.reduce((n, id) => n + firings(id).length, 0));
 });

@@ -281,6 +281,56 @@ describe("streamed replies", () => {
   });
 });
 
+describe("direct messages", () => {
+  it("end a reply that never streamed without an edit, and pace every send and edit in the DM", async () => {
+    const interval = 300;
+    const { fake, daemon, service } = await bridge("socket", { streaming: "partial", minEditIntervalMs: interval });
+    fake.say({ user: ALICE, channel: DM, text: "hello" });
+    await waitFor(() => texts(fake, DM).length === 1, "the short reply");
+    await daemon.whenIdle();
+    fake.say({ user: ALICE, channel: DM, text: "!stream 2" });
+    await waitFor(() => {
+      service.emulator.clock.advance(250);
+      return texts(fake, DM)[1] === markdownToMrkdwn(streamText(600));
+    }, "the streamed answer, updated in place");
+    await daemon.whenIdle();
+    const writes = fake.writes(DM);
+    // The short reply: posted once, never "closed" with a chat.update of the same text.
+    expect(writes.filter((w) => w.ts === fake.messages(DM)[0]?.ts).map((w) => w.method)).toEqual(["chat.postMessage"]);
+    // The streamed one: posted, then updated, each write changing the text.
+    const streamed = writes.filter((w) => w.ts === fake.messages(DM)[1]?.ts);
+    expect(streamed[0]?.method).toBe("chat.postMessage");
+    expect(streamed.length).toBeGreaterThan(1);
+    for (const [i, w] of streamed.entries()) if (i > 0) expect(w.text).not.toBe(streamed[i - 1]?.text);
+    // Every write to the DM at least minEditIntervalMs after the one before.
+    for (const [i, w] of writes.entries()) if (i > 0) expect(w.at - (writes[i - 1]?.at ?? 0)).toBeGreaterThanOrEqual(interval);
+  });
+
+  it("answer a message in a DM's thread (an assistant thread) in that thread, thinking there, as a conversation of its own", async () => {
+    const { fake, daemon } = await bridge("http");
+    const top = fake.say({ user: ALICE, channel: DM, text: "at the top" });
+    await waitFor(() => texts(fake, DM).length === 1, "the top-level reply");
+    await daemon.whenIdle();
+    const asked = fake.say({ user: ALICE, channel: DM, text: "!recall", threadTs: top.ts });
+    await waitFor(() => texts(fake, DM).length === 2, "the reply in the thread");
+    await daemon.whenIdle();
+    fake.say({ user: ALICE, channel: DM, text: "!recall" });
+    await waitFor(() => texts(fake, DM).length === 3, "the top level's recall");
+    await daemon.whenIdle();
+    const [first, inThread, atTop] = fake.messages(DM);
+    expect(first).toMatchObject({ text: "You said: at the top" });
+    expect(first?.threadTs).toBeUndefined();
+    // The thread is its own conversation (nothing recalled), answered in the thread.
+    expect(inThread).toMatchObject({ text: "(nothing yet)", threadTs: top.ts });
+    // The top level's conversation never saw the thread's message.
+    expect(atTop?.text).toBe("at the top");
+    expect(atTop?.threadTs).toBeUndefined();
+    // "is thinking..." on the thread (Slack refuses it on a reply inside a thread: invalid_thread_ts), never on the reply's own ts.
+    expect(fake.statuses.filter((st) => st.channel === DM).map((st) => st.threadTs)).toContain(top.ts);
+    expect(fake.statuses.map((st) => st.threadTs)).not.toContain(asked.ts);
+  });
+});
+
 describe("HTTP Events API", () => {
   it("answers Slack's retries of one event once", async () => {
     const { fake, daemon } = await bridge("http");

@@ -461,25 +461,26 @@ describe("replies", () => {
 
   it('edits in place: Markdown as HTML, plain text when Telegram rejects the entities, "not modified" as done, a deleted message as a permanent refusal', async () => {
     const { fake, adapter } = await start();
-    expect(adapter.capabilities.edit).toBe(true);
+    const edits = adapter.edits;
+    if (!edits) throw new Error("the Telegram adapter edits");
     const receipt = await adapter.send(target, "first", { format: "markdown" });
     const id = receipt?.messageId;
     if (!id) throw new Error("send gave no message id");
-    await adapter.edit!(target, id, "**second**", { format: "markdown" });
+    await edits.edit(target, id, "**second**", { format: "markdown" });
     expect(fake.shownMessages(111)[0]).toMatchObject({ text: "<b>second</b>", parse_mode: "HTML" });
-    await adapter.edit!(target, id, "**second**", { format: "markdown" }); // Telegram: "message is not modified"
+    await edits.edit(target, id, "**second**", { format: "markdown" }); // Telegram: "message is not modified"
     fake.injectError(
       "editMessageText",
       400,
       { ok: false, error_code: 400, description: "Bad Request: can't parse entities: unsupported start tag at byte offset 0" },
       1,
     );
-    await adapter.edit!(target, id, "**third**", { format: "markdown" });
+    await edits.edit(target, id, "**third**", { format: "markdown" });
     const shown = fake.shownMessages(111);
     expect(shown).toHaveLength(1);
     expect(shown[0]!.text).toBe("**third**");
     expect(shown[0]!.parse_mode).toBeUndefined();
-    const refused = adapter.edit!(target, "999999", "gone", { format: "plain" });
+    const refused = edits.edit(target, "999999", "gone", { format: "plain" });
     await expect(refused).rejects.toBeInstanceOf(SendError);
     await expect(refused).rejects.toMatchObject({ permanent: true, status: 400 });
   });

@@ -15,11 +15,14 @@ import { createFakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { waitUntil } from "../helpers/wait.js";
 import { TELEGRAM_BOT_TOKEN } from "../helpers/tokens.js";
+import { lacks } from "../helpers/system-programs.js";
+
+const noSpeech = lacks("speech", import.meta.url);
 
 const alice = { id: 5001, username: "alice" };
 const helpers = join(import.meta.dirname, "../helpers");
 
-it("hears a spoken voice note with pocketsphinx and answers from what was said", { timeout: 60_000 }, async () => {
+it.skipIf(noSpeech)("hears a spoken voice note with pocketsphinx and answers from what was said", { timeout: 60_000 }, async () => {
   const speech = execFileSync("espeak-ng", ["-v", "en-us", "-s", "130", "--stdout", "turn on the kitchen lights"]);
   const service = await startServiceFixture("voice-local-");
   const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });

@@ -7,7 +7,6 @@ import {
   rawLength,
   SendError,
   type AcceptOutcome,
-  type AdapterCapabilities,
   type AdapterLimits,
   type AdapterStatusEvent,
   type ChatAdapter,
@@ -76,7 +75,6 @@ export function createFakeAdapter(options: FakeAdapterOptions = {}): FakeChatAda
   let failWith: { permanent: boolean; retryAfterMs?: number } | undefined;
   let attempts = 0;
   const outcomes: AcceptOutcome[] = [];
-  const capabilities: AdapterCapabilities = { redelivers: options.redelivers ?? false, edit: false };
   let untilHang = Number.POSITIVE_INFINITY;
 
   const wake = () => {
@@ -87,7 +85,7 @@ export function createFakeAdapter(options: FakeAdapterOptions = {}): FakeChatAda
     platform,
     accountId,
     limits,
-    capabilities,
+    redelivers: options.redelivers ?? false,
     outcomes,
     get sendAttempts() {
       return attempts;

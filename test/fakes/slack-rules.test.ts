@@ -3,7 +3,8 @@
  * Slack's own WebClient and by plain HTTP, never by the bridge's adapter):
  * errors as HTTP 200 {ok:false}, missing scopes with `needed` and `provided`,
  * 429 with Retry-After per channel, msg_too_long, message_not_found, the
- * upload steps in order, a stopped stream, unsigned file downloads, and the
+ * upload steps in order, a stopped stream, a status on what is not a thread,
+ * unsigned file downloads, and the
  * signed event deliveries retried with Slack's headers when not answered.
  */
 import { createHmac } from "node:crypto";
@@ -65,6 +66,24 @@ describe("Web API", () => {
     });
     // A DM stream needs its recipient.
     expect(await web.chat.startStream({ channel: "D0ALICE001", thread_ts: "1.1" }).catch(platformError)).toMatchObject({ error: "missing_recipient_user_id" });
+  });
+
+  it("sets the thinking status on a thread only: a reply inside a thread, or an unknown ts, is invalid_thread_ts", async () => {
+    const { slack, web } = await fake({ requestUrl: "http://127.0.0.1:9/unused" });
+    // Events are not the point here: nothing listens, and nothing is retried once the fake closes.
+    const root = slack.say({ user: "U0ALICE001", channel: "D0ALICE001", text: "hello" });
+    const reply = slack.say({ user: "U0ALICE001", channel: "D0ALICE001", text: "in the thread", threadTs: root.ts });
+    await web.assistant.threads.setStatus({ channel_id: "D0ALICE001", thread_ts: root.ts, status: "is thinking..." });
+    for (const ts of [reply.ts, "9.999"]) {
+      expect(await web.assistant.threads.setStatus({ channel_id: "D0ALICE001", thread_ts: ts, status: "is thinking..." }).catch(platformError)).toMatchObject({
+        ok: false,
+        error: "invalid_thread_ts",
+      });
+    }
+    // The bot's own top-level message is a thread too (an assistant thread starts with one).
+    const greeting = await web.chat.postMessage({ channel: "D0ALICE001", text: "How can I help?" });
+    await web.assistant.threads.setStatus({ channel_id: "D0ALICE001", thread_ts: greeting.ts ?? "", status: "is thinking..." });
+    expect(slack.statuses.map((s) => s.threadTs)).toEqual([root.ts, greeting.ts]);
   });
 
   it("takes a file only in order: URL, bytes, completion; files.upload is retired", async () => {

@@ -15,7 +15,9 @@
  *   token's scopes in `x-oauth-scopes`.
  * - Methods: auth.test, apps.connections.open (app token), chat.postMessage,
  *   chat.update, chat.startStream / appendStream / stopStream (appending to a
- *   stopped stream is refused), assistant.threads.setStatus, reactions.add /
+ *   stopped stream is refused), assistant.threads.setStatus (on a thread only:
+ *   its `thread_ts` must be a message of the channel that is not itself a reply
+ *   in a thread, else `invalid_thread_ts`), reactions.add /
  *   remove, files.getUploadURLExternal -> POST the bytes to `upload_url` ->
  *   files.completeUploadExternal (in that order, or `file_not_found`).
  *   `files.upload` is retired (`method_deprecated`). Files people share are
@@ -99,6 +101,15 @@ export interface PostedMessage {
   files: { id: string; name: string; data: Buffer; title?: string }[];
   /** Started with chat.startStream: open until stopped. */
   stream?: "open" | "stopped";
+}
+
+export interface ChatWrite {
+  at: number;
+  method: string;
+  /** The message written. */
+  ts: string;
+  /** The text it shows after the write (a stream: all of it so far). */
+  text: string;
 }
 
 export interface HttpDelivery {
@@ -186,6 +197,8 @@ export interface FakeSlack {
   messages(channel: string): PostedMessage[];
   reactions(channel: string, ts: string): string[];
   readonly statuses: { channel: string; threadTs: string; status: string }[];
+  /** The bot's writes to a conversation that Slack took (post, update, stream start/append/stop), oldest first, on the fake's clock. */
+  writes(channel: string): ChatWrite[];
   /** Every Web API call, with its connection. */
   calls(): PlatformCall[];
   /** Method names answered 429 so far. */
@@ -232,6 +245,14 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
   const posted = new Map<string, PostedMessage[]>();
   const reactions = new Map<string, Set<string>>();
   const statuses: FakeSlack["statuses"] = [];
+  const chatWrites = new Map<string, ChatWrite[]>();
+  const wrote = (method: string, message: PostedMessage) => {
+    const list = chatWrites.get(message.channel) ?? [];
+    chatWrites.set(message.channel, list);
+    list.push({ at: now(), method, ts: message.ts, text: message.text });
+  };
+  /** People's messages, by channel: ts -> the thread it is a reply in (undefined: top level). */
+  const peopleMessages = new Map<string, Map<string, string | undefined>>();
   const shared = new Map<string, SharedFile>();
   const uploads = new Map<string, PendingUpload>();
   const deliveries: HttpDelivery[] = [];
@@ -339,6 +360,13 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
   };
   const findMessage = (channel: string, ts: string) => posted.get(channel)?.find((m) => m.ts === ts);
   const knownChannel = (channel: string) => /^[CDG][A-Z0-9]{2,}$/.test(channel);
+  /** A thread is named by its parent's ts: a message of the channel (a person's or the bot's) that is no reply in a thread itself. */
+  const isThread = (channel: string, ts: string): boolean => {
+    const person = peopleMessages.get(channel);
+    if (person?.has(ts)) return person.get(ts) === undefined;
+    const bots = findMessage(channel, ts);
+    return bots !== undefined && (bots.threadTs === undefined || bots.threadTs === ts);
+  };
 
   const METHODS: Record<string, Method> = {
     "auth.test": {
@@ -380,6 +408,7 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
         const threadTs = str(args.thread_ts) || undefined;
         const message: PostedMessage = { channel, ts: nextTs(), text, history: [text], files: [], ...(threadTs ? { threadTs } : {}) };
         channelMessages(channel).push(message);
+        wrote("chat.postMessage", message);
         fakeSlack.onPosted?.(message);
         return { ok: true, channel, ts: message.ts, message: { type: "message", user: bot.userId, bot_id: bot.botId, text, ts: message.ts } };
       },
@@ -402,6 +431,7 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
         if (!text.trim() && !args.blocks) return { ok: false, error: "no_text" };
         message.text = text;
         message.history.push(text);
+        wrote("chat.update", message);
         return { ok: true, channel, ts: message.ts, text };
       },
     },
@@ -416,6 +446,7 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
         const text = str(args.markdown_text);
         const message: PostedMessage = { channel, ts: nextTs(), text, history: [text], files: [], threadTs, stream: "open" };
         channelMessages(channel).push(message);
+        wrote("chat.startStream", message);
         return { ok: true, channel, ts: message.ts };
       },
     },
@@ -430,6 +461,7 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
         message.text += piece;
         message.history.push(message.text);
         if (message.text.length > MAX_TEXT) return { ok: false, error: "msg_too_long" };
+        wrote("chat.appendStream", message);
         return { ok: true, channel: message.channel, ts: message.ts };
       },
     },
@@ -445,6 +477,7 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
           message.history.push(message.text);
         }
         message.stream = "stopped";
+        wrote("chat.stopStream", message);
         return { ok: true, channel: message.channel, ts: message.ts, message: { text: message.text } };
       },
     },
@@ -455,6 +488,7 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
         const threadTs = str(args.thread_ts);
         if (!knownChannel(channel)) return { ok: false, error: "channel_not_found" };
         if (!threadTs) return { ok: false, error: "invalid_arguments" };
+        if (!isThread(channel, threadTs)) return { ok: false, error: "invalid_thread_ts" };
         statuses.push({ channel, threadTs, status: str(args.status) });
         return { ok: true };
       },
@@ -664,6 +698,9 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
       ...(input.botId ? { bot_id: input.botId } : {}),
       ...(files.length ? { files } : {}),
     };
+    const inChannel = peopleMessages.get(input.channel) ?? new Map<string, string | undefined>();
+    peopleMessages.set(input.channel, inChannel);
+    inChannel.set(ts, input.threadTs !== undefined && input.threadTs !== ts ? input.threadTs : undefined);
     const messageSubscription = channelType === "im" ? "message.im" : channelType === "group" ? "message.groups" : "message.channels";
     const eventIds: string[] = [];
     if (subscriptions.has(messageSubscription)) eventIds.push(deliverEvent(event));
@@ -797,6 +834,7 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
     messages: (channel) => [...(posted.get(channel) ?? [])],
     reactions: (channel, ts) => [...(reactions.get(`${channel}/${ts}`) ?? [])],
     statuses,
+    writes: (channel) => [...(chatWrites.get(channel) ?? [])],
     calls: () => log.list(),
     rateLimited,
     downloads,

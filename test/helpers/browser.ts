@@ -2,12 +2,14 @@
  * Real Chromium (the Debian `chromium` package) driven by playwright-core: no
  * browser download. One launch per test file; a fresh profile each time.
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Locator } from "playwright-core";
+import { chromiumPath } from "./system-programs.js";
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+/** Found as `lacks("chromium")` finds it: `CHROMIUM_PATH`, else `chromium` on `PATH`. */
+export const CHROMIUM = chromiumPath();
 
 export const CHROMIUM_ARGS = [
   "--headless",
@@ -26,7 +28,7 @@ export interface TestBrowser {
 }
 
 export async function launchBrowser(viewport = { width: 1280, height: 800 }): Promise<TestBrowser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does it)`);
+  if (CHROMIUM === undefined) throw new Error("Chromium is missing: bash scripts/install-system-programs.sh chromium (.ci/run does it)");
   const profile = mkdtempSync(join(tmpdir(), "agent-bridge-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,

@@ -9,28 +9,23 @@
  * root), so the directory is handed to that user first.
  */
 import { execFile } from "node:child_process";
-import { existsSync, readdirSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { chown, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
 import { makeOwnedTempDir } from "../../shared/temp-dirs.js";
+import { postgresBin } from "./system-programs.js";
 
 const run = promisify(execFile);
 
-/** The newest `/usr/lib/postgresql/<major>/bin` that has `initdb`. */
+/** PostgreSQL's server programs, found as `lacks("postgres")` finds them (test/helpers/system-programs.ts). */
 export function findPostgresBin(): string {
-  const root = "/usr/lib/postgresql";
-  const majors = existsSync(root)
-    ? readdirSync(root)
-        .filter((d) => existsSync(join(root, d, "bin", "initdb")))
-        .sort((a, b) => Number(b) - Number(a))
-    : [];
-  const major = majors[0];
-  if (major === undefined)
-    throw new Error("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb). Install Debian's postgresql-15, as .ci/run does.");
-  return join(root, major, "bin");
+  const bin = postgresBin();
+  if (bin === undefined)
+    throw new Error("PostgreSQL is not installed (no initdb on PATH, nor in /usr/lib/postgresql/*/bin): bash scripts/install-system-programs.sh postgres");
+  return bin;
 }
 
 function freePort(): Promise<number> {

@@ -22,12 +22,15 @@ import { join, relative } from "node:path";
 import { load as loadYaml } from "js-yaml";
 import { parse as parseJsonc } from "jsonc-parser";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { parseConfig } from "../../daemon/config/load.js";
 import { createFakeTelegram } from "../fakes/telegram-bot-api.js";
 import { startService } from "../daemon/daemon-harness.js";
 import { startTestPostgres } from "../helpers/postgres.js";
 import { waitUntil } from "../helpers/wait.js";
+import { lacks } from "../helpers/system-programs.js";
+
+const noPostgres = lacks("postgres", import.meta.url);
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const read = (file: string) => readFileSync(join(ROOT, file), "utf8");
@@ -258,8 +261,6 @@ describe("the compose files", () => {
 });
 
 describe("the image's production install, run as the image runs it", () => {
-  const cleanups: (() => Promise<unknown> | unknown)[] = [];
-
   beforeAll(() => {
     root = mkdtempSync(join(tmpdir(), "agent-bridge-image-"));
     chmodSync(root, 0o755); // the image's user reads /app and writes /data
@@ -280,7 +281,6 @@ describe("the image's production install, run as the image runs it", () => {
   }, 240_000);
 
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c();
     if (root) rmSync(root, { recursive: true, force: true });
   });
 
@@ -299,7 +299,7 @@ describe("the image's production install, run as the image runs it", () => {
       cmd.map((a) => (a === "8080" ? port : a)),
       env,
     );
-    cleanups.push(() => emulator.child.kill("SIGKILL"));
+    onTestFinished(() => void emulator.child.kill("SIGKILL"));
     await waitUntil(() => emulator.out().includes("emulator listening on"), "the emulator to listen", 30_000, 50);
     expect(emulator.out()).toContain(`state in ${join(root, "data", "emulator")}`);
     expect(emulator.out()).toContain("admin token required");
@@ -314,87 +314,93 @@ describe("the image's production install, run as the image runs it", () => {
     expect(await healthCheck(probe)).toMatchObject({ status: 1, output: expect.stringContaining("nothing answers") });
   });
 
-  it("run, as compose.cluster.yaml runs it: two nodes on PostgreSQL answer their health checks and stop on SIGTERM", { timeout: 120_000 }, async () => {
-    const cluster = compose("compose.cluster.yaml");
-    const db = await startTestPostgres();
-    cleanups.push(() => db.close());
-    const pgUrl = await db.createDatabase("image");
-    const service = await startService();
-    cleanups.push(() => service.close());
-    const token = "777001:AAimage-test-token-0123456789abcdef";
-    const telegram = await createFakeTelegram({ token });
-    const owner = { id: 5101, username: "ana" };
-    cleanups.push(() => telegram.close());
+  it.skipIf(noPostgres)(
+    "run, as compose.cluster.yaml runs it: two nodes on PostgreSQL answer their health checks and stop on SIGTERM",
+    { timeout: 120_000 },
+    async () => {
+      const cluster = compose("compose.cluster.yaml");
+      const db = await startTestPostgres();
+      onTestFinished(() => db.close());
+      const pgUrl = await db.createDatabase("image");
+      const service = await startService();
+      onTestFinished(() => service.close());
+      const token = "777001:AAimage-test-token-0123456789abcdef";
+      const telegram = await createFakeTelegram({ token });
+      const owner = { id: 5101, username: "ana" };
+      onTestFinished(() => telegram.close());
 
-    // docker/daemon.json with three changes: Telegram is the fake here, the ops port a free one,
-    // and the data folder each node's own (in the image, /data is each container's volume).
-    const opsPorts = new Map<string, number>();
-    const nodes: Running[] = [];
-    for (const name of ["node-a", "node-b"]) {
-      const node = cluster.services[name]!;
-      const config = parseJsonc(read("docker/daemon.json")) as { dataDir: string; ops: { port: number }; channels: { apiRoot?: string }[] };
-      opsPorts.set(name, await freePort());
-      config.ops.port = opsPorts.get(name)!;
-      config.dataDir = join(root, "data", name, relative("/data", config.dataDir));
-      config.channels[0]!.apiRoot = telegram.url;
-      // Each container has its own /config and /data: here, a file and a folder per node.
-      const configFile = `/config/${name}.json`;
-      writeFileSync(onHost(configFile), JSON.stringify(config));
-      const env = environment({
-        ...(node.environment as Record<string, string>),
-        SERVICE_URL: service.url,
-        AGENT_API_KEY: service.key,
-        INSTANCE_ID: service.instanceIds[0]!,
-        TELEGRAM_BOT_TOKEN: token,
-        TELEGRAM_OWNER_ID: String(owner.id),
-        OPS_TOKEN: "image-test-ops-token",
-        PG_URL: pgUrl,
-      });
-      const args = node.command!.map((a) => (a === "/config/daemon.json" ? configFile : a));
-      const running = runAsImage(args, env);
-      cleanups.push(() => running.child.kill("SIGKILL"));
-      nodes.push(running);
-    }
-    const pool = new pg.Pool({ connectionString: pgUrl, max: 1 });
-    cleanups.push(() => pool.end());
-    const owned = waitUntil(
-      async () => {
-        const { rows } = await pool.query("SELECT holder FROM lease WHERE unit = 'telegram:tg' AND expires_at > clock_timestamp()").catch(() => ({ rows: [] }));
-        return (rows[0] as { holder?: string } | undefined)?.holder;
-      },
-      "a node to own the account",
-      60_000,
-      50,
-    );
-    const exited = nodes.map((n) => n.exited.then((code) => Promise.reject(new Error(`a node exited with ${code}:\n${n.out()}`))));
-    await Promise.race([owned, ...exited]);
-    for (const e of exited) e.catch(() => {}); // they exit at the end, on SIGTERM
-    for (const [i, name] of ["node-a", "node-b"].entries()) {
-      const probe = environment({ HEALTHCHECK_EMULATOR_PORT: String(await freePort()), HEALTHCHECK_OPS_PORT: String(opsPorts.get(name)) });
-      // The owner once its Telegram adapter polls; the follower while it reaches the database.
-      const health = await waitUntil(
+      // docker/daemon.json with three changes: Telegram is the fake here, the ops port a free one,
+      // and the data folder each node's own (in the image, /data is each container's volume).
+      const opsPorts = new Map<string, number>();
+      const nodes: Running[] = [];
+      for (const name of ["node-a", "node-b"]) {
+        const node = cluster.services[name]!;
+        const config = parseJsonc(read("docker/daemon.json")) as { dataDir: string; ops: { port: number }; channels: { apiRoot?: string }[] };
+        opsPorts.set(name, await freePort());
+        config.ops.port = opsPorts.get(name)!;
+        config.dataDir = join(root, "data", name, relative("/data", config.dataDir));
+        config.channels[0]!.apiRoot = telegram.url;
+        // Each container has its own /config and /data: here, a file and a folder per node.
+        const configFile = `/config/${name}.json`;
+        writeFileSync(onHost(configFile), JSON.stringify(config));
+        const env = environment({
+          ...(node.environment as Record<string, string>),
+          SERVICE_URL: service.url,
+          AGENT_API_KEY: service.key,
+          INSTANCE_ID: service.instanceIds[0]!,
+          TELEGRAM_BOT_TOKEN: token,
+          TELEGRAM_OWNER_ID: String(owner.id),
+          OPS_TOKEN: "image-test-ops-token",
+          PG_URL: pgUrl,
+        });
+        const args = node.command!.map((a) => (a === "/config/daemon.json" ? configFile : a));
+        const running = runAsImage(args, env);
+        onTestFinished(() => void running.child.kill("SIGKILL"));
+        nodes.push(running);
+      }
+      const pool = new pg.Pool({ connectionString: pgUrl, max: 1 });
+      onTestFinished(() => pool.end());
+      const owned = waitUntil(
         async () => {
-          const h = await healthCheck(probe);
-          return h.status === 0 && h;
+          const { rows } = await pool
+            .query("SELECT holder FROM lease WHERE unit = 'telegram:tg' AND expires_at > clock_timestamp()")
+            .catch(() => ({ rows: [] }));
+          return (rows[0] as { holder?: string } | undefined)?.holder;
         },
-        `${name}'s health check (${nodes[i]!.out().slice(-2000)})`,
-        30_000,
-        100,
+        "a node to own the account",
+        60_000,
+        50,
       );
-      expect(health.output).toBe(`healthy: http://127.0.0.1:${opsPorts.get(name)}/healthz answered 200\n`);
-    }
-    telegram.privateText(owner, "hello");
-    await waitUntil(() => telegram.sentMessages(owner.id).some((m) => m.text === "You said: hello"), "the reply to the owner", 30_000, 20);
+      const exited = nodes.map((n) => n.exited.then((code) => Promise.reject(new Error(`a node exited with ${code}:\n${n.out()}`))));
+      await Promise.race([owned, ...exited]);
+      for (const e of exited) e.catch(() => {}); // they exit at the end, on SIGTERM
+      for (const [i, name] of ["node-a", "node-b"].entries()) {
+        const probe = environment({ HEALTHCHECK_EMULATOR_PORT: String(await freePort()), HEALTHCHECK_OPS_PORT: String(opsPorts.get(name)) });
+        // The owner once its Telegram adapter polls; the follower while it reaches the database.
+        const health = await waitUntil(
+          async () => {
+            const h = await healthCheck(probe);
+            return h.status === 0 && h;
+          },
+          `${name}'s health check (${nodes[i]!.out().slice(-2000)})`,
+          30_000,
+          100,
+        );
+        expect(health.output).toBe(`healthy: http://127.0.0.1:${opsPorts.get(name)}/healthz answered 200\n`);
+      }
+      telegram.privateText(owner, "hello");
+      await waitUntil(() => telegram.sentMessages(owner.id).some((m) => m.text === "You said: hello"), "the reply to the owner", 30_000, 20);
 
-    expect(await Promise.all(nodes.map(stop))).toEqual([0, 0]);
-    expect((await pool.query("SELECT count(*)::int AS n FROM lease WHERE holder IS NOT NULL AND expires_at > clock_timestamp()")).rows[0]).toEqual({ n: 0 });
-  });
+      expect(await Promise.all(nodes.map(stop))).toEqual([0, 0]);
+      expect((await pool.query("SELECT count(*)::int AS n FROM lease WHERE holder IS NOT NULL AND expires_at > clock_timestamp()")).rows[0]).toEqual({ n: 0 });
+    },
+  );
 
   it("start: the emulator and the terminal chat answer the health check and stop on SIGTERM", { timeout: 60_000 }, async () => {
     const port = String(await freePort());
     // As docs/bridge.md runs it: `docker run -it ... start --data-dir /data --port 8080`.
     const start = runAsImage(["start", "--data-dir", "/data/start", "--port", port], environment());
-    cleanups.push(() => start.child.kill("SIGKILL"));
+    onTestFinished(() => void start.child.kill("SIGKILL"));
     await waitUntil(() => start.out().includes("Type a message and press Enter"), "the chat to start", 30_000, 50);
     const probe = environment({ HEALTHCHECK_EMULATOR_PORT: port, HEALTHCHECK_OPS_PORT: String(await freePort()) });
     expect(await healthCheck(probe)).toEqual({ status: 0, output: `healthy: http://127.0.0.1:${port}/_emulator/health answered 200\n` });

@@ -72,7 +72,7 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
     platform: "discord",
     accountId,
     limits: { ...DISCORD_LIMITS, minEditIntervalMs: config.minEditIntervalMs ?? DISCORD_LIMITS.minEditIntervalMs },
-    capabilities: { redelivers: false, edit: true },
+    redelivers: false,
     // Discord counts the raw text (it renders Markdown itself).
     measure: rawLength,
 
@@ -91,11 +91,10 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
 
     // Discord renders Markdown itself, so "markdown" and "plain" both pass as is.
     send: (target, text) => outbound.send(target, text),
-    edit: (target, messageId, text) => outbound.edit(target, messageId, text),
-    fileLimits: DISCORD_FILE_LIMITS,
-    sendFile: (target, file) => outbound.sendFile(target, file),
+    edits: { edit: (target, messageId, text) => outbound.edit(target, messageId, text) },
+    files: { limits: DISCORD_FILE_LIMITS, send: (target, file) => outbound.sendFile(target, file) },
     sendTyping: (target) => outbound.sendTyping(target),
-    react: (target, messageId, emoji, options) => outbound.react(target, messageId, emoji, options),
+    reactions: { react: (target, messageId, emoji, options) => outbound.react(target, messageId, emoji, options) },
   };
 }
 

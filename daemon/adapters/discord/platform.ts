@@ -30,10 +30,13 @@ async function checkDiscord(channel: DiscordChannelConfig, deps: ProbeDeps): Pro
   return { status: "fail", subject, message: `GET /users/@me failed (HTTP ${got.status})`, fix: "try again later, or check the channel's api" };
 }
 
-const loadAdapter = () => loadAdapterModule("discord", () => import("./index.js"));
+/** The libraries index.js imports, with package.json's ranges. */
+const libraries = { "discord.js": "^14.28.1" };
+const loadAdapter = () => loadAdapterModule({ type: "discord", libraries }, () => import("./index.js"));
 
 export const discordPlatform = definePlatform({
   type: "discord",
+  libraries,
   schema: discordChannelSchema,
   finalize: (channel, { id }): DiscordChannelConfig => ({ ...channel, id }),
   secrets: (channel) => [channel.token],

@@ -7,10 +7,15 @@
  * (files.ts, through hand-over.ts).
  *
  * Chats: a direct message's chat is its `im` channel (one session per
- * person). In a channel the thread is the chat: `C123:1700000000.000100`
- * (the channel, then the thread's root ts; a message outside a thread roots
- * its own), so the reply goes into that thread and a thread is a session.
- * Group settings keyed by the channel id apply to all its threads.
+ * person); a direct message inside a thread (`thread_ts`: how Slack's
+ * assistant pane and AI apps talk to a bot, which @slack/bolt's `Assistant`
+ * treats as an assistant-thread message) is that thread's: `D123:<thread ts>`,
+ * with the thread as its topic (`threadId`, so a session of its own), answered
+ * and shown "is thinking" in the thread. In a
+ * channel the thread is the chat: `C123:1700000000.000100` (the channel, then
+ * the thread's root ts; a message outside a thread roots its own), so the
+ * reply goes into that thread and a thread is a session. Group settings keyed
+ * by the channel id apply to all its threads.
  */
 import { z } from "zod";
 import { safeBaseName } from "../../../shared/util/names.js";
@@ -92,10 +97,10 @@ export interface TranslateContext {
   inActiveThread?(chatId: string): boolean;
 }
 
-/** `C123:1700000000.000100` for a channel thread, the channel alone for a DM. */
+/** `C123:1700000000.000100` for a thread (a channel's, or an assistant thread in a DM); a DM's top level is the channel alone. */
 export const threadChatId = (channel: string, threadTs: string): string => `${channel}:${threadTs}`;
 
-/** Where a chat id points on Slack: the conversation, and the thread to reply in (none for a DM). */
+/** Where a chat id points on Slack: the conversation, and the thread to reply in (none for a DM's top level). */
 export function conversationOf(chatId: string): { channel: string; threadTs?: string } {
   const at = chatId.indexOf(":");
   return at < 0 ? { channel: chatId } : { channel: chatId.slice(0, at), threadTs: chatId.slice(at + 1) };
@@ -146,7 +151,8 @@ export function translateMessage(event: SlackMessageEvent, context: TranslateCon
   const channel = event.channel ?? "";
   const ts = event.ts ?? "";
   const direct = isDirect(event);
-  const chatId = direct ? channel : threadChatId(channel, event.thread_ts ?? ts);
+  // A DM's thread (an assistant thread) is a chat of its own, as a channel's thread is; the DM's top level is the channel.
+  const chatId = direct && event.thread_ts === undefined ? channel : threadChatId(channel, event.thread_ts ?? ts);
   const name = event.user_profile?.display_name || event.user_profile?.real_name;
   const message: InboundMessage = {
     platform: "slack",
@@ -159,6 +165,8 @@ export function translateMessage(event: SlackMessageEvent, context: TranslateCon
     text: plainText(event.text ?? "", context.bot),
     sentAt: Math.round(Number(ts) * 1000),
   };
+  // A direct chat's session is the person's, whatever the chat id: the thread, as a topic, makes the assistant thread's its own.
+  if (direct && event.thread_ts !== undefined) message.threadId = event.thread_ts;
   if (!direct) {
     message.groupAliases = [channel];
     message.mentioned = mentionsBot(event, context.bot) || (context.inActiveThread?.(chatId) ?? false);

@@ -76,17 +76,19 @@ export function createSlackAdapter(config: SlackChannelConfig, deps: AdapterDeps
     accountId: config.id,
     limits: { ...SLACK_LIMITS, minEditIntervalMs: config.minEditIntervalMs ?? SLACK_LIMITS.minEditIntervalMs },
     // Slack retries only what is not acknowledged, a few times over minutes: every message is journaled or refused with a notice.
-    // Native streams are ended once a streamed reply is complete (endsStreams).
-    capabilities: { redelivers: false, edit: true, endsStreams: true },
+    redelivers: false,
     // Slack counts the text it is sent: the mrkdwn, escapes included.
     measure: (text, format) => renderText(text, format).length,
     start: (sink) => connection.start(sink),
     stop: () => connection.stop(),
     send: (target, text, { format, final }) => outbound.send(target, text, format, final),
-    edit: (target, messageId, text, { format, final }) => outbound.edit(target, messageId, text, format, final),
-    fileLimits: SLACK_FILE_LIMITS,
-    sendFile: (target, file) => outbound.sendFile(target, file),
+    edits: {
+      edit: (target, messageId, text, { format, final }) => outbound.edit(target, messageId, text, format, final),
+      // Native streams are ended once a streamed reply is complete: the last edit, marked final.
+      end: (target, messageId, text) => outbound.edit(target, messageId, text, "markdown", true),
+    },
+    files: { limits: SLACK_FILE_LIMITS, send: (target, file) => outbound.sendFile(target, file) },
     sendTyping: (target) => outbound.sendTyping(target),
-    react: (target, messageId, emoji, options) => outbound.react(target, messageId, emoji, options),
+    reactions: { react: (target, messageId, emoji, options) => outbound.react(target, messageId, emoji, options) },
   };
 }

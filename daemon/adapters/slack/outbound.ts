@@ -9,10 +9,13 @@
  * - send: chat.postMessage; edit: chat.update (the streaming preview); in a
  *   channel thread a streamed reply is a native stream instead
  *   (chat.startStream / appendStream / stopStream, streams.ts) where the
- *   workspace allows it;
+ *   workspace allows it. An edit that would leave a message as it is (the
+ *   core ending the "stream" of a reply that never was one) is not sent: it
+ *   would spend chat.update's budget, outside the chat's pacing, for nothing;
  * - sendFile: files.getUploadURLExternal -> POST the bytes -> files.completeUploadExternal
  *   (`files.upload` is retired); the file is shared only by the last step;
- * - sendTyping: assistant.threads.setStatus ("is thinking..."), best effort;
+ * - sendTyping: assistant.threads.setStatus ("is thinking...") on the reply's
+ *   thread (a DM's top level: the message's own), best effort;
  * - react: reactions.add / remove, by the emoji's Slack name.
  */
 import type { Logger } from "pino";
@@ -104,7 +107,8 @@ export function createSlackOutbound(deps: OutboundDeps): SlackOutbound {
   async function startStream(target: ChatTarget, text: string): Promise<SendReceipt | undefined> {
     const { channel, threadTs } = placeOf(target);
     const streamable = streamablePart(text);
-    if (!threadTs || !streams.usable || !streamable.trim()) return undefined;
+    // A DM's stream needs its recipient's user and team ids, which a reply's target does not carry: a DM thread goes by chat.update.
+    if (!threadTs || isDirectChannel(channel) || !streams.usable || !streamable.trim()) return undefined;
     try {
       const started = await client.chat.startStream({ channel, thread_ts: threadTs, markdown_text: streamable });
       if (typeof started.ts !== "string") return undefined;
@@ -146,6 +150,7 @@ export function createSlackOutbound(deps: OutboundDeps): SlackOutbound {
     const { channel } = placeOf(target);
     const rendered = checkedText(renderText(text, format));
     await client.chat.update({ channel, ts, text: rendered }).catch(fail(`slack edit in ${target.chatId} failed`));
+    streams.posted(ts, rendered);
   }
 
   return {
@@ -160,16 +165,19 @@ export function createSlackOutbound(deps: OutboundDeps): SlackOutbound {
         .postMessage({ channel, text: rendered, mrkdwn: true, unfurl_links: false, unfurl_media: false, ...(threadTs ? { thread_ts: threadTs } : {}) })
         .catch(fail(`slack send to ${target.chatId} failed`));
       if (typeof sent.ts !== "string") return {};
-      streams.posted(sent.ts);
+      streams.posted(sent.ts, rendered);
       return { messageId: sent.ts };
     },
 
     async edit(target, messageId, text, format, final) {
       const shown = streams.shown(messageId);
       if (shown !== undefined) return continueStream(target, messageId, shown, text, format, final === true);
-      if (placeOf(target).threadTs && !streams.isPlain(messageId)) {
+      // A message posted here that already shows this text: nothing to change (a reply that never streamed has no stream to end).
+      if (streams.isPlain(messageId) && streams.plainText(messageId) === checkedText(renderText(text, format))) return;
+      const { channel, threadTs } = placeOf(target);
+      if (threadTs && !isDirectChannel(channel) && !streams.isPlain(messageId)) {
         // Not known here: maybe a stream a previous life of the daemon left open (a kill -9 mid-reply). Stopped first, so it can be updated.
-        await client.chat.stopStream({ channel: placeOf(target).channel, ts: messageId }).catch(() => undefined);
+        await client.chat.stopStream({ channel, ts: messageId }).catch(() => undefined);
         streams.posted(messageId);
       }
       await update(target, messageId, text, format);
@@ -201,7 +209,9 @@ export function createSlackOutbound(deps: OutboundDeps): SlackOutbound {
         await client.assistant.threads.setStatus({ channel_id: channel, thread_ts: thread, status: "is thinking..." });
       } catch (error) {
         const failure = toAdapterError(error, "slack status", deps.redact);
-        if (failure.permanent) noStatus.add(channel);
+        // Refused for the conversation (not an assistant conversation, a scope missing): not asked again there. A ts that is
+        // no thread (`invalid_thread_ts`) is this reply's own matter: other threads of the conversation may take a status.
+        if (failure.permanent && failure.code !== "invalid_thread_ts") noStatus.add(channel);
         deps.log.debug({ chatId: target.chatId, err: failure.message }, "slack thinking status not shown");
       }
     },
@@ -237,6 +247,9 @@ async function uploadBytes(fetchImpl: typeof fetch, url: string, file: OutboundF
     throw new SlackAdapterError(`${where}: upload answered HTTP ${response.status}`, { permanent, status: response.status });
   }
 }
+
+/** A direct message conversation (`im`): Slack's ids of those start with D. */
+const isDirectChannel = (channel: string): boolean => channel.startsWith("D");
 
 /** Refuses, without calling Slack, what Slack would refuse. */
 function checkedText(text: string): string {

@@ -76,10 +76,13 @@ async function checkAppToken(channel: SlackChannelConfig, appToken: string, deps
   };
 }
 
-const loadAdapter = () => loadAdapterModule("slack", () => import("./index.js"));
+/** The libraries index.js imports, with package.json's ranges. */
+const libraries = { "@slack/web-api": "^8.2.0", "@slack/socket-mode": "^3.1.0" };
+const loadAdapter = () => loadAdapterModule({ type: "slack", libraries }, () => import("./index.js"));
 
 export const slackPlatform = definePlatform({
   type: "slack",
+  libraries,
   schema: slackChannelSchema,
   finalize: (channel, { id }): SlackChannelConfig => ({ ...channel, id }),
   secrets: (channel) => [channel.botToken, channel.appToken, channel.signingSecret].filter((s): s is string => s !== undefined),

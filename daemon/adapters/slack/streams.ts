@@ -4,9 +4,11 @@
  * each message's whole text so far, Slack wants what is new. Kept here: the
  * streams this process opened and the text each was given, whether the
  * workspace refused streaming (then every reply goes by chat.update), and the
- * messages this process posted the ordinary way (so a message unknown here,
- * say after a restart, is known to maybe be a stream left open).
+ * messages this process posted the ordinary way with the text each shows (so
+ * a message unknown here, say after a restart, is known to maybe be a stream
+ * left open, and an edit that would not change a message is not sent).
  */
+import { BoundedMap } from "../../../shared/util/bounded-map.js";
 
 /**
  * What of a preview may go into a stream: while a code block is still open
@@ -28,8 +30,8 @@ const MAX_PLAIN = 2000;
 export class NativeStreams {
   /** Message ts -> the text it shows: streams this process opened and has not stopped. */
   readonly #open = new Map<string, string>();
-  /** Message ts of replies posted with chat.postMessage by this process, oldest first (bounded). */
-  readonly #plain = new Set<string>();
+  /** Message ts of replies posted with chat.postMessage by this process, oldest first (bounded), with the text each shows (when known). */
+  readonly #plain = new BoundedMap<string, string | undefined>(MAX_PLAIN);
   /** Set once Slack refused a stream for good (not enabled for the app, a missing scope): chat.update from then on. */
   #refused: string | undefined;
 
@@ -60,18 +62,18 @@ export class NativeStreams {
     this.posted(ts);
   }
 
-  /** A message that is not (or no longer) a stream. */
-  posted(ts: string): void {
-    this.#plain.delete(ts);
-    this.#plain.add(ts);
-    if (this.#plain.size > MAX_PLAIN) {
-      const oldest = this.#plain.values().next().value;
-      if (oldest !== undefined) this.#plain.delete(oldest);
-    }
+  /** A message that is not (or no longer) a stream, showing `text` as sent (undefined: not known). */
+  posted(ts: string, text?: string): void {
+    this.#plain.set(ts, text);
   }
 
   /** Known here as an ordinary message (never a stream). */
   isPlain(ts: string): boolean {
     return this.#plain.has(ts);
+  }
+
+  /** The text an ordinary message of this process shows as sent (mrkdwn), when known. */
+  plainText(ts: string): string | undefined {
+    return this.#plain.get(ts);
   }
 }

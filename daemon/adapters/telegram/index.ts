@@ -81,15 +81,14 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
     accountId: config.id,
     limits: { ...TELEGRAM_LIMITS, minEditIntervalMs: config.minEditIntervalMs ?? TELEGRAM_LIMITS.minEditIntervalMs },
     // An update not confirmed by the next poll's offset (or a webhook answered non-2xx) comes again.
-    capabilities: { redelivers: true, edit: true },
+    redelivers: true,
     measure: outbound.measure,
     start: (sink) => connection.start(sink),
     stop: () => connection.stop(),
     send: outbound.send,
-    edit: outbound.edit,
+    edits: { edit: outbound.edit },
     sendTyping: outbound.sendTyping,
-    fileLimits: TELEGRAM_FILE_LIMITS,
-    sendFile: outbound.sendFile,
-    react: outbound.react,
+    files: { limits: TELEGRAM_FILE_LIMITS, send: outbound.sendFile },
+    reactions: { react: outbound.react },
   };
 }

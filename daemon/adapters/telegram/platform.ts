@@ -40,10 +40,15 @@ async function checkTelegram(channel: TelegramChannelConfig, deps: ProbeDeps): P
   return { status: "fail", subject, message: `getMe failed (HTTP ${got.status}${said})`, fix: "try again later, or check the channel's apiRoot" };
 }
 
-const loadAdapter = () => loadAdapterModule("telegram", () => import("./index.js"));
+/** The libraries index.js imports, with package.json's ranges. */
+const libraries = { grammy: "^1.46.0" };
+const loadAdapter = () => loadAdapterModule({ type: "telegram", libraries }, () => import("./index.js"));
 
 export const telegramPlatform = definePlatform({
   type: "telegram",
+  libraries,
+  // A webhook's secret comes in this header.
+  secretHeaders: ["x-telegram-bot-api-secret-token"],
   schema: telegramChannelSchema,
   finalize: (channel, { id }): TelegramChannelConfig => ({ ...channel, id }),
   secrets: (channel) => (channel.webhook ? [channel.token, channel.webhook.secretToken] : [channel.token]),

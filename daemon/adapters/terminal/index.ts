@@ -8,13 +8,13 @@ import type { Readable, Writable } from "node:stream";
 import { systemClock, type Clock } from "../../../shared/clock.js";
 import {
   rawLength,
-  type AdapterCapabilities,
+  type AppendCapability,
   type AdapterLimits,
   type ChatAdapter,
   type ChatTarget,
+  type FileCapability,
   type FileLimits,
   type InboundSink,
-  type OutboundFile,
 } from "../../vocabulary/adapter.js";
 import { TERMINAL_PLATFORM, type TerminalChannelConfig } from "./config.js";
 import { openTerminalInput, type TerminalInput } from "./connection.js";
@@ -48,9 +48,6 @@ export interface TerminalAdapter extends ChatAdapter {
 const limits: AdapterLimits = { maxMessageLength: 100_000, typingRefreshMs: 60_000 };
 // Files the agent names are shown by their workspace path (a terminal shows no images); the limit only bounds the check that the file is there.
 const fileLimits: FileLimits = { photo: 100 * 1024 * 1024, voice: 100 * 1024 * 1024, document: 100 * 1024 * 1024 };
-// Lines typed are read once: what the core cannot take is told, never left for a redelivery.
-// Streaming: text is written as it comes (a terminal cannot change what it printed).
-const capabilities: AdapterCapabilities = { redelivers: false, edit: false, append: true };
 
 type Stream = { isTTY?: boolean };
 
@@ -63,8 +60,11 @@ export class TerminalChat implements TerminalAdapter {
   readonly platform = TERMINAL_PLATFORM;
   readonly accountId: string;
   readonly limits = limits;
-  readonly capabilities = capabilities;
-  readonly fileLimits = fileLimits;
+  // Lines typed are read once: what the core cannot take is told, never left for a redelivery.
+  readonly redelivers = false;
+  readonly files: FileCapability = { limits: fileLimits, send: async (_target, file) => this.#screen.print(fileLine(file)) };
+  // Streaming: text is written as it comes (a terminal cannot change what it printed).
+  readonly appends: AppendCapability = { write: async (_target, piece, { end }) => this.#screen.write(piece, end) };
   readonly measure = rawLength;
   /** As given: the streams, the channel, the interrupt handler. */
   readonly #options: TerminalAdapterOptions;
@@ -116,14 +116,6 @@ export class TerminalChat implements TerminalAdapter {
 
   async send(_target: ChatTarget, text: string): Promise<void> {
     this.#screen.reply(text);
-  }
-
-  async sendFile(_target: ChatTarget, file: OutboundFile): Promise<void> {
-    this.#screen.print(fileLine(file));
-  }
-
-  async write(_target: ChatTarget, piece: string, { end }: { end: boolean }): Promise<void> {
-    this.#screen.write(piece, end);
   }
 
   notice(text: string): void {

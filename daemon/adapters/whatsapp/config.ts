@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { accessSchema, channelCommon, groupChatOptions, nonEmpty } from "../../vocabulary/config-fields.js";
+import type { UserIdRules } from "../platform.js";
 
 export const whatsappChannelSchema = z.strictObject({
   type: z.literal("whatsapp").describe('A WhatsApp account linked as a device (Baileys): "whatsapp".'),
@@ -20,3 +21,26 @@ export const whatsappChannelSchema = z.strictObject({
 
 /** A channel as the adapter gets it: `id` and `authDir` always set. */
 export type WhatsAppChannelConfig = Omit<z.output<typeof whatsappChannelSchema>, "id" | "authDir"> & { id: string; authDir: string };
+
+/**
+ * WhatsApp's own spellings of a person's id, as an operator may paste them
+ * into the config: a JID (`4915112345678:3@s.whatsapp.net`, `...@c.us`)
+ * is its phone number's digits, any `:device` part dropped; a privacy id
+ * keeps its `@lid` suffix, since its digits are not a phone number and must
+ * never match one. Here, beside the schema, since the descriptor loads with the config.
+ */
+const PHONE_JID = /^([^@]+)@(s\.whatsapp\.net|c\.us)$/i;
+const LID = /^([^@:]+)(?::\d+)?@lid$/i;
+const PHONE_LIKE = /^\+?[\d\s\-().]+$/;
+
+export const whatsappUserIds: UserIdRules = {
+  normalize(id) {
+    const pn = PHONE_JID.exec(id);
+    if (pn?.[1] !== undefined) {
+      const user = pn[1].replace(/:\d+$/, "");
+      return PHONE_LIKE.test(user) && /\d/.test(user) ? user.replace(/[^\d]/g, "") : user;
+    }
+    const lid = LID.exec(id);
+    return lid?.[1] !== undefined ? `${lid[1]}@lid` : id;
+  },
+};

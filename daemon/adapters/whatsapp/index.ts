@@ -95,18 +95,17 @@ export function createWhatsAppAdapter(config: WhatsAppChannelConfig, deps: Adapt
     accountId,
     limits: WHATSAPP_LIMITS,
     // Baileys hands a message over once: what the core cannot take is told, never left for a redelivery.
-    capabilities: { redelivers: false, edit: false },
+    redelivers: false,
     measure: (text, format) => outbound.measure(text, format),
     start: (next) =>
       connection.start(() => {
         handOver.begin(next);
       }),
     stop: () => connection.stop(() => handOver.drained()),
-    forgetLink: () => connection.forgetLink(),
+    link: { forget: () => connection.forgetLink() },
     send: (target, text, sendOptions) => outbound.send(target, text, sendOptions),
     sendTyping: (target) => outbound.sendTyping(target),
-    fileLimits: WHATSAPP_FILE_LIMITS,
-    sendFile: (target, file) => outbound.sendFile(target, file),
-    react: (target, messageId, emoji, options) => outbound.react(target, messageId, emoji, options),
+    files: { limits: WHATSAPP_FILE_LIMITS, send: (target, file) => outbound.sendFile(target, file) },
+    reactions: { react: (target, messageId, emoji, options) => outbound.react(target, messageId, emoji, options) },
   };
 }

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { channelSubject, type CheckResult } from "../../vocabulary/check-result.js";
 import { definePlatform, type ChannelCheckDeps, loadAdapterModule } from "../platform.js";
-import { whatsappChannelSchema, type WhatsAppChannelConfig } from "./config.js";
+import { whatsappChannelSchema, whatsappUserIds, type WhatsAppChannelConfig } from "./config.js";
 
 /** Baileys' creds.json: `me` is set once a phone has paired. */
 const WhatsAppCreds = z.looseObject({ me: z.looseObject({ id: z.string() }).optional() });
@@ -68,10 +68,14 @@ async function checkStoredLink(channel: WhatsAppChannelConfig, read: NonNullable
   };
 }
 
-const loadAdapter = () => loadAdapterModule("whatsapp", () => import("./index.js"));
+/** The libraries index.js imports, with package.json's ranges. */
+const libraries = { "@whiskeysockets/baileys": "7.0.0-rc14" };
+const loadAdapter = () => loadAdapterModule({ type: "whatsapp", libraries }, () => import("./index.js"));
 
 export const whatsappPlatform = definePlatform({
   type: "whatsapp",
+  libraries,
+  users: whatsappUserIds,
   schema: whatsappChannelSchema,
   finalize: (channel, { id, dataDir }): WhatsAppChannelConfig => ({ ...channel, id, authDir: channel.authDir ?? join(dataDir, "whatsapp", id) }),
   secrets: () => [],

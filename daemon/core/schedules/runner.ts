@@ -29,6 +29,8 @@ export type FiringOutcome = Exclude<ScheduleOutcome, "silent">;
 const MAX_WAIT_MS = 60 * 60 * 1000;
 /** After a firing the queue could not take, or a failed write: tried again this much later. */
 const RETRY_MS = 60 * 1000;
+/** A check that twice in a row found nothing due though its slot had come (the cron library disagreeing with itself) waits this long, instead of spinning. */
+const RECHECK_FLOOR_MS = 1000;
 
 export interface ScheduleRunnerDeps {
   schedules: readonly ScheduleConfig[];
@@ -52,6 +54,8 @@ interface Running {
   at: number | undefined;
   /** The check in progress, so two never overlap. */
   checking: Promise<void> | undefined;
+  /** The last check found nothing due though the next slot had come: looked at again at once, but only once in a row. */
+  recheckedAtOnce: boolean;
 }
 
 /** A row of `/schedule list`. */
@@ -82,7 +86,15 @@ export class ScheduleRunner {
     if (this.#stopped) return;
     for (const schedule of this.#deps.schedules) {
       if (!schedule.enabled || schedule.channel !== accountId || this.#running.has(schedule.id)) continue;
-      const running: Running = { schedule, platform, cron: cronOf(schedule.cron, schedule.timeZone), timer: undefined, at: undefined, checking: undefined };
+      const running: Running = {
+        schedule,
+        platform,
+        cron: cronOf(schedule.cron, schedule.timeZone),
+        timer: undefined,
+        at: undefined,
+        checking: undefined,
+        recheckedAtOnce: false,
+      };
       this.#running.set(schedule.id, running);
       this.#check(running);
     }
@@ -167,6 +179,7 @@ export class ScheduleRunner {
     const key = this.#key(platform, schedule);
     const ids = { schedule: schedule.id, platform, accountId: schedule.channel, chatId: schedule.chatId };
     let retryAt: number | undefined;
+    let nothingDue = false;
     try {
       const now = clock.now();
       const last = this.#lastSlot(platform, schedule);
@@ -175,6 +188,14 @@ export class ScheduleRunner {
         await kv.set(key, { lastSlot: now });
       } else {
         const decision = decide(cron, last, now, schedule.graceMs);
+        nothingDue = decision.kind === "wait";
+        if (decision.kind !== "wait" && decision.passedOver) {
+          const { first, count } = decision.passedOver;
+          logger.info(
+            { ...ids, firstSlot: new Date(first).toISOString(), slots: count, newest: new Date(decision.slot).toISOString() },
+            "scheduled slots passed over: a newer slot was due too, and only the newest is looked at (several missed slots make one firing)",
+          );
+        }
         if (decision.kind === "skip") {
           logger.info({ ...ids, slot: new Date(decision.slot).toISOString(), lateMs: decision.lateMs }, "scheduled slot missed beyond the grace time: skipped");
           this.#deps.count(schedule.id, "skipped");
@@ -192,16 +213,31 @@ export class ScheduleRunner {
       logger.warn({ ...ids, err: errorSummary(error) }, "schedule check failed: trying again in a minute");
       retryAt = clock.now() + RETRY_MS;
     }
-    this.#arm(running, retryAt);
+    this.#arm(running, retryAt, nothingDue);
   }
 
-  /** The timer to the next slot (or the retry), at most MAX_WAIT_MS ahead. */
-  #arm(running: Running, retryAt?: number): void {
+  /**
+   * The timer to the first slot after the last one recorded (or the retry), at most MAX_WAIT_MS
+   * ahead. Counted from the last slot, not from the time: a timer that fired a moment early finds
+   * nothing due, and by the time it is armed again the clock may be past the slot it was for;
+   * armed from the time, it would skip that slot without a word. A slot already due fires at once.
+   * After a retry (the slot still unrecorded) the timer looks again at the retry or the next slot.
+   */
+  #arm(running: Running, retryAt: number | undefined, nothingDue: boolean): void {
     if (this.#stopped || this.#running.get(running.schedule.id) !== running) return;
     const now = this.#deps.clock.now();
     const last = this.#lastSlot(running.platform, running.schedule) ?? now;
-    const next = nextSlot(running.cron, Math.max(last, now));
-    const at = Math.min(retryAt ?? Number.POSITIVE_INFINITY, next ?? Number.POSITIVE_INFINITY, now + MAX_WAIT_MS);
+    const next = nextSlot(running.cron, retryAt === undefined ? last : Math.max(last, now));
+    let at = Math.min(retryAt ?? Number.POSITIVE_INFINITY, next ?? Number.POSITIVE_INFINITY, now + MAX_WAIT_MS);
+    const atOnce = nothingDue && at <= now;
+    if (atOnce && running.recheckedAtOnce) {
+      this.#deps.logger.warn(
+        { schedule: running.schedule.id, slot: new Date(at).toISOString() },
+        "schedule's slot has come but is not due: looking again in a second",
+      );
+      at = now + RECHECK_FLOOR_MS;
+    }
+    running.recheckedAtOnce = atOnce && !running.recheckedAtOnce;
     running.timer?.cancel();
     running.at = at;
     running.timer = this.#deps.clock.setTimeout(() => this.#check(running), Math.max(0, at - now));

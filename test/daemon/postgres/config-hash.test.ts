@@ -10,6 +10,9 @@ import { describe, expect, it } from "vitest";
 import { runAgentBridge } from "../../helpers/cli.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { byName, clusterPerTest } from "./cluster-harness.js";
+import { lacks } from "../../helpers/system-programs.js";
+
+const noPostgres = lacks("postgres", import.meta.url);
 
 const startNodes = clusterPerTest();
 
@@ -20,7 +23,7 @@ function allow(configFile: string, users: string[]): void {
   writeFileSync(configFile, JSON.stringify(config));
 }
 
-describe("config hashes across nodes", () => {
+describe.skipIf(noPostgres)("config hashes across nodes", () => {
   it("warns in /healthz and check when a reload reached only some nodes", { timeout: 90_000 }, async () => {
     const c = await startNodes({ leaseTtlMs: 5_000 });
     const nodes = ["a", "b"].map((n) => c.node(n));

@@ -11,10 +11,13 @@ import { telegramMarkdownToHtml } from "../../../daemon/adapters/telegram/index.
 import { streamText } from "../../../emulator/gateway/model.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { alice, bob, byName, clusterPerTest } from "./cluster-harness.js";
+import { lacks } from "../../helpers/system-programs.js";
+
+const noPostgres = lacks("postgres", import.meta.url);
 
 const startNodes = clusterPerTest();
 
-describe("several daemons on PostgreSQL: kill -9 of the owner", () => {
+describe.skipIf(noPostgres)("several daemons on PostgreSQL: kill -9 of the owner", () => {
   it("kill -9 of the owner mid-turn: another node answers every accepted message once, within the lease time plus 5 s", { timeout: 90_000 }, async () => {
     const ttl = 2_000;
     const c = await startNodes({ leaseTtlMs: ttl });

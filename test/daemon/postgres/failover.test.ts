@@ -11,10 +11,13 @@ import { SCHEMA_VERSION } from "../../../daemon/state/postgres/migrations.js";
 import { runAgentBridge } from "../../helpers/cli.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { alice, byName, clusterPerTest, discordAlice } from "./cluster-harness.js";
+import { lacks } from "../../helpers/system-programs.js";
+
+const noPostgres = lacks("postgres", import.meta.url);
 
 const startNodes = clusterPerTest();
 
-describe("several daemons on PostgreSQL", () => {
+describe.skipIf(noPostgres)("several daemons on PostgreSQL", () => {
   it("SIGTERM hands the account over well before the lease would expire, with nothing lost or twice", { timeout: 60_000 }, async () => {
     const ttl = 20_000;
     const c = await startNodes({ leaseTtlMs: ttl });

@@ -7,10 +7,13 @@ import { describe, expect, it } from "vitest";
 import { seededRandom } from "../../../shared/random.js";
 import type { FakeUser } from "../../fakes/telegram-bot-api.js";
 import { alice, bob, byName, clusterPerTest, conversation } from "./cluster-harness.js";
+import { lacks } from "../../helpers/system-programs.js";
+
+const noPostgres = lacks("postgres", import.meta.url);
 
 const startNodes = clusterPerTest();
 
-describe("restarts of the nodes of a bridge on several machines", () => {
+describe.skipIf(noPostgres)("restarts of the nodes of a bridge on several machines", () => {
   it("a rolling restart of all three nodes loses nothing and answers nothing twice", { timeout: 120_000 }, async () => {
     const c = await startNodes({ leaseTtlMs: 3_000 });
     let nodes = ["a", "b", "c"].map((n) => c.node(n));

@@ -7,10 +7,13 @@
 import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../helpers/wait.js";
 import { alice, bob, byName, clusterPerTest, conversation } from "./cluster-harness.js";
+import { lacks } from "../../helpers/system-programs.js";
+
+const noPostgres = lacks("postgres", import.meta.url);
 
 const startNodes = clusterPerTest();
 
-describe("faults of a bridge on several machines", () => {
+describe.skipIf(noPostgres)("faults of a bridge on several machines", () => {
   it("an owner paused past its lease sends and writes nothing when it wakes, and rejoins as a follower", { timeout: 90_000 }, async () => {
     const c = await startNodes({ leaseTtlMs: 2_000 });
     const nodes = ["a", "b", "c"].map((n) => c.node(n));

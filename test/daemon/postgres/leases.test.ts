@@ -9,6 +9,9 @@ import { monotonicClock } from "../../../daemon/state/postgres/monotonic-clock.j
 import { dedupeKeyOf } from "../../../daemon/vocabulary/keys.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { waitUntil } from "../../helpers/wait.js";
+import { lacks } from "../../helpers/system-programs.js";
+
+const noPostgres = lacks("postgres", import.meta.url);
 
 let server: TestPostgres;
 const open: PostgresState[] = [];
@@ -52,7 +55,7 @@ const message = (id: string) => ({
 });
 const route = { ruleIndex: 0, instanceId: "i1", model: "m", scope: "chat", sessionBase: "telegram.bot:c1" };
 
-describe("leases", () => {
+describe.skipIf(noPostgres)("leases", () => {
   it("a takeover bumps the epoch, and the old owner's writes are refused with LeaseLostError", async () => {
     const url = await server.createDatabase("takeover");
     // 3 s, not 1.5: this file shares the cores with other files, and a stall past the deadline would fence a before the test means to.

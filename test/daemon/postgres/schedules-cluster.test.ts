@@ -9,6 +9,9 @@
 import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../helpers/wait.js";
 import { alice, byName, clusterPerTest } from "./cluster-harness.js";
+import { lacks } from "../../helpers/system-programs.js";
+
+const noPostgres = lacks("postgres", import.meta.url);
 
 const startNodes = clusterPerTest();
 const fired = (out: string) => out.split("\n").filter((l) => l.includes('"msg":"scheduled prompt"')).length;
@@ -22,7 +25,7 @@ const firedBeforeOwning = (out: string) => {
   return fired(lines.slice(0, took < 0 ? lines.length : took).join("\n"));
 };
 
-describe("scheduled prompts on several daemons", () => {
+describe.skipIf(noPostgres)("scheduled prompts on several daemons", () => {
   it("fire on the owner only, once per slot, across a kill -9 of the owner", { timeout: 90_000 }, async () => {
     const c = await startNodes({
       leaseTtlMs: 2_000,

@@ -10,6 +10,9 @@ import { openPostgresState } from "../../../daemon/state/postgres/index.js";
 import { holdSharedSession } from "../../../daemon/state/postgres/shared-sessions.js";
 import { type Clock, sleepOn, systemClock } from "../../../shared/clock.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
+import { lacks } from "../../helpers/system-programs.js";
+
+const noPostgres = lacks("postgres", import.meta.url);
 
 let server: TestPostgres;
 const pools: pg.Pool[] = [];
@@ -60,7 +63,7 @@ const until = async (cond: () => boolean) => {
   while (!cond()) await new Promise((r) => setImmediate(r));
 };
 
-it("a second node waits while the first holds the session, then reads the chain the first recorded", async () => {
+it.skipIf(noPostgres)("a second node waits while the first holds the session, then reads the chain the first recorded", async () => {
   const url = await database();
   const first = await holdSharedSession(pool(url), systemClock, KEY, 5);
   expect(first.state).toBeUndefined();
@@ -86,7 +89,7 @@ it("a second node waits while the first holds the session, then reads the chain 
   await second?.release();
 });
 
-it("a holder whose connection dies (its node killed) frees the session at once", async () => {
+it.skipIf(noPostgres)("a holder whose connection dies (its node killed) frees the session at once", async () => {
   const url = await database();
   const admin = pool(url);
   const killed = await holdSharedSession(pool(url), systemClock, KEY, 5);

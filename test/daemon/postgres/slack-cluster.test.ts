@@ -17,6 +17,9 @@ import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js"
 import { waitUntil } from "../../helpers/wait.js";
 import { startService, tempDir, type Service } from "../daemon-harness.js";
 import { startDaemonProcess, writeDaemonConfig, type DaemonChild } from "../daemon-process.js";
+import { lacks } from "../../helpers/system-programs.js";
+
+const noPostgres = lacks("postgres", import.meta.url);
 
 const BOT_TOKEN = "xoxb-1111-2222-clusterBotTokenSecret";
 const APP_TOKEN = "xapp-1-A0APP00001-3333-clusterAppToken";
@@ -138,49 +141,53 @@ async function bridge(mode: "http" | "socket"): Promise<Bridge> {
 const endpointOf = (child: DaemonChild): string | undefined =>
   [...`${child.out()}${child.err()}`.matchAll(/"url":"(http:\/\/127\.0\.0\.1:\d+\/slack\/events)"/g)].map((m) => m[1] ?? "").at(-1);
 
-it("HTTP Events API: any node keeps events for the owner; across a kill -9 of the owner each is answered once", { timeout: 90_000 }, async () => {
-  const b = await bridge("http");
-  // One node first, owning the account; then a second, which has nothing to take from it.
-  const a = b.node("a");
-  await a.waitFor((o) => o.includes("daemon started"), "a started");
-  const first = await b.owner();
-  const second = b.node("b");
-  await second.waitFor((o) => o.includes("daemon started"), "b started");
-  const owner = first === "a" ? a : second;
-  const other = first === "a" ? second : a;
-  const otherUrl = endpointOf(other);
-  expect(otherUrl).toBeDefined();
-  b.fake.setRequestUrl(otherUrl ?? "");
+it.skipIf(noPostgres)(
+  "HTTP Events API: any node keeps events for the owner; across a kill -9 of the owner each is answered once",
+  { timeout: 90_000 },
+  async () => {
+    const b = await bridge("http");
+    // One node first, owning the account; then a second, which has nothing to take from it.
+    const a = b.node("a");
+    await a.waitFor((o) => o.includes("daemon started"), "a started");
+    const first = await b.owner();
+    const second = b.node("b");
+    await second.waitFor((o) => o.includes("daemon started"), "b started");
+    const owner = first === "a" ? a : second;
+    const other = first === "a" ? second : a;
+    const otherUrl = endpointOf(other);
+    expect(otherUrl).toBeDefined();
+    b.fake.setRequestUrl(otherUrl ?? "");
 
-  // Posted to the node that does not own the account: acknowledged (the fake gives up after Slack's 3 s), answered by the owner.
-  const hello = b.fake.say({ user: ALICE, channel: DM, text: "hello" });
-  await waitUntil(() => b.texts().length === 1, "the first answer", 30_000);
-  // The fake records the delivery once the node's answer is read: the owner may answer first.
-  await waitUntil(() => b.fake.deliveries.some((d) => d.eventId === hello.eventIds[0]), "hello's acknowledgement");
-  expect(b.fake.deliveries.filter((d) => d.eventId === hello.eventIds[0]).map((d) => d.outcome)).toEqual([200]);
-  await b.settled();
-  // Slack's retry of the same event_id (its acknowledgement lost, say): kept again, answered once.
-  expect(await b.fake.resend(hello.eventIds[0] ?? "")).toBe(200);
-  expect(await b.owner()).toBe(first);
+    // Posted to the node that does not own the account: acknowledged (the fake gives up after Slack's 3 s), answered by the owner.
+    const hello = b.fake.say({ user: ALICE, channel: DM, text: "hello" });
+    await waitUntil(() => b.texts().length === 1, "the first answer", 30_000);
+    // The fake records the delivery once the node's answer is read: the owner may answer first.
+    await waitUntil(() => b.fake.deliveries.some((d) => d.eventId === hello.eventIds[0]), "hello's acknowledgement");
+    expect(b.fake.deliveries.filter((d) => d.eventId === hello.eventIds[0]).map((d) => d.outcome)).toEqual([200]);
+    await b.settled();
+    // Slack's retry of the same event_id (its acknowledgement lost, say): kept again, answered once.
+    expect(await b.fake.resend(hello.eventIds[0] ?? "")).toBe(200);
+    expect(await b.owner()).toBe(first);
 
-  owner.kill();
-  await owner.exited;
-  // Posted to the survivor while nobody may answer yet: kept and acknowledged at once, answered after its takeover.
-  const after = b.fake.say({ user: ALICE, channel: DM, text: "after the kill" });
-  await waitUntil(() => b.fake.deliveries.some((d) => d.eventId === after.eventIds[0]), "the post to the survivor", 10_000);
-  expect(b.fake.deliveries.filter((d) => d.eventId === after.eventIds[0]).map((d) => d.outcome)).toEqual([200]);
-  expect(await b.owner(first)).not.toBe(first);
-  await waitUntil(() => b.texts().length === 2, "the answer from the next owner", 30_000);
-  await b.settled();
-  expect(await b.fake.resend(after.eventIds[0] ?? "")).toBe(200);
-  await b.settled();
-  // Nothing left kept, nothing answered twice.
-  await waitUntil(async () => (await b.inboxSize()) === 0, "the inbox emptied by the owner", 30_000);
-  expect(b.texts()).toEqual(["You said: hello", "You said: after the kill"]);
-  expect(b.fake.calls().filter((c) => c.call === "chat.postMessage")).toHaveLength(2);
-});
+    owner.kill();
+    await owner.exited;
+    // Posted to the survivor while nobody may answer yet: kept and acknowledged at once, answered after its takeover.
+    const after = b.fake.say({ user: ALICE, channel: DM, text: "after the kill" });
+    await waitUntil(() => b.fake.deliveries.some((d) => d.eventId === after.eventIds[0]), "the post to the survivor", 10_000);
+    expect(b.fake.deliveries.filter((d) => d.eventId === after.eventIds[0]).map((d) => d.outcome)).toEqual([200]);
+    expect(await b.owner(first)).not.toBe(first);
+    await waitUntil(() => b.texts().length === 2, "the answer from the next owner", 30_000);
+    await b.settled();
+    expect(await b.fake.resend(after.eventIds[0] ?? "")).toBe(200);
+    await b.settled();
+    // Nothing left kept, nothing answered twice.
+    await waitUntil(async () => (await b.inboxSize()) === 0, "the inbox emptied by the owner", 30_000);
+    expect(b.texts()).toEqual(["You said: hello", "You said: after the kill"]);
+    expect(b.fake.calls().filter((c) => c.call === "chat.postMessage")).toHaveLength(2);
+  },
+);
 
-it("Socket Mode: only the owner connects; after a kill -9 the next owner connects and answers", { timeout: 90_000 }, async () => {
+it.skipIf(noPostgres)("Socket Mode: only the owner connects; after a kill -9 the next owner connects and answers", { timeout: 90_000 }, async () => {
   const b = await bridge("socket");
   const nodes = [b.node("a")];
   await nodes[0]?.waitFor((o) => o.includes("daemon started"), "a started");

@@ -17,6 +17,9 @@ import {
 } from "../../../daemon/state/postgres/index.js";
 import { dedupeKeyOf } from "../../../daemon/vocabulary/keys.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
+import { lacks } from "../../helpers/system-programs.js";
+
+const noPostgres = lacks("postgres", import.meta.url);
 
 let server: TestPostgres;
 const open: PostgresState[] = [];
@@ -59,7 +62,7 @@ const message = (id: string, extra: Record<string, unknown> = {}) => ({
 const keyOf = (id: string) => dedupeKeyOf(message(id));
 const route = { ruleIndex: 0, instanceId: "i1", model: "m", scope: "chat", sessionBase: "telegram.bot:c1" };
 
-describe("postgres unit state", () => {
+describe.skipIf(noPostgres)("postgres unit state", () => {
   it("keeps what PostgreSQL's text cannot hold: a NUL in a key round-trips, a NUL in a message becomes U+FFFD rather than a refused write", async () => {
     const url = await server.createDatabase("nul");
     const { state, lease, unit } = await owner(url);

@@ -5,7 +5,10 @@
  * config, the core without the command line. docs/architecture.md ("Daemon
  * layers") says what lives on each floor.
  */
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { platforms } from "../../../daemon/adapters/registry.js";
 import { importGraph } from "../../helpers/import-graph.js";
 
 /** Bottom first. Folders on one floor do not import each other. `.` is the files at daemon/'s top. */
@@ -80,5 +83,46 @@ describe("the daemon's floors", () => {
   it("stands on shared/, which imports no daemon module", () => {
     const shared = [...importGraph(["shared"])].flatMap(([from, tos]) => tos.filter((to) => to.startsWith("daemon/")).map((to) => `${from} -> ${to}`));
     expect(shared).toEqual([]);
+  });
+});
+
+/** The folders that know platforms only through the registry: a platform's word in one of their code lines is a platform leaking out of its folder. */
+const PLATFORM_FREE = ["core", "state", "config", "vocabulary", "ops"];
+
+const ROOT = join(import.meta.dirname, "../../..");
+
+function typeScriptUnder(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
+    const path = `${dir}/${e.name}`;
+    if (e.isDirectory()) return typeScriptUnder(path);
+    return e.name.endsWith(".ts") ? [path] : [];
+  });
+}
+
+/** `path:line: text` for each code line naming a platform; comments may name one as an example. */
+function platformNames(path: string, text: string, types: readonly string[]): string[] {
+  const word = new RegExp(`\\b(${types.join("|")})\\b`, "i");
+  return text.split("\n").flatMap((line, i) => {
+    if (/^\s*(\/\/|\/?\*)/.test(line)) return [];
+    const code = line.replace(/\s\/\/ .*$/, "");
+    return word.test(code) ? [`${path}:${i + 1}: ${line.trim()}`] : [];
+  });
+}
+
+describe("platforms stay in their folders", () => {
+  const types = platforms.map((p) => p.type);
+
+  it(`no code line in daemon/{${PLATFORM_FREE.join(",")}} names a registered platform`, () => {
+    const files = PLATFORM_FREE.flatMap((folder) => typeScriptUnder(`daemon/${folder}`));
+    expect(files).toContain("daemon/core/relay.ts");
+    const named = files.flatMap((path) => platformNames(path, readFileSync(join(ROOT, path), "utf8"), types));
+    expect(named).toEqual([]);
+  });
+
+  it("sees a platform named in code, and lets a comment name one", () => {
+    const text = ["/** As Telegram does it. */", "const x = 1; // telegram too", 'if (msg.platform === "telegram") skip();', "const isTerminally = 1;"].join(
+      "\n",
+    );
+    expect(platformNames("f.ts", text, ["telegram", "terminal"])).toEqual(['f.ts:3: if (msg.platform === "telegram") skip();']);
   });
 });

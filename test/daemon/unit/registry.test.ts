@@ -11,9 +11,10 @@ import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { systemClock } from "../../../shared/clock.js";
-import { definePlatform, loadAdapterModule, PLATFORM_LIBRARIES, type PlatformDeps } from "../../../daemon/adapters/platform.js";
+import { definePlatform, loadAdapterModule, type PlatformDeps } from "../../../daemon/adapters/platform.js";
 import { platforms } from "../../../daemon/adapters/registry.js";
 import { PLATFORM_NAMES, platformList } from "../../../daemon/adapters/platform-names.js";
+import { telegramPlatform } from "../../../daemon/adapters/telegram/platform.js";
 import { accessSchema, channelCommon } from "../../../daemon/vocabulary/config-fields.js";
 import { daemonConfigSchema } from "../../../daemon/config/schema.js";
 import { secretsOf } from "../../../daemon/config/secrets.js";
@@ -208,7 +209,9 @@ describe("optional platform libraries", () => {
       peerDependenciesMeta: Record<string, { optional?: boolean }>;
       dependencies: Record<string, string>;
     };
-    for (const [library, range] of Object.values(PLATFORM_LIBRARIES).flatMap((libraries) => Object.entries(libraries))) {
+    const named = platforms.flatMap((platform) => Object.entries(platform.libraries));
+    expect(named.map(([library]) => library)).toContain("grammy");
+    for (const [library, range] of named) {
       expect(pkg.peerDependencies[library], library).toBe(range);
       expect(pkg.peerDependenciesMeta[library]?.optional, library).toBe(true);
       expect(pkg.dependencies[library], library).toBeUndefined();
@@ -219,8 +222,8 @@ describe("optional platform libraries", () => {
     const missing = Object.assign(new Error("Cannot find package 'grammy' imported from /app/dist/daemon/adapters/telegram/index.js"), {
       code: "ERR_MODULE_NOT_FOUND",
     });
-    await expect(loadAdapterModule("telegram", () => Promise.reject(missing))).rejects.toThrow('npm install grammy@"^1.46.0"');
+    await expect(loadAdapterModule(telegramPlatform, () => Promise.reject(missing))).rejects.toThrow('npm install grammy@"^1.46.0"');
     const other = Object.assign(new Error("Cannot find module '/app/dist/x.js'"), { code: "ERR_MODULE_NOT_FOUND" });
-    await expect(loadAdapterModule("telegram", () => Promise.reject(other))).rejects.toBe(other);
+    await expect(loadAdapterModule(telegramPlatform, () => Promise.reject(other))).rejects.toBe(other);
   });
 });

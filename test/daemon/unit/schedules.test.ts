@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../../daemon/config/load.js";
 import { scheduleSchema } from "../../../daemon/config/schedules.js";
 import { ownSessionBase, scheduledMessage, scheduleIdOf } from "../../../daemon/core/schedules/message.js";
-import { cronOf, decide, nextSlot } from "../../../daemon/core/schedules/slots.js";
+import { cronOf, decide, MAX_COUNTED, nextSlot } from "../../../daemon/core/schedules/slots.js";
 import { targetOf } from "../../../daemon/core/delivery.js";
 
 const at = (iso: string) => Date.parse(iso);
@@ -21,9 +21,19 @@ describe("which slot is due", () => {
 
   it("makes up several missed slots as one, and skips it past the grace time", () => {
     const last = at("2026-11-20T07:00:00Z"); // Friday
-    // Down over the weekend until Tuesday 08:20: only Tuesday's slot fires.
-    expect(decide(weekdays8, last, at("2026-11-24T07:20:00Z"), HOUR)).toEqual({ kind: "fire", slot: at("2026-11-24T07:00:00Z") });
-    expect(decide(weekdays8, last, at("2026-11-24T08:00:01Z"), HOUR)).toEqual({ kind: "skip", slot: at("2026-11-24T07:00:00Z"), lateMs: HOUR + 1000 });
+    // Down over the weekend until Tuesday 08:20: only Tuesday's slot fires; Monday's is passed over (and said so).
+    const monday = { first: at("2026-11-23T07:00:00Z"), count: 1 };
+    expect(decide(weekdays8, last, at("2026-11-24T07:20:00Z"), HOUR)).toEqual({ kind: "fire", slot: at("2026-11-24T07:00:00Z"), passedOver: monday });
+    expect(decide(weekdays8, last, at("2026-11-24T08:00:01Z"), HOUR)).toEqual({
+      kind: "skip",
+      slot: at("2026-11-24T07:00:00Z"),
+      lateMs: HOUR + 1000,
+      passedOver: monday,
+    });
+    // A per-second schedule down for a day: the count stops at MAX_COUNTED ("at least").
+    const everySecond = cronOf("* * * * * *", "UTC");
+    const day = decide(everySecond, at("2026-11-24T00:00:00Z"), at("2026-11-25T00:00:00Z"), HOUR);
+    expect(day).toMatchObject({ kind: "fire", passedOver: { first: at("2026-11-24T00:00:01Z"), count: MAX_COUNTED } });
   });
 
   it("reads the hour in the schedule's time zone, across daylight saving", () => {

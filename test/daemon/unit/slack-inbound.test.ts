@@ -40,6 +40,19 @@ describe("translateMessage", () => {
     expect(d.message.sentAt).toBe(1_700_000_000_000);
   });
 
+  it("makes a DM in a thread (an assistant thread, as @slack/bolt's Assistant reads it) that thread's chat and topic", () => {
+    const d = translateMessage(dm({ ts: "1700000005.000500", thread_ts: "1700000000.000100", text: "in the pane" }), ctx);
+    if (d.kind !== "accept") throw new Error("a turn");
+    expect(d.message).toMatchObject({ chatId: "D1:1700000000.000100", chatType: "direct", threadId: "1700000000.000100", messageId: "1700000005.000500" });
+    expect(d.message.groupAliases).toBeUndefined();
+    expect(conversationOf(d.message.chatId)).toEqual({ channel: "D1", threadTs: "1700000000.000100" });
+    // The top level of the DM keeps its chat and has no topic.
+    const top = translateMessage(dm(), ctx);
+    if (top.kind !== "accept") throw new Error("a turn");
+    expect(top.message.chatId).toBe("D1");
+    expect(top.message.threadId).toBeUndefined();
+  });
+
   it("makes a channel mention its own thread, and a thread reply part of it", () => {
     const top = translateMessage({ type: "app_mention", user: "U1", text: "<@U0BOT> help me", ts: "1700000001.000200", channel: "C1" }, ctx);
     const reply = translateMessage(dm({ channel: "C1", channel_type: "channel", ts: "1700000009.000300", thread_ts: "1700000001.000200", text: "more" }), ctx);

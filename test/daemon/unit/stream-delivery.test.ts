@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { rawLength, SendError, type ChatAdapter, type ChatTarget } from "../../../daemon/vocabulary/adapter.js";
+import { rawLength, SendError, type ChatAdapter, type ChatTarget, type EditCapability } from "../../../daemon/vocabulary/adapter.js";
 import { createPreviewDriver } from "../../../daemon/core/stream-delivery.js";
 import { chunksFor } from "../../../daemon/core/delivery.js";
 import { telegramMarkdownToHtml, telegramVisibleLength } from "../../../daemon/adapters/telegram/index.js";
@@ -18,7 +18,7 @@ function platform(limits: { maxMessageLength: number; measure?: (text: string) =
     platform: "p",
     accountId: "a",
     limits: { maxMessageLength: limits.maxMessageLength, typingRefreshMs: 0, minEditIntervalMs: 1000 },
-    capabilities: { redelivers: false, edit: true },
+    redelivers: false,
     measure: limits.measure ?? rawLength,
     async start() {},
     async stop() {},
@@ -28,14 +28,16 @@ function platform(limits: { maxMessageLength: number; measure?: (text: string) =
       ops.push(`send ${id}`);
       return { messageId: id };
     },
-    async edit(_t, id, text) {
-      if (state.editFailures > 0) {
-        state.editFailures--;
-        ops.push(`edit ${id} failed`);
-        throw state.failure;
-      }
-      messages.set(id, text);
-      ops.push(`edit ${id}`);
+    edits: {
+      async edit(_t, id, text) {
+        if (state.editFailures > 0) {
+          state.editFailures--;
+          ops.push(`edit ${id} failed`);
+          throw state.failure;
+        }
+        messages.set(id, text);
+        ops.push(`edit ${id}`);
+      },
     },
     async sendTyping() {},
   };
@@ -99,22 +101,23 @@ describe("preview driver", () => {
     expect(p.messages.get("3")).toBe("in topic 8");
   });
 
-  it("tells each message's last operation it is final, and (endsStreams) tells a message once more when its text was complete before the reply was", async () => {
+  it("tells each message's last operation it is final, and (edits.end) tells a message once more when its text was complete before the reply was", async () => {
     const finals: string[] = [];
     const streaming = (endsStreams: boolean) => {
       const p = platform();
-      const { send, edit } = p.adapter;
+      const { send, edits } = p.adapter;
+      const edit: EditCapability["edit"] = async (t, id, text, options) => {
+        finals.push(`edit ${String(options.final)}`);
+        await edits?.edit(t, id, text, options);
+      };
       p.adapter = {
         ...p.adapter,
-        capabilities: { ...p.adapter.capabilities, endsStreams },
         send: (t, text, options) => {
           finals.push(`send ${String(options.final)}`);
           return send(t, text, options);
         },
-        edit: async (t, id, text, options) => {
-          finals.push(`edit ${String(options.final)}`);
-          await edit?.(t, id, text, options);
-        },
+        // A native stream is ended by one more edit marked final.
+        edits: endsStreams ? { edit, end: (t, id, text) => edit(t, id, text, { format: "markdown", final: true }) } : { edit },
       };
       return p;
     };

@@ -152,13 +152,14 @@ describe("terminal adapter", () => {
     const t = setup({ terminal: true, config: { prompt: "me> " } });
     await t.adapter.start(t.sink);
     await vi.waitFor(() => expect(t.out()).toContain("me> "));
-    expect(t.adapter.capabilities.append).toBe(true);
+    const appends = t.adapter.appends;
+    if (!appends) throw new Error("the terminal appends");
     const before = t.out().length;
-    await t.adapter.write!(target, "Hello", { end: false });
-    await t.adapter.write!(target, ", wor", { end: false });
+    await appends.write(target, "Hello", { end: false });
+    await appends.write(target, ", wor", { end: false });
     expect(t.out().slice(before)).not.toContain("me> "); // no prompt in the middle of the reply
     expect(t.out().slice(before)).toContain("agent> Hello, wor");
-    await t.adapter.write!(target, "ld.", { end: true });
+    await appends.write(target, "ld.", { end: true });
     const after = t.out().slice(before);
     expect(after).toContain("agent> Hello, world.\n");
     expect(after.slice(after.indexOf("world.\n"))).toContain("me> "); // redrawn below it

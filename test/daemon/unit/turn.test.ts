@@ -44,8 +44,8 @@ describe("nextSessionState", () => {
 });
 
 describe("streamModeFor", () => {
-  const both = { capabilities: { edit: true, append: true }, edit: async () => undefined, write: async () => undefined };
-  const appendOnly = { capabilities: { edit: false, append: true }, write: async () => undefined };
+  const both = { edits: { edit: async () => undefined }, appends: { write: async () => undefined } };
+  const appendOnly = { appends: { write: async () => undefined } };
 
   it("edits in place where it can, writes as it comes where it can only append, only when streaming is partial", () => {
     expect(streamModeFor(both, false, "partial")).toBe("edit");

@@ -1,0 +1,90 @@
+/**
+ * `npm test` on a machine with only Node.js: the README's test command runs (as a child, on a few
+ * files) with every system program hidden from `PATH` (and PostgreSQL's Debian folder out of reach
+ * through `POSTGRES_BIN`). It must exit 0, name each skipped test with what it lacks and the one
+ * command that installs it; under `CI=true` the same skips fail the run.
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, symlinkSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { tempDir } from "../helpers/emulator.js";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+// One file for each need: Chromium and PostgreSQL together, PostgreSQL, speech; and one that runs.
+const FILES = [
+  "test/browser/cluster-console.test.ts",
+  "test/daemon/postgres/shared-sessions.test.ts",
+  "test/daemon/voice-notes-local.test.ts",
+  "test/daemon/unit/keys.test.ts",
+];
+
+interface Run {
+  code: number | null;
+  out: string;
+}
+
+/** `node scripts/test.mjs FILES` with a PATH that holds `node` alone. */
+function runOnBareMachine(ci: boolean): Promise<Run> {
+  const { path: home, remove } = tempDir("agent-bridge-fresh-");
+  onTestFinished(remove);
+  const bin = join(home, "bin");
+  mkdirSync(bin);
+  symlinkSync(process.execPath, join(bin, "node"));
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PATH: bin,
+    POSTGRES_BIN: join(home, "no-postgres"),
+    AGENT_BRIDGE_TEST_RESULTS: join(home, "results"),
+  };
+  delete env.CHROMIUM_PATH;
+  delete env.CI;
+  if (ci) env.CI = "true";
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(ROOT, "scripts", "test.mjs"), ...FILES], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, out }));
+  });
+}
+
+describe("npm test on a machine with only Node.js", () => {
+  it("exits 0, naming each skipped test, what it lacks and the command that installs it", { timeout: 120_000 }, async () => {
+    const { code, out } = await runOnBareMachine(false);
+    expect(code, out).toBe(0);
+    const tail = out.slice(out.lastIndexOf("test(s) skipped"));
+    expect(tail).toMatch(
+      /for want of Chromium \(the web consoles' browser tests\) and a PostgreSQL server .*; install: (sudo )?bash scripts\/install-system-programs\.sh chromium postgres\n\s+test\/browser\/cluster-console\.test\.ts > shows the nodes/,
+    );
+    expect(tail).toMatch(
+      /for want of a PostgreSQL server[^\n]*install: (sudo )?bash scripts\/install-system-programs\.sh postgres\n(\s+test\/daemon\/postgres\/shared-sessions\.test\.ts > [^\n]+\n){2}/,
+    );
+    expect(tail).toMatch(
+      /for want of espeak-ng, sox and pocketsphinx[^\n]*install: (sudo )?bash scripts\/install-system-programs\.sh speech\n\s+test\/daemon\/voice-notes-local\.test\.ts > hears a spoken voice note/,
+    );
+    // The closing line counts what ran and what was skipped; the unit file's tests passed.
+    expect(out.trimEnd().split("\n").at(-1)).toMatch(/^[1-9]\d* passed, 0 failed, 4 skipped$/);
+  });
+
+  it("npm ci has no install script left undecided: each is allowed or denied in package.json, with its reason", () => {
+    const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
+      allowScripts: Record<string, boolean>;
+      "//allowScripts": Record<string, string>;
+    };
+    expect(Object.keys(manifest["//allowScripts"]).filter((k) => k !== "why")).toEqual(Object.keys(manifest.allowScripts));
+    // npm's own review of node_modules as `npm ci` left it (the warning `npm ci` prints is this list).
+    const npm = join(process.execPath, "..", "npm");
+    expect(execFileSync(existsSync(npm) ? npm : "npm", ["install-scripts", "ls"], { cwd: ROOT, encoding: "utf8" })).toContain(
+      "No packages with unreviewed install scripts.",
+    );
+  });
+
+  it("under CI=true the same skips fail the run", { timeout: 120_000 }, async () => {
+    const { code, out } = await runOnBareMachine(true);
+    expect(code, out).toBe(1);
+    expect(out).toContain("4 test(s) skipped under CI=true");
+    expect(out.trimEnd().split("\n").at(-1)).toMatch(/^[1-9]\d* passed, 4 failed$/);
+  });
+});
