@@ -1,11 +1,13 @@
 /**
  * `agent-bridge`: the one command. Subcommands `start`, `run`, `check`,
- * `emulator`, `conformance` and `config schema`. Only commander is loaded up front; each
+ * `emulator`, `conformance` and `config schema`. Only commander (and the platforms' names) is loaded up front; each
  * subcommand imports its own code when it runs, so `--help` stays instant.
  *
  * Exit codes: 0 done, 1 a failure (or a failed check), 2 a usage error.
  */
 import type { PairingCommand } from "../daemon/pairing-command.js";
+// The platforms' names only (no schema, no library): `--help` stays instant.
+import { platformList } from "../daemon/adapters/platform-names.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
@@ -74,7 +76,7 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
   const version = packageVersion();
   const program = new Command("agent-bridge");
   program
-    .description("Bridge chat apps (Telegram, Discord, WhatsApp, the terminal) to hosted AI-agent instances, and emulate the hosting service locally.")
+    .description(`Bridge chat apps (${platformList()}) to hosted AI-agent instances, and emulate the hosting service locally.`)
     .version(version, "-V, --version", "print the version")
     .helpOption("-h, --help", "show this help")
     .helpCommand(false)

@@ -5,7 +5,8 @@
  * key for the bridge, and opens the terminal chat on stdin/stdout. Ids and
  * keys are kept in `.data/credentials.json` (mode 0600, never printed), so a
  * second start talks to the same organization and instance. The ops server
- * (/healthz, /metrics) listens on a free port, printed at start. Arguments
+ * (the operator's console at /ui/, /healthz, /metrics) listens on a free
+ * port, printed at start. Arguments
  * are parsed by bin/program.ts.
  */
 import { chmod, readFile } from "node:fs/promises";
@@ -182,7 +183,7 @@ export async function startLocal(options: StartOptions): Promise<number> {
     [
       "agent-bridge: local mode (emulated service, terminal chat)",
       `  service    ${url}  (emulator; state in ${join(dataDir, "emulator")})`,
-      `  console    ${url}/_emulator/ui/instances/${boot.creds.instanceId}  (web console: conversations, requests, faults)`,
+      `  emulator   ${url}/_emulator/ui/instances/${boot.creds.instanceId}  (the emulator's console: conversations, requests, faults)`,
       `  org        ${boot.creds.organizationId}  (${boot.reusedOrganization ? "reused" : "new"})`,
       `  instance   ${boot.creds.instanceId}  (${boot.reusedInstance ? "reused" : "new"}, running)`,
       "Type a message and press Enter. /help lists commands; Ctrl+D or Ctrl+C quits.",
@@ -193,10 +194,15 @@ export async function startLocal(options: StartOptions): Promise<number> {
     beforeExit: () => emulator.close(),
     onStarted(daemon) {
       if (!daemon.opsUrl) return;
-      const line = `  ops        ${daemon.opsUrl}/healthz  ${daemon.opsUrl}/metrics`;
+      const lines = [
+        ...(config.ops.console ? [`  console    ${daemon.opsUrl}/ui/  (the bridge's operator console: chats, pairing, live activity)`] : []),
+        `  ops        ${daemon.opsUrl}/healthz  ${daemon.opsUrl}/metrics`,
+      ];
       const chat = daemon.adapters.find((a) => a.platform === "terminal") as Partial<TerminalAdapter> | undefined;
-      if (chat?.notice) chat.notice(line);
-      else process.stdout.write(`${line}\n`);
+      for (const line of lines) {
+        if (chat?.notice) chat.notice(line);
+        else process.stdout.write(`${line}\n`);
+      }
     },
   });
 }

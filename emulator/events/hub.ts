@@ -5,7 +5,10 @@
  * is dropped whole and the client gets one `overflow` event (it must refetch),
  * so a slow or stalled reader costs a fixed amount of memory, never more.
  */
+import { createSseClient, type SseClient, type SseClientOptions, type SseSink } from "../../shared/http/sse-client.js";
 import type { RequestEvent } from "./request-log.js";
+
+export { createSseClient, type SseClientOptions, type SseSink } from "../../shared/http/sse-client.js";
 
 /** What the stream carries; README "Events stream" documents each payload. */
 export type EmulatorEvent =
@@ -46,112 +49,7 @@ export interface TurnEvent {
   answer?: true;
 }
 
-/** The part of a writable HTTP response a client needs (an `http.ServerResponse` fits). */
-export interface SseSink {
-  write(chunk: string): boolean;
-  end(): void;
-  once(event: "drain", listener: () => void): unknown;
-}
-
-export interface SseClientOptions {
-  /** Most bytes queued while the socket pushes back (default 1 MiB). */
-  maxQueuedBytes?: number;
-}
-
-export interface SseClient {
-  send(frame: string): void;
-  /** Bytes waiting for the socket (tests check the bound). */
-  readonly queuedBytes: number;
-  /** Frames dropped by overflows so far. */
-  readonly dropped: number;
-  close(): void;
-}
-
 export const frame = (event: EmulatorEvent, id: number): string => `id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`;
-
-export function createSseClient(sink: SseSink, options: SseClientOptions = {}): SseClient {
-  return new BoundedSseClient(sink, options.maxQueuedBytes ?? 1024 * 1024);
-}
-
-/** One stream's client: frames go straight to the socket until it pushes back, then wait in a bounded queue. */
-class BoundedSseClient implements SseClient {
-  readonly #sink: SseSink;
-  readonly #maxQueuedBytes: number;
-  /** Frames waiting for the socket's drain, oldest first; empty unless `#waiting`. */
-  #queue: string[] = [];
-  /** The length of the frames in `#queue`; never above `#maxQueuedBytes`. */
-  #queuedBytes = 0;
-  /** The socket pushed back: frames queue until its drain. */
-  #waiting = false;
-  /** Frames dropped since the last drain: told to the client in one `overflow` event then. */
-  #droppedSinceDrain = 0;
-  /** Frames dropped by overflows so far. */
-  #dropped = 0;
-  /** Set by close; never unset: nothing is sent after it. */
-  #closed = false;
-
-  constructor(sink: SseSink, maxQueuedBytes: number) {
-    this.#sink = sink;
-    this.#maxQueuedBytes = maxQueuedBytes;
-  }
-
-  get queuedBytes(): number {
-    return this.#queuedBytes;
-  }
-
-  get dropped(): number {
-    return this.#dropped;
-  }
-
-  send(chunk: string): void {
-    if (this.#closed) return;
-    if (!this.#waiting) {
-      this.#push(chunk);
-      return;
-    }
-    if (this.#queuedBytes + chunk.length > this.#maxQueuedBytes) {
-      // Dropping the whole backlog (not just the oldest frame) keeps the rule simple for
-      // clients: after `overflow`, refetch, then apply what follows.
-      this.#droppedSinceDrain += this.#queue.length + 1;
-      this.#dropped += this.#queue.length + 1;
-      this.#queue = [];
-      this.#queuedBytes = 0;
-      return;
-    }
-    this.#queue.push(chunk);
-    this.#queuedBytes += chunk.length;
-  }
-
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#queue = [];
-    this.#queuedBytes = 0;
-    this.#sink.end();
-  }
-
-  #push(chunk: string): boolean {
-    if (this.#sink.write(chunk)) return true;
-    this.#waiting = true;
-    this.#sink.once("drain", () => this.#drain());
-    return false;
-  }
-
-  #drain(): void {
-    this.#waiting = false;
-    if (this.#closed) return;
-    if (this.#droppedSinceDrain > 0) {
-      const notice = `event: overflow\ndata: ${JSON.stringify({ dropped: this.#droppedSinceDrain })}\n\n`;
-      this.#droppedSinceDrain = 0;
-      if (!this.#push(notice)) return;
-    }
-    while (this.#queue.length > 0) {
-      const next = this.#queue.shift()!;
-      this.#queuedBytes -= next.length;
-      if (!this.#push(next)) return;
-    }
-  }
-}
 
 export interface EventHubOptions extends SseClientOptions {
   /** Most streams attached at once; more are refused (default 100). Each costs a socket and up to `maxQueuedBytes`. */

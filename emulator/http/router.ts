@@ -12,7 +12,7 @@ import { MAX_JSON_DEPTH, deeperThan } from "../../shared/json-depth.js";
 import { ApiError, methodNotAllowed, notFound, notImplemented, sendError, validationError } from "../errors.js";
 import type { InstanceRecord } from "../store/state.js";
 import { authenticate, authorizeAdmin, authorizeInstance, requireOrgKey, type Caller } from "./auth.js";
-import { RouteTable } from "./route-table.js";
+import { RouteTable } from "../../shared/http/route-table.js";
 
 /** Returned by handlers that wrote the response themselves (streams, downloads). */
 export const HANDLED = Symbol("handled");
@@ -46,7 +46,7 @@ export interface MountOptions {
 }
 
 /**
- * The route table as one step (http/route-table.ts says why and which of express's rules it
+ * The route table as one step (shared/http/route-table.ts says why and which of express's rules it
  * keeps): a request for a route is answered, a known path with another method gets its 405,
  * anything else goes on (`next()`) to the layers after it.
  */

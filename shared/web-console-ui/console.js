@@ -23,6 +23,44 @@ export const setStatus = (next) => {
   bus.dispatchEvent(new CustomEvent("status", { detail: next }));
 };
 
+let source;
+let started = false;
+function openStream(url, types) {
+  source = new EventSource(url);
+  for (const type of types) {
+    source.addEventListener(type, (e) => {
+      // `hello` arrives once the server attached this stream: from then on nothing is missed.
+      if (type === "hello") setStatus("live");
+      bus.dispatchEvent(new CustomEvent(type, { detail: JSON.parse(e.data) }));
+    });
+  }
+  source.addEventListener("error", () => setStatus("reconnecting"));
+}
+/**
+ * The console's events stream at `url`, its `types` dispatched on the bus: one
+ * stream per tab while it is visible. A browser gives an origin only six
+ * HTTP/1.1 connections and each open stream holds one (and the server serves
+ * a bounded number of streams), so a hidden tab lets go of its stream (a
+ * seventh console tab would otherwise never load); when it shows again it
+ * reconnects, and `hello` makes every view load again.
+ */
+export function connectEventStream(url, types) {
+  if (started) return;
+  started = true;
+  if (document.visibilityState !== "hidden") openStream(url, types);
+  else setStatus("paused");
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "hidden") {
+      source?.close();
+      source = undefined;
+      setStatus("paused");
+    } else if (!source) {
+      setStatus("connecting");
+      openStream(url, types);
+    }
+  });
+}
+
 export function useEvent(types, handler) {
   const ref = useRef(handler);
   ref.current = handler;
@@ -141,4 +179,45 @@ export function Loading({ state, children }) {
   if (state.error && state.data === undefined) return html`<p class="error" role="alert">${state.error.message}</p>`;
   if (state.data === undefined) return html`<p class="muted">Loading…</p>`;
   return children(state.data);
+}
+
+/**
+ * A button that runs an async action, shows it is busy, and reports a failure.
+ * With `confirm` (the question: what it will do), it asks first: focus goes to Cancel (Enter twice must not
+ * destroy anything), Escape cancels, and focus comes back to the button.
+ */
+export function Action({ run, children, confirm: question, ...rest }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState();
+  const [asking, setAsking] = useState(false);
+  const trigger = useRef();
+  const cancel = useRef();
+  const asked = useRef(false);
+  useEffect(() => {
+    if (asking) cancel.current?.focus();
+    else if (asked.current) trigger.current?.focus();
+    asked.current = asking;
+  }, [asking]);
+  const go = async () => {
+    setBusy(true);
+    setError(undefined);
+    setAsking(false);
+    try {
+      await run();
+    } catch (e) {
+      setError(e.message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  if (asking)
+    return html`<span class="confirm" role="group" aria-label="Confirm" onKeyDown=${(e) => e.key === "Escape" && setAsking(false)}>
+      <span>${question}</span>
+      <button class="danger" onClick=${go}>Yes</button>
+      <button ref=${cancel} onClick=${() => setAsking(false)}>Cancel</button>
+    </span>`;
+  return html`<span class="action"
+    ><button ref=${trigger} disabled=${busy} onClick=${() => (question ? setAsking(true) : go())} ...${rest}>${children}</button
+    >${error && html`<span class="error" role="alert">${error}</span>`}</span
+  >`;
 }

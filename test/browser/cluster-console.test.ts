@@ -125,6 +125,11 @@ it.skipIf(missing)(
 
     await page.getByLabel("Your name (for the log)").fill("bob");
     await row.getByRole("button", { name: "Hand over" }).click();
+    // It asks first and says what it will do; the row keeps the question across the view's refreshes (its rows are keyed).
+    const question = row.getByRole("group", { name: "Confirm" });
+    await expect.poll(() => textOf(question), UNTIL).toContain(`Hand ${UNIT} over? This node lets go of it and another node takes it`);
+    expect(logLines.some((l) => l.includes("hand-over asked from the console"))).toBe(false);
+    await question.getByRole("button", { name: "Yes" }).click();
     await expect.poll(() => textOf(page.getByTestId("hand-over-result")), UNTIL).toContain(`Handed ${UNIT} over`);
     // The other node took it, with the next fencing number: in the database and on the page.
     await waitUntil(async () => {

@@ -26,6 +26,7 @@ import { openServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { waitUntil } from "../helpers/wait.js";
 import { launchBrowser, textOf, UNTIL, type TestBrowser } from "../helpers/browser.js";
 import { openSse, type SseReader } from "../helpers/sse-client.js";
+import { OpsChat, OpsChats, OpsEvent, OpsLinks, OpsOverview, OpsPairing } from "../../shared/schemas/ops-console.js";
 import { lacks } from "../helpers/system-programs.js";
 
 const noChromium = lacks("chromium", import.meta.url);
@@ -209,24 +210,88 @@ describe.skipIf(noChromium)("the operator's console", () => {
     await expect.poll(() => textOf(page.locator(".approve .error")), UNTIL).toContain("matches no waiting request");
   });
 
+  it("keeps a row's state on its row when another row goes (every list is keyed)", async () => {
+    const [second, third] = [
+      { id: 7002, username: "second" },
+      { id: 7003, username: "third" },
+    ];
+    for (const person of [second, third]) {
+      const code = CODE.exec(await ask(person, "hello"))?.[1];
+      codes.push(code!);
+      const approved = await fetch(`${url}/ui/api/pairing/approve`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${OPS_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ channel: "tg", code }),
+      });
+      expect(approved.status).toBe(200);
+    }
+    await open("/pairing");
+    const row = (person: { id: number }) => page.locator(`li[data-approved="${person.id}"]`);
+    await row(third).waitFor({ state: "visible" });
+    // The third's revoke fails (the network answers for the daemon, once): its row shows the error.
+    await page.route("**/ui/api/pairing/revoke", (route) =>
+      route.fulfill({ status: 500, contentType: "application/json", body: JSON.stringify({ detail: "Injected failure for row 7003." }) }),
+    );
+    await row(third).getByRole("button", { name: "Revoke" }).click();
+    await row(third).getByRole("button", { name: "Yes" }).click();
+    await expect.poll(() => textOf(row(third).getByRole("alert")), UNTIL).toBe("Injected failure for row 7003.");
+    await page.unroute("**/ui/api/pairing/revoke");
+    // The row above it goes (revoked elsewhere, the list reloads live): the error stays with the third, and only there.
+    const revoked = await fetch(`${url}/ui/api/pairing/revoke`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${OPS_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ channel: "tg", user: String(second.id) }),
+    });
+    expect(revoked.status).toBe(200);
+    await expect.poll(() => row(second).count(), UNTIL).toBe(0);
+    expect(await textOf(row(third).getByRole("alert"))).toBe("Injected failure for row 7003.");
+    expect(await page.locator("li[data-approved] [role=alert]").count()).toBe(1);
+    // And now it goes for real.
+    await row(third).getByRole("button", { name: "Revoke" }).click();
+    await row(third).getByRole("button", { name: "Yes" }).click();
+    await expect.poll(() => row(third).count(), UNTIL).toBe(0);
+  });
+
+  it("plots the last hour on the overview, and the plots gain a point live after a turn", async () => {
+    await open("/overview");
+    const latency = page.getByTestId("median-latency-plot");
+    const turns = page.getByTestId("turns-per-minute-plot");
+    await latency.waitFor({ state: "visible" });
+    const before = Number(await latency.getAttribute("data-points"));
+    const turnsBefore = Number(await turns.getAttribute("data-points"));
+    expect(await ask(stranger, "how is the weather?")).toBe("You said: how is the weather?");
+    await expect.poll(async () => Number(await latency.getAttribute("data-points")), UNTIL).toBe(before + 1);
+    await expect.poll(async () => Number(await turns.getAttribute("data-points")), UNTIL).toBe(turnsBefore + 1);
+    expect(await latency.getAttribute("aria-label")).toMatch(/^Latency over the last (hour|\d+ min): \d+ points, latest [\d.]+ s/);
+    // The queue moved for that turn too.
+    expect(Number(await page.getByTestId("queue-depth-plot").getAttribute("data-points"))).toBeGreaterThan(0);
+  });
+
   it("shows a turn appear live, its chat with its text, and starts a fresh session the agent sees", async () => {
     await open("/activity");
     expect(await ask(stranger, "where is my parcel?")).toBe("You said: where is my parcel?");
     await page.locator('li[data-type="delivered"]').first().waitFor({ state: "visible" });
-    await expect.poll(() => textOf(page.locator('li[data-type="delivered"]')), UNTIL).toMatch(/reply delivered to telegram 7001 after [\d.]+ s/);
+    await expect.poll(() => textOf(page.locator('li[data-type="delivered"]')), UNTIL).toMatch(/reply delivered to Telegram \(7001\) after [\d.]+ s/);
     // Live activity names chats, never what they said.
     expect(await page.getByTestId("activity").innerText()).not.toContain("parcel");
 
     await open("/chats");
     const row = page.locator(`tr[data-chat="${stranger.id}"]`);
     await expect.poll(() => textOf(row), UNTIL).toContain("#0");
+    // Named as a person would say it, here as everywhere chats are listed.
+    expect(await textOf(row.getByRole("link"))).toBe("Telegram (7001)");
     await row.getByRole("link").click();
+    await expect.poll(() => textOf(page.getByTestId("chat-name")), UNTIL).toBe("Telegram (7001)");
     const turn = page.locator("li.turn", { hasText: "where is my parcel?" });
     await expect.poll(() => textOf(turn), UNTIL).toContain("You said: where is my parcel?");
     await expect.poll(() => textOf(turn), UNTIL).toContain("delivered after");
     await expect.poll(() => textOf(page.getByTestId("session")), UNTIL).not.toContain("(new)");
 
     await page.getByRole("button", { name: "Start a fresh session" }).click();
+    await expect
+      .poll(() => textOf(page.getByRole("group", { name: "Confirm" })), UNTIL)
+      .toContain("Start a fresh session for Telegram (7001)? The agent forgets this conversation.");
+    await page.getByRole("button", { name: "Yes" }).click();
     await expect.poll(() => textOf(page.getByTestId("fresh-session")), UNTIL).toContain("New session");
     await expect.poll(() => textOf(page.getByTestId("session")), UNTIL).toContain("#1 (new)");
     expect(logLines.some((l) => l.includes("conversation reset from the console") && l.includes('"by":"console:alice@127.0.0.1"'))).toBe(true);
@@ -242,7 +307,16 @@ describe.skipIf(noChromium)("the operator's console", () => {
     await expect.poll(() => textOf(card.getByTestId("link-state")), UNTIL).toBe("connected");
     expect(await card.locator("img.qr").count()).toBe(0);
 
+    // It asks first, saying what it will do; Cancel changes nothing.
     await card.getByRole("button", { name: /Re-link/ }).click();
+    const question = card.getByRole("group", { name: "Confirm" });
+    await expect.poll(() => textOf(question), UNTIL).toContain("Re-link wa? It forgets its WhatsApp link");
+    await question.getByRole("button", { name: "Cancel" }).click();
+    await card.getByRole("button", { name: /Re-link/ }).waitFor({ state: "visible" });
+    expect(phone.sockets.length).toBe(1);
+    expect(logLines.some((l) => l.includes("re-link asked from the console"))).toBe(false);
+    await card.getByRole("button", { name: /Re-link/ }).click();
+    await question.getByRole("button", { name: "Yes" }).click();
     // The old connection ends and a new one, without the link, asks to be scanned.
     await expect.poll(() => phone.sockets.length, UNTIL).toBe(2);
     expect(phone.sockets[0]!.closed).toBe(true);
@@ -266,7 +340,14 @@ describe.skipIf(noChromium)("the operator's console", () => {
   it("revokes an approval from the page: the person is asked to pair again, and the log says who revoked", async () => {
     await open("/pairing");
     const approved = page.locator(`li[data-approved="${stranger.id}"]`);
+    const revokesLogged = () => logLines.filter((l) => l.includes("pairing revoke from the console") && l.includes('"userId":"7001"')).length;
     await approved.getByRole("button", { name: "Revoke" }).click();
+    const question = approved.getByRole("group", { name: "Confirm" });
+    await expect.poll(() => textOf(question), UNTIL).toContain("Revoke pairing of stranger (7001) on tg? They will have to pair again.");
+    expect(await question.getByRole("button").allInnerTexts()).toEqual(["Yes", "Cancel"]);
+    // Asked, not done: the person is still approved until the operator says yes.
+    expect(revokesLogged()).toBe(0);
+    await question.getByRole("button", { name: "Yes" }).click();
     await expect.poll(() => approved.count(), UNTIL).toBe(0);
     expect(logLines.some((l) => l.includes("pairing revoke from the console") && l.includes('"by":"console:alice@127.0.0.1"'))).toBe(true);
     const again = await ask(stranger, "am I still in?");
@@ -292,5 +373,36 @@ describe.skipIf(noChromium)("the operator's console", () => {
     // Nor the log.
     for (const secret of [OPS_TOKEN, BOT_TOKEN, apiKey, ...codes]) expect(logLines.join("")).not.toContain(secret);
     expect(pageErrors).toEqual([]);
+  });
+
+  it("reads every answer the page loaded with the schemas the server sends them by", () => {
+    const schemaOf = (path: string) =>
+      path === "/ui/api/overview"
+        ? OpsOverview
+        : path === "/ui/api/pairing"
+          ? OpsPairing
+          : path === "/ui/api/chats"
+            ? OpsChats
+            : /^\/ui\/api\/chats\/[^/]+$/.test(path)
+              ? OpsChat
+              : path === "/ui/api/links"
+                ? OpsLinks
+                : undefined;
+    const read = bodies.filter((b) => new URL(b.url).pathname.startsWith("/ui/api/") && b.body.startsWith("{"));
+    const seen = new Set<string>();
+    for (const { url: from, body } of read) {
+      const schema = schemaOf(new URL(from).pathname);
+      const parsed: unknown = JSON.parse(body);
+      if (!schema || (typeof parsed === "object" && parsed !== null && "detail" in parsed)) continue;
+      expect(schema.safeParse(parsed).success, from).toBe(true);
+      seen.add(schema === OpsChat ? "chat" : new URL(from).pathname);
+    }
+    expect([...seen].sort()).toEqual(["/ui/api/chats", "/ui/api/links", "/ui/api/overview", "/ui/api/pairing", "chat"]);
+    // And the events, each chat named as the lists name it.
+    const carried = events.frames.filter((f) => f.event !== undefined && f.event !== "hello" && f.event !== "overflow");
+    expect(carried.length).toBeGreaterThan(5);
+    for (const frame of carried) expect(OpsEvent.safeParse(JSON.parse(frame.data!)).success, frame.data).toBe(true);
+    const delivered = carried.find((f) => f.event === "delivered");
+    expect(OpsEvent.parse(JSON.parse(delivered!.data!))).toMatchObject({ chat: { name: "Telegram (7001)" } });
   });
 });

@@ -28,6 +28,15 @@ describe("agent-bridge", () => {
     for (const sub of ["start", "run", "check", "emulator", "config"]) expect(out).toMatch(new RegExp(`^  ${sub} `, "m"));
   });
 
+  it("names every platform the registry has", async () => {
+    const { platforms } = await import("../../daemon/adapters/registry.js");
+    const { platformName } = await import("../../daemon/adapters/platform-names.js");
+    const { out } = await run(["--help"]);
+    const names = platforms.map((p) => platformName(p.type));
+    expect(names).toContain("Slack");
+    for (const name of names) expect(out.replace(/\s+/g, " ")).toContain(name);
+  });
+
   it.each([[[]], [["start"]], [["run"]], [["check"]], [["emulator"]], [["config"]], [["config", "schema"]]])("%j answers --version and --help", async (sub) => {
     const version = await run([...sub, "--version"]);
     expect(version).toEqual({ code: 0, out: `${VERSION}\n`, err: "" });

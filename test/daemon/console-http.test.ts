@@ -15,6 +15,9 @@ import { createDaemon } from "../../daemon/daemon.js";
 import { daemonConfigSchema } from "../../daemon/config/schema.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { runAgentBridge } from "../helpers/cli.js";
+import { openSse } from "../helpers/sse-client.js";
+import { waitUntil } from "../helpers/wait.js";
+import { OpsChats, OpsConsoleError, OpsOverview, OpsPairing } from "../../shared/schemas/ops-console.js";
 
 const TOKEN = "ops-console-token-5d1e2a9f";
 
@@ -54,7 +57,7 @@ describe("the console with ops.token", () => {
     for (const path of ["/ui/", "/ui/overview", "/ui/api/overview", "/ui/api/pairing", "/ui/api/events", "/ui/vendor/preact.mjs"]) {
       const none = await call(url, path);
       expect(none.status, path).toBe(401);
-      expect(JSON.parse(none.body).error).toContain("needs the ops token");
+      expect(JSON.parse(none.body).detail).toContain("needs the ops token");
       const wrong = await call(url, path, { headers: { authorization: "Bearer not-the-token-at-all" } });
       expect(wrong.status, path).toBe(401);
       expect(wrong.body).not.toContain(TOKEN);
@@ -114,7 +117,45 @@ describe("the console without a token", () => {
     expect((await call(url, "/ui/api/overview")).status).toBe(200);
     const rebound = await call(url, "/ui/api/overview", { headers: { host: "attacker.example:80" } });
     expect(rebound.status).toBe(401);
-    expect(JSON.parse(rebound.body).error).toContain("loopback host");
+    expect(JSON.parse(rebound.body).detail).toContain("loopback host");
+  });
+
+  it("on the daemon: the 17th stream is refused with 503 and a sentence in the contract's {detail}", async () => {
+    const { url } = await daemonWithOps({});
+    const readers = await Promise.all(Array.from({ length: 16 }, () => openSse(`${url}/ui/api/events`)));
+    onTestFinished(() => {
+      for (const r of readers) r.close();
+    });
+    await Promise.all(readers.map((r) => r.next((f) => f.event === "hello")));
+    const refused = await fetch(`${url}/ui/api/events`);
+    expect(refused.status).toBe(503);
+    expect(OpsConsoleError.parse(await refused.json()).detail).toContain("Too many console event streams");
+    readers[0]!.close();
+    const again = await waitUntil(async () => {
+      const r = await openSse(`${url}/ui/api/events`);
+      if (r.response.statusCode === 200) return r;
+      r.close();
+      return undefined;
+    }, "a stream once one closed");
+    again.close();
+  });
+
+  it("routes through one table: answers read by the shared schemas, a known path with another method 405 naming the one it takes, an unknown one 404, all as {detail}", async () => {
+    const { url } = await daemonWithOps({});
+    const overview = OpsOverview.parse(JSON.parse((await call(url, "/ui/api/overview")).body));
+    expect(overview.history).toMatchObject({ turnsPerMinute: [], latencyMs: [] });
+    OpsChats.parse(JSON.parse((await call(url, "/ui/api/chats")).body));
+    OpsPairing.parse(JSON.parse((await call(url, "/ui/api/pairing")).body));
+    const wrong = await call(url, "/ui/api/pairing/revoke");
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.allow).toBe("POST");
+    expect(OpsConsoleError.parse(JSON.parse(wrong.body)).detail).toContain("POST");
+    const unknown = await call(url, "/ui/api/nothing-here");
+    expect(unknown.status).toBe(404);
+    expect(OpsConsoleError.parse(JSON.parse(unknown.body)).detail).toBe("No such console route.");
+    const badEscape = await call(url, "/ui/api/chats/%E0%A4%A");
+    expect(badEscape.status).toBe(400);
+    expect(OpsConsoleError.parse(JSON.parse(badEscape.body)).detail).toContain("not well encoded");
   });
 
   it("is off with ops.console false, while /healthz and /metrics answer", async () => {

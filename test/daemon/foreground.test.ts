@@ -2,7 +2,7 @@
  * What a person sees of the daemon in the foreground: Ctrl+C says what it
  * waits for, a second Ctrl+C quits at once with the turn still journaled;
  * log lines as chat notices; the startup check's problems, once each; and
- * `npm start` serving /healthz and /metrics where it says.
+ * `npm start` serving the operator's console, /healthz and /metrics where it says.
  */
 import { EventEmitter } from "node:events";
 import { PassThrough } from "node:stream";
@@ -170,7 +170,7 @@ describe("log lines in the terminal chat", () => {
 });
 
 describe("agent-bridge start", () => {
-  it("serves /healthz and /metrics on a free port and prints where", async () => {
+  it("serves the operator's console, /healthz and /metrics on a free port and prints where", async () => {
     const dir = tempDir();
     const run = runAgentBridge(["start", "--data-dir", dir.path], { stdin: "pipe" });
     try {
@@ -181,6 +181,12 @@ describe("agent-bridge start", () => {
       expect(await health.json()).toMatchObject({ healthy: true });
       const metrics = await (await fetch(`${base}/metrics`)).text();
       expect(metrics).toContain("# TYPE");
+      // The console's line comes first, on the same server.
+      const consoleUrl = /console\s+(http:\/\/127\.0\.0\.1:\d+\/ui\/)\s/.exec(run.stdout())?.[1];
+      expect(consoleUrl, run.stdout()).toBe(`${base}/ui/`);
+      const page = await fetch(consoleUrl!);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain("/ui/assets/app.js");
       run.child.stdin!.end();
       expect(await run.exited).toBe(0);
     } finally {

@@ -49,7 +49,11 @@ describe("npm start", () => {
     const [org1, orgState1] = field(first.stdout, "org") ?? [];
     const [inst1, instState1] = field(first.stdout, "instance") ?? [];
     expect([orgState1, instState1]).toEqual(["new", "new"]);
-    expect(first.stdout).toMatch(new RegExp(`console\\s+http://127\\.0\\.0\\.1:\\d+/_emulator/ui/instances/${inst1}\\s`));
+    expect(first.stdout).toMatch(new RegExp(`emulator\\s+http://127\\.0\\.0\\.1:\\d+/_emulator/ui/instances/${inst1}\\s`));
+    // The operator's console is printed beside the ops endpoints.
+    const consoleUrl = /^\s*console\s+(http:\/\/127\.0\.0\.1:\d+\/ui\/)\s/m.exec(first.stdout)?.[1];
+    expect(consoleUrl, first.stdout).toBeDefined();
+    expect(first.stdout).toMatch(/^\s*ops\s+http:\/\/127\.0\.0\.1:\d+\/healthz\s/m);
 
     const credsFile = join(dataDir, "credentials.json");
     expect(statSync(credsFile).mode & 0o777).toBe(0o600);

@@ -1,5 +1,5 @@
 /**
- * The API's route lookup (emulator/http/route-table.ts) decides as express's
+ * The API's route lookup (shared/http/route-table.ts) decides as express's
  * own router did when every route was a layer: the same route, the same
  * parameters, the same 405 and the same 400, for the service's real route
  * list and for paths built to hit its edges (case, trailing slashes, empty
@@ -9,7 +9,7 @@ import express, { type NextFunction, type Request, type Response } from "express
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { expressPath, routes, type RouteSpec } from "../../shared/api.js";
-import { RouteTable } from "../../emulator/http/route-table.js";
+import { RouteTable } from "../../shared/http/route-table.js";
 
 type Outcome = { route: string; params: Record<string, string> } | { allow: string } | { status: number } | "none";
 

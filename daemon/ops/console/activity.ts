@@ -57,6 +57,17 @@ const TURNS_PER_CHAT = 20;
 /** Latencies kept for the overview's median. */
 const LATENCY_WINDOW = 200;
 const MINUTE = 60_000;
+/** What the overview plots: the last hour, at most HISTORY_POINTS points a series (the oldest go first). */
+const HISTORY_MS = 60 * MINUTE;
+const HISTORY_POINTS = 720;
+
+/** A plotted point: when (epoch ms) and the value then. */
+export type Point = [at: number, value: number];
+export interface ActivityHistory {
+  turnsPerMinute: Point[];
+  latencyMs: Point[];
+  queueDepth: Point[];
+}
 
 export const chatRefOf = (m: JournalEntry["message"]): ChatRef => ({
   key: chatKeyOf(m),
@@ -77,6 +88,10 @@ export class ActivityFeed {
   #deliveredTimes: number[] = [];
   /** The latest delivery latencies (ms), oldest first; at most LATENCY_WINDOW. */
   #latencies: number[] = [];
+  /** The overview's plots: a point per delivered turn (turns per minute, latency) and per queue move (depth over every instance). */
+  readonly #history: ActivityHistory = { turnsPerMinute: [], latencyMs: [], queueDepth: [] };
+  /** Each instance's last queue depth (waiting and in flight), summed for the queue plot. */
+  readonly #queueDepths = new Map<string, number>();
 
   constructor(clock: Clock) {
     this.#clock = clock;
@@ -88,6 +103,14 @@ export class ActivityFeed {
   }
 
   emit(event: ActivityEvent): void {
+    if (event.type === "queue") {
+      this.#queueDepths.set(event.instance, event.waiting + event.running);
+      this.#plot(
+        this.#history.queueDepth,
+        event.at,
+        [...this.#queueDepths.values()].reduce((a, b) => a + b, 0),
+      );
+    }
     for (const listener of this.#listeners) listener(event);
   }
 
@@ -139,6 +162,8 @@ export class ActivityFeed {
       this.#deliveredTimes.push(now);
       this.#latencies.push(latencyMs);
       if (this.#latencies.length > LATENCY_WINDOW) this.#latencies.shift();
+      this.#plot(this.#history.turnsPerMinute, now, this.turnsPerMinute());
+      this.#plot(this.#history.latencyMs, now, latencyMs);
       this.emit({ type: "delivered", at: now, chat: chatRefOf(entry.message), instance: entry.route.instanceId, entry: entry.id, latencyMs });
     }
   }
@@ -155,6 +180,25 @@ export class ActivityFeed {
     if (!this.#latencies.length) return undefined;
     const sorted = [...this.#latencies].sort((a, b) => a - b);
     return sorted[Math.floor(sorted.length / 2)];
+  }
+
+  /** The last hour of each plotted series, oldest first (copies). */
+  history(): ActivityHistory & { now: number } {
+    const now = this.#clock.now();
+    const since = now - HISTORY_MS;
+    const recent = (points: Point[]) => points.filter(([at]) => at > since).map(([at, v]): Point => [at, v]);
+    return {
+      now,
+      turnsPerMinute: recent(this.#history.turnsPerMinute),
+      latencyMs: recent(this.#history.latencyMs),
+      queueDepth: recent(this.#history.queueDepth),
+    };
+  }
+
+  #plot(series: Point[], at: number, value: number): void {
+    series.push([at, value]);
+    const since = at - HISTORY_MS;
+    while (series.length > HISTORY_POINTS || (series.length > 0 && series[0]![0] <= since)) series.shift();
   }
 
   /** Chats, most recently active first. */

@@ -6,7 +6,7 @@
  */
 import type { Logger } from "pino";
 import QRCode from "qrcode";
-import { z } from "zod";
+import type { z } from "zod";
 import type { Clock } from "../../../shared/clock.js";
 import type { DaemonConfig } from "../../config/schema.js";
 import { describeApproval, type PairingOps } from "../../core/pairing-ops.js";
@@ -14,8 +14,22 @@ import { hashCode } from "../../core/pairing.js";
 import { nextReset, resetPolicyOf, startFreshSession } from "../../core/session-reset.js";
 import { parseChatKey, sessionKeyOf } from "../../vocabulary/keys.js";
 import type { Store } from "../../vocabulary/store.js";
+import {
+  OpsApproveBody,
+  type OpsChat,
+  type OpsChats,
+  type OpsCluster,
+  type OpsDone,
+  type OpsFreshSession,
+  type OpsLinks,
+  type OpsOverview,
+  type OpsPairing,
+  OpsRevokeBody,
+} from "../../../shared/schemas/ops-console.js";
 import type { Metrics } from "../metrics.js";
 import type { ActivityFeed, ChatRecord } from "./activity.js";
+import { chatNamer, type ChatNamer } from "./chat-name.js";
+import { platformName } from "../../adapters/platform-names.js";
 
 export interface ConsoleDeps {
   config: DaemonConfig;
@@ -64,17 +78,17 @@ export interface ClusterView {
   handOver(unit: string): Promise<boolean>;
 }
 
-/** A console answer: status and JSON body. */
-export interface Answer {
+/** A refusal or failure: its status and the contract's `{detail}` sentence. */
+export interface Problem {
   status: number;
-  body: unknown;
+  body: { detail: string };
 }
+/** A console answer: 200 with what the route's schema (shared/schemas/ops-console.ts) describes, or a problem. */
+export type Answer<T> = { status: 200; body: T } | Problem;
 
-const ok = (body: unknown): Answer => ({ status: 200, body });
-const problem = (status: number, error: string): Answer => ({ status, body: { error } });
-
-const ApproveBody = z.strictObject({ channel: z.string().min(1), code: z.string().min(1).max(64) });
-const RevokeBody = z.strictObject({ channel: z.string().min(1), user: z.string().min(1) });
+const ok = <T>(body: T): Answer<T> => ({ status: 200, body });
+export const problem = (status: number, detail: string): Problem => ({ status, body: { detail } });
+type In<S extends z.ZodType> = z.input<S>;
 
 /** How long a reachability answer is reused: the overview reloads on every event. */
 const REACH_TTL_MS = 5_000;
@@ -82,14 +96,17 @@ const REACH_TIMEOUT_MS = 3_000;
 
 export class ConsoleApi {
   readonly #deps: ConsoleDeps;
+  /** How a chat is named wherever the console lists one. */
+  readonly nameOf: ChatNamer;
   /** The last reachability check per instance and when it was made; reused for REACH_TTL_MS. */
   readonly #reach = new Map<string, { at: number; answer: Promise<{ instance: string; reachable: boolean; status: string }> }>();
 
   constructor(deps: ConsoleDeps) {
     this.#deps = deps;
+    this.nameOf = chatNamer(deps.config);
   }
 
-  async overview(): Promise<Answer> {
+  async overview(): Promise<Answer<In<typeof OpsOverview>>> {
     const d = this.#deps;
     const instances = [...new Set(d.config.routes.map((r) => r.instance))];
     const [turns, errors, service] = await Promise.all([
@@ -100,7 +117,7 @@ export class ConsoleApi {
     const byOutcome: Record<string, number> = {};
     for (const v of turns.values) byOutcome[String(v.labels.outcome)] = (byOutcome[String(v.labels.outcome)] ?? 0) + v.value;
     return ok({
-      channels: d.channels(),
+      channels: d.channels().map((c) => ({ ...c, platformName: platformName(c.platform) })),
       queues: d.queues(),
       turnsPerMinute: d.feed.turnsPerMinute(),
       medianLatencyMs: d.feed.medianLatencyMs() ?? null,
@@ -108,6 +125,7 @@ export class ConsoleApi {
       errors: errors.values.reduce((sum, v) => sum + v.value, 0),
       service,
       config: this.#configSummary(),
+      history: d.feed.history(),
     });
   }
 
@@ -115,19 +133,19 @@ export class ConsoleApi {
   #configSummary() {
     const { hash, lastReload, peers } = this.#deps.configState();
     const last = lastReload?.ok
-      ? { ok: true, at: lastReload.at, hash: lastReload.hash, changed: lastReload.changed, restartNeeded: lastReload.restartNeeded }
+      ? { ok: true as const, at: lastReload.at, hash: lastReload.hash, changed: lastReload.changed, restartNeeded: lastReload.restartNeeded }
       : lastReload;
     return { hash, lastReload: last ?? null, otherNodesDiffer: peers ? peers.filter((p) => p.hash !== hash) : null };
   }
 
-  pairingList(): Answer {
+  pairingList(): Answer<In<typeof OpsPairing>> {
     const pairing = this.#deps.pairing();
     if (!pairing) return problem(503, "The daemon is still starting.");
     return ok({ channels: this.#pairingChannels().map((c) => c.id), lists: pairing.list() });
   }
 
-  async approve(body: unknown, actor: string): Promise<Answer> {
-    const parsed = ApproveBody.safeParse(body);
+  async approve(body: unknown, actor: string): Promise<Answer<In<typeof OpsDone>>> {
+    const parsed = OpsApproveBody.safeParse(body);
     if (!parsed.success) return problem(422, "Give the channel and the code the person was shown.");
     const pairing = this.#deps.pairing();
     if (!pairing) return problem(503, "The daemon is still starting.");
@@ -141,30 +159,31 @@ export class ConsoleApi {
     return result.ok ? ok({ text: describeApproval(result) }) : problem(result.reason === "rate_limited" ? 429 : 404, describeApproval(result));
   }
 
-  async revoke(body: unknown, actor: string): Promise<Answer> {
-    const parsed = RevokeBody.safeParse(body);
+  async revoke(body: unknown, actor: string): Promise<Answer<In<typeof OpsDone>>> {
+    const parsed = OpsRevokeBody.safeParse(body);
     if (!parsed.success) return problem(422, "Give the channel and the person's id.");
     const pairing = this.#deps.pairing();
     if (!pairing) return problem(503, "The daemon is still starting.");
     const { channel, user } = parsed.data;
+    if (!this.#pairingChannels().some((c) => c.id === channel)) return problem(404, `No channel "${channel}" here.`);
     const done = await pairing.revoke(channel, user);
     this.#deps.logger.info({ by: actor, channel, userId: user, revoked: done }, "pairing revoke from the console");
     return done ? ok({ text: `Revoked ${user} on ${channel}.` }) : problem(404, `${user} is not approved on ${channel}.`);
   }
 
-  chats(): Answer {
+  chats(): Answer<In<typeof OpsChats>> {
     return ok({ chats: this.#deps.feed.chats().map((c) => ({ ...this.#chatSummary(c), turns: c.turns.length })) });
   }
 
   /** One chat with its last turns' text: the one answer that carries message text. */
-  chat(rawKey: string, actor: string): Answer {
+  chat(rawKey: string, actor: string): Answer<In<typeof OpsChat>> {
     const chat = this.#chatOf(rawKey);
     if (!chat) return problem(404, "No such chat since this node started.");
     this.#deps.logger.info({ by: actor, platform: chat.platform, chatId: chat.chatId }, "chat opened in the console");
     return ok({ ...this.#chatSummary(chat), turns: chat.turns });
   }
 
-  async freshSession(rawKey: string, actor: string): Promise<Answer> {
+  async freshSession(rawKey: string, actor: string): Promise<Answer<In<typeof OpsFreshSession>>> {
     const chat = this.#chatOf(rawKey);
     if (!chat) return problem(404, "No such chat since this node started.");
     const store = this.#deps.store();
@@ -191,7 +210,7 @@ export class ConsoleApi {
   }
 
   /** Linking channels, each code drawn as a QR image (the code itself is never sent as text). */
-  async links(): Promise<Answer> {
+  async links(): Promise<Answer<In<typeof OpsLinks>>> {
     const links = await Promise.all(
       this.#deps.links().map(async ({ linkCode, ...link }) => ({
         ...link,
@@ -204,7 +223,7 @@ export class ConsoleApi {
     return ok({ links });
   }
 
-  async relink(channel: string, actor: string): Promise<Answer> {
+  async relink(channel: string, actor: string): Promise<Answer<In<typeof OpsDone>>> {
     this.#deps.logger.info({ by: actor, channel }, "re-link asked from the console");
     return (await this.#deps.relink(channel))
       ? ok({ text: `Channel ${channel} forgot its link: scan the new code.` })
@@ -212,7 +231,7 @@ export class ConsoleApi {
   }
 
   /** Nodes, and each account's owner, fencing number and (on its owner) lease age; null on one machine. */
-  async cluster(): Promise<Answer> {
+  async cluster(): Promise<Answer<In<typeof OpsCluster>>> {
     const cluster = this.#deps.cluster();
     if (!cluster) return ok({ cluster: null });
     const status = await cluster.status();
@@ -226,7 +245,7 @@ export class ConsoleApi {
     });
   }
 
-  async handOver(unit: string, actor: string): Promise<Answer> {
+  async handOver(unit: string, actor: string): Promise<Answer<In<typeof OpsDone>>> {
     const cluster = this.#deps.cluster();
     if (!cluster) return problem(404, "This daemon runs on one machine: there is nobody to hand over to.");
     this.#deps.logger.info({ by: actor, unit }, "hand-over asked from the console");
@@ -247,6 +266,7 @@ export class ConsoleApi {
     const next = state?.lastTurnAt !== undefined ? nextReset(policy, state.lastTurnAt) : undefined;
     return {
       key: chat.key,
+      name: this.nameOf(chat),
       platform: chat.platform,
       accountId: chat.accountId,
       chatId: chat.chatId,

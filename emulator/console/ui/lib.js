@@ -1,7 +1,7 @@
 // Shared pieces of the console: rendering (Preact + htm), the API helpers,
 // the one events stream, and hooks that keep a view's data live.
 // What the daemon's console draws the same way comes from the shared module.
-import { bus, html, setStatus, useEffect, useEvent, useLoad, useRef, useState } from "../shared/console.js";
+import { connectEventStream, useEvent, useLoad } from "../shared/console.js";
 
 export * from "../shared/console.js";
 
@@ -48,42 +48,8 @@ export const CONSOLE_HEADER = "x-emulator-console";
 export const asOrg = (orgId, path) => `/_emulator/as/${encodeURIComponent(orgId)}${path}`;
 
 // ---- the events stream ----------------------------------------------------
-const TYPES = ["hello", "request", "state", "turn", "overflow"];
-let source;
-let started = false;
-function openStream() {
-  source = new EventSource("/_emulator/events");
-  for (const type of TYPES) {
-    source.addEventListener(type, (e) => {
-      // `hello` arrives once the server attached this stream: from then on nothing is missed.
-      if (type === "hello") setStatus("live");
-      bus.dispatchEvent(new CustomEvent(type, { detail: JSON.parse(e.data) }));
-    });
-  }
-  source.addEventListener("error", () => setStatus("reconnecting"));
-}
-/**
- * One stream per tab while it is visible. A browser gives an origin only six
- * HTTP/1.1 connections and each open stream holds one, so a hidden tab lets go
- * of its stream (a seventh console tab would otherwise never load); when it
- * shows again it reconnects, and `hello` makes every view load again.
- */
-export function connectEvents() {
-  if (started) return;
-  started = true;
-  if (document.visibilityState !== "hidden") openStream();
-  else setStatus("paused");
-  document.addEventListener("visibilitychange", () => {
-    if (document.visibilityState === "hidden") {
-      source?.close();
-      source = undefined;
-      setStatus("paused");
-    } else if (!source) {
-      setStatus("connecting");
-      openStream();
-    }
-  });
-}
+/** The one stream per visible tab (shared/console.js says why a hidden tab lets go of it). */
+export const connectEvents = () => connectEventStream("/_emulator/events", ["hello", "request", "state", "turn", "overflow"]);
 
 /**
  * Data loaded by `load` and loaded again when an event passes `when(type, detail)`
@@ -98,47 +64,6 @@ export function useLive(load, deps, when = () => false) {
     if (type === "hello" || type === "overflow" || (type === "state" && detail.replaced) || when(type, detail)) run();
   });
   return [state, run, loading];
-}
-
-/**
- * A button that runs an async action, shows it is busy, and reports a failure.
- * With `confirm`, it asks first: focus goes to Cancel (Enter twice must not
- * destroy anything), Escape cancels, and focus comes back to the button.
- */
-export function Action({ run, children, confirm: question, ...rest }) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState();
-  const [asking, setAsking] = useState(false);
-  const trigger = useRef();
-  const cancel = useRef();
-  const asked = useRef(false);
-  useEffect(() => {
-    if (asking) cancel.current?.focus();
-    else if (asked.current) trigger.current?.focus();
-    asked.current = asking;
-  }, [asking]);
-  const go = async () => {
-    setBusy(true);
-    setError(undefined);
-    setAsking(false);
-    try {
-      await run();
-    } catch (e) {
-      setError(e.message);
-    } finally {
-      setBusy(false);
-    }
-  };
-  if (asking)
-    return html`<span class="confirm" role="group" aria-label="Confirm" onKeyDown=${(e) => e.key === "Escape" && setAsking(false)}>
-      <span>${question}</span>
-      <button class="danger" onClick=${go}>Yes</button>
-      <button ref=${cancel} onClick=${() => setAsking(false)}>Cancel</button>
-    </span>`;
-  return html`<span class="action"
-    ><button ref=${trigger} disabled=${busy} onClick=${() => (question ? setAsking(true) : go())} ...${rest}>${children}</button
-    >${error && html`<span class="error" role="alert">${error}</span>`}</span
-  >`;
 }
 
 export const time = (iso) => (iso ? new Date(iso).toLocaleString() : "—");

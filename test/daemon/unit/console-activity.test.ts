@@ -9,6 +9,7 @@ import { type ActivityEvent, ActivityFeed } from "../../../daemon/ops/console/ac
 import { dedupeKeyOf } from "../../../daemon/vocabulary/keys.js";
 import type { JournalEntry } from "../../../daemon/vocabulary/records.js";
 import { createManualClock } from "../../../shared/clock.js";
+import { chatNamer } from "../../../daemon/ops/console/chat-name.js";
 
 let seq = 0;
 function entry(chatId: string, text: string, at: number, extra: Partial<JournalEntry> = {}): JournalEntry {
@@ -81,5 +82,64 @@ describe("the console's activity feed", () => {
     clock.advance(60_000);
     expect(feed.turnsPerMinute()).toBe(0);
     expect(JSON.stringify(events)).not.toContain("secret");
+  });
+
+  it("plots the last hour: a point per delivered turn (turns per minute, latency) and per queue move (depth over every instance)", () => {
+    const clock = createManualClock(1_000_000);
+    const feed = new ActivityFeed(clock);
+    expect(feed.history()).toEqual({ now: 1_000_000, turnsPerMinute: [], latencyMs: [], queueDepth: [] });
+    const first = entry("a", "hi", clock.now());
+    feed.accepted(first);
+    clock.advance(800);
+    feed.completed([first]);
+    feed.emit({ type: "queue", at: clock.now(), instance: "one", waiting: 2, running: 1 });
+    feed.emit({ type: "queue", at: clock.now(), instance: "two", waiting: 1, running: 0 });
+    const second = entry("b", "hi", clock.now());
+    feed.accepted(second);
+    clock.advance(200);
+    feed.completed([second]);
+    const now = clock.now();
+    expect(feed.history()).toEqual({
+      now,
+      turnsPerMinute: [
+        [now - 200, 1],
+        [now, 2],
+      ],
+      latencyMs: [
+        [now - 200, 800],
+        [now, 200],
+      ],
+      queueDepth: [
+        [now - 200, 3],
+        [now - 200, 4],
+      ],
+    });
+    // An hour on, the points have left the plot.
+    clock.advance(60 * 60_000);
+    expect(feed.history()).toEqual({ now: clock.now(), turnsPerMinute: [], latencyMs: [], queueDepth: [] });
+  });
+
+  it("keeps at most 720 points a series however busy the hour", () => {
+    const clock = createManualClock(1_000_000);
+    const feed = new ActivityFeed(clock);
+    for (let i = 0; i < 2000; i++) {
+      clock.advance(1_000);
+      feed.emit({ type: "queue", at: clock.now(), instance: "one", waiting: i % 7, running: 0 });
+    }
+    const depth = feed.history().queueDepth;
+    expect(depth).toHaveLength(720);
+    expect(depth.at(-1)).toEqual([clock.now(), 1999 % 7]);
+  });
+});
+
+describe("chat names", () => {
+  const ref = { platform: "telegram", accountId: "tg", chatId: "7001", chatType: "direct" as const };
+  it("read as a person says them: the platform's name, group or not, the id, the topic; the channel only when there are several of the platform", () => {
+    const one = chatNamer({ channels: [{ type: "telegram" }, { type: "terminal" }] });
+    expect(one({ platform: "terminal", accountId: "terminal", chatId: "local", chatType: "direct" })).toBe("Terminal (local)");
+    expect(one(ref)).toBe("Telegram (7001)");
+    expect(one({ ...ref, chatType: "group", chatId: "-1001", threadId: "7" })).toBe("Telegram group (-1001), topic 7");
+    const two = chatNamer({ channels: [{ type: "slack" }, { type: "slack" }] });
+    expect(two({ platform: "slack", accountId: "slack-eu", chatId: "C42", chatType: "group" })).toBe("Slack group (C42) via slack-eu");
   });
 });

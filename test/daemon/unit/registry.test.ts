@@ -13,6 +13,7 @@ import { z } from "zod";
 import { systemClock } from "../../../shared/clock.js";
 import { definePlatform, loadAdapterModule, type PlatformDeps } from "../../../daemon/adapters/platform.js";
 import { platforms } from "../../../daemon/adapters/registry.js";
+import { PLATFORM_NAMES, platformList } from "../../../daemon/adapters/platform-names.js";
 import { telegramPlatform } from "../../../daemon/adapters/telegram/platform.js";
 import { accessSchema, channelCommon } from "../../../daemon/vocabulary/config-fields.js";
 import { daemonConfigSchema } from "../../../daemon/config/schema.js";
@@ -53,6 +54,11 @@ describe("the platform registry is the only place platforms meet the daemon", ()
   it("knows the five platforms, each with its own folder", () => {
     expect(types).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack"]);
     for (const t of types) expect(readdirSync(join(daemonDir, "adapters", t))).toContain("platform.ts");
+  });
+
+  it("names every platform a person reads (--help, the console), in the registry's order", () => {
+    expect(Object.keys(PLATFORM_NAMES)).toEqual(platforms.map((p) => p.type));
+    expect(platformList()).toBe("Terminal, Telegram, Discord, WhatsApp and Slack");
   });
 
   it("config schema, secrets, check, buildAdapters, the daemon and the core name no platform type", () => {

@@ -58,7 +58,7 @@ function App() {
     <header>
       <span class="brand">agent-bridge</span>
       <nav aria-label="Sections">
-        ${NAV.map(([to, label]) => html`<${Link} to=${to} aria-current=${path.startsWith(to) || (to === "/overview" && path === "/") ? "page" : undefined}>${label}</${Link}>`)}
+        ${NAV.map(([to, label]) => html`<${Link} key=${to} to=${to} aria-current=${path.startsWith(to) || (to === "/overview" && path === "/") ? "page" : undefined}>${label}</${Link}>`)}
       </nav>
       <${OperatorName} />
       <span class=${`status ${status}`} role="status" aria-live="polite" data-testid="live-status">${status}</span>

@@ -1,7 +1,7 @@
 // Shared pieces of the operator's console: rendering (Preact + htm), the API
 // helpers, the one events stream, and a hook that keeps a view's data live.
 // What the emulator's console draws the same way comes from the shared module.
-import { bus, html, setStatus, useEvent, useLoad, useState } from "../shared/console.js";
+import { connectEventStream, useEvent, useLoad } from "../shared/console.js";
 
 export * from "../shared/console.js";
 
@@ -17,7 +17,8 @@ export async function api(method, path, body) {
   const res = await fetch(`/ui/api/${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const parsed = await res.json().catch(() => undefined);
   if (!res.ok) {
-    const error = new Error(parsed?.error ?? `HTTP ${res.status}`);
+    // The contract's error body: `{detail}`, one sentence.
+    const error = new Error(typeof parsed?.detail === "string" ? parsed.detail : `HTTP ${res.status}`);
     error.status = res.status;
     throw error;
   }
@@ -26,46 +27,19 @@ export async function api(method, path, body) {
 export const get = (path) => api("GET", path);
 
 // ---- the events stream ----------------------------------------------------
-export const EVENT_TYPES = ["hello", "accepted", "replied", "delivered", "queue", "channel", "pairing", "session", "config"];
-export function connectEvents() {
-  const source = new EventSource("/ui/api/events");
-  for (const type of EVENT_TYPES) {
-    source.addEventListener(type, (e) => {
-      if (type === "hello") setStatus("live");
-      bus.dispatchEvent(new CustomEvent(type, { detail: JSON.parse(e.data) }));
-    });
-  }
-  source.addEventListener("error", () => setStatus("reconnecting"));
-}
+export const EVENT_TYPES = ["hello", "accepted", "replied", "delivered", "queue", "channel", "pairing", "session", "config", "overflow"];
+/** The one stream per visible tab (shared/console.js says why a hidden tab lets go of it). */
+export const connectEvents = () => connectEventStream("/ui/api/events", EVENT_TYPES);
 
 /**
- * Data from `load`, loaded again on `hello` and on any event of `types` that passes `when`
- * (default: every one); at most one load at a time, events during it cause one more.
+ * Data from `load`, loaded again on `hello`, on `overflow` (this reader fell behind and
+ * events were dropped) and on any event of `types` that passes `when` (default: every
+ * one); at most one load at a time, events during it cause one more.
  */
 export function useLive(load, deps, types, when = () => true) {
   const [state, run] = useLoad(load, deps);
-  useEvent(["hello", ...types], (type, detail) => (type === "hello" || when(type, detail)) && run());
+  useEvent(["hello", "overflow", ...types], (type, detail) => (type === "hello" || type === "overflow" || when(type, detail)) && run());
   return [state, run];
-}
-
-/** A button that runs an async action, shows it is busy, and reports a failure. */
-export function Action({ run, children, ...rest }) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState();
-  const go = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
-      await run();
-    } catch (e) {
-      setError(e.message);
-    } finally {
-      setBusy(false);
-    }
-  };
-  return html`<span class="action"
-    ><button disabled=${busy} onClick=${go} ...${rest}>${children}</button>${error && html`<span class="error" role="alert">${error}</span>`}</span
-  >`;
 }
 
 export const time = (ms) => (ms ? new Date(ms).toLocaleString() : "—");

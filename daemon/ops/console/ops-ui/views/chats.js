@@ -12,8 +12,8 @@ export function Chats() {
         ? html`<p class="muted">No chat has written since this node started.</p>`
         : html`<table data-testid="chats"><thead><tr><th>Chat</th><th>Instance</th><th>Session</th><th>Last message</th><th>Next reset</th></tr></thead><tbody>
         ${chats.map(
-          (c) => html`<tr data-chat=${c.chatId}>
-            <td><${Link} to=${`/chats/${encodeURIComponent(c.key)}`}>${c.platform} ${c.accountId} ${c.chatType} ${c.chatId}${c.threadId ? ` topic ${c.threadId}` : ""}<//></td>
+          (c) => html`<tr key=${c.key} data-chat=${c.chatId}>
+            <td><${Link} to=${`/chats/${encodeURIComponent(c.key)}`}>${c.name}<//></td>
             <td><code>${c.instance}</code></td><td>${c.session.base} #${c.session.generation}${c.session.chained ? "" : " (new)"}</td>
             <td>${time(c.lastAt)}</td><td>${nextReset(c.nextReset)}</td></tr>`,
         )}</tbody></table>`}<//>
@@ -33,22 +33,24 @@ export function ChatView({ chatKey }) {
     <h1>Chat</h1>
     <${Loading} state=${state}>${(c) => html`
       <dl class="facts">
-        <dt>Chat</dt><dd>${c.platform} ${c.accountId} ${c.chatType} ${c.chatId}${c.threadId ? ` topic ${c.threadId}` : ""}</dd>
+        <dt>Chat</dt><dd data-testid="chat-name">${c.name}</dd>
         <dt>Instance</dt><dd><code>${c.instance}</code></dd>
         <dt>Session</dt><dd data-testid="session">${c.session.base} #${c.session.generation}${c.session.chained ? "" : " (new)"}</dd>
         <dt>Next reset</dt><dd>${nextReset(c.nextReset)}</dd>
       </dl>
-      <${Action} run=${async () => {
-        const r = await api("POST", `chats/${encodeURIComponent(chatKey)}/fresh-session`);
-        setFresh(r.sessionId);
-        reload();
-      }}>Start a fresh session<//>
+      <${Action}
+        confirm=${`Start a fresh session for ${c.name}? The agent forgets this conversation.`}
+        run=${async () => {
+          const r = await api("POST", `chats/${encodeURIComponent(chatKey)}/fresh-session`);
+          setFresh(r.sessionId);
+          reload();
+        }}>Start a fresh session<//>
       ${fresh && html`<p class="ok" role="status" data-testid="fresh-session">New session: ${fresh}</p>`}
       <h2>Last turns</h2>
       ${
         c.turns.length
           ? html`<ol class="turns">${c.turns.map(
-              (t) => html`<li class="turn" data-entry=${t.entry}>
+              (t) => html`<li key=${t.entry} class="turn" data-entry=${t.entry}>
           <p><strong>${t.userName ?? "person"}</strong> ${time(t.acceptedAt)}: ${t.text}</p>
           <p><strong>agent</strong>: ${t.reply ?? html`<span class="muted">(no reply yet)</span>`}</p>
           <p class="muted">${t.deliveredAt ? `delivered after ${seconds(t.latencyMs)}` : "not delivered yet"}</p>

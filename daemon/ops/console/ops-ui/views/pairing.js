@@ -12,7 +12,7 @@ function ApproveForm({ channels, done }) {
     done();
   };
   return html`<form class="approve" onSubmit=${(e) => e.preventDefault()}>
-    <label>Channel <select value=${channel} onChange=${(e) => setChannel(e.target.value)}>${channels.map((c) => html`<option value=${c}>${c}</option>`)}</select></label>
+    <label>Channel <select value=${channel} onChange=${(e) => setChannel(e.target.value)}>${channels.map((c) => html`<option key=${c} value=${c}>${c}</option>`)}</select></label>
     <label>Code <input name="code" autocomplete="off" value=${code} onInput=${(e) => setCode(e.target.value)} /></label>
     <${Action} run=${submit}>Approve<//>
     ${said && html`<p class="ok" role="status" data-testid="approve-result">${said}</p>`}
@@ -31,19 +31,21 @@ export function Pairing() {
       <p>Type the code the person was shown in their chat.</p>
       <${ApproveForm} channels=${p.channels} done=${reload} />
       ${p.lists.map(
-        (l) => html`<article class="card" data-pairing-channel=${l.channel}>
+        (l) => html`<article key=${l.channel} class="card" data-pairing-channel=${l.channel}>
           <h2>${l.channel}</h2>
           <h3>Waiting</h3>
-          ${l.pending.length ? html`<ul>${l.pending.map((w) => html`<li data-waiting=${w.userId}>${w.userName ?? w.userId} (${w.userId}), asked ${time(w.createdAt)}, code expires ${time(w.expiresAt)}</li>`)}</ul>` : html`<p class="muted">Nobody waits.</p>`}
+          ${l.pending.length ? html`<ul>${l.pending.map((w) => html`<li key=${w.userId} data-waiting=${w.userId}>${w.userName ?? w.userId} (${w.userId}), asked ${time(w.createdAt)}, code expires ${time(w.expiresAt)}</li>`)}</ul>` : html`<p class="muted">Nobody waits.</p>`}
           <h3>Approved</h3>
           ${
             l.approved.length
               ? html`<ul>${l.approved.map(
                   (a) =>
-                    html`<li data-approved=${a.userId}>${a.userName ?? a.userId} (${a.userId}), ${time(a.at)} by ${a.by} <${Action} run=${async () => {
-                      await api("POST", "pairing/revoke", { channel: l.channel, user: a.userId });
-                      reload();
-                    }}>Revoke<//></li>`,
+                    html`<li key=${a.userId} data-approved=${a.userId}>${a.userName ?? a.userId} (${a.userId}), ${time(a.at)} by ${a.by} <${Action}
+                      confirm=${`Revoke pairing of ${a.userName ?? a.userId} (${a.userId}) on ${l.channel}? They will have to pair again.`}
+                      run=${async () => {
+                        await api("POST", "pairing/revoke", { channel: l.channel, user: a.userId });
+                        reload();
+                      }}>Revoke<//></li>`,
                 )}</ul>`
               : html`<p class="muted">Nobody yet.</p>`
           }
