@@ -112,7 +112,8 @@ function checkManifest(manifest: Manifest, doc: Document): string[] {
     } else if (enumerated) {
       const want = enumerated[1]!.split(",").sort();
       const have = (s.enum ?? []).map(String).sort();
-      if (JSON.stringify(want) !== JSON.stringify(have)) problems.push(`${where}: the package knows ${want.join(", ")}, the document ${have.join(", ") || JSON.stringify(s)}`);
+      if (JSON.stringify(want) !== JSON.stringify(have))
+        problems.push(`${where}: the package knows ${want.join(", ")}, the document ${have.join(", ") || JSON.stringify(s)}`);
     } else if (t.startsWith("#")) {
       const name = t.slice(1);
       const fields = manifest.schemas[name];
@@ -164,7 +165,8 @@ function checkManifest(manifest: Manifest, doc: Document): string[] {
       else compare(type, parameter.schema, `${id}?${name}`, "request", new Set());
     }
     for (const p of operation.parameters ?? []) {
-      if (p.in === "query" && !(p.name in (op.query ?? {}))) problems.push(`${id}: the document has the query parameter ${p.name}, the package does not know it`);
+      if (p.in === "query" && !(p.name in (op.query ?? {})))
+        problems.push(`${id}: the document has the query parameter ${p.name}, the package does not know it`);
     }
     const body = operation.requestBody?.content["application/json"]?.schema;
     if (op.body && !body) problems.push(`${id}: the package sends a JSON body, the document takes none`);

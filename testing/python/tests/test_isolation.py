@@ -5,14 +5,15 @@ import os
 
 import pytest
 
-from agent_bridge_testing import Sandbox
+from agent_bridge_testing import Emulator, Sandbox
 
 #: How many copies of the test each process runs (the repository's run: 8 workers or processes).
 COPIES = int(os.environ.get("AGENT_BRIDGE_ISOLATION_COPIES", "6"))
 
 
 @pytest.mark.parametrize("copy", range(COPIES))
-def test_a_sandbox_sees_only_its_own_world(agent_bridge_sandbox: Sandbox, copy: int):
+def test_a_sandbox_sees_only_its_own_world(agent_bridge: Emulator, agent_bridge_sandbox: Sandbox, record_property, copy: int):
+    record_property("emulator", agent_bridge.url)  # every worker's tests reach the one emulator
     sandbox = agent_bridge_sandbox
     assert sandbox.call("PATCH", "/v1/organization", {"model_api_keys": {"anthropic": "sk-test"}}).status == 200
     sandbox.set_tier("crab")  # room for more than one instance
