@@ -165,6 +165,7 @@ describe.skipIf(lacks("pytest", import.meta.url))("the Python package, installed
         "test_a_tier_limits_instances",
         "test_har_reset_and_remove",
         "test_a_fixture_seeds_the_sandbox",
+        "test_a_sandbox_clock_can_start_elsewhere",
         "test_a_sandbox_sees_only_its_own_world",
       ])
         expect(names, `${python}: ${verb}`).toContain(verb);

@@ -200,3 +200,14 @@ func TestAFixtureSeedsTheSandbox(t *testing.T) {
 		t.Errorf("the sandbox's own organization has %+v", own)
 	}
 }
+
+func TestASandboxClockCanStartElsewhere(t *testing.T) {
+	t.Parallel()
+	sb := agentbridgetest.Start(t, agentbridgetest.WithClockStart(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)))
+	if now := sb.Info().Clock.Now; !strings.HasPrefix(now, "2030-01-01T00:00") {
+		t.Errorf("now %s", now)
+	}
+	if moved := sb.Advance(time.Minute); !strings.HasPrefix(moved.Now, "2030-01-01T00:01") {
+		t.Errorf("moved %+v", moved)
+	}
+}

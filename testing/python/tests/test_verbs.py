@@ -134,3 +134,9 @@ def test_a_fixture_seeds_the_sandbox(agent_bridge: Emulator):
         listed = sandbox.call("GET", "/v1/instances", headers={"authorization": f"Bearer {key}"})
         assert [i["name"] for i in listed.json()] == ["seeded"]
         assert sandbox.call("GET", "/v1/instances").json() == []  # the sandbox's own organization
+
+
+def test_a_sandbox_clock_can_start_elsewhere(agent_bridge: Emulator):
+    with agent_bridge.create_sandbox(clock_start="2030-01-01T00:00:00.000Z") as sandbox:
+        assert sandbox.info().clock.now.startswith("2030-01-01T00:00")
+        assert sandbox.advance(60_000).now.startswith("2030-01-01T00:01")
