@@ -252,7 +252,7 @@ def _parse_into(cls: Type[T], value: Any, where: str) -> T:
         raise TypeError(f"{where}: expected an object, got {type(value).__name__}")
     hints = get_type_hints(cls)
     args: Dict[str, Any] = {}
-    for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for field in dataclasses.fields(cls):
         if field.name not in value:
             if field.default is dataclasses.MISSING:
                 raise TypeError(f"{where}.{field.name}: missing")
@@ -264,7 +264,7 @@ def _parse_into(cls: Type[T], value: Any, where: str) -> T:
 def parse(cls: Type[T], value: Any, call: str) -> T:
     """`value` (decoded JSON) as a `cls`; ControlPlaneError naming the field when it is not one."""
     try:
-        return _check(cls, value, "$")
+        return _parse_into(cls, value, "$")
     except TypeError as error:
         raise ControlPlaneError(call, None, f"the answer is not what the control plane's document says: {error}") from None
 
