@@ -157,6 +157,7 @@ describe.skipIf(lacks("pytest", import.meta.url))("the Python package, installed
       for (const verb of [
         "test_the_operations_it_calls_are_the_manifests",
         "test_each_type_has_the_manifests_fields_and_types",
+        "test_an_answer_that_is_not_the_documents_is_refused_naming_the_field",
         "test_requests_count_and_assert_received",
         "test_unmatched_requests_name_the_closest_route",
         "test_a_fault_fires_on_this_sandbox_only",

@@ -65,3 +65,21 @@ def test_each_type_has_the_manifests_fields_and_types():
     assert sorted(SCHEMAS) == sorted(schemas)
     for name, cls in SCHEMAS.items():
         assert fields_of(cls) == schemas[name], name
+
+
+def test_an_answer_that_is_not_the_documents_is_refused_naming_the_field():
+    import pytest
+
+    from agent_bridge_testing import ControlPlaneError
+    from agent_bridge_testing._types import SandboxInfo, SandboxRequests, parse
+
+    info = {"id": "sbx_1", "name": "n", "organization_id": "org", "organization_ids": [], "instance_count": 0, "request_count": 0, "created_at": "x"}
+    with pytest.raises(ControlPlaneError, match=r"\$\.clock: missing"):
+        parse(SandboxInfo, info, "adminGetSandbox")
+    request = {"seq": 1, "at": "a", "method": "GET", "path": "/", "route": None, "status": 200, "instance_id": None, "session": None}
+    request.update({"key_kind": "admin", "body": None, "ms": 1, "request_id": "r"})
+    with pytest.raises(ControlPlaneError, match=r"\$\.requests\[0\]\.key_kind: 'admin' is not one of org, scoped, none"):
+        parse(SandboxRequests, {"count": 1, "requests": [request]}, "adminSandboxRequests")
+    # A field the document adds later is ignored; one it has is kept.
+    parsed = parse(SandboxInfo, {**info, "clock": {"now": "t", "offset_ms": 0}, "later": True}, "adminGetSandbox")
+    assert parsed.clock.offset_ms == 0
