@@ -108,7 +108,7 @@ describe.skipIf(lacks("go", import.meta.url))("the Go module, required with a re
   it("its own tests pass in parallel (go test -parallel 8) against the emulator AGENT_BRIDGE_URL names: every verb, 24 sandboxes at once, a recording replayed", async () => {
     const vet = await run("go", ["vet", "./..."], module(), env);
     expect(vet.status, vet.output).toBe(0);
-    // The replay test starts an emulator of its own, from the command.
+    // The replay and admin-token tests start emulators of their own, from the command.
     const result = await run("go", ["test", "-count=1", "-json", "-parallel", "8", "./..."], module(), {
       ...env,
       AGENT_BRIDGE_URL: emulator.url,
@@ -130,6 +130,7 @@ describe.skipIf(lacks("go", import.meta.url))("the Go module, required with a re
       "TestHARResetAndRemove",
       "TestAFixtureSeedsTheSandbox",
       "TestASandboxClockCanStartElsewhere",
+      "TestAnEmulatorWithAnAdminTokenNeedsItOnTheControlPlane",
       "TestARecordingIsReplayed",
     ])
       expect(results.get(name), name).toBe("pass");

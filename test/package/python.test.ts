@@ -167,6 +167,7 @@ describe.skipIf(lacks("pytest", import.meta.url))("the Python package, installed
         "test_har_reset_and_remove",
         "test_a_fixture_seeds_the_sandbox",
         "test_a_sandbox_clock_can_start_elsewhere",
+        "test_an_emulator_with_an_admin_token_needs_it_on_the_control_plane",
         "test_a_sandbox_sees_only_its_own_world",
       ])
         expect(names, `${python}: ${verb}`).toContain(verb);

@@ -49,10 +49,12 @@ var operations = map[string]operation{
 // RecordingHeader picks the recording a replaying emulator answers a request from.
 const RecordingHeader = "x-agent-bridge-recording"
 
-// URLEnv names an emulator already running; CommandEnv the command that starts one.
+// URLEnv names an emulator already running; CommandEnv the command that starts one; TokenEnv the
+// control plane's bearer token, when the emulator has one (the variable the emulator itself reads).
 const (
 	URLEnv     = "AGENT_BRIDGE_URL"
 	CommandEnv = "AGENT_BRIDGE_COMMAND"
+	TokenEnv   = "EMULATOR_ADMIN_TOKEN"
 )
 
 var (
@@ -222,7 +224,9 @@ func StartEmulator(ctx context.Context, opts EmulatorOptions) (*Emulator, error)
 	cmd := exec.Command(command[0], args...)
 	cmd.Env = os.Environ()
 	if opts.AdminToken != "" {
-		cmd.Env = append(cmd.Env, "EMULATOR_ADMIN_TOKEN="+opts.AdminToken)
+		cmd.Env = append(cmd.Env, TokenEnv+"="+opts.AdminToken) // kept out of the process list
+	} else {
+		opts.AdminToken = os.Getenv(TokenEnv) // the emulator inherits it: the client needs it too
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {

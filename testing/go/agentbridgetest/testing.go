@@ -36,6 +36,9 @@ var (
 // opts.Replay, recordings no test used are named on stderr at the end. It returns the exit code.
 func Main(m *testing.M, opts EmulatorOptions) int {
 	ctx := context.Background()
+	if opts.AdminToken == "" {
+		opts.AdminToken = os.Getenv(TokenEnv)
+	}
 	var (
 		e   *Emulator
 		err error
@@ -77,7 +80,7 @@ func Shared(t testing.TB) *Emulator {
 	if base == "" {
 		t.Fatalf("agentbridgetest: no emulator: call agentbridgetest.Main from TestMain, or set %s", URLEnv)
 	}
-	e, err := Connect(context.Background(), base, "")
+	e, err := Connect(context.Background(), base, os.Getenv(TokenEnv))
 	if err != nil {
 		t.Fatalf("agentbridgetest: %v", err)
 	}

@@ -211,3 +211,25 @@ func TestASandboxClockCanStartElsewhere(t *testing.T) {
 		t.Errorf("moved %+v", moved)
 	}
 }
+
+func TestAnEmulatorWithAnAdminTokenNeedsItOnTheControlPlane(t *testing.T) {
+	// Off loopback (a container, a shared CI service) the control plane needs the emulator's token.
+	ctx := context.Background()
+	guarded, err := agentbridgetest.StartEmulator(ctx, agentbridgetest.EmulatorOptions{AdminToken: "a-token-for-the-tests"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = guarded.Close() })
+	var refused *agentbridgetest.ControlPlaneError
+	if _, err := agentbridgetest.Connect(ctx, guarded.URL, ""); !errors.As(err, &refused) || refused.Status != 401 {
+		t.Errorf("without the token: %v", err)
+	}
+	with, err := agentbridgetest.Connect(ctx, guarded.URL, "a-token-for-the-tests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := agentbridgetest.Start(t, agentbridgetest.WithEmulator(with))
+	if res := sb.Do("GET", "/v1/organization", nil); res.Status != 200 {
+		t.Errorf("status %d", res.Status)
+	}
+}

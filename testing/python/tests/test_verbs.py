@@ -140,3 +140,13 @@ def test_a_sandbox_clock_can_start_elsewhere(agent_bridge: Emulator):
     with agent_bridge.create_sandbox(clock_start="2030-01-01T00:00:00.000Z") as sandbox:
         assert sandbox.info().clock.now.startswith("2030-01-01T00:00")
         assert sandbox.advance(60_000).now.startswith("2030-01-01T00:01")
+
+
+def test_an_emulator_with_an_admin_token_needs_it_on_the_control_plane():
+    # Off loopback (a container, a shared CI service) the control plane needs the emulator's token.
+    with Emulator.start(admin_token="a-token-for-the-tests") as guarded:
+        with pytest.raises(ControlPlaneError) as refused:
+            Emulator.connect(guarded.url)
+        assert refused.value.status == 401
+        with Emulator.connect(guarded.url, admin_token="a-token-for-the-tests").create_sandbox() as sandbox:
+            assert sandbox.call("GET", "/v1/organization").status == 200

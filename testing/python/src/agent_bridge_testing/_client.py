@@ -347,6 +347,8 @@ class Emulator:
         env = dict(os.environ)
         if admin_token is not None:
             env["EMULATOR_ADMIN_TOKEN"] = admin_token  # kept out of the process list
+        else:
+            admin_token = env.get("EMULATOR_ADMIN_TOKEN") or None  # the emulator inherits it: the client needs it too
         process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         output: Deque[str] = deque(maxlen=200)
         found: Dict[str, str] = {}

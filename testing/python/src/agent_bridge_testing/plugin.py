@@ -19,6 +19,8 @@ from ._client import Emulator, Sandbox
 from ._types import ControlPlaneError
 
 URL_ENV = "AGENT_BRIDGE_URL"
+#: The control plane's bearer token, when the emulator has one (the variable the emulator itself reads).
+TOKEN_ENV = "EMULATOR_ADMIN_TOKEN"
 REPLAY_MODES = ("strict", "record-if-missing", "passthrough")
 MARKER = "agent_bridge_recording"
 #: How the controller hands the URL (or why it could not start one) to pytest-xdist workers.
@@ -76,8 +78,9 @@ class _State:
         if worker is not None and worker.get(WORKER_ERROR):
             raise RuntimeError(f"the agent-bridge emulator could not be started for this run: {worker[WORKER_ERROR]}")
         url = (worker.get(WORKER_URL) if worker is not None else None) or self.given_url()
+        token = os.environ.get(TOKEN_ENV) or None
         if url:
-            self.emulator = Emulator.connect(url)
+            self.emulator = Emulator.connect(url, admin_token=token)
             return self.emulator
         provision = self.setting("provision_ms")
         self.emulator = Emulator.start(
@@ -86,6 +89,7 @@ class _State:
             model_script=self.setting("model_script", path=True),
             replay=self.setting("replay", path=True),
             replay_mode=self.setting("replay_mode"),
+            admin_token=token,
         )
         self.owned = True
         return self.emulator
