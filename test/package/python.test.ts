@@ -146,9 +146,10 @@ describe.skipIf(lacks("pytest", import.meta.url))("the Python package, installed
   it("its own tests pass against the emulator AGENT_BRIDGE_URL names, with each Python (the plugin loaded by its entry point)", async () => {
     for (const [python, venv] of venvs) {
       const report = join(work, `own-${venvs.size}-${encodeURIComponent(python)}.xml`);
+      // The command too: one test starts an emulator of its own, with an admin token.
       const result = await pytest(venv.python, ["tests", `--junitxml=${report}`], venv.copy, {
         AGENT_BRIDGE_URL: emulator.url,
-        AGENT_BRIDGE_COMMAND: undefined,
+        AGENT_BRIDGE_COMMAND: COMMAND,
       });
       expect(result.status, `${python}:\n${result.output}`).toBe(0);
       const cases = junitCases(report);
