@@ -228,6 +228,7 @@ func StartEmulator(ctx context.Context, opts EmulatorOptions) (*Emulator, error)
 	} else {
 		opts.AdminToken = os.Getenv(TokenEnv) // the emulator inherits it: the client needs it too
 	}
+	stopWithParent(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

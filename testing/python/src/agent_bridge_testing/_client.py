@@ -5,6 +5,7 @@ and `Emulator.connect(url)` uses one already running; `emulator.create_sandbox()
 organization, a key, a clock, fault rules, a model script and a request journal of its own.
 """
 
+import atexit
 import datetime
 import json
 import os
@@ -371,7 +372,10 @@ class Emulator:
             process.kill()
             process.wait()
             raise RuntimeError(f"{shlex.join(args)} did not start (exit code {process.returncode}):\n{''.join(output)[-2000:]}")
-        return cls(found["url"], admin_token, process, output)
+        emulator = cls(found["url"], admin_token, process, output)
+        # An interpreter that exits without close() (an uncaught KeyboardInterrupt) still stops it.
+        atexit.register(emulator.close)
+        return emulator
 
     def create_sandbox(
         self,
