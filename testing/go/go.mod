@@ -1,0 +1,3 @@
+module agent-bridge/testing/go
+
+go 1.19
