@@ -11,7 +11,7 @@ packages_for() {
     chromium) echo "chromium" ;;                                             # the consoles' browser tests
     postgres) echo "postgresql-15" ;;                                        # the cluster's state backend
     speech) echo "espeak-ng sox pocketsphinx pocketsphinx-en-us" ;;          # local speech recognition
-    pytest) echo "python3 python3-pytest" ;;                                 # the Python test helpers
+    pytest) echo "python3 python3-pytest python3-pytest-xdist python3-pip" ;; # the Python test helpers (pip installs the package into a venv)
     go) echo "golang-go" ;;                                                  # the Go test helpers
     *) echo "unknown need '$1' (chromium, postgres, speech, pytest, go)" >&2; return 1 ;;
   esac
