@@ -109,6 +109,14 @@ describe.each(platforms.filter((p) => existsSync(harnessFile(p.type))).map((p) =
     for (const id of [message.chatId, message.userId, message.messageId]) expect(id).toMatch(/\S/);
     await h.adapter.send(targetOf(message), "hello from the bot", { format: "plain" });
     await shows(h, message.chatId, "hello from the bot");
+    // Typing is best effort: it never rejects.
+    await expect(h.adapter.sendTyping(targetOf(message))).resolves.toBeUndefined();
+  });
+
+  it("stops, and stops again without harm (stop is idempotent)", async () => {
+    const h = await started(recordingSink().sink);
+    await h.adapter.stop();
+    await expect(h.adapter.stop()).resolves.toBeUndefined();
   });
 
   it("hands a group message that addresses the bot to the sink as a group's", async (context) => {
