@@ -4,7 +4,7 @@
  * "open" must be chosen explicitly. Pure functions over config + message.
  */
 import type { AccessConfig, GroupAccessConfig } from "../config/schema.js";
-import { normalizeUserId as normalizePlatformUserId } from "../config/user-ids.js";
+import { normalizeUserId } from "../config/user-ids.js";
 import type { InboundMessage } from "../vocabulary/adapter.js";
 
 /** `pairable`: refused, but the sender may ask to pair (a direct chat on a channel in pairing mode). */
@@ -17,7 +17,7 @@ export const ANY_USER = "*";
  * One spelling per person: each platform's own spellings (its descriptor's
  * `users`), then phone numbers lose spaces, dashes, brackets and the leading `+`.
  */
-export const normalizeUserId: (id: string) => string = normalizePlatformUserId;
+export { normalizeUserId };
 
 /** Whether one of `ids` is in the list (`"*"` matches anyone). */
 export const isListed = (list: readonly string[], ids: Set<string>): boolean => listed(list, ids);

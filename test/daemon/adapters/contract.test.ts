@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { platforms } from "../../../daemon/adapters/registry.js";
 import { chunksFor } from "../../../daemon/core/delivery.js";
+import { sessionBaseFor } from "../../../daemon/core/routing.js";
 import { CAPABILITY_NAMES, SendError, type ChatTarget, type InboundMessage, type InboundSink } from "../../../daemon/vocabulary/adapter.js";
 import { admitUpTo } from "../../fakes/sink.js";
 import type { ContractHarness, HarnessFactory } from "./harness/harness.js";
@@ -109,6 +110,14 @@ describe.each(platforms.filter((p) => existsSync(harnessFile(p.type))).map((p) =
     for (const id of [message.chatId, message.userId, message.messageId]) expect(id).toMatch(/\S/);
     await h.adapter.send(targetOf(message), "hello from the bot", { format: "plain" });
     await shows(h, message.chatId, "hello from the bot");
+    // Typing is best effort: it never rejects.
+    await expect(h.adapter.sendTyping(targetOf(message))).resolves.toBeUndefined();
+  });
+
+  it("stops, and stops again without harm (stop is idempotent)", async () => {
+    const h = await started(recordingSink().sink);
+    await h.adapter.stop();
+    await expect(h.adapter.stop()).resolves.toBeUndefined();
   });
 
   it("hands a group message that addresses the bot to the sink as a group's", async (context) => {
@@ -121,6 +130,25 @@ describe.each(platforms.filter((p) => existsSync(harnessFile(p.type))).map((p) =
     expect(message.mentioned).not.toBe(false);
     await h.adapter.send(targetOf(message), "hello back, group", { format: "plain" });
     await shows(h, message.chatId, "hello back, group");
+  });
+
+  it("keeps a thread a conversation of its own under its group's settings, and answers into it (threads)", async (context) => {
+    const { sink, accepted } = recordingSink();
+    const h = await started(sink);
+    if (!h.thread || !h.group) return context.skip();
+    await h.group("in the group");
+    const inGroup = await arrived(accepted, "in the group");
+    await h.thread.say("in the thread");
+    const inThread = await arrived(accepted, "in the thread");
+    expect(inThread).toMatchObject({ platform: type, chatType: "group" });
+    expect(inThread.mentioned).not.toBe(false);
+    // Its own session, whichever way the platform marks it (a thread id, a chat of its own).
+    expect(sessionBaseFor(inThread, "group")).not.toBe(sessionBaseFor(inGroup, "group"));
+    // The group's settings reach it: the ids its settings are looked up by include one of the group's.
+    const settingsIds = (m: InboundMessage) => [m.chatId, ...(m.groupAliases ?? [])];
+    expect(settingsIds(inThread).filter((id) => settingsIds(inGroup).includes(id))).not.toEqual([]);
+    await h.adapter.send(targetOf(inThread), "answered in the thread", { format: "plain" });
+    await vi.waitFor(() => expect(h.thread?.shown()).toContain("answered in the thread"));
   });
 
   it("takes a reply the core split by its measure, every chunk within maxMessageLength", async () => {

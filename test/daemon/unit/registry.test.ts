@@ -19,6 +19,7 @@ import { accessSchema, channelCommon } from "../../../daemon/vocabulary/config-f
 import { daemonConfigSchema } from "../../../daemon/config/schema.js";
 import { secretsOf } from "../../../daemon/config/secrets.js";
 import { checkChannels } from "../../../daemon/check/channels.js";
+import { REDACT_PATHS } from "../../../daemon/ops/logger.js";
 import type { ChatAdapter } from "../../../daemon/vocabulary/adapter.js";
 
 const root = join(import.meta.dirname, "../../..");
@@ -225,5 +226,20 @@ describe("optional platform libraries", () => {
     await expect(loadAdapterModule(telegramPlatform, () => Promise.reject(missing))).rejects.toThrow('npm install grammy@"^1.46.0"');
     const other = Object.assign(new Error("Cannot find module '/app/dist/x.js'"), { code: "ERR_MODULE_NOT_FOUND" });
     await expect(loadAdapterModule(telegramPlatform, () => Promise.reject(other))).rejects.toBe(other);
+  });
+});
+
+describe("what a platform brings, on its descriptor", () => {
+  it("its user ids' own spellings: each rule takes its own and leaves the others' as they came", () => {
+    const rules = Object.fromEntries(platforms.map((p) => [p.type, p.users]));
+    expect(rules.whatsapp?.normalize("4915112345678:3@s.whatsapp.net")).toBe("4915112345678");
+    expect(rules.whatsapp?.normalize("210000000000042:7@lid")).toBe("210000000000042@lid");
+    for (const other of ["123456789", "U0ALICE001", "-100123"]) for (const p of platforms) expect(p.users.normalize(other), p.type).toBe(other);
+  });
+
+  it("its secret headers: redacted wherever a logged request carries them", () => {
+    const headers = platforms.flatMap((p) => p.secretHeaders);
+    expect(headers).toContain("x-telegram-bot-api-secret-token");
+    for (const header of headers) expect(REDACT_PATHS).toContain(`["${header}"]`);
   });
 });

@@ -11,10 +11,14 @@ import { type HarnessFactory, logCollector } from "./harness.js";
 const TOKEN = "MTA0NjY5.contract-bot.token-value-that-must-stay-secret";
 const GUILD = "800000000000000001";
 const GENERAL = "800000000000000002";
+const THREAD = "800000000000000004";
 const alice: FakeUser = { id: "700000000000000001", username: "alice" };
 
 export const harness: HarnessFactory = async () => {
-  const fake = await createFakeDiscord({ token: TOKEN, guilds: [{ id: GUILD, name: "Guild", channels: [{ id: GENERAL, name: "general" }] }] });
+  const fake = await createFakeDiscord({
+    token: TOKEN,
+    guilds: [{ id: GUILD, name: "Guild", channels: [{ id: GENERAL, name: "general" }], threads: [{ id: THREAD, name: "a thread", parentId: GENERAL }] }],
+  });
   const channel = { ...discordChannelSchema.parse({ type: "discord", token: TOKEN, api: fake.apiBase, access: { mode: "open" } }), id: "dc" };
   const logs = logCollector();
   const state = new Map<string, unknown>();
@@ -36,6 +40,12 @@ export const harness: HarnessFactory = async () => {
     direct: (text) => void fake.dispatchDirectMessage(alice, text),
     group: (text) =>
       void fake.dispatchMessage({ channelId: GENERAL, guildId: GUILD, author: alice, content: `<@${fake.bot.id}> ${text}`, mentions: [fake.bot] }),
+    // A thread is a channel of its own under the group's channel.
+    thread: {
+      say: (text) =>
+        void fake.dispatchMessage({ channelId: THREAD, guildId: GUILD, author: alice, content: `<@${fake.bot.id}> ${text}`, mentions: [fake.bot] }),
+      shown: () => fake.shownMessages(THREAD).map((m) => m.content),
+    },
     shown: (chatId) => fake.shownMessages(chatId).map((m) => m.content),
     files: (chatId) => fake.sentMessages(chatId).flatMap((m) => (m.files ?? []).map((f) => f.name)),
     reactions: (_chatId, messageId) => fake.reactionsOn(messageId),

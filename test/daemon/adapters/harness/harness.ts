@@ -21,6 +21,12 @@ export interface ContractHarness {
   direct(text: string): void | Promise<void>;
   /** A person writes `text` in a group chat, addressing the bot. Absent: the platform has no group chats. */
   group?(text: string): void | Promise<void>;
+  /**
+   * Threads: a person writes `text` in a thread (a conversation of its own inside the group
+   * `group` writes in), addressing the bot; `shown` is the bot's messages in that thread.
+   * Absent: the platform has no threads.
+   */
+  readonly thread?: { say(text: string): void | Promise<void>; shown(): string[] };
   /** The bot's messages in the chat as the chat shows them now (after edits), oldest first. */
   shown(chatId: string): string[];
   /** Names of the files the bot sent to the chat, oldest first. */

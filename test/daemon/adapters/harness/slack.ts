@@ -35,12 +35,21 @@ export const harness: HarnessFactory = async () => {
     const { channel: id, threadTs } = conversationOf(chatId);
     return fake.messages(id).filter((m) => threadTs === undefined || m.threadTs === threadTs);
   };
+  let root: string | undefined;
   return {
     adapter,
     secrets: slackPlatform.secrets(channel) ?? [],
     logs: logs.text,
     direct: (text) => void fake.say({ user: ALICE, channel: DM, text }),
     group: (text) => void fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> ${text}` }),
+    // A thread under a person's top-level message in the channel.
+    thread: {
+      say(text) {
+        root ??= fake.say({ user: ALICE, channel: GENERAL, text: "a thread starts here" }).ts;
+        fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> ${text}`, threadTs: root });
+      },
+      shown: () => fake.messages(GENERAL).flatMap((m) => (root !== undefined && m.threadTs === root ? [m.text] : [])),
+    },
     shown: (chatId) => inChat(chatId).map((m) => m.text),
     files: (chatId) => inChat(chatId).flatMap((m) => m.files.map((f) => f.name)),
     reactions: (chatId, messageId) => fake.reactions(conversationOf(chatId).channel, messageId),

@@ -33,12 +33,21 @@ export const harness: HarnessFactory = async () => {
     },
     { pollTimeoutSeconds: 1, retryPauseMs: 20 },
   );
+  let topic: number | undefined;
   return {
     adapter,
     secrets: telegramPlatform.secrets(channel) ?? [],
     logs: logs.text,
     direct: (text) => void fake.privateText(alice, text),
     group: (text) => void fake.groupText(GROUP, alice, text, { mention: true }),
+    // A forum topic of the group.
+    thread: {
+      say(text) {
+        topic ??= fake.createTopic(GROUP, "contract", alice);
+        fake.groupText(GROUP, alice, text, { mention: true, topic });
+      },
+      shown: () => fake.sentMessages(GROUP).flatMap((m) => (topic !== undefined && m.thread === topic ? [m.text] : [])),
+    },
     shown: (chatId) => fake.shownMessages(chatId).map((m) => m.text),
     files: (chatId) => fake.sentFiles(chatId).map((f) => f.file_name),
     reactions: (chatId, messageId) => {
