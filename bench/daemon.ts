@@ -47,7 +47,7 @@ export interface Result {
 }
 
 /** CPU time (user + system) a child has used so far, in ms; undefined where /proc is not there. */
-async function cpuMs(pid: number | undefined): Promise<number | undefined> {
+export async function cpuMs(pid: number | undefined): Promise<number | undefined> {
   if (pid === undefined) return undefined;
   try {
     const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ") ?? [];
@@ -98,9 +98,14 @@ export async function closedLoops(chats: number, perChat: number, turn: (chat: n
   return { turnsPerSecond: latencies.length / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) };
 }
 
-/** Starts the compiled command and resolves with the child once `ready` matches its stdout. */
+/**
+ * Starts the compiled command and resolves with the child once `ready` matches its stdout.
+ * BENCH_EMULATOR_PROFILE=DIR writes an emulator's CPU profile there (`--cpu-prof`).
+ */
 export function startChild(args: string[], ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const dir = args[0] === "emulator" ? process.env.BENCH_EMULATOR_PROFILE : undefined;
+  const profile = dir ? ["--cpu-prof", "--cpu-prof-dir", dir] : [];
+  const child = spawn(process.execPath, [...profile, BIN, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
   return new Promise((resolve, reject) => {
@@ -122,11 +127,42 @@ export function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
+const ONE_PROCESS = process.env.BENCH_ONE_PROCESS === "1";
+
+/** The emulator in a process of its own that also runs the daemon when told (bench/one-process.ts). */
+async function startOneProcess(): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+  const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "one-process.ts")], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "inherit", "ipc"],
+  });
+  let out = "";
+  const match = await new Promise<RegExpMatchArray>((resolve, reject) => {
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (m) resolve(m);
+    });
+    child.once("exit", (code) => reject(new Error(`the one-process bench child exited (${code})\n${out}`)));
+  });
+  return { child, match };
+}
+
+/** Starts or stops the daemon inside the one-process child; resolves with the child (whose CPU is both). */
+function inOneProcess(child: ChildProcess, message: { start: string } | { stop: true }): Promise<ChildProcess> {
+  return new Promise((resolve) => {
+    child.once("message", () => resolve(child));
+    child.send(message);
+  });
+}
+
 export async function benchDaemon(): Promise<void> {
   console.log("\nthe relay: turns/s through the daemon vs the typed client, closed loop per chat");
-  const emulator = await startChild(["emulator", "--port", "0", "--in-memory", "--provision-ms", "0"], /listening on (http:\/\/\S+)/);
+  // BENCH_ONE_PROCESS=1: the emulator and the daemon in one process, as `agent-bridge start` runs them.
+  const emulator = ONE_PROCESS
+    ? await startOneProcess()
+    : await startChild(["emulator", "--port", "0", "--in-memory", "--provision-ms", "0"], /listening on (http:\/\/\S+)/);
   const baseUrl = emulator.match[1]!;
-  const agent = new Agent({ keepAliveTimeout: 30_000, connections: 256 });
+  const agent = new Agent({ keepAliveTimeout: 30_000, connections: Number(process.env.BENCH_DIRECT_CONNECTIONS ?? 256) });
   // Connections the direct client opens and loses: a new one mid-run waits in a busy emulator's
   // accept queue (docs/architecture.md, "The mid-run stall"), so a run should open none.
   const pool = { connects: 0, idleClosed: 0, otherClosed: 0 };
@@ -171,7 +207,9 @@ export async function benchDaemon(): Promise<void> {
     const own = (used: NodeJS.CpuUsage) => ((used.user + used.system) / 1000 / turns).toFixed(2);
 
     const through = await relayed(chats, messages, { kind: "file" });
-    console.log(`${chats} chat${chats === 1 ? "" : "s"} x ${messages} messages:`);
+    console.log(
+      `${chats} chat${chats === 1 ? "" : "s"} x ${messages} messages${ONE_PROCESS ? " (the emulator and the daemon in one process: its CPU is both)" : ""}:`,
+    );
     console.log(line("direct client", direct));
     console.log(`  direct client during the run: ${poolDuring} (goal: none opened after the first turn)`);
     if (chats > 1)
@@ -187,7 +225,7 @@ export async function benchDaemon(): Promise<void> {
     console.log(
       `  ratio: ${(through.result.turnsPerSecond / direct.turnsPerSecond).toFixed(2)}x throughput (goal >= 0.8x at 200 chats), p99 ${(through.result.p99 / direct.p99).toFixed(1)}x (goal <= 3x)`,
     );
-    if (chats > 1 && process.env.BENCH_POSTGRES !== "0") {
+    if (chats > 1 && process.env.BENCH_POSTGRES !== "0" && !ONE_PROCESS) {
       // The same load with the state on PostgreSQL (a throwaway local server, fsync on): one node of a bridge.
       const pgServer = await startTestPostgres();
       try {
@@ -208,7 +246,7 @@ export async function benchDaemon(): Promise<void> {
     }
   }
 
-  if (process.env.BENCH_POSTGRES !== "0") await failover();
+  if (process.env.BENCH_POSTGRES !== "0" && !ONE_PROCESS) await failover();
 
   await fake.close();
   await agent.close();
@@ -222,16 +260,32 @@ export async function benchDaemon(): Promise<void> {
     // The daemon prints nothing with silent logs: the warm-up turn is its readiness check.
     // BENCH_DAEMON_PROFILE=DIR writes the daemon's CPU profile there (`--cpu-prof`), to see where its time goes.
     const profile = process.env.BENCH_DAEMON_PROFILE ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_DAEMON_PROFILE] : [];
-    const daemon = spawn(process.execPath, [...profile, BIN, "run", "--config", configFile], { cwd: ROOT, stdio: "ignore" });
+    const daemon = ONE_PROCESS
+      ? await inOneProcess(emulator.child, { start: configFile })
+      : spawn(process.execPath, [...profile, BIN, "run", "--config", configFile], { cwd: ROOT, stdio: "ignore" });
     // Warm-up: one turn in one chat (grammY's getMe, the first poll, the first service call).
     await relayTurn(0, "warm-up");
     await closedLoops(chats, 1, (chat) => relayTurn(chat, "warm-up")); // as the direct side: one untimed turn per chat
     const [daemonCpuBefore, emulatorCpuBefore] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
     const ownCpuRelay = process.cpuUsage();
+    const callsBefore = fake.platformCalls().length;
     const result = await closedLoops(chats, messages, (chat, i) => relayTurn(chat, `hello ${i}`));
+    const during = fake.platformCalls().slice(callsBefore);
+    const seenBefore = new Set(
+      fake
+        .platformCalls()
+        .slice(0, callsBefore)
+        .map((c) => c.connection),
+    );
+    const byMethod = new Map<string, number>();
+    for (const c of during) byMethod.set(c.call, (byMethod.get(c.call) ?? 0) + 1);
+    console.log(
+      `  daemon to the Bot API fake during the run: ${[...byMethod].map(([m, n]) => `${m} ${n}`).join(", ")}; connections used ${new Set(during.map((c) => c.connection)).size}, new ${new Set(during.map((c) => c.connection).filter((c) => !seenBefore.has(c))).size}`,
+    );
     const ownCpu = process.cpuUsage(ownCpuRelay);
     const [daemonCpuAfter, emulatorCpuAfter] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
-    await stopChild(daemon);
+    if (ONE_PROCESS) await inOneProcess(emulator.child, { stop: true });
+    else await stopChild(daemon);
     await rm(dataDir, { recursive: true, force: true });
     return { result, ownCpu, daemonCpu: [daemonCpuBefore, daemonCpuAfter], emulatorCpu: [emulatorCpuBefore, emulatorCpuAfter] } as const;
   }
