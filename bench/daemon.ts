@@ -44,6 +44,8 @@ export interface Result {
   turnsPerSecond: number;
   p50: number;
   p99: number;
+  /** Turns that took a second or more, and how many of them were a chat's first of the run (sent all at once). */
+  slow: { total: number; first: number };
 }
 
 /** CPU time (user + system) a child has used so far, in ms; undefined where /proc is not there. */
@@ -83,19 +85,25 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 /** Runs `chats` closed loops of `perChat` turns each; `turn(chat, i)` resolves when answered. */
 export async function closedLoops(chats: number, perChat: number, turn: (chat: number, i: number) => Promise<void>): Promise<Result> {
   const latencies: number[] = [];
+  const slow = { total: 0, first: 0 };
   const started = performance.now();
   await Promise.all(
     Array.from({ length: chats }, async (_, chat) => {
       for (let i = 0; i < perChat; i++) {
         const t = performance.now();
         await turn(chat, i);
-        latencies.push(performance.now() - t);
+        const ms = performance.now() - t;
+        latencies.push(ms);
+        if (ms >= 1000) {
+          slow.total++;
+          if (i === 0) slow.first++;
+        }
       }
     }),
   );
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
-  return { turnsPerSecond: latencies.length / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) };
+  return { turnsPerSecond: latencies.length / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), slow };
 }
 
 /**
@@ -128,6 +136,8 @@ export function stopChild(child: ChildProcess): Promise<void> {
 }
 
 const ONE_PROCESS = process.env.BENCH_ONE_PROCESS === "1";
+/** BENCH_DAEMON_BASELINE=PATH: another build's `dist/bin/agent-bridge.js`, run on the same load after this one (a same-run before/after). */
+const BASELINE = process.env.BENCH_DAEMON_BASELINE;
 
 /** The emulator in a process of its own that also runs the daemon when told (bench/one-process.ts). */
 async function startOneProcess(): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
@@ -162,7 +172,7 @@ export async function benchDaemon(): Promise<void> {
     ? await startOneProcess()
     : await startChild(["emulator", "--port", "0", "--in-memory", "--provision-ms", "0"], /listening on (http:\/\/\S+)/);
   const baseUrl = emulator.match[1]!;
-  const agent = new Agent({ keepAliveTimeout: 30_000, connections: Number(process.env.BENCH_DIRECT_CONNECTIONS ?? 256) });
+  const agent = new Agent({ keepAliveTimeout: 30_000, connections: Number(process.env.BENCH_DIRECT_CONNECTIONS ?? Math.max(...RUNS.map((r) => r.chats))) });
   // Connections the direct client opens and loses: a new one mid-run waits in a busy emulator's
   // accept queue (docs/architecture.md, "The mid-run stall"), so a run should open none.
   const pool = { connects: 0, idleClosed: 0, otherClosed: 0 };
@@ -201,7 +211,7 @@ export async function benchDaemon(): Promise<void> {
 
     const emulatorCpuDirect = await cpuMs(emulator.child.pid);
     const line = (name: string, r: Result) =>
-      `  ${name.padEnd(30)} ${r.turnsPerSecond.toFixed(0).padStart(6)} turns/s   p50 ${r.p50.toFixed(1).padStart(7)} ms   p99 ${r.p99.toFixed(1).padStart(7)} ms`;
+      `  ${name.padEnd(30)} ${r.turnsPerSecond.toFixed(0).padStart(6)} turns/s   p50 ${r.p50.toFixed(1).padStart(7)} ms   p99 ${r.p99.toFixed(1).padStart(7)} ms   >= 1 s: ${r.slow.total} (${r.slow.first} first of the run)`;
     const turns = chats * messages;
     const perTurn = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? "?" : ((b - a) / turns).toFixed(2));
     const own = (used: NodeJS.CpuUsage) => ((used.user + used.system) / 1000 / turns).toFixed(2);
@@ -217,6 +227,14 @@ export async function benchDaemon(): Promise<void> {
         `  first turn of ${chats} chats at once (cold connections): p50 ${first.p50.toFixed(1)} ms, p99 ${first.p99.toFixed(1)} ms = ${(first.p99 / direct.p50).toFixed(1)}x the run's p50 (goal <= 10x)`,
       );
     console.log(line("through the daemon", through.result));
+    if (BASELINE && !ONE_PROCESS) {
+      // Another build of the daemon (another checkout's dist/bin/agent-bridge.js) on the same load, right after: a same-run before/after.
+      const base = await relayed(chats, messages, { kind: "file" }, BASELINE);
+      console.log(line("through the baseline daemon", base.result));
+      console.log(
+        `  CPU per turn: daemon ${perTurn(through.daemonCpu[0], through.daemonCpu[1])} ms, baseline daemon ${perTurn(base.daemonCpu[0], base.daemonCpu[1])} ms`,
+      );
+    }
     console.log(
       `  CPU per turn: emulator ${perTurn(emulatorCpuBefore, emulatorCpuDirect)} ms (direct), ${perTurn(through.emulatorCpu[0], through.emulatorCpu[1])} ms (relayed); daemon ${perTurn(through.daemonCpu[0], through.daemonCpu[1])} ms`,
     );
@@ -253,7 +271,7 @@ export async function benchDaemon(): Promise<void> {
   await stopChild(emulator.child);
 
   /** The closed loops through a daemon process with this state backend. */
-  async function relayed(chats: number, messages: number, state: Record<string, unknown>) {
+  async function relayed(chats: number, messages: number, state: Record<string, unknown>, bin = BIN) {
     const dataDir = await mkdtemp(join(tmpdir(), "bench-daemon-"));
     const configFile = join(dataDir, "config.json");
     await writeFile(configFile, JSON.stringify(daemonConfig(dataDir, chats, state)));
@@ -262,7 +280,7 @@ export async function benchDaemon(): Promise<void> {
     const profile = process.env.BENCH_DAEMON_PROFILE ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_DAEMON_PROFILE] : [];
     const daemon = ONE_PROCESS
       ? await inOneProcess(emulator.child, { start: configFile })
-      : spawn(process.execPath, [...profile, BIN, "run", "--config", configFile], { cwd: ROOT, stdio: "ignore" });
+      : spawn(process.execPath, [...profile, bin, "run", "--config", configFile], { cwd: ROOT, stdio: "ignore" });
     // Warm-up: one turn in one chat (grammY's getMe, the first poll, the first service call).
     await relayTurn(0, "warm-up");
     await closedLoops(chats, 1, (chat) => relayTurn(chat, "warm-up")); // as the direct side: one untimed turn per chat

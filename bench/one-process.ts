@@ -3,12 +3,20 @@
  * bench's `BENCH_ONE_PROCESS=1` line. Started by bench/daemon.ts over IPC: prints
  * `listening on URL` once the emulator listens; `{ start: configFile }` starts a daemon from
  * that config in this process, `{ stop: true }` stops it, and each is answered with
- * `{ done: true }`. Runs the compiled modules (`npm run build`), as the other lines do.
+ * `{ done: true }`. Runs the compiled modules (`npm run build`), as the other lines do;
+ * `BENCH_ONE_PROCESS_DIST` names another build's dist/ instead.
  */
-import { createEmulator } from "../dist/emulator/index.js";
-import { createDaemon, type Daemon } from "../dist/daemon/daemon.js";
-import { loadConfig } from "../dist/daemon/config/load.js";
-import { loggerFor } from "../dist/daemon/cli.js";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { Daemon } from "../daemon/daemon.js";
+
+// BENCH_ONE_PROCESS_DIST: another build's dist/ (a same-machine before/after); default this checkout's.
+const dist = process.env.BENCH_ONE_PROCESS_DIST ?? join(import.meta.dirname, "..", "dist");
+const from = (path: string) => pathToFileURL(join(dist, path)).href;
+const { createEmulator } = (await import(from("emulator/index.js"))) as typeof import("../emulator/index.js");
+const { createDaemon } = (await import(from("daemon/daemon.js"))) as typeof import("../daemon/daemon.js");
+const { loadConfig } = (await import(from("daemon/config/load.js"))) as typeof import("../daemon/config/load.js");
+const { loggerFor } = (await import(from("daemon/cli.js"))) as typeof import("../daemon/cli.js");
 
 type Message = { start: string } | { stop: true };
 

@@ -91,15 +91,6 @@ function errorAnswer(status: number, text: string): BotApiAnswer {
  */
 const sharedAgent = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
 
-/** Where a call goes, split as undici's dispatchers take it: `http://host:port` and the path. */
-export interface BotApiTarget {
-  origin: string;
-  path: string;
-}
-
-const isTarget = (input: Parameters<typeof fetch>[0] | BotApiTarget): input is BotApiTarget =>
-  typeof input === "object" && !(input instanceof URL) && "origin" in input && "path" in input;
-
 /** The origin of `apiRoot` and the path before `/bot<token>/` (empty for Telegram's own root). */
 function splitRoot(apiRoot: string): { origin: string; base: string } {
   const url = new URL(apiRoot);
@@ -113,19 +104,23 @@ function splitRoot(apiRoot: string): { origin: string; base: string } {
  */
 export async function botApiRequest(
   dispatcher: Dispatcher,
-  input: Parameters<typeof fetch>[0] | BotApiTarget,
+  input: Parameters<typeof fetch>[0],
   init?: Parameters<typeof fetch>[1],
   timeoutMs?: number,
 ): Promise<BotApiAnswer> {
-  const options = {
-    method: (init?.method === undefined ? "GET" : init.method.toUpperCase()) as Dispatcher.HttpMethod,
+  const res = await request(urlOf(input), {
+    dispatcher,
+    method: init?.method === undefined ? "GET" : init.method.toUpperCase(),
     headers: headersOf(init?.headers),
     body: bodyOf(init?.body),
     signal: init?.signal ?? null,
     ...(timeoutMs === undefined ? {} : { headersTimeout: timeoutMs, bodyTimeout: timeoutMs }),
-  };
-  // A target already split into origin and path skips undici's parse of a URL per call.
-  const res = isTarget(input) ? await dispatcher.request({ ...input, ...options }) : await request(urlOf(input), { dispatcher, ...options });
+  });
+  return answerOf(res);
+}
+
+/** The whole answer read, Telegram-shaped (see `errorAnswer`). */
+async function answerOf(res: Dispatcher.ResponseData): Promise<BotApiAnswer> {
   const text = await res.body.text();
   return res.statusCode >= 200 && res.statusCode < 300 ? answer(res.statusCode, text) : errorAnswer(res.statusCode, text);
 }
@@ -173,8 +168,18 @@ export function directJsonCalls({ apiRoot, token, timeoutSeconds, dispatcher = s
   const call = async (method: string, payload: unknown, signal: ApiSignal): Promise<ApiResponse<unknown>> => {
     let answer: BotApiAnswer;
     try {
-      const init = { method: "POST", headers: JSON_HEADERS, body: jsonBody(payload), signal: fromApiSignal(signal) ?? null };
-      answer = await botApiRequest(dispatcher, { origin, path: `${base}/bot${token}/${method}` }, init, timeoutMs);
+      // Straight to the dispatcher, origin and path apart: undici's `request(url)` parsed the URL of every call.
+      const res = await dispatcher.request({
+        origin,
+        path: `${base}/bot${token}/${method}`,
+        method: "POST",
+        headers: JSON_HEADERS,
+        body: jsonBody(payload),
+        signal: fromApiSignal(signal) ?? null,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+      answer = await answerOf(res);
     } catch (error) {
       // As grammY: a timeout says so, and any failure is an HttpError (whose message never holds the URL, nor so the token).
       const cause =
