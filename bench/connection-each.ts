@@ -1,9 +1,14 @@
 /**
  * 200 chats x 10 turns straight to the emulator, each chat with a connection of its own
  * (an undici Agent of one connection, as separate processes would have): the latency of every
- * turn, the turns that waited a whole second or more, and the kernel's TCP counters around
- * the run (`nstat`: dropped handshakes, SYN retransmits, timeouts), to tell a timer's wait
- * from work (docs/architecture.md, "Whole-second waits").
+ * turn, the turns that waited a whole second or more (first turns apart), the emulator's CPU
+ * over the run, and the kernel's TCP counters around it (`nstat`, machine-wide: dropped
+ * handshakes, SYN and data retransmits, timeouts), to tell a timer's wait from work
+ * (docs/architecture.md, "Whole-second waits: work, not a timer").
+ *
+ * `BENCH_CHATS`, `BENCH_TURNS`; `BENCH_EACH_POOL=N`: the chats share one pool of N connections
+ * instead (what a client can do: excess turns queue in the client, first in first out);
+ * `BENCH_WARM=1`: one untimed turn per chat first, all at once (connections open, code warm).
  */
 import { execFileSync } from "node:child_process";
 import { Agent } from "undici";
@@ -57,11 +62,12 @@ export async function benchConnectionEach(): Promise<void> {
   const api = setup.withKey(api_key);
   await api.updateOrganization({ body: { model_api_keys: { anthropic: "bench" } } });
   const instance = await api.createInstance({ body: { name: "bench-each" } });
-  const connects: number[] = [];
-  const shared = process.env.BENCH_SHARED === "1" ? new Agent({ keepAliveTimeout: 30_000, connections: CHATS }) : undefined;
-  const chats = Array.from({ length: CHATS }, (_, chat) => {
-    const dispatcher = shared ?? new Agent({ keepAliveTimeout: 30_000, connections: 1 });
-    dispatcher.on("connect", () => (connects[chat] = (connects[chat] ?? 0) + 1));
+  let connects = 0;
+  const pool = Number(process.env.BENCH_EACH_POOL ?? 0);
+  const agent = () => new Agent({ keepAliveTimeout: 30_000, connections: pool || 1 }).on("connect", () => connects++);
+  const shared = pool ? agent() : undefined;
+  const chats = Array.from({ length: CHATS }, () => {
+    const dispatcher = shared ?? agent();
     return { dispatcher, api: createServiceClient({ baseUrl, apiKey: api_key, dispatcher }) };
   });
   if (process.env.BENCH_WARM === "1")
@@ -69,6 +75,7 @@ export async function benchConnectionEach(): Promise<void> {
       chats.map(({ api }, chat) => api.createSessionResponse({ instance_id: instance.id, session_id: `each-${chat}`, body: { model: "m", input: "warm-up" } })),
     );
   const pid = emulator.child.pid;
+  const connectsBefore = connects;
   const before = counters();
   const cpu0 = await cpuMs(pid);
   const turns: { chat: number; i: number; ms: number; start: number }[] = [];
@@ -87,8 +94,9 @@ export async function benchConnectionEach(): Promise<void> {
   const wall = performance.now() - t0;
   const sorted = turns.map((t) => t.ms).sort((a, b) => a - b);
   const slow = turns.filter((t) => t.ms >= 1000);
+  const how = pool ? `one pool of ${pool} connections` : "a connection each";
   console.log(
-    `${CHATS} chats x ${TURNS} turns, a connection each: p50 ${percentile(sorted, 0.5).toFixed(1)} ms, p99 ${percentile(sorted, 0.99).toFixed(1)} ms, max ${sorted.at(-1)!.toFixed(0)} ms, turns >= 1 s: ${slow.length} (first turns among them: ${slow.filter((t) => t.i === 0).length}); connections opened ${connects.reduce((a, b) => a + (b ?? 0), 0)}`,
+    `${CHATS} chats x ${TURNS} turns, ${how}${process.env.BENCH_WARM === "1" ? " (warmed)" : ""}: p50 ${percentile(sorted, 0.5).toFixed(1)} ms, p99 ${percentile(sorted, 0.99).toFixed(1)} ms, max ${sorted.at(-1)!.toFixed(0)} ms, turns >= 1 s: ${slow.length} (first turns among them: ${slow.filter((t) => t.i === 0).length}); connections opened ${connects - connectsBefore}`,
   );
   const firstEnd = Math.max(...turns.filter((t) => t.i === 0).map((t) => t.start + t.ms));
   console.log(
@@ -98,14 +106,13 @@ export async function benchConnectionEach(): Promise<void> {
     .filter((t) => t.i === 0)
     .map((t) => t.ms)
     .sort((a, b) => a - b);
-  console.log(`  first turns (cold connections): p50 ${percentile(first, 0.5).toFixed(0)} ms, max ${first.at(-1)!.toFixed(0)} ms`);
+  console.log(`  first turns (sent at once): p50 ${percentile(first, 0.5).toFixed(0)} ms, max ${first.at(-1)!.toFixed(0)} ms`);
   const later = turns
     .filter((t) => t.i > 0)
     .map((t) => t.ms)
     .sort((a, b) => a - b);
-  console.log(
-    `  later turns (warm connections): p50 ${percentile(later, 0.5).toFixed(1)} ms, p99 ${percentile(later, 0.99).toFixed(1)} ms, max ${later.at(-1)!.toFixed(0)} ms`,
-  );
+  if (later.length)
+    console.log(`  later turns: p50 ${percentile(later, 0.5).toFixed(1)} ms, p99 ${percentile(later, 0.99).toFixed(1)} ms, max ${later.at(-1)!.toFixed(0)} ms`);
   console.log(
     `  slow later turns (turn: started at ms, took ms): ${slow
       .filter((t) => t.i > 0)
@@ -114,7 +121,7 @@ export async function benchConnectionEach(): Promise<void> {
       .join("; ")}`,
   );
   console.log(`  kernel counters during the run: ${COUNTERS.map((c) => `${c} ${before.has(c) ? (after.get(c) ?? 0) - before.get(c)! : "?"}`).join(", ")}`);
-  await Promise.all(chats.map((c) => c.dispatcher.close()));
+  await Promise.all((shared ? [shared] : chats.map((c) => c.dispatcher)).map((d) => d.close()));
   await stopChild(emulator.child);
 }
 
