@@ -402,7 +402,6 @@ function givenUp(error: ServiceError): string {
   return `the agent service refused the message (HTTP ${error.status})`;
 }
 
-/** A signal that aborts with a `StoppingError` once `daemonHalt` aborts. */
 /**
  * Aborted when `first` or `second` aborts, with the reason of the one that aborted first
  * (`first` when both already have), as `AbortSignal.any([first, second])`; `dispose` unhooks it
@@ -427,6 +426,7 @@ export function eitherSignal(first: AbortSignal, second: AbortSignal): { signal:
   return { signal: either.signal, dispose };
 }
 
+/** A signal that aborts with a `StoppingError` once `daemonHalt` aborts. */
 function stoppingSignal(daemonHalt: AbortSignal): AbortSignal {
   const stopping = new AbortController();
   if (daemonHalt.aborted) stopping.abort(new StoppingError());
