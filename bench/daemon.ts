@@ -136,7 +136,7 @@ export function stopChild(child: ChildProcess): Promise<void> {
 }
 
 const ONE_PROCESS = process.env.BENCH_ONE_PROCESS === "1";
-/** BENCH_DAEMON_BASELINE=PATH: another build's `dist/bin/agent-bridge.js`, run on the same load after this one (a same-run before/after). */
+/** BENCH_DAEMON_BASELINE=PATH: another build's `dist/bin/agent-bridge.js`, run on the same load after this one (before it with BENCH_DAEMON_BASELINE_FIRST=1): a same-run before/after. */
 const BASELINE = process.env.BENCH_DAEMON_BASELINE;
 
 /** The emulator in a process of its own that also runs the daemon when told (bench/one-process.ts). */
@@ -216,6 +216,9 @@ export async function benchDaemon(): Promise<void> {
     const perTurn = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? "?" : ((b - a) / turns).toFixed(2));
     const own = (used: NodeJS.CpuUsage) => ((used.user + used.system) / 1000 / turns).toFixed(2);
 
+    // With a baseline build, BENCH_DAEMON_BASELINE_FIRST=1 runs it first (the second run meets a warmer emulator).
+    const baseFirst =
+      BASELINE && !ONE_PROCESS && process.env.BENCH_DAEMON_BASELINE_FIRST === "1" ? await relayed(chats, messages, { kind: "file" }, BASELINE) : undefined;
     const through = await relayed(chats, messages, { kind: "file" });
     console.log(
       `${chats} chat${chats === 1 ? "" : "s"} x ${messages} messages${ONE_PROCESS ? " (the emulator and the daemon in one process: its CPU is both)" : ""}:`,
@@ -229,7 +232,7 @@ export async function benchDaemon(): Promise<void> {
     console.log(line("through the daemon", through.result));
     if (BASELINE && !ONE_PROCESS) {
       // Another build of the daemon (another checkout's dist/bin/agent-bridge.js) on the same load, right after: a same-run before/after.
-      const base = await relayed(chats, messages, { kind: "file" }, BASELINE);
+      const base = baseFirst ?? (await relayed(chats, messages, { kind: "file" }, BASELINE));
       console.log(line("through the baseline daemon", base.result));
       console.log(
         `  CPU per turn: daemon ${perTurn(through.daemonCpu[0], through.daemonCpu[1])} ms, baseline daemon ${perTurn(base.daemonCpu[0], base.daemonCpu[1])} ms`,
