@@ -44,10 +44,12 @@ export interface Result {
   turnsPerSecond: number;
   p50: number;
   p99: number;
+  /** Turns that took a second or more, and how many of them were a chat's first of the run (sent all at once). */
+  slow: { total: number; first: number };
 }
 
 /** CPU time (user + system) a child has used so far, in ms; undefined where /proc is not there. */
-async function cpuMs(pid: number | undefined): Promise<number | undefined> {
+export async function cpuMs(pid: number | undefined): Promise<number | undefined> {
   if (pid === undefined) return undefined;
   try {
     const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ") ?? [];
@@ -83,24 +85,35 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 /** Runs `chats` closed loops of `perChat` turns each; `turn(chat, i)` resolves when answered. */
 export async function closedLoops(chats: number, perChat: number, turn: (chat: number, i: number) => Promise<void>): Promise<Result> {
   const latencies: number[] = [];
+  const slow = { total: 0, first: 0 };
   const started = performance.now();
   await Promise.all(
     Array.from({ length: chats }, async (_, chat) => {
       for (let i = 0; i < perChat; i++) {
         const t = performance.now();
         await turn(chat, i);
-        latencies.push(performance.now() - t);
+        const ms = performance.now() - t;
+        latencies.push(ms);
+        if (ms >= 1000) {
+          slow.total++;
+          if (i === 0) slow.first++;
+        }
       }
     }),
   );
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
-  return { turnsPerSecond: latencies.length / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) };
+  return { turnsPerSecond: latencies.length / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), slow };
 }
 
-/** Starts the compiled command and resolves with the child once `ready` matches its stdout. */
+/**
+ * Starts the compiled command and resolves with the child once `ready` matches its stdout.
+ * BENCH_EMULATOR_PROFILE=DIR writes an emulator's CPU profile there (`--cpu-prof`).
+ */
 export function startChild(args: string[], ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const dir = args[0] === "emulator" ? process.env.BENCH_EMULATOR_PROFILE : undefined;
+  const profile = dir ? ["--cpu-prof", "--cpu-prof-dir", dir] : [];
+  const child = spawn(process.execPath, [...profile, BIN, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
   return new Promise((resolve, reject) => {
@@ -122,11 +135,44 @@ export function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
+const ONE_PROCESS = process.env.BENCH_ONE_PROCESS === "1";
+/** BENCH_DAEMON_BASELINE=PATH: another build's `dist/bin/agent-bridge.js`, run on the same load after this one (before it with BENCH_DAEMON_BASELINE_FIRST=1): a same-run before/after. */
+const BASELINE = process.env.BENCH_DAEMON_BASELINE;
+
+/** The emulator in a process of its own that also runs the daemon when told (bench/one-process.ts). */
+async function startOneProcess(): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+  const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "one-process.ts")], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "inherit", "ipc"],
+  });
+  let out = "";
+  const match = await new Promise<RegExpMatchArray>((resolve, reject) => {
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (m) resolve(m);
+    });
+    child.once("exit", (code) => reject(new Error(`the one-process bench child exited (${code})\n${out}`)));
+  });
+  return { child, match };
+}
+
+/** Starts or stops the daemon inside the one-process child; resolves with the child (whose CPU is both). */
+function inOneProcess(child: ChildProcess, message: { start: string } | { stop: true }): Promise<ChildProcess> {
+  return new Promise((resolve) => {
+    child.once("message", () => resolve(child));
+    child.send(message);
+  });
+}
+
 export async function benchDaemon(): Promise<void> {
   console.log("\nthe relay: turns/s through the daemon vs the typed client, closed loop per chat");
-  const emulator = await startChild(["emulator", "--port", "0", "--in-memory", "--provision-ms", "0"], /listening on (http:\/\/\S+)/);
+  // BENCH_ONE_PROCESS=1: the emulator and the daemon in one process, as `agent-bridge start` runs them.
+  const emulator = ONE_PROCESS
+    ? await startOneProcess()
+    : await startChild(["emulator", "--port", "0", "--in-memory", "--provision-ms", "0"], /listening on (http:\/\/\S+)/);
   const baseUrl = emulator.match[1]!;
-  const agent = new Agent({ keepAliveTimeout: 30_000, connections: 256 });
+  const agent = new Agent({ keepAliveTimeout: 30_000, connections: Number(process.env.BENCH_DIRECT_CONNECTIONS ?? Math.max(...RUNS.map((r) => r.chats))) });
   // Connections the direct client opens and loses: a new one mid-run waits in a busy emulator's
   // accept queue (docs/architecture.md, "The mid-run stall"), so a run should open none.
   const pool = { connects: 0, idleClosed: 0, otherClosed: 0 };
@@ -165,13 +211,18 @@ export async function benchDaemon(): Promise<void> {
 
     const emulatorCpuDirect = await cpuMs(emulator.child.pid);
     const line = (name: string, r: Result) =>
-      `  ${name.padEnd(30)} ${r.turnsPerSecond.toFixed(0).padStart(6)} turns/s   p50 ${r.p50.toFixed(1).padStart(7)} ms   p99 ${r.p99.toFixed(1).padStart(7)} ms`;
+      `  ${name.padEnd(30)} ${r.turnsPerSecond.toFixed(0).padStart(6)} turns/s   p50 ${r.p50.toFixed(1).padStart(7)} ms   p99 ${r.p99.toFixed(1).padStart(7)} ms   >= 1 s: ${r.slow.total} (${r.slow.first} first of the run)`;
     const turns = chats * messages;
     const perTurn = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? "?" : ((b - a) / turns).toFixed(2));
     const own = (used: NodeJS.CpuUsage) => ((used.user + used.system) / 1000 / turns).toFixed(2);
 
+    // With a baseline build, BENCH_DAEMON_BASELINE_FIRST=1 runs it first (the second run meets a warmer emulator).
+    const baseFirst =
+      BASELINE && !ONE_PROCESS && process.env.BENCH_DAEMON_BASELINE_FIRST === "1" ? await relayed(chats, messages, { kind: "file" }, BASELINE) : undefined;
     const through = await relayed(chats, messages, { kind: "file" });
-    console.log(`${chats} chat${chats === 1 ? "" : "s"} x ${messages} messages:`);
+    console.log(
+      `${chats} chat${chats === 1 ? "" : "s"} x ${messages} messages${ONE_PROCESS ? " (the emulator and the daemon in one process: its CPU is both)" : ""}:`,
+    );
     console.log(line("direct client", direct));
     console.log(`  direct client during the run: ${poolDuring} (goal: none opened after the first turn)`);
     if (chats > 1)
@@ -179,6 +230,14 @@ export async function benchDaemon(): Promise<void> {
         `  first turn of ${chats} chats at once (cold connections): p50 ${first.p50.toFixed(1)} ms, p99 ${first.p99.toFixed(1)} ms = ${(first.p99 / direct.p50).toFixed(1)}x the run's p50 (goal <= 10x)`,
       );
     console.log(line("through the daemon", through.result));
+    if (BASELINE && !ONE_PROCESS) {
+      // Another build of the daemon (another checkout's dist/bin/agent-bridge.js) on the same load, right after: a same-run before/after.
+      const base = baseFirst ?? (await relayed(chats, messages, { kind: "file" }, BASELINE));
+      console.log(line("through the baseline daemon", base.result));
+      console.log(
+        `  CPU per turn: daemon ${perTurn(through.daemonCpu[0], through.daemonCpu[1])} ms, baseline daemon ${perTurn(base.daemonCpu[0], base.daemonCpu[1])} ms`,
+      );
+    }
     console.log(
       `  CPU per turn: emulator ${perTurn(emulatorCpuBefore, emulatorCpuDirect)} ms (direct), ${perTurn(through.emulatorCpu[0], through.emulatorCpu[1])} ms (relayed); daemon ${perTurn(through.daemonCpu[0], through.daemonCpu[1])} ms`,
     );
@@ -187,7 +246,7 @@ export async function benchDaemon(): Promise<void> {
     console.log(
       `  ratio: ${(through.result.turnsPerSecond / direct.turnsPerSecond).toFixed(2)}x throughput (goal >= 0.8x at 200 chats), p99 ${(through.result.p99 / direct.p99).toFixed(1)}x (goal <= 3x)`,
     );
-    if (chats > 1 && process.env.BENCH_POSTGRES !== "0") {
+    if (chats > 1 && process.env.BENCH_POSTGRES !== "0" && !ONE_PROCESS) {
       // The same load with the state on PostgreSQL (a throwaway local server, fsync on): one node of a bridge.
       const pgServer = await startTestPostgres();
       try {
@@ -208,30 +267,46 @@ export async function benchDaemon(): Promise<void> {
     }
   }
 
-  if (process.env.BENCH_POSTGRES !== "0") await failover();
+  if (process.env.BENCH_POSTGRES !== "0" && !ONE_PROCESS) await failover();
 
   await fake.close();
   await agent.close();
   await stopChild(emulator.child);
 
   /** The closed loops through a daemon process with this state backend. */
-  async function relayed(chats: number, messages: number, state: Record<string, unknown>) {
+  async function relayed(chats: number, messages: number, state: Record<string, unknown>, bin = BIN) {
     const dataDir = await mkdtemp(join(tmpdir(), "bench-daemon-"));
     const configFile = join(dataDir, "config.json");
     await writeFile(configFile, JSON.stringify(daemonConfig(dataDir, chats, state)));
     // The daemon prints nothing with silent logs: the warm-up turn is its readiness check.
     // BENCH_DAEMON_PROFILE=DIR writes the daemon's CPU profile there (`--cpu-prof`), to see where its time goes.
     const profile = process.env.BENCH_DAEMON_PROFILE ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_DAEMON_PROFILE] : [];
-    const daemon = spawn(process.execPath, [...profile, BIN, "run", "--config", configFile], { cwd: ROOT, stdio: "ignore" });
+    const daemon = ONE_PROCESS
+      ? await inOneProcess(emulator.child, { start: configFile })
+      : spawn(process.execPath, [...profile, bin, "run", "--config", configFile], { cwd: ROOT, stdio: "ignore" });
     // Warm-up: one turn in one chat (grammY's getMe, the first poll, the first service call).
     await relayTurn(0, "warm-up");
     await closedLoops(chats, 1, (chat) => relayTurn(chat, "warm-up")); // as the direct side: one untimed turn per chat
     const [daemonCpuBefore, emulatorCpuBefore] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
     const ownCpuRelay = process.cpuUsage();
+    const callsBefore = fake.platformCalls().length;
     const result = await closedLoops(chats, messages, (chat, i) => relayTurn(chat, `hello ${i}`));
+    const during = fake.platformCalls().slice(callsBefore);
+    const seenBefore = new Set(
+      fake
+        .platformCalls()
+        .slice(0, callsBefore)
+        .map((c) => c.connection),
+    );
+    const byMethod = new Map<string, number>();
+    for (const c of during) byMethod.set(c.call, (byMethod.get(c.call) ?? 0) + 1);
+    console.log(
+      `  daemon to the Bot API fake during the run: ${[...byMethod].map(([m, n]) => `${m} ${n}`).join(", ")}; connections used ${new Set(during.map((c) => c.connection)).size}, new ${new Set(during.map((c) => c.connection).filter((c) => !seenBefore.has(c))).size}`,
+    );
     const ownCpu = process.cpuUsage(ownCpuRelay);
     const [daemonCpuAfter, emulatorCpuAfter] = [await cpuMs(daemon.pid), await cpuMs(emulator.child.pid)];
-    await stopChild(daemon);
+    if (ONE_PROCESS) await inOneProcess(emulator.child, { stop: true });
+    else await stopChild(daemon);
     await rm(dataDir, { recursive: true, force: true });
     return { result, ownCpu, daemonCpu: [daemonCpuBefore, daemonCpuAfter], emulatorCpu: [emulatorCpuBefore, emulatorCpuAfter] } as const;
   }

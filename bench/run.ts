@@ -18,8 +18,8 @@ const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 /** Rounds of the GET comparison: the machine is shared, so the ratio is taken per round and the median reported. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-/** Which parts run (comma-separated); default all: http, streaming, daemon, first, store, sandboxes. */
-const PARTS = new Set((process.env.BENCH_PARTS ?? "http,streaming,daemon,slack,first,store,sandboxes,proxy").split(","));
+/** Which parts run (comma-separated); default all: http, streaming, daemon, slack, first, each, store, sandboxes, proxy. */
+const PARTS = new Set((process.env.BENCH_PARTS ?? "http,streaming,daemon,slack,first,each,store,sandboxes,proxy").split(","));
 const agent = new Agent({ keepAliveTimeout: 30_000, connections: CONCURRENCY });
 
 /** The servers' process (bench/servers.ts): its CPU time is what a line's "server CPU" counts. */
@@ -145,6 +145,7 @@ async function main(): Promise<void> {
   if (PARTS.has("daemon")) await (await import("./daemon.js")).benchDaemon();
   if (PARTS.has("slack")) await (await import("./slack.js")).benchSlack();
   if (PARTS.has("first")) await (await import("./first-connections.js")).benchFirstConnections();
+  if (PARTS.has("each")) await (await import("./connection-each.js")).benchConnectionEach();
   if (PARTS.has("store")) await storeGrowth();
   if (PARTS.has("sandboxes")) await benchSandboxes();
   if (PARTS.has("proxy")) await (await import("./proxy.js")).benchProxy();

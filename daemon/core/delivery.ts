@@ -85,15 +85,23 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
   const policy = deps.config.retry;
   const halted = new AbortController();
   const sendsInProgress = new Set<Promise<unknown>>();
-  /** Accounts handed over: their own halt (a fresh controller when they come back). */
-  const accountHalts = new Map<AdapterKey, AbortController>();
+  /**
+   * Per account: its own halt (a fresh controller when it comes back) and that joined with the
+   * daemon's, made once per controller: `AbortSignal.any` costs a signal and weak references
+   * per call, and a reply asked for it twice per chunk.
+   */
+  const accountHalts = new Map<AdapterKey, { controller: AbortController; signal: AbortSignal }>();
   const accountOf = (t: { platform: string; accountId: string }) => adapterKeyOf(t.platform, t.accountId);
   /** Aborted when the daemon halts or the target's account is handed over. */
   function haltSignal(target: { platform: string; accountId: string }): AbortSignal {
     const key = accountOf(target);
-    const account = accountHalts.get(key) ?? new AbortController();
-    accountHalts.set(key, account);
-    return AbortSignal.any([halted.signal, account.signal]);
+    let account = accountHalts.get(key);
+    if (!account) {
+      const controller = new AbortController();
+      account = { controller, signal: AbortSignal.any([halted.signal, controller.signal]) };
+      accountHalts.set(key, account);
+    }
+    return account.signal;
   }
   const sendsOf = new Map<AdapterKey, Set<Promise<unknown>>>();
 
@@ -239,13 +247,13 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
     async haltAccount(platform, accountId) {
       const key = adapterKeyOf(platform, accountId);
       haltSignal({ platform, accountId }); // makes sure the account has a controller to abort
-      accountHalts.get(key)?.abort();
+      accountHalts.get(key)?.controller.abort();
       const sends = sendsOf.get(key);
       while (sends?.size) await Promise.allSettled([...sends]);
     },
     resumeAccount(platform, accountId) {
       const key = adapterKeyOf(platform, accountId);
-      if (accountHalts.get(key)?.signal.aborted) accountHalts.delete(key);
+      if (accountHalts.get(key)?.controller.signal.aborted) accountHalts.delete(key);
     },
   };
 }

@@ -151,6 +151,7 @@ export function createServiceClient(options: ClientOptions): ServiceClient {
 
 function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): ServiceClient {
   const timeout = options.timeoutMs ?? 120_000;
+  const root = splitBase(options.baseUrl);
 
   const headers = (extra: Record<string, string> = {}): Record<string, string> => ({
     ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
@@ -159,22 +160,25 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
 
   async function send(
     method: string,
-    url: string,
+    path: string,
     hdrs: Record<string, string>,
     body?: string | Buffer | Readable | AsyncIterable<Uint8Array>,
     signal?: AbortSignal,
   ) {
     try {
-      return await request(url, {
+      const call = {
         method: method as Dispatcher.HttpMethod,
         headers: hdrs,
         // undici streams any async iterable; its option type names only Readable.
         body: body === undefined ? null : body instanceof Readable || typeof body === "string" || Buffer.isBuffer(body) ? body : Readable.from(body),
-        dispatcher: options.dispatcher,
         headersTimeout: timeout,
         bodyTimeout: timeout,
         ...(signal ? { signal } : {}),
-      });
+      };
+      // The origin and path go to the dispatcher as they are: undici's `request(url)` parsed a URL per call.
+      return await (root
+        ? options.dispatcher.request({ ...call, origin: root.origin, path: `${root.prefix}${path}` })
+        : request(`${options.baseUrl}${path}`, { ...call, dispatcher: options.dispatcher }));
     } catch (cause) {
       if (signal?.aborted) throw signal.reason;
       const message = cause instanceof Error ? cause.message : String(cause);
@@ -193,8 +197,8 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
     throw ServiceError.fromAnswer(res.statusCode, body, requestIdOf(res.headers));
   }
 
-  /** The call's URL: path parameters read by name from `args`, `args.query` as the query string. */
-  function urlFor(spec: RouteSpec, args: object): string {
+  /** The call's path after the base URL: path parameters read by name from `args`, `args.query` as the query string. */
+  function pathFor(spec: RouteSpec, args: object): string {
     const path = spec.path.replace(/\{([a-z_]+)\}/g, (_, name: string) => {
       const value: unknown = Object.getOwnPropertyDescriptor(args, name)?.value;
       if (typeof value !== "string" || !value) throw new TypeError(`missing path parameter ${name}`);
@@ -204,7 +208,7 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
     const search = new URLSearchParams();
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) search.set(k, String(v));
     const qs = search.toString();
-    return `${options.baseUrl}${path}${qs ? `?${qs}` : ""}`;
+    return `${path}${qs ? `?${qs}` : ""}`;
   }
 
   async function call(spec: RouteSpec, args: Record<string, unknown> & RequestOptions = {}): Promise<unknown> {
@@ -213,7 +217,7 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
     const hasBody = "body" in args && args.body !== undefined;
     const res = await send(
       spec.method,
-      urlFor(spec, args),
+      pathFor(spec, args),
       headers(hasBody ? { "content-type": "application/json" } : {}),
       hasBody ? JSON.stringify(args.body) : undefined,
       signal,
@@ -270,7 +274,7 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
       else yield data;
       yield Buffer.from(`\r\n--${boundary}--\r\n`);
     }
-    const res = await send("POST", urlFor(routes.uploadFile, args), headers({ "content-type": `multipart/form-data; boundary=${boundary}` }), body(), signal);
+    const res = await send("POST", pathFor(routes.uploadFile, args), headers({ "content-type": `multipart/form-data; boundary=${boundary}` }), body(), signal);
     try {
       if (res.statusCode >= 400) return await fail(res);
       await res.body.dump();
@@ -286,7 +290,7 @@ function buildClient(options: ClientOptions & { dispatcher: Dispatcher }): Servi
     signal?.throwIfAborted();
     const res = await send(
       "POST",
-      urlFor(spec, args),
+      pathFor(spec, args),
       headers({ "content-type": "application/json", accept: "text/event-stream" }),
       JSON.stringify({ ...args.body, stream: true }),
       signal,
@@ -331,6 +335,18 @@ export async function* parseEventStream(body: AsyncIterable<Uint8Array | string>
     parser.feed(typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true }));
     yield* ready.splice(0);
   }
+}
+
+/**
+ * The base URL as undici's dispatchers take it: its origin, and its path (without a trailing
+ * slash) to put before each route's. Undefined when it is not an http(s) URL: calls then go
+ * through undici's `request(url)` and fail there, as a network error, as before.
+ */
+function splitBase(baseUrl: string): { origin: string; prefix: string } | undefined {
+  if (!URL.canParse(baseUrl)) return undefined;
+  const url = new URL(baseUrl);
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.search || url.hash || url.username || url.password) return undefined;
+  return { origin: url.origin, prefix: url.pathname.replace(/\/+$/, "") };
 }
 
 /** The answer's `x-request-id` (the id its log line is under), when it sent one. */

@@ -2,6 +2,8 @@
  * The typed client against the emulator listening on a real loopback port:
  * the path every daemon call takes.
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { request as undiciRequest } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServiceClient, ServiceError, type ServiceClient } from "../../shared/client/index.js";
@@ -131,5 +133,31 @@ describe("typed client over a real port", () => {
     const unknown = await failure(api.createResponse({ instance_id: instance.id, body: { model: "m", input: "x", previous_response_id: "resp_nope" } }));
     expect(unknown.status).toBe(400);
     expect(unknown.code).toBe("previous_response_not_found");
+  });
+});
+
+describe("a base URL with a path (the service behind a reverse proxy's prefix)", () => {
+  it("sends every call under the prefix, with its parameters encoded and its query, once whatever the trailing slashes", async () => {
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(`${req.method} ${req.url} ${req.headers.authorization}`);
+      req.resume();
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const root = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const api = createServiceClient({ baseUrl: `${root}/svc/`, apiKey: "k1" });
+      await api.getInstance({ instance_id: "inst 1/a" });
+      await api.listFiles({ instance_id: "i2", query: { path: "a b" } });
+      await createServiceClient({ baseUrl: root, apiKey: "k2" }).getInstance({ instance_id: "i3" });
+      expect(seen).toEqual([
+        "GET /svc/v1/instances/inst%201%2Fa Bearer k1",
+        "GET /svc/v1/instances/i2/files?path=a+b Bearer k1",
+        "GET /v1/instances/i3 Bearer k2",
+      ]);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });

@@ -91,7 +91,12 @@ function errorAnswer(status: number, text: string): BotApiAnswer {
  */
 const sharedAgent = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
 
-/** Sends one Bot API request through `dispatcher` and reads the whole answer. */
+/** The origin of `apiRoot` and the path before `/bot<token>/` (empty for Telegram's own root). */
+function splitRoot(apiRoot: string): { origin: string; base: string } {
+  const url = new URL(apiRoot);
+  return { origin: url.origin, base: url.pathname.replace(/\/+$/, "") };
+}
+
 /**
  * Sends one Bot API request through `dispatcher` and reads the whole answer;
  * `timeoutMs` (default none) bounds the wait for the headers and between the
@@ -111,6 +116,11 @@ export async function botApiRequest(
     signal: init?.signal ?? null,
     ...(timeoutMs === undefined ? {} : { headersTimeout: timeoutMs, bodyTimeout: timeoutMs }),
   });
+  return answerOf(res);
+}
+
+/** The whole answer read, Telegram-shaped (see `errorAnswer`). */
+async function answerOf(res: Dispatcher.ResponseData): Promise<BotApiAnswer> {
   const text = await res.body.text();
   return res.statusCode >= 200 && res.statusCode < 300 ? answer(res.statusCode, text) : errorAnswer(res.statusCode, text);
 }
@@ -154,11 +164,22 @@ export interface DirectJsonCallsOptions {
  */
 export function directJsonCalls({ apiRoot, token, timeoutSeconds, dispatcher = sharedAgent }: DirectJsonCallsOptions): Transformer {
   const timeoutMs = timeoutSeconds * 1000;
+  const { origin, base } = splitRoot(apiRoot);
   const call = async (method: string, payload: unknown, signal: ApiSignal): Promise<ApiResponse<unknown>> => {
     let answer: BotApiAnswer;
     try {
-      const init = { method: "POST", headers: JSON_HEADERS, body: jsonBody(payload), signal: fromApiSignal(signal) ?? null };
-      answer = await botApiRequest(dispatcher, `${apiRoot}/bot${token}/${method}`, init, timeoutMs);
+      // Straight to the dispatcher, origin and path apart: undici's `request(url)` parsed the URL of every call.
+      const res = await dispatcher.request({
+        origin,
+        path: `${base}/bot${token}/${method}`,
+        method: "POST",
+        headers: JSON_HEADERS,
+        body: jsonBody(payload),
+        signal: fromApiSignal(signal) ?? null,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+      answer = await answerOf(res);
     } catch (error) {
       // As grammY: a timeout says so, and any failure is an HttpError (whose message never holds the URL, nor so the token).
       const cause =
