@@ -6,13 +6,15 @@ import { discordPlatform } from "../../../../daemon/adapters/discord/platform.js
 import { systemClock } from "../../../../shared/clock.js";
 import { seededRandom } from "../../../../shared/random.js";
 import { createFakeDiscord, type FakeUser } from "../../../fakes/discord.js";
-import { type HarnessFactory, logCollector } from "./harness.js";
+import { type Feature, type HarnessFactory, logCollector } from "./harness.js";
 
 const TOKEN = "MTA0NjY5.contract-bot.token-value-that-must-stay-secret";
 const GUILD = "800000000000000001";
 const GENERAL = "800000000000000002";
 const THREAD = "800000000000000004";
 const alice: FakeUser = { id: "700000000000000001", username: "alice" };
+
+export const features: readonly Feature[] = ["group", "thread", "edits", "files", "reactions"];
 
 export const harness: HarnessFactory = async () => {
   const fake = await createFakeDiscord({

@@ -6,6 +6,7 @@
  * side. A platform in the registry without one fails the suite, naming the
  * file to write.
  */
+import { CAPABILITY_NAMES } from "../../../../daemon/vocabulary/adapter.js";
 import type { ChatAdapter, InboundSink } from "../../../../daemon/vocabulary/adapter.js";
 
 export interface ContractHarness {
@@ -38,6 +39,14 @@ export interface ContractHarness {
 }
 
 export type HarnessFactory = () => Promise<ContractHarness>;
+
+/**
+ * What a platform has, as its harness declares it beside the factory (`export const features`):
+ * group chats, threads, and each capability. The suite registers a case only for what is declared
+ * (nothing is skipped: under CI=true a skip fails the run), and its first case fails when the
+ * adapter or the harness disagrees with the declaration.
+ */
+export type Feature = "group" | "thread" | (typeof CAPABILITY_NAMES)[number];
 
 /** The sink's part of a harness: every harness logs at trace into this. */
 export function logCollector(): { lines: string[]; write(line: string): void; text(): string } {

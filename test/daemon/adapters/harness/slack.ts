@@ -6,7 +6,7 @@ import { createSlackAdapter } from "../../../../daemon/adapters/slack/index.js";
 import { slackPlatform } from "../../../../daemon/adapters/slack/platform.js";
 import { systemClock } from "../../../../shared/clock.js";
 import { createFakeSlack } from "../../../fakes/slack.js";
-import { type HarnessFactory, logCollector } from "./harness.js";
+import { type Feature, type HarnessFactory, logCollector } from "./harness.js";
 
 const BOT_TOKEN = "xoxb-1111-2222-contractBotTokenThatMustStaySecret";
 const APP_TOKEN = "xapp-1-A0APP00001-3333-contractAppTokenSecret";
@@ -14,6 +14,8 @@ const SIGNING_SECRET = "contractSigningSecret0123456789ab";
 const ALICE = "U0ALICE001";
 const DM = "D0ALICE001";
 const GENERAL = "C0GENERAL1";
+
+export const features: readonly Feature[] = ["group", "thread", "edits", "files", "reactions"];
 
 export const harness: HarnessFactory = async () => {
   const fake = await createFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, signingSecret: SIGNING_SECRET, mode: "socket", postBurst: 50 });

@@ -7,10 +7,12 @@ import { daemonConfigSchema } from "../../../../daemon/config/schema.js";
 import { systemClock } from "../../../../shared/clock.js";
 import { createFakeTelegram } from "../../../fakes/telegram-bot-api.js";
 import { TELEGRAM_BOT_TOKEN } from "../../../helpers/tokens.js";
-import { type HarnessFactory, logCollector } from "./harness.js";
+import { type Feature, type HarnessFactory, logCollector } from "./harness.js";
 
 const alice = { id: 111, username: "alice" };
 const GROUP = -100123;
+
+export const features: readonly Feature[] = ["group", "thread", "edits", "files", "reactions"];
 
 export const harness: HarnessFactory = async () => {
   const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });

@@ -6,7 +6,9 @@ import type { TerminalChannelConfig } from "../../../../daemon/adapters/terminal
 import { terminalPlatform } from "../../../../daemon/adapters/terminal/platform.js";
 import { parseConfig } from "../../../../daemon/config/load.js";
 import { systemClock } from "../../../../shared/clock.js";
-import { type HarnessFactory, logCollector } from "./harness.js";
+import { type Feature, type HarnessFactory, logCollector } from "./harness.js";
+
+export const features: readonly Feature[] = ["files", "appends"];
 
 export const harness: HarnessFactory = async () => {
   const config = parseConfig({ service: { apiKey: `svc_org_${"0".repeat(64)}` }, channels: [{ type: "terminal" }] }, {});

@@ -12,11 +12,13 @@ import { createManualClock } from "../../../../shared/clock.js";
 import { seededRandom } from "../../../../shared/random.js";
 import { BOT_ACCOUNT, createFakeBaileys, createFakeMedia, directByPhone, groupText, pnJid } from "../../../fakes/baileys-socket.js";
 import { waitUntil } from "../../../helpers/wait.js";
-import { type HarnessFactory, logCollector } from "./harness.js";
+import { type Feature, type HarnessFactory, logCollector } from "./harness.js";
 
 const ANA = "4915111111111";
 const GUS = "4915122222222";
 const GROUP = "120363000000000001@g.us";
+
+export const features: readonly Feature[] = ["group", "files", "reactions", "link"];
 
 export const harness: HarnessFactory = async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "wa-contract-"));
