@@ -200,11 +200,16 @@ export class StreamDriver implements PreviewDriver {
     for (const [i, m] of messages.entries()) {
       const id = this.#ids[i];
       if (!id || this.#ended.has(i) || m.broken || m.deleted || m.shown === null) continue;
+      if (edits.mayBeOpen && !edits.mayBeOpen(id)) continue;
+      // Paced like any edit in the chat (minEditIntervalMs).
+      await this.#takeTurnAtGate();
       try {
         await edits.end(target, id, m.shown);
         this.#ended.add(i);
       } catch (error) {
         this.#options.onError?.(error, { kind: "edit", message: i, text: m.shown });
+      } finally {
+        this.#pushBack(this.#interval);
       }
     }
   }
@@ -241,11 +246,15 @@ export class StreamDriver implements PreviewDriver {
     gate.set(key, clock.now() + this.#interval);
   }
 
+  /** Keeps the chat's gate closed for `ms` from now (paced from when the platform answered). */
+  #pushBack(ms: number): void {
+    const { clock, gate } = this.#options;
+    gate.set(this.#key, Math.max(gate.get(this.#key) ?? 0, clock.now() + ms));
+  }
+
   /** Performs `action` and reports it to the plan: sent, or failed (permanently after `maxAttempts` in a row). */
   async #attempt(action: PreviewAction): Promise<void> {
-    const { clock, gate } = this.#options;
-    const key = this.#key;
-    const pushBack = (ms: number) => gate.set(key, Math.max(gate.get(key) ?? 0, clock.now() + ms));
+    const pushBack = (ms: number) => this.#pushBack(ms);
     try {
       await this.#perform(action);
       // Paced from when the platform answered: the next request cannot reach it sooner than `interval` after this one did.

@@ -164,6 +164,11 @@ export interface EditCapability {
    * (unchanged) text, so the platform's stream is closed. Best effort.
    */
   end?(target: ChatTarget, messageId: string, text: string): Promise<void>;
+  /**
+   * With `end`: whether message `messageId` may still be an open stream (so `end` has work to
+   * do). The core calls `end` only then, each call paced like an edit. Absent: always.
+   */
+  mayBeOpen?(messageId: string): boolean;
 }
 
 /**

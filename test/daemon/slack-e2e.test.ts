@@ -263,6 +263,24 @@ describe("streamed replies", () => {
     expect(calls).not.toContain("chat.update");
   });
 
+  it("a streamed reply over several messages in a channel thread: every write, stream stops included, paced by minEditIntervalMs", async () => {
+    const interval = 200;
+    const { fake, daemon, service } = await bridge("socket", { streaming: "partial", minEditIntervalMs: interval });
+    fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> !stream 3 9000` });
+    await waitFor(() => fake.messages(GENERAL)[0]?.stream === "open", "the stream started");
+    // The first message streams natively; the reply goes on in ordinary messages below it.
+    await waitFor(() => {
+      service.emulator.clock.advance(250);
+      return fake.messages(GENERAL)[0]?.stream === "stopped" && texts(fake, GENERAL).join("").length >= 8000;
+    }, "the whole reply, its stream stopped");
+    await daemon.whenIdle();
+    expect(fake.messages(GENERAL).length).toBeGreaterThan(2);
+    const writes = fake.writes(GENERAL);
+    expect(writes.filter((w) => w.method === "chat.stopStream")).toHaveLength(1);
+    for (const [i, w] of writes.entries())
+      if (i > 0) expect(w.at - (writes[i - 1]?.at ?? 0), `${w.method} after ${writes[i - 1]?.method}`).toBeGreaterThanOrEqual(interval);
+  });
+
   it("go by chat.update in a DM, and where the workspace refuses streams", async () => {
     const { fake, daemon, service } = await bridge("socket", { streaming: "partial", minEditIntervalMs: 50 });
     fake.failNext("chat.startStream", "feature_not_enabled");

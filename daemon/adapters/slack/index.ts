@@ -86,6 +86,8 @@ export function createSlackAdapter(config: SlackChannelConfig, deps: AdapterDeps
       edit: (target, messageId, text, { format, final }) => outbound.edit(target, messageId, text, format, final),
       // Native streams are ended once a streamed reply is complete: the last edit, marked final.
       end: (target, messageId, text) => outbound.edit(target, messageId, text, "markdown", true),
+      // An ordinary message (a DM, a workspace without streams) has nothing to end: no call, no wait.
+      mayBeOpen: (messageId) => outbound.mayBeStream(messageId),
     },
     files: { limits: SLACK_FILE_LIMITS, send: (target, file) => outbound.sendFile(target, file) },
     sendTyping: (target) => outbound.sendTyping(target),

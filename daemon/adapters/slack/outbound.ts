@@ -89,6 +89,8 @@ export interface SlackOutbound {
   edit(target: ChatTarget, messageId: string, text: string, format: TextFormat, final?: boolean): Promise<void>;
   sendFile(target: ChatTarget, file: OutboundFile): Promise<SendReceipt>;
   sendTyping(target: ChatTarget): Promise<void>;
+  /** Whether `ts` may be a native stream left open (not a message this process posted the ordinary way). */
+  mayBeStream(ts: string): boolean;
   react(target: ChatTarget, messageId: string, emoji: string, options: { remove: boolean }): Promise<void>;
 }
 
@@ -154,6 +156,7 @@ export function createSlackOutbound(deps: OutboundDeps): SlackOutbound {
   }
 
   return {
+    mayBeStream: (ts) => !streams.isPlain(ts),
     async send(target, text, format, final) {
       if (final === false && format === "markdown") {
         const streamed = await startStream(target, text);

@@ -145,6 +145,46 @@ describe("preview driver", () => {
     expect(finals.splice(0)).toEqual(["send false", "edit true"]);
   });
 
+  it("paces a stream's end like any edit (minEditIntervalMs after the chat's last write), and ends only what may be open", async () => {
+    const run = async (mayBeOpen: boolean) => {
+      const p = platform();
+      const clock = createManualClock(0);
+      const at: string[] = [];
+      const { send } = p.adapter;
+      p.adapter = {
+        ...p.adapter,
+        send: (t, text, options) => {
+          at.push(`send at ${clock.now()}`);
+          return send(t, text, options);
+        },
+        edits: {
+          edit: async () => {},
+          end: async () => void at.push(`end at ${clock.now()}`),
+          mayBeOpen: () => mayBeOpen,
+        },
+      };
+      const driver = createPreviewDriver({
+        adapter: p.adapter,
+        target,
+        clock,
+        gate: new Map(),
+        maxAttempts: 3,
+        record: async () => {},
+        signal: new AbortController().signal,
+      });
+      driver.update("Done.");
+      await vi.waitFor(() => expect(at).toHaveLength(1));
+      expect(await settle(clock, driver.finish("Done."))).toBe("done");
+      return at;
+    };
+    const [sent, ended] = await run(true);
+    expect(sent).toBe("send at 0");
+    // At 1000 or later (the manual clock moves 500 at a time while the driver waits): never sooner.
+    expect(Number(ended?.replace("end at ", ""))).toBeGreaterThanOrEqual(1000);
+    // An ordinary message (the adapter says no stream can be open): no end, no wait.
+    expect(await run(false)).toEqual(["send at 0"]);
+  });
+
   it("sends the first text at once, edits in place, and journals the message id when it is created", async () => {
     const p = platform();
     const { driver, clock, records } = drive(p);

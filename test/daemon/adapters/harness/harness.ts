@@ -6,8 +6,7 @@
  * side. A platform in the registry without one fails the suite, naming the
  * file to write.
  */
-import { CAPABILITY_NAMES } from "../../../../daemon/vocabulary/adapter.js";
-import type { ChatAdapter, InboundSink } from "../../../../daemon/vocabulary/adapter.js";
+import type { CAPABILITY_NAMES, ChatAdapter, InboundSink } from "../../../../daemon/vocabulary/adapter.js";
 
 export interface ContractHarness {
   /** The real adapter, wired to the platform's fake; not started (the suite starts it with its sink). */
