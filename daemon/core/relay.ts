@@ -59,6 +59,8 @@ import { resolveRoute } from "./routing.js";
 import { isListed, senderIds } from "./access.js";
 import { describeSchedules } from "./schedules/listing.js";
 import { createTranscribers } from "../transcription/transcriber.js";
+import { createQuestions } from "./questions/questions.js";
+import { hex } from "../../shared/random.js";
 
 export interface RelayDeps {
   config: DaemonConfig;
@@ -197,6 +199,21 @@ export function createRelay(deps: RelayDeps): Relay {
     acks.answered(messages);
   }
 
+  const questions = createQuestions({
+    config: () => config,
+    store,
+    clock,
+    logger: log,
+    adapterFor: deps.adapterFor,
+    channelFor: deps.channelFor,
+    async inject(message) {
+      const adapter = deps.adapterFor(message.platform, message.accountId);
+      if (!adapter) throw new Error(`no adapter for ${message.platform} ${message.accountId}`);
+      await accept(adapter, message);
+    },
+    newId: () => `${clock.now().toString(36)}${hex(random, 6)}`,
+  });
+
   /** Intake, with the group's context before a message that addresses the bot, and a reaction on a turn's message once taken. */
   async function accept(adapter: ChatAdapter, message: InboundMessage): Promise<AcceptOutcome> {
     const outcome = await intake.accept(adapter, groupContext.attach(message));
@@ -210,6 +227,7 @@ export function createRelay(deps: RelayDeps): Relay {
   async function stopSession(route: StoredRoute): Promise<{ stopped: boolean; dropped: number }> {
     const dropped = scheduler.drop(route.instanceId, route.sessionBase).filter((id) => store.get(id));
     const stopped = stoppable.stop(sessionKeyOf(route));
+    await questions.stop(route);
     if (dropped.length) {
       const entries = dropped.map((id) => store.get(id)).filter((e): e is JournalEntry => !!e);
       for (const e of entries) metrics.turn(e.route.instanceId, "failed", Math.max(0, clock.now() - e.acceptedAt) / 1000);
@@ -333,6 +351,7 @@ export function createRelay(deps: RelayDeps): Relay {
     },
     pairing,
     links,
+    screenAnswer: (message, route) => questions.screen(message, route),
   });
   const turnDeps: TurnDeps = {
     config,
@@ -349,6 +368,7 @@ export function createRelay(deps: RelayDeps): Relay {
     adapterFor: deps.adapterFor,
     stopping: () => stopping.signal.aborted,
     queueModeOf,
+    questions,
     putBack(entries) {
       const route = entries[0]?.route;
       if (route)
@@ -387,6 +407,7 @@ export function createRelay(deps: RelayDeps): Relay {
       for (const entry of entries) if (entry.kind === "command") commands.track(entry);
       notices.resume();
       sweepTranscripts();
+      questions.start();
     },
     handOver(platform, accountId) {
       schedules.stopAccount(platform, accountId);
@@ -397,6 +418,7 @@ export function createRelay(deps: RelayDeps): Relay {
       for (const entry of store.pending()) if (entry.kind === "command") commands.track(entry);
       notices.resume();
       sweepTranscripts();
+      questions.start();
     },
     beginStop() {
       stopping.abort();
@@ -408,6 +430,7 @@ export function createRelay(deps: RelayDeps): Relay {
     async haltDelivery() {
       halt.abort();
       notices.stop();
+      questions.close();
       await delivery.halt();
       await views.whenSettled();
     },
