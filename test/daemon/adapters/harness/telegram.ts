@@ -45,6 +45,20 @@ export const harness: HarnessFactory = async () => {
       const emoji = fake.reactionOn(chatId, Number(messageId));
       return emoji ? [emoji] : [];
     },
+    buttons: (chatId, messageId) =>
+      fake
+        .shownMessages(chatId)
+        .find((m) => m.message_id === Number(messageId))
+        ?.keyboard?.flat()
+        .map((b) => b.text) ?? [],
+    tap(chatId, messageId, index) {
+      const button = fake
+        .shownMessages(chatId)
+        .find((m) => m.message_id === Number(messageId))
+        ?.keyboard?.flat()[index];
+      if (!button) throw new Error(`no button ${index} on message ${messageId}`);
+      fake.tap(chatId, Number(messageId), alice, button.callback_data);
+    },
     close: () => fake.close(),
   };
 };
