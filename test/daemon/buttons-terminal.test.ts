@@ -77,3 +77,17 @@ it("without the tools configured, !ask is the fake model's plain text and nothin
   await vi.waitFor(() => expect(replies()).toHaveLength(2));
   expect(replies()[1]).not.toContain("returned");
 });
+
+it("/stop closes an open question: a later number is no answer, and the agent hears it was stopped", async () => {
+  const { stdin, out, replies } = await terminalBridge();
+  stdin.write("!ask Deploy where? | staging | production\n");
+  await vi.waitFor(() => expect(replies()).toHaveLength(1));
+  stdin.write("/stop\n");
+  await vi.waitFor(() => expect(out()).toContain("No queued messages were dropped."));
+  const before = replies().length;
+  stdin.write("2\n");
+  await vi.waitFor(() => expect(replies().length).toBeGreaterThan(before));
+  // The output said the question was stopped; the "2" went on as the person's message (the echo).
+  expect(replies().at(-1)).not.toMatch(/returned: production/);
+  expect(replies().at(-1)).toContain("2");
+});
