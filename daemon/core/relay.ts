@@ -204,6 +204,7 @@ export function createRelay(deps: RelayDeps): Relay {
     store,
     clock,
     logger: log,
+    metrics: { question: (event) => metrics.question?.(event) },
     adapterFor: deps.adapterFor,
     channelFor: deps.channelFor,
     async inject(message) {

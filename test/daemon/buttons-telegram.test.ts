@@ -37,7 +37,9 @@ async function bridge(buttons: Record<string, unknown> = { tools: ["choice", "co
   const daemon = createDaemon({ config, clock, random: seededRandom(3) });
   onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
-  return { fake, clock };
+  const counted = async (event: string) =>
+    Number(new RegExp(`agent_bridge_questions_total\\{event="${event}"\\} (\\d+)`).exec(await daemon.metrics.text())?.[1] ?? 0);
+  return { fake, clock, counted };
 }
 
 const texts = (fake: FakeTelegram, chat: number) => fake.sentMessages(chat).map((m) => m.text);
@@ -88,7 +90,7 @@ it("a double tap before the answer is one answer", async () => {
 });
 
 it("in a group only the asker may answer: someone else's tap is refused and never reaches the agent", async () => {
-  const { fake } = await bridge();
+  const { fake, counted } = await bridge();
   fake.groupText(GROUP, alice, "!ask Deploy where? | staging | production");
   const question = await questionIn(fake, GROUP);
   const [staging] = question.keyboard!.flat();
@@ -98,10 +100,13 @@ it("in a group only the asker may answer: someone else's tap is refused and neve
   expect(texts(fake, GROUP).some((t) => /returned:/.test(t))).toBe(false);
   fake.tap(GROUP, question.message_id, alice, staging!.callback_data, { group: true });
   await fake.waitFor(() => texts(fake, GROUP).find((t) => /returned: staging/.test(t)));
+  await vi.waitFor(async () => expect(await counted("answered")).toBe(1));
+  expect(await counted("asked")).toBe(1);
+  expect(await counted("refused_tap")).toBe(1);
 });
 
 it("an unanswered question expires: its keyboard goes and the agent is told there was no answer", async () => {
-  const { fake, clock } = await bridge({ tools: ["choice"], expireMinutes: 1 });
+  const { fake, clock, counted } = await bridge({ tools: ["choice"], expireMinutes: 1 });
   fake.privateText(alice, "!ask Deploy where? | staging | production");
   const question = await questionIn(fake, alice.id);
   await vi.waitFor(() => expect(clock.delays().some((d) => d > 55_000 && d <= 60_000)).toBe(true));
@@ -112,4 +117,6 @@ it("an unanswered question expires: its keyboard goes and the agent is told ther
   const late = fake.tap(alice.id, question.message_id, alice, question.keyboard![0]![0]!.callback_data);
   await fake.waitFor(() => fake.callbackAnswers.find((a) => a.id === late));
   expect(fake.callbackAnswers.find((a) => a.id === late)?.text).toBe("Already answered.");
+  expect(await counted("expired")).toBe(1);
+  expect(await counted("answered")).toBe(0);
 });

@@ -18,6 +18,7 @@ import type { ChatAdapter, ChatTarget, InboundMessage, RefusalReason } from "../
 import { sessionKeyOf, type SessionKey } from "../../vocabulary/keys.js";
 import type { JournalEntry, OpenQuestion, SessionState, StoredRoute } from "../../vocabulary/records.js";
 import type { Store } from "../../vocabulary/store.js";
+import type { QuestionEvent } from "../relay-types.js";
 import {
   answerOutput,
   closedOutput,
@@ -41,7 +42,7 @@ interface IndexEntry {
 }
 
 export interface QuestionMetrics {
-  question(event: "asked" | "answered" | "expired" | "refused_tap" | "unknown_tool"): void;
+  question(event: QuestionEvent): void;
 }
 
 export interface QuestionsDeps {
@@ -175,7 +176,6 @@ export function createQuestions(deps: QuestionsDeps): Questions {
       return;
     }
     log.info({ platform: entry.chat.platform, chatId: entry.chat.chatId, questionId: id }, "question expired unanswered");
-    deps.metrics?.question("expired");
     try {
       await deps.inject({
         ...entry.chat,
@@ -241,7 +241,10 @@ export function createQuestions(deps: QuestionsDeps): Questions {
       const m = lead.message;
       const key = sessionKeyOf(lead.route);
       if (answered) {
-        deps.metrics?.question(answered.output === closedOutput.expired ? "expired" : "answered");
+        const out = answered.output;
+        deps.metrics?.question(
+          out === closedOutput.expired ? "expired" : out === closedOutput.stopped || out === closedOutput.wroteInstead ? "closed" : "answered",
+        );
         await index().set(answered.question.id, undefined);
         timers.get(answered.question.id)?.cancel();
         const adapter = deps.adapterFor(m.platform, m.accountId);
