@@ -331,6 +331,7 @@ export function createRelay(deps: RelayDeps): Relay {
     logger: log,
     adapterFor: deps.adapterFor,
     channelFor: deps.channelFor,
+    abandonQuestion: (entry, question) => questions.abandon(entry, question),
   });
   const intake = createIntake({
     config,

@@ -120,3 +120,16 @@ it("an unanswered question expires: its keyboard goes and the agent is told ther
   expect(await counted("expired")).toBe(1);
   expect(await counted("answered")).toBe(0);
 });
+
+it("/new closes an open question: its keyboard goes, and a later tap is told it is answered", async () => {
+  const { fake } = await bridge();
+  fake.privateText(alice, "!ask Deploy where? | staging | production");
+  const question = await questionIn(fake, alice.id);
+  fake.privateText(alice, "/new");
+  const shown = await fake.waitFor(() => fake.shownMessages(alice.id).find((m) => m.message_id === question.message_id && !m.keyboard));
+  expect(shown.text).toBe("Deploy where?\nClosed: a new conversation started.");
+  const late = fake.tap(alice.id, question.message_id, alice, question.keyboard![0]![0]!.callback_data);
+  await fake.waitFor(() => fake.callbackAnswers.find((a) => a.id === late));
+  expect(fake.callbackAnswers.find((a) => a.id === late)?.text).toBe("Already answered.");
+  expect(texts(fake, alice.id).some((t) => /returned:/.test(t))).toBe(false);
+});

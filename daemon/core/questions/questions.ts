@@ -148,6 +148,8 @@ export interface Questions {
   opened(lead: JournalEntry, state: SessionState, asked: ReturnType<typeof sortCalls>): SessionState;
   /** After the reply: the question shown with buttons where the adapter has them, the answered one's buttons replaced by its outcome. */
   afterReply(lead: JournalEntry, target: ChatTarget, answered: InputPlan["answer"]): Promise<void>;
+  /** /new left `question` behind with its chain: its buttons go, its expiry is forgotten (the new chain never hears of it). */
+  abandon(entry: JournalEntry, question: OpenQuestion | undefined): Promise<void>;
   /** /stop: the open question closes; the next message tells the agent so. */
   stop(route: StoredRoute): Promise<void>;
   /** Arms the expiry of every open question (at start). */
@@ -284,6 +286,25 @@ export function createQuestions(deps: QuestionsDeps): Questions {
         // The reply already carries nothing of the question: say it as text so the person can answer.
         await adapter.send(target, questionText(q), { format: "plain" }).catch(() => {});
       }
+    },
+
+    async abandon(entry, question) {
+      if (!question) return;
+      timers.get(question.id)?.cancel();
+      await index().set(question.id, undefined);
+      const m = entry.message;
+      const adapter = deps.adapterFor(m.platform, m.accountId);
+      if (!question.messageId || !adapter?.buttons) return;
+      const target: ChatTarget = {
+        platform: m.platform,
+        accountId: m.accountId,
+        chatId: m.chatId,
+        chatType: m.chatType,
+        ...(m.threadId ? { threadId: m.threadId } : {}),
+      };
+      await adapter.buttons
+        .close(target, question.messageId, viewOf(question), `${question.text}\nClosed: a new conversation started.`)
+        .catch((error: unknown) => log.debug({ err: String(error) }, "could not take a question's buttons away"));
     },
 
     async stop(route) {
