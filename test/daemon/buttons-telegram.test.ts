@@ -19,7 +19,7 @@ const alice = { id: 5001, username: "alice" };
 const bob = { id: 5002, username: "bob" };
 const GROUP = -1001234;
 
-async function bridge(buttons: Record<string, unknown> = { tools: ["choice", "confirm"] }) {
+async function bridge(buttons: Record<string, unknown> = { tools: ["choice", "confirm"] }, streaming: "off" | "partial" = "off") {
   const service = await startServiceFixture("buttons-telegram-");
   const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
   onTestFinished(() => fake.close());
@@ -28,7 +28,7 @@ async function bridge(buttons: Record<string, unknown> = { tools: ["choice", "co
     id: "tg",
     token: TELEGRAM_BOT_TOKEN,
     apiRoot: fake.url,
-    streaming: "off",
+    streaming,
     groupContext: { enabled: false },
     access: { users: [String(alice.id), String(bob.id)], groups: { [String(GROUP)]: { requireMention: false } } },
     buttons,
@@ -132,4 +132,12 @@ it("/new closes an open question: its keyboard goes, and a later tap is told it 
   await fake.waitFor(() => fake.callbackAnswers.find((a) => a.id === late));
   expect(fake.callbackAnswers.find((a) => a.id === late)?.text).toBe("Already answered.");
   expect(texts(fake, alice.id).some((t) => /returned:/.test(t))).toBe(false);
+});
+
+it("with streamed replies (Telegram's default) the question follows the finished reply", async () => {
+  const { fake } = await bridge(undefined, "partial");
+  fake.privateText(alice, "!ask Deploy where? | staging | production");
+  const question = await questionIn(fake, alice.id);
+  fake.tap(alice.id, question.message_id, alice, question.keyboard![0]![1]!.callback_data);
+  await fake.waitFor(() => fake.shownMessages(alice.id).find((m) => /returned: production/.test(m.text)));
 });

@@ -28,16 +28,20 @@ async function terminalBridge(channelExtra: Record<string, unknown> = { buttons:
   return { stdin, out: () => out, replies, service };
 }
 
-it("a choice: the numbered list is shown, the typed number is the tool's output, the agent's next answer is delivered", async () => {
-  const { stdin, replies } = await terminalBridge();
-  stdin.write("!ask Deploy where? | staging | production\n");
-  await vi.waitFor(() => expect(replies()).toHaveLength(1));
-  expect(replies()[0]).toContain("I need a decision.");
-  expect(replies()[0]).toContain("Deploy where?\n1. staging\n2. production\nReply with a number.");
-  stdin.write("2\n");
-  await vi.waitFor(() => expect(replies()).toHaveLength(2));
-  expect(replies()[1]).toMatch(/^Tool call_\w+ returned: production/);
-});
+it.each(["off", "partial"])(
+  "a choice (streaming %s): the numbered list is shown, the typed number is the tool's output, the agent's next answer is delivered",
+  async (streaming) => {
+    const { stdin, replies } = await terminalBridge({ buttons: { tools: ["choice", "confirm"] }, streaming });
+    stdin.write("!ask Deploy where? | staging | production\n");
+    // Streamed, the agent's words come first and the question with the end of the reply.
+    await vi.waitFor(() => expect(replies()[0]).toContain("Deploy where?\n1. staging\n2. production\nReply with a number."));
+    expect(replies()).toHaveLength(1);
+    expect(replies()[0]).toContain("I need a decision.");
+    stdin.write("2\n");
+    await vi.waitFor(() => expect(replies()).toHaveLength(2));
+    expect(replies()[1]).toMatch(/^Tool call_\w+ returned: production/);
+  },
+);
 
 it("a confirmation: typed yes-or-no by number or by its word", async () => {
   const { stdin, replies } = await terminalBridge();
