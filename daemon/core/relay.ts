@@ -189,7 +189,8 @@ export function createRelay(deps: RelayDeps): Relay {
   /** Runs a turn, then clears its messages' reactions (unless the daemon stops: the turn resumes at the next start). */
   async function acknowledged(ids: readonly string[], run: () => Promise<void>): Promise<void> {
     // A scheduled prompt is no platform message: nothing to react on.
-    const messages = ids.flatMap((id) => store.get(id)?.message ?? []).filter((m) => scheduleIdOf(m) === undefined);
+    // Nor is a tap on a question's button.
+    const messages = ids.flatMap((id) => store.get(id)?.message ?? []).filter((m) => scheduleIdOf(m) === undefined && !m.answers);
     try {
       await run();
     } catch (error) {
@@ -217,6 +218,8 @@ export function createRelay(deps: RelayDeps): Relay {
 
   /** Intake, with the group's context before a message that addresses the bot, and a reaction on a turn's message once taken. */
   async function accept(adapter: ChatAdapter, message: InboundMessage): Promise<AcceptOutcome> {
+    // A tap on a question's button is no conversation: the group's context waits for the next message.
+    if (message.answers) return intake.accept(adapter, message);
     const outcome = await intake.accept(adapter, groupContext.attach(message));
     groupContext.settle(message, outcome);
     const command = !message.attachments?.length && parseCommand(message.text);

@@ -29,8 +29,7 @@ async function bridge(buttons: Record<string, unknown> = { tools: ["choice", "co
     token: TELEGRAM_BOT_TOKEN,
     apiRoot: fake.url,
     streaming,
-    groupContext: { enabled: false },
-    access: { users: [String(alice.id), String(bob.id)], groups: { [String(GROUP)]: { requireMention: false } } },
+    access: { users: [String(alice.id), String(bob.id)], groups: { [String(GROUP)]: {} } },
     buttons,
   });
   const clock = createSteppableClock();
@@ -91,13 +90,16 @@ it("a double tap before the answer is one answer", async () => {
 
 it("in a group only the asker may answer: someone else's tap is refused and never reaches the agent", async () => {
   const { fake, counted } = await bridge();
-  fake.groupText(GROUP, alice, "!ask Deploy where? | staging | production");
+  fake.groupText(GROUP, alice, "!ask Deploy where? | staging | production", { mention: true });
   const question = await questionIn(fake, GROUP);
   const [staging] = question.keyboard!.flat();
   const bobs = fake.tap(GROUP, question.message_id, bob, staging!.callback_data, { group: true });
   await fake.waitFor(() => fake.callbackAnswers.find((a) => a.id === bobs));
   expect(fake.callbackAnswers.find((a) => a.id === bobs)?.text).toBe("This question is not yours to answer.");
   expect(texts(fake, GROUP).some((t) => /returned:/.test(t))).toBe(false);
+  // Chatter in the group (kept as context for the next mention) does not spoil the tap.
+  fake.groupText(GROUP, bob, "lunch anyone?");
+  await fake.waitFor(() => fake.pending() === 0 || undefined);
   fake.tap(GROUP, question.message_id, alice, staging!.callback_data, { group: true });
   await fake.waitFor(() => texts(fake, GROUP).find((t) => /returned: staging/.test(t)));
   await vi.waitFor(async () => expect(await counted("answered")).toBe(1));
