@@ -172,6 +172,8 @@ export async function startLocal(options: StartOptions): Promise<number> {
       queue: { debounceMs: 0 },
       routes: [{ match: {}, instance: boot.creds.instanceId }],
       channels: [{ type: "terminal", id: "terminal" }],
+      // The agent may ask a choice or a confirmation (`!ask`, `!confirm`): a numbered list in the terminal.
+      buttons: { tools: ["choice", "confirm"] },
       // Offline: voice notes are heard by the emulator's fake gateway (docs/emulator.md, Transcription).
       transcription: { kind: "openai", url: `${emulator.gateway.url}/v1` },
     },

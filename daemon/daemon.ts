@@ -187,6 +187,7 @@ export class BridgeDaemon implements Daemon {
       error: (route, kind) => metrics.errorsTotal.inc({ route, kind }),
       transcription: (platform, outcome) => metrics.countTranscription(platform, outcome),
       scheduled: (schedule, outcome) => metrics.countScheduled(schedule, outcome),
+      question: (event) => metrics.countQuestion(event),
     };
     this.#adapters = options.adapters ? [...options.adapters] : [];
     this.#feed = new ActivityFeed(this.#clock);

@@ -94,6 +94,8 @@ export const RELOAD_CLASSES = {
   transcription: "live",
   schedules: "live",
   identityLinks: "live",
+  // Read at each turn (questions.ts buttonsConfigOf), routes' and channels' too.
+  buttons: "live",
   channels: "channel",
 } as const satisfies Record<string, ReloadClass>;
 
@@ -149,6 +151,7 @@ export const LIVE_CHANNEL_KEYS: ReadonlySet<string> = new Set([
   "streaming",
   "sessionReset",
   "queue",
+  "buttons",
 ]);
 
 /** What a reload changes. */

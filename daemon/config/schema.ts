@@ -17,6 +17,8 @@ import {
   posInt,
   queueModeSchema,
   queueOverrideSchema,
+  buttonsOverrideSchema,
+  buttonsSchema,
   sessionResetSchema,
   transcriptionSchema,
 } from "../vocabulary/config-fields.js";
@@ -162,6 +164,7 @@ export const routeSchema = z.strictObject({
     .optional()
     .describe("This route's own session reset, in place of its channel's (`sessionReset`); false: never. Default: the channel's."),
   queue: queueOverrideSchema.optional().describe("This route's queue mode, in place of its channel's (`queue.mode`). Default: the channel's."),
+  buttons: buttonsOverrideSchema.optional().describe("This route's question tools and their settings, each in place of its channel's. Default: the channel's."),
 });
 
 export const attachmentsSchema = z.strictObject({
@@ -225,6 +228,9 @@ export const daemonConfigSchema = z
       .describe("Which instance answers which messages: the first route whose match fits wins; a message no route fits is not answered. Default: none."),
     attachments: attachmentsSchema.prefault({}).describe("Files people send: whether and up to what size they reach the instance."),
     replyFiles: replyFilesSchema.prefault({}).describe("Files the agent names in its replies: whether they are sent to the chat."),
+    buttons: buttonsSchema
+      .prefault({})
+      .describe("Questions with buttons: tools the agent may call to ask the person a choice or a confirmation, shown natively (docs/bridge.md, Buttons)."),
     transcription: transcriptionSchema.optional(),
     schedules: schedulesSchema,
     identityLinks: z

@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import { withoutUndefined } from "../../shared/util/without-undefined.js";
 import type { DaemonConfig } from "../config/schema.js";
-import type { JournalEntry } from "../vocabulary/records.js";
+import type { JournalEntry, OpenQuestion } from "../vocabulary/records.js";
 import type { Store } from "../vocabulary/store.js";
 import type { ChatAdapter } from "../vocabulary/adapter.js";
 import { parseCommand, runCommand, type CommandName } from "./commands.js";
@@ -47,6 +47,8 @@ export interface CommandRunnerDeps {
   link(entry: JournalEntry, codeArg: string): Promise<string>;
   /** `/unlink` from the chat of `entry`'s sender: the answer to say. */
   unlink(entry: JournalEntry): Promise<string>;
+  /** /new: the open question the fresh conversation leaves behind loses its buttons (questions/questions.ts). */
+  abandonQuestion?(entry: JournalEntry, question: OpenQuestion | undefined): Promise<void>;
 }
 
 export interface CommandRunner {
@@ -100,7 +102,9 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
           chained: !!state.lastResponseId,
           sessionReset: describeReset(deps.config, route.ruleIndex, m.accountId, state, deps.clock.now()),
           async resetSession() {
+            const open = store.session(sessionKeyOf(route)).question;
             const id = await startFreshSession(store, route, m);
+            await deps.abandonQuestion?.(entry, open);
             log.info({ platform: m.platform, chatId: m.chatId, instanceId: route.instanceId }, "conversation reset by the person");
             return id;
           },

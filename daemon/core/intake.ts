@@ -51,6 +51,8 @@ export interface IntakeDeps {
   pairing: Pairing;
   /** People linked across apps (identity-links.ts). */
   links: IdentityLinks;
+  /** A tap on a question's button: why it is refused (questions/questions.ts), or undefined to journal it. */
+  screenAnswer?(message: InboundMessage, route: StoredRoute): RefusalReason | undefined;
 }
 
 /** A message that passed the rules, as it will be journaled. */
@@ -133,7 +135,9 @@ export function createIntake(deps: IntakeDeps): Intake {
     }
   }
 
-  async function accept(adapter: ChatAdapter, message: InboundMessage): Promise<AcceptOutcome> {
+  async function accept(adapter: ChatAdapter, tapOrMessage: InboundMessage): Promise<AcceptOutcome> {
+    // A tap is keyed by its question: a double tap or a platform's retry is one answer.
+    const message = tapOrMessage.answers ? { ...tapOrMessage, messageId: `answer:${tapOrMessage.answers.questionId}` } : tapOrMessage;
     if (stopping.signal.aborted && adapter.redelivers) {
       metrics.inbound(message.platform, "deferred");
       return { status: "deferred", reason: "stopping", acknowledge: false };
@@ -177,6 +181,8 @@ export function createIntake(deps: IntakeDeps): Intake {
     // A linked person's direct messages share one conversation across their apps (identity-links.ts).
     const linked = await deps.links.sessionBaseFor(message);
     const accepted = { key, message: { ...kept, text }, route: { ...route, ...(linked ? { sessionBase: linked } : {}) } };
+    const tapRefused = message.answers && deps.screenAnswer?.(message, accepted.route);
+    if (tapRefused) return refused(message.platform, tapRefused, "denied");
     if (command) return journalCommand(accepted, tellDropped);
     return queueTurn(adapter, accepted, tellDropped);
   }

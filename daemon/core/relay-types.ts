@@ -22,6 +22,10 @@ export type { TranscriptionOutcome } from "../transcription/transcriber.js";
 export const SCHEDULE_OUTCOMES = ["fired", "duplicate", "skipped", "busy", "no_route", "silent"] as const;
 export type ScheduleOutcome = (typeof SCHEDULE_OUTCOMES)[number];
 
+/** What became of the agent's questions with buttons (core/questions/). */
+export const QUESTION_EVENTS = ["asked", "answered", "expired", "closed", "refused_tap", "unknown_tool"] as const;
+export type QuestionEvent = (typeof QUESTION_EVENTS)[number];
+
 /** What the relay reports; the daemon maps it onto prom-client. */
 export interface RelayMetrics {
   inbound(platform: string, outcome: InboundOutcome): void;
@@ -34,6 +38,8 @@ export interface RelayMetrics {
   transcription(platform: string, outcome: TranscriptionOutcome): void;
   /** A schedule's slot: fired, skipped past its grace, or its answer kept silent. */
   scheduled(schedule: string, outcome: ScheduleOutcome): void;
+  /** A question asked, answered, expired, closed unanswered, a tap refused, or a call to a tool not offered. */
+  question?(event: QuestionEvent): void;
 }
 
 export const noMetrics: RelayMetrics = { inbound() {}, turn() {}, retry() {}, error() {}, transcription() {}, scheduled() {} };

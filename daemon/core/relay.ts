@@ -58,6 +58,8 @@ import { createStopSession } from "./stop-session.js";
 import { isListed, senderIds } from "./access.js";
 import { describeSchedules } from "./schedules/listing.js";
 import { createTranscribers } from "../transcription/transcriber.js";
+import { createQuestions } from "./questions/questions.js";
+import { hex } from "../../shared/random.js";
 
 export interface RelayDeps {
   config: DaemonConfig;
@@ -189,7 +191,8 @@ export function createRelay(deps: RelayDeps): Relay {
   /** Runs a turn, then clears its messages' reactions (unless the daemon stops: the turn resumes at the next start). */
   async function acknowledged(ids: readonly string[], run: () => Promise<void>): Promise<void> {
     // A scheduled prompt is no platform message: nothing to react on.
-    const messages = ids.flatMap((id) => store.get(id)?.message ?? []).filter((m) => scheduleIdOf(m) === undefined);
+    // Nor is a tap on a question's button.
+    const messages = ids.flatMap((id) => store.get(id)?.message ?? []).filter((m) => scheduleIdOf(m) === undefined && !m.answers);
     try {
       await run();
     } catch (error) {
@@ -199,8 +202,26 @@ export function createRelay(deps: RelayDeps): Relay {
     acks.answered(messages);
   }
 
+  const questions = createQuestions({
+    config: () => config,
+    store,
+    clock,
+    logger: log,
+    metrics: { question: (event) => metrics.question?.(event) },
+    adapterFor: deps.adapterFor,
+    channelFor: deps.channelFor,
+    async inject(message) {
+      const adapter = deps.adapterFor(message.platform, message.accountId);
+      if (!adapter) throw new Error(`no adapter for ${message.platform} ${message.accountId}`);
+      await accept(adapter, message);
+    },
+    newId: () => `${clock.now().toString(36)}${hex(random, 6)}`,
+  });
+
   /** Intake, with the group's context before a message that addresses the bot, and a reaction on a turn's message once taken. */
   async function accept(adapter: ChatAdapter, message: InboundMessage): Promise<AcceptOutcome> {
+    // A tap on a question's button is no conversation: the group's context waits for the next message.
+    if (message.answers) return intake.accept(adapter, message);
     const outcome = await intake.accept(adapter, groupContext.attach(message));
     groupContext.settle(message, outcome);
     const command = !message.attachments?.length && parseCommand(message.text);
@@ -208,7 +229,7 @@ export function createRelay(deps: RelayDeps): Relay {
     return outcome;
   }
 
-  const stopSession = createStopSession({ store, clock, metrics, scheduler, stoppable });
+  const stopSession = createStopSession({ store, clock, metrics, scheduler, stoppable, closeQuestion: (route) => questions.stop(route) });
 
   const schedules = new ScheduleRunner({
     // Read at each look (a reload replaces them; `reloaded` starts and stops what changed).
@@ -265,6 +286,7 @@ export function createRelay(deps: RelayDeps): Relay {
     logger: log,
     adapterFor: deps.adapterFor,
     channelFor: deps.channelFor,
+    abandonQuestion: (entry, question) => questions.abandon(entry, question),
   });
   const intake = createIntake({
     config,
@@ -286,6 +308,7 @@ export function createRelay(deps: RelayDeps): Relay {
     },
     pairing,
     links,
+    screenAnswer: (message, route) => questions.screen(message, route),
   });
   const turnDeps: TurnDeps = {
     config,
@@ -302,6 +325,7 @@ export function createRelay(deps: RelayDeps): Relay {
     adapterFor: deps.adapterFor,
     stopping: () => stopping.signal.aborted,
     queueModeOf,
+    questions,
     putBack(entries) {
       const route = entries[0]?.route;
       if (route)
@@ -340,6 +364,7 @@ export function createRelay(deps: RelayDeps): Relay {
       for (const entry of entries) if (entry.kind === "command") commands.track(entry);
       notices.resume();
       sweepTranscripts();
+      questions.start();
     },
     handOver(platform, accountId) {
       schedules.stopAccount(platform, accountId);
@@ -350,6 +375,7 @@ export function createRelay(deps: RelayDeps): Relay {
       for (const entry of store.pending()) if (entry.kind === "command") commands.track(entry);
       notices.resume();
       sweepTranscripts();
+      questions.start();
     },
     beginStop() {
       stopping.abort();
@@ -361,6 +387,7 @@ export function createRelay(deps: RelayDeps): Relay {
     async haltDelivery() {
       halt.abort();
       notices.stop();
+      questions.close();
       await delivery.halt();
       await views.whenSettled();
     },

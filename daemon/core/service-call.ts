@@ -32,9 +32,20 @@ import { sessionIdFor } from "./routing.js";
 import { pathComponent } from "../../shared/util/names.js";
 import { sessionKeyOf } from "../vocabulary/keys.js";
 import { numberedMessages } from "./queue-mode.js";
+import { functionCallsOf, type FunctionCall, type FunctionToolDeclaration } from "./questions/tools.js";
+import type { InputItem } from "./questions/questions.js";
 
 export type CallOutcome =
-  | { ok: true; text: string; responseId?: string; sessionId: string; generation: number; contextReset: boolean }
+  | {
+      ok: true;
+      text: string;
+      responseId?: string;
+      sessionId: string;
+      generation: number;
+      contextReset: boolean;
+      /** The answer's `function_call` items (core/questions/): each needs an output before the chain goes on. */
+      calls: FunctionCall[];
+    }
   /** `requestId`: the `x-request-id` of the service's last answer, to find its own log line. */
   | { ok: false; reason: string; failure: FailureKind; requestId?: string };
 
@@ -60,6 +71,8 @@ export interface CallOptions {
   onText?(textSoFar: string): void;
   /** Aborts the turn (/stop): the stream closes, waits end, and `call` throws `signal.reason`. */
   signal?: AbortSignal;
+  /** The bridge's tools offered in this call (core/questions/); none: no `tools` sent. */
+  tools?: FunctionToolDeclaration[];
 }
 
 export interface ServiceCalls {
@@ -71,7 +84,7 @@ export interface ServiceCalls {
     extra?: ReadonlyMap<string, string>,
     options?: { numbered?: boolean },
   ): Promise<string | undefined>;
-  call(route: StoredRoute, input: string, logCtx: Record<string, unknown>, options?: CallOptions): Promise<CallOutcome>;
+  call(route: StoredRoute, input: string | InputItem[], logCtx: Record<string, unknown>, options?: CallOptions): Promise<CallOutcome>;
   /** The instance's status as the service reports it, or why it is unknown (for /status). */
   instanceStatus(instanceId: string): Promise<string>;
   /** Routes the service refused (401/403), by rule index. */
@@ -130,7 +143,7 @@ export class ServiceCaller implements ServiceCalls {
     return input.trim() ? input : undefined;
   }
 
-  async call(route: StoredRoute, input: string, logCtx: Record<string, unknown>, options: CallOptions = {}): Promise<CallOutcome> {
+  async call(route: StoredRoute, input: string | InputItem[], logCtx: Record<string, unknown>, options: CallOptions = {}): Promise<CallOutcome> {
     const { store, metrics, logger: log } = this.#deps;
     const turn = options.signal;
     const sessionKey = sessionKeyOf(route);
@@ -141,7 +154,8 @@ export class ServiceCaller implements ServiceCalls {
         const response = await this.#withRetries(route.instanceId, () => this.#attempt(route, input, options, attempt), turn);
         const responseId = responseIdOf(response);
         const { generation, sessionId } = attempt;
-        return { ok: true, text: replyTextOf(response), ...(responseId ? { responseId } : {}), sessionId, generation, contextReset };
+        const calls = functionCallsOf(response);
+        return { ok: true, text: replyTextOf(response), ...(responseId ? { responseId } : {}), sessionId, generation, contextReset, calls };
       } catch (error) {
         if (error instanceof StoppingError) throw error;
         if (turn?.aborted) throw turn.reason;
@@ -173,7 +187,7 @@ export class ServiceCaller implements ServiceCalls {
   }
 
   /** One try of a turn's request; `attempt` hears the session it went to. */
-  #attempt(route: StoredRoute, input: string, options: CallOptions, attempt: { generation: number; sessionId: string }): Promise<ResponseObject> {
+  #attempt(route: StoredRoute, input: string | InputItem[], options: CallOptions, attempt: { generation: number; sessionId: string }): Promise<ResponseObject> {
     const { store, client } = this.#deps;
     const turn = options.signal;
     const state = store.session(sessionKeyOf(route));
@@ -184,6 +198,7 @@ export class ServiceCaller implements ServiceCalls {
       input,
       ...(route.instructions !== undefined ? { instructions: route.instructions } : {}),
       ...(state.lastResponseId ? { previous_response_id: state.lastResponseId } : {}),
+      ...(options.tools?.length ? { tools: options.tools } : {}),
     };
     const args = { instance_id: route.instanceId, session_id: attempt.sessionId, body };
     if (options.onText) return this.#streamed(args, options.onText, turn);

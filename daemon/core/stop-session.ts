@@ -1,7 +1,7 @@
 /**
  * The `/stop` command's work: the session's turn in flight is aborted and its
  * queued messages are forgotten (completed in the journal, counted as failed
- * turns), so nothing of them is answered.
+ * turns), so nothing of them is answered; an open question is closed.
  */
 import type { Clock } from "../../shared/clock.js";
 import { sessionKeyOf } from "../vocabulary/keys.js";
@@ -17,17 +17,20 @@ export interface StopSessionDeps {
   metrics: RelayMetrics;
   scheduler: Scheduler<string>;
   stoppable: StoppableTurns;
+  /** Closes the session's open question, if any (its buttons go; the agent is told). */
+  closeQuestion(route: StoredRoute): Promise<void>;
 }
 
 /** /stop: aborts the session's turn in flight and forgets its queued messages. */
 export type StopSession = (route: StoredRoute) => Promise<{ stopped: boolean; dropped: number }>;
 
 export function createStopSession(deps: StopSessionDeps): StopSession {
-  const { store, clock, metrics, scheduler, stoppable } = deps;
+  const { store, clock, metrics, scheduler, stoppable, closeQuestion } = deps;
   /** /stop: aborts the session's turn in flight and forgets its queued messages. */
   return async function stopSession(route) {
     const dropped = scheduler.drop(route.instanceId, route.sessionBase).filter((id) => store.get(id));
     const stopped = stoppable.stop(sessionKeyOf(route));
+    await closeQuestion(route);
     if (dropped.length) {
       const entries = dropped.map((id) => store.get(id)).filter((e): e is JournalEntry => !!e);
       for (const e of entries) metrics.turn(e.route.instanceId, "failed", Math.max(0, clock.now() - e.acceptedAt) / 1000);

@@ -35,6 +35,7 @@ import type { Turn } from "./scheduler.js";
 import type { CallOutcome, ServiceCalls } from "./service-call.js";
 import type { VoiceNotes } from "./voice-notes.js";
 import { scheduleIdOf } from "./schedules/message.js";
+import { answerUnofferedCalls, buttonsConfigOf, composeInput, sortCalls, withQuestionText, type InputPlan, type Questions } from "./questions/questions.js";
 
 export interface TurnDeps {
   config: DaemonConfig;
@@ -56,6 +57,8 @@ export interface TurnDeps {
   queueModeOf(entry: JournalEntry): QueueMode;
   /** An interrupted turn's entries back at the head of their session, to be answered with the message that interrupted them. */
   putBack(entries: readonly JournalEntry[]): void;
+  /** The agent's questions with buttons (core/questions/). */
+  questions: Questions;
 }
 
 /** The turns in flight that `/stop` can abort, by session key (at most one per session: the scheduler runs a session's turns one at a time). */
@@ -99,14 +102,18 @@ type Asked =
   | { kind: "stopped" }
   | { kind: "interrupted" }
   | { kind: "nothing_to_send"; notes: string[] }
-  | { kind: "answered"; outcome: CallOutcome; notes: string[] };
+  | { kind: "answered"; outcome: CallOutcome; notes: string[]; plan: InputPlan };
 
 /** Runs one turn the scheduler started (its items are journal entry ids). Throws when the daemon stops or the journal closes (expected), or on a fault the scheduler logs. */
 export async function runTurn(turn: Turn<string>, deps: TurnDeps): Promise<void> {
   const entries = turn.items.map((id) => deps.store.get(id)).filter((e): e is JournalEntry => !!e);
   const lead = entries[0];
   if (!lead) return;
-  if (lead.reply) return finishRecordedReply(lead, lead.reply, deps);
+  if (lead.reply) {
+    await finishRecordedReply(lead, lead.reply, deps);
+    // A question asked by this reply, shown and its expiry armed if the restart came before.
+    return deps.questions.afterReply(lead, targetOf(lead.message), undefined);
+  }
   if (deps.stopping()) throw new StoppingError();
   const opened = await openTurn(entries, deps);
   const fresh = opened && (await answerExpired(opened, deps));
@@ -208,10 +215,29 @@ async function askService(turn: OpenTurn, view: ReplyView, deps: TurnDeps): Prom
     const transcripts = await deps.voiceNotes.transcribe(turn.entries, notes, turn.logCtx);
     // Several messages in a collected (or interrupted) turn are numbered, so the agent sees each.
     const numbered = turn.entries.length > 1 && deps.queueModeOf(turn.lead) !== "followup";
-    const input = await deps.service.buildInput(turn.entries, route, notes, transcripts, { numbered });
+    // An open question: a tap or a typed reply answers it as the call's output (core/questions/).
+    const plan = deps.questions.plan(route, turn.entries);
+    const text = plan.textEntries.length ? await deps.service.buildInput(plan.textEntries, route, notes, transcripts, { numbered }) : undefined;
+    const input = composeInput(plan, text);
     if (input === undefined) return { kind: "nothing_to_send", notes };
-    const outcome = await deps.service.call(route, input, turn.logCtx, { signal: stoppable.signal, ...(view.onText ? { onText: view.onText } : {}) });
-    return { kind: "answered", outcome, notes };
+    const tools = deps.questions.toolsFor(route, turn.lead.message.accountId);
+    const options = { signal: stoppable.signal, ...(view.onText ? { onText: view.onText } : {}), ...(tools.length ? { tools } : {}) };
+    const first = await deps.service.call(route, input, turn.logCtx, options);
+    const offered = buttonsConfigOf(deps.config, route.ruleIndex, turn.lead.message.accountId).tools;
+    const outcome = await answerUnofferedCalls(
+      first,
+      offered,
+      async (answer, outputs) => {
+        const key = sessionKeyOf(route);
+        const moved = nextSessionState(deps.store.session(key), answer, turn.entries.at(-1)!.acceptedAt);
+        if (!moved) return undefined;
+        await deps.store.setSession(key, moved);
+        return deps.service.call(route, outputs, turn.logCtx, { signal: stoppable.signal, ...(tools.length ? { tools } : {}) });
+      },
+      deps.logger,
+      turn.logCtx,
+    );
+    return { kind: "answered", outcome, notes, plan };
   } catch (error) {
     if (error instanceof TurnStoppedError) return { kind: "stopped" };
     if (error instanceof TurnInterruptedError) return { kind: "interrupted" };
@@ -244,14 +270,15 @@ async function settleTurn(turn: OpenTurn, view: ReplyView, asked: Asked, deps: T
     await deps.views.end(lead.id, view, noticeText.interruptedMarker);
     return deps.delivery.finishWith(entries, asked.notes.join("\n") || undefined, "failed");
   }
-  const { outcome, notes } = asked;
+  const { outcome, notes, plan } = asked;
   if (!outcome.ok) {
     await deps.views.end(lead.id, view, noticeText.interruptedMarker);
     deps.logger.warn({ ...logCtx, reason: outcome.reason, requestId: outcome.requestId }, "turn gave up");
     if (notes.length) await deps.delivery.notify(view.target, notes.join("\n\n"));
     return failTurn(turn, outcome.failure, deps);
   }
-  return deliverAnswer(turn, view, outcome, notes, deps);
+  await deliverAnswer(turn, view, outcome, notes, deps);
+  await deps.questions.afterReply(lead, view.target, plan.answer);
 }
 
 /** The reply's text: the bridge's notes (a context reset first), then the agent's answer. */
@@ -304,10 +331,14 @@ async function deliverAnswer(turn: OpenTurn, view: ReplyView, answer: Extract<Ca
   const { store } = deps;
   const silentSchedule = silentAnswer(deps.config, entries, answer.text);
   if (silentSchedule !== undefined) return keepSilent(turn, answer, silentSchedule, deps);
-  const { text, files } = replyWithFiles(answer, notes, deps.config.replyFiles.enabled);
-  const chunks = chunksFor(adapter, text, "markdown");
   const key = sessionKeyOf(lead.route);
-  const state = nextSessionState(store.session(key), answer, entries.at(-1)!.acceptedAt);
+  const moved = nextSessionState(store.session(key), answer, entries.at(-1)!.acceptedAt);
+  // A question the agent asked is recorded with the chain's move; without buttons its options are part of the reply.
+  const asked = sortCalls(answer.calls, buttonsConfigOf(deps.config, lead.route.ruleIndex, lead.message.accountId).tools);
+  const state = moved && deps.questions.opened(lead, moved, asked);
+  const said = { ...answer, text: withQuestionText(answer.text, state?.question, adapter) };
+  const { text, files } = replyWithFiles(said, notes, deps.config.replyFiles.enabled);
+  const chunks = chunksFor(adapter, text, "markdown");
   const { preview, writer } = view;
   const reply = { chunks, members: entries.map((e) => e.id), format: "markdown" as const, ...(preview ? { text } : {}), ...(files.length ? { files } : {}) };
   await store.recordReply(lead.id, reply, state && { key, state });

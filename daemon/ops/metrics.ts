@@ -29,6 +29,8 @@ export interface Metrics {
   transcriptionsTotal: Counter<"platform" | "outcome">;
   /** Scheduled prompts by schedule and outcome (a `ScheduleOutcome`: "fired", "skipped", "silent", ...). */
   scheduledPromptsTotal: Counter<"schedule" | "outcome">;
+  /** The agent's questions with buttons, by event (a `QuestionEvent`: "asked", "answered", "expired", "refused_tap", ...). */
+  questionsTotal: Counter<"event">;
   /** Several machines: 1 while this node owns the account's lease, else 0. */
   leaseOwned: Gauge<"unit">;
   /** Several machines: the fencing number of the lease this node holds (it grows on every takeover). */
@@ -53,6 +55,7 @@ export interface Metrics {
   countRetry(instance: string, reason: RetryReason): void;
   countTranscription(platform: string, outcome: TranscriptionOutcome): void;
   countScheduled(schedule: string, outcome: ScheduleOutcome): void;
+  countQuestion(event: string): void;
 }
 
 export interface MetricsOptions {
@@ -124,6 +127,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       labelNames: ["schedule", "outcome"] as const,
       registers,
     }),
+    questionsTotal: new Counter({
+      name: `${prefix}questions_total`,
+      help: "The agent's questions with buttons: asked, answered, expired, closed unanswered (/stop, a message instead), taps refused, calls to tools not offered.",
+      labelNames: ["event"] as const,
+      registers,
+    }),
     leaseOwned: new Gauge({ name: `${prefix}lease_owned`, help: "1 while this node owns the account's lease.", labelNames: ["unit"] as const, registers }),
     leaseEpoch: new Gauge({
       name: `${prefix}lease_epoch`,
@@ -173,6 +182,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     countRetry: (instance, reason) => metrics.retriesTotal.inc({ instance, reason }),
     countTranscription: (platform, outcome) => metrics.transcriptionsTotal.inc({ platform, outcome }),
     countScheduled: (schedule, outcome) => metrics.scheduledPromptsTotal.inc({ schedule, outcome }),
+    countQuestion: (event) => metrics.questionsTotal.inc({ event }),
   };
   return metrics;
 }

@@ -81,6 +81,13 @@ export interface InboundMessage {
    * is journaled (or refused as empty), so a redelivery does not say it twice.
    */
   droppedAttachments?: DroppedAttachment[];
+  /**
+   * A tap on a question's button (`ButtonCapability`), with the option's
+   * number as `text` and a `messageId` of the adapter's choosing for the tap;
+   * the core keys it by the question, so a double tap or a platform's retry
+   * is one answer. `closed`: the bridge's own closing of an expired question.
+   */
+  answers?: { questionId: string; closed?: "expired" };
 }
 
 export interface DroppedAttachment {
@@ -208,6 +215,31 @@ export interface LinkCapability {
   forget(): Promise<void>;
 }
 
+/** A question the agent asked, as an adapter shows it. */
+export interface ButtonQuestion {
+  /** The bridge's id for it: what a tap names (`InboundMessage.answers`). */
+  id: string;
+  /** The question (a confirmation: what will be done). */
+  text: string;
+  /** The options, one button each, in order; a tap answers with the option's number (1-based) as its text. */
+  options: string[];
+  /** Whether a typed reply answers it too (said beside the buttons). */
+  allowText: boolean;
+}
+/**
+ * Questions with buttons: the agent asks (its bridge tools), the person taps,
+ * and the tap comes back through `InboundSink.accept` as an inbound message
+ * with `answers` set. The adapter acknowledges the tap to its platform within
+ * the platform's deadline, with what `accept` answered: accepted, "already
+ * answered" (duplicate, or refused "closed") or "not for you" (refused "not_yours").
+ */
+export interface ButtonCapability {
+  /** Sends the question with one button per option; the receipt's id is the message `close` later changes. */
+  ask(target: ChatTarget, question: ButtonQuestion): Promise<SendReceipt | void>;
+  /** Replaces the question's message with `outcome` (what was chosen and by whom, or that it closed): its buttons go. */
+  close(target: ChatTarget, messageId: string, question: ButtonQuestion, outcome: string): Promise<void>;
+}
+
 /**
  * What an adapter may do beyond sending text, one object per capability: an
  * adapter has it (the object, with its methods and limits) or has not
@@ -228,10 +260,12 @@ export interface AdapterCapabilities {
   readonly reactions?: ReactionCapability;
   /** A linked device the operator can make the account forget. */
   readonly link?: LinkCapability;
+  /** Questions with buttons, the person's tap coming back as an inbound message. */
+  readonly buttons?: ButtonCapability;
 }
 
 /** The capability names, for whoever goes through them all (the shared adapter suite, the docs). */
-export const CAPABILITY_NAMES = ["edits", "appends", "files", "reactions", "link"] as const satisfies readonly (keyof AdapterCapabilities)[];
+export const CAPABILITY_NAMES = ["edits", "appends", "files", "reactions", "link", "buttons"] as const satisfies readonly (keyof AdapterCapabilities)[];
 
 /** Why the core deliberately did not take a message (the adapter acknowledges it anyway). */
 export type RefusalReason =
@@ -248,7 +282,11 @@ export type RefusalReason =
   /** The account has no channel config (no access rules). */
   | "no_channel"
   /** Queue full on a platform that cannot redeliver: the person was told (one notice may cover several). */
-  | "busy";
+  | "busy"
+  /** A tap on a question that is no longer open (answered, expired, stopped): the adapter says "already answered". */
+  | "closed"
+  /** A tap by someone the question is not for: the adapter says so to them alone; the agent never hears of it. */
+  | "not_yours";
 
 /**
  * What became of a message handed to `accept`. `acknowledge` says whether the

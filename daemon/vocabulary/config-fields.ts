@@ -173,6 +173,38 @@ export const queueOverrideSchema = z.strictObject({
   mode: queueModeSchema.optional().describe("This channel's or route's queue mode; a chat may choose its own with /queue. Default: the one around it."),
 });
 
+/** The bridge's tools for questions with buttons (core/questions/): which, how long they stay open, who may answer. */
+const buttonsFields = {
+  tools: z
+    .array(z.enum(["choice", "confirm"]))
+    .describe(
+      'The tools offered to the agent in each call: "choice" (`ask_choice`: a question and 2-10 options, optionally a typed answer) and "confirm" (`ask_confirmation`: approve or deny). Default: none (no tools are sent).',
+    ),
+  expireMinutes: posInt
+    .max(7 * 24 * 60, "must be at most 10080 (a week)")
+    .describe("How long a question stays open; then its buttons go and the agent is told there was no answer. Default: 60."),
+  answeredBy: z
+    .enum(["asker", "members", "owners"])
+    .describe(
+      '"asker": only the person whose message the agent was answering; "members": anyone allowed to talk in the chat; "owners": only the channel\'s owners. In a direct chat the person answers either way. Default: asker.',
+    ),
+};
+
+export const buttonsSchema = z.strictObject({
+  tools: buttonsFields.tools.default([]),
+  expireMinutes: buttonsFields.expireMinutes.default(60),
+  answeredBy: buttonsFields.answeredBy.default("asker"),
+});
+
+/** A channel's or a route's own `buttons` settings, each in place of the one around it. */
+export const buttonsOverrideSchema = z.strictObject({
+  tools: buttonsFields.tools.optional(),
+  expireMinutes: buttonsFields.expireMinutes.optional(),
+  answeredBy: buttonsFields.answeredBy.optional(),
+});
+
+export type ButtonsConfig = z.output<typeof buttonsSchema>;
+
 const transcriptionLimits = {
   maxBytes: posInt
     .default(25 * 1024 * 1024)
@@ -242,6 +274,9 @@ export const channelCommon = {
     .describe("false: the channel is left out (its settings are still checked, without its environment variables). Default: true."),
   sessionReset: sessionResetSchema.optional(),
   queue: queueOverrideSchema.optional().describe("This channel's queue mode, in place of the top-level `queue.mode`. Default: the top-level one."),
+  buttons: buttonsOverrideSchema
+    .optional()
+    .describe("This channel's question tools and their settings, each in place of the top-level `buttons` one. Default: the top-level ones."),
   transcription: z
     .union([transcriptionSchema, z.literal(false)])
     .optional()

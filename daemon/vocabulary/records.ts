@@ -58,6 +58,7 @@ export const StoredMessageSchema = z.object({
   mentioned: z.boolean().optional(),
   sentAt: z.number(),
   attachments: z.array(StoredAttachmentSchema).optional(),
+  answers: z.object({ questionId: z.string(), closed: z.literal("expired").optional() }).optional(),
 });
 
 export const StoredReplySchema = z.object({
@@ -118,6 +119,37 @@ export const JournalEntrySchema = z.object({
   preview: StoredPreviewSchema.optional(),
 });
 
+/** The bridge's tools an agent may call to ask the person (core/questions/tools.ts). */
+export const ButtonToolSchema = z.enum(["choice", "confirm"]);
+
+/**
+ * A question the agent asked with one of the bridge's tools, open until the
+ * person answers, it expires, or the conversation is stopped or renewed. It
+ * lives in its session's state: written with the answer that asked it, and
+ * moved with the account's lease on several machines.
+ */
+export const OpenQuestionSchema = z.object({
+  /** The bridge's id: in the buttons' data and the answer's dedupe key. */
+  id: z.string(),
+  /** The `function_call`'s `call_id`, which the answer's output names. */
+  callId: z.string(),
+  tool: ButtonToolSchema,
+  /** The question (a confirmation: its summary). */
+  text: z.string(),
+  options: z.array(z.string()).min(2),
+  allowText: z.boolean(),
+  /** Who asked the turn the question answers: the one who may answer where `answeredBy` is "asker". */
+  askerId: z.string(),
+  askedAt: z.number(),
+  expiresAt: z.number(),
+  /** The message with the buttons, once shown (to take them away when the question closes). */
+  messageId: z.string().optional(),
+  /** Outputs of the answer's other calls, sent with this question's answer (a chain takes them all at once). */
+  otherOutputs: z.array(z.object({ callId: z.string(), output: z.string() })).default([]),
+  /** Closed by /stop before an answer: the next message tells the agent so. */
+  closed: z.literal("stopped").optional(),
+});
+
 export const SessionStateSchema = z.object({
   /** Bumped by /new and /reset: a fresh session id and chain. */
   generation: z.number().int().nonnegative(),
@@ -131,6 +163,8 @@ export const SessionStateSchema = z.object({
   sessionId: z.string().optional(),
   /** When the chain's last turn was answered (epoch ms): what a session reset (core/session-reset.ts) measures from. */
   lastTurnAt: z.number().optional(),
+  /** The agent's question waiting for the person's answer (core/questions/). */
+  question: OpenQuestionSchema.optional(),
 });
 
 const seq = z.number().int().positive();
@@ -163,6 +197,8 @@ export type StoredPreview = z.output<typeof StoredPreviewSchema>;
 export type JournalEntry = z.output<typeof JournalEntrySchema>;
 export type EntryKind = JournalEntry["kind"];
 export type SessionState = z.output<typeof SessionStateSchema>;
+export type OpenQuestion = z.output<typeof OpenQuestionSchema>;
+export type ButtonTool = z.output<typeof ButtonToolSchema>;
 export type JournalRecord = z.output<typeof JournalRecordSchema>;
 export type Snapshot = z.output<typeof SnapshotSchema>;
 

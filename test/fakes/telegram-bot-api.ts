@@ -33,6 +33,16 @@
  * "message thread not found"; one naming no thread lands in the topic of the
  * message it quotes, else in General (tdlib/telegram-bot-api#798, #356).
  */
+/*
+ * Inline keyboards and callback queries, as the Bot API documents them: each
+ * button's `callback_data` is 1-64 bytes (else 400 BUTTON_DATA_INVALID); a
+ * tap (`tap`) is a `callback_query` update, delivered only when the bot's
+ * `allowed_updates` includes it (the list given to getUpdates or setWebhook
+ * persists until changed); each query is answered once with
+ * `answerCallbackQuery` (a second answer, or an unknown id, is a 400 "query is
+ * too old"); an `editMessageText` without `reply_markup` removes the
+ * keyboard; a tap on a keyboard already removed still arrives.
+ */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { multipartParts } from "../helpers/multipart.js";
@@ -55,6 +65,8 @@ export interface FakeBotUser {
 export interface SentMessage {
   chat_id: string;
   text: string;
+  /** The inline keyboard sent with it (`reply_markup.inline_keyboard`). */
+  keyboard?: { text: string; callback_data: string }[][];
   parse_mode?: string;
   message_id: number;
   reply_to?: number;
@@ -99,6 +111,8 @@ export interface ShownMessage {
   chat_id: string;
   message_id: number;
   text: string;
+  /** The inline keyboard it shows now (absent: none, or removed by an edit). */
+  keyboard?: { text: string; callback_data: string }[][];
   parse_mode?: string;
   /** Send first, then every accepted edit. */
   versions: MessageVersion[];
@@ -148,6 +162,12 @@ export interface FakeTelegram {
    * (a Telegram error object, or what a proxy in front says: HTML, other JSON).
    */
   injectError(method: string, status: number, body: string | Json, times: number): void;
+  /** A tap by `user` on a button of the bot's message (its `callback_data`); returns the callback query's id. */
+  tap(chatId: string | number, messageId: number, user: FakeUser, data: string, extra?: { group?: boolean }): string;
+  /** Every accepted `answerCallbackQuery`, in order. */
+  callbackAnswers: { id: string; text?: string }[];
+  /** The update types the bot asked for (getUpdates / setWebhook `allowed_updates`); undefined: never said. */
+  allowedUpdates: string[] | undefined;
   /** Answer getUpdates at once even when empty, as some Bot API servers do (never hold a long poll). */
   holdPolls: boolean;
   /** Every Bot API call with its time and HTTP connection (`tcp-N`), oldest first. */
@@ -311,9 +331,63 @@ export async function createFakeTelegram(options: {
     return { ...rest, ...(caption !== undefined ? { caption } : {}), ...extra };
   };
 
+  /** Callback queries by id: answered or not. */
+  const queries = new Map<string, { answered: boolean }>();
+  let nextQueryId = 5_000_000;
+  /** Telegram's default when a bot never said: every update type but chat_member and reactions. */
+  const delivered = (u: Json): boolean => {
+    const type = Object.keys(u).find((k) => k !== "update_id");
+    const allowed = fake.allowedUpdates;
+    return allowed === undefined || allowed.length === 0 ? true : type !== undefined && allowed.includes(type);
+  };
+  const keyboardOf = (markup: unknown): { keyboard?: { text: string; callback_data: string }[][]; refused?: string } => {
+    const parsed = typeof markup === "string" ? safeJson(markup) : markup;
+    const rows = (parsed as Json | undefined)?.inline_keyboard;
+    if (!Array.isArray(rows)) return {};
+    const keyboard: { text: string; callback_data: string }[][] = [];
+    for (const row of rows) {
+      if (!Array.isArray(row)) return { refused: 'Bad Request: field "inline_keyboard" must be an Array of Array' };
+      const out: { text: string; callback_data: string }[] = [];
+      for (const b of row as Json[]) {
+        const data = String(b.callback_data ?? "");
+        if (!String(b.text ?? "").trim()) return { refused: "Bad Request: text buttons are unallowed in the inline keyboard" };
+        if (Buffer.byteLength(data) < 1 || Buffer.byteLength(data) > 64) return { refused: "Bad Request: BUTTON_DATA_INVALID" };
+        out.push({ text: String(b.text), callback_data: data });
+      }
+      keyboard.push(out);
+    }
+    return { keyboard };
+  };
+
   const fake: FakeTelegram = {
     url: "",
     bot,
+    tap(chatId, messageId, user, data, extra = {}) {
+      const id = String(nextQueryId++);
+      queries.set(id, { answered: false });
+      const shownNow = shown.get(`${chatId}:${messageId}`);
+      const chat = extra.group ? groupChat(Number(chatId)) : privateChat(user);
+      const from = { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username };
+      fake.pushUpdate({
+        callback_query: {
+          id,
+          from: { is_bot: false, first_name: user.username ?? "user", ...user },
+          message: {
+            message_id: messageId,
+            date: Math.floor(Date.now() / 1000),
+            chat,
+            from,
+            text: shownNow?.text ?? "",
+            ...(shownNow?.keyboard ? { reply_markup: { inline_keyboard: shownNow.keyboard } } : {}),
+          },
+          chat_instance: `ci${chatId}`,
+          data,
+        },
+      });
+      return id;
+    },
+    callbackAnswers: [],
+    allowedUpdates: undefined,
     pushUpdate(update) {
       const id = nextUpdateId++;
       updates.push({ update_id: id, ...update });
@@ -510,6 +584,7 @@ export async function createFakeTelegram(options: {
       case "getMe":
         return ok(res, { ...bot, is_bot: true, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false });
       case "setWebhook":
+        if (Array.isArray(params.allowed_updates)) fake.allowedUpdates = params.allowed_updates.map(String);
         fake.webhook = { url: String(params.url), ...(params.secret_token ? { secret_token: String(params.secret_token) } : {}) };
         return ok(res, true);
       case "deleteWebhook":
@@ -526,8 +601,11 @@ export async function createFakeTelegram(options: {
         // process) with 409 "terminated by other getUpdates request"; grammY's bot.start() rethrows
         // that 409 and stops polling (grammy out/bot.js, "rethrow upon unauthorized or conflict").
         heldPoll?.conflict();
+        if (Array.isArray(params.allowed_updates)) fake.allowedUpdates = params.allowed_updates.map(String);
         const offset = params.offset === undefined ? undefined : Number(params.offset);
         fake.offsets.push(offset);
+        // Update types the bot did not ask for are never delivered.
+        for (let i = updates.length - 1; i >= 0; i--) if (!delivered(updates[i]!)) updates.splice(i, 1);
         if (offset !== undefined) while (updates.length && Number(updates[0]!.update_id) < offset) updates.shift();
         const timeout = Number(params.timeout ?? 0);
         if (!updates.length && timeout > 0 && fake.holdPolls && (await holdPoll(res, timeout)) === "conflict") {
@@ -555,9 +633,12 @@ export async function createFakeTelegram(options: {
         const reply = (params.reply_parameters as Json | undefined)?.message_id;
         const landed = landing(chatId, params);
         if ("refused" in landed) return fail(res, 400, landed.refused);
+        const markup = keyboardOf(params.reply_markup);
+        if (markup.refused) return fail(res, 400, markup.refused);
         const record: SentMessage = {
           chat_id: chatId,
           text,
+          ...(markup.keyboard ? { keyboard: markup.keyboard } : {}),
           message_id: nextMessageId++,
           ...(typeof params.parse_mode === "string" ? { parse_mode: params.parse_mode } : {}),
           ...(reply !== undefined ? { reply_to: Number(reply) } : {}),
@@ -573,6 +654,7 @@ export async function createFakeTelegram(options: {
           message_id: record.message_id,
           text,
           ...(record.parse_mode ? { parse_mode: record.parse_mode } : {}),
+          ...(markup.keyboard ? { keyboard: markup.keyboard } : {}),
           versions: [{ text, ...(record.parse_mode ? { parse_mode: record.parse_mode } : {}), at: now() }],
         });
         const from = { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username };
@@ -606,7 +688,10 @@ export async function createFakeTelegram(options: {
           // A message id that exists but is not the bot's (a user's message) cannot be edited.
           return fail(res, 400, messageId > 0 && messageId < nextMessageId ? "Bad Request: message can't be edited" : "Bad Request: message to edit not found");
         }
-        if (contentKey(text, parseMode) === contentKey(target.text, target.parse_mode)) {
+        const newMarkup = keyboardOf(params.reply_markup);
+        if (newMarkup.refused) return fail(res, 400, newMarkup.refused);
+        const sameMarkup = JSON.stringify(newMarkup.keyboard) === JSON.stringify(target.keyboard);
+        if (contentKey(text, parseMode) === contentKey(target.text, target.parse_mode) && sameMarkup) {
           return fail(
             res,
             400,
@@ -621,6 +706,9 @@ export async function createFakeTelegram(options: {
         }
         lastEditAt.set(chatId, at);
         target.text = text;
+        // An edit that does not repeat the keyboard removes it.
+        if (newMarkup.keyboard) target.keyboard = newMarkup.keyboard;
+        else delete target.keyboard;
         if (parseMode) target.parse_mode = parseMode;
         else delete target.parse_mode;
         target.versions.push({ text, ...(parseMode ? { parse_mode: parseMode } : {}), at });
@@ -669,6 +757,14 @@ export async function createFakeTelegram(options: {
           from,
           chat: { id: Number(chatId), type: chatTypes.get(chatId) ?? "private" },
         });
+      }
+      case "answerCallbackQuery": {
+        const id = String(params.callback_query_id ?? "");
+        const query = queries.get(id);
+        if (!query || query.answered) return fail(res, 400, "Bad Request: query is too old and response timeout expired or query ID is invalid");
+        query.answered = true;
+        fake.callbackAnswers.push({ id, ...(typeof params.text === "string" ? { text: params.text } : {}) });
+        return ok(res, true);
       }
       case "setMessageReaction": {
         const chatId = String(params.chat_id ?? "");

@@ -164,7 +164,7 @@ export class TelegramConnection {
     }
     if (channel.mode === "webhook") {
       const hook = webhookOf(channel);
-      await api.setWebhook(hook.url, { secret_token: hook.secretToken, allowed_updates: ["message"] }, signal);
+      await api.setWebhook(hook.url, { secret_token: hook.secretToken, allowed_updates: ["message", "callback_query"] }, signal);
     } else {
       await api.deleteWebhook(undefined, signal);
     }

@@ -10,6 +10,7 @@ import type { InboundSink } from "../../vocabulary/adapter.js";
 import { handOver } from "../hand-over.js";
 import { telegramFiles, type TelegramFilesDeps } from "./files.js";
 import { fileRefsOf, translateMessage } from "./inbound.js";
+import { handOverTap } from "./buttons.js";
 
 /** Where an update goes, known once the adapter started (`sink`) and Telegram said who the bot is (`bot`). */
 export interface HandoverContext {
@@ -29,6 +30,11 @@ export type HandOver = (update: Update, to: HandoverContext | undefined) => Prom
 
 export function createHandover(deps: HandoverDeps): HandOver {
   return async function handOverUpdate(update, to) {
+    if (update.callback_query) {
+      if (!to) throw new Error("not connected yet");
+      const tapDeps = { api: deps.api, sink: to.sink, accountId: deps.channel.id, now: Date.now(), log: deps.log, scrub: deps.scrub };
+      return handOverTap(update.callback_query, tapDeps);
+    }
     const message = update.message;
     if (!message) return;
     if (!to) throw new Error("not connected yet");

@@ -18,6 +18,7 @@ import type { TelegramChannelConfig } from "./config.js";
 import { TelegramConnection } from "./connection.js";
 import { createTelegramFetch, directJsonCalls } from "./fetch.js";
 import { createHandover } from "./hand-over.js";
+import { telegramButtons } from "./buttons.js";
 import { createTelegramOutbound, TELEGRAM_FILE_LIMITS, TELEGRAM_LIMITS } from "./outbound.js";
 
 export { TelegramAdapterError, type TelegramAdapterErrorInit } from "./errors.js";
@@ -90,5 +91,6 @@ export function createTelegramAdapter(config: TelegramChannelConfig, deps: Adapt
     sendTyping: outbound.sendTyping,
     files: { limits: TELEGRAM_FILE_LIMITS, send: outbound.sendFile },
     reactions: { react: outbound.react },
+    buttons: telegramButtons({ api, scrub }),
   };
 }

@@ -85,7 +85,7 @@ export class Poller {
     const { api, clock, pollTimeoutSeconds, signal } = this.#deps;
     const askedAt = clock.now();
     const updates = await api.getUpdates(
-      { ...withoutUndefined({ offset: this.#offsets.nextPollOffset() }), timeout: pollTimeoutSeconds, allowed_updates: ["message"] },
+      { ...withoutUndefined({ offset: this.#offsets.nextPollOffset() }), timeout: pollTimeoutSeconds, allowed_updates: ["message", "callback_query"] },
       toApiSignal(signal),
     );
     return { updates, askedAt };

@@ -246,6 +246,41 @@ describe.each(harnessed)("the adapter contract: %s", (type, features) => {
     await vi.waitFor(() => expect(h.files(message.chatId)).toContain("contract-report.txt"));
   });
 
+  where("buttons")("asks with buttons, hands a tap to the sink as the answer, and takes the buttons away (buttons)", async () => {
+    const { sink, accepted } = recordingSink();
+    const h = await started(sink);
+    const buttons = h.adapter.buttons;
+    if (!buttons) throw new Error("declared buttons, has none");
+    expect(h.buttons && h.tap, `harness/${type}.ts must read and tap buttons: the adapter has them`).toBeTruthy();
+    await h.direct("ask me");
+    const message = await arrived(accepted, "ask me");
+    const target = targetOf(message);
+    const question = { id: "q1x2y3", text: "Deploy where?", options: ["staging", "production"], allowText: false };
+    const receipt = await buttons.ask(target, question);
+    expect(receipt?.messageId, "ask gives the message id close needs").toMatch(/\S/);
+    await vi.waitFor(() => expect(h.buttons!(message.chatId, receipt!.messageId!)).toEqual(["staging", "production"]));
+    await h.tap!(message.chatId, receipt!.messageId!, 1);
+    const tap = await vi.waitFor(
+      () => {
+        const found = accepted.find((m) => m.answers);
+        if (!found) throw new Error("the tap has not reached the sink");
+        return found;
+      },
+      { timeout: 10_000, interval: 10 },
+    );
+    expect(tap).toMatchObject({
+      platform: message.platform,
+      accountId: message.accountId,
+      chatId: message.chatId,
+      text: "2",
+      answers: { questionId: "q1x2y3" },
+    });
+    expect(tap.messageId).toMatch(/\S/);
+    await buttons.close(target, receipt!.messageId!, question, "Deploy where?\nproduction: chosen by alice");
+    await shows(h, message.chatId, "Deploy where?\nproduction: chosen by alice");
+    expect(h.buttons!(message.chatId, receipt!.messageId!)).toEqual([]);
+  });
+
   where("reactions")("sets and removes its reaction on a person's message (reactions)", async () => {
     const { sink, accepted } = recordingSink();
     const h = await started(sink);

@@ -33,6 +33,10 @@ export interface ContractHarness {
   files(chatId: string): string[];
   /** The bot's reactions on a person's message as the chat shows them (none: []). Needed when the adapter has `reactions`. */
   reactions?(chatId: string, messageId: string): string[];
+  /** The labels of the buttons the bot's message shows now ([]: none). Needed when the adapter has `buttons`. */
+  buttons?(chatId: string, messageId: string): string[];
+  /** The person taps the `index`-th button (0-based, in order) of the bot's message. Needed when the adapter has `buttons`. */
+  tap?(chatId: string, messageId: string, index: number): void | Promise<void>;
   /** Stops the fake (the suite stops the adapter first). */
   close(): Promise<void>;
 }

@@ -12,7 +12,7 @@ import { type Feature, type HarnessFactory, logCollector } from "./harness.js";
 const alice = { id: 111, username: "alice" };
 const GROUP = -100123;
 
-export const features: readonly Feature[] = ["group", "thread", "edits", "files", "reactions"];
+export const features: readonly Feature[] = ["group", "thread", "edits", "files", "reactions", "buttons"];
 
 export const harness: HarnessFactory = async () => {
   const fake = await createFakeTelegram({ token: TELEGRAM_BOT_TOKEN });
@@ -55,6 +55,20 @@ export const harness: HarnessFactory = async () => {
     reactions: (chatId, messageId) => {
       const emoji = fake.reactionOn(chatId, Number(messageId));
       return emoji ? [emoji] : [];
+    },
+    buttons: (chatId, messageId) =>
+      fake
+        .shownMessages(chatId)
+        .find((m) => m.message_id === Number(messageId))
+        ?.keyboard?.flat()
+        .map((b) => b.text) ?? [],
+    tap(chatId, messageId, index) {
+      const button = fake
+        .shownMessages(chatId)
+        .find((m) => m.message_id === Number(messageId))
+        ?.keyboard?.flat()[index];
+      if (!button) throw new Error(`no button ${index} on message ${messageId}`);
+      fake.tap(chatId, Number(messageId), alice, button.callback_data);
     },
     close: () => fake.close(),
   };
