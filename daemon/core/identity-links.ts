@@ -46,15 +46,11 @@ const pendingKey = (i: Identity) => ["pending", i.platform, i.accountId, i.userI
 const codeKey = (hash: string) => `code\u0000${hash}`;
 
 /**
- * A configured group's person: `config-` and a digest of its first member in sorted order, so it
- * stays the person's while the list around it changes (a group whose first member leaves starts
- * a fresh conversation: nobody else's).
+ * A configured group's person: `config-` and a digest of the first member it lists, so it stays
+ * the person's while the list around it changes and while members are added after it (a group
+ * whose first member leaves or moves starts a fresh conversation: nobody else's).
  */
-const configuredPerson = (memberKeys: readonly string[]): string =>
-  `config-${createHash("sha256")
-    .update([...memberKeys].sort()[0] ?? "")
-    .digest("hex")
-    .slice(0, 24)}`;
+const configuredPerson = (firstMemberKey: string): string => `config-${createHash("sha256").update(firstMemberKey).digest("hex").slice(0, 24)}`;
 
 /** A linked person's session base: `person.<id>`, under no account (several machines: state/cluster-store.ts). */
 export const PERSON_BASE_PREFIX = "person.";
@@ -156,9 +152,11 @@ export class IdentityLinks {
           const platform = this.#deps.platformOf(member.channel);
           return platform ? [idKey({ platform, accountId: member.channel, userId: member.userId })] : [];
         });
-        // Named after its own members, never its place in the list: a group removed or moved by a
-        // reload must not hand its conversation to the group that takes its place.
-        const person = configuredPerson(keys);
+        // Named after its own first member, never its place in the list: a group removed or moved
+        // by a reload must not hand its conversation to the group that takes its place.
+        const first = keys[0];
+        if (first === undefined) continue;
+        const person = configuredPerson(first);
         for (const key of keys) byIdentity.set(key, person);
       }
       this.#configuredFrom = { links, byIdentity };

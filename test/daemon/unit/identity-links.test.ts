@@ -110,6 +110,10 @@ describe("identity links", () => {
     expect(await baseOf("1")).toBeUndefined();
     configured = [bob, ann]; // moved around: each keeps their own
     expect([await baseOf("1"), await baseOf("2")]).toEqual([annBase, bobBase]);
+    // A member added (after the first, whatever it sorts as) keeps the person's conversation.
+    configured = [bob, [...ann, { channel: "dc", userId: "0" }]];
+    expect(await baseOf("1")).toBe(annBase);
+    expect(await links.sessionBaseFor({ platform: "discord", accountId: "dc", userId: "0", chatType: "direct" })).toBe(annBase);
   });
 
   it("refuses one person's id in two configured groups", () => {
