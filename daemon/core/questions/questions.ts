@@ -162,8 +162,14 @@ export function createQuestions(deps: QuestionsDeps): Questions {
   const timers = new Map<string, Timer>();
   const index = () => store.kv(INDEX);
 
-  const arm = (id: string, entry: IndexEntry) => {
+  /** Cancels a question's expiry and forgets its timer (answered, stopped, abandoned). */
+  const disarm = (id: string) => {
     timers.get(id)?.cancel();
+    timers.delete(id);
+  };
+
+  const arm = (id: string, entry: IndexEntry) => {
+    disarm(id);
     timers.set(
       id,
       clock.setTimeout(() => void expire(id, entry), Math.max(0, entry.expiresAt - clock.now())),
@@ -248,7 +254,7 @@ export function createQuestions(deps: QuestionsDeps): Questions {
           out === closedOutput.expired ? "expired" : out === closedOutput.stopped || out === closedOutput.wroteInstead ? "closed" : "answered",
         );
         await index().set(answered.question.id, undefined);
-        timers.get(answered.question.id)?.cancel();
+        disarm(answered.question.id);
         const adapter = deps.adapterFor(m.platform, m.accountId);
         if (answered.question.messageId && adapter?.buttons && answered.shown) {
           await adapter.buttons
@@ -290,7 +296,7 @@ export function createQuestions(deps: QuestionsDeps): Questions {
 
     async abandon(entry, question) {
       if (!question) return;
-      timers.get(question.id)?.cancel();
+      disarm(question.id);
       await index().set(question.id, undefined);
       const m = entry.message;
       const adapter = deps.adapterFor(m.platform, m.accountId);
@@ -313,7 +319,7 @@ export function createQuestions(deps: QuestionsDeps): Questions {
       if (!state.question || state.question.closed) return;
       await store.setSession(key, { ...state, question: { ...state.question, closed: "stopped" } });
       await index().set(state.question.id, undefined);
-      timers.get(state.question.id)?.cancel();
+      disarm(state.question.id);
     },
 
     start() {
