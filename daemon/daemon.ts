@@ -319,9 +319,26 @@ export class BridgeDaemon implements Daemon {
     }
     const plan = planReload(this.#config, checked.config);
     this.#applyConfig(checked.config);
-    const channels = await this.#restartChannels(plan);
-    // After the channels: a schedule of a channel new in the file starts with it.
-    await this.#relay?.reloaded();
+    // From here the new config is in place: whatever fails next, what reads it is refreshed, the
+    // hash follows it, and the outcome is settled (counted and shown), not left half-applied.
+    let channels: { restarted: string[]; added: string[]; removed: string[] } | undefined;
+    const failures: string[] = [];
+    try {
+      channels = await this.#restartChannels(plan);
+    } catch (error) {
+      failures.push(`restarting the changed channels failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    try {
+      // After the channels: a schedule of a channel new in the file starts with it.
+      await this.#relay?.reloaded();
+    } catch (error) {
+      failures.push(`refreshing schedules and routes failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (failures.length || !channels) {
+      this.#configHash = checked.hash;
+      this.logger.error({ problems: failures }, "config reload applied in part: the new config is in place, but not everything it changes was restarted");
+      return this.#settleReload({ ok: false, at, problems: failures });
+    }
     const outcome: ReloadOutcome = {
       ok: true,
       at,

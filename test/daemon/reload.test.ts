@@ -49,7 +49,7 @@ function fileConfig(dataDir: string, over: FileOptions = {}) {
   };
 }
 
-async function bridge(options: { first?: FileOptions; clock?: Clock } = {}) {
+async function bridge(options: { first?: FileOptions; clock?: Clock; failToBuild?: string } = {}) {
   const dir = tempDir();
   const file = join(dir.path, "daemon.json");
   const env = { BRIDGE_RELOAD_KEY: service.key };
@@ -63,6 +63,7 @@ async function bridge(options: { first?: FileOptions; clock?: Clock } = {}) {
     logger: pino({ level: "silent" }),
     ...(options.clock ? { clock: options.clock } : {}),
     createAdapter: async (channel) => {
+      if (channel.id === options.failToBuild) throw new Error(`no adapter for ${channel.id} (as the test asks)`);
       // The channel's own platform: its schedules run only where its adapter is.
       const adapter = createFakeAdapter({ platform: channel.type, accountId: channel.id });
       built.set(channel.id, [...(built.get(channel.id) ?? []), adapter]);
@@ -119,6 +120,19 @@ describe("config reload", () => {
     const next = built.get("acct1")![1]!;
     await next.inject({ userId: "cy", text: "after" });
     expect((await next.waitForReplies("cy", 1))[0]!.text).toBe("You said: after");
+  });
+
+  it("a reload whose new channel fails to start is settled as failed, naming it, with the rest of the new config in place", async () => {
+    const { daemon, built, write, dataDir } = await bridge({ failToBuild: "acct2" });
+    const config = fileConfig(dataDir, { users0: ["ann"] });
+    write({ ...config, channels: [...config.channels, { type: "terminal", id: "acct2", access: { mode: "open" } }] });
+    const outcome = await daemon.reload();
+    expect(outcome).toMatchObject({ ok: false, problems: [expect.stringMatching(/^restarting the changed channels failed: no adapter for acct2/)] });
+    // Settled, not left half-way: the outcome is the last reload's, and the live part applies.
+    expect(daemon.health().config).toMatchObject({ lastReload: { ok: false } });
+    const acct0 = built.get("acct0")!.at(-1)!;
+    await acct0.inject({ userId: "bob", text: "hello" });
+    expect(acct0.outcomes.at(-1)).toMatchObject({ status: "refused", reason: "access" });
   });
 
   it("refuses a file with problems, names them (outcome, /healthz, metric), and keeps the running config", async () => {
