@@ -83,6 +83,7 @@ export const RELOAD_CLASSES = {
   "queue.maxPendingTotal": "live",
   "queue.debounceMs": "live",
   "queue.maxTurnAgeMs": "live",
+  "queue.typingDelayMs": "live",
   "queue.mode": "live",
   // Delivery, service calls and notices take their backoff and cool-down when they are built.
   retry: "restart",

@@ -105,6 +105,11 @@ export const queueSchema = z.strictObject({
   debounceMs: nonNegInt
     .default(1500)
     .describe("Messages from one session within this many ms of each other become one turn (joined by newlines); 0 sends each alone. Default: 1500."),
+  typingDelayMs: nonNegInt
+    .default(500)
+    .describe(
+      "How long a turn's answer may take before the chat shows the agent typing (then refreshed until the answer is in); an answer within it is sent without one. 0 shows it at once. Default: 500.",
+    ),
   maxTurnAgeMs: nonNegInt
     .default(24 * 60 * 60 * 1000)
     .describe("Pending turns older than this after a restart are not answered; the person is told. Default: 86400000 (24 h)."),

@@ -143,7 +143,7 @@ export class ReplyViews {
 }
 
 /** Shows "typing…" until stopped, refreshed as often as the platform needs it. */
-export function startTyping(adapter: ChatAdapter, target: ChatTarget, clock: Clock): { stop(): void } {
+export function startTyping(adapter: ChatAdapter, target: ChatTarget, clock: Clock, delayMs = 0): { stop(): void } {
   const every = adapter.limits.typingRefreshMs;
   if (!(every > 0)) return { stop() {} };
   let timer: { cancel(): void } | undefined;
@@ -153,7 +153,10 @@ export function startTyping(adapter: ChatAdapter, target: ChatTarget, clock: Clo
     adapter.sendTyping(target).catch(() => undefined);
     timer = clock.setTimeout(tick, every);
   };
-  tick();
+  // Telegram's advice for sendChatAction: only when the answer takes noticeable time. An answer
+  // within the delay needs no indicator, and saves the platform call on the turn's path.
+  if (delayMs > 0) timer = clock.setTimeout(tick, delayMs);
+  else tick();
   return {
     stop() {
       active = false;

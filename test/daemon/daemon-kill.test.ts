@@ -41,7 +41,8 @@ describe("daemon process killed with SIGKILL", () => {
       first.proc.stdin.write("!sleep 800\nsecond\nthird\n");
       // All three journaled, and the sleeping turn under way (its typing line is out): now die.
       await until(() => acceptedCount(dataDir) >= 4, "three more accepted messages");
-      await first.waitFor((o) => o.split("agent is typing…").length - 1 >= 2, "the sleeping turn to start");
+      // The first turn answered within queue.typingDelayMs, without a typing line; the held one shows it.
+      await first.waitFor((o) => o.includes("agent is typing…"), "the sleeping turn to start");
       await held.started; // the fake model holds the turn: the daemon dies with its call out
       first.proc.kill("SIGKILL");
       expect(await first.exited).toBe(null);
@@ -58,7 +59,6 @@ describe("daemon process killed with SIGKILL", () => {
       children.push(third);
       const inFlight = service.nextSleep(300);
       third.proc.stdin.write("!sleep 300\n");
-      await third.waitFor((o) => o.includes("agent is typing…"), "the turn to start");
       await inFlight; // the call is out at the service, its reply not yet
       expect(third.out()).not.toContain("slept 300");
       // To the daemon itself (its pid is in the lock file), as a service manager would.

@@ -314,12 +314,16 @@ describe("daemon against the emulator", () => {
     expect(reply!.text).toMatch(/^\(Attachments are off for this agent.*\)\n\nYou said: pic$/s);
   });
 
-  it("refreshes the typing indicator while waiting, and stops once the reply is in", async () => {
+  it("shows typing once the answer takes queue.typingDelayMs, refreshes it while waiting, and stops once the reply is in", async () => {
     const clock = createManualClock(Date.now());
     const { chat, daemon } = await bridge({}, { clock, typingRefreshMs: 5000 });
     const turn = service.hold(400);
     await chat.inject({ userId: "tia", text: "!sleep 400" });
     await turn.started; // the call is out; its reply is not
+    expect(chat.typing).toHaveLength(0);
+    clock.advance(499);
+    expect(chat.typing).toHaveLength(0);
+    clock.advance(1); // the default delay, 500 ms
     expect(chat.typing).toHaveLength(1);
     clock.advance(5000);
     clock.advance(5000);
@@ -330,6 +334,23 @@ describe("daemon against the emulator", () => {
     await daemon.whenIdle();
     clock.advance(20_000);
     expect(chat.typing).toHaveLength(3);
+  });
+
+  it("sends an answer that comes within queue.typingDelayMs without a typing indicator; 0 shows it at once", async () => {
+    const clock = createManualClock(Date.now());
+    const { chat, daemon } = await bridge({}, { clock, typingRefreshMs: 5000 });
+    await converse(chat, "uri", ["quick"]);
+    await daemon.whenIdle();
+    clock.advance(20_000);
+    expect(chat.typing).toHaveLength(0);
+
+    const eager = await bridge({ queue: { debounceMs: 0, typingDelayMs: 0 } }, { clock, typingRefreshMs: 5000 });
+    const turn = service.hold(400);
+    await eager.chat.inject({ userId: "uri", text: "!sleep 400" });
+    await turn.started;
+    expect(eager.chat.typing).toHaveLength(1);
+    turn.release();
+    await eager.chat.waitForReplies("uri", 1);
   });
 
   it("retries a send the platform refused and delivers it once", async () => {

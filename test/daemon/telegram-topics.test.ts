@@ -40,6 +40,8 @@ async function bridge(channel: Record<string, unknown> = {}) {
     access: { users: [String(alice.id), String(bob.id)], groups: { [String(FORUM)]: {} } },
     ...channel,
   });
+  // Typing at once (no queue.typingDelayMs): these turns answer within any delay, and the cases check where typing goes.
+  config.queue = { ...config.queue, typingDelayMs: 0 };
   const daemon = createDaemon({ config, clock: time, random: seededRandom(11) });
   onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();

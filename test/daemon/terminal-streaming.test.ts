@@ -41,7 +41,7 @@ it("prints the reply as the agent writes it, then the whole answer exactly once 
 it('streaming "off" prints the whole reply once it is done, as before', async () => {
   const { stdin, out, clock } = await terminalBridge("off");
   stdin.write("!stream 2\n");
-  await vi.waitFor(() => expect(out()).toContain("agent is typing"));
+  await vi.waitFor(() => expect(out()).toContain("agent is typing"), { timeout: 10_000 }); // after queue.typingDelayMs
   expect(out()).not.toContain(REPLY_PREFIX);
   const answer = streamText(600);
   // Without `stream: true` the gateway answers the whole text after S seconds of its clock.

@@ -51,6 +51,7 @@ describe("parseConfig", () => {
       debounceMs: 1500,
       maxTurnAgeMs: 24 * 3600 * 1000,
       mode: "followup",
+      typingDelayMs: 500,
     });
     expect(cfg.retry).toEqual({
       maxAttempts: 6,
