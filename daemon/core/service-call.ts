@@ -15,6 +15,7 @@
  * service sees the client leave), and ends its waits; the daemon's halt ends
  * every wait, instance poll and upload with a `StoppingError`.
  */
+import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import { ServiceError, type ServiceClient } from "../../shared/client/index.js";
@@ -444,6 +445,9 @@ export function eitherSignal(first: AbortSignal, second: AbortSignal): { signal:
 /** A signal that aborts with a `StoppingError` once `daemonHalt` aborts. */
 function stoppingSignal(daemonHalt: AbortSignal): AbortSignal {
   const stopping = new AbortController();
+  // Every call in flight listens to it (hundreds at once under load, each removed when its call
+  // ends): not a leak, so no MaxListenersExceededWarning past Node's default of 10.
+  setMaxListeners(0, stopping.signal);
   if (daemonHalt.aborted) stopping.abort(new StoppingError());
   else daemonHalt.addEventListener("abort", () => stopping.abort(new StoppingError()), { once: true });
   return stopping.signal;
