@@ -172,16 +172,23 @@ it("fires every slot of a dozen every-second schedules exactly once on the real 
 
   const answered = (id: string) =>
     Object.values(service.emulator.emulator.store.data.gateway.responses).filter((r) => r.input_text.includes(`tick ${id}`)).length;
+  // A slot passed over is logged with its reason: on a starved machine a timer can be more than a
+  // period late, and then (as documented) only the newest due slot fires. Every slot is accounted for.
+  const passedOver = (id: string) =>
+    logs
+      .filter((l) => String(l.msg).startsWith("scheduled slots passed over") && l.schedule === id)
+      .flatMap((l) => Array.from({ length: Number(l.slots) }, (_, i) => Date.parse(String(l.firstSlot)) + i * 1000));
   for (const id of ids) {
     const slots = firings(id).map((l) => Date.parse(String(l.slot)));
-    // Every slot from the first to the last, once each, in order; each fired (none a duplicate, none refused).
-    expect(slots, id).toEqual(Array.from({ length: slots.length }, (_, i) => (slots[0] ?? 0) + i * 1000));
+    const accounted = [...slots, ...passedOver(id)].sort((a, b) => a - b);
+    // Every slot from the first to the last, once each: fired, or passed over and logged; none twice.
+    expect(accounted, id).toEqual(Array.from({ length: accounted.length }, (_, i) => (accounted[0] ?? 0) + i * 1000));
     expect(firings(id).every((l) => l.outcome === "fired")).toBe(true);
-    // The service was asked once per slot.
+    // The service was asked once per slot fired.
     expect(answered(id), id).toBe(slots.length);
   }
-  // Nothing passed over or skipped, and nothing sent to the chat (every answer was the silent word).
-  expect(logs.filter((l) => /passed over|skipped|not due/.test(String(l.msg)))).toEqual([]);
+  // No slot missed silently, skipped or refused as not due; nothing sent to the chat (every answer was the silent word).
+  expect(logs.filter((l) => /skipped|not due/.test(String(l.msg)))).toEqual([]);
   expect(texts(fake)).toEqual([]);
   const silent = [...(await daemon.metrics.text()).matchAll(/agent_bridge_scheduled_prompts_total\{schedule="[^"]+",outcome="silent"\} (\d+)/g)];
   expect(silent.reduce((n, m) => n + Number(m[1]), 0)).toBe(ids.reduce((n, id) => n + firings(id).length, 0));
