@@ -145,14 +145,18 @@ export class ScheduleRunner {
     if (this.#stopped) return;
     const current = new Map(this.#deps.schedules.map((s) => [s.id, s]));
     const retimed: { platform: string; schedule: ScheduleConfig }[] = [];
+    const checking: Promise<void>[] = [];
     for (const [id, r] of this.#running) {
       const s = current.get(id);
       if (s && isDeepStrictEqual(s, r.schedule) && (!this.#all || this.#deps.platformOf(s.channel) === r.platform)) continue;
       r.timer?.cancel();
+      if (r.checking) checking.push(r.checking);
       this.#running.delete(id);
       if (s && s.channel === r.schedule.channel && (s.cron !== r.schedule.cron || s.timeZone !== r.schedule.timeZone))
         retimed.push({ platform: r.platform, schedule: s });
     }
+    // A check of the old timing still under way writes its slot first: the retimed start below is the last word.
+    await Promise.all(checking);
     const now = this.#deps.clock.now();
     const kv = this.#deps.store.kv(SCHEDULES_NS);
     await Promise.all(retimed.map((r) => kv.set(this.#key(r.platform, r.schedule), { lastSlot: now })));
