@@ -46,6 +46,8 @@ async function bridge(mode: "http" | "socket", channel: Record<string, unknown> 
     access: { users: [ALICE], groups: { [GENERAL]: {} } },
     ...channel,
   });
+  // The "is thinking…" status at once (no queue.typingDelayMs): these turns answer within any delay, and the cases check where it goes.
+  config.queue = { ...config.queue, typingDelayMs: 0 };
   let endpoint = "";
   const statuses: { state: string; detail?: string | undefined }[] = [];
   const launch = async (): Promise<Daemon> => {

@@ -176,7 +176,7 @@ export function createSlackOutbound(deps: OutboundDeps): SlackOutbound {
       const shown = streams.shown(messageId);
       if (shown !== undefined) return continueStream(target, messageId, shown, text, format, final === true);
       // A message posted here that already shows this text: nothing to change (a reply that never streamed has no stream to end).
-      if (streams.isPlain(messageId) && streams.plainText(messageId) === checkedText(renderText(text, format))) return;
+      if (streams.shows(messageId, checkedText(renderText(text, format)))) return;
       const { channel, threadTs } = placeOf(target);
       if (threadTs && !isDirectChannel(channel) && !streams.isPlain(messageId)) {
         // Not known here: maybe a stream a previous life of the daemon left open (a kill -9 mid-reply). Stopped first, so it can be updated.

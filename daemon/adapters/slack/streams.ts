@@ -8,7 +8,10 @@
  * a message unknown here, say after a restart, is known to maybe be a stream
  * left open, and an edit that would not change a message is not sent).
  */
+import { createHash } from "node:crypto";
 import { BoundedMap } from "../../../shared/util/bounded-map.js";
+
+const digest = (text: string): string => createHash("sha256").update(text).digest("base64");
 
 /**
  * What of a preview may go into a stream: while a code block is still open
@@ -30,7 +33,10 @@ const MAX_PLAIN = 2000;
 export class NativeStreams {
   /** Message ts -> the text it shows: streams this process opened and has not stopped. */
   readonly #open = new Map<string, string>();
-  /** Message ts of replies posted with chat.postMessage by this process, oldest first (bounded), with the text each shows (when known). */
+  /**
+   * Message ts of replies posted with chat.postMessage by this process, oldest first (bounded),
+   * with a digest of the text each shows (when known): a digest, so 2,000 long replies stay small.
+   */
   readonly #plain = new BoundedMap<string, string | undefined>(MAX_PLAIN);
   /** Set once Slack refused a stream for good (not enabled for the app, a missing scope): chat.update from then on. */
   #refused: string | undefined;
@@ -64,7 +70,7 @@ export class NativeStreams {
 
   /** A message that is not (or no longer) a stream, showing `text` as sent (undefined: not known). */
   posted(ts: string, text?: string): void {
-    this.#plain.set(ts, text);
+    this.#plain.set(ts, text === undefined ? undefined : digest(text));
   }
 
   /** Known here as an ordinary message (never a stream). */
@@ -72,8 +78,9 @@ export class NativeStreams {
     return this.#plain.has(ts);
   }
 
-  /** The text an ordinary message of this process shows as sent (mrkdwn), when known. */
-  plainText(ts: string): string | undefined {
-    return this.#plain.get(ts);
+  /** Whether an ordinary message of this process is known to show `text` (mrkdwn) as sent. */
+  shows(ts: string, text: string): boolean {
+    const known = this.#plain.get(ts);
+    return known !== undefined && known === digest(text);
   }
 }
