@@ -21,3 +21,35 @@ export function backoffDelay(attempt: number, policy: BackoffPolicy, random: Ran
   const full = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, attempt - 1));
   return Math.round(full / 2 + (random.float() * full) / 2);
 }
+
+/**
+ * A run of failures and the wait each one earns: the count lives here, not in
+ * every reconnect loop. `failed()` counts a failure and returns the delay
+ * before the next try; `reset()` after a success starts the next run from the
+ * base delay. `delayFor(n)` is for a loop whose count is kept elsewhere (a
+ * link-health record, a failure log).
+ */
+export interface Backoff {
+  /** Failures since the last `reset()`. */
+  readonly failures: number;
+  /** Counts one more failure; the delay (ms) to wait before trying again. */
+  failed(): number;
+  /** A success: the next failure waits the base delay again. */
+  reset(): void;
+  /** The delay after the `attempt`-th failure in a row (from 1), without counting. */
+  delayFor(attempt: number): number;
+}
+
+export function createBackoff(policy: BackoffPolicy, random: Random): Backoff {
+  let failures = 0;
+  return {
+    get failures() {
+      return failures;
+    },
+    failed: () => backoffDelay(++failures, policy, random),
+    reset() {
+      failures = 0;
+    },
+    delayFor: (attempt) => backoffDelay(attempt, policy, random),
+  };
+}

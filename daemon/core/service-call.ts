@@ -27,7 +27,7 @@ import type { Store } from "../vocabulary/store.js";
 import { noticeText, type FailureKind } from "./notices.js";
 import { errorSummary, StoppingError, type RelayMetrics } from "./relay-types.js";
 import { replyTextOf, responseIdOf } from "./reply.js";
-import { backoffDelay, type BackoffPolicy } from "../../shared/backoff.js";
+import { createBackoff, type BackoffPolicy } from "../../shared/backoff.js";
 import { retry } from "../helpers/retry.js";
 import { sessionIdFor } from "./routing.js";
 import { pathComponent } from "../../shared/util/names.js";
@@ -353,7 +353,7 @@ export class ServiceCaller implements ServiceCalls {
       if (status === "stopped" && config.service.autoStart && !this.#startRefused.has(instanceId)) await this.#startInstance(instanceId);
       // Out of time (this poll's deadline): each waiting turn then judges by its own.
       if (clock.now() >= deadline) return "retry";
-      await clock.sleep(Math.min(backoffDelay(attempt, this.#backoff, random), Math.max(0, deadline - clock.now())), halted);
+      await clock.sleep(Math.min(createBackoff(this.#backoff, random).delayFor(attempt), Math.max(0, deadline - clock.now())), halted);
       if (status === undefined) return "retry";
     }
   }

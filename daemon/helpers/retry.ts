@@ -8,7 +8,7 @@
  * `Clock.sleep` (`shared/clock.ts`), both shared with the emulator.
  */
 import { abortReason, type Clock } from "../../shared/clock.js";
-import { backoffDelay, type BackoffPolicy } from "../../shared/backoff.js";
+import { createBackoff, type BackoffPolicy } from "../../shared/backoff.js";
 import type { Random } from "../../shared/random.js";
 
 /** `clock.sleep`: waits `ms`, rejects at once when `signal` aborts (before or during). */
@@ -51,6 +51,7 @@ export interface RetryOptions {
  * retry-after, or the verdict's own `wait()`.
  */
 export async function retry<T>(op: (attempt: number) => Promise<T>, options: RetryOptions): Promise<T> {
+  const backoff = createBackoff(options.backoff, options.random);
   let attempt = 1;
   for (;;) {
     if (options.signal?.aborted) throw abortReason(options.signal);
@@ -64,7 +65,7 @@ export async function retry<T>(op: (attempt: number) => Promise<T>, options: Ret
         continue;
       }
       if (attempt >= options.maxAttempts) throw error;
-      const delay = Math.max(backoffDelay(attempt, options.backoff, options.random), verdict.afterMs ?? 0);
+      const delay = Math.max(backoff.delayFor(attempt), verdict.afterMs ?? 0);
       options.onRetry?.(error, attempt, delay);
       await options.clock.sleep(delay, options.signal);
       attempt++;

@@ -2,40 +2,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { GatewayError } from "./reply.js";
 import { errorBody } from "./wire.js";
+import { type BodyRead, readBody as readSharedBody } from "../../shared/http/read-body.js";
 
 /** Bodies carry a turn's text; 16 MiB is far above anything the emulator forwards (1 MiB). */
 export const BODY_LIMIT = 16 * 1024 * 1024;
 
-type Body = { ok: true; body: Buffer } | { ok: false; reason: "too_large" | "aborted" };
-
-export function readBody(req: IncomingMessage): Promise<Body> {
-  return new Promise((resolve) => {
-    const declared = Number(req.headers["content-length"]);
-    if (declared > BODY_LIMIT) {
-      resolve({ ok: false, reason: "too_large" });
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (result: Body) => {
-      if (settled) return;
-      settled = true;
-      resolve(result);
-    };
-    req.on("data", (chunk: Buffer) => {
-      if (settled) return;
-      size += chunk.length;
-      if (size > BODY_LIMIT) {
-        req.pause();
-        settle({ ok: false, reason: "too_large" });
-      } else chunks.push(chunk);
-    });
-    req.on("end", () => settle({ ok: true, body: Buffer.concat(chunks, size) }));
-    req.on("error", () => settle({ ok: false, reason: "aborted" }));
-    req.on("close", () => settle({ ok: false, reason: "aborted" }));
-  });
-}
+/** The shared bounded reader at the gateway's limit. */
+export const readBody = (req: IncomingMessage): Promise<BodyRead> => readSharedBody(req, { maxBytes: BODY_LIMIT });
 
 export const gone = (res: ServerResponse): boolean => res.destroyed || res.writableEnded;
 

@@ -16,6 +16,7 @@ import { Agent } from "undici";
 import { type Clock, systemClock } from "../../shared/clock.js";
 import { type ContractValidator, createContractValidator, type Drift } from "../../shared/contract/index.js";
 import { writeFileAtomic } from "../../shared/durable-files.js";
+import { readBody } from "../../shared/http/read-body.js";
 import { type Exchange, interactionOf } from "../recording/capture.js";
 import { DEFAULT_RECORDING, RECORDING_HEADER } from "../recording/format.js";
 import { createScrubber, type Scrubber } from "../recording/scrub.js";
@@ -78,8 +79,10 @@ export function createValidatingProxy(options: ProxyOptions): ValidatingProxy {
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(collector.report()));
       return;
     }
-    const body = await readBody(req, maxBody);
-    if (body === "too-large") {
+    const read = await readBody(req, { maxBytes: maxBody });
+    // A client that went away mid-body has nobody to answer.
+    if (!read.ok && read.reason === "aborted") return;
+    if (!read.ok) {
       res
         .writeHead(413, { "content-type": "application/json", [PROXY_HEADER]: "body-too-large" })
         .end(JSON.stringify({ detail: "Proxy: request body too large." }));
@@ -89,7 +92,7 @@ export function createValidatingProxy(options: ProxyOptions): ValidatingProxy {
     res.on("close", () => {
       if (!res.writableFinished) abort.abort();
     });
-    const seen = await forward(req, body, res, abort.signal);
+    const seen = await forward(req, read.body, res, abort.signal);
     if (!seen) return;
     const work = judgeAndRecord(seen).catch((error: unknown) => {
       process.emitWarning(`proxy: could not record or judge ${seen.method} ${seen.url}: ${(error as Error).message}`);
@@ -233,15 +236,4 @@ function collectDrift(seen: Exchange, path: string, validator: ContractValidator
     match.route,
     drifts.map((d) => ({ ...d, actual: scrub.text(d.actual) })),
   );
-}
-
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "too-large"> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) return "too-large";
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
 }

@@ -5,6 +5,7 @@
  * once they run out (a client polling a status). When nothing is equal, the
  * closest recorded request and what differs, for the strict mode's error.
  */
+import { BoundedMap } from "../../shared/util/bounded-map.js";
 import { REDACTED } from "../workspace/redact.js";
 import type { Interaction, RecordedRequest } from "./format.js";
 
@@ -91,7 +92,7 @@ export function closestRecorded(interactions: readonly Interaction[], incoming: 
 }
 
 const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-const patterns = new Map<string, RegExp>();
+const patterns = new BoundedMap<string, RegExp>(1000);
 
 /** A recorded string with `<redacted>` in it stands for any text there (the secret the test sends now). */
 function stringMatches(recorded: string, sent: string): boolean {
@@ -99,7 +100,6 @@ function stringMatches(recorded: string, sent: string): boolean {
   let re = patterns.get(recorded);
   if (!re) {
     re = new RegExp(`^${recorded.split(REDACTED).map(escapeRegex).join("[\\s\\S]+")}$`);
-    if (patterns.size > 1000) patterns.clear();
     patterns.set(recorded, re);
   }
   return re.test(sent);

@@ -20,7 +20,7 @@
  * state in memory, is retried with backoff until it succeeds, shows in
  * `health()`, and is reported once (and once more when it recovers).
  */
-import { backoffDelay } from "../../shared/backoff.js";
+import { createBackoff } from "../../shared/backoff.js";
 import { cryptoRandom, type Random } from "../../shared/random.js";
 import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -423,7 +423,7 @@ class FileStore implements Store {
       if (first) this.#report(`writing state failed (retrying until it succeeds): ${this.#failures.lastError}`);
       // The project's one backoff formula. Disk writes are scheduled on real time (not the
       // emulator's clock, which tests move): a write is I/O, not modelled time.
-      this.#schedule(backoffDelay(this.#failures.attempts + 1, { baseMs: Math.max(this.#flushMs, 10), maxMs: this.#maxRetryMs }, cryptoRandom));
+      this.#schedule(createBackoff({ baseMs: Math.max(this.#flushMs, 10), maxMs: this.#maxRetryMs }, cryptoRandom).delayFor(this.#failures.attempts + 1));
       throw error;
     }
     const recovered = this.#failures.recovered();

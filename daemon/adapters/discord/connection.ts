@@ -18,7 +18,7 @@ import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import type { AdapterStatusEvent } from "../../vocabulary/adapter.js";
 import { pause } from "../../helpers/retry.js";
-import { backoffDelay } from "../../../shared/backoff.js";
+import { createBackoff } from "../../../shared/backoff.js";
 import type { DiscordChannelConfig } from "./config.js";
 import { closeFailure, ConnectFailure, connectFailureOf } from "./connect-failure.js";
 import { buildGatewayClient } from "./gateway-client.js";
@@ -191,7 +191,7 @@ class GatewaySupervisor implements GatewayConnection {
   /** Waits out the backoff before `attempt` (jittered, so many bridges do not hammer the gateway in step); stop ends it. */
   #pause(attempt: number): Promise<void> {
     const { tuning, random, clock } = this.#deps;
-    const delay = backoffDelay(attempt, { baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs }, random);
+    const delay = createBackoff({ baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs }, random).delayFor(attempt);
     return pause(clock, delay, this.#stopSignal.signal);
   }
 

@@ -7,7 +7,7 @@
  */
 import type { WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
-import { backoffDelay } from "../../../shared/backoff.js";
+import { createBackoff } from "../../../shared/backoff.js";
 import type { Clock } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import { pause } from "../../helpers/retry.js";
@@ -100,8 +100,9 @@ export class SlackConnection {
   async #identifyLater(first: SlackAdapterError): Promise<void> {
     let failure = first;
     const { tuning, random, clock } = this.#deps;
-    for (let attempt = 1; !this.#stopSignal.signal.aborted; attempt++) {
-      const delay = backoffDelay(attempt, { baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs }, random);
+    const backoff = createBackoff({ baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs }, random);
+    while (!this.#stopSignal.signal.aborted) {
+      const delay = backoff.failed();
       this.#status({ state: "reconnecting", detail: `${failure.message}; next attempt in ${delay} ms` });
       await pause(clock, delay, this.#stopSignal.signal);
       if (this.#stopSignal.signal.aborted) return;

@@ -9,6 +9,7 @@
  * for a load balancer's health check. Several machines: every node serves this
  * endpoint with a handler that keeps events in the bridge's inbox (receiver.ts).
  */
+import { readBody } from "../../../shared/http/read-body.js";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
@@ -77,8 +78,13 @@ async function onRequest(deps: EventsEndpointDeps, req: IncomingMessage, res: Se
   // A load balancer's health check (several machines: every node listens, docs/cluster.md).
   if (req.method === "GET" || req.method === "HEAD") return void res.writeHead(200, { "content-type": "text/plain" }).end("slack events endpoint ready");
   if (req.method !== "POST") return void res.writeHead(405, { allow: "GET, HEAD, POST" }).end();
-  const raw = await readBody(req);
-  if (!raw) return void res.writeHead(413).end();
+  const read = await readBody(req, { maxBytes: MAX_BODY });
+  if (!read.ok) {
+    if (read.reason === "too_large") res.writeHead(413).end();
+    // Read no further.
+    return void req.destroy();
+  }
+  const raw = read.body;
   const verdict = verifySlackRequest(
     { timestamp: header(req, "x-slack-request-timestamp"), signature: header(req, "x-slack-signature"), rawBody: raw },
     deps.signingSecret,
@@ -111,23 +117,6 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
   const v = req.headers[name];
   return typeof v === "string" ? v : undefined;
 };
-
-/** The body up to MAX_BODY, or undefined when it is larger (read no further). */
-function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY) {
-        resolve(undefined);
-        req.destroy();
-      } else chunks.push(chunk);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
-  });
-}
 
 function parseJson(raw: Buffer): unknown {
   try {

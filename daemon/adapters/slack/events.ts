@@ -12,6 +12,7 @@
  */
 import type { Logger } from "pino";
 import type { Clock } from "../../../shared/clock.js";
+import { BoundedMap } from "../../../shared/util/bounded-map.js";
 import type { InboundMessage } from "../../vocabulary/adapter.js";
 import { SlackEventCallback, SlackSlashCommand, translateMessage, translateSlashCommand, type BotIdentity, type SlackFile } from "./inbound.js";
 
@@ -42,7 +43,7 @@ export class SlackEventHandler {
   /** The account, the bot, the clock and the hand-over (injected; never changes). */
   readonly #deps: EventHandlerDeps;
   /** event_id -> its verdict (or the hand-over still deciding it), newest last; bounded by RECENT_EVENTS. */
-  readonly #recent = new Map<string, Promise<EventVerdict>>();
+  readonly #recent = new BoundedMap<string, Promise<EventVerdict>>(RECENT_EVENTS);
 
   constructor(deps: EventHandlerDeps) {
     this.#deps = deps;
@@ -129,10 +130,6 @@ export class SlackEventHandler {
 
   #remember(id: string, verdict: Promise<EventVerdict>): void {
     this.#recent.set(id, verdict);
-    if (this.#recent.size > RECENT_EVENTS) {
-      const oldest = this.#recent.keys().next().value;
-      if (oldest !== undefined) this.#recent.delete(oldest);
-    }
   }
 }
 

@@ -20,7 +20,7 @@
 import type { Logger } from "pino";
 import type { Logger as SlackLogger, SocketModeClient } from "@slack/socket-mode";
 import { LogLevel, SocketModeClient as Client } from "@slack/socket-mode";
-import { backoffDelay } from "../../../shared/backoff.js";
+import { type Backoff, createBackoff } from "../../../shared/backoff.js";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import type { AdapterStatusEvent } from "../../vocabulary/adapter.js";
@@ -89,8 +89,8 @@ class SocketSupervisor implements SocketConnection {
   #current: SocketModeClient | null = null;
   /** Every client not yet disconnected, current or leaving: stop ends them all. */
   readonly #clients = new Set<SocketModeClient>();
-  /** Failed attempts in a row: the backoff's attempt number. */
-  #failures = 0;
+  /** Failed attempts in a row and the wait each earns; a connection that opens resets it. */
+  readonly #backoff: Backoff;
   /** Set once, by stop. */
   #stopped = false;
   /** Aborted by stop: ends a backoff pause at once. */
@@ -104,6 +104,7 @@ class SocketSupervisor implements SocketConnection {
 
   constructor(deps: SocketDeps) {
     this.#deps = deps;
+    this.#backoff = createBackoff({ baseMs: deps.tuning.backoffInitialMs, maxMs: deps.tuning.backoffMaxMs }, deps.random);
   }
 
   async start(): Promise<void> {
@@ -141,7 +142,7 @@ class SocketSupervisor implements SocketConnection {
     if (this.#stopped) return void this.#end(client);
     const previous = this.#current;
     this.#current = client;
-    this.#failures = 0;
+    this.#backoff.reset();
     this.#sawTraffic = false;
     this.#armWatchdog();
     this.#deps.report({ state: "connected" });
@@ -249,7 +250,7 @@ class SocketSupervisor implements SocketConnection {
     let reason = options.reason;
     for (let first = true; !this.#stopped; first = false) {
       if (!first || options.pauseFirst) {
-        const delay = backoffDelay(++this.#failures, { baseMs: this.#deps.tuning.backoffInitialMs, maxMs: this.#deps.tuning.backoffMaxMs }, this.#deps.random);
+        const delay = this.#backoff.failed();
         this.#deps.report({ state: "reconnecting", detail: `${this.#text(failure)}; next attempt in ${delay} ms`, ...(reason ? { reason } : {}) });
         reason = undefined;
         await pause(this.#deps.clock, delay, this.#stopSignal.signal);

@@ -5,6 +5,7 @@
  * state so a restart still knows them.
  */
 import { z } from "zod";
+import { BoundedMap } from "../../../shared/util/bounded-map.js";
 import type { AdapterStateStore } from "../../vocabulary/adapter.js";
 
 export const MAX_THREADS = 2000;
@@ -15,7 +16,7 @@ export class ActiveThreads {
   /** The adapter's durable key-values, where the thread list is saved (injected). */
   readonly #state: AdapterStateStore;
   /** Thread chat ids, oldest first (a Map keeps insertion order; a re-add moves one to the end). */
-  readonly #threads = new Map<string, true>();
+  readonly #threads = new BoundedMap<string, true>(MAX_THREADS);
   /** The last save under way: saves go one after another, the newest list last. */
   #saving: Promise<void> = Promise.resolve();
 
@@ -31,12 +32,8 @@ export class ActiveThreads {
 
   /** The bot took a message in this thread. */
   add(chatId: string): void {
-    const known = this.#threads.delete(chatId);
+    const known = this.#threads.has(chatId);
     this.#threads.set(chatId, true);
-    if (this.#threads.size > MAX_THREADS) {
-      const oldest = this.#threads.keys().next().value;
-      if (oldest !== undefined) this.#threads.delete(oldest);
-    }
     if (!known) this.#saving = this.#saving.then(() => this.#state.set(STATE_KEY, [...this.#threads.keys()])).catch(() => undefined);
   }
 

@@ -12,7 +12,7 @@ import type { Clock } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import type { AdapterStateStore, InboundSink } from "../../vocabulary/adapter.js";
 import { pause } from "../../helpers/retry.js";
-import { backoffDelay } from "../../../shared/backoff.js";
+import { createBackoff } from "../../../shared/backoff.js";
 import type { TelegramChannelConfig, TelegramWebhookConfig } from "./config.js";
 import { describe, isPollConflict, isTokenRefused, type Scrub, TelegramAdapterError } from "./errors.js";
 import { toApiSignal } from "./fetch.js";
@@ -211,7 +211,7 @@ export class TelegramConnection {
     }
     const attempt = health.failed(this.#connected);
     this.#sink?.status({ state: "reconnecting", detail: describe(error, scrub) });
-    await this.#pause(backoffDelay(attempt, { baseMs: retryPauseMs, maxMs: Math.max(retryPauseMs, MAX_RETRY_PAUSE_MS) }, random));
+    await this.#pause(createBackoff({ baseMs: retryPauseMs, maxMs: Math.max(retryPauseMs, MAX_RETRY_PAUSE_MS) }, random).delayFor(attempt));
     return true;
   }
 

@@ -14,7 +14,7 @@ import type { Clock } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import type { AdapterStateStore } from "../../vocabulary/adapter.js";
 import { pause } from "../../helpers/retry.js";
-import { backoffDelay } from "../../../shared/backoff.js";
+import { type Backoff, createBackoff } from "../../../shared/backoff.js";
 import { withoutUndefined } from "../../../shared/util/without-undefined.js";
 import { describe, type Scrub } from "./errors.js";
 import { toApiSignal } from "./fetch.js";
@@ -70,10 +70,11 @@ export class Poller {
   /** Moves only over updates the core accepted; persisted each time it moves. */
   readonly #offsets: OffsetTracker;
   /** Empty polls answered well before their timeout, in a row: each is followed by a longer pause. */
-  #hastyEmpty = 0;
+  readonly #hastyEmpty: Backoff;
 
   constructor(deps: PollerDeps) {
     this.#deps = deps;
+    this.#hastyEmpty = createBackoff({ baseMs: deps.retryPauseMs, maxMs: Math.max(deps.retryPauseMs, MAX_HASTY_PAUSE_MS) }, deps.random);
     this.#offsets = createOffsetTracker({ saved: loadSavedOffset(deps.state), now: deps.clock.now() });
     if (this.#offsets.origin === "expired") {
       deps.log.info("telegram offset older than a day: starting from what Telegram still holds");
@@ -97,7 +98,7 @@ export class Poller {
    */
   async handleUpdates({ updates, askedAt }: Batch): Promise<void> {
     if (!updates.length) return this.#paceEmpty(askedAt);
-    this.#hastyEmpty = 0;
+    this.#hastyEmpty.reset();
     const ids = updates.map((u) => u.update_id);
     const pending = new Set(this.#offsets.pending(ids));
     await this.#handOverByChat(updates.filter((u) => pending.has(u.update_id)));
@@ -144,13 +145,11 @@ export class Poller {
    * spin. Wait, longer each time.
    */
   async #paceEmpty(askedAt: number): Promise<void> {
-    const { clock, random, retryPauseMs, pollTimeoutSeconds, signal } = this.#deps;
+    const { clock, pollTimeoutSeconds, signal } = this.#deps;
     if (clock.now() - askedAt >= (pollTimeoutSeconds * 1000) / 2) {
-      this.#hastyEmpty = 0;
+      this.#hastyEmpty.reset();
       return;
     }
-    this.#hastyEmpty++;
-    const policy = { baseMs: retryPauseMs, maxMs: Math.max(retryPauseMs, MAX_HASTY_PAUSE_MS) };
-    await pause(clock, backoffDelay(this.#hastyEmpty, policy, random), signal);
+    await pause(clock, this.#hastyEmpty.failed(), signal);
   }
 }

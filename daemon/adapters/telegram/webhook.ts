@@ -4,6 +4,7 @@
  * in its chat's order, and answered 200 only once the core accepted it: anything else makes
  * Telegram deliver it again.
  */
+import { readBody } from "../../../shared/http/read-body.js";
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Update } from "grammy/types";
@@ -60,7 +61,7 @@ function onRequest(deps: WebhookDeps, enqueue: (update: Update) => Promise<void>
   const { hook, log, scrub } = deps;
   if (req.method !== "POST" || req.url !== hook.path) return void res.writeHead(404).end();
   if (!sameSecret(req.headers["x-telegram-bot-api-secret-token"], hook.secretToken)) return void res.writeHead(401).end();
-  readBody(req, res, (body) => {
+  readWebhookBody(req, res, (body) => {
     const update = parseUpdate(body);
     if (!update) return void res.writeHead(400).end();
     // Answer only once accepted: anything but 2xx makes Telegram deliver the update again.
@@ -75,17 +76,12 @@ function onRequest(deps: WebhookDeps, enqueue: (update: Update) => Promise<void>
 }
 
 /** Collects the body up to `MAX_WEBHOOK_BODY` (413 beyond it), then calls `done`. */
-function readBody(req: IncomingMessage, res: ServerResponse, done: (body: string) => void): void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  req.on("data", (chunk: Buffer) => {
-    size += chunk.length;
-    if (size > MAX_WEBHOOK_BODY) {
-      res.writeHead(413).end();
-      req.destroy();
-    } else chunks.push(chunk);
+function readWebhookBody(req: IncomingMessage, res: ServerResponse, done: (body: string) => void): void {
+  void readBody(req, { maxBytes: MAX_WEBHOOK_BODY }).then((read) => {
+    if (read.ok) return done(read.body.toString("utf8"));
+    if (read.reason === "too_large") res.writeHead(413).end();
+    req.destroy();
   });
-  req.on("end", () => done(Buffer.concat(chunks).toString("utf8")));
 }
 
 /**

@@ -15,7 +15,7 @@ import qrcodeTerminal from "qrcode-terminal";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import type { AdapterStatusEvent } from "../../vocabulary/adapter.js";
-import { backoffDelay, type BackoffPolicy } from "../../../shared/backoff.js";
+import { type Backoff, type BackoffPolicy, createBackoff } from "../../../shared/backoff.js";
 import type { AuthHome, AuthStore } from "./auth.js";
 import { closeAction } from "./disconnect.js";
 import { describeError, WhatsAppAdapterError } from "./errors.js";
@@ -78,8 +78,8 @@ export class WhatsAppConnection {
   #current: Current | undefined;
   /** At most one reconnect pending. */
   #reconnectTimer: Timer | undefined;
-  /** Failed connects since the last open; the next delay is for attempt `#failures + 1`. */
-  #failures = 0;
+  /** Failed connects since the last open: each one's wait grows; an open resets it. */
+  readonly #backoff: Backoff;
   /** Settles `start`'s promise at the first outcome; undefined once settled. */
   #settleStart: ((err?: Error) => void) | undefined;
   #starting: Promise<void> | undefined;
@@ -90,6 +90,7 @@ export class WhatsAppConnection {
 
   constructor(deps: ConnectionDeps) {
     this.#deps = deps;
+    this.#backoff = createBackoff(deps.backoff, deps.random);
     this.#openWaiters = new OpenWaiters(deps.clock, deps.sendWaitMs);
   }
 
@@ -148,7 +149,7 @@ export class WhatsAppConnection {
   async #begin(prepare: () => void): Promise<void> {
     if (this.#stopping) await this.#stopping;
     this.#phase = "running";
-    this.#failures = 0;
+    this.#backoff.reset();
     this.#stopping = undefined;
     prepare();
     const started = new Promise<void>((resolve, reject) => {
@@ -241,7 +242,7 @@ export class WhatsAppConnection {
 
   #onOpen(current: Current): void {
     current.open = true;
-    this.#failures = 0;
+    this.#backoff.reset();
     this.#status({ state: "connected" });
     this.#deps.onOpen(current.socket);
     this.#settleStart?.();
@@ -273,8 +274,7 @@ export class WhatsAppConnection {
 
   #scheduleReconnect(reason: string): void {
     if (this.#phase !== "running" || this.#reconnectTimer) return;
-    this.#failures += 1;
-    const delay = backoffDelay(this.#failures, this.#deps.backoff, this.#deps.random);
+    const delay = this.#backoff.failed();
     this.#status({ state: "reconnecting", detail: `${reason}; retrying in ${Math.ceil(delay / 1000)} s` });
     this.#reconnectTimer = this.#deps.clock.setTimeout(() => {
       this.#reconnectTimer = undefined;

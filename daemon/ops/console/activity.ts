@@ -8,6 +8,7 @@
  * the operator who opens a chat; events never carry it.
  */
 import type { Clock } from "../../../shared/clock.js";
+import { BoundedMap } from "../../../shared/util/bounded-map.js";
 import { chatKeyOf, type ChatKey } from "../../vocabulary/keys.js";
 import type { JournalEntry, StoredReply, StoredRoute } from "../../vocabulary/records.js";
 
@@ -81,7 +82,7 @@ export const chatRefOf = (m: JournalEntry["message"]): ChatRef => ({
 export class ActivityFeed {
   readonly #clock: Clock;
   /** Chats by key, least recently active first (re-inserted on activity); at most MAX_CHATS. */
-  readonly #chats = new Map<ChatKey, ChatRecord>();
+  readonly #chats = new BoundedMap<ChatKey, ChatRecord>(MAX_CHATS);
   /** Every listener gets every event in order; removed by the function `subscribe` returns. */
   readonly #listeners = new Set<(event: ActivityEvent) => void>();
   /** When each turn of the last minute was delivered, oldest first. */
@@ -220,12 +221,7 @@ export class ActivityFeed {
       lastAt: entry.acceptedAt,
       turns: known?.turns ?? [],
     };
-    this.#chats.delete(key);
     this.#chats.set(key, chat);
-    if (this.#chats.size > MAX_CHATS) {
-      const oldest = this.#chats.keys().next().value;
-      if (oldest !== undefined) this.#chats.delete(oldest);
-    }
     return chat;
   }
 

@@ -7,6 +7,7 @@
  * event-stream.ts). Every request passes access.ts first; the page is held to
  * its own scripts (CSP).
  */
+import { readBody } from "../../../shared/http/read-body.js";
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { dirname, extname, join, normalize } from "node:path";
@@ -234,15 +235,10 @@ function failureAnswer(error: unknown, path: string, logger: ConsoleDeps["logger
 }
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY) throw new BodyError("The request body is too large.");
-    chunks.push(chunk as Buffer);
-  }
+  const read = await readBody(req, { maxBytes: MAX_BODY });
+  if (!read.ok) throw new BodyError(read.reason === "too_large" ? "The request body is too large." : "The request body could not be read.");
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    return JSON.parse(read.body.toString("utf8"));
   } catch {
     throw new BodyError("The request body is not JSON.");
   }

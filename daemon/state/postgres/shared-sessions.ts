@@ -18,7 +18,7 @@
  */
 import type pg from "pg";
 import { z } from "zod";
-import { backoffDelay } from "../../../shared/backoff.js";
+import { createBackoff } from "../../../shared/backoff.js";
 import type { Clock } from "../../../shared/clock.js";
 import { cryptoRandom } from "../../../shared/random.js";
 import { SessionStateSchema, type SessionState } from "../../vocabulary/records.js";
@@ -53,10 +53,11 @@ export async function holdSharedSession(pool: pg.Pool, clock: Clock, key: string
   try {
     // Without it a holder's vanished machine would keep the lock for the kernel's default (2 hours).
     await client.query(`SET tcp_keepalives_idle = ${Math.max(1, Math.round(probeAfterS))}; SET tcp_keepalives_interval = 1; SET tcp_keepalives_count = 3`);
-    for (let attempt = 1; ; attempt++) {
+    const backoff = createBackoff(RETRY, cryptoRandom);
+    for (;;) {
       const { rows } = await client.query("SELECT pg_try_advisory_lock($1, hashtext($2)) AS got", [SESSION_LOCK, key]);
       if (GotRow.parse(rows[0]).got) break;
-      await clock.sleep(backoffDelay(attempt, RETRY, cryptoRandom), signal);
+      await clock.sleep(backoff.failed(), signal);
     }
     const { rows } = await client.query("SELECT state FROM session WHERE base = $1", [key]);
     const state = rows[0] === undefined ? undefined : StateRow.parse(rows[0]).state;

@@ -1,3 +1,4 @@
+import { BoundedMap } from "../../../shared/util/bounded-map.js";
 import type { ActiveRule } from "./registry.js";
 import type { ScriptMatch } from "./schema.js";
 
@@ -17,14 +18,13 @@ export interface MatchContext {
 }
 
 /** Regular expressions compiled once per source (scripts are checked at load, so these compile). */
-const compiled = new Map<string, RegExp>();
+const compiled = new BoundedMap<string, RegExp>(1000);
 function regexOf(source: string, flags = ""): RegExp {
   const key = `${flags}/${source}`;
   let re = compiled.get(key);
   if (!re) {
     // `g`/`y` would make `test` stateful between requests.
     re = new RegExp(source, flags.replace(/[gy]/g, ""));
-    if (compiled.size > 1000) compiled.clear();
     compiled.set(key, re);
   }
   return re;
