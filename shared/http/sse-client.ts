@@ -26,6 +26,12 @@ export interface SseClient {
   readonly queuedBytes: number;
   /** Frames dropped by overflows so far. */
   readonly dropped: number;
+  /** The socket pushed back and has not drained since. */
+  readonly waiting: boolean;
+  /** Times the backlog was dropped since the socket last drained (a reader that stays stalled keeps adding). */
+  readonly overflowsSinceDrain: number;
+  /** Drains so far: a caller sees whether the socket moved between two looks. */
+  readonly drains: number;
   close(): void;
 }
 
@@ -48,6 +54,8 @@ class BoundedSseClient implements SseClient {
   #droppedSinceDrain = 0;
   /** Frames dropped by overflows so far. */
   #dropped = 0;
+  #overflowsSinceDrain = 0;
+  #drains = 0;
   /** Set by close; never unset: nothing is sent after it. */
   #closed = false;
 
@@ -65,6 +73,18 @@ class BoundedSseClient implements SseClient {
     return this.#dropped;
   }
 
+  get waiting(): boolean {
+    return this.#waiting;
+  }
+
+  get overflowsSinceDrain(): number {
+    return this.#overflowsSinceDrain;
+  }
+
+  get drains(): number {
+    return this.#drains;
+  }
+
   send(chunk: string): void {
     if (this.#closed) return;
     if (!this.#waiting) {
@@ -76,6 +96,7 @@ class BoundedSseClient implements SseClient {
       // clients: after `overflow`, refetch, then apply what follows.
       this.#droppedSinceDrain += this.#queue.length + 1;
       this.#dropped += this.#queue.length + 1;
+      this.#overflowsSinceDrain++;
       this.#queue = [];
       this.#queuedBytes = 0;
       return;
@@ -101,6 +122,8 @@ class BoundedSseClient implements SseClient {
 
   #drain(): void {
     this.#waiting = false;
+    this.#drains++;
+    this.#overflowsSinceDrain = 0;
     if (this.#closed) return;
     if (this.#droppedSinceDrain > 0) {
       const notice = `event: overflow\ndata: ${JSON.stringify({ dropped: this.#droppedSinceDrain })}\n\n`;

@@ -4,7 +4,11 @@
  * sentence, never left hanging), and each reader's backlog held by the
  * shared bounded client (shared/http/sse-client.ts): past `maxQueuedEvents`
  * (or the bytes) its backlog is dropped and it gets one `overflow` event,
- * on which the page reloads what it shows.
+ * on which the page reloads what it shows. A reader that stays stalled is
+ * let go (its socket destroyed, its slot freed): when it overflows a second
+ * time before draining, or when `maxStalledKeepalives` keepalive periods pass
+ * without a drain; otherwise a few sleeping laptops would hold every slot
+ * until TCP gives up, and everyone else would get 503.
  */
 import type { ServerResponse } from "node:http";
 import type { Clock } from "../../../shared/clock.js";
@@ -26,6 +30,8 @@ export interface EventStreamOptions {
   maxQueuedBytes?: number;
   /** A comment line this often keeps proxies from closing an idle stream (default 25 s). */
   keepaliveMs?: number;
+  /** Keepalive periods a reader may stay pushed back without a drain before it is let go (default 4: under two minutes). */
+  maxStalledKeepalives?: number;
 }
 
 export interface EventStream {
@@ -51,7 +57,13 @@ export function createEventStream(options: EventStreamOptions): EventStream {
         "x-accel-buffering": "no",
       });
       const client = createSseClient(res, { maxQueuedFrames: options.maxQueuedEvents ?? 1000, maxQueuedBytes: options.maxQueuedBytes ?? 1024 * 1024 });
-      const send = (type: string, data: unknown) => client.send(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+      // A second overflow before a drain: the reader is not catching up, so its slot goes to the next.
+      const sendFrame = (frame: string) => {
+        if (res.destroyed) return;
+        client.send(frame);
+        if (client.overflowsSinceDrain >= 2) res.destroy();
+      };
+      const send = (type: string, data: unknown) => sendFrame(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
       // Attached before `hello`: nothing after it is missed.
       const off = options.subscribe((event) => {
         const data = options.view(event);
@@ -59,9 +71,19 @@ export function createEventStream(options: EventStreamOptions): EventStream {
       });
       send("hello", { at: options.clock.now() });
       let keepalive = { cancel() {} };
+      const maxStalled = options.maxStalledKeepalives ?? 4;
+      let stalledBeats = 0;
+      let drainsAtLastBeat = client.drains;
       const beat = () => {
         keepalive = options.clock.setTimeout(() => {
-          client.send(": keepalive\n\n");
+          // Stalled for this whole period: pushed back now, and no drain since the last beat.
+          stalledBeats = client.waiting && client.drains === drainsAtLastBeat ? stalledBeats + 1 : 0;
+          drainsAtLastBeat = client.drains;
+          if (stalledBeats >= maxStalled) {
+            res.destroy();
+            return;
+          }
+          sendFrame(": keepalive\n\n");
           beat();
         }, options.keepaliveMs ?? 25_000);
       };

@@ -170,7 +170,8 @@ export function createConsole(deps: ConsoleDeps & { token: string | undefined })
       return json(res, problem(405, `That console route takes ${found.allow} only.`));
     }
     if (found.value === "events") {
-      if (!stream.open(res)) json(res, problem(503, "Too many console event streams are open: close a console tab (or wait for one to time out)."));
+      if (!stream.open(res))
+        json(res, problem(503, "Too many console event streams are open: close a console tab, or wait: a stalled one is let go within two minutes."));
       return;
     }
     const { response, handle } = found.value;

@@ -142,4 +142,15 @@ describe("chat names", () => {
     const two = chatNamer({ channels: [{ type: "slack" }, { type: "slack" }] });
     expect(two({ platform: "slack", accountId: "slack-eu", chatId: "C42", chatType: "group" })).toBe("Slack group (C42) via slack-eu");
   });
+
+  it("follow the live config: a reload (which changes the running config in place) that adds a second channel of a platform adds 'via'", () => {
+    const config: { channels: { type: string }[] } = { channels: [{ type: "telegram" }] };
+    const name = chatNamer(config);
+    expect(name(ref)).toBe("Telegram (7001)");
+    config.channels = [{ type: "telegram" }, { type: "telegram" }];
+    expect(name(ref)).toBe("Telegram (7001) via tg");
+    expect(name({ ...ref, accountId: "tg-2" })).not.toBe(name(ref));
+    config.channels = [{ type: "telegram" }];
+    expect(name(ref)).toBe("Telegram (7001)");
+  });
 });
