@@ -111,22 +111,17 @@ func TestCloseStopsAnEmulatorThatIsAGrandchild(t *testing.T) {
 	waitGone(t, pid, 10*time.Second)
 }
 
-// The process TestTheEmulatorDiesWithItsOwner kills: starts a command whose grandchild holds on
-// (as an emulator under npm would, one that does not stop when its output goes), and waits.
-func TestHelperStartsAnEmulatorAndWaits(t *testing.T) {
-	pidFile := os.Getenv("AGENT_BRIDGE_TEST_PID_FILE")
-	if pidFile == "" {
-		t.Skip("run by TestTheEmulatorDiesWithItsOwner")
-	}
-	command := throughAShell(pidFile, []string{"sh", "-c", "exec sleep 300"})
-	_, err := agentbridgetest.StartEmulator(context.Background(), agentbridgetest.EmulatorOptions{Command: command, StartTimeout: time.Minute})
-	t.Fatal("killed before this:", err)
-}
-
 // A test binary killed outright (no Close) takes its emulator with it, grandchild or not.
 func TestTheEmulatorDiesWithItsOwner(t *testing.T) {
+	if pidFile := os.Getenv("AGENT_BRIDGE_TEST_PID_FILE"); pidFile != "" {
+		// The owner, run below: starts a command whose grandchild holds on (as an emulator under
+		// npm would, one that does not stop when its output goes), and is killed while it waits.
+		command := throughAShell(pidFile, []string{"sh", "-c", "exec sleep 300"})
+		_, err := agentbridgetest.StartEmulator(context.Background(), agentbridgetest.EmulatorOptions{Command: command, StartTimeout: time.Minute})
+		t.Fatal("killed before this:", err)
+	}
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	owner := exec.Command(os.Args[0], "-test.run=^TestHelperStartsAnEmulatorAndWaits$", "-test.timeout=60s")
+	owner := exec.Command(os.Args[0], "-test.run=^TestTheEmulatorDiesWithItsOwner$", "-test.timeout=60s")
 	owner.Env = append(os.Environ(), "AGENT_BRIDGE_TEST_PID_FILE="+pidFile)
 	if err := owner.Start(); err != nil {
 		t.Fatal(err)
