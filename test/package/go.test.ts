@@ -5,7 +5,7 @@
  *   AGENT_BRIDGE_URL: every verb, 24 parallel tests each in its own sandbox with no cross-talk,
  *   its types checked against its control-plane manifest (client-contract.test.ts checks that
  *   manifest against the emulator's OpenAPI document), a recording replayed by an emulator the
- *   test starts itself;
+ *   test starts itself; no emulator process outliving a start timeout, Close or a killed test binary;
  * - Main starting its own emulator from the `agent-bridge` command when no URL is given;
  * - the Go examples of docs/testing.md, as written, in a module of their own.
  * The build cache is kept under node_modules/.cache (content-addressed; later runs reuse it).
@@ -132,6 +132,9 @@ describe.skipIf(lacks("go", import.meta.url))("the Go module, required with a re
       "TestASandboxClockCanStartElsewhere",
       "TestAnEmulatorWithAnAdminTokenNeedsItOnTheControlPlane",
       "TestARecordingIsReplayed",
+      "TestAStartThatTimesOutLeavesNoGrandchildAndReturns",
+      "TestCloseStopsAnEmulatorThatIsAGrandchild",
+      "TestTheEmulatorDiesWithItsOwner",
     ])
       expect(results.get(name), name).toBe("pass");
     expect([...results.keys()].filter((name) => name.startsWith("TestSandboxesAreIsolated/"))).toHaveLength(24);

@@ -5,7 +5,8 @@
  * - its own tests against one emulator process named by AGENT_BRIDGE_URL: every verb, types
  *   checked against its control-plane manifest (client-contract.test.ts checks that manifest
  *   against the emulator's OpenAPI document), with each Python that has pytest (PATH's, and
- *   Debian's /usr/bin/python3 when it is another one: pytest 7 and a current pytest);
+ *   Debian's /usr/bin/python3 when it is another one: pytest 7 and a current pytest); no emulator
+ *   process outliving a start timeout, close() or a killed interpreter;
  * - 8 workers at once on that emulator, a sandbox per test and no cross-talk (pytest-xdist when
  *   installed, else 8 pytest processes);
  * - the plugin starting its own emulator from the `agent-bridge` command, replaying a recording;
@@ -170,6 +171,9 @@ describe.skipIf(lacks("pytest", import.meta.url))("the Python package, installed
         "test_a_sandbox_clock_can_start_elsewhere",
         "test_an_emulator_with_an_admin_token_needs_it_on_the_control_plane",
         "test_a_sandbox_sees_only_its_own_world",
+        "test_a_start_that_times_out_leaves_no_grandchild",
+        "test_close_stops_an_emulator_that_is_a_grandchild",
+        "test_the_emulator_dies_with_its_interpreter",
       ])
         expect(names, `${python}: ${verb}`).toContain(verb);
     }

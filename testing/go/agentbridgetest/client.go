@@ -221,21 +221,25 @@ func StartEmulator(ctx context.Context, opts EmulatorOptions) (*Emulator, error)
 	if opts.ReplayMode != "" {
 		args = append(args, "--replay-mode", string(opts.ReplayMode))
 	}
-	cmd := exec.Command(command[0], args...)
+	path, err := exec.LookPath(command[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", command[0], err)
+	}
+	shown := strings.Join(append([]string{command[0]}, args...), " ")
+	cmd := newCommand(path, args)
 	cmd.Env = os.Environ()
 	if opts.AdminToken != "" {
 		cmd.Env = append(cmd.Env, TokenEnv+"="+opts.AdminToken) // kept out of the process list
 	} else {
 		opts.AdminToken = os.Getenv(TokenEnv) // the emulator inherits it: the client needs it too
 	}
-	stopWithParent(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), err)
+		return nil, fmt.Errorf("%s: %w", shown, err)
 	}
 	e := &Emulator{cmd: cmd, exited: make(chan struct{})}
 	found := make(chan string, 1)
@@ -272,13 +276,12 @@ func StartEmulator(ctx context.Context, opts EmulatorOptions) (*Emulator, error)
 		e.URL, e.control = started.URL, started.control
 		return e, nil
 	case <-e.exited:
-		return nil, fmt.Errorf("%s exited before listening:\n%s", strings.Join(cmd.Args, " "), e.Output())
+		return nil, fmt.Errorf("%s exited before listening:\n%s", shown, e.Output())
 	case <-timer.C:
 	case <-ctx.Done():
 	}
-	_ = cmd.Process.Kill()
-	<-e.exited
-	return nil, fmt.Errorf("%s did not start in time:\n%s", strings.Join(cmd.Args, " "), e.Output())
+	e.kill()
+	return nil, fmt.Errorf("%s did not start in time:\n%s", shown, e.Output())
 }
 
 // Output is the last lines the emulator this package started printed (empty for one connected to).
@@ -288,7 +291,8 @@ func (e *Emulator) Output() string {
 	return strings.Join(e.output, "\n")
 }
 
-// Close stops the emulator if this package started it (SIGTERM, then a kill after 10 s).
+// Close stops the emulator if this package started it, and what it started (SIGTERM to its
+// process group, then SIGKILL after 10 s).
 func (e *Emulator) Close() error {
 	if e.cmd == nil {
 		return nil
@@ -298,16 +302,26 @@ func (e *Emulator) Close() error {
 		return nil
 	default:
 	}
-	if err := e.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		_ = e.cmd.Process.Kill()
+	if err := signal(e.cmd, syscall.SIGTERM); err != nil {
+		e.kill()
+		return nil
 	}
 	select {
 	case <-e.exited:
 	case <-time.After(10 * time.Second):
-		_ = e.cmd.Process.Kill()
-		<-e.exited
+		e.kill()
 	}
 	return nil
+}
+
+// kill kills the emulator's process group and waits a bounded time for its output to end: a
+// process that left the group could hold it open for ever.
+func (e *Emulator) kill() {
+	_ = signal(e.cmd, syscall.SIGKILL)
+	select {
+	case <-e.exited:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 // SandboxOptions are the sandbox's name, where its clock starts, a fixture to load into it, and

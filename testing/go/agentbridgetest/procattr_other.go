@@ -1,8 +1,21 @@
-//go:build !linux
+//go:build !unix
 
 package agentbridgetest
 
-import "os/exec"
+import (
+	"os/exec"
+	"syscall"
+)
 
-// stopWithParent: only Linux can tie a child's life to its parent's; elsewhere Close stops it.
-func stopWithParent(cmd *exec.Cmd) {}
+// newCommand runs the emulator directly: there are no process groups to put it in here.
+func newCommand(path string, args []string) *exec.Cmd {
+	return exec.Command(path, args...)
+}
+
+// signal sends sig to the process started (where it cannot be sent, Close kills it).
+func signal(cmd *exec.Cmd, sig syscall.Signal) error {
+	if sig == syscall.SIGKILL {
+		return cmd.Process.Kill()
+	}
+	return cmd.Process.Signal(sig)
+}

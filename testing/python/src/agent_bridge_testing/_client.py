@@ -12,13 +12,15 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections import deque
-from typing import Any, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._types import (
     ControlPlaneError,
@@ -302,6 +304,61 @@ def default_command() -> List[str]:
     )
 
 
+#: Runs the command as a shell's child, in the process group the shell leads. The emulator may be a
+#: grandchild (`npx agent-bridge` runs it from npm, which does not pass every signal on), so the
+#: shell answers a SIGTERM by passing it to the whole group.
+_SUPERVISOR = """trap 'trap "" TERM; kill -TERM 0; exit 143' TERM
+"$@" &
+wait $!"""
+
+
+def _die_with_parent() -> Optional[Callable[[], None]]:
+    """On Linux, a function for the child to run before exec: its parent's death sends it SIGTERM, so
+    an interpreter killed without running close() (or atexit) still stops the emulator. Only from
+    the main thread: Linux sends the signal when the thread that started the child ends."""
+    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def set_parent_death_signal() -> None:
+        prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the call: no signal will come
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return set_parent_death_signal
+
+
+def _spawn(args: List[str], env: Dict[str, str]) -> "subprocess.Popen[str]":
+    """Starts the emulator's command in a process group of its own (POSIX), under the supervisor
+    shell on Linux, so `_signal` reaches every process it starts."""
+    if shutil.which(args[0]) is None:
+        raise FileNotFoundError(2, "No such file or directory", args[0])  # as Popen says it
+    options: Dict[str, Any] = dict(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    if os.name != "posix":
+        return subprocess.Popen(args, **options)
+    preexec = _die_with_parent()
+    if preexec is not None:
+        return subprocess.Popen(["/bin/sh", "-c", _SUPERVISOR, "agent-bridge", *args], start_new_session=True, preexec_fn=preexec, **options)
+    return subprocess.Popen(args, start_new_session=True, **options)
+
+
+def _signal(process: "subprocess.Popen[str]", sig: int) -> None:
+    """Sends `sig` to the emulator's process group (to the process alone where there are none)."""
+    if os.name != "posix":
+        process.kill() if sig == getattr(signal, "SIGKILL", None) else process.terminate()
+        return
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass  # all of it has exited
+
+
 class Emulator:
     """An emulator this package started (`start`) or one already running (`connect`)."""
 
@@ -350,7 +407,7 @@ class Emulator:
             env["EMULATOR_ADMIN_TOKEN"] = admin_token  # kept out of the process list
         else:
             admin_token = env.get("EMULATOR_ADMIN_TOKEN") or None  # the emulator inherits it: the client needs it too
-        process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        process = _spawn(args, env)
         output: Deque[str] = deque(maxlen=200)
         found: Dict[str, str] = {}
         listening = threading.Event()
@@ -369,7 +426,7 @@ class Emulator:
         threading.Thread(target=drain, name="agent-bridge-emulator-output", daemon=True).start()
         listening.wait(timeout)
         if "url" not in found:
-            process.kill()
+            _signal(process, signal.SIGKILL)
             process.wait()
             raise RuntimeError(f"{shlex.join(args)} did not start (exit code {process.returncode}):\n{''.join(output)[-2000:]}")
         emulator = cls(found["url"], admin_token, process, output)
@@ -414,15 +471,16 @@ class Emulator:
         return "".join(self._output)
 
     def close(self) -> None:
-        """Stops the emulator if this package started it (SIGTERM, then SIGKILL after 10 s)."""
+        """Stops the emulator if this package started it, and what it started (SIGTERM to its process
+        group, then SIGKILL after 10 s)."""
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return
-        process.terminate()
+        _signal(process, signal.SIGTERM)
         try:
             process.wait(10)
         except subprocess.TimeoutExpired:
-            process.kill()
+            _signal(process, signal.SIGKILL)
             process.wait()
 
     def __enter__(self) -> "Emulator":
