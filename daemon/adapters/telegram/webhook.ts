@@ -4,18 +4,14 @@
  * in its chat's order, and answered 200 only once the core accepted it: anything else makes
  * Telegram deliver it again.
  */
-import { readBody } from "../../../shared/http/read-body.js";
 import { timingSafeEqual } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Update } from "grammy/types";
 import type { Logger } from "pino";
 import { createSerialQueue } from "../../helpers/retry.js";
+import { listenWebhook as listenEndpoint, parseJsonBody, textAnswer, type WebhookAnswer, type WebhookRequest } from "../webhook.js";
 import type { TelegramWebhookConfig } from "./config.js";
 import { describe, type Scrub } from "./errors.js";
 import { chatIdOfUpdate } from "./inbound.js";
-
-/** Telegram's updates are small; a larger body is refused unread. */
-const MAX_WEBHOOK_BODY = 1024 * 1024;
 
 export interface WebhookDeps {
   hook: TelegramWebhookConfig;
@@ -35,71 +31,42 @@ export async function listenWebhook(deps: WebhookDeps): Promise<WebhookServer> {
   /** One chain per chat keeps a chat's updates in order; chats run side by side. */
   const chains = createSerialQueue<string>();
   const enqueue = (update: Update) => chains.run(chatIdOfUpdate(update), () => deps.handOver(update));
-  const server = createServer((req, res) => onRequest(deps, enqueue, req, res));
-  await listen(server, deps.hook);
+  const endpoint = await listenEndpoint({
+    host: deps.hook.host,
+    port: deps.hook.port,
+    path: deps.hook.path,
+    // Telegram's updates are small; a larger body is refused unread (the endpoint's default, 1 MiB).
+    name: "telegram webhook",
+    log: deps.log,
+    // The secret header is checked before the body is read: a forged post costs nothing.
+    checkHeaders: (header) => (sameSecret(header("x-telegram-bot-api-secret-token"), deps.hook.secretToken) ? undefined : textAnswer(401)),
+    handle: (request) => onUpdate(deps, enqueue, request),
+  });
   return {
     async close() {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      await closed;
+      await endpoint.close();
       await chains.idle();
     },
   };
 }
 
-function listen(server: Server, hook: TelegramWebhookConfig): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(hook.port, hook.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-}
-
-function onRequest(deps: WebhookDeps, enqueue: (update: Update) => Promise<void>, req: IncomingMessage, res: ServerResponse): void {
-  const { hook, log, scrub } = deps;
-  if (req.method !== "POST" || req.url !== hook.path) return void res.writeHead(404).end();
-  if (!sameSecret(req.headers["x-telegram-bot-api-secret-token"], hook.secretToken)) return void res.writeHead(401).end();
-  readWebhookBody(req, res, (body) => {
-    const update = parseUpdate(body);
-    if (!update) return void res.writeHead(400).end();
-    // Answer only once accepted: anything but 2xx makes Telegram deliver the update again.
-    enqueue(update).then(
-      () => res.writeHead(200).end(),
-      (error: unknown) => {
-        log.warn({ updateId: update.update_id, err: describe(error, scrub) }, "telegram update not accepted; Telegram will retry");
-        res.writeHead(503).end();
-      },
-    );
-  });
-}
-
-/** Collects the body up to `MAX_WEBHOOK_BODY` (413 beyond it), then calls `done`. */
-function readWebhookBody(req: IncomingMessage, res: ServerResponse, done: (body: string) => void): void {
-  void readBody(req, { maxBytes: MAX_WEBHOOK_BODY }).then((read) => {
-    if (read.ok) return done(read.body.toString("utf8"));
-    if (read.reason === "too_large") res.writeHead(413).end();
-    req.destroy();
-  });
-}
-
-/**
- * The posted update, or undefined when the body is not JSON. Trusted as
- * Telegram's shape (the secret header says Telegram sent it), as grammY's own
- * webhook adapters do; polling gets the same objects through grammY.
- */
-function parseUpdate(body: string): Update | undefined {
+async function onUpdate(deps: WebhookDeps, enqueue: (update: Update) => Promise<void>, request: WebhookRequest): Promise<WebhookAnswer> {
+  // Trusted as Telegram's shape (the secret header says Telegram sent it), as grammY's own webhook adapters do; polling gets the same objects through grammY.
+  const update = parseJsonBody(request.body) as Update | undefined;
+  if (!update || typeof update !== "object") return textAnswer(400);
+  // Answer only once accepted: anything but 2xx makes Telegram deliver the update again.
   try {
-    return JSON.parse(body) as Update;
-  } catch {
-    return undefined;
+    await enqueue(update);
+    return textAnswer(200);
+  } catch (error) {
+    deps.log.warn({ updateId: update.update_id, err: describe(error, deps.scrub) }, "telegram update not accepted; Telegram will retry");
+    return textAnswer(503);
   }
 }
 
 /** Compares the secret header in constant time, so its value cannot be guessed byte by byte. */
-function sameSecret(given: string | string[] | undefined, expected: string): boolean {
-  if (typeof given !== "string") return false;
+function sameSecret(given: string | undefined, expected: string): boolean {
+  if (given === undefined) return false;
   const a = Buffer.from(given);
   const b = Buffer.from(expected);
   return a.length === b.length && timingSafeEqual(a, b);
