@@ -19,6 +19,15 @@
  *   HEARTBEAT (op 1) -> ACK (op 11); RESUME (op 6) -> replay of missed dispatches, then RESUMED,
  *   or INVALID_SESSION (op 9, d false) when the session is gone.
  *
+ * Buttons: a message's `components` (on create and edit) must follow Discord's rules (at most
+ * 5 action rows of at most 5 buttons; a button with a style other than Link needs a `custom_id`
+ * of 1-100 characters, unique in the message; a label at most 80 characters), else 50035.
+ * `tapButton` dispatches INTERACTION_CREATE (type 3, `member` in a guild, `user` in a DM) and
+ * the interaction must be answered at `POST /interactions/:id/:token/callback` (no bot token:
+ * the interaction's token is the credential) within 3 s of its creation, once (a late answer:
+ * 10062 Unknown interaction; a second: 40060 already acknowledged); follow-ups at
+ * `POST /webhooks/:application_id/:token` only after that answer, for 15 minutes.
+ *
  * Threads (`FakeGuild.threads`) are channels of their own, as on Discord: type 11
  * (PUBLIC_THREAD) with the `parent_id` of the text channel they hang off and
  * `thread_metadata`, listed in GUILD_CREATE's `threads` (the active threads a
@@ -162,6 +171,47 @@ interface Fault {
 
 type Json = Record<string, unknown>;
 
+/** One answer to an interaction: its callback (type 4, 5, 6 or 7) or a follow-up. */
+export interface InteractionAnswer {
+  kind: "callback" | "followup";
+  /** The callback type (4 message, 5 deferred message, 6 deferred update, 7 update); absent for a follow-up. */
+  type?: number;
+  content?: string;
+  /** Shown only to the person who tapped (flags 64). */
+  ephemeral: boolean;
+  at: number;
+}
+
+/** Discord's rules for a message's components; the first broken one as Discord words it, or undefined. */
+export function componentProblem(components: unknown): string | undefined {
+  if (components === undefined) return undefined;
+  if (!Array.isArray(components)) return "components: must be an array";
+  if (components.length > 5) return "components: Must be 5 or fewer in length.";
+  const ids = new Set<string>();
+  for (const [r, row] of components.entries()) {
+    const rowJson = row as Json;
+    if (rowJson?.type !== 1 || !Array.isArray(rowJson.components)) return `components.${r}: an action row (type 1) with components`;
+    if (rowJson.components.length < 1 || rowJson.components.length > 5) return `components.${r}.components: Must be between 1 and 5 in length.`;
+    for (const [c, item] of rowJson.components.entries()) {
+      const button = item as Json;
+      const at = `components.${r}.components.${c}`;
+      if (button?.type !== 2) return `${at}: only buttons (type 2) here`;
+      if (typeof button.style !== "number" || button.style < 1 || button.style > 6) return `${at}.style: Value must be one of {1, 2, 3, 4, 5, 6}.`;
+      if (typeof button.label === "string" && [...button.label].length > 80) return `${at}.label: Must be 80 or fewer in length.`;
+      if (button.style === 5) {
+        if (typeof button.url !== "string" || button.custom_id !== undefined) return `${at}: a link button has a url and no custom_id`;
+        continue;
+      }
+      if (typeof button.custom_id !== "string" || button.custom_id.length < 1 || button.custom_id.length > 100) {
+        return `${at}.custom_id: Must be between 1 and 100 in length.`;
+      }
+      if (ids.has(button.custom_id)) return `${at}.custom_id: Component custom id cannot be duplicated`;
+      ids.add(button.custom_id);
+    }
+  }
+  return undefined;
+}
+
 export interface FakeDiscord {
   readonly bot: FakeUser;
   /** Attachment downloads wait until the returned function is called (a slow CDN). */
@@ -206,6 +256,12 @@ export interface FakeDiscord {
   messageVersions(messageId: string): MessageVersion[] | undefined;
   /** The bot's messages in a channel with their current content (after edits), oldest first. */
   shownMessages(channelId: string): { id: string; content: string; versions: MessageVersion[] }[];
+  /** The labels of a message's buttons as it shows them now, in order ([]: none). */
+  buttonsOn(messageId: string): string[];
+  /** `user` taps the `index`-th button (0-based, in order) of a bot message: INTERACTION_CREATE to every session. */
+  tapButton(input: { messageId: string; user: FakeUser; index: number }): { interactionId: string };
+  /** How each interaction was answered: callbacks and follow-ups, in order. */
+  interactionAnswers(interactionId: string): InteractionAnswer[];
   /** Edits in one channel closer together than this answer 429 with `retry_after` (0: no limit). */
   setEditInterval(ms: number): void;
   /** Edits answered 429 because of `setEditInterval`, so far. */
@@ -263,6 +319,8 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
   let attachmentGate: Promise<void> | undefined;
   let attachmentRequests = 0;
   const faults: Fault[] = [];
+  /** Interactions by id: their token, when they were made, how they were answered. */
+  const interactions = new Map<string, { token: string; at: number; channelId: string; messageId: string; user: FakeUser; answers: InteractionAnswer[] }>();
   const versions = new Map<string, MessageVersion[]>();
   let editIntervalMs = options.editIntervalMs ?? 0;
   const lastEditAt = new Map<string, number>();
@@ -418,6 +476,11 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     if (!path.startsWith("/api/v10/")) return send(res, 404, { message: "404: Not Found", code: 0 });
     const route = path.slice("/api/v10".length);
     callLog.record(callLog.name(req.socket, "tcp"), `${method} ${route.replace(/\/\d+/g, "/:id")}`);
+    // An interaction's answers carry its token in the path, no bot token (discord.js sends them `auth: false`).
+    const callback = /^\/interactions\/(\d+)\/([^/]+)\/callback$/.exec(route);
+    if (callback && method === "POST") return answerInteraction(req, res, callback[1]!, callback[2]!);
+    const followUp = /^\/webhooks\/(\d+)\/([^/]+)$/.exec(route);
+    if (followUp && method === "POST") return followUpInteraction(req, res, followUp[1]!, followUp[2]!);
     if (req.headers.authorization !== `Bot ${options.token}`) {
       return send(res, 401, { message: "401: Unauthorized", code: 0 });
     }
@@ -471,9 +534,13 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
             errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } },
           });
         }
+        const problem = componentProblem(body.components);
+        if (problem)
+          return send(res, 400, { message: "Invalid Form Body", code: 50035, errors: { _errors: [{ code: "COMPONENT_INVALID", message: problem }] } });
         const reference = body.message_reference as Json | undefined;
         const replyTo = typeof reference?.message_id === "string" ? reference.message_id : undefined;
         const message = messageJson({ id: snowflake(), channel, author: bot, content, replyTo });
+        if (Array.isArray(body.components)) message.components = body.components;
         messages.set(message.id as string, message);
         const record: RecordedMessage = { id: message.id as string, channelId: channel.id, content, body, allowedMentions: body.allowed_mentions };
         if (files.length) record.files = files;
@@ -524,6 +591,8 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     }
     const content = typeof body.content === "string" ? body.content : String(message.content);
     if (!content) return send(res, 400, { message: "Cannot send an empty message", code: 50006 });
+    const problem = componentProblem(body.components);
+    if (problem) return send(res, 400, { message: "Invalid Form Body", code: 50035, errors: { _errors: [{ code: "COMPONENT_INVALID", message: problem }] } });
     if ([...content].length > 2000) {
       return send(res, 400, {
         message: "Invalid Form Body",
@@ -547,9 +616,96 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     }
     lastEditAt.set(channelId, at);
     message.content = content;
+    if (Array.isArray(body.components)) message.components = body.components;
     message.edited_timestamp = new Date(at).toISOString();
     versions.get(messageId)?.push({ content, at });
     return send(res, 200, message);
+  }
+
+  /** An interaction's one callback, within 3 s of the tap. */
+  async function answerInteraction(req: IncomingMessage, res: ServerResponse, id: string, token: string): Promise<void> {
+    const body = await readJson(req);
+    const interaction = interactions.get(id);
+    if (!interaction || interaction.token !== token || now() - interaction.at > 3000) return send(res, 404, { message: "Unknown interaction", code: 10062 });
+    if (interaction.answers.some((a) => a.kind === "callback")) return send(res, 400, { message: "Interaction has already been acknowledged.", code: 40060 });
+    const type = body.type;
+    const data = (body.data ?? {}) as Json;
+    if (type !== 4 && type !== 5 && type !== 6 && type !== 7) return send(res, 400, { message: "Invalid Form Body", code: 50035 });
+    const content = typeof data.content === "string" ? data.content : undefined;
+    interaction.answers.push({
+      kind: "callback",
+      type,
+      ...(content !== undefined ? { content } : {}),
+      ephemeral: ((Number(data.flags) || 0) & 64) !== 0,
+      at: now(),
+    });
+    if (type === 7) {
+      const message = messages.get(interaction.messageId);
+      if (message && content !== undefined) message.content = content;
+      if (message && Array.isArray(data.components)) message.components = data.components;
+    }
+    return send(res, 204);
+  }
+
+  /** A follow-up message: only once the interaction was answered, for 15 minutes. */
+  async function followUpInteraction(req: IncomingMessage, res: ServerResponse, applicationId: string, token: string): Promise<void> {
+    const body = await readJson(req);
+    const interaction = [...interactions.values()].find((i) => i.token === token);
+    if (applicationId !== bot.id || !interaction || now() - interaction.at > 15 * 60_000) return send(res, 404, { message: "Unknown Webhook", code: 10015 });
+    if (!interaction.answers.some((a) => a.kind === "callback")) return send(res, 404, { message: "Unknown Webhook", code: 10015 });
+    const content = typeof body.content === "string" ? body.content : "";
+    interaction.answers.push({ kind: "followup", content, ephemeral: ((Number(body.flags) || 0) & 64) !== 0, at: now() });
+    const channel = channels.get(interaction.channelId);
+    if (!channel) return send(res, 404, { message: "Unknown Channel", code: 10003 });
+    return send(res, 200, { ...messageJson({ id: snowflake(), channel, author: bot, content }), flags: Number(body.flags) || 0, webhook_id: bot.id });
+  }
+
+  function buttonsOf(message: Json | undefined): Json[] {
+    const rows = Array.isArray(message?.components) ? (message.components as Json[]) : [];
+    return rows.flatMap((row) => (Array.isArray(row.components) ? (row.components as Json[]) : []));
+  }
+
+  function tapButton(input: { messageId: string; user: FakeUser; index: number }): { interactionId: string } {
+    const message = messages.get(input.messageId);
+    const button = buttonsOf(message)[input.index];
+    if (!message || !button) throw new Error(`fake discord: message ${input.messageId} has no button ${input.index}`);
+    const channel = channels.get(String(message.channel_id))!;
+    const id = snowflake();
+    const token = `ixtoken-${id}`;
+    interactions.set(id, { token, at: now(), channelId: channel.id, messageId: input.messageId, user: input.user, answers: [] });
+    const payload: Json = {
+      id,
+      application_id: bot.id,
+      type: 3,
+      token,
+      version: 1,
+      channel_id: channel.id,
+      channel: channel.guildId ? channelJson(channel) : { id: channel.id, type: 1, recipients: [userJson(input.user)] },
+      message,
+      data: { custom_id: button.custom_id, component_type: 2 },
+      locale: "en-US",
+      app_permissions: "0",
+      entitlements: [],
+      authorizing_integration_owners: {},
+      context: channel.guildId ? 0 : 1,
+      attachment_size_limit: FILE_LIMIT,
+    };
+    // In a guild the person comes as `member.user`, in a DM as `user`.
+    if (channel.guildId) {
+      payload.guild_id = channel.guildId;
+      payload.member = {
+        user: userJson(input.user),
+        roles: [],
+        permissions: "0",
+        joined_at: new Date(now()).toISOString(),
+        deaf: false,
+        mute: false,
+        flags: 0,
+      };
+    } else payload.user = userJson(input.user);
+    if (!current) throw new Error("fake discord: no gateway session to dispatch into");
+    for (const session of sessions.values()) if (session.resumable) dispatch(session, "INTERACTION_CREATE", payload);
+    return { interactionId: id };
   }
 
   function messageJson(input: {
@@ -830,6 +986,9 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     setEditInterval(ms) {
       editIntervalMs = ms;
     },
+    buttonsOn: (messageId) => buttonsOf(messages.get(messageId)).map((b) => String(b.label ?? "")),
+    tapButton,
+    interactionAnswers: (interactionId) => [...(interactions.get(interactionId)?.answers ?? [])],
     rateLimitedEdits: () => rateLimitedEdits,
     typingCount: (channelId) => typing.get(channelId) ?? 0,
     reactionsOn: (messageId) => [...(reactions.get(messageId) ?? [])],

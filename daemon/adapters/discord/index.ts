@@ -6,13 +6,15 @@
  * own, so replies still go out while the gateway reconnects. Commands and
  * access control are the core's.
  */
-import type { Client, Message } from "discord.js";
+import type { ButtonInteraction, Client, Message } from "discord.js";
 import { cryptoRandom, type Random } from "../../../shared/random.js";
+import { createSerialQueue } from "../../helpers/retry.js";
 import { redactSecrets } from "../../vocabulary/redact.js";
-import { rawLength, type AdapterDeps, type ChatAdapter } from "../../vocabulary/adapter.js";
+import { rawLength, type AdapterDeps, type ChatAdapter, type InboundSink } from "../../vocabulary/adapter.js";
 import type { DiscordChannelConfig } from "./config.js";
 import { createGatewayConnection, defaultConnectionTuning, type ConnectionTuning } from "./connection.js";
 import { translateMessage } from "./inbound.js";
+import { discordButtons, handOverTap } from "./buttons.js";
 import { DiscordCatchUp } from "./catch-up.js";
 import { DiscordHandOver } from "./hand-over.js";
 import { botIdentityOf, viewOf } from "./message-view.js";
@@ -50,6 +52,19 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
     catchUp.seen(view.channelId, view.id);
   }
 
+  let sink: InboundSink | null = null;
+  /** Taps being answered: stop waits for them (their answer is the core's outcome). */
+  const taps = new Set<Promise<void>>();
+  const tapOrder = createSerialQueue<string>();
+  function onButton(interaction: ButtonInteraction): void {
+    if (!sink) return;
+    const tap = handOverTap(interaction, { sink, accountId, clock: deps.clock, log, redact, inOrder: (chatId, work) => tapOrder.run(chatId, work) }).catch(
+      (error: unknown) => log.error({ err: redact(error instanceof Error ? error.message : String(error)) }, "discord tap not handed to the core"),
+    );
+    taps.add(tap);
+    void tap.finally(() => taps.delete(tap));
+  }
+
   const connection = createGatewayConnection({
     config,
     clock: deps.clock,
@@ -64,6 +79,7 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
       handOver.status(status);
     },
     onMessage,
+    onButton,
     // A new session misses what was sent before it: fetched from the channels' history (catch-up.ts).
     onNewSession: (client) => void catchUp.run(client, (message) => onMessage(message, client)),
   });
@@ -76,8 +92,9 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
     // Discord counts the raw text (it renders Markdown itself).
     measure: rawLength,
 
-    async start(sink) {
-      handOver.open(sink);
+    async start(given) {
+      sink = given;
+      handOver.open(given);
       await connection.start();
     },
 
@@ -85,6 +102,7 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
       await connection.stop();
       // Messages already taken in still reach the core.
       await handOver.idle();
+      await Promise.allSettled([...taps]);
       await catchUp.save();
       outbound.close();
     },
@@ -95,6 +113,7 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
     files: { limits: DISCORD_FILE_LIMITS, send: (target, file) => outbound.sendFile(target, file) },
     sendTyping: (target) => outbound.sendTyping(target),
     reactions: { react: (target, messageId, emoji, options) => outbound.react(target, messageId, emoji, options) },
+    buttons: discordButtons(outbound),
   };
 }
 

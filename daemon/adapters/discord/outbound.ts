@@ -76,6 +76,10 @@ export interface DiscordOutbound {
   edit(target: ChatTarget, messageId: string, text: string): Promise<void>;
   /** One file as an attachment (multipart `files[0]`), answering like `send`; Discord shows images inline. */
   sendFile(target: ChatTarget, file: OutboundFile): Promise<SendReceipt>;
+  /** A message with rows of buttons (message components), answering like `send`. */
+  sendComponents(target: ChatTarget, text: string, components: ActionRows): Promise<SendReceipt>;
+  /** Replaces a message's text and components (`[]` removes its buttons). */
+  editComponents(target: ChatTarget, messageId: string, text: string, components: ActionRows): Promise<void>;
   /** Best effort: a failure is logged at debug and swallowed. */
   sendTyping(target: ChatTarget): Promise<void>;
   /** Adds (or removes) the bot's own reaction on a message; rejects with a `DiscordAdapterError`. */
@@ -83,6 +87,9 @@ export interface DiscordOutbound {
   /** Stops the REST client's sweeper timers (after the last send). */
   close(): void;
 }
+
+/** Message components as Discord takes them: action rows of buttons. */
+export type ActionRows = NonNullable<RESTPostAPIChannelMessageJSONBody["components"]>;
 
 /** Agent text never pings @everyone, roles or people; a reply pings its asker only when the channel says so. */
 export const allowedMentionsFor = (replyNotifies: boolean) =>
@@ -121,6 +128,17 @@ export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
 
     async edit(target, messageId, text) {
       const body: RESTPatchAPIChannelMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions };
+      await rest.patch(Routes.channelMessage(target.chatId, messageId), { body }).catch(fail(`discord edit in ${target.chatId} failed`));
+    },
+
+    async sendComponents(target, text, components) {
+      const body: RESTPostAPIChannelMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions, components };
+      const sent: unknown = await rest.post(Routes.channelMessages(target.chatId), { body }).catch(fail(`discord send to ${target.chatId} failed`));
+      return receiptOf(sent);
+    },
+
+    async editComponents(target, messageId, text, components) {
+      const body: RESTPatchAPIChannelMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions, components };
       await rest.patch(Routes.channelMessage(target.chatId, messageId), { body }).catch(fail(`discord edit in ${target.chatId} failed`));
     },
 
