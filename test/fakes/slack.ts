@@ -426,9 +426,9 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
   /** Taps by id: their `response_url`'s uses (5 within 30 minutes), and what they were sent. */
   const taps = new Map<string, { at: number; responses: TapResponse[] }>();
 
-  function respondToTap(id: string, body: Buffer, res: ServerResponse): void {
+  function respondToTap(id: string, body: Buffer, res: ServerResponse): undefined {
     const tap = taps.get(id);
-    const answer = (status: number, text: string) => void res.writeHead(status, { "content-type": "text/plain" }).end(text);
+    const answer = (status: number, text: string): undefined => void res.writeHead(status, { "content-type": "text/plain" }).end(text);
     if (!tap) return answer(404, "no_such_url");
     if (now() - tap.at > 30 * 60_000) return answer(404, "expired_url");
     if (tap.responses.length >= 5) return answer(404, "used_url");
