@@ -539,6 +539,14 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
           return send(res, 400, { message: "Invalid Form Body", code: 50035, errors: { _errors: [{ code: "COMPONENT_INVALID", message: problem }] } });
         const reference = body.message_reference as Json | undefined;
         const replyTo = typeof reference?.message_id === "string" ? reference.message_id : undefined;
+        // A reference names a message by its snowflake (with fail_if_not_exists false an unknown one is dropped, a malformed one refused).
+        if (reference && !/^\d{15,20}$/.test(String(reference.message_id ?? ""))) {
+          return send(res, 400, {
+            message: "Invalid Form Body",
+            code: 50035,
+            errors: { message_reference: { message_id: { _errors: [{ code: "NUMBER_TYPE_COERCE", message: "Value is not snowflake." }] } } },
+          });
+        }
         const message = messageJson({ id: snowflake(), channel, author: bot, content, replyTo });
         if (Array.isArray(body.components)) message.components = body.components;
         messages.set(message.id as string, message);

@@ -91,6 +91,14 @@ export interface DiscordOutbound {
 /** Message components as Discord takes them: action rows of buttons. */
 export type ActionRows = NonNullable<RESTPostAPIChannelMessageJSONBody["components"]>;
 
+/**
+ * Whether a reply quotes the message it answers: in a guild, and only a
+ * message (a snowflake; a tap or a command is an interaction, `ix:<id>`, which
+ * Discord refuses as a `message_reference`).
+ */
+const quotable = (target: ChatTarget): target is ChatTarget & { replyToMessageId: string } =>
+  target.chatType === "group" && /^\d{15,20}$/.test(target.replyToMessageId ?? "");
+
 /** Agent text never pings @everyone, roles or people; a reply pings its asker only when the channel says so. */
 export const allowedMentionsFor = (replyNotifies: boolean) =>
   ({ parse: [], replied_user: replyNotifies }) satisfies RESTPostAPIChannelMessageJSONBody["allowed_mentions"];
@@ -107,7 +115,7 @@ export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
   return {
     async send(target, text) {
       const body: RESTPostAPIChannelMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions };
-      if (target.replyToMessageId && target.chatType === "group") {
+      if (quotable(target)) {
         body.message_reference = { message_id: target.replyToMessageId, fail_if_not_exists: false };
       }
       const sent: unknown = await rest.post(Routes.channelMessages(target.chatId), { body }).catch(fail(`discord send to ${target.chatId} failed`));
@@ -116,7 +124,7 @@ export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
 
     async sendFile(target, file) {
       const body: RESTPostAPIChannelMessageJSONBody = { allowed_mentions: allowedMentions, attachments: [{ id: 0, filename: file.fileName }] };
-      if (target.replyToMessageId && target.chatType === "group") {
+      if (quotable(target)) {
         body.message_reference = { message_id: target.replyToMessageId, fail_if_not_exists: false };
       }
       const form = attachmentForm(body, file);
