@@ -28,6 +28,12 @@
  * 10062 Unknown interaction; a second: 40060 already acknowledged); follow-ups at
  * `POST /webhooks/:application_id/:token` only after that answer, for 15 minutes.
  *
+ * Application commands: `PUT /applications/:id/commands` replaces the bot's global commands
+ * (names 1-32 lower-case characters, descriptions 1-100, at most 100 commands, else 50035);
+ * `useCommand` dispatches an APPLICATION_COMMAND interaction (type 2) for one of them. A deferred
+ * answer (type 5) posts the "thinking" response, which `PATCH /webhooks/:application_id/:token/
+ * messages/@original` later replaces (within 15 minutes).
+ *
  * Threads (`FakeGuild.threads`) are channels of their own, as on Discord: type 11
  * (PUBLIC_THREAD) with the `parent_id` of the text channel they hang off and
  * `thread_metadata`, listed in GUILD_CREATE's `threads` (the active threads a
@@ -182,6 +188,31 @@ export interface InteractionAnswer {
   at: number;
 }
 
+/** Discord's rules for a bulk overwrite of application commands; the first broken one, or undefined. */
+export function commandsProblem(commands: unknown): string | undefined {
+  if (!Array.isArray(commands)) return "must be an array";
+  if (commands.length > 100) return "Must be 100 or fewer in length.";
+  const names = new Set<string>();
+  for (const [i, command] of (commands as Json[]).entries()) {
+    if (typeof command.name !== "string" || !/^[-_\p{Ll}\p{N}]{1,32}$/u.test(command.name)) return `${i}.name: Command name is invalid`;
+    if (names.has(command.name)) return `${i}.name: Application command names must be unique`;
+    names.add(command.name);
+    if (typeof command.description !== "string" || command.description.length < 1 || command.description.length > 100)
+      return `${i}.description: Must be between 1 and 100 in length.`;
+    const options = Array.isArray(command.options) ? (command.options as Json[]) : [];
+    if (options.length > 25) return `${i}.options: Must be 25 or fewer in length.`;
+    let optional = false;
+    for (const option of options) {
+      if (typeof option.description !== "string" || option.description.length < 1 || option.description.length > 100)
+        return `${i}.options: description must be 1-100 characters`;
+      // Required options come first.
+      if (option.required === true && optional) return `${i}.options: Required options must be placed before non-required options`;
+      if (option.required !== true) optional = true;
+    }
+  }
+  return undefined;
+}
+
 /** Discord's rules for a message's components; the first broken one as Discord words it, or undefined. */
 export function componentProblem(components: unknown): string | undefined {
   if (components === undefined) return undefined;
@@ -260,6 +291,12 @@ export interface FakeDiscord {
   buttonsOn(messageId: string): string[];
   /** `user` taps the `index`-th button (0-based, in order) of a bot message: INTERACTION_CREATE to every session. */
   tapButton(input: { messageId: string; user: FakeUser; index: number }): { interactionId: string };
+  /** The bot's registered application commands (names), in order. */
+  commands(): string[];
+  /** `user` runs the bot's command `name` with string options in `channelId`: INTERACTION_CREATE (type 2). */
+  useCommand(input: { channelId: string; user: FakeUser; name: string; options?: Record<string, string> }): { interactionId: string };
+  /** The response an interaction shows now (the deferred one, then what replaced it); undefined: none yet. */
+  interactionResponse(interactionId: string): { content: string; loading: boolean; messageId: string } | undefined;
   /** How each interaction was answered: callbacks and follow-ups, in order. */
   interactionAnswers(interactionId: string): InteractionAnswer[];
   /** Edits in one channel closer together than this answer 429 with `retry_after` (0: no limit). */
@@ -320,7 +357,20 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
   let attachmentRequests = 0;
   const faults: Fault[] = [];
   /** Interactions by id: their token, when they were made, how they were answered. */
-  const interactions = new Map<string, { token: string; at: number; channelId: string; messageId: string; user: FakeUser; answers: InteractionAnswer[] }>();
+  const interactions = new Map<
+    string,
+    {
+      token: string;
+      at: number;
+      channelId: string;
+      messageId: string;
+      user: FakeUser;
+      answers: InteractionAnswer[];
+      response?: { content: string; loading: boolean; messageId: string };
+    }
+  >();
+  /** The bot's global application commands, as registered. */
+  let registeredCommands: Json[] = [];
   const versions = new Map<string, MessageVersion[]>();
   let editIntervalMs = options.editIntervalMs ?? 0;
   const lastEditAt = new Map<string, number>();
@@ -451,6 +501,12 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     return { body, files };
   };
 
+  const readRaw = async (req: IncomingMessage): Promise<Buffer> => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  };
+
   const readJson = async (req: IncomingMessage): Promise<Json> => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -479,6 +535,8 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     // An interaction's answers carry its token in the path, no bot token (discord.js sends them `auth: false`).
     const callback = /^\/interactions\/(\d+)\/([^/]+)\/callback$/.exec(route);
     if (callback && method === "POST") return answerInteraction(req, res, callback[1]!, callback[2]!);
+    const original = /^\/webhooks\/(\d+)\/([^/]+)\/messages\/(?:@|%40)original$/.exec(route);
+    if (original && method === "PATCH") return editOriginal(req, res, original[1]!, original[2]!);
     const followUp = /^\/webhooks\/(\d+)\/([^/]+)$/.exec(route);
     if (followUp && method === "POST") return followUpInteraction(req, res, followUp[1]!, followUp[2]!);
     if (req.headers.authorization !== `Bot ${options.token}`) {
@@ -499,6 +557,14 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
       });
     }
     if (method === "GET" && route === "/users/@me") return send(res, 200, userJson(bot));
+    if (method === "PUT" && route === `/applications/${bot.id}/commands`) {
+      const body: unknown = JSON.parse((await readRaw(req)).toString("utf8") || "null");
+      const problem = commandsProblem(body);
+      if (problem)
+        return send(res, 400, { message: "Invalid Form Body", code: 50035, errors: { _errors: [{ code: "APPLICATION_COMMAND_INVALID", message: problem }] } });
+      registeredCommands = (body as Json[]).map((c) => ({ ...c, id: snowflake(), application_id: bot.id, version: snowflake() }));
+      return send(res, 200, registeredCommands);
+    }
     if (method === "POST" && route === "/users/@me/channels") {
       const body = await readJson(req);
       const recipientId = typeof body.recipient_id === "string" ? body.recipient_id : "";
@@ -647,12 +713,45 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
       ephemeral: ((Number(data.flags) || 0) & 64) !== 0,
       at: now(),
     });
+    if (type === 4 || type === 5) {
+      // The response is a message of the bot's in the channel ("thinking" until replaced, for a deferred one).
+      const channel = channels.get(interaction.channelId);
+      if (channel) {
+        const shown = type === 5 ? "" : (content ?? "");
+        const message = messageJson({ id: snowflake(), channel, author: bot, content: shown });
+        message.flags = (type === 5 ? 128 : 0) | ((Number(data.flags) || 0) & 64);
+        message.interaction_metadata = { id, type: 2, user: userJson(interaction.user) };
+        messages.set(message.id as string, message);
+        versions.set(message.id as string, [{ content: shown, at: now() }]);
+        interaction.response = { content: shown, loading: type === 5, messageId: message.id as string };
+      }
+    }
     if (type === 7) {
       const message = messages.get(interaction.messageId);
       if (message && content !== undefined) message.content = content;
       if (message && Array.isArray(data.components)) message.components = data.components;
     }
     return send(res, 204);
+  }
+
+  /** The deferred response replaced (PATCH @original), within 15 minutes of the interaction. */
+  async function editOriginal(req: IncomingMessage, res: ServerResponse, applicationId: string, token: string): Promise<void> {
+    const body = await readJson(req);
+    const interaction = [...interactions.values()].find((i) => i.token === token);
+    if (applicationId !== bot.id || !interaction || now() - interaction.at > 15 * 60_000) return send(res, 404, { message: "Unknown Webhook", code: 10015 });
+    const response = interaction.response;
+    if (!response) return send(res, 404, { message: "Unknown Message", code: 10008 });
+    const content = typeof body.content === "string" ? body.content : response.content;
+    if ([...content].length > 2000) return send(res, 400, { message: "Invalid Form Body", code: 50035 });
+    response.content = content;
+    response.loading = false;
+    const message = messages.get(response.messageId);
+    if (message) {
+      message.content = content;
+      message.flags = 0;
+      versions.get(response.messageId)?.push({ content, at: now() });
+    }
+    return send(res, 200, message ?? {});
   }
 
   /** A follow-up message: only once the interaction was answered, for 15 minutes. */
@@ -671,6 +770,52 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
   function buttonsOf(message: Json | undefined): Json[] {
     const rows = Array.isArray(message?.components) ? (message.components as Json[]) : [];
     return rows.flatMap((row) => (Array.isArray(row.components) ? (row.components as Json[]) : []));
+  }
+
+  function useCommand(input: { channelId: string; user: FakeUser; name: string; options?: Record<string, string> }): { interactionId: string } {
+    const command = registeredCommands.find((c) => c.name === input.name);
+    if (!command) throw new Error(`fake discord: the bot has no command /${input.name}`);
+    const channel = channels.get(input.channelId);
+    if (!channel) throw new Error(`fake discord: no channel ${input.channelId}`);
+    const id = snowflake();
+    const token = `ixtoken-${id}`;
+    interactions.set(id, { token, at: now(), channelId: channel.id, messageId: "", user: input.user, answers: [] });
+    const payload: Json = {
+      id,
+      application_id: bot.id,
+      type: 2,
+      token,
+      version: 1,
+      channel_id: channel.id,
+      channel: channel.guildId ? channelJson(channel) : { id: channel.id, type: 1, recipients: [userJson(input.user)] },
+      data: {
+        id: command.id,
+        name: input.name,
+        type: 1,
+        ...(input.options ? { options: Object.entries(input.options).map(([name, value]) => ({ name, type: 3, value })) } : {}),
+      },
+      locale: "en-US",
+      app_permissions: "0",
+      entitlements: [],
+      authorizing_integration_owners: {},
+      context: channel.guildId ? 0 : 1,
+      attachment_size_limit: FILE_LIMIT,
+    };
+    if (channel.guildId) {
+      payload.guild_id = channel.guildId;
+      payload.member = {
+        user: userJson(input.user),
+        roles: [],
+        permissions: "0",
+        joined_at: new Date(now()).toISOString(),
+        deaf: false,
+        mute: false,
+        flags: 0,
+      };
+    } else payload.user = userJson(input.user);
+    if (!current) throw new Error("fake discord: no gateway session to dispatch into");
+    for (const session of sessions.values()) if (session.resumable) dispatch(session, "INTERACTION_CREATE", payload);
+    return { interactionId: id };
   }
 
   function tapButton(input: { messageId: string; user: FakeUser; index: number }): { interactionId: string } {
@@ -996,6 +1141,12 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     },
     buttonsOn: (messageId) => buttonsOf(messages.get(messageId)).map((b) => String(b.label ?? "")),
     tapButton,
+    commands: () => registeredCommands.map((c) => String(c.name)),
+    useCommand,
+    interactionResponse: (interactionId) => {
+      const response = interactions.get(interactionId)?.response;
+      return response ? { ...response } : undefined;
+    },
     interactionAnswers: (interactionId) => [...(interactions.get(interactionId)?.answers ?? [])],
     rateLimitedEdits: () => rateLimitedEdits,
     typingCount: (channelId) => typing.get(channelId) ?? 0,

@@ -13,6 +13,8 @@ import {
   Routes,
   type RESTPatchAPIChannelMessageJSONBody,
   type RESTPostAPIChannelMessageJSONBody,
+  type RESTPatchAPIWebhookWithTokenMessageJSONBody,
+  type RESTPutAPIApplicationCommandsJSONBody,
 } from "discord.js";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
@@ -68,7 +70,12 @@ export interface OutboundDeps {
   redact(text: string): string;
   /** Whether a guild reply notifies the person it answers (`replied_user`). Default true. */
   replyNotifies?: boolean;
+  /** Wall time, for an interaction's 15 minutes. Default `Date.now`. */
+  now?: () => number;
 }
+
+/** An interaction's token lets the bot answer it for 15 minutes (Discord's rule). */
+const INTERACTION_TOKEN_MS = 15 * 60_000;
 
 /** What the adapter's `send`, `edit` and `sendTyping` do, and the REST client's teardown. */
 export interface DiscordOutbound {
@@ -84,6 +91,13 @@ export interface DiscordOutbound {
   sendTyping(target: ChatTarget): Promise<void>;
   /** Adds (or removes) the bot's own reaction on a message; rejects with a `DiscordAdapterError`. */
   react(target: ChatTarget, messageId: string, emoji: string, options: { remove: boolean }): Promise<void>;
+  /**
+   * A command the person used, deferred: the first reply to it (a send whose
+   * `replyToMessageId` is `ix:<id>`) replaces the deferred response.
+   */
+  deferredCommand(interaction: { id: string; token: string; applicationId: string }): void;
+  /** Registers the bot's application commands (a bulk overwrite). */
+  registerCommands(applicationId: string, commands: RESTPutAPIApplicationCommandsJSONBody): Promise<void>;
   /** Stops the REST client's sweeper timers (after the last send). */
   close(): void;
 }
@@ -112,8 +126,39 @@ export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
     throw toAdapterError(error, prefix, deps.redact);
   };
 
+  const now = deps.now ?? Date.now;
+  /** Deferred commands by `ix:<interaction id>`, until their first reply (or their token's end). */
+  const deferred = new Map<string, { token: string; applicationId: string; at: number }>();
+
+  /** The deferred response `target` answers, taken (a second reply is an ordinary message). */
+  function takeDeferred(target: ChatTarget): { token: string; applicationId: string } | undefined {
+    const key = target.replyToMessageId;
+    const found = key ? deferred.get(key) : undefined;
+    if (!key || !found) return undefined;
+    deferred.delete(key);
+    return now() - found.at < INTERACTION_TOKEN_MS ? found : undefined;
+  }
+
   return {
+    deferredCommand(interaction) {
+      for (const [key, d] of deferred) if (now() - d.at >= INTERACTION_TOKEN_MS) deferred.delete(key);
+      deferred.set(`ix:${interaction.id}`, { token: interaction.token, applicationId: interaction.applicationId, at: now() });
+    },
+
+    async registerCommands(applicationId, commands) {
+      await rest.put(Routes.applicationCommands(applicationId), { body: commands }).catch(fail("discord command registration failed"));
+    },
+
     async send(target, text) {
+      const answering = takeDeferred(target);
+      if (answering) {
+        // The interaction's token is the credential: no bot token on this call.
+        const body: RESTPatchAPIWebhookWithTokenMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions };
+        const sent: unknown = await rest
+          .patch(Routes.webhookMessage(answering.applicationId, answering.token, "@original"), { body, auth: false })
+          .catch(fail(`discord command answer in ${target.chatId} failed`));
+        return receiptOf(sent);
+      }
       const body: RESTPostAPIChannelMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions };
       if (quotable(target)) {
         body.message_reference = { message_id: target.replyToMessageId, fail_if_not_exists: false };
