@@ -78,7 +78,10 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
     // Deferred at once, whatever the core takes: Discord fails a command not answered within 3 s.
     const deferred = await interaction.deferReply().then(
       () => true,
-      (error: unknown) => (log.debug({ err: redact(errorText(error)) }, "discord command not deferred"), false),
+      (error: unknown) => {
+        log.debug({ err: redact(errorText(error)) }, "discord command not deferred");
+        return false;
+      },
     );
     if (!message || !sink) return;
     if (deferred) outbound.deferredCommand({ id: interaction.id, token: interaction.token, applicationId: interaction.applicationId });
