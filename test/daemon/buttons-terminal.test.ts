@@ -10,11 +10,13 @@ import { createTerminalAdapter, REPLY_PREFIX } from "../../daemon/adapters/termi
 import type { TerminalChannelConfig } from "../../daemon/adapters/terminal/config.js";
 import { createDaemon } from "../../daemon/daemon.js";
 import { seededRandom } from "../../shared/random.js";
+import { OpsChat, OpsChats } from "../../shared/schemas/ops-console.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 
-async function terminalBridge(channelExtra: Record<string, unknown> = { buttons: { tools: ["choice", "confirm"] } }) {
+async function terminalBridge(channelExtra: Record<string, unknown> = { buttons: { tools: ["choice", "confirm"] } }, withConsole = false) {
   const service = await startServiceFixture("buttons-terminal-");
   const config = service.configFor({ type: "terminal", id: "terminal", streaming: "off", ...channelExtra });
+  if (withConsole) config.ops = { ...config.ops, port: 0 };
   const channel = config.channels.find((c): c is TerminalChannelConfig => c.type === "terminal")!;
   const stdin = new PassThrough();
   const stdout = new PassThrough();
@@ -25,7 +27,7 @@ async function terminalBridge(channelExtra: Record<string, unknown> = { buttons:
   onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   const replies = () => out.split(REPLY_PREFIX).slice(1);
-  return { stdin, out: () => out, replies, service };
+  return { stdin, out: () => out, replies, service, opsUrl: daemon.opsUrl };
 }
 
 it.each(["off", "partial"])(
@@ -94,4 +96,19 @@ it("/stop closes an open question: a later number is no answer, and the agent he
   // The output said the question was stopped; the "2" went on as the person's message (the echo).
   expect(replies().at(-1)).not.toMatch(/returned: production/);
   expect(replies().at(-1)).toContain("2");
+});
+
+it("the operator's console shows the question with the reply that asked it, and the answer by its option", async () => {
+  const { stdin, replies, opsUrl } = await terminalBridge(undefined, true);
+  stdin.write("!ask Deploy where? | staging | production\n");
+  await vi.waitFor(() => expect(replies()).toHaveLength(1));
+  stdin.write("2\n");
+  await vi.waitFor(() => expect(replies()).toHaveLength(2));
+  const { chats } = OpsChats.parse(await (await fetch(`${opsUrl}/ui/api/chats`)).json());
+  const key = chats[0]?.key ?? "";
+  const chat = OpsChat.parse(await (await fetch(`${opsUrl}/ui/api/chats/${encodeURIComponent(key)}`)).json());
+  const [asked, answered] = chat.turns;
+  expect(asked?.question).toMatchObject({ text: "Deploy where?", options: ["staging", "production"] });
+  expect(answered).toMatchObject({ text: "production", answers: "Deploy where?" });
+  expect(answered?.reply).toMatch(/returned: production/);
 });
