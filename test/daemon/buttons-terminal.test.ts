@@ -5,6 +5,7 @@
  * the agent's next answer is the reply. Real emulator over HTTP, real daemon.
  */
 import { PassThrough } from "node:stream";
+import OpenAI from "openai";
 import { expect, it, onTestFinished, vi } from "vitest";
 import { createTerminalAdapter, REPLY_PREFIX } from "../../daemon/adapters/terminal/index.js";
 import type { TerminalChannelConfig } from "../../daemon/adapters/terminal/config.js";
@@ -111,4 +112,24 @@ it("the operator's console shows the question with the reply that asked it, and 
   expect(asked?.question).toMatchObject({ text: "Deploy where?", options: ["staging", "production"] });
   expect(answered).toMatchObject({ text: "production", answers: "Deploy where?" });
   expect(answered?.reply).toMatch(/returned: production/);
+});
+
+it("the official openai SDK continues the bridge's chain after a round trip: every call was answered by its output", async () => {
+  const { stdin, replies, service } = await terminalBridge();
+  stdin.write("!confirm Send the report to Ann\n");
+  await vi.waitFor(() => expect(replies()).toHaveLength(1));
+  stdin.write("1\n");
+  await vi.waitFor(() => expect(replies()).toHaveLength(2));
+  stdin.write("/whoami\n");
+  await vi.waitFor(() => expect(replies()).toHaveLength(3));
+  const session = /Session: (\S+)/.exec(replies()[2] ?? "")?.[1];
+  expect(session).toBeDefined();
+  const key = service.configFor({ type: "terminal" }).service.apiKey;
+  const openai = new OpenAI({ apiKey: key, baseURL: `${service.baseUrl}/v1/instances/${service.instanceId}/session/${session}`, maxRetries: 0 });
+  // The session's head is the agent's answer to the output; continuing it names every turn so far.
+  const recalled = await openai.responses.create({ model: "m", input: "!recall" });
+  expect(recalled.output_text).toContain("!confirm Send the report to Ann");
+  // And by its id, which the emulator (as OpenAI) refuses while a call of it has no output.
+  const next = await openai.responses.create({ model: "m", previous_response_id: recalled.id, input: "thanks" });
+  expect(next.output_text).toBe("You said: thanks");
 });
