@@ -50,6 +50,30 @@ function held<T>() {
 const settledNow = async <T>(p: Promise<T>): Promise<T | "pending"> => Promise.race([p, new Promise<"pending">((r) => setImmediate(() => r("pending")))]);
 
 describe("SlackEventHandler", () => {
+  it("a tap (block_actions) is handed over once, even when Socket Mode sends its envelope again, and acknowledged within the budget", async () => {
+    const journal = held<AcceptOutcome | undefined>();
+    const { clock, events, taken } = handler(() => journal.promise);
+    const tap = {
+      type: "block_actions",
+      user: { id: "U1", name: "ann" },
+      container: { channel_id: "D1", message_ts: "1700000000.000200" },
+      trigger_id: "123.abc",
+      response_url: "http://127.0.0.1:9/unused",
+      actions: [{ action_id: "q:qid1:2", action_ts: "1700000001.000300" }],
+    };
+    const first = events.handleAction(tap);
+    const again = events.handleAction(tap);
+    clock.advance(ACK_WITHIN_MS);
+    expect(await first).toBe("ack");
+    expect(await again).toBe("ack");
+    expect(taken).toHaveLength(1);
+    expect(taken[0]).toMatchObject({ chatId: "D1", chatType: "direct", text: "2", answers: { questionId: "qid1" }, messageId: "act-123.abc" });
+    journal.resolve({ status: "accepted", acknowledge: true });
+    // Not a tap on the bridge's buttons: acknowledged, nothing handed over.
+    expect(await events.handleAction({ ...tap, trigger_id: "9.x", actions: [{ action_id: "someone_elses" }] })).toBe("ack");
+    expect(taken).toHaveLength(1);
+  });
+
   it("acknowledges as soon as the core has the message", async () => {
     const { events, taken } = handler(async () => ({ status: "accepted", acknowledge: true }) as const);
     expect(await events.handle(callback("Ev1"))).toBe("ack");
