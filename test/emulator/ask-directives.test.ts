@@ -5,7 +5,8 @@
  * as the call's output on the same chain.
  */
 import OpenAI, { BadRequestError } from "openai";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { forThisTest } from "../helpers/for-this-test.js";
 import { runningInstance, signupOrg, startEmulator, type TestEmulator } from "../helpers/emulator.js";
 
 const CHOICE = {
@@ -27,12 +28,9 @@ const CONFIRM = {
 };
 
 let t: TestEmulator;
-afterEach(async () => {
-  await t?.close();
-});
 
 async function client(): Promise<OpenAI> {
-  t = await startEmulator();
+  t = forThisTest(await startEmulator());
   const url = await t.emulator.listen();
   const org = await signupOrg(t.app);
   const instance = await runningInstance(t, org);
