@@ -89,8 +89,8 @@ export interface FakeMatrix {
   members(roomId: string): string[];
   /** Typing notifications received, in order. */
   typing: { roomId: string; userId: string; typing: boolean }[];
-  /** Every request, method and path (no query), in order. */
-  requests: { method: string; path: string; user: string | undefined }[];
+  /** Every request, method and path (no query), when (epoch ms), and whether a rate limit answered it, in order. */
+  requests: { method: string; path: string; user: string | undefined; at: number; limited?: true }[];
   /** Uploaded media by mxc URI. */
   media(mxc: string): Media | undefined;
   /** The next `count` requests whose path contains `pathPart` answer 429 `M_LIMIT_EXCEEDED`. */
@@ -337,12 +337,14 @@ export async function createFakeMatrix(options: { serverName?: string } = {}): P
       const auth = req.headers.authorization;
       const token = auth?.startsWith("Bearer ") ? auth.slice(7) : url.searchParams.get("access_token");
       const user = token ? byToken.get(token) : undefined;
-      requests.push({ method, path, user: user?.userId });
+      const record: FakeMatrix["requests"][number] = { method, path, user: user?.userId, at: Date.now() };
+      requests.push(record);
       if (!token) throw new MatrixHttpError(401, "M_MISSING_TOKEN", "Missing access token");
       if (!user) throw new MatrixHttpError(401, "M_UNKNOWN_TOKEN", "Unrecognised access token", { soft_logout: false });
       const limit = limits.find((l) => l.count > 0 && path.includes(l.pathPart));
       if (limit) {
         limit.count--;
+        record.limited = true;
         res.setHeader("retry-after", String(Math.ceil(limit.retryAfterMs / 1000)));
         throw new MatrixHttpError(429, "M_LIMIT_EXCEEDED", "Too many requests", { retry_after_ms: limit.retryAfterMs });
       }

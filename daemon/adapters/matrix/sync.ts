@@ -126,10 +126,8 @@ export class Syncer {
     );
     const rooms = await Promise.all(joined.map(([roomId, room]) => this.#room(roomId, eventsOf(room.timeline), bot, sink, signal)));
     const complete = [...invites, ...rooms].every(Boolean);
-    if (complete) {
-      await this.#deps.state.set(SINCE_KEY, answer.next_batch);
-      this.#recent.clear();
-    }
+    // Kept past the token too: a server may deliver an event again in a later answer.
+    if (complete) await this.#deps.state.set(SINCE_KEY, answer.next_batch);
     return complete;
   }
 
