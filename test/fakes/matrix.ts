@@ -97,6 +97,10 @@ export interface FakeMatrix {
   rateLimit(pathPart: string, count: number, retryAfterMs: number): void;
   /** The next `/sync` answered to `userId` is cut off: its connection is destroyed, no answer. */
   dropNextSync(userId: string): void;
+  /** The stream position now (what a `next_batch` of `s<position>` names). */
+  position(): number;
+  /** Holds every authenticated media download until `release` (a test kills the bot meanwhile); `arrived` counts the held ones. */
+  holdDownloads(): { arrived(): number; release(): void };
   /** Event `eventId` comes again in the next `/sync` answer to `userId` (a server may repeat: clients must drop duplicates). */
   repeat(userId: string, eventId: string): void;
   close(): Promise<void>;
@@ -128,6 +132,7 @@ export async function createFakeMatrix(options: { serverName?: string } = {}): P
   const mediaStore = new Map<string, Media>();
   const limits: { pathPart: string; count: number; retryAfterMs: number }[] = [];
   const drops = new Set<string>();
+  let held: { count: number; gate: Promise<void>; open(): void } | undefined;
   const repeats = new Map<string, string[]>();
   const waiters = new Set<() => void>();
   const sockets = new Set<Socket>();
@@ -442,6 +447,10 @@ export async function createFakeMatrix(options: { serverName?: string } = {}): P
       if (method === "GET" && path === "/_matrix/client/v1/media/config") return json(res, 200, { "m.upload.size": MAX_UPLOAD_BYTES });
       m = method === "GET" ? p(/^\/_matrix\/client\/v1\/media\/download\/([^/]+)\/([^/]+)(?:\/[^/]+)?$/) : undefined;
       if (m) {
+        if (held) {
+          held.count++;
+          await held.gate;
+        }
         const media = mediaStore.get(`mxc://${m[0]}/${m[1]}`);
         if (!media) throw new MatrixHttpError(404, "M_NOT_FOUND", "Not found");
         res.writeHead(200, {
@@ -518,6 +527,22 @@ export async function createFakeMatrix(options: { serverName?: string } = {}): P
     media: (mxc) => mediaStore.get(mxc),
     rateLimit: (pathPart, count, retryAfterMs) => void limits.push({ pathPart, count, retryAfterMs }),
     dropNextSync: (userId) => void drops.add(userId),
+    position: () => pos,
+    holdDownloads() {
+      let open = () => {};
+      const gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      const hold = { count: 0, gate, open };
+      held = hold;
+      return {
+        arrived: () => hold.count,
+        release() {
+          if (held === hold) held = undefined;
+          hold.open();
+        },
+      };
+    },
     repeat: (userId, eventId) => void repeats.set(userId, [...(repeats.get(userId) ?? []), eventId]),
     async close() {
       wake();
