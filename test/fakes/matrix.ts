@@ -74,7 +74,7 @@ export interface FakeMatrix {
   url: string;
   serverName: string;
   /** A user of this server with an access token; returns the token. */
-  register(localpart: string, displayName?: string): { userId: string; token: string };
+  register(localpart: string, displayName?: string): { userId: string; token: string; deviceId: string };
   createRoom(creator: string, options?: RoomOptions): string;
   invite(roomId: string, inviter: string, userId: string, options?: { direct?: boolean }): void;
   /** Adds an event as `sender` (a person's client would send it): the same path as `PUT send`. */
@@ -137,6 +137,13 @@ export async function createFakeMatrix(options: { serverName?: string } = {}): P
   const waiters = new Set<() => void>();
   const sockets = new Set<Socket>();
   const typing: FakeMatrix["typing"] = [];
+  /** End-to-end keys (spec: "End-to-end encryption"): device keys, one-time and fallback keys, to-device messages. */
+  const deviceKeys = new Map<string, Map<string, unknown>>();
+  const oneTimeKeys = new Map<string, Map<string, unknown>>();
+  const fallbackKeys = new Map<string, Map<string, unknown>>();
+  const toDevice: { pos: number; userId: string; deviceId: string; event: { type: string; sender: string; content: unknown } }[] = [];
+  const keyChanges: { pos: number; userId: string }[] = [];
+  const filters = new Map<string, unknown>();
   const requests: FakeMatrix["requests"] = [];
   let pos = 0;
   let counter = 0;
@@ -188,7 +195,7 @@ export async function createFakeMatrix(options: { serverName?: string } = {}): P
     };
     users.set(userId, user);
     byToken.set(token, user);
-    return { userId, token };
+    return { userId, token, deviceId: user.deviceId };
   }
 
   function invite(roomId: string, inviter: string, userId: string, opts: { direct?: boolean } = {}) {
@@ -275,10 +282,20 @@ export async function createFakeMatrix(options: { serverName?: string } = {}): P
       join[roomId] = { timeline: { events: timeline.map(clientEvent), limited, prev_batch: `t${first}` }, state: { events: state } };
     }
     const accountData = [...user.accountData.entries()].filter(([, v]) => v.pos > since).map(([type, v]) => ({ type, content: v.content }));
-    const empty = Object.keys(join).length === 0 && Object.keys(inviteRooms).length === 0 && accountData.length === 0;
+    const toMe = toDevice.filter((t) => t.pos > since && t.userId === user.userId && t.deviceId === user.deviceId).map((t) => t.event);
+    const changed = since > 0 ? [...new Set(keyChanges.filter((k) => k.pos > since).map((k) => k.userId))] : [];
+    const empty =
+      Object.keys(join).length === 0 && Object.keys(inviteRooms).length === 0 && accountData.length === 0 && toMe.length === 0 && changed.length === 0;
     return {
       empty,
-      body: { next_batch: `s${pos}`, rooms: { join, invite: inviteRooms, leave: {} }, account_data: { events: accountData }, to_device: { events: [] } },
+      body: {
+        next_batch: `s${pos}`,
+        rooms: { join, invite: inviteRooms, leave: {} },
+        account_data: { events: accountData },
+        to_device: { events: toMe },
+        device_lists: { changed, left: [] },
+        device_one_time_keys_count: { signed_curve25519: oneTimeKeys.get(`${user.userId}|${user.deviceId}`)?.size ?? 0 },
+      },
     };
   }
 
@@ -333,6 +350,51 @@ export async function createFakeMatrix(options: { serverName?: string } = {}): P
     return event.event_id;
   }
 
+  function uploadKeys(user: User, body: Record<string, unknown>) {
+    const device = `${user.userId}|${user.deviceId}`;
+    if (body.device_keys) {
+      const mine = deviceKeys.get(user.userId) ?? new Map<string, unknown>();
+      mine.set(user.deviceId, body.device_keys);
+      deviceKeys.set(user.userId, mine);
+      keyChanges.push({ pos: ++pos, userId: user.userId });
+    }
+    const otks = oneTimeKeys.get(device) ?? new Map<string, unknown>();
+    for (const [id, key] of Object.entries((body.one_time_keys ?? {}) as Record<string, unknown>)) otks.set(id, key);
+    oneTimeKeys.set(device, otks);
+    const fallbacks = (body.fallback_keys ?? body["org.matrix.msc2732.fallback_keys"]) as Record<string, unknown> | undefined;
+    if (fallbacks) fallbackKeys.set(device, new Map(Object.entries(fallbacks)));
+    return { one_time_key_counts: { signed_curve25519: otks.size } };
+  }
+
+  function queryKeys(body: Record<string, unknown>) {
+    const wanted = (body.device_keys ?? {}) as Record<string, string[]>;
+    const device_keys: Record<string, Record<string, unknown>> = {};
+    for (const [userId, devices] of Object.entries(wanted)) {
+      const known = deviceKeys.get(userId) ?? new Map<string, unknown>();
+      device_keys[userId] = Object.fromEntries([...known.entries()].filter(([id]) => devices.length === 0 || devices.includes(id)));
+    }
+    return { device_keys, failures: {}, master_keys: {}, self_signing_keys: {}, user_signing_keys: {} };
+  }
+
+  /** One one-time key per device asked for, used up; the fallback key when none is left. */
+  function claimKeys(body: Record<string, unknown>) {
+    const wanted = (body.one_time_keys ?? {}) as Record<string, Record<string, string>>;
+    const one_time_keys: Record<string, Record<string, Record<string, unknown>>> = {};
+    for (const [userId, devices] of Object.entries(wanted)) {
+      for (const [deviceId, algorithm] of Object.entries(devices)) {
+        const device = `${userId}|${deviceId}`;
+        const otks = oneTimeKeys.get(device);
+        const id = [...(otks?.keys() ?? [])].find((k) => k.startsWith(`${algorithm}:`));
+        const fallback = [...(fallbackKeys.get(device)?.entries() ?? [])].find(([k]) => k.startsWith(`${algorithm}:`));
+        const claimed = id !== undefined ? ([id, otks?.get(id)] as const) : fallback;
+        if (id !== undefined) otks?.delete(id);
+        if (!claimed) continue;
+        one_time_keys[userId] = { ...(one_time_keys[userId] ?? {}), [deviceId]: { [claimed[0]]: claimed[1] } };
+      }
+    }
+    return { one_time_keys, failures: {} };
+  }
+
   async function route(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? "/", "http://fake");
     const path = url.pathname;
@@ -363,11 +425,54 @@ export async function createFakeMatrix(options: { serverName?: string } = {}): P
       if (method === "GET" && path === "/_matrix/client/v3/account/whoami")
         return json(res, 200, { user_id: user.userId, device_id: user.deviceId, is_guest: false });
       if (method === "GET" && path === "/_matrix/client/v3/sync") return await sync(user, url, req, res);
+      if (method === "GET" && path === "/_matrix/client/v3/pushrules/")
+        return json(res, 200, { global: { override: [], content: [], room: [], sender: [], underride: [] } });
+      if (method === "GET" && path === "/_matrix/client/v3/capabilities") return json(res, 200, { capabilities: {} });
+      // No key backup on this server (spec: 404 M_NOT_FOUND).
+      if (method === "GET" && path === "/_matrix/client/v3/room_keys/version") throw new MatrixHttpError(404, "M_NOT_FOUND", "No current backup version");
+      if (method === "POST" && path === "/_matrix/client/v3/keys/upload") return json(res, 200, uploadKeys(user, parseJson(body)));
+      if (method === "POST" && path === "/_matrix/client/v3/keys/query") return json(res, 200, queryKeys(parseJson(body)));
+      if (method === "POST" && path === "/_matrix/client/v3/keys/claim") return json(res, 200, claimKeys(parseJson(body)));
       m = method === "GET" ? p(/^\/_matrix\/client\/v3\/profile\/([^/]+)(?:\/(displayname))?$/) : undefined;
       if (m) {
         const who = users.get(m[0] ?? "");
         if (!who) throw new MatrixHttpError(404, "M_NOT_FOUND", "Profile not found");
         return json(res, 200, { displayname: who.displayName });
+      }
+      m = method === "PUT" ? p(/^\/_matrix\/client\/v3\/sendToDevice\/([^/]+)\/([^/]+)$/) : undefined;
+      if (m) {
+        const [type = "", txnId = ""] = m;
+        const key = `${user.token}\u0000toDevice\u0000${txnId}`;
+        if (!txns.has(key)) {
+          txns.set(key, "sent");
+          const messages = (parseJson(body).messages ?? {}) as Record<string, Record<string, unknown>>;
+          for (const [userId, devices] of Object.entries(messages)) {
+            for (const [deviceId, content] of Object.entries(devices)) {
+              const targets = deviceId === "*" ? [...(deviceKeys.get(userId)?.keys() ?? [])] : [deviceId];
+              for (const target of targets) toDevice.push({ pos: ++pos, userId, deviceId: target, event: { type, sender: user.userId, content } });
+            }
+          }
+          wake();
+        }
+        return json(res, 200, {});
+      }
+      m = method === "POST" ? p(/^\/_matrix\/client\/v3\/user\/([^/]+)\/filter$/) : undefined;
+      if (m) {
+        const id = String(filters.size + 1);
+        filters.set(id, parseJson(body));
+        return json(res, 200, { filter_id: id });
+      }
+      m = method === "GET" ? p(/^\/_matrix\/client\/v3\/user\/([^/]+)\/filter\/([^/]+)$/) : undefined;
+      if (m) {
+        const filter = filters.get(m[1] ?? "");
+        if (!filter) throw new MatrixHttpError(404, "M_NOT_FOUND", "No such filter");
+        return json(res, 200, filter);
+      }
+      m = method === "GET" ? p(/^\/_matrix\/client\/v3\/rooms\/([^/]+)\/members$/) : undefined;
+      if (m) {
+        const roomId = m[0] ?? "";
+        if (memberOf(roomId, user.userId) !== "join") throw new MatrixHttpError(403, "M_FORBIDDEN", "Not in room");
+        return json(res, 200, { chunk: stateBefore(roomId, pos + 1).filter((e) => e.type === "m.room.member") });
       }
       m = method === "PUT" ? p(/^\/_matrix\/client\/v3\/rooms\/([^/]+)\/send\/([^/]+)\/([^/]+)$/) : undefined;
       if (m) {

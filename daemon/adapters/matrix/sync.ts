@@ -104,7 +104,9 @@ export class Syncer {
   /** One long poll; throws when it fails (or is aborted by stop). The first ever skips room history (limit 0). */
   async fetch(signal: AbortSignal): Promise<SyncAnswer> {
     const since = this.since;
-    const filter = since === undefined ? { room: { timeline: { limit: 0 } }, presence: { not_types: ["*"] } } : { presence: { not_types: ["*"] } };
+    // Members' state only for senders seen (lazy loading), no presence: a bot needs neither.
+    const room = { state: { lazy_load_members: true }, ...(since === undefined ? { timeline: { limit: 0 } } : {}) };
+    const filter = { room, presence: { not_types: ["*"] } };
     const params: Record<string, string> = { timeout: String(since === undefined ? 0 : this.#deps.pollTimeoutMs), filter: JSON.stringify(filter) };
     if (since !== undefined) params.since = since;
     const raw = await this.#deps.client.http.authedRequest<unknown>(

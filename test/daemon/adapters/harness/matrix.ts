@@ -16,9 +16,15 @@ import { type Feature, type HarnessFactory, logCollector } from "./harness.js";
 export const features: readonly Feature[] = ["group", "thread", "edits", "files", "reactions"];
 
 /** A person's client: matrix-js-sdk, logging nothing. */
-export function personClient(fake: FakeMatrix, person: { userId: string; token: string }): MatrixClient {
+export function personClient(fake: FakeMatrix, person: { userId: string; token: string; deviceId?: string }): MatrixClient {
   const quiet = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, getChild: () => quiet };
-  return createClient({ baseUrl: fake.url, accessToken: person.token, userId: person.userId, logger: quiet });
+  return createClient({
+    baseUrl: fake.url,
+    accessToken: person.token,
+    userId: person.userId,
+    ...(person.deviceId ? { deviceId: person.deviceId } : {}),
+    logger: quiet,
+  });
 }
 
 /** A message content as a person's client sends it (the SDK's content types are stricter than the spec's JSON). */
