@@ -3,11 +3,13 @@
  * the daemon's adapter (built from its config) syncs it, the core journals, queues and relays it
  * to the emulator over real HTTP, and the fake model's answer comes back as a message streamed by
  * edits (`m.replace`) at the configured pace; in groups only when mentioned, as a Matrix reply,
- * with the acknowledgement reaction; a repeated delivery is answered once.
+ * with the acknowledgement reaction; a repeated delivery is answered once; a voice message is
+ * answered from its transcript.
  */
 import type { MatrixClient } from "matrix-js-sdk";
 import { beforeAll, expect, it } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
+import { transcriptionSchema } from "../../daemon/vocabulary/config-fields.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeMatrix, type FakeMatrix } from "../fakes/matrix.js";
 import { openServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
@@ -43,7 +45,9 @@ beforeAll(async () => {
     groupContext: { enabled: false },
     access: { users: [alice.userId], groups: { [group]: {} } },
   });
-  daemon = createDaemon({ config, clock: createSteppableClock(), random: seededRandom(7) });
+  // Voice messages transcribed by the emulator's fake gateway (its speech-to-text endpoint hears a text file as its text).
+  const transcription = transcriptionSchema.parse({ kind: "openai", url: `${service.emulator.emulator.gateway.url}/v1`, maxBytes: 1000, maxSeconds: 120 });
+  daemon = createDaemon({ config: { ...config, transcription }, clock: createSteppableClock(), random: seededRandom(7) });
   await daemon.start();
   await waitUntil(() => fake.members(dm).includes(bot.userId) && fake.members(group).includes(bot.userId), "the bot in both rooms");
   return async () => {
@@ -99,4 +103,24 @@ it("answers a message the homeserver delivers twice only once", async () => {
   await waitUntil(() => shownIn(dm).includes("You said: and then this"), "the next answer", 20_000);
   await daemon.whenIdle();
   expect(shownIn(dm).filter((b) => b === "You said: say it once")).toHaveLength(1);
+});
+
+it("answers a voice message from its transcript", async () => {
+  const audio = Buffer.from("remind me to water the plants");
+  const upload = await person.uploadContent(audio, { name: "Voice message.ogg", type: "audio/ogg" });
+  await say(person, dm, {
+    msgtype: "m.audio",
+    body: "Voice message.ogg",
+    url: upload.content_uri,
+    info: { mimetype: "audio/ogg", size: audio.length, duration: 3000 },
+    "org.matrix.msc1767.audio": { duration: 3000 },
+    "org.matrix.msc3245.voice": {},
+  });
+  const reply = await waitUntil(
+    () => shownIn(dm).find((b) => b.includes("Transcript of") && b.includes("water the plants")),
+    "the answer from the transcript",
+    20_000,
+  );
+  expect(reply).toContain(`Transcript of the person's voice note "Voice message.ogg"`);
+  expect(reply).toContain("remind me to water the plants");
 });
