@@ -279,6 +279,9 @@ describe("rooms, mentions, replies and threads", () => {
 
     await s.adapter.sendTyping(message);
     expect(fake.typing.at(-1)).toEqual({ roomId: dm, userId: bot.userId, typing: true });
+    // A reply sent ends the bot's typing notification (the homeserver would show it until its timeout).
+    await s.adapter.send(message, "done", { format: "plain" });
+    await waitUntil(() => fake.typing.at(-1)?.typing === false, "typing ended");
     await s.adapter.reactions?.react(message, message.messageId, "👀", { remove: false });
     expect(fake.reactions(dm, message.messageId, bot.userId)).toEqual(["👀"]);
   });

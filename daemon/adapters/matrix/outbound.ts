@@ -98,7 +98,10 @@ export function createMatrixOutbound(deps: OutboundDeps) {
     const relation = relationFor(target);
     // No one is pinged by the bot's replies (`m.mentions` empty: v1.7 intentional mentions).
     const content = { ...render(text, options.format), "m.mentions": {}, ...(relation ? { "m.relates_to": relation } : {}) };
-    return { messageId: await sendEvent("send", target.chatId, "m.room.message", content) };
+    const messageId = await sendEvent("send", target.chatId, "m.room.message", content);
+    // Homeservers do not end a typing notification when the user sends: the bot ends its own (a streamed preview keeps it).
+    if (options.final !== false) void setTyping(target.chatId, false);
+    return { messageId };
   }
 
   async function edit(target: ChatTarget, messageId: string, text: string, options: SendOptions): Promise<void> {
@@ -115,6 +118,7 @@ export function createMatrixOutbound(deps: OutboundDeps) {
       "m.relates_to": { rel_type: "m.replace", event_id: messageId },
     };
     await sendEvent("edit", target.chatId, "m.room.message", content);
+    if (options.final === true) void setTyping(target.chatId, false);
   }
 
   async function react(target: ChatTarget, messageId: string, emoji: string, { remove }: { remove: boolean }): Promise<void> {
@@ -152,16 +156,17 @@ export function createMatrixOutbound(deps: OutboundDeps) {
     }
   }
 
-  async function sendTyping(target: ChatTarget): Promise<void> {
+  /** Best effort, never throws. */
+  async function setTyping(roomId: string, typing: boolean): Promise<void> {
     try {
-      await client.http.authedRequest(Method.Put, `/rooms/${enc(target.chatId)}/typing/${enc(userId)}`, undefined, {
-        typing: true,
-        timeout: TYPING_TIMEOUT_MS,
-      });
+      const body = typing ? { typing, timeout: TYPING_TIMEOUT_MS } : { typing };
+      await client.http.authedRequest(Method.Put, `/rooms/${enc(roomId)}/typing/${enc(userId)}`, undefined, body);
     } catch (error) {
       log.debug({ err: describe(error, scrub) }, "matrix typing notification failed");
     }
   }
+
+  const sendTyping = (target: ChatTarget): Promise<void> => setTyping(target.chatId, true);
 
   async function sendFile(target: ChatTarget, file: OutboundFile): Promise<SendReceipt> {
     let mxc: string;
