@@ -201,13 +201,15 @@ describe("the sync token", () => {
     const s = await start();
     const room = await directRoom();
     fake.rateLimit("/sync", 1, 1200);
+    const syncs = () => fake.requests.filter((r) => r.user === bot.userId && r.path.endsWith("/sync"));
+    // The long poll under way ends on this message; the next one is refused.
+    await say(person, room, { msgtype: "m.text", body: "before the limit" });
+    await waitUntil(() => syncs().some((r) => r.limited), "a rate-limited sync");
     await say(person, room, { msgtype: "m.text", body: "after the limit" });
     await arrived(s, "after the limit");
-    const syncs = fake.requests.filter((r) => r.user === bot.userId && r.path.endsWith("/sync"));
-    const limited = syncs.findIndex((r) => r.limited);
-    expect(limited).toBeGreaterThanOrEqual(0);
+    const limited = syncs().findIndex((r) => r.limited);
     // The next sync waited: the SDK reads Retry-After (whole seconds: 2) over retry_after_ms (1200).
-    expect((syncs[limited + 1]?.at ?? 0) - (syncs[limited]?.at ?? 0)).toBeGreaterThanOrEqual(1200);
+    expect((syncs()[limited + 1]?.at ?? 0) - (syncs()[limited]?.at ?? 0)).toBeGreaterThanOrEqual(1200);
     expect(s.logs()).toContain("matrix sync rate-limited; waiting");
   });
 });
