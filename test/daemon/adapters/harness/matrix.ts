@@ -3,7 +3,7 @@
  * the person on the other side a matrix-js-sdk client of their own (the library a person's
  * client uses), in a direct room and a group room they invited the bot to.
  */
-import { createClient, type MatrixClient } from "matrix-js-sdk";
+import { MatrixClient, MemoryStore } from "matrix-js-sdk";
 import pino from "pino";
 import type { MatrixChannelConfig } from "../../../../daemon/adapters/matrix/config.js";
 import { createMatrixAdapter } from "../../../../daemon/adapters/matrix/index.js";
@@ -18,7 +18,9 @@ export const features: readonly Feature[] = ["group", "thread", "edits", "files"
 /** A person's client: matrix-js-sdk, logging nothing. */
 export function personClient(fake: FakeMatrix, person: { userId: string; token: string; deviceId?: string }): MatrixClient {
   const quiet = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, getChild: () => quiet };
-  return createClient({
+  // No event scheduler (it logs to the console, and retries are not what these tests are about).
+  return new MatrixClient({
+    store: new MemoryStore(),
     baseUrl: fake.url,
     accessToken: person.token,
     userId: person.userId,
