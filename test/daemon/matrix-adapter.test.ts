@@ -263,6 +263,19 @@ describe("rooms, mentions, replies and threads", () => {
     expect(plain.event.content["m.relates_to"]).toBeUndefined();
   });
 
+  it("takes a thread marked the way clients did before v1.4 (io.element.thread) as the same thread", async () => {
+    const s = await start();
+    const group = await groupRoom();
+    const root = await say(person, group, { msgtype: "m.text", body: "old thread root" });
+    fake.inject(group, alice.userId, "m.room.message", {
+      msgtype: "m.text",
+      body: "Bridge Bot: from an older client",
+      "m.mentions": { user_ids: [bot.userId] },
+      "m.relates_to": { rel_type: "io.element.thread", event_id: root, is_falling_back: true, "m.in_reply_to": { event_id: root } },
+    });
+    expect(await arrived(s, "from an older client")).toMatchObject({ threadId: root, mentioned: true });
+  });
+
   it("edits by m.replace, reports a rate-limited send with its wait, shows typing and sets its reaction as an annotation", async () => {
     const s = await start();
     const dm = await directRoom();

@@ -107,6 +107,7 @@ export interface FakeMatrix {
 }
 
 const MAX_EVENT_BYTES = 65_536;
+const SPEC_VERSIONS = ["r0.5.0", "r0.6.0", "r0.6.1", ...Array.from({ length: 11 }, (_, i) => `v1.${i + 1}`)];
 const MAX_UPLOAD_BYTES = 50 * 1024 * 1024;
 
 class MatrixHttpError extends Error {
@@ -400,7 +401,8 @@ export async function createFakeMatrix(options: { serverName?: string } = {}): P
     const path = url.pathname;
     const method = req.method ?? "GET";
     try {
-      if (path === "/_matrix/client/versions") return json(res, 200, { versions: ["v1.9", "v1.10", "v1.11"], unstable_features: {} });
+      // Every version it speaks, as Synapse lists them (clients test for the one a feature came in: threads v1.4).
+      if (path === "/_matrix/client/versions") return json(res, 200, { versions: SPEC_VERSIONS, unstable_features: {} });
       const auth = req.headers.authorization;
       const token = auth?.startsWith("Bearer ") ? auth.slice(7) : url.searchParams.get("access_token");
       const user = token ? byToken.get(token) : undefined;

@@ -68,6 +68,9 @@ export interface Translated {
   files: MatrixFileRef[];
 }
 
+/** A thread: the spec's name (v1.4), and the one clients used before it (MSC3440), still sent where a client thinks the server predates v1.4. */
+const THREAD_RELATIONS: ReadonlySet<string> = new Set(["m.thread", "io.element.thread"]);
+
 const KIND_OF_MSGTYPE: Record<string, InboundAttachment["kind"]> = {
   "m.image": "photo",
   "m.audio": "audio",
@@ -87,7 +90,7 @@ export function translateMessage(event: RoomEvent, room: { roomId: string; direc
   const caption = file && content.filename !== undefined && content.filename !== content.body ? content.body : "";
   const said = file ? caption : stripReplyFallback(content.body, relation?.["m.in_reply_to"] !== undefined);
   const text = content.msgtype === "m.emote" ? `* ${said}` : said;
-  const threadId = relation?.rel_type === "m.thread" ? relation.event_id : undefined;
+  const threadId = relation?.rel_type !== undefined && THREAD_RELATIONS.has(relation.rel_type) ? relation.event_id : undefined;
   const message: InboundMessage = {
     platform: "matrix",
     accountId,
