@@ -8,7 +8,7 @@
  */
 import type { MatrixClient } from "matrix-js-sdk";
 import pino from "pino";
-import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { type MatrixChannelConfig, matrixChannelSchema } from "../../daemon/adapters/matrix/config.js";
 import { createMatrixAdapter, ENCRYPTED_NOTICE } from "../../daemon/adapters/matrix/index.js";
 import { SINCE_KEY } from "../../daemon/adapters/matrix/sync.js";
@@ -25,7 +25,6 @@ let bot: { userId: string; token: string };
 let alice: { userId: string; token: string };
 let mallory: { userId: string; token: string };
 let person: MatrixClient;
-const running: ChatAdapter[] = [];
 
 beforeAll(async () => {
   fake = await createFakeMatrix();
@@ -34,9 +33,6 @@ beforeAll(async () => {
   mallory = fake.register("mallory", "Mallory");
   person = personClient(fake, alice);
   return () => fake.close();
-});
-afterEach(async () => {
-  for (const adapter of running.splice(0)) await adapter.stop();
 });
 
 interface Started {
@@ -88,7 +84,7 @@ async function start(
     },
     status: (event) => void statuses.push(event),
   });
-  running.push(adapter);
+  onTestFinished(() => adapter.stop());
   await adapter.start(sink);
   return { adapter, received, offered, statuses, state, logs: logs.text };
 }
