@@ -7,7 +7,6 @@
  */
 import type { PairingCommand } from "../daemon/pairing-command.js";
 // The platforms' names only (no schema, no library): `--help` stays instant.
-import { platformList } from "../daemon/adapters/platform-names.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
@@ -72,11 +71,11 @@ export interface ProgramIO {
  * The command tree. Each action resolves with the exit code it wants;
  * `onExit` receives it (the binary passes it to `process.exit`).
  */
-export function createProgram(onExit: (code: number) => void, io?: ProgramIO): Command {
+export function createProgram(onExit: (code: number) => void, io?: ProgramIO, platforms?: string): Command {
   const version = packageVersion();
   const program = new Command("agent-bridge");
   program
-    .description(`Bridge chat apps (${platformList()}) to hosted AI-agent instances, and emulate the hosting service locally.`)
+    .description(`Bridge chat apps${platforms ? ` (${platforms})` : ""} to hosted AI-agent instances, and emulate the hosting service locally.`)
     .version(version, "-V, --version", "print the version")
     .helpOption("-h, --help", "show this help")
     .helpCommand(false)
@@ -299,7 +298,10 @@ export function createProgram(onExit: (code: number) => void, io?: ProgramIO): C
 /** Parses `argv` (without node and script) and runs; resolves with the exit code. */
 export async function main(argv: string[], io?: ProgramIO): Promise<number> {
   let code: number | undefined;
-  const program = createProgram((c) => (code = c), io);
+  // The platforms' names are read from the registry only for the help that shows them, so other commands start without it.
+  const help = argv.length === 0 || argv[0] === "-h" || argv[0] === "--help";
+  const platforms = help ? (await import("../daemon/adapters/platform-names.js")).platformList() : undefined;
+  const program = createProgram((c) => (code = c), io, platforms);
   try {
     await program.parseAsync(argv, { from: "user" });
   } catch (error) {

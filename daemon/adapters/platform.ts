@@ -85,6 +85,8 @@ export interface UserIdRules {
 export interface PlatformSpec<T extends string, S extends z.ZodType<ParsedChannel & { type: T }>, C extends FinalChannel & { type: T }> {
   /** The channel `type` in the config. */
   type: T;
+  /** How a person names the platform (`--help`, the console): "Telegram", "WhatsApp". */
+  name: string;
   /** The libraries the adapter module imports (a test keeps them equal to package.json's optional peer dependencies). Default none. */
   libraries?: PlatformLibraries;
   /** Its user ids' own spellings (default: none beyond the common rule). */
@@ -128,6 +130,7 @@ export interface Platform<
   C extends FinalChannel & { type: T } = FinalChannel & { type: T },
 > {
   readonly type: T;
+  readonly name: string;
   readonly libraries: PlatformLibraries;
   readonly users: UserIdRules;
   readonly secretHeaders: readonly string[];
@@ -149,6 +152,7 @@ export function definePlatform<T extends string, S extends z.ZodType<ParsedChann
   const finalHere = (channel: FinalChannel): channel is C => channel.type === spec.type;
   return {
     type: spec.type,
+    name: spec.name,
     libraries: spec.libraries ?? {},
     users: spec.users ?? { normalize: (id) => id },
     secretHeaders: spec.secretHeaders ?? [],

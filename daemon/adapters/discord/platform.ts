@@ -36,6 +36,7 @@ const loadAdapter = () => loadAdapterModule({ type: "discord", libraries }, () =
 
 export const discordPlatform = definePlatform({
   type: "discord",
+  name: "Discord",
   libraries,
   schema: discordChannelSchema,
   finalize: (channel, { id }): DiscordChannelConfig => ({ ...channel, id }),

@@ -59,6 +59,7 @@ const loadAdapter = () => loadAdapterModule({ type: "matrix", libraries }, () =>
 
 export const matrixPlatform = definePlatform({
   type: "matrix",
+  name: "Matrix",
   libraries,
   schema: matrixChannelSchema,
   finalize: (channel, { id }): MatrixChannelConfig => ({ ...channel, id }),

@@ -82,6 +82,7 @@ const loadAdapter = () => loadAdapterModule({ type: "slack", libraries }, () => 
 
 export const slackPlatform = definePlatform({
   type: "slack",
+  name: "Slack",
   libraries,
   schema: slackChannelSchema,
   finalize: (channel, { id }): SlackChannelConfig => ({ ...channel, id }),

@@ -46,6 +46,7 @@ const loadAdapter = () => loadAdapterModule({ type: "telegram", libraries }, () 
 
 export const telegramPlatform = definePlatform({
   type: "telegram",
+  name: "Telegram",
   libraries,
   // A webhook's secret comes in this header.
   secretHeaders: ["x-telegram-bot-api-secret-token"],

@@ -8,6 +8,7 @@ import { terminalChannelSchema, type TerminalChannelConfig } from "./config.js";
 
 export const terminalPlatform = definePlatform({
   type: "terminal",
+  name: "Terminal",
   // The process's own terminal: it cannot move to another node.
   machineBound: true,
   schema: terminalChannelSchema,

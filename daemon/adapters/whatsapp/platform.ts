@@ -74,6 +74,7 @@ const loadAdapter = () => loadAdapterModule({ type: "whatsapp", libraries }, () 
 
 export const whatsappPlatform = definePlatform({
   type: "whatsapp",
+  name: "WhatsApp",
   libraries,
   users: whatsappUserIds,
   schema: whatsappChannelSchema,
