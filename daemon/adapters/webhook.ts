@@ -34,6 +34,12 @@ export interface WebhookAnswer {
   readonly status: number;
   readonly headers?: Readonly<Record<string, string>>;
   readonly body?: string | Buffer;
+  /**
+   * Told once whether the answer was written out in full (true) or the connection closed
+   * first (false): for an answer that carries something the platform must not lose (a
+   * reply given in the HTTP response itself), so it can be sent another way instead.
+   */
+  readonly sent?: (written: boolean) => void;
 }
 
 export interface WebhookOptions {
@@ -154,5 +160,14 @@ async function serve(options: WebhookOptions, req: IncomingMessage, res: ServerR
 }
 
 function send(res: ServerResponse, answer: WebhookAnswer): void {
+  const { sent } = answer;
+  if (sent) {
+    // The connection went while the answer was being made: nothing will be written.
+    if (!res.socket || res.socket.destroyed) return void sent(false);
+    res.once("finish", () => sent(true));
+    res.once("close", () => {
+      if (!res.writableFinished) sent(false);
+    });
+  }
   res.writeHead(answer.status, answer.headers).end(answer.body);
 }
