@@ -25,6 +25,8 @@ export interface WebhookRequest {
   readonly query: URLSearchParams;
   readonly headers: IncomingHttpHeaders;
   readonly body: Buffer;
+  /** Aborted when the connection closes before the answer was written (the platform gave up waiting). */
+  readonly signal: AbortSignal;
   /** A header's value when it came once; undefined when absent or repeated. */
   header(name: string): string | undefined;
 }
@@ -148,7 +150,12 @@ async function serve(options: WebhookOptions, req: IncomingMessage, res: ServerR
     // Read no further.
     return void req.destroy();
   }
+  const gone = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) gone.abort();
+  });
   const request: WebhookRequest = {
+    signal: gone.signal,
     method,
     path: url.pathname,
     query: url.searchParams,

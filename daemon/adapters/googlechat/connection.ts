@@ -18,8 +18,8 @@ export interface EndpointDeps {
   config: Pick<GoogleChatChannelConfig, "http" | "audience_type" | "audience">;
   certs: CertSource;
   log: Logger;
-  /** One verified event body; resolves with what to answer. */
-  handle(body: unknown): Promise<WebhookAnswer>;
+  /** One verified event body; resolves with what to answer (`signal`: Chat closed the request). */
+  handle(body: unknown, signal: AbortSignal): Promise<WebhookAnswer>;
 }
 
 export function listenForChat(deps: EndpointDeps): Promise<WebhookEndpoint> {
@@ -40,7 +40,7 @@ export function listenForChat(deps: EndpointDeps): Promise<WebhookEndpoint> {
       if (!verdict.ok) return refuse(log, verdict.reason);
       const body = parseJsonBody(request.body);
       if (body === undefined) return textAnswer(400, "body is not JSON");
-      return deps.handle(body);
+      return deps.handle(body, request.signal);
     },
   });
 }

@@ -27,7 +27,8 @@ export interface ChatEventDeps {
 const EMPTY = jsonAnswer(200, {});
 const NOT_TAKEN = jsonAnswer(503, { error: "not taken; try again" });
 
-export async function handleChatEvent(deps: ChatEventDeps, body: unknown): Promise<WebhookAnswer> {
+/** One verified event body; `signal` aborts when Chat closed the request (its answer would reach nobody). */
+export async function handleChatEvent(deps: ChatEventDeps, body: unknown, signal?: AbortSignal): Promise<WebhookAnswer> {
   const parsed = ChatEvent.safeParse(body);
   if (!parsed.success) {
     deps.log.debug("google chat payload ignored (not an event this bridge reads)");
@@ -50,7 +51,8 @@ export async function handleChatEvent(deps: ChatEventDeps, body: unknown): Promi
     return NOT_TAKEN;
   }
   if (translation.kind === "tap" || outcome?.status !== "accepted" || !deps.replies) return EMPTY;
-  const answer = await deps.replies.wait(message.messageId);
+  const answer = await deps.replies.wait(message.messageId, signal);
+  if (signal?.aborted) deps.log.info({ chatId: message.chatId }, "google chat closed the request before the reply: it goes through the API");
   if (!answer) return EMPTY;
   return { ...jsonAnswer(200, answer.body), sent: answer.written };
 }

@@ -90,7 +90,7 @@ export function createGoogleChatAdapter(config: GoogleChatChannelConfig, deps: A
       sink.status({ state: "connected", detail: "taking events from the bridge's inbox" });
       return;
     }
-    endpoint = await listenForChat({ config, certs, log, handle: (body) => handleChatEvent(eventDeps(true), body) });
+    endpoint = await listenForChat({ config, certs, log, handle: (body, signal) => handleChatEvent(eventDeps(true), body, signal) });
     log.info({ url: `${endpoint.url}${config.http.path}` }, "google chat endpoint listening");
     options.onListening?.(endpoint.url);
     sink.status({ state: "connected" });

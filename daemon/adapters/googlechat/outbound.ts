@@ -156,17 +156,21 @@ export function createChatOutbound(deps: ChatOutboundDeps) {
 
 export type ChatOutbound = ReturnType<typeof createChatOutbound>;
 
-/** gRPC status codes a retry cannot change. */
-const PERMANENT = new Set([
-  3 /* INVALID_ARGUMENT */, 5 /* NOT_FOUND */, 7 /* PERMISSION_DENIED */, 9 /* FAILED_PRECONDITION */, 12 /* UNIMPLEMENTED */, 16 /* UNAUTHENTICATED */,
-]);
+/**
+ * Codes a retry cannot change: gRPC's (INVALID_ARGUMENT 3, NOT_FOUND 5, PERMISSION_DENIED 7,
+ * FAILED_PRECONDITION 9, UNIMPLEMENTED 12, UNAUTHENTICATED 16), and the HTTP statuses the REST
+ * mode reports in their place.
+ */
+const PERMANENT = new Set([3, 5, 7, 9, 12, 16, 400, 401, 403, 404, 501]);
+/** RESOURCE_EXHAUSTED (a quota), as gRPC and as HTTP name it. */
+const EXHAUSTED = new Set([8, 429]);
 
 /** Any failure of a Chat API call as the one `SendError`, its words redacted. */
 export function toSendError(what: string, error: unknown, redact: (text: string) => string): SendError {
   if (error instanceof SendError) return error;
   const code = codeOf(error);
   const message = redact(error instanceof Error ? error.message : String(error)).slice(0, 300);
-  const retryAfterMs = code === 8 ? retryDelayOf(error) : undefined;
+  const retryAfterMs = code !== undefined && EXHAUSTED.has(code) ? retryDelayOf(error) : undefined;
   return new SendError(`google chat ${what} failed${code !== undefined ? ` (code ${code})` : ""}: ${message}`, {
     permanent: code !== undefined && PERMANENT.has(code),
     ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),

@@ -40,15 +40,22 @@ export class SyncReplies {
     this.#windowMs = windowMs;
   }
 
-  /** Waits up to the window for a reply to `messageId`; undefined when none came (or the window is 0). */
-  wait(messageId: string): Promise<SyncAnswer | undefined> {
-    if (this.#windowMs <= 0 || this.#closed || this.#slots.has(messageId)) return Promise.resolve(undefined);
+  /**
+   * Waits up to the window for a reply to `messageId`; undefined when none came (or the window
+   * is 0), and at once when `signal` aborts (the platform closed the request: nobody would read it).
+   */
+  wait(messageId: string, signal?: AbortSignal): Promise<SyncAnswer | undefined> {
+    if (this.#windowMs <= 0 || this.#closed || this.#slots.has(messageId) || signal?.aborted) return Promise.resolve(undefined);
     return new Promise((resolve) => {
-      const timer = this.#clock.setTimeout(() => {
+      const expire = () => {
+        if (this.#slots.get(messageId) !== slot) return;
         this.#slots.delete(messageId);
+        slot.timer.cancel();
         resolve(undefined);
-      }, this.#windowMs);
-      this.#slots.set(messageId, { resolve, timer });
+      };
+      const slot: Slot = { resolve, timer: this.#clock.setTimeout(expire, this.#windowMs) };
+      this.#slots.set(messageId, slot);
+      signal?.addEventListener("abort", expire, { once: true });
     });
   }
 
