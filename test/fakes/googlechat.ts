@@ -144,12 +144,18 @@ function signJwt(header: object, claims: object, key: KeyObject | string): strin
   return `${unsigned}.${createSign("RSA-SHA256").update(unsigned).sign(key).toString("base64url")}`;
 }
 
+/** The forger's key and the service account's, made once per process (an RSA key takes a moment; every fake may share them). */
+let keys: { forger: KeyObject; account: { publicKey: KeyObject; privateKey: KeyObject } } | undefined;
+const testKeys = () => {
+  keys ??= { forger: generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey, account: generateKeyPairSync("rsa", { modulusLength: 2048 }) };
+  return keys;
+};
+
 export async function createFakeGoogleChat(options: FakeGoogleChatOptions): Promise<FakeGoogleChat> {
   const now = options.now ?? (() => Date.now());
   const chatKid = "chat-key-1";
   const oidcKid = "oidc-key-1";
-  const forger = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey;
-  const account = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const { forger, account } = testKeys();
   const accountEmail = "agent-bridge@fake-project.iam.gserviceaccount.com";
   const accessTokens = new Set<string>();
   const spaces = new Map<string, Space>();
