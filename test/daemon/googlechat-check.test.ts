@@ -36,7 +36,18 @@ async function check(channel: Record<string, unknown>, env: Record<string, strin
     dataDir: join(dir.path, "data"),
     attachments: { enabled: false },
     routes: [{ match: {}, instance: service.instanceIds[0] }],
-    channels: [{ type: "googlechat", id: "gc", audience_type: "project-number", audience: PROJECT, serviceAccountKey: "${GC_KEY}", api: fake.url, ...channel }],
+    channels: [
+      {
+        type: "googlechat",
+        id: "gc",
+        audience_type: "project-number",
+        audience: PROJECT,
+        serviceAccountKey: "${GC_KEY}",
+        api: fake.url,
+        certsUrl: fake.certsUrl,
+        ...channel,
+      },
+    ],
   };
   writeFileSync(file, JSON.stringify(config));
   const lines: string[] = [];
@@ -80,6 +91,13 @@ it("a key Google refuses, a key that is no key, and a missing file, each a failu
 it("a Chat API that cannot be reached is a failure naming where", async () => {
   const { line } = await check({ api: `http://127.0.0.1:${await deadPort()}` });
   expect(line).toMatch(/^FAIL {2}channel gc \(googlechat\): cannot reach the Chat API at http:\/\/127\.0\.0\.1:\d+ \(connection refused\)/);
+});
+
+it("certificates that cannot be fetched are a failure: no request could be verified", async () => {
+  const { line } = await check({ certsUrl: `http://127.0.0.1:${await deadPort()}/certs` });
+  expect(line).toMatch(
+    /^FAIL {2}channel gc \(googlechat\): cannot fetch the certificates that verify Chat's requests from http:\/\/127\.0\.0\.1:\d+\/certs \(connection refused\)/,
+  );
 });
 
 it("with audience_type app-url, an endpoint that does not answer is a warning saying where to route it", async () => {

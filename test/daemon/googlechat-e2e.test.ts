@@ -85,6 +85,18 @@ describe("google chat through the daemon and the emulator", () => {
     ]);
   });
 
+  it("the same event posted twice (an answer lost on the way) is one turn, answered once", async () => {
+    const { fake, daemon } = await bridge({ syncReplyMs: 0 });
+    const said = fake.say({ space: "spaces/dm-alice", text: "only once" });
+    await said.answered;
+    const { via: _via, ...message } = said.message;
+    const again = await fake.post({ type: "MESSAGE", space: { name: "spaces/dm-alice", spaceType: "DIRECT_MESSAGE" }, user: message.sender, message });
+    expect(again).toEqual({ status: 200, body: "{}" });
+    await waitUntil(() => bot(fake, "spaces/dm-alice").length === 1, "the reply");
+    await daemon.whenIdle();
+    expect(bot(fake, "spaces/dm-alice").map((m) => m.text)).toEqual(["You said: only once"]);
+  });
+
   it("streams a reply by updating one message through the API", async () => {
     const { fake, daemon, service } = await bridge({ streaming: "partial", minEditIntervalMs: 50 });
     const asked = fake.say({ space: "spaces/team", text: "!stream 3" });

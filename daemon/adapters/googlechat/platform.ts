@@ -11,7 +11,7 @@ import { z } from "zod";
 import { type ProbeDeps, probe } from "../../helpers/probe.js";
 import { type CheckResult, channelSubject } from "../../vocabulary/check-result.js";
 import { type ChannelCheckDeps, definePlatform, loadAdapterModule } from "../platform.js";
-import { type GoogleChatChannelConfig, googleChatChannelSchema } from "./config.js";
+import { certsUrlOf, type GoogleChatChannelConfig, googleChatChannelSchema } from "./config.js";
 
 const TokenAnswer = z.object({ access_token: z.string().min(1) });
 const GoogleError = z.object({ error: z.union([z.string(), z.object({ message: z.string().optional(), status: z.string().optional() })]) });
@@ -62,6 +62,16 @@ async function checkGoogleChat(channel: GoogleChatChannelConfig, deps: ChannelCh
       fix: "enable the Google Chat API in the key's Cloud project and configure the Chat app (APIs & Services → Google Chat API → Configuration)",
     };
   }
+  // The keys that verify every request Chat posts: without them every request is refused.
+  const certs = await probe(deps, certsUrlOf(channel));
+  if (certs.kind === "unreachable" || certs.status !== 200 || !certs.body || typeof certs.body !== "object") {
+    return {
+      status: "fail",
+      subject,
+      message: `cannot fetch the certificates that verify Chat's requests from ${certsUrlOf(channel)} (${certs.kind === "unreachable" ? certs.reason : `HTTP ${certs.status}`})`,
+      fix: "check the network (the daemon must reach www.googleapis.com), or the channel's certsUrl",
+    };
+  }
   const who = `key accepted (${key.client_email}), Chat API answers`;
   if (channel.audience_type !== "app-url")
     return { status: "ok", subject, message: `${who}; requests are verified as signed by Chat for project ${channel.audience}` };
@@ -87,6 +97,17 @@ const errorOf = (status: number, body: unknown): string => {
   return typeof e === "string" ? e : (e.status ?? e.message ?? `HTTP ${status}`);
 };
 
+/** The key's private key alone (it may be logged apart from the JSON around it, escaped or not), when the key is JSON. */
+function privateKeyOf(keyText: string): string[] {
+  try {
+    const parsed: unknown = JSON.parse(keyText);
+    const pem = parsed && typeof parsed === "object" && "private_key" in parsed && typeof parsed.private_key === "string" ? parsed.private_key : undefined;
+    return pem ? [pem, JSON.stringify(pem).slice(1, -1)] : [];
+  } catch {
+    return [];
+  }
+}
+
 /** The libraries index.js imports, with package.json's ranges. */
 const libraries = { "@google-apps/chat": "^0.22.0", "google-auth-library": "^10.9.1" };
 const loadAdapter = () => loadAdapterModule({ type: "googlechat", libraries }, () => import("./index.js"));
@@ -96,7 +117,7 @@ export const googleChatPlatform = definePlatform({
   libraries,
   schema: googleChatChannelSchema,
   finalize: (channel, { id }): GoogleChatChannelConfig => ({ ...channel, id }),
-  secrets: (channel) => (channel.serviceAccountKey !== undefined ? [channel.serviceAccountKey] : []),
+  secrets: (channel) => (channel.serviceAccountKey !== undefined ? [channel.serviceAccountKey, ...privateKeyOf(channel.serviceAccountKey)] : []),
   check: checkGoogleChat,
   load: loadAdapter,
   // Several machines: every node's endpoint keeps verified events for the owner.
