@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { googleChatChannelSchema } from "../../daemon/adapters/googlechat/config.js";
 import { createGoogleChatAdapter } from "../../daemon/adapters/googlechat/index.js";
 import { markdownToChat } from "../../daemon/adapters/googlechat/outbound.js";
-import { type ChatAdapter, type ChatTarget, type InboundMessage, SendError } from "../../daemon/vocabulary/adapter.js";
+import { type AcceptOutcome, type ChatAdapter, type ChatTarget, type InboundMessage, SendError } from "../../daemon/vocabulary/adapter.js";
 import { createFakeGoogleChat, type FakeGoogleChat } from "../fakes/googlechat.js";
 import { testSink } from "../fakes/sink.js";
 import { createSteppableClock, type SteppableClock } from "../helpers/steppable-clock.js";
@@ -30,7 +30,14 @@ interface Rig {
   close(): Promise<void>;
 }
 
-async function rig(options: { audienceType?: "project-number" | "app-url"; syncReplyMs?: number; spaceWrites?: number } = {}): Promise<Rig> {
+async function rig(
+  options: {
+    audienceType?: "project-number" | "app-url";
+    syncReplyMs?: number;
+    spaceWrites?: number;
+    accept?: (m: InboundMessage) => AcceptOutcome | undefined;
+  } = {},
+): Promise<Rig> {
   const audienceType = options.audienceType ?? "project-number";
   const fake = await createFakeGoogleChat({ audienceType, audience: PROJECT, spaceWrites: options.spaceWrites ?? 50 });
   const clock = createSteppableClock();
@@ -67,7 +74,14 @@ async function rig(options: { audienceType?: "project-number" | "app-url"; syncR
       },
     },
   );
-  await adapter.start(testSink({ accept: (m) => void accepted.push(m) }));
+  await adapter.start(
+    testSink({
+      accept: (m) => {
+        accepted.push(m);
+        return options.accept?.(m);
+      },
+    }),
+  );
   if (audienceType === "app-url") {
     // The endpoint's URL is the audience the config names and Chat signs for.
     channel.audience = endpoint;
@@ -342,5 +356,42 @@ describe("google chat: quotas, threads, attachments, formatting", () => {
       "*bold* and _it_ and ~gone~ <https://example.com|site> `**code**`",
     );
     expect(markdownToChat("# Title\n```\n**raw**\n```")).toBe("*Title*\n```\n**raw**\n```");
+  });
+});
+
+describe("google chat: button taps", () => {
+  let r: Rig;
+  const answered = new Set<string>();
+  beforeAll(async () => {
+    // As the core answers: the first tap on a question is its answer, later ones duplicates; one user may not answer.
+    r = await rig({
+      accept: (m) => {
+        if (!m.answers) return undefined;
+        if (m.userId === "users/mallory") return { status: "refused", reason: "not_yours", acknowledge: true };
+        if (answered.has(m.answers.questionId)) return { status: "duplicate", acknowledge: true };
+        answered.add(m.answers.questionId);
+        return undefined;
+      },
+    });
+  });
+  afterAll(() => r.close());
+
+  it("a card with a button per option; the first tap is the answer, a second and a stranger's are told why not, privately", async () => {
+    r.fake.say({ space: "spaces/team", text: "ask me" });
+    const message = await waitUntil(() => r.accepted.find((m) => m.text === "ask me"), "the message");
+    const question = { id: "q42", text: "Ship it?", options: ["yes", "no"], allowText: false };
+    const receipt = await r.adapter.buttons?.ask(targetOf(message), question);
+    const card = receipt?.messageId ?? "";
+    expect((await r.fake.tap(card, 0)).body).toBe("{}");
+    await waitUntil(() => r.accepted.find((m) => m.answers?.questionId === "q42"), "the tap");
+    expect(r.accepted.find((m) => m.answers)).toMatchObject({ text: "1", chatId: "spaces/team", threadId: message.threadId, userId: "users/alice" });
+    const again = JSON.parse((await r.fake.tap(card, 1)).body) as unknown;
+    expect(again).toEqual({ actionResponse: { type: "NEW_MESSAGE" }, text: "Already answered.", privateMessageViewer: { name: "users/alice" } });
+    const stranger = JSON.parse((await r.fake.tap(card, 0, "users/mallory")).body) as unknown;
+    expect(stranger).toMatchObject({ text: "This question is not yours to answer.", privateMessageViewer: { name: "users/mallory" } });
+    await r.adapter.buttons?.close(targetOf(message), card, question, "Ship it?\nyes: chosen by Alice");
+    const closed = r.fake.messages("spaces/team").find((m) => m.name === card);
+    expect(closed?.text).toBe("Ship it?\nyes: chosen by Alice");
+    expect(closed?.cardsV2).toBeUndefined();
   });
 });

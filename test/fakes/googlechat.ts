@@ -62,6 +62,8 @@ export interface FakeChatMessage {
   createTime: string;
   cardsV2?: CardWithId[];
   attachment?: { name: string; contentName: string; contentType: string; attachmentDataRef: { resourceName: string }; source: "UPLOADED_CONTENT" }[];
+  /** Shown to this user only (a private message, given in an answer to an event in a space). */
+  privateMessageViewer?: { name: string };
   /** How it was posted: through the API, or as the answer to an event. */
   via: "api" | "response" | "person";
 }
@@ -204,7 +206,7 @@ export async function createFakeGoogleChat(options: FakeGoogleChatOptions): Prom
   /** A 200 carrying a message is the app's reply, into the event's thread. */
   function postAnswer(event: unknown, status: number, body: string): void {
     if (status !== 200 || !body.trim()) return;
-    const reply = JSON.parse(body) as { text?: string; cardsV2?: CardWithId[] };
+    const reply = JSON.parse(body) as { text?: string; cardsV2?: CardWithId[]; privateMessageViewer?: { name: string } };
     if (reply.text === undefined && reply.cardsV2 === undefined) return;
     const e = event as { space?: { name: string }; message?: { thread?: { name: string } } };
     if (!e.space) return;
@@ -217,6 +219,7 @@ export async function createFakeGoogleChat(options: FakeGoogleChatOptions): Prom
       space: { name: space.name },
       createTime: new Date(now()).toISOString(),
       ...(reply.cardsV2 ? { cardsV2: reply.cardsV2 } : {}),
+      ...(reply.privateMessageViewer ? { privateMessageViewer: reply.privateMessageViewer } : {}),
       via: "response",
     });
   }

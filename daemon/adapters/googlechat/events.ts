@@ -6,7 +6,9 @@
  * API). A message the core could not take (its journal failed) is answered
  * 503: Chat does not post it again, and tells the person the app did not
  * answer. A button tap (CARD_CLICKED, as verified as any event) is handed over
- * like a message and answered empty; the core then closes the question.
+ * like a message and answered empty when taken (the core then closes the
+ * question); a tap the core did not take as the answer is answered with a
+ * message to the person who tapped (only they see it in a space).
  */
 import type { Logger } from "pino";
 import type { AcceptOutcome, InboundMessage } from "../../vocabulary/adapter.js";
@@ -50,9 +52,22 @@ export async function handleChatEvent(deps: ChatEventDeps, body: unknown, signal
     );
     return NOT_TAKEN;
   }
-  if (translation.kind === "tap" || outcome?.status !== "accepted" || !deps.replies) return EMPTY;
+  if (translation.kind === "tap") return tapAnswer(message, outcome);
+  if (outcome?.status !== "accepted" || !deps.replies) return EMPTY;
   const answer = await deps.replies.wait(message.messageId, signal);
   if (signal?.aborted) deps.log.info({ chatId: message.chatId }, "google chat closed the request before the reply: it goes through the API");
   if (!answer) return EMPTY;
   return { ...jsonAnswer(200, answer.body), sent: answer.written };
+}
+
+/** A tap taken: nothing to show (the card changes once the question closes); else why not, to the one who tapped. */
+function tapAnswer(message: InboundMessage, outcome: AcceptOutcome | undefined): WebhookAnswer {
+  if (outcome?.status !== "duplicate" && outcome?.status !== "refused") return EMPTY;
+  const text = outcome.status === "refused" && outcome.reason === "not_yours" ? "This question is not yours to answer." : "Already answered.";
+  return jsonAnswer(200, {
+    actionResponse: { type: "NEW_MESSAGE" },
+    text,
+    // A private message exists in spaces only; in a direct message only the person sees it anyway.
+    ...(message.chatType === "group" ? { privateMessageViewer: { name: message.userId } } : {}),
+  });
 }
