@@ -74,6 +74,8 @@ export async function startCluster(options: {
   streaming?: "off" | "partial";
   /** Scheduled prompts of the config (default none). */
   schedules?: Record<string, unknown>[];
+  /** More of the Telegram channel's config (e.g. `buttons`). */
+  telegramExtra?: Record<string, unknown>;
 }): Promise<Cluster> {
   const pgServer = await startTestPostgres();
   const dbUrl = await pgServer.createDatabase("cluster");
@@ -101,6 +103,7 @@ export async function startCluster(options: {
           minEditIntervalMs: 100,
           groupContext: { enabled: false },
           access: options.telegramAccess ?? { users: [String(alice.id), String(bob.id)] },
+          ...options.telegramExtra,
         },
         ...(discord
           ? [

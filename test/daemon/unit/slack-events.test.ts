@@ -8,7 +8,7 @@
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { ACK_WITHIN_MS, SlackEventHandler } from "../../../daemon/adapters/slack/events.js";
-import type { InboundMessage } from "../../../daemon/vocabulary/adapter.js";
+import type { AcceptOutcome, InboundMessage } from "../../../daemon/vocabulary/adapter.js";
 import { createManualClock } from "../../../shared/clock.js";
 
 const bot = { userId: "U0BOT", botId: "B0BOT", name: "agent" };
@@ -18,7 +18,7 @@ const callback = (eventId: string, text = "hi") => ({
   event: { type: "message", channel_type: "im", channel: "D1", user: "U1", text, ts: "1700000000.000100" },
 });
 
-function handler(take: (message: InboundMessage) => Promise<unknown>) {
+function handler(take: (message: InboundMessage) => Promise<AcceptOutcome | undefined>) {
   const clock = createManualClock();
   const taken: InboundMessage[] = [];
   const events = new SlackEventHandler({
@@ -51,28 +51,28 @@ const settledNow = async <T>(p: Promise<T>): Promise<T | "pending"> => Promise.r
 
 describe("SlackEventHandler", () => {
   it("acknowledges as soon as the core has the message", async () => {
-    const { events, taken } = handler(async () => ({ status: "accepted" }));
+    const { events, taken } = handler(async () => ({ status: "accepted", acknowledge: true }) as const);
     expect(await events.handle(callback("Ev1"))).toBe("ack");
     expect(taken.map((m) => m.text)).toEqual(["hi"]);
   });
 
   it("acknowledges within Slack's budget even when the journal is slower, and the hand-over goes on", async () => {
-    const journal = held<unknown>();
+    const journal = held<AcceptOutcome | undefined>();
     const { clock, events } = handler(() => journal.promise);
     const answer = events.handle(callback("Ev1"));
     clock.advance(ACK_WITHIN_MS - 1);
     expect(await settledNow(answer)).toBe("pending");
     clock.advance(1);
     expect(await answer).toBe("ack");
-    journal.resolve({ status: "accepted" });
+    journal.resolve({ status: "accepted", acknowledge: true });
   });
 
   it("answers a retry of an event id as the first, without a second hand-over, also while the first is under way", async () => {
-    const journal = held<unknown>();
+    const journal = held<AcceptOutcome | undefined>();
     const { events, taken } = handler(() => journal.promise);
     const first = events.handle(callback("Ev1"));
     const retry = events.handle(callback("Ev1"), { num: 1, reason: "http_timeout" });
-    journal.resolve({ status: "accepted" });
+    journal.resolve({ status: "accepted", acknowledge: true });
     expect([await first, await retry]).toEqual(["ack", "ack"]);
     expect(await events.handle(callback("Ev1"), { num: 2, reason: "http_error" })).toBe("ack");
     expect(taken).toHaveLength(1);
@@ -82,7 +82,7 @@ describe("SlackEventHandler", () => {
     let fail = true;
     const { events, taken } = handler(async () => {
       if (fail) throw new Error("journal write failed");
-      return { status: "accepted" };
+      return { status: "accepted", acknowledge: true } as const;
     });
     expect(await events.handle(callback("Ev1"))).toBe("retry");
     fail = false;
@@ -91,7 +91,7 @@ describe("SlackEventHandler", () => {
   });
 
   it("acknowledges what is not a turn or not an event at all, handing nothing over", async () => {
-    const { events, taken } = handler(async () => ({ status: "accepted" }));
+    const { events, taken } = handler(async () => ({ status: "accepted", acknowledge: true }) as const);
     expect(await events.handle({ type: "event_callback", event_id: "Ev2" })).toBe("ack");
     expect(await events.handle({ ...callback("Ev3"), event: { ...callback("Ev3").event, subtype: "message_changed" } })).toBe("ack");
     expect(await events.handle("not even an object")).toBe("ack");
