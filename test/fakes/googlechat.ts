@@ -280,7 +280,8 @@ export async function createFakeGoogleChat(options: FakeGoogleChatOptions): Prom
       },
     };
     // Chat sends an app nothing from a space that does not mention it.
-    const answered = inSpace && !mention ? Promise.resolve({ status: 0, body: "" }) : post(event);
+    // Nor anything while no app endpoint is configured (the message is only kept).
+    const answered = (inSpace && !mention) || endpoint === undefined ? Promise.resolve({ status: 0, body: "" }) : post(event);
     return { message, answered };
   }
 
