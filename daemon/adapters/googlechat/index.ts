@@ -64,7 +64,8 @@ export function createGoogleChatAdapter(config: GoogleChatChannelConfig, deps: A
     ...(sync ? { replies } : {}),
   });
 
-  const api = (): ChatOutbound => {
+  /** The Chat API once started; before, a rejection (never a throw: callers await). */
+  const api = async (): Promise<ChatOutbound> => {
     if (!outbound) throw new SendError("the google chat adapter is not started", { permanent: false });
     return outbound;
   };
@@ -110,12 +111,12 @@ export function createGoogleChatAdapter(config: GoogleChatChannelConfig, deps: A
   const send = (target: ChatTarget, text: string, format: "markdown" | "plain", final: boolean | undefined): Promise<SendReceipt> => {
     // An ordinary reply to a message whose request is still open is that request's answer.
     const inResponse = final === undefined ? replies.offer(target.replyToMessageId, replyBody(target, renderText(text, format))) : undefined;
-    return inResponse ?? api().send(target, text, format);
+    return inResponse ?? api().then((o) => o.send(target, text, format));
   };
 
   const buttons: ButtonCapability = {
-    ask: (target, question) => api().ask(target, question),
-    close: (_target, messageId, _question, outcome) => api().close(messageId, outcome),
+    ask: (target, question) => api().then((o) => o.ask(target, question)),
+    close: (_target, messageId, _question, outcome) => api().then((o) => o.close(messageId, outcome)),
   };
 
   return {
@@ -128,7 +129,7 @@ export function createGoogleChatAdapter(config: GoogleChatChannelConfig, deps: A
     start,
     stop,
     send: (target, text, { format, final }) => send(target, text, format, final),
-    edits: { edit: (_target, messageId, text, { format }) => api().edit(messageId, text, format) },
+    edits: { edit: (_target, messageId, text, { format }) => api().then((o) => o.edit(messageId, text, format)) },
     buttons,
     // Chat has no typing indicator for apps.
     sendTyping: async () => undefined,
