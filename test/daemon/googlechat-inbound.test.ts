@@ -153,4 +153,26 @@ describe("the certificate cache", () => {
     await cache.certs();
     expect(fetches).toBe(3);
   });
+
+  it("goes on with the certificates it has while the URL fails, asking again a minute later; with none, refuses", async () => {
+    const clock = createSteppableClock();
+    let up = true;
+    let fetches = 0;
+    const fetchImpl: typeof fetch = async () => {
+      fetches++;
+      if (!up) throw new Error("network down");
+      return new Response(JSON.stringify({ k1: "-----BEGIN CERTIFICATE-----" }), { headers: { "cache-control": "max-age=60" } });
+    };
+    const cache = createCertCache("http://certs", clock, fetchImpl);
+    await cache.certs();
+    up = false;
+    clock.advance(61_000);
+    await expect(cache.certs()).resolves.toEqual({ k1: "-----BEGIN CERTIFICATE-----" });
+    await cache.certs();
+    expect(fetches).toBe(2);
+    clock.advance(60_000);
+    await cache.certs();
+    expect(fetches).toBe(3);
+    await expect(createCertCache("http://certs", clock, fetchImpl).certs()).rejects.toThrow("network down");
+  });
 });

@@ -14,6 +14,7 @@
  * The certificates are fetched from the configured URL and kept for as long as
  * its Cache-Control says; a token naming a key not in them fetches them again,
  * at most once a minute (Google rotates keys; a forger must not make us fetch).
+ * When the URL does not answer, the certificates kept go on being used.
  */
 import { OAuth2Client } from "google-auth-library";
 import { z } from "zod";
@@ -51,9 +52,17 @@ export function createCertCache(url: string, clock: Clock, fetchImpl: typeof fet
       const now = clock.now();
       const fresh = kept && now < kept.until && !(refresh && now - kept.fetchedAt >= REFRESH_FLOOR_MS);
       if (kept && fresh) return Promise.resolve(kept.certs);
-      inFlight ??= load().finally(() => {
-        inFlight = undefined;
-      });
+      inFlight ??= load()
+        .catch((error: unknown) => {
+          // Google's keys overlap for days when they rotate: the ones kept still verify while
+          // the URL does not answer, and it is asked again a minute later, not on every request.
+          if (!kept) throw error;
+          kept = { ...kept, until: clock.now() + REFRESH_FLOOR_MS, fetchedAt: clock.now() };
+          return kept.certs;
+        })
+        .finally(() => {
+          inFlight = undefined;
+        });
       return inFlight;
     },
   };
