@@ -313,6 +313,17 @@ describe("google chat: quotas, threads, attachments, formatting", () => {
     expect(r.fake.calls().filter((c) => c.endsWith(" 429"))).toHaveLength(1);
   });
 
+  it("the same reply sent again (its first answer lost, or its sender fenced off) is one message: the create's requestId", async () => {
+    const { answered } = r.fake.say({ space: "spaces/dm-alice", text: "once please" });
+    await answered;
+    const message = await waitUntil(() => r.accepted.find((m) => m.text === "once please"), "the message");
+    const first = await r.adapter.send(targetOf(message), "the one answer", { format: "plain" });
+    r.clock.advance(1000);
+    const again = await r.adapter.send(targetOf(message), "the one answer", { format: "plain" });
+    expect(again).toEqual(first);
+    expect(r.fake.messages("spaces/dm-alice").filter((m) => m.text === "the one answer")).toHaveLength(1);
+  });
+
   it("a space's write quota (a write a second) refuses the second write within the second", async () => {
     const { answered } = r.fake.say({ space: "spaces/busy", text: "two writes" });
     await answered;

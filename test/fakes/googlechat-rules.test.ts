@@ -72,6 +72,17 @@ describe("the Chat API", () => {
     expect(orFail.status).toBe(404);
   });
 
+  it("answers a create whose requestId it has seen with the message it made then", async () => {
+    const { chat, api } = await fake();
+    chat.say({ space: "spaces/dm-alice", text: "hi" });
+    const first = (await (await api("/v1/spaces/dm-alice/messages?requestId=r1", post({ text: "one" }))).json()) as { name: string };
+    const again = (await (await api("/v1/spaces/dm-alice/messages?requestId=r1", post({ text: "one" }))).json()) as { name: string };
+    const other = (await (await api("/v1/spaces/dm-alice/messages?requestId=r2", post({ text: "one" }))).json()) as { name: string };
+    expect(again.name).toBe(first.name);
+    expect(other.name).not.toBe(first.name);
+    expect(chat.messages("spaces/dm-alice").map((m) => m.text)).toEqual(["hi", "one", "one"]);
+  });
+
   it("refuses text over 4,096 characters and an empty message (400 INVALID_ARGUMENT)", async () => {
     const { chat, api } = await fake();
     chat.say({ space: "spaces/dm-alice", text: "hi" });

@@ -33,7 +33,8 @@
  *   400 INVALID_ARGUMENT; `thread.name` honoured only with a
  *   `messageReplyOption`: REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD starts a new
  *   thread when the named one does not exist, REPLY_MESSAGE_OR_FAIL answers 404;
- *   without one, a new thread); `spaces.messages.update`/`patch` (PUT/PATCH; an `updateMask` is
+ *   without one, a new thread; a `requestId` seen before answers with the message it made);
+ *   `spaces.messages.update`/`patch` (PUT/PATCH; an `updateMask` is
  *   required; only the app's own messages, else 403 PERMISSION_DENIED; 404 for
  *   an unknown message); `media.download` (`/v1/media/{resourceName}?alt=media`)
  *   of attachments people sent; `media.upload` refused to an app (403: it takes
@@ -162,6 +163,8 @@ export async function createFakeGoogleChat(options: FakeGoogleChatOptions): Prom
   const accessTokens = new Set<string>();
   const spaces = new Map<string, Space>();
   const media = new Map<string, Buffer>();
+  /** `<space> <requestId>` → the message that create made. */
+  const createdBy = new Map<string, string>();
   const calls: string[] = [];
   const spaceWrites = new Map<string, number[]>();
   const projectWrites: number[] = [];
@@ -429,6 +432,14 @@ export async function createFakeGoogleChat(options: FakeGoogleChatOptions): Prom
       const input = JSON.parse(body.toString("utf8") || "{}") as { text?: string; thread?: { name?: string }; cardsV2?: CardWithId[] };
       if ((input.text ?? "").length > MAX_TEXT) return apiError(res, 400, "INVALID_ARGUMENT", `Message text exceeds the maximum of ${MAX_TEXT} characters.`);
       if (!input.text && !input.cardsV2?.length) return apiError(res, 400, "INVALID_ARGUMENT", "Message cannot be empty.");
+      // A request id seen before answers with the message it made (spaces.messages.create, `requestId`).
+      const requestId = url.searchParams.get("requestId");
+      const made = requestId ? createdBy.get(`${space.name} ${requestId}`) : undefined;
+      const earlier = made ? space.messages.find((x) => x.name === made) : undefined;
+      if (earlier) {
+        const { via: _v, ...again } = earlier;
+        return send(res, 200, again);
+      }
       const option = replyOption(url.searchParams.get("messageReplyOption"));
       const named = input.thread?.name;
       const exists = named !== undefined && space.messages.some((x) => x.thread.name === named);
@@ -446,6 +457,7 @@ export async function createFakeGoogleChat(options: FakeGoogleChatOptions): Prom
         via: "api",
       };
       space.messages.push(created);
+      if (requestId) createdBy.set(`${space.name} ${requestId}`, created.name);
       const { via: _via, ...shown } = created;
       return send(res, 200, shown);
     }

@@ -12,6 +12,7 @@
  * An app cannot upload files (`media.upload` takes user authentication only)
  * nor react (reactions too), so neither capability is offered.
  */
+import { createHash } from "node:crypto";
 import { ChatServiceClient, type protos } from "@google-apps/chat";
 import type { JWT } from "google-auth-library";
 import type { Logger } from "pino";
@@ -129,6 +130,8 @@ export function createChatOutbound(deps: ChatOutboundDeps) {
     try {
       const request: protos.google.chat.v1.ICreateMessageRequest = { parent: target.chatId, message: body };
       if (body.thread) request.messageReplyOption = "REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD";
+      const requestId = requestIdOf(target, body);
+      if (requestId) request.requestId = requestId;
       const [created] = await client.createMessage(request);
       return created.name ? { messageId: created.name } : {};
     } catch (error) {
@@ -155,6 +158,21 @@ export function createChatOutbound(deps: ChatOutboundDeps) {
 }
 
 export type ChatOutbound = ReturnType<typeof createChatOutbound>;
+
+/**
+ * The create's `requestId`: Chat answers a create whose request id it has seen with the message it
+ * made then, instead of a second one. Named by the message answered and what is sent, so the same
+ * reply sent again (its first answer lost, or the node that sent it fenced off before it could
+ * record it) is one message. Two identical chunks of one reply would be one: a reply does not
+ * repeat a chunk of up to 4,096 characters. None for a message that answers nothing.
+ */
+export function requestIdOf(target: ChatTarget, body: ChatMessageBody): string | undefined {
+  if (target.replyToMessageId === undefined) return undefined;
+  const hash = createHash("sha256").update(
+    JSON.stringify([target.chatId, target.threadId ?? "", target.replyToMessageId, body.text ?? "", body.cardsV2 ?? []]),
+  );
+  return `agent-bridge-${hash.digest("hex").slice(0, 40)}`;
+}
 
 /**
  * Codes a retry cannot change: gRPC's (INVALID_ARGUMENT 3, NOT_FOUND 5, PERMISSION_DENIED 7,
