@@ -5,13 +5,14 @@
  * read this list; nothing else names a platform.
  */
 import { discordPlatform } from "./discord/platform.js";
+import { googleChatPlatform } from "./googlechat/platform.js";
 import { slackPlatform } from "./slack/platform.js";
 import { telegramPlatform } from "./telegram/platform.js";
 import { terminalPlatform } from "./terminal/platform.js";
 import { whatsappPlatform } from "./whatsapp/platform.js";
 import { matrixPlatform } from "./matrix/platform.js";
 
-export const platforms = [terminalPlatform, telegramPlatform, discordPlatform, whatsappPlatform, slackPlatform, matrixPlatform] as const;
+export const platforms = [terminalPlatform, telegramPlatform, discordPlatform, whatsappPlatform, slackPlatform, matrixPlatform, googleChatPlatform] as const;
 
 export type RegisteredPlatform = (typeof platforms)[number];
 

@@ -25,6 +25,8 @@ export interface WebhookRequest {
   readonly query: URLSearchParams;
   readonly headers: IncomingHttpHeaders;
   readonly body: Buffer;
+  /** Aborted when the connection closes before the answer was written (the platform gave up waiting). */
+  readonly signal: AbortSignal;
   /** A header's value when it came once; undefined when absent or repeated. */
   header(name: string): string | undefined;
 }
@@ -34,6 +36,12 @@ export interface WebhookAnswer {
   readonly status: number;
   readonly headers?: Readonly<Record<string, string>>;
   readonly body?: string | Buffer;
+  /**
+   * Told once whether the answer was written out in full (true) or the connection closed
+   * first (false): for an answer that carries something the platform must not lose (a
+   * reply given in the HTTP response itself), so it can be sent another way instead.
+   */
+  readonly sent?: (written: boolean) => void;
 }
 
 export interface WebhookOptions {
@@ -142,7 +150,12 @@ async function serve(options: WebhookOptions, req: IncomingMessage, res: ServerR
     // Read no further.
     return void req.destroy();
   }
+  const gone = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) gone.abort();
+  });
   const request: WebhookRequest = {
+    signal: gone.signal,
     method,
     path: url.pathname,
     query: url.searchParams,
@@ -154,5 +167,14 @@ async function serve(options: WebhookOptions, req: IncomingMessage, res: ServerR
 }
 
 function send(res: ServerResponse, answer: WebhookAnswer): void {
+  const { sent } = answer;
+  if (sent) {
+    // The connection went while the answer was being made: nothing will be written.
+    if (!res.socket || res.socket.destroyed) return void sent(false);
+    res.once("finish", () => sent(true));
+    res.once("close", () => {
+      if (!res.writableFinished) sent(false);
+    });
+  }
   res.writeHead(answer.status, answer.headers).end(answer.body);
 }

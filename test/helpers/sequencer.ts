@@ -27,6 +27,7 @@ const CLUSTER = new Set([
   "test/daemon/postgres/faults-restarts.test.ts",
   "test/daemon/postgres/whatsapp-cluster.test.ts",
   "test/daemon/postgres/slack-cluster.test.ts",
+  "test/daemon/postgres/googlechat-cluster.test.ts",
   "test/daemon/postgres/schedules-cluster.test.ts",
   "test/daemon/postgres/identity-links-cluster.test.ts",
 ]);

@@ -2,6 +2,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { platforms } from "../../../daemon/adapters/registry.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { parse as parseJsonc } from "jsonc-parser";
 import { configJsonSchema, configJsonSchemaText } from "../../../daemon/config/json-schema.js";
@@ -152,7 +153,7 @@ describe("parseConfig", () => {
         "routes[0].instance: required",
         'routes[0].match.chatType: must be one of "direct", "group"',
         "channels.telegram.token: must look like 123456:ABC... (digits, colon, 35 characters)",
-        'channels.irc.type: must be one of "terminal", "telegram", "discord", "whatsapp", "slack", "matrix"',
+        `channels.irc.type: must be one of ${platforms.map((p) => `"${p.type}"`).join(", ")}`,
         'channels.tg2.webhook: required when mode is "webhook"',
         'channels.discord.token: must be the bare bot token (no whitespace, no "Bot " prefix)',
         "retry.maxDelayMs: must be at least baseDelayMs",
@@ -286,7 +287,7 @@ describe("loadConfig", () => {
       $schema: string;
       channels: Record<string, unknown>[];
     };
-    expect(raw.channels.length).toBe(6);
+    expect(raw.channels.length).toBe(platforms.length);
     expect(raw.$schema).toBe("./config.schema.json");
   });
 
@@ -301,14 +302,17 @@ describe("loadConfig", () => {
       SLACK_BOT_TOKEN: "xoxb-1-2-abc",
       SLACK_SIGNING_SECRET: "0123456789abcdef0123",
       MATRIX_ACCESS_TOKEN: "syt_example_access_token_0123",
+      GOOGLE_CHAT_KEY: '{"type":"service_account"}',
     });
-    expect(cfg.channels.map((c) => c.id)).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack", "matrix"]);
+    // The example lists every platform once, in the registry's order.
+    expect(cfg.channels.map((c) => c.type)).toEqual(platforms.map((p) => p.type));
     expect(problemsOf(() => parseConfig(parseJsonc(text), { AGENT_BRIDGE_API_KEY: KEY }))).toEqual([
       "channels.telegram.token: environment variable TELEGRAM_BOT_TOKEN is not set",
       "channels.discord.token: environment variable DISCORD_BOT_TOKEN is not set",
       "channels.slack.botToken: environment variable SLACK_BOT_TOKEN is not set",
       "channels.slack.signingSecret: environment variable SLACK_SIGNING_SECRET is not set",
       "channels.matrix.access_token: environment variable MATRIX_ACCESS_TOKEN is not set",
+      "channels.gchat.serviceAccountKey: environment variable GOOGLE_CHAT_KEY is not set",
     ]);
   });
 

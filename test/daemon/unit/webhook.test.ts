@@ -4,7 +4,7 @@
  */
 import { request } from "node:http";
 import pino from "pino";
-import { describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { listenWebhook, textAnswer, type WebhookRequest } from "../../../daemon/adapters/webhook.js";
 
 interface Sent {
@@ -128,5 +128,38 @@ describe("webhook endpoint", () => {
     expect(await answer).toEqual({ status: 200, body: "late" });
     await closing;
     expect(closed).toBe(true);
+  });
+});
+
+describe("webhook endpoint: a platform that gave up waiting", () => {
+  it("aborts the request's signal when the connection closes before the answer, and tells `sent` it was not written", async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const outcomes: boolean[] = [];
+    let signal: AbortSignal | undefined;
+    const { url } = await endpoint({
+      handle: async (req) => {
+        signal = req.signal;
+        await held;
+        return { ...textAnswer(200, "too late"), sent: (written) => void outcomes.push(written) };
+      },
+    });
+    const req = request(`${url}/hook`, { method: "POST" });
+    req.on("error", () => undefined);
+    req.end("{}");
+    await vi.waitFor(() => expect(signal).toBeDefined());
+    req.destroy();
+    await vi.waitFor(() => expect(signal?.aborted).toBe(true));
+    release();
+    await vi.waitFor(() => expect(outcomes).toEqual([false]));
+  });
+
+  it("tells `sent` the answer was written when it was", async () => {
+    const outcomes: boolean[] = [];
+    const { url } = await endpoint({ handle: async () => ({ ...textAnswer(200, "here"), sent: (written) => void outcomes.push(written) }) });
+    expect(await send(url, "POST", "/hook", "{}")).toEqual({ status: 200, body: "here" });
+    await vi.waitFor(() => expect(outcomes).toEqual([true]));
   });
 });
