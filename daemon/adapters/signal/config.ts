@@ -55,3 +55,23 @@ export function urlSecrets(url: string): string[] {
     return [];
   }
 }
+
+/** The endpoint's parts: the base URL (credentials removed) and the headers that carry them. */
+export interface SignalEndpoint {
+  base: string;
+  headers: Record<string, string>;
+}
+
+/** Splits `user:password@` off the daemon URL into a Basic Authorization header (undici refuses credentials in URLs). */
+export function endpointOf(url: string): SignalEndpoint {
+  const parsed = new URL(url);
+  const headers: Record<string, string> = {};
+  if (parsed.username || parsed.password) {
+    const user = decodeURIComponent(parsed.username);
+    const password = decodeURIComponent(parsed.password);
+    headers.authorization = `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
+    parsed.username = "";
+    parsed.password = "";
+  }
+  return { base: parsed.toString().replace(/\/+$/, ""), headers };
+}

@@ -18,9 +18,8 @@ import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import { pause } from "../../helpers/retry.js";
 import type { InboundSink } from "../../vocabulary/adapter.js";
-import { handOver } from "../hand-over.js";
-import { signalFiles } from "./files.js";
-import { ReceiveEvent, type SignalSelf, translateEvent } from "./inbound.js";
+import { handOverEvent } from "./hand-over.js";
+import { ReceiveEvent, type SignalSelf, translateMessage } from "./inbound.js";
 import type { RpcCall, SignalEndpoint } from "./rpc.js";
 import type { Spool } from "./spool.js";
 
@@ -165,7 +164,7 @@ export class SignalConnection {
       log.warn("signal event without an envelope; ignored");
       return;
     }
-    const translated = translateEvent(event.data, this.#self, this.#deps.accountId);
+    const translated = translateMessage(event.data, this.#self, this.#deps.accountId);
     if (!translated) return;
     const id = translated.message.messageId;
     // Already spooled (a duplicate delivery while the first is still on its way): the core dedupes the rest.
@@ -183,31 +182,15 @@ export class SignalConnection {
 
   /** Hands one spooled message to the core until it takes it (or the adapter stops: it stays spooled). */
   async #deliver(id: string, raw: string): Promise<void> {
-    const { log, clock, spool } = this.#deps;
     const sink = this.#sink;
     if (!sink) return;
+    const deps = { rpc: this.#deps.rpc, log: this.#deps.log, self: this.#self, accountId: this.#deps.accountId };
     while (!this.#run.signal.aborted) {
-      const event = ReceiveEvent.safeParse(JSON.parse(raw));
-      const translated = event.success ? translateEvent(event.data, this.#self, this.#deps.accountId) : undefined;
-      if (!translated) {
-        await spool.remove(id);
+      if (await handOverEvent(deps, sink, id, raw, this.#run.signal)) {
+        await this.#deps.spool.remove(id);
         return;
       }
-      try {
-        const outcome = await handOver(sink, translated.message, translated.files, signalFiles({ rpc: this.#deps.rpc, log }, this.#run.signal));
-        if (!outcome || outcome.acknowledge) {
-          await spool.remove(id);
-          return;
-        }
-        log.info({ messageId: id, reason: outcome.reason }, "signal message not taken now; kept, tried again shortly");
-      } catch (error) {
-        if (this.#run.signal.aborted) return;
-        log.warn(
-          { messageId: id, err: error instanceof Error ? error.message : String(error) },
-          "signal message could not be handed over; kept, tried again shortly",
-        );
-      }
-      await pause(clock, this.#deps.retryPauseMs, this.#run.signal);
+      await pause(this.#deps.clock, this.#deps.retryPauseMs, this.#run.signal);
     }
   }
 }

@@ -131,7 +131,7 @@ export interface Translated {
 }
 
 /** The message an event carries for the core, or undefined when it carries none (see the module comment). */
-export function translateEvent(event: ReceiveEvent, self: SignalSelf, accountId: string): Translated | undefined {
+export function translateMessage(event: ReceiveEvent, self: SignalSelf, accountId: string): Translated | undefined {
   const { envelope } = event;
   const data = envelope.dataMessage;
   if (!data || data.reaction || data.remoteDelete) return undefined;

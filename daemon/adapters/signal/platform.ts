@@ -8,8 +8,7 @@ import { z } from "zod";
 import { probe, type ProbeDeps } from "../../helpers/probe.js";
 import { channelSubject, type CheckResult } from "../../vocabulary/check-result.js";
 import { definePlatform, loadAdapterModule } from "../platform.js";
-import { type SignalChannelConfig, signalChannelSchema, urlSecrets } from "./config.js";
-import { endpointOf } from "./rpc.js";
+import { endpointOf, type SignalChannelConfig, signalChannelSchema, urlSecrets } from "./config.js";
 
 const RpcAnswer = z.object({ result: z.unknown().optional(), error: z.object({ code: z.number(), message: z.string() }).optional() });
 
