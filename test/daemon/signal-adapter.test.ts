@@ -6,7 +6,7 @@
  * limits, files and voice notes both ways, and `agent-bridge check`.
  */
 import pino from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { SignalChannelConfig } from "../../daemon/adapters/signal/config.js";
 import { createSignalAdapter } from "../../daemon/adapters/signal/index.js";
 import { signalPlatform } from "../../daemon/adapters/signal/platform.js";
