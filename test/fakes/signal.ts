@@ -351,10 +351,21 @@ export async function createFakeSignal(options: FakeSignalOptions) {
       if (typeof body.method !== "string")
         return void reply(res, { jsonrpc: "2.0", id, error: { code: -32600, message: "method field must be set", data: null } });
       const params = typeof body.params === "object" && body.params !== null ? (body.params as Record<string, unknown>) : {};
-      reply(res, { jsonrpc: "2.0", id, ...handleRpc(body.method, params) });
+      const method = body.method;
+      const answer = () => reply(res, { jsonrpc: "2.0", id, ...handleRpc(method, params) });
+      const stall = stalls.get(method);
+      if (stall && stall.left > 0) {
+        stall.left--;
+        stall.arrived++;
+        stall.held.push(answer);
+        return;
+      }
+      answer();
     });
   });
+  const stalls = new Map<string, { left: number; arrived: number; held: (() => void)[] }>();
   const reply = (res: ServerResponse, body: unknown) => {
+    if (res.destroyed) return;
     const text = JSON.stringify(body);
     res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) }).end(text);
   };
@@ -399,6 +410,18 @@ export async function createFakeSignal(options: FakeSignalOptions) {
     /** The next `count` sends fail with a rate limit (a proof-required one with `token`). */
     rateLimit(count: number, retryAfterSeconds: number, token?: string): void {
       limited = { count, retryAfterSeconds, ...(token ? { token } : {}) };
+    },
+    /** The next `count` calls of `method` are held unanswered until `release` (a call under way when a test kills the daemon). */
+    stall(method: string, count = 1) {
+      const stall = { left: count, arrived: 0, held: [] as (() => void)[] };
+      stalls.set(method, stall);
+      return {
+        arrived: () => stall.arrived,
+        release: () => {
+          stall.left = 0;
+          for (const answer of stall.held.splice(0)) answer();
+        },
+      };
     },
     /** Every open event stream is cut (what was written stays written). */
     dropStreams(): void {
