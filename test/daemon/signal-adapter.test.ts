@@ -234,6 +234,16 @@ describe("replies out", () => {
     expect(fake.sent(alice.uuid).at(-1)?.text).toBe("through now");
   });
 
+  it("markdown goes out as Signal text styles, the markup gone; measure counts what shows", async () => {
+    await built.adapter.send(direct(), "**Done**: see `notes.md` and [the docs](https://example.org)", { format: "markdown" });
+    expect(fake.sent(alice.uuid).at(-1)).toMatchObject({
+      text: "Done: see notes.md and the docs (https://example.org)",
+      styles: ["0:4:BOLD", "10:8:MONOSPACE"],
+    });
+    expect(built.adapter.measure("**ab**", "markdown")).toBe(2);
+    expect(built.adapter.measure("**ab**", "plain")).toBe(6);
+  });
+
   it("an unknown group is a permanent failure", async () => {
     const failed = await built.adapter.send({ ...direct(), chatId: "bm9ncm91cA==", chatType: "group" }, "x", { format: "plain" }).catch((e: unknown) => e);
     expect(failed).toMatchObject({ permanent: true });

@@ -62,6 +62,8 @@ export interface SentMessage {
   quote?: { timestamp: number; author: string };
   attachments: { contentType: string; filename: string; data: Buffer }[];
   voiceNote: boolean;
+  /** `textStyle` ranges ("start:length:STYLE"), as the last text had them. */
+  styles: string[];
   /** Edits recipients ignored (past 10, or past 24 hours). */
   refusedEdits: number;
 }
@@ -237,6 +239,12 @@ export async function createFakeSignal(options: FakeSignalOptions) {
           return rpcError(RPC.rateLimit, "Failed to send message due to rate limiting", { response: { timestamp, results: [result] } });
         }
         const text = typeof params.message === "string" ? params.message : "";
+        const styles = (Array.isArray(params.textStyle) ? params.textStyle : typeof params.textStyle === "string" ? [params.textStyle] : []).map(String);
+        // signal-cli parses each as start:length:STYLE; a range outside the text is refused.
+        for (const style of styles) {
+          const m = /^(\d+):(\d+):(NONE|BOLD|ITALIC|SPOILER|STRIKETHROUGH|MONOSPACE)$/.exec(style);
+          if (!m || Number(m[1]) + Number(m[2]) > text.length) return rpcError(RPC.userError, `Invalid text style: ${style}`);
+        }
         if (typeof params.editTimestamp === "number") {
           const original = sent.find((s) => s.chatId === chat.chatId && s.timestamp === params.editTimestamp);
           if (!original) return rpcError(RPC.userError, "Failed to send message");
@@ -246,6 +254,7 @@ export async function createFakeSignal(options: FakeSignalOptions) {
           else {
             original.history.push(text);
             original.text = text;
+            original.styles = styles;
           }
           return { result: { timestamp, results: [{ type: "SUCCESS" }] } };
         }
@@ -267,6 +276,7 @@ export async function createFakeSignal(options: FakeSignalOptions) {
           ...(quote ? { quote } : {}),
           attachments: files.filter((f) => f !== undefined),
           voiceNote: params.voiceNote === true,
+          styles,
           refusedEdits: 0,
         });
         return { result: { timestamp, results: [{ type: "SUCCESS", recipientAddress: { uuid: chat.chatId, number: null } }] } };

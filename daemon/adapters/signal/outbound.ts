@@ -9,9 +9,18 @@
  * text: previews past the ninth are skipped, never the end.
  */
 import type { Clock } from "../../../shared/clock.js";
-import { type ChatTarget, type FileLimits, type OutboundFile, type SendOptions, type SendReceipt, SendError } from "../../vocabulary/adapter.js";
+import {
+  type ChatTarget,
+  type FileLimits,
+  type OutboundFile,
+  type SendOptions,
+  type SendReceipt,
+  SendError,
+  type TextFormat,
+} from "../../vocabulary/adapter.js";
 import { SIGNAL_EDIT_WINDOW_MS, SIGNAL_MAX_EDITS } from "./config.js";
 import { toSendError } from "./errors.js";
+import { signalMarkdown } from "./markdown.js";
 import { messageIdOf, parseMessageId } from "./inbound.js";
 import type { RpcCall } from "./rpc.js";
 import { z } from "zod";
@@ -64,8 +73,15 @@ export function createSignalOutbound(deps: OutboundDeps) {
     return parsed.data.timestamp;
   }
 
-  async function send(target: ChatTarget, text: string, _options: SendOptions): Promise<SendReceipt> {
-    const timestamp = await sendRaw({ ...addressOf(target), message: text, ...quoteOf(target) }, "send");
+  /** The message and its styles as signal-cli takes them. */
+  function bodyOf(text: string, options: SendOptions): Record<string, unknown> {
+    if (options.format === "plain") return { message: text };
+    const rendered = signalMarkdown(text);
+    return { message: rendered.text, ...(rendered.styles.length ? { textStyle: rendered.styles } : {}) };
+  }
+
+  async function send(target: ChatTarget, text: string, options: SendOptions): Promise<SendReceipt> {
+    const timestamp = await sendRaw({ ...addressOf(target), ...bodyOf(text, options), ...quoteOf(target) }, "send");
     edited.set(timestamp, { sentAt: clock.now(), edits: 0 });
     return { messageId: messageIdOf(timestamp, account) };
   }
@@ -80,7 +96,7 @@ export function createSignalOutbound(deps: OutboundDeps) {
     // Keep the last allowed edit for the final text; previews beyond it are skipped.
     if (!final && record.edits >= SIGNAL_MAX_EDITS - 1) return;
     if (record.edits >= SIGNAL_MAX_EDITS) throw new SendError(`edit: Signal allows at most ${SIGNAL_MAX_EDITS} edits of a message`, { permanent: true });
-    await sendRaw({ ...addressOf(target), message: text, editTimestamp: original.timestamp }, "edit");
+    await sendRaw({ ...addressOf(target), ...bodyOf(text, options), editTimestamp: original.timestamp }, "edit");
     edited.set(original.timestamp, { sentAt: record.sentAt, edits: record.edits + 1 });
   }
 
@@ -118,5 +134,12 @@ export function createSignalOutbound(deps: OutboundDeps) {
     }
   }
 
-  return { send, edit, sendFile, sendTyping, react, measure: (text: string) => text.length };
+  return {
+    send,
+    edit,
+    sendFile,
+    sendTyping,
+    react,
+    measure: (text: string, format: TextFormat) => (format === "plain" ? text.length : signalMarkdown(text).text.length),
+  };
 }
