@@ -265,6 +265,23 @@ describe("replies out", () => {
     expect(built.adapter.limits.minEditIntervalMs).toBeGreaterThanOrEqual(2000);
   });
 
+  it("the edits made are remembered across a restart: a new life does not go past Signal's 10", async () => {
+    const state = new Map<string, unknown>();
+    const first = await started({ state });
+    const id = (await first.adapter.send(direct(), "x", { format: "plain", final: false }))?.messageId ?? "";
+    for (let i = 1; i <= 9; i++) await first.adapter.edits?.edit(direct(), id, `x${i}`, { format: "plain", final: false });
+    await first.adapter.stop();
+    const second = await started({ state });
+    try {
+      await second.adapter.edits?.edit(direct(), id, "more", { format: "plain", final: false });
+      await second.adapter.edits?.edit(direct(), id, "the end", { format: "plain", final: true });
+      const shown = fake.sent(alice.uuid).find((m) => m.timestamp === Number(id.split(":")[0]));
+      expect(shown).toMatchObject({ text: "the end", refusedEdits: 0 });
+    } finally {
+      await second.adapter.stop();
+    }
+  });
+
   it("files go out as attachments, a voice note flagged as one; reactions set and removed", async () => {
     await built.adapter.files?.send(direct(), { path: "out/a.ogg", fileName: "a.ogg", mimeType: "audio/ogg", kind: "voice", data: Buffer.from("ogg") });
     const voice = fake.sent(alice.uuid).at(-1);

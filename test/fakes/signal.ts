@@ -240,7 +240,7 @@ export async function createFakeSignal(options: FakeSignalOptions) {
         }
         const text = typeof params.message === "string" ? params.message : "";
         const styles = (Array.isArray(params.textStyle) ? params.textStyle : typeof params.textStyle === "string" ? [params.textStyle] : []).map(String);
-        // signal-cli parses each as start:length:STYLE; a range outside the text is refused.
+        // signal-cli parses each as start:length:STYLE; the fake also refuses a range outside the text (Signal's clients could not show it).
         for (const style of styles) {
           const m = /^(\d+):(\d+):(NONE|BOLD|ITALIC|SPOILER|STRIKETHROUGH|MONOSPACE)$/.exec(style);
           if (!m || Number(m[1]) + Number(m[2]) > text.length) return rpcError(RPC.userError, `Invalid text style: ${style}`);

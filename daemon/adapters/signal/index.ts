@@ -44,7 +44,7 @@ export function createSignalAdapter(config: SignalChannelConfig, deps: AdapterDe
     watchdogMs: config.watchdogMs,
     retryPauseMs: options.retryPauseMs ?? 1000,
   });
-  const outbound = createSignalOutbound({ rpc, account: config.account, clock: deps.clock, log });
+  const outbound = createSignalOutbound({ rpc, state: deps.state, account: config.account, clock: deps.clock, log });
   return {
     platform: "signal",
     accountId: config.id,

@@ -10,6 +10,7 @@
  */
 import type { Clock } from "../../../shared/clock.js";
 import {
+  type AdapterStateStore,
   type ChatTarget,
   type FileLimits,
   type OutboundFile,
@@ -26,6 +27,15 @@ import type { RpcCall } from "./rpc.js";
 import { z } from "zod";
 import type { Logger } from "pino";
 
+const EDITS_KEY = "edits";
+const EditRecord = z.object({ sentAt: z.number(), edits: z.number().int().min(0) });
+
+/** The edit counts a previous life kept. */
+function keptEdits(kept: unknown): [number, { sentAt: number; edits: number }][] {
+  const parsed = z.record(z.string(), EditRecord).safeParse(kept);
+  return parsed.success ? Object.entries(parsed.data).map(([ts, r]) => [Number(ts), r]) : [];
+}
+
 /**
  * Signal's own clients cut a message body at 2,000 characters and send the rest as a
  * long-text attachment; keeping each chunk within it shows every reply as text.
@@ -39,6 +49,8 @@ const SendResult = z.object({ timestamp: z.number() });
 
 export interface OutboundDeps {
   rpc: RpcCall;
+  /** Where the edits made per message are kept, so a new life does not exceed Signal's 10. */
+  state: AdapterStateStore;
   account: string;
   clock: Clock;
   log: Logger;
@@ -49,8 +61,14 @@ const addressOf = (target: ChatTarget): Record<string, unknown> => (target.chatT
 
 export function createSignalOutbound(deps: OutboundDeps) {
   const { rpc, account, clock } = deps;
-  /** Edits made per message of ours (by its original timestamp), and when it was sent. */
-  const edited = new Map<number, { sentAt: number; edits: number }>();
+  /** Edits made per message of ours (by its original timestamp), and when it was sent; kept across restarts. */
+  const edited = new Map<number, { sentAt: number; edits: number }>(keptEdits(deps.state.get<unknown>(EDITS_KEY)));
+  /** Remembers an edit on disk, forgetting messages past Signal's 24 hours. */
+  async function recordEdit(timestamp: number, record: { sentAt: number; edits: number }): Promise<void> {
+    edited.set(timestamp, record);
+    for (const [ts, r] of edited) if (clock.now() - r.sentAt > SIGNAL_EDIT_WINDOW_MS) edited.delete(ts);
+    await deps.state.set(EDITS_KEY, Object.fromEntries([...edited].filter(([, r]) => r.edits > 0)));
+  }
 
   function quoteOf(target: ChatTarget): Record<string, unknown> {
     // In a group the quote shows which message is answered; in a direct chat it is noise.
@@ -97,7 +115,7 @@ export function createSignalOutbound(deps: OutboundDeps) {
     if (!final && record.edits >= SIGNAL_MAX_EDITS - 1) return;
     if (record.edits >= SIGNAL_MAX_EDITS) throw new SendError(`edit: Signal allows at most ${SIGNAL_MAX_EDITS} edits of a message`, { permanent: true });
     await sendRaw({ ...addressOf(target), ...bodyOf(text, options), editTimestamp: original.timestamp }, "edit");
-    edited.set(original.timestamp, { sentAt: record.sentAt, edits: record.edits + 1 });
+    await recordEdit(original.timestamp, { sentAt: record.sentAt, edits: record.edits + 1 });
   }
 
   async function sendFile(target: ChatTarget, file: OutboundFile): Promise<SendReceipt> {
