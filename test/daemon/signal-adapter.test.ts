@@ -228,7 +228,8 @@ describe("replies out", () => {
     const proof = await built.adapter.send(direct(), "hi", { format: "plain" }).catch((e: unknown) => e);
     expect(proof).toMatchObject({ permanent: false, retryAfterMs: 86_400_000 });
     expect(String((proof as Error).message)).toContain("submitRateLimitChallenge --challenge challenge-token-123");
-    expect(built.logs()).toContain("the operator may need to act");
+    expect(built.logs()).toContain("rate limited by Signal");
+    expect(built.logs()).toContain("the operator must act");
 
     await built.adapter.send(direct(), "through now", { format: "plain" });
     expect(fake.sent(alice.uuid).at(-1)?.text).toBe("through now");

@@ -20,7 +20,7 @@ import {
   type TextFormat,
 } from "../../vocabulary/adapter.js";
 import { SIGNAL_EDIT_WINDOW_MS, SIGNAL_MAX_EDITS } from "./config.js";
-import { toSendError } from "./errors.js";
+import { isProofRequired, toSendError } from "./errors.js";
 import { signalMarkdown } from "./markdown.js";
 import { messageIdOf, parseMessageId } from "./inbound.js";
 import type { RpcCall } from "./rpc.js";
@@ -83,7 +83,9 @@ export function createSignalOutbound(deps: OutboundDeps) {
       result = await rpc("send", params);
     } catch (error) {
       const failure = toSendError(error, what);
-      if (failure.status === -5) deps.log.error({ err: failure.message }, "signal: sending is limited; the operator may need to act");
+      // A proof-required challenge waits for the operator; a plain rate limit passes by itself.
+      if (isProofRequired(error)) deps.log.error({ err: failure.message }, "signal: Signal wants a captcha solved before this account sends again; the operator must act");
+      else if (failure.status === -5) deps.log.warn({ err: failure.message, retryAfterMs: failure.retryAfterMs }, "signal: rate limited by Signal");
       throw failure;
     }
     const parsed = SendResult.safeParse(result);
