@@ -84,7 +84,8 @@ export function createSignalOutbound(deps: OutboundDeps) {
     } catch (error) {
       const failure = toSendError(error, what);
       // A proof-required challenge waits for the operator; a plain rate limit passes by itself.
-      if (isProofRequired(error)) deps.log.error({ err: failure.message }, "signal: Signal wants a captcha solved before this account sends again; the operator must act");
+      if (isProofRequired(error))
+        deps.log.error({ err: failure.message }, "signal: Signal wants a captcha solved before this account sends again; the operator must act");
       else if (failure.status === -5) deps.log.warn({ err: failure.message, retryAfterMs: failure.retryAfterMs }, "signal: rate limited by Signal");
       throw failure;
     }
