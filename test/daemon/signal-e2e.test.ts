@@ -6,6 +6,7 @@
  */
 import { beforeAll, expect, it } from "vitest";
 import { createDaemon, type Daemon } from "../../daemon/daemon.js";
+import { transcriptionSchema } from "../../daemon/vocabulary/config-fields.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeSignal, type FakeSignal, type SignalPerson } from "../fakes/signal.js";
 import { openServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
@@ -27,7 +28,7 @@ beforeAll(async () => {
   alice = fake.person("Alice", "+15550002222");
   stranger = fake.person("Stranger", "+15550006666");
   group = fake.createGroup("Team", [alice]);
-  const config = service.configFor({
+  const channelConfig = service.configFor({
     type: "signal",
     id: "sig",
     account: ACCOUNT,
@@ -38,6 +39,9 @@ beforeAll(async () => {
     // A person's number, as an operator writes it, lets them in (their ACI is what messages bring).
     access: { users: [alice.number], groups: { [group]: {} } },
   });
+  // Voice notes transcribed by the emulator's fake gateway (its speech-to-text endpoint).
+  const gateway = service.emulator.emulator.gateway.url;
+  const config = { ...channelConfig, transcription: transcriptionSchema.parse({ kind: "openai", url: `${gateway}/v1`, maxBytes: 100_000, timeoutMs: 30_000 }) };
   daemon = createDaemon({ config, clock: createSteppableClock(), random: seededRandom(7) });
   await daemon.start();
   return async () => {
@@ -73,4 +77,12 @@ it("answers a group mention with a quote of the message, and leaves unaddressed 
   expect(texts(group).some((t) => t.includes("just talking"))).toBe(false);
   // Streamed as Signal edits: never more than Signal shows.
   for (const m of fake.sent()) expect(m.refusedEdits).toBe(0);
+});
+
+it("answers a voice note from its transcript (Signal's audio attachment, kind audio)", async () => {
+  fake.direct(alice, "", { files: [{ contentType: "audio/aac", data: Buffer.from("remind me to water the plants") }] });
+  const reply = await waitUntil(() => texts(alice.uuid).find((t) => t.includes("water the plants")), "the answer to the voice note");
+  expect(reply).toContain("Transcript of the person's voice note");
+  const metrics = await daemon.metrics.text();
+  expect(metrics).toMatch(/agent_bridge_transcriptions_total\{platform="signal",outcome="ok"\} 1/);
 });
