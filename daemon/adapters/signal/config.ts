@@ -8,7 +8,11 @@
 import { z } from "zod";
 import { accessSchema, channelCommon, groupChatOptions, httpUrl, minEditIntervalSchema, streamingSchema } from "../../vocabulary/config-fields.js";
 
-/** Signal lets a message be edited at most this many times (Signal-Android `MAX_EDIT_COUNT`, the desktop's limit alike). */
+/**
+ * Signal lets a message be edited at most this many times: Signal-Android's
+ * `MessageConstraintsUtil.MAX_EDIT_COUNT = 10` (send threshold one day, receive two),
+ * Signal-Desktop's `MESSAGE_MAX_EDIT_COUNT = 10` with `isMoreRecentThan(sent_at, DAY)`.
+ */
 export const SIGNAL_MAX_EDITS = 10;
 /** ... and only within 24 hours of sending it. */
 export const SIGNAL_EDIT_WINDOW_MS = 24 * 60 * 60 * 1000;
