@@ -121,7 +121,8 @@ export async function createFakeSignal(options: FakeSignalOptions) {
   function deliver(envelope: Envelope): void {
     written.push(envelope);
     const frame = frameOf(envelope);
-    const live = [...streams].filter((s) => !s.deaf);
+    // A destroyed socket whose close has not been seen yet is no client (its write would vanish).
+    const live = [...streams].filter((s) => !s.deaf && !s.res.destroyed);
     if (live.length === 0) {
       if (receiveMode === "on-connection") waiting.push(frame);
       return;
@@ -436,13 +437,14 @@ export async function createFakeSignal(options: FakeSignalOptions) {
     /** Every open event stream is cut (what was written stays written). */
     dropStreams(): void {
       for (const s of streams) s.res.destroy();
+      streams.clear();
     },
     /** Open streams stay open but get nothing more, not even keep-alives; a new stream works (messages wait for it). */
     silence(): void {
       for (const s of streams) s.deaf = true;
     },
     /** Event streams open now (not deaf). */
-    liveStreams: () => [...streams].filter((s) => !s.deaf).length,
+    liveStreams: () => [...streams].filter((s) => !s.deaf && !s.res.destroyed).length,
     /** Messages waiting on the server for a client. */
     waitingCount: () => waiting.length,
     sent: (chatId?: string) => sent.filter((s) => chatId === undefined || s.chatId === chatId),
