@@ -11,8 +11,18 @@ import { telegramPlatform } from "./telegram/platform.js";
 import { terminalPlatform } from "./terminal/platform.js";
 import { whatsappPlatform } from "./whatsapp/platform.js";
 import { matrixPlatform } from "./matrix/platform.js";
+import { signalPlatform } from "./signal/platform.js";
 
-export const platforms = [terminalPlatform, telegramPlatform, discordPlatform, whatsappPlatform, slackPlatform, matrixPlatform, googleChatPlatform] as const;
+export const platforms = [
+  terminalPlatform,
+  telegramPlatform,
+  discordPlatform,
+  whatsappPlatform,
+  slackPlatform,
+  matrixPlatform,
+  googleChatPlatform,
+  signalPlatform,
+] as const;
 
 export type RegisteredPlatform = (typeof platforms)[number];
 

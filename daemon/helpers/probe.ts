@@ -48,8 +48,11 @@ export interface ProbeDeps {
   timeoutMs: number;
 }
 
+/** A probe's request without its abort signal (the probe sets its own timeout); spelled by what it keeps, so no platform name appears as a string. */
+export type ProbeInit = Pick<HttpRequest, "method" | "headers" | "body">;
+
 /** Sends one request and reads its JSON body (if any); network failures become `unreachable`. */
-export async function probe(deps: ProbeDeps, url: string, init: Omit<HttpRequest, "signal"> = {}): Promise<ProbeOutcome> {
+export async function probe(deps: ProbeDeps, url: string, init: ProbeInit = {}): Promise<ProbeOutcome> {
   let res: Awaited<ReturnType<HttpClient>>;
   try {
     res = await deps.http(url, { ...init, signal: AbortSignal.timeout(deps.timeoutMs) });

@@ -19,7 +19,7 @@ function testFiles(dir: string): string[] {
 }
 
 /** The argument text of each call to `hook(` in `source` (brackets matched, strings not parsed: the test files keep it simple). */
-export function hookBodies(source: string, hook: string): string[] {
+function hookBodies(source: string, hook: string): string[] {
   const bodies: string[] = [];
   let at = source.indexOf(`${hook}(`);
   while (at >= 0) {

@@ -99,9 +99,14 @@ function typeScriptUnder(dir: string): string[] {
   });
 }
 
+/** Platform types that code uses as ordinary identifiers too. */
+const IDENTIFIER_TYPES: ReadonlySet<string> = new Set(["signal"]);
+
 /** `path:line: text` for each code line naming a platform; comments may name one as an example. */
 function platformNames(path: string, text: string, types: readonly string[]): string[] {
-  const word = new RegExp(`\\b(${types.join("|")})\\b`, "i");
+  // A type that is also an everyday identifier (`signal`, every AbortSignal's) counts only when quoted.
+  const words = types.map((t) => (IDENTIFIER_TYPES.has(t) ? `["'\`]${t}["'\`]` : `\\b${t}\\b`));
+  const word = new RegExp(`(${words.join("|")})`, "i");
   return text.split("\n").flatMap((line, i) => {
     if (/^\s*(\/\/|\/?\*)/.test(line)) return [];
     const code = line.replace(/\s\/\/ .*$/, "");
