@@ -19,12 +19,21 @@
  *   sha256(timestamp + nonce + key + body)), the Verification Token in
  *   `header.token`; the URL verification challenge; an event not answered
  *   200 within 3 s is delivered again with the same `event_id` (Feishu's
- *   schedule 15 s, 5 min, 1 h, 6 h: scaled by `retryDelaysMs` in tests).
+ *   schedule 15 s, 5 min, 1 h, 6 h: scaled by `retryDelaysMs` in tests);
+ * - the long connection (mode "websocket"): `POST /callback/ws/endpoint` with
+ *   the App ID and Secret hands out a `ws://` URL with a ticket and the
+ *   client's config; events go down as data frames (feishu-frames.ts,
+ *   `type: event`, the plain v2 event as payload, split into `sum` parts when
+ *   large) and are answered with the same frame carrying `{"code": 200}`; an
+ *   event not answered 200 in 3 s is delivered again; pings are answered with
+ *   pongs; `dropConnections` cuts every connection (the client reconnects).
  */
 import { createCipheriv, createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { WebSocketServer, type WebSocket } from "ws";
 import { multipartParts } from "../helpers/multipart.js";
+import { decodeFrame, encodeFrame, headerOf, type Frame } from "./feishu-frames.js";
 
 export interface FakeFeishuOptions {
   appId: string;
@@ -37,6 +46,10 @@ export interface FakeFeishuOptions {
   retryDelaysMs?: readonly number[];
   /** How long Feishu waits for the answer. Default 3000 ("respond within 3 seconds"). */
   answerWithinMs?: number;
+  /** How events reach the bot: posted to the Request URL, or down the long connection. Default "http". */
+  mode?: "http" | "websocket";
+  /** Long connection: the largest payload of one frame; a larger event is split into parts. Default 1 MiB. */
+  framePartBytes?: number;
 }
 
 export interface FakeMessage {
@@ -60,6 +73,7 @@ export interface Delivery {
 }
 
 const BOT_OPEN_ID = "ou_fakebot0000000000000000000001";
+const SERVICE_ID = 33;
 const CARD_MAX_BYTES = 30 * 1024;
 
 export interface FakeFeishu {
@@ -97,6 +111,11 @@ export interface FakeFeishu {
   /** The next `count` API calls are refused as rate limited (429, 99991400), asking for `resetSeconds`. */
   limitNext(count: number, resetSeconds: number): void;
   calls(): { method: string; path: string; status: number }[];
+  /** Long connection: how many are open now, and how many were ever opened. */
+  openConnections(): number;
+  connectionsOpened(): number;
+  /** Long connection: cuts every open connection (a network drop). */
+  dropConnections(): void;
   close(): Promise<void>;
 }
 
@@ -119,6 +138,11 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
   let requestUrl: string | undefined;
   const timers = new Set<NodeJS.Timeout>();
   let closed = false;
+  const tickets = new Set<string>();
+  const sockets = new Set<WebSocket>();
+  let connectionsOpened = 0;
+  /** Long connection: answers awaited, by the frame's message_id. */
+  const awaiting = new Map<string, (code: number) => void>();
 
   const add = (m: FakeMessage) => {
     messages.push(m);
@@ -192,6 +216,23 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
       tokens.set(token, now() + 7200 * 1000);
       tokensIssued++;
       return answer(200, { code: 0, msg: "ok", tenant_access_token: token, expire: 7200 });
+    }
+    if (path === "/callback/ws/endpoint" && method === "POST") {
+      const b = body();
+      if (b.AppID !== options.appId || b.AppSecret !== options.appSecret)
+        return answer(200, { code: 1000040343, msg: "app id or secret is invalid", data: {} });
+      const ticket = randomBytes(12).toString("hex");
+      tickets.add(ticket);
+      const port = (server.address() as AddressInfo).port;
+      return answer(200, {
+        code: 0,
+        msg: "ok",
+        data: {
+          URL: `ws://127.0.0.1:${port}/callback/ws?device_id=dev_${ticket.slice(0, 6)}&service_id=${SERVICE_ID}&ticket=${ticket}`,
+          // Feishu's are minutes; a test reconnects at once.
+          ClientConfig: { PingInterval: 120, ReconnectCount: -1, ReconnectInterval: 0, ReconnectNonce: 0 },
+        },
+      });
     }
     // Every other call needs a live tenant token.
     const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
@@ -332,6 +373,83 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
     return undefined;
   }
 
+  const wss = new WebSocketServer({ noServer: true });
+  server.on("upgrade", (req, socket, head) => {
+    const url = new URL(req.url ?? "/", "http://fake");
+    const ticket = url.searchParams.get("ticket") ?? "";
+    // A ticket is good for one connection.
+    if (url.pathname !== "/callback/ws" || !tickets.delete(ticket)) {
+      socket.end("HTTP/1.1 403 Forbidden\r\n\r\n");
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      sockets.add(ws);
+      connectionsOpened++;
+      ws.on("close", () => sockets.delete(ws));
+      ws.on("message", (raw: Buffer) => onFrame(ws, decodeFrame(Buffer.from(raw))));
+    });
+  });
+
+  function onFrame(ws: WebSocket, frame: Frame): void {
+    const type = headerOf(frame, "type");
+    if (frame.method === 0 && type === "ping") {
+      const pong = { PingInterval: 120, ReconnectCount: -1, ReconnectInterval: 0, ReconnectNonce: 0 };
+      ws.send(encodeFrame({ ...frame, headers: [{ key: "type", value: "pong" }], payload: Buffer.from(JSON.stringify(pong)) }));
+      return;
+    }
+    if (frame.method === 1) {
+      const id = headerOf(frame, "message_id") ?? "";
+      let code = 0;
+      try {
+        code = Number((JSON.parse(frame.payload?.toString("utf8") ?? "{}") as { code?: unknown }).code);
+      } catch {
+        code = 0;
+      }
+      awaiting.get(id)?.(code);
+    }
+  }
+
+  /** One attempt down the long connection: the code the client answered, or "no answer". */
+  async function sendDown(plain: string): Promise<{ status: number | "no answer"; body: string }> {
+    const ws = [...sockets].filter((w) => w.readyState === w.OPEN).at(-1);
+    // No connection up: nobody to push to; the event waits for the next attempt.
+    if (!ws) return { status: "no answer", body: "" };
+    const messageId = randomBytes(8).toString("hex");
+    const data = Buffer.from(plain, "utf8");
+    const partBytes = options.framePartBytes ?? 1024 * 1024;
+    const sum = Math.max(1, Math.ceil(data.length / partBytes));
+    const answered = new Promise<number | "no answer">((resolve) => {
+      const timer = setTimeout(() => {
+        awaiting.delete(messageId);
+        resolve("no answer");
+      }, answerWithin);
+      awaiting.set(messageId, (code) => {
+        clearTimeout(timer);
+        awaiting.delete(messageId);
+        resolve(code);
+      });
+    });
+    for (let seq = 0; seq < sum; seq++) {
+      const frame: Frame = {
+        SeqID: 0,
+        LogID: 0,
+        service: SERVICE_ID,
+        method: 1,
+        headers: [
+          { key: "type", value: "event" },
+          { key: "message_id", value: messageId },
+          { key: "sum", value: String(sum) },
+          { key: "seq", value: String(seq) },
+          { key: "trace_id", value: randomBytes(4).toString("hex") },
+        ],
+        payload: data.subarray(seq * partBytes, (seq + 1) * partBytes),
+      };
+      ws.send(encodeFrame(frame));
+    }
+    const status = await answered;
+    return { status, body: "" };
+  }
+
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const apiBase = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
@@ -366,13 +484,18 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
     return new Promise<Delivery>((resolve) => {
       const attempt = async (n: number): Promise<void> => {
         if (closed) return;
-        const sealed = seal(plain);
         let delivery: Delivery;
-        try {
-          const got = await post(sealed.body, sealed.headers);
+        if (options.mode === "websocket") {
+          const got = await sendDown(plain);
           delivery = { eventId, attempt: n, status: got.status, body: got.body };
-        } catch {
-          delivery = { eventId, attempt: n, status: "no answer", body: "" };
+        } else {
+          const sealed = seal(plain);
+          try {
+            const got = await post(sealed.body, sealed.headers);
+            delivery = { eventId, attempt: n, status: got.status, body: got.body };
+          } catch {
+            delivery = { eventId, attempt: n, status: "no answer", body: "" };
+          }
         }
         deliveries.push(delivery);
         if (delivery.status === 200 || n > retryDelays.length) return resolve(delivery);
@@ -507,9 +630,16 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
       limited = { count, reset: resetSeconds };
     },
     calls: () => [...calls],
+    openConnections: () => [...sockets].filter((w) => w.readyState === w.OPEN).length,
+    connectionsOpened: () => connectionsOpened,
+    dropConnections() {
+      for (const ws of sockets) ws.terminate();
+    },
     async close() {
       closed = true;
       for (const t of timers) clearTimeout(t);
+      for (const ws of sockets) ws.terminate();
+      wss.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

@@ -19,6 +19,7 @@ import type { EventVerdict, FeishuEventHandler, FeishuEventIn } from "./events.j
 import { listenForEvents } from "./events-http.js";
 import type { FeishuHandOver } from "./hand-over.js";
 import { InboxIntake } from "./inbox-intake.js";
+import { failureFacts } from "./outbound.js";
 import { sdkLogger } from "./sdk.js";
 
 const BotInfo = z.looseObject({ code: z.literal(0), bot: z.looseObject({ open_id: z.string().min(1), app_name: z.string().optional() }) });
@@ -94,7 +95,18 @@ export class FeishuConnection {
   }
 
   async #identify(): Promise<{ openId: string; name: string }> {
-    const answer: unknown = await this.#deps.client.request({ method: "GET", url: "/open-apis/bot/v3/info" });
+    let answer: unknown;
+    try {
+      answer = await this.#deps.client.request({ method: "GET", url: "/open-apis/bot/v3/info" });
+    } catch (error) {
+      const facts = failureFacts(error);
+      const said =
+        facts?.code !== undefined
+          ? `code ${facts.code}${facts.msg ? ` ${this.#deps.redact(facts.msg)}` : ""}`
+          : this.#deps.redact(error instanceof Error ? error.message : String(error));
+      // The token request (App ID and Secret) is what fails first when they are wrong.
+      throw new Error(`Feishu refused the app's credentials (${said}): check app_id, app_secret and domain`);
+    }
     const info = BotInfo.safeParse(answer);
     if (!info.success) throw new Error("feishu bot/v3/info did not name the bot (is the app's bot capability on?)");
     return { openId: info.data.bot.open_id, name: info.data.bot.app_name ?? "bot" };
