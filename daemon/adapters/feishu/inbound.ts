@@ -197,6 +197,9 @@ export const ButtonValue = z.strictObject({
 });
 export type ButtonValue = z.infer<typeof ButtonValue>;
 
+/** Whether `id` is a Feishu message's (om_...): the core also names ids of its own (a tap's answer), which no reply can quote. */
+export const isFeishuMessageId = (id: string): boolean => id.startsWith("om_");
+
 /** A tap as the answer it gives, or undefined when the button is not one of the bridge's questions. */
 export function translateTap(action: FeishuCardAction, context: { accountId: string; eventId: string; nowMs: number }): InboundMessage | undefined {
   const value = ButtonValue.safeParse(action.action.value);

@@ -34,7 +34,7 @@ import {
   type TextFormat,
 } from "../../vocabulary/adapter.js";
 import { feishuEmojiType } from "./config.js";
-import type { ButtonValue } from "./inbound.js";
+import { isFeishuMessageId, type ButtonValue } from "./inbound.js";
 
 /**
  * A card's request body may be at most 30 KB; a chunk is measured as the
@@ -182,7 +182,9 @@ export function createFeishuOutbound(deps: OutboundDeps): FeishuOutbound {
 
   async function send(target: ChatTarget, message: { msgType: string; content: string }): Promise<SendReceipt> {
     const inThread = target.threadId !== undefined;
-    const answered = target.replyToMessageId ?? (target.threadId ? threadRoots.get(target.threadId) : undefined);
+    // An id of the core's own (a tap's answer) is no message to quote: the reply goes to the chat (or the thread).
+    const named = target.replyToMessageId !== undefined && isFeishuMessageId(target.replyToMessageId) ? target.replyToMessageId : undefined;
+    const answered = named ?? (target.threadId ? threadRoots.get(target.threadId) : undefined);
     const data = answered
       ? await call("message.reply", () =>
           client.im.message.reply({
@@ -226,6 +228,8 @@ export function createFeishuOutbound(deps: OutboundDeps): FeishuOutbound {
       return send(target, { msgType: opus ? "audio" : "file", content: JSON.stringify({ file_key: up.file_key }) });
     },
     async react(messageId, emoji, { remove }) {
+      // An id of the core's own (a tap's answer): no message to react on.
+      if (!isFeishuMessageId(messageId)) return;
       const type = feishuEmojiType(emoji);
       if (!type) throw new FeishuAdapterError(`no Feishu reaction for ${emoji}`, { permanent: true });
       const key = `${messageId} ${type}`;
