@@ -10,6 +10,8 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { feishuChannelSchema, type FeishuChannelConfig } from "../../daemon/adapters/feishu/config.js";
 import { createFeishuAdapter, FeishuAdapterError } from "../../daemon/adapters/feishu/index.js";
+import { feishuPlatform } from "../../daemon/adapters/feishu/platform.js";
+import { undiciHttp } from "../../daemon/helpers/probe.js";
 import type { AcceptOutcome, ChatAdapter, ChatTarget, InboundMessage } from "../../daemon/vocabulary/adapter.js";
 import type { Clock } from "../../shared/clock.js";
 import { systemClock } from "../../shared/clock.js";
@@ -377,5 +379,34 @@ describe("the tenant access token", () => {
     await s.adapter.send(targetOf(asked), "three", { format: "plain" });
     expect(s.fake.tokensIssued()).toBe(2);
     expect(s.fake.calls().filter((c) => c.status === 400)).toEqual([]);
+  });
+});
+
+describe("agent-bridge check", () => {
+  it("asks for a tenant token and the bot's info: ok with the right credentials, a failure naming the fix (and no secret) without", async () => {
+    const fake = await createFakeFeishu({ appId: APP_ID, appSecret: APP_SECRET });
+    cleanups.push(() => fake.close());
+    const channelOf = (secret: string, extra: Record<string, unknown> = {}) =>
+      feishuPlatform.finalize(feishuChannelSchema.parse({ type: "feishu", app_id: APP_ID, app_secret: secret, api: fake.apiBase, ...extra }), {
+        id: "fs",
+        dataDir: "/x",
+      })!;
+    const deps = { http: undiciHttp, timeoutMs: 5000, readFile: async () => "" };
+    const ok = await feishuPlatform.check(channelOf(APP_SECRET), deps);
+    expect(ok).toMatchObject({ status: "ok", message: expect.stringContaining("Fake Bot") });
+    const wrong = await feishuPlatform.check(channelOf("aWrongAppSecretThatIsNotIt00001"), deps);
+    expect(wrong).toMatchObject({ status: "fail", message: expect.stringContaining("code 10014"), fix: expect.stringContaining("app_secret") });
+    expect(JSON.stringify(wrong)).not.toContain("aWrongAppSecretThatIsNotIt00001");
+    // HTTP mode without an Encrypt Key works, but is said to be weaker.
+    const plain = await feishuPlatform.check(channelOf(APP_SECRET, { mode: "http", verification_token: TOKEN }), deps);
+    expect(plain).toMatchObject({ status: "warn", message: expect.stringContaining("no encrypt_key") });
+  });
+
+  it("the config refuses what cannot work: HTTP mode with nothing to verify events by, a malformed App ID, a reaction Feishu cannot name", () => {
+    const base = { type: "feishu", app_id: APP_ID, app_secret: APP_SECRET };
+    expect(feishuChannelSchema.safeParse({ ...base, mode: "http" }).error?.issues.map((i) => i.path.join("."))).toEqual(["verification_token"]);
+    expect(feishuChannelSchema.safeParse({ ...base, app_id: "cli_short" }).success).toBe(false);
+    expect(feishuChannelSchema.safeParse({ ...base, ackReaction: { emoji: "🦄" } }).error?.issues.map((i) => i.path.join("."))).toEqual(["ackReaction.emoji"]);
+    expect(feishuChannelSchema.parse({ ...base, domain: "lark" })).toMatchObject({ domain: "lark", mode: "websocket" });
   });
 });
