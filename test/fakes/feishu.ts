@@ -116,6 +116,10 @@ export interface FakeFeishu {
   connectionsOpened(): number;
   /** Long connection: cuts every open connection (a network drop). */
   dropConnections(): void;
+  /** Long connection: the most connections that were open at once. */
+  mostOpenAtOnce(): number;
+  /** Delivers event `eventId` once more, as Feishu does when it missed the answer: the status it got. */
+  resend(eventId: string): Promise<number | "no answer">;
   close(): Promise<void>;
 }
 
@@ -141,6 +145,9 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
   const tickets = new Set<string>();
   const sockets = new Set<WebSocket>();
   let connectionsOpened = 0;
+  let mostOpenAtOnce = 0;
+  /** Every event sent, by id (to send again). */
+  const sentEvents = new Map<string, string>();
   /** Long connection: answers awaited, by the frame's message_id. */
   const awaiting = new Map<string, (code: number) => void>();
 
@@ -385,6 +392,7 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
     wss.handleUpgrade(req, socket, head, (ws) => {
       sockets.add(ws);
       connectionsOpened++;
+      mostOpenAtOnce = Math.max(mostOpenAtOnce, [...sockets].filter((w) => w.readyState === w.OPEN).length);
       ws.on("close", () => sockets.delete(ws));
       ws.on("message", (raw: Buffer) => onFrame(ws, decodeFrame(Buffer.from(raw))));
     });
@@ -481,6 +489,7 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
 
   /** Delivers an event; again after each delay until answered 200 in time, each attempt with a fresh signature. */
   function deliver(eventId: string, plain: string): Promise<Delivery> {
+    sentEvents.set(eventId, plain);
     return new Promise<Delivery>((resolve) => {
       const attempt = async (n: number): Promise<void> => {
         if (closed) return;
@@ -634,6 +643,14 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
     connectionsOpened: () => connectionsOpened,
     dropConnections() {
       for (const ws of sockets) ws.terminate();
+    },
+    mostOpenAtOnce: () => mostOpenAtOnce,
+    async resend(eventId) {
+      const plain = sentEvents.get(eventId);
+      if (plain === undefined) throw new Error(`no event ${eventId}`);
+      if (options.mode === "websocket") return (await sendDown(plain)).status;
+      const sealed = seal(plain);
+      return (await post(sealed.body, sealed.headers)).status;
     },
     async close() {
       closed = true;
