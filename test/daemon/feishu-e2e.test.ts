@@ -12,7 +12,7 @@ import { createFeishuAdapter } from "../../daemon/adapters/feishu/index.js";
 import { createDaemon } from "../../daemon/daemon.js";
 import { streamText } from "../../emulator/gateway/model.js";
 import { seededRandom } from "../../shared/random.js";
-import { createFakeFeishu, type FakeFeishu } from "../fakes/feishu.js";
+import { createFakeFeishu, type FakeFeishu, type FakeFeishuOptions } from "../fakes/feishu.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { waitUntil } from "../helpers/wait.js";
 
@@ -25,7 +25,7 @@ const STRANGER = "ou_stranger000000000000000000000001";
 const DM = "oc_dm_alice0000000000000000000001";
 const GROUP = "oc_group0000000000000000000000001";
 
-async function bridge(mode: "http" | "websocket", channel: Record<string, unknown> = {}) {
+async function bridge(mode: "http" | "websocket", channel: Record<string, unknown> = {}, fakeOptions: Partial<FakeFeishuOptions> = {}) {
   const service = await startServiceFixture(`feishu-e2e-${mode}-`);
   const fake = await createFakeFeishu({
     appId: APP_ID,
@@ -34,6 +34,7 @@ async function bridge(mode: "http" | "websocket", channel: Record<string, unknow
     verificationToken: TOKEN,
     mode,
     retryDelaysMs: [100, 200, 400],
+    ...fakeOptions,
   });
   onTestFinished(() => fake.close());
   const config = service.configFor({
@@ -105,7 +106,7 @@ describe.each(["http", "websocket"] as const)("over %s", (mode) => {
 });
 
 describe("streamed and asked", () => {
-  it("a streamed reply is one card, updated in place as the agent writes, ending with the whole answer", async () => {
+  it("a streamed reply is one card streaming as the agent writes (CardKit), closed with the whole answer", async () => {
     const { fake, daemon, service } = await bridge("http", { streaming: "partial", minEditIntervalMs: 50 });
     fake.say({ user: ALICE, chatId: DM, chatType: "p2p", text: "!stream 3" });
     // The first words show while the gateway's clock stands still: the reply is mid-stream by construction.
@@ -117,8 +118,28 @@ describe("streamed and asked", () => {
     }, "the whole answer");
     await daemon.whenIdle();
     expect(bot(fake, DM)).toHaveLength(1);
+    // Feishu's card streaming: a card entity, its text pushed as it grew, then closed with the whole answer.
+    const pushes = fake.calls().filter((c) => c.method === "PUT" && c.path.endsWith("/elements/reply/content"));
+    expect(pushes.length).toBeGreaterThan(0);
+    expect(pushes.every((c) => c.status === 200)).toBe(true);
+    await waitUntil(() => fake.streamingOf(bot(fake, DM)[0]!.id) === false, "streaming mode closed");
+    expect(fake.calls().filter((c) => c.status !== 200)).toEqual([]);
+  });
+
+  it("where the app may not use card streaming, a streamed reply is an ordinary card patched in place", async () => {
+    const { fake, daemon, service } = await bridge("http", { streaming: "partial", minEditIntervalMs: 50 }, { cardKitScope: false });
+    fake.say({ user: ALICE, chatId: DM, chatType: "p2p", text: "!stream 3" });
+    await waitUntil(() => texts(fake, DM).length === 1, "the preview");
+    const answer = streamText(600);
+    await waitUntil(() => {
+      service.emulator.clock.advance(250);
+      return texts(fake, DM)[0] === answer;
+    }, "the whole answer");
+    await daemon.whenIdle();
+    expect(bot(fake, DM)).toHaveLength(1);
     expect(fake.calls().filter((c) => c.method === "PATCH" && c.status === 200).length).toBeGreaterThan(0);
-    expect(fake.calls().filter((c) => c.method === "PATCH" && c.status !== 200)).toEqual([]);
+    // Refused once, then not asked again.
+    expect(fake.calls().filter((c) => c.path === "/open-apis/cardkit/v1/cards")).toHaveLength(1);
   });
 
   it("a question with buttons: a card with one button each, the tap (verified like any event) is the answer, the card then says who chose what", async () => {

@@ -364,6 +364,39 @@ describe("receiving", () => {
   });
 });
 
+describe("card streaming (CardKit)", () => {
+  it("pushes the text with growing sequences; once Feishu closed streaming mode by itself (10 minutes) the whole card is replaced; the end closes it", async () => {
+    const clock = createSteppableClock();
+    const s = await start({ clock, fake: { now: () => clock.now() } });
+    s.fake.say({ user: ALICE, chatId: DM, chatType: "p2p", text: "stream" });
+    const asked = await waitUntil(() => s.accepted.find((m) => m.text === "stream"), "the message");
+    const receipt = await s.adapter.send(targetOf(asked), "Once", { format: "markdown", final: false });
+    const id = receipt?.messageId ?? "";
+    expect(s.fake.streamingOf(id)).toBe(true);
+    clock.advance(1000);
+    await s.adapter.edits?.edit(targetOf(asked), id, "Once upon", { format: "markdown", final: false });
+    expect(s.fake.textOf(s.fake.messages(DM).find((m) => m.id === id)!)).toBe("Once upon");
+    // Eleven minutes on, Feishu has turned streaming mode off: the push is refused, the whole card goes instead.
+    clock.advance(11 * 60 * 1000);
+    expect(s.fake.streamingOf(id)).toBe(false);
+    await s.adapter.edits?.edit(targetOf(asked), id, "Once upon a time", { format: "markdown", final: false });
+    expect(s.fake.textOf(s.fake.messages(DM).find((m) => m.id === id)!)).toBe("Once upon a time");
+    expect(s.adapter.edits?.mayBeOpen?.(id)).toBe(true);
+    await s.adapter.edits?.end?.(targetOf(asked), id, "Once upon a time.");
+    expect(s.fake.streamingOf(id)).toBe(false);
+    expect(s.adapter.edits?.mayBeOpen?.(id)).toBe(false);
+    expect(s.fake.textOf(s.fake.messages(DM).find((m) => m.id === id)!)).toBe("Once upon a time.");
+    const cardkit = s.fake.calls().filter((c) => c.path.startsWith("/open-apis/cardkit/"));
+    expect(cardkit.map((c) => [c.method, c.status])).toEqual([
+      ["POST", 200],
+      ["PUT", 200],
+      ["PUT", 400],
+      ["PUT", 200],
+      ["PUT", 200],
+    ]);
+  });
+});
+
 describe("the tenant access token", () => {
   it("is fetched once, kept while it lives, renewed once it expires on the clock, and fetched anew when Feishu refuses it", async () => {
     const clock = createSteppableClock();

@@ -95,7 +95,7 @@ const noSecrets = (children: DaemonChild[]) => {
   for (const secret of [APP_SECRET, ENCRYPT_KEY, TOKEN]) expect(all.includes(secret), "a secret in the daemon's output").toBe(false);
 };
 
-it("mid-stream: the next life finishes the same card in place, nothing doubled", { timeout: 60_000 }, async () => {
+it("mid-stream: the next life finishes the same streaming card in place, nothing doubled", { timeout: 60_000 }, async () => {
   const fake = await createFakeFeishu({
     appId: APP_ID,
     appSecret: APP_SECRET,
@@ -133,6 +133,9 @@ it("mid-stream: the next life finishes the same card in place, nothing doubled",
         .filter((m) => m.sender === "bot")
         .map((m) => m.id),
     ).toEqual([preview.id]);
+    // A card that streamed (CardKit): the next life found it from the journaled message id and closed it.
+    expect(fake.calls().filter((c) => c.path === "/open-apis/cardkit/v1/cards/id_convert" && c.status === 200)).toHaveLength(1);
+    await until(() => fake.streamingOf(preview.id) === false, "the card's streaming mode closed");
     noSecrets(children);
   } finally {
     for (const c of children) c.kill();

@@ -11,6 +11,13 @@
  * - patch ("Update a message card"): only an `interactive` message the app
  *   sent, with `config.update_multi: true` before and after (230099 else),
  *   a card body at most 30 KB (230025), 5 updates a second per message (230020);
+ * - CardKit ("Streaming card updates"): card entities (`cardkit/v1/cards`,
+ *   JSON 2.0 only), sent as a message `{"type": "card", "data": {"card_id"}}`;
+ *   an element's text pushed (`elements/:id/content`) only while the card's
+ *   `streaming_mode` is on, which Feishu turns off by itself after 10
+ *   minutes; every operation's `sequence` strictly greater than the card's
+ *   last; at most 10 operations a second per card; the whole card replaced
+ *   (`PUT cards/:id`); a message's card id (`cards/id_convert`);
  * - rate limits ("Rate limits"): HTTP 429, code 99991400, `x-ogw-ratelimit-reset`
  *   seconds, when a test says so (`limitNext`);
  * - events to the app's Request URL (mode "http", "Receive events"): the v2
@@ -50,6 +57,8 @@ export interface FakeFeishuOptions {
   mode?: "http" | "websocket";
   /** Long connection: the largest payload of one frame; a larger event is split into parts. Default 1 MiB. */
   framePartBytes?: number;
+  /** Whether the app has the scope `cardkit:card:write` (CardKit). Default true. */
+  cardKitScope?: boolean;
 }
 
 export interface FakeMessage {
@@ -116,6 +125,8 @@ export interface FakeFeishu {
   connectionsOpened(): number;
   /** Long connection: cuts every open connection (a network drop). */
   dropConnections(): void;
+  /** CardKit: whether the card entity message `messageId` shows is still in streaming mode (undefined: no entity). */
+  streamingOf(messageId: string): boolean | undefined;
   /** Long connection: the most connections that were open at once. */
   mostOpenAtOnce(): number;
   /** Delivers event `eventId` once more, as Feishu does when it missed the answer: the status it got. */
@@ -157,6 +168,29 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
     return m;
   };
 
+  /** CardKit card entities by id: the JSON 2.0 card, its last sequence, when streaming mode was turned on. */
+  const entities = new Map<string, { card: Record<string, unknown>; sequence: number; streamingSince: number | undefined; ops: number[] }>();
+  /** CardKit: "streaming mode closes by itself after 10 minutes". */
+  const STREAMING_LIFE_MS = 10 * 60 * 1000;
+
+  function entityTexts(card: Record<string, unknown>): string[] {
+    const body = card.body as { elements?: unknown } | undefined;
+    const elements = Array.isArray(body?.elements) ? (body.elements as Record<string, unknown>[]) : [];
+    return elements.flatMap((el) => (el.tag === "markdown" && typeof el.content === "string" ? [el.content] : []));
+  }
+
+  /** A card entity's id a message refers to (`{"type": "card", "data": {"card_id"}}`), or undefined. */
+  function entityOf(content: string): string | undefined {
+    try {
+      const c = JSON.parse(content) as { type?: unknown; data?: { card_id?: unknown } };
+      return c.type === "card" && typeof c.data?.card_id === "string" ? c.data.card_id : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  const streamingOn = (e: { streamingSince: number | undefined }) => e.streamingSince !== undefined && now() - e.streamingSince < STREAMING_LIFE_MS;
+
   function cardOf(content: string): { update_multi: boolean; texts: string[]; buttons: string[]; values: unknown[] } | undefined {
     let card: unknown;
     try {
@@ -165,6 +199,11 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
       return undefined;
     }
     if (!card || typeof card !== "object") return undefined;
+    const entityId = entityOf(content);
+    if (entityId !== undefined) {
+      const entity = entities.get(entityId);
+      return entity ? { update_multi: true, texts: entityTexts(entity.card), buttons: [], values: [] } : undefined;
+    }
     const c = card as { config?: { update_multi?: unknown }; elements?: unknown };
     if (!Array.isArray(c.elements)) return undefined;
     const texts: string[] = [];
@@ -296,6 +335,7 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
       const m = byId.get(one[1]!);
       if (m?.sender !== "bot") return answer(400, { code: 230001, msg: "invalid message_id" });
       if (m.msgType !== "interactive") return answer(400, { code: 230001, msg: "only interactive messages can be patched" });
+      if (entityOf(m.content) !== undefined) return answer(400, { code: 230001, msg: "a card entity is updated through CardKit" });
       const content = String(body().content);
       if (Buffer.byteLength(content) > CARD_MAX_BYTES) return answer(400, { code: 230025, msg: "card content exceeds 30KB" });
       const before = cardOf(m.content);
@@ -306,6 +346,64 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
       if (times.length >= 5) return answer(400, { code: 230020, msg: "This message is updated too frequently." });
       patchTimes.set(m.id, [...times, now()]);
       m.content = content;
+      return answer(200, { code: 0, msg: "success", data: {} });
+    }
+    if (path.startsWith("/open-apis/cardkit/") && options.cardKitScope === false)
+      return answer(400, { code: 99991672, msg: "Access denied. One of the following scopes is required: [cardkit:card:write]." });
+    if (path === "/open-apis/cardkit/v1/cards" && method === "POST") {
+      const b = body();
+      let card: unknown;
+      try {
+        card = JSON.parse(String(b.data));
+      } catch {
+        card = undefined;
+      }
+      if (b.type !== "card_json" || !card || typeof card !== "object" || (card as { schema?: unknown }).schema !== "2.0")
+        return answer(400, { code: 300301, msg: "invalid card json (CardKit takes JSON 2.0)" });
+      const id = String(7_300_000_000_000_000_000n + BigInt(++seq));
+      const streaming = (card as { config?: { streaming_mode?: unknown } }).config?.streaming_mode === true;
+      entities.set(id, { card: card as Record<string, unknown>, sequence: 0, streamingSince: streaming ? now() : undefined, ops: [] });
+      return answer(200, { code: 0, msg: "success", data: { card_id: id } });
+    }
+    if (path === "/open-apis/cardkit/v1/cards/id_convert" && method === "POST") {
+      const m = byId.get(String(body().message_id));
+      const id = m ? entityOf(m.content) : undefined;
+      if (!id) return answer(400, { code: 300302, msg: "the message holds no card entity" });
+      return answer(200, { code: 0, msg: "success", data: { card_id: id } });
+    }
+    const entityPath = /^\/open-apis\/cardkit\/v1\/cards\/(\d+)(\/elements\/([A-Za-z][A-Za-z0-9_]{0,19})\/content)?$/.exec(path);
+    if (entityPath && method === "PUT") {
+      const entity = entities.get(entityPath[1]!);
+      if (!entity) return answer(400, { code: 300303, msg: "card not found" });
+      const b = body();
+      const sequence = Number(b.sequence);
+      if (!Number.isInteger(sequence) || sequence <= entity.sequence)
+        return answer(400, { code: 300317, msg: "sequence must be greater than the card's last" });
+      entity.ops = entity.ops.filter((t) => now() - t < 1000);
+      if (entity.ops.length >= 10) return answer(400, { code: 300311, msg: "card operated too frequently (10 a second)" });
+      if (entityPath[2]) {
+        if (!streamingOn(entity)) return answer(400, { code: 300309, msg: "streaming mode is closed" });
+        const elements = ((entity.card.body as { elements?: Record<string, unknown>[] } | undefined)?.elements ?? []).filter(
+          (el) => el.element_id === entityPath[3],
+        );
+        if (elements.length !== 1) return answer(400, { code: 300304, msg: "element not found" });
+        elements[0]!.content = String(b.content);
+      } else {
+        const replacement = b.card as { type?: unknown; data?: unknown } | undefined;
+        let card: unknown;
+        try {
+          card = JSON.parse(String(replacement?.data));
+        } catch {
+          card = undefined;
+        }
+        if (replacement?.type !== "card_json" || !card || (card as { schema?: unknown }).schema !== "2.0")
+          return answer(400, { code: 300301, msg: "invalid card json" });
+        entity.card = card as Record<string, unknown>;
+        const streaming = (card as { config?: { streaming_mode?: unknown } }).config?.streaming_mode === true;
+        entity.streamingSince = streaming ? (streamingOn(entity) ? entity.streamingSince : now()) : undefined;
+      }
+      entity.sequence = sequence;
+      entity.ops.push(now());
       return answer(200, { code: 0, msg: "success", data: {} });
     }
     if (path === "/open-apis/im/v1/images" && method === "POST") {
@@ -370,6 +468,9 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
       JSON.parse(content);
     } catch {
       return { code: 230001, msg: "content is not JSON" };
+    }
+    if (msgType === "interactive" && entityOf(content) !== undefined) {
+      return entities.has(entityOf(content) ?? "") ? undefined : { code: 230001, msg: "card entity not found" };
     }
     if (msgType === "interactive") {
       if (Buffer.byteLength(content) > CARD_MAX_BYTES) return { code: 230025, msg: "card content exceeds 30KB" };
@@ -645,6 +746,11 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
       for (const ws of sockets) ws.terminate();
     },
     mostOpenAtOnce: () => mostOpenAtOnce,
+    streamingOf(messageId) {
+      const m = byId.get(messageId);
+      const entity = m ? entities.get(entityOf(m.content) ?? "") : undefined;
+      return entity ? streamingOn(entity) : undefined;
+    },
     async resend(eventId) {
       const plain = sentEvents.get(eventId);
       if (plain === undefined) throw new Error(`no event ${eventId}`);

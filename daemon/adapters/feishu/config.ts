@@ -71,6 +71,12 @@ export const feishuChannelSchema = z
     http: feishuHttpSchema,
     requireMention: z.boolean().default(true).describe("In groups, answer only a message that @mentions the bot. Default true."),
     streaming: streamingSchema,
+    cardStreaming: z
+      .boolean()
+      .default(true)
+      .describe(
+        'With streaming "partial": stream replies with Feishu\'s card streaming (CardKit: the text typed out as it comes; needs the scope cardkit:card:write, Feishu 7.20+) where the app may; false (or when Feishu refuses): a card updated in place. Default true.',
+      ),
     minEditIntervalMs: minEditIntervalSchema,
   })
   .refine((c) => c.mode !== "http" || c.encrypt_key !== undefined || c.verification_token !== undefined, {

@@ -10,6 +10,7 @@
 import * as lark from "@larksuiteoapi/node-sdk";
 import type { AdapterDeps, ChatAdapter } from "../../vocabulary/adapter.js";
 import { redactSecrets } from "../../vocabulary/redact.js";
+import { CardStreams } from "./card-streams.js";
 import { apiBaseOf, type FeishuChannelConfig } from "./config.js";
 import { FeishuConnection } from "./connection.js";
 import { FeishuEventHandler } from "./events.js";
@@ -41,6 +42,7 @@ export function createFeishuAdapter(config: FeishuChannelConfig, deps: AdapterDe
     loggerLevel: lark.LoggerLevel.warn,
   });
   const outbound = createFeishuOutbound({ client, log, redact, forgetToken: async () => cache.clear() });
+  const streams = new CardStreams({ client, call: outbound.call, clock: deps.clock, log, enabled: config.cardStreaming });
   const handOver = new FeishuHandOver({ client, log, redact, attachmentTimeoutMs: options.attachmentTimeoutMs ?? 60_000 });
   let connection: FeishuConnection | undefined;
   const events = new FeishuEventHandler({
@@ -80,8 +82,23 @@ export function createFeishuAdapter(config: FeishuChannelConfig, deps: AdapterDe
       await handOver.close();
       await conn.stop();
     },
-    send: (target, text, { format }) => outbound.sendText(target, text, format),
-    edits: { edit: (_target, messageId, text, { format }) => outbound.edit(messageId, textCard(text, format)) },
+    async send(target, text, { format, final }) {
+      // A streamed reply's first text (markdown): a card entity that streams, where the app may.
+      if (final === false && format === "markdown") {
+        const streamed = await streams.start(text, (content) => outbound.send(target, { msgType: "interactive", content }));
+        if (streamed) return streamed;
+      }
+      return outbound.sendText(target, text, format);
+    },
+    edits: {
+      async edit(_target, messageId, text, { format, final }) {
+        if (format === "markdown" && (await streams.update(messageId, text, final === true))) return;
+        await outbound.edit(messageId, textCard(text, format));
+      },
+      // A card still streaming is closed with its whole text (streaming mode off).
+      end: async (_target, messageId, text) => void (await streams.update(messageId, text, true)),
+      mayBeOpen: (messageId) => streams.mayBeOpen(messageId),
+    },
     files: { limits: FEISHU_FILE_LIMITS, send: (target, file) => outbound.sendFile(target, file) },
     reactions: { react: (_target, messageId, emoji, options) => outbound.react(messageId, emoji, options) },
     buttons: {

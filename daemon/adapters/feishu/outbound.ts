@@ -139,7 +139,15 @@ export interface OutboundDeps {
   forgetToken(): Promise<void>;
 }
 
+/** Runs one SDK call: its data, or a FeishuAdapterError (answered or thrown refusals alike). */
+export type Call = <D>(
+  where: string,
+  run: () => Promise<{ code?: number | undefined; msg?: string | undefined; data?: D | undefined } | null>,
+) => Promise<D | undefined>;
+
 export interface FeishuOutbound {
+  /** One SDK call: its data, or a FeishuAdapterError (answered or thrown refusals alike). */
+  call: Call;
   send(target: ChatTarget, content: { msgType: string; content: string }): Promise<SendReceipt>;
   sendText(target: ChatTarget, text: string, format: TextFormat): Promise<SendReceipt>;
   edit(messageId: string, card: string): Promise<void>;
@@ -203,6 +211,7 @@ export function createFeishuOutbound(deps: OutboundDeps): FeishuOutbound {
   }
 
   return {
+    call,
     send,
     sendText: (target, text, format) => send(target, { msgType: "interactive", content: textCard(text, format) }),
     async edit(messageId, card) {
