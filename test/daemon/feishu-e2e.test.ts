@@ -10,6 +10,7 @@ import { describe, expect, it, onTestFinished } from "vitest";
 import type { FeishuChannelConfig } from "../../daemon/adapters/feishu/config.js";
 import { createFeishuAdapter } from "../../daemon/adapters/feishu/index.js";
 import { createDaemon } from "../../daemon/daemon.js";
+import { transcriptionSchema } from "../../daemon/vocabulary/config-fields.js";
 import { streamText } from "../../emulator/gateway/model.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeFeishu, type FakeFeishu, type FakeFeishuOptions } from "../fakes/feishu.js";
@@ -25,7 +26,12 @@ const STRANGER = "ou_stranger000000000000000000000001";
 const DM = "oc_dm_alice0000000000000000000001";
 const GROUP = "oc_group0000000000000000000000001";
 
-async function bridge(mode: "http" | "websocket", channel: Record<string, unknown> = {}, fakeOptions: Partial<FakeFeishuOptions> = {}) {
+async function bridge(
+  mode: "http" | "websocket",
+  channel: Record<string, unknown> = {},
+  fakeOptions: Partial<FakeFeishuOptions> = {},
+  transcription?: Record<string, unknown>,
+) {
   const service = await startServiceFixture(`feishu-e2e-${mode}-`);
   const fake = await createFakeFeishu({
     appId: APP_ID,
@@ -37,7 +43,7 @@ async function bridge(mode: "http" | "websocket", channel: Record<string, unknow
     ...fakeOptions,
   });
   onTestFinished(() => fake.close());
-  const config = service.configFor({
+  const base = service.configFor({
     type: "feishu",
     id: "fs",
     app_id: APP_ID,
@@ -50,6 +56,9 @@ async function bridge(mode: "http" | "websocket", channel: Record<string, unknow
     access: { users: [ALICE], groups: { [GROUP]: {} } },
     ...channel,
   });
+  const config = transcription
+    ? { ...base, transcription: transcriptionSchema.parse({ kind: "openai", url: `${service.emulator.emulator.gateway.url}/v1`, ...transcription }) }
+    : base;
   if (process.env.FEISHU_DEBUG) (config as { logLevel: string }).logLevel = "debug";
   const daemon = createDaemon({
     config,
@@ -152,5 +161,26 @@ describe("streamed and asked", () => {
     await waitUntil(() => fake.buttonsOf(question.id).length === 0, "the buttons gone");
     expect(fake.textOf(bot(fake, DM).find((m) => m.id === question.id)!)).toMatch(/^Deploy where\?\nproduction: chosen by /);
     expect(texts(fake, DM).filter((t) => /returned:/.test(t))).toHaveLength(1);
+  });
+
+  it("a voice message is answered from its transcript; one longer than maxSeconds (Feishu's duration) is not transcribed", async () => {
+    const { fake } = await bridge("http", {}, {}, { maxSeconds: 120 });
+    fake.say({
+      user: ALICE,
+      chatId: DM,
+      chatType: "p2p",
+      file: { kind: "audio", name: "voice.opus", data: Buffer.from("ship the release on friday"), durationMs: 2500 },
+    });
+    const [reply] = await waitUntil(() => texts(fake, DM).length === 1 && texts(fake, DM), "the answer");
+    expect(reply).toContain("Transcript of the person's voice note");
+    expect(reply).toContain("ship the release on friday");
+    fake.say({
+      user: ALICE,
+      chatId: DM,
+      chatType: "p2p",
+      file: { kind: "audio", name: "ramble.opus", data: Buffer.from("a long ramble"), durationMs: 121_000 },
+    });
+    const said = await waitUntil(() => texts(fake, DM).length === 2 && texts(fake, DM), "the second answer");
+    expect(said[1]).toMatch(/could not be transcribed \(it is longer than the limit of 2 minutes\)/);
   });
 });

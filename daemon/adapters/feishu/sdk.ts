@@ -58,11 +58,12 @@ export function sdkLogger(log: Logger, redact: (text: string) => string) {
         // The long connection's URL carries a short-lived ticket.
         .replace(/([?&](?:ticket|access_key)=)[^&\s]+/g, "$1[redacted]"),
     );
-  return {
-    error: (...args: unknown[]) => log.warn({ sdk: line(args) }, "feishu sdk"),
-    warn: (...args: unknown[]) => log.warn({ sdk: line(args) }, "feishu sdk"),
-    info: (...args: unknown[]) => log.debug({ sdk: line(args) }, "feishu sdk"),
-    debug: (...args: unknown[]) => log.trace({ sdk: line(args) }, "feishu sdk"),
-    trace: (...args: unknown[]) => log.trace({ sdk: line(args) }, "feishu sdk"),
-  };
+  // A line with nothing left in it (the SDK logged only an object) says nothing: dropped.
+  const at =
+    (level: "warn" | "debug" | "trace") =>
+    (...args: unknown[]) => {
+      const text = line(args);
+      if (text) log[level]({ sdk: text }, "feishu sdk");
+    };
+  return { error: at("warn"), warn: at("warn"), info: at("debug"), debug: at("trace"), trace: at("trace") };
 }
