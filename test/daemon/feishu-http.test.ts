@@ -213,6 +213,19 @@ describe("redelivery", () => {
   });
 });
 
+describe("deferred", () => {
+  it("a message the core does not take now (stopping) is answered 500 and taken when Feishu delivers it again", async () => {
+    let deferrals = 1;
+    const s = await start({
+      accept: () => (deferrals-- > 0 ? { status: "deferred", reason: "stopping", acknowledge: false } : { status: "accepted", acknowledge: true }),
+    });
+    const said = s.fake.say({ user: ALICE, chatId: DM, chatType: "p2p", text: "later" });
+    expect(await said.delivered).toMatchObject({ status: 200, attempt: 2 });
+    expect(s.fake.deliveries().map((d) => d.status)).toEqual([500, 200]);
+    expect(s.accepted.map((m) => m.text)).toEqual(["later"]);
+  });
+});
+
 describe("sending", () => {
   let s: Started;
   let asked: InboundMessage;

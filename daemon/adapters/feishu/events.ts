@@ -91,8 +91,9 @@ export class FeishuEventHandler {
     const { thread_id: threadId, root_id: rootId, message_id: messageId } = parsed.data.message;
     if (threadId) this.#deps.onThread?.(threadId, rootId ?? messageId);
     try {
-      await this.#deps.take(decision.message, decision.files);
-      return ACK;
+      const outcome = await this.#deps.take(decision.message, decision.files);
+      // Not taken now (the daemon stopping): Feishu delivers it again.
+      return outcome?.acknowledge === false ? RETRY : ACK;
     } catch (error) {
       this.#deps.log.warn(
         { eventId: input.eventId, chatId: decision.message.chatId, err: this.#deps.redact(error instanceof Error ? error.message : String(error)) },
@@ -113,6 +114,7 @@ export class FeishuEventHandler {
     }
     try {
       const outcome = await this.#deps.take(message, []);
+      if (outcome?.acknowledge === false) return RETRY;
       if (outcome?.status === "refused" && outcome.reason === "not_yours")
         return { kind: "ack", toast: { type: "warning", content: "This question is not for you." } };
       if (outcome?.status === "duplicate" || (outcome?.status === "refused" && outcome.reason === "closed"))
