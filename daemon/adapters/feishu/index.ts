@@ -32,6 +32,9 @@ export function createFeishuAdapter(config: FeishuChannelConfig, deps: AdapterDe
   const secrets = [config.app_secret, config.encrypt_key, config.verification_token].filter((s): s is string => !!s);
   const redact = (text: string): string => redactSecrets(text, secrets);
   const cache = clockCache(deps.clock);
+  // The SDK's shared HTTP client has no timeout: a call Feishu never answers would hold a reply (or the start)
+  // for ever. It fails after a minute instead, and the core retries. (Calls that set their own keep theirs.)
+  if (!lark.defaultHttpInstance.defaults.timeout) lark.defaultHttpInstance.defaults.timeout = 60_000;
   const client = new lark.Client({
     appId: config.app_id,
     appSecret: config.app_secret,
