@@ -7,7 +7,7 @@
  */
 import { createCipheriv, createHash, randomBytes } from "node:crypto";
 import pino from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { feishuChannelSchema, type FeishuChannelConfig } from "../../daemon/adapters/feishu/config.js";
 import { createFeishuAdapter, FeishuAdapterError } from "../../daemon/adapters/feishu/index.js";
 import { feishuPlatform } from "../../daemon/adapters/feishu/platform.js";
@@ -31,12 +31,6 @@ const GROUP = "oc_group0000000000000000000000001";
 /** A 1x1 PNG. */
 const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==", "base64");
 
-/** Undone at the end of the file, last first (adapters before their fakes). */
-const cleanups: (() => unknown)[] = [];
-afterAll(async () => {
-  for (const undo of cleanups.reverse()) await undo();
-});
-
 interface Started {
   fake: FakeFeishu;
   adapter: ChatAdapter;
@@ -44,6 +38,8 @@ interface Started {
   offered: InboundMessage[];
   logs: string[];
   endpoint: string;
+  /** Stops the adapter, then the fake, and checks no secret reached the adapter's logs. */
+  close(): Promise<void>;
 }
 
 async function start(
@@ -62,7 +58,6 @@ async function start(
     retryDelaysMs: [20, 20, 20],
     ...options.fake,
   });
-  cleanups.push(() => fake.close());
   const channel: FeishuChannelConfig = {
     ...feishuChannelSchema.parse({
       type: "feishu",
@@ -97,7 +92,7 @@ async function start(
   );
   const accepted: InboundMessage[] = [];
   const offered: InboundMessage[] = [];
-  await adapter.start(
+  const starting = adapter.start(
     testSink({
       accept: async (m) => {
         offered.push(m);
@@ -107,13 +102,18 @@ async function start(
       },
     }),
   );
-  cleanups.push(() => adapter.stop());
+  await starting.catch(async (error: unknown) => {
+    await fake.close();
+    throw error;
+  });
   fake.setRequestUrl(endpoint);
-  cleanups.push(() => {
+  const close = async () => {
+    await adapter.stop();
+    await fake.close();
     const all = logs.join("");
     for (const secret of [APP_SECRET, ENCRYPT_KEY, TOKEN]) expect(all.includes(secret), "a secret in the logs").toBe(false);
-  });
-  return { fake, adapter, accepted, offered, logs, endpoint };
+  };
+  return { fake, adapter, accepted, offered, logs, endpoint, close };
 }
 
 const targetOf = (m: InboundMessage): ChatTarget => ({
@@ -152,6 +152,7 @@ describe("verification", () => {
   let s: Started;
   beforeAll(async () => {
     s = await start();
+    return () => s.close();
   });
 
   it("answers the URL verification with its challenge (encrypted, unsigned, as Feishu sends it)", async () => {
@@ -192,6 +193,7 @@ describe("redelivery", () => {
     const s = await start({
       accept: (m) => {
         if (m.text === "retry me" && failures-- > 0) throw new Error("journal unavailable");
+        onTestFinished(() => s.close());
         return { status: "accepted", acknowledge: true };
       },
     });
@@ -219,6 +221,7 @@ describe("deferred", () => {
     const s = await start({
       accept: () => (deferrals-- > 0 ? { status: "deferred", reason: "stopping", acknowledge: false } : { status: "accepted", acknowledge: true }),
     });
+    onTestFinished(() => s.close());
     const said = s.fake.say({ user: ALICE, chatId: DM, chatType: "p2p", text: "later" });
     expect(await said.delivered).toMatchObject({ status: 200, attempt: 2 });
     expect(s.fake.deliveries().map((d) => d.status)).toEqual([500, 200]);
@@ -233,6 +236,7 @@ describe("sending", () => {
     s = await start();
     s.fake.say({ user: ALICE, chatId: DM, chatType: "p2p", text: "hello" });
     asked = await waitUntil(() => s.accepted.find((m) => m.text === "hello"), "hello");
+    return () => s.close();
   });
 
   it("a rate limit (429, 99991400) is a transient SendError waiting x-ogw-ratelimit-reset, and nothing was posted", async () => {
@@ -324,6 +328,7 @@ describe("receiving", () => {
         return { status: "accepted", acknowledge: true };
       },
     });
+    return () => s.close();
   });
 
   it("a group message without a mention is not addressed; with one it is, the mention taken out", async () => {
@@ -381,6 +386,7 @@ describe("card streaming (CardKit)", () => {
   it("pushes the text with growing sequences; once Feishu closed streaming mode by itself (10 minutes) the whole card is replaced; the end closes it", async () => {
     const clock = createSteppableClock();
     const s = await start({ clock, fake: { now: () => clock.now() } });
+    onTestFinished(() => s.close());
     s.fake.say({ user: ALICE, chatId: DM, chatType: "p2p", text: "stream" });
     const asked = await waitUntil(() => s.accepted.find((m) => m.text === "stream"), "the message");
     const receipt = await s.adapter.send(targetOf(asked), "Once", { format: "markdown", final: false });
@@ -414,6 +420,7 @@ describe("the tenant access token", () => {
   it("is fetched once, kept while it lives, renewed once it expires on the clock, and fetched anew when Feishu refuses it", async () => {
     const clock = createSteppableClock();
     const s = await start({ clock, fake: { now: () => clock.now() } });
+    onTestFinished(() => s.close());
     s.fake.say({ user: ALICE, chatId: DM, chatType: "p2p", text: "token" });
     const asked = await waitUntil(() => s.accepted.find((m) => m.text === "token"), "the message");
     expect(s.fake.tokensIssued()).toBe(1);
@@ -431,7 +438,7 @@ describe("the tenant access token", () => {
 describe("agent-bridge check", () => {
   it("asks for a tenant token and the bot's info: ok with the right credentials, a failure naming the fix (and no secret) without", async () => {
     const fake = await createFakeFeishu({ appId: APP_ID, appSecret: APP_SECRET });
-    cleanups.push(() => fake.close());
+    onTestFinished(() => fake.close());
     const channelOf = (secret: string, extra: Record<string, unknown> = {}) =>
       feishuPlatform.finalize(feishuChannelSchema.parse({ type: "feishu", app_id: APP_ID, app_secret: secret, api: fake.apiBase, ...extra }), {
         id: "fs",

@@ -7,7 +7,7 @@
  * meanwhile, and wrong credentials refused at start with a clear error.
  */
 import pino from "pino";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { feishuChannelSchema, type FeishuChannelConfig } from "../../daemon/adapters/feishu/config.js";
 import { createFeishuAdapter } from "../../daemon/adapters/feishu/index.js";
 import type { AdapterStatusEvent, ChatAdapter, InboundMessage } from "../../daemon/vocabulary/adapter.js";
@@ -21,11 +21,6 @@ const APP_SECRET = "socketTestAppSecretStaysSecret01";
 const ALICE = "ou_alice00000000000000000000000001";
 const DM = "oc_dm_alice0000000000000000000001";
 
-const cleanups: (() => unknown)[] = [];
-afterAll(async () => {
-  for (const undo of cleanups.reverse()) await undo();
-});
-
 async function start(options: { fake?: Partial<FakeFeishuOptions>; secret?: string; failFirst?: string } = {}) {
   const fake: FakeFeishu = await createFakeFeishu({
     appId: APP_ID,
@@ -34,7 +29,6 @@ async function start(options: { fake?: Partial<FakeFeishuOptions>; secret?: stri
     retryDelaysMs: [50, 100, 200, 400, 800, 1600, 3200],
     ...options.fake,
   });
-  cleanups.push(() => fake.close());
   const channel: FeishuChannelConfig = {
     ...feishuChannelSchema.parse({ type: "feishu", app_id: APP_ID, app_secret: options.secret ?? APP_SECRET, api: fake.apiBase, access: { mode: "open" } }),
     id: "fs",
@@ -59,8 +53,10 @@ async function start(options: { fake?: Partial<FakeFeishuOptions>; secret?: stri
     },
     status: (e) => void statuses.push(e),
   });
-  cleanups.push(() => adapter.stop());
-  cleanups.push(() => {
+  // Closed when the test finishes: the adapter, then the fake; no secret or connection ticket in the logs.
+  onTestFinished(async () => {
+    await adapter.stop();
+    await fake.close();
     const all = logs.join("");
     expect(all.includes(APP_SECRET), "the app secret in the logs").toBe(false);
     expect(/ticket=[0-9a-f]{6}/.test(all), "a connection ticket in the logs").toBe(false);
