@@ -13,6 +13,7 @@ export const PLATFORM_NAMES = {
   discord: "Discord",
   whatsapp: "WhatsApp",
   slack: "Slack",
+  matrix: "Matrix",
   feishu: "Feishu/Lark",
 } as const satisfies Record<RegisteredPlatform["type"], string>;
 

@@ -10,8 +10,9 @@ import { slackPlatform } from "./slack/platform.js";
 import { telegramPlatform } from "./telegram/platform.js";
 import { terminalPlatform } from "./terminal/platform.js";
 import { whatsappPlatform } from "./whatsapp/platform.js";
+import { matrixPlatform } from "./matrix/platform.js";
 
-export const platforms = [terminalPlatform, telegramPlatform, discordPlatform, whatsappPlatform, slackPlatform, feishuPlatform] as const;
+export const platforms = [terminalPlatform, telegramPlatform, discordPlatform, whatsappPlatform, slackPlatform, matrixPlatform, feishuPlatform] as const;
 
 export type RegisteredPlatform = (typeof platforms)[number];
 

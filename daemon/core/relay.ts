@@ -368,6 +368,7 @@ export function createRelay(deps: RelayDeps): Relay {
     },
     handOver(platform, accountId) {
       schedules.stopAccount(platform, accountId);
+      questions.stopAccount(platform, accountId);
       return delivery.haltAccount(platform, accountId);
     },
     release() {

@@ -16,6 +16,7 @@
  * | `relay:queue-modes` values   | the account in the chat key (keys.ts)                 |
  * | `relay:transcripts` values   | the platform and account named in the key             |
  * | `schedules` values (last slot) | the platform and account named in the key           |
+ * | `questions` values (open questions' index) | the platform and account named in the key |
  * | identity links and codes     | none: tables of their own (postgres/identity-links.ts) |
  * | a linked person's session    | none: held by one node at a time (postgres/shared-sessions.ts) |
  *
@@ -114,7 +115,8 @@ export function createClusterStore(deps: ClusterStoreDeps): ClusterStore {
     if (adapterAccount) return adapterAccount;
     if (namespace === "pairing") return byAccountId.get(key.split("\u0000")[1] ?? "");
     // A voice note's transcript lives with its entry's account (core/voice-notes.ts: `<platform>\0<account>\0<entry id>\0<index>`).
-    if (namespace === "relay:transcripts" || namespace === "schedules") {
+    // So are a schedule's last slot and an open question's index entry (`<platform>\0<account>\0...`).
+    if (namespace === "relay:transcripts" || namespace === "schedules" || namespace === "questions") {
       const [platform, accountId] = key.split("\u0000");
       return platform === undefined || accountId === undefined ? undefined : unitOf({ platform, accountId });
     }

@@ -102,6 +102,17 @@ const refuse = (res: ServerResponse, error: GatewayError): null => {
 
 const notFound = (id: string): GatewayError => invalid("previous_response_not_found", "previous_response_id", `Previous response with id '${id}' not found.`);
 
+/**
+ * OpenAI's rule for a chain: a response that called functions is continued
+ * (`previous_response_id`) only with a `function_call_output` for each call;
+ * the first call left without one, else undefined.
+ */
+function unansweredCall(parent: StoredResponse | undefined, request: ResponsesRequest): string | undefined {
+  const answered = new Set(request.toolOutputs.map((o) => o.callId));
+  for (const item of parent?.answer?.items ?? []) if (item.type === "function_call" && !answered.has(item.call_id)) return item.call_id;
+  return undefined;
+}
+
 export function createGateway(options: GatewayOptions): FakeGateway {
   return new GatewayServer(options);
 }
@@ -209,6 +220,8 @@ class GatewayServer implements FakeGateway {
     const session = sessionOf(req);
     const explicitParent = request.previousResponseId;
     if (explicitParent !== null && !responseOf(this.#options.state(), instanceId, explicitParent)) return refuse(res, notFound(explicitParent));
+    const unanswered = explicitParent === null ? undefined : unansweredCall(responseOf(this.#options.state(), instanceId, explicitParent), request);
+    if (unanswered !== undefined) return refuse(res, invalid("missing_tool_output", "input", `No tool output found for function call ${unanswered}.`));
     const chosen = planTurn({
       request,
       directive,

@@ -86,6 +86,10 @@ export const OpsChat = OpsChatSummary.extend({
       reply: z.string().optional(),
       deliveredAt: z.number().optional(),
       latencyMs: z.number().optional(),
+      /** The question the agent asked with this reply (buttons). */
+      question: z.object({ id: z.string(), text: z.string(), options: z.array(z.string()), allowText: z.boolean() }).optional(),
+      /** This message answered a question: the question's text (`text` is then the option chosen). */
+      answers: z.string().optional(),
     }),
   ),
 });

@@ -7,16 +7,17 @@
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { beforeEach, expect, it, onTestFinished } from "vitest";
 import { BIN, runAgentBridge } from "../helpers/cli.js";
 
 const VERSION = (JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "package.json"), "utf8")) as { version: string }).version;
 
 let root: string;
 beforeEach(() => {
-  root = mkdtempSync(join(tmpdir(), "launcher-test-"));
+  const dir = mkdtempSync(join(tmpdir(), "launcher-test-"));
+  root = dir;
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
 });
-afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 async function version(cache: string): Promise<string> {
   const cli = runAgentBridge(["--version"], { env: { ...process.env, AGENT_BRIDGE_COMPILE_CACHE: cache } });

@@ -5,16 +5,19 @@
  * the agent's next answer is the reply. Real emulator over HTTP, real daemon.
  */
 import { PassThrough } from "node:stream";
+import OpenAI from "openai";
 import { expect, it, onTestFinished, vi } from "vitest";
 import { createTerminalAdapter, REPLY_PREFIX } from "../../daemon/adapters/terminal/index.js";
 import type { TerminalChannelConfig } from "../../daemon/adapters/terminal/config.js";
 import { createDaemon } from "../../daemon/daemon.js";
 import { seededRandom } from "../../shared/random.js";
+import { OpsChat, OpsChats } from "../../shared/schemas/ops-console.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 
-async function terminalBridge(channelExtra: Record<string, unknown> = { buttons: { tools: ["choice", "confirm"] } }) {
+async function terminalBridge(channelExtra: Record<string, unknown> = { buttons: { tools: ["choice", "confirm"] } }, withConsole = false) {
   const service = await startServiceFixture("buttons-terminal-");
   const config = service.configFor({ type: "terminal", id: "terminal", streaming: "off", ...channelExtra });
+  if (withConsole) config.ops = { ...config.ops, port: 0 };
   const channel = config.channels.find((c): c is TerminalChannelConfig => c.type === "terminal")!;
   const stdin = new PassThrough();
   const stdout = new PassThrough();
@@ -25,7 +28,7 @@ async function terminalBridge(channelExtra: Record<string, unknown> = { buttons:
   onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   const replies = () => out.split(REPLY_PREFIX).slice(1);
-  return { stdin, out: () => out, replies, service };
+  return { stdin, out: () => out, replies, service, opsUrl: daemon.opsUrl };
 }
 
 it.each(["off", "partial"])(
@@ -94,4 +97,39 @@ it("/stop closes an open question: a later number is no answer, and the agent he
   // The output said the question was stopped; the "2" went on as the person's message (the echo).
   expect(replies().at(-1)).not.toMatch(/returned: production/);
   expect(replies().at(-1)).toContain("2");
+});
+
+it("the operator's console shows the question with the reply that asked it, and the answer by its option", async () => {
+  const { stdin, replies, opsUrl } = await terminalBridge(undefined, true);
+  stdin.write("!ask Deploy where? | staging | production\n");
+  await vi.waitFor(() => expect(replies()).toHaveLength(1));
+  stdin.write("2\n");
+  await vi.waitFor(() => expect(replies()).toHaveLength(2));
+  const { chats } = OpsChats.parse(await (await fetch(`${opsUrl}/ui/api/chats`)).json());
+  const key = chats[0]?.key ?? "";
+  const chat = OpsChat.parse(await (await fetch(`${opsUrl}/ui/api/chats/${encodeURIComponent(key)}`)).json());
+  const [asked, answered] = chat.turns;
+  expect(asked?.question).toMatchObject({ text: "Deploy where?", options: ["staging", "production"] });
+  expect(answered).toMatchObject({ text: "production", answers: "Deploy where?" });
+  expect(answered?.reply).toMatch(/returned: production/);
+});
+
+it("the official openai SDK continues the bridge's chain after a round trip: every call was answered by its output", async () => {
+  const { stdin, replies, service } = await terminalBridge();
+  stdin.write("!confirm Send the report to Ann\n");
+  await vi.waitFor(() => expect(replies()).toHaveLength(1));
+  stdin.write("1\n");
+  await vi.waitFor(() => expect(replies()).toHaveLength(2));
+  stdin.write("/whoami\n");
+  await vi.waitFor(() => expect(replies()).toHaveLength(3));
+  const session = /Session: (\S+)/.exec(replies()[2] ?? "")?.[1];
+  expect(session).toBeDefined();
+  const key = service.configFor({ type: "terminal" }).service.apiKey;
+  const openai = new OpenAI({ apiKey: key, baseURL: `${service.baseUrl}/v1/instances/${service.instanceId}/session/${session}`, maxRetries: 0 });
+  // The session's head is the agent's answer to the output; continuing it names every turn so far.
+  const recalled = await openai.responses.create({ model: "m", input: "!recall" });
+  expect(recalled.output_text).toContain("!confirm Send the report to Ann");
+  // And by its id, which the emulator (as OpenAI) refuses while a call of it has no output.
+  const next = await openai.responses.create({ model: "m", previous_response_id: recalled.id, input: "thanks" });
+  expect(next.output_text).toBe("You said: thanks");
 });

@@ -9,7 +9,7 @@ import timersPromises from "node:timers/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, onTestFinished, vi } from "vitest";
 import { createManualClock, systemClock, type Clock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import { Client, Events } from "discord.js";
@@ -37,7 +37,6 @@ interface Harness {
 
 let fake: FakeDiscord;
 let dataDir: string;
-const running: ChatAdapter[] = [];
 
 beforeEach(async () => {
   fake = await createFakeDiscord({
@@ -54,12 +53,12 @@ beforeEach(async () => {
     ],
   });
   dataDir = mkdtempSync(join(tmpdir(), "discord-adapter-"));
-});
-
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((a) => a.stop()));
-  await fake.close();
-  rmSync(dataDir, { recursive: true, force: true });
+  // Registered first, so it runs after the test's own (its adapters stop before the fake goes).
+  const [made, dir] = [fake, dataDir];
+  onTestFinished(async () => {
+    await made.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 });
 
 function makeConfig(overrides: Record<string, unknown> = {}): DiscordChannelConfig {
@@ -92,7 +91,7 @@ async function startAdapter(
   );
   const received: InboundMessage[] = [];
   const statuses: AdapterStatusEvent[] = [];
-  running.push(adapter);
+  onTestFinished(() => adapter.stop());
   await adapter.start(
     testSink({
       accept: (message) => void received.push(message),
@@ -427,7 +426,7 @@ describe("discord adapter: connection", () => {
       },
       { identifyThrottler: noThrottle },
     );
-    running.push(adapter);
+    onTestFinished(() => adapter.stop());
     const error: unknown = await adapter.start(testSink({ status: (e) => void statuses.push(e) })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Error);
     expect(String((error as Error).message)).not.toContain(wrong);

@@ -3,16 +3,11 @@
  * daemon uses (grammY's Api, discord.js's REST): what a streaming preview
  * relies on, with Telegram's and Discord's refusals and rate limits.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { Api, GrammyError } from "grammy";
 import { DiscordAPIError, REST, Routes } from "discord.js";
 import { createFakeTelegram, type FakeTelegram } from "../fakes/telegram-bot-api.js";
 import { createFakeDiscord, type FakeDiscord } from "../fakes/discord.js";
-
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await Promise.all(closers.splice(0).map((c) => c()));
-});
 
 async function refusal(work: Promise<unknown>): Promise<unknown> {
   try {
@@ -28,7 +23,7 @@ describe("Telegram fake: editMessageText", () => {
   async function start(): Promise<{ tg: FakeTelegram; api: Api; time: { now: number } }> {
     const time = { now: Date.parse("2026-01-01T00:00:00Z") };
     const tg = await createFakeTelegram({ token, now: () => time.now, editIntervalMs: 1000 });
-    closers.push(() => tg.close());
+    onTestFinished(() => tg.close());
     return { tg, api: new Api(token, { apiRoot: tg.url }), time };
   }
 
@@ -96,7 +91,7 @@ describe("Discord fake: PATCH /channels/{id}/messages/{id}", () => {
       editIntervalMs,
       guilds: [{ id: "200000000000000001", name: "g", channels: [{ id: channelId, name: "general" }] }],
     });
-    closers.push(() => dc.close());
+    onTestFinished(() => dc.close());
     const rest = new REST({ api: dc.apiBase }).setToken(token);
     return { dc, rest };
   }

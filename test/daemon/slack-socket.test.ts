@@ -33,6 +33,7 @@ it("replaces a deaf connection once, then waits for traffic before it watches ag
       return "ack";
     },
     onCommand: async () => "ack",
+    onAction: async () => "ack",
     tuning: defaultSocketTuning,
   });
   onTestFinished(() => socket.stop());

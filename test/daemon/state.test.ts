@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { createManualClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import type { InboundMessage } from "../../daemon/vocabulary/adapter.js";
@@ -14,28 +14,26 @@ import type { StoredRoute } from "../../daemon/vocabulary/records.js";
 /** A session key as the relay makes it (instance, session base). */
 const K = sessionKeyOf({ instanceId: "i", sessionBase: "k" });
 
-const dirs: string[] = [];
-const open: Store[] = [];
-afterEach(async () => {
-  for (const s of open.splice(0)) await s.abandon();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+/** Stores a test ended itself (a crash, a close): not abandoned again when it finishes. */
+const ended = new WeakSet<Store>();
 
 const tempDir = () => {
   const d = mkdtempSync(join(tmpdir(), "bridge-state-"));
-  dirs.push(d);
+  onTestFinished(() => rmSync(d, { recursive: true, force: true }));
   return d;
 };
 
 const clock = createManualClock();
 const openAt = async (dataDir: string, extra: { compactBytes?: number } = {}) => {
   const s = await openStore({ dataDir, clock, random: seededRandom(dataDir), ...extra });
-  open.push(s);
+  onTestFinished(async () => {
+    if (!ended.has(s)) await s.abandon();
+  });
   return s;
 };
 /** What a crash leaves: nothing more written, the lock freed. */
 const crash = async (s: Store) => {
-  open.splice(open.indexOf(s), 1);
+  ended.add(s);
   await s.abandon();
 };
 
@@ -223,7 +221,7 @@ describe("store", () => {
     const s1 = await openAt(dir);
     await expect(openStore({ dataDir: dir, clock })).rejects.toBeInstanceOf(DataDirLockedError);
     await s1.close();
-    open.splice(open.indexOf(s1), 1);
+    ended.add(s1);
     const s2 = await openAt(dir);
     await crash(s2);
 

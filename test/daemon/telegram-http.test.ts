@@ -4,14 +4,13 @@
  * (answers, GrammyError for refusals, HttpError for network failures and
  * timeouts, null fields left out, abort by signal), over real HTTP.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Api, GrammyError, HttpError, InputFile } from "grammy";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { createTelegramFetch, directJsonCalls, toApiSignal } from "../../daemon/adapters/telegram/fetch.js";
 
 const TOKEN = "123:secret-token";
-const servers: Server[] = [];
 
 /** A Bot API stand-in: `answer` gets the method and the parsed body. */
 async function botApi(answer: (method: string, body: unknown, res: ServerResponse, req: IncomingMessage) => void): Promise<string> {
@@ -23,7 +22,10 @@ async function botApi(answer: (method: string, body: unknown, res: ServerRespons
       answer(req.url?.split("/").at(-1) ?? "", json && text ? JSON.parse(text) : text, res, req);
     });
   });
-  servers.push(server);
+  onTestFinished(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
@@ -33,13 +35,6 @@ function apiOn(apiRoot: string, timeoutSeconds = 5): Api {
   api.config.use(directJsonCalls({ apiRoot, token: TOKEN, timeoutSeconds }));
   return api;
 }
-
-afterEach(async () => {
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections();
-    await new Promise<void>((resolve) => s.close(() => resolve()));
-  }
-});
 
 describe("Telegram Bot API calls through undici", () => {
   it("posts the payload as JSON without null fields, and returns the result", async () => {
@@ -86,10 +81,11 @@ describe("Telegram Bot API calls through undici", () => {
   });
 
   it("no answer is grammY's HttpError, without the token in its message", async () => {
-    const root = await botApi(() => undefined);
-    const closed = servers.pop()!;
-    closed.closeAllConnections();
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    // A port that was just listened on and closed: nothing answers there.
+    const gone = createServer();
+    await new Promise<void>((resolve) => gone.listen(0, "127.0.0.1", resolve));
+    const root = `http://127.0.0.1:${(gone.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => gone.close(() => resolve()));
     const error = await apiOn(root)
       .getMe()
       .catch((e: unknown) => e);

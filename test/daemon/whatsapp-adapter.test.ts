@@ -6,7 +6,7 @@ import { Writable } from "node:stream";
 import { BufferJSON } from "@whiskeysockets/baileys";
 import { pino } from "pino";
 import qrcodeTerminal from "qrcode-terminal";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
 import type { WhatsAppChannelConfig } from "../../daemon/adapters/whatsapp/config.js";
 import { createWhatsAppAdapter, RECONNECT_BACKOFF, WhatsAppAdapterError } from "../../daemon/adapters/whatsapp/index.js";
 import { backoffDelay } from "../../shared/backoff.js";
@@ -31,11 +31,6 @@ import {
 
 /** The longest reconnect delay after `failures` failed connects in a row: the backoff with its jitter at the top. */
 const backoffCeiling = (failures: number): number => backoffDelay(failures + 1, RECONNECT_BACKOFF, { bytes: (n) => Buffer.alloc(n), float: () => 1 });
-
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
 
 const GROUP = "120363000000000001@g.us";
 const ANA = "4915111111111";
@@ -110,7 +105,7 @@ interface SetupOptions {
 
 function setup(opts: SetupOptions = {}) {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "wa-adapter-"));
-  if (!opts.dataDir) dirs.push(dataDir);
+  if (!opts.dataDir) onTestFinished(() => rmSync(dataDir, { recursive: true, force: true }));
   const config = channelConfig(dataDir, opts.channel);
   const clock = createManualClock();
   const logLines: string[] = [];

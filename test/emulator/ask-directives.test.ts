@@ -5,7 +5,8 @@
  * as the call's output on the same chain.
  */
 import OpenAI, { BadRequestError } from "openai";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { forThisTest } from "../helpers/for-this-test.js";
 import { runningInstance, signupOrg, startEmulator, type TestEmulator } from "../helpers/emulator.js";
 
 const CHOICE = {
@@ -27,12 +28,9 @@ const CONFIRM = {
 };
 
 let t: TestEmulator;
-afterEach(async () => {
-  await t?.close();
-});
 
 async function client(): Promise<OpenAI> {
-  t = await startEmulator();
+  t = forThisTest(await startEmulator());
   const url = await t.emulator.listen();
   const org = await signupOrg(t.app);
   const instance = await runningInstance(t, org);
@@ -58,6 +56,30 @@ describe("!ask and !confirm", () => {
     });
     expect(second.previous_response_id).toBe(first.id);
     expect(second.output_text).toBe(`Tool ${call.call_id} returned: {"answer":"production","by":"alice"}`);
+  });
+
+  it("a response that called a tool is continued only with the call's output, as OpenAI's API requires", async () => {
+    const openai = await client();
+    const first = await openai.responses.create({ model: "m", input: "!confirm Delete the branch", tools: [CHOICE, CONFIRM] });
+    const call = first.output.find((o) => o.type === "function_call");
+    if (call?.type !== "function_call") throw new Error("no call");
+    const error = await openai.responses
+      .create({ model: "m", previous_response_id: first.id, input: "never mind", tools: [CHOICE, CONFIRM] })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect((error as BadRequestError).message).toContain(`No tool output found for function call ${call.call_id}.`);
+    expect((error as BadRequestError).param).toBe("input");
+    // With the output (and the person's words beside it) the chain goes on.
+    const next = await openai.responses.create({
+      model: "m",
+      previous_response_id: first.id,
+      input: [
+        { type: "function_call_output", call_id: call.call_id, output: "denied" },
+        { role: "user", content: "never mind" },
+      ],
+      tools: [CHOICE, CONFIRM],
+    });
+    expect(next.previous_response_id).toBe(first.id);
   });
 
   it("!confirm with the confirmation tool offered calls it with the summary", async () => {

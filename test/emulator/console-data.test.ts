@@ -3,7 +3,8 @@
  * public HTTP surface (supertest on the emulator's app).
  */
 import request from "supertest";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
+import { forThisTest } from "../helpers/for-this-test.js";
 import { appendWindow, windowSize } from "../../emulator/console/ui/window.js";
 import { redactJson, redactText } from "../../emulator/events/redact.js";
 import { providerKey, runningInstance, signupOrg, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
@@ -11,10 +12,9 @@ import { providerKey, runningInstance, signupOrg, startEmulator, type TestEmulat
 let t: TestEmulator;
 let org: TestOrg;
 beforeEach(async () => {
-  t = await startEmulator();
+  t = forThisTest(await startEmulator());
   org = await signupOrg(t.app);
 });
-afterEach(() => t.close());
 
 const send = (instanceId: string, session: string, input: string, auth = org.auth) =>
   request(t.app)

@@ -7,16 +7,16 @@
  */
 import { request as httpRequest } from "node:http";
 import request from "supertest";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { forThisTest } from "../helpers/for-this-test.js";
 import { runningInstance, signupOrg, snapshot, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
 let t: TestEmulator;
 let org: TestOrg;
 beforeEach(async () => {
-  t = await startEmulator();
+  t = forThisTest(await startEmulator());
   org = await signupOrg(t.app);
 });
-afterEach(() => t.close());
 
 /** One raw request: the path goes on the wire exactly as given; `host: null` sends no Host header. */
 function raw(url: string, path: string, options: { method?: string; host?: string | null; headers?: Record<string, string> } = {}) {
@@ -72,7 +72,7 @@ describe("cross-site state changes (CSRF)", () => {
 
   it("with an admin token, the cookie does not carry a cross-site (or same-site, other port) POST", async () => {
     await t.close();
-    t = await startEmulator({ adminToken: "s3cret-admin" });
+    t = forThisTest(await startEmulator({ adminToken: "s3cret-admin" }));
     const url = await t.emulator.listen(0, "127.0.0.1");
     const cookie = `emulator_admin=s3cret-admin`;
     const refused = await raw(url, "/_emulator/reset", { method: "POST", headers: { cookie, "sec-fetch-site": "same-site", origin: "http://localhost:3000" } });
@@ -84,7 +84,7 @@ describe("cross-site state changes (CSRF)", () => {
 describe("the ?token= cookie exchange", () => {
   it("redirects to the same view without the token, keeping its other parameters, and sets a strict HttpOnly cookie", async () => {
     await t.close();
-    t = await startEmulator({ adminToken: "s3cret-admin" });
+    t = forThisTest(await startEmulator({ adminToken: "s3cret-admin" }));
     const res = await request(t.app).get("/_emulator/ui/instances/abc/files?path=workspace%2Fdocs&token=s3cret-admin&window=50");
     expect(res.status).toBe(303);
     expect(res.headers.location).toBe("/_emulator/ui/instances/abc/files?path=workspace%2Fdocs&window=50");

@@ -4,28 +4,29 @@
  * a slow client, and the control plane's access rule (token, Host check).
  */
 import { request as httpRequest } from "node:http";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { createEmulator, type Emulator } from "../../emulator/index.js";
 import { createEventHub, createSseClient, type SseSink } from "../../emulator/events/hub.js";
 import { isAllowedHost } from "../../emulator/http/auth.js";
 import { dataOf, openSse, type SseReader } from "../helpers/sse-client.js";
 
 let emulator: Emulator | undefined;
-const readers: SseReader[] = [];
-afterEach(async () => {
-  for (const r of readers.splice(0)) r.close();
-  await emulator?.close();
-  emulator = undefined;
-});
 
 async function start(options: Parameters<typeof createEmulator>[0] = {}): Promise<string> {
-  emulator = await createEmulator({ provisionMs: 0, validateResponses: true, ...options });
+  const made = await createEmulator({ provisionMs: 0, validateResponses: true, ...options });
+  emulator = made;
+  // Unless the test closed it itself (and let go of it).
+  onTestFinished(async () => {
+    if (emulator !== made) return;
+    emulator = undefined;
+    await made.close();
+  });
   return emulator.listen(0, "127.0.0.1");
 }
 
 async function events(url: string, headers: Record<string, string> = {}): Promise<SseReader> {
   const reader = await openSse(`${url}/_emulator/events`, headers);
-  readers.push(reader);
+  onTestFinished(() => reader.close());
   return reader;
 }
 

@@ -9,7 +9,7 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import request from "supertest";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { createEmulator, type Emulator } from "../../emulator/index.js";
 import type { FixtureInput } from "../../emulator/seed/index.js";
 import { bearer, tempDir } from "../helpers/emulator.js";
@@ -43,16 +43,9 @@ const FIXTURE: FixtureInput = {
   ],
 };
 
-const emulators: Emulator[] = [];
-const dirs: (() => void)[] = [];
-afterEach(async () => {
-  for (const e of emulators.splice(0)) await e.close();
-  for (const d of dirs.splice(0)) d();
-});
-
 async function start(options: Parameters<typeof createEmulator>[0]): Promise<Emulator> {
   const emulator = await createEmulator({ provisionMs: 0, validateResponses: true, ...options });
-  emulators.push(emulator);
+  onTestFinished(() => emulator.close());
   return emulator;
 }
 
@@ -71,7 +64,7 @@ const text = (body: { output: { content?: { text?: string }[] }[] }) =>
 describe("fixtures at start", () => {
   it("answers as if everything had been made through the API", async () => {
     const dir = tempDir("fixtures-");
-    dirs.push(dir.remove);
+    onTestFinished(dir.remove);
     const e = await start({ dataDir: dir.path, fixtures: FIXTURE });
     const org = await get(e, "/v1/organization", "svc_org_test_acme").expect(200);
     expect(org.body).toMatchObject({ name: "acme", subscription_tier: "crab", instance_count: 2, model_providers: ["anthropic"] });
@@ -181,7 +174,7 @@ describe("fixtures at start", () => {
 
   it("loads from a file with comments through the command line", async () => {
     const dir = tempDir("fixtures-cli-");
-    dirs.push(dir.remove);
+    onTestFinished(dir.remove);
     const file = join(dir.path, "fixture.jsonc");
     writeFileSync(file, `// a starting state\n${JSON.stringify(FIXTURE, null, 2)}`);
     const cli = await startCli(["--port", "0", "--in-memory", "--provision-ms", "0", "--fixtures", file]);

@@ -4,12 +4,12 @@
  * checked exactly: every delta is stamped with the clock's time when it was
  * read, and the clock only moves when the test moves it.
  */
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { request } from "undici";
 import type { ManualClock } from "../../shared/clock.js";
 import { createCountedClock } from "../helpers/counted-clock.js";
 import { cryptoRandom } from "../../shared/random.js";
-import { createGateway, headKey, type FakeGateway, type GatewayFault, type GatewayState } from "../../emulator/gateway/index.js";
+import { createGateway, headKey, type GatewayFault, type GatewayState } from "../../emulator/gateway/index.js";
 import { streamText } from "../../emulator/gateway/model.js";
 import { deltaDueAt, pacedDeltas } from "../../emulator/gateway/wire.js";
 import { z } from "zod";
@@ -19,11 +19,6 @@ import { ofType, readSse } from "../helpers/sse.js";
 const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.string(), param: z.string().nullable() }) });
 const Completed = z.object({ response: ResponseObject });
 
-const open: FakeGateway[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((g) => g.close()));
-});
-
 async function start(faults = new Map<string, GatewayFault>()) {
   const clock = createCountedClock();
   const manual: ManualClock = clock;
@@ -31,7 +26,7 @@ async function start(faults = new Map<string, GatewayFault>()) {
   const state: GatewayState = { responses: {}, heads: {} };
   const gateway = createGateway({ state: () => state, onChange: () => {}, clock, random: cryptoRandom, faultFor: (id) => faults.get(id) });
   await gateway.listen(0);
-  open.push(gateway);
+  onTestFinished(() => gateway.close());
   const post = (instance: string, body: unknown, signal?: AbortSignal) =>
     request(`${gateway.urlFor(instance)}/v1/responses`, {
       method: "POST",

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { request } from "undici";
 import { createManualClock, type Clock, type ManualClock } from "../../shared/clock.js";
 import { cryptoRandom, seededRandom, type Random } from "../../shared/random.js";
@@ -63,9 +63,17 @@ interface Harness {
   }>;
 }
 
-const open: FakeGateway[] = [];
+type GatewayOptions = { clock?: Clock; random?: Random; faults?: Map<string, GatewayFault> };
 
-async function startGateway(opts: { clock?: Clock; random?: Random; faults?: Map<string, GatewayFault> } = {}): Promise<Harness> {
+/** A gateway for the test that asks for it: closed when that test finishes. */
+async function startGateway(opts: GatewayOptions = {}): Promise<Harness> {
+  const h = await openGateway(opts);
+  onTestFinished(() => h.gateway.close());
+  return h;
+}
+
+/** A gateway for a whole describe block: its `beforeAll` returns the close. */
+async function openGateway(opts: GatewayOptions = {}): Promise<Harness> {
   let state: GatewayState = { responses: {}, heads: {} };
   let changes = 0;
   const faultCalls: string[] = [];
@@ -85,7 +93,6 @@ async function startGateway(opts: { clock?: Clock; random?: Random; faults?: Map
       : {}),
   });
   await gateway.listen(0);
-  open.push(gateway);
   const harness: Harness = {
     gateway,
     get state() {
@@ -114,10 +121,6 @@ async function startGateway(opts: { clock?: Clock; random?: Random; faults?: Map
   };
   return harness;
 }
-
-afterAll(async () => {
-  await Promise.all(open.map((g) => g.close()));
-});
 
 /** Sends one turn and returns its reply text (asserting a 200). */
 async function say(h: Harness, instanceId: string, input: unknown, session?: string, extra: Record<string, unknown> = {}) {
@@ -150,7 +153,8 @@ describe("fake gateway: replies and continuity", () => {
   let h: Harness;
   const clock = createManualClock(Date.parse("2026-03-04T05:06:07.890Z"));
   beforeAll(async () => {
-    h = await startGateway({ clock });
+    h = await openGateway({ clock });
+    return () => h.gateway.close();
   });
 
   it("answers a plain input in the Responses shape and stores the turn", async () => {
@@ -428,10 +432,6 @@ describe("fake gateway: replies and continuity", () => {
 });
 
 describe("fake gateway: time, faults and determinism", () => {
-  afterEach(async () => {
-    await Promise.all(open.splice(0).map((g) => g.close()));
-  });
-
   it("!sleep MS waits on the clock before answering and storing", async () => {
     const { clock, manual, nextSleep } = observedClock();
     const h = await startGateway({ clock });

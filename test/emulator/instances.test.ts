@@ -1,13 +1,11 @@
 import request from "supertest";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { forThisTest } from "../helpers/for-this-test.js";
 import { Instance, InstanceStatusView } from "../../shared/schemas/instances.js";
 import { requestDetail } from "../../emulator/events/capture.js";
 import { bearer, forceState, runningInstance, signupOrg, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
 let t: TestEmulator;
-afterEach(async () => {
-  await t?.close();
-});
 
 const UUID4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const create = (org: TestOrg, body: Record<string, unknown>) => request(t.app).post("/v1/instances").set(org.auth).send(body);
@@ -20,7 +18,7 @@ const message = (org: TestOrg, id: string, session?: string) =>
 
 describe("create", () => {
   it("answers 201 provisioning with the defaults, then running once provisionMs has elapsed", async () => {
-    t = await startEmulator({ provisionMs: 1500 });
+    t = forThisTest(await startEmulator({ provisionMs: 1500 }));
     const org = await signupOrg(t.app);
     const res = await create(org, { name: "agent" });
     expect(res.status).toBe(201);
@@ -55,7 +53,7 @@ describe("create", () => {
   });
 
   it("takes the optional fields", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app, { providers: ["anthropic", "gemini"] });
     const res = await create(org, {
       name: "custom",
@@ -77,7 +75,7 @@ describe("create", () => {
   });
 
   it("answers 402 with the exact sentence at the limit, and nothing is created", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     await runningInstance(t, org);
     const res = await create(org, { name: "second" });
@@ -87,7 +85,7 @@ describe("create", () => {
   });
 
   it("counts stopped and errored instances toward the limit", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     const one = await runningInstance(t, org);
     await request(t.app).post(`/v1/instances/${one.id}/stop`).set(org.auth).expect(200);
@@ -97,7 +95,7 @@ describe("create", () => {
   });
 
   it("answers 400 for a provider without a key, 422 for one that does not exist", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     const res = await create(org, { name: "x", model_provider: "openai" });
     expect(res.status).toBe(400);
@@ -118,7 +116,7 @@ describe("create", () => {
     ["a 65-character region", { name: "x", region: "r".repeat(65) }],
     ["an unknown field", { name: "x", size: "large" }],
   ])("answers 422 for %s", async (_label, body) => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     const res = await create(org, body);
     expect(res.status).toBe(422);
@@ -126,7 +124,7 @@ describe("create", () => {
   });
 
   it("reaches error with an error_message when the name is fail-provision", async () => {
-    t = await startEmulator({ provisionMs: 1000 });
+    t = forThisTest(await startEmulator({ provisionMs: 1000 }));
     const org = await signupOrg(t.app);
     const res = await create(org, { name: "fail-provision" });
     expect(res.status).toBe(201);
@@ -147,7 +145,7 @@ describe("create", () => {
 
 describe("list, get, status, patch", () => {
   it("lists non-terminated instances, newest first", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app, { tier: "crab" });
     const ids: string[] = [];
     for (const name of ["a", "b", "c", "d"]) {
@@ -164,7 +162,7 @@ describe("list, get, status, patch", () => {
   });
 
   it("get and status answer the instance; 404 for an unknown id", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     const instance = await runningInstance(t, org);
     expect((await get(org, instance.id)).body).toEqual(instance);
@@ -180,7 +178,7 @@ describe("list, get, status, patch", () => {
   });
 
   it("patch renames and sets or clears runtime_config; other fields stay", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     const instance = await runningInstance(t, org, { region: "us" });
     t.clock.advance(1000);
@@ -205,7 +203,7 @@ describe("list, get, status, patch", () => {
 
 describe("start and stop", () => {
   it("stop needs running, start needs stopped; 409 otherwise with the status in the sentence", async () => {
-    t = await startEmulator({ provisionMs: 1000 });
+    t = forThisTest(await startEmulator({ provisionMs: 1000 }));
     const org = await signupOrg(t.app, { tier: "crab" });
     const instance = await runningInstance(t, org);
     const stop = () => request(t.app).post(`/v1/instances/${instance.id}/stop`).set(org.auth);
@@ -232,7 +230,7 @@ describe("start and stop", () => {
   });
 
   it("keeps the gateway conversation across stop and start", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     const instance = await runningInstance(t, org);
     await message(org, instance.id, "s").expect(200);
@@ -250,7 +248,7 @@ describe("messaging needs running", () => {
     ["error", "error"],
   ] as const)("answers 409 when %s, on both routes", async (_label, status) => {
     // A delay, so a forced `provisioning` stays provisioning.
-    t = await startEmulator({ provisionMs: 1000 });
+    t = forThisTest(await startEmulator({ provisionMs: 1000 }));
     const org = await signupOrg(t.app);
     const instance = await runningInstance(t, org);
     await forceState(t.app, instance.id, { status });
@@ -264,7 +262,7 @@ describe("messaging needs running", () => {
 
 describe("delete", () => {
   it("answers 204, then 404 on every instance route; the count drops and the slot is free", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     const instance = await runningInstance(t, org);
     const key = (
@@ -299,7 +297,7 @@ describe("delete", () => {
   });
 
   it("answers 404 for an unknown id and for another organization's instance, which survives", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     const other = await signupOrg(t.app, { name: "other" });
     const instance = await runningInstance(t, org);
@@ -314,7 +312,7 @@ describe("delete", () => {
   });
 
   it("deletes from any state, and destroys the instance's conversations", async () => {
-    t = await startEmulator({ provisionMs: 1000 });
+    t = forThisTest(await startEmulator({ provisionMs: 1000 }));
     const org = await signupOrg(t.app, { tier: "crab" });
     const provisioning = (await create(org, { name: "p" })).body as Instance;
     expect((await request(t.app).delete(`/v1/instances/${provisioning.id}`).set(org.auth)).status).toBe(204);
@@ -331,7 +329,7 @@ describe("delete", () => {
 
 describe("HEAD", () => {
   it("answers a GET route's HEAD with the GET's status and headers and no body, and logs no body", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     const instance = await runningInstance(t, org);
     const got = await get(org, instance.id);

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import request from "supertest";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { forThisTest } from "../helpers/for-this-test.js";
 import type { z } from "zod";
 import { KeyCreated, type ScopedKey } from "../../shared/schemas/keys.js";
 
@@ -8,14 +9,11 @@ type Created = z.infer<typeof KeyCreated>;
 import { bearer, runningInstance, signupOrg, startEmulator, tempDir, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
 let t: TestEmulator;
-afterEach(async () => {
-  await t?.close();
-});
 
 const SCOPED_KEY = /^svc_sk_[0-9a-f]{64}$/;
 
 async function setup(): Promise<{ org: TestOrg; instanceId: string }> {
-  t = await startEmulator();
+  t = forThisTest(await startEmulator());
   const org = await signupOrg(t.app, { tier: "crab" });
   const instance = await runningInstance(t, org);
   return { org, instanceId: instance.id };
@@ -218,7 +216,7 @@ describe("last_used_at", () => {
   it("is not a file write per request: a burst of authenticated reads costs at most a couple of writes", async () => {
     const dir = tempDir();
     try {
-      t = await startEmulator({ dataDir: dir.path, flushMs: 5 });
+      t = forThisTest(await startEmulator({ dataDir: dir.path, flushMs: 5 }));
       const org = await signupOrg(t.app, { tier: "crab" });
       const instance = await runningInstance(t, org);
       const key = (await createKey(org, { name: "k", instance_ids: [instance.id], permissions: ["read"] })).body as Created;

@@ -1,19 +1,17 @@
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import request from "supertest";
 import { request as undiciRequest } from "undici";
-import { afterEach, describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { forThisTest } from "../helpers/for-this-test.js";
 import { parseEventStream, type StreamEvent } from "../../shared/client/index.js";
 import { ResponseObject } from "../../shared/schemas/responses.js";
 import type { Instance } from "../../shared/schemas/instances.js";
 import { deadPort, forceState, listenOn, replyText, runningInstance, signupOrg, startEmulator, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
 let t: TestEmulator;
-afterEach(async () => {
-  await t?.close();
-});
 
 async function setup(options: Parameters<typeof startEmulator>[0] = {}): Promise<{ org: TestOrg; instance: Instance }> {
-  t = await startEmulator(options);
+  t = forThisTest(await startEmulator(options));
   const org = await signupOrg(t.app);
   return { org, instance: await runningInstance(t, org) };
 }
@@ -132,7 +130,7 @@ describe("continuity", () => {
   });
 
   it("another instance's response id is unknown here", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app, { tier: "crab" });
     const a = await runningInstance(t, org, { name: "a" });
     const b = await runningInstance(t, org, { name: "b" });

@@ -6,17 +6,14 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import request from "supertest";
-import { afterEach, describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { forThisTest } from "../helpers/for-this-test.js";
 import { createEmulator } from "../../emulator/index.js";
 import { parseScriptText } from "../../emulator/gateway/script/index.js";
 import { runCli } from "../helpers/cli.js";
 import { runningInstance, signupOrg, startEmulator, tempDir, type TestEmulator } from "../helpers/emulator.js";
 
 let t: TestEmulator | undefined;
-afterEach(async () => {
-  await t?.close();
-  t = undefined;
-});
 
 const problemsOf = (text: string) => {
   const loaded = parseScriptText(text);
@@ -117,7 +114,7 @@ describe("where scripts are loaded", () => {
       file,
       `{ "rules": [ { "name": "greeting", "match": { "regex": "^hi\\\\b", "flags": "i" }, "answer": { "text": "Hello from the script." } } ] }`,
     );
-    t = await startEmulator({ modelScript: file });
+    t = forThisTest(await startEmulator({ modelScript: file }));
     const org = await signupOrg(t.app);
     const instance = await runningInstance(t, org);
     const res = await request(t.app).post(`/v1/instances/${instance.id}/responses`).set(org.auth).send({ model: "m", input: "Hi there" });
@@ -126,7 +123,7 @@ describe("where scripts are loaded", () => {
   });
 
   it("the control plane sets, reads and clears the global and an instance's script; a bad one is 422 and the old one stays", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     const instance = await runningInstance(t, org);
     const say = async (input: string) => {

@@ -7,7 +7,8 @@
  */
 import OpenAI from "openai";
 import request from "supertest";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
+import { forThisTest } from "../helpers/for-this-test.js";
 import type { ModelScriptInput } from "../../emulator/gateway/script/index.js";
 import { bearer, providerKey, startEmulator, type TestEmulator } from "../helpers/emulator.js";
 
@@ -16,11 +17,8 @@ const answering = (text: string): ModelScriptInput => ({ rules: [{ name: `says $
 let t: TestEmulator;
 let url: string;
 beforeEach(async () => {
-  t = await startEmulator({ modelScript: answering("from the global script") });
+  t = forThisTest(await startEmulator({ modelScript: answering("from the global script") }));
   url = await t.emulator.listen();
-});
-afterEach(async () => {
-  await t?.close();
 });
 
 interface SandboxSetup {

@@ -7,7 +7,8 @@
 import OpenAI, { BadRequestError, RateLimitError } from "openai";
 import { zodTextFormat } from "openai/helpers/zod";
 import request from "supertest";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { forThisTest } from "../helpers/for-this-test.js";
 import { z } from "zod";
 import type { ModelScriptInput } from "../../emulator/gateway/script/index.js";
 import { createEmulator } from "../../emulator/index.js";
@@ -49,9 +50,6 @@ const WEATHER_TOOL = {
 };
 
 let t: TestEmulator;
-afterEach(async () => {
-  await t?.close();
-});
 
 interface Setup {
   org: TestOrg;
@@ -66,8 +64,8 @@ interface Setup {
 async function setup(options: { maxRetries?: number; realClock?: boolean } = {}): Promise<Setup> {
   if (options.realClock) {
     const emulator = await createEmulator({ provisionMs: 0, validateResponses: true, modelScript: SCRIPT });
-    t = { emulator, app: emulator.app, clock: createManualClock(), errorLog: [], close: () => emulator.close() };
-  } else t = await startEmulator({ modelScript: SCRIPT });
+    t = forThisTest({ emulator, app: emulator.app, clock: createManualClock(), errorLog: [], close: () => emulator.close() });
+  } else t = forThisTest(await startEmulator({ modelScript: SCRIPT }));
   const url = await t.emulator.listen();
   const org = await signupOrg(t.app);
   const instance = await runningInstance(t, org);

@@ -4,17 +4,14 @@
  * conversations across a restart, and what the console shows of them.
  */
 import request from "supertest";
-import { afterEach, describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { forThisTest } from "../helpers/for-this-test.js";
 import type { ModelScriptInput } from "../../emulator/gateway/script/index.js";
 import { parseEventStream } from "../../shared/client/index.js";
 import type { Instance } from "../../shared/schemas/instances.js";
 import { runningInstance, signupOrg, startEmulator, tempDir, type TestEmulator, type TestOrg } from "../helpers/emulator.js";
 
 let t: TestEmulator | undefined;
-afterEach(async () => {
-  await t?.close();
-  t = undefined;
-});
 
 const TOOLS = [
   {
@@ -26,7 +23,7 @@ const TOOLS = [
 ];
 
 async function setup(options: Parameters<typeof startEmulator>[0] = {}): Promise<{ org: TestOrg; instance: Instance }> {
-  t = await startEmulator(options);
+  t = forThisTest(await startEmulator(options));
   const org = await signupOrg(t.app);
   return { org, instance: await runningInstance(t, org) };
 }
@@ -186,7 +183,7 @@ describe("determinism and restarts", () => {
     expect(call.headers["x-emulator-model-rule"]).toBe("call");
     await t!.close();
 
-    t = await startEmulator({ dataDir: dir.path, seed: 7, modelScript: script });
+    t = forThisTest(await startEmulator({ dataDir: dir.path, seed: 7, modelScript: script }));
     const res = await send(
       org,
       instance.id,

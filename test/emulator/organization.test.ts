@@ -2,20 +2,18 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import request from "supertest";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { forThisTest } from "../helpers/for-this-test.js";
 import { Organization, SignupResponse, Subscription } from "../../shared/schemas/organization.js";
 import { bearer, providerKey, runningInstance, signupOrg, startEmulator, tempDir, type TestEmulator } from "../helpers/emulator.js";
 
 let t: TestEmulator;
-afterEach(async () => {
-  await t?.close();
-});
 
 const ORG_KEY = /^svc_org_[0-9a-f]{64}$/;
 
 describe("signup", () => {
   it("answers 201 with an organization key and a shrimp organization, without any Authorization header", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const res = await request(t.app).post("/v1/organization/signup").send({ name: "acme" });
     expect(res.status).toBe(201);
     const body = SignupResponse.parse(res.body);
@@ -35,13 +33,13 @@ describe("signup", () => {
   });
 
   it("ignores an Authorization header, even a bogus one", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const res = await request(t.app).post("/v1/organization/signup").set("Authorization", "Basic x").send({ name: "acme" });
     expect(res.status).toBe(201);
   });
 
   it("gives every signup its own organization and key", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const a = await signupOrg(t.app, { name: "a" });
     const b = await signupOrg(t.app, { name: "b" });
     expect(a.organization.id).not.toBe(b.organization.id);
@@ -57,7 +55,7 @@ describe("signup", () => {
     ["a number", { name: 42 }],
     ["an unknown field", { name: "acme", plan: "lobster" }],
   ])("refuses %s with 422 and a validation detail", async (_label, body) => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const res = await request(t.app).post("/v1/organization/signup").send(body);
     expect(res.status).toBe(422);
     expect(Array.isArray(res.body.detail)).toBe(true);
@@ -67,7 +65,7 @@ describe("signup", () => {
   });
 
   it("accepts a name of exactly 128 and of 1 character", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     expect(
       (
         await request(t.app)
@@ -81,7 +79,7 @@ describe("signup", () => {
 
 describe("organization", () => {
   it("GET answers the caller's organization", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app, { providers: [] });
     const res = await request(t.app).get("/v1/organization").set(org.auth);
     expect(res.status).toBe(200);
@@ -89,7 +87,7 @@ describe("organization", () => {
   });
 
   it("PATCH renames, within 1-128 characters", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app, { providers: [] });
     t.clock.advance(60_000);
     const res = await request(t.app).patch("/v1/organization").set(org.auth).send({ name: "renamed" });
@@ -111,7 +109,7 @@ describe("organization", () => {
   });
 
   it("PATCH merges model_api_keys; an empty string removes that provider", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app, { providers: [] });
     const patch = (keys: Record<string, string>) => request(t.app).patch("/v1/organization").set(org.auth).send({ model_api_keys: keys });
 
@@ -127,7 +125,7 @@ describe("organization", () => {
   });
 
   it("PATCH refuses an unknown provider or a non-string key with 422 and changes nothing", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     for (const keys of [{ mistral: "k" }, { anthropic: 5 }, "anthropic"]) {
       const res = await request(t.app).patch("/v1/organization").set(org.auth).send({ model_api_keys: keys });
@@ -140,7 +138,7 @@ describe("organization", () => {
   it("never returns a provider key: not in any response, not in the snapshot, not in the state file", async () => {
     const dir = tempDir();
     try {
-      t = await startEmulator({ dataDir: dir.path, flushMs: 1 });
+      t = forThisTest(await startEmulator({ dataDir: dir.path, flushMs: 1 }));
       const secrets = [providerKey("anthropic"), providerKey("openai"), providerKey("gemini")];
       const texts: string[] = [];
       const org = await signupOrg(t.app, { providers: ["anthropic", "openai", "gemini"], tier: "crab" });
@@ -181,7 +179,7 @@ describe("organization", () => {
 
 describe("subscription and billing", () => {
   it("GET /v1/subscription answers tier, limit and count", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     const res = await request(t.app).get("/v1/subscription").set(org.auth);
     expect(res.status).toBe(200);
@@ -191,7 +189,7 @@ describe("subscription and billing", () => {
   });
 
   it("checkout refuses a tier that is not crab or lobster with 422", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     for (const body of [{ tier: "shrimp" }, { tier: "whale" }, {}, { tier: "crab", extra: 1 }]) {
       const res = await request(t.app).post("/v1/subscription/checkout").set(org.auth).send(body);
@@ -201,7 +199,7 @@ describe("subscription and billing", () => {
   });
 
   it("a checkout URL opens a page the emulator serves, whose form switches the plan", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app, { name: "Acme <Labs>" });
     const res = await request(t.app).post("/v1/subscription/checkout").set(org.auth).send({ tier: "crab" });
     expect(res.status).toBe(200);
@@ -222,7 +220,7 @@ describe("subscription and billing", () => {
   });
 
   it("a portal URL opens a page too, and the plan it picks is the one the limits follow", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     await runningInstance(t, org);
     // At the shrimp limit.
@@ -242,7 +240,7 @@ describe("subscription and billing", () => {
   });
 
   it("the billing page refuses an unknown plan and an unknown session", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     const path = new URL((await request(t.app).post("/v1/subscription/portal").set(org.auth)).body.url as string).pathname;
     expect((await request(t.app).post(path).type("form").send({ tier: "whale" })).status).toBe(422);
@@ -255,7 +253,7 @@ describe("subscription and billing", () => {
   });
 
   it("each checkout or portal call mints a distinct link", async () => {
-    t = await startEmulator();
+    t = forThisTest(await startEmulator());
     const org = await signupOrg(t.app);
     const a = await request(t.app).post("/v1/subscription/portal").set(org.auth);
     const b = await request(t.app).post("/v1/subscription/portal").set(org.auth);

@@ -4,14 +4,12 @@
  * sandbox's move does not.
  */
 import request from "supertest";
-import { afterEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
+import { forThisTest } from "../helpers/for-this-test.js";
 import { createEmulator, type Emulator } from "../../emulator/index.js";
 import { bearer, providerKey } from "../helpers/emulator.js";
 
 let emulator: Emulator | undefined;
-afterEach(async () => {
-  await emulator?.close();
-});
 
 async function sandboxInstance(e: Emulator) {
   const sandbox = await e.sandboxes.create();
@@ -26,7 +24,7 @@ async function sandboxInstance(e: Emulator) {
 
 it("!sleep in a sandbox ends when that sandbox's clock moves past it, not another's", async () => {
   // The real clock as base: an hour's sleep would never end by itself within the test.
-  emulator = await createEmulator({ provisionMs: 0 });
+  emulator = forThisTest(await createEmulator({ provisionMs: 0 }));
   const a = await sandboxInstance(emulator);
   const b = await sandboxInstance(emulator);
   let answered = false;

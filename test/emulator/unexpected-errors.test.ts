@@ -6,14 +6,14 @@
  * sandbox, and shown on the events stream and in the journals under the same
  * id. The typed client's `ServiceError` carries the id it was answered with.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { pino } from "pino";
 import { createEmulator, type Emulator } from "../../emulator/index.js";
 import { cryptoRandom, type Random } from "../../shared/random.js";
 import { createServiceClient, ServiceError } from "../../shared/client/index.js";
 import request from "supertest";
 import { signupOrg, silent500s, startEmulator } from "../helpers/emulator.js";
-import { dataOf, openSse, type SseReader } from "../helpers/sse-client.js";
+import { dataOf, openSse } from "../helpers/sse-client.js";
 
 /** A raw service key: what must never reach a log line. */
 const SECRET = `svc_org_${"ab".repeat(32)}`;
@@ -39,17 +39,18 @@ function logSink() {
 }
 
 let emulator: Emulator | undefined;
-const readers: SseReader[] = [];
-afterEach(async () => {
-  for (const r of readers.splice(0)) r.close();
-  await emulator?.close();
-  emulator = undefined;
-});
 
 async function start() {
   const random = breakableRandom();
   const sink = logSink();
-  emulator = await createEmulator({ provisionMs: 0, validateResponses: true, random, logger: sink.logger });
+  const made = await createEmulator({ provisionMs: 0, validateResponses: true, random, logger: sink.logger });
+  emulator = made;
+  // Unless the test closed it itself (and let go of it).
+  onTestFinished(async () => {
+    if (emulator !== made) return;
+    emulator = undefined;
+    await made.close();
+  });
   const url = await emulator.listen(0, "127.0.0.1");
   return { url, random, ...sink };
 }
@@ -141,7 +142,7 @@ describe("an unexpected error", () => {
     const { url, random, lines } = await start();
     const sandbox = await emulator!.sandboxes.create();
     const stream = await openSse(`${url}/_emulator/events`);
-    readers.push(stream);
+    onTestFinished(() => stream.close());
     await call(url, "PATCH", "/v1/organization", { key: sandbox.apiKey, body: { model_api_keys: { anthropic: "sk-ant-test" } } });
     random.broken = true;
     const failed = await call(url, "POST", "/v1/instances", { key: sandbox.apiKey, body: { name: "one" }, headers: { "x-request-id": "suite-7" } });

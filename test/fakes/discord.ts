@@ -19,6 +19,21 @@
  *   HEARTBEAT (op 1) -> ACK (op 11); RESUME (op 6) -> replay of missed dispatches, then RESUMED,
  *   or INVALID_SESSION (op 9, d false) when the session is gone.
  *
+ * Buttons: a message's `components` (on create and edit) must follow Discord's rules (at most
+ * 5 action rows of at most 5 buttons; a button with a style other than Link needs a `custom_id`
+ * of 1-100 characters, unique in the message; a label at most 80 characters), else 50035.
+ * `tapButton` dispatches INTERACTION_CREATE (type 3, `member` in a guild, `user` in a DM) and
+ * the interaction must be answered at `POST /interactions/:id/:token/callback` (no bot token:
+ * the interaction's token is the credential) within 3 s of its creation, once (a late answer:
+ * 10062 Unknown interaction; a second: 40060 already acknowledged); follow-ups at
+ * `POST /webhooks/:application_id/:token` only after that answer, for 15 minutes.
+ *
+ * Application commands: `PUT /applications/:id/commands` replaces the bot's global commands
+ * (names 1-32 lower-case characters, descriptions 1-100, at most 100 commands, else 50035);
+ * `useCommand` dispatches an APPLICATION_COMMAND interaction (type 2) for one of them. A deferred
+ * answer (type 5) posts the "thinking" response, which `PATCH /webhooks/:application_id/:token/
+ * messages/@original` later replaces (within 15 minutes).
+ *
  * Threads (`FakeGuild.threads`) are channels of their own, as on Discord: type 11
  * (PUBLIC_THREAD) with the `parent_id` of the text channel they hang off and
  * `thread_metadata`, listed in GUILD_CREATE's `threads` (the active threads a
@@ -162,6 +177,72 @@ interface Fault {
 
 type Json = Record<string, unknown>;
 
+/** One answer to an interaction: its callback (type 4, 5, 6 or 7) or a follow-up. */
+export interface InteractionAnswer {
+  kind: "callback" | "followup";
+  /** The callback type (4 message, 5 deferred message, 6 deferred update, 7 update); absent for a follow-up. */
+  type?: number;
+  content?: string;
+  /** Shown only to the person who tapped (flags 64). */
+  ephemeral: boolean;
+  at: number;
+}
+
+/** Discord's rules for a bulk overwrite of application commands; the first broken one, or undefined. */
+export function commandsProblem(commands: unknown): string | undefined {
+  if (!Array.isArray(commands)) return "must be an array";
+  if (commands.length > 100) return "Must be 100 or fewer in length.";
+  const names = new Set<string>();
+  for (const [i, command] of (commands as Json[]).entries()) {
+    if (typeof command.name !== "string" || !/^[-_\p{Ll}\p{N}]{1,32}$/u.test(command.name)) return `${i}.name: Command name is invalid`;
+    if (names.has(command.name)) return `${i}.name: Application command names must be unique`;
+    names.add(command.name);
+    if (typeof command.description !== "string" || command.description.length < 1 || command.description.length > 100)
+      return `${i}.description: Must be between 1 and 100 in length.`;
+    const options = Array.isArray(command.options) ? (command.options as Json[]) : [];
+    if (options.length > 25) return `${i}.options: Must be 25 or fewer in length.`;
+    let optional = false;
+    for (const option of options) {
+      if (typeof option.description !== "string" || option.description.length < 1 || option.description.length > 100)
+        return `${i}.options: description must be 1-100 characters`;
+      // Required options come first.
+      if (option.required === true && optional) return `${i}.options: Required options must be placed before non-required options`;
+      if (option.required !== true) optional = true;
+    }
+  }
+  return undefined;
+}
+
+/** Discord's rules for a message's components; the first broken one as Discord words it, or undefined. */
+export function componentProblem(components: unknown): string | undefined {
+  if (components === undefined) return undefined;
+  if (!Array.isArray(components)) return "components: must be an array";
+  if (components.length > 5) return "components: Must be 5 or fewer in length.";
+  const ids = new Set<string>();
+  for (const [r, row] of components.entries()) {
+    const rowJson = row as Json;
+    if (rowJson?.type !== 1 || !Array.isArray(rowJson.components)) return `components.${r}: an action row (type 1) with components`;
+    if (rowJson.components.length < 1 || rowJson.components.length > 5) return `components.${r}.components: Must be between 1 and 5 in length.`;
+    for (const [c, item] of rowJson.components.entries()) {
+      const button = item as Json;
+      const at = `components.${r}.components.${c}`;
+      if (button?.type !== 2) return `${at}: only buttons (type 2) here`;
+      if (typeof button.style !== "number" || button.style < 1 || button.style > 6) return `${at}.style: Value must be one of {1, 2, 3, 4, 5, 6}.`;
+      if (typeof button.label === "string" && [...button.label].length > 80) return `${at}.label: Must be 80 or fewer in length.`;
+      if (button.style === 5) {
+        if (typeof button.url !== "string" || button.custom_id !== undefined) return `${at}: a link button has a url and no custom_id`;
+        continue;
+      }
+      if (typeof button.custom_id !== "string" || button.custom_id.length < 1 || button.custom_id.length > 100) {
+        return `${at}.custom_id: Must be between 1 and 100 in length.`;
+      }
+      if (ids.has(button.custom_id)) return `${at}.custom_id: Component custom id cannot be duplicated`;
+      ids.add(button.custom_id);
+    }
+  }
+  return undefined;
+}
+
 export interface FakeDiscord {
   readonly bot: FakeUser;
   /** Attachment downloads wait until the returned function is called (a slow CDN). */
@@ -206,6 +287,18 @@ export interface FakeDiscord {
   messageVersions(messageId: string): MessageVersion[] | undefined;
   /** The bot's messages in a channel with their current content (after edits), oldest first. */
   shownMessages(channelId: string): { id: string; content: string; versions: MessageVersion[] }[];
+  /** The labels of a message's buttons as it shows them now, in order ([]: none). */
+  buttonsOn(messageId: string): string[];
+  /** `user` taps the `index`-th button (0-based, in order) of a bot message: INTERACTION_CREATE to every session. */
+  tapButton(input: { messageId: string; user: FakeUser; index: number }): { interactionId: string };
+  /** The bot's registered application commands (names), in order. */
+  commands(): string[];
+  /** `user` runs the bot's command `name` with string options in `channelId`: INTERACTION_CREATE (type 2). */
+  useCommand(input: { channelId: string; user: FakeUser; name: string; options?: Record<string, string> }): { interactionId: string };
+  /** The response an interaction shows now (the deferred one, then what replaced it); undefined: none yet. */
+  interactionResponse(interactionId: string): { content: string; loading: boolean; messageId: string } | undefined;
+  /** How each interaction was answered: callbacks and follow-ups, in order. */
+  interactionAnswers(interactionId: string): InteractionAnswer[];
   /** Edits in one channel closer together than this answer 429 with `retry_after` (0: no limit). */
   setEditInterval(ms: number): void;
   /** Edits answered 429 because of `setEditInterval`, so far. */
@@ -263,6 +356,21 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
   let attachmentGate: Promise<void> | undefined;
   let attachmentRequests = 0;
   const faults: Fault[] = [];
+  /** Interactions by id: their token, when they were made, how they were answered. */
+  const interactions = new Map<
+    string,
+    {
+      token: string;
+      at: number;
+      channelId: string;
+      messageId: string;
+      user: FakeUser;
+      answers: InteractionAnswer[];
+      response?: { content: string; loading: boolean; messageId: string };
+    }
+  >();
+  /** The bot's global application commands, as registered. */
+  let registeredCommands: Json[] = [];
   const versions = new Map<string, MessageVersion[]>();
   let editIntervalMs = options.editIntervalMs ?? 0;
   const lastEditAt = new Map<string, number>();
@@ -393,6 +501,12 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     return { body, files };
   };
 
+  const readRaw = async (req: IncomingMessage): Promise<Buffer> => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  };
+
   const readJson = async (req: IncomingMessage): Promise<Json> => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -418,6 +532,13 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     if (!path.startsWith("/api/v10/")) return send(res, 404, { message: "404: Not Found", code: 0 });
     const route = path.slice("/api/v10".length);
     callLog.record(callLog.name(req.socket, "tcp"), `${method} ${route.replace(/\/\d+/g, "/:id")}`);
+    // An interaction's answers carry its token in the path, no bot token (discord.js sends them `auth: false`).
+    const callback = /^\/interactions\/(\d+)\/([^/]+)\/callback$/.exec(route);
+    if (callback && method === "POST") return answerInteraction(req, res, callback[1]!, callback[2]!);
+    const original = /^\/webhooks\/(\d+)\/([^/]+)\/messages\/(?:@|%40)original$/.exec(route);
+    if (original && method === "PATCH") return editOriginal(req, res, original[1]!, original[2]!);
+    const followUp = /^\/webhooks\/(\d+)\/([^/]+)$/.exec(route);
+    if (followUp && method === "POST") return followUpInteraction(req, res, followUp[1]!, followUp[2]!);
     if (req.headers.authorization !== `Bot ${options.token}`) {
       return send(res, 401, { message: "401: Unauthorized", code: 0 });
     }
@@ -436,6 +557,14 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
       });
     }
     if (method === "GET" && route === "/users/@me") return send(res, 200, userJson(bot));
+    if (method === "PUT" && route === `/applications/${bot.id}/commands`) {
+      const body: unknown = JSON.parse((await readRaw(req)).toString("utf8") || "null");
+      const problem = commandsProblem(body);
+      if (problem)
+        return send(res, 400, { message: "Invalid Form Body", code: 50035, errors: { _errors: [{ code: "APPLICATION_COMMAND_INVALID", message: problem }] } });
+      registeredCommands = (body as Json[]).map((c) => ({ ...c, id: snowflake(), application_id: bot.id, version: snowflake() }));
+      return send(res, 200, registeredCommands);
+    }
     if (method === "POST" && route === "/users/@me/channels") {
       const body = await readJson(req);
       const recipientId = typeof body.recipient_id === "string" ? body.recipient_id : "";
@@ -471,9 +600,21 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
             errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } },
           });
         }
+        const problem = componentProblem(body.components);
+        if (problem)
+          return send(res, 400, { message: "Invalid Form Body", code: 50035, errors: { _errors: [{ code: "COMPONENT_INVALID", message: problem }] } });
         const reference = body.message_reference as Json | undefined;
         const replyTo = typeof reference?.message_id === "string" ? reference.message_id : undefined;
+        // A reference names a message by its snowflake (with fail_if_not_exists false an unknown one is dropped, a malformed one refused).
+        if (reference && !/^\d{15,20}$/.test(String(reference.message_id ?? ""))) {
+          return send(res, 400, {
+            message: "Invalid Form Body",
+            code: 50035,
+            errors: { message_reference: { message_id: { _errors: [{ code: "NUMBER_TYPE_COERCE", message: "Value is not snowflake." }] } } },
+          });
+        }
         const message = messageJson({ id: snowflake(), channel, author: bot, content, replyTo });
+        if (Array.isArray(body.components)) message.components = body.components;
         messages.set(message.id as string, message);
         const record: RecordedMessage = { id: message.id as string, channelId: channel.id, content, body, allowedMentions: body.allowed_mentions };
         if (files.length) record.files = files;
@@ -524,6 +665,8 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     }
     const content = typeof body.content === "string" ? body.content : String(message.content);
     if (!content) return send(res, 400, { message: "Cannot send an empty message", code: 50006 });
+    const problem = componentProblem(body.components);
+    if (problem) return send(res, 400, { message: "Invalid Form Body", code: 50035, errors: { _errors: [{ code: "COMPONENT_INVALID", message: problem }] } });
     if ([...content].length > 2000) {
       return send(res, 400, {
         message: "Invalid Form Body",
@@ -547,9 +690,175 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     }
     lastEditAt.set(channelId, at);
     message.content = content;
+    if (Array.isArray(body.components)) message.components = body.components;
     message.edited_timestamp = new Date(at).toISOString();
     versions.get(messageId)?.push({ content, at });
     return send(res, 200, message);
+  }
+
+  /** An interaction's one callback, within 3 s of the tap. */
+  async function answerInteraction(req: IncomingMessage, res: ServerResponse, id: string, token: string): Promise<void> {
+    const body = await readJson(req);
+    const interaction = interactions.get(id);
+    if (!interaction || interaction.token !== token || now() - interaction.at > 3000) return send(res, 404, { message: "Unknown interaction", code: 10062 });
+    if (interaction.answers.some((a) => a.kind === "callback")) return send(res, 400, { message: "Interaction has already been acknowledged.", code: 40060 });
+    const type = body.type;
+    const data = (body.data ?? {}) as Json;
+    if (type !== 4 && type !== 5 && type !== 6 && type !== 7) return send(res, 400, { message: "Invalid Form Body", code: 50035 });
+    const content = typeof data.content === "string" ? data.content : undefined;
+    interaction.answers.push({
+      kind: "callback",
+      type,
+      ...(content !== undefined ? { content } : {}),
+      ephemeral: ((Number(data.flags) || 0) & 64) !== 0,
+      at: now(),
+    });
+    if (type === 4 || type === 5) {
+      // The response is a message of the bot's in the channel ("thinking" until replaced, for a deferred one).
+      const channel = channels.get(interaction.channelId);
+      if (channel) {
+        const shown = type === 5 ? "" : (content ?? "");
+        const message = messageJson({ id: snowflake(), channel, author: bot, content: shown });
+        message.flags = (type === 5 ? 128 : 0) | ((Number(data.flags) || 0) & 64);
+        message.interaction_metadata = { id, type: 2, user: userJson(interaction.user) };
+        messages.set(message.id as string, message);
+        versions.set(message.id as string, [{ content: shown, at: now() }]);
+        interaction.response = { content: shown, loading: type === 5, messageId: message.id as string };
+      }
+    }
+    if (type === 7) {
+      const message = messages.get(interaction.messageId);
+      if (message && content !== undefined) message.content = content;
+      if (message && Array.isArray(data.components)) message.components = data.components;
+    }
+    return send(res, 204);
+  }
+
+  /** The deferred response replaced (PATCH @original), within 15 minutes of the interaction. */
+  async function editOriginal(req: IncomingMessage, res: ServerResponse, applicationId: string, token: string): Promise<void> {
+    const body = await readJson(req);
+    const interaction = [...interactions.values()].find((i) => i.token === token);
+    if (applicationId !== bot.id || !interaction || now() - interaction.at > 15 * 60_000) return send(res, 404, { message: "Unknown Webhook", code: 10015 });
+    const response = interaction.response;
+    if (!response) return send(res, 404, { message: "Unknown Message", code: 10008 });
+    const content = typeof body.content === "string" ? body.content : response.content;
+    if ([...content].length > 2000) return send(res, 400, { message: "Invalid Form Body", code: 50035 });
+    response.content = content;
+    response.loading = false;
+    const message = messages.get(response.messageId);
+    if (message) {
+      message.content = content;
+      message.flags = 0;
+      versions.get(response.messageId)?.push({ content, at: now() });
+    }
+    return send(res, 200, message ?? {});
+  }
+
+  /** A follow-up message: only once the interaction was answered, for 15 minutes. */
+  async function followUpInteraction(req: IncomingMessage, res: ServerResponse, applicationId: string, token: string): Promise<void> {
+    const body = await readJson(req);
+    const interaction = [...interactions.values()].find((i) => i.token === token);
+    if (applicationId !== bot.id || !interaction || now() - interaction.at > 15 * 60_000) return send(res, 404, { message: "Unknown Webhook", code: 10015 });
+    if (!interaction.answers.some((a) => a.kind === "callback")) return send(res, 404, { message: "Unknown Webhook", code: 10015 });
+    const content = typeof body.content === "string" ? body.content : "";
+    interaction.answers.push({ kind: "followup", content, ephemeral: ((Number(body.flags) || 0) & 64) !== 0, at: now() });
+    const channel = channels.get(interaction.channelId);
+    if (!channel) return send(res, 404, { message: "Unknown Channel", code: 10003 });
+    return send(res, 200, { ...messageJson({ id: snowflake(), channel, author: bot, content }), flags: Number(body.flags) || 0, webhook_id: bot.id });
+  }
+
+  function buttonsOf(message: Json | undefined): Json[] {
+    const rows = Array.isArray(message?.components) ? (message.components as Json[]) : [];
+    return rows.flatMap((row) => (Array.isArray(row.components) ? (row.components as Json[]) : []));
+  }
+
+  function useCommand(input: { channelId: string; user: FakeUser; name: string; options?: Record<string, string> }): { interactionId: string } {
+    const command = registeredCommands.find((c) => c.name === input.name);
+    if (!command) throw new Error(`fake discord: the bot has no command /${input.name}`);
+    const channel = channels.get(input.channelId);
+    if (!channel) throw new Error(`fake discord: no channel ${input.channelId}`);
+    const id = snowflake();
+    const token = `ixtoken-${id}`;
+    interactions.set(id, { token, at: now(), channelId: channel.id, messageId: "", user: input.user, answers: [] });
+    const payload: Json = {
+      id,
+      application_id: bot.id,
+      type: 2,
+      token,
+      version: 1,
+      channel_id: channel.id,
+      channel: channel.guildId ? channelJson(channel) : { id: channel.id, type: 1, recipients: [userJson(input.user)] },
+      data: {
+        id: command.id,
+        name: input.name,
+        type: 1,
+        ...(input.options ? { options: Object.entries(input.options).map(([name, value]) => ({ name, type: 3, value })) } : {}),
+      },
+      locale: "en-US",
+      app_permissions: "0",
+      entitlements: [],
+      authorizing_integration_owners: {},
+      context: channel.guildId ? 0 : 1,
+      attachment_size_limit: FILE_LIMIT,
+    };
+    if (channel.guildId) {
+      payload.guild_id = channel.guildId;
+      payload.member = {
+        user: userJson(input.user),
+        roles: [],
+        permissions: "0",
+        joined_at: new Date(now()).toISOString(),
+        deaf: false,
+        mute: false,
+        flags: 0,
+      };
+    } else payload.user = userJson(input.user);
+    if (!current) throw new Error("fake discord: no gateway session to dispatch into");
+    for (const session of sessions.values()) if (session.resumable) dispatch(session, "INTERACTION_CREATE", payload);
+    return { interactionId: id };
+  }
+
+  function tapButton(input: { messageId: string; user: FakeUser; index: number }): { interactionId: string } {
+    const message = messages.get(input.messageId);
+    const button = buttonsOf(message)[input.index];
+    if (!message || !button) throw new Error(`fake discord: message ${input.messageId} has no button ${input.index}`);
+    const channel = channels.get(String(message.channel_id))!;
+    const id = snowflake();
+    const token = `ixtoken-${id}`;
+    interactions.set(id, { token, at: now(), channelId: channel.id, messageId: input.messageId, user: input.user, answers: [] });
+    const payload: Json = {
+      id,
+      application_id: bot.id,
+      type: 3,
+      token,
+      version: 1,
+      channel_id: channel.id,
+      channel: channel.guildId ? channelJson(channel) : { id: channel.id, type: 1, recipients: [userJson(input.user)] },
+      message,
+      data: { custom_id: button.custom_id, component_type: 2 },
+      locale: "en-US",
+      app_permissions: "0",
+      entitlements: [],
+      authorizing_integration_owners: {},
+      context: channel.guildId ? 0 : 1,
+      attachment_size_limit: FILE_LIMIT,
+    };
+    // In a guild the person comes as `member.user`, in a DM as `user`.
+    if (channel.guildId) {
+      payload.guild_id = channel.guildId;
+      payload.member = {
+        user: userJson(input.user),
+        roles: [],
+        permissions: "0",
+        joined_at: new Date(now()).toISOString(),
+        deaf: false,
+        mute: false,
+        flags: 0,
+      };
+    } else payload.user = userJson(input.user);
+    if (!current) throw new Error("fake discord: no gateway session to dispatch into");
+    for (const session of sessions.values()) if (session.resumable) dispatch(session, "INTERACTION_CREATE", payload);
+    return { interactionId: id };
   }
 
   function messageJson(input: {
@@ -830,6 +1139,15 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     setEditInterval(ms) {
       editIntervalMs = ms;
     },
+    buttonsOn: (messageId) => buttonsOf(messages.get(messageId)).map((b) => String(b.label ?? "")),
+    tapButton,
+    commands: () => registeredCommands.map((c) => String(c.name)),
+    useCommand,
+    interactionResponse: (interactionId) => {
+      const response = interactions.get(interactionId)?.response;
+      return response ? { ...response } : undefined;
+    },
+    interactionAnswers: (interactionId) => [...(interactions.get(interactionId)?.answers ?? [])],
     rateLimitedEdits: () => rateLimitedEdits,
     typingCount: (channelId) => typing.get(channelId) ?? 0,
     reactionsOn: (messageId) => [...(reactions.get(messageId) ?? [])],

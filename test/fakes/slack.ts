@@ -36,6 +36,15 @@
  *   connection `refreshGraceMs` later; `goDeaf` keeps sockets up (pings
  *   answered) while no event reaches them, the field's most reported failure.
  *
+ * - Buttons (Block Kit): `blocks` on chat.postMessage / chat.update are checked against
+ *   Block Kit's limits (50 blocks; an actions block 25 elements; a button's text 75
+ *   characters, `action_id` 255 and unique in the message, `value` 2,000; `block_id` 255
+ *   and unique) or refused with `invalid_blocks`; chat.update without `blocks` keeps them.
+ *   `tap` sends a `block_actions` payload, form-encoded `payload=` and signed to the
+ *   interactivity Request URL (HTTP; Slack does not retry it) or as an `interactive`
+ *   envelope (Socket Mode), acknowledged within 3 s; its `response_url` takes 5 posts within
+ *   30 minutes (then `used_url` / `expired_url`), an ephemeral one shown to the tapper only.
+ *
  * A channel mention arrives twice, as `message` and as `app_mention` (different
  * event ids, same ts), when both are subscribed (`subscriptions`).
  */
@@ -101,6 +110,43 @@ export interface PostedMessage {
   files: { id: string; name: string; data: Buffer; title?: string }[];
   /** Started with chat.startStream: open until stopped. */
   stream?: "open" | "stopped";
+  /** Its Block Kit blocks now (buttons), as the bot sent them. */
+  blocks?: Record<string, unknown>[];
+}
+
+/** What one tap's `response_url` was sent. */
+export interface TapResponse {
+  text: string;
+  ephemeral: boolean;
+  replaceOriginal: boolean;
+}
+
+/** Block Kit's rules for a message's blocks: the first broken one, or undefined. */
+export function blocksProblem(blocks: unknown): string | undefined {
+  if (!Array.isArray(blocks)) return "blocks must be an array";
+  if (blocks.length > 50) return "no more than 50 items allowed";
+  const actionIds = new Set<string>();
+  const blockIds = new Set<string>();
+  for (const block of blocks as Record<string, unknown>[]) {
+    if (typeof block.block_id === "string") {
+      if (block.block_id.length > 255 || blockIds.has(block.block_id)) return "block_id must be unique and at most 255 characters";
+      blockIds.add(block.block_id);
+    }
+    if (block.type !== "actions") continue;
+    const elements = Array.isArray(block.elements) ? (block.elements as Record<string, unknown>[]) : [];
+    if (elements.length < 1 || elements.length > 25) return "an actions block holds 1 to 25 elements";
+    for (const element of elements) {
+      const text = (element.text as Record<string, unknown> | undefined)?.text;
+      if (element.type === "button" && (typeof text !== "string" || text.length < 1 || text.length > 75)) return "a button's text must be 1 to 75 characters";
+      const actionId = element.action_id;
+      if (typeof actionId === "string") {
+        if (actionId.length > 255 || actionIds.has(actionId)) return "action_id must be unique and at most 255 characters";
+        actionIds.add(actionId);
+      }
+      if (typeof element.value === "string" && element.value.length > 2000) return "a button's value must be at most 2000 characters";
+    }
+  }
+  return undefined;
 }
 
 export interface ChatWrite {
@@ -153,7 +199,7 @@ interface Envelope {
   attempt: number;
   acked: boolean;
   /** Default "events_api". */
-  type?: "events_api" | "slash_commands";
+  type?: "events_api" | "slash_commands" | "interactive";
 }
 
 interface SocketConnection {
@@ -176,6 +222,17 @@ export interface FakeSlack {
    * command; resolves with the HTTP answer's status and body (Socket Mode: 200, "").
    */
   slashCommand(input: { user: string; channel: string; text: string; command?: string }): Promise<{ status: number | "timeout" | "refused"; body: string }>;
+  /**
+   * `user` taps the `index`-th button (0-based) of the bot's message `ts` in `channel`: a
+   * signed `block_actions` payload to the interactivity URL (default the Request URL), or an
+   * `interactive` envelope. Resolves with the HTTP answer's status (Socket Mode: 200) and
+   * the tap's id, under which `tapResponses` lists what its `response_url` was sent.
+   */
+  tap(input: { channel: string; ts: string; user: string; index: number }): Promise<{ status: number | "timeout" | "refused"; id: string }>;
+  /** What a tap's `response_url` was sent, in order. */
+  tapResponses(id: string): TapResponse[];
+  /** The labels of the buttons a bot message shows now ([]: none). */
+  buttonsOn(channel: string, ts: string): string[];
   /** Delivers one event as Slack would (its event id is returned). */
   deliverEvent(event: Record<string, unknown>): string;
   /** Posts an event again as Slack's retry does (same event id, `X-Slack-Retry-Num` one up); resolves with the answer's status. */
@@ -308,6 +365,7 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
     const body = await readBody(req);
     if (url.pathname.startsWith("/upload/")) return upload(url.pathname.slice("/upload/".length), body, res);
     if (url.pathname.startsWith("/files-pri/")) return download(url.pathname, req, res);
+    if (url.pathname.startsWith("/actions/respond/")) return respondToTap(url.pathname.slice("/actions/respond/".length), body, res);
     if (url.pathname === "/signin") return void res.writeHead(200, { "content-type": "text/html" }).end("<html>Sign in to Slack</html>");
     if (!url.pathname.startsWith("/api/")) return void res.writeHead(404).end();
     const method = url.pathname.slice("/api/".length);
@@ -349,6 +407,108 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
     /** Seconds to wait when over the limit (the call is then not done), else undefined. */
     limit?(args: Record<string, unknown>): number | undefined;
     run(args: Record<string, unknown>): Record<string, unknown> | Promise<Record<string, unknown>>;
+  }
+
+  /** `blocks` as sent (a JSON string when form-encoded): the list, undefined when absent, or what is wrong with it. */
+  function blocksOf(value: unknown): Record<string, unknown>[] | undefined | string {
+    if (value === undefined || value === null || value === "") return undefined;
+    let parsed: unknown = value;
+    if (typeof value === "string") {
+      try {
+        parsed = JSON.parse(value);
+      } catch {
+        return "blocks is not JSON";
+      }
+    }
+    return blocksProblem(parsed) ?? (parsed as Record<string, unknown>[]);
+  }
+
+  /** Taps by id: their `response_url`'s uses (5 within 30 minutes), and what they were sent. */
+  const taps = new Map<string, { at: number; responses: TapResponse[] }>();
+
+  function respondToTap(id: string, body: Buffer, res: ServerResponse): undefined {
+    const tap = taps.get(id);
+    const answer = (status: number, text: string): undefined => void res.writeHead(status, { "content-type": "text/plain" }).end(text);
+    if (!tap) return answer(404, "no_such_url");
+    if (now() - tap.at > 30 * 60_000) return answer(404, "expired_url");
+    if (tap.responses.length >= 5) return answer(404, "used_url");
+    let data: Record<string, unknown>;
+    try {
+      data = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
+    } catch {
+      return answer(400, "invalid_payload");
+    }
+    if (typeof data.text !== "string" || !data.text) return answer(400, "no_text");
+    tap.responses.push({ text: data.text, ephemeral: data.response_type !== "in_channel", replaceOriginal: data.replace_original === true });
+    answer(200, "ok");
+  }
+
+  async function tapButton(input: {
+    channel: string;
+    ts: string;
+    user: string;
+    index: number;
+  }): Promise<{ status: number | "timeout" | "refused"; id: string }> {
+    const message = findMessage(input.channel, input.ts);
+    const buttons = (message?.blocks ?? []).flatMap((b) =>
+      b.type === "actions" && Array.isArray(b.elements) ? (b.elements as Record<string, unknown>[]).map((e) => ({ block: b, e })) : [],
+    );
+    const picked = buttons[input.index];
+    if (!message || !picked) throw new Error(`fake slack: message ${input.ts} has no button ${input.index}`);
+    const id = randomBytes(6).toString("hex");
+    taps.set(id, { at: now(), responses: [] });
+    const actionTs = nextTs();
+    const payload = {
+      type: "block_actions",
+      user: { id: input.user, username: input.user.toLowerCase(), name: input.user.toLowerCase(), team_id: bot.teamId },
+      api_app_id: "A0APP00001",
+      token: "verification-token-unused",
+      container: {
+        type: "message",
+        message_ts: message.ts,
+        channel_id: input.channel,
+        is_ephemeral: false,
+        ...(message.threadTs ? { thread_ts: message.threadTs } : {}),
+      },
+      trigger_id: `${Math.floor(now() / 1000)}.${randomBytes(6).toString("hex")}`,
+      team: { id: bot.teamId, domain: "team" },
+      channel: { id: input.channel, name: input.channel.startsWith("D") ? "directmessage" : "general" },
+      message: {
+        type: "message",
+        user: bot.userId,
+        bot_id: bot.botId,
+        ts: message.ts,
+        text: message.text,
+        blocks: message.blocks,
+        ...(message.threadTs ? { thread_ts: message.threadTs } : {}),
+      },
+      response_url: `${origin}/actions/respond/${id}`,
+      actions: [
+        { type: "button", action_id: picked.e.action_id, block_id: picked.block.block_id, text: picked.e.text, value: picked.e.value, action_ts: actionTs },
+      ],
+    };
+    if (mode === "socket") {
+      queued.push({ id: randomBytes(8).toString("hex"), payload, attempt: 0, acked: false, type: "interactive" });
+      pump();
+      return { status: 200, id };
+    }
+    const target = requestUrl;
+    if (!target) throw new Error("fake slack: no interactivity URL to post taps to");
+    const raw = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+    const timestamp = String(Math.floor(now() / 1000));
+    const signature = `v0=${createHmac("sha256", options.signingSecret).update(`v0:${timestamp}:${raw}`).digest("hex")}`;
+    try {
+      const res = await fetch(target, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", "x-slack-request-timestamp": timestamp, "x-slack-signature": signature },
+        body: raw,
+        signal: AbortSignal.timeout(ackTimeoutMs),
+      });
+      await res.arrayBuffer().catch(() => undefined);
+      return { status: res.status, id };
+    } catch (error) {
+      return { status: error instanceof Error && error.name === "TimeoutError" ? "timeout" : "refused", id };
+    }
   }
 
   const str = (v: unknown): string => (typeof v === "string" ? v : v === undefined || v === null ? "" : String(v));
@@ -405,8 +565,11 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
         if (!knownChannel(channel)) return { ok: false, error: "channel_not_found" };
         if (!text.trim() && !args.blocks) return { ok: false, error: "no_text" };
         if (text.length > MAX_TEXT) return { ok: false, error: "msg_too_long" };
+        const blocks = blocksOf(args.blocks);
+        if (typeof blocks === "string") return { ok: false, error: "invalid_blocks", errors: [blocks] };
         const threadTs = str(args.thread_ts) || undefined;
         const message: PostedMessage = { channel, ts: nextTs(), text, history: [text], files: [], ...(threadTs ? { threadTs } : {}) };
+        if (blocks?.length) message.blocks = blocks;
         channelMessages(channel).push(message);
         wrote("chat.postMessage", message);
         fakeSlack.onPosted?.(message);
@@ -429,6 +592,13 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
         if (!message) return { ok: false, error: "message_not_found" };
         if (text.length > MAX_TEXT) return { ok: false, error: "msg_too_long" };
         if (!text.trim() && !args.blocks) return { ok: false, error: "no_text" };
+        const blocks = blocksOf(args.blocks);
+        if (typeof blocks === "string") return { ok: false, error: "invalid_blocks", errors: [blocks] };
+        // Without `blocks` the message keeps its own; `[]` takes them away.
+        if (blocks !== undefined) {
+          if (blocks.length) message.blocks = blocks;
+          else delete message.blocks;
+        }
         message.text = text;
         message.history.push(text);
         wrote("chat.update", message);
@@ -814,6 +984,14 @@ export async function createFakeSlack(options: FakeSlackOptions): Promise<FakeSl
     },
     say,
     slashCommand,
+    tap: tapButton,
+    tapResponses: (id) => [...(taps.get(id)?.responses ?? [])],
+    buttonsOn: (channel, ts) =>
+      (findMessage(channel, ts)?.blocks ?? []).flatMap((b) =>
+        b.type === "actions" && Array.isArray(b.elements)
+          ? (b.elements as Record<string, unknown>[]).map((e) => String((e.text as Record<string, unknown> | undefined)?.text ?? ""))
+          : [],
+      ),
     deliverEvent,
     resend(eventId, reason = "http_timeout") {
       const raw = bodies.get(eventId);

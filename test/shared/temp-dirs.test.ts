@@ -7,17 +7,22 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { makeOwnedTempDirSync, sweepOrphans } from "../../shared/temp-dirs.js";
 
 let root: string;
-afterEach(() => rmSync(root, { recursive: true, force: true }));
+/** A fresh folder for this test, removed when it finishes. */
+const freshRoot = (): string => {
+  const dir = mkdtempSync(join(tmpdir(), "temp-dirs-test-"));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+};
 
 /** The pid of a process that has exited (and was waited for, so nothing holds it). */
 const deadPid = () => spawnSync(process.execPath, ["-e", ""]).pid;
 
 it("removes the folders of owners that are gone, keeps living owners' and foreign names", () => {
-  root = mkdtempSync(join(tmpdir(), "temp-dirs-test-"));
+  root = freshRoot();
   const gone = join(root, `kind-${deadPid()}-a1b2c3`);
   const mine = join(root, `kind-${process.pid}-d4e5f6`);
   const parent = join(root, `kind-${process.ppid}-g7h8i9`);
@@ -30,7 +35,7 @@ it("removes the folders of owners that are gone, keeps living owners' and foreig
 });
 
 it("names a new folder after its owner, sweeping first", () => {
-  root = mkdtempSync(join(tmpdir(), "temp-dirs-test-"));
+  root = freshRoot();
   const gone = join(root, `kind-${deadPid()}-zzzzzz`);
   mkdirSync(gone);
   const made = makeOwnedTempDirSync("kind-", root);

@@ -12,7 +12,7 @@
  * where). Authentication and intent failures are reported as "failed" and not
  * retried: the same token would be refused again.
  */
-import { Events, type Client, type IIdentifyThrottler, type Message } from "discord.js";
+import { Events, type ButtonInteraction, type ChatInputCommandInteraction, type Client, type IIdentifyThrottler, type Message } from "discord.js";
 import type { Logger } from "pino";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
@@ -62,6 +62,10 @@ export interface ConnectionDeps {
   report(event: AdapterStatusEvent): void;
   /** Called for messages of the current client only. */
   onMessage(message: Message, client: Client<true>): void;
+  /** A person tapped a button of one of the bot's messages. */
+  onButton?(interaction: ButtonInteraction): void;
+  /** A person used one of the bot's application commands. */
+  onCommand?(interaction: ChatInputCommandInteraction): void;
   /**
    * A new gateway session began (a first READY, a new client, or discord.js re-identifying):
    * what was sent meanwhile is not dispatched again, so the adapter may catch up (catch-up.ts).
@@ -255,6 +259,11 @@ class GatewaySupervisor implements GatewayConnection {
     const connected = () => this.#active === built;
     client.on(Events.MessageCreate, (message) => {
       if (current() && client.isReady()) this.#deps.onMessage(message, client);
+    });
+    client.on(Events.InteractionCreate, (interaction) => {
+      if (!current()) return;
+      if (interaction.isButton()) this.#deps.onButton?.(interaction);
+      else if (interaction.isChatInputCommand()) this.#deps.onCommand?.(interaction);
     });
     client.on(Events.ShardReconnecting, () => {
       if (connected()) this.#startGrace(built);

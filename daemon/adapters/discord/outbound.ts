@@ -13,6 +13,8 @@ import {
   Routes,
   type RESTPatchAPIChannelMessageJSONBody,
   type RESTPostAPIChannelMessageJSONBody,
+  type RESTPatchAPIWebhookWithTokenMessageJSONBody,
+  type RESTPutAPIApplicationCommandsJSONBody,
 } from "discord.js";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
@@ -68,7 +70,12 @@ export interface OutboundDeps {
   redact(text: string): string;
   /** Whether a guild reply notifies the person it answers (`replied_user`). Default true. */
   replyNotifies?: boolean;
+  /** Wall time, for an interaction's 15 minutes. Default `Date.now`. */
+  now?: () => number;
 }
+
+/** An interaction's token lets the bot answer it for 15 minutes (Discord's rule). */
+const INTERACTION_TOKEN_MS = 15 * 60_000;
 
 /** What the adapter's `send`, `edit` and `sendTyping` do, and the REST client's teardown. */
 export interface DiscordOutbound {
@@ -76,13 +83,35 @@ export interface DiscordOutbound {
   edit(target: ChatTarget, messageId: string, text: string): Promise<void>;
   /** One file as an attachment (multipart `files[0]`), answering like `send`; Discord shows images inline. */
   sendFile(target: ChatTarget, file: OutboundFile): Promise<SendReceipt>;
+  /** A message with rows of buttons (message components), answering like `send`. */
+  sendComponents(target: ChatTarget, text: string, components: ActionRows): Promise<SendReceipt>;
+  /** Replaces a message's text and components (`[]` removes its buttons). */
+  editComponents(target: ChatTarget, messageId: string, text: string, components: ActionRows): Promise<void>;
   /** Best effort: a failure is logged at debug and swallowed. */
   sendTyping(target: ChatTarget): Promise<void>;
   /** Adds (or removes) the bot's own reaction on a message; rejects with a `DiscordAdapterError`. */
   react(target: ChatTarget, messageId: string, emoji: string, options: { remove: boolean }): Promise<void>;
+  /**
+   * A command the person used, deferred: the first reply to it (a send whose
+   * `replyToMessageId` is `ix:<id>`) replaces the deferred response.
+   */
+  deferredCommand(interaction: { id: string; token: string; applicationId: string }): void;
+  /** Registers the bot's application commands (a bulk overwrite). */
+  registerCommands(applicationId: string, commands: RESTPutAPIApplicationCommandsJSONBody): Promise<void>;
   /** Stops the REST client's sweeper timers (after the last send). */
   close(): void;
 }
+
+/** Message components as Discord takes them: action rows of buttons. */
+export type ActionRows = NonNullable<RESTPostAPIChannelMessageJSONBody["components"]>;
+
+/**
+ * Whether a reply quotes the message it answers: in a guild, and only a
+ * message (a snowflake; a tap or a command is an interaction, `ix:<id>`, which
+ * Discord refuses as a `message_reference`).
+ */
+const quotable = (target: ChatTarget): target is ChatTarget & { replyToMessageId: string } =>
+  target.chatType === "group" && /^\d{15,20}$/.test(target.replyToMessageId ?? "");
 
 /** Agent text never pings @everyone, roles or people; a reply pings its asker only when the channel says so. */
 export const allowedMentionsFor = (replyNotifies: boolean) =>
@@ -97,10 +126,41 @@ export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
     throw toAdapterError(error, prefix, deps.redact);
   };
 
+  const now = deps.now ?? Date.now;
+  /** Deferred commands by `ix:<interaction id>`, until their first reply (or their token's end). */
+  const deferred = new Map<string, { token: string; applicationId: string; at: number }>();
+
+  /** The deferred response `target` answers, taken (a second reply is an ordinary message). */
+  function takeDeferred(target: ChatTarget): { token: string; applicationId: string } | undefined {
+    const key = target.replyToMessageId;
+    const found = key ? deferred.get(key) : undefined;
+    if (!key || !found) return undefined;
+    deferred.delete(key);
+    return now() - found.at < INTERACTION_TOKEN_MS ? found : undefined;
+  }
+
   return {
+    deferredCommand(interaction) {
+      for (const [key, d] of deferred) if (now() - d.at >= INTERACTION_TOKEN_MS) deferred.delete(key);
+      deferred.set(`ix:${interaction.id}`, { token: interaction.token, applicationId: interaction.applicationId, at: now() });
+    },
+
+    async registerCommands(applicationId, commands) {
+      await rest.put(Routes.applicationCommands(applicationId), { body: commands }).catch(fail("discord command registration failed"));
+    },
+
     async send(target, text) {
+      const answering = takeDeferred(target);
+      if (answering) {
+        // The interaction's token is the credential: no bot token on this call.
+        const body: RESTPatchAPIWebhookWithTokenMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions };
+        const sent: unknown = await rest
+          .patch(Routes.webhookMessage(answering.applicationId, answering.token, "@original"), { body, auth: false })
+          .catch(fail(`discord command answer in ${target.chatId} failed`));
+        return receiptOf(sent);
+      }
       const body: RESTPostAPIChannelMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions };
-      if (target.replyToMessageId && target.chatType === "group") {
+      if (quotable(target)) {
         body.message_reference = { message_id: target.replyToMessageId, fail_if_not_exists: false };
       }
       const sent: unknown = await rest.post(Routes.channelMessages(target.chatId), { body }).catch(fail(`discord send to ${target.chatId} failed`));
@@ -109,7 +169,7 @@ export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
 
     async sendFile(target, file) {
       const body: RESTPostAPIChannelMessageJSONBody = { allowed_mentions: allowedMentions, attachments: [{ id: 0, filename: file.fileName }] };
-      if (target.replyToMessageId && target.chatType === "group") {
+      if (quotable(target)) {
         body.message_reference = { message_id: target.replyToMessageId, fail_if_not_exists: false };
       }
       const form = attachmentForm(body, file);
@@ -121,6 +181,17 @@ export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
 
     async edit(target, messageId, text) {
       const body: RESTPatchAPIChannelMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions };
+      await rest.patch(Routes.channelMessage(target.chatId, messageId), { body }).catch(fail(`discord edit in ${target.chatId} failed`));
+    },
+
+    async sendComponents(target, text, components) {
+      const body: RESTPostAPIChannelMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions, components };
+      const sent: unknown = await rest.post(Routes.channelMessages(target.chatId), { body }).catch(fail(`discord send to ${target.chatId} failed`));
+      return receiptOf(sent);
+    },
+
+    async editComponents(target, messageId, text, components) {
+      const body: RESTPatchAPIChannelMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions, components };
       await rest.patch(Routes.channelMessage(target.chatId, messageId), { body }).catch(fail(`discord edit in ${target.chatId} failed`));
     },
 

@@ -37,6 +37,28 @@ export interface SlackConnectionDeps {
   onListening?(url: string): void;
   /** Several machines, HTTP mode: every node receives (receiver.ts) and keeps events here; this owner takes them in instead of listening. */
   inbox?: EventInbox;
+  /** Fetch for the private answers to taps (`response_url`). Default the global fetch. */
+  fetchImpl?: typeof fetch;
+}
+
+/**
+ * An ephemeral message to the person who tapped, through the tap's
+ * `response_url` (shown to them only; it leaves the question's message as it
+ * is). Best effort: a failure is logged.
+ */
+async function respondPrivately(url: string, text: string, deps: Pick<SlackConnectionDeps, "log" | "redact" | "fetchImpl">): Promise<void> {
+  try {
+    const answer = await (deps.fetchImpl ?? fetch)(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ response_type: "ephemeral", replace_original: false, text }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    await answer.arrayBuffer().catch(() => undefined);
+    if (!answer.ok) deps.log.debug({ status: answer.status }, "slack response_url refused the private answer to a tap");
+  } catch (error) {
+    deps.log.debug({ err: deps.redact(error instanceof Error ? error.message : String(error)) }, "slack private answer to a tap not sent");
+  }
 }
 
 /** How often the owner looks in the inbox when no notification woke it. */
@@ -68,6 +90,7 @@ export class SlackConnection {
       redact: deps.redact,
       take: (message, files) => deps.handOver.take(message, files),
       inActiveThread: (chatId) => deps.threads.has(chatId),
+      respond: (url, text) => respondPrivately(url, text, deps),
       // From the inbox nothing waits on the verdict: a row is removed only once the core has the event.
       ...(deps.inbox && deps.config.mode === "http" ? { ackWithinMs: null } : {}),
     });
@@ -153,6 +176,7 @@ export class SlackConnection {
       report: (event) => this.#status(event),
       onEvent: (payload, retry) => this.#events.handle(payload, retry),
       onCommand: (payload) => this.#events.handleCommand(payload),
+      onAction: (payload) => this.#events.handleAction(payload),
     });
     await this.#socket.start();
   }
@@ -174,6 +198,7 @@ export class SlackConnection {
       log,
       handle: (body, retry) => this.#events.handle(body, retry),
       handleCommand: (fields) => this.#events.handleCommand(fields),
+      handleAction: (payload) => this.#events.handleAction(payload),
     });
     log.info({ url: `${this.#endpoint.url}${config.http.path}` }, "slack events endpoint listening");
     this.#deps.onListening?.(this.#endpoint.url);

@@ -25,6 +25,8 @@ export interface EventsEndpointDeps {
   handle(body: unknown, retry?: { num: number; reason: string }): Promise<EventVerdict>;
   /** One verified slash command (form fields); resolves with what to answer. */
   handleCommand(fields: Record<string, string>): Promise<EventVerdict>;
+  /** One verified interaction payload (a tap on a button: `block_actions`); resolves with what to answer. */
+  handleAction(payload: unknown): Promise<EventVerdict>;
 }
 
 export type EventsEndpoint = WebhookEndpoint;
@@ -52,9 +54,16 @@ async function onEvent(deps: EventsEndpointDeps, request: WebhookRequest): Promi
     deps.log.warn({ reason: verdict.reason }, "slack events request refused: not signed by Slack with this app's signing secret");
     return textAnswer(401, verdict.reason);
   }
-  // A slash command comes form-encoded (its Request URL may be this one): answered with an empty 200, the reply follows as a message.
+  // A slash command or an interaction comes form-encoded (their Request URLs may be this one): answered with an empty 200.
   if (request.header("content-type")?.startsWith("application/x-www-form-urlencoded")) {
-    const answer = await deps.handleCommand(Object.fromEntries(new URLSearchParams(request.body.toString("utf8"))));
+    const fields = Object.fromEntries(new URLSearchParams(request.body.toString("utf8")));
+    // An interaction is one field, `payload`, holding JSON (Slack's interactivity Request URL).
+    if (fields.payload !== undefined && fields.command === undefined) {
+      const payload = parseJsonBody(Buffer.from(fields.payload));
+      if (payload === undefined) return textAnswer(400, "payload is not JSON");
+      return textAnswer((await deps.handleAction(payload)) === "ack" ? 200 : 500);
+    }
+    const answer = await deps.handleCommand(fields);
     if (answer === "ack") return textAnswer(200);
     return textAnswer(200, "The bridge could not take the command just now: try again in a moment.");
   }

@@ -13,7 +13,8 @@
 import type { Logger } from "pino";
 import type { Clock } from "../../../shared/clock.js";
 import { BoundedMap } from "../../../shared/util/bounded-map.js";
-import type { InboundMessage } from "../../vocabulary/adapter.js";
+import type { AcceptOutcome, InboundMessage } from "../../vocabulary/adapter.js";
+import { SlackBlockActions, tapAnswerText, translateBlockAction } from "./buttons.js";
 import { SlackEventCallback, SlackSlashCommand, translateMessage, translateSlashCommand, type BotIdentity, type SlackFile } from "./inbound.js";
 
 /** Slack's budget is 3 s; answering by 2.5 s leaves room for the network. */
@@ -31,7 +32,9 @@ export interface EventHandlerDeps {
   log: Logger;
   redact(text: string): string;
   /** Hands a message to the core; resolves once taken or refused, rejects when it could not be. */
-  take(message: InboundMessage, files: readonly SlackFile[]): Promise<unknown>;
+  take(message: InboundMessage, files: readonly SlackFile[]): Promise<AcceptOutcome | undefined>;
+  /** Tells the person who tapped, privately, through the tap's `response_url` (best effort). */
+  respond?(responseUrl: string, text: string): Promise<void>;
   inActiveThread(chatId: string): boolean;
   /** Every event or command that came in (the watchdog counts traffic). */
   onTraffic?(): void;
@@ -88,6 +91,40 @@ export class SlackEventHandler {
       (): EventVerdict => "retry",
     );
     return this.#withinBudget(handedOver);
+  }
+
+  /**
+   * One `block_actions` payload (a tap on the bridge's buttons): handed over
+   * in its chat's order and acknowledged as an event is (Slack does not send
+   * it again, so the acknowledgement never waits past the budget); a tap that
+   * is not the first answer, or not the tapper's, is told so privately.
+   */
+  handleAction(payload: unknown): Promise<EventVerdict> {
+    this.#deps.onTraffic?.();
+    const parsed = SlackBlockActions.safeParse(payload);
+    const tap = parsed.success ? translateBlockAction(parsed.data, this.#deps.accountId, this.#deps.clock.now()) : undefined;
+    if (!parsed.success || !tap) {
+      this.#deps.log.debug("slack interaction ignored (not a tap on the bridge's buttons)");
+      return Promise.resolve("ack");
+    }
+    // A Socket Mode envelope sent again carries the same trigger id: answered as the first was, nothing said twice.
+    const known = this.#recent.get(tap.messageId);
+    if (known) return known;
+    const responseUrl = parsed.data.response_url;
+    const outcome = this.#deps.take(tap, []).catch((error: unknown) => {
+      this.#deps.log.warn(
+        { chatId: tap.chatId, err: this.#deps.redact(error instanceof Error ? error.message : String(error)) },
+        "slack tap not taken by the core; the person is asked to tap again",
+      );
+      return "not_taken" as const;
+    });
+    void outcome.then((settled) => {
+      const text = tapAnswerText(settled);
+      if (text && responseUrl) void this.#deps.respond?.(responseUrl, text);
+    });
+    const verdict = this.#withinBudget(outcome.then((): EventVerdict => "ack"));
+    this.#remember(tap.messageId, verdict);
+    return verdict;
   }
 
   #decide(callback: SlackEventCallback): Promise<EventVerdict> {

@@ -11,7 +11,7 @@ import type { Logger } from "pino";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { EventInbox } from "../../vocabulary/adapter.js";
 import type { EventVerdict, SlackEventHandler } from "./events.js";
-import { COMMAND_KEY } from "./receiver.js";
+import { ACTION_KEY, COMMAND_KEY } from "./receiver.js";
 
 export interface InboxIntakeDeps {
   inbox: EventInbox;
@@ -88,6 +88,7 @@ export class InboxIntake {
 
   #take(key: string, body: unknown): Promise<EventVerdict> {
     const { events } = this.#deps;
-    return key.startsWith(COMMAND_KEY) ? events.handleCommand(body) : events.handle(body);
+    if (key.startsWith(COMMAND_KEY)) return events.handleCommand(body);
+    return key.startsWith(ACTION_KEY) ? events.handleAction(body) : events.handle(body);
   }
 }

@@ -13,6 +13,7 @@ import { cryptoRandom, type Random } from "../../../shared/random.js";
 import type { AdapterDeps, ChatAdapter } from "../../vocabulary/adapter.js";
 import { redactSecrets } from "../../vocabulary/redact.js";
 import type { SlackChannelConfig } from "./config.js";
+import { slackButtons } from "./buttons.js";
 import { SlackConnection } from "./connection.js";
 import { SlackHandOver } from "./hand-over.js";
 import { createSlackOutbound, renderText, SLACK_FILE_LIMITS, SLACK_LIMITS } from "./outbound.js";
@@ -92,5 +93,6 @@ export function createSlackAdapter(config: SlackChannelConfig, deps: AdapterDeps
     files: { limits: SLACK_FILE_LIMITS, send: (target, file) => outbound.sendFile(target, file) },
     sendTyping: (target) => outbound.sendTyping(target),
     reactions: { react: (target, messageId, emoji, options) => outbound.react(target, messageId, emoji, options) },
+    buttons: slackButtons({ client, redact }),
   };
 }

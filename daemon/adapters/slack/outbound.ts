@@ -206,7 +206,8 @@ export function createSlackOutbound(deps: OutboundDeps): SlackOutbound {
 
     async sendTyping(target) {
       const { channel, threadTs } = placeOf(target);
-      const thread = threadTs ?? target.replyToMessageId;
+      // A message's ts names a thread; a tap's or a command's id (`act-...`, `cmd-...`) does not.
+      const thread = threadTs ?? (/^\d+\.\d+$/.test(target.replyToMessageId ?? "") ? target.replyToMessageId : undefined);
       if (!thread || noStatus.has(channel)) return;
       try {
         await client.assistant.threads.setStatus({ channel_id: channel, thread_ts: thread, status: "is thinking..." });

@@ -16,6 +16,7 @@ import { listenForEvents } from "./events-http.js";
 /** How a kept row says what it holds (inbox-intake.ts reads it back). */
 export const EVENT_KEY = "event:";
 export const COMMAND_KEY = "command:";
+export const ACTION_KEY = "action:";
 
 export async function startSlackReceiver(config: SlackChannelConfig, deps: ReceiverDeps): Promise<Receiver> {
   if (!config.signingSecret) throw new Error('the slack channel needs signingSecret in mode "http"');
@@ -37,10 +38,15 @@ export async function startSlackReceiver(config: SlackChannelConfig, deps: Recei
     handle: (body) => (hasEventId(body) ? keep(`${EVENT_KEY}${body.event_id}`, body) : Promise.resolve("ack")),
     // Slack does not retry a command; its trigger_id names it (else its fields do).
     handleCommand: (fields) => keep(`${COMMAND_KEY}${fields.trigger_id ?? createHash("sha256").update(JSON.stringify(fields)).digest("hex")}`, fields),
+    // A tap: Slack does not send it again either; its trigger id names it.
+    handleAction: (payload) => keep(`${ACTION_KEY}${triggerIdOf(payload) ?? createHash("sha256").update(JSON.stringify(payload)).digest("hex")}`, payload),
   });
   log.info({ url: `${endpoint.url}${config.http.path}` }, "slack events endpoint listening");
   return endpoint;
 }
+
+const triggerIdOf = (payload: unknown): string | undefined =>
+  payload && typeof payload === "object" && "trigger_id" in payload && typeof payload.trigger_id === "string" ? payload.trigger_id : undefined;
 
 /** Anything with an event id is kept; whether it is a turn is the owner's to decide. */
 function hasEventId(body: unknown): body is { event_id: string } {

@@ -64,6 +64,8 @@ export interface SocketDeps {
   onEvent(payload: unknown, retry: { num: number; reason: string } | undefined): Promise<EventVerdict>;
   /** One `slash_commands` envelope's payload; acknowledged either way (Slack does not send a command again). */
   onCommand(payload: unknown): Promise<EventVerdict>;
+  /** One `interactive` envelope's payload (a tap); acknowledged either way (Slack does not send it again). */
+  onAction(payload: unknown): Promise<EventVerdict>;
   tuning: SocketTuning;
 }
 
@@ -162,6 +164,11 @@ class SocketSupervisor implements SocketConnection {
       if (args.type === "slash_commands") {
         this.#traffic(client);
         void this.#deps.onCommand(args.body).finally(() => args.ack().catch(() => undefined));
+        return;
+      }
+      if (args.type === "interactive") {
+        this.#traffic(client);
+        void this.#deps.onAction(args.body).finally(() => args.ack().catch(() => undefined));
         return;
       }
       if (args.type !== "events_api") return void args.ack().catch(() => undefined);

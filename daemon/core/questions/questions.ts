@@ -34,7 +34,15 @@ import {
 export type InputItem = { type: "function_call_output"; call_id: string; output: string } | { role: "user"; content: string };
 
 /** The kv namespace indexing open questions by id (for expiry after a restart): where each one's session is. */
-const INDEX = "questions";
+export const QUESTIONS_NAMESPACE = "questions";
+const INDEX = QUESTIONS_NAMESPACE;
+/**
+ * An index key, `<platform>\0<account>\0<question id>`: on several machines
+ * each lives with its account and moves with its lease (state/cluster-store.ts).
+ */
+const indexKey = (chat: Pick<InboundMessage, "platform" | "accountId">, id: string): string => `${chat.platform}\u0000${chat.accountId}\u0000${id}`;
+/** The question id of an index key (a key written before accounts were named in it is the id itself). */
+const idOfIndexKey = (key: string): string => key.split("\u0000")[2] ?? key;
 interface IndexEntry {
   key: string;
   expiresAt: number;
@@ -154,33 +162,35 @@ export interface Questions {
   stop(route: StoredRoute): Promise<void>;
   /** Arms the expiry of every open question (at start). */
   start(): void;
+  /** This node no longer holds the account: its questions' expiries are the next owner's (it arms them on adopt). */
+  stopAccount(platform: string, accountId: string): void;
   close(): void;
 }
 
 export function createQuestions(deps: QuestionsDeps): Questions {
   const { store, clock, logger: log } = deps;
-  const timers = new Map<string, Timer>();
+  /** Each armed question's expiry, with the account it belongs to (a hand-over disarms that account's). */
+  const timers = new Map<string, { timer: Timer; platform: string; accountId: string }>();
   const index = () => store.kv(INDEX);
 
   /** Cancels a question's expiry and forgets its timer (answered, stopped, abandoned). */
   const disarm = (id: string) => {
-    timers.get(id)?.cancel();
+    timers.get(id)?.timer.cancel();
     timers.delete(id);
   };
 
-  const arm = (id: string, entry: IndexEntry) => {
+  /** `key`: the index key the entry is kept under (its removal when the question is gone). */
+  const arm = (id: string, entry: IndexEntry, key = indexKey(entry.chat, id)) => {
     disarm(id);
-    timers.set(
-      id,
-      clock.setTimeout(() => void expire(id, entry), Math.max(0, entry.expiresAt - clock.now())),
-    );
+    const timer = clock.setTimeout(() => void expire(id, entry, key), Math.max(0, entry.expiresAt - clock.now()));
+    timers.set(id, { timer, platform: entry.chat.platform, accountId: entry.chat.accountId });
   };
 
-  async function expire(id: string, entry: IndexEntry): Promise<void> {
+  async function expire(id: string, entry: IndexEntry, key: string): Promise<void> {
     timers.delete(id);
     const q = store.session(entry.key as SessionKey).question;
     if (q?.id !== id || q.closed) {
-      await index().set(id, undefined);
+      await index().set(key, undefined);
       return;
     }
     log.info({ platform: entry.chat.platform, chatId: entry.chat.chatId, questionId: id }, "question expired unanswered");
@@ -194,7 +204,7 @@ export function createQuestions(deps: QuestionsDeps): Questions {
       });
     } catch (error) {
       log.warn({ questionId: id, err: String(error) }, "could not close an expired question: trying again in a minute");
-      arm(id, { ...entry, expiresAt: clock.now() + 60_000 });
+      arm(id, { ...entry, expiresAt: clock.now() + 60_000 }, key);
     }
   }
 
@@ -253,7 +263,7 @@ export function createQuestions(deps: QuestionsDeps): Questions {
         deps.metrics?.question(
           out === closedOutput.expired ? "expired" : out === closedOutput.stopped || out === closedOutput.wroteInstead ? "closed" : "answered",
         );
-        await index().set(answered.question.id, undefined);
+        await index().set(indexKey(m, answered.question.id), undefined);
         disarm(answered.question.id);
         const adapter = deps.adapterFor(m.platform, m.accountId);
         if (answered.question.messageId && adapter?.buttons && answered.shown) {
@@ -263,7 +273,7 @@ export function createQuestions(deps: QuestionsDeps): Questions {
         }
       }
       const q = store.session(key).question;
-      if (!q || q.closed || q.messageId || index().get(q.id)) return;
+      if (!q || q.closed || q.messageId || index().get(indexKey(m, q.id))) return;
       const entry: IndexEntry = {
         key,
         expiresAt: q.expiresAt,
@@ -276,7 +286,7 @@ export function createQuestions(deps: QuestionsDeps): Questions {
           ...(m.threadId ? { threadId: m.threadId } : {}),
         },
       };
-      await index().set(q.id, entry);
+      await index().set(indexKey(m, q.id), entry);
       arm(q.id, entry);
       const adapter = deps.adapterFor(m.platform, m.accountId);
       if (!adapter?.buttons) return;
@@ -297,8 +307,8 @@ export function createQuestions(deps: QuestionsDeps): Questions {
     async abandon(entry, question) {
       if (!question) return;
       disarm(question.id);
-      await index().set(question.id, undefined);
       const m = entry.message;
+      await index().set(indexKey(m, question.id), undefined);
       const adapter = deps.adapterFor(m.platform, m.accountId);
       if (!question.messageId || !adapter?.buttons) return;
       const target: ChatTarget = {
@@ -318,20 +328,25 @@ export function createQuestions(deps: QuestionsDeps): Questions {
       const state = store.session(key);
       if (!state.question || state.question.closed) return;
       await store.setSession(key, { ...state, question: { ...state.question, closed: "stopped" } });
-      await index().set(state.question.id, undefined);
-      disarm(state.question.id);
+      const id = state.question.id;
+      for (const k of index().keys()) if (idOfIndexKey(k) === id) await index().set(k, undefined);
+      disarm(id);
     },
 
     start() {
       const kv = index();
-      for (const id of kv.keys()) {
-        const entry = kv.get<IndexEntry>(id);
-        if (entry) arm(id, entry);
+      for (const key of kv.keys()) {
+        const entry = kv.get<IndexEntry>(key);
+        if (entry) arm(idOfIndexKey(key), entry, key);
       }
     },
 
+    stopAccount(platform, accountId) {
+      for (const [id, t] of timers) if (t.platform === platform && t.accountId === accountId) disarm(id);
+    },
+
     close() {
-      for (const t of timers.values()) t.cancel();
+      for (const t of timers.values()) t.timer.cancel();
       timers.clear();
     },
   };

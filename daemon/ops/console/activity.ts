@@ -9,8 +9,9 @@
  */
 import type { Clock } from "../../../shared/clock.js";
 import { BoundedMap } from "../../../shared/util/bounded-map.js";
+import { readAnswer } from "../../core/questions/tools.js";
 import { chatKeyOf, type ChatKey } from "../../vocabulary/keys.js";
-import type { JournalEntry, StoredReply, StoredRoute } from "../../vocabulary/records.js";
+import type { JournalEntry, SessionState, StoredReply, StoredRoute } from "../../vocabulary/records.js";
 
 /** A chat as the console names it (no text). */
 export interface ChatRef {
@@ -44,6 +45,10 @@ export interface TurnRecord {
   reply: string | undefined;
   deliveredAt: number | undefined;
   latencyMs: number | undefined;
+  /** The question the agent asked with its reply (the bridge's buttons); `settled` once a later message answered or passed it. */
+  question?: { id: string; text: string; options: string[]; allowText: boolean; settled?: boolean };
+  /** This message answered a question: its text (the option chosen, or the words typed). */
+  answers?: string;
 }
 
 export interface ChatRecord extends ChatRef {
@@ -124,14 +129,16 @@ export class ActivityFeed {
   accepted(entry: JournalEntry): void {
     const chat = this.#touch(entry);
     if (entry.kind === "turn") {
+      const answered = this.#answerOf(chat, entry);
       chat.turns.push({
         entry: entry.id,
         acceptedAt: entry.acceptedAt,
         userName: entry.message.userName,
-        text: entry.message.text,
+        text: answered?.text ?? entry.message.text,
         reply: undefined,
         deliveredAt: undefined,
         latencyMs: undefined,
+        ...(answered ? { answers: answered.question } : {}),
       });
       if (chat.turns.length > TURNS_PER_CHAT) chat.turns.shift();
     }
@@ -139,11 +146,17 @@ export class ActivityFeed {
   }
 
   /** A turn's reply is known (journaled before it is sent). Messages merged into the turn join its text. */
-  replied(lead: JournalEntry, reply: StoredReply, members: readonly JournalEntry[]): void {
+  replied(lead: JournalEntry, reply: StoredReply, members: readonly JournalEntry[], session?: SessionState): void {
     const turn = this.#turnOf(lead);
     if (turn) {
       turn.reply = reply.text ?? reply.chunks.join("");
-      turn.text = members.map((m) => m.message.text).join("\n") || turn.text;
+      if (!turn.answers) turn.text = members.map((m) => m.message.text).join("\n") || turn.text;
+      // The session's open question, written with this reply, is the one it asked (unless an earlier turn shows it already).
+      const question = session?.question;
+      const chat = this.#chats.get(chatKeyOf(lead.message));
+      if (question && !question.closed && !chat?.turns.some((t) => t.question?.id === question.id)) {
+        turn.question = { id: question.id, text: question.text, options: [...question.options], allowText: question.allowText };
+      }
     }
     const latencyMs = Math.max(0, this.#clock.now() - lead.acceptedAt);
     this.emit({ type: "replied", at: this.#clock.now(), chat: chatRefOf(lead.message), instance: lead.route.instanceId, entry: lead.id, latencyMs });
@@ -223,6 +236,22 @@ export class ActivityFeed {
     };
     this.#chats.set(key, chat);
     return chat;
+  }
+
+  /**
+   * What `entry` answers, read as the core reads it (a tap names its question;
+   * a typed reply answers the chat's open question by number, option or,
+   * where allowed, any text), if the console saw the question asked: the
+   * question's text and the answer's words.
+   */
+  #answerOf(chat: ChatRecord, entry: JournalEntry): { question: string; text: string } | undefined {
+    const tapped = entry.message.answers?.questionId;
+    const question = tapped !== undefined ? chat.turns.find((t) => t.question?.id === tapped)?.question : chat.turns.findLast((t) => t.question)?.question;
+    if (!question || (tapped === undefined && question.settled)) return undefined;
+    question.settled = true;
+    const read = readAnswer(question, entry.message.text);
+    if (read.kind === "none") return undefined;
+    return { question: question.text, text: read.kind === "option" ? (question.options[read.index] ?? entry.message.text) : read.text };
   }
 
   #turnOf(entry: JournalEntry): TurnRecord | undefined {

@@ -23,7 +23,7 @@ export function observedStore(store: Store, feed: ActivityFeed): Store {
     async recordReply(leaderId, reply, session) {
       await store.recordReply(leaderId, reply, session);
       const lead = store.get(leaderId);
-      if (lead) feed.replied(lead, reply, entriesOf(reply.members));
+      if (lead) feed.replied(lead, reply, entriesOf(reply.members), session?.state);
     },
     recordSent: (id, sent) => store.recordSent(id, sent),
     recordPreview: (id, preview) => store.recordPreview(id, preview),

@@ -7,7 +7,8 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
-import { afterEach, expect } from "vitest";
+import { expect } from "vitest";
+import { forThisTest } from "../../helpers/for-this-test.js";
 import { createFakeDiscord, type FakeDiscord } from "../../fakes/discord.js";
 import { createFakeTelegram, type FakeTelegram, type FakeUser } from "../../fakes/telegram-bot-api.js";
 import { waitUntil } from "../../helpers/wait.js";
@@ -74,6 +75,8 @@ export async function startCluster(options: {
   streaming?: "off" | "partial";
   /** Scheduled prompts of the config (default none). */
   schedules?: Record<string, unknown>[];
+  /** More of the Telegram channel's config (e.g. `buttons`). */
+  telegramExtra?: Record<string, unknown>;
 }): Promise<Cluster> {
   const pgServer = await startTestPostgres();
   const dbUrl = await pgServer.createDatabase("cluster");
@@ -101,6 +104,7 @@ export async function startCluster(options: {
           minEditIntervalMs: 100,
           groupContext: { enabled: false },
           access: options.telegramAccess ?? { users: [String(alice.id), String(bob.id)] },
+          ...options.telegramExtra,
         },
         ...(discord
           ? [
@@ -224,15 +228,7 @@ export const count = (list: string[], text: string) => list.filter((t) => t === 
 
 /** A `startCluster` for the tests of one file: the cluster a test starts is closed after it. */
 export function clusterPerTest(): (options: Parameters<typeof startCluster>[0]) => Promise<Cluster> {
-  let cluster: Cluster | undefined;
-  afterEach(async () => {
-    await cluster?.close();
-    cluster = undefined;
-  });
-  return async (options) => {
-    cluster = await startCluster(options);
-    return cluster;
-  };
+  return async (options) => forThisTest(await startCluster(options));
 }
 
 export const byName = (nodes: ClusterNodeProcess[], name: string): ClusterNodeProcess => nodes.find((n) => n.name === name)!;

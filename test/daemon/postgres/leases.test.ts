@@ -3,7 +3,7 @@
  * epoch and the old owner's writes are refused; a paused owner fences itself
  * before anyone can take over; units are spread over the live nodes.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { type HeldLease, LeaseLostError, openPostgresState, type PostgresState } from "../../../daemon/state/postgres/index.js";
 import { monotonicClock } from "../../../daemon/state/postgres/monotonic-clock.js";
 import { dedupeKeyOf } from "../../../daemon/vocabulary/keys.js";
@@ -14,15 +14,10 @@ import { lacks } from "../../helpers/system-programs.js";
 const noPostgres = lacks("postgres", import.meta.url);
 
 let server: TestPostgres;
-const open: PostgresState[] = [];
-
 beforeAll(async () => {
   server = await startTestPostgres();
 }, 60_000);
 afterAll(() => server?.close());
-afterEach(async () => {
-  for (const s of open.splice(0)) await s.abandon();
-});
 
 interface NodeOptions {
   url: string;
@@ -39,7 +34,7 @@ async function node(o: NodeOptions): Promise<PostgresState> {
     { kind: "postgres", url: o.url, nodeId: o.nodeId, leaseTtlMs: o.leaseTtlMs ?? 1_500, pollMs: o.pollMs ?? 100, poolSize: 3 },
     { units: o.units, ...(o.onAcquired ? { onAcquired: o.onAcquired } : {}), ...(o.beforeRelease ? { beforeRelease: o.beforeRelease } : {}) },
   );
-  open.push(state);
+  onTestFinished(() => state.abandon());
   return state;
 }
 

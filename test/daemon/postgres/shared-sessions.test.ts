@@ -5,7 +5,7 @@
  * connection dies (a kill -9) frees it at once.
  */
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, onTestFinished } from "vitest";
 import { openPostgresState } from "../../../daemon/state/postgres/index.js";
 import { holdSharedSession } from "../../../daemon/state/postgres/shared-sessions.js";
 import { type Clock, sleepOn, systemClock } from "../../../shared/clock.js";
@@ -15,14 +15,10 @@ import { lacks } from "../../helpers/system-programs.js";
 const noPostgres = lacks("postgres", import.meta.url);
 
 let server: TestPostgres;
-const pools: pg.Pool[] = [];
 beforeAll(async () => {
   server = await startTestPostgres();
 }, 60_000);
 afterAll(() => server?.close());
-afterEach(async () => {
-  for (const p of pools.splice(0)) await p.end().catch(() => undefined);
-});
 
 const KEY = "inst_1 person.p0123456789abcdef";
 
@@ -36,7 +32,7 @@ async function database(): Promise<string> {
 function pool(url: string): pg.Pool {
   const p = new pg.Pool({ connectionString: url, max: 2 });
   p.on("error", () => {}); // a backend terminated on purpose
-  pools.push(p);
+  onTestFinished(() => p.end().catch(() => undefined));
   return p;
 }
 

@@ -43,7 +43,7 @@ interface Bridge {
   inboxSize(): Promise<number>;
 }
 
-async function bridge(mode: "http" | "socket"): Promise<Bridge> {
+async function bridge(mode: "http" | "socket", channelExtra: Record<string, unknown> = {}): Promise<Bridge> {
   const pgServer: TestPostgres = await startTestPostgres();
   onTestFinished(() => pgServer.close());
   const dbUrl = await pgServer.createDatabase("slack");
@@ -91,6 +91,7 @@ async function bridge(mode: "http" | "socket"): Promise<Bridge> {
             streaming: "off",
             ackReaction: { scope: "off" },
             access: { users: [ALICE] },
+            ...channelExtra,
           },
         ],
         extra: {
@@ -184,6 +185,31 @@ it.skipIf(noPostgres)(
     await waitUntil(async () => (await b.inboxSize()) === 0, "the inbox emptied by the owner", 30_000);
     expect(b.texts()).toEqual(["You said: hello", "You said: after the kill"]);
     expect(b.fake.calls().filter((c) => c.call === "chat.postMessage")).toHaveLength(2);
+  },
+);
+
+it.skipIf(noPostgres)(
+  "HTTP: a tap on a question, posted to a node that does not own the account, is kept for the owner and answered once",
+  { timeout: 90_000 },
+  async () => {
+    const b = await bridge("http", { buttons: { tools: ["choice", "confirm"] } });
+    const a = b.node("a");
+    await a.waitFor((o) => o.includes("daemon started"), "a started");
+    const first = await b.owner();
+    const second = b.node("b");
+    await second.waitFor((o) => o.includes("daemon started"), "b started");
+    const other = first === "a" ? second : a;
+    b.fake.setRequestUrl(endpointOf(other) ?? "");
+    b.fake.say({ user: ALICE, channel: DM, text: "!ask Deploy where? | staging | production" });
+    const question = await waitUntil(() => b.fake.messages(DM).find((m) => m.blocks?.length), "the question", 30_000);
+    const tap = await b.fake.tap({ channel: DM, ts: question.ts, user: ALICE, index: 1 });
+    expect(tap.status).toBe(200);
+    await waitUntil(() => b.texts().some((t) => /returned: production/.test(t)), "the answer from the owner", 30_000);
+    await waitUntil(() => b.fake.buttonsOn(DM, question.ts).length === 0, "the buttons gone", 30_000);
+    await b.settled();
+    expect(b.texts().filter((t) => /returned:/.test(t))).toHaveLength(1);
+    expect(b.fake.tapResponses(tap.id)).toEqual([]);
+    await waitUntil(async () => (await b.inboxSize()) === 0, "the inbox emptied by the owner", 30_000);
   },
 );
 

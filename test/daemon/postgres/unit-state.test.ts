@@ -5,7 +5,7 @@
  * and a server crash under load loses nothing that was committed.
  */
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import {
   AttachmentTooLargeError,
   openPostgresState,
@@ -22,21 +22,16 @@ import { lacks } from "../../helpers/system-programs.js";
 const noPostgres = lacks("postgres", import.meta.url);
 
 let server: TestPostgres;
-const open: PostgresState[] = [];
-
 beforeAll(async () => {
   server = await startTestPostgres();
 }, 60_000);
 afterAll(() => server?.close());
-afterEach(async () => {
-  for (const s of open.splice(0)) await s.abandon();
-});
 
 const UNIT = "telegram:bot";
 
 async function node(url: string, nodeId: string, extra: { leaseTtlMs?: number; maxAttachmentBytes?: number } = {}): Promise<PostgresState> {
   const state = await openPostgresState({ kind: "postgres", url, nodeId, leaseTtlMs: extra.leaseTtlMs ?? 30_000, poolSize: 4, ...extra }, { units: [UNIT] });
-  open.push(state);
+  onTestFinished(() => state.abandon());
   return state;
 }
 

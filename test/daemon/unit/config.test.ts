@@ -152,7 +152,7 @@ describe("parseConfig", () => {
         "routes[0].instance: required",
         'routes[0].match.chatType: must be one of "direct", "group"',
         "channels.telegram.token: must look like 123456:ABC... (digits, colon, 35 characters)",
-        'channels.irc.type: must be one of "terminal", "telegram", "discord", "whatsapp", "slack", "feishu"',
+        'channels.irc.type: must be one of "terminal", "telegram", "discord", "whatsapp", "slack", "matrix", "feishu"',
         'channels.tg2.webhook: required when mode is "webhook"',
         'channels.discord.token: must be the bare bot token (no whitespace, no "Bot " prefix)',
         "retry.maxDelayMs: must be at least baseDelayMs",
@@ -286,7 +286,7 @@ describe("loadConfig", () => {
       $schema: string;
       channels: Record<string, unknown>[];
     };
-    expect(raw.channels.length).toBe(6);
+    expect(raw.channels.length).toBe(7);
     expect(raw.$schema).toBe("./config.schema.json");
   });
 
@@ -300,14 +300,16 @@ describe("loadConfig", () => {
       DISCORD_BOT_TOKEN: "abc.def.ghi",
       SLACK_BOT_TOKEN: "xoxb-1-2-abc",
       SLACK_SIGNING_SECRET: "0123456789abcdef0123",
+      MATRIX_ACCESS_TOKEN: "syt_example_access_token_0123",
       FEISHU_APP_SECRET: "0123456789abcdef0123456789abcdef",
     });
-    expect(cfg.channels.map((c) => c.id)).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack", "feishu"]);
+    expect(cfg.channels.map((c) => c.id)).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack", "matrix", "feishu"]);
     expect(problemsOf(() => parseConfig(parseJsonc(text), { AGENT_BRIDGE_API_KEY: KEY }))).toEqual([
       "channels.telegram.token: environment variable TELEGRAM_BOT_TOKEN is not set",
       "channels.discord.token: environment variable DISCORD_BOT_TOKEN is not set",
       "channels.slack.botToken: environment variable SLACK_BOT_TOKEN is not set",
       "channels.slack.signingSecret: environment variable SLACK_SIGNING_SECRET is not set",
+      "channels.matrix.access_token: environment variable MATRIX_ACCESS_TOKEN is not set",
       "channels.feishu.app_secret: environment variable FEISHU_APP_SECRET is not set",
     ]);
   });

@@ -1,5 +1,5 @@
 /** Identity links on the real file store: codes expire, work once, one per person; links survive a restart; the config's checks. */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { parseConfig } from "../../../daemon/config/load.js";
 import { hashLinkCode, IdentityLinks } from "../../../daemon/core/identity-links.js";
 import { openStore } from "../../../daemon/state/store.js";
@@ -8,12 +8,8 @@ import { createManualClock } from "../../../shared/clock.js";
 import { seededRandom } from "../../../shared/random.js";
 import { tempDir } from "../../helpers/emulator.js";
 
-const stores: Store[] = [];
-const dirs: (() => void)[] = [];
-afterEach(async () => {
-  for (const s of stores.splice(0)) await s.close();
-  for (const d of dirs.splice(0)) d();
-});
+/** Stores a test closed itself: not closed again when it finishes. */
+const closed = new WeakSet<Store>();
 
 const tg = { platform: "telegram", accountId: "tg", userId: "5001" };
 const dc = { platform: "discord", accountId: "dc", userId: "7001" };
@@ -22,12 +18,14 @@ async function setup(dataDir?: string) {
   let dir = dataDir;
   if (!dir) {
     const made = tempDir("links-unit-");
-    dirs.push(made.remove);
+    onTestFinished(made.remove);
     dir = made.path;
   }
   const clock = createManualClock(Date.parse("2026-11-25T10:00:00Z"));
   const store = await openStore({ dataDir: dir, clock });
-  stores.push(store);
+  onTestFinished(async () => {
+    if (!closed.has(store)) await store.close();
+  });
   const links = new IdentityLinks({ store, clock, random: seededRandom(4), configured: () => [], platformOf: () => undefined });
   const codeHash = (code: string) => hashLinkCode(code);
   return { links, clock, store, dir, codeHash };
@@ -51,12 +49,12 @@ describe("identity links", () => {
 
   it("keeps links across a restart, and /unlink ends them for every app of the person", async () => {
     const dir = tempDir("links-restart-");
-    dirs.push(dir.remove);
+    onTestFinished(dir.remove);
     const a = await setup(dir.path);
     await a.links.redeem(dc, a.codeHash(await a.links.newCode(tg)));
     const base = await a.links.sessionBaseFor({ ...tg, chatType: "direct" });
     await a.store.close();
-    stores.splice(0);
+    closed.add(a.store);
     const b = await setup(dir.path);
     expect(await b.links.sessionBaseFor({ ...dc, chatType: "direct" })).toBe(base);
     expect(await b.links.unlink(dc)).toEqual([tg]);

@@ -1,5 +1,6 @@
 import { register as globalRegistry } from "prom-client";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { forThisTest } from "../../helpers/for-this-test.js";
 import { startOpsServer, type HealthReport, type OpsServer } from "../../../daemon/ops/http.js";
 import { createLogger } from "../../../daemon/ops/logger.js";
 import { redactSecrets } from "../../../daemon/vocabulary/redact.js";
@@ -94,16 +95,12 @@ describe("createMetrics", () => {
 
 describe("startOpsServer", () => {
   let server: OpsServer | undefined;
-  afterEach(async () => {
-    await server?.close();
-    server = undefined;
-  });
 
   it("serves /healthz as 200 or 503 JSON as health changes, and /metrics as Prometheus text", async () => {
     const metrics = createMetrics();
     metrics.inboundMessagesTotal.inc({ platform: "terminal" });
     let report: HealthReport = { healthy: true, adapters: { terminal: "connected" } };
-    server = await startOpsServer({ host: "127.0.0.1", port: 0, metrics, health: () => report });
+    server = forThisTest(await startOpsServer({ host: "127.0.0.1", port: 0, metrics, health: () => report }));
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
 
     let res = await fetch(`${server.url}/healthz`);
@@ -123,14 +120,16 @@ describe("startOpsServer", () => {
   });
 
   it("answers 503 without details when the health check itself fails", async () => {
-    server = await startOpsServer({
-      host: "127.0.0.1",
-      port: 0,
-      metrics: createMetrics(),
-      health: async () => {
-        throw new Error("db password is hunter2");
-      },
-    });
+    server = forThisTest(
+      await startOpsServer({
+        host: "127.0.0.1",
+        port: 0,
+        metrics: createMetrics(),
+        health: async () => {
+          throw new Error("db password is hunter2");
+        },
+      }),
+    );
     const res = await fetch(`${server.url}/healthz`);
     expect(res.status).toBe(503);
     const body = await res.text();
@@ -139,7 +138,7 @@ describe("startOpsServer", () => {
   });
 
   it("answers 404 elsewhere and 405 for other methods", async () => {
-    server = await startOpsServer({ host: "127.0.0.1", port: 0, metrics: createMetrics(), health: () => ({ healthy: true }) });
+    server = forThisTest(await startOpsServer({ host: "127.0.0.1", port: 0, metrics: createMetrics(), health: () => ({ healthy: true }) }));
     expect((await fetch(`${server.url}/`)).status).toBe(404);
     const post = await fetch(`${server.url}/healthz`, { method: "POST" });
     expect(post.status).toBe(405);
@@ -154,7 +153,7 @@ describe("startOpsServer", () => {
   });
 
   it("rejects when the port is taken", async () => {
-    server = await startOpsServer({ host: "127.0.0.1", port: 0, metrics: createMetrics(), health: () => ({ healthy: true }) });
+    server = forThisTest(await startOpsServer({ host: "127.0.0.1", port: 0, metrics: createMetrics(), health: () => ({ healthy: true }) }));
     const port = Number(new URL(server.url).port);
     await expect(startOpsServer({ host: "127.0.0.1", port, metrics: createMetrics(), health: () => ({ healthy: true }) })).rejects.toThrow(/EADDRINUSE/);
   });

@@ -1,5 +1,5 @@
 import { pino } from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import {
   CODE_TTL_MS,
   createPairing,
@@ -11,24 +11,16 @@ import {
   normalizeCode,
 } from "../../../daemon/core/pairing.js";
 import { openStore } from "../../../daemon/state/store.js";
-import type { Store } from "../../../daemon/vocabulary/store.js";
 import { createManualClock } from "../../../shared/clock.js";
 import { seededRandom } from "../../../shared/random.js";
 import { tempDir } from "../../helpers/emulator.js";
 
-const stores: Store[] = [];
-const dirs: (() => void)[] = [];
-afterEach(async () => {
-  for (const s of stores.splice(0)) await s.close();
-  for (const d of dirs.splice(0)) d();
-});
-
 async function setup() {
   const dir = tempDir("pairing-unit-");
-  dirs.push(dir.remove);
+  onTestFinished(dir.remove);
   const clock = createManualClock(Date.parse("2026-11-24T10:00:00Z"));
   const store = await openStore({ dataDir: dir.path, clock });
-  stores.push(store);
+  onTestFinished(() => store.close());
   const pairing = createPairing({ store, clock, random: seededRandom(1), logger: pino({ level: "silent" }) });
   const sender = (n: number) => ({ userId: String(n), userName: `u${n}`, platform: "telegram", chatId: String(n) });
   const codeOf = async (n: number) => {

@@ -52,14 +52,14 @@ describe("the platform registry is the only place platforms meet the daemon", ()
     return !types.some((t) => r.startsWith(`daemon/adapters/${t}/`));
   });
 
-  it("knows the six platforms, each with its own folder", () => {
-    expect(types).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack", "feishu"]);
+  it("knows the seven platforms, each with its own folder", () => {
+    expect(types).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack", "matrix", "feishu"]);
     for (const t of types) expect(readdirSync(join(daemonDir, "adapters", t))).toContain("platform.ts");
   });
 
   it("names every platform a person reads (--help, the console), in the registry's order", () => {
     expect(Object.keys(PLATFORM_NAMES)).toEqual(platforms.map((p) => p.type));
-    expect(platformList()).toBe("Terminal, Telegram, Discord, WhatsApp, Slack and Feishu/Lark");
+    expect(platformList()).toBe("Terminal, Telegram, Discord, WhatsApp, Slack, Matrix and Feishu/Lark");
   });
 
   it("config schema, secrets, check, buildAdapters, the daemon and the core name no platform type", () => {

@@ -6,7 +6,7 @@
  * fired is logged with the reason.
  */
 import pino from "pino";
-import { afterEach, expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { scheduleSchema, type ScheduleConfig } from "../../../daemon/config/schedules.js";
 import { ScheduleRunner } from "../../../daemon/core/schedules/runner.js";
 import { openStore } from "../../../daemon/state/store.js";
@@ -14,11 +14,6 @@ import type { Store } from "../../../daemon/vocabulary/store.js";
 import { sleepOn, type Clock } from "../../../shared/clock.js";
 import { tempDir } from "../../helpers/emulator.js";
 import { waitUntil } from "../../helpers/wait.js";
-
-const cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.splice(0).reverse()) await c();
-});
 
 interface SloppyClock extends Clock {
   /** Fires the earliest timer, moving the time to when it actually fires; false when none is set. */
@@ -60,10 +55,10 @@ const SECOND = 1000;
 
 async function setup(errorMs: (n: number) => number) {
   const dir = tempDir("schedule-runner-");
-  cleanup.push(dir.remove);
+  onTestFinished(dir.remove);
   const clock = sloppyClock(START, errorMs);
   const store: Store = await openStore({ dataDir: dir.path, clock });
-  cleanup.push(() => store.close());
+  onTestFinished(() => store.close());
   const schedule: ScheduleConfig = scheduleSchema.parse({ id: "tick", cron: "* * * * * *", timeZone: "UTC", channel: "tg", chatId: "1", prompt: "tick" });
   const fired: number[] = [];
   const logs: Record<string, unknown>[] = [];
@@ -80,7 +75,7 @@ async function setup(errorMs: (n: number) => number) {
     },
     count: () => {},
   });
-  cleanup.push(() => runner.stop());
+  onTestFinished(() => runner.stop());
   runner.startAll();
   /** Fires the schedule's timer once it is armed (the check before it has finished its write). */
   const fireTimer = async () => {

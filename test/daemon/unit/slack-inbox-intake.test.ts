@@ -62,7 +62,7 @@ it("removes a kept event only once the core has it, leaves a failed one for the 
       }
       if (message.text === "slow") await new Promise<void>((resolve) => (releaseSlow = resolve));
       taken.push(message.text);
-      return { status: "accepted" };
+      return { status: "accepted", acknowledge: true } as const;
     },
     inActiveThread: () => false,
     ackWithinMs: null,

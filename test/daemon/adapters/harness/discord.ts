@@ -14,7 +14,7 @@ const GENERAL = "800000000000000002";
 const THREAD = "800000000000000004";
 const alice: FakeUser = { id: "700000000000000001", username: "alice" };
 
-export const features: readonly Feature[] = ["group", "thread", "edits", "files", "reactions"];
+export const features: readonly Feature[] = ["group", "thread", "edits", "files", "reactions", "buttons"];
 
 export const harness: HarnessFactory = async () => {
   const fake = await createFakeDiscord({
@@ -51,6 +51,8 @@ export const harness: HarnessFactory = async () => {
     shown: (chatId) => fake.shownMessages(chatId).map((m) => m.content),
     files: (chatId) => fake.sentMessages(chatId).flatMap((m) => (m.files ?? []).map((f) => f.name)),
     reactions: (_chatId, messageId) => fake.reactionsOn(messageId),
+    buttons: (_chatId, messageId) => fake.buttonsOn(messageId),
+    tap: (_chatId, messageId, index) => void fake.tapButton({ messageId, user: alice, index }),
     close: () => fake.close(),
   };
 };

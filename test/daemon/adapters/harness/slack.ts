@@ -15,7 +15,7 @@ const ALICE = "U0ALICE001";
 const DM = "D0ALICE001";
 const GENERAL = "C0GENERAL1";
 
-export const features: readonly Feature[] = ["group", "thread", "edits", "files", "reactions"];
+export const features: readonly Feature[] = ["group", "thread", "edits", "files", "reactions", "buttons"];
 
 export const harness: HarnessFactory = async () => {
   const fake = await createFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, signingSecret: SIGNING_SECRET, mode: "socket", postBurst: 50 });
@@ -55,6 +55,8 @@ export const harness: HarnessFactory = async () => {
     shown: (chatId) => inChat(chatId).map((m) => m.text),
     files: (chatId) => inChat(chatId).flatMap((m) => m.files.map((f) => f.name)),
     reactions: (chatId, messageId) => fake.reactions(conversationOf(chatId).channel, messageId),
+    buttons: (chatId, messageId) => fake.buttonsOn(conversationOf(chatId).channel, messageId),
+    tap: async (chatId, messageId, index) => void (await fake.tap({ channel: conversationOf(chatId).channel, ts: messageId, user: ALICE, index })),
     close: () => fake.close(),
   };
 };

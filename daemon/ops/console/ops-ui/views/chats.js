@@ -51,8 +51,15 @@ export function ChatView({ chatKey }) {
         c.turns.length
           ? html`<ol class="turns">${c.turns.map(
               (t) => html`<li key=${t.entry} class="turn" data-entry=${t.entry}>
-          <p><strong>${t.userName ?? "person"}</strong> ${time(t.acceptedAt)}: ${t.text}</p>
+          <p><strong>${t.userName ?? "person"}</strong> ${time(t.acceptedAt)}${
+            t.answers ? html` answered <em data-testid="answered">${t.answers}</em>` : ""
+          }: ${t.text}</p>
           <p><strong>agent</strong>: ${t.reply ?? html`<span class="muted">(no reply yet)</span>`}</p>
+          ${
+            t.question &&
+            html`<p data-testid="question"><strong>agent asks</strong>: ${t.question.text}
+            <span class="muted">(${t.question.options.join(" · ")}${t.question.allowText ? " · or any words" : ""})</span></p>`
+          }
           <p class="muted">${t.deliveredAt ? `delivered after ${seconds(t.latencyMs)}` : "not delivered yet"}</p>
         </li>`,
             )}</ol>`
