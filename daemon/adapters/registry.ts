@@ -12,6 +12,7 @@ import { terminalPlatform } from "./terminal/platform.js";
 import { whatsappPlatform } from "./whatsapp/platform.js";
 import { matrixPlatform } from "./matrix/platform.js";
 import { signalPlatform } from "./signal/platform.js";
+import { feishuPlatform } from "./feishu/platform.js";
 
 export const platforms = [
   terminalPlatform,
@@ -22,6 +23,7 @@ export const platforms = [
   matrixPlatform,
   googleChatPlatform,
   signalPlatform,
+  feishuPlatform,
 ] as const;
 
 export type RegisteredPlatform = (typeof platforms)[number];
