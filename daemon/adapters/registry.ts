@@ -9,8 +9,9 @@ import { slackPlatform } from "./slack/platform.js";
 import { telegramPlatform } from "./telegram/platform.js";
 import { terminalPlatform } from "./terminal/platform.js";
 import { whatsappPlatform } from "./whatsapp/platform.js";
+import { nostrPlatform } from "./nostr/platform.js";
 
-export const platforms = [terminalPlatform, telegramPlatform, discordPlatform, whatsappPlatform, slackPlatform] as const;
+export const platforms = [terminalPlatform, telegramPlatform, discordPlatform, whatsappPlatform, slackPlatform, nostrPlatform] as const;
 
 export type RegisteredPlatform = (typeof platforms)[number];
 
