@@ -174,4 +174,3 @@ describe("the Nostr adapter", () => {
     for (const b of [first, second]) expect(b.logs.text()).not.toContain(b.key.secretHex);
   });
 });
-

@@ -91,7 +91,8 @@ export function createNostrAdapter(config: NostrChannelConfig, deps: AdapterDeps
         random,
         log,
         tuning,
-        report: (event) => h.status(event),
+        // Each relay's news names the bot, so the console's status shows whom people write to.
+        report: (event) => h.status({ ...event, detail: `${event.detail ?? ""} as ${hexToNpub(k.publicKey)}`.trim() }),
         onEvent: (event) => {
           if (stopped || seen.has(event.id)) return;
           seen.set(event.id, true);
