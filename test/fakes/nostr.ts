@@ -46,6 +46,8 @@ export interface FakeRelay {
   /** How many REQs have been seen, and their filters. */
   requests(): Filter[][];
   connections(): number;
+  /** Calls `listener` each time the relay sends a subscriber an event (a test may kill the subscriber there). */
+  onDeliver(listener: (event: Event) => void): void;
   close(): Promise<void>;
 }
 
@@ -60,10 +62,13 @@ export async function createFakeRelay(options: FakeRelayOptions = {}): Promise<F
   const clients = new Set<Client>();
   const reqs: Filter[][] = [];
   let limited = 0;
+  const deliveries: ((event: Event) => void)[] = [];
   let counter = 0;
 
   const send = (client: Client, message: unknown[]): void => {
-    if (client.socket.readyState === WebSocket.OPEN) client.socket.send(JSON.stringify(message));
+    if (client.socket.readyState !== WebSocket.OPEN) return;
+    client.socket.send(JSON.stringify(message));
+    if (message[0] === "EVENT" && message.length === 3) for (const l of deliveries) l(message[2] as Event);
   };
   /** NIP-17: direct messages go only to the authenticated recipient (where authentication is on). */
   const mayRead = (client: Client, event: Event) =>
@@ -173,6 +178,7 @@ export async function createFakeRelay(options: FakeRelayOptions = {}): Promise<F
     },
     requests: () => reqs.map((r) => r.map((f) => ({ ...f }))),
     connections: () => clients.size,
+    onDeliver: (listener) => void deliveries.push(listener),
     close: async () => {
       for (const client of clients) client.socket.terminate();
       await new Promise<void>((resolve) => server.close(() => resolve()));
