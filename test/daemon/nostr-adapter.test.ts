@@ -6,6 +6,7 @@
  * authentication, forged events, and the generated key kept as a secret.
  */
 import { mkdtempSync, statSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as nip59 from "nostr-tools/nip59";
@@ -17,6 +18,7 @@ import { createNostrAdapter, RATE_LIMIT_WAIT_MS } from "../../daemon/adapters/no
 import { fileKey } from "../../daemon/adapters/nostr/keys.js";
 import { nostrPlatform } from "../../daemon/adapters/nostr/platform.js";
 import { type ChatTarget, type InboundMessage, SendError } from "../../daemon/vocabulary/adapter.js";
+import { undiciHttp } from "../../daemon/helpers/probe.js";
 import { systemClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeRelay, createPerson, type FakeRelay } from "../fakes/nostr.js";
@@ -172,5 +174,31 @@ describe("the Nostr adapter", () => {
     // The first life's message came again from the relay and was known: only the new one reached the core.
     expect(second.accepted.map((m) => m.text)).toEqual(["second life"]);
     for (const b of [first, second]) expect(b.logs.text()).not.toContain(b.key.secretHex);
+  });
+});
+
+describe("agent-bridge check for a Nostr channel", () => {
+  it("shows the bot's npub once the key exists, and whether the relays answer", async () => {
+    const [relay] = await relays({});
+    const dir = freshDir();
+    const channel = nostrPlatform.finalize(nostrChannelSchema.parse({ type: "nostr", relays: [relay!.url] }), { id: "ns", dataDir: dir });
+    if (!channel) throw new Error("not a nostr channel");
+    const deps = { http: undiciHttp, timeoutMs: 5000, readFile: (path: string) => readFile(path, "utf8") };
+    const before = await nostrPlatform.check(channel, deps);
+    expect(before).toMatchObject({ status: "warn", message: expect.stringContaining("generates one on first start") });
+    const key = await fileKey(channel.keyFile);
+    const after = await nostrPlatform.check(channel, deps);
+    expect(after).toMatchObject({ status: "ok", message: expect.stringMatching(/^bot npub1[02-9ac-hj-np-z]{58}; 1 relay\(s\) answer$/) });
+    expect(JSON.stringify(after)).not.toContain(key.secretHex);
+    await relay!.close();
+    const down = await nostrPlatform.check(channel, deps);
+    expect(down).toMatchObject({ status: "fail", message: expect.stringContaining("no relay answers") });
+  });
+
+  it("reads an npub in the access lists as the hex key a message brings", () => {
+    const hex = "3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558472c4eb9aaaefa459d";
+    expect(nostrPlatform.users.normalize("npub180cvv07tjdrrgpa0j7j7tmnyl2yr6yr7l8j4s3evf6u64th6gkwsyjh6w6")).toBe(hex);
+    expect(nostrPlatform.users.normalize(hex.toUpperCase())).toBe(hex);
+    expect(nostrPlatform.users.normalize("npub1broken")).toBe("npub1broken");
   });
 });
