@@ -152,7 +152,7 @@ describe("parseConfig", () => {
         "routes[0].instance: required",
         'routes[0].match.chatType: must be one of "direct", "group"',
         "channels.telegram.token: must look like 123456:ABC... (digits, colon, 35 characters)",
-        'channels.irc.type: must be one of "terminal", "telegram", "discord", "whatsapp", "slack"',
+        'channels.irc.type: must be one of "terminal", "telegram", "discord", "whatsapp", "slack", "nostr"',
         'channels.tg2.webhook: required when mode is "webhook"',
         'channels.discord.token: must be the bare bot token (no whitespace, no "Bot " prefix)',
         "retry.maxDelayMs: must be at least baseDelayMs",
