@@ -15,9 +15,9 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { nostrChannelSchema } from "../../daemon/adapters/nostr/config.js";
 import { createNostrAdapter, RATE_LIMIT_WAIT_MS } from "../../daemon/adapters/nostr/index.js";
-import { fileKey } from "../../daemon/adapters/nostr/keys.js";
+import { fileKey, recordKey } from "../../daemon/adapters/nostr/keys.js";
 import { nostrPlatform } from "../../daemon/adapters/nostr/platform.js";
-import { type ChatTarget, type InboundMessage, SendError } from "../../daemon/vocabulary/adapter.js";
+import { type ChatTarget, type CredentialStore, type InboundMessage, SendError } from "../../daemon/vocabulary/adapter.js";
 import { undiciHttp } from "../../daemon/helpers/probe.js";
 import { systemClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
@@ -104,6 +104,40 @@ describe("the Nostr adapter", () => {
     // NIP-17 wraps are dated up to two days back: the resubscription asks for that much.
     const since = a!.requests().at(-1)?.[0]?.since ?? Number.POSITIVE_INFINITY;
     expect(since).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) - 2 * 24 * 3600);
+  });
+
+  it('subscribes again after a relay ends the subscription (CLOSED "rate-limited:"), and misses nothing sent meanwhile', async () => {
+    const [relay] = await relays({});
+    const b = await bot([relay!.url], freshDir(), new Map());
+    const person = createPerson(b.key.publicKey);
+    cleanups.push(() => person.close());
+    const before = relay!.requests().length;
+    relay!.closeSubscriptions("rate-limited: too many subscriptions");
+    await person.dm17("sent while closed", [relay!.url]);
+    await waitUntil(() => b.accepted.length === 1, "the message, after the new subscription");
+    expect(relay!.requests().length).toBeGreaterThan(before);
+    expect(b.accepted.map((m) => m.text)).toEqual(["sent while closed"]);
+  });
+
+  it("keeps the key in the account's credential records on several machines: generated once, the same for the next owner", async () => {
+    const records = new Map<string, unknown>();
+    const store: CredentialStore = {
+      read: async (type, ids) =>
+        Object.fromEntries(ids.flatMap((id) => (records.has(`${type}/${id}`) ? [[id, structuredClone(records.get(`${type}/${id}`))]] : []))),
+      write: async (data) => {
+        for (const [type, values] of Object.entries(data))
+          for (const [id, v] of Object.entries(values)) v === null ? records.delete(`${type}/${id}`) : records.set(`${type}/${id}`, v);
+      },
+      clear: async () => records.clear(),
+    };
+    const first = await recordKey(store);
+    const next = await recordKey(store);
+    expect(next.publicKey).toBe(first.publicKey);
+    expect(records.size).toBe(1);
+    records.set([...records.keys()][0]!, { secretKey: "00".repeat(32), publicKey: first.publicKey });
+    const refused = await recordKey(store).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(Error);
+    expect(String(refused)).not.toContain(first.secretHex);
   });
 
   it("reads and publishes through a relay that demands NIP-42 authentication", async () => {
