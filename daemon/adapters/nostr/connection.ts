@@ -90,7 +90,8 @@ function relayLink(url: string, deps: RelaySetDeps, sign: (t: EventTemplate) => 
       verifyEvent,
       websocketImplementation: WebSocket as unknown as typeof globalThis.WebSocket,
       enableReconnect: false,
-      enablePing: false,
+      // Every 29 s a request the relay must answer (undici's WebSocket has no ping): a silent relay is closed and reconnected.
+      enablePing: true,
     });
     r.onauth = sign;
     r.onnotice = (notice) => log.debug({ notice: notice.slice(0, 200) }, "relay notice");
