@@ -13,6 +13,7 @@ import { whatsappPlatform } from "./whatsapp/platform.js";
 import { matrixPlatform } from "./matrix/platform.js";
 import { signalPlatform } from "./signal/platform.js";
 import { feishuPlatform } from "./feishu/platform.js";
+import { nostrPlatform } from "./nostr/platform.js";
 
 export const platforms = [
   terminalPlatform,
@@ -24,6 +25,7 @@ export const platforms = [
   googleChatPlatform,
   signalPlatform,
   feishuPlatform,
+  nostrPlatform,
 ] as const;
 
 export type RegisteredPlatform = (typeof platforms)[number];

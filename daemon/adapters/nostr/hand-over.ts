@@ -1,0 +1,106 @@
+/**
+ * Hands decrypted direct messages to the core (../hand-over.ts) per person in
+ * the order they came. Relays deliver again: the same event from each relay
+ * and, after every reconnect, what the lookback covers. Messages already
+ * handled (journaled or deliberately refused) are remembered by id for the
+ * lookback's length, durably, so a person refused or paired is not answered
+ * again; one handled but not yet remembered when the process died comes once
+ * more and the journal knows it (a duplicate).
+ */
+import type { Logger } from "pino";
+import type { Clock } from "../../../shared/clock.js";
+import { createSerialQueue } from "../../helpers/retry.js";
+import type { AdapterStateStore, AdapterStatusEvent, InboundSink } from "../../vocabulary/adapter.js";
+import { handOver } from "../hand-over.js";
+import { errorText } from "./connection.js";
+import { nostrFiles } from "./files.js";
+import { type DirectMessageView, translateMessage } from "./inbound.js";
+
+const HANDLED = "handled";
+const protocolKey = (pubkey: string) => `protocol.${pubkey}`;
+
+export interface HandOverDeps {
+  accountId: string;
+  self: string;
+  state: AdapterStateStore;
+  clock: Clock;
+  log: Logger;
+  lookbackSeconds: number;
+}
+
+export class NostrHandOver {
+  readonly #deps: HandOverDeps;
+  #sink: InboundSink | null = null;
+  #closed = false;
+  readonly #chains = createSerialQueue<string>();
+  /** Message id -> when it was handled (seconds); kept for the lookback's length. */
+  readonly #handled: Map<string, number>;
+  /** Ids being handed over now (two relays' copies arriving together). */
+  readonly #inFlight = new Set<string>();
+  readonly #saves = createSerialQueue<"handled">();
+  #dirty = false;
+
+  constructor(deps: HandOverDeps) {
+    this.#deps = deps;
+    this.#handled = new Map(Object.entries(deps.state.get<Record<string, number>>(HANDLED) ?? {}));
+  }
+
+  open(sink: InboundSink): void {
+    this.#sink = sink;
+    this.#closed = false;
+  }
+
+  /** No more messages reach the core once this returns (those under way finish). */
+  close(): void {
+    this.#closed = true;
+  }
+
+  status(event: AdapterStatusEvent): void {
+    this.#sink?.status(event);
+  }
+
+  /** The scheme `pubkey` last wrote in. */
+  protocolOf(pubkey: string): DirectMessageView["protocol"] | undefined {
+    return this.#deps.state.get(protocolKey(pubkey));
+  }
+
+  take(view: DirectMessageView): void {
+    if (this.#closed || this.#handled.has(view.id) || this.#inFlight.has(view.id)) return;
+    this.#inFlight.add(view.id);
+    this.#chains
+      .run(view.sender, () => this.#deliver(view))
+      .catch((error: unknown) => this.#deps.log.error({ messageId: view.id, err: errorText(error) }, "nostr message not handed to the core"))
+      .finally(() => this.#inFlight.delete(view.id));
+  }
+
+  idle(): Promise<void> {
+    return Promise.all([this.#chains.idle(), this.#saves.idle()]).then(() => undefined);
+  }
+
+  async #deliver(view: DirectMessageView): Promise<void> {
+    const sink = this.#sink;
+    if (!sink || this.#closed) return;
+    const { accountId, self, log } = this.#deps;
+    const message = translateMessage(view, { accountId, self, onIgnored: (reason) => log.debug({ messageId: view.id, reason }, "nostr message ignored") });
+    if (!message) return this.#remember(view.id);
+    // The reply goes out in the scheme this message came in: known before the core can answer it.
+    if (this.protocolOf(view.sender) !== view.protocol) await this.#deps.state.set(protocolKey(view.sender), view.protocol);
+    const outcome = await handOver(sink, message, [], nostrFiles);
+    if (!outcome || outcome.acknowledge) this.#remember(view.id);
+  }
+
+  #remember(id: string): void {
+    this.#handled.set(id, Math.floor(this.#deps.clock.now() / 1000));
+    this.#dirty = true;
+    // One write at a time; a write takes everything remembered so far.
+    void this.#saves
+      .run(HANDLED, async () => {
+        if (!this.#dirty) return;
+        this.#dirty = false;
+        const oldest = Math.floor(this.#deps.clock.now() / 1000) - this.#deps.lookbackSeconds - 3600;
+        for (const [key, at] of this.#handled) if (at < oldest) this.#handled.delete(key);
+        await this.#deps.state.set(HANDLED, Object.fromEntries(this.#handled));
+      })
+      .catch((error: unknown) => this.#deps.log.warn({ err: errorText(error) }, "nostr: could not save the handled message ids"));
+  }
+}
