@@ -7,10 +7,11 @@
 import { discordPlatform } from "./discord/platform.js";
 import { slackPlatform } from "./slack/platform.js";
 import { telegramPlatform } from "./telegram/platform.js";
+import { teamsPlatform } from "./teams/platform.js";
 import { terminalPlatform } from "./terminal/platform.js";
 import { whatsappPlatform } from "./whatsapp/platform.js";
 
-export const platforms = [terminalPlatform, telegramPlatform, discordPlatform, whatsappPlatform, slackPlatform] as const;
+export const platforms = [terminalPlatform, telegramPlatform, discordPlatform, whatsappPlatform, slackPlatform, teamsPlatform] as const;
 
 export type RegisteredPlatform = (typeof platforms)[number];
 
