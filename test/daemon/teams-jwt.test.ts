@@ -45,7 +45,14 @@ function setup(published: { kid: string; jwk: object }[] = [good]) {
       tenantId: over.tenantId,
       nowMs: clock.now(),
     });
-  return { clock, reads, verify, publish: (p: { jwk: object }[]) => void (keys = p.map((k) => k.jwk)) };
+  return {
+    clock,
+    reads,
+    verify,
+    publish: (p: { jwk: object }[]) => {
+      keys = p.map((k) => k.jwk);
+    },
+  };
 }
 
 describe("a Bot Framework token", () => {

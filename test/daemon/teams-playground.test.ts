@@ -65,7 +65,11 @@ beforeAll(async () => {
       clock: systemClock,
       maxAttachmentBytes: 1024 * 1024,
     },
-    { onListening: (url) => void (endpoint = url) },
+    {
+      onListening: (url) => {
+        endpoint = url;
+      },
+    },
   );
   await adapter.start(testSink({ accept: (m) => void received.push(m) }));
   const port = await freePort();
