@@ -11,13 +11,16 @@
 import type { Logger } from "pino";
 import type { Clock } from "../../../shared/clock.js";
 import type { AcceptOutcome, InboundSink } from "../../vocabulary/adapter.js";
-import { jsonAnswer, listenWebhook, parseJsonBody, textAnswer, type WebhookAnswer, type WebhookEndpoint, type WebhookRequest } from "../webhook.js";
+import type { EventInbox } from "../../vocabulary/adapter.js";
+import { jsonAnswer, listenWebhook, textAnswer, type WebhookAnswer, type WebhookEndpoint, type WebhookRequest } from "../webhook.js";
 import { ANONYMOUS_MODE, type TeamsChannelConfig } from "./config.js";
+import { TeamsInboxIntake } from "./inbox-intake.js";
 import type { ConversationRefs } from "./conversation-refs.js";
 import { TeamsHandOver } from "./hand-over.js";
-import { referenceOf, TeamsActivity, tenantOf, translateMessage } from "./inbound.js";
-import { type OpenIdKeys, verifyBotToken } from "./jwt.js";
+import { referenceOf, type TeamsActivity, translateMessage } from "./inbound.js";
+import type { OpenIdKeys } from "./jwt.js";
 import type { TokenSource } from "./token.js";
+import { earlyRefusal, verifyRequest } from "./verify.js";
 
 export interface TeamsConnectionDeps {
   config: TeamsChannelConfig;
@@ -28,6 +31,8 @@ export interface TeamsConnectionDeps {
   log: Logger;
   attachmentTimeoutMs: number;
   onListening?(url: string): void;
+  /** Several machines: the activities every node's receiver kept (receiver.ts); the owner then serves no endpoint of its own. */
+  inbox?: EventInbox;
 }
 
 /** What became of one activity: answered to the connector as 200, or 500 (it may come again). */
@@ -37,6 +42,7 @@ export class TeamsConnection {
   readonly #deps: TeamsConnectionDeps;
   #sink: InboundSink | null = null;
   #endpoint: WebhookEndpoint | null = null;
+  #intake: TeamsInboxIntake | null = null;
   #stopping = false;
   readonly #handOver: TeamsHandOver;
 
@@ -51,12 +57,19 @@ export class TeamsConnection {
     const { config, log } = this.#deps;
     sink.status({ state: "starting" });
     if (config.auth === ANONYMOUS_MODE) log.warn("teams endpoint in the anonymous mode: no token is checked (for a local tool only)");
+    if (this.#deps.inbox) {
+      this.#intake = new TeamsInboxIntake({ inbox: this.#deps.inbox, handle: (a) => this.handle(a), clock: this.#deps.clock, log, pollMs: 2_000 });
+      this.#intake.start();
+      log.info("teams activities taken from the bridge's inbox (every node's endpoint keeps them)");
+      sink.status({ state: "connected" });
+      return;
+    }
     this.#endpoint = await listenWebhook({
       ...config.http,
       health: "teams messaging endpoint ready",
       name: "teams activities",
       log,
-      checkHeaders: (header) => (config.auth === "jwt" && !/^Bearer \S+$/.test(header("authorization") ?? "") ? textAnswer(401, "no Bearer token") : undefined),
+      checkHeaders: (header) => earlyRefusal(config, header),
       handle: (request) => this.#onRequest(request),
     });
     const url = `${this.#endpoint.url}${config.http.path}`;
@@ -70,35 +83,17 @@ export class TeamsConnection {
     const endpoint = this.#endpoint;
     this.#endpoint = null;
     await endpoint?.close();
+    await this.#intake?.stop();
+    this.#intake = null;
     await this.#handOver.idle();
     this.#sink?.status({ state: "stopped" });
   }
 
   async #onRequest(request: WebhookRequest): Promise<WebhookAnswer> {
     if (this.#stopping) return textAnswer(503, "stopping");
-    const parsed = TeamsActivity.safeParse(parseJsonBody(request.body));
-    if (!parsed.success) return textAnswer(400, "not an activity");
-    const activity = parsed.data;
-    const { config, log } = this.#deps;
-    if (config.auth === "jwt") {
-      const verdict = await verifyBotToken(
-        { authorization: request.header("authorization"), serviceUrl: activity.serviceUrl, channelId: activity.channelId },
-        this.#deps.keys,
-        { appId: config.app_id, tenantId: config.tenant_id, nowMs: this.#deps.clock.now() },
-      );
-      if (!verdict.ok) {
-        // Logged without the token or the activity: a forged request says nothing worth keeping.
-        log.warn({ reason: verdict.reason }, "teams request refused: not a valid Bot Framework token for this bot");
-        return textAnswer(401, verdict.reason);
-      }
-    }
-    if (config.tenant_id && tenantOf(activity) !== config.tenant_id) {
-      log.warn({ tenant: tenantOf(activity) ?? null }, "teams activity refused: from another tenant than the configured tenant_id");
-      return textAnswer(403, "wrong tenant");
-    }
-    const ref = referenceOf(activity);
-    if (ref) await this.#deps.refs.remember(ref);
-    return this.#answer(activity, await this.handle(activity));
+    const verified = await verifyRequest(this.#deps, request);
+    if (!verified.ok) return verified.answer;
+    return this.#answer(verified.activity, await this.handle(verified.activity));
   }
 
   #answer(activity: TeamsActivity, verdict: ActivityVerdict): WebhookAnswer {
@@ -112,6 +107,9 @@ export class TeamsConnection {
     const sink = this.#sink;
     if (!sink) return "retry";
     const { config, log } = this.#deps;
+    // Where replies go, kept before the core has the message (several machines: the owner keeps it from the inbox row).
+    const ref = referenceOf(activity);
+    if (ref) await this.#deps.refs.remember(ref);
     const translated = translateMessage(activity, config.id);
     if ("skip" in translated) {
       log.debug({ reason: translated.skip }, "teams activity not handed over");

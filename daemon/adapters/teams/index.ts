@@ -52,6 +52,7 @@ export function createTeamsAdapter(config: TeamsChannelConfig, deps: AdapterDeps
     log,
     attachmentTimeoutMs: options.attachmentTimeoutMs ?? 60_000,
     ...(options.onListening ? { onListening: options.onListening } : {}),
+    ...(deps.inbox ? { inbox: deps.inbox } : {}),
   });
   return {
     platform: "teams",

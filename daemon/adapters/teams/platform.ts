@@ -85,6 +85,8 @@ export const teamsPlatform = definePlatform({
   secrets: (channel) => [channel.app_password].filter((s): s is string => s !== undefined),
   check: checkTeams,
   load: loadAdapter,
+  // Several machines: every node's endpoint verifies and keeps activities for the owner.
+  receive: (channel, deps) => import("./receiver.js").then(({ startTeamsReceiver }) => startTeamsReceiver(channel, deps)),
   async create(channel, deps) {
     const { createTeamsAdapter } = await loadAdapter();
     return createTeamsAdapter(channel, deps);
