@@ -11,7 +11,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import pino from "pino";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { z } from "zod";
 import { teamsChannelSchema } from "../../daemon/adapters/teams/config.js";
@@ -19,6 +19,8 @@ import { createTeamsAdapter } from "../../daemon/adapters/teams/index.js";
 import type { ChatAdapter, InboundMessage } from "../../daemon/vocabulary/adapter.js";
 import { systemClock } from "../../shared/clock.js";
 import { testSink } from "../fakes/sink.js";
+import { launchBrowser } from "../helpers/browser.js";
+import { lacks } from "../helpers/system-programs.js";
 import { waitUntil } from "../helpers/wait.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -71,7 +73,16 @@ beforeAll(async () => {
       },
     },
   );
-  await adapter.start(testSink({ accept: (m) => void received.push(m) }));
+  await adapter.start(
+    testSink({
+      accept: (m) => {
+        received.push(m);
+        // The bot of this test: it answers the web UI's messages at once.
+        if (m.text.startsWith("ui:"))
+          void adapter.send({ platform: "teams", accountId: "pg", chatId: m.chatId, chatType: "direct" }, `echo ${m.text}`, { format: "plain" });
+      },
+    }),
+  );
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
   playground = spawn(join(ROOT, "node_modules", ".bin", "agentsplayground"), ["-e", endpoint, "-c", "msteams", "-p", String(port), "--dt"], {
@@ -120,4 +131,19 @@ it("streams a reply by updating it in place", async () => {
   expect(receipt?.messageId).toMatch(/\S/);
   await adapter.edits?.edit(target, receipt?.messageId ?? "", "Writing: the whole answer", { format: "markdown", final: true });
   await waitUntil(() => shown.find((e) => e.action !== "createMessage" && e.message?.text === "Writing: the whole answer"), "the update in the Playground");
+});
+
+it.skipIf(lacks("chromium", import.meta.url))("answers a person typing in the Playground's web UI, in Chromium", { timeout: 60_000 }, async () => {
+  const browser = await launchBrowser();
+  try {
+    const page = await browser.context.newPage();
+    await page.goto(`${base}/`);
+    const box = page.getByRole("textbox").first();
+    await box.click();
+    await box.pressSequentially("ui: hello from Chromium");
+    await page.getByRole("button", { name: "Send Message" }).click();
+    await vi.waitFor(async () => expect(await page.getByText("echo ui: hello from Chromium").count()).toBeGreaterThan(0), { timeout: 20_000, interval: 50 });
+  } finally {
+    await browser.close();
+  }
 });
