@@ -14,6 +14,7 @@ import { type ChatAdapter, type InboundMessage, SendError } from "../../daemon/v
 import { createFakeTeams, type FakeTeams } from "../fakes/teams.js";
 import { testSink } from "../fakes/sink.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
+import { waitUntil } from "../helpers/wait.js";
 
 const APP_ID = "00000000-0000-4000-8000-000000000b01";
 const APP_PASSWORD = "endpoint~TestPasswordSecret";
@@ -152,6 +153,15 @@ describe("replies", () => {
     expect(throttled).toMatchObject({ permanent: false, retryAfterMs: 7000, status: 429 });
     expect(await adapter.send(target, "x", { format: "plain" }).catch((e: unknown) => e)).toMatchObject({ permanent: false, status: 503 });
     expect(await adapter.send(target, "x", { format: "plain" }).catch((e: unknown) => e)).toMatchObject({ permanent: true, status: 403 });
+  });
+
+  it("send a file in a personal chat through the consent flow: the card, the person's yes, the upload, the file card", async () => {
+    await adapter.files?.send(target, { path: "out/r.txt", fileName: "r.txt", mimeType: "text/plain", kind: "document", data: Buffer.from("report") });
+    await waitUntil(
+      () => fake.messages(PERSONAL).find((m) => m.attachments.some((a) => (a as { contentType?: string }).contentType?.endsWith("file.info"))),
+      "the file card",
+    );
+    expect(fake.uploaded("r.txt")?.toString()).toBe("report");
   });
 
   it("stream by updating the reply in place", async () => {

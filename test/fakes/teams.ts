@@ -77,6 +77,9 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
   const conversations = new Map<string, ShownMessage[]>();
   const typing = new Map<string, number>();
   const files = new Map<string, Buffer>();
+  /** What people uploaded to "their OneDrive" after accepting a consent card, by name. */
+  const uploads = new Map<string, Buffer>();
+  let consent: "accept" | "decline" = "accept";
   const failures: { status: number; retryAfter?: string }[] = [];
   const calls: { method: string; path: string; status: number }[] = [];
   let tokenRequests = 0;
@@ -101,6 +104,10 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
     if (req.method === "GET" && url.pathname.startsWith("/files/")) {
       const data = files.get(decodeURIComponent(url.pathname.slice("/files/".length)));
       return data ? void res.writeHead(200, { "content-type": "application/octet-stream" }).end(data) : void res.writeHead(404).end();
+    }
+    if (req.method === "PUT" && url.pathname.startsWith("/upload/")) {
+      uploads.set(decodeURIComponent(url.pathname.slice("/upload/".length)), body);
+      return json(res, 201, { id: "drive-item" });
     }
     if (url.pathname.startsWith("/connector/v3/conversations/")) return connector(req, res, url, body);
     res.writeHead(404).end();
@@ -137,7 +144,9 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
       }
       const id = `m${nextId++}`;
       shown.push({ id, text: activity.text ?? "", attachments: activity.attachments ?? [], edits: 0 });
-      return done(200, { id });
+      done(200, { id });
+      for (const card of activity.attachments ?? []) answerConsent(conversationId, card);
+      return;
     }
     if (req.method === "PUT" && activityId) {
       const message = shown.find((m) => m.id === activityId);
@@ -148,6 +157,36 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
       return done(200, { id: activityId });
     }
     done(405);
+  }
+
+  /** The person answers a file consent card the way Teams posts it: an invoke naming the upload URL in their OneDrive. */
+  function answerConsent(conversationId: string, card: unknown): void {
+    const c = card as { contentType?: string; name?: string; content?: { acceptContext?: unknown; declineContext?: unknown } };
+    if (c.contentType !== "application/vnd.microsoft.teams.card.file.consent" || !c.name) return;
+    const name = c.name;
+    const invoke = {
+      ...activityOf("", { conversationId, mention: false }),
+      type: "invoke",
+      name: "fileConsent/invoke",
+      text: undefined,
+      value: {
+        type: "fileUpload",
+        action: consent,
+        context: consent === "accept" ? c.content?.acceptContext : c.content?.declineContext,
+        ...(consent === "accept"
+          ? {
+              uploadInfo: {
+                name,
+                uploadUrl: `${base}/upload/${encodeURIComponent(name)}`,
+                contentUrl: `${base}/drive/${encodeURIComponent(name)}`,
+                uniqueId: randomUUID(),
+                fileType: name.split(".").pop(),
+              },
+            }
+          : {}),
+      },
+    };
+    void postActivity(invoke).catch(() => undefined);
   }
 
   function sign(claims: Record<string, unknown>, pair: SigningPair): string {
@@ -216,6 +255,11 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
       files.set(name, data);
       return `${base}/files/${encodeURIComponent(name)}`;
     },
+    /** How people answer file consent cards from now on. */
+    consentWith(answer: "accept" | "decline") {
+      consent = answer;
+    },
+    uploaded: (name: string): Buffer | undefined => uploads.get(name),
     /** The next connector calls fail with these statuses, in order. */
     failNext(...f: { status: number; retryAfter?: string }[]) {
       failures.push(...f);

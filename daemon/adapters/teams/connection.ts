@@ -16,6 +16,7 @@ import { jsonAnswer, listenWebhook, textAnswer, type WebhookAnswer, type Webhook
 import { ANONYMOUS_MODE, type TeamsChannelConfig } from "./config.js";
 import { TeamsInboxIntake } from "./inbox-intake.js";
 import type { ConversationRefs } from "./conversation-refs.js";
+import { FileConsentValue } from "./file-consent.js";
 import { TeamsHandOver } from "./hand-over.js";
 import { referenceOf, type TeamsActivity, translateMessage } from "./inbound.js";
 import type { OpenIdKeys } from "./jwt.js";
@@ -31,6 +32,8 @@ export interface TeamsConnectionDeps {
   log: Logger;
   attachmentTimeoutMs: number;
   onListening?(url: string): void;
+  /** A person answered a file consent card (an invoke, verified like any activity). */
+  onFileConsent?(value: FileConsentValue): Promise<void>;
   /** Several machines: the activities every node's receiver kept (receiver.ts); the owner then serves no endpoint of its own. */
   inbox?: EventInbox;
 }
@@ -102,6 +105,17 @@ export class TeamsConnection {
     return activity.type === "invoke" ? jsonAnswer(200, { status: 200 }) : textAnswer(200);
   }
 
+  async #fileConsent(activity: TeamsActivity): Promise<ActivityVerdict> {
+    const value = FileConsentValue.safeParse(activity.value);
+    if (!value.success) return "ack";
+    try {
+      await this.#deps.onFileConsent?.(value.data);
+    } catch (error) {
+      this.#deps.log.warn({ err: error instanceof Error ? error.message : String(error) }, "teams file not delivered after the person's consent");
+    }
+    return "ack";
+  }
+
   /** One verified activity to the core (several machines: the owner's intake calls this too). */
   async handle(activity: TeamsActivity): Promise<ActivityVerdict> {
     const sink = this.#sink;
@@ -110,6 +124,7 @@ export class TeamsConnection {
     // Where replies go, kept before the core has the message (several machines: the owner keeps it from the inbox row).
     const ref = referenceOf(activity);
     if (ref) await this.#deps.refs.remember(ref);
+    if (activity.type === "invoke" && activity.name === "fileConsent/invoke") return this.#fileConsent(activity);
     const translated = translateMessage(activity, config.id);
     if ("skip" in translated) {
       log.debug({ reason: translated.skip }, "teams activity not handed over");

@@ -13,6 +13,7 @@ import { ANONYMOUS_MODE, CONNECTOR_SCOPE, type TeamsChannelConfig, tokenEndpoint
 import { TeamsConnection } from "./connection.js";
 import { ConversationRefs } from "./conversation-refs.js";
 import { type FetchJson, fetchJson, OpenIdKeys } from "./jwt.js";
+import { FileOffers, TEAMS_FILE_LIMITS } from "./file-consent.js";
 import { createTeamsOutbound, TEAMS_LIMITS } from "./outbound.js";
 import { createTokenSource } from "./token.js";
 
@@ -42,7 +43,7 @@ export function createTeamsAdapter(config: TeamsChannelConfig, deps: AdapterDeps
         });
   const refs = new ConversationRefs(deps.state);
   const keys = new OpenIdKeys({ metadataUrl: config.openIdMetadata, fetchJson: options.fetchJson ?? fetchJson, clock: deps.clock });
-  const outbound = createTeamsOutbound({ refs, tokens, log });
+  const outbound = createTeamsOutbound({ refs, tokens, log, offers: new FileOffers() });
   const connection = new TeamsConnection({
     config,
     keys,
@@ -53,6 +54,7 @@ export function createTeamsAdapter(config: TeamsChannelConfig, deps: AdapterDeps
     attachmentTimeoutMs: options.attachmentTimeoutMs ?? 60_000,
     ...(options.onListening ? { onListening: options.onListening } : {}),
     ...(deps.inbox ? { inbox: deps.inbox } : {}),
+    onFileConsent: (value) => outbound.consented(value),
   });
   return {
     platform: "teams",
@@ -65,6 +67,7 @@ export function createTeamsAdapter(config: TeamsChannelConfig, deps: AdapterDeps
     stop: () => connection.stop(),
     send: (target, text, { format }) => outbound.send(target, text, format),
     edits: { edit: (target, messageId, text, { format }) => outbound.edit(target, messageId, text, format) },
+    files: { limits: TEAMS_FILE_LIMITS, send: (target, file) => outbound.sendFile(target, file) },
     buttons: {
       ask: (target, question) => outbound.ask(target, question),
       close: (target, messageId, _question, outcome) => outbound.close(target, messageId, outcome),

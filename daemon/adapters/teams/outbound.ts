@@ -10,8 +10,9 @@
 import { Activity } from "@microsoft/agents-activity";
 import { ConnectorClient, HttpError } from "@microsoft/agents-hosting";
 import type { Logger } from "pino";
-import { type ButtonQuestion, type ChatTarget, SendError, type SendReceipt, type TextFormat } from "../../vocabulary/adapter.js";
+import { type ButtonQuestion, type ChatTarget, type OutboundFile, SendError, type SendReceipt, type TextFormat } from "../../vocabulary/adapter.js";
 import type { ConversationRefs } from "./conversation-refs.js";
+import { FILE_INFO_CARD, type FileConsentValue, type FileOffers, inlineImage, upload } from "./file-consent.js";
 import type { ConversationReference } from "./inbound.js";
 import type { TokenSource } from "./token.js";
 
@@ -23,6 +24,7 @@ export interface TeamsOutboundDeps {
   /** Absent: the anonymous mode (a local tool that takes any caller). */
   tokens: TokenSource | undefined;
   log: Logger;
+  offers: FileOffers;
 }
 
 export function createTeamsOutbound(deps: TeamsOutboundDeps) {
@@ -60,6 +62,26 @@ export function createTeamsOutbound(deps: TeamsOutboundDeps) {
       } catch (error) {
         deps.log.debug({ err: describe(error) }, "teams typing failed");
       }
+    },
+    /** An image inline; another file through the consent flow, in a personal chat only (where Teams has it). */
+    async sendFile(target: ChatTarget, file: OutboundFile): Promise<SendReceipt> {
+      const { client: c, ref } = await client(target);
+      let attachment: object;
+      if (file.kind === "photo" && file.mimeType.startsWith("image/")) attachment = inlineImage(file);
+      else if (ref.conversationType === "personal") attachment = deps.offers.offer(target, file);
+      else throw new SendError("Teams lets a bot send files only in a personal chat", { permanent: true });
+      const sent = await call(() => c.sendToConversation(ref.conversationId, message(ref, "", "plain", { text: undefined, attachments: [attachment] })));
+      return sent.id ? { messageId: sent.id } : {};
+    },
+    /** The person answered a consent card: on accept, the bytes go to their OneDrive and a file card shows it. */
+    async consented(value: FileConsentValue): Promise<void> {
+      const offer = deps.offers.take(value);
+      if (!offer || value.action !== "accept" || !value.uploadInfo) return;
+      const info = value.uploadInfo;
+      await upload(info.uploadUrl, offer.file.data);
+      const { client: c, ref } = await client(offer.target);
+      const card = { contentType: FILE_INFO_CARD, contentUrl: info.contentUrl, name: info.name, content: { uniqueId: info.uniqueId, fileType: info.fileType } };
+      await call(() => c.sendToConversation(ref.conversationId, message(ref, "", "plain", { text: undefined, attachments: [card] })));
     },
     async ask(target: ChatTarget, question: ButtonQuestion): Promise<SendReceipt> {
       const { client: c, ref } = await client(target);

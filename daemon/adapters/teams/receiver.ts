@@ -27,8 +27,9 @@ export async function startTeamsReceiver(config: TeamsChannelConfig, deps: Recei
       const verified = await verifyRequest({ config, keys, clock: deps.clock, log }, request);
       if (!verified.ok) return verified.answer;
       const id = verified.activity.id;
-      // Only messages are turns; anything else (typing, a member added) is answered and not kept.
-      if (verified.activity.type !== "message" || !id) return textAnswer(200);
+      // Messages (turns) and answers to file consent cards are the owner's; anything else (typing, a member added) is answered and not kept.
+      const kept = verified.activity.type === "message" || (verified.activity.type === "invoke" && verified.activity.name === "fileConsent/invoke");
+      if (!kept || !id) return textAnswer(200);
       try {
         await deps.keep(`${ACTIVITY_KEY}${verified.activity.conversation?.id ?? ""}/${id}`, verified.activity);
         return textAnswer(200);

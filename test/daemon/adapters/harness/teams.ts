@@ -12,7 +12,7 @@ const APP_PASSWORD = "contract~AppPasswordThatMustStaySecret";
 const TENANT = "11111111-1111-4111-8111-111111111111";
 const THREAD = "19:general@thread.tacv2;messageid=1700000000999";
 
-export const features: readonly Feature[] = ["group", "thread", "edits", "buttons"];
+export const features: readonly Feature[] = ["group", "thread", "edits", "files", "buttons"];
 
 interface Card {
   contentType: string;
@@ -62,8 +62,16 @@ export const harness: HarnessFactory = async () => {
       shown: () => fake.messages(THREAD).map((m) => m.text),
     },
     shown: (chatId) => fake.messages(chatId).map((m) => m.text),
+    // A file the chat shows: a file card (after the person's consent) or an inline image.
     files: (chatId) =>
-      fake.messages(chatId).flatMap((m) => m.attachments.flatMap((a) => ((a as { name?: string }).name ? [(a as { name: string }).name] : []))),
+      fake.messages(chatId).flatMap((m) =>
+        m.attachments.flatMap((a) => {
+          const card = a as { contentType?: string; name?: string };
+          return card.name && (card.contentType === "application/vnd.microsoft.teams.card.file.info" || card.contentType?.startsWith("image/"))
+            ? [card.name]
+            : [];
+        }),
+      ),
     buttons: (chatId, messageId) => actions(chatId, messageId).map((a) => a.title),
     async tap(chatId, messageId, index) {
       const action = actions(chatId, messageId)[index];
