@@ -81,6 +81,7 @@ const external = [
   "discord.js",
   "@discordjs/*",
   "@slack/*",
+  "@microsoft/*",
   "@whiskeysockets/baileys",
   "qrcode-terminal",
   // An optional dependency, loaded only with "state": {"kind": "postgres"} (and it requires pg-native by name).

@@ -8,6 +8,7 @@ import { discordPlatform } from "./discord/platform.js";
 import { googleChatPlatform } from "./googlechat/platform.js";
 import { slackPlatform } from "./slack/platform.js";
 import { telegramPlatform } from "./telegram/platform.js";
+import { teamsPlatform } from "./teams/platform.js";
 import { terminalPlatform } from "./terminal/platform.js";
 import { whatsappPlatform } from "./whatsapp/platform.js";
 import { matrixPlatform } from "./matrix/platform.js";
@@ -26,6 +27,7 @@ export const platforms = [
   signalPlatform,
   feishuPlatform,
   nostrPlatform,
+  teamsPlatform,
 ] as const;
 
 export type RegisteredPlatform = (typeof platforms)[number];

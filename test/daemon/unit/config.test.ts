@@ -304,6 +304,7 @@ describe("loadConfig", () => {
       MATRIX_ACCESS_TOKEN: "syt_example_access_token_0123",
       GOOGLE_CHAT_KEY: '{"type":"service_account"}',
       FEISHU_APP_SECRET: "0123456789abcdef0123456789abcdef",
+      TEAMS_APP_PASSWORD: "teams-client-secret-0123",
     });
     // The example lists every platform once, in the registry's order.
     expect(cfg.channels.map((c) => c.type)).toEqual(platforms.map((p) => p.type));
@@ -315,6 +316,7 @@ describe("loadConfig", () => {
       "channels.matrix.access_token: environment variable MATRIX_ACCESS_TOKEN is not set",
       "channels.gchat.serviceAccountKey: environment variable GOOGLE_CHAT_KEY is not set",
       "channels.feishu.app_secret: environment variable FEISHU_APP_SECRET is not set",
+      "channels.teams.app_password: environment variable TEAMS_APP_PASSWORD is not set",
     ]);
   });
 

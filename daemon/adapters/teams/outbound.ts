@@ -1,0 +1,162 @@
+/**
+ * Replies through the Bot Connector with the Microsoft 365 Agents SDK's
+ * `ConnectorClient`: to the conversation's `serviceUrl` (kept from its last
+ * activity, conversation-refs.ts), with the bot's token (token.ts; none in
+ * the anonymous mode). Streaming edits the reply in place (`updateActivity`);
+ * typing is a `typing` activity. A failure becomes one SendError: 429 with
+ * the connector's `Retry-After`, 5xx and network failures transient, other
+ * refusals permanent. No retries here: the core's one policy owns them.
+ */
+import { Activity } from "@microsoft/agents-activity";
+import { ConnectorClient, HttpError } from "@microsoft/agents-hosting";
+import type { Logger } from "pino";
+import { type ButtonQuestion, type ChatTarget, type OutboundFile, SendError, type SendReceipt, type TextFormat } from "../../vocabulary/adapter.js";
+import type { ConversationRefs } from "./conversation-refs.js";
+import { FILE_INFO_CARD, type FileConsentValue, type FileOffers, inlineImage, upload } from "./file-consent.js";
+import type { ConversationReference } from "./inbound.js";
+import type { TokenSource } from "./token.js";
+
+/** Teams takes activities up to about 28 KB; text is kept well inside that. */
+export const TEAMS_LIMITS = { maxMessageLength: 10_000, typingRefreshMs: 3_000, minEditIntervalMs: 1_500 };
+
+export interface TeamsOutboundDeps {
+  refs: ConversationRefs;
+  /** Absent: the anonymous mode (a local tool that takes any caller). */
+  tokens: TokenSource | undefined;
+  log: Logger;
+  offers: FileOffers;
+}
+
+export function createTeamsOutbound(deps: TeamsOutboundDeps) {
+  async function client(target: ChatTarget): Promise<{ client: ConnectorClient; ref: ConversationReference }> {
+    const ref = deps.refs.get(target.chatId);
+    if (!ref) throw new SendError("no conversation reference for this chat (no activity came from it yet)", { permanent: true });
+    const token = deps.tokens ? await deps.tokens.token() : "";
+    return { client: ConnectorClient.createClientWithToken(ref.serviceUrl, token), ref };
+  }
+
+  const message = (ref: ConversationReference, text: string, format: TextFormat, extra: object = {}) =>
+    Activity.fromObject({
+      type: "message",
+      text,
+      textFormat: format === "markdown" ? "markdown" : "plain",
+      from: ref.bot,
+      conversation: { id: ref.conversationId },
+      ...extra,
+    });
+
+  return {
+    async send(target: ChatTarget, text: string, format: TextFormat): Promise<SendReceipt> {
+      const { client: c, ref } = await client(target);
+      const sent = await call(() => c.sendToConversation(ref.conversationId, message(ref, text, format)));
+      return sent.id ? { messageId: sent.id } : {};
+    },
+    async edit(target: ChatTarget, messageId: string, text: string, format: TextFormat): Promise<void> {
+      const { client: c, ref } = await client(target);
+      await call(() => c.updateActivity(ref.conversationId, messageId, message(ref, text, format, { id: messageId })));
+    },
+    async typing(target: ChatTarget): Promise<void> {
+      try {
+        const { client: c, ref } = await client(target);
+        await c.sendToConversation(ref.conversationId, Activity.fromObject({ type: "typing", from: ref.bot, conversation: { id: ref.conversationId } }));
+      } catch (error) {
+        deps.log.debug({ err: describe(error) }, "teams typing failed");
+      }
+    },
+    /** An image inline; another file through the consent flow, in a personal chat only (where Teams has it). */
+    async sendFile(target: ChatTarget, file: OutboundFile): Promise<SendReceipt> {
+      const { client: c, ref } = await client(target);
+      let attachment: object;
+      if (file.kind === "photo" && file.mimeType.startsWith("image/")) attachment = inlineImage(file);
+      else if (ref.conversationType === "personal") attachment = deps.offers.offer(target, file);
+      else throw new SendError("Teams lets a bot send files only in a personal chat", { permanent: true });
+      const sent = await call(() => c.sendToConversation(ref.conversationId, message(ref, "", "plain", { text: undefined, attachments: [attachment] })));
+      return sent.id ? { messageId: sent.id } : {};
+    },
+    /** The person answered a consent card: on accept, the bytes go to their OneDrive and a file card shows it. */
+    async consented(value: FileConsentValue): Promise<void> {
+      const offer = deps.offers.take(value);
+      if (!offer || value.action !== "accept" || !value.uploadInfo) return;
+      const info = value.uploadInfo;
+      await upload(info.uploadUrl, offer.file.data);
+      const { client: c, ref } = await client(offer.target);
+      const card = { contentType: FILE_INFO_CARD, contentUrl: info.contentUrl, name: info.name, content: { uniqueId: info.uniqueId, fileType: info.fileType } };
+      await call(() => c.sendToConversation(ref.conversationId, message(ref, "", "plain", { text: undefined, attachments: [card] })));
+    },
+    async ask(target: ChatTarget, question: ButtonQuestion): Promise<SendReceipt> {
+      const { client: c, ref } = await client(target);
+      const sent = await call(() =>
+        c.sendToConversation(ref.conversationId, message(ref, "", "plain", { text: undefined, attachments: [questionCard(question)] })),
+      );
+      return sent.id ? { messageId: sent.id } : {};
+    },
+    async close(target: ChatTarget, messageId: string, outcome: string): Promise<void> {
+      const { client: c, ref } = await client(target);
+      // The card becomes the outcome's text: its buttons go, nothing is left to tap.
+      await call(() => c.updateActivity(ref.conversationId, messageId, message(ref, outcome, "plain", { id: messageId, attachments: [] })));
+    },
+  };
+}
+
+export type TeamsOutbound = ReturnType<typeof createTeamsOutbound>;
+
+export const ADAPTIVE_CARD = "application/vnd.microsoft.card.adaptive";
+
+/** The data an Action.Submit button carries back (a `message` activity's `value`): which question, which option. */
+export interface ButtonTap {
+  bridgeQuestion: string;
+  option: number;
+}
+
+/** A question as an Adaptive Card: its text, one Action.Submit per option. */
+export function questionCard(question: ButtonQuestion) {
+  const actions = question.options.map((title, i) => ({
+    type: "Action.Submit",
+    title,
+    data: { bridgeQuestion: question.id, option: i + 1 } satisfies ButtonTap,
+  }));
+  const note = question.allowText ? "(or answer in your own words)" : undefined;
+  return { contentType: ADAPTIVE_CARD, content: cardOf(question.text, note, actions) };
+}
+
+function cardOf(text: string, note: string | undefined, actions: object[]) {
+  const body: object[] = [{ type: "TextBlock", text, wrap: true }];
+  if (note) body.push({ type: "TextBlock", text: note, wrap: true, isSubtle: true });
+  return { type: "AdaptiveCard", $schema: "http://adaptivecards.io/schemas/adaptive-card.json", version: "1.4", body, actions };
+}
+
+/** One connector call; its failure as the core's SendError. */
+async function call<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    throw toSendError(error);
+  }
+}
+
+export function toSendError(error: unknown): SendError {
+  if (error instanceof SendError) return error;
+  if (error instanceof HttpError) {
+    const status = error.status;
+    const retryAfterMs = retryAfter(error.response.headers);
+    const transient = status === 429 || status >= 500 || status === 408;
+    return new SendError(`the Teams connector answered HTTP ${status}`, {
+      permanent: !transient,
+      status,
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    });
+  }
+  return new SendError(`the Teams connector did not answer (${describe(error)})`, { permanent: false });
+}
+
+/** `Retry-After` in seconds or as an HTTP date, in ms. */
+function retryAfter(headers: unknown): number | undefined {
+  const value = headers instanceof Headers ? headers.get("retry-after") : undefined;
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
+}
+
+const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));

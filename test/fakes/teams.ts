@@ -1,0 +1,295 @@
+/**
+ * A fake of Teams' side of a bot, for what Microsoft's local Agents Playground
+ * does not check (it sends no token): the Bot Connector posting activities to
+ * the bot with a Bot Framework JWT signed by keys of its own, published as
+ * OpenID metadata; the identity platform's token endpoint (client
+ * credentials); and the connector service the bot replies to. Rules followed
+ * (learn.microsoft.com, "Authenticate requests with the Bot Connector API"):
+ * the connector's token is RS256, `iss` https://api.botframework.com, `aud`
+ * the bot's app id, `serviceurl` the activity's serviceUrl, signed by a key
+ * of the metadata's `jwks_uri` carrying `endorsements` for the channel; the
+ * bot's calls to the connector carry `Authorization: Bearer <token from the
+ * token endpoint>` and are refused 401 without it; throttled calls answer 429
+ * with `Retry-After` ("Rate limiting for bots", Teams docs).
+ */
+import { createSign, generateKeyPairSync, type KeyObject, randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface FakeTeamsOptions {
+  appId: string;
+  appPassword: string;
+  tenantId: string;
+  /** Seconds a token from the token endpoint lasts. Default 3600. */
+  tokenSeconds?: number;
+}
+
+export interface ShownMessage {
+  id: string;
+  text: string;
+  attachments: unknown[];
+  /** How many times it was updated. */
+  edits: number;
+}
+
+export interface TokenForgery {
+  /** Sign with a key the metadata does not list. */
+  foreignKey?: boolean;
+  /** Claims to change (exp in seconds since epoch). */
+  claims?: Record<string, unknown>;
+  /** No Authorization header at all. */
+  none?: boolean;
+}
+
+export interface PostOptions {
+  /** "personal" (default), "groupChat" or "channel". */
+  conversationType?: "personal" | "groupChat" | "channel";
+  conversationId?: string;
+  mention?: boolean;
+  forge?: TokenForgery;
+  tenantId?: string;
+  from?: { id: string; name: string; aadObjectId?: string };
+  attachments?: unknown[];
+  value?: unknown;
+  id?: string;
+}
+
+export type FakeTeams = Awaited<ReturnType<typeof createFakeTeams>>;
+
+interface SigningPair {
+  kid: string;
+  privateKey: KeyObject;
+  jwk: Record<string, unknown>;
+}
+
+function signingPair(): SigningPair {
+  const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const kid = randomUUID();
+  return { kid, privateKey, jwk: { ...publicKey.export({ format: "jwk" }), kid, use: "sig", endorsements: ["msteams"] } };
+}
+
+const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString("base64url");
+
+export async function createFakeTeams(options: FakeTeamsOptions) {
+  const keys = [signingPair()];
+  const foreign = signingPair();
+  const issued = new Set<string>();
+  const conversations = new Map<string, ShownMessage[]>();
+  const typing = new Map<string, number>();
+  const files = new Map<string, Buffer>();
+  /** What people uploaded to "their OneDrive" after accepting a consent card, by name. */
+  const uploads = new Map<string, Buffer>();
+  let consent: "accept" | "decline" = "accept";
+  const failures: { status: number; retryAfter?: string }[] = [];
+  const calls: { method: string; path: string; status: number }[] = [];
+  let tokenRequests = 0;
+  let metadataReads = 0;
+  let botEndpoint = "";
+  let nextId = 1;
+
+  const server = createServer((req, res) => void route(req, res).catch(() => res.writeHead(500).end()));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const serviceUrl = `${base}/connector/`;
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", base);
+    const body = await read(req);
+    if (req.method === "GET" && url.pathname === "/openid") {
+      metadataReads += 1;
+      return json(res, 200, { issuer: "https://api.botframework.com", jwks_uri: `${base}/keys`, id_token_signing_alg_values_supported: ["RS256"] });
+    }
+    if (req.method === "GET" && url.pathname === "/keys") return json(res, 200, { keys: keys.map((k) => k.jwk) });
+    if (req.method === "POST" && url.pathname === "/token") return token(res, new URLSearchParams(body.toString("utf8")));
+    if (req.method === "GET" && url.pathname.startsWith("/files/")) {
+      const data = files.get(decodeURIComponent(url.pathname.slice("/files/".length)));
+      return data ? void res.writeHead(200, { "content-type": "application/octet-stream" }).end(data) : void res.writeHead(404).end();
+    }
+    if (req.method === "PUT" && url.pathname.startsWith("/upload/")) {
+      uploads.set(decodeURIComponent(url.pathname.slice("/upload/".length)), body);
+      return json(res, 201, { id: "drive-item" });
+    }
+    if (url.pathname.startsWith("/connector/v3/conversations/")) return connector(req, res, url, body);
+    res.writeHead(404).end();
+  }
+
+  function token(res: ServerResponse, form: URLSearchParams) {
+    tokenRequests += 1;
+    if (form.get("grant_type") !== "client_credentials" || form.get("client_id") !== options.appId || form.get("client_secret") !== options.appPassword) {
+      return json(res, 401, { error: "invalid_client", error_description: "AADSTS7000215: Invalid client secret provided." });
+    }
+    const accessToken = `fake-teams-token-${randomUUID()}`;
+    issued.add(accessToken);
+    json(res, 200, { token_type: "Bearer", expires_in: options.tokenSeconds ?? 3600, access_token: accessToken });
+  }
+
+  function connector(req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer) {
+    const path = url.pathname.slice("/connector/v3/conversations/".length);
+    const [conversationId = "", , activityId] = path.split("/").map(decodeURIComponent);
+    const done = (status: number, value?: unknown, headers: Record<string, string> = {}) => {
+      calls.push({ method: req.method ?? "", path: url.pathname, status });
+      value === undefined ? res.writeHead(status, headers).end() : json(res, status, value, headers);
+    };
+    const auth = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
+    if (!auth || !issued.has(auth)) return done(401, { error: { code: "Unauthorized", message: "Authorization has been denied for this request." } });
+    const failure = failures.shift();
+    if (failure) return done(failure.status, { error: { code: "Throttled" } }, failure.retryAfter ? { "retry-after": failure.retryAfter } : {});
+    const activity = JSON.parse(body.toString("utf8") || "{}") as { type?: string; text?: string; attachments?: unknown[] };
+    const shown = conversations.get(conversationId) ?? [];
+    conversations.set(conversationId, shown);
+    if (req.method === "POST") {
+      if (activity.type === "typing") {
+        typing.set(conversationId, (typing.get(conversationId) ?? 0) + 1);
+        return done(200, {});
+      }
+      const id = `m${nextId++}`;
+      shown.push({ id, text: activity.text ?? "", attachments: activity.attachments ?? [], edits: 0 });
+      done(200, { id });
+      for (const card of activity.attachments ?? []) answerConsent(conversationId, card);
+      return;
+    }
+    if (req.method === "PUT" && activityId) {
+      const message = shown.find((m) => m.id === activityId);
+      if (!message) return done(404, { error: { code: "ActivityNotFound" } });
+      message.text = activity.text ?? "";
+      message.attachments = activity.attachments ?? [];
+      message.edits += 1;
+      return done(200, { id: activityId });
+    }
+    done(405);
+  }
+
+  /** The person answers a file consent card the way Teams posts it: an invoke naming the upload URL in their OneDrive. */
+  function answerConsent(conversationId: string, card: unknown): void {
+    const c = card as { contentType?: string; name?: string; content?: { acceptContext?: unknown; declineContext?: unknown } };
+    if (c.contentType !== "application/vnd.microsoft.teams.card.file.consent" || !c.name) return;
+    const name = c.name;
+    const invoke = {
+      ...activityOf("", { conversationId, mention: false }),
+      type: "invoke",
+      name: "fileConsent/invoke",
+      text: undefined,
+      value: {
+        type: "fileUpload",
+        action: consent,
+        context: consent === "accept" ? c.content?.acceptContext : c.content?.declineContext,
+        ...(consent === "accept"
+          ? {
+              uploadInfo: {
+                name,
+                uploadUrl: `${base}/upload/${encodeURIComponent(name)}`,
+                contentUrl: `${base}/drive/${encodeURIComponent(name)}`,
+                uniqueId: randomUUID(),
+                fileType: name.split(".").pop(),
+              },
+            }
+          : {}),
+      },
+    };
+    void postActivity(invoke).catch(() => undefined);
+  }
+
+  function sign(claims: Record<string, unknown>, pair: SigningPair): string {
+    const input = `${b64({ alg: "RS256", typ: "JWT", kid: pair.kid })}.${b64(claims)}`;
+    const signature = createSign("RSA-SHA256").update(input).sign(pair.privateKey).toString("base64url");
+    return `${input}.${signature}`;
+  }
+
+  function activityOf(text: string, o: PostOptions) {
+    const type = o.conversationType ?? "personal";
+    const from = o.from ?? { id: "29:alice", name: "Alice", aadObjectId: "aad-alice" };
+    const conversationId =
+      o.conversationId ??
+      (type === "personal" ? "a:personal-alice" : type === "groupChat" ? "19:group@thread.v2" : "19:general@thread.tacv2;messageid=1700000000001");
+    const bot = { id: `28:${options.appId}`, name: "Bridge" };
+    const mention = o.mention ?? type !== "personal";
+    return {
+      type: "message",
+      id: o.id ?? `act-${nextId++}`,
+      timestamp: new Date().toISOString(),
+      serviceUrl,
+      channelId: "msteams",
+      from,
+      recipient: bot,
+      conversation: { id: conversationId, conversationType: type, tenantId: o.tenantId ?? options.tenantId, ...(type !== "personal" ? { isGroup: true } : {}) },
+      text: mention ? `<at>Bridge</at> ${text}` : text,
+      textFormat: "plain",
+      ...(mention ? { entities: [{ type: "mention", mentioned: bot, text: "<at>Bridge</at>" }] } : {}),
+      channelData: {
+        tenant: { id: o.tenantId ?? options.tenantId },
+        ...(type === "channel" ? { team: { id: "19:team@thread.tacv2" }, channel: { id: "19:general@thread.tacv2" } } : {}),
+      },
+      ...(o.attachments ? { attachments: o.attachments } : {}),
+      ...(o.value !== undefined ? { value: o.value } : {}),
+    };
+  }
+
+  /** Posts an activity the way the Bot Connector does; resolves with the bot's HTTP status. */
+  async function postActivity(activity: object, forge: TokenForgery = {}): Promise<number> {
+    const now = Math.floor(Date.now() / 1000);
+    const claims = { iss: "https://api.botframework.com", aud: options.appId, exp: now + 3600, nbf: now - 60, serviceurl: serviceUrl, ...forge.claims };
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (!forge.none) headers.authorization = `Bearer ${sign(claims, forge.foreignKey ? foreign : (keys[0] as SigningPair))}`;
+    const response = await fetch(botEndpoint, { method: "POST", headers, body: JSON.stringify(activity) });
+    await response.arrayBuffer();
+    return response.status;
+  }
+
+  return {
+    serviceUrl,
+    openIdMetadata: `${base}/openid`,
+    tokenEndpoint: `${base}/token`,
+    /** Where the bot listens (the fake posts there). */
+    setBotEndpoint(url: string) {
+      botEndpoint = url;
+    },
+    /** A person writes; resolves with the bot's HTTP status and the activity posted. */
+    async say(text: string, o: PostOptions = {}) {
+      const activity = activityOf(text, o);
+      return { status: await postActivity(activity, o.forge), activity };
+    },
+    postActivity,
+    activityOf,
+    /** Serves `data` at a download URL for an inbound file. */
+    file(name: string, data: Buffer): string {
+      files.set(name, data);
+      return `${base}/files/${encodeURIComponent(name)}`;
+    },
+    /** How people answer file consent cards from now on. */
+    consentWith(answer: "accept" | "decline") {
+      consent = answer;
+    },
+    uploaded: (name: string): Buffer | undefined => uploads.get(name),
+    /** The next connector calls fail with these statuses, in order. */
+    failNext(...f: { status: number; retryAfter?: string }[]) {
+      failures.push(...f);
+    },
+    /** Rolls the signing keys over: a new key signs, the metadata lists both. */
+    rollKeys() {
+      keys.unshift(signingPair());
+    },
+    messages: (conversationId: string): ShownMessage[] => conversations.get(conversationId) ?? [],
+    typing: (conversationId: string): number => typing.get(conversationId) ?? 0,
+    calls: () => [...calls],
+    tokenRequests: () => tokenRequests,
+    metadataReads: () => metadataReads,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function json(res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(value));
+}
+
+function read(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
