@@ -11,7 +11,7 @@
 import type { Logger } from "pino";
 import { BoundedMap } from "../../../shared/util/bounded-map.js";
 import type { InboundMessage } from "../../vocabulary/adapter.js";
-import { LineEvent, LineWebhookBody, translateEvent, type LineFile, type Translation } from "./inbound.js";
+import { LineEvent, LineWebhookBody, translateMessage, type LineFile, type Translation } from "./inbound.js";
 
 export type EventVerdict = "ack" | "retry";
 
@@ -78,7 +78,7 @@ export class LineEventHandler {
   }
 
   #decide(event: LineEvent): Promise<EventVerdict> {
-    const translation = translateEvent(event, { accountId: this.#deps.accountId });
+    const translation = translateMessage(event, { accountId: this.#deps.accountId });
     if (translation.kind === "ignore") {
       this.#deps.log.debug({ eventId: event.webhookEventId, reason: translation.reason }, "line event is not a turn");
       return Promise.resolve("ack");

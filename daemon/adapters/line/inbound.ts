@@ -86,7 +86,7 @@ export const chatOf = (source: LineSource): LineChat =>
     : { chatId: source.type === "group" ? source.groupId : source.roomId, chatType: "group" };
 
 /** One parsed event as a turn for the core, or why it is not one. Pure. */
-export function translateEvent(event: LineEvent, context: { accountId: string }): Translation {
+export function translateMessage(event: LineEvent, context: { accountId: string }): Translation {
   if (event.mode === "standby") return { kind: "ignore", reason: "standby mode (another channel answers)" };
   if (!event.source) return { kind: "ignore", reason: "no source" };
   const chat = chatOf(event.source);

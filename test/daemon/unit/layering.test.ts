@@ -99,9 +99,17 @@ function typeScriptUnder(dir: string): string[] {
   });
 }
 
+/** Platform types that are ordinary words in code too (a `line` of text): named only as a quoted string. */
+const COMMON_WORDS = new Set(["line"]);
+
 /** `path:line: text` for each code line naming a platform; comments may name one as an example. */
 function platformNames(path: string, text: string, types: readonly string[]): string[] {
-  const word = new RegExp(`\\b(${types.join("|")})\\b`, "i");
+  const words = types.filter((t) => !COMMON_WORDS.has(t));
+  const quoted = types.filter((t) => COMMON_WORDS.has(t));
+  const word = new RegExp(
+    [...(words.length > 0 ? [`\\b(${words.join("|")})\\b`] : []), ...(quoted.length > 0 ? [`["'\`](${quoted.join("|")})["'\`]`] : [])].join("|"),
+    "i",
+  );
   return text.split("\n").flatMap((line, i) => {
     if (/^\s*(\/\/|\/?\*)/.test(line)) return [];
     const code = line.replace(/\s\/\/ .*$/, "");
@@ -124,5 +132,9 @@ describe("platforms stay in their folders", () => {
       "\n",
     );
     expect(platformNames("f.ts", text, ["telegram", "terminal"])).toEqual(['f.ts:3: if (msg.platform === "telegram") skip();']);
+    // A type that is an ordinary word counts only when quoted.
+    expect(platformNames("f.ts", ["for (const line of lines) x(line);", 'if (p === "line") y();'].join("\n"), ["line"])).toEqual([
+      'f.ts:2: if (p === "line") y();',
+    ]);
   });
 });

@@ -53,13 +53,13 @@ describe("the platform registry is the only place platforms meet the daemon", ()
   });
 
   it("knows the five platforms, each with its own folder", () => {
-    expect(types).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack"]);
+    expect(types).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack", "line"]);
     for (const t of types) expect(readdirSync(join(daemonDir, "adapters", t))).toContain("platform.ts");
   });
 
   it("names every platform a person reads (--help, the console), in the registry's order", () => {
     expect(Object.keys(PLATFORM_NAMES)).toEqual(platforms.map((p) => p.type));
-    expect(platformList()).toBe("Terminal, Telegram, Discord, WhatsApp and Slack");
+    expect(platformList()).toBe("Terminal, Telegram, Discord, WhatsApp, Slack and LINE");
   });
 
   it("config schema, secrets, check, buildAdapters, the daemon and the core name no platform type", () => {
