@@ -42,7 +42,10 @@ export function createLineAdapter(config: LineChannelConfig, deps: AdapterDeps, 
     log,
     redact,
     quotaWarning: config.quota_warning,
-    ...(options.onSent ? { onSent: options.onSent } : {}),
+    onSent: (kind) => {
+      deps.countSend?.(kind);
+      options.onSent?.(kind);
+    },
   });
   const handOver = new LineHandOver(
     lineFiles({
