@@ -513,6 +513,8 @@ export class BridgeDaemon implements Daemon {
     return {
       logger: this.logger,
       clock: this.#clock,
+      countSend: (channel: { type: string; id: string }, kind: string) =>
+        this.metrics.adapterSendsTotal.inc({ platform: channel.type, account: channel.id, kind }),
       ...(options.createAdapter ? { create: options.createAdapter } : {}),
       ...(options.stdin ? { stdin: options.stdin } : {}),
       ...(options.stdout ? { stdout: options.stdout } : {}),

@@ -27,6 +27,8 @@ export interface BuildAdapterDeps<C extends FinalChannel = FinalChannel> {
   credentialsFor?(channel: C): CredentialStore;
   /** Several machines: the events other nodes kept for the account. */
   inboxFor?(channel: C): EventInbox;
+  /** Counts a send of the channel's by kind (/metrics). */
+  countSend?(channel: C, kind: string): void;
   /** Tests: builds the adapter instead of its platform (a fake socket, say), from the same deps. */
   create?(channel: C, deps: PlatformDeps): Promise<ChatAdapter> | undefined;
   /** The terminal channel's streams (default stdin/stdout). */
@@ -57,6 +59,7 @@ export async function buildAdapter<C extends FinalChannel>(config: AdapterSettin
     ...(deps.stdout ? { stdout: deps.stdout } : {}),
     ...(deps.credentialsFor ? { credentials: deps.credentialsFor(channel) } : {}),
     ...(deps.inboxFor ? { inbox: deps.inboxFor(channel) } : {}),
+    ...(deps.countSend ? { countSend: (kind: string) => deps.countSend?.(channel, kind) } : {}),
   };
   const adapter = deps.create?.(channel, platformDeps) ?? platforms.map((p) => p.create(channel, platformDeps)).find((a) => a !== undefined);
   if (!adapter) throw new Error(`no platform for channel type "${channel.type}"`);

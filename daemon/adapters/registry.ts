@@ -9,6 +9,7 @@ import { googleChatPlatform } from "./googlechat/platform.js";
 import { slackPlatform } from "./slack/platform.js";
 import { telegramPlatform } from "./telegram/platform.js";
 import { teamsPlatform } from "./teams/platform.js";
+import { linePlatform } from "./line/platform.js";
 import { terminalPlatform } from "./terminal/platform.js";
 import { whatsappPlatform } from "./whatsapp/platform.js";
 import { matrixPlatform } from "./matrix/platform.js";
@@ -28,6 +29,7 @@ export const platforms = [
   feishuPlatform,
   nostrPlatform,
   teamsPlatform,
+  linePlatform,
 ] as const;
 
 export type RegisteredPlatform = (typeof platforms)[number];

@@ -26,7 +26,7 @@ interface Fence {
   ignored: boolean;
 }
 
-type BreakKind = "paragraph" | "line" | "word" | "hard";
+type BreakKind = "paragraph" | "newline" | "word" | "hard";
 
 const OPENER = /^[ \t]*(`{3,}|~{3,})(.*)$/;
 const CLOSER = /^[ \t]*(`{3,}|~{3,})[ \t]*$/;
@@ -163,7 +163,7 @@ export function placeChunks(text: string, limit: number): PlacedChunk[] {
         const j = pastBlanks[e + 1]!;
         return j >= n || src[j] === "\n";
       }
-      case "line":
+      case "newline":
         return src[e] === "\n";
       case "word":
         return isBlank(src[e]);
@@ -217,9 +217,9 @@ export function placeChunks(text: string, limit: number): PlacedChunk[] {
     // The strongest break that still fills half a chunk; else the strongest at all.
     const passes: [BreakKind, number][] = [
       ["paragraph", minFill],
-      ["line", minFill],
+      ["newline", minFill],
       ["paragraph", 1],
-      ["line", 1],
+      ["newline", 1],
       ["word", 1],
       ["hard", 1],
     ];

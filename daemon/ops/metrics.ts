@@ -25,6 +25,8 @@ export interface Metrics {
   inboundMessagesTotal: Counter<"platform" | "outcome">;
   /** Connections an adapter re-opened; reason: an `AdapterStatusEvent` reason ("deaf", "closed", "refresh", "other"). */
   adapterReconnectsTotal: Counter<"platform" | "account" | "reason">;
+  /** Sends an adapter counts by kind (`AdapterDeps.countSend`: "reply" free, "push" against a quota). */
+  adapterSendsTotal: Counter<"platform" | "account" | "kind">;
   /** Voice notes transcribed, by platform and outcome (a `TranscriptionOutcome`: "ok", "timeout", "failed", ...). */
   transcriptionsTotal: Counter<"platform" | "outcome">;
   /** Scheduled prompts by schedule and outcome (a `ScheduleOutcome`: "fired", "skipped", "silent", ...). */
@@ -113,6 +115,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       name: `${prefix}adapter_reconnects_total`,
       help: "Connections a chat adapter re-opened, by platform, account and reason (deaf: up but no events came).",
       labelNames: ["platform", "account", "reason"] as const,
+      registers,
+    }),
+    adapterSendsTotal: new Counter({
+      name: `${prefix}adapter_sends_total`,
+      help: "Messages a chat adapter sent, by platform, account and kind, where the kind matters (reply: free; push: counted against the account's quota).",
+      labelNames: ["platform", "account", "kind"] as const,
       registers,
     }),
     transcriptionsTotal: new Counter({

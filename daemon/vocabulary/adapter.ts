@@ -437,6 +437,12 @@ export interface AdapterDeps {
    * which receives them itself.
    */
   inbox?: EventInbox;
+  /**
+   * Told of each send whose kind the operator should see counted (a platform whose answers
+   * are free one way and counted against a quota the other: "reply", "push"): /metrics
+   * counts it by platform, account and kind (`adapter_sends_total`). Absent: not counted.
+   */
+  countSend?(kind: string): void;
 }
 
 /** The account's kept events, as its owner sees them. */

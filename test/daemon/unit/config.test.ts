@@ -305,6 +305,8 @@ describe("loadConfig", () => {
       GOOGLE_CHAT_KEY: '{"type":"service_account"}',
       FEISHU_APP_SECRET: "0123456789abcdef0123456789abcdef",
       TEAMS_APP_PASSWORD: "teams-client-secret-0123",
+      LINE_CHANNEL_ACCESS_TOKEN: "lineChannelAccessToken0123456789abcdefABCDEF=",
+      LINE_CHANNEL_SECRET: "0123456789abcdef0123456789abcdef",
     });
     // The example lists every platform once, in the registry's order.
     expect(cfg.channels.map((c) => c.type)).toEqual(platforms.map((p) => p.type));
@@ -317,6 +319,8 @@ describe("loadConfig", () => {
       "channels.gchat.serviceAccountKey: environment variable GOOGLE_CHAT_KEY is not set",
       "channels.feishu.app_secret: environment variable FEISHU_APP_SECRET is not set",
       "channels.teams.app_password: environment variable TEAMS_APP_PASSWORD is not set",
+      "channels.line.channel_access_token: environment variable LINE_CHANNEL_ACCESS_TOKEN is not set",
+      "channels.line.channel_secret: environment variable LINE_CHANNEL_SECRET is not set",
     ]);
   });
 

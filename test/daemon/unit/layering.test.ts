@@ -100,11 +100,11 @@ function typeScriptUnder(dir: string): string[] {
 }
 
 /** Platform types that code uses as ordinary identifiers too. */
-const IDENTIFIER_TYPES: ReadonlySet<string> = new Set(["signal"]);
+const IDENTIFIER_TYPES: ReadonlySet<string> = new Set(["signal", "line"]);
 
 /** `path:line: text` for each code line naming a platform; comments may name one as an example. */
 function platformNames(path: string, text: string, types: readonly string[]): string[] {
-  // A type that is also an everyday identifier (`signal`, every AbortSignal's) counts only when quoted.
+  // A type that is also an everyday identifier (`signal`, every AbortSignal's; `line`, a line of text) counts only when quoted.
   const words = types.map((t) => (IDENTIFIER_TYPES.has(t) ? `["'\`]${t}["'\`]` : `\\b${t}\\b`));
   const word = new RegExp(`(${words.join("|")})`, "i");
   return text.split("\n").flatMap((line, i) => {
@@ -129,5 +129,9 @@ describe("platforms stay in their folders", () => {
       "\n",
     );
     expect(platformNames("f.ts", text, ["telegram", "terminal"])).toEqual(['f.ts:3: if (msg.platform === "telegram") skip();']);
+    // A type that is an ordinary word counts only when quoted.
+    expect(platformNames("f.ts", ["for (const line of lines) x(line);", 'if (p === "line") y();'].join("\n"), ["line"])).toEqual([
+      'f.ts:2: if (p === "line") y();',
+    ]);
   });
 });
