@@ -13,6 +13,7 @@ export const PLATFORM_NAMES = {
   discord: "Discord",
   whatsapp: "WhatsApp",
   slack: "Slack",
+  mattermost: "Mattermost",
 } as const satisfies Record<RegisteredPlatform["type"], string>;
 
 /** How a person names `type`'s platform; the type itself for one the registry does not have. */

@@ -5,12 +5,13 @@
  * read this list; nothing else names a platform.
  */
 import { discordPlatform } from "./discord/platform.js";
+import { mattermostPlatform } from "./mattermost/platform.js";
 import { slackPlatform } from "./slack/platform.js";
 import { telegramPlatform } from "./telegram/platform.js";
 import { terminalPlatform } from "./terminal/platform.js";
 import { whatsappPlatform } from "./whatsapp/platform.js";
 
-export const platforms = [terminalPlatform, telegramPlatform, discordPlatform, whatsappPlatform, slackPlatform] as const;
+export const platforms = [terminalPlatform, telegramPlatform, discordPlatform, whatsappPlatform, slackPlatform, mattermostPlatform] as const;
 
 export type RegisteredPlatform = (typeof platforms)[number];
 
