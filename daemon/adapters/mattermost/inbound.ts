@@ -70,7 +70,7 @@ export interface TranslateContext {
 }
 
 /** `post` as an InboundMessage, or undefined for what the bot does not take (its own posts, system posts, deleted ones). */
-export function translatePost(view: PostView, ctx: TranslateContext): InboundMessage | undefined {
+export function translateMessage(view: PostView, ctx: TranslateContext): InboundMessage | undefined {
   const { post, channel } = view;
   const ignore = (reason: string): undefined => {
     ctx.onIgnored?.(reason);

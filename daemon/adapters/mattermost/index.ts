@@ -13,7 +13,7 @@ import { MattermostCatchUp } from "./catch-up.js";
 import type { MattermostChannelConfig } from "./config.js";
 import { type ConnectionTuning, createSocketConnection, defaultConnectionTuning, type SocketEvent } from "./connection.js";
 import { MattermostHandOver } from "./hand-over.js";
-import { type BotIdentity, type ChannelFacts, filesOf, type MattermostPost, postSchema, translatePost } from "./inbound.js";
+import { type BotIdentity, type ChannelFacts, filesOf, type MattermostPost, postSchema, translateMessage } from "./inbound.js";
 import { createMattermostOutbound, MATTERMOST_FILE_LIMITS, MATTERMOST_LIMITS, runeLength } from "./outbound.js";
 import { createRest } from "./rest.js";
 
@@ -59,7 +59,7 @@ export function createMattermostAdapter(config: MattermostChannelConfig, deps: A
   function takePost(post: MattermostPost, facts: ChannelFacts, extra: { mentions?: string[]; senderName?: string } = {}): void {
     if (!bot) return;
     const onIgnored = (reason: string) => log.debug({ messageId: post.id, chatId: post.channel_id, reason }, "mattermost post ignored");
-    const message = translatePost({ post, channel: facts, ...extra }, { bot, accountId, onIgnored });
+    const message = translateMessage({ post, channel: facts, ...extra }, { bot, accountId, onIgnored });
     if (message) handOver.take(message, filesOf(post), facts);
   }
 

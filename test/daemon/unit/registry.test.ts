@@ -52,14 +52,14 @@ describe("the platform registry is the only place platforms meet the daemon", ()
     return !types.some((t) => r.startsWith(`daemon/adapters/${t}/`));
   });
 
-  it("knows the five platforms, each with its own folder", () => {
-    expect(types).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack"]);
+  it("knows the platforms, each with its own folder", () => {
+    expect(types).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack", "mattermost"]);
     for (const t of types) expect(readdirSync(join(daemonDir, "adapters", t))).toContain("platform.ts");
   });
 
   it("names every platform a person reads (--help, the console), in the registry's order", () => {
     expect(Object.keys(PLATFORM_NAMES)).toEqual(platforms.map((p) => p.type));
-    expect(platformList()).toBe("Terminal, Telegram, Discord, WhatsApp and Slack");
+    expect(platformList()).toBe("Terminal, Telegram, Discord, WhatsApp, Slack and Mattermost");
   });
 
   it("config schema, secrets, check, buildAdapters, the daemon and the core name no platform type", () => {
@@ -102,7 +102,7 @@ describe("the platform registry is the only place platforms meet the daemon", ()
       for (const file of ["platform.ts", "config.ts"]) {
         const code = codeOf(join(daemonDir, "adapters", t, file));
         const eager = [...code.matchAll(/^import (?!type )[^;]*? from "([^"]+)";/gm)].map((m) => m[1]);
-        for (const spec of eager) expect(spec, `${t}/${file}`).not.toMatch(/^(grammy|discord\.js|@whiskeysockets\/baileys|@slack\/)|^\.\/(?!platform|config)/);
+        for (const spec of eager) expect(spec, `${t}/${file}`).not.toMatch(/^(grammy|discord\.js|@whiskeysockets\/baileys|@slack\/|@mattermost\/)|^\.\/(?!platform|config)/);
       }
     }
   });
