@@ -129,6 +129,8 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
   const files = new Map<string, { info: FakeFileInfo; data: Buffer; channelId: string }>();
   const reactions: { user_id: string; post_id: string; emoji_name: string }[] = [];
   const typing: { channel_id: string; parent_id: string }[] = [];
+  /** Each edit of a post by the bot: when (wall clock, ms) and what it said. */
+  const edits: { postId: string; at: number; message: string }[] = [];
   const connections = new Map<string, ServerConnection>();
   const calls: { method: string; path: string; status: number }[] = [];
   let lastTime = 0;
@@ -298,6 +300,7 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
         if (runes(input.message) > MAX_POST_RUNES) return appError(res, 400, "model.post.is_valid.message_length.app_error", "Invalid Message property.");
         post.message = input.message;
         post.edit_at = post.update_at = now();
+        edits.push({ postId: post.id, at: Date.now(), message: input.message });
         broadcast("post_edited", { post: JSON.stringify(post) }, post.channel_id);
       }
       return json(res, 200, post);
@@ -485,6 +488,7 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
       return reactions.filter((r) => r.post_id === postId).map((r) => r.emoji_name);
     },
     typing: () => [...typing],
+    editsOf: (postId: string) => edits.filter((e) => e.postId === postId),
     calls: () => [...calls],
     socketLog: () => [...socketLog],
     /** Sockets open now. */
