@@ -134,6 +134,8 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
   const connections = new Map<string, ServerConnection>();
   const calls: { method: string; path: string; status: number }[] = [];
   let lastTime = 0;
+  /** While set, file downloads wait for it (a slow file store): a test can stop the bot between an event and its journal. */
+  let fileHold: { arrived: number; released: Promise<void> } | null = null;
   let rate: { limit: number; remaining: number; resetSeconds: number; refuse: number } | null = null;
   const socketLog: { connection_id: string; sequence_number: string; resumed: boolean }[] = [];
 
@@ -366,6 +368,10 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
     if (m) {
       const file = files.get(m[0] ?? "");
       if (!file) return appError(res, 404, "app.file_info.get.app_error", "Unable to get the file info.");
+      if (fileHold) {
+        fileHold.arrived++;
+        await fileHold.released;
+      }
       res.writeHead(200, { "content-type": file.info.mime_type, "content-length": String(file.data.length) });
       res.end(file.data);
       return;
@@ -501,6 +507,19 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
     forgetConnections(): void {
       for (const conn of connections.values()) conn.socket?.terminate();
       connections.clear();
+    },
+    /** File downloads wait until `release` (each one counted in `arrived` as it comes). */
+    holdFiles(): { arrived(): number; release(): void } {
+      let release = () => {};
+      const hold = { arrived: 0, released: new Promise<void>((resolve) => (release = resolve)) };
+      fileHold = hold;
+      return {
+        arrived: () => hold.arrived,
+        release() {
+          if (fileHold === hold) fileHold = null;
+          release();
+        },
+      };
     },
     /** Turns rate limiting on: the next `refuse` requests get 429 with `Retry-After: resetSeconds`. */
     limitRequests(refuse: number, resetSeconds = 1, limit = 10): void {
