@@ -161,3 +161,16 @@ it("a refused token: start fails saying so, and check says how to fix it, neithe
   const good = await mattermostPlatform.check(channelWith(TOKEN), checkDeps);
   expect(good).toMatchObject({ status: "ok", message: "token accepted (@agentbot)" });
 });
+
+it("typing goes to the channel, and into the thread where there is one; reactions go by emoji name", async () => {
+  const target = { platform: "mattermost", accountId: "mm", chatId: TOWN, chatType: "group" as const };
+  const root = fake.post({ channelId: TOWN, userId: ALICE.id, message: "a root" });
+  await adapter.sendTyping(target);
+  await adapter.sendTyping({ ...target, threadId: root.id });
+  expect(fake.typing().slice(-2)).toEqual([
+    { channel_id: TOWN, parent_id: "" },
+    { channel_id: TOWN, parent_id: root.id },
+  ]);
+  await adapter.reactions?.react(target, root.id, "✅", { remove: false });
+  expect(fake.reactionsOn(root.id)).toEqual(["white_check_mark"]);
+});
