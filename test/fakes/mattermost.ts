@@ -134,6 +134,10 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
   const connections = new Map<string, ServerConnection>();
   const calls: { method: string; path: string; status: number }[] = [];
   let lastTime = 0;
+  /** Events to number and queue but not write to the live socket (lost in flight). */
+  let loseEvents = 0;
+  /** While true, `ping` gets no answer (a half-open socket). */
+  let deafToPings = false;
   /** While set, file downloads wait for it (a slow file store): a test can stop the bot between an event and its journal. */
   let fileHold: { arrived: number; released: Promise<void> } | null = null;
   let rate: { limit: number; remaining: number; resetSeconds: number; refuse: number } | null = null;
@@ -151,7 +155,8 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
       const seq = conn.nextSeq++;
       const frame = JSON.stringify({ event, data, broadcast: { omit_users: null, user_id: "", channel_id: channelId, team_id: "" }, seq });
       conn.queue.push({ seq, frame });
-      if (conn.socket?.readyState === WebSocket.OPEN) conn.socket.send(frame);
+      if (loseEvents > 0) loseEvents--;
+      else if (conn.socket?.readyState === WebSocket.OPEN) conn.socket.send(frame);
       trim(conn);
     }
   }
@@ -430,6 +435,7 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
         attach(ws, query.get("connection_id") ?? "", Number(query.get("sequence_number") ?? "0"));
         return;
       }
+      if (frame.action === "ping" && deafToPings) return;
       if (frame.action === "ping") ws.send(JSON.stringify({ status: "OK", seq_reply: seqReply, data: { text: "pong", version: "11.0.0", node_id: "" } }));
       else if (frame.action === "user_typing") ws.send(JSON.stringify({ status: "OK", seq_reply: seqReply }));
     });
@@ -507,6 +513,14 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
     forgetConnections(): void {
       for (const conn of connections.values()) conn.socket?.terminate();
       connections.clear();
+    },
+    /** The next `n` events are numbered and queued but never written to the socket (lost in flight). */
+    loseNextEvents(n: number): void {
+      loseEvents += n;
+    },
+    /** Pings go unanswered (true) or answered again (false). */
+    ignorePings(on: boolean): void {
+      deafToPings = on;
     },
     /** File downloads wait until `release` (each one counted in `arrived` as it comes). */
     holdFiles(): { arrived(): number; release(): void } {
