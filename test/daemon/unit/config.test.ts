@@ -152,7 +152,7 @@ describe("parseConfig", () => {
         "routes[0].instance: required",
         'routes[0].match.chatType: must be one of "direct", "group"',
         "channels.telegram.token: must look like 123456:ABC... (digits, colon, 35 characters)",
-        'channels.irc.type: must be one of "terminal", "telegram", "discord", "whatsapp", "slack"',
+        'channels.irc.type: must be one of "terminal", "telegram", "discord", "whatsapp", "slack", "mattermost"',
         'channels.tg2.webhook: required when mode is "webhook"',
         'channels.discord.token: must be the bare bot token (no whitespace, no "Bot " prefix)',
         "retry.maxDelayMs: must be at least baseDelayMs",
@@ -286,7 +286,7 @@ describe("loadConfig", () => {
       $schema: string;
       channels: Record<string, unknown>[];
     };
-    expect(raw.channels.length).toBe(5);
+    expect(raw.channels.length).toBe(6);
     expect(raw.$schema).toBe("./config.schema.json");
   });
 
@@ -300,13 +300,15 @@ describe("loadConfig", () => {
       DISCORD_BOT_TOKEN: "abc.def.ghi",
       SLACK_BOT_TOKEN: "xoxb-1-2-abc",
       SLACK_SIGNING_SECRET: "0123456789abcdef0123",
+      MATTERMOST_BOT_TOKEN: "mm-token-0123456789",
     });
-    expect(cfg.channels.map((c) => c.id)).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack"]);
+    expect(cfg.channels.map((c) => c.id)).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack", "mattermost"]);
     expect(problemsOf(() => parseConfig(parseJsonc(text), { AGENT_BRIDGE_API_KEY: KEY }))).toEqual([
       "channels.telegram.token: environment variable TELEGRAM_BOT_TOKEN is not set",
       "channels.discord.token: environment variable DISCORD_BOT_TOKEN is not set",
       "channels.slack.botToken: environment variable SLACK_BOT_TOKEN is not set",
       "channels.slack.signingSecret: environment variable SLACK_SIGNING_SECRET is not set",
+      "channels.mattermost.bot_token: environment variable MATTERMOST_BOT_TOKEN is not set",
     ]);
   });
 
