@@ -20,7 +20,7 @@ import { createFakeMattermost, type FakeMattermost } from "../fakes/mattermost.j
 import { testSink } from "../fakes/sink.js";
 import { waitUntil } from "../helpers/wait.js";
 
-const TOKEN = "mm-adapter-test-token-that-must-stay-secret";
+const TOKEN = "adaptert0kenmuststaysecre1";
 const BOT = { id: "b0tb0tb0tb0tb0tb0tb0tb0tb0", username: "agentbot" };
 const ALICE = { id: "a11cea11cea11cea11cea11cea", username: "alice" };
 const DM = "d1rectd1rectd1rectd1rectd1";
@@ -147,7 +147,7 @@ it("files come in with their kind, fetched with the token; audio is marked for t
 });
 
 it("a refused token: start fails saying so, and check says how to fix it, neither naming the token", async () => {
-  const wrong = "mm-wrong-token-that-must-not-be-shown-anywhere";
+  const wrong = "wr0ngt0kennevershownanywh1";
   const other = build(wrong);
   const error = await other.start(testSink({})).catch((e: unknown) => e);
   expect(String(error)).toContain("HTTP 401");

@@ -15,7 +15,7 @@ import { createFakeMattermost } from "../fakes/mattermost.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { waitUntil } from "../helpers/wait.js";
 
-const TOKEN = "mm-e2e-bot-token-that-must-stay-secret";
+const TOKEN = "e2et0kenthatmuststaysecre1";
 const BOT = { id: "b0tb0tb0tb0tb0tb0tb0tb0tb0", username: "agentbot" };
 const ALICE = { id: "a11cea11cea11cea11cea11cea", username: "alice" };
 const DM = "d1rectd1rectd1rectd1rectd1";

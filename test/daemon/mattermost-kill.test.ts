@@ -12,7 +12,7 @@ import { startServiceFixture } from "../helpers/bridge.js";
 import { tempDir } from "./daemon-harness.js";
 import { acceptedCount, type DaemonChild, startDaemonProcess, until, writeDaemonConfig } from "./daemon-process.js";
 
-const TOKEN = "mm-kill-bot-token-that-must-stay-secret";
+const TOKEN = "k1llt0kenthatmuststaysecr1";
 const BOT = { id: "b0tb0tb0tb0tb0tb0tb0tb0tb0", username: "agentbot" };
 const ALICE = { id: "a11cea11cea11cea11cea11cea", username: "alice" };
 const DM = "d1rectd1rectd1rectd1rectd1";

@@ -15,7 +15,8 @@ export const mattermostChannelSchema = z.strictObject({
     .describe("Who is heard, in direct messages (user ids) and channels (keyed by channel id or team id). Default: nobody (an empty allowlist)."),
   bot_token: z
     .string()
-    .regex(/^\S+$/, "must be the bare access token (no whitespace, no Bearer prefix)")
+    // The hosted service's rule (emulator/channels/catalog.ts): Mattermost's ids and tokens are 26 characters.
+    .regex(/^[a-z0-9]{26}$/, "must be the bot's access token: 26 lowercase letters and digits (no Bearer prefix)")
     .describe(
       "The bot account's access token (System Console → Integrations → Bot Accounts → Create Token), or ${VAR} naming the variable holding it. Required, no default.",
     ),

@@ -300,7 +300,7 @@ describe("loadConfig", () => {
       DISCORD_BOT_TOKEN: "abc.def.ghi",
       SLACK_BOT_TOKEN: "xoxb-1-2-abc",
       SLACK_SIGNING_SECRET: "0123456789abcdef0123",
-      MATTERMOST_BOT_TOKEN: "mm-token-0123456789",
+      MATTERMOST_BOT_TOKEN: "abcdefghijklmnopqrstuvwxyz",
     });
     expect(cfg.channels.map((c) => c.id)).toEqual(["terminal", "telegram", "discord", "whatsapp", "slack", "mattermost"]);
     expect(problemsOf(() => parseConfig(parseJsonc(text), { AGENT_BRIDGE_API_KEY: KEY }))).toEqual([

@@ -8,7 +8,7 @@ import { seededRandom } from "../../../../shared/random.js";
 import { createFakeMattermost } from "../../../fakes/mattermost.js";
 import { type Feature, type HarnessFactory, logCollector } from "./harness.js";
 
-const TOKEN = "mm-contract-bot-token-value-that-must-stay-secret";
+const TOKEN = "c0ntractt0kenmuststaysecr1";
 const BOT = { id: "b0tb0tb0tb0tb0tb0tb0tb0tb0", username: "agentbot" };
 const ALICE = { id: "a11cea11cea11cea11cea11cea", username: "alice" };
 const DM = "d1rectd1rectd1rectd1rectd1";
