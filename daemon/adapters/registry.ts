@@ -10,6 +10,7 @@ import { slackPlatform } from "./slack/platform.js";
 import { telegramPlatform } from "./telegram/platform.js";
 import { teamsPlatform } from "./teams/platform.js";
 import { linePlatform } from "./line/platform.js";
+import { mattermostPlatform } from "./mattermost/platform.js";
 import { terminalPlatform } from "./terminal/platform.js";
 import { whatsappPlatform } from "./whatsapp/platform.js";
 import { matrixPlatform } from "./matrix/platform.js";
@@ -30,6 +31,7 @@ export const platforms = [
   nostrPlatform,
   teamsPlatform,
   linePlatform,
+  mattermostPlatform,
 ] as const;
 
 export type RegisteredPlatform = (typeof platforms)[number];

@@ -307,6 +307,7 @@ describe("loadConfig", () => {
       TEAMS_APP_PASSWORD: "teams-client-secret-0123",
       LINE_CHANNEL_ACCESS_TOKEN: "lineChannelAccessToken0123456789abcdefABCDEF=",
       LINE_CHANNEL_SECRET: "0123456789abcdef0123456789abcdef",
+      MATTERMOST_BOT_TOKEN: "abcdefghijklmnopqrstuvwxyz",
     });
     // The example lists every platform once, in the registry's order.
     expect(cfg.channels.map((c) => c.type)).toEqual(platforms.map((p) => p.type));
@@ -321,6 +322,7 @@ describe("loadConfig", () => {
       "channels.teams.app_password: environment variable TEAMS_APP_PASSWORD is not set",
       "channels.line.channel_access_token: environment variable LINE_CHANNEL_ACCESS_TOKEN is not set",
       "channels.line.channel_secret: environment variable LINE_CHANNEL_SECRET is not set",
+      "channels.mattermost.bot_token: environment variable MATTERMOST_BOT_TOKEN is not set",
     ]);
   });
 

@@ -108,7 +108,8 @@ describe("the platform registry is the only place platforms meet the daemon", ()
       for (const file of ["platform.ts", "config.ts"]) {
         const code = codeOf(join(daemonDir, "adapters", t, file));
         const eager = [...code.matchAll(/^import (?!type )[^;]*? from "([^"]+)";/gm)].map((m) => m[1]);
-        for (const spec of eager) expect(spec, `${t}/${file}`).not.toMatch(/^(grammy|discord\.js|@whiskeysockets\/baileys|@slack\/)|^\.\/(?!platform|config)/);
+        for (const spec of eager)
+          expect(spec, `${t}/${file}`).not.toMatch(/^(grammy|discord\.js|@whiskeysockets\/baileys|@slack\/|@mattermost\/)|^\.\/(?!platform|config)/);
       }
     }
   });
