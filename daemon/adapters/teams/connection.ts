@@ -14,7 +14,7 @@ import type { AcceptOutcome, InboundSink } from "../../vocabulary/adapter.js";
 import type { EventInbox } from "../../vocabulary/adapter.js";
 import { jsonAnswer, listenWebhook, textAnswer, type WebhookAnswer, type WebhookEndpoint, type WebhookRequest } from "../webhook.js";
 import { ANONYMOUS_MODE, type TeamsChannelConfig } from "./config.js";
-import { TeamsInboxIntake } from "./inbox-intake.js";
+import { type ActivityVerdict, TeamsInboxIntake } from "./inbox-intake.js";
 import type { ConversationRefs } from "./conversation-refs.js";
 import { FileConsentValue } from "./file-consent.js";
 import { TeamsHandOver } from "./hand-over.js";
@@ -37,9 +37,6 @@ export interface TeamsConnectionDeps {
   /** Several machines: the activities every node's receiver kept (receiver.ts); the owner then serves no endpoint of its own. */
   inbox?: EventInbox;
 }
-
-/** What became of one activity: answered to the connector as 200, or 500 (it may come again). */
-export type ActivityVerdict = "ack" | "retry";
 
 export class TeamsConnection {
   readonly #deps: TeamsConnectionDeps;

@@ -9,8 +9,10 @@
 import type { Logger } from "pino";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { EventInbox } from "../../vocabulary/adapter.js";
-import type { ActivityVerdict } from "./connection.js";
 import { TeamsActivity } from "./inbound.js";
+
+/** What became of one activity: answered to the connector as 200, or 500 (it may come again). */
+export type ActivityVerdict = "ack" | "retry";
 
 export interface TeamsInboxIntakeDeps {
   inbox: EventInbox;
