@@ -68,7 +68,6 @@ const edits = () => {
   return { ...capability, end: capability.end, mayBeOpen: capability.mayBeOpen };
 };
 
-
 describe("a streamed reply in a personal chat", () => {
   it("streams with Teams' protocol: typing updates with rising sequences, then the final message, never an update in place", async () => {
     const target = await chat("a:stream-1");
@@ -99,6 +98,20 @@ describe("a streamed reply in a personal chat", () => {
     expect(fake.messages("a:stream-3").find((m) => m.id === id)).toMatchObject({ text: "Rewritten", stream: "final" });
     await edits().edit(target, id, "Rewritten again", { format: "markdown", final: true });
     expect(fake.messages("a:stream-3").find((m) => m.id === id)).toMatchObject({ text: "Rewritten again", edits: 1 });
+  });
+
+  it("keeps streaming through a code block: the core's closing fence of an open block is not streamed", async () => {
+    const target = await chat("a:stream-fence");
+    const id = (await adapter.send(target, "Code:\n```ts\nconst a = 1;\n```", { format: "markdown", final: false }))?.messageId ?? "";
+    expect(fake.messages("a:stream-fence").find((m) => m.id === id)?.text).toBe("Code:\n```ts\nconst a = 1;");
+    await edits().edit(target, id, "Code:\n```ts\nconst a = 1;\nconst b = 2;\n```", { format: "markdown", final: false });
+    expect(fake.messages("a:stream-fence").find((m) => m.id === id)).toMatchObject({ stream: "streaming", streamUpdates: 2 });
+    await edits().edit(target, id, "Code:\n```ts\nconst a = 1;\nconst b = 2;\n```\nDone.", { format: "markdown", final: true });
+    expect(fake.messages("a:stream-fence").find((m) => m.id === id)).toMatchObject({
+      text: "Code:\n```ts\nconst a = 1;\nconst b = 2;\n```\nDone.",
+      stream: "final",
+      edits: 0,
+    });
   });
 
   it("falls back to updating the message when the connector refuses the protocol (4xx), and does not ask again there", async () => {
@@ -139,7 +152,12 @@ describe("a streamed reply outside a personal chat", () => {
     const id = (await adapter.send(target, "Thinking", { format: "markdown", final: false }))?.messageId ?? "";
     await edits().edit(target, id, "Thinking: done", { format: "markdown", final: true });
     expect(fake.messages(conversationId).find((m) => m.id === id)).toMatchObject({ text: "Thinking: done", edits: 1 });
-    expect(fake.calls().slice(before).map((c) => c.status)).toEqual([200, 200]);
+    expect(
+      fake
+        .calls()
+        .slice(before)
+        .map((c) => c.status),
+    ).toEqual([200, 200]);
     expect(edits().mayBeOpen(id)).toBe(false);
   });
 });
@@ -148,17 +166,21 @@ describe("the fake's rules (what real Teams refuses)", () => {
   it("refuses a falling sequence, streaming into an ended stream, and the protocol outside a personal chat", async () => {
     await chat("a:stream-rules");
     await chat("19:rules-group@thread.v2", "groupChat");
-    const token = await (await fetch(fake.tokenEndpoint, {
-      method: "POST",
-      body: new URLSearchParams({ grant_type: "client_credentials", client_id: APP_ID, client_secret: APP_PASSWORD }),
-    }).then((r) => r.json() as Promise<{ access_token: string }>)).access_token;
+    const token = await (
+      await fetch(fake.tokenEndpoint, {
+        method: "POST",
+        body: new URLSearchParams({ grant_type: "client_credentials", client_id: APP_ID, client_secret: APP_PASSWORD }),
+      }).then((r) => r.json() as Promise<{ access_token: string }>)
+    ).access_token;
     const post = (conversation: string, activity: object) =>
       fetch(`${fake.serviceUrl}v3/conversations/${encodeURIComponent(conversation)}/activities`, {
         method: "POST",
         headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
         body: JSON.stringify(activity),
       });
-    const info = (streamType: string, streamSequence: number, streamId?: string) => [{ type: "streaminfo", streamType, streamSequence, ...(streamId ? { streamId } : {}) }];
+    const info = (streamType: string, streamSequence: number, streamId?: string) => [
+      { type: "streaminfo", streamType, streamSequence, ...(streamId ? { streamId } : {}) },
+    ];
     expect((await post("19:rules-group@thread.v2", { type: "typing", text: "a", entities: info("streaming", 1) })).status).toBe(400);
     const first = await post("a:stream-rules", { type: "typing", text: "a", entities: info("streaming", 1) });
     const { id } = (await first.json()) as { id: string };

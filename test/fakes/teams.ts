@@ -197,7 +197,8 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
     const kind = info.streamType;
     const text = activity.text ?? "";
     if (!info.streamId) {
-      if (activity.type !== "typing" || kind !== "streaming" || info.streamSequence !== 1) return badArgument("a stream starts with a streaming typing activity of sequence 1");
+      if (activity.type !== "typing" || kind !== "streaming" || info.streamSequence !== 1)
+        return badArgument("a stream starts with a streaming typing activity of sequence 1");
       const id = `m${nextId++}`;
       shown.push({ id, text, attachments: [], edits: 0, stream: "streaming", streamUpdates: 1 });
       sequences.set(id, 1);

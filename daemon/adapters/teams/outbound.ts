@@ -16,6 +16,7 @@ import { type ButtonQuestion, type ChatTarget, type OutboundFile, SendError, typ
 import type { ConversationRefs } from "./conversation-refs.js";
 import { FILE_INFO_CARD, type FileConsentValue, type FileOffers, inlineImage, upload } from "./file-consent.js";
 import type { ConversationReference } from "./inbound.js";
+import { streamablePart } from "../slack/streams.js";
 import { streamInfo, TeamsStreams } from "./streams.js";
 import type { TokenSource } from "./token.js";
 
@@ -51,11 +52,14 @@ export function createTeamsOutbound(deps: TeamsOutboundDeps) {
 
   /** The first `typing` of a stream; undefined when the conversation refuses the protocol (then the reply is a message). */
   async function startStream(c: ConnectorClient, ref: ConversationReference, text: string, format: TextFormat): Promise<SendReceipt | undefined> {
-    const first = message(ref, text, format, { type: "typing", entities: [streamInfo("streaming", 1)] });
+    // A preview's closing fence of the core's own is not streamed: the next text would not continue it (see streamablePart).
+    const streamable = streamablePart(text);
+    if (!streamable.trim()) return undefined;
+    const first = message(ref, streamable, format, { type: "typing", entities: [streamInfo("streaming", 1)] });
     try {
       const sent = await c.sendToConversation(ref.conversationId, first);
       if (!sent.id) return undefined;
-      streams.opened(sent.id, text);
+      streams.opened(sent.id, streamable);
       return { messageId: sent.id };
     } catch (error) {
       const failure = toSendError(error);
@@ -81,11 +85,12 @@ export function createTeamsOutbound(deps: TeamsOutboundDeps) {
     format: TextFormat,
     final: boolean,
   ): Promise<boolean> {
-    const ending = final || !text.startsWith(open.text);
+    const streamable = streamablePart(text);
+    const ending = final || !streamable.startsWith(open.text);
     const sequence = open.sequence + 1;
     const activity = ending
       ? message(ref, text, format, { id: streamId, entities: [streamInfo("final", sequence, streamId)] })
-      : message(ref, text, format, { type: "typing", id: streamId, entities: [streamInfo("streaming", sequence, streamId)] });
+      : message(ref, streamable, format, { type: "typing", id: streamId, entities: [streamInfo("streaming", sequence, streamId)] });
     try {
       await c.sendToConversation(ref.conversationId, activity);
     } catch (error) {
@@ -96,7 +101,7 @@ export function createTeamsOutbound(deps: TeamsOutboundDeps) {
       return false;
     }
     if (ending) streams.ended(streamId);
-    else streams.continued(streamId, sequence, text);
+    else streams.continued(streamId, sequence, streamable);
     return true;
   }
 
