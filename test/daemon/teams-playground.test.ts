@@ -3,8 +3,8 @@
  * Playground (`@microsoft/m365agentsplayground`: it mocks the Teams client
  * and the connector service and drives a bot's endpoint), over the HTTP and
  * WebSocket API its web UI uses: a person's message in the personal chat
- * reaches the adapter, the reply shows in the chat, and a streamed reply is
- * updated in place. The Playground sends no token, so the channel runs in the
+ * reaches the adapter, the reply shows in the chat, and a streamed reply goes
+ * by Teams' streaming protocol. The Playground sends no token, so the channel runs in the
  * anonymous mode the config must name in full.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -25,7 +25,16 @@ import { waitUntil } from "../helpers/wait.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const Config = z.object({ config: z.object({ currentUser: z.object({ id: z.string() }), personalChat: z.object({ id: z.string() }) }) });
-const Shown = z.looseObject({ action: z.string(), message: z.looseObject({ messageId: z.string().optional(), text: z.string().optional() }).optional() });
+const Shown = z.looseObject({
+  action: z.string(),
+  message: z
+    .looseObject({
+      messageId: z.string().optional(),
+      text: z.string().optional(),
+      streamEntity: z.looseObject({ streamType: z.string(), streamSequence: z.number().optional() }).optional(),
+    })
+    .optional(),
+});
 
 let adapter: ChatAdapter;
 let playground: ChildProcess;
@@ -124,13 +133,20 @@ it("answers a person in the personal chat, the reply shown by the Playground", a
   await waitUntil(() => shown.find((e) => e.action === "createMessage" && e.message?.text === "**hello** back"), "the reply in the Playground");
 });
 
-it("streams a reply by updating it in place", async () => {
+it("streams a reply in the personal chat with Teams' streaming protocol, the final text shown", async () => {
   const message = await say("stream please");
   const target = { platform: "teams", accountId: "pg", chatId: message.chatId, chatType: "direct" as const };
   const receipt = await adapter.send(target, "Writing", { format: "markdown", final: false });
-  expect(receipt?.messageId).toMatch(/\S/);
-  await adapter.edits?.edit(target, receipt?.messageId ?? "", "Writing: the whole answer", { format: "markdown", final: true });
-  await waitUntil(() => shown.find((e) => e.action !== "createMessage" && e.message?.text === "Writing: the whole answer"), "the update in the Playground");
+  const id = receipt?.messageId ?? "";
+  expect(id).toMatch(/\S/);
+  // The Playground took the first streaming activity: the reply is an open stream, not a message to update.
+  expect(adapter.edits?.mayBeOpen?.(id)).toBe(true);
+  await adapter.edits?.edit(target, id, "Writing: the whole", { format: "markdown", final: false });
+  await adapter.edits?.edit(target, id, "Writing: the whole answer", { format: "markdown", final: true });
+  expect(adapter.edits?.mayBeOpen?.(id)).toBe(false);
+  const last = await waitUntil(() => shown.find((e) => e.message?.text === "Writing: the whole answer"), "the streamed reply in the Playground");
+  expect(last.message?.streamEntity).toMatchObject({ streamType: "final" });
+  expect(shown.find((e) => e.message?.text === "Writing: the whole")?.message?.streamEntity).toMatchObject({ streamType: "streaming", streamSequence: 2 });
 });
 
 it.skipIf(lacks("chromium", import.meta.url))("answers a person typing in the Playground's web UI, in Chromium", { timeout: 60_000 }, async () => {
