@@ -3,8 +3,8 @@
  * Playground (`@microsoft/m365agentsplayground`: it mocks the Teams client
  * and the connector service and drives a bot's endpoint), over the HTTP and
  * WebSocket API its web UI uses: a person's message in the personal chat
- * reaches the adapter, the reply shows in the chat, and a streamed reply is
- * updated in place. The Playground sends no token, so the channel runs in the
+ * reaches the adapter, the reply shows in the chat, and a streamed reply goes
+ * by Teams' streaming protocol. The Playground sends no token, so the channel runs in the
  * anonymous mode the config must name in full.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -24,8 +24,24 @@ import { lacks } from "../helpers/system-programs.js";
 import { waitUntil } from "../helpers/wait.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
-const Config = z.object({ config: z.object({ currentUser: z.object({ id: z.string() }), personalChat: z.object({ id: z.string() }) }) });
-const Shown = z.looseObject({ action: z.string(), message: z.looseObject({ messageId: z.string().optional(), text: z.string().optional() }).optional() });
+const Config = z.object({
+  config: z.object({
+    bot: z.object({ id: z.string(), name: z.string() }),
+    currentUser: z.object({ id: z.string() }),
+    personalChat: z.object({ id: z.string() }),
+    groupChats: z.array(z.object({ id: z.string() })),
+  }),
+});
+const Shown = z.looseObject({
+  action: z.string(),
+  message: z
+    .looseObject({
+      messageId: z.string().optional(),
+      text: z.string().optional(),
+      streamEntity: z.looseObject({ streamType: z.string(), streamSequence: z.number().optional() }).optional(),
+    })
+    .optional(),
+});
 
 let adapter: ChatAdapter;
 let playground: ChildProcess;
@@ -106,15 +122,23 @@ afterAll(async () => {
   await adapter?.stop();
 });
 
-async function say(text: string): Promise<InboundMessage> {
+/** A person writes in the personal chat, or in the group chat @mentioning the bot (as the web UI sends a mention). */
+async function say(text: string, where: "personal" | "group" = "personal"): Promise<InboundMessage> {
   const { config } = Config.parse(await (await fetch(`${base}/_internal/v1/config`)).json());
-  const response = await fetch(`${base}/_conversation/v1/conversations/${config.personalChat.id}/messages`, {
+  const group = config.groupChats[0];
+  const chat = where === "personal" || !group ? config.personalChat.id : group.id;
+  const at = `<at>${config.bot.name}</at>`;
+  const body =
+    where === "personal"
+      ? { from: { id: config.currentUser.id }, text, textFormat: "plain" }
+      : { from: { id: config.currentUser.id }, text: `${at} ${text}`, textFormat: "plain", mentions: [{ mentioned: config.bot, text: at }] };
+  const response = await fetch(`${base}/_conversation/v1/conversations/${encodeURIComponent(chat)}/messages`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ from: { id: config.currentUser.id }, text, textFormat: "plain" }),
+    body: JSON.stringify(body),
   });
   expect(response.status).toBe(200);
-  return waitUntil(() => received.find((m) => m.text === text), `"${text}" at the adapter`);
+  return waitUntil(() => received.find((m) => m.text.endsWith(text)), `"${text}" at the adapter`);
 }
 
 it("answers a person in the personal chat, the reply shown by the Playground", async () => {
@@ -124,13 +148,34 @@ it("answers a person in the personal chat, the reply shown by the Playground", a
   await waitUntil(() => shown.find((e) => e.action === "createMessage" && e.message?.text === "**hello** back"), "the reply in the Playground");
 });
 
-it("streams a reply by updating it in place", async () => {
+it("streams a reply in the personal chat with Teams' streaming protocol, the final text shown", async () => {
   const message = await say("stream please");
   const target = { platform: "teams", accountId: "pg", chatId: message.chatId, chatType: "direct" as const };
   const receipt = await adapter.send(target, "Writing", { format: "markdown", final: false });
-  expect(receipt?.messageId).toMatch(/\S/);
-  await adapter.edits?.edit(target, receipt?.messageId ?? "", "Writing: the whole answer", { format: "markdown", final: true });
-  await waitUntil(() => shown.find((e) => e.action !== "createMessage" && e.message?.text === "Writing: the whole answer"), "the update in the Playground");
+  const id = receipt?.messageId ?? "";
+  expect(id).toMatch(/\S/);
+  // The Playground took the first streaming activity: the reply is an open stream, not a message to update.
+  expect(adapter.edits?.mayBeOpen?.(id)).toBe(true);
+  await adapter.edits?.edit(target, id, "Writing: the whole", { format: "markdown", final: false });
+  await adapter.edits?.edit(target, id, "Writing: the whole answer", { format: "markdown", final: true });
+  expect(adapter.edits?.mayBeOpen?.(id)).toBe(false);
+  const last = await waitUntil(() => shown.find((e) => e.message?.text === "Writing: the whole answer"), "the streamed reply in the Playground");
+  expect(last.message?.streamEntity).toMatchObject({ streamType: "final" });
+  expect(shown.find((e) => e.message?.text === "Writing: the whole")?.message?.streamEntity).toMatchObject({ streamType: "streaming", streamSequence: 2 });
+});
+
+it("streams a reply in the group chat by updating it in place, never trying the protocol (the Playground answers it 405 there)", async () => {
+  const message = await say("group stream please", "group");
+  expect(message.chatType).toBe("group");
+  const target = { platform: "teams", accountId: "pg", chatId: message.chatId, chatType: "group" as const };
+  const id = (await adapter.send(target, "Group", { format: "markdown", final: false }))?.messageId ?? "";
+  expect(adapter.edits?.mayBeOpen?.(id)).toBe(false);
+  await adapter.edits?.edit(target, id, "Group: the answer", { format: "markdown", final: true });
+  const updated = await waitUntil(
+    () => shown.find((e) => e.action === "updateMessage" && e.message?.text === "Group: the answer"),
+    "the update in the Playground",
+  );
+  expect(updated.message?.streamEntity).toBeUndefined();
 });
 
 it.skipIf(lacks("chromium", import.meta.url))("answers a person typing in the Playground's web UI, in Chromium", { timeout: 60_000 }, async () => {

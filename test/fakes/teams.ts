@@ -10,7 +10,16 @@
  * of the metadata's `jwks_uri` carrying `endorsements` for the channel; the
  * bot's calls to the connector carry `Authorization: Bearer <token from the
  * token endpoint>` and are refused 401 without it; throttled calls answer 429
- * with `Retry-After` ("Rate limiting for bots", Teams docs).
+ * with `Retry-After` ("Rate limiting for bots", Teams docs). Teams' own
+ * streaming ("Stream bot messages", Teams docs; the Agents SDK's
+ * StreamingResponse): in a personal chat only (elsewhere 400 BadArgument
+ * "Streaming API is not enabled", the refusal the SDK recognises), `typing`
+ * activities with a `streaminfo` entity, the first without a streamId (its
+ * answer's id names the stream) and sequence 1, each later one naming the
+ * stream with a higher sequence and text that continues the text so far; a
+ * `message` with `streamType: "final"` ends it, and nothing may be streamed
+ * into an ended stream (403 ContentStreamNotAllowed). Not checked: Teams'
+ * one-update-a-second throttle (the daemon paces edits at 1.5 s itself).
  */
 import { createSign, generateKeyPairSync, type KeyObject, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -30,6 +39,16 @@ export interface ShownMessage {
   attachments: unknown[];
   /** How many times it was updated. */
   edits: number;
+  /** A reply streamed with Teams' protocol: "streaming" while open, "final" once ended. */
+  stream?: "streaming" | "final";
+  /** How many streaming updates it got (the first included). */
+  streamUpdates?: number;
+}
+
+interface StreamInfo {
+  streamType?: string;
+  streamSequence?: number;
+  streamId?: string;
 }
 
 export interface TokenForgery {
@@ -76,6 +95,10 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
   const issued = new Set<string>();
   const conversations = new Map<string, ShownMessage[]>();
   const typing = new Map<string, number>();
+  /** The kind of each conversation activities came from (personal, groupChat, channel). */
+  const kinds = new Map<string, string>();
+  /** Stream id -> the last sequence it got. */
+  const sequences = new Map<string, number>();
   const files = new Map<string, Buffer>();
   /** What people uploaded to "their OneDrive" after accepting a consent card, by name. */
   const uploads = new Map<string, Buffer>();
@@ -134,9 +157,11 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
     if (!auth || !issued.has(auth)) return done(401, { error: { code: "Unauthorized", message: "Authorization has been denied for this request." } });
     const failure = failures.shift();
     if (failure) return done(failure.status, { error: { code: "Throttled" } }, failure.retryAfter ? { "retry-after": failure.retryAfter } : {});
-    const activity = JSON.parse(body.toString("utf8") || "{}") as { type?: string; text?: string; attachments?: unknown[] };
+    const activity = JSON.parse(body.toString("utf8") || "{}") as { type?: string; text?: string; attachments?: unknown[]; entities?: unknown[] };
     const shown = conversations.get(conversationId) ?? [];
     conversations.set(conversationId, shown);
+    const info = activity.entities?.find((e): e is StreamInfo => (e as { type?: string }).type === "streaminfo");
+    if (req.method === "POST" && info) return stream(conversationId, shown, activity, info, done);
     if (req.method === "POST") {
       if (activity.type === "typing") {
         typing.set(conversationId, (typing.get(conversationId) ?? 0) + 1);
@@ -157,6 +182,47 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
       return done(200, { id: activityId });
     }
     done(405);
+  }
+
+  /** One activity of Teams' streaming protocol. */
+  function stream(
+    conversationId: string,
+    shown: ShownMessage[],
+    activity: { type?: string; text?: string },
+    info: StreamInfo,
+    done: (status: number, value?: unknown) => void,
+  ) {
+    const badArgument = (message: string) => done(400, { error: { code: "BadArgument", message } });
+    if (kinds.get(conversationId) !== "personal") return badArgument("Streaming API is not enabled for this conversation");
+    const kind = info.streamType;
+    const text = activity.text ?? "";
+    if (!info.streamId) {
+      if (activity.type !== "typing" || kind !== "streaming" || info.streamSequence !== 1)
+        return badArgument("a stream starts with a streaming typing activity of sequence 1");
+      const id = `m${nextId++}`;
+      shown.push({ id, text, attachments: [], edits: 0, stream: "streaming", streamUpdates: 1 });
+      sequences.set(id, 1);
+      return done(201, { id });
+    }
+    const message = shown.find((m) => m.id === info.streamId && m.stream);
+    if (!message) return done(404, { error: { code: "ActivityNotFound" } });
+    if (message.stream === "final") return done(403, { error: { code: "ContentStreamNotAllowed", message: "Content stream was already completed" } });
+    const last = sequences.get(message.id) ?? 0;
+    if (kind === "streaming") {
+      if (activity.type !== "typing") return badArgument("a streaming update is a typing activity");
+      if (typeof info.streamSequence !== "number" || info.streamSequence <= last) return badArgument("streamSequence must increase");
+      if (!text.startsWith(message.text)) return badArgument("a streaming update continues the text streamed so far");
+      sequences.set(message.id, info.streamSequence);
+      message.text = text;
+      message.streamUpdates = (message.streamUpdates ?? 0) + 1;
+      return done(202, { id: message.id });
+    }
+    if (kind === "final" && activity.type === "message") {
+      message.text = text;
+      message.stream = "final";
+      return done(202, { id: message.id });
+    }
+    return badArgument("a stream ends with a message activity of streamType final");
   }
 
   /** The person answers a file consent card the way Teams posts it: an invoke naming the upload URL in their OneDrive. */
@@ -203,6 +269,7 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
       (type === "personal" ? "a:personal-alice" : type === "groupChat" ? "19:group@thread.v2" : "19:general@thread.tacv2;messageid=1700000000001");
     const bot = { id: `28:${options.appId}`, name: "Bridge" };
     const mention = o.mention ?? type !== "personal";
+    kinds.set(conversationId, type);
     return {
       type: "message",
       id: o.id ?? `act-${nextId++}`,

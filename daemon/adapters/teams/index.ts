@@ -65,8 +65,14 @@ export function createTeamsAdapter(config: TeamsChannelConfig, deps: AdapterDeps
     measure: rawLength,
     start: (sink) => connection.start(sink),
     stop: () => connection.stop(),
-    send: (target, text, { format }) => outbound.send(target, text, format),
-    edits: { edit: (target, messageId, text, { format }) => outbound.edit(target, messageId, text, format) },
+    send: (target, text, { format, final }) => outbound.send(target, text, format, final),
+    edits: {
+      edit: (target, messageId, text, { format, final }) => outbound.edit(target, messageId, text, format, final),
+      // Teams' own streams (personal chats) are ended once a streamed reply is complete: the last edit, marked final.
+      end: (target, messageId, text) => outbound.edit(target, messageId, text, "markdown", true),
+      // A reply updated in place (a group chat, a channel) has nothing to end: no call, no wait.
+      mayBeOpen: (messageId) => outbound.mayBeStream(messageId),
+    },
     files: { limits: TEAMS_FILE_LIMITS, send: (target, file) => outbound.sendFile(target, file) },
     buttons: {
       ask: (target, question) => outbound.ask(target, question),

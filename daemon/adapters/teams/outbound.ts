@@ -2,8 +2,10 @@
  * Replies through the Bot Connector with the Microsoft 365 Agents SDK's
  * `ConnectorClient`: to the conversation's `serviceUrl` (kept from its last
  * activity, conversation-refs.ts), with the bot's token (token.ts; none in
- * the anonymous mode). Streaming edits the reply in place (`updateActivity`);
- * typing is a `typing` activity. A failure becomes one SendError: 429 with
+ * the anonymous mode). A streamed reply in a personal chat uses Teams' own
+ * streaming protocol (streams.ts); elsewhere, or where the conversation
+ * refuses it, the reply is edited in place (`updateActivity`); typing is a
+ * `typing` activity. A failure becomes one SendError: 429 with
  * the connector's `Retry-After`, 5xx and network failures transient, other
  * refusals permanent. No retries here: the core's one policy owns them.
  */
@@ -14,6 +16,8 @@ import { type ButtonQuestion, type ChatTarget, type OutboundFile, SendError, typ
 import type { ConversationRefs } from "./conversation-refs.js";
 import { FILE_INFO_CARD, type FileConsentValue, type FileOffers, inlineImage, upload } from "./file-consent.js";
 import type { ConversationReference } from "./inbound.js";
+import { streamablePart } from "../slack/streams.js";
+import { streamInfo, TeamsStreams } from "./streams.js";
 import type { TokenSource } from "./token.js";
 
 /** Teams takes activities up to about 28 KB; text is kept well inside that. */
@@ -28,6 +32,7 @@ export interface TeamsOutboundDeps {
 }
 
 export function createTeamsOutbound(deps: TeamsOutboundDeps) {
+  const streams = new TeamsStreams();
   async function client(target: ChatTarget): Promise<{ client: ConnectorClient; ref: ConversationReference }> {
     const ref = deps.refs.get(target.chatId);
     if (!ref) throw new SendError("no conversation reference for this chat (no activity came from it yet)", { permanent: true });
@@ -45,16 +50,81 @@ export function createTeamsOutbound(deps: TeamsOutboundDeps) {
       ...extra,
     });
 
+  /** The first `typing` of a stream; undefined when the conversation refuses the protocol (then the reply is a message). */
+  async function startStream(c: ConnectorClient, ref: ConversationReference, text: string, format: TextFormat): Promise<SendReceipt | undefined> {
+    // A preview's closing fence of the core's own is not streamed: the next text would not continue it (see streamablePart).
+    const streamable = streamablePart(text);
+    if (!streamable.trim()) return undefined;
+    const first = message(ref, streamable, format, { type: "typing", entities: [streamInfo("streaming", 1)] });
+    try {
+      const sent = await c.sendToConversation(ref.conversationId, first);
+      if (!sent.id) return undefined;
+      streams.opened(sent.id, streamable);
+      return { messageId: sent.id };
+    } catch (error) {
+      const failure = toSendError(error);
+      if (!refusal(failure)) throw failure;
+      // A group chat's or channel's kind, a client without the protocol: this conversation's replies are updated in place.
+      streams.refuse(ref.conversationId);
+      deps.log.info({ status: failure.status }, "teams conversation refuses streaming: its replies stream by updating the message");
+      return undefined;
+    }
+  }
+
+  /**
+   * The next text of an open stream: a `typing` with the next sequence, or on `final` (or a text that does not
+   * continue what was streamed) the final `message`, which ends it. False when Teams refused it: the stream is
+   * forgotten and the caller updates the message instead.
+   */
+  async function continueStream(
+    c: ConnectorClient,
+    ref: ConversationReference,
+    streamId: string,
+    open: { sequence: number; text: string },
+    text: string,
+    format: TextFormat,
+    final: boolean,
+  ): Promise<boolean> {
+    const streamable = streamablePart(text);
+    const ending = final || !streamable.startsWith(open.text);
+    const sequence = open.sequence + 1;
+    const activity = ending
+      ? message(ref, text, format, { id: streamId, entities: [streamInfo("final", sequence, streamId)] })
+      : message(ref, streamable, format, { type: "typing", id: streamId, entities: [streamInfo("streaming", sequence, streamId)] });
+    try {
+      await c.sendToConversation(ref.conversationId, activity);
+    } catch (error) {
+      const failure = toSendError(error);
+      if (!refusal(failure)) throw failure;
+      streams.ended(streamId);
+      deps.log.info({ status: failure.status }, "teams stream refused mid-reply: the message is updated instead");
+      return false;
+    }
+    if (ending) streams.ended(streamId);
+    else streams.continued(streamId, sequence, streamable);
+    return true;
+  }
+
   return {
-    async send(target: ChatTarget, text: string, format: TextFormat): Promise<SendReceipt> {
+    /** `final` false: a streamed reply's first text (Teams' own stream in a personal chat that allows it). */
+    async send(target: ChatTarget, text: string, format: TextFormat, final?: boolean): Promise<SendReceipt> {
       const { client: c, ref } = await client(target);
+      if (final === false && ref.conversationType === "personal" && streams.usable(ref.conversationId) && text.trim()) {
+        const streamed = await startStream(c, ref, text, format);
+        if (streamed) return streamed;
+      }
       const sent = await call(() => c.sendToConversation(ref.conversationId, message(ref, text, format)));
       return sent.id ? { messageId: sent.id } : {};
     },
-    async edit(target: ChatTarget, messageId: string, text: string, format: TextFormat): Promise<void> {
+    /** `final`: the message's last text (an open stream is ended with it). */
+    async edit(target: ChatTarget, messageId: string, text: string, format: TextFormat, final?: boolean): Promise<void> {
       const { client: c, ref } = await client(target);
+      const open = streams.get(messageId);
+      if (open && (await continueStream(c, ref, messageId, open, text, format, final === true))) return;
       await call(() => c.updateActivity(ref.conversationId, messageId, message(ref, text, format, { id: messageId })));
     },
+    /** Whether `messageId` is a stream this process has open (the core then ends it). */
+    mayBeStream: (messageId: string): boolean => streams.get(messageId) !== undefined,
     async typing(target: ChatTarget): Promise<void> {
       try {
         const { client: c, ref } = await client(target);
@@ -124,6 +194,9 @@ function cardOf(text: string, note: string | undefined, actions: object[]) {
   if (note) body.push({ type: "TextBlock", text: note, wrap: true, isSubtle: true });
   return { type: "AdaptiveCard", $schema: "http://adaptivecards.io/schemas/adaptive-card.json", version: "1.4", body, actions };
 }
+
+/** A refusal of the request itself (4xx other than throttling): trying again the same way would not help. */
+const refusal = (failure: SendError): boolean => failure.permanent && failure.status !== undefined && failure.status >= 400 && failure.status < 500;
 
 /** One connector call; its failure as the core's SendError. */
 async function call<T>(run: () => Promise<T>): Promise<T> {
