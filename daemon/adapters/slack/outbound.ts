@@ -32,7 +32,8 @@ import {
 import { slackReactionName } from "./config.js";
 import { placeOf } from "./inbound.js";
 import { markdownToMrkdwn, plainToMrkdwn } from "./mrkdwn.js";
-import { NativeStreams, streamablePart } from "./streams.js";
+import { streamablePart } from "../streamable.js";
+import { NativeStreams } from "./streams.js";
 
 /**
  * Slack takes 40,000 characters but recommends at most 4,000 for a message

@@ -13,20 +13,6 @@ import { BoundedMap } from "../../../shared/util/bounded-map.js";
 
 const digest = (text: string): string => createHash("sha256").update(text).digest("base64");
 
-/**
- * What of a preview may go into a stream: while a code block is still open
- * the core shows the preview with a closing fence of its own, which is not
- * the agent's text yet (appended, it would end the block for good). Pure.
- */
-export function streamablePart(preview: string): string {
-  const closing = /\n(`{3,}|~{3,})$/.exec(preview);
-  if (!closing) return preview;
-  const before = preview.slice(0, closing.index);
-  // An odd number of fence lines before it: a block is open, and this last fence is the core's.
-  const fences = before.split("\n").filter((line) => /^ {0,3}(`{3,}|~{3,})/.test(line)).length;
-  return fences % 2 === 1 ? before : preview;
-}
-
 /** The most ordinary messages remembered (the oldest are forgotten first). */
 const MAX_PLAIN = 2000;
 

@@ -16,7 +16,7 @@ import { type ButtonQuestion, type ChatTarget, type OutboundFile, SendError, typ
 import type { ConversationRefs } from "./conversation-refs.js";
 import { FILE_INFO_CARD, type FileConsentValue, type FileOffers, inlineImage, upload } from "./file-consent.js";
 import type { ConversationReference } from "./inbound.js";
-import { streamablePart } from "../slack/streams.js";
+import { streamablePart } from "../streamable.js";
 import { streamInfo, TeamsStreams } from "./streams.js";
 import type { TokenSource } from "./token.js";
 

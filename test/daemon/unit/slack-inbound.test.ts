@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { missingScopes, scopesNeeded, slackChannelSchema, slackReactionName } from "../../../daemon/adapters/slack/config.js";
 import { conversationOf, translateMessage, translateSlashCommand, type SlackMessageEvent } from "../../../daemon/adapters/slack/inbound.js";
 import { markdownToMrkdwn } from "../../../daemon/adapters/slack/mrkdwn.js";
-import { streamablePart } from "../../../daemon/adapters/slack/streams.js";
+import { streamablePart } from "../../../daemon/adapters/streamable.js";
 import { SIGNATURE_WINDOW_MS, verifySlackRequest } from "../../../daemon/adapters/slack/signature.js";
 
 const bot = { userId: "U0BOT", botId: "B0BOT", name: "agent" };
