@@ -11,6 +11,7 @@ import type { Logger } from "pino";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { EventInbox } from "../../vocabulary/adapter.js";
 import { jsonAnswer, listenWebhook, parseJsonBody, textAnswer, type WebhookAnswer, type WebhookEndpoint } from "../webhook.js";
+import { KeptEventIntake } from "../inbox-intake.js";
 import type { GoogleChatChannelConfig } from "./config.js";
 import { type CertSource, verifyChatRequest } from "./verify.js";
 
@@ -62,10 +63,9 @@ export function inboxKeyOf(body: unknown): string | undefined {
 }
 
 /**
- * Several machines: the owner's intake of the events any node kept. Each round
- * hands every kept event over and removes those answered 200 (taken or
- * deliberately refused), with a write fenced by the lease; an event whose
- * hand-over failed stays for the next round.
+ * Several machines: the owner's intake of the events any node kept, through
+ * the one intake of kept events (../inbox-intake.ts); a row goes once its
+ * event was answered 200 (taken or deliberately refused).
  */
 export interface InboxIntakeDeps {
   inbox: EventInbox;
@@ -76,61 +76,15 @@ export interface InboxIntakeDeps {
   pollMs: number;
 }
 
-export class InboxIntake {
-  readonly #deps: InboxIntakeDeps;
-  #running: Promise<void> | null = null;
-  #again = false;
-  #stopped = false;
-  #unwatch: (() => void) | null = null;
-  #timer: Timer | null = null;
-
+export class InboxIntake extends KeptEventIntake {
   constructor(deps: InboxIntakeDeps) {
-    this.#deps = deps;
-  }
-
-  start(): void {
-    this.#unwatch = this.#deps.inbox.watch(() => this.kick());
-    this.#poll();
-  }
-
-  kick(): void {
-    if (this.#stopped) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    this.#running = this.#round()
-      .catch((error: unknown) =>
-        this.#deps.log.warn({ err: error instanceof Error ? error.message : String(error) }, "google chat inbox round failed; trying again"),
-      )
-      .finally(() => {
-        this.#running = null;
-        if (this.#again) {
-          this.#again = false;
-          this.kick();
-        }
-      });
-  }
-
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    this.#unwatch?.();
-    this.#timer?.cancel();
-    await this.#running;
-  }
-
-  #poll(): void {
-    if (this.#stopped) return;
-    this.kick();
-    this.#timer = this.#deps.clock.setTimeout(() => this.#poll(), this.#deps.pollMs);
-  }
-
-  async #round(): Promise<void> {
-    const rows = await this.#deps.inbox.pending();
-    if (rows.length === 0) return;
-    const answers = await Promise.all(rows.map(async (row) => ({ key: row.key, answer: await this.#deps.handle(row.body) })));
-    const taken = answers.filter((a) => a.answer.status === 200).map((a) => a.key);
-    await this.#deps.inbox.remove(taken);
-    if (taken.length < rows.length) this.#deps.log.info({ left: rows.length - taken.length }, "google chat inbox: events left for the next round");
+    super({
+      inbox: deps.inbox,
+      clock: deps.clock,
+      log: deps.log,
+      pollMs: deps.pollMs,
+      name: "google chat",
+      take: async (_key, body) => (await deps.handle(body)).status === 200,
+    });
   }
 }
