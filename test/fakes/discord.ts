@@ -772,28 +772,29 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     return rows.flatMap((row) => (Array.isArray(row.components) ? (row.components as Json[]) : []));
   }
 
-  function useCommand(input: { channelId: string; user: FakeUser; name: string; options?: Record<string, string> }): { interactionId: string } {
-    const command = registeredCommands.find((c) => c.name === input.name);
-    if (!command) throw new Error(`fake discord: the bot has no command /${input.name}`);
-    const channel = channels.get(input.channelId);
-    if (!channel) throw new Error(`fake discord: no channel ${input.channelId}`);
+  /**
+   * Makes an interaction of `type` (2 a command, 3 a component) by `user` in `channel` and
+   * dispatches INTERACTION_CREATE to every session: in a guild the person comes as
+   * `member.user`, in a DM as `user`.
+   */
+  function dispatchInteraction(input: { type: 2 | 3; channel: ChannelRecord; user: FakeUser; messageId: string; data: Json; message?: Json }): {
+    interactionId: string;
+  } {
+    const { channel, user } = input;
+    if (!current) throw new Error("fake discord: no gateway session to dispatch into");
     const id = snowflake();
     const token = `ixtoken-${id}`;
-    interactions.set(id, { token, at: now(), channelId: channel.id, messageId: "", user: input.user, answers: [] });
+    interactions.set(id, { token, at: now(), channelId: channel.id, messageId: input.messageId, user, answers: [] });
     const payload: Json = {
       id,
       application_id: bot.id,
-      type: 2,
+      type: input.type,
       token,
       version: 1,
       channel_id: channel.id,
-      channel: channel.guildId ? channelJson(channel) : { id: channel.id, type: 1, recipients: [userJson(input.user)] },
-      data: {
-        id: command.id,
-        name: input.name,
-        type: 1,
-        ...(input.options ? { options: Object.entries(input.options).map(([name, value]) => ({ name, type: 3, value })) } : {}),
-      },
+      channel: channel.guildId ? channelJson(channel) : { id: channel.id, type: 1, recipients: [userJson(user)] },
+      ...(input.message ? { message: input.message } : {}),
+      data: input.data,
       locale: "en-US",
       app_permissions: "0",
       entitlements: [],
@@ -803,19 +804,19 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     };
     if (channel.guildId) {
       payload.guild_id = channel.guildId;
-      payload.member = {
-        user: userJson(input.user),
-        roles: [],
-        permissions: "0",
-        joined_at: new Date(now()).toISOString(),
-        deaf: false,
-        mute: false,
-        flags: 0,
-      };
-    } else payload.user = userJson(input.user);
-    if (!current) throw new Error("fake discord: no gateway session to dispatch into");
+      payload.member = { user: userJson(user), roles: [], permissions: "0", joined_at: new Date(now()).toISOString(), deaf: false, mute: false, flags: 0 };
+    } else payload.user = userJson(user);
     for (const session of sessions.values()) if (session.resumable) dispatch(session, "INTERACTION_CREATE", payload);
     return { interactionId: id };
+  }
+
+  function useCommand(input: { channelId: string; user: FakeUser; name: string; options?: Record<string, string> }): { interactionId: string } {
+    const command = registeredCommands.find((c) => c.name === input.name);
+    if (!command) throw new Error(`fake discord: the bot has no command /${input.name}`);
+    const channel = channels.get(input.channelId);
+    if (!channel) throw new Error(`fake discord: no channel ${input.channelId}`);
+    const options = input.options ? { options: Object.entries(input.options).map(([name, value]) => ({ name, type: 3, value })) } : {};
+    return dispatchInteraction({ type: 2, channel, user: input.user, messageId: "", data: { id: command.id, name: input.name, type: 1, ...options } });
   }
 
   function tapButton(input: { messageId: string; user: FakeUser; index: number }): { interactionId: string } {
@@ -823,42 +824,14 @@ export async function createFakeDiscord(options: FakeDiscordOptions): Promise<Fa
     const button = buttonsOf(message)[input.index];
     if (!message || !button) throw new Error(`fake discord: message ${input.messageId} has no button ${input.index}`);
     const channel = channels.get(String(message.channel_id))!;
-    const id = snowflake();
-    const token = `ixtoken-${id}`;
-    interactions.set(id, { token, at: now(), channelId: channel.id, messageId: input.messageId, user: input.user, answers: [] });
-    const payload: Json = {
-      id,
-      application_id: bot.id,
+    return dispatchInteraction({
       type: 3,
-      token,
-      version: 1,
-      channel_id: channel.id,
-      channel: channel.guildId ? channelJson(channel) : { id: channel.id, type: 1, recipients: [userJson(input.user)] },
+      channel,
+      user: input.user,
+      messageId: input.messageId,
       message,
       data: { custom_id: button.custom_id, component_type: 2 },
-      locale: "en-US",
-      app_permissions: "0",
-      entitlements: [],
-      authorizing_integration_owners: {},
-      context: channel.guildId ? 0 : 1,
-      attachment_size_limit: FILE_LIMIT,
-    };
-    // In a guild the person comes as `member.user`, in a DM as `user`.
-    if (channel.guildId) {
-      payload.guild_id = channel.guildId;
-      payload.member = {
-        user: userJson(input.user),
-        roles: [],
-        permissions: "0",
-        joined_at: new Date(now()).toISOString(),
-        deaf: false,
-        mute: false,
-        flags: 0,
-      };
-    } else payload.user = userJson(input.user);
-    if (!current) throw new Error("fake discord: no gateway session to dispatch into");
-    for (const session of sessions.values()) if (session.resumable) dispatch(session, "INTERACTION_CREATE", payload);
-    return { interactionId: id };
+    });
   }
 
   function messageJson(input: {
