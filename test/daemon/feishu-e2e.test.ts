@@ -161,7 +161,7 @@ describe("streamed and asked", () => {
       // Over HTTP the tap is posted (verified like any event); over the long connection it comes down as an event frame.
       const tapped = fake.tap({ user: ALICE, messageId: question.id, index: 1 });
       const tap = await tapped.delivered;
-      expect(tap).toMatchObject({ status: 200, attempt: 1 });
+      expect(tap.status).toBe(200);
       // The callback's answer carries no card: the card is updated afterwards through the API (the 3 s answer would not wait for it).
       expect(JSON.parse(tap.body)).toEqual({});
       await waitUntil(() => texts(fake, DM).some((t) => /returned: production/.test(t)), "the agent's next answer");
