@@ -135,7 +135,9 @@ it.skipIf(noPostgres)(
     owner?.kill();
     await owner?.exited;
     held.release();
-    // Nobody listens now: signal-cli leaves this one on Signal's server for the next stream.
+    // Once signal-cli has seen the dead node's stream close (a write before that is the documented window)...
+    await waitUntil(() => b.fake.liveStreams() === 0, "the dead owner's stream closed", 30_000);
+    // ...nobody listens: signal-cli leaves this one on Signal's server for the next stream.
     b.fake.direct(b.alice, "during the failover");
     expect(b.fake.waitingCount()).toBe(1);
 
