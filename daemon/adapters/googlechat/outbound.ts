@@ -123,10 +123,10 @@ export function questionCard(question: ButtonQuestion): protos.google.chat.v1.IC
 
 /**
  * A reply file as a card: its name and size, until when the link works, the
- * image itself for an image (Chat's image widget fetches the https URL), and a
- * button that opens the link (which downloads it).
+ * image itself for a PNG or JPG image (Chat's image widget fetches the https
+ * URL), and a button that opens the link (which downloads it).
  */
-export function fileCard(file: Pick<OutboundFile, "fileName" | "kind" | "data">, url: string, expiresAt: number): protos.google.chat.v1.ICardWithId[] {
+export function fileCard(file: Pick<OutboundFile, "fileName" | "mimeType" | "data">, url: string, expiresAt: number): protos.google.chat.v1.ICardWithId[] {
   const until = new Date(expiresAt)
     .toISOString()
     .replace(/:\d\d\.\d{3}Z$/, " UTC")
@@ -139,7 +139,7 @@ export function fileCard(file: Pick<OutboundFile, "fileName" | "kind" | "data">,
         sections: [
           {
             widgets: [
-              ...(file.kind === "photo" ? [{ image: { imageUrl: url, altText: file.fileName } }] : []),
+              ...(showsInCard(file) ? [{ image: { imageUrl: url, altText: file.fileName } }] : []),
               { buttonList: { buttons: [{ text: "Download", onClick: { openLink: { url } } }] } },
             ],
           },
@@ -148,6 +148,10 @@ export function fileCard(file: Pick<OutboundFile, "fileName" | "kind" | "data">,
     },
   ];
 }
+
+/** The image widget shows PNG and JPG only, at most 2 MB recommended (developers.google.com/workspace/chat/add-text-image-card-dialog). */
+const showsInCard = (file: Pick<OutboundFile, "mimeType" | "data">): boolean =>
+  /^image\/(png|jpeg)$/i.test(file.mimeType) && file.data.length <= 2 * 1024 * 1024;
 
 export interface ChatOutboundDeps {
   client: ChatServiceClient;

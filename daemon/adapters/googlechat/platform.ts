@@ -84,8 +84,10 @@ async function checkGoogleChat(channel: GoogleChatChannelConfig, deps: ChannelCh
 /** The result with what is said of files out; a warning (with its fix) where none are sent and nothing worse was found. */
 function withFilesNote(result: CheckResult, publicBaseUrl: string | undefined): CheckResult {
   const files = filesNote(publicBaseUrl);
+  // A worse finding keeps its words ending in its fix; the files' note goes before them.
+  if (result.status !== "ok") return files.warn ? { ...result, message: `${result.message}; ${files.note}` } : result;
   const message = `${result.message}; ${files.note}`;
-  if (!files.warn || result.status !== "ok") return { ...result, message };
+  if (!files.warn) return { ...result, message };
   return { ...result, status: "warn", message, ...(files.fix ? { fix: files.fix } : {}) };
 }
 
