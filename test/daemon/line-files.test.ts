@@ -2,9 +2,9 @@
  * Files out on LINE, against the fake LINE (test/fakes/line.ts) driving the
  * real adapter over real HTTP. LINE takes media only by HTTPS URL, which its
  * servers fetch: the adapter keeps each reply file behind an expiring link on
- * its own endpoint (file_links.public_base_url) and sends an image or audio
- * message with it (audio with its duration), or the link as text for any other
- * file. The test fetches each URL as LINE's servers would (https only, through
+ * its own endpoint (file_links.public_base_url) and sends an image, audio or
+ * video message with it (audio with its duration, video with a preview image),
+ * or the link as text for any other file. The test fetches each URL as LINE's servers would (https only, through
  * the TLS-terminating proxy it stands in for) and gets the bytes, then 404 once
  * the link expired on the injected clock. Without a public_base_url the
  * adapter offers no files and `check` warns.
@@ -152,6 +152,25 @@ it("an M4A audio file goes as an audio message with its duration read from the f
   const got = await fake.fetchMedia(String(sent?.raw.originalContentUrl), proxy, { headers: { range: "bytes=0-7" } });
   expect(got.status).toBe(206);
   expect(Buffer.from(await got.arrayBuffer())).toEqual(audio.subarray(0, 8));
+});
+
+it("an MP4 video goes as a video message with a preview image LINE can fetch (a PNG within LINE's 1 MB)", async () => {
+  const target = await asked("show me the clip");
+  const mp4 = Buffer.concat([Buffer.from("\0\0\0\x18ftypmp42", "latin1"), Buffer.alloc(500, 9)]);
+  // The core types a file by its extension and knows no mp4: it comes as a document.
+  await adapter.files?.send(target, fileOf("clip.mp4", "application/octet-stream", "document", mp4));
+  const sent = fake.messages(ALICE.userId).at(-1);
+  expect(sent?.type).toBe("video");
+  const video = await fake.fetchMedia(String(sent?.raw.originalContentUrl), proxy);
+  expect(video.headers.get("content-type")).toBe("video/mp4");
+  expect(Buffer.from(await video.arrayBuffer())).toEqual(mp4);
+  const preview = await fake.fetchMedia(String(sent?.raw.previewImageUrl), proxy);
+  expect(preview.headers.get("content-type")).toBe("image/png");
+  const png = Buffer.from(await preview.arrayBuffer());
+  expect(png.subarray(0, 8).toString("hex")).toBe("89504e470d0a1a0a");
+  expect(png.subarray(12, 16).toString("latin1")).toBe("IHDR");
+  expect([png.readUInt32BE(16), png.readUInt32BE(20)]).toEqual([240, 240]);
+  expect(png.length).toBeLessThanOrEqual(1024 * 1024);
 });
 
 it("a document, an image over LINE's preview limit and audio of another kind go as a link in text; the link downloads the file", async () => {

@@ -9,10 +9,12 @@
  * - an M4A audio file goes as an audio message with its `duration` (ms, which
  *   LINE requires), read from the file's own header (`mvhd`); one whose length
  *   cannot be read goes as a link;
- * - anything else (documents, other audio, video: a video message needs a
- *   preview image the bridge cannot make) goes as a text message with the
- *   link, the file's name and size, and until when the link works.
- * Pure.
+ * - an MP4 video of at most 200 MB goes as a video message; its required
+ *   preview image is the same small play sign for every video
+ *   (video-preview.ts: the bridge makes no thumbnails), served like a file;
+ * - anything else (documents, other audio and video) goes as a text message
+ *   with the link, the file's name and size, and until when the link works.
+ * `lineFileMessages` is pure.
  */
 import { createHash } from "node:crypto";
 import type { messagingApi } from "@line/bot-sdk";
@@ -20,27 +22,48 @@ import { formatBytes } from "../../../shared/util/format-bytes.js";
 import type { FileCapability, OutboundFile } from "../../vocabulary/adapter.js";
 import { type FileLinks, purposeOf } from "../file-links/index.js";
 import type { LineOutbound } from "./outbound.js";
+import { videoPreviewPng } from "./video-preview.js";
 
 /** LINE's limit on a preview image, which an image sent whole must also meet. */
 export const PREVIEW_MAX_BYTES = 1024 * 1024;
-/** LINE's limit on an audio file. */
+/** LINE's limits on an audio and a video file. */
 export const AUDIO_MAX_BYTES = 200 * 1024 * 1024;
+export const VIDEO_MAX_BYTES = 200 * 1024 * 1024;
 
 /** Files out on LINE: each kept behind its link, then sent as the messages below (by reply token or push, like text). */
 export function lineFiles(links: FileLinks, outbound: LineOutbound, accountId: string): FileCapability {
   return {
     limits: links.limits,
-    async send(target, file) {
-      const { url, expiresAt } = await links.publish(purposeOf(accountId, target.chatId, target.replyToMessageId, file.path), file);
+    async send(target, given) {
+      const purpose = purposeOf(accountId, target.chatId, target.replyToMessageId, given.path);
+      const video = isMp4Video(given);
+      // Served as what LINE plays: the core types a file by a list of extensions that has no mp4.
+      const file = video ? { ...given, mimeType: "video/mp4" } : given;
+      const { url, expiresAt } = await links.publish(purpose, file);
+      const preview = video ? (await links.publish(`${purpose}\u0000preview`, previewFile(given.path))).url : undefined;
       // The push's retry key is made of what is sent: the file's path and bytes, not its link's end.
       const digest = createHash("sha256").update(file.data).digest("hex");
-      return outbound.sendMessages(target, lineFileMessages(file, url, expiresAt), `file\u0000${file.path}\u0000${digest}`);
+      return outbound.sendMessages(target, lineFileMessages(file, url, expiresAt, preview), `file\u0000${file.path}\u0000${digest}`);
     },
   };
 }
 
-export function lineFileMessages(file: OutboundFile, url: string, expiresAt: number): messagingApi.Message[] {
+/** An MP4 video LINE plays (by its name or type; at most 200 MB). */
+export const isMp4Video = (file: Pick<OutboundFile, "fileName" | "mimeType" | "data">): boolean =>
+  (/\.mp4$/i.test(file.fileName) || file.mimeType.toLowerCase() === "video/mp4") && file.data.length <= VIDEO_MAX_BYTES;
+
+const previewFile = (path: string): OutboundFile => ({
+  path: `${path}.preview.png`,
+  fileName: "preview.png",
+  mimeType: "image/png",
+  kind: "photo",
+  data: videoPreviewPng(),
+});
+
+/** `previewUrl`: for an MP4 video, its preview image's link. */
+export function lineFileMessages(file: OutboundFile, url: string, expiresAt: number, previewUrl?: string): messagingApi.Message[] {
   const type = file.mimeType.toLowerCase();
+  if (previewUrl !== undefined && isMp4Video(file)) return [{ type: "video", originalContentUrl: url, previewImageUrl: previewUrl }];
   if (file.kind === "photo" && (type === "image/jpeg" || type === "image/png") && file.data.length <= PREVIEW_MAX_BYTES) {
     return [{ type: "image", originalContentUrl: url, previewImageUrl: url }];
   }
