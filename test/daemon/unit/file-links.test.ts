@@ -6,7 +6,7 @@
  * outlive a restart until they expire; the same purpose and bytes give the same
  * link; disk is bounded; expired files are deleted.
  */
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pino from "pino";
 import { expect, it } from "vitest";
@@ -29,6 +29,13 @@ const file = (fileName: string, data: Buffer, mimeType = "application/pdf", kind
   kind,
   data,
 });
+
+/** A temporary folder, removed when the test finishes (after what was made in it). */
+function folder(): string {
+  const made = tempDir();
+  forThisTest({ close: made.remove });
+  return made.path;
+}
 
 interface Rig {
   links: FileLinks;
@@ -65,7 +72,7 @@ async function rig(clock: ManualClock, dir: string, settings: Record<string, unk
 
 it("serves a published file whole, by range and to HEAD, with its type and name; anything else under the path is 404", async () => {
   const clock = createManualClock();
-  const dir = forThisTest({ ...tempDir(), close() {} }).path;
+  const dir = folder();
   const r = await rig(clock, dir);
   const data = Buffer.from("0123456789".repeat(100));
   const { url, expiresAt } = await r.links.publish(purposeOf("ln", "U1", "m1", "out/report.pdf"), file("report é.pdf", data));
@@ -107,7 +114,7 @@ it("serves a published file whole, by range and to HEAD, with its type and name;
 
 it("an image and an audio file are inline (a platform shows them); the same purpose and bytes are one link, another purpose another", async () => {
   const clock = createManualClock();
-  const dir = forThisTest({ ...tempDir(), close() {} }).path;
+  const dir = folder();
   const r = await rig(clock, dir);
   const png = Buffer.from("png-bytes");
   const a = await r.links.publish(purposeOf("ln", "U1", "m1", "out/p.png"), file("p.png", png, "image/png", "photo"));
@@ -125,7 +132,7 @@ it("an image and an audio file are inline (a platform shows them); the same purp
 
 it("links outlive a restart until they expire; then 404 and the files are deleted", async () => {
   const clock = createManualClock();
-  const dir = forThisTest({ ...tempDir(), close() {} }).path;
+  const dir = folder();
   const first = await rig(clock, dir);
   const { url } = await first.links.publish(purposeOf("ln", "U1", "m1", "out/a.txt"), file("a.txt", Buffer.from("kept"), "text/plain"));
   await first.endpoint.close();
@@ -135,35 +142,42 @@ it("links outlive a restart until they expire; then 404 and the files are delete
   const second = await rig(clock, dir);
   const got = await fetch(second.local(url));
   expect([got.status, await got.text()]).toEqual([200, "kept"]);
-  const folder = join(dir, "file-links", "line-ln");
+  const kept = join(dir, "file-links", "line-ln");
   // The folder names no token: only hashes of them.
   const token = /files\/([^/]+)\//.exec(url)?.[1] ?? "";
-  expect(readdirSync(folder).some((n) => n.includes(token))).toBe(false);
-  expect(readdirSync(folder).filter((n) => n.endsWith(".bin"))).toHaveLength(1);
+  expect(readdirSync(kept).some((n) => n.includes(token))).toBe(false);
+  expect(readdirSync(kept).filter((n) => n.endsWith(".bin"))).toHaveLength(1);
 
   clock.advance(HOUR);
   const expired = await fetch(second.local(url));
   expect([expired.status, await expired.text()]).toEqual([404, ""]);
   // Deleted by the lookup that found it expired, or by the sweep that ran as the clock passed its end.
-  await expect.poll(() => readdirSync(folder).filter((n) => n.endsWith(".bin") || n.endsWith(".json"))).toEqual([]);
+  await expect.poll(() => readdirSync(kept).filter((n) => n.endsWith(".bin") || n.endsWith(".json"))).toEqual([]);
 });
 
-it("the sweep deletes expired files no one asks for, and a restart after expiry serves nothing", async () => {
+it("the sweep deletes expired files no one asks for; the next open removes what a kill left half-written", async () => {
   const clock = createManualClock();
-  const dir = forThisTest({ ...tempDir(), close() {} }).path;
+  const dir = folder();
   const r = await rig(clock, dir);
   await r.links.publish(purposeOf("ln", "U1", "m1", "out/a.txt"), file("a.txt", Buffer.from("a"), "text/plain"));
-  const folder = join(dir, "file-links", "line-ln");
-  expect(readdirSync(folder).filter((n) => n.endsWith(".bin"))).toHaveLength(1);
+  const kept = join(dir, "file-links", "line-ln");
+  expect(readdirSync(kept).filter((n) => n.endsWith(".bin"))).toHaveLength(1);
   // The sweep runs on the clock: past the link's end, within the sweep's period.
   clock.advance(2 * HOUR + 10 * 60 * 1000);
-  await expect.poll(() => readdirSync(folder).filter((n) => n.endsWith(".bin")).length).toBe(0);
-  expect(existsSync(join(folder, "key"))).toBe(true);
+  await expect.poll(() => readdirSync(kept).filter((n) => n.endsWith(".bin")).length).toBe(0);
+  expect(existsSync(join(kept, "key"))).toBe(true);
+  // What a kill left half-written (bytes without their meta, a temporary file) is removed by the next open.
+  writeFileSync(join(kept, `${"a".repeat(64)}.bin`), "orphan");
+  writeFileSync(join(kept, `.${"b".repeat(64)}.json.1.ff.tmp`), "{");
+  await r.endpoint.close();
+  r.links.close();
+  await rig(clock, dir);
+  expect(readdirSync(kept)).toEqual(["key"]);
 });
 
 it("disk is bounded: past max_total_mb the link closest to its end ends first; a file over max_file_mb is over the limits", async () => {
   const clock = createManualClock();
-  const dir = forThisTest({ ...tempDir(), close() {} }).path;
+  const dir = folder();
   const MiB = 1024 * 1024;
   const r = await rig(clock, dir, { max_total_mb: 2, max_file_mb: 1.5 });
   expect(r.links.limits).toEqual({ photo: 1.5 * MiB, voice: 1.5 * MiB, document: 1.5 * MiB });
