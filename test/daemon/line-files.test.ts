@@ -38,6 +38,8 @@ let fake: FakeLine;
 let adapter: ReturnType<typeof createLineAdapter>;
 let endpointUrl = "";
 const accepted: InboundMessage[] = [];
+/** A live link from an earlier case, for the restart case. */
+let reportUrl = "";
 
 const sink: InboundSink = {
   async accept(message) {
@@ -183,6 +185,7 @@ it("a document, an image over LINE's preview limit and audio of another kind go 
     /^📎 report\.pdf \(15 bytes\)\nhttps:\/\/bridge\.example\.com\/line\/files\/[A-Za-z0-9_-]{43}\/report\.pdf\n\(The link works until \d{4}-\d\d-\d\d \d\d:\d\d UTC\.\)$/,
   );
   const url = /https:\S+/.exec(text?.text ?? "")?.[0] ?? "";
+  reportUrl = url;
   const got = await fake.fetchMedia(url, proxy);
   expect(got.headers.get("content-disposition")).toMatch(/^attachment; filename="report\.pdf"/);
   expect(Buffer.from(await got.arrayBuffer())).toEqual(pdf);
@@ -210,6 +213,21 @@ it("a file sent again after its answer was lost arrives once (the same link, the
   await adapter.files?.send(target, file);
   const after = fake.messages(ALICE.userId).slice(before);
   expect(after.map((m) => m.type)).toEqual(["image"]);
+});
+
+it("a new life of the adapter (a restart) serves the links the last one made, from disk", async () => {
+  expect(reportUrl).not.toBe("");
+  await adapter.stop();
+  const channel = channelOf({ file_links: { public_base_url: PUBLIC, ttl_hours: 24 } });
+  adapter = createLineAdapter(channel, deps(), {
+    onListening: (url) => {
+      endpointUrl = url;
+      fake.setWebhookUrl(`${url}${channel.http.path}`);
+    },
+  });
+  await adapter.start(sink);
+  const got = await fake.fetchMedia(reportUrl, proxy);
+  expect([got.status, Buffer.from(await got.arrayBuffer()).toString()]).toEqual([200, "%PDF-1.7 report"]);
 });
 
 it("LINE refuses media by a URL that is not https, and audio without its duration", async () => {
