@@ -5,8 +5,9 @@
  * it behind an expiring link on the channel's own endpoint
  * (`file_links.public_base_url`) and sends the platform that URL: a LINE image
  * message, the link as text for a report, a Google Chat card. Each URL is then
- * fetched as the platform's servers (or a person's browser) would, through the
- * TLS-terminating proxy the test stands in for. Without a public_base_url the
+ * fetched as the platform's servers (or a person's browser) would: for LINE
+ * over real TLS through the reverse proxy in front of the bridge
+ * (test/helpers/tls-proxy.ts), the certificate verified. Without a public_base_url the
  * chat is told the file stays in the workspace, as before.
  */
 import { expect, it, onTestFinished } from "vitest";
@@ -18,7 +19,9 @@ import { createDaemon } from "../../daemon/daemon.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeGoogleChat } from "../fakes/googlechat.js";
 import { createFakeLine } from "../fakes/line.js";
+import { TEST_TLS_CERT } from "../fakes/tls-test-cert.js";
 import { startServiceFixture } from "../helpers/bridge.js";
+import { startTlsProxy } from "../helpers/tls-proxy.js";
 import { waitUntil } from "../helpers/wait.js";
 
 const LINE_TOKEN = "e2eLineChannelAccessTokenThatMustStaySecret0123456789abcdef==";
@@ -27,11 +30,13 @@ const ALICE = `U${"5".repeat(32)}`;
 const PROJECT = "246813579024";
 const PNG_MAGIC = "89504e47";
 
-async function lineBridge(fileLinks: Record<string, unknown>) {
+async function lineBridge(fileLinks: (publicBase: string) => Record<string, unknown>) {
   const service = await startServiceFixture("files-link-line-");
-  const fake = await createFakeLine({ channelAccessToken: LINE_TOKEN, channelSecret: LINE_SECRET });
-  onTestFinished(() => fake.close());
   let endpoint = "";
+  const tls = await startTlsProxy(() => endpoint);
+  onTestFinished(() => tls.close());
+  const fake = await createFakeLine({ channelAccessToken: LINE_TOKEN, channelSecret: LINE_SECRET, trustedCa: TEST_TLS_CERT });
+  onTestFinished(() => fake.close());
   const config = service.configFor({
     type: "line",
     id: "ln",
@@ -40,7 +45,7 @@ async function lineBridge(fileLinks: Record<string, unknown>) {
     api: fake.apiBase,
     data_api: fake.apiBase,
     http: { port: 0 },
-    file_links: fileLinks,
+    file_links: fileLinks(tls.url),
     access: { users: [ALICE] },
   });
   const daemon = createDaemon({
@@ -60,12 +65,11 @@ async function lineBridge(fileLinks: Record<string, unknown>) {
   });
   onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
-  const proxy = (url: string) => url.replace("https://bridge.example.com", endpoint);
-  return { fake, daemon, proxy };
+  return { fake, daemon };
 }
 
 it("LINE: a picture the agent made arrives as an image message LINE fetches, a report as its link; each once", async () => {
-  const { fake, daemon, proxy } = await lineBridge({ public_base_url: "https://bridge.example.com/line/files" });
+  const { fake, daemon } = await lineBridge((base) => ({ public_base_url: `${base}/line/files` }));
   await fake.say({ userId: ALICE }, "!file chart.png");
   await waitUntil(() => fake.messages(ALICE).some((m) => m.type === "image"), "the image message");
   await fake.say({ userId: ALICE }, "!file report.pdf");
@@ -74,7 +78,7 @@ it("LINE: a picture the agent made arrives as an image message LINE fetches, a r
   const sent = fake.messages(ALICE);
   expect(sent.map((m) => m.type)).toEqual(["text", "image", "text", "text"]);
   expect(sent[0]?.text).toBe("Here is chart.png.");
-  const image = await fake.fetchMedia(sent[1]?.url ?? "", proxy);
+  const image = await fake.fetchMedia(sent[1]?.url ?? "");
   expect(image.headers.get("content-type")).toBe("image/png");
   expect(
     Buffer.from(await image.arrayBuffer())
@@ -82,7 +86,7 @@ it("LINE: a picture the agent made arrives as an image message LINE fetches, a r
       .toString("hex"),
   ).toBe(PNG_MAGIC);
   const link = /https:\S+/.exec(sent[3]?.text ?? "")?.[0] ?? "";
-  const report = await fake.fetchMedia(link, proxy);
+  const report = await fake.fetchMedia(link);
   expect(
     Buffer.from(await report.arrayBuffer())
       .subarray(0, 5)
@@ -91,7 +95,7 @@ it("LINE: a picture the agent made arrives as an image message LINE fetches, a r
 });
 
 it("LINE without public_base_url: the chat is told the file stays in the agent's workspace", async () => {
-  const { fake, daemon } = await lineBridge({});
+  const { fake, daemon } = await lineBridge(() => ({}));
   await fake.say({ userId: ALICE }, "!file chart.png");
   await waitUntil(() => fake.messages(ALICE).length === 2, "the reply and the notice");
   await daemon.whenIdle();

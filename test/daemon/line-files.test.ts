@@ -4,9 +4,11 @@
  * servers fetch: the adapter keeps each reply file behind an expiring link on
  * its own endpoint (file_links.public_base_url) and sends an image, audio or
  * video message with it (audio with its duration, video with a preview image),
- * or the link as text for any other file. The test fetches each URL as LINE's servers would (https only, through
- * the TLS-terminating proxy it stands in for) and gets the bytes, then 404 once
- * the link expired on the injected clock. Without a public_base_url the
+ * or the link as text for any other file. The public base is a real TLS proxy
+ * in front of the endpoint (a test-only certificate, test/fakes/tls-test-cert.ts,
+ * which the fake LINE trusts); the fake fetches each URL as LINE's servers
+ * would (https only, the certificate verified) and gets the bytes, then 404
+ * once the link expired on the injected clock. Without a public_base_url the
  * adapter offers no files and `check` warns.
  */
 import { messagingApi } from "@line/bot-sdk";
@@ -19,7 +21,9 @@ import { linePlatform } from "../../daemon/adapters/line/platform.js";
 import { undiciHttp } from "../../daemon/helpers/probe.js";
 import type { ChatTarget, InboundMessage, InboundSink, OutboundFile } from "../../daemon/vocabulary/adapter.js";
 import { createManualClock } from "../../shared/clock.js";
+import { TEST_TLS_CERT } from "../fakes/tls-test-cert.js";
 import { tempDir } from "../helpers/emulator.js";
+import { startTlsProxy, type TlsProxy } from "../helpers/tls-proxy.js";
 import { createFakeLine, type FakeLine } from "../fakes/line.js";
 import { admitUpTo } from "../fakes/sink.js";
 import { waitUntil } from "../helpers/wait.js";
@@ -28,7 +32,8 @@ import { logCollector } from "./adapters/harness/harness.js";
 const TOKEN = "lineTestChannelAccessTokenThatMustStaySecret0123456789abcdef=";
 const SECRET = "fedcba9876543210fedcba9876543210";
 const ALICE = { userId: `U${"1".repeat(32)}` };
-const PUBLIC = "https://bridge.example.com/line/files";
+/** The bridge's public base: the TLS proxy in front of its endpoint (set once the proxy listens). */
+let PUBLIC = "";
 const HOUR = 60 * 60 * 1000;
 
 const clock = createManualClock(Date.now());
@@ -50,8 +55,7 @@ const sink: InboundSink = {
   status: () => undefined,
 };
 
-/** The reverse proxy in front of the bridge: it terminates TLS and forwards the path unchanged. */
-const proxy = (httpsUrl: string): string => httpsUrl.replace("https://bridge.example.com", endpointUrl);
+let tls: TlsProxy;
 
 const channelOf = (settings: Record<string, unknown>) => ({
   ...lineChannelSchema.parse({
@@ -75,7 +79,10 @@ const deps = () => ({
 });
 
 beforeAll(async () => {
-  fake = await createFakeLine({ channelAccessToken: TOKEN, channelSecret: SECRET, now: () => clock.now() });
+  // The reverse proxy an operator runs: TLS with the test's certificate, forwarding to the endpoint; LINE trusts that certificate.
+  tls = await startTlsProxy(() => endpointUrl);
+  PUBLIC = `${tls.url}/line/files`;
+  fake = await createFakeLine({ channelAccessToken: TOKEN, channelSecret: SECRET, now: () => clock.now(), trustedCa: TEST_TLS_CERT });
   const channel = channelOf({ file_links: { public_base_url: PUBLIC, ttl_hours: 24 } });
   adapter = createLineAdapter(channel, deps(), {
     onListening: (url) => {
@@ -89,6 +96,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await adapter?.stop();
   await fake?.close();
+  await tls?.close();
   dir.remove();
   for (const secret of [TOKEN, SECRET]) expect(logs.text()).not.toContain(secret);
 });
@@ -133,13 +141,13 @@ it("an image goes as an image message whose https URL (and preview) LINE fetches
   expect(url.startsWith(`${PUBLIC}/`)).toBe(true);
   expect(sent?.raw.previewImageUrl).toBe(url);
 
-  const got = await fake.fetchMedia(url, proxy);
+  const got = await fake.fetchMedia(url);
   expect(got.status).toBe(200);
   expect(got.headers.get("content-type")).toBe("image/png");
   expect(Buffer.from(await got.arrayBuffer())).toEqual(png);
 
   clock.advance(24 * HOUR);
-  const expired = await fake.fetchMedia(url, proxy);
+  const expired = await fake.fetchMedia(url);
   expect(expired.status).toBe(404);
   await expired.body?.cancel();
 });
@@ -151,7 +159,7 @@ it("an M4A audio file goes as an audio message with its duration read from the f
   await adapter.files?.send(target, fileOf("answer.m4a", "audio/mp4", "voice", audio));
   const sent = fake.messages(ALICE.userId).at(-1);
   expect([sent?.type, sent?.raw.duration]).toEqual(["audio", 3500]);
-  const got = await fake.fetchMedia(String(sent?.raw.originalContentUrl), proxy, { headers: { range: "bytes=0-7" } });
+  const got = await fake.fetchMedia(String(sent?.raw.originalContentUrl), { headers: { range: "bytes=0-7" } });
   expect(got.status).toBe(206);
   expect(Buffer.from(await got.arrayBuffer())).toEqual(audio.subarray(0, 8));
 });
@@ -163,10 +171,10 @@ it("an MP4 video goes as a video message with a preview image LINE can fetch (a 
   await adapter.files?.send(target, fileOf("clip.mp4", "application/octet-stream", "document", mp4));
   const sent = fake.messages(ALICE.userId).at(-1);
   expect(sent?.type).toBe("video");
-  const video = await fake.fetchMedia(String(sent?.raw.originalContentUrl), proxy);
+  const video = await fake.fetchMedia(String(sent?.raw.originalContentUrl));
   expect(video.headers.get("content-type")).toBe("video/mp4");
   expect(Buffer.from(await video.arrayBuffer())).toEqual(mp4);
-  const preview = await fake.fetchMedia(String(sent?.raw.previewImageUrl), proxy);
+  const preview = await fake.fetchMedia(String(sent?.raw.previewImageUrl));
   expect(preview.headers.get("content-type")).toBe("image/png");
   const png = Buffer.from(await preview.arrayBuffer());
   expect(png.subarray(0, 8).toString("hex")).toBe("89504e470d0a1a0a");
@@ -181,12 +189,12 @@ it("a document, an image over LINE's preview limit and audio of another kind go 
   await adapter.files?.send(target, fileOf("report.pdf", "application/pdf", "document", pdf));
   const text = fake.messages(ALICE.userId).at(-1);
   expect(text?.type).toBe("text");
-  expect(text?.text).toMatch(
-    /^📎 report\.pdf \(15 bytes\)\nhttps:\/\/bridge\.example\.com\/line\/files\/[A-Za-z0-9_-]{43}\/report\.pdf\n\(The link works until \d{4}-\d\d-\d\d \d\d:\d\d UTC\.\)$/,
-  );
-  const url = /https:\S+/.exec(text?.text ?? "")?.[0] ?? "";
+  const [head, url = "", until] = (text?.text ?? "").split("\n");
+  expect(head).toBe("📎 report.pdf (15 bytes)");
+  expect(url).toMatch(new RegExp(`^${PUBLIC.replace(/[.]/g, "\\.")}/[A-Za-z0-9_-]{43}/report\\.pdf$`));
+  expect(until).toMatch(/^\(The link works until \d{4}-\d\d-\d\d \d\d:\d\d UTC\.\)$/);
   reportUrl = url;
-  const got = await fake.fetchMedia(url, proxy);
+  const got = await fake.fetchMedia(url);
   expect(got.headers.get("content-disposition")).toMatch(/^attachment; filename="report\.pdf"/);
   expect(Buffer.from(await got.arrayBuffer())).toEqual(pdf);
 
@@ -226,7 +234,7 @@ it("a new life of the adapter (a restart) serves the links the last one made, fr
     },
   });
   await adapter.start(sink);
-  const got = await fake.fetchMedia(reportUrl, proxy);
+  const got = await fake.fetchMedia(reportUrl);
   expect([got.status, Buffer.from(await got.arrayBuffer()).toString()]).toEqual([200, "%PDF-1.7 report"]);
 });
 
@@ -240,7 +248,9 @@ it("LINE refuses media by a URL that is not https, and audio without its duratio
   expect(await push({ type: "image", originalContentUrl: "http://bridge.example.com/a.png", previewImageUrl: "https://bridge.example.com/a.png" })).toBe(400);
   expect(await push({ type: "image", originalContentUrl: "https://bridge.example.com/a.png", previewImageUrl: "http://bridge.example.com/a.png" })).toBe(400);
   expect(await push({ type: "audio", originalContentUrl: "https://bridge.example.com/a.m4a" } as messagingApi.Message)).toBe(400);
-  expect(() => fake.fetchMedia("http://bridge.example.com/line/files/x", proxy)).toThrow(/HTTPS only/);
+  expect(() => fake.fetchMedia("http://bridge.example.com/line/files/x")).toThrow(/HTTPS only/);
+  // And only from a server whose certificate it trusts: the bridge's plain endpoint is no https server.
+  await expect(fake.fetchMedia(`https://${endpointUrl.slice("http://".length)}/line/files/x`)).rejects.toThrow();
 });
 
 it("without public_base_url: no files capability (the core says the file stays in the workspace), and check warns; with it, check is ok", async () => {

@@ -37,12 +37,13 @@
  * - Media the bot sends (image, video, audio) only by HTTPS URL of at most
  *   2,000 characters, image and video with an HTTPS `previewImageUrl`, audio
  *   with a whole positive `duration` (ms); else 400 with `details`.
- *   `fetchMedia` fetches such a URL as LINE's servers do (an https URL only),
- *   through the TLS-terminating proxy the test stands in for.
+ *   `fetchMedia` fetches such a URL as LINE's servers do: https only, the
+ *   certificate verified (against `trustedCa`, a test's TLS proxy's).
  */
 import { createHmac, randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Agent, type Response as UndiciResponse, fetch as undiciFetch } from "undici";
 
 const TEXT_MAX = 5000;
 const URL_MAX = 2000;
@@ -65,6 +66,8 @@ export interface FakeLineOptions {
   replyTokenLifeMs?: number;
   /** Members of a group or room (what a push there costs). Default 3. */
   groupMembers?: number;
+  /** The certificate (PEM) LINE's media fetcher trusts: a test's TLS proxy's, in place of the public CAs. */
+  trustedCa?: string;
 }
 
 export interface SentMessage {
@@ -112,10 +115,10 @@ export interface FakeLine {
   tap(chatId: string, messageId: string, index: number, userId?: string): Promise<DeliveredEvent>;
   /**
    * Fetches a media URL the bot sent as LINE's servers do: an https URL only (else it throws),
-   * reached through `proxy`, the test's stand-in for the reverse proxy that terminates TLS
-   * (it maps the https URL to the bridge's endpoint). `headers`: e.g. a Range.
+   * over TLS verified against `trustedCa` (the test's reverse proxy in front of the bridge).
+   * `headers`: e.g. a Range.
    */
-  fetchMedia(url: string, proxy: (httpsUrl: string) => string, init?: { method?: string; headers?: Record<string, string> }): Promise<Response>;
+  fetchMedia(url: string, init?: { method?: string; headers?: Record<string, string> }): Promise<UndiciResponse>;
   /** Ages every outstanding reply token by `ms`. */
   age(ms: number): void;
   rateLimit(calls: number): void;
@@ -142,6 +145,8 @@ export async function createFakeLine(options: FakeLineOptions): Promise<FakeLine
   const now = options.now ?? (() => Date.now());
   const lifeMs = options.replyTokenLifeMs ?? 60_000;
   const members = options.groupMembers ?? 3;
+  // LINE's servers verify the bridge's certificate; here against the test's CA (TLS 1.2 or later, as LINE asks).
+  const mediaFetcher = new Agent({ connect: { ...(options.trustedCa ? { ca: options.trustedCa } : {}), minVersion: "TLSv1.2" } });
   const bot = { userId: `U${randomBytes(16).toString("hex")}`, displayName: "Bridge Bot" };
   const chats = new Map<string, SentMessage[]>();
   const tokens = new Map<string, ReplyToken>();
@@ -405,9 +410,9 @@ export async function createFakeLine(options: FakeLineOptions): Promise<FakeLine
       return status;
     },
     messages: (chatId) => [...(chats.get(chatId) ?? [])],
-    fetchMedia(url, proxy, init = {}) {
+    fetchMedia(url, init = {}) {
       if (!url.startsWith("https://")) throw new Error(`LINE fetches media over HTTPS only: ${url}`);
-      return fetch(proxy(url), { method: init.method ?? "GET", headers: init.headers ?? {} });
+      return undiciFetch(url, { method: init.method ?? "GET", headers: init.headers ?? {}, dispatcher: mediaFetcher });
     },
     quickReply(chatId, messageId) {
       const chat = chats.get(chatId) ?? [];
@@ -441,10 +446,12 @@ export async function createFakeLine(options: FakeLineOptions): Promise<FakeLine
     loading,
     usage,
     deliveries,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await mediaFetcher.close();
+      await new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      });
+    },
   };
 }
