@@ -5,8 +5,9 @@
  * size and the link's end, the image itself for a PNG or JPG (Chat's image
  * widget takes an https URL only), and a Download button opening the file's
  * expiring link on the app's own endpoint. The test follows the link as a
- * person's browser would (through the TLS-terminating proxy it stands in for):
- * the bytes, named, then 404 once the link expired. The same file sent again
+ * person's browser would, over real TLS through the reverse proxy in front of
+ * the endpoint (test/helpers/tls-proxy.ts): the bytes, named, then 404 once
+ * the link expired. The same file sent again
  * is one message (the create's requestId). Without a public_base_url no file
  * capability and `check` warns.
  */
@@ -18,13 +19,17 @@ import { createGoogleChatAdapter } from "../../daemon/adapters/googlechat/index.
 import { parseKey } from "../../daemon/adapters/googlechat/key.js";
 import type { ChatAdapter, ChatTarget, InboundMessage, OutboundFile } from "../../daemon/vocabulary/adapter.js";
 import { createManualClock } from "../../shared/clock.js";
+import { Agent, fetch as undiciFetch } from "undici";
+import { TEST_TLS_CERT } from "../fakes/tls-test-cert.js";
 import { tempDir } from "../helpers/emulator.js";
+import { startTlsProxy, type TlsProxy } from "../helpers/tls-proxy.js";
 import { createFakeGoogleChat, type FakeGoogleChat } from "../fakes/googlechat.js";
 import { testSink } from "../fakes/sink.js";
 import { waitUntil } from "../helpers/wait.js";
 
 const PROJECT = "987654321012";
-const PUBLIC = "https://chat-bridge.example.com/googlechat/files";
+/** The app's public base: the TLS proxy in front of its endpoint (set once the proxy listens). */
+let PUBLIC = "";
 const HOUR = 60 * 60 * 1000;
 
 const clock = createManualClock(Date.now());
@@ -58,13 +63,17 @@ const deps = () => ({
   maxAttachmentBytes: 1024 * 1024,
 });
 
-/** The reverse proxy in front of the app: it terminates TLS and forwards the path unchanged. */
-const proxy = (url: string): string => {
-  if (!url.startsWith("https://chat-bridge.example.com/")) throw new Error(`not the bridge's public URL: ${url}`);
-  return url.replace("https://chat-bridge.example.com", endpointBase);
+let tls: TlsProxy;
+/** A person's browser (or Chat's image proxy) following a link: https, the proxy's certificate trusted. */
+const browser = new Agent({ connect: { ca: TEST_TLS_CERT } });
+const follow = (url: string) => {
+  if (!url.startsWith("https://")) throw new Error(`not an https link: ${url}`);
+  return undiciFetch(url, { dispatcher: browser });
 };
 
 beforeAll(async () => {
+  tls = await startTlsProxy(() => endpointBase);
+  PUBLIC = `${tls.url}/googlechat/files`;
   fake = await createFakeGoogleChat({ audienceType: "project-number", audience: PROJECT, spaceWrites: 50 });
   const channel = channelOf({ file_links: { public_base_url: PUBLIC, ttl_hours: 48 } });
   adapter = createGoogleChatAdapter(channel, deps(), {
@@ -79,6 +88,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await adapter?.stop();
   await fake?.close();
+  await tls?.close();
+  await browser.close();
   dir.remove();
 });
 
@@ -121,15 +132,16 @@ it("an image goes as a card showing it, with a Download button; the link gives t
   const imageUrl = widgets[0]?.image?.imageUrl ?? "";
   const link = widgets[1]?.buttonList?.buttons?.[0];
   expect(link?.text).toBe("Download");
-  expect(imageUrl).toMatch(/^https:\/\/chat-bridge\.example\.com\/googlechat\/files\/[A-Za-z0-9_-]{43}\/chart\.png$/);
+  expect(imageUrl.startsWith(`${PUBLIC}/`)).toBe(true);
+  expect(imageUrl).toMatch(/\/googlechat\/files\/[A-Za-z0-9_-]{43}\/chart\.png$/);
   expect(link?.onClick?.openLink?.url).toBe(imageUrl);
 
-  const got = await fetch(proxy(imageUrl));
+  const got = await follow(imageUrl);
   expect([got.status, got.headers.get("content-type")]).toEqual([200, "image/png"]);
   expect(Buffer.from(await got.arrayBuffer())).toEqual(png);
 
   clock.advance(48 * HOUR);
-  const expired = await fetch(proxy(imageUrl));
+  const expired = await follow(imageUrl);
   expect(expired.status).toBe(404);
   await expired.body?.cancel();
 });
@@ -144,7 +156,7 @@ it("a document goes as a card with its name, size and the link's end, and a butt
   const widgets = widgetsOf(message);
   expect(widgets.some((w) => w.image)).toBe(false);
   const url = widgets[0]?.buttonList?.buttons?.[0]?.onClick?.openLink?.url ?? "";
-  const got = await fetch(proxy(url));
+  const got = await follow(url);
   expect(got.headers.get("content-disposition")).toMatch(/^attachment; filename="report\.pdf"/);
   expect(Buffer.from(await got.arrayBuffer())).toEqual(pdf);
 });
