@@ -25,6 +25,8 @@ import { createFakeRelay, createPerson, type FakeRelay, type Person } from "../f
 import { testSink } from "../fakes/sink.js";
 import { waitUntil } from "../helpers/wait.js";
 import { logCollector } from "./adapters/harness/harness.js";
+import { undiciHttp } from "../../daemon/helpers/probe.js";
+import { readFile } from "node:fs/promises";
 
 async function relay(): Promise<FakeRelay> {
   const made = await createFakeRelay();
@@ -225,5 +227,26 @@ describe("NIP-17 files", () => {
     expect(error).toBeInstanceOf(SendError);
     expect(error).toMatchObject({ permanent: true, message: expect.stringContaining("413") });
     expect(alice.rumors(r.events())).toEqual([]);
+  });
+});
+
+describe("agent-bridge check for a Nostr channel with Blossom servers", () => {
+  it("says how many answer, and warns of one that does not (the bot's files go there)", async () => {
+    const r = await relay();
+    const server = await blossom();
+    const dir = mkdtempSync(join(tmpdir(), "nostr-check-"));
+    const channel = nostrPlatform.finalize(nostrChannelSchema.parse({ type: "nostr", relays: [r.url], blossomServers: [server.url] }), {
+      id: "ns",
+      dataDir: dir,
+    });
+    if (!channel) throw new Error("not a nostr channel");
+    await fileKey(channel.keyFile);
+    const deps = { http: undiciHttp, timeoutMs: 5000, readFile: (path: string) => readFile(path, "utf8") };
+    expect(await nostrPlatform.check(channel, deps)).toMatchObject({
+      status: "ok",
+      message: expect.stringMatching(/; 1 relay\(s\) answer; 1 Blossom server\(s\) answer$/),
+    });
+    await server.close();
+    expect(await nostrPlatform.check(channel, deps)).toMatchObject({ status: "warn", message: expect.stringContaining(`not answering: ${server.url}`) });
   });
 });
