@@ -40,15 +40,20 @@ async function blossom(options: { maxBytes?: number } = {}): Promise<FakeBlossom
   return made;
 }
 
-async function bot(r: FakeRelay, extra: Record<string, unknown> = {}, maxAttachmentBytes = 1024 * 1024) {
-  const dir = mkdtempSync(join(tmpdir(), "nostr-rooms-"));
+/** A bot on `r`; the same `life` (its folder and state) again is its next life. */
+async function bot(
+  r: FakeRelay,
+  extra: Record<string, unknown> = {},
+  maxAttachmentBytes = 1024 * 1024,
+  life = { dir: mkdtempSync(join(tmpdir(), "nostr-rooms-")), state: new Map<string, unknown>() },
+) {
+  const { dir, state } = life;
   const channel = nostrPlatform.finalize(nostrChannelSchema.parse({ type: "nostr", relays: [r.url], access: { mode: "open" }, ...extra }), {
     id: "ns",
     dataDir: dir,
   });
   if (!channel) throw new Error("not a nostr channel");
   const logs = logCollector();
-  const state = new Map<string, unknown>();
   const adapter = createNostrAdapter(
     channel,
     {
@@ -180,6 +185,23 @@ describe("NIP-17 files", () => {
       [undefined, ["unavailable"]],
       [undefined, ["too_large"]],
     ]);
+  });
+
+  it("stopping during a file's download ends it at once, and the next life takes the message from the relay again", async () => {
+    const r = await relay();
+    const server = await blossom();
+    const life = { dir: mkdtempSync(join(tmpdir(), "nostr-rooms-")), state: new Map<string, unknown>() };
+    const first = await bot(r, {}, 1024 * 1024, life);
+    const [alice] = people(first.key.publicKey, 1) as [Person];
+    server.holdDownloads();
+    await alice.sendFile({ data: Buffer.from("a slow file"), mimeType: "text/plain" }, server, [r.url]);
+    await waitUntil(() => server.held() === 1, "the download under way");
+    await first.adapter.stop();
+    expect(first.accepted).toEqual([]);
+    server.release();
+    const second = await bot(r, {}, 1024 * 1024, life);
+    await waitUntil(() => second.accepted.length === 1, "the message in the next life");
+    expect(second.accepted[0]?.attachments?.[0]?.data.toString()).toBe("a slow file");
   });
 
   it("sends a file: encrypted, uploaded to the first Blossom server that keeps it, as a kind 15 every member opens", async () => {

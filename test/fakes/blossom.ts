@@ -13,6 +13,7 @@
  *   without a body; an unknown hash is 404.
  * - `failNext(n, status)`: the next n uploads are answered `status` (a server fault).
  * - `tamper(sha256, bytes)`: serves other bytes under a hash (a dishonest server).
+ * - `holdDownloads()`: GETs are held unanswered until `release()` (a slow server); `held()` counts them.
  * Every response carries BUD-01's CORS headers.
  */
 import { createHash } from "node:crypto";
@@ -37,6 +38,9 @@ export interface FakeBlossom {
   put(data: Uint8Array, type?: string): { url: string; sha256: string };
   failNext(n: number, status: number): void;
   tamper(sha256: string, bytes: Uint8Array): void;
+  holdDownloads(): void;
+  held(): number;
+  release(): void;
   close(): Promise<void>;
 }
 
@@ -53,6 +57,8 @@ export async function createFakeBlossom(options: { maxBytes?: number } = {}): Pr
   let failing = 0;
   let failStatus = 500;
   let base = "";
+  let holding = false;
+  const heldGets: (() => void)[] = [];
 
   const fail = (res: ServerResponse, status: number, message: string): void => {
     refusals.push({ status, reason: message });
@@ -117,15 +123,19 @@ export async function createFakeBlossom(options: { maxBytes?: number } = {}): Pr
       return;
     }
     const blob = /^\/([0-9a-f]{64})(\.[A-Za-z0-9]+)?$/.exec(path);
-    if ((req.method === "GET" || req.method === "HEAD") && blob) {
-      const found = blobs.get(blob[1] ?? "");
-      if (!found) return fail(res, 404, "Blob not found");
-      res.writeHead(200, { ...CORS, "content-type": found.type ?? "application/octet-stream", "content-length": String(found.data.length) });
-      res.end(req.method === "HEAD" ? undefined : found.data);
+    if (req.method === "GET" && blob && holding) {
+      heldGets.push(() => serve(req, res, blob[1] ?? ""));
       return;
     }
+    if ((req.method === "GET" || req.method === "HEAD") && blob) return serve(req, res, blob[1] ?? "");
     fail(res, 404, "Not found");
   });
+  function serve(req: IncomingMessage, res: ServerResponse, sha256: string): void {
+    const found = blobs.get(sha256);
+    if (!found) return fail(res, 404, "Blob not found");
+    res.writeHead(200, { ...CORS, "content-type": found.type ?? "application/octet-stream", "content-length": String(found.data.length) });
+    res.end(req.method === "HEAD" ? undefined : found.data);
+  }
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
@@ -142,6 +152,18 @@ export async function createFakeBlossom(options: { maxBytes?: number } = {}): Pr
       const found = blobs.get(sha256);
       blobs.set(sha256, { data: Buffer.from(bytes), type: found?.type });
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    holdDownloads: () => {
+      holding = true;
+    },
+    held: () => heldGets.length,
+    release: () => {
+      holding = false;
+      for (const answer of heldGets.splice(0)) answer();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -17,11 +17,13 @@ import type { NostrFileRef } from "./inbound.js";
 
 export interface NostrFilesDeps {
   log: Logger;
-  fetchImpl?: typeof fetch;
+  /** Aborted when the adapter stops: a download under way ends, and the message comes again in the next life (the look-back). */
+  signal: AbortSignal;
   timeoutMs?: number;
 }
 
 export function nostrFiles(deps: NostrFilesDeps): FileSource<NostrFileRef> {
+  const fetchImpl: typeof fetch = (input, init) => fetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, deps.signal]) : deps.signal });
   return {
     async fetch(ref, maxBytes) {
       const dropped = (reason: "too_large" | "unavailable", why?: string): DroppedFile => {
@@ -36,8 +38,9 @@ export function nostrFiles(deps: NostrFilesDeps): FileSource<NostrFileRef> {
         maxBytes: bound,
         ...(ref.size !== undefined ? { reportedSize: ref.size } : {}),
         ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}),
-        ...(deps.fetchImpl ? { fetchImpl: deps.fetchImpl } : {}),
+        fetchImpl,
       });
+      if (deps.signal.aborted) throw new Error("the adapter is stopping");
       if (!got.ok) return got.reason === "too_large" ? dropped("too_large") : dropped("unavailable", got.detail);
       const servedHash = sha256Hex(got.data);
       let data = got.data;

@@ -77,7 +77,12 @@ export class NostrHandOver {
       .join(",");
     this.#chains
       .run(chat, () => this.#deliver(view))
-      .catch((error: unknown) => this.#deps.log.error({ messageId: view.id, err: errorText(error) }, "nostr message not handed to the core"))
+      .catch((error: unknown) =>
+        // Stopping ends a file's download: the message is not remembered, so the next life's look-back brings it again.
+        this.#closed
+          ? this.#deps.log.info({ messageId: view.id }, "nostr message left for the next start")
+          : this.#deps.log.error({ messageId: view.id, err: errorText(error) }, "nostr message not handed to the core"),
+      )
       .finally(() => this.#inFlight.delete(view.id));
   }
 

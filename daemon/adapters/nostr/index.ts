@@ -66,6 +66,7 @@ export function createNostrAdapter(config: NostrChannelConfig, deps: AdapterDeps
   /** Ids of the bot's own messages (sent now, or its copies coming back from the relays): a reply to one addresses it in a room. */
   const ownMessages = new BoundedMap<string, true>(10_000);
   let outbound: ReturnType<typeof createNostrOutbound> | undefined;
+  let stopping = new AbortController();
 
   const loadKey = (): Promise<BotKey> => (deps.credentials ? recordKey(deps.credentials) : fileKey(config.keyFile));
 
@@ -81,6 +82,7 @@ export function createNostrAdapter(config: NostrChannelConfig, deps: AdapterDeps
 
     async start(sink) {
       stopped = false;
+      stopping = new AbortController();
       const k = await loadKey();
       key = k;
       const h = new NostrHandOver({
@@ -91,7 +93,7 @@ export function createNostrAdapter(config: NostrChannelConfig, deps: AdapterDeps
         log,
         lookbackSeconds: config.lookbackSeconds,
         addressing: { npub: hexToNpub(k.publicKey), names: config.names, sentByBot: (id) => ownMessages.has(id) },
-        files: nostrFiles({ log }),
+        files: nostrFiles({ log, signal: stopping.signal }),
       });
       handOver = h;
       h.open(sink);
@@ -142,6 +144,7 @@ export function createNostrAdapter(config: NostrChannelConfig, deps: AdapterDeps
       if (stopped) return;
       stopped = true;
       handOver?.close();
+      stopping.abort();
       await relays?.stop();
       await handOver?.idle();
     },
