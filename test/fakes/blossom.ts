@@ -132,7 +132,10 @@ export async function createFakeBlossom(options: { maxBytes?: number } = {}): Pr
   });
   function serve(req: IncomingMessage, res: ServerResponse, sha256: string): void {
     const found = blobs.get(sha256);
-    if (!found) return fail(res, 404, "Blob not found");
+    if (!found) {
+      fail(res, 404, "Blob not found");
+      return;
+    }
     res.writeHead(200, { ...CORS, "content-type": found.type ?? "application/octet-stream", "content-length": String(found.data.length) });
     res.end(req.method === "HEAD" ? undefined : found.data);
   }
