@@ -190,4 +190,4 @@ export async function createFakeRelay(options: FakeRelayOptions = {}): Promise<F
  * The person's side: a real nostr-tools client that writes to the bot, over the
  * same protocol, and reads what the bot sent them (decrypted).
  */
-export { createPerson } from "./nostr-person.js";
+export { createPerson, type Person } from "./nostr-person.js";

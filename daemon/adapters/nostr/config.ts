@@ -6,12 +6,33 @@
  * state backend's credential records.
  */
 import { z } from "zod";
-import { accessSchema, channelCommon } from "../../vocabulary/config-fields.js";
+import { accessSchema, channelCommon, groupContextSchema, httpUrl } from "../../vocabulary/config-fields.js";
 
 export const nostrChannelSchema = z.strictObject({
-  type: z.literal("nostr").describe('A Nostr bot reached by private direct messages: "nostr".'),
+  type: z.literal("nostr").describe('A Nostr bot reached by private direct messages and NIP-17 chat rooms: "nostr".'),
   ...channelCommon,
-  access: accessSchema.prefault({}).describe("Who is heard: public keys (64 hex digits, or npub1...). Default: nobody (an empty allowlist)."),
+  access: accessSchema
+    .prefault({})
+    .describe(
+      "Who is heard: public keys (64 hex digits, or npub1...). A NIP-17 room's chat id (for `groups`) is its other members' hex keys, sorted, joined by commas. Default: nobody (an empty allowlist).",
+    ),
+  groupContext: groupContextSchema,
+  requireMention: z
+    .boolean()
+    .default(true)
+    .describe("In NIP-17 rooms (several members), answer only a message that names the bot: `nostr:npub1...` of the bot, or one of `names`. Default true."),
+  names: z
+    .array(z.string().trim().min(2, "a name of at least 2 characters"))
+    .default([])
+    .describe(
+      'Names people call the bot by in rooms ("@helper", "helper:" or the word alone): a message naming one addresses the bot. Default: none (the npub only).',
+    ),
+  blossomServers: z
+    .array(httpUrl)
+    .default([])
+    .describe(
+      "Blossom servers (BUD-01/02) the bot uploads its encrypted files to, tried in order: with none, the bot sends no files (no `files` capability). Default: none.",
+    ),
   relays: z
     .array(z.url({ protocol: /^wss?$/, error: "must be a ws(s) URL" }))
     .min(1, "name at least one relay")

@@ -1,5 +1,5 @@
 /**
- * Hands decrypted direct messages to the core (../hand-over.ts) per person in
+ * Hands decrypted private messages to the core (../hand-over.ts) per chat (a person or a NIP-17 room) in
  * the order they came. Relays deliver again: the same event from each relay
  * and, after every reconnect, what the lookback covers. Messages already
  * handled (journaled or deliberately refused) are remembered by id for the
@@ -13,8 +13,8 @@ import { createSerialQueue } from "../../helpers/retry.js";
 import type { AdapterStateStore, AdapterStatusEvent, InboundSink } from "../../vocabulary/adapter.js";
 import { handOver } from "../hand-over.js";
 import { errorText } from "./connection.js";
-import { nostrFiles } from "./files.js";
-import { type DirectMessageView, translateMessage } from "./inbound.js";
+import type { FileSource } from "../hand-over.js";
+import { type DirectMessageView, type NostrFileRef, type TranslateContext, translateMessage } from "./inbound.js";
 
 const HANDLED = "handled";
 const protocolKey = (pubkey: string) => `protocol.${pubkey}`;
@@ -26,6 +26,9 @@ export interface HandOverDeps {
   clock: Clock;
   log: Logger;
   lookbackSeconds: number;
+  /** The bot's npub, its names and its sent messages: what addresses it in a room. */
+  addressing: Pick<TranslateContext, "npub" | "names" | "sentByBot">;
+  files: FileSource<NostrFileRef>;
 }
 
 export class NostrHandOver {
@@ -67,9 +70,19 @@ export class NostrHandOver {
   take(view: DirectMessageView): void {
     if (this.#closed || this.#handled.has(view.id) || this.#inFlight.has(view.id)) return;
     this.#inFlight.add(view.id);
+    // One chain per chat (a person, or a room): a room's messages keep their order.
+    const chat = [view.sender, ...view.recipients]
+      .filter((p) => p !== this.#deps.self)
+      .sort()
+      .join(",");
     this.#chains
-      .run(view.sender, () => this.#deliver(view))
-      .catch((error: unknown) => this.#deps.log.error({ messageId: view.id, err: errorText(error) }, "nostr message not handed to the core"))
+      .run(chat, () => this.#deliver(view))
+      .catch((error: unknown) =>
+        // Stopping ends a file's download: the message is not remembered, so the next life's look-back brings it again.
+        this.#closed
+          ? this.#deps.log.info({ messageId: view.id }, "nostr message left for the next start")
+          : this.#deps.log.error({ messageId: view.id, err: errorText(error) }, "nostr message not handed to the core"),
+      )
       .finally(() => this.#inFlight.delete(view.id));
   }
 
@@ -80,12 +93,18 @@ export class NostrHandOver {
   async #deliver(view: DirectMessageView): Promise<void> {
     const sink = this.#sink;
     if (!sink || this.#closed) return;
-    const { accountId, self, log } = this.#deps;
-    const message = translateMessage(view, { accountId, self, onIgnored: (reason) => log.debug({ messageId: view.id, reason }, "nostr message ignored") });
-    if (!message) return this.#remember(view.id);
+    const { accountId, self, log, addressing } = this.#deps;
+    const translated = translateMessage(view, {
+      accountId,
+      self,
+      ...addressing,
+      onIgnored: (reason) => log.debug({ messageId: view.id, reason }, "nostr message ignored"),
+    });
+    if (!translated) return this.#remember(view.id);
+    const { message, files } = translated;
     // The reply goes out in the scheme this message came in: known before the core can answer it.
-    if (this.protocolOf(view.sender) !== view.protocol) await this.#deps.state.set(protocolKey(view.sender), view.protocol);
-    const outcome = await handOver(sink, message, [], nostrFiles);
+    if (message.chatType === "direct" && this.protocolOf(view.sender) !== view.protocol) await this.#deps.state.set(protocolKey(view.sender), view.protocol);
+    const outcome = await handOver(sink, message, files, this.#deps.files);
     if (!outcome || outcome.acknowledge) this.#remember(view.id);
   }
 

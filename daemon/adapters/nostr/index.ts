@@ -3,8 +3,11 @@
  * generated on first start), the relays (connection.ts: each read and
  * published to, NIP-42 authentication, reconnects with a lookback), events
  * counted once by id across relays, decrypted here (NIP-17 gift wraps with
- * NIP-44, or NIP-04), translated (inbound.ts) and handed to the core
- * (hand-over.ts); replies go out whole in the person's scheme (outbound.ts).
+ * NIP-44, or NIP-04), translated (inbound.ts: direct chats and NIP-17
+ * rooms, kind 15 files) and handed to the core (hand-over.ts, files.ts);
+ * replies go out whole in the person's scheme, to every member of a room
+ * (outbound.ts), files through a Blossom server (blossom.ts) where one is
+ * configured.
  */
 import * as nip04 from "nostr-tools/nip04";
 import * as nip17 from "nostr-tools/nip17";
@@ -14,13 +17,15 @@ import { BoundedMap } from "../../../shared/util/bounded-map.js";
 import type { AdapterDeps, ChatAdapter } from "../../vocabulary/adapter.js";
 import { redactSecrets } from "../../vocabulary/redact.js";
 import { hexToNpub, type NostrChannelConfig } from "./config.js";
+import { createBlossomUploader } from "./blossom.js";
 import { createRelaySet, defaultRelayTuning, errorText, type RelaySet, type RelayTuning } from "./connection.js";
+import { nostrFiles } from "./files.js";
 import type { DirectMessageView } from "./inbound.js";
 import { NostrHandOver } from "./hand-over.js";
 import { type BotKey, fileKey, recordKey } from "./keys.js";
-import { createNostrOutbound, measureNostr, NOSTR_LIMITS } from "./outbound.js";
+import { createNostrOutbound, measureNostr, NOSTR_FILE_LIMITS, NOSTR_LIMITS } from "./outbound.js";
 
-export { measureNostr, NOSTR_LIMITS, RATE_LIMIT_WAIT_MS } from "./outbound.js";
+export { measureNostr, NOSTR_FILE_LIMITS, NOSTR_LIMITS, RATE_LIMIT_WAIT_MS } from "./outbound.js";
 
 export interface NostrAdapterOptions extends Partial<RelayTuning> {
   random?: Random;
@@ -33,7 +38,7 @@ export function openEvent(event: NostrEvent, key: BotKey): DirectMessageView | u
     const recipients = rumor.tags.flatMap((t) => (t[0] === "p" && typeof t[1] === "string" ? [t[1]] : []));
     // The rumor's id as computed from its content, not as it claims.
     const id = getEventHash(rumor);
-    return { protocol: "nip17", id, kind: rumor.kind, sender: rumor.pubkey, recipients, content: rumor.content, createdAt: rumor.created_at };
+    return { protocol: "nip17", id, kind: rumor.kind, sender: rumor.pubkey, recipients, content: rumor.content, createdAt: rumor.created_at, tags: rumor.tags };
   }
   if (event.kind === 4) {
     const recipients = event.tags.flatMap((t) => (t[0] === "p" && typeof t[1] === "string" ? [t[1]] : []));
@@ -58,6 +63,10 @@ export function createNostrAdapter(config: NostrChannelConfig, deps: AdapterDeps
   const redact = (text: string) => (key ? redactSecrets(text, [key.secretHex]) : text);
   /** Event ids already seen from some relay: one event, many relays. */
   const seen = new BoundedMap<string, true>(50_000);
+  /** Ids of the bot's own messages (sent now, or its copies coming back from the relays): a reply to one addresses it in a room. */
+  const ownMessages = new BoundedMap<string, true>(10_000);
+  let outbound: ReturnType<typeof createNostrOutbound> | undefined;
+  let stopping = new AbortController();
 
   const loadKey = (): Promise<BotKey> => (deps.credentials ? recordKey(deps.credentials) : fileKey(config.keyFile));
 
@@ -73,9 +82,19 @@ export function createNostrAdapter(config: NostrChannelConfig, deps: AdapterDeps
 
     async start(sink) {
       stopped = false;
+      stopping = new AbortController();
       const k = await loadKey();
       key = k;
-      const h = new NostrHandOver({ accountId, self: k.publicKey, state: deps.state, clock: deps.clock, log, lookbackSeconds: config.lookbackSeconds });
+      const h = new NostrHandOver({
+        accountId,
+        self: k.publicKey,
+        state: deps.state,
+        clock: deps.clock,
+        log,
+        lookbackSeconds: config.lookbackSeconds,
+        addressing: { npub: hexToNpub(k.publicKey), names: config.names, sentByBot: (id) => ownMessages.has(id) },
+        files: nostrFiles({ log, signal: stopping.signal }),
+      });
       handOver = h;
       h.open(sink);
       // The public key is no secret: people need it to write to the bot.
@@ -103,8 +122,20 @@ export function createNostrAdapter(config: NostrChannelConfig, deps: AdapterDeps
             log.debug({ eventId: event.id, err: redact(errorText(error)) }, "nostr event not readable");
             return;
           }
-          if (view) h.take(view);
+          if (!view) return;
+          // The bot's own copy of what it sent (NIP-17): remembered, never handed over.
+          if (view.sender === k.publicKey) return void ownMessages.set(view.id, true);
+          h.take(view);
         },
+      });
+      outbound = createNostrOutbound({
+        relays,
+        secretKey: k.secretKey,
+        publicKey: k.publicKey,
+        clock: deps.clock,
+        protocolOf: (p) => h.protocolOf(p),
+        sent: (id) => ownMessages.set(id, true),
+        blossom: blossomFor(config, k, deps.clock),
       });
       await relays.start();
     },
@@ -113,16 +144,32 @@ export function createNostrAdapter(config: NostrChannelConfig, deps: AdapterDeps
       if (stopped) return;
       stopped = true;
       handOver?.close();
+      stopping.abort();
       await relays?.stop();
       await handOver?.idle();
     },
 
     async send(target, text) {
-      if (!key || !relays || !handOver) throw notStarted();
-      const h = handOver;
-      return createNostrOutbound({ relays, secretKey: key.secretKey, clock: deps.clock, protocolOf: (p) => h.protocolOf(p) }).send(target, text);
+      if (!outbound) throw notStarted();
+      return outbound.send(target, text);
     },
+    // Files need somewhere to put them: a Blossom server.
+    ...(config.blossomServers.length > 0
+      ? {
+          files: {
+            limits: NOSTR_FILE_LIMITS,
+            send: async (target, file) => {
+              if (!outbound) throw notStarted();
+              return outbound.sendFile(target, file);
+            },
+          },
+        }
+      : {}),
     // Nostr has no typing indicator for direct messages.
     sendTyping: async () => {},
   };
+}
+
+function blossomFor(config: NostrChannelConfig, key: BotKey, clock: AdapterDeps["clock"]) {
+  return config.blossomServers.length > 0 ? createBlossomUploader({ servers: config.blossomServers, secretKey: key.secretKey, clock }) : undefined;
 }

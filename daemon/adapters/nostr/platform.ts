@@ -1,6 +1,7 @@
 /**
  * The Nostr platform's descriptor: channel schema, its key file default, the
- * `check` (the bot's key and npub, each relay answering its NIP-11 document)
+ * `check` (the bot's key and npub, each relay answering its NIP-11 document,
+ * each Blossom server answering)
  * and a lazy adapter. Light on purpose: nostr-tools loads only in `create`.
  * The config holds no secret: the key is generated and kept apart (keys.ts).
  */
@@ -41,12 +42,26 @@ async function checkNostr(channel: NostrChannelConfig, deps: ChannelCheckDeps): 
     const got = await probe(deps, httpOf(relay), { headers: { accept: "application/nostr+json" } });
     if (got.kind === "unreachable") unreachable.push(`${relay} (${got.reason})`);
   }
+  // A Blossom server answers any request (BUD-02's HEAD /upload without a blob's headers may be a 4xx): reached is enough.
+  const blossomDown: string[] = [];
+  for (const server of channel.blossomServers) {
+    const got = await probe(deps, `${server}/upload`, { method: "HEAD" });
+    if (got.kind === "unreachable") blossomDown.push(`${server} (${got.reason})`);
+  }
   const who = "publicKey" in key ? `bot ${hexToNpub(key.publicKey)}` : `${key.missing}: the daemon generates one on first start`;
   if (unreachable.length === channel.relays.length)
     return { status: "fail", subject, message: `no relay answers: ${unreachable.join(", ")}; ${who}`, fix: "check the network, or the channel's relays" };
   if (unreachable.length > 0)
     return { status: "warn", subject, message: `${who}; not answering: ${unreachable.join(", ")}`, fix: "check those relays' addresses" };
-  return { status: "publicKey" in key ? "ok" : "warn", subject, message: `${who}; ${channel.relays.length} relay(s) answer` };
+  const files = channel.blossomServers.length > 0 ? `; ${channel.blossomServers.length - blossomDown.length} Blossom server(s) answer` : "";
+  if (blossomDown.length > 0)
+    return {
+      status: "warn",
+      subject,
+      message: `${who}; ${channel.relays.length} relay(s) answer${files}; not answering: ${blossomDown.join(", ")}`,
+      fix: "check the channel's blossomServers: the bot's files go there",
+    };
+  return { status: "publicKey" in key ? "ok" : "warn", subject, message: `${who}; ${channel.relays.length} relay(s) answer${files}` };
 }
 
 /** The libraries index.js imports, with package.json's ranges. */
