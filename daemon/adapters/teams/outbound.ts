@@ -125,7 +125,7 @@ export function createTeamsOutbound(deps: TeamsOutboundDeps) {
    */
   async function intoInformative(c: ConnectorClient, ref: ConversationReference, text: string, format: TextFormat, final: boolean) {
     const open = streams.inChat(ref.conversationId);
-    if (!open || open.stream.text !== "") return undefined;
+    if (open?.stream.text !== "") return undefined;
     if (!final && !streamablePart(text).trim()) return undefined;
     const taken = await continueStream(c, ref, open.id, open.stream, text, format, final);
     return taken ? { messageId: open.id } : undefined;
