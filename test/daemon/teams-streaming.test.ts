@@ -230,7 +230,7 @@ describe("a stream Teams ended for its time (two minutes)", () => {
 });
 
 describe("a stream an earlier life of the daemon left open", () => {
-  it("is ended by its id with a final message of a higher sequence, never updated in place", async () => {
+  it("keeps showing what it streamed until the final text, which ends it by its id with a higher sequence, never updated in place", async () => {
     const target = await chat("a:restart-1");
     const id = (await adapter.send(target, "Before", { format: "markdown", final: false }))?.messageId ?? "";
     await edits().edit(target, id, "Before the kill", { format: "markdown", final: false });
@@ -238,7 +238,9 @@ describe("a stream an earlier life of the daemon left open", () => {
     const next = adapterOn({ clock });
     expect(next.edits?.mayBeOpen?.(id)).toBe(true);
     await next.edits?.edit(target, id, "Before the kill, and after", { format: "markdown", final: false });
-    expect(fake.messages("a:restart-1")).toMatchObject([{ id, text: "Before the kill, and after", stream: "final", edits: 0 }]);
+    expect(fake.messages("a:restart-1")).toMatchObject([{ id, text: "Before the kill", stream: "streaming" }]);
+    await next.edits?.end?.(target, id, "Before the kill, and after it");
+    expect(fake.messages("a:restart-1")).toMatchObject([{ id, text: "Before the kill, and after it", stream: "final", edits: 0 }]);
     expect(fake.streamActivities("a:restart-1").map((a) => [a.streamType, a.streamSequence, a.status])).toEqual([
       ["streaming", 1, 201],
       ["streaming", 2, 202],

@@ -85,7 +85,7 @@ export function createTeamsOutbound(deps: TeamsOutboundDeps) {
 
   /**
    * The next text of an open stream: a `typing` with the next sequence, or on `final` (or a text that does not
-   * continue what was streamed, or a stream an earlier life opened) the final `message`, which ends it. False when
+   * continue what was streamed) the final `message`, which ends it. False when
    * Teams refused it (its two minutes are over, the person stopped it): the stream is forgotten and the caller
    * updates the message instead, as the Agents SDK does.
    */
@@ -131,6 +131,22 @@ export function createTeamsOutbound(deps: TeamsOutboundDeps) {
     return taken ? { messageId: open.id } : undefined;
   }
 
+  /** Per chat, the informative update under way (Teams allows one stream per chat). */
+  const opening = new Map<string, Promise<void>>();
+
+  async function typing(target: ChatTarget): Promise<void> {
+    try {
+      const { client: c, ref } = await client(target);
+      if (streamable(ref) && deps.informativeText) {
+        if (streams.inChat(ref.conversationId)) return;
+        if (await informative(c, ref, deps.informativeText)) return;
+      }
+      await c.sendToConversation(ref.conversationId, Activity.fromObject({ type: "typing", from: ref.bot, conversation: { id: ref.conversationId } }));
+    } catch (error) {
+      deps.log.debug({ err: describe(error) }, "teams typing failed");
+    }
+  }
+
   /** Opens the chat's stream with an informative update; false when the conversation refuses the protocol. */
   async function informative(c: ConnectorClient, ref: ConversationReference, text: string): Promise<boolean> {
     const activity = message(ref, text.slice(0, INFORMATIVE_MAX), "plain", { type: "typing", entities: [streamInfo("informative", 1)] });
@@ -150,6 +166,7 @@ export function createTeamsOutbound(deps: TeamsOutboundDeps) {
   return {
     /** `final` false: a streamed reply's first text (Teams' own stream in a personal chat that allows it). */
     async send(target: ChatTarget, text: string, format: TextFormat, final?: boolean): Promise<SendReceipt> {
+      await opening.get(target.chatId);
       const { client: c, ref } = await client(target);
       if (streamable(ref) && text.trim()) {
         const streaming = final === false;
@@ -167,6 +184,9 @@ export function createTeamsOutbound(deps: TeamsOutboundDeps) {
     async edit(target: ChatTarget, messageId: string, text: string, format: TextFormat, final?: boolean): Promise<void> {
       const { client: c, ref } = await client(target);
       const open = streams.get(messageId);
+      // A stream an earlier life opened shows text this life does not know: a preview could not continue it, so it
+      // keeps showing that until the reply's final text ends it (by its id, as the protocol wants).
+      if (open?.text === null && final !== true) return;
       if (open && (await continueStream(c, ref, messageId, open, text, format, final === true))) return;
       await call(() => c.updateActivity(ref.conversationId, messageId, message(ref, text, format, { id: messageId })));
     },
@@ -177,17 +197,14 @@ export function createTeamsOutbound(deps: TeamsOutboundDeps) {
      * in Teams) opening the stream the reply then fills; while a stream is open, nothing more is needed. Elsewhere a
      * `typing` activity.
      */
-    async typing(target: ChatTarget): Promise<void> {
-      try {
-        const { client: c, ref } = await client(target);
-        if (streamable(ref) && deps.informativeText) {
-          if (streams.inChat(ref.conversationId)) return;
-          if (await informative(c, ref, deps.informativeText)) return;
-        }
-        await c.sendToConversation(ref.conversationId, Activity.fromObject({ type: "typing", from: ref.bot, conversation: { id: ref.conversationId } }));
-      } catch (error) {
-        deps.log.debug({ err: describe(error) }, "teams typing failed");
-      }
+    typing(target: ChatTarget): Promise<void> {
+      // Kept until done: the reply's first text waits for it, so it fills this stream rather than opening a second.
+      const run = (opening.get(target.chatId) ?? Promise.resolve()).then(() => typing(target));
+      opening.set(target.chatId, run);
+      void run.finally(() => {
+        if (opening.get(target.chatId) === run) opening.delete(target.chatId);
+      });
+      return run;
     },
     /** An image inline; another file through the consent flow, in a personal chat only (where Teams has it). */
     async sendFile(target: ChatTarget, file: OutboundFile): Promise<SendReceipt> {

@@ -120,7 +120,11 @@ export class TeamsStreams {
 
   #save(): Promise<void> {
     const kept = Object.fromEntries(
-      [...this.#open].map(([id, s]) => [id, { chatId: s.chatId, sequence: s.sequence, startedAt: s.startedAt, informative: s.text === "" }]),
+      // Only its opening informative update went (sequence 1): a later life may stream into it from nothing.
+      [...this.#open].map(([id, s]) => [
+        id,
+        { chatId: s.chatId, sequence: s.sequence, startedAt: s.startedAt, informative: s.text === "" && s.sequence === 1 },
+      ]),
     );
     return this.#state.set(KEY, kept);
   }
