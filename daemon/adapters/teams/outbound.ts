@@ -3,9 +3,10 @@
  * `ConnectorClient`: to the conversation's `serviceUrl` (kept from its last
  * activity, conversation-refs.ts), with the bot's token (token.ts; none in
  * the anonymous mode). A streamed reply in a personal chat uses Teams' own
- * streaming protocol (streams.ts); elsewhere, or where the conversation
- * refuses it, the reply is edited in place (`updateActivity`); typing is a
- * `typing` activity. A failure becomes one SendError: 429 with
+ * streaming protocol (streams.ts), opened by the turn's informative update
+ * (in place of typing) and filled by the reply; elsewhere, or where the
+ * conversation refuses it, the reply is edited in place (`updateActivity`)
+ * and typing is a `typing` activity. A failure becomes one SendError: 429 with
  * the connector's `Retry-After`, 5xx and network failures transient, other
  * refusals permanent. No retries here: the core's one policy owns them.
  */
