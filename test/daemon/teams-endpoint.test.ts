@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { teamsChannelSchema } from "../../daemon/adapters/teams/config.js";
 import { createTeamsAdapter } from "../../daemon/adapters/teams/index.js";
 import { type ChatAdapter, type InboundMessage, SendError } from "../../daemon/vocabulary/adapter.js";
+import { wavFile } from "../helpers/audio-files.js";
 import { createFakeTeams, type FakeTeams } from "../fakes/teams.js";
 import { testSink } from "../fakes/sink.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
@@ -133,16 +134,39 @@ describe("the messaging endpoint", () => {
     expect(message?.attachments?.[0]).toMatchObject({ fileName: "notes.txt", kind: "document", mimeType: "text/plain" });
     expect(message?.attachments?.[0]?.data.toString()).toBe("the notes");
   });
+
+  it("passes a voice note's length, read from the audio file (Teams does not say it), for transcription's limit", async () => {
+    const url = fake.file("Voice message.wav", wavFile(3.5));
+    await fake.say("", {
+      id: "voice-1",
+      attachments: [
+        { contentType: "application/vnd.microsoft.teams.file.download.info", name: "Voice message.wav", content: { downloadUrl: url, fileType: "wav" } },
+      ],
+    });
+    expect(received.find((m) => m.messageId === "voice-1")?.attachments?.[0]).toMatchObject({ kind: "audio", mimeType: "audio/wav", seconds: 3.5 });
+    // Not audio, or not a container it reads: no length, the file still passed on.
+    const odd = fake.file("Voice message.ogg", Buffer.from("not really ogg"));
+    await fake.say("", {
+      id: "voice-2",
+      attachments: [
+        { contentType: "application/vnd.microsoft.teams.file.download.info", name: "Voice message.ogg", content: { downloadUrl: odd, fileType: "ogg" } },
+      ],
+    });
+    const second = received.find((m) => m.messageId === "voice-2")?.attachments?.[0];
+    expect(second).toMatchObject({ kind: "audio", fileName: "Voice message.ogg" });
+    expect(second?.seconds).toBeUndefined();
+  });
 });
 
 describe("replies", () => {
   it("go to the conversation's serviceUrl with one token, fetched once and reused", async () => {
     const before = fake.tokenRequests();
+    await adapter.sendTyping(target);
+    // In a personal chat the indicator is Teams' informative stream update, which the next reply ends (teams-streaming.test.ts).
+    expect(fake.streamActivities(PERSONAL).at(-1)).toMatchObject({ type: "typing", streamType: "informative", status: 201 });
     await adapter.send(target, "one", { format: "markdown" });
     await adapter.send(target, "two", { format: "markdown" });
-    await adapter.sendTyping(target);
     expect(fake.messages(PERSONAL).map((m) => m.text)).toEqual(expect.arrayContaining(["one", "two"]));
-    expect(fake.typing(PERSONAL)).toBeGreaterThan(0);
     expect(fake.tokenRequests() - before).toBeLessThanOrEqual(1);
   });
 

@@ -2,9 +2,12 @@
  * Teams end to end under the delivery contract: the compiled daemon as its
  * own process, the fake Teams (signed activities, token endpoint, connector)
  * and the emulator in this one. A person's message is answered through the
- * real daemon and emulator; SIGKILL in the middle of the streamed reply, then
- * a new life finishes the same message in place (updateActivity), shown
- * once, never posted anew.
+ * real daemon and emulator; SIGKILL in the middle of the streamed reply
+ * (Teams' own stream, opened by the turn's informative update), then a new
+ * life ends the same stream by its id with a final message of a higher
+ * sequence (never an update in place while Teams still has the stream open),
+ * shown once, never posted anew. When Teams has already ended the stream for
+ * its time, the new life updates the message instead, as the Agents SDK does.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -12,7 +15,7 @@ import { beforeAll, expect, it, vi } from "vitest";
 import { TEAMS_LIMITS } from "../../daemon/adapters/teams/outbound.js";
 import { splitReply } from "../../daemon/core/chunking.js";
 import { streamText } from "../../emulator/gateway/model.js";
-import { createFakeTeams } from "../fakes/teams.js";
+import { createFakeTeams, TEAMS_STREAM_LIMIT_MS } from "../fakes/teams.js";
 import { openServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { tempDir } from "./daemon-harness.js";
 import { type DaemonChild, startDaemonProcess, until, writeDaemonConfig } from "./daemon-process.js";
@@ -43,17 +46,18 @@ async function waitForValue<T>(read: () => T | undefined, what: string): Promise
   return value;
 }
 
-it("answers through the daemon and the emulator, and a kill -9 mid-stream finishes the same message in place after the restart", {
-  timeout: 60_000,
-}, async () => {
-  const fake = await createFakeTeams({ appId: APP_ID, appPassword: APP_PASSWORD, tenantId: TENANT });
+/** One run: a streamed reply, SIGKILL mid-stream, a second life; `teamsEndsStream` lets Teams' two minutes pass meanwhile. */
+async function killMidStream(teamsEndsStream: boolean) {
+  let teamsAhead = 0;
+  const fake = await createFakeTeams({ appId: APP_ID, appPassword: APP_PASSWORD, tenantId: TENANT, now: () => Date.now() + teamsAhead });
   const dir = tempDir();
   const apiKey = service.configFor({ type: "terminal", id: "terminal" }).service.apiKey;
   const { configFile, dataDir } = writeDaemonConfig(dir.path, {
     service: { baseUrl: service.baseUrl },
     apiKey,
     instance: service.instanceId,
-    extra: { logLevel: "info" },
+    // The indicator at once: the turn's informative update opens the stream before any text.
+    extra: { logLevel: "info", queue: { typingDelayMs: 0 } },
     channels: [
       {
         type: "teams",
@@ -82,6 +86,8 @@ it("answers through the daemon and the emulator, and a kill -9 mid-stream finish
     first.kill();
     expect(await first.exited).toBe(null);
     const atKill = fake.messages(PERSONAL)[0]?.text;
+    expect(fake.messages(PERSONAL)[0]?.stream).toBe("streaming");
+    if (teamsEndsStream) teamsAhead = TEAMS_STREAM_LIMIT_MS;
 
     const second = startDaemonProcess(configFile);
     children.push(second);
@@ -98,10 +104,39 @@ it("answers through the daemon and the emulator, and a kill -9 mid-stream finish
     expect(fake.messages(PERSONAL).map((m) => m.id)).toEqual([preview.id]);
     const logs = children.map((c) => `${c.out()}${c.err()}`).join("");
     expect(logs).not.toContain(APP_PASSWORD);
+    const activities = fake.streamActivities(PERSONAL);
+    // One stream in the chat, opened by the turn's informative update; sequences only ever rise, across both lives.
+    expect(activities[0]).toMatchObject({ streamType: "informative", streamSequence: 1, status: 201 });
+    expect(fake.overlappingStreams()).toBe(0);
+    const sequences = activities.flatMap((a) => (a.streamSequence === undefined ? [] : [a.streamSequence]));
+    expect(sequences).toEqual([...sequences].sort((a, b) => a - b));
+    expect(new Set(sequences).size).toBe(sequences.length);
+    const puts = fake.calls().filter((c) => c.method === "PUT");
+    return { shown: fake.messages(PERSONAL)[0], activities, puts };
   } finally {
     for (const c of children) c.kill();
     await Promise.all(children.map((c) => c.exited));
     await fake.close();
     dir.remove();
   }
+}
+
+it("answers through the daemon and the emulator, and after a kill -9 mid-stream the next life ends the same stream by its id", {
+  timeout: 60_000,
+}, async () => {
+  const { shown, activities, puts } = await killMidStream(false);
+  expect(shown).toMatchObject({ stream: "final", edits: 0 });
+  expect(shown?.timedOut).toBeUndefined();
+  expect(activities.at(-1)).toMatchObject({ type: "message", streamType: "final", streamId: shown?.id, status: 202 });
+  expect(puts).toEqual([]);
+});
+
+it("after a kill -9 mid-stream and Teams' two minutes, the next life finishes the message by updating it", { timeout: 60_000 }, async () => {
+  const { shown, activities, puts } = await killMidStream(true);
+  expect(shown).toMatchObject({ stream: "final", timedOut: true });
+  // The next life's one try to end the stream is refused; from then on the message is only updated.
+  expect(activities.filter((a) => a.status === 403)).toEqual([activities.at(-1)]);
+  expect(activities.at(-1)).toMatchObject({ type: "message", streamType: "final", streamId: shown?.id });
+  expect(puts.length).toBe(shown?.edits);
+  expect(puts.length).toBeGreaterThan(0);
 });

@@ -4,10 +4,18 @@
  * and the connector service and drives a bot's endpoint), over the HTTP and
  * WebSocket API its web UI uses: a person's message in the personal chat
  * reaches the adapter, the reply shows in the chat, and a streamed reply goes
- * by Teams' streaming protocol. The Playground sends no token, so the channel runs in the
- * anonymous mode the config must name in full.
+ * by Teams' streaming protocol, opened by the turn's informative update.
+ * Files: the Playground's web UI cannot attach a file and its connector keeps
+ * no files, so a person's file comes as the Playground's own "custom
+ * activity" (the activity Teams posts, with the file's pre-authorised
+ * download URL) and the person's answer to a file consent card likewise (the
+ * Playground has no `fileConsent/invoke` of its own); the download and
+ * upload URLs are a stand-in for OneDrive served by this test. The
+ * Playground sends no token, so the channel runs in the anonymous mode the
+ * config must name in full.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import pino from "pino";
@@ -18,7 +26,9 @@ import { teamsChannelSchema } from "../../daemon/adapters/teams/config.js";
 import { createTeamsAdapter } from "../../daemon/adapters/teams/index.js";
 import type { ChatAdapter, InboundMessage } from "../../daemon/vocabulary/adapter.js";
 import { systemClock } from "../../shared/clock.js";
+import { INFORMATIVE_TEXT } from "../../daemon/adapters/teams/streams.js";
 import { testSink } from "../fakes/sink.js";
+import { wavFile } from "../helpers/audio-files.js";
 import { launchBrowser } from "../helpers/browser.js";
 import { lacks } from "../helpers/system-programs.js";
 import { waitUntil } from "../helpers/wait.js";
@@ -39,9 +49,11 @@ const Shown = z.looseObject({
       messageId: z.string().optional(),
       text: z.string().optional(),
       streamEntity: z.looseObject({ streamType: z.string(), streamSequence: z.number().optional() }).optional(),
+      attachments: z.array(z.looseObject({ contentType: z.string(), content: z.unknown().optional() })).optional(),
     })
     .optional(),
 });
+const Template = z.looseObject({ id: z.string(), conversation: z.looseObject({ id: z.string() }) });
 
 let adapter: ChatAdapter;
 let playground: ChildProcess;
@@ -49,6 +61,22 @@ let socket: WebSocket;
 let base = "";
 const shown: z.output<typeof Shown>[] = [];
 const received: InboundMessage[] = [];
+/** The stand-in for OneDrive: files people send (served at /files/<name>) and what the bot uploads (PUT /upload/<name>). */
+const drive = { files: new Map<string, Buffer>(), uploads: new Map<string, Buffer>(), base: "" };
+const driveServer = createHttpServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on("data", (c: Buffer) => chunks.push(c));
+  req.on("end", () => {
+    const [, area, name = ""] = (req.url ?? "").split("/").map(decodeURIComponent);
+    const file = drive.files.get(name);
+    if (req.method === "GET" && area === "files" && file) return void res.writeHead(200, { "content-type": "application/octet-stream" }).end(file);
+    if (req.method === "PUT" && area === "upload") {
+      drive.uploads.set(name, Buffer.concat(chunks));
+      return void res.writeHead(201, { "content-type": "application/json" }).end("{}");
+    }
+    res.writeHead(404).end();
+  });
+});
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -114,9 +142,13 @@ beforeAll(async () => {
     if (event.success) shown.push(event.data);
   });
   await new Promise((resolve, reject) => socket.once("open", resolve).once("error", reject));
+  await new Promise<void>((resolve) => driveServer.listen(0, "127.0.0.1", resolve));
+  drive.base = `http://127.0.0.1:${(driveServer.address() as { port: number }).port}`;
 }, 60_000);
 
 afterAll(async () => {
+  driveServer.closeAllConnections();
+  driveServer.close();
   socket?.close();
   playground?.kill();
   await adapter?.stop();
@@ -162,6 +194,107 @@ it("streams a reply in the personal chat with Teams' streaming protocol, the fin
   const last = await waitUntil(() => shown.find((e) => e.message?.text === "Writing: the whole answer"), "the streamed reply in the Playground");
   expect(last.message?.streamEntity).toMatchObject({ streamType: "final" });
   expect(shown.find((e) => e.message?.text === "Writing: the whole")?.message?.streamEntity).toMatchObject({ streamType: "streaming", streamSequence: 2 });
+});
+
+/** An activity as the person's client would post it, sent through the Playground's custom activity (it forwards it to the bot). */
+async function custom(activity: Record<string, unknown>): Promise<z.output<typeof Template>> {
+  const { config } = Config.parse(await (await fetch(`${base}/_internal/v1/config`)).json());
+  const template = Template.parse(
+    await (await fetch(`${base}/_internal/v1/customActivities/template?conversationId=${encodeURIComponent(config.personalChat.id)}`)).json(),
+  );
+  const response = await fetch(`${base}/_internal/v1/customActivities`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ...template, ...activity }),
+  });
+  expect(response.status).toBe(200);
+  return template;
+}
+
+it("starts a turn in the personal chat with an informative update, which the streamed reply then fills", async () => {
+  const message = await say("informative please");
+  const target = { platform: "teams", accountId: "pg", chatId: message.chatId, chatType: "direct" as const };
+  await adapter.sendTyping(target);
+  const opened = await waitUntil(
+    () => shown.find((e) => e.action === "createMessage" && e.message?.streamEntity?.streamType === "informative"),
+    "the informative update in the Playground",
+  );
+  expect(opened.message).toMatchObject({ text: INFORMATIVE_TEXT, streamEntity: { streamSequence: 1 } });
+  const id = (await adapter.send(target, "Informed", { format: "markdown", final: false }))?.messageId;
+  expect(id).toBe(opened.message?.messageId);
+  await adapter.edits?.edit(target, id ?? "", "Informed: done", { format: "markdown", final: true });
+  const streamed = await waitUntil(() => shown.find((e) => e.action === "updateMessage" && e.message?.text === "Informed"), "the streamed text");
+  expect(streamed.message).toMatchObject({ messageId: id, streamEntity: { streamType: "streaming", streamSequence: 2 } });
+  const last = await waitUntil(() => shown.find((e) => e.action === "updateMessage" && e.message?.text === "Informed: done"), "the final text");
+  expect(last.message).toMatchObject({ messageId: id, streamEntity: { streamType: "final" } });
+});
+
+it("downloads the files a person sends in the personal chat and hands them over, a voice note with its length", async () => {
+  drive.files.set("report.pdf", Buffer.from("%PDF-1.7 the report"));
+  drive.files.set("Voice message.wav", wavFile(2));
+  const sent = await custom({
+    type: "message",
+    text: "files attached",
+    attachments: [
+      {
+        contentType: "application/vnd.microsoft.teams.file.download.info",
+        name: "report.pdf",
+        content: { downloadUrl: `${drive.base}/files/report.pdf`, uniqueId: "u-report", fileType: "pdf" },
+      },
+      {
+        contentType: "application/vnd.microsoft.teams.file.download.info",
+        name: "Voice message.wav",
+        content: { downloadUrl: `${drive.base}/files/Voice%20message.wav`, uniqueId: "u-voice", fileType: "wav" },
+      },
+      { contentType: "text/html", content: "<p>files attached</p>" },
+    ],
+  });
+  const message = await waitUntil(() => received.find((m) => m.messageId === sent.id), "the files at the adapter");
+  expect(message).toMatchObject({ chatId: sent.conversation.id, chatType: "direct", text: "files attached" });
+  expect(message.attachments?.map((a) => [a.fileName, a.kind, a.data.length])).toEqual([
+    ["report.pdf", "document", 19],
+    ["Voice message.wav", "audio", wavFile(2).length],
+  ]);
+  expect(message.attachments?.[1]?.seconds).toBe(2);
+});
+
+it("sends an image inline, and another file by Teams' consent card: accepted, the bytes are uploaded and the file card shows", async () => {
+  const message = await say("send me files");
+  const target = { platform: "teams", accountId: "pg", chatId: message.chatId, chatType: "direct" as const };
+  const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "base64");
+  await adapter.files?.send(target, { path: "chart.png", fileName: "chart.png", mimeType: "image/png", kind: "photo", data: png });
+  await waitUntil(() => shown.find((e) => e.action === "createMessage" && e.message?.attachments?.[0]?.contentType === "image/png"), "the image");
+  const notes = Buffer.from("the notes, uploaded");
+  await adapter.files?.send(target, { path: "notes.txt", fileName: "notes.txt", mimeType: "text/plain", kind: "document", data: notes });
+  const card = await waitUntil(
+    () => shown.find((e) => e.message?.attachments?.[0]?.contentType === "application/vnd.microsoft.teams.card.file.consent"),
+    "the consent card in the Playground",
+  );
+  const Consent = z.object({ sizeInBytes: z.number(), acceptContext: z.unknown() });
+  const content = Consent.parse(card.message?.attachments?.[0]?.content);
+  expect(content.sizeInBytes).toBe(notes.length);
+  await custom({
+    type: "invoke",
+    name: "fileConsent/invoke",
+    value: {
+      type: "fileUpload",
+      action: "accept",
+      context: content.acceptContext,
+      uploadInfo: {
+        name: "notes.txt",
+        uploadUrl: `${drive.base}/upload/notes.txt`,
+        contentUrl: `${drive.base}/drive/notes.txt`,
+        uniqueId: "u-notes",
+        fileType: "txt",
+      },
+    },
+  });
+  await waitUntil(() => drive.uploads.get("notes.txt"), "the upload");
+  expect(drive.uploads.get("notes.txt")?.toString()).toBe("the notes, uploaded");
+  await waitUntil(
+    () => shown.find((e) => e.message?.attachments?.[0]?.contentType === "application/vnd.microsoft.teams.card.file.info"),
+    "the file card in the Playground",
+  );
 });
 
 it("streams a reply in the group chat by updating it in place, never trying the protocol (the Playground answers it 405 there)", async () => {

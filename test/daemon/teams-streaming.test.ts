@@ -8,7 +8,9 @@
 import pino from "pino";
 import { beforeAll, describe, expect, it } from "vitest";
 import { teamsChannelSchema } from "../../daemon/adapters/teams/config.js";
+import type { TeamsChannelConfig } from "../../daemon/adapters/teams/config.js";
 import { createTeamsAdapter } from "../../daemon/adapters/teams/index.js";
+import { INFORMATIVE_TEXT, STREAM_LIMIT_MS } from "../../daemon/adapters/teams/streams.js";
 import type { ChatAdapter, ChatTarget } from "../../daemon/vocabulary/adapter.js";
 import { testSink } from "../fakes/sink.js";
 import { createFakeTeams, type FakeTeams } from "../fakes/teams.js";
@@ -21,10 +23,29 @@ const TENANT = "11111111-1111-4111-8111-111111111111";
 let fake: FakeTeams;
 let adapter: ChatAdapter;
 const state = new Map<string, unknown>();
+const clock = createSteppableClock();
+/** How far Teams' clock is ahead of the adapter's (a stream Teams ended for its time that the adapter does not know of). */
+let teamsAhead = 0;
+let channel: TeamsChannelConfig;
+
+/** An adapter on this test's fake and durable state (a second one is the daemon's next life). */
+function adapterOn(deps: { clock: typeof clock }): ChatAdapter {
+  return createTeamsAdapter(
+    channel,
+    {
+      logger: pino({ level: "silent" }),
+      state: { get: <T>(k: string) => state.get(k) as T | undefined, set: async (k, v) => void state.set(k, v) },
+      dataDir: "/nonexistent",
+      clock: deps.clock,
+      maxAttachmentBytes: 1024 * 1024,
+    },
+    { onListening: (url) => fake.setBotEndpoint(url) },
+  );
+}
 
 beforeAll(async () => {
-  fake = await createFakeTeams({ appId: APP_ID, appPassword: APP_PASSWORD, tenantId: TENANT });
-  const channel = {
+  fake = await createFakeTeams({ appId: APP_ID, appPassword: APP_PASSWORD, tenantId: TENANT, now: () => clock.now() + teamsAhead });
+  channel = {
     ...teamsChannelSchema.parse({
       type: "teams",
       app_id: APP_ID,
@@ -37,17 +58,7 @@ beforeAll(async () => {
     }),
     id: "tm",
   };
-  adapter = createTeamsAdapter(
-    channel,
-    {
-      logger: pino({ level: "silent" }),
-      state: { get: <T>(k: string) => state.get(k) as T | undefined, set: async (k, v) => void state.set(k, v) },
-      dataDir: "/nonexistent",
-      clock: createSteppableClock(),
-      maxAttachmentBytes: 1024 * 1024,
-    },
-    { onListening: (url) => fake.setBotEndpoint(url) },
-  );
+  adapter = adapterOn({ clock });
   await adapter.start(testSink({ accept: () => undefined }));
   return async () => {
     await adapter.stop();
@@ -141,6 +152,118 @@ describe("a streamed reply in a personal chat", () => {
     expect(await adapter.send(target, "Hi", { format: "markdown", final: false }).catch((e: unknown) => e)).toMatchObject({ permanent: false, status: 503 });
     const id = (await adapter.send(target, "Hi", { format: "markdown", final: false }))?.messageId ?? "";
     expect(fake.messages("a:stream-6").find((m) => m.id === id)).toMatchObject({ stream: "streaming" });
+  });
+});
+
+describe("the informative update a turn starts with in a personal chat", () => {
+  it("opens the stream the reply then fills: one stream, the status first, the text from the next sequence on", async () => {
+    const target = await chat("a:info-1");
+    await adapter.sendTyping(target);
+    const [opening] = fake.streamActivities("a:info-1");
+    expect(opening).toMatchObject({ type: "typing", streamType: "informative", streamSequence: 1, text: INFORMATIVE_TEXT, status: 201 });
+    // A progress bar, not a message; refreshing the indicator sends nothing more while the stream is open.
+    expect(fake.messages("a:info-1")).toEqual([]);
+    await adapter.sendTyping(target);
+    expect(fake.streamActivities("a:info-1")).toHaveLength(1);
+    expect(fake.typing("a:info-1")).toBe(0);
+    const id = (await adapter.send(target, "The answer", { format: "markdown", final: false }))?.messageId ?? "";
+    expect(edits().mayBeOpen(id)).toBe(true);
+    await edits().edit(target, id, "The answer is 42", { format: "markdown", final: true });
+    expect(fake.messages("a:info-1")).toMatchObject([{ id, text: "The answer is 42", stream: "final", informative: [INFORMATIVE_TEXT], edits: 0 }]);
+    expect(fake.streamActivities("a:info-1").map((a) => [a.streamType, a.streamSequence, a.status])).toEqual([
+      ["informative", 1, 201],
+      ["streaming", 2, 202],
+      ["final", 3, 202],
+    ]);
+    expect(fake.overlappingStreams()).toBe(0);
+  });
+
+  it("is ended by a reply that is not streamed (the whole text as the final message), and the next turn opens a new one", async () => {
+    const target = await chat("a:info-2");
+    await adapter.sendTyping(target);
+    const receipt = await adapter.send(target, "Short answer", { format: "markdown" });
+    expect(fake.messages("a:info-2")).toMatchObject([{ id: receipt?.messageId, text: "Short answer", stream: "final" }]);
+    await adapter.sendTyping(target);
+    expect(fake.streamActivities("a:info-2").map((a) => a.streamType)).toEqual(["informative", "final", "informative"]);
+    expect(fake.overlappingStreams()).toBe(0);
+  });
+
+  it("is a plain typing activity in a group chat, where Teams does not stream", async () => {
+    const target = await chat("19:info-group@thread.v2", "groupChat");
+    await adapter.sendTyping(target);
+    expect(fake.typing("19:info-group@thread.v2")).toBe(1);
+    expect(fake.streamActivities("19:info-group@thread.v2")).toEqual([]);
+  });
+
+  it("after Teams ended the stream for its time, the reply goes as a message of its own", async () => {
+    const target = await chat("a:info-3");
+    await adapter.sendTyping(target);
+    teamsAhead = STREAM_LIMIT_MS;
+    try {
+      const id = (await adapter.send(target, "Late", { format: "markdown", final: false }))?.messageId ?? "";
+      expect(fake.streamActivities("a:info-3").map((a) => [a.streamType, a.status])).toEqual([
+        ["informative", 201],
+        ["streaming", 403],
+        ["streaming", 201],
+      ]);
+      expect(fake.messages("a:info-3")).toMatchObject([{ id, text: "Late", stream: "streaming" }]);
+    } finally {
+      teamsAhead = 0;
+    }
+  });
+});
+
+describe("a stream Teams ended for its time (two minutes)", () => {
+  it("is finished by updating the message, as the Agents SDK does", async () => {
+    const target = await chat("a:expired-1");
+    const id = (await adapter.send(target, "Slow", { format: "markdown", final: false }))?.messageId ?? "";
+    teamsAhead = STREAM_LIMIT_MS;
+    try {
+      await edits().edit(target, id, "Slow answer", { format: "markdown", final: false });
+    } finally {
+      teamsAhead = 0;
+    }
+    expect(fake.streamActivities("a:expired-1").at(-1)).toMatchObject({ streamType: "streaming", status: 403 });
+    expect(fake.messages("a:expired-1")).toMatchObject([{ id, text: "Slow answer", stream: "final", timedOut: true, edits: 1 }]);
+    expect(edits().mayBeOpen(id)).toBe(false);
+  });
+});
+
+describe("a stream an earlier life of the daemon left open", () => {
+  it("keeps showing what it streamed until the final text, which ends it by its id with a higher sequence, never updated in place", async () => {
+    const target = await chat("a:restart-1");
+    const id = (await adapter.send(target, "Before", { format: "markdown", final: false }))?.messageId ?? "";
+    await edits().edit(target, id, "Before the kill", { format: "markdown", final: false });
+    // The next life, from the same durable state (not started: its endpoint is not needed to reply).
+    const next = adapterOn({ clock });
+    expect(next.edits?.mayBeOpen?.(id)).toBe(true);
+    await next.edits?.edit(target, id, "Before the kill, and after", { format: "markdown", final: false });
+    expect(fake.messages("a:restart-1")).toMatchObject([{ id, text: "Before the kill", stream: "streaming" }]);
+    await next.edits?.end?.(target, id, "Before the kill, and after it");
+    expect(fake.messages("a:restart-1")).toMatchObject([{ id, text: "Before the kill, and after it", stream: "final", edits: 0 }]);
+    expect(fake.streamActivities("a:restart-1").map((a) => [a.streamType, a.streamSequence, a.status])).toEqual([
+      ["streaming", 1, 201],
+      ["streaming", 2, 202],
+      ["final", 3, 202],
+    ]);
+    expect(next.edits?.mayBeOpen?.(id)).toBe(false);
+  });
+
+  it("is not tried once its two minutes are over: the message is updated", async () => {
+    const target = await chat("a:restart-2");
+    const id = (await adapter.send(target, "Long ago", { format: "markdown", final: false }))?.messageId ?? "";
+    const later = createSteppableClock();
+    later.advance(STREAM_LIMIT_MS);
+    teamsAhead = STREAM_LIMIT_MS;
+    try {
+      const next = adapterOn({ clock: later });
+      expect(next.edits?.mayBeOpen?.(id)).toBe(false);
+      await next.edits?.edit(target, id, "Long ago: done", { format: "markdown", final: true });
+    } finally {
+      teamsAhead = 0;
+    }
+    expect(fake.messages("a:restart-2")).toMatchObject([{ id, text: "Long ago: done", edits: 1 }]);
+    expect(fake.streamActivities("a:restart-2")).toHaveLength(1);
   });
 });
 

@@ -16,10 +16,18 @@
  * "Streaming API is not enabled", the refusal the SDK recognises), `typing`
  * activities with a `streaminfo` entity, the first without a streamId (its
  * answer's id names the stream) and sequence 1, each later one naming the
- * stream with a higher sequence and text that continues the text so far; a
- * `message` with `streamType: "final"` ends it, and nothing may be streamed
- * into an ended stream (403 ContentStreamNotAllowed). Not checked: Teams'
- * one-update-a-second throttle (the daemon paces edits at 1.5 s itself).
+ * stream with a higher sequence; `informative` updates (at most 1000
+ * characters, shown as a progress bar, not as the message) may come before
+ * the text, `streaming` ones carry text that continues the text so far
+ * (else 403 "Request streamed content should contain the previously
+ * streamed content"); a `message` with `streamType: "final"` ends it; a
+ * stream is ended by Teams two minutes after it began (then 403 "Content
+ * stream finished due to exceeded streaming time."), and nothing may be
+ * streamed into an ended stream (403 ContentStreamNotAllowed). The fake's
+ * clock is injectable (`now`) so the two minutes pass in a test. Not
+ * checked: Teams' one-update-a-second throttle (the daemon paces edits at
+ * 1.5 s itself); two open streams in one chat (Teams allows one) are
+ * counted, not refused, as Teams documents no answer for it.
  */
 import { createSign, generateKeyPairSync, type KeyObject, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -31,7 +39,12 @@ export interface FakeTeamsOptions {
   tenantId: string;
   /** Seconds a token from the token endpoint lasts. Default 3600. */
   tokenSeconds?: number;
+  /** The fake's clock for streams' two minutes, ms. Default Date.now. */
+  now?: () => number;
 }
+
+/** Teams ends a stream this long after it began. */
+export const TEAMS_STREAM_LIMIT_MS = 2 * 60 * 1000;
 
 export interface ShownMessage {
   id: string;
@@ -43,6 +56,21 @@ export interface ShownMessage {
   stream?: "streaming" | "final";
   /** How many streaming updates it got (the first included). */
   streamUpdates?: number;
+  /** The informative updates of its stream, in order. */
+  informative?: string[];
+  /** Its stream was ended by Teams' time limit, not by a final message. */
+  timedOut?: boolean;
+}
+
+/** One activity of Teams' streaming protocol the fake took (or refused). */
+export interface StreamActivity {
+  conversationId: string;
+  streamId: string | undefined;
+  type: string | undefined;
+  streamType: string | undefined;
+  streamSequence: number | undefined;
+  text: string;
+  status: number;
 }
 
 interface StreamInfo {
@@ -97,8 +125,12 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
   const typing = new Map<string, number>();
   /** The kind of each conversation activities came from (personal, groupChat, channel). */
   const kinds = new Map<string, string>();
-  /** Stream id -> the last sequence it got. */
+  /** Stream id -> the last sequence it got, and when it began. */
   const sequences = new Map<string, number>();
+  const started = new Map<string, number>();
+  const streamLog: StreamActivity[] = [];
+  let overlaps = 0;
+  const now = options.now ?? Date.now;
   const files = new Map<string, Buffer>();
   /** What people uploaded to "their OneDrive" after accepting a consent card, by name. */
   const uploads = new Map<string, Buffer>();
@@ -184,7 +216,7 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
     done(405);
   }
 
-  /** One activity of Teams' streaming protocol. */
+  /** One activity of Teams' streaming protocol, logged with its answer. */
   function stream(
     conversationId: string,
     shown: ShownMessage[],
@@ -192,37 +224,87 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
     info: StreamInfo,
     done: (status: number, value?: unknown) => void,
   ) {
+    const entry: StreamActivity = {
+      conversationId,
+      streamId: info.streamId,
+      type: activity.type,
+      streamType: info.streamType,
+      streamSequence: info.streamSequence,
+      text: activity.text ?? "",
+      status: 0,
+    };
+    streamLog.push(entry);
+    streamStep(conversationId, shown, activity, info, (status, value) => {
+      entry.status = status;
+      done(status, value);
+    });
+  }
+
+  function streamStep(
+    conversationId: string,
+    shown: ShownMessage[],
+    activity: { type?: string; text?: string },
+    info: StreamInfo,
+    done: (status: number, value?: unknown) => void,
+  ) {
     const badArgument = (message: string) => done(400, { error: { code: "BadArgument", message } });
+    const notAllowed = (message: string) => done(403, { error: { code: "ContentStreamNotAllowed", message } });
     if (kinds.get(conversationId) !== "personal") return badArgument("Streaming API is not enabled for this conversation");
     const kind = info.streamType;
     const text = activity.text ?? "";
+    if (kind === "informative" && text.length > 1000) return done(400, { error: { code: "BadRequest", message: "Message size too large" } });
     if (!info.streamId) {
-      if (activity.type !== "typing" || kind !== "streaming" || info.streamSequence !== 1)
-        return badArgument("a stream starts with a streaming typing activity of sequence 1");
+      if (activity.type !== "typing" || (kind !== "streaming" && kind !== "informative") || info.streamSequence !== 1)
+        return badArgument("a stream starts with a typing activity (informative or streaming) of sequence 1");
+      if (shown.some((m) => m.stream === "streaming" && !expired(m))) overlaps += 1;
       const id = `m${nextId++}`;
-      shown.push({ id, text, attachments: [], edits: 0, stream: "streaming", streamUpdates: 1 });
+      shown.push({
+        id,
+        text: kind === "streaming" ? text : "",
+        attachments: [],
+        edits: 0,
+        stream: "streaming",
+        streamUpdates: kind === "streaming" ? 1 : 0,
+        informative: kind === "informative" ? [text] : [],
+      });
       sequences.set(id, 1);
+      started.set(id, now());
       return done(201, { id });
     }
     const message = shown.find((m) => m.id === info.streamId && m.stream);
     if (!message) return done(404, { error: { code: "ActivityNotFound" } });
-    if (message.stream === "final") return done(403, { error: { code: "ContentStreamNotAllowed", message: "Content stream was already completed" } });
+    if (message.stream === "streaming" && expired(message)) {
+      message.stream = "final";
+      message.timedOut = true;
+    }
+    if (message.timedOut) return notAllowed("Content stream finished due to exceeded streaming time.");
+    if (message.stream === "final") return notAllowed("Content stream is not allowed on an already completed streamed message.");
     const last = sequences.get(message.id) ?? 0;
-    if (kind === "streaming") {
-      if (activity.type !== "typing") return badArgument("a streaming update is a typing activity");
+    if (kind === "streaming" || kind === "informative") {
+      if (activity.type !== "typing") return badArgument("a streaming or informative update is a typing activity");
       if (typeof info.streamSequence !== "number" || info.streamSequence <= last) return badArgument("streamSequence must increase");
-      if (!text.startsWith(message.text)) return badArgument("a streaming update continues the text streamed so far");
       sequences.set(message.id, info.streamSequence);
+      if (kind === "informative") {
+        message.informative = [...(message.informative ?? []), text];
+        return done(202, { id: message.id });
+      }
+      if (!text.startsWith(message.text)) return notAllowed("Request streamed content should contain the previously streamed content");
       message.text = text;
       message.streamUpdates = (message.streamUpdates ?? 0) + 1;
       return done(202, { id: message.id });
     }
     if (kind === "final" && activity.type === "message") {
+      if (info.streamSequence !== undefined && info.streamSequence <= last) return badArgument("streamSequence must increase");
       message.text = text;
       message.stream = "final";
       return done(202, { id: message.id });
     }
     return badArgument("a stream ends with a message activity of streamType final");
+  }
+
+  /** Whether Teams has ended the stream of `message` for its time (two minutes after it began). */
+  function expired(message: ShownMessage): boolean {
+    return now() - (started.get(message.id) ?? now()) >= TEAMS_STREAM_LIMIT_MS;
   }
 
   /** The person answers a file consent card the way Teams posts it: an invoke naming the upload URL in their OneDrive. */
@@ -335,7 +417,14 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
     rollKeys() {
       keys.unshift(signingPair());
     },
-    messages: (conversationId: string): ShownMessage[] => conversations.get(conversationId) ?? [],
+    /** What the chat shows: a stream that has had only informative updates is a progress bar, not a message. */
+    messages: (conversationId: string): ShownMessage[] =>
+      (conversations.get(conversationId) ?? []).filter((m) => !(m.stream && m.text === "" && (m.informative?.length ?? 0) > 0 && m.streamUpdates === 0)),
+    /** Every activity of Teams' streaming protocol the fake was sent, with its answer. */
+    streamActivities: (conversationId?: string): StreamActivity[] =>
+      streamLog.filter((e) => conversationId === undefined || e.conversationId === conversationId),
+    /** How many streams were begun in a chat that had one open (Teams allows one). */
+    overlappingStreams: () => overlaps,
     typing: (conversationId: string): number => typing.get(conversationId) ?? 0,
     calls: () => [...calls],
     tokenRequests: () => tokenRequests,

@@ -15,6 +15,7 @@ import { ConversationRefs } from "./conversation-refs.js";
 import { type FetchJson, fetchJson, OpenIdKeys } from "./jwt.js";
 import { FileOffers, TEAMS_FILE_LIMITS } from "./file-consent.js";
 import { createTeamsOutbound, TEAMS_LIMITS } from "./outbound.js";
+import { INFORMATIVE_TEXT, TeamsStreams } from "./streams.js";
 import { createTokenSource } from "./token.js";
 
 export { TEAMS_LIMITS } from "./outbound.js";
@@ -26,6 +27,8 @@ export interface TeamsAdapterOptions {
   attachmentTimeoutMs?: number;
   /** How the OpenID metadata and keys are read. Default fetch. */
   fetchJson?: FetchJson;
+  /** The informative update a turn starts with in a personal chat; "": a plain typing activity. Default INFORMATIVE_TEXT. */
+  informativeText?: string;
 }
 
 export function createTeamsAdapter(config: TeamsChannelConfig, deps: AdapterDeps, options: TeamsAdapterOptions = {}): ChatAdapter {
@@ -43,7 +46,14 @@ export function createTeamsAdapter(config: TeamsChannelConfig, deps: AdapterDeps
         });
   const refs = new ConversationRefs(deps.state);
   const keys = new OpenIdKeys({ metadataUrl: config.openIdMetadata, fetchJson: options.fetchJson ?? fetchJson, clock: deps.clock });
-  const outbound = createTeamsOutbound({ refs, tokens, log, offers: new FileOffers() });
+  const outbound = createTeamsOutbound({
+    refs,
+    tokens,
+    log,
+    offers: new FileOffers(),
+    streams: new TeamsStreams(deps.state, deps.clock),
+    informativeText: options.informativeText ?? INFORMATIVE_TEXT,
+  });
   const connection = new TeamsConnection({
     config,
     keys,

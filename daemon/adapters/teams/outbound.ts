@@ -3,9 +3,10 @@
  * `ConnectorClient`: to the conversation's `serviceUrl` (kept from its last
  * activity, conversation-refs.ts), with the bot's token (token.ts; none in
  * the anonymous mode). A streamed reply in a personal chat uses Teams' own
- * streaming protocol (streams.ts); elsewhere, or where the conversation
- * refuses it, the reply is edited in place (`updateActivity`); typing is a
- * `typing` activity. A failure becomes one SendError: 429 with
+ * streaming protocol (streams.ts), opened by the turn's informative update
+ * (in place of typing) and filled by the reply; elsewhere, or where the
+ * conversation refuses it, the reply is edited in place (`updateActivity`)
+ * and typing is a `typing` activity. A failure becomes one SendError: 429 with
  * the connector's `Retry-After`, 5xx and network failures transient, other
  * refusals permanent. No retries here: the core's one policy owns them.
  */
@@ -17,7 +18,7 @@ import type { ConversationRefs } from "./conversation-refs.js";
 import { FILE_INFO_CARD, type FileConsentValue, type FileOffers, inlineImage, upload } from "./file-consent.js";
 import type { ConversationReference } from "./inbound.js";
 import { streamablePart } from "../streamable.js";
-import { streamInfo, TeamsStreams } from "./streams.js";
+import { INFORMATIVE_MAX, type OpenStream, streamInfo, type TeamsStreams } from "./streams.js";
 import type { TokenSource } from "./token.js";
 
 /** Teams takes activities up to about 28 KB; text is kept well inside that. */
@@ -29,10 +30,14 @@ export interface TeamsOutboundDeps {
   tokens: TokenSource | undefined;
   log: Logger;
   offers: FileOffers;
+  /** Teams' streams open now and in earlier lives (streams.ts). */
+  streams: TeamsStreams;
+  /** The informative update a turn starts with in a personal chat ("" : plain typing). */
+  informativeText: string;
 }
 
 export function createTeamsOutbound(deps: TeamsOutboundDeps) {
-  const streams = new TeamsStreams();
+  const streams = deps.streams;
   async function client(target: ChatTarget): Promise<{ client: ConnectorClient; ref: ConversationReference }> {
     const ref = deps.refs.get(target.chatId);
     if (!ref) throw new SendError("no conversation reference for this chat (no activity came from it yet)", { permanent: true });
@@ -50,68 +55,128 @@ export function createTeamsOutbound(deps: TeamsOutboundDeps) {
       ...extra,
     });
 
+  /** Where Teams' streaming protocol may be tried: a personal chat that has not refused it. */
+  const streamable = (ref: ConversationReference) => ref.conversationType === "personal" && streams.usable(ref.conversationId);
+
+  /** A refusal of the protocol by this conversation: its replies are updated in place from now on. */
+  function refused(ref: ConversationReference, failure: SendError): void {
+    streams.refuse(ref.conversationId);
+    deps.log.info({ status: failure.status }, "teams conversation refuses streaming: its replies stream by updating the message");
+  }
+
   /** The first `typing` of a stream; undefined when the conversation refuses the protocol (then the reply is a message). */
   async function startStream(c: ConnectorClient, ref: ConversationReference, text: string, format: TextFormat): Promise<SendReceipt | undefined> {
     // A preview's closing fence of the core's own is not streamed: the next text would not continue it (see streamablePart).
-    const streamable = streamablePart(text);
-    if (!streamable.trim()) return undefined;
-    const first = message(ref, streamable, format, { type: "typing", entities: [streamInfo("streaming", 1)] });
+    const part = streamablePart(text);
+    if (!part.trim()) return undefined;
+    const first = message(ref, part, format, { type: "typing", entities: [streamInfo("streaming", 1)] });
     try {
       const sent = await c.sendToConversation(ref.conversationId, first);
       if (!sent.id) return undefined;
-      streams.opened(sent.id, streamable);
+      await streams.opened(sent.id, ref.conversationId, part);
       return { messageId: sent.id };
     } catch (error) {
       const failure = toSendError(error);
       if (!refusal(failure)) throw failure;
       // A group chat's or channel's kind, a client without the protocol: this conversation's replies are updated in place.
-      streams.refuse(ref.conversationId);
-      deps.log.info({ status: failure.status }, "teams conversation refuses streaming: its replies stream by updating the message");
+      refused(ref, failure);
       return undefined;
     }
   }
 
   /**
    * The next text of an open stream: a `typing` with the next sequence, or on `final` (or a text that does not
-   * continue what was streamed) the final `message`, which ends it. False when Teams refused it: the stream is
-   * forgotten and the caller updates the message instead.
+   * continue what was streamed) the final `message`, which ends it. False when
+   * Teams refused it (its two minutes are over, the person stopped it): the stream is forgotten and the caller
+   * updates the message instead, as the Agents SDK does.
    */
   async function continueStream(
     c: ConnectorClient,
     ref: ConversationReference,
     streamId: string,
-    open: { sequence: number; text: string },
+    open: OpenStream,
     text: string,
     format: TextFormat,
     final: boolean,
   ): Promise<boolean> {
-    const streamable = streamablePart(text);
-    const ending = final || !streamable.startsWith(open.text);
+    const part = streamablePart(text);
+    const ending = final || open.text === null || !part.startsWith(open.text);
     const sequence = open.sequence + 1;
     const activity = ending
       ? message(ref, text, format, { id: streamId, entities: [streamInfo("final", sequence, streamId)] })
-      : message(ref, streamable, format, { type: "typing", id: streamId, entities: [streamInfo("streaming", sequence, streamId)] });
+      : message(ref, part, format, { type: "typing", id: streamId, entities: [streamInfo("streaming", sequence, streamId)] });
+    await streams.reserve(streamId, sequence);
     try {
       await c.sendToConversation(ref.conversationId, activity);
     } catch (error) {
       const failure = toSendError(error);
       if (!refusal(failure)) throw failure;
-      streams.ended(streamId);
+      await streams.ended(streamId);
       deps.log.info({ status: failure.status }, "teams stream refused mid-reply: the message is updated instead");
       return false;
     }
-    if (ending) streams.ended(streamId);
-    else streams.continued(streamId, sequence, streamable);
+    if (ending) await streams.ended(streamId);
+    else streams.shows(streamId, part);
     return true;
+  }
+
+  /**
+   * The chat's stream opened by an informative update (nothing streamed yet) takes the reply's first text: streamed
+   * on (`final` false) or ended with it. Undefined when there is none, or Teams refused it (then the reply goes as usual).
+   */
+  async function intoInformative(c: ConnectorClient, ref: ConversationReference, text: string, format: TextFormat, final: boolean) {
+    const open = streams.inChat(ref.conversationId);
+    if (open?.stream.text !== "") return undefined;
+    if (!final && !streamablePart(text).trim()) return undefined;
+    const taken = await continueStream(c, ref, open.id, open.stream, text, format, final);
+    return taken ? { messageId: open.id } : undefined;
+  }
+
+  /** Per chat, the informative update under way (Teams allows one stream per chat). */
+  const opening = new Map<string, Promise<void>>();
+
+  async function typing(target: ChatTarget): Promise<void> {
+    try {
+      const { client: c, ref } = await client(target);
+      if (streamable(ref) && deps.informativeText) {
+        if (streams.inChat(ref.conversationId)) return;
+        if (await informative(c, ref, deps.informativeText)) return;
+      }
+      await c.sendToConversation(ref.conversationId, Activity.fromObject({ type: "typing", from: ref.bot, conversation: { id: ref.conversationId } }));
+    } catch (error) {
+      deps.log.debug({ err: describe(error) }, "teams typing failed");
+    }
+  }
+
+  /** Opens the chat's stream with an informative update; false when the conversation refuses the protocol. */
+  async function informative(c: ConnectorClient, ref: ConversationReference, text: string): Promise<boolean> {
+    const activity = message(ref, text.slice(0, INFORMATIVE_MAX), "plain", { type: "typing", entities: [streamInfo("informative", 1)] });
+    try {
+      const sent = await c.sendToConversation(ref.conversationId, activity);
+      if (!sent.id) return false;
+      await streams.opened(sent.id, ref.conversationId, "");
+      return true;
+    } catch (error) {
+      const failure = toSendError(error);
+      if (!refusal(failure)) throw failure;
+      refused(ref, failure);
+      return false;
+    }
   }
 
   return {
     /** `final` false: a streamed reply's first text (Teams' own stream in a personal chat that allows it). */
     async send(target: ChatTarget, text: string, format: TextFormat, final?: boolean): Promise<SendReceipt> {
+      await opening.get(target.chatId);
       const { client: c, ref } = await client(target);
-      if (final === false && ref.conversationType === "personal" && streams.usable(ref.conversationId) && text.trim()) {
-        const streamed = await startStream(c, ref, text, format);
-        if (streamed) return streamed;
+      if (streamable(ref) && text.trim()) {
+        const streaming = final === false;
+        const taken = await intoInformative(c, ref, text, format, !streaming);
+        if (taken) return taken;
+        if (streaming) {
+          const streamed = await startStream(c, ref, text, format);
+          if (streamed) return streamed;
+        }
       }
       const sent = await call(() => c.sendToConversation(ref.conversationId, message(ref, text, format)));
       return sent.id ? { messageId: sent.id } : {};
@@ -120,18 +185,27 @@ export function createTeamsOutbound(deps: TeamsOutboundDeps) {
     async edit(target: ChatTarget, messageId: string, text: string, format: TextFormat, final?: boolean): Promise<void> {
       const { client: c, ref } = await client(target);
       const open = streams.get(messageId);
+      // A stream an earlier life opened shows text this life does not know: a preview could not continue it, so it
+      // keeps showing that until the reply's final text ends it (by its id, as the protocol wants).
+      if (open?.text === null && final !== true) return;
       if (open && (await continueStream(c, ref, messageId, open, text, format, final === true))) return;
       await call(() => c.updateActivity(ref.conversationId, messageId, message(ref, text, format, { id: messageId })));
     },
-    /** Whether `messageId` is a stream this process has open (the core then ends it). */
+    /** Whether `messageId` is a stream still open (this life's or an earlier one's): the core then ends it. */
     mayBeStream: (messageId: string): boolean => streams.get(messageId) !== undefined,
-    async typing(target: ChatTarget): Promise<void> {
-      try {
-        const { client: c, ref } = await client(target);
-        await c.sendToConversation(ref.conversationId, Activity.fromObject({ type: "typing", from: ref.bot, conversation: { id: ref.conversationId } }));
-      } catch (error) {
-        deps.log.debug({ err: describe(error) }, "teams typing failed");
-      }
+    /**
+     * In a personal chat that streams, the turn's start is an informative update (`informativeText`, a progress bar
+     * in Teams) opening the stream the reply then fills; while a stream is open, nothing more is needed. Elsewhere a
+     * `typing` activity.
+     */
+    typing(target: ChatTarget): Promise<void> {
+      // Kept until done: the reply's first text waits for it, so it fills this stream rather than opening a second.
+      const run = (opening.get(target.chatId) ?? Promise.resolve()).then(() => typing(target));
+      opening.set(target.chatId, run);
+      void run.finally(() => {
+        if (opening.get(target.chatId) === run) opening.delete(target.chatId);
+      });
+      return run;
     },
     /** An image inline; another file through the consent flow, in a personal chat only (where Teams has it). */
     async sendFile(target: ChatTarget, file: OutboundFile): Promise<SendReceipt> {
