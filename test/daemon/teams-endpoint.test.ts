@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { teamsChannelSchema } from "../../daemon/adapters/teams/config.js";
 import { createTeamsAdapter } from "../../daemon/adapters/teams/index.js";
 import { type ChatAdapter, type InboundMessage, SendError } from "../../daemon/vocabulary/adapter.js";
-import { wavFile } from "../helpers/audio-files.js";
+import { wavFile } from "../helpers/audio-containers.js";
 import { createFakeTeams, type FakeTeams } from "../fakes/teams.js";
 import { testSink } from "../fakes/sink.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";

@@ -28,7 +28,7 @@ import type { ChatAdapter, InboundMessage } from "../../daemon/vocabulary/adapte
 import { systemClock } from "../../shared/clock.js";
 import { INFORMATIVE_TEXT } from "../../daemon/adapters/teams/streams.js";
 import { testSink } from "../fakes/sink.js";
-import { wavFile } from "../helpers/audio-files.js";
+import { wavFile } from "../helpers/audio-containers.js";
 import { launchBrowser } from "../helpers/browser.js";
 import { lacks } from "../helpers/system-programs.js";
 import { waitUntil } from "../helpers/wait.js";

@@ -1,8 +1,8 @@
 /**
- * Audio files as Signal's clients send them, built byte by byte from the
+ * Audio files as the platforms' clients send them, built byte by byte from the
  * containers' specifications (no encoder is installed here): an ADTS AAC
- * stream (ISO/IEC 14496-3 1.A.2, Android), AAC in an MPEG-4 file (ISO/IEC
- * 14496-12, iOS) and Ogg Opus (RFC 3533, RFC 7845). The payloads are filler:
+ * stream (ISO/IEC 14496-3 1.A.2, Signal Android), AAC in an MPEG-4 file
+ * (ISO/IEC 14496-12, Signal iOS), Ogg Opus (RFC 3533, RFC 7845) and PCM WAV. The payloads are filler:
  * only the containers' timing is real.
  */
 
@@ -116,4 +116,23 @@ export function oggOpusFile(seconds: number, options: { preSkip?: number; pages?
     out.push(oggPage(serial, i + 1, granule, Buffer.alloc(300, i), i === pages ? 0x04 : 0));
   }
   return Buffer.concat(out);
+}
+
+/** A PCM WAV file of `seconds` of silence. */
+export function wavFile(seconds: number, rate = 16_000): Buffer {
+  const data = Buffer.alloc(Math.round(seconds * rate) * 2);
+  const header = Buffer.alloc(44);
+  header.write("RIFF", 0, "latin1");
+  header.writeUInt32LE(36 + data.length, 4);
+  header.write("WAVEfmt ", 8, "latin1");
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20); // PCM
+  header.writeUInt16LE(1, 22); // mono
+  header.writeUInt32LE(rate, 24);
+  header.writeUInt32LE(rate * 2, 28); // byte rate
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write("data", 36, "latin1");
+  header.writeUInt32LE(data.length, 40);
+  return Buffer.concat([header, data]);
 }

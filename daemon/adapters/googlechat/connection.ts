@@ -8,7 +8,7 @@
  * events (`InboxIntake`) instead of listening itself.
  */
 import type { Logger } from "pino";
-import type { Clock, Timer } from "../../../shared/clock.js";
+import type { Clock } from "../../../shared/clock.js";
 import type { EventInbox } from "../../vocabulary/adapter.js";
 import { jsonAnswer, listenWebhook, parseJsonBody, type PrefixRoute, textAnswer, type WebhookAnswer, type WebhookEndpoint } from "../webhook.js";
 import { KeptEventIntake } from "../inbox-intake.js";

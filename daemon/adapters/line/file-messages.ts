@@ -18,6 +18,7 @@
  */
 import { createHash } from "node:crypto";
 import type { messagingApi } from "@line/bot-sdk";
+import { audioSeconds } from "../../helpers/audio-duration.js";
 import { formatBytes } from "../../../shared/util/format-bytes.js";
 import type { FileCapability, OutboundFile } from "../../vocabulary/adapter.js";
 import { type FileLinks, purposeOf } from "../file-links/index.js";
@@ -83,45 +84,8 @@ export function linkText(file: Pick<OutboundFile, "fileName" | "data">, url: str
   return `📎 ${file.fileName} (${formatBytes(file.data.length)})\n${url}\n(The link works until ${until}.)`;
 }
 
-/**
- * An MP4/M4A file's length in ms from its movie header (`moov` → `mvhd`:
- * duration / timescale), or undefined when the file has none that reads.
- */
+/** An MP4/M4A file's length in whole ms (LINE's `duration`), or undefined when its header says none. */
 export function mp4DurationMs(data: Buffer): number | undefined {
-  const moov = findBox(data, 0, data.length, "moov");
-  if (!moov) return undefined;
-  const mvhd = findBox(data, moov.start, moov.end, "mvhd");
-  if (!mvhd || mvhd.end - mvhd.start < 20) return undefined;
-  const version = data.readUInt8(mvhd.start);
-  let timescale: number;
-  let duration: number;
-  if (version === 1) {
-    if (mvhd.end - mvhd.start < 32) return undefined;
-    timescale = data.readUInt32BE(mvhd.start + 20);
-    duration = Number(data.readBigUInt64BE(mvhd.start + 24));
-  } else {
-    timescale = data.readUInt32BE(mvhd.start + 12);
-    duration = data.readUInt32BE(mvhd.start + 16);
-  }
-  if (timescale === 0 || !Number.isFinite(duration)) return undefined;
-  return Math.round((duration / timescale) * 1000);
-}
-
-/** The payload bounds of the first box of `type` among the boxes in [from, to). */
-function findBox(data: Buffer, from: number, to: number, type: string): { start: number; end: number } | undefined {
-  let at = from;
-  while (at + 8 <= to) {
-    let size = data.readUInt32BE(at);
-    const name = data.toString("latin1", at + 4, at + 8);
-    let header = 8;
-    if (size === 1) {
-      if (at + 16 > to) return undefined;
-      size = Number(data.readBigUInt64BE(at + 8));
-      header = 16;
-    } else if (size === 0) size = to - at;
-    if (size < header || at + size > to) return undefined;
-    if (name === type) return { start: at + header, end: at + size };
-    at += size;
-  }
-  return undefined;
+  const seconds = data.toString("latin1", 4, 8) === "ftyp" ? audioSeconds(data) : undefined;
+  return seconds === undefined ? undefined : Math.round(seconds * 1000);
 }

@@ -2,13 +2,13 @@
  * Where a Signal message's files come from: signal-cli has already fetched
  * and decrypted them, and `getAttachment` (id, and the sender or the group)
  * answers `{data: base64}`. It says nothing of an audio file's length, so a
- * voice note's `seconds` are read from its container (audio-seconds.ts).
+ * voice note's `seconds` are read from its container (daemon/helpers/audio-duration.ts).
  */
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { DroppedAttachment, InboundAttachment } from "../../vocabulary/adapter.js";
 import type { FileSource } from "../hand-over.js";
-import { audioSeconds } from "./audio-seconds.js";
+import { audioSeconds } from "../../helpers/audio-duration.js";
 import type { SignalFileRef } from "./inbound.js";
 import type { RpcCall } from "./rpc.js";
 

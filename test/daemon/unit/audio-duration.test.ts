@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { audioSeconds } from "../../../daemon/helpers/audio-duration.js";
-import { wavFile } from "../../helpers/audio-files.js";
+import { wavFile } from "../../helpers/audio-containers.js";
 import { lacks } from "../../helpers/system-programs.js";
 import { tempDir } from "../daemon-harness.js";
 

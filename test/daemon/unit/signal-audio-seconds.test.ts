@@ -4,7 +4,7 @@
  * broken file, is no length rather than a wrong one or a throw.
  */
 import { describe, expect, it } from "vitest";
-import { audioSeconds } from "../../../daemon/adapters/signal/audio-seconds.js";
+import { audioSeconds } from "../../../daemon/helpers/audio-duration.js";
 import { seededRandom } from "../../../shared/random.js";
 import { adtsStream, m4aFile, oggOpusFile } from "../../helpers/audio-containers.js";
 
