@@ -10,7 +10,8 @@
  *
  * What stays the platform's is `handle`: it gets the raw bytes before anything
  * is parsed, so a signature over them can be checked first, and answers the
- * status, headers and body the platform expects.
+ * status, headers and body the platform expects. `routes` serve other paths
+ * on the same server (the reply files a platform fetches by URL, file-links/).
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -44,6 +45,12 @@ export interface WebhookAnswer {
   readonly sent?: (written: boolean) => void;
 }
 
+/** Every request whose path is below `prefix` (`<prefix>/...`), answered by `serve` with the rest of the path. */
+export interface PrefixRoute {
+  readonly prefix: string;
+  serve(req: IncomingMessage, res: ServerResponse, rest: string): Promise<void>;
+}
+
 export interface WebhookOptions {
   readonly host: string;
   /** 0 takes a free port (`url` says which). */
@@ -54,6 +61,8 @@ export interface WebhookOptions {
   readonly maxBytes?: number;
   /** Answered 200 with this text to GET and HEAD on the path (a load balancer's health check). Absent: 405. */
   readonly health?: string;
+  /** Other paths served by the same server, each below its prefix. */
+  readonly routes?: readonly PrefixRoute[];
   /** For the log line of a failed request, e.g. "slack events". */
   readonly name: string;
   readonly log: Logger;
@@ -133,6 +142,8 @@ function listen(server: Server, options: WebhookOptions): Promise<void> {
 
 async function serve(options: WebhookOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", "http://endpoint");
+  const route = options.routes?.find((r) => url.pathname.startsWith(`${r.prefix}/`));
+  if (route) return route.serve(req, res, url.pathname.slice(route.prefix.length + 1));
   if (url.pathname !== options.path) return void res.writeHead(404).end();
   const method = req.method ?? "";
   if ((method === "GET" || method === "HEAD") && options.health !== undefined) return send(res, textAnswer(200, options.health));

@@ -151,17 +151,35 @@ describe("streamed and asked", () => {
     expect(fake.calls().filter((c) => c.path === "/open-apis/cardkit/v1/cards")).toHaveLength(1);
   });
 
-  it("a question with buttons: a card with one button each, the tap (verified like any event) is the answer, the card then says who chose what", async () => {
-    const { fake } = await bridge("http", { buttons: { tools: ["choice", "confirm"] } });
-    fake.say({ user: ALICE, chatId: DM, chatType: "p2p", text: "!ask Deploy where? | staging | production" });
-    const question = await waitUntil(() => bot(fake, DM).find((m) => fake.buttonsOf(m.id).length > 0), "the question");
-    expect(fake.buttonsOf(question.id)).toEqual(["staging", "production"]);
-    expect((await fake.tap({ user: ALICE, messageId: question.id, index: 1 }).delivered).status).toBe(200);
-    await waitUntil(() => texts(fake, DM).some((t) => /returned: production/.test(t)), "the agent's next answer");
-    await waitUntil(() => fake.buttonsOf(question.id).length === 0, "the buttons gone");
-    expect(fake.textOf(bot(fake, DM).find((m) => m.id === question.id)!)).toMatch(/^Deploy where\?\nproduction: chosen by /);
-    expect(texts(fake, DM).filter((t) => /returned:/.test(t))).toHaveLength(1);
-  });
+  it.each(["http", "websocket"] as const)(
+    "a question with buttons over %s: a card with one button each, the tap is the answer, the card then says who chose what; a redelivered tap counts once",
+    async (mode) => {
+      const { fake, daemon } = await bridge(mode, { buttons: { tools: ["choice", "confirm"] } });
+      fake.say({ user: ALICE, chatId: DM, chatType: "p2p", text: "!ask Deploy where? | staging | production" });
+      const question = await waitUntil(() => bot(fake, DM).find((m) => fake.buttonsOf(m.id).length > 0), "the question");
+      expect(fake.buttonsOf(question.id)).toEqual(["staging", "production"]);
+      // Over HTTP the tap is posted (verified like any event); over the long connection it comes down as an event frame.
+      const tapped = fake.tap({ user: ALICE, messageId: question.id, index: 1 });
+      const tap = await tapped.delivered;
+      expect(tap.status).toBe(200);
+      // The callback's answer carries no card: the card is updated afterwards through the API (the 3 s answer would not wait for it).
+      expect(JSON.parse(tap.body)).toEqual({});
+      await waitUntil(() => texts(fake, DM).some((t) => /returned: production/.test(t)), "the agent's next answer");
+      await waitUntil(() => fake.buttonsOf(question.id).length === 0, "the buttons gone");
+      expect(fake.textOf(bot(fake, DM).find((m) => m.id === question.id)!)).toMatch(/^Deploy where\?\nproduction: chosen by /);
+      // The card was patched in place (an interactive message, update_multi kept), not sent again.
+      expect(
+        fake
+          .calls()
+          .filter((c) => c.method === "PATCH" && c.path === `/open-apis/im/v1/messages/${question.id}`)
+          .map((c) => c.status),
+      ).toContain(200);
+      // Feishu's redelivery of the same callback (its event_id) is answered and counted once.
+      expect(await fake.resend(tapped.eventId)).toBe(200);
+      await daemon.whenIdle();
+      expect(texts(fake, DM).filter((t) => /returned:/.test(t))).toHaveLength(1);
+    },
+  );
 
   it("a voice message is answered from its transcript; one longer than maxSeconds (Feishu's duration) is not transcribed", async () => {
     const { fake } = await bridge("http", {}, {}, { maxSeconds: 120 });

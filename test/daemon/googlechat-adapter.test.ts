@@ -357,7 +357,7 @@ describe("google chat: quotas, threads, attachments, formatting", () => {
     expect(message.attachments).toEqual([{ kind: "audio", fileName: "note.ogg", mimeType: "audio/ogg", data }]);
   });
 
-  it("offers no file sending and no reactions: Chat lets an app do neither without user authentication", () => {
+  it("offers no reactions, and no file sending without file_links.public_base_url: Chat lets an app upload or react only with user authentication", () => {
     expect(r.adapter.files).toBeUndefined();
     expect(r.adapter.reactions).toBeUndefined();
   });

@@ -45,6 +45,7 @@ async function check(channel: Record<string, unknown>, env: Record<string, strin
         serviceAccountKey: "${GC_KEY}",
         api: fake.url,
         certsUrl: fake.certsUrl,
+        file_links: { public_base_url: "https://bot.example.com/googlechat/files" },
         ...channel,
       },
     ],
@@ -63,6 +64,13 @@ it("passes a key Google accepts, from the environment, with the Chat API answeri
   expect(line).toMatch(/^ok {4}channel gc \(googlechat\): key accepted \(agent-bridge@fake-project\.iam\.gserviceaccount\.com\), Chat API answers/);
   expect(code).toBe(0);
   expect(printed).not.toContain(privateKeyLine(fake.serviceAccountKey));
+});
+
+it("warns, saying how to fix it, when no public_base_url lets the app send files", async () => {
+  const { code, line, printed } = await check({ file_links: {} });
+  expect(line).toMatch(/^warn {2}channel gc \(googlechat\): key accepted .*; no file_links\.public_base_url: files the agent makes are not sent/);
+  expect(printed).toContain("set file_links.public_base_url to an https URL");
+  expect(code).toBe(0);
 });
 
 it("reads the key from a file too", async () => {

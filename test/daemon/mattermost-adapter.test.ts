@@ -120,6 +120,23 @@ it("a server that forgot the connection sends a new hello: the missed posts are 
   expect(new Set(ids).size).toBe(ids.length);
 });
 
+it("a direct channel opened while the socket was gone is found by the catch-up (GET /users/me/channels) and its posts handed over once", async () => {
+  fake.forgetConnections();
+  const opened = fake.openDirect(ALICE.id);
+  fake.postUnannounced({ channelId: opened, userId: ALICE.id, message: "in a new channel 1" });
+  fake.postUnannounced({ channelId: opened, userId: ALICE.id, message: "in a new channel 2" });
+  await waitUntil(() => texts(opened).length === 2, "the new channel's posts");
+  expect(received.filter((m) => m.chatId === opened)).toMatchObject([
+    { chatType: "direct", text: "in a new channel 1" },
+    { chatType: "direct", text: "in a new channel 2" },
+  ]);
+  // The channel is known now: the next catch-up asks it by its own mark, and nothing comes twice.
+  fake.forgetConnections();
+  fake.postUnannounced({ channelId: opened, userId: ALICE.id, message: "in a new channel 3" });
+  await waitUntil(() => texts(opened).length === 3, "the third post");
+  expect(texts(opened)).toEqual(["in a new channel 1", "in a new channel 2", "in a new channel 3"]);
+});
+
 it("a 429 is a retryable SendError that waits Retry-After; the next try goes through", async () => {
   const target = { platform: "mattermost", accountId: "mm", chatId: DM, chatType: "direct" as const };
   fake.limitRequests(1, 1);

@@ -15,6 +15,7 @@ import { type AdapterStatusEvent, type ChatAdapter, type InboundMessage, SendErr
 import { type Clock, createManualClock, systemClock } from "../../shared/clock.js";
 import { createFakeSignal, type FakeSignal, type SignalPerson } from "../fakes/signal.js";
 import { testSink } from "../fakes/sink.js";
+import { m4aFile, oggOpusFile } from "../helpers/audio-containers.js";
 import { advanceUntil } from "../helpers/advance-until.js";
 import { waitUntil } from "../helpers/wait.js";
 import { logCollector } from "./adapters/harness/harness.js";
@@ -144,9 +145,10 @@ describe("messages in", () => {
     expect(built.got.filter((x) => x.userId === alice.uuid && !x.text)).toEqual([]);
   });
 
-  it("a photo and a voice note come in as files, the voice note as audio (transcription takes it)", async () => {
+  it("a photo and a voice note come in as files, the voice note as audio with its seconds read from the file (transcription takes it)", async () => {
     const png = Buffer.from("89504e470d0a1a0a", "hex");
-    const voice = Buffer.from("voice-note-bytes");
+    // An iOS voice note: AAC in M4A, 7.5 s.
+    const voice = m4aFile({ timescale: 44_100, movieDuration: 44_100 * 7.5 });
     fake.direct(alice, "look", { files: [{ contentType: "image/png", filename: "pic.png", data: png }] });
     fake.direct(alice, "", { files: [{ contentType: "audio/aac", data: voice }] });
     const photo = await waitUntil(() => built.got.find((x) => x.text === "look"), "the photo");
@@ -155,6 +157,15 @@ describe("messages in", () => {
     const note = await waitUntil(() => built.got.find((x) => x.attachments?.[0]?.kind === "audio"), "the voice note");
     expect(note.attachments?.[0]?.fileName).toMatch(/\.m4a$/);
     expect(note.attachments?.[0]?.data.equals(voice)).toBe(true);
+    expect(note.attachments?.[0]?.seconds).toBeCloseTo(7.5, 6);
+    // Ogg Opus too; a file whose container says nothing has no seconds (the core then goes by its bytes).
+    fake.direct(alice, "opus", { files: [{ contentType: "audio/ogg", data: oggOpusFile(12.25) }] });
+    fake.direct(alice, "unknown", { files: [{ contentType: "audio/aac", data: Buffer.from("not a container") }] });
+    const opus = await waitUntil(() => built.got.find((x) => x.text === "opus"), "the opus note");
+    expect(opus.attachments?.[0]?.seconds).toBeCloseTo(12.25, 4);
+    const unknown = await waitUntil(() => built.got.find((x) => x.text === "unknown"), "the unknown note");
+    expect(unknown.attachments?.[0]).toMatchObject({ kind: "audio" });
+    expect(unknown.attachments?.[0]?.seconds).toBeUndefined();
   });
 });
 

@@ -9,6 +9,7 @@ import { createDaemon, type Daemon } from "../../daemon/daemon.js";
 import { transcriptionSchema } from "../../daemon/vocabulary/config-fields.js";
 import { seededRandom } from "../../shared/random.js";
 import { createFakeSignal, type FakeSignal, type SignalPerson } from "../fakes/signal.js";
+import { adtsStream } from "../helpers/audio-containers.js";
 import { openServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { createSteppableClock } from "../helpers/steppable-clock.js";
 import { waitUntil } from "../helpers/wait.js";
@@ -41,7 +42,10 @@ beforeAll(async () => {
   });
   // Voice notes transcribed by the emulator's fake gateway (its speech-to-text endpoint).
   const gateway = service.emulator.emulator.gateway.url;
-  const config = { ...channelConfig, transcription: transcriptionSchema.parse({ kind: "openai", url: `${gateway}/v1`, maxBytes: 100_000, timeoutMs: 30_000 }) };
+  const config = {
+    ...channelConfig,
+    transcription: transcriptionSchema.parse({ kind: "openai", url: `${gateway}/v1`, maxBytes: 100_000, maxSeconds: 120, timeoutMs: 30_000 }),
+  };
   daemon = createDaemon({ config, clock: createSteppableClock(), random: seededRandom(7) });
   await daemon.start();
   return async () => {
@@ -85,4 +89,11 @@ it("answers a voice note from its transcript (Signal's audio attachment, kind au
   expect(reply).toContain("Transcript of the person's voice note");
   const metrics = await daemon.metrics.text();
   expect(metrics).toMatch(/agent_bridge_transcriptions_total\{platform="signal",outcome="ok"\} 1/);
+});
+
+it("a voice note longer than maxSeconds is not transcribed: its length comes from the audio file (signal-cli reports none)", async () => {
+  // Three minutes of AAC as Signal Android records it (ADTS, 44.1 kHz), small enough for maxBytes.
+  fake.direct(alice, "", { files: [{ contentType: "audio/aac", data: adtsStream(Math.ceil((180 * 44_100) / 1024), 44_100, { payloadBytes: 2 }) }] });
+  const reply = await waitUntil(() => texts(alice.uuid).find((t) => /could not be transcribed/.test(t)), "the answer to the long voice note");
+  expect(reply).toMatch(/it is longer than the limit of 2 minutes/);
 });

@@ -160,7 +160,8 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
   /** Every event sent, by id (to send again). */
   const sentEvents = new Map<string, string>();
   /** Long connection: answers awaited, by the frame's message_id. */
-  const awaiting = new Map<string, (code: number) => void>();
+  /** Per event pushed down the long connection: told the client's answer (its code, and the body its `data` carried). */
+  const awaiting = new Map<string, (code: number, body: string) => void>();
 
   const add = (m: FakeMessage) => {
     messages.push(m);
@@ -508,13 +509,17 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
     }
     if (frame.method === 1) {
       const id = headerOf(frame, "message_id") ?? "";
+      // The SDK answers {"code": 200, "data": base64(JSON of what the handler returned)} (a card callback's toast or card).
       let code = 0;
+      let body = "{}";
       try {
-        code = Number((JSON.parse(frame.payload?.toString("utf8") ?? "{}") as { code?: unknown }).code);
+        const answer = JSON.parse(frame.payload?.toString("utf8") ?? "{}") as { code?: unknown; data?: unknown };
+        code = Number(answer.code);
+        if (typeof answer.data === "string") body = Buffer.from(answer.data, "base64").toString("utf8");
       } catch {
         code = 0;
       }
-      awaiting.get(id)?.(code);
+      awaiting.get(id)?.(code, body);
     }
   }
 
@@ -527,15 +532,15 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
     const data = Buffer.from(plain, "utf8");
     const partBytes = options.framePartBytes ?? 1024 * 1024;
     const sum = Math.max(1, Math.ceil(data.length / partBytes));
-    const answered = new Promise<number | "no answer">((resolve) => {
+    const answered = new Promise<{ status: number | "no answer"; body: string }>((resolve) => {
       const timer = setTimeout(() => {
         awaiting.delete(messageId);
-        resolve("no answer");
+        resolve({ status: "no answer", body: "" });
       }, answerWithin);
-      awaiting.set(messageId, (code) => {
+      awaiting.set(messageId, (code, body) => {
         clearTimeout(timer);
         awaiting.delete(messageId);
-        resolve(code);
+        resolve({ status: code, body });
       });
     });
     for (let seq = 0; seq < sum; seq++) {
@@ -555,8 +560,7 @@ export async function createFakeFeishu(options: FakeFeishuOptions): Promise<Fake
       };
       ws.send(encodeFrame(frame));
     }
-    const status = await answered;
-    return { status, body: "" };
+    return answered;
   }
 
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -38,7 +38,9 @@
  *   required; only the app's own messages, else 403 PERMISSION_DENIED; 404 for
  *   an unknown message); `media.download` (`/v1/media/{resourceName}?alt=media`)
  *   of attachments people sent; `media.upload` refused to an app (403: it takes
- *   user authentication); reactions likewise.
+ *   user authentication); reactions likewise. Cards: an image widget's
+ *   host URL must be HTTPS and an `openLink` URL absolute, else 400
+ *   INVALID_ARGUMENT (developers.google.com/workspace/chat/add-text-image-card-dialog).
  * - Quotas (developers.google.com/workspace/chat/limits): message writes
  *   (create, patch) per space and per project within a window; over either,
  *   429 RESOURCE_EXHAUSTED and nothing done. Defaults: 1 write a second per
@@ -74,7 +76,13 @@ interface CardWithId {
   card?: {
     sections?: {
       widgets?: {
-        buttonList?: { buttons?: { text?: string; onClick?: { action?: { function?: string; parameters?: { key: string; value: string }[] } } }[] };
+        buttonList?: {
+          buttons?: {
+            text?: string;
+            onClick?: { action?: { function?: string; parameters?: { key: string; value: string }[] }; openLink?: { url?: string } };
+          }[];
+        };
+        image?: { imageUrl?: string; altText?: string };
       }[];
     }[];
   };
@@ -153,6 +161,20 @@ const testKeys = () => {
   keys ??= { forger: generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey, account: generateKeyPairSync("rsa", { modulusLength: 2048 }) };
   return keys;
 };
+
+/** Why Chat would refuse these cards: an image widget's host URL must be HTTPS, a link's URL absolute http(s). */
+function invalidCard(cards: CardWithId[]): string | undefined {
+  for (const widget of cards.flatMap((c) => c.card?.sections ?? []).flatMap((s) => s.widgets ?? [])) {
+    const image = widget.image?.imageUrl;
+    if (widget.image && (typeof image !== "string" || !image.startsWith("https://") || !URL.canParse(image)))
+      return "Invalid image URL: the host URL must be HTTPS.";
+    for (const button of widget.buttonList?.buttons ?? []) {
+      const link = button.onClick?.openLink;
+      if (link && (typeof link.url !== "string" || !/^https?:\/\//.test(link.url) || !URL.canParse(link.url))) return "Invalid link URL.";
+    }
+  }
+  return undefined;
+}
 
 export async function createFakeGoogleChat(options: FakeGoogleChatOptions): Promise<FakeGoogleChat> {
   const now = options.now ?? (() => Date.now());
@@ -432,6 +454,8 @@ export async function createFakeGoogleChat(options: FakeGoogleChatOptions): Prom
       const input = JSON.parse(body.toString("utf8") || "{}") as { text?: string; thread?: { name?: string }; cardsV2?: CardWithId[] };
       if ((input.text ?? "").length > MAX_TEXT) return apiError(res, 400, "INVALID_ARGUMENT", `Message text exceeds the maximum of ${MAX_TEXT} characters.`);
       if (!input.text && !input.cardsV2?.length) return apiError(res, 400, "INVALID_ARGUMENT", "Message cannot be empty.");
+      const cardProblem = invalidCard(input.cardsV2 ?? []);
+      if (cardProblem) return apiError(res, 400, "INVALID_ARGUMENT", cardProblem);
       // A request id seen before answers with the message it made (spaces.messages.create, `requestId`).
       const requestId = url.searchParams.get("requestId");
       const made = requestId ? createdBy.get(`${space.name} ${requestId}`) : undefined;

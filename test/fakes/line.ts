@@ -34,12 +34,19 @@
  *   true and the same `webhookEventId`.
  * - Quick reply buttons show only on the chat's last message (they go once
  *   another message is in the chat); a tap posts a `postback` event.
+ * - Media the bot sends (image, video, audio) only by HTTPS URL of at most
+ *   2,000 characters, image and video with an HTTPS `previewImageUrl`, audio
+ *   with a whole positive `duration` (ms); else 400 with `details`.
+ *   `fetchMedia` fetches such a URL as LINE's servers do: https only, the
+ *   certificate verified (against `trustedCa`, a test's TLS proxy's).
  */
 import { createHmac, randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Agent, type Response as UndiciResponse, fetch as undiciFetch } from "undici";
 
 const TEXT_MAX = 5000;
+const URL_MAX = 2000;
 const MESSAGES_MAX = 5;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -59,6 +66,8 @@ export interface FakeLineOptions {
   replyTokenLifeMs?: number;
   /** Members of a group or room (what a push there costs). Default 3. */
   groupMembers?: number;
+  /** The certificate (PEM) LINE's media fetcher trusts: a test's TLS proxy's, in place of the public CAs. */
+  trustedCa?: string;
 }
 
 export interface SentMessage {
@@ -104,6 +113,12 @@ export interface FakeLine {
   /** Quick reply labels the message shows now ([] once another message followed). */
   quickReply(chatId: string, messageId: string): string[];
   tap(chatId: string, messageId: string, index: number, userId?: string): Promise<DeliveredEvent>;
+  /**
+   * Fetches a media URL the bot sent as LINE's servers do: an https URL only (else it throws),
+   * over TLS verified against `trustedCa` (the test's reverse proxy in front of the bridge).
+   * `headers`: e.g. a Range.
+   */
+  fetchMedia(url: string, init?: { method?: string; headers?: Record<string, string> }): Promise<UndiciResponse>;
   /** Ages every outstanding reply token by `ms`. */
   age(ms: number): void;
   rateLimit(calls: number): void;
@@ -130,6 +145,8 @@ export async function createFakeLine(options: FakeLineOptions): Promise<FakeLine
   const now = options.now ?? (() => Date.now());
   const lifeMs = options.replyTokenLifeMs ?? 60_000;
   const members = options.groupMembers ?? 3;
+  // LINE's servers verify the bridge's certificate; here against the test's CA (TLS 1.2 or later, as LINE asks).
+  const mediaFetcher = new Agent({ connect: { ...(options.trustedCa ? { ca: options.trustedCa } : {}), minVersion: "TLSv1.2" } });
   const bot = { userId: `U${randomBytes(16).toString("hex")}`, displayName: "Bridge Bot" };
   const chats = new Map<string, SentMessage[]>();
   const tokens = new Map<string, ReplyToken>();
@@ -177,8 +194,16 @@ export async function createFakeLine(options: FakeLineOptions): Promise<FakeLine
         if (typeof m.text !== "string" || m.text.length === 0) details.push({ message: "Must not be empty", property: `messages[${i}].text` });
         else if (m.text.length > TEXT_MAX) details.push({ message: "Length must be between 0 and 5000", property: `messages[${i}].text` });
       } else if (m.type === "image" || m.type === "audio" || m.type === "video") {
-        if (typeof m.originalContentUrl !== "string" || !m.originalContentUrl.startsWith("https://"))
-          details.push({ message: "Must be an HTTPS URL", property: `messages[${i}].originalContentUrl` });
+        // Media only by HTTPS URL of at most 2,000 characters; image and video with a preview image; audio with its duration (ms).
+        const urls = m.type === "audio" ? ["originalContentUrl"] : ["originalContentUrl", "previewImageUrl"];
+        for (const key of urls) {
+          const url = m[key];
+          if (typeof url !== "string" || !url.startsWith("https://") || !URL.canParse(url))
+            details.push({ message: "Must be an HTTPS URL", property: `messages[${i}].${key}` });
+          else if (url.length > URL_MAX) details.push({ message: "Length must be between 0 and 2000", property: `messages[${i}].${key}` });
+        }
+        if (m.type === "audio" && (typeof m.duration !== "number" || !Number.isInteger(m.duration) || m.duration < 1))
+          details.push({ message: "Must be a positive integer", property: `messages[${i}].duration` });
       } else details.push({ message: "Unknown or unsupported type", property: `messages[${i}].type` });
       const items = (m.quickReply as { items?: { action?: { label?: string } }[] } | undefined)?.items;
       if (items) {
@@ -385,6 +410,10 @@ export async function createFakeLine(options: FakeLineOptions): Promise<FakeLine
       return status;
     },
     messages: (chatId) => [...(chats.get(chatId) ?? [])],
+    fetchMedia(url, init = {}) {
+      if (!url.startsWith("https://")) throw new Error(`LINE fetches media over HTTPS only: ${url}`);
+      return undiciFetch(url, { method: init.method ?? "GET", headers: init.headers ?? {}, dispatcher: mediaFetcher });
+    },
     quickReply(chatId, messageId) {
       const chat = chats.get(chatId) ?? [];
       const last = chat.at(-1);
@@ -417,10 +446,12 @@ export async function createFakeLine(options: FakeLineOptions): Promise<FakeLine
     loading,
     usage,
     deliveries,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await mediaFetcher.close();
+      await new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      });
+    },
   };
 }

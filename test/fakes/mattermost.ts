@@ -13,6 +13,8 @@
  *   of more than 16383 runes is 400), `PUT /posts/{id}/patch` (own posts only),
  *   `GET /channels/{id}`, `GET /channels/{id}/posts?since=` (posts whose `update_at`
  *   is after `since`, as a PostList `{order, posts}`), `GET /users/me`,
+ *   `GET /users/{me|id}/channels` (every channel the bot is in, DMs and GMs too,
+ *   each with its `last_post_at`; another user's is 403),
  *   `POST /reactions` (`user_id` must be the caller, 403; `emoji_name` a system or
  *   custom emoji's name, 400 for anything else, Unicode included), `DELETE
  *   /users/{id}/posts/{id}/reactions/{name}`, `POST /files` (multipart:
@@ -31,7 +33,7 @@
  *   when the reuseCount is 0"); otherwise a new connection and its hello.
  *   `ping` is answered `pong`.
  *
- * People act with `post` (a `posted` event with `channel_type`, `team_id`,
+ * People act with `openDirect` (a new direct channel with the bot), `post` (a `posted` event with `channel_type`, `team_id`,
  * `sender_name` and the `mentions` the server computed, as a JSON string) and
  * `upload`; tests break things with `dropSockets`, `forgetConnections`,
  * `limitRequests` and read what the bot did with `botPosts`, `reactionsOn`, `typing`.
@@ -54,6 +56,14 @@ export interface FakeMattermostChannel {
   type: "D" | "G" | "O" | "P";
   team_id?: string;
   name?: string;
+}
+
+/** A channel as the server keeps it (model.Channel's fields the fake serves); the bot is a member of every one. */
+interface StoredChannel extends FakeMattermostChannel {
+  create_at: number;
+  /** The newest post's `create_at` (the server sets it on every post: app/post.go, store UpdateLastViewedAt / IncrementMentionCount). */
+  last_post_at: number;
+  total_msg_count: number;
 }
 
 export interface FakePost {
@@ -124,7 +134,7 @@ export interface FakeMattermostOptions {
 
 export async function createFakeMattermost(options: FakeMattermostOptions) {
   const users = new Map([options.bot, ...options.users].map((u) => [u.id, u]));
-  const channels = new Map(options.channels.map((c) => [c.id, c]));
+  const channels = new Map<string, StoredChannel>(options.channels.map((c) => [c.id, { ...c, create_at: Date.now(), last_post_at: 0, total_msg_count: 0 }]));
   const posts = new Map<string, FakePost>();
   const files = new Map<string, { info: FakeFileInfo; data: Buffer; channelId: string }>();
   const reactions: { user_id: string; post_id: string; emoji_name: string }[] = [];
@@ -207,8 +217,33 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
       props: {},
     };
     posts.set(post.id, post);
+    const channel = channels.get(post.channel_id);
+    if (channel) {
+      channel.last_post_at = Math.max(channel.last_post_at, at);
+      channel.total_msg_count++;
+    }
     if (announce) broadcast("posted", postedData(post), post.channel_id);
     return post;
+  }
+
+  /** model.Channel as the API answers it. */
+  function channelJson(channel: StoredChannel): Record<string, unknown> {
+    return {
+      id: channel.id,
+      create_at: channel.create_at,
+      update_at: channel.create_at,
+      delete_at: 0,
+      team_id: channel.team_id ?? "",
+      type: channel.type,
+      display_name: channel.name ?? "",
+      name: channel.name ?? "",
+      header: "",
+      purpose: "",
+      last_post_at: channel.last_post_at,
+      last_root_post_at: channel.last_post_at,
+      total_msg_count: channel.total_msg_count,
+      creator_id: "",
+    };
   }
 
   // ---- REST ------------------------------------------------------------------
@@ -317,7 +352,15 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
     if (m) {
       const channel = channels.get(m[0] ?? "");
       if (!channel) return appError(res, 404, "app.channel.get.existing.app_error", "Unable to find the existing channel.");
-      return json(res, 200, { id: channel.id, type: channel.type, team_id: channel.team_id ?? "", name: channel.name ?? "", display_name: channel.name ?? "" });
+      return json(res, 200, channelJson(channel));
+    }
+
+    // api4/channel.go getChannelsForUser: every channel of every team the user is in, DMs and GMs too; only the user themself (or an admin) may ask.
+    m = on("GET", /^\/users\/([a-z0-9]+|me)\/channels$/);
+    if (m) {
+      if (m[0] !== "me" && m[0] !== options.bot.id)
+        return appError(res, 403, "api.context.permissions.app_error", "You do not have the appropriate permissions.");
+      return json(res, 200, [...channels.values()].map(channelJson));
     }
 
     m = on("GET", /^\/channels\/([a-z0-9]+)\/posts$/);
@@ -477,6 +520,17 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
     /** A post the bot's connections never hear of (it was made while the server had no live connection for the bot). */
     postUnannounced(input: { channelId: string; userId: string; message: string; rootId?: string }): FakePost {
       return createPost(input, false);
+    },
+    /**
+     * A person opens a direct channel with the bot (their client's `POST /channels/direct`): a new "D" channel
+     * named `<id>__<id>` (the two ids sorted), no team; the server tells the bot's connections `direct_added`.
+     */
+    openDirect(userId: string): string {
+      const id = newId();
+      const name = [userId, options.bot.id].sort().join("__");
+      channels.set(id, { id, type: "D", team_id: "", name, create_at: now(), last_post_at: 0, total_msg_count: 0 });
+      broadcast("direct_added", { creator_id: userId, teammate_id: userId }, id);
+      return id;
     },
     /** A person uploads a file to a channel: its FileInfo, for `post`'s `fileIds`. */
     upload(channelId: string, name: string, data: Buffer, mimeType?: string): FakeFileInfo {

@@ -105,6 +105,9 @@ export async function createFakeSignal(options: FakeSignalOptions) {
   };
 
   const streams = new Set<{ res: ServerResponse; deaf: boolean }>();
+  /** Event streams opened so far, and the most open at one time (several machines: only one node may listen). */
+  let streamsOpened = 0;
+  let mostStreamsAtOnce = 0;
   /** Messages waiting on "Signal's server" for a client (on-connection mode). */
   const waiting: string[] = [];
   const written: Envelope[] = [];
@@ -335,6 +338,8 @@ export async function createFakeSignal(options: FakeSignalOptions) {
       res.flushHeaders();
       const stream = { res, deaf: false };
       streams.add(stream);
+      streamsOpened++;
+      mostStreamsAtOnce = Math.max(mostStreamsAtOnce, [...streams].filter((s) => !s.deaf && !s.res.destroyed).length);
       if (!stream.deaf) for (const frame of waiting.splice(0)) res.write(frame);
       const keepAlive = setInterval(() => {
         if (!stream.deaf) res.write(":\n");
@@ -445,6 +450,10 @@ export async function createFakeSignal(options: FakeSignalOptions) {
     },
     /** Event streams open now (not deaf). */
     liveStreams: () => [...streams].filter((s) => !s.deaf && !s.res.destroyed).length,
+    /** Event streams opened so far. */
+    streamsOpened: () => streamsOpened,
+    /** The most event streams open at one time. */
+    mostStreamsAtOnce: () => mostStreamsAtOnce,
     /** Messages waiting on the server for a client. */
     waitingCount: () => waiting.length,
     sent: (chatId?: string) => sent.filter((s) => chatId === undefined || s.chatId === chatId),

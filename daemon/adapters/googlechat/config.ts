@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { accessSchema, channelCommon, httpUrl, minEditIntervalSchema, nonEmpty, streamingSchema } from "../../vocabulary/config-fields.js";
+import { fileLinksSchema, filesPathOf } from "../file-links/config.js";
 
 /** Who signs what Chat posts to an app (developers.google.com/workspace/chat/verify-requests-from-chat). */
 export const CHAT_ISSUER = "chat@system.gserviceaccount.com";
@@ -80,6 +81,11 @@ export const googleChatChannelSchema = z
       .describe("In spaces, answer only a message that @mentions the app (Chat sends an app nothing else from a space). Default true."),
     streaming: streamingSchema,
     minEditIntervalMs: minEditIntervalSchema,
+    file_links: fileLinksSchema,
+  })
+  .refine((c) => c.file_links.public_base_url === undefined || !`${c.http.path}/`.startsWith(`${filesPathOf(c.file_links.public_base_url)}/`), {
+    message: "the path of public_base_url must not contain the endpoint's path",
+    path: ["file_links", "public_base_url"],
   })
   .refine((c) => (c.serviceAccountKeyFile === undefined) !== (c.serviceAccountKey === undefined), {
     message: "give exactly one of serviceAccountKeyFile and serviceAccountKey",

@@ -10,7 +10,7 @@
 import type { Logger } from "pino";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { EventInbox } from "../../vocabulary/adapter.js";
-import { jsonAnswer, listenWebhook, parseJsonBody, textAnswer, type WebhookAnswer, type WebhookEndpoint } from "../webhook.js";
+import { jsonAnswer, listenWebhook, parseJsonBody, type PrefixRoute, textAnswer, type WebhookAnswer, type WebhookEndpoint } from "../webhook.js";
 import { KeptEventIntake } from "../inbox-intake.js";
 import type { GoogleChatChannelConfig } from "./config.js";
 import { type CertSource, verifyChatRequest } from "./verify.js";
@@ -21,6 +21,8 @@ export interface EndpointDeps {
   log: Logger;
   /** One verified event body; resolves with what to answer (`signal`: Chat closed the request). */
   handle(body: unknown, signal: AbortSignal): Promise<WebhookAnswer>;
+  /** Other paths the endpoint serves (the reply files' links). */
+  routes?: readonly PrefixRoute[];
 }
 
 export function listenForChat(deps: EndpointDeps): Promise<WebhookEndpoint> {
@@ -31,6 +33,7 @@ export function listenForChat(deps: EndpointDeps): Promise<WebhookEndpoint> {
     health: "google chat endpoint ready",
     name: "google chat events",
     log,
+    routes: deps.routes ?? [],
     checkHeaders: (header) => (header("authorization") ? undefined : refuse(log, "no bearer token")),
     async handle(request) {
       const verdict = await verifyChatRequest(request.header("authorization"), {

@@ -9,9 +9,10 @@
  * retries are the core's.
  */
 import type { ChatServiceClient } from "@google-apps/chat";
-import type { AdapterDeps, ButtonCapability, ChatAdapter, ChatTarget, InboundSink, SendReceipt } from "../../vocabulary/adapter.js";
+import type { AdapterDeps, ButtonCapability, ChatAdapter, ChatTarget, FileCapability, InboundSink, SendReceipt } from "../../vocabulary/adapter.js";
 import { SendError } from "../../vocabulary/adapter.js";
 import { redactSecrets } from "../../vocabulary/redact.js";
+import { fileLinksOf, purposeOf } from "../file-links/index.js";
 import type { WebhookEndpoint } from "../webhook.js";
 import { certsUrlOf, type GoogleChatChannelConfig } from "./config.js";
 import { InboxIntake, listenForChat } from "./connection.js";
@@ -46,6 +47,12 @@ export function createGoogleChatAdapter(config: GoogleChatChannelConfig, deps: A
   let stopped: Promise<void> | undefined;
   const replies = new SyncReplies(deps.clock, config.syncReplyMs);
   const certs = createCertCache(certsUrlOf(config), deps.clock);
+  // Several machines: every node serves the endpoint but the files are the owner's: none are sent (docs/platforms.md).
+  const links = deps.inbox
+    ? undefined
+    : fileLinksOf({ config: config.file_links, dataDir: deps.dataDir, platform: "googlechat", accountId: config.id, clock: deps.clock, log });
+  if (deps.inbox && config.file_links.public_base_url)
+    log.warn("google chat file links are not served on several machines: reply files stay in the agent's workspace");
 
   let headers: (url: string) => Promise<Headers> = () => Promise.reject(new Error("not started"));
   const handOver = new ChatHandOver({
@@ -91,7 +98,14 @@ export function createGoogleChatAdapter(config: GoogleChatChannelConfig, deps: A
       sink.status({ state: "connected", detail: "taking events from the bridge's inbox" });
       return;
     }
-    endpoint = await listenForChat({ config, certs, log, handle: (body, signal) => handleChatEvent(eventDeps(true), body, signal) });
+    await links?.open();
+    endpoint = await listenForChat({
+      config,
+      certs,
+      log,
+      handle: (body, signal) => handleChatEvent(eventDeps(true), body, signal),
+      routes: links ? [links.route] : [],
+    });
     log.info({ url: `${endpoint.url}${config.http.path}` }, "google chat endpoint listening");
     options.onListening?.(endpoint.url);
     sink.status({ state: "connected" });
@@ -103,6 +117,7 @@ export function createGoogleChatAdapter(config: GoogleChatChannelConfig, deps: A
       replies.closeAll();
       await intake?.stop();
       await endpoint?.close();
+      links?.close();
       await client?.close().catch(() => undefined);
     })();
     return stopped;
@@ -131,6 +146,18 @@ export function createGoogleChatAdapter(config: GoogleChatChannelConfig, deps: A
     send: (target, text, { format, final }) => send(target, text, format, final),
     edits: { edit: (_target, messageId, text, { format }) => api().then((o) => o.edit(messageId, text, format)) },
     buttons,
+    ...(links
+      ? {
+          files: {
+            limits: links.limits,
+            send: (target, file) =>
+              api().then(async (o) => {
+                const { url, expiresAt } = await links.publish(purposeOf(config.id, target.chatId, target.replyToMessageId, file.path), file);
+                return o.sendFile(target, file, url, expiresAt);
+              }),
+          } satisfies FileCapability,
+        }
+      : {}),
     // Chat has no typing indicator for apps.
     sendTyping: async () => undefined,
   };

@@ -9,14 +9,19 @@
  * policy owns them, from the `SendError` every failure becomes. Chat's quotas
  * (60 writes a minute per space, 3000 per project) answer 429
  * RESOURCE_EXHAUSTED: transient, after the delay Chat names when it names one.
- * An app cannot upload files (`media.upload` takes user authentication only)
- * nor react (reactions too), so neither capability is offered.
+ * An app cannot upload files (`media.upload` takes user authentication only,
+ * with no app-authentication scope, not even the administrator-approved
+ * `chat.app.*` ones) nor react (reactions too). A reply file therefore goes
+ * as a card (`fileCard`) whose button opens the file's link on the channel's
+ * own endpoint (../file-links/), with an image widget for an image; without a
+ * `public_base_url` no file capability is offered. No reactions either.
  */
 import { createHash } from "node:crypto";
 import { ChatServiceClient, type protos } from "@google-apps/chat";
 import type { JWT } from "google-auth-library";
 import type { Logger } from "pino";
-import { type ButtonQuestion, type ChatTarget, SendError, type SendReceipt, type TextFormat } from "../../vocabulary/adapter.js";
+import { formatBytes } from "../../../shared/util/format-bytes.js";
+import { type ButtonQuestion, type ChatTarget, type OutboundFile, SendError, type SendReceipt, type TextFormat } from "../../vocabulary/adapter.js";
 import { ANSWER_FUNCTION, threadNameOf } from "./inbound.js";
 
 /** Chat's limit on a message's text (characters). */
@@ -116,6 +121,38 @@ export function questionCard(question: ButtonQuestion): protos.google.chat.v1.IC
   ];
 }
 
+/**
+ * A reply file as a card: its name and size, until when the link works, the
+ * image itself for a PNG or JPG image (Chat's image widget fetches the https
+ * URL), and a button that opens the link (which downloads it).
+ */
+export function fileCard(file: Pick<OutboundFile, "fileName" | "mimeType" | "data">, url: string, expiresAt: number): protos.google.chat.v1.ICardWithId[] {
+  const until = new Date(expiresAt)
+    .toISOString()
+    .replace(/:\d\d\.\d{3}Z$/, " UTC")
+    .replace("T", " ");
+  return [
+    {
+      cardId: "file",
+      card: {
+        header: { title: file.fileName, subtitle: `${formatBytes(file.data.length)} · the link works until ${until}` },
+        sections: [
+          {
+            widgets: [
+              ...(showsInCard(file) ? [{ image: { imageUrl: url, altText: file.fileName } }] : []),
+              { buttonList: { buttons: [{ text: "Download", onClick: { openLink: { url } } }] } },
+            ],
+          },
+        ],
+      },
+    },
+  ];
+}
+
+/** The image widget shows PNG and JPG only, at most 2 MB recommended (developers.google.com/workspace/chat/add-text-image-card-dialog). */
+const showsInCard = (file: Pick<OutboundFile, "mimeType" | "data">): boolean =>
+  /^image\/(png|jpeg)$/i.test(file.mimeType) && file.data.length <= 2 * 1024 * 1024;
+
 export interface ChatOutboundDeps {
   client: ChatServiceClient;
   log: Logger;
@@ -154,6 +191,10 @@ export function createChatOutbound(deps: ChatOutboundDeps) {
     ask: (target: ChatTarget, question: ButtonQuestion) =>
       create(target, { ...replyBody(target, question.allowText ? `${question.text}\n(or type the answer)` : question.text), cardsV2: questionCard(question) }),
     close: (messageId: string, outcome: string) => patch(messageId, { text: outcome, cardsV2: [] }, ["text", "cards_v2"]),
+    sendFile: (target: ChatTarget, file: OutboundFile, url: string, expiresAt: number) => {
+      const { text: _none, ...thread } = replyBody(target, "");
+      return create(target, { ...thread, cardsV2: fileCard(file, url, expiresAt) });
+    },
   };
 }
 

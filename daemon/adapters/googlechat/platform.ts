@@ -11,6 +11,7 @@ import { z } from "zod";
 import { type ProbeDeps, probe } from "../../helpers/probe.js";
 import { type CheckResult, channelSubject } from "../../vocabulary/check-result.js";
 import { type ChannelCheckDeps, definePlatform, loadAdapterModule } from "../platform.js";
+import { filesNote } from "../file-links/config.js";
 import { certsUrlOf, type GoogleChatChannelConfig, googleChatChannelSchema } from "./config.js";
 
 const TokenAnswer = z.object({ access_token: z.string().min(1) });
@@ -73,9 +74,21 @@ async function checkGoogleChat(channel: GoogleChatChannelConfig, deps: ChannelCh
     };
   }
   const who = `key accepted (${key.client_email}), Chat API answers`;
-  if (channel.audience_type !== "app-url")
-    return { status: "ok", subject, message: `${who}; requests are verified as signed by Chat for project ${channel.audience}` };
-  return checkEndpoint(channel, deps, subject, who);
+  const result =
+    channel.audience_type !== "app-url"
+      ? ({ status: "ok", subject, message: `${who}; requests are verified as signed by Chat for project ${channel.audience}` } as const)
+      : await checkEndpoint(channel, deps, subject, who);
+  return withFilesNote(result, channel.file_links.public_base_url);
+}
+
+/** The result with what is said of files out; a warning (with its fix) where none are sent and nothing worse was found. */
+function withFilesNote(result: CheckResult, publicBaseUrl: string | undefined): CheckResult {
+  const files = filesNote(publicBaseUrl);
+  // A worse finding keeps its words ending in its fix; the files' note goes before them.
+  if (result.status !== "ok") return files.warn ? { ...result, message: `${result.message}; ${files.note}` } : result;
+  const message = `${result.message}; ${files.note}`;
+  if (!files.warn) return { ...result, message };
+  return { ...result, status: "warn", message, ...(files.fix ? { fix: files.fix } : {}) };
 }
 
 /** With app-url: the endpoint's health answer at its public URL (the daemon must be running to give it). */

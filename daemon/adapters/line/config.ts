@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { accessSchema, channelCommon, groupContextSchema, httpUrl, nonEmpty } from "../../vocabulary/config-fields.js";
+import { fileLinksSchema, filesPathOf } from "../file-links/config.js";
 
 export const lineHttpSchema = z
   .strictObject({
@@ -22,7 +23,7 @@ export const lineHttpSchema = z
   .prefault({})
   .describe("Where LINE posts webhook events. Default 127.0.0.1:3000/line/webhook.");
 
-export const lineChannelSchema = z.strictObject({
+const lineChannelFields = z.strictObject({
   type: z.literal("line").describe('A LINE Official Account through the Messaging API: "line".'),
   ...channelCommon,
   groupContext: groupContextSchema,
@@ -55,7 +56,13 @@ export const lineChannelSchema = z.strictObject({
     .max(1)
     .default(0.1)
     .describe("Warn in the log when the month's push-message quota left falls below this share (LINE's quota API). 0: never. Default 0.1."),
+  file_links: fileLinksSchema,
 });
+
+export const lineChannelSchema = lineChannelFields.refine(
+  (c) => c.file_links.public_base_url === undefined || !`${c.http.path}/`.startsWith(`${filesPathOf(c.file_links.public_base_url)}/`),
+  { message: "the path of public_base_url must not contain the webhook path", path: ["file_links", "public_base_url"] },
+);
 
 /** A LINE channel once finalised: the account id is always set. */
 export type LineChannelConfig = z.output<typeof lineChannelSchema> & { id: string };

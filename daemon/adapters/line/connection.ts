@@ -9,7 +9,7 @@ import { HTTPFetchError, type messagingApi } from "@line/bot-sdk";
 import type { Logger } from "pino";
 import type { Clock } from "../../../shared/clock.js";
 import type { AdapterStatusEvent, EventInbox, InboundSink } from "../../vocabulary/adapter.js";
-import type { WebhookEndpoint } from "../webhook.js";
+import type { PrefixRoute, WebhookEndpoint } from "../webhook.js";
 import type { LineChannelConfig } from "./config.js";
 import type { LineEventHandler } from "./events.js";
 import type { LineHandOver } from "./hand-over.js";
@@ -26,6 +26,8 @@ export interface LineConnectionDeps {
   redact(text: string): string;
   onListening?(url: string): void;
   inbox?: EventInbox;
+  /** Other paths the endpoint serves (the reply files' links). */
+  routes?: readonly PrefixRoute[];
 }
 
 const INBOX_POLL_MS = 1000;
@@ -49,7 +51,13 @@ export class LineConnection {
       this.#intake.start();
       log.info("line events taken from the bridge's inbox (every node's endpoint keeps them)");
     } else {
-      this.#endpoint = await listenForLine({ http: config.http, channelSecret: config.channel_secret, log, handle: (body) => this.#deps.events.handle(body) });
+      this.#endpoint = await listenForLine({
+        http: config.http,
+        channelSecret: config.channel_secret,
+        log,
+        handle: (body) => this.#deps.events.handle(body),
+        routes: this.#deps.routes ?? [],
+      });
       log.info({ url: `${this.#endpoint.url}${config.http.path}` }, "line webhook endpoint listening");
       this.#deps.onListening?.(this.#endpoint.url);
     }

@@ -10,10 +10,12 @@
 import { messagingApi } from "@line/bot-sdk";
 import type { AdapterDeps, ChatAdapter } from "../../vocabulary/adapter.js";
 import { redactSecrets } from "../../vocabulary/redact.js";
+import { fileLinksOf } from "../file-links/index.js";
 import { lineButtons, tapOf } from "./buttons.js";
 import type { LineChannelConfig } from "./config.js";
 import { LineConnection } from "./connection.js";
 import { LineEventHandler } from "./events.js";
+import { lineFiles as filesOut } from "./file-messages.js";
 import { lineFiles } from "./files.js";
 import { LineHandOver } from "./hand-over.js";
 import { createLineOutbound, LINE_LIMITS, type SendCounts } from "./outbound.js";
@@ -69,6 +71,12 @@ export function createLineAdapter(config: LineChannelConfig, deps: AdapterDeps, 
       await handOver.take(tap, []);
     },
   });
+  // Several machines: every node serves the endpoint but the files are the owner's: none are sent (docs/platforms.md).
+  const links = deps.inbox
+    ? undefined
+    : fileLinksOf({ config: config.file_links, dataDir: deps.dataDir, platform: "line", accountId: config.id, clock: deps.clock, log });
+  if (deps.inbox && config.file_links.public_base_url)
+    log.warn("line file links are not served on several machines: reply files stay in the agent's workspace");
   const connection = new LineConnection({
     config,
     client,
@@ -79,6 +87,7 @@ export function createLineAdapter(config: LineChannelConfig, deps: AdapterDeps, 
     redact,
     ...(options.onListening ? { onListening: options.onListening } : {}),
     ...(deps.inbox ? { inbox: deps.inbox } : {}),
+    routes: links ? [links.route] : [],
   });
   let stopped: Promise<void> | undefined;
 
@@ -88,11 +97,15 @@ export function createLineAdapter(config: LineChannelConfig, deps: AdapterDeps, 
     limits: LINE_LIMITS,
     redelivers: config.webhook_redelivery,
     measure: (text, format) => renderLineText(text, format).length,
-    start: (sink) => connection.start(sink),
-    stop: () => (stopped ??= connection.stop()),
+    async start(sink) {
+      await links?.open();
+      await connection.start(sink);
+    },
+    stop: () => (stopped ??= connection.stop().finally(() => links?.close())),
     send: (target, text, { format }) => outbound.send(target, text, format),
     sendTyping: (target) => outbound.sendTyping(target),
     buttons: lineButtons(outbound),
+    ...(links ? { files: filesOut(links, outbound, config.id) } : {}),
     sendCounts: () => ({ ...outbound.counts }),
   };
 }

@@ -8,6 +8,7 @@ import { z } from "zod";
 import { probe, type ProbeDeps } from "../../helpers/probe.js";
 import { channelSubject, type CheckResult } from "../../vocabulary/check-result.js";
 import { definePlatform, loadAdapterModule } from "../platform.js";
+import { filesNote } from "../file-links/config.js";
 import { lineChannelSchema, type LineChannelConfig } from "./config.js";
 
 const BotInfo = z.object({ userId: z.string(), displayName: z.string().optional(), basicId: z.string().optional() });
@@ -58,7 +59,15 @@ async function checkLine(channel: LineChannelConfig, deps: ProbeDeps): Promise<C
       if (limit.data.value > 0 && left / limit.data.value < channel.quota_warning) warn = true;
     }
   }
-  return { status: warn ? "warn" : "ok", subject, message: `token accepted (${who}); ${notes.join("; ")}` };
+  const files = filesNote(channel.file_links.public_base_url);
+  notes.push(files.note);
+  if (files.warn) warn = true;
+  return {
+    status: warn ? "warn" : "ok",
+    subject,
+    message: `token accepted (${who}); ${notes.join("; ")}`,
+    ...(files.warn ? { fix: files.fix } : {}),
+  };
 }
 
 /** The libraries index.js imports, with package.json's ranges. */

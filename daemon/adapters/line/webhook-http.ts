@@ -7,7 +7,7 @@
  * one could not be taken (events.ts).
  */
 import type { Logger } from "pino";
-import { listenWebhook, parseJsonBody, textAnswer, type WebhookAnswer, type WebhookEndpoint, type WebhookRequest } from "../webhook.js";
+import { listenWebhook, parseJsonBody, type PrefixRoute, textAnswer, type WebhookAnswer, type WebhookEndpoint, type WebhookRequest } from "../webhook.js";
 import type { LineChannelConfig } from "./config.js";
 import type { EventVerdict } from "./events.js";
 import { verifyLineSignature } from "./signature.js";
@@ -17,6 +17,8 @@ export interface LineWebhookDeps {
   channelSecret: string;
   log: Logger;
   handle(body: unknown): Promise<EventVerdict>;
+  /** Other paths served (the reply files' links). */
+  routes?: readonly PrefixRoute[];
 }
 
 export function listenForLine(deps: LineWebhookDeps): Promise<WebhookEndpoint> {
@@ -25,6 +27,7 @@ export function listenForLine(deps: LineWebhookDeps): Promise<WebhookEndpoint> {
     health: "line webhook endpoint ready",
     name: "line webhook",
     log: deps.log,
+    routes: deps.routes ?? [],
     checkHeaders: (header) => (header("x-line-signature") ? undefined : refuse(deps.log, "missing signature")),
     handle: (request) => onWebhook(deps, request),
   });

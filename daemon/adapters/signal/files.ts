@@ -1,12 +1,14 @@
 /**
  * Where a Signal message's files come from: signal-cli has already fetched
  * and decrypted them, and `getAttachment` (id, and the sender or the group)
- * answers `{data: base64}`.
+ * answers `{data: base64}`. It says nothing of an audio file's length, so a
+ * voice note's `seconds` are read from its container (audio-seconds.ts).
  */
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { DroppedAttachment, InboundAttachment } from "../../vocabulary/adapter.js";
 import type { FileSource } from "../hand-over.js";
+import { audioSeconds } from "./audio-seconds.js";
 import type { SignalFileRef } from "./inbound.js";
 import type { RpcCall } from "./rpc.js";
 
@@ -32,8 +34,10 @@ export function signalFiles(deps: SignalFilesDeps, signal: AbortSignal): FileSou
         if ((got.data.data.length * 3) / 4 > maxBytes + 3) return tooLarge;
         const data = Buffer.from(got.data.data, "base64");
         if (data.length > maxBytes) return tooLarge;
+        const seconds = ref.kind === "audio" ? audioSeconds(data) : undefined;
         return {
           kind: ref.kind,
+          ...(seconds !== undefined ? { seconds } : {}),
           fileName: ref.fileName,
           ...(ref.mimeType ? { mimeType: ref.mimeType } : {}),
           data,

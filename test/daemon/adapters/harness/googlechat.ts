@@ -5,13 +5,14 @@ import { createGoogleChatAdapter } from "../../../../daemon/adapters/googlechat/
 import { googleChatPlatform } from "../../../../daemon/adapters/googlechat/platform.js";
 import { systemClock } from "../../../../shared/clock.js";
 import { createFakeGoogleChat } from "../../../fakes/googlechat.js";
+import { tempDir } from "../../../helpers/emulator.js";
 import { type Feature, type HarnessFactory, logCollector } from "./harness.js";
 
 const PROJECT = "123456789012";
 const DM = "spaces/dm-alice";
 const SPACE = "spaces/team";
 
-export const features: readonly Feature[] = ["group", "thread", "edits", "buttons"];
+export const features: readonly Feature[] = ["group", "thread", "edits", "buttons", "files"];
 
 export const harness: HarnessFactory = async () => {
   // A burst the suite's back-to-back sends fit in (Chat's own is a write a second per space).
@@ -28,10 +29,13 @@ export const harness: HarnessFactory = async () => {
       // Every reply through the API here: the shared suite's sends need message ids (sync answers: googlechat-adapter.test.ts).
       syncReplyMs: 0,
       access: { mode: "open" },
+      // Files out as cards linking to the app's own endpoint (googlechat-files.test.ts follows the links).
+      file_links: { public_base_url: "https://bridge.example.com/googlechat/files" },
     }),
     id: "gc",
   };
   const logs = logCollector();
+  const dir = tempDir();
   const state = new Map<string, unknown>();
   let listening: (url: string) => void = () => undefined;
   const ready = new Promise<string>((resolve) => {
@@ -42,7 +46,7 @@ export const harness: HarnessFactory = async () => {
     {
       logger: pino({ level: "trace" }, logs),
       state: { get: <T>(k: string) => state.get(k) as T | undefined, set: async (k, v) => void state.set(k, v) },
-      dataDir: "/nonexistent",
+      dataDir: dir.path,
       clock: systemClock,
       maxAttachmentBytes: 1024 * 1024,
     },
@@ -66,12 +70,27 @@ export const harness: HarnessFactory = async () => {
       shown: () => bot(SPACE).flatMap((m) => (m.thread.name === thread ? [m.text] : [])),
     },
     shown: (chatId) => bot(chatId).map((m) => m.text),
-    files: () => [],
+    // A file is a card whose button opens its link: the link's last segment is the file's name.
+    files: (chatId) =>
+      bot(chatId).flatMap((m) =>
+        (m.cardsV2 ?? []).flatMap((c) =>
+          (c.card?.sections ?? []).flatMap((s) =>
+            (s.widgets ?? []).flatMap((w) =>
+              (w.buttonList?.buttons ?? []).flatMap((b) =>
+                b.onClick?.openLink?.url ? [decodeURIComponent(b.onClick.openLink.url.split("/").pop() ?? "")] : [],
+              ),
+            ),
+          ),
+        ),
+      ),
     buttons: (chatId, messageId) =>
       (fake.messages(chatId).find((m) => m.name === messageId)?.cardsV2 ?? []).flatMap((c) =>
         (c.card?.sections ?? []).flatMap((s) => (s.widgets ?? []).flatMap((w) => (w.buttonList?.buttons ?? []).map((b) => b.text ?? ""))),
       ),
     tap: async (_chatId, messageId, index) => void (await fake.tap(messageId, index)),
-    close: () => fake.close(),
+    close: async () => {
+      await fake.close();
+      dir.remove();
+    },
   };
 };

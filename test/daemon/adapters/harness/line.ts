@@ -5,6 +5,7 @@ import { createLineAdapter } from "../../../../daemon/adapters/line/index.js";
 import { linePlatform } from "../../../../daemon/adapters/line/platform.js";
 import { systemClock } from "../../../../shared/clock.js";
 import { createFakeLine } from "../../../fakes/line.js";
+import { tempDir } from "../../../helpers/emulator.js";
 import { type Feature, type HarnessFactory, logCollector } from "./harness.js";
 
 export const TOKEN = "contractLineChannelAccessTokenThatMustStaySecret0123456789+/=";
@@ -12,7 +13,7 @@ export const SECRET = "0123456789abcdef0123456789abcdef";
 const ALICE = `U${"a".repeat(32)}`;
 const GROUP = `C${"b".repeat(32)}`;
 
-export const features: readonly Feature[] = ["group", "buttons"];
+export const features: readonly Feature[] = ["group", "buttons", "files"];
 
 export const harness: HarnessFactory = async () => {
   // Redelivery on, as the set-up guide asks: an event the core could not take comes again.
@@ -27,17 +28,20 @@ export const harness: HarnessFactory = async () => {
       http: { port: 0 },
       webhook_redelivery: true,
       access: { mode: "open" },
+      // Files out by link on the channel's own endpoint (line-files.test.ts fetches them as LINE would).
+      file_links: { public_base_url: "https://bridge.example.com/line/files" },
     }),
     id: "ln",
   };
   const logs = logCollector();
+  const dir = tempDir();
   const state = new Map<string, unknown>();
   const adapter = createLineAdapter(
     channel,
     {
       logger: pino({ level: "trace" }, logs),
       state: { get: <T>(k: string) => state.get(k) as T | undefined, set: async (k, v) => void state.set(k, v) },
-      dataDir: "/nonexistent",
+      dataDir: dir.path,
       clock: systemClock,
       maxAttachmentBytes: 1024 * 1024,
     },
@@ -50,9 +54,17 @@ export const harness: HarnessFactory = async () => {
     direct: (text) => void fake.say({ userId: ALICE }, text),
     group: (text) => void fake.say({ userId: ALICE, group: GROUP }, text, { mentionBot: true }),
     shown: (chatId) => fake.messages(chatId).flatMap((m) => (m.text === undefined ? [] : [m.text])),
-    files: (chatId) => fake.messages(chatId).flatMap((m) => (m.url ? [m.url.split("/").pop() ?? ""] : [])),
+    // Media by their URL; any other file as the link in a text message: its last segment is the file's name.
+    files: (chatId) =>
+      fake.messages(chatId).flatMap((m) => {
+        const url = m.url ?? /https:\/\/\S+\/line\/files\/\S+/.exec(m.text ?? "")?.[0];
+        return url ? [decodeURIComponent(url.split("/").pop() ?? "")] : [];
+      }),
     buttons: (chatId, messageId) => fake.quickReply(chatId, messageId),
     tap: (chatId, messageId, index) => void fake.tap(chatId, messageId, index, ALICE),
-    close: () => fake.close(),
+    close: async () => {
+      await fake.close();
+      dir.remove();
+    },
   };
 };

@@ -1,0 +1,77 @@
+/**
+ * The file route on a channel's own endpoint (../webhook.ts `routes`): GET
+ * and HEAD of `<prefix>/<token>/<name>` answer the one file the token stands
+ * for, with its type, a Content-Disposition naming it (inline for images,
+ * audio and video a platform shows; an attachment otherwise), and one byte
+ * range when asked (206, or 416 past the end; several ranges are answered
+ * whole, as RFC 9110 allows). Anything else under the prefix, an unknown or
+ * expired token included, is 404 with no body: nothing under it is listable
+ * and a wrong guess learns nothing. The name segment is for the person who
+ * downloads (it is not checked).
+ */
+import { createReadStream } from "node:fs";
+import { pipeline } from "node:stream/promises";
+import type { Clock } from "../../../shared/clock.js";
+import type { PrefixRoute } from "../webhook.js";
+import type { FileLinkStore } from "./store.js";
+
+/** `store`: the channel's store once it is open (undefined before: every request is 404). */
+export function fileRoute(prefix: string, store: () => FileLinkStore | undefined, clock: Clock): PrefixRoute {
+  return {
+    prefix,
+    async serve(req, res, rest) {
+      const method = req.method ?? "";
+      const token = /^([^/]+)(?:\/[^/]+)?$/.exec(rest)?.[1];
+      const found = token === undefined ? undefined : await store()?.find(token);
+      if (!found) return void res.writeHead(404, { "cache-control": "no-store" }).end();
+      if (method !== "GET" && method !== "HEAD") return void res.writeHead(405, { allow: "GET, HEAD" }).end();
+      const { meta, path } = found;
+      const headers: Record<string, string> = {
+        "content-type": meta.mimeType,
+        "content-disposition": dispositionOf(meta.fileName, meta.mimeType),
+        "accept-ranges": "bytes",
+        "cache-control": `private, max-age=${Math.max(0, Math.floor((meta.expiresAt - clock.now()) / 1000))}`,
+        "x-content-type-options": "nosniff",
+        "referrer-policy": "no-referrer",
+        etag: `"${token?.slice(0, 16)}"`,
+      };
+      const range = rangeOf(req.headers.range, meta.size);
+      if (range === "unsatisfiable") return void res.writeHead(416, { ...headers, "content-range": `bytes */${meta.size}` }).end();
+      const [start, end] = range ?? [0, meta.size - 1];
+      const length = meta.size === 0 ? 0 : end - start + 1;
+      res.writeHead(range ? 206 : 200, {
+        ...headers,
+        "content-length": String(length),
+        ...(range ? { "content-range": `bytes ${start}-${end}/${meta.size}` } : {}),
+      });
+      if (method === "HEAD" || length === 0) return void res.end();
+      await pipeline(createReadStream(path, { start, end }), res).catch(() => {
+        // The platform went away mid-file: nothing to answer any more.
+        res.destroy();
+      });
+    },
+  };
+}
+
+/** Types a platform shows in place; everything else downloads as a file. */
+const INLINE = /^(image|audio|video)\//;
+
+export function dispositionOf(fileName: string, mimeType: string): string {
+  const ascii = fileName.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  return `${INLINE.test(mimeType) ? "inline" : "attachment"}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(fileName)}`;
+}
+
+/** One `bytes=` range within `size`: undefined (answer whole), the inclusive bounds, or unsatisfiable. */
+export function rangeOf(header: string | undefined, size: number): [number, number] | undefined | "unsatisfiable" {
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header?.trim() ?? "");
+  if (!m || (m[1] === "" && m[2] === "")) return undefined;
+  if (m[1] === "") {
+    const suffix = Number(m[2]);
+    if (suffix === 0 || size === 0) return "unsatisfiable";
+    return [Math.max(0, size - suffix), size - 1];
+  }
+  const start = Number(m[1]);
+  const end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (start >= size || end < start) return "unsatisfiable";
+  return [start, end];
+}

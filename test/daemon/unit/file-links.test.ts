@@ -1,0 +1,202 @@
+/**
+ * The file links a channel serves on its own endpoint (daemon/adapters/file-links/),
+ * over real HTTP on the shared endpoint (webhook.ts `routes`): a published file
+ * is served whole, by range and to HEAD with its type and name; a wrong, unknown
+ * or expired token is 404 and nothing under the path is listable; the links
+ * outlive a restart until they expire; the same purpose and bytes give the same
+ * link; disk is bounded; expired files are deleted.
+ */
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import pino from "pino";
+import { expect, it } from "vitest";
+import { createFileLinks, type FileLinks, purposeOf } from "../../../daemon/adapters/file-links/index.js";
+import { fileLinksSchema } from "../../../daemon/adapters/file-links/config.js";
+import { listenWebhook, textAnswer, type WebhookEndpoint } from "../../../daemon/adapters/webhook.js";
+import type { OutboundFile } from "../../../daemon/vocabulary/adapter.js";
+import { createManualClock, type ManualClock } from "../../../shared/clock.js";
+import { tempDir } from "../../helpers/emulator.js";
+import { forThisTest } from "../../helpers/for-this-test.js";
+
+const BASE = "https://bot.example.com/line/files";
+const HOUR = 60 * 60 * 1000;
+const log = pino({ level: "silent" });
+
+const file = (fileName: string, data: Buffer, mimeType = "application/pdf", kind: OutboundFile["kind"] = "document"): OutboundFile => ({
+  path: `out/${fileName}`,
+  fileName,
+  mimeType,
+  kind,
+  data,
+});
+
+/** A temporary folder, removed when the test finishes (after what was made in it). */
+function folder(): string {
+  const made = tempDir();
+  forThisTest({ close: made.remove });
+  return made.path;
+}
+
+interface Rig {
+  links: FileLinks;
+  endpoint: WebhookEndpoint;
+  dir: string;
+  /** The https URL as the reverse proxy in front of the endpoint forwards it. */
+  local(url: string): string;
+}
+
+async function rig(clock: ManualClock, dir: string, settings: Record<string, unknown> = {}): Promise<Rig> {
+  const config = fileLinksSchema.parse({ public_base_url: BASE, ttl_hours: 2, ...settings });
+  if (config.public_base_url === undefined) throw new Error("unreachable");
+  const links = createFileLinks({
+    config: { ...config, public_base_url: config.public_base_url },
+    dataDir: dir,
+    platform: "line",
+    accountId: "ln",
+    clock,
+    log,
+  });
+  await links.open();
+  const endpoint = await listenWebhook({
+    host: "127.0.0.1",
+    port: 0,
+    path: "/line/webhook",
+    name: "test",
+    log,
+    routes: [links.route],
+    handle: async () => textAnswer(200),
+  });
+  forThisTest({ close: () => endpoint.close().then(() => links.close()) });
+  return { links, endpoint, dir, local: (url) => url.replace("https://bot.example.com", endpoint.url) };
+}
+
+it("serves a published file whole, by range and to HEAD, with its type and name; anything else under the path is 404", async () => {
+  const clock = createManualClock();
+  const dir = folder();
+  const r = await rig(clock, dir);
+  const data = Buffer.from("0123456789".repeat(100));
+  const { url, expiresAt } = await r.links.publish(purposeOf("ln", "U1", "m1", "out/report.pdf"), file("report é.pdf", data));
+  expect(url).toMatch(/^https:\/\/bot\.example\.com\/line\/files\/[A-Za-z0-9_-]{43}\/report%20%C3%A9\.pdf$/);
+  expect(expiresAt).toBe(clock.now() + 2 * HOUR);
+
+  const whole = await fetch(r.local(url));
+  expect(whole.status).toBe(200);
+  expect(Buffer.from(await whole.arrayBuffer())).toEqual(data);
+  expect(whole.headers.get("content-type")).toBe("application/pdf");
+  expect(whole.headers.get("content-disposition")).toBe(`attachment; filename="report _.pdf"; filename*=UTF-8''report%20%C3%A9.pdf`);
+  expect(whole.headers.get("accept-ranges")).toBe("bytes");
+  expect(whole.headers.get("x-content-type-options")).toBe("nosniff");
+
+  const part = await fetch(r.local(url), { headers: { range: "bytes=10-19" } });
+  expect(part.status).toBe(206);
+  expect(part.headers.get("content-range")).toBe("bytes 10-19/1000");
+  expect(await part.text()).toBe("0123456789");
+  const tail = await fetch(r.local(url), { headers: { range: "bytes=-5" } });
+  expect([tail.status, await tail.text()]).toEqual([206, "56789"]);
+  const past = await fetch(r.local(url), { headers: { range: "bytes=1000-" } });
+  expect([past.status, past.headers.get("content-range")]).toEqual([416, "bytes */1000"]);
+  await past.body?.cancel();
+
+  const head = await fetch(r.local(url), { method: "HEAD" });
+  expect([head.status, head.headers.get("content-length"), await head.text()]).toEqual([200, "1000", ""]);
+
+  const token = /files\/([^/]+)\//.exec(url)?.[1] ?? "";
+  const wrong = `${token.slice(0, -1)}${token.endsWith("A") ? "B" : "A"}`;
+  for (const path of [`/line/files/${wrong}/report.pdf`, "/line/files/", "/line/files/x", `/line/files/${token}/a/b`, `/line/files/${token}%2Fx`]) {
+    const got = await fetch(`${r.endpoint.url}${path}`);
+    expect([path, got.status, await got.text()]).toEqual([path, 404, ""]);
+  }
+  // The name segment is the downloader's: the token alone is the capability.
+  expect((await fetch(r.local(url.replace(/[^/]+$/, "other.pdf")))).status).toBe(200);
+  const post = await fetch(r.local(url), { method: "POST" });
+  expect(post.status).toBe(405);
+});
+
+it("an image and an audio file are inline (a platform shows them); the same purpose and bytes are one link, another purpose another", async () => {
+  const clock = createManualClock();
+  const dir = folder();
+  const r = await rig(clock, dir);
+  const png = Buffer.from("png-bytes");
+  const a = await r.links.publish(purposeOf("ln", "U1", "m1", "out/p.png"), file("p.png", png, "image/png", "photo"));
+  clock.advance(HOUR);
+  const again = await r.links.publish(purposeOf("ln", "U1", "m1", "out/p.png"), file("p.png", png, "image/png", "photo"));
+  // A retry keeps the link and its end: what the platform is sent is the same.
+  expect(again).toEqual(a);
+  const other = await r.links.publish(purposeOf("ln", "U1", "m2", "out/p.png"), file("p.png", png, "image/png", "photo"));
+  expect(other.url).not.toBe(a.url);
+  const got = await fetch(r.local(a.url));
+  expect(got.headers.get("content-disposition")).toMatch(/^inline; filename="p\.png"/);
+  expect(got.headers.get("content-type")).toBe("image/png");
+  await got.body?.cancel();
+});
+
+it("links outlive a restart until they expire; then 404 and the files are deleted", async () => {
+  const clock = createManualClock();
+  const dir = folder();
+  const first = await rig(clock, dir);
+  const { url } = await first.links.publish(purposeOf("ln", "U1", "m1", "out/a.txt"), file("a.txt", Buffer.from("kept"), "text/plain"));
+  await first.endpoint.close();
+  first.links.close();
+
+  clock.advance(HOUR);
+  const second = await rig(clock, dir);
+  const got = await fetch(second.local(url));
+  expect([got.status, await got.text()]).toEqual([200, "kept"]);
+  const kept = join(dir, "file-links", "line-ln");
+  // The folder names no token: only hashes of them.
+  const token = /files\/([^/]+)\//.exec(url)?.[1] ?? "";
+  expect(readdirSync(kept).some((n) => n.includes(token))).toBe(false);
+  expect(readdirSync(kept).filter((n) => n.endsWith(".bin"))).toHaveLength(1);
+
+  clock.advance(HOUR);
+  const expired = await fetch(second.local(url));
+  expect([expired.status, await expired.text()]).toEqual([404, ""]);
+  // Deleted by the lookup that found it expired, or by the sweep that ran as the clock passed its end.
+  await expect.poll(() => readdirSync(kept).filter((n) => n.endsWith(".bin") || n.endsWith(".json"))).toEqual([]);
+});
+
+it("the sweep deletes expired files no one asks for; the next open removes what a kill left half-written", async () => {
+  const clock = createManualClock();
+  const dir = folder();
+  const r = await rig(clock, dir);
+  await r.links.publish(purposeOf("ln", "U1", "m1", "out/a.txt"), file("a.txt", Buffer.from("a"), "text/plain"));
+  const kept = join(dir, "file-links", "line-ln");
+  expect(readdirSync(kept).filter((n) => n.endsWith(".bin"))).toHaveLength(1);
+  // The sweep runs on the clock: past the link's end, within the sweep's period.
+  clock.advance(2 * HOUR + 10 * 60 * 1000);
+  await expect.poll(() => readdirSync(kept).filter((n) => n.endsWith(".bin")).length).toBe(0);
+  expect(existsSync(join(kept, "key"))).toBe(true);
+  // What a kill left half-written (bytes without their meta, a temporary file) is removed by the next open.
+  writeFileSync(join(kept, `${"a".repeat(64)}.bin`), "orphan");
+  writeFileSync(join(kept, `.${"b".repeat(64)}.json.1.ff.tmp`), "{");
+  await r.endpoint.close();
+  r.links.close();
+  await rig(clock, dir);
+  expect(readdirSync(kept)).toEqual(["key"]);
+});
+
+it("disk is bounded: past max_total_mb the link closest to its end ends first; a file over max_file_mb is over the limits", async () => {
+  const clock = createManualClock();
+  const dir = folder();
+  const MiB = 1024 * 1024;
+  const r = await rig(clock, dir, { max_total_mb: 2, max_file_mb: 1.5 });
+  expect(r.links.limits).toEqual({ photo: 1.5 * MiB, voice: 1.5 * MiB, document: 1.5 * MiB });
+  const one = await r.links.publish(purposeOf("ln", "U1", "m1", "out/1.bin"), file("1.bin", Buffer.alloc(MiB, 1)));
+  clock.advance(1000);
+  const two = await r.links.publish(purposeOf("ln", "U1", "m2", "out/2.bin"), file("2.bin", Buffer.alloc(MiB / 2, 2)));
+  clock.advance(1000);
+  const three = await r.links.publish(purposeOf("ln", "U1", "m3", "out/3.bin"), file("3.bin", Buffer.alloc(MiB, 3)));
+  const status = async (url: string) => {
+    const got = await fetch(r.local(url), { method: "HEAD" });
+    return got.status;
+  };
+  expect([await status(one.url), await status(two.url), await status(three.url)]).toEqual([404, 200, 200]);
+});
+
+it("public_base_url must be https with a path and no query", () => {
+  for (const bad of ["http://bot.example.com/files", "https://bot.example.com", "https://bot.example.com/", "https://bot.example.com/f?x=1", "ftp://x/y"]) {
+    expect(fileLinksSchema.safeParse({ public_base_url: bad }).success, bad).toBe(false);
+  }
+  expect(fileLinksSchema.parse({}).public_base_url).toBeUndefined();
+  expect(fileLinksSchema.parse({ public_base_url: "https://bot.example.com:8443/a/files" }).public_base_url).toBe("https://bot.example.com:8443/a/files");
+});

@@ -1,0 +1,58 @@
+/**
+ * A TLS certificate for tests only (self-signed, CN localhost, subjectAltName
+ * IP 127.0.0.1 and localhost, valid until 2126), and its private key: the
+ * stand-in for the reverse proxy's certificate in front of the bridge, which a
+ * platform's fake trusts instead of the public CAs the platform trusts. Made with
+ * `openssl req -x509 -newkey rsa:2048 -nodes -days 36500 -subj /CN=localhost
+ * -addext subjectAltName=IP:127.0.0.1,DNS:localhost`. Never use it elsewhere.
+ */
+export const TEST_TLS_CERT = `-----BEGIN CERTIFICATE-----
+MIIDJzCCAg+gAwIBAgIUcldxpjC5pkLPH9BF0E9IBEN+miswDQYJKoZIhvcNAQEL
+BQAwFDESMBAGA1UEAwwJbG9jYWxob3N0MCAXDTI2MTEyODEwNTgyMloYDzIxMjYx
+MTA0MTA1ODIyWjAUMRIwEAYDVQQDDAlsb2NhbGhvc3QwggEiMA0GCSqGSIb3DQEB
+AQUAA4IBDwAwggEKAoIBAQCzdKoA3n4wtEQ+y2C/r0yVyr6Xh4K1xSOz+BGNAJ2w
+OS2Vw3F9gcETeOg74wni/eazTQy/XQ8aH1WgLTCaGioOFwdjaOsOWi7bGivoVBlg
+S3V2z7XbGeQjUUPey92uvD+1Aohf1BIwUH1itfHwIBV0pbzfQnNjeOU6Zvj0Qgw+
+zDFr+M7JKxxPxxsmN4LlCzZOj03+JtNcQInRjDgtrOP9MC8ZfMqsxSvRvqgzIsFI
+BVo9coxPsiCwoKpDHzv+q9MTPwzOWYu83QnohdaaHTinzceu/eZegVhsEKh0w/kg
+Lx7l9XeDhMaebYvnl/A+3BbAwnXCNcxId99peotO/eSxAgMBAAGjbzBtMB0GA1Ud
+DgQWBBRdsNlTuvdjaFlkKhdHJQV0ZK6BOjAfBgNVHSMEGDAWgBRdsNlTuvdjaFlk
+KhdHJQV0ZK6BOjAaBgNVHREEEzARhwR/AAABgglsb2NhbGhvc3QwDwYDVR0TAQH/
+BAUwAwEB/zANBgkqhkiG9w0BAQsFAAOCAQEAWSX8Vvk4LPnBVjSoslVMpqgaNhvk
+TPmpF6C7hEvqk8o0aEyso0k6NH+SLZ4vPtVugu93qQCVZxcSQZwSlLG7I6FhxdTV
+Y4rtC8b8PcmSBBS1aUv8Zbunt9X+76OOcHVpxf5UAMS5s4zToacObyfOLj5vZTm6
+nCL9cPoIRaycVKKtJclnSbg9BsXDwPn98cYzVE3CT5P+OB8H8wlgsNU21ujSdnKE
+AFFzlVhoxUPSHNIseuoIEGAqObn/KAaaq1PBXKXVYLI2iuE9KMUlaikltY0sz57/
+6kAmw2YcJzE92TgHHUd330JyevXR00BBDgi27uTpUCO3pG8xy8mAHy1n7Q==
+-----END CERTIFICATE-----
+`;
+
+export const TEST_TLS_KEY = `-----BEGIN PRIVATE KEY-----
+MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQCzdKoA3n4wtEQ+
+y2C/r0yVyr6Xh4K1xSOz+BGNAJ2wOS2Vw3F9gcETeOg74wni/eazTQy/XQ8aH1Wg
+LTCaGioOFwdjaOsOWi7bGivoVBlgS3V2z7XbGeQjUUPey92uvD+1Aohf1BIwUH1i
+tfHwIBV0pbzfQnNjeOU6Zvj0Qgw+zDFr+M7JKxxPxxsmN4LlCzZOj03+JtNcQInR
+jDgtrOP9MC8ZfMqsxSvRvqgzIsFIBVo9coxPsiCwoKpDHzv+q9MTPwzOWYu83Qno
+hdaaHTinzceu/eZegVhsEKh0w/kgLx7l9XeDhMaebYvnl/A+3BbAwnXCNcxId99p
+eotO/eSxAgMBAAECggEACkSiu5T/gT4dtfG0i5NDHXXYQCeO6TBEBQN5mzW0HOxQ
+n7drC+R72mdHJn7gE6U1tgAZIO2StFejPxyG1OWqKI87XkrkQQVHYnfVyx/dkD7d
+4Q2TTFua/0UiZ7ugThcgY0H0JEOOqawMi84SvCVVBPOJlV67tBV4f3lH3zYH3Fa0
+wlkm+FLy7dYW8rAAy2c5E76re/ZTMMLWCcsTcRLYRwDQLuSe/hOJz6lARUFsAdXY
+9NOT7kxW224Lz8wquDWZEMY8w4lleN7URJdLQAtA+EMEwmFWjOCG+hRkdu0vFnK7
++s5o+x6sckdAvvVeKx3MExXFqByFNv0UXwC9nkFJhwKBgQDZ1DlW2uKGRYpgtheY
+aQXKJWjo1cquS7UadpSWtMp5hOi9sNE8/VDdhkZliIbhVg8oEKk1hhVx7GZr33nm
+j/q5necJ1mRWw7SSgEGxGF22Nm03i6HA7sIGXWkcyLM0R9Ip7nuGQ88k7LBFADAz
+24ZZ8zhxlDokeGacxYur1ChaywKBgQDS5wVAU+ZfFbm8W57CkUPgOCi1HIyCaLmq
+nEIhODpwFAcGmjZYIsA4o9wL2my17AhCqd9bx5Rl3xyGCnYaut1VEoLlL1AJnISE
+XP9ndxrRVTedOauWk6v4NWfgGTW4wKwlfTqJFTArRbDdNbqM8Uf2KA2Z2kKXbX60
+S4EOCgpi8wKBgFStDu0YgV44wiX+IwX4LWv7RuDb2sIOZAQ5fGFpPhwm8mJqzaur
+vTef7tWhUO1fitzEPUK1MLjscJQWd0iNR6XIH/vO/4pK4XLhsKerFSKz3ZjuCp75
+MStQPIAX9LGqCaSLNDFpQqjT6WGpRROjjoKA7bwZJtDujNT8ZeMRwe4pAoGBALR1
+osOpRqzDvTrTtqPLgqW/x+04sW4AyCWZMOiV4UL3kA9xMuD1Uz7jzqyByJVdkq/g
+BNPWkT8dyp1TJD24+RwLC9+pPTYMLEPKA2x3uIW4Ai9RImZkkzh+EhTp3VLp4iLt
+5YFYlO/h4PVXPPnOlwGkwgaMgIBr24fQN2xY4QxLAoGAZEDwLWS6rnhYBP3rSfND
+wkle29gMgrf9PPVnaUaNcCAb/3R+Fn9YCZqxjKZtVkfPpV+SDTs/P8wutCMqIEzG
+kzPTyUW9TsMmmGCQjtUhiqwDl9juNd39Y9rJsKEwn3Zrk8wJ84g1CAGfLYy/zg0G
+JtCTgqgc8hMhHVkSKBa1uoQ=
+-----END PRIVATE KEY-----
+`;
