@@ -24,10 +24,11 @@ export function backoffDelay(attempt: number, policy: BackoffPolicy, random: Ran
 
 /**
  * A run of failures and the wait each one earns: the count lives here, not in
- * every reconnect loop. `failed()` counts a failure and returns the delay
+ * its users (the daemon's one reconnect loop and one retry loop, the
+ * emulator's store). `failed()` counts a failure and returns the delay
  * before the next try; `reset()` after a success starts the next run from the
  * base delay. `delayFor(n)` is for a loop whose count is kept elsewhere (a
- * link-health record, a failure log).
+ * failure log, a retry's attempt number).
  */
 export interface Backoff {
   /** Failures since the last `reset()`. */

@@ -31,6 +31,8 @@ import {
 
 /** The longest reconnect delay after `failures` failed connects in a row: the backoff with its jitter at the top. */
 const backoffCeiling = (failures: number): number => backoffDelay(failures + 1, RECONNECT_BACKOFF, { bytes: (n) => Buffer.alloc(n), float: () => 1 });
+/** Lets the reconnect loop react to a close or a timer (it does so on the next turn, not inside the event). */
+const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 const GROUP = "120363000000000001@g.us";
 const ANA = "4915111111111";
@@ -194,6 +196,7 @@ describe("WhatsApp adapter: linking and connection lifecycle", () => {
     await started;
     first.updateCreds({ me: { id: pnJid(BOT_ACCOUNT.phone, 7), lid: lidJid(BOT_ACCOUNT.lid, 7) }, registered: true });
     first.close(515, "restart required");
+    await settle();
 
     // No clock movement: the restart is immediate.
     expect(env.fake.sockets).toHaveLength(2);
@@ -215,33 +218,42 @@ describe("WhatsApp adapter: linking and connection lifecycle", () => {
     const first = env.fake.latest();
 
     first.close(428, "Connection Closed");
+    await settle();
     expect(env.fake.sockets).toHaveLength(1);
     // Delay for attempt n lies in [ceiling/2, ceiling).
     env.clock.advance(backoffCeiling(0) / 2 - 1);
+    await settle();
     expect(env.fake.sockets).toHaveLength(1);
     env.clock.advance(backoffCeiling(0) / 2);
+    await settle();
     expect(env.fake.sockets).toHaveLength(2);
     expect(first.subscriptions).toBe(0);
 
     // Second failure in a row without an open in between: the delay grows.
     const second = env.fake.latest();
     second.close(408, "Connection Lost");
+    await settle();
     env.clock.advance(backoffCeiling(1) / 2 - 1);
+    await settle();
     expect(env.fake.sockets).toHaveLength(2);
     env.clock.advance(backoffCeiling(1) / 2);
+    await settle();
     expect(env.fake.sockets).toHaveLength(3);
 
     // Late events from replaced sockets do nothing.
     first.emit("connection.update", { connection: "close", lastDisconnect: { error: new Error("late"), date: new Date() } });
     second.emit("connection.update", { connection: "open" });
     env.clock.advance(10 * 60_000);
+    await settle();
     expect(env.fake.sockets).toHaveLength(3);
 
     // A successful open resets the backoff.
     const third = env.fake.latest();
     third.open();
     third.close(503, "unavailable");
+    await settle();
     env.clock.advance(backoffCeiling(0));
+    await settle();
     expect(env.fake.sockets).toHaveLength(4);
 
     expect(env.fake.maxAlive()).toBe(1);
@@ -260,6 +272,7 @@ describe("WhatsApp adapter: linking and connection lifecycle", () => {
     writeFileSync(join(env.authDir, "README.txt"), "not ours");
 
     socket.close(401, "Connection Failure");
+    await settle();
     await vi.waitFor(() => expect(sink.states()).toContain("logged_out"));
     expect(readdirSync(env.authDir).filter((n) => n.endsWith(".json"))).toEqual([]);
     expect(readdirSync(env.authDir)).toContain("README.txt"); // only Baileys' files go
@@ -267,6 +280,7 @@ describe("WhatsApp adapter: linking and connection lifecycle", () => {
     expect(env.logs()).toMatch(/logged out/);
 
     env.clock.advance(60 * 60_000);
+    await settle();
     expect(env.fake.sockets).toHaveLength(1);
     expect(socket.logoutCalls).toBe(0);
     const sent = env.adapter.send({ platform: "whatsapp", accountId: "wa", chatId: pnJid(ANA), chatType: "direct" }, "hi", { format: "plain" });
@@ -279,6 +293,7 @@ describe("WhatsApp adapter: linking and connection lifecycle", () => {
     await startConnected(env);
     const oldKey = Buffer.from(env.fake.latest().config.auth.creds.noiseKey.private).toString("hex");
     env.fake.latest().close(401);
+    await settle();
     await vi.waitFor(() => expect(readdirSync(env.authDir).filter((n) => n.endsWith(".json"))).toEqual([]));
     const sink = recordingSink();
     const restarted = env.adapter.start(sink);
@@ -293,8 +308,10 @@ describe("WhatsApp adapter: linking and connection lifecycle", () => {
     const env = setup();
     const sink = await startConnected(env);
     env.fake.latest().close(440, "conflict");
+    await settle();
     expect(sink.states().at(-1)).toBe("failed");
     env.clock.advance(60 * 60_000);
+    await settle();
     expect(env.fake.sockets).toHaveLength(1);
   });
 
@@ -303,9 +320,11 @@ describe("WhatsApp adapter: linking and connection lifecycle", () => {
     const sink = await startConnected(env);
     const first = env.fake.latest();
     first.close(428);
+    await settle();
     await Promise.all([env.adapter.stop(), env.adapter.stop()]);
     await env.adapter.stop();
     env.clock.advance(60 * 60_000);
+    await settle();
     expect(env.fake.sockets).toHaveLength(1);
     expect(sink.states().filter((s) => s === "stopped")).toHaveLength(1);
 
@@ -413,14 +432,18 @@ describe("WhatsApp adapter: inbound messages", () => {
     expect(socket.reads[0]?.[0]?.id).toBe(taken.key.id);
 
     socket.close(428);
+    await settle();
     env.clock.advance(backoffCeiling(0));
+    await settle();
     const next = env.fake.latest();
     next.open();
     await vi.waitFor(() => expect(sink.accepted.map((m) => m.text)).toEqual(["second", "first"]));
     await vi.waitFor(() => expect(next.reads.flat().map((k) => k.id)).toEqual([refused.key.id]));
     // Offered once more only: once accepted it is forgotten.
     next.close(428);
+    await settle();
     env.clock.advance(backoffCeiling(0));
+    await settle();
     env.fake.latest().open();
     env.fake.latest().receive([directByPhone(ANA, "third")]);
     await vi.waitFor(() => expect(sink.accepted.map((m) => m.text)).toEqual(["second", "first", "third"]));
@@ -586,9 +609,11 @@ describe("WhatsApp adapter: sending", () => {
     const env = setup({ sendWaitMs: 120_000 });
     await startConnected(env);
     env.fake.latest().close(428);
+    await settle();
     const target: ChatTarget = { platform: "whatsapp", accountId: "wa", chatId: pnJid(ANA), chatType: "direct" };
     const pending = env.adapter.send(target, "after reconnect", { format: "plain" });
     env.clock.advance(backoffCeiling(0));
+    await settle();
     expect(env.fake.sockets).toHaveLength(2);
     env.fake.latest().open();
     await pending;
@@ -596,9 +621,11 @@ describe("WhatsApp adapter: sending", () => {
     expect(env.fake.latest().sent.map((s) => s.content.text)).toEqual(["after reconnect"]);
 
     env.fake.latest().close(428);
+    await settle();
     const late = env.adapter.send(target, "never", { format: "plain" });
     const settled = late.catch((e: unknown) => e);
     env.clock.advance(120_000); // reconnects but never opens
+    await settle();
     const err = await settled;
     expect(err).toBeInstanceOf(WhatsAppAdapterError);
     expect(err).toMatchObject({ reason: "not_connected", permanent: false });
@@ -615,6 +642,7 @@ describe("WhatsApp adapter: sending", () => {
     await env.adapter.sendTyping(target);
     expect(socket.presence).toEqual([{ type: "composing", jid: GROUP }]);
     socket.close(428);
+    await settle();
     await expect(env.adapter.sendTyping(target)).resolves.toBeUndefined();
     await env.adapter.stop();
   });

@@ -85,12 +85,12 @@ it("reconnects the real Baileys socket with backoff, one connection at a time, a
   // Nothing happens until the clock says so.
   expect(made).toBe(1);
   clock.advance(backoffCeiling(0));
-  expect(made).toBe(2);
+  await vi.waitFor(() => expect(made).toBe(2));
   await vi.waitFor(() => expect(statuses.map((s) => s.state)).toEqual(["starting", "reconnecting", "reconnecting"]));
   expect(server.stats.total).toBe(2);
 
   clock.advance(backoffCeiling(1));
-  expect(made).toBe(3);
+  await vi.waitFor(() => expect(made).toBe(3));
   await vi.waitFor(() => expect(server.stats.total).toBe(3));
   await adapter.stop();
   await vi.waitFor(() => expect(server.stats.open).toBe(0));

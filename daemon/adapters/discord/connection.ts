@@ -8,8 +8,10 @@
  *   that accepts sockets but never says HELLO, a resume loop) is cut short by
  *   rebuilding the client;
  * - a login that neither succeeds nor fails is bounded by `connectTimeoutMs`.
- * Rebuilds back off exponentially with jitter (rebuild-streak.ts says from
- * where). Authentication and intent failures are reported as "failed" and not
+ * Each client is one session of the daemon's one reconnect loop
+ * (daemon/helpers/reconnect.ts): rebuilds back off exponentially with jitter,
+ * and a client that stayed up `stableAfterMs` earns a rebuild at once.
+ * Authentication and intent failures are reported as "failed" and not
  * retried: the same token would be refused again.
  */
 import { Events, type ButtonInteraction, type ChatInputCommandInteraction, type Client, type IIdentifyThrottler, type Message } from "discord.js";
@@ -17,12 +19,10 @@ import type { Logger } from "pino";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import type { AdapterStatusEvent } from "../../vocabulary/adapter.js";
-import { pause } from "../../helpers/retry.js";
-import { createBackoff } from "../../../shared/backoff.js";
+import { type ReconnectLoop, type ReconnectStatus, type ReconnectVerdict, type SessionContext, startReconnectLoop } from "../../helpers/reconnect.js";
 import type { DiscordChannelConfig } from "./config.js";
 import { closeFailure, ConnectFailure, connectFailureOf } from "./connect-failure.js";
 import { buildGatewayClient } from "./gateway-client.js";
-import { RebuildStreak } from "./rebuild-streak.js";
 
 export { ConnectFailure } from "./connect-failure.js";
 
@@ -104,6 +104,24 @@ export function createGatewayConnection(deps: ConnectionDeps): GatewayConnection
   return new GatewaySupervisor(deps);
 }
 
+/** A connected client must go (`failure` says why); permanent failures end the loop. */
+class RebuildNeeded extends Error {
+  override readonly name = "RebuildNeeded";
+  constructor(readonly failure: ConnectFailure) {
+    super(failure.message);
+  }
+}
+
+/** A refused token or intents end the adapter; anything else is worth a new client. */
+function gatewayVerdict(error: unknown): ReconnectVerdict {
+  if (error instanceof RebuildNeeded) {
+    const { failure } = error;
+    return failure.permanent ? { fatal: true, detail: failure.message } : { detail: `${failure.message}; reconnecting with a new client` };
+  }
+  if (error instanceof ConnectFailure) return error.permanent ? { fatal: true, detail: error.message } : { detail: `${error.message}; retrying` };
+  return { detail: `${String(error)}; retrying` };
+}
+
 class GatewaySupervisor implements GatewayConnection {
   readonly #deps: ConnectionDeps;
   /** Bumped by each new client and whenever a client stops being ours: events of an older client are ignored. */
@@ -112,23 +130,20 @@ class GatewaySupervisor implements GatewayConnection {
   #active: Built | null = null;
   /** Set once, by stop: nothing connects or reports "connected" afterwards. */
   #stopped = false;
-  /** True while one rebuild runs: another close or grace expiry meanwhile starts no second one. */
-  #rebuilding = false;
-  readonly #streak: RebuildStreak;
   /** Runs while discord.js resumes by itself after a drop; when it fires, the client is rebuilt. */
   #grace: Timer | null = null;
-  /** Aborted by stop: ends a backoff pause at once. */
+  /** Aborted by stop: ends the loop, a backoff pause included, at once. */
   readonly #stopSignal = new AbortController();
   /** Ends the login in flight (stop calls it); null when none is. */
   #abortAttempt: ((error: Error) => void) | null = null;
-  /** The connect loop running now (start's or a rebuild's): stop waits for it. */
-  #loop: Promise<void> | null = null;
+  /** Ends the session of the active client (it must be rebuilt); null while none is active. */
+  #endSession: ((why: RebuildNeeded | null) => void) | null = null;
+  #loop: ReconnectLoop | null = null;
   #startPromise: Promise<void> | null = null;
   #stopPromise: Promise<void> | null = null;
 
   constructor(deps: ConnectionDeps) {
     this.#deps = deps;
-    this.#streak = new RebuildStreak(deps.tuning.stableAfterMs);
   }
 
   start(): Promise<void> {
@@ -136,11 +151,29 @@ class GatewaySupervisor implements GatewayConnection {
     // Settles after the first attempt: connected, refused for good (rejects),
     // or failed for now (resolves; retries go on and `status` tells how they fare),
     // so a Discord outage at boot does not hold up the daemon's other channels.
-    this.#startPromise ??= new Promise<void>((resolve, reject) => {
-      this.#deps.report({ state: "starting" });
-      this.#loop = this.#connectLoop(0, resolve).then(resolve, reject);
-    });
+    this.#startPromise ??= this.#begin();
     return this.#startPromise;
+  }
+
+  async #begin(): Promise<void> {
+    this.#deps.report({ state: "starting" });
+    const { clock, random, tuning } = this.#deps;
+    const loop = startReconnectLoop({
+      session: (ctx) => this.#session(ctx),
+      classify: gatewayVerdict,
+      clock,
+      random,
+      backoff: { baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs },
+      // A client that lasted is rebuilt at once; one that breaks soon after it came up goes on backing off.
+      healthyAfterMs: tuning.stableAfterMs,
+      retryHealthyAtOnce: true,
+      signal: this.#stopSignal.signal,
+      onStatus: (status) => this.#onStatus(status),
+    });
+    this.#loop = loop;
+    if ((await loop.firstOutcome) !== "failed") return;
+    const end = await loop.done;
+    throw end.state === "failed" ? end.error : new ConnectFailure("stopped", false);
   }
 
   stop(): Promise<void> {
@@ -159,44 +192,56 @@ class GatewaySupervisor implements GatewayConnection {
     this.#abortAttempt?.(new ConnectFailure("stopped", false));
     const built = this.#retire();
     if (built) await this.#destroy(built, true);
-    await this.#loop?.catch(() => undefined);
+    await this.#loop?.done;
     this.#deps.report({ state: "stopped" });
   }
 
-  /**
-   * Connects a fresh client, retrying with backoff; `firstAttempt` carries an
-   * earlier streak. `onRetrying` runs once, when the first attempt failed and
-   * retries continue in the background.
-   */
-  async #connectLoop(firstAttempt: number, onRetrying?: () => void): Promise<void> {
-    for (let attempt = firstAttempt; ; ) {
-      if (attempt > 0) await this.#pause(attempt);
-      if (this.#stopped) return;
-      const built = this.#build();
-      try {
-        await this.#connectOnce(built);
-        return await this.#adopt(built);
-      } catch (error) {
-        await this.#destroy(built, false);
-        if (this.#stopped) return;
-        const failure = connectFailureOf(error, this.#deps.redact);
-        if (failure.permanent) {
-          await this.#fail(failure);
-          throw failure;
-        }
-        attempt++;
-        this.#deps.report({ state: "reconnecting", detail: `${failure.message}; retrying` });
-        this.#deps.log.warn({ attempt, err: failure.message }, "discord connection attempt failed");
-        onRetrying?.();
-      }
+  #onStatus(status: ReconnectStatus): void {
+    const { log, report } = this.#deps;
+    switch (status.state) {
+      case "connected":
+        report(status.detail === undefined ? { state: "connected" } : { state: "connected", detail: status.detail });
+        return;
+      case "reconnecting":
+        if (status.error instanceof RebuildNeeded) log.warn({ reason: status.error.message }, "rebuilding discord client");
+        else
+          log.warn(
+            { attempt: status.attempt, err: status.error instanceof Error ? status.error.message : String(status.error) },
+            "discord connection attempt failed",
+          );
+        report({ state: "reconnecting", detail: status.detail });
+        return;
+      case "failed":
+        log.error({ err: status.detail }, "discord adapter failed");
+        report({ state: "failed", detail: status.detail });
+        return;
+      case "stopped":
+        return;
     }
   }
 
-  /** Waits out the backoff before `attempt` (jittered, so many bridges do not hammer the gateway in step); stop ends it. */
-  #pause(attempt: number): Promise<void> {
-    const { tuning, random, clock } = this.#deps;
-    const delay = createBackoff({ baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs }, random).delayFor(attempt);
-    return pause(clock, delay, this.#stopSignal.signal);
+  /** One client: built, logged in until ready, adopted, and kept until it must be rebuilt (or stop). */
+  async #session(ctx: SessionContext): Promise<void> {
+    if (this.#stopped) return;
+    const built = this.#build();
+    try {
+      await this.#connectOnce(built);
+    } catch (error) {
+      await this.#destroy(built, false);
+      throw connectFailureOf(error, this.#deps.redact);
+    }
+    if (ctx.signal.aborted) return this.#destroy(built, false);
+    const stopped = () => this.#endSession?.(null);
+    const why = await new Promise<RebuildNeeded | null>((resolve) => {
+      this.#endSession = resolve;
+      ctx.signal.addEventListener("abort", stopped, { once: true });
+      this.#adopt(built, ctx);
+    });
+    this.#endSession = null;
+    ctx.signal.removeEventListener("abort", stopped);
+    const old = this.#active === built ? this.#retire() : null;
+    if (old) await this.#destroy(old, false);
+    if (why) throw why;
   }
 
   #build(): Built {
@@ -242,12 +287,10 @@ class GatewaySupervisor implements GatewayConnection {
     });
   }
 
-  /** A client that reached READY becomes the active one, unless stop came meanwhile. */
-  async #adopt(built: Built): Promise<void> {
-    if (this.#stopped) return this.#destroy(built, false);
+  /** A client that reached READY becomes the active one. */
+  #adopt(built: Built, ctx: SessionContext): void {
     this.#active = built;
-    this.#streak.connected(this.#deps.clock.now());
-    this.#deps.report({ state: "connected", detail: `as ${built.client.user?.tag ?? "bot"}` });
+    ctx.connected(`as ${built.client.user?.tag ?? "bot"}`);
     if (built.client.isReady()) this.#deps.onNewSession?.(built.client);
   }
 
@@ -276,9 +319,7 @@ class GatewaySupervisor implements GatewayConnection {
     });
     client.on(Events.ShardDisconnect, (event) => {
       if (!connected()) return;
-      const failure = closeFailure(event.code);
-      if (failure.permanent) void this.#fail(failure);
-      else this.#rebuild(failure.message);
+      this.#rebuild(closeFailure(event.code));
     });
     client.on(Events.ShardError, (error) => log.warn({ err: redact(error.message) }, "discord gateway error"));
     client.on(Events.Error, (error) => log.warn({ err: redact(error.message) }, "discord client error"));
@@ -293,7 +334,7 @@ class GatewaySupervisor implements GatewayConnection {
     this.#deps.report({ state: "reconnecting", detail: "gateway connection lost; resuming" });
     this.#grace = clock.setTimeout(() => {
       this.#grace = null;
-      if (this.#active === built) this.#rebuild(`gateway not back after ${tuning.reconnectGraceMs} ms`);
+      if (this.#active === built) this.#rebuild(new ConnectFailure(`gateway not back after ${tuning.reconnectGraceMs} ms`, false));
     }, tuning.reconnectGraceMs);
   }
 
@@ -318,30 +359,10 @@ class GatewaySupervisor implements GatewayConnection {
     return built;
   }
 
-  async #fail(failure: ConnectFailure): Promise<void> {
-    const built = this.#retire();
-    if (built) await this.#destroy(built, false);
-    this.#deps.log.error({ err: failure.message }, "discord adapter failed");
-    this.#deps.report({ state: "failed", detail: failure.message });
-  }
-
-  #rebuild(reason: string): void {
-    if (this.#stopped || this.#rebuilding) return;
-    this.#rebuilding = true;
-    const old = this.#retire();
-    const firstAttempt = this.#streak.rebuild(this.#deps.clock.now());
-    this.#deps.log.warn({ reason }, "rebuilding discord client");
-    this.#deps.report({ state: "reconnecting", detail: `${reason}; reconnecting with a new client` });
-    this.#loop = (async () => {
-      try {
-        if (old) await this.#destroy(old, false);
-        await this.#connectLoop(firstAttempt);
-      } catch {
-        // Permanent failures were reported by connectLoop.
-      } finally {
-        this.#rebuilding = false;
-      }
-    })();
+  /** The active client must go: its session ends, and the loop decides (a new client, or "failed" for a permanent close). */
+  #rebuild(failure: ConnectFailure): void {
+    if (this.#stopped) return;
+    this.#endSession?.(new RebuildNeeded(failure));
   }
 
   /**

@@ -7,9 +7,9 @@
  */
 import { Method, type MatrixClient } from "matrix-js-sdk";
 import type { Logger } from "pino";
-import { createBackoff } from "../../../shared/backoff.js";
 import type { Clock } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
+import { type ReconnectStatus, type ReconnectVerdict, type SessionContext, startReconnectLoop } from "../../helpers/reconnect.js";
 import { pause } from "../../helpers/retry.js";
 import type { InboundSink } from "../../vocabulary/adapter.js";
 import { describe, isTokenRefused, requestOpts, retryAfterMs, type Scrub } from "./errors.js";
@@ -55,20 +55,22 @@ export class MatrixConnection {
     this.#phase = "running";
     this.#sink = sink;
     sink.status({ state: "starting" });
-    try {
-      await this.#connect();
-      await this.#syncOnce();
-    } catch (error) {
-      const detail = describe(error, this.#deps.scrub);
-      if (isTokenRefused(error) || error instanceof MatrixConnectionError) {
-        this.#phase = "stopped";
-        sink.status({ state: "failed", detail });
-        throw new MatrixConnectionError(`matrix: ${detail}`);
-      }
-      this.#deps.log.warn({ err: detail }, "matrix homeserver not reachable at start; retrying in the background");
-      sink.status({ state: "reconnecting", detail });
-    }
-    this.#loop = this.#keepSyncing();
+    const { clock, random, retryPauseMs, scrub } = this.#deps;
+    const loop = startReconnectLoop({
+      session: (ctx) => this.#syncSession(ctx),
+      classify: syncVerdict,
+      describe: (error) => describe(error, scrub),
+      clock,
+      random,
+      backoff: { baseMs: retryPauseMs, maxMs: Math.max(retryPauseMs, MAX_RETRY_PAUSE_MS) },
+      signal: this.#run.signal,
+      onStatus: (status) => this.#onStatus(status),
+    });
+    this.#loop = loop.done.then(() => undefined);
+    if ((await loop.firstOutcome) !== "failed") return;
+    this.#phase = "stopped";
+    const end = await loop.done;
+    throw new MatrixConnectionError(`matrix: ${end.state === "failed" ? end.detail : "stopped"}`);
   }
 
   stop(): Promise<void> {
@@ -106,7 +108,6 @@ export class MatrixConnection {
       });
     this.#bot = { userId, displayName: profile.displayname };
     log.info({ userId }, "matrix connected");
-    this.#sink?.status({ state: "connected", detail: userId });
   }
 
   async #syncOnce(): Promise<boolean> {
@@ -117,34 +118,43 @@ export class MatrixConnection {
     return this.#deps.syncer.handle(answer, bot, sink, this.#run.signal);
   }
 
-  /** Syncs until stopped, connecting again first when needed. Never throws. */
-  async #keepSyncing(): Promise<void> {
-    const { log, scrub, retryPauseMs, random, clock } = this.#deps;
-    const backoff = createBackoff({ baseMs: retryPauseMs, maxMs: Math.max(retryPauseMs, MAX_RETRY_PAUSE_MS) }, random);
-    let failing = this.#bot === undefined;
-    if (failing) await pause(clock, backoff.failed(), this.#run.signal);
-    while (this.#phase === "running") {
-      try {
-        if (!this.#bot) await this.#connect();
-        const complete = await this.#syncOnce();
-        if (failing) this.#sink?.status({ state: "connected", detail: this.#deps.userId });
-        failing = false;
-        backoff.reset();
-        if (!complete) await pause(clock, retryPauseMs, this.#run.signal);
-      } catch (error) {
-        if (this.#phase !== "running") return;
-        const detail = describe(error, scrub);
-        if (isTokenRefused(error) || error instanceof MatrixConnectionError) {
-          log.error({ err: detail }, "matrix refused the access token; the channel stops");
-          this.#sink?.status({ state: "failed", detail });
-          return;
-        }
-        const wait = retryAfterMs(error);
-        log.warn({ err: detail }, wait !== undefined ? "matrix sync rate-limited; waiting" : "matrix sync failed; retrying");
-        this.#sink?.status({ state: "reconnecting", detail, reason: "closed" });
-        failing = true;
-        await pause(clock, wait ?? backoff.failed(), this.#run.signal);
-      }
+  /** One session of the loop: connects when needed, then syncs until a sync fails (or stop). */
+  async #syncSession(ctx: SessionContext): Promise<void> {
+    if (!this.#bot) await this.#connect();
+    while (!ctx.signal.aborted) {
+      const complete = await this.#syncOnce();
+      ctx.connected(this.#deps.userId);
+      if (!complete) await pause(this.#deps.clock, this.#deps.retryPauseMs, ctx.signal);
     }
   }
+
+  #onStatus(status: ReconnectStatus): void {
+    const { log, userId } = this.#deps;
+    switch (status.state) {
+      case "connected":
+        this.#sink?.status({ state: "connected", detail: userId });
+        return;
+      case "reconnecting": {
+        const limited = retryAfterMs(status.error) !== undefined;
+        const first = status.attempt === 1 && this.#bot === undefined;
+        if (first) log.warn({ err: status.detail }, "matrix homeserver not reachable at start; retrying in the background");
+        else log.warn({ err: status.detail }, limited ? "matrix sync rate-limited; waiting" : "matrix sync failed; retrying");
+        this.#sink?.status({ state: "reconnecting", detail: status.detail, ...(first ? {} : { reason: "closed" as const }) });
+        return;
+      }
+      case "failed":
+        log.error({ err: status.detail }, "matrix refused the access token; the channel stops");
+        this.#sink?.status({ state: "failed", detail: status.detail });
+        return;
+      case "stopped":
+        return;
+    }
+  }
+}
+
+/** A refused token or the wrong user is fatal; a rate limit waits what it says; anything else backs off. */
+function syncVerdict(error: unknown): ReconnectVerdict {
+  if (isTokenRefused(error) || error instanceof MatrixConnectionError) return { fatal: true };
+  const wait = retryAfterMs(error);
+  return wait !== undefined ? { afterMs: wait } : {};
 }

@@ -2,7 +2,7 @@
  * Mattermost's WebSocket (GET /api/v4/websocket), the way its own web client
  * (@mattermost/client's WebSocketClient) speaks it; that class needs a global
  * WebSocket and CloseEvent, which Node 20 lacks, so the same protocol runs
- * here over undici's WebSocket, on the injected clock and the one backoff:
+ * here over undici's WebSocket, on the injected clock and the one reconnect loop:
  *
  * - after the socket opens, `authentication_challenge` with the token; the
  *   server answers `{status: "OK", seq_reply}`;
@@ -20,9 +20,9 @@
 import type { Logger } from "pino";
 import { WebSocket } from "undici";
 import { z } from "zod";
-import { createBackoff } from "../../../shared/backoff.js";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
+import { type ReconnectLoop, type ReconnectVerdict, type SessionContext, startReconnectLoop } from "../../helpers/reconnect.js";
 import type { AdapterStatusEvent } from "../../vocabulary/adapter.js";
 
 const frameSchema = z.union([
@@ -67,27 +67,43 @@ export class TokenRefused extends Error {
   override readonly name = "TokenRefused";
 }
 
+/** A socket that closed; `deaf` when it was closed for an unanswered ping. */
+class SocketClosed extends Error {
+  override readonly name = "SocketClosed";
+  constructor(readonly deaf: boolean) {
+    super("socket closed");
+  }
+}
+
+/** A refused token ends the channel; any close is made good by a new socket (resuming by seq). */
+function closeVerdict(error: unknown): ReconnectVerdict {
+  if (error instanceof TokenRefused) return { fatal: true, detail: "the WebSocket refused the token" };
+  return { reason: error instanceof SocketClosed && error.deaf ? "deaf" : "closed", detail: "socket closed" };
+}
+
 export function createSocketConnection(deps: ConnectionDeps): SocketConnection {
   const { clock, log, tuning } = deps;
   const url = `${deps.baseUrl.replace(/^http/, "ws")}/api/v4/websocket`;
-  const backoff = createBackoff({ baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs }, deps.random);
   let connectionId = "";
   let nextSeq = 0;
   let socket: WebSocket | null = null;
-  let stopped = false;
-  let retryTimer: Timer | null = null;
   let pingTimer: Timer | null = null;
-  let firstConnected: { resolve(): void; reject(error: Error): void } | null = null;
-  let closed: (() => void) | null = null;
+  let stopping = new AbortController();
+  let loop: ReconnectLoop | null = null;
 
-  function open(): void {
-    if (stopped) return;
+  /** One socket, as a session of the reconnect loop: settles when it closes. */
+  function open(ctx: SessionContext): Promise<void> {
+    let settle: (error: Error) => void = () => undefined;
+    const closed = new Promise<void>((_, reject) => {
+      settle = reject;
+    });
     const ws = new WebSocket(`${url}?connection_id=${encodeURIComponent(connectionId)}&sequence_number=${nextSeq}`);
     socket = ws;
     let replySeq = 1;
     const authSeq = replySeq++;
     let pingSeq = 0;
     let deaf = false;
+    let refused = false;
     const send = (action: string, data: Record<string, unknown>, seq: number) => ws.send(JSON.stringify({ seq, action, data }));
 
     ws.addEventListener("open", () => send("authentication_challenge", { token: deps.token }, authSeq));
@@ -101,17 +117,11 @@ export function createSocketConnection(deps: ConnectionDeps): SocketConnection {
       if ("seq_reply" in parsed) {
         if (parsed.seq_reply === authSeq) {
           if (parsed.status !== "OK") {
-            firstConnected?.reject(new TokenRefused("Mattermost refused the token on the WebSocket"));
-            firstConnected = null;
-            stopped = true;
-            deps.report({ state: "failed", detail: "the WebSocket refused the token" });
+            refused = true;
             ws.close();
             return;
           }
-          backoff.reset();
-          deps.report({ state: "connected" });
-          firstConnected?.resolve();
-          firstConnected = null;
+          ctx.connected();
           schedulePing();
         } else if (parsed.seq_reply === pingSeq) {
           pingSeq = 0;
@@ -137,19 +147,13 @@ export function createSocketConnection(deps: ConnectionDeps): SocketConnection {
     });
     ws.addEventListener("close", () => {
       pingTimer?.cancel();
+      ctx.signal.removeEventListener("abort", closeSocket);
       if (socket === ws) socket = null;
-      if (stopped) {
-        closed?.();
-        return;
-      }
-      const delay = backoff.failed();
-      deps.report({ state: "reconnecting", reason: deaf ? "deaf" : "closed", detail: `socket closed; again in ${delay} ms` });
-      retryTimer = clock.setTimeout(() => {
-        retryTimer = null;
-        open();
-      }, delay);
+      settle(refused ? new TokenRefused("Mattermost refused the token on the WebSocket") : new SocketClosed(deaf));
     });
     ws.addEventListener("error", () => log.debug("mattermost socket error"));
+    const closeSocket = () => ws.close();
+    ctx.signal.addEventListener("abort", closeSocket, { once: true });
 
     function schedulePing(): void {
       pingTimer = clock.setTimeout(() => {
@@ -164,28 +168,38 @@ export function createSocketConnection(deps: ConnectionDeps): SocketConnection {
         schedulePing();
       }, tuning.pingIntervalMs);
     }
+    return closed;
   }
 
   return {
     start() {
-      stopped = false;
+      stopping = new AbortController();
       deps.report({ state: "starting" });
       return new Promise<void>((resolve, reject) => {
-        firstConnected = { resolve, reject };
-        open();
+        loop = startReconnectLoop({
+          session: open,
+          classify: closeVerdict,
+          clock,
+          random: deps.random,
+          backoff: { baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs },
+          signal: stopping.signal,
+          onStatus: (status) => {
+            if (status.state === "connected") {
+              deps.report({ state: "connected" });
+              resolve();
+            } else if (status.state === "reconnecting") {
+              deps.report({ state: "reconnecting", reason: status.reason ?? "closed", detail: `${status.detail}; again in ${status.delayMs} ms` });
+            } else if (status.state === "failed") {
+              deps.report({ state: "failed", detail: status.detail });
+              reject(status.error);
+            }
+          },
+        });
       });
     },
     async stop() {
-      stopped = true;
-      retryTimer?.cancel();
-      pingTimer?.cancel();
-      const ws = socket;
-      if (!ws || ws.readyState === WebSocket.CLOSED) return;
-      const done = new Promise<void>((resolve) => {
-        closed = resolve;
-      });
-      ws.close();
-      await done;
+      stopping.abort();
+      await loop?.done;
     },
   };
 }

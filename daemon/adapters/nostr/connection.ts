@@ -3,7 +3,7 @@
  * (Node 20 has none of its own), each read and published to. The library's
  * own reconnect is off: it resubscribes with `since = last event + 1`, which
  * loses NIP-17 gift wraps (their `created_at` is randomised up to two days in
- * the past). Here a relay that drops comes back through the one backoff and
+ * the past). Here a relay that drops comes back through the one reconnect loop and
  * resubscribes with `since` = when it was last caught up minus the lookback;
  * the repeats this brings are dropped by event id (index.ts) and by message id
  * in the journal. Relays that ask for NIP-42 authentication get it (`onauth`),
@@ -15,9 +15,9 @@ import { WebSocket } from "undici";
 import { AbstractRelay } from "nostr-tools/abstract-relay";
 import type { EventTemplate, NostrEvent, VerifiedEvent } from "nostr-tools/pure";
 import { finalizeEvent, verifyEvent } from "nostr-tools/pure";
-import { createBackoff } from "../../../shared/backoff.js";
 import type { Clock } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
+import { type ReconnectLoop, type SessionContext, SessionEnded, startReconnectLoop } from "../../helpers/reconnect.js";
 import type { AdapterStateStore, AdapterStatusEvent } from "../../vocabulary/adapter.js";
 
 export interface RelayTuning {
@@ -77,13 +77,19 @@ export function createRelaySet(deps: RelaySetDeps): RelaySet {
   };
 }
 
+/** What a subscription may do to the life of its connection. */
+interface Life {
+  /** The relay sent everything it stored (EOSE): the link is healthy. */
+  healthy(): void;
+  /** The subscription cannot go on: the connection is made again, after the backoff. */
+  end(error: Error): void;
+}
+
 function relayLink(url: string, deps: RelaySetDeps, sign: (t: EventTemplate) => Promise<VerifiedEvent>) {
   const log = deps.log.child({ relay: url });
-  const backoff = createBackoff({ baseMs: deps.tuning.backoffInitialMs, maxMs: deps.tuning.backoffMaxMs }, deps.random);
   let relay: AbstractRelay | undefined;
-  let stopped = false;
   const stopping = new AbortController();
-  let loop: Promise<void> | undefined;
+  let loop: ReconnectLoop | undefined;
 
   function newRelay(): AbstractRelay {
     const r = new AbstractRelay(url, {
@@ -98,22 +104,29 @@ function relayLink(url: string, deps: RelaySetDeps, sign: (t: EventTemplate) => 
     return r;
   }
 
-  /** One life of the connection: resolves when it closes. */
-  async function connectOnce(opened: () => void): Promise<void> {
+  /** One life of the connection (a session of the reconnect loop): resolves when it closes. */
+  async function connectOnce(ctx: SessionContext): Promise<void> {
     const r = newRelay();
     relay = r;
-    const closed = new Promise<void>((resolve) => {
+    let end: (error: Error) => void = () => undefined;
+    const closed = new Promise<void>((resolve, reject) => {
       r.onclose = () => resolve();
+      end = reject;
     });
-    await r.connect({ timeout: 10_000 });
-    backoff.reset();
-    deps.report({ state: "connected", detail: url });
-    subscribe(r);
-    opened();
-    await closed;
+    const close = () => r.close();
+    ctx.signal.addEventListener("abort", close, { once: true });
+    try {
+      await r.connect({ timeout: 10_000 });
+      subscribe(r, { healthy: () => ctx.healthy(), end });
+      ctx.connected(url);
+      await closed;
+    } finally {
+      ctx.signal.removeEventListener("abort", close);
+      if (r.connected) r.close();
+    }
   }
 
-  function subscribe(r: AbstractRelay): void {
+  function subscribe(r: AbstractRelay, life: Life): void {
     const caughtUp = deps.state.get<number>(sinceKey(url)) ?? nowSeconds(deps.clock);
     const since = Math.max(0, caughtUp - deps.lookbackSeconds);
     const startedAt = nowSeconds(deps.clock);
@@ -125,66 +138,62 @@ function relayLink(url: string, deps: RelaySetDeps, sign: (t: EventTemplate) => 
       {
         onevent: (event) => deps.onEvent(event, url),
         // Everything stored up to the subscription's start has come: the next life may look back from there.
-        oneose: () => void deps.state.set(sinceKey(url), startedAt).catch(() => {}),
+        oneose: () => {
+          life.healthy();
+          void deps.state.set(sinceKey(url), startedAt).catch(() => {});
+        },
         onclose: (reason) => {
-          if (stopped || !r.connected) return;
-          void resubscribeAfter(r, reason);
+          if (stopping.signal.aborted || !r.connected) return;
+          void resubscribeAfter(r, reason, life);
         },
       },
     );
   }
 
-  /** The relay closed the subscription (CLOSED): authenticate if asked, else back off, then subscribe again. */
-  async function resubscribeAfter(r: AbstractRelay, reason: string): Promise<void> {
+  /**
+   * The relay closed the subscription (CLOSED): authenticate and subscribe
+   * again when asked to; otherwise (rate-limited, ...) the connection is made
+   * again through the loop's backoff, which grows while no subscription gets
+   * as far as EOSE.
+   */
+  async function resubscribeAfter(r: AbstractRelay, reason: string, life: Life): Promise<void> {
     log.info({ reason: reason.slice(0, 200) }, "relay closed the subscription");
-    if (reason.startsWith("auth-required:")) {
-      try {
-        await r.auth(sign);
-      } catch (error) {
-        log.warn({ err: errorText(error) }, "relay authentication failed");
-        await deps.clock.sleep(backoff.failed(), stopping.signal).catch(() => {});
-      }
-    } else {
-      await deps.clock.sleep(backoff.failed(), stopping.signal).catch(() => {});
+    if (!reason.startsWith("auth-required:")) return life.end(new Error(`the relay closed the subscription: ${reason.slice(0, 200)}`));
+    try {
+      await r.auth(sign);
+    } catch (error) {
+      log.warn({ err: errorText(error) }, "relay authentication failed");
+      return life.end(new Error(`relay authentication failed: ${errorText(error)}`));
     }
-    if (!stopped && r.connected && relay === r) subscribe(r);
-  }
-
-  async function run(first: () => void): Promise<void> {
-    while (!stopped) {
-      try {
-        await connectOnce(first);
-      } catch (error) {
-        log.debug({ err: errorText(error) }, "relay connection failed");
-      }
-      first();
-      if (stopped) return;
-      const delay = backoff.failed();
-      deps.report({ state: "reconnecting", reason: "closed", detail: url });
-      await deps.clock.sleep(delay, stopping.signal).catch(() => {});
-    }
+    if (!stopping.signal.aborted && r.connected && relay === r) subscribe(r, life);
   }
 
   return {
     relay: url,
-    start(): Promise<void> {
-      return new Promise<void>((resolve) => {
-        let resolved = false;
-        const once = () => {
-          if (!resolved) {
-            resolved = true;
-            resolve();
-          }
-        };
-        // Resolves once connected and subscribed, or after the first try failed.
-        loop = run(once);
+    async start(): Promise<void> {
+      loop = startReconnectLoop({
+        session: connectOnce,
+        // Every failure is worth another try; only EOSE proves the link healthy (a relay that refuses each subscription is backed off from).
+        healthyAfterMs: Number.POSITIVE_INFINITY,
+        classify: () => ({ reason: "closed", detail: url }),
+        clock: deps.clock,
+        random: deps.random,
+        backoff: { baseMs: deps.tuning.backoffInitialMs, maxMs: deps.tuning.backoffMaxMs },
+        signal: stopping.signal,
+        onStatus: (status) => {
+          if (status.state === "connected") deps.report({ state: "connected", detail: url });
+          if (status.state !== "reconnecting") return;
+          if (!(status.error instanceof SessionEnded)) log.debug({ err: errorText(status.error) }, "relay connection failed");
+          deps.report({ state: "reconnecting", reason: "closed", detail: url });
+        },
       });
+      // Resolves once connected and subscribed, or after the first try failed.
+      await loop.firstOutcome;
     },
     async stop(): Promise<void> {
-      stopped = true;
       stopping.abort();
       relay?.close();
-      await loop;
+      await loop?.done;
     },
     async publish(event: NostrEvent): Promise<{ ok: true; relay: string } | { ok: false; relay: string; reason: string }> {
       const r = relay;

@@ -13,9 +13,9 @@
 import { createParser } from "eventsource-parser";
 import type { Logger } from "pino";
 import { request } from "undici";
-import { createBackoff } from "../../../shared/backoff.js";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
+import { type ReconnectVerdict, SessionEnded, startReconnectLoop } from "../../helpers/reconnect.js";
 import { pause } from "../../helpers/retry.js";
 import type { InboundSink } from "../../vocabulary/adapter.js";
 import { handOverEvent } from "./hand-over.js";
@@ -42,6 +42,13 @@ class Deaf extends Error {
   override readonly name = "Deaf";
 }
 
+/** Every failure of the stream is worth another try; a silent one is counted as deaf. */
+function streamVerdict(error: unknown): ReconnectVerdict {
+  if (error instanceof Deaf) return { reason: "deaf" };
+  if (error instanceof SessionEnded) return { reason: "closed", detail: "the event stream ended" };
+  return { reason: "closed" };
+}
+
 export class SignalConnection {
   readonly #deps: ConnectionDeps;
   readonly #self: SignalSelf;
@@ -63,12 +70,23 @@ export class SignalConnection {
     this.#sink = sink;
     sink.status({ state: "starting" });
     for (const [id, raw] of this.#deps.spool.pending()) this.#enqueue(id, raw);
-    let tried = (): void => undefined;
-    const firstTry = new Promise<void>((resolve) => {
-      tried = resolve;
+    const loop = startReconnectLoop({
+      session: (ctx) => this.#streamOnce(() => ctx.connected()),
+      classify: streamVerdict,
+      clock: this.#deps.clock,
+      random: this.#deps.random,
+      backoff: { baseMs: this.#deps.retryPauseMs, maxMs: Math.max(30_000, this.#deps.retryPauseMs) },
+      signal: this.#run.signal,
+      onStatus: (status) => {
+        if (status.state === "connected") this.#sink?.status({ state: "connected" });
+        if (status.state !== "reconnecting") return;
+        const { reason, detail } = status;
+        this.#deps.log.warn({ reason, detail }, "signal event stream lost; reconnecting");
+        this.#sink?.status({ state: "reconnecting", ...(reason ? { reason } : {}), detail });
+      },
     });
-    this.#loop = this.#streamLoop(tried);
-    await firstTry;
+    this.#loop = loop.done.then(() => undefined);
+    await loop.firstOutcome;
   }
 
   stop(): Promise<void> {
@@ -79,31 +97,6 @@ export class SignalConnection {
       this.#sink?.status({ state: "stopped" });
     })();
     return this.#stopping;
-  }
-
-  async #streamLoop(firstTried: () => void): Promise<void> {
-    const { log, clock, random } = this.#deps;
-    const backoff = createBackoff({ baseMs: this.#deps.retryPauseMs, maxMs: Math.max(30_000, this.#deps.retryPauseMs) }, random);
-    while (!this.#run.signal.aborted) {
-      let reason: "deaf" | "closed" = "closed";
-      let detail = "the event stream ended";
-      try {
-        await this.#streamOnce(() => {
-          backoff.reset();
-          this.#sink?.status({ state: "connected" });
-          firstTried();
-        });
-      } catch (error) {
-        if (this.#run.signal.aborted) break;
-        if (error instanceof Deaf) reason = "deaf";
-        detail = error instanceof Error ? error.message : String(error);
-      }
-      firstTried();
-      if (this.#run.signal.aborted) break;
-      log.warn({ reason, detail }, "signal event stream lost; reconnecting");
-      this.#sink?.status({ state: "reconnecting", reason, detail });
-      await pause(clock, backoff.failed(), this.#run.signal);
-    }
   }
 
   /** One connection to the event stream, until it ends or fails. */

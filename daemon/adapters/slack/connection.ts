@@ -7,10 +7,9 @@
  */
 import type { WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
-import { createBackoff } from "../../../shared/backoff.js";
 import type { Clock } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
-import { pause } from "../../helpers/retry.js";
+import { retry } from "../../helpers/retry.js";
 import type { AdapterStatusEvent, EventInbox, InboundSink } from "../../vocabulary/adapter.js";
 import type { SlackChannelConfig } from "./config.js";
 import { SlackEventHandler } from "./events.js";
@@ -60,6 +59,8 @@ async function respondPrivately(url: string, text: string, deps: Pick<SlackConne
     deps.log.debug({ err: deps.redact(error instanceof Error ? error.message : String(error)) }, "slack private answer to a tap not sent");
   }
 }
+
+const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /** How often the owner looks in the inbox when no notification woke it. */
 const INBOX_POLL_MS = 1000;
@@ -120,27 +121,33 @@ export class SlackConnection {
     else this.#identified(answer);
   }
 
+  /** Asks again with the one retry (a question answered once, not a link to keep): until Slack answers, refuses the token, or stop. */
   async #identifyLater(first: SlackAdapterError): Promise<void> {
-    let failure = first;
-    const { tuning, random, clock } = this.#deps;
-    const backoff = createBackoff({ baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs }, random);
-    while (!this.#stopSignal.signal.aborted) {
-      const delay = backoff.failed();
-      this.#status({ state: "reconnecting", detail: `${failure.message}; next attempt in ${delay} ms` });
-      await pause(clock, delay, this.#stopSignal.signal);
-      if (this.#stopSignal.signal.aborted) return;
-      const answer = await this.#askWhoAmI().catch((error: unknown) => {
-        this.#status({ state: "failed", detail: this.#deps.redact(error instanceof Error ? error.message : String(error)) });
-        return undefined;
-      });
-      if (answer === undefined) return;
-      if (!(answer instanceof SlackAdapterError)) {
-        this.#identified(answer);
-        this.#status({ state: "connected" });
-        return;
-      }
-      failure = answer;
-    }
+    const { tuning, random, clock, redact } = this.#deps;
+    const signal = this.#stopSignal.signal;
+    const bot = await retry(
+      async (attempt) => {
+        // The start asked already: that was the first try.
+        const answer = attempt === 1 ? first : await this.#askWhoAmI();
+        if (answer instanceof SlackAdapterError) throw answer;
+        return answer;
+      },
+      {
+        clock,
+        random,
+        maxAttempts: Number.POSITIVE_INFINITY,
+        backoff: { baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs },
+        signal,
+        classify: (error) => (error instanceof SlackAdapterError ? { retry: true } : { retry: false }),
+        onRetry: (error, _attempt, delay) => this.#status({ state: "reconnecting", detail: `${errorText(error)}; next attempt in ${delay} ms` }),
+      },
+    ).catch((error: unknown) => {
+      if (!signal.aborted) this.#status({ state: "failed", detail: redact(errorText(error)) });
+      return undefined;
+    });
+    if (bot === undefined || signal.aborted) return;
+    this.#identified(bot);
+    this.#status({ state: "connected" });
   }
 
   /** The bot, or why Slack did not say (worth asking again); throws for a refused token. */

@@ -8,7 +8,8 @@
  *   rule: unacknowledged envelopes come back), and the core's dedupe drops a
  *   second copy;
  * - a connection that closes by itself is replaced after a pause of the
- *   project's backoff (shared/backoff.ts), growing while attempts fail;
+ *   project's one reconnect loop (daemon/helpers/reconnect.ts), growing while
+ *   attempts fail;
  * - the watchdog: a connection that is up while no envelope has come for
  *   `deafAfterMs`, after envelopes came before, is replaced (the field's most
  *   reported Slack failure: the socket is up, no events arrive). The sink hears
@@ -20,11 +21,10 @@
 import type { Logger } from "pino";
 import type { Logger as SlackLogger, SocketModeClient } from "@slack/socket-mode";
 import { LogLevel, SocketModeClient as Client } from "@slack/socket-mode";
-import { type Backoff, createBackoff } from "../../../shared/backoff.js";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import type { AdapterStatusEvent } from "../../vocabulary/adapter.js";
-import { pause } from "../../helpers/retry.js";
+import { type ReconnectLoop, type ReconnectStatus, type ReconnectVerdict, type SessionContext, startReconnectLoop } from "../../helpers/reconnect.js";
 import type { EventVerdict } from "./events.js";
 
 export interface SocketTuning {
@@ -84,43 +84,78 @@ export class SocketRefused extends Error {
   override readonly name = "SocketRefused";
 }
 
+/** Why a connection is being replaced at once, beside the old one (Slack's refresh, the watchdog). */
+class Replaced extends Error {
+  override readonly name = "Replaced";
+  constructor(
+    message: string,
+    readonly reason: "refresh" | "deaf",
+  ) {
+    super(message);
+  }
+}
+
+/** The socket closed by itself. */
+class Closed extends Error {
+  override readonly name = "Closed";
+  constructor() {
+    super("the socket mode connection closed");
+  }
+}
+
+/** A refused token is fatal; a replacement goes at once; anything else waits the backoff. */
+function socketVerdict(error: unknown): ReconnectVerdict {
+  if (error instanceof SocketRefused) return { fatal: true };
+  if (error instanceof Replaced) return { atOnce: true, reason: error.reason };
+  if (error instanceof Closed) return { reason: "closed" };
+  return {};
+}
+
 class SocketSupervisor implements SocketConnection {
   /** The app token, the clock, the backoff and where envelopes and news go (injected; never changes). */
   readonly #deps: SocketDeps;
   /** The connection whose closing means "connect again"; older ones (refreshed, replaced) may still be closing. */
   #current: SocketModeClient | null = null;
+  /** Ends the current connection's session with why it ends; set while one is up. */
+  #endSession: ((error: Error) => void) | null = null;
+  /** Replaced connections still open: each goes once its successor is up (or at stop). */
+  readonly #leaving = new Set<SocketModeClient>();
   /** Every client not yet disconnected, current or leaving: stop ends them all. */
   readonly #clients = new Set<SocketModeClient>();
-  /** Failed attempts in a row and the wait each earns; a connection that opens resets it. */
-  readonly #backoff: Backoff;
   /** Set once, by stop. */
   #stopped = false;
-  /** Aborted by stop: ends a backoff pause at once. */
+  /** Aborted by stop: ends a backoff pause and the session at once. */
   readonly #stopSignal = new AbortController();
   /** True once an envelope came on the current connection since it was (re)opened: the watchdog only guards a link that carried traffic. */
   #sawTraffic = false;
   /** Fires after `deafAfterMs` without an envelope on the current connection; null while none is armed. */
   #watchdog: Timer | null = null;
-  /** One (re)connect at a time: a refresh while one is under way starts no second. */
-  #connecting: Promise<void> | null = null;
+  #loop: ReconnectLoop | null = null;
 
   constructor(deps: SocketDeps) {
     this.#deps = deps;
-    this.#backoff = createBackoff({ baseMs: deps.tuning.backoffInitialMs, maxMs: deps.tuning.backoffMaxMs }, deps.random);
   }
 
   async start(): Promise<void> {
     this.#deps.report({ state: "starting" });
-    try {
-      await this.#open();
-    } catch (error) {
-      if (error instanceof SocketRefused) {
-        this.#deps.report({ state: "failed", detail: error.message });
-        throw error;
-      }
-      // Slack unreachable at boot: keep trying in the background; the daemon's other channels go on.
-      this.#reconnect({ pauseFirst: true, after: error });
-    }
+    const { clock, random, tuning } = this.#deps;
+    const loop = startReconnectLoop({
+      session: (ctx) => this.#session(ctx),
+      classify: socketVerdict,
+      describe: (error) => this.#text(error),
+      clock,
+      random,
+      backoff: { baseMs: tuning.backoffInitialMs, maxMs: tuning.backoffMaxMs },
+      signal: this.#stopSignal.signal,
+      onStatus: (status) => this.#onStatus(status),
+    });
+    this.#loop = loop;
+    // Whatever ends the loop, no replaced connection outlives it.
+    void loop.done.then(() => this.#endLeaving());
+    // Slack unreachable at boot: the loop keeps trying in the background; the daemon's other channels go on.
+    if ((await loop.firstOutcome) !== "failed") return;
+    const end = await loop.done;
+    throw end.state === "failed" && end.error instanceof Error ? end.error : new SocketRefused("Slack refused the app token");
   }
 
   async stop(): Promise<void> {
@@ -128,7 +163,47 @@ class SocketSupervisor implements SocketConnection {
     this.#stopSignal.abort();
     this.#watchdog?.cancel();
     await Promise.allSettled([...this.#clients].map((c) => this.#end(c)));
+    await this.#loop?.done;
     this.#deps.report({ state: "stopped" });
+  }
+
+  #onStatus(status: ReconnectStatus): void {
+    switch (status.state) {
+      case "connected":
+        this.#deps.report({ state: "connected" });
+        return;
+      case "reconnecting": {
+        const { reason, detail, delayMs } = status;
+        // A replacement said why when it began (#replace); the backoff's tries say when the next comes.
+        if (reason === "refresh" || reason === "deaf") return;
+        this.#deps.report({ state: "reconnecting", detail: `${detail}; next attempt in ${delayMs} ms`, ...(reason ? { reason } : {}) });
+        return;
+      }
+      case "failed":
+        this.#deps.report({ state: "failed", detail: status.detail });
+        return;
+      case "stopped":
+        return;
+    }
+  }
+
+  /** One connection: opened, made current, and kept until it closes, is replaced, or stop. */
+  async #session(ctx: SessionContext): Promise<void> {
+    let stopped: () => void = () => undefined;
+    const ended = new Promise<void>((resolve, reject) => {
+      this.#endSession = reject;
+      stopped = resolve;
+    });
+    ctx.signal.addEventListener("abort", stopped, { once: true });
+    try {
+      await this.#open();
+      if (ctx.signal.aborted) return;
+      ctx.connected();
+      await ended;
+    } finally {
+      this.#endSession = null;
+      ctx.signal.removeEventListener("abort", stopped);
+    }
   }
 
   /** Opens a new connection and makes it the current one once Slack said hello. */
@@ -142,14 +217,16 @@ class SocketSupervisor implements SocketConnection {
       throw this.#failureOf(error);
     }
     if (this.#stopped) return void this.#end(client);
-    const previous = this.#current;
     this.#current = client;
-    this.#backoff.reset();
     this.#sawTraffic = false;
     this.#armWatchdog();
-    this.#deps.report({ state: "connected" });
     // A replaced connection goes once its successor is up.
-    if (previous) void this.#end(previous);
+    this.#endLeaving();
+  }
+
+  #endLeaving(): void {
+    for (const old of this.#leaving) void this.#end(old);
+    this.#leaving.clear();
   }
 
   #build(): SocketModeClient {
@@ -185,15 +262,16 @@ class SocketSupervisor implements SocketConnection {
       const disconnect = disconnectReason(data);
       if (disconnect === undefined || client !== this.#current || this.#stopped) return;
       this.#deps.log.info({ reason: disconnect }, "slack asked for a new socket mode connection");
-      this.#deps.report({ state: "reconnecting", detail: `slack asked for a new connection (${disconnect})`, reason: "refresh" });
-      this.#current = null;
-      this.#replace(`slack closes the connection (${disconnect})`);
+      const detail = `slack asked for a new connection (${disconnect})`;
+      this.#deps.report({ state: "reconnecting", detail, reason: "refresh" });
+      this.#replace(new Replaced(detail, "refresh"));
     });
     client.on("disconnected", () => {
       this.#clients.delete(client);
+      this.#leaving.delete(client);
       if (client !== this.#current || this.#stopped) return;
       this.#current = null;
-      this.#reconnect({ pauseFirst: true, after: new Error("the socket mode connection closed"), reason: "closed" });
+      this.#endSession?.(new Closed());
     });
     return client;
   }
@@ -220,60 +298,16 @@ class SocketSupervisor implements SocketConnection {
     const detail = `connected but deaf: no event for ${silence} after earlier traffic; opening a new connection`;
     this.#deps.log.warn({ deafAfterMs: this.#deps.deafAfterMs }, `slack socket mode ${detail}`);
     this.#deps.report({ state: "reconnecting", detail, reason: "deaf" });
+    this.#replace(new Replaced(detail, "deaf"));
+  }
+
+  /** The current connection is replaced: a successor opens at once; the old one stays until it is up. */
+  #replace(why: Replaced): void {
+    this.#deps.log.debug({ reason: why.message }, "slack socket mode: replacing the connection");
     const old = this.#current;
     this.#current = null;
-    this.#replace(detail, old);
-  }
-
-  /** Opens a successor now; `old` (if given) is ended once the successor is up (or the attempts end). */
-  #replace(reason: string, old?: SocketModeClient): void {
-    this.#deps.log.debug({ reason }, "slack socket mode: replacing the connection");
-    this.#reconnect({ pauseFirst: false, ...(old ? { old } : {}) });
-  }
-
-  /**
-   * Opens connections until one is up, pausing by the backoff before each
-   * attempt after a failure (and before the first, when `pauseFirst`); one
-   * such loop at a time. A refused token ends it ("failed").
-   */
-  #reconnect(options: { pauseFirst: boolean; after?: unknown; reason?: "closed"; old?: SocketModeClient }): void {
-    if (this.#stopped) {
-      if (options.old) void this.#end(options.old);
-      return;
-    }
-    if (this.#connecting) {
-      // A loop already runs: it brings the successor; a connection it replaces may go now.
-      if (options.old) void this.#end(options.old);
-      return;
-    }
-    this.#connecting = this.#connectLoop(options).finally(() => {
-      this.#connecting = null;
-      if (options.old) void this.#end(options.old);
-    });
-  }
-
-  async #connectLoop(options: { pauseFirst: boolean; after?: unknown; reason?: "closed" }): Promise<void> {
-    let failure: unknown = options.after;
-    let reason = options.reason;
-    for (let first = true; !this.#stopped; first = false) {
-      if (!first || options.pauseFirst) {
-        const delay = this.#backoff.failed();
-        this.#deps.report({ state: "reconnecting", detail: `${this.#text(failure)}; next attempt in ${delay} ms`, ...(reason ? { reason } : {}) });
-        reason = undefined;
-        await pause(this.#deps.clock, delay, this.#stopSignal.signal);
-        if (this.#stopped) return;
-      }
-      try {
-        await this.#open();
-        return;
-      } catch (error) {
-        if (error instanceof SocketRefused) {
-          this.#deps.report({ state: "failed", detail: error.message });
-          return;
-        }
-        failure = error;
-      }
-    }
+    if (old) this.#leaving.add(old);
+    this.#endSession?.(why);
   }
 
   async #end(client: SocketModeClient): Promise<void> {

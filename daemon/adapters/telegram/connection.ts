@@ -1,9 +1,11 @@
 /**
  * The Telegram connection's lifecycle: start (webhook server, then connect:
- * getMe, the command menu, set or delete the webhook), the background loop
- * that reconnects and long-polls until stopped (polling.ts does one poll), and
- * stop. Status news goes to the sink; a refused token ends the channel, any
- * other failure is waited out with backoff.
+ * getMe, the command menu, set or delete the webhook), the sessions of the
+ * daemon's one reconnect loop (daemon/helpers/reconnect.ts) that connect and
+ * long-poll until stopped (polling.ts does one poll), and stop. Status news
+ * goes to the sink; a refused token ends the channel, a 409 that names a
+ * webhook connects again (deleting it), any other failure is waited out with
+ * backoff, which starts over only once a poll answered.
  */
 import type { Api } from "grammy";
 import type { Update, UserFromGetMe } from "grammy/types";
@@ -11,14 +13,12 @@ import type { Logger } from "pino";
 import type { Clock } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import type { AdapterStateStore, InboundSink } from "../../vocabulary/adapter.js";
-import { pause } from "../../helpers/retry.js";
-import { createBackoff } from "../../../shared/backoff.js";
+import { type ReconnectStatus, type ReconnectVerdict, type SessionContext, startReconnectLoop, untilAborted } from "../../helpers/reconnect.js";
 import type { TelegramChannelConfig, TelegramWebhookConfig } from "./config.js";
 import { describe, isPollConflict, isTokenRefused, type Scrub, TelegramAdapterError } from "./errors.js";
 import { toApiSignal } from "./fetch.js";
 import type { HandOver, HandoverContext } from "./hand-over.js";
 import { Poller } from "./polling.js";
-import { LinkHealth } from "./link-health.js";
 import { listenWebhook, type WebhookServer } from "./webhook.js";
 
 /** The command menu registered at start (`setCommands`). */
@@ -89,8 +89,7 @@ export class TelegramConnection {
     this.#sink = sink;
     sink.status({ state: "starting" });
     if (this.#deps.channel.mode === "webhook") await this.#openWebhook(sink);
-    await this.#connectAtStart(sink);
-    this.#loop = this.#keepConnected();
+    await this.#keepConnected();
   }
 
   /** Stops taking updates (the pending poll, the webhook server), then waits for updates already being handed over. */
@@ -115,10 +114,6 @@ export class TelegramConnection {
 
   readonly #handOverNow = (update: Update): Promise<void> => this.#deps.handOver(update, this.#handoverContext());
 
-  #pause(ms: number): Promise<void> {
-    return pause(this.#deps.clock, ms, this.#run.signal);
-  }
-
   // ------------------------------------------------------------ connecting
 
   async #openWebhook(sink: InboundSink): Promise<void> {
@@ -133,20 +128,84 @@ export class TelegramConnection {
     }
   }
 
-  /** A refused token ends the start; anything else leaves connecting to the loop, so other channels need not wait. */
-  async #connectAtStart(sink: InboundSink): Promise<void> {
-    try {
+  /**
+   * Starts the loop and waits for its first outcome: a refused token ends the
+   * start; anything else leaves connecting to the loop, so other channels need not wait.
+   */
+  async #keepConnected(): Promise<void> {
+    const { clock, random, retryPauseMs, scrub } = this.#deps;
+    const poller = this.#deps.channel.mode === "polling" ? new Poller({ ...this.#deps, signal: this.#run.signal, handOver: this.#handOverNow }) : undefined;
+    const loop = startReconnectLoop({
+      session: (ctx) => this.#session(ctx, poller),
+      classify: telegramVerdict,
+      describe: (error) => describe(error, scrub),
+      clock,
+      random,
+      backoff: { baseMs: retryPauseMs, maxMs: Math.max(retryPauseMs, MAX_RETRY_PAUSE_MS) },
+      // A connect alone proves little (a 409 may follow at once): only an answered poll starts the backoff over.
+      healthyAfterMs: Number.POSITIVE_INFINITY,
+      signal: this.#run.signal,
+      onStatus: (status) => this.#onStatus(status),
+    });
+    this.#loop = loop.done.then(() => undefined);
+    if ((await loop.firstOutcome) !== "failed") return;
+    const end = await loop.done;
+    this.#phase = "stopped";
+    await this.#closeWebhook();
+    const error = end.state === "failed" ? end.error : undefined;
+    const detail = describe(error, scrub);
+    throw new TelegramAdapterError({
+      message: `telegram: the bot token was refused (${detail})`,
+      ...(isTokenRefused(error) ? { status: error.error_code } : {}),
+    });
+  }
+
+  /** One session: connects when needed, then (polling) polls until a poll fails; webhook mode only waits for stop. */
+  async #session(ctx: SessionContext, poller: Poller | undefined): Promise<void> {
+    if (!this.#connected) {
       await this.#connect();
-    } catch (error) {
-      const detail = describe(error, this.#deps.scrub);
-      if (isTokenRefused(error)) {
-        this.#phase = "stopped";
-        await this.#closeWebhook();
-        sink.status({ state: "failed", detail: "Telegram refused the bot token" });
-        throw new TelegramAdapterError({ message: `telegram: the bot token was refused (${detail})`, status: error.error_code });
+      ctx.connected(this.#botDetail());
+    }
+    if (!poller) {
+      ctx.healthy();
+      return untilAborted(ctx.signal);
+    }
+    while (!ctx.signal.aborted) {
+      const batch = await poller.fetchUpdates().catch((error: unknown) => {
+        // A webhook set meanwhile (by another deployment): connect again, which deletes it.
+        if (isPollConflict(error) && /webhook/i.test(error.description)) this.#connected = false;
+        throw error;
+      });
+      ctx.healthy();
+      ctx.connected(this.#botDetail());
+      await poller.handleUpdates(batch);
+    }
+  }
+
+  #botDetail(): string {
+    return `@${this.#bot?.username ?? "?"}`;
+  }
+
+  #onStatus(status: ReconnectStatus): void {
+    const { log, scrub } = this.#deps;
+    switch (status.state) {
+      case "connected":
+        this.#sink?.status({ state: "connected", detail: status.detail ?? this.#botDetail() });
+        return;
+      case "reconnecting": {
+        const { error, detail } = status;
+        if (isPollConflict(error)) log.error({ err: scrub(error.description) }, "telegram: another client polls this bot, or a webhook is set; retrying");
+        else if (this.#bot === undefined) log.warn({ err: detail }, "telegram not reachable at start; retrying in the background");
+        else log.warn({ err: detail }, this.#connected ? "telegram poll failed; retrying" : "telegram not reachable; retrying");
+        this.#sink?.status({ state: "reconnecting", detail });
+        return;
       }
-      this.#deps.log.warn({ err: detail }, "telegram not reachable at start; retrying in the background");
-      sink.status({ state: "reconnecting", detail });
+      case "failed":
+        log.error("telegram refused the bot token; the channel stops");
+        this.#sink?.status({ state: "failed", detail: "Telegram refused the bot token" });
+        return;
+      case "stopped":
+        return;
     }
   }
 
@@ -170,49 +229,6 @@ export class TelegramConnection {
     }
     this.#connected = true;
     log.info({ bot: bot.username, mode: channel.mode }, "telegram connected");
-    this.#sink?.status({ state: "connected", detail: `@${bot.username}` });
-  }
-
-  // ------------------------------------------------------------ the loop
-
-  /** Connects (again) and polls until stopped; in webhook mode only finishes connecting. Never throws. */
-  async #keepConnected(): Promise<void> {
-    const deps = this.#deps;
-    const health = new LinkHealth(this.#connected ? 0 : 1);
-    const poller = deps.channel.mode === "polling" ? new Poller({ ...deps, signal: this.#run.signal, handOver: this.#handOverNow }) : undefined;
-    if (!this.#connected) await this.#pause(deps.retryPauseMs);
-    while (this.#phase === "running") {
-      try {
-        if (!this.#connected) await this.#connect();
-        if (!poller) return;
-        const batch = await poller.fetchUpdates();
-        if (health.answered()) this.#sink?.status({ state: "connected", detail: `@${this.#bot?.username ?? "?"}` });
-        await poller.handleUpdates(batch);
-      } catch (error) {
-        if (!(await this.#handleLoopError(error, health))) return;
-      }
-    }
-  }
-
-  /** Logs and reports a failed connect or poll, then waits out the backoff; false when the loop must end. */
-  async #handleLoopError(error: unknown, health: LinkHealth): Promise<boolean> {
-    const { log, scrub, retryPauseMs, random } = this.#deps;
-    if (this.#phase !== "running") return false;
-    if (isTokenRefused(error)) {
-      log.error("telegram refused the bot token; the channel stops");
-      this.#sink?.status({ state: "failed", detail: "Telegram refused the bot token" });
-      return false;
-    }
-    if (isPollConflict(error)) {
-      log.error({ err: scrub(error.description) }, "telegram: another client polls this bot, or a webhook is set; retrying");
-      if (/webhook/i.test(error.description)) this.#connected = false;
-    } else {
-      log.warn({ err: describe(error, scrub) }, this.#connected ? "telegram poll failed; retrying" : "telegram not reachable; retrying");
-    }
-    const attempt = health.failed(this.#connected);
-    this.#sink?.status({ state: "reconnecting", detail: describe(error, scrub) });
-    await this.#pause(createBackoff({ baseMs: retryPauseMs, maxMs: Math.max(retryPauseMs, MAX_RETRY_PAUSE_MS) }, random).delayFor(attempt));
-    return true;
   }
 
   async #closeWebhook(): Promise<void> {
@@ -220,4 +236,9 @@ export class TelegramConnection {
     this.#webhook = undefined;
     await server?.close();
   }
+}
+
+/** A refused token is fatal; anything else (a 409 included) is waited out. */
+function telegramVerdict(error: unknown): ReconnectVerdict {
+  return isTokenRefused(error) ? { fatal: true } : {};
 }

@@ -3,8 +3,10 @@
  *  - exactly one socket alive: every new socket is made by `#openSocket`,
  *    which first unsubscribes from and ends the previous one, and events of a
  *    socket that is no longer current are ignored;
- *  - a close is handled as disconnect.ts decides (logged out, restart now,
- *    fail, or reconnect after a jittered, growing delay on the clock);
+ *  - each socket is a session of the daemon's one reconnect loop
+ *    (daemon/helpers/reconnect.ts); its close is handled as disconnect.ts
+ *    decides (logged out, restart now, fail, or reconnect after the loop's
+ *    jittered, growing delay on the clock);
  *  - `start` resolves at the first outcome (open, QR shown, or a failed first
  *    attempt that is being retried), so an outage never holds up the daemon.
  */
@@ -12,12 +14,13 @@ import type { Writable } from "node:stream";
 import type { BaileysEventMap, proto } from "@whiskeysockets/baileys";
 import type { Logger } from "pino";
 import qrcodeTerminal from "qrcode-terminal";
-import type { Clock, Timer } from "../../../shared/clock.js";
+import type { Clock } from "../../../shared/clock.js";
 import type { Random } from "../../../shared/random.js";
 import type { AdapterStatusEvent } from "../../vocabulary/adapter.js";
-import { type Backoff, type BackoffPolicy, createBackoff } from "../../../shared/backoff.js";
+import type { BackoffPolicy } from "../../../shared/backoff.js";
+import { type ReconnectStatus, type ReconnectVerdict, type SessionContext, startReconnectLoop } from "../../helpers/reconnect.js";
 import type { AuthHome, AuthStore } from "./auth.js";
-import { closeAction } from "./disconnect.js";
+import { type CloseAction, closeAction } from "./disconnect.js";
 import { describeError, WhatsAppAdapterError } from "./errors.js";
 import { OpenWaiters } from "./open-waiters.js";
 import type { SelfJids } from "./inbound.js";
@@ -66,6 +69,35 @@ interface Current {
   socket: WhatsAppSocket;
   unsubscribe: () => void;
   open: boolean;
+  /** The reconnect loop's session this socket is. */
+  ctx: SessionContext;
+  /** Ends the session: the socket closed, as disconnect.ts reads it. */
+  closed(error: SocketClosed): void;
+}
+
+/** A socket's close, with what disconnect.ts says it means. */
+class SocketClosed extends Error {
+  override readonly name = "SocketClosed";
+  constructor(readonly action: CloseAction) {
+    super(action.kind === "retry" ? action.reason : action.kind === "fail" ? action.detail : action.kind);
+  }
+}
+
+/** What a close means to the loop: a logout or a refusal ends it, a restart goes at once, anything else backs off. */
+function closeVerdict(error: unknown): ReconnectVerdict {
+  if (!(error instanceof SocketClosed)) return { detail: "socket could not be created" };
+  const { action } = error;
+  switch (action.kind) {
+    case "logged_out":
+      return { fatal: true, detail: "logged out" };
+    case "fail":
+      return { fatal: true, detail: action.detail };
+    case "restart":
+      // Sent right after pairing: the new credentials need a fresh connection, now.
+      return { atOnce: true, detail: "restart required after linking" };
+    case "retry":
+      return { detail: action.reason };
+  }
 }
 
 export class WhatsAppConnection {
@@ -76,10 +108,8 @@ export class WhatsAppConnection {
   #auth: AuthStore | undefined;
   /** The one live socket; events from any other are ignored. */
   #current: Current | undefined;
-  /** At most one reconnect pending. */
-  #reconnectTimer: Timer | undefined;
-  /** Failed connects since the last open: each one's wait grows; an open resets it. */
-  readonly #backoff: Backoff;
+  /** Aborted by stop, a logout or a failure: ends the reconnect loop of this run. */
+  #run = new AbortController();
   /** Settles `start`'s promise at the first outcome; undefined once settled. */
   #settleStart: ((err?: Error) => void) | undefined;
   #starting: Promise<void> | undefined;
@@ -90,7 +120,6 @@ export class WhatsAppConnection {
 
   constructor(deps: ConnectionDeps) {
     this.#deps = deps;
-    this.#backoff = createBackoff(deps.backoff, deps.random);
     this.#openWaiters = new OpenWaiters(deps.clock, deps.sendWaitMs);
   }
 
@@ -149,7 +178,7 @@ export class WhatsAppConnection {
   async #begin(prepare: () => void): Promise<void> {
     if (this.#stopping) await this.#stopping;
     this.#phase = "running";
-    this.#backoff.reset();
+    this.#run = new AbortController();
     this.#stopping = undefined;
     prepare();
     const started = new Promise<void>((resolve, reject) => {
@@ -167,16 +196,53 @@ export class WhatsAppConnection {
       this.#auth = undefined;
       return started;
     }
-    if (this.#phase === "running") this.#openSocket(); // else stopped while the auth state loaded
+    if (this.#phase === "running") this.#keepConnected(); // else stopped while the auth state loaded
     return started;
   }
 
-  /** The only place a socket is made. Synchronous, so reconnects cannot overlap. */
-  #openSocket(): void {
-    this.#cancelReconnect();
+  /** The reconnect loop of this run: each session is one socket. */
+  #keepConnected(): void {
+    const { clock, random, backoff } = this.#deps;
+    startReconnectLoop({
+      session: (ctx) => this.#openSocket(ctx),
+      classify: closeVerdict,
+      clock,
+      random,
+      backoff,
+      signal: this.#run.signal,
+      onStatus: (status) => this.#onLoopStatus(status),
+    });
+  }
+
+  #onLoopStatus(status: ReconnectStatus): void {
+    switch (status.state) {
+      case "connected":
+        this.#status({ state: "connected" });
+        return;
+      case "reconnecting":
+        if (this.#phase !== "running") return;
+        this.#status({
+          state: "reconnecting",
+          detail: status.delayMs === 0 ? status.detail : `${status.detail}; retrying in ${Math.ceil(status.delayMs / 1000)} s`,
+        });
+        // start() does not hang on an outage: reconnecting goes on in the background.
+        this.#settleStart?.();
+        return;
+      case "failed":
+        if (status.error instanceof SocketClosed && status.error.action.kind === "logged_out") {
+          this.#onLoggedOut().catch((err: unknown) => this.#deps.log.error({ err: describeError(err) }, "handling the WhatsApp logout failed"));
+        } else this.#fail(status.detail);
+        return;
+      case "stopped":
+        return;
+    }
+  }
+
+  /** The only place a socket is made: one session of the loop, settled when the socket closes (or at stop). */
+  #openSocket(ctx: SessionContext): Promise<void> {
     this.#teardown();
     const auth = this.#auth;
-    if (this.#phase !== "running" || !auth) return;
+    if (this.#phase !== "running" || !auth) return Promise.resolve();
     let socket: WhatsAppSocket;
     try {
       socket = this.#deps.factory({
@@ -190,18 +256,25 @@ export class WhatsAppConnection {
       });
     } catch (err) {
       this.#deps.log.error({ err: describeError(err) }, "creating the WhatsApp socket failed");
-      this.#scheduleReconnect("socket could not be created");
-      this.#settleStart?.();
-      return;
+      return Promise.reject(err);
     }
-    const current: Current = { socket, unsubscribe: () => undefined, open: false };
-    this.#current = current;
-    current.unsubscribe = socket.ev.process((events) => {
-      try {
-        this.#onEvents(current, events);
-      } catch (err) {
-        this.#deps.log.error({ err: describeError(err) }, "handling WhatsApp events failed");
-      }
+    return new Promise<void>((resolve, reject) => {
+      // Stop, a logout or a failure tears the socket down itself (#halt).
+      const stopped = () => resolve();
+      ctx.signal.addEventListener("abort", stopped, { once: true });
+      const closed = (error: SocketClosed) => {
+        ctx.signal.removeEventListener("abort", stopped);
+        reject(error);
+      };
+      const current: Current = { socket, unsubscribe: () => undefined, open: false, ctx, closed };
+      this.#current = current;
+      current.unsubscribe = socket.ev.process((events) => {
+        try {
+          this.#onEvents(current, events);
+        } catch (err) {
+          this.#deps.log.error({ err: describeError(err) }, "handling WhatsApp events failed");
+        }
+      });
     });
   }
 
@@ -226,7 +299,7 @@ export class WhatsAppConnection {
   #onConnectionUpdate(current: Current, update: Partial<BaileysEventMap["connection.update"]>): void {
     if (update.qr) this.#onQr(update.qr);
     if (update.connection === "open") this.#onOpen(current);
-    if (update.connection === "close") this.#onClose(update.lastDisconnect?.error);
+    if (update.connection === "close") this.#onClose(current, update.lastDisconnect?.error);
   }
 
   #onQr(qr: string): void {
@@ -242,44 +315,16 @@ export class WhatsAppConnection {
 
   #onOpen(current: Current): void {
     current.open = true;
-    this.#backoff.reset();
-    this.#status({ state: "connected" });
+    current.ctx.connected();
     this.#deps.onOpen(current.socket);
     this.#settleStart?.();
     this.#openWaiters.resolveAll(current.socket);
   }
 
-  #onClose(error: unknown): void {
+  #onClose(current: Current, error: unknown): void {
     this.#teardown();
     if (this.#phase !== "running") return;
-    const action = closeAction(error);
-    switch (action.kind) {
-      case "logged_out":
-        this.#onLoggedOut().catch((err: unknown) => this.#deps.log.error({ err: describeError(err) }, "handling the WhatsApp logout failed"));
-        return;
-      case "restart":
-        // Sent right after pairing: the new credentials need a fresh connection, now.
-        this.#status({ state: "reconnecting", detail: "restart required after linking" });
-        this.#openSocket();
-        return;
-      case "fail":
-        this.#fail(action.detail);
-        return;
-      case "retry":
-        this.#scheduleReconnect(action.reason);
-        // start() does not hang on an outage: reconnecting goes on in the background.
-        this.#settleStart?.();
-    }
-  }
-
-  #scheduleReconnect(reason: string): void {
-    if (this.#phase !== "running" || this.#reconnectTimer) return;
-    const delay = this.#backoff.failed();
-    this.#status({ state: "reconnecting", detail: `${reason}; retrying in ${Math.ceil(delay / 1000)} s` });
-    this.#reconnectTimer = this.#deps.clock.setTimeout(() => {
-      this.#reconnectTimer = undefined;
-      this.#openSocket();
-    }, delay);
+    current.closed(new SocketClosed(closeAction(error)));
   }
 
   #fail(detail: string): void {
@@ -311,7 +356,7 @@ export class WhatsAppConnection {
 
   /** No more sockets this run: the pending reconnect, the socket and the waiting sends all go. */
   #halt(): void {
-    this.#cancelReconnect();
+    this.#run.abort();
     this.#teardown();
     this.#openWaiters.rejectAll(this.#errorForPhase());
   }
@@ -327,11 +372,6 @@ export class WhatsAppConnection {
     } catch (err) {
       this.#deps.log.debug({ err: describeError(err) }, "ending old socket threw");
     }
-  }
-
-  #cancelReconnect(): void {
-    this.#reconnectTimer?.cancel();
-    this.#reconnectTimer = undefined;
   }
 
   #errorForPhase(): WhatsAppAdapterError {

@@ -1,12 +1,12 @@
 /**
  * The Discord connection's pure decisions: which gateway closes and login
- * errors end the adapter for good (the same token would be refused again),
- * and how far into its backoff a client rebuild starts. The connection itself
- * runs against the fake gateway in ../discord-adapter.test.ts.
+ * errors end the adapter for good (the same token would be refused again).
+ * How far into its backoff a client rebuild starts is the one reconnect
+ * loop's rule (./reconnect.test.ts: healthyAfterMs, retryHealthyAtOnce). The
+ * connection itself runs against the fake gateway in ../discord-adapter.test.ts.
  */
 import { describe, expect, it } from "vitest";
 import { closeFailure, ConnectFailure, connectFailureOf } from "../../../daemon/adapters/discord/connect-failure.js";
-import { RebuildStreak } from "../../../daemon/adapters/discord/rebuild-streak.js";
 
 const TOKEN = "MTA0.secret-token";
 const redact = (text: string) => text.split(TOKEN).join("[redacted]");
@@ -40,26 +40,5 @@ describe("connectFailureOf", () => {
   it("passes a ConnectFailure through as it is", () => {
     const own = new ConnectFailure("gateway not ready within 45000 ms", false);
     expect(connectFailureOf(own, redact)).toBe(own);
-  });
-});
-
-describe("RebuildStreak", () => {
-  it("goes on backing off while connections keep breaking soon after they came up", () => {
-    const streak = new RebuildStreak(60_000);
-    // A rebuild before any connection lasted counts as unstable too.
-    expect(streak.rebuild(5_000)).toBe(1);
-    streak.connected(10_000);
-    expect(streak.rebuild(20_000)).toBe(2);
-    streak.connected(25_000);
-    expect(streak.rebuild(84_999)).toBe(3);
-  });
-
-  it("starts from zero (connect at once) after a connection that lasted", () => {
-    const streak = new RebuildStreak(60_000);
-    expect(streak.rebuild(1_000)).toBe(1);
-    streak.connected(2_000);
-    expect(streak.rebuild(62_000)).toBe(0);
-    streak.connected(63_000);
-    expect(streak.rebuild(64_000)).toBe(1);
   });
 });
