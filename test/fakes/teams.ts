@@ -264,15 +264,16 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
   function activityOf(text: string, o: PostOptions) {
     const type = o.conversationType ?? "personal";
     const from = o.from ?? { id: "29:alice", name: "Alice", aadObjectId: "aad-alice" };
+    const id = o.id ?? (type === "channel" && !o.conversationId ? String(1_700_000_000_000 + nextId++) : `act-${nextId++}`);
+    // A new channel post roots its reply chain: the chain's conversation id names the post's own id.
     const conversationId =
-      o.conversationId ??
-      (type === "personal" ? "a:personal-alice" : type === "groupChat" ? "19:group@thread.v2" : "19:general@thread.tacv2;messageid=1700000000001");
+      o.conversationId ?? (type === "personal" ? "a:personal-alice" : type === "groupChat" ? "19:group@thread.v2" : `19:general@thread.tacv2;messageid=${id}`);
     const bot = { id: `28:${options.appId}`, name: "Bridge" };
     const mention = o.mention ?? type !== "personal";
     kinds.set(conversationId, type);
     return {
       type: "message",
-      id: o.id ?? `act-${nextId++}`,
+      id,
       timestamp: new Date().toISOString(),
       serviceUrl,
       channelId: "msteams",
@@ -336,6 +337,9 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
       keys.unshift(signingPair());
     },
     messages: (conversationId: string): ShownMessage[] => conversations.get(conversationId) ?? [],
+    /** A chat's messages with those of its channel's reply chains (`<channel>;messageid=<root>`), as the channel shows them. */
+    chatMessages: (chatId: string): ShownMessage[] =>
+      [...conversations].flatMap(([id, shown]) => (id === chatId || id.startsWith(`${chatId};messageid=`) ? shown : [])),
     typing: (conversationId: string): number => typing.get(conversationId) ?? 0,
     calls: () => [...calls],
     tokenRequests: () => tokenRequests,
