@@ -11,8 +11,9 @@
  * left as it was (nothing reads it again).
  *
  * While an entry journaled before the upgrade is still pending under the
- * former key, the message joins it there instead, so the two run in one
- * order and the chain is not forked; the move happens with the next message.
+ * former key (its first message too, with no state yet), the message joins
+ * it there instead, so the two run in one order and the chain is not forked;
+ * the move happens with a message after they are answered.
  */
 import type { InboundMessage } from "../vocabulary/adapter.js";
 import { formerConversationOf } from "../vocabulary/conversation.js";
@@ -50,10 +51,11 @@ export async function carryOverFormerSession(
   const to = sessionKeyOf(route);
   if (!isBlank(store.session(to))) return { kind: "none" };
   const fromRoute = { ...route, sessionBase: fromBase };
+  // Before its state: a first message journaled before the upgrade has none yet, and the next must still follow it.
+  if (store.pending().some((e) => e.route.instanceId === route.instanceId && e.route.sessionBase === fromBase)) return { kind: "joined", route: fromRoute };
   const from = sessionKeyOf(fromRoute);
   const state = store.session(from);
   if (isBlank(state)) return { kind: "none" };
-  if (store.pending().some((e) => e.route.instanceId === route.instanceId && e.route.sessionBase === fromBase)) return { kind: "joined", route: fromRoute };
   await store.setSession(to, state);
   return { kind: "moved", from, to };
 }

@@ -6,10 +6,12 @@
  * before the upgrade is still pending there (one order, no fork). The whole
  * path through the daemon, both stores, is test/daemon/thread-upgrade.test.ts.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, it, onTestFinished } from "vitest";
+import { placeOf, translateMessage as slackMessage } from "../../daemon/adapters/slack/inbound.js";
+import { targetOf } from "../../daemon/core/delivery.js";
 import { carryOverFormerSession } from "../../daemon/core/former-sessions.js";
 import { effectiveScope, sessionBaseFor } from "../../daemon/core/routing.js";
 import { openStore } from "../../daemon/state/store.js";
@@ -98,4 +100,31 @@ it("joins the former session while an entry journaled before the upgrade is pend
   await s.complete([pending.id]);
   expect(await carryOverFormerSession(s, inThread("3"), routeOf(m))).toMatchObject({ kind: "moved" });
   expect(s.session(sessionKeyOf(routeOf(m))).lastResponseId).toBe("resp_after");
+});
+
+it("reads an entry the daemon before the rule left pending (a Slack thread as the chat <channel>:<ts>), answers it into its thread, and keeps the thread's next message behind it", async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "former-pending-"));
+  onTestFinished(() => rmSync(dataDir, { recursive: true, force: true }));
+  cpSync(new URL("../fixtures/threads-before/pending-slack", import.meta.url), dataDir, { recursive: true });
+  const s = await openStore({ dataDir, clock: createManualClock() });
+  onTestFinished(() => s.close());
+  const [entry] = s.pending();
+  if (!entry) throw new Error("the fixture's pending entry");
+  // Its former shape reads (the group context it named is dropped), and its reply still finds the thread.
+  expect(entry.message).toMatchObject({ chatId: "C0CHANNEL1:1700000001.000200", text: "the word is plum" });
+  expect(placeOf(targetOf(entry.message))).toEqual({ channel: "C0CHANNEL1", threadTs: "1700000001.000200" });
+  // The thread's next message, as today's code names it, goes behind it in its former session (no state there yet).
+  const event = {
+    type: "message",
+    channel: "C0CHANNEL1",
+    channel_type: "channel",
+    user: "U0ALICE001",
+    ts: "1700000009.000300",
+    thread_ts: "1700000001.000200",
+    text: "<@U0BOT0001> !recall",
+  };
+  const next = slackMessage(event, { accountId: "sl", bot: { userId: "U0BOT0001", name: "bridge" } });
+  if (next.kind !== "accept") throw new Error("a turn");
+  const route = { ...routeOf(next.message), instanceId: "INSTANCE" };
+  expect(await carryOverFormerSession(s, next.message, route)).toEqual({ kind: "joined", route: { ...route, sessionBase: entry.route.sessionBase } });
 });
