@@ -28,6 +28,11 @@ export const scheduleSchema = z
     timeZone: timeZoneName.optional().describe("The IANA time zone the expression is read in, e.g. Europe/Berlin. Default: the machine's own time zone."),
     channel: nonEmpty.describe("The channel (its id) whose chat the prompt speaks in. Required."),
     chatId: idString.describe("The chat the answer goes to, on that channel (/whoami in it shows the id). Required."),
+    threadId: idString
+      .optional()
+      .describe(
+        "A thread within that chat (a topic, a thread, a reply chain; /whoami in it shows the id): the answer goes into it, in its conversation. Default: the chat's top level.",
+      ),
     chatType: z.enum(["direct", "group"]).default("direct").describe('"direct" (a person\'s chat with the bot) or "group". Default: direct.'),
     userId: idString
       .optional()

@@ -6,6 +6,7 @@
 import type { AccessConfig, GroupAccessConfig } from "../config/schema.js";
 import { normalizeUserId } from "../config/user-ids.js";
 import type { InboundMessage } from "../vocabulary/adapter.js";
+import { listedSettingsId } from "../vocabulary/conversation.js";
 
 /** `pairable`: refused, but the sender may ask to pair (a direct chat on a channel in pairing mode). */
 export type AccessDecision = { allowed: true } | { allowed: false; reason: string; pairable?: true };
@@ -67,7 +68,7 @@ export function checkAccess(access: AccessConfig, msg: InboundMessage): AccessDe
     return { allowed: false, reason: "user not in allowlist" };
   }
 
-  const key = [msg.chatId, ...(msg.groupAliases ?? [])].find((id) => Object.hasOwn(access.groups, id));
+  const key = listedSettingsId(msg, access.groups);
   const group: GroupAccessConfig | undefined = key === undefined ? undefined : access.groups[key];
   if (group?.enabled === false) return { allowed: false, reason: "group disabled" };
   if (!group && !open && !access.allowUnlistedGroups) return { allowed: false, reason: "group not in allowlist" };

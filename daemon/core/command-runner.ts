@@ -93,6 +93,7 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
           platform: m.platform,
           accountId: m.accountId,
           chatId: m.chatId,
+          ...(m.threadId !== undefined ? { threadId: m.threadId } : {}),
           chatType: m.chatType,
           userId: m.userId,
           ...(m.userAliases ? { userAliases: m.userAliases } : {}),

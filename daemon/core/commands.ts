@@ -36,6 +36,8 @@ export interface CommandContext {
   platform: string;
   accountId: string;
   chatId: string;
+  /** The thread within the chat the command came from (conversation.ts), if any. */
+  threadId?: string;
   chatType: string;
   userId: string;
   userAliases?: string[];
@@ -107,6 +109,7 @@ export async function runCommand(name: CommandName, ctx: CommandContext, args = 
       const lines = [
         `Platform: ${ctx.platform} (account ${ctx.accountId})`,
         `Chat: ${ctx.chatId} (${ctx.chatType})`,
+        ...(ctx.threadId !== undefined ? [`Thread: ${ctx.threadId}`] : []),
         `User: ${ctx.userId}${ctx.userName ? ` (${ctx.userName})` : ""}`,
       ];
       if (ctx.userAliases?.length) lines.push(`Also known as: ${ctx.userAliases.join(", ")}`);

@@ -18,6 +18,7 @@ import type { Random } from "../../shared/random.js";
 import type { DaemonConfig } from "../config/schema.js";
 import type { JournalEntry, StoredMessage, StoredReply } from "../vocabulary/records.js";
 import type { Store } from "../vocabulary/store.js";
+import { replyPlaceOf } from "../vocabulary/conversation.js";
 import { SendError, type ChatAdapter, type ChatTarget, type InboundMessage, type TextFormat } from "../vocabulary/adapter.js";
 import { splitReply } from "./chunking.js";
 import { prepareFile } from "./file-delivery.js";
@@ -42,14 +43,7 @@ export function targetOf(m: StoredMessage | InboundMessage, replyTo?: string): C
   const named = replyTo ?? m.messageId;
   // A scheduled prompt's id is no platform message: its answer quotes nothing.
   const replyToMessageId = scheduleIdOf({ messageId: named }) === undefined ? named : undefined;
-  return {
-    platform: m.platform,
-    accountId: m.accountId,
-    chatId: m.chatId,
-    chatType: m.chatType,
-    ...(m.threadId !== undefined ? { threadId: m.threadId } : {}),
-    ...(replyToMessageId ? { replyToMessageId } : {}),
-  };
+  return { ...replyPlaceOf(m), ...(replyToMessageId ? { replyToMessageId } : {}) };
 }
 
 /** The chunks of `text` for this adapter: each measures within its limit as the platform counts it. */

@@ -18,11 +18,8 @@ import type { ChannelConfig } from "../config/schema.js";
 import { checkAccess } from "./access.js";
 import type { AcceptOutcome, InboundMessage } from "../vocabulary/adapter.js";
 import { parseCommand } from "./commands.js";
-import { chatKeyOf, type ChatKey } from "../vocabulary/keys.js";
-
-/** The group whose context a message reads and feeds: its chat, or the conversation it names instead. */
-const contextKeyOf = (message: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "contextChatId">): ChatKey =>
-  chatKeyOf({ ...message, chatId: message.contextChatId ?? message.chatId });
+import type { ChatKey } from "../vocabulary/keys.js";
+import { contextKeyOf, listedSettingsId } from "../vocabulary/conversation.js";
 
 /** One kept message. */
 export interface ContextLine {
@@ -99,7 +96,7 @@ export class GroupContexts {
   }
 
   /** How many lines a group holds now (for tests and /status). */
-  size(message: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "contextChatId">): number {
+  size(message: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "threadId" | "startsThread">): number {
     this.#sweep();
     return this.#groups.get(contextKeyOf(message))?.lines.length ?? 0;
   }
@@ -122,8 +119,7 @@ export class GroupContexts {
   #boundsFor(message: InboundMessage): ContextBounds | undefined {
     const channel = this.#deps.channelFor(message.accountId);
     if (!channel || !checkAccess(channel.access, message).allowed) return undefined;
-    const ids = [message.chatId, ...(message.groupAliases ?? [])];
-    const groupKey = ids.find((id) => Object.hasOwn(channel.access.groups, id));
+    const groupKey = listedSettingsId(message, channel.access.groups);
     const own = groupKey === undefined ? undefined : channel.access.groups[groupKey]?.context;
     // A platform without groups has no `groupContext` key: nothing is kept.
     const settings = "groupContext" in channel ? channel.groupContext : undefined;

@@ -29,7 +29,9 @@ import { noticeText, type Notices } from "./notices.js";
 import { chatKeyOf, dedupeKeyOf, type DedupeKey } from "../vocabulary/keys.js";
 import type { InboundOutcome, RelayMetrics } from "./relay-types.js";
 import { hashCode, type Pairing } from "./pairing.js";
-import { resolveRoute } from "./routing.js";
+import { type ResolvedRoute, resolveRoute } from "./routing.js";
+import { carryOverFormerSession } from "./former-sessions.js";
+import { formerConversationOf, listedSettingsId } from "../vocabulary/conversation.js";
 import type { Scheduler } from "./scheduler.js";
 
 export interface IntakeDeps {
@@ -93,8 +95,7 @@ export function createIntake(deps: IntakeDeps): Intake {
     if (!channel) return { ok: false, reason: "no_channel" };
     // Unaddressed group chatter first: it is ignored quietly, whoever wrote it.
     if (message.chatType === "group" && message.mentioned === false) {
-      const keys = [message.chatId, ...(message.groupAliases ?? [])];
-      const settingsKey = keys.find((k) => Object.hasOwn(channel.access.groups, k)) ?? message.chatId;
+      const settingsKey = listedSettingsId(message, channel.access.groups) ?? message.chatId;
       if (groupRequiresMention(channel, settingsKey)) return { ok: false, reason: "not_mentioned" };
     }
     const decision = checkAccess(channel.access, message);
@@ -159,7 +160,9 @@ export function createIntake(deps: IntakeDeps): Intake {
       return refused(message.platform, "no_route", "unrouted");
     }
     const key = dedupeKeyOf(message);
-    if (store.has(key)) return duplicate(message);
+    const former = formerConversationOf(message);
+    // A redelivery across the upgrade to the one thread rule was journaled under the former chat.
+    if (store.has(key) || (former && store.has(dedupeKeyOf(former)))) return duplicate(message);
     const { kept, dropped } = keepAttachments(message);
     // Files not passed on are told once the message is journaled (or refused), so a redelivery does not say it twice.
     const tellDropped = () => {
@@ -180,11 +183,20 @@ export function createIntake(deps: IntakeDeps): Intake {
           : kept.text;
     // A linked person's direct messages share one conversation across their apps (identity-links.ts).
     const linked = await deps.links.sessionBaseFor(message);
-    const accepted = { key, message: { ...kept, text }, route: { ...route, ...(linked ? { sessionBase: linked } : {}) } };
+    const sessionRoute = linked ? { ...route, sessionBase: linked } : await carriedOver(message, route);
+    const accepted = { key, message: { ...kept, text }, route: sessionRoute };
     const tapRefused = message.answers && deps.screenAnswer?.(message, accepted.route);
     if (tapRefused) return refused(message.platform, tapRefused, "denied");
     if (command) return journalCommand(accepted, tellDropped);
     return queueTurn(adapter, accepted, tellDropped);
+  }
+
+  /** The route's session, its former one moved to it first where the message names one (former-sessions.ts). */
+  async function carriedOver(message: InboundMessage, route: ResolvedRoute): Promise<StoredRoute> {
+    const carried = await carryOverFormerSession(store, message, route);
+    if (carried.kind === "moved")
+      log.info({ platform: message.platform, accountId: message.accountId, from: carried.from, to: carried.to }, "session moved to its thread's new key");
+    return carried.kind === "joined" ? carried.route : route;
   }
 
   /** A stranger in a direct chat on a pairing channel: a code (or why none), said in their chat. */

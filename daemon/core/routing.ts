@@ -8,6 +8,7 @@ import type { DaemonConfig, RouteConfig, RouteScope } from "../config/schema.js"
 import type { InboundMessage } from "../vocabulary/adapter.js";
 import { normalizeUserId, senderIds } from "./access.js";
 import { encodeId } from "../vocabulary/keys.js";
+import { directPartOf, groupPartOf } from "../vocabulary/conversation.js";
 
 export interface ResolvedRoute {
   /** Index of the matching rule in `config.routes`. */
@@ -60,18 +61,17 @@ export function effectiveScope(scope: RouteScope | undefined, msg: Pick<InboundM
 }
 
 /**
- * A topic (`threadId`) is a conversation of its own, so it is part of the
- * base; a chat without topics keeps the base it always had (stored sessions
- * carry on after an upgrade).
+ * A thread (`threadId`) is a conversation of its own, so it is part of the
+ * base (conversation.ts, the one thread rule); a chat's top level keeps the
+ * base it always had (stored sessions carry on after an upgrade).
  */
 export function sessionBaseFor(msg: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId" | "threadId">, scope: RouteScope): string {
   const head = `${encodeId(msg.platform)}.${encodeId(msg.accountId)}`;
   // Raw ids, not normalised ones: the adapter gives each person one stable id,
   // and any merging here could put two people in one conversation.
   const user = encodeId(msg.userId);
-  const topic = msg.threadId === undefined ? "" : `.topic.${encodeId(msg.threadId)}`;
-  if (msg.chatType === "direct") return `${head}.dm.${user}${topic}`;
-  const group = `${head}.group.${encodeId(msg.chatId)}${topic}`;
+  if (msg.chatType === "direct") return `${head}.dm.${user}${directPartOf(msg)}`;
+  const group = `${head}.${groupPartOf(msg)}`;
   return scope === "group" ? group : `${group}.user.${user}`;
 }
 

@@ -35,28 +35,37 @@ export interface InboundMessage {
   platform: string;
   /** The adapter's account id (its config name), so two bots on one platform stay apart. */
   accountId: string;
+  /** The chat the platform addresses (a group, channel, room, space or direct chat): its settings apply. */
   chatId: string;
   chatType: ChatType;
   /**
-   * A conversation of its own within the chat (a Telegram forum topic): it
-   * gets its own session, group context and replies, which go back into it.
-   * Absent for a chat without them (and Telegram's General topic), so such a
-   * chat keeps the keys it always had. A Discord thread needs none: it is a
-   * channel of its own, with its parent in `groupAliases`.
+   * A conversation of its own within the chat (a forum topic, a thread, a
+   * reply chain): its own session, group context and bookkeeping, under the
+   * chat's settings; replies go back into it. Absent at the chat's top level
+   * (and in Telegram's General topic). The one thread rule for every platform:
+   * daemon/vocabulary/conversation.ts.
    */
   threadId?: string;
   /**
+   * With `threadId`: the message was posted at the chat's top level and the
+   * bot's reply opens the thread `threadId` under it (Slack: every top-level
+   * message roots a thread of its own). Its group context is the chat's top
+   * level, not the thread's.
+   */
+  startsThread?: boolean;
+  /**
    * Broader ids the group chat belongs to, most specific first (a Discord
-   * thread's parent channel, then its guild): group settings keyed by one of
-   * them apply when the chat itself is not listed.
+   * guild, a Teams team): group settings keyed by one of them apply when
+   * neither the thread nor the chat is listed.
    */
   groupAliases?: string[];
   /**
-   * In a group: the chat whose unaddressed messages are this message's group context, when
-   * it is not `chatId` (a Slack top-level channel message starts a thread of its own; the
-   * talk around it is the channel's top level).
+   * How this conversation was named before the one thread rule, where that
+   * differs (a Discord thread was a chat of its own; a Slack thread was
+   * `<channel>:<ts>`): a session stored under the former name is moved to
+   * the new one, once, when the first message arrives (core/intake.ts).
    */
-  contextChatId?: string;
+  formerly?: { chatId: string; threadId?: string };
   /** The sender's stable id on the platform. */
   userId: string;
   /** Other ids the same sender is known by (WhatsApp phone number and `@lid` id). */
@@ -101,7 +110,7 @@ export interface ChatTarget {
   accountId: string;
   chatId: string;
   chatType: ChatType;
-  /** The topic the reply goes into (`InboundMessage.threadId`). */
+  /** The thread the reply goes into within the chat (`InboundMessage.threadId`). */
   threadId?: string;
   /** The message being answered, for platforms that thread replies. */
   replyToMessageId?: string;

@@ -46,10 +46,12 @@ export const StoredMessageSchema = z.object({
   accountId: z.string(),
   chatId: z.string(),
   chatType: ChatTypeSchema,
-  /** A forum topic's id (absent in chats without topics: older journals replay as before). */
+  /** A thread within the chat (absent at a chat's top level: older journals replay as before). */
   threadId: z.string().optional(),
+  startsThread: z.boolean().optional(),
   groupAliases: z.array(z.string()).optional(),
-  contextChatId: z.string().optional(),
+  /** Older journals may carry `contextChatId` (the shape before the one thread rule): dropped on reading, its chat's context read instead. */
+  formerly: z.object({ chatId: z.string(), threadId: z.string().optional() }).optional(),
   userId: z.string(),
   userAliases: z.array(z.string()).optional(),
   userName: z.string().optional(),

@@ -20,9 +20,7 @@ async function receiver(keep: (key: string, body: unknown) => Promise<void>): Pr
   const fake = forThisTest(await createFakeLine({ channelAccessToken: TOKEN, channelSecret: SECRET }));
   const channel = { ...lineChannelSchema.parse({ type: "line", channel_access_token: TOKEN, channel_secret: SECRET, http: { port: 0 } }), id: "ln" };
   const logs: string[] = [];
-  forThisTest(
-    await startLineReceiver(channel, { logger: pino({ level: "info" }, { write: (l: string) => void logs.push(l) }), clock: systemClock, keep }),
-  );
+  forThisTest(await startLineReceiver(channel, { logger: pino({ level: "info" }, { write: (l: string) => void logs.push(l) }), clock: systemClock, keep }));
   const url = /"url":"([^"]+)"/.exec(logs.join(""))?.[1];
   if (!url) throw new Error("the receiver did not say where it listens");
   fake.setWebhookUrl(url);

@@ -51,6 +51,9 @@ describe("commands", () => {
     expect(who).toContain("Platform: telegram (account bot1)");
     expect(who).toContain("User: 42 (Ann)");
     expect(who).toContain("Also known as: +4915");
+    expect(who).not.toContain("Thread:");
+    // In a thread: its id, what a schedule names to speak there.
+    expect(await runCommand("whoami", context({ threadId: "7" }))).toContain("Chat: -100 (group)\nThread: 7");
     expect(await runCommand("help", context())).toMatch(/\/new: .*\n.*\/reset/);
     expect(await runCommand("help", context())).toMatch(/^\/stop: stop the answer being written and drop your queued messages$/m);
     expect(parseCommand("/stop")).toEqual({ name: "stop", args: "" });

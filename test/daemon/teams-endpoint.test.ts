@@ -115,11 +115,15 @@ describe("the messaging endpoint", () => {
   it("hands a channel post over only as a group message, mentioned when it @mentions the bot, the mention taken out", async () => {
     await fake.say("deploy please", { id: "ch-1", conversationType: "channel" });
     await fake.say("just chatting", { id: "ch-2", conversationType: "channel", mention: false });
+    // The one thread rule: the post's reply chain is the channel's thread, rooted by the post itself.
     expect(received.find((m) => m.messageId === "ch-1")).toMatchObject({
+      chatId: "19:general@thread.tacv2",
+      threadId: "ch-1",
+      startsThread: true,
       chatType: "group",
       mentioned: true,
       text: "deploy please",
-      groupAliases: ["19:general@thread.tacv2", "19:team@thread.tacv2"],
+      groupAliases: ["19:team@thread.tacv2"],
     });
     expect(received.find((m) => m.messageId === "ch-2")).toMatchObject({ mentioned: false });
   });

@@ -61,6 +61,8 @@ export interface FakeChatMessage {
   sender: { name: string; displayName?: string; type: "HUMAN" | "BOT" };
   text: string;
   thread: { name: string };
+  /** Chat's own: true for a reply in an existing thread; absent on a message that starts one. */
+  threadReply?: boolean;
   space: { name: string };
   createTime: string;
   cardsV2?: CardWithId[];
@@ -261,6 +263,7 @@ export async function createFakeGoogleChat(options: FakeGoogleChatOptions): Prom
       sender: { name: user, displayName: input.userName ?? "Alice", type: "HUMAN" },
       text,
       thread: { name: input.thread ?? `${space.name}/threads/${mid}` },
+      ...(input.thread ? { threadReply: true } : {}),
       space: { name: space.name },
       createTime: new Date(now()).toISOString(),
       via: "person",

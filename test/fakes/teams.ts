@@ -117,6 +117,9 @@ function signingPair(): SigningPair {
 
 const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString("base64url");
 
+/** What the chat shows: a stream that has had only informative updates is a progress bar, not a message. */
+const isShown = (m: ShownMessage): boolean => !(m.stream && m.text === "" && (m.informative?.length ?? 0) > 0 && m.streamUpdates === 0);
+
 export async function createFakeTeams(options: FakeTeamsOptions) {
   const keys = [signingPair()];
   const foreign = signingPair();
@@ -346,15 +349,16 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
   function activityOf(text: string, o: PostOptions) {
     const type = o.conversationType ?? "personal";
     const from = o.from ?? { id: "29:alice", name: "Alice", aadObjectId: "aad-alice" };
+    const id = o.id ?? (type === "channel" && !o.conversationId ? String(1_700_000_000_000 + nextId++) : `act-${nextId++}`);
+    // A new channel post roots its reply chain: the chain's conversation id names the post's own id.
     const conversationId =
-      o.conversationId ??
-      (type === "personal" ? "a:personal-alice" : type === "groupChat" ? "19:group@thread.v2" : "19:general@thread.tacv2;messageid=1700000000001");
+      o.conversationId ?? (type === "personal" ? "a:personal-alice" : type === "groupChat" ? "19:group@thread.v2" : `19:general@thread.tacv2;messageid=${id}`);
     const bot = { id: `28:${options.appId}`, name: "Bridge" };
     const mention = o.mention ?? type !== "personal";
     kinds.set(conversationId, type);
     return {
       type: "message",
-      id: o.id ?? `act-${nextId++}`,
+      id,
       timestamp: new Date().toISOString(),
       serviceUrl,
       channelId: "msteams",
@@ -418,8 +422,10 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
       keys.unshift(signingPair());
     },
     /** What the chat shows: a stream that has had only informative updates is a progress bar, not a message. */
-    messages: (conversationId: string): ShownMessage[] =>
-      (conversations.get(conversationId) ?? []).filter((m) => !(m.stream && m.text === "" && (m.informative?.length ?? 0) > 0 && m.streamUpdates === 0)),
+    messages: (conversationId: string): ShownMessage[] => (conversations.get(conversationId) ?? []).filter(isShown),
+    /** A chat's messages with those of its channel's reply chains (`<channel>;messageid=<root>`), as the channel shows them. */
+    chatMessages: (chatId: string): ShownMessage[] =>
+      [...conversations].flatMap(([id, shown]) => (id === chatId || id.startsWith(`${chatId};messageid=`) ? shown.filter(isShown) : [])),
     /** Every activity of Teams' streaming protocol the fake was sent, with its answer. */
     streamActivities: (conversationId?: string): StreamActivity[] =>
       streamLog.filter((e) => conversationId === undefined || e.conversationId === conversationId),

@@ -15,7 +15,8 @@ import type { Logger } from "pino";
 import type { Clock } from "../../../shared/clock.js";
 import type { AcceptOutcome, ButtonCapability, InboundMessage, InboundSink } from "../../vocabulary/adapter.js";
 import type { ActionRows, DiscordOutbound } from "./outbound.js";
-import { errorText } from "./outbound.js";
+import { channelOf, errorText } from "./outbound.js";
+import { placeOf } from "./inbound.js";
 
 /** Discord's limits on components: `custom_id` 1-100 characters, a label 80, five buttons a row, five rows. */
 export const CUSTOM_ID_MAX = 100;
@@ -85,9 +86,8 @@ export function translateTap(view: DiscordTapView, accountId: string, now: numbe
   return {
     platform: "discord",
     accountId,
-    chatId: view.channelId,
+    ...placeOf(view),
     chatType: group ? "group" : "direct",
-    ...(group ? { groupAliases: [view.parentChannelId, view.guildId].filter((id): id is string => Boolean(id)) } : {}),
     userId: view.userId,
     userName: view.userName,
     messageId: `ix:${view.interactionId}`,
@@ -146,7 +146,7 @@ export async function handOverTap(interaction: ButtonInteraction, deps: TapDeps)
   if (!tap) return answered.silently();
   const timer = new AbortController();
   // The deadline counts from the tap, not from its turn in the channel's order.
-  const accepting = deps.inOrder(tap.chatId, () => deps.sink.accept(tap));
+  const accepting = deps.inOrder(channelOf(tap), () => deps.sink.accept(tap));
   const late = deps.clock.sleep(deps.deadlineMs ?? TAP_DEADLINE_MS, timer.signal).then(
     () => "late" as const,
     () => "settled" as const,

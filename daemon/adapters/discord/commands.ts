@@ -10,6 +10,7 @@
  */
 import { ApplicationCommandOptionType, ApplicationCommandType, type ChatInputCommandInteraction, type RESTPutAPIApplicationCommandsJSONBody } from "discord.js";
 import type { AcceptOutcome, InboundMessage } from "../../vocabulary/adapter.js";
+import { placeOf } from "./inbound.js";
 
 /** What Discord lists; descriptions at most 100 characters, names lower case (Discord's rules). */
 export const DISCORD_COMMANDS: RESTPutAPIApplicationCommandsJSONBody = [
@@ -69,10 +70,10 @@ export function translateCommand(view: DiscordCommandView, accountId: string, no
   return {
     platform: "discord",
     accountId,
-    chatId: view.channelId,
+    ...placeOf(view),
     chatType: group ? "group" : "direct",
     // A command addresses the bot.
-    ...(group ? { groupAliases: [view.parentChannelId, view.guildId].filter((id): id is string => Boolean(id)), mentioned: true } : {}),
+    ...(group ? { mentioned: true } : {}),
     userId: view.userId,
     userName: view.userName,
     messageId: `ix:${view.interactionId}`,

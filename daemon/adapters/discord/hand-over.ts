@@ -12,7 +12,7 @@ import { createSerialQueue } from "../../helpers/retry.js";
 import { handOver } from "../hand-over.js";
 import { discordFileOf, discordFiles, type DiscordFilesDeps } from "./files.js";
 import type { DiscordAttachmentView } from "./inbound.js";
-import { errorText } from "./outbound.js";
+import { channelOf, errorText } from "./outbound.js";
 
 export interface HandOverDeps extends DiscordFilesDeps {
   log: Logger;
@@ -38,7 +38,7 @@ export class DiscordHandOver {
   /** Queues `message` behind its channel's earlier ones; a failure is logged, never thrown. */
   take(message: InboundMessage, attachments: readonly DiscordAttachmentView[]): void {
     this.#chains
-      .run(message.chatId, () => this.#deliver(message, attachments))
+      .run(channelOf(message), () => this.#deliver(message, attachments))
       .catch((error: unknown) => {
         this.#deps.log.error({ chatId: message.chatId, err: this.#deps.redact(errorText(error)) }, "discord message not handed to the core");
       });

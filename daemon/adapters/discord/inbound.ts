@@ -5,6 +5,12 @@
  * aliases and mention flag. No discord.js objects here, only a plain view of
  * the message (message-view.ts reads it off discord.js), so every rule is
  * testable without a gateway.
+ *
+ * Threads, by the one thread rule (vocabulary/conversation.ts): a thread's
+ * chat is its parent channel and the thread channel its `threadId` (Discord
+ * addresses a thread as a channel of its own: the reply goes to the thread's
+ * id, outbound.ts); the guild is the group alias. Before the one rule the
+ * thread was the chat (`formerly`, so its stored session moves).
  */
 import { safeBaseName } from "../../../shared/util/names.js";
 import type { ChatType, InboundAttachment, InboundMessage } from "../../vocabulary/adapter.js";
@@ -133,9 +139,8 @@ export function translateMessage(view: DiscordMessageView, context: TranslateCon
   return {
     platform: "discord",
     accountId: context.accountId,
-    chatId: view.channelId,
+    ...placeOf(view),
     chatType: decision.chatType,
-    ...(decision.chatType === "group" ? { groupAliases: groupAliasesOf(view) } : {}),
     userId: view.authorId,
     userName: view.authorName,
     messageId: view.id,
@@ -145,9 +150,17 @@ export function translateMessage(view: DiscordMessageView, context: TranslateCon
   };
 }
 
-/** A thread's parent channel, then the guild: group settings keyed by either apply to the chat. */
-function groupAliasesOf(view: Pick<DiscordMessageView, "parentChannelId" | "guildId">): string[] {
-  return [view.parentChannelId, view.guildId].filter((id): id is string => Boolean(id));
+/**
+ * A Discord channel as the core's chat and thread: a thread is its parent's `threadId`, the guild the
+ * group alias (its settings apply where neither the thread nor the channel is listed). Messages, taps
+ * and commands all name their place through this.
+ */
+export function placeOf(
+  view: Pick<DiscordMessageView, "channelId" | "parentChannelId" | "guildId">,
+): Pick<InboundMessage, "chatId" | "threadId" | "groupAliases" | "formerly"> {
+  const aliases = view.guildId ? { groupAliases: [view.guildId] } : {};
+  if (!view.parentChannelId) return { chatId: view.channelId, ...aliases };
+  return { chatId: view.parentChannelId, threadId: view.channelId, ...aliases, formerly: { chatId: view.channelId } };
 }
 
 export function attachmentKind(contentType: string | null): InboundAttachment["kind"] {

@@ -19,7 +19,7 @@ import { DiscordCatchUp } from "./catch-up.js";
 import { commandRefusalText, commandView, DISCORD_COMMANDS, translateCommand } from "./commands.js";
 import { DiscordHandOver } from "./hand-over.js";
 import { botIdentityOf, viewOf } from "./message-view.js";
-import { createDiscordOutbound, DISCORD_FILE_LIMITS, DISCORD_LIMITS, errorText } from "./outbound.js";
+import { channelOf, createDiscordOutbound, DISCORD_FILE_LIMITS, DISCORD_LIMITS, errorText } from "./outbound.js";
 
 export { ConnectFailure } from "./connect-failure.js";
 export type { ConnectionTuning } from "./connection.js";
@@ -86,11 +86,18 @@ export function createDiscordAdapter(config: DiscordChannelConfig, deps: Adapter
     if (!message || !sink) return;
     if (deferred) outbound.deferredCommand({ id: interaction.id, token: interaction.token, applicationId: interaction.applicationId });
     const given = sink;
-    const outcome = await tapOrder.run(message.chatId, () => given.accept(message)).catch(() => undefined);
+    const outcome = await tapOrder.run(channelOf(message), () => given.accept(message)).catch(() => undefined);
     // The core answers what it took (and a stranger in pairing mode); a command it will not answer must not stay "thinking".
     const silent = commandRefusalText(outcome);
     if (silent && deferred) {
-      const target = { platform: "discord", accountId, chatId: message.chatId, chatType: message.chatType, replyToMessageId: message.messageId };
+      const target = {
+        platform: "discord",
+        accountId,
+        chatId: message.chatId,
+        ...(message.threadId ? { threadId: message.threadId } : {}),
+        chatType: message.chatType,
+        replyToMessageId: message.messageId,
+      };
       await outbound.send(target, silent).catch((error: unknown) => log.debug({ err: redact(errorText(error)) }, "discord command refusal not shown"));
     }
   }

@@ -114,6 +114,9 @@ const quotable = (target: ChatTarget): target is ChatTarget & { replyToMessageId
   target.chatType === "group" && /^\d{15,20}$/.test(target.replyToMessageId ?? "");
 
 /** Agent text never pings @everyone, roles or people; a reply pings its asker only when the channel says so. */
+/** The Discord channel a target's messages go to: a thread is a channel of its own (inbound.ts#placeOf). */
+export const channelOf = (target: Pick<ChatTarget, "chatId" | "threadId">): string => target.threadId ?? target.chatId;
+
 export const allowedMentionsFor = (replyNotifies: boolean) =>
   ({ parse: [], replied_user: replyNotifies }) satisfies RESTPostAPIChannelMessageJSONBody["allowed_mentions"];
 
@@ -163,7 +166,7 @@ export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
       if (quotable(target)) {
         body.message_reference = { message_id: target.replyToMessageId, fail_if_not_exists: false };
       }
-      const sent: unknown = await rest.post(Routes.channelMessages(target.chatId), { body }).catch(fail(`discord send to ${target.chatId} failed`));
+      const sent: unknown = await rest.post(Routes.channelMessages(channelOf(target)), { body }).catch(fail(`discord send to ${target.chatId} failed`));
       return receiptOf(sent);
     },
 
@@ -174,30 +177,30 @@ export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
       }
       const form = attachmentForm(body, file);
       const sent: unknown = await rest
-        .post(Routes.channelMessages(target.chatId), { body: form.body, passThroughBody: true, headers: { "Content-Type": form.contentType } })
+        .post(Routes.channelMessages(channelOf(target)), { body: form.body, passThroughBody: true, headers: { "Content-Type": form.contentType } })
         .catch(fail(`discord file to ${target.chatId} failed`));
       return receiptOf(sent);
     },
 
     async edit(target, messageId, text) {
       const body: RESTPatchAPIChannelMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions };
-      await rest.patch(Routes.channelMessage(target.chatId, messageId), { body }).catch(fail(`discord edit in ${target.chatId} failed`));
+      await rest.patch(Routes.channelMessage(channelOf(target), messageId), { body }).catch(fail(`discord edit in ${target.chatId} failed`));
     },
 
     async sendComponents(target, text, components) {
       const body: RESTPostAPIChannelMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions, components };
-      const sent: unknown = await rest.post(Routes.channelMessages(target.chatId), { body }).catch(fail(`discord send to ${target.chatId} failed`));
+      const sent: unknown = await rest.post(Routes.channelMessages(channelOf(target)), { body }).catch(fail(`discord send to ${target.chatId} failed`));
       return receiptOf(sent);
     },
 
     async editComponents(target, messageId, text, components) {
       const body: RESTPatchAPIChannelMessageJSONBody = { content: checkedText(text), allowed_mentions: allowedMentions, components };
-      await rest.patch(Routes.channelMessage(target.chatId, messageId), { body }).catch(fail(`discord edit in ${target.chatId} failed`));
+      await rest.patch(Routes.channelMessage(channelOf(target), messageId), { body }).catch(fail(`discord edit in ${target.chatId} failed`));
     },
 
     async sendTyping(target) {
       try {
-        await rest.post(Routes.channelTyping(target.chatId));
+        await rest.post(Routes.channelTyping(channelOf(target)));
       } catch (error) {
         deps.log.debug({ chatId: target.chatId, err: deps.redact(errorText(error)) }, "discord typing failed");
       }
@@ -205,7 +208,7 @@ export function createDiscordOutbound(deps: OutboundDeps): DiscordOutbound {
 
     async react(target, messageId, emoji, { remove }) {
       // Unicode emoji go URL-encoded in the path (custom ones would be name:id).
-      const route = Routes.channelMessageOwnReaction(target.chatId, messageId, encodeURIComponent(emoji));
+      const route = Routes.channelMessageOwnReaction(channelOf(target), messageId, encodeURIComponent(emoji));
       const where = `discord reaction in ${target.chatId} failed`;
       await (remove ? rest.delete(route) : rest.put(route)).catch(fail(where));
     },

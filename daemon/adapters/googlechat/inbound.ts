@@ -3,7 +3,9 @@
  * as the core's `InboundMessage`s. Pure: no I/O. A direct message space is
  * the chat; in a space (or group chat) each thread is a conversation of its
  * own: `chatId` the space (`spaces/AAA`, whose settings apply), `threadId`
- * the thread's id, so its session, context and replies are its own. In a
+ * the thread's id, so its session, context and replies are its own (the one
+ * thread rule, vocabulary/conversation.ts); a message at the space's top level
+ * starts its thread (`startsThread`: its context is the space's). In a
  * space Chat sends an app only what @mentions it (or its slash commands);
  * `argumentText` is the text with the mention taken out.
  */
@@ -43,6 +45,8 @@ export const ChatMessage = z.object({
   text: z.string().optional(),
   argumentText: z.string().optional(),
   thread: z.object({ name: z.string().optional() }).optional(),
+  /** True for a reply in a thread; absent or false on a message in the space's top level (which starts its thread). */
+  threadReply: z.boolean().optional(),
   annotations: z.array(Annotation).optional(),
   attachment: z.array(ChatAttachment).optional(),
   slashCommand: z.object({ commandId: z.union([z.string(), z.number()]) }).optional(),
@@ -96,7 +100,7 @@ export function translateMessage(event: ChatEvent, accountId: string, now: numbe
     accountId,
     chatId: space.name,
     chatType: direct ? "direct" : "group",
-    ...(threadId !== undefined ? { threadId } : {}),
+    ...(threadId !== undefined ? { threadId, ...(message.threadReply ? {} : { startsThread: true }) } : {}),
     userId: sender.name,
     ...(sender.displayName ? { userName: sender.displayName } : {}),
     messageId: message.name,

@@ -13,7 +13,7 @@
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import type { AcceptOutcome, ButtonCapability, InboundMessage } from "../../vocabulary/adapter.js";
-import { placeOf, threadChatId } from "./inbound.js";
+import { placeOf, threadOf } from "./inbound.js";
 import { toAdapterError } from "./outbound.js";
 
 /** Block Kit's limits: a button's text 75 characters, `action_id` 255, 25 elements in an actions block. */
@@ -99,15 +99,16 @@ export function translateBlockAction(payload: SlackBlockActions, accountId: stri
   if (!read || !channel) return undefined;
   const threadTs = payload.container?.thread_ts ?? payload.message?.thread_ts;
   const direct = channel.startsWith("D");
-  // The chat as translateMessage names it: a DM's top level is the DM, a thread is a chat of its own.
-  const chatId = direct && threadTs === undefined ? channel : threadChatId(channel, threadTs ?? payload.message?.ts ?? "");
+  // The chat and thread as translateMessage names them (the question was asked in the thread its message roots).
+  const thread = threadOf(channel, direct, threadTs ?? (direct ? undefined : payload.message?.ts), payload.message?.ts ?? "");
+  const { startsThread: _asked, ...where } = thread;
   const name = payload.user.name ?? payload.user.username;
   return {
     platform: "slack",
     accountId,
-    chatId,
+    ...where,
     chatType: direct ? "direct" : "group",
-    ...(direct ? (threadTs !== undefined ? { threadId: threadTs } : {}) : { groupAliases: [channel], mentioned: true }),
+    ...(direct ? {} : { mentioned: true }),
     userId: payload.user.id,
     ...(name ? { userName: name } : {}),
     messageId: `act-${payload.trigger_id ?? `${payload.user.id}-${action.action_ts ?? nowMs}`}`,

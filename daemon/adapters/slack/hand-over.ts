@@ -10,7 +10,7 @@ import type { AcceptOutcome, AdapterStatusEvent, InboundMessage, InboundSink } f
 import { createSerialQueue } from "../../helpers/retry.js";
 import { handOver } from "../hand-over.js";
 import { slackFileOf, slackFiles, type SlackFilesDeps } from "./files.js";
-import type { SlackFile } from "./inbound.js";
+import { placeKeyOf, type SlackFile } from "./inbound.js";
 
 export interface HandOverDeps extends SlackFilesDeps {
   log: Logger;
@@ -45,7 +45,7 @@ export class SlackHandOver {
    * could not take it (do not acknowledge).
    */
   take(message: InboundMessage, files: readonly SlackFile[]): Promise<AcceptOutcome | undefined> {
-    return this.#chains.run(message.chatId, () => this.#deliver(message, files));
+    return this.#chains.run(placeKeyOf(message), () => this.#deliver(message, files));
   }
 
   /** Resolves once every message taken so far has reached the core. */

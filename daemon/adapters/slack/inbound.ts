@@ -6,16 +6,18 @@
  * comes parsed (events.ts), the files are fetched later, once admitted
  * (files.ts, through hand-over.ts).
  *
- * Chats: a direct message's chat is its `im` channel (one session per
+ * Chats, by the one thread rule (vocabulary/conversation.ts): the chat is
+ * the conversation Slack addresses (`C123`, `D123`), the thread its root's ts
+ * (`threadId`). A direct message's chat is its `im` channel (one session per
  * person); a direct message inside a thread (`thread_ts`: how Slack's
  * assistant pane and AI apps talk to a bot, which @slack/bolt's `Assistant`
- * treats as an assistant-thread message) is that thread's: `D123:<thread ts>`,
- * with the thread as its topic (`threadId`, so a session of its own), answered
- * and shown "is thinking" in the thread. In a
- * channel the thread is the chat: `C123:1700000000.000100` (the channel, then
- * the thread's root ts; a message outside a thread roots its own), so the
- * reply goes into that thread and a thread is a session. Group settings keyed
- * by the channel id apply to all its threads.
+ * treats as an assistant-thread message) has the thread as its `threadId` (a
+ * session of its own), answered and shown "is thinking" in the thread. In a
+ * channel every message is in a thread: a reply in its thread, a top-level
+ * message in the one it roots (`startsThread`: its group context is the
+ * channel's top-level talk), so a thread is a session. Group settings keyed
+ * by the channel id apply to all its threads. Before the one rule a thread
+ * was a chat of its own, `C123:<ts>` (`formerly`, so stored sessions move).
  */
 import { z } from "zod";
 import { safeBaseName } from "../../../shared/util/names.js";
@@ -97,17 +99,46 @@ export interface TranslateContext {
   inActiveThread?(chatId: string): boolean;
 }
 
-/** `C123:1700000000.000100` for a thread (a channel's, or an assistant thread in a DM); a DM's top level is the channel alone. */
+/**
+ * `C123:1700000000.000100`, a thread as one id: the adapter's own memory of the threads it answers in, and
+ * a thread's chat id before the one thread rule (`formerly`; entries journaled then still name it).
+ */
 export const threadChatId = (channel: string, threadTs: string): string => `${channel}:${threadTs}`;
 
-/** Where a chat id points on Slack: the conversation, and the thread to reply in (none for a DM's top level). */
+/** Where a chat id points on Slack: the conversation, and the thread (a former `C123:<ts>` chat id holds one). */
 export function conversationOf(chatId: string): { channel: string; threadTs?: string } {
   const at = chatId.indexOf(":");
   return at < 0 ? { channel: chatId } : { channel: chatId.slice(0, at), threadTs: chatId.slice(at + 1) };
 }
 
 /** The Slack place a reply to `target` goes: its conversation and thread. */
-export const placeOf = (target: Pick<ChatTarget, "chatId">) => conversationOf(target.chatId);
+export function placeOf(target: Pick<ChatTarget, "chatId" | "threadId">): { channel: string; threadTs?: string } {
+  const { channel, threadTs } = conversationOf(target.chatId);
+  const thread = target.threadId ?? threadTs;
+  return thread === undefined ? { channel } : { channel, threadTs: thread };
+}
+
+/** One thread (or a chat's top level) as one key: the adapter's per-thread order and memory. */
+export const placeKeyOf = (m: Pick<InboundMessage, "chatId" | "threadId">): string =>
+  m.threadId === undefined ? m.chatId : threadChatId(m.chatId, m.threadId);
+
+/**
+ * A Slack message's chat and thread by the one thread rule (vocabulary/conversation.ts), and how the
+ * shape before it named them (`formerly`). `ts`: the message's own (a top-level channel message roots a thread).
+ */
+export function threadOf(
+  channel: string,
+  direct: boolean,
+  threadTs: string | undefined,
+  ts: string,
+): Pick<InboundMessage, "chatId" | "threadId" | "startsThread" | "formerly"> {
+  if (direct)
+    return threadTs === undefined
+      ? { chatId: channel }
+      : { chatId: channel, threadId: threadTs, formerly: { chatId: threadChatId(channel, threadTs), threadId: threadTs } };
+  const root = threadTs ?? ts;
+  return { chatId: channel, threadId: root, ...(root === ts ? { startsThread: true } : {}), formerly: { chatId: threadChatId(channel, root) } };
+}
 
 const isDirect = (event: SlackMessageEvent): boolean => event.channel_type === "im" || (event.channel?.startsWith("D") ?? false);
 
@@ -151,13 +182,12 @@ export function translateMessage(event: SlackMessageEvent, context: TranslateCon
   const channel = event.channel ?? "";
   const ts = event.ts ?? "";
   const direct = isDirect(event);
-  // A DM's thread (an assistant thread) is a chat of its own, as a channel's thread is; the DM's top level is the channel.
-  const chatId = direct && event.thread_ts === undefined ? channel : threadChatId(channel, event.thread_ts ?? ts);
+  const thread = threadOf(channel, direct, event.thread_ts, ts);
   const name = event.user_profile?.display_name || event.user_profile?.real_name;
   const message: InboundMessage = {
     platform: "slack",
     accountId: context.accountId,
-    chatId,
+    ...thread,
     chatType: direct ? "direct" : "group",
     userId: event.user ?? "",
     ...(name ? { userName: name } : {}),
@@ -165,14 +195,7 @@ export function translateMessage(event: SlackMessageEvent, context: TranslateCon
     text: plainText(event.text ?? "", context.bot),
     sentAt: Math.round(Number(ts) * 1000),
   };
-  // A direct chat's session is the person's, whatever the chat id: the thread, as a topic, makes the assistant thread's its own.
-  if (direct && event.thread_ts !== undefined) message.threadId = event.thread_ts;
-  if (!direct) {
-    message.groupAliases = [channel];
-    message.mentioned = mentionsBot(event, context.bot) || (context.inActiveThread?.(chatId) ?? false);
-    // A top-level message starts a thread (its session) of its own: its group context is the channel's top-level talk.
-    if (event.thread_ts === undefined || event.thread_ts === ts) message.contextChatId = channel;
-  }
+  if (!direct) message.mentioned = mentionsBot(event, context.bot) || (context.inActiveThread?.(placeKeyOf(message)) ?? false);
   return { kind: "accept", message, files: event.files ?? [] };
 }
 
@@ -192,7 +215,7 @@ export function translateSlashCommand(command: SlackSlashCommand, context: Pick<
     accountId: context.accountId,
     chatId: command.channel_id,
     chatType: direct ? "direct" : "group",
-    ...(direct ? {} : { groupAliases: [command.channel_id], mentioned: true }),
+    ...(direct ? {} : { mentioned: true }),
     userId: command.user_id,
     ...(command.user_name ? { userName: command.user_name } : {}),
     messageId: `cmd-${command.trigger_id}`,

@@ -14,6 +14,7 @@ import type { AdapterDeps, ChatAdapter } from "../../vocabulary/adapter.js";
 import { redactSecrets } from "../../vocabulary/redact.js";
 import type { SlackChannelConfig } from "./config.js";
 import { slackButtons } from "./buttons.js";
+import { placeKeyOf } from "./inbound.js";
 import { SlackConnection } from "./connection.js";
 import { SlackHandOver } from "./hand-over.js";
 import { createSlackOutbound, renderText, SLACK_FILE_LIMITS, SLACK_LIMITS } from "./outbound.js";
@@ -56,7 +57,7 @@ export function createSlackAdapter(config: SlackChannelConfig, deps: AdapterDeps
     botToken: config.botToken,
     attachmentTimeoutMs,
     // A channel thread the bot took a message in: a follow-up there needs no new mention.
-    onAccepted: (message) => (message.chatType === "group" ? threads.add(message.chatId) : undefined),
+    onAccepted: (message) => (message.chatType === "group" ? threads.add(placeKeyOf(message)) : undefined),
   });
   const connection = new SlackConnection({
     config,

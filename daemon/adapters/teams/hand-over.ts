@@ -9,7 +9,7 @@ import { createSerialQueue } from "../../helpers/retry.js";
 import type { AcceptOutcome, InboundMessage, InboundSink } from "../../vocabulary/adapter.js";
 import { handOver } from "../hand-over.js";
 import { type TeamsFilesDeps, teamsFiles } from "./files.js";
-import type { TeamsFile } from "./inbound.js";
+import { conversationIdOf, type TeamsFile } from "./inbound.js";
 
 export class TeamsHandOver {
   readonly #deps: TeamsFilesDeps;
@@ -22,7 +22,7 @@ export class TeamsHandOver {
 
   /** Queues `message` behind its chat's earlier ones; undefined: nothing to hand over. Rejects when the core could not take it. */
   take(sink: InboundSink, message: InboundMessage, files: readonly TeamsFile[]): Promise<AcceptOutcome | undefined> {
-    return this.#chains.run(message.chatId, () => handOver(sink, message, files, teamsFiles(this.#deps, message.messageId)));
+    return this.#chains.run(conversationIdOf(message), () => handOver(sink, message, files, teamsFiles(this.#deps, message.messageId)));
   }
 
   /** Resolves once every message taken so far has reached the core. */

@@ -1,9 +1,11 @@
 /**
  * Pure translation of a Bot Framework activity from Teams into the core's
  * InboundMessage: no I/O. Ids stay Teams' own: a personal chat, a group chat
- * and a channel's reply chain are each a conversation id (a channel post's
- * chain is `<channel>;messageid=<root>`, its own session, with the channel
- * and the team in `groupAliases`). A message in a group chat or channel is
+ * and a channel are each a conversation id. By the one thread rule
+ * (vocabulary/conversation.ts) a channel post's reply chain (conversation
+ * `<channel>;messageid=<root>`) is the channel's thread `<root>`, its own
+ * session, with the team in `groupAliases`; before it the chain was a chat of
+ * its own (`formerly`, so its stored session moves). A message in a group chat or channel is
  * `mentioned` when it @mentions the bot (an entity naming the recipient); the
  * mention's `<at>...</at>` text is taken out.
  */
@@ -93,7 +95,7 @@ export function translateMessage(activity: TeamsActivity, accountId: string): Tr
   const message: InboundMessage = {
     platform: "teams",
     accountId,
-    chatId: conversation.id,
+    ...placeOf(conversation.id),
     chatType,
     userId: from.aadObjectId ?? from.id,
     ...(from.aadObjectId && from.aadObjectId !== from.id ? { userAliases: [from.id] } : {}),
@@ -105,16 +107,30 @@ export function translateMessage(activity: TeamsActivity, accountId: string): Tr
     ...(mentioned !== undefined ? { mentioned: mentioned || tap.success } : {}),
     ...(tap.success ? { answers: { questionId: tap.data.bridgeQuestion } } : {}),
   };
+  // A channel post roots its own reply chain (its id is the chain's): its group context is the channel's top level.
+  if (message.threadId === id) message.startsThread = true;
   const aliases = groupAliasesOf(activity);
   if (chatType === "group" && aliases.length > 0) message.groupAliases = aliases;
   return { message, files: tap.success ? [] : filesOf(activity) };
 }
 
-/** A channel reply chain belongs to its channel, and the channel to its team. */
+const CHAIN = ";messageid=";
+
+/** A conversation id as the chat and thread: a channel's reply chain is the channel's thread (its root message's id). */
+export function placeOf(conversationId: string): Pick<InboundMessage, "chatId" | "threadId" | "formerly"> {
+  const at = conversationId.indexOf(CHAIN);
+  if (at < 0) return { chatId: conversationId };
+  return { chatId: conversationId.slice(0, at), threadId: conversationId.slice(at + CHAIN.length), formerly: { chatId: conversationId } };
+}
+
+/** The conversation id a target's messages go to (`placeOf` the other way). */
+export const conversationIdOf = (target: { chatId: string; threadId?: string | undefined }): string =>
+  target.threadId === undefined ? target.chatId : `${target.chatId}${CHAIN}${target.threadId}`;
+
+/** The channel belongs to its team (and Teams' channel id, where it differs from the conversation's). */
 function groupAliasesOf(activity: TeamsActivity): string[] {
-  const id = activity.conversation?.id ?? "";
-  const base = id.split(";messageid=")[0] ?? id;
-  const aliases = [base, activity.channelData?.channel?.id, activity.channelData?.team?.id].filter((a): a is string => !!a && a !== id);
+  const { chatId } = placeOf(activity.conversation?.id ?? "");
+  const aliases = [activity.channelData?.channel?.id, activity.channelData?.team?.id].filter((a): a is string => !!a && a !== chatId);
   return [...new Set(aliases)];
 }
 

@@ -16,7 +16,7 @@ import type { Logger } from "pino";
 import { type ButtonQuestion, type ChatTarget, type OutboundFile, SendError, type SendReceipt, type TextFormat } from "../../vocabulary/adapter.js";
 import type { ConversationRefs } from "./conversation-refs.js";
 import { FILE_INFO_CARD, type FileConsentValue, type FileOffers, inlineImage, upload } from "./file-consent.js";
-import type { ConversationReference } from "./inbound.js";
+import { type ConversationReference, conversationIdOf } from "./inbound.js";
 import { streamablePart } from "../streamable.js";
 import { INFORMATIVE_MAX, type OpenStream, streamInfo, type TeamsStreams } from "./streams.js";
 import type { TokenSource } from "./token.js";
@@ -39,7 +39,7 @@ export interface TeamsOutboundDeps {
 export function createTeamsOutbound(deps: TeamsOutboundDeps) {
   const streams = deps.streams;
   async function client(target: ChatTarget): Promise<{ client: ConnectorClient; ref: ConversationReference }> {
-    const ref = deps.refs.get(target.chatId);
+    const ref = deps.refs.get(conversationIdOf(target));
     if (!ref) throw new SendError("no conversation reference for this chat (no activity came from it yet)", { permanent: true });
     const token = deps.tokens ? await deps.tokens.token() : "";
     return { client: ConnectorClient.createClientWithToken(ref.serviceUrl, token), ref };

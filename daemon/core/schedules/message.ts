@@ -18,6 +18,7 @@ export function scheduledMessage(schedule: ScheduleConfig, platform: string, slo
     platform,
     accountId: schedule.channel,
     chatId: schedule.chatId,
+    ...(schedule.threadId !== undefined ? { threadId: schedule.threadId } : {}),
     chatType: schedule.chatType,
     userId: schedule.userId ?? schedule.chatId,
     userName: `schedule ${schedule.id}`,

@@ -9,7 +9,9 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { platforms } from "../../../daemon/adapters/registry.js";
-import { chunksFor } from "../../../daemon/core/delivery.js";
+import { chunksFor, targetOf as coreTargetOf } from "../../../daemon/core/delivery.js";
+import { contextKeyOf, listedSettingsId } from "../../../daemon/vocabulary/conversation.js";
+import { chatKeyOf } from "../../../daemon/vocabulary/keys.js";
 import { sessionBaseFor } from "../../../daemon/core/routing.js";
 import { CAPABILITY_NAMES, SendError, type ChatTarget, type InboundMessage, type InboundSink } from "../../../daemon/vocabulary/adapter.js";
 import { admitUpTo } from "../../fakes/sink.js";
@@ -145,7 +147,7 @@ describe.each(harnessed)("the adapter contract: %s", (type, features) => {
     await shows(h, message.chatId, "hello back, group");
   });
 
-  where("thread")("keeps a thread a conversation of its own under its group's settings, and answers into it (threads)", async () => {
+  where("thread")("keeps a thread a conversation of its own under its group's settings, and answers into it (the one thread rule)", async () => {
     const { sink, accepted } = recordingSink();
     const h = await started(sink);
     if (!h.thread || !h.group) throw new Error("declared threads, has none");
@@ -155,12 +157,24 @@ describe.each(harnessed)("the adapter contract: %s", (type, features) => {
     const inThread = await arrived(accepted, "in the thread");
     expect(inThread).toMatchObject({ platform: type, chatType: "group" });
     expect(inThread.mentioned).not.toBe(false);
-    // Its own session, whichever way the platform marks it (a thread id, a chat of its own).
+    // One shape (vocabulary/conversation.ts): the thread is a threadId within the group's own chat; the
+    // group's top level has none, unless the message roots a thread of its own (startsThread).
+    expect(inThread.chatId).toBe(inGroup.chatId);
+    expect(inThread.threadId).toMatch(/\S/);
+    expect(inThread.startsThread).toBeUndefined();
+    expect(inGroup.threadId === undefined || inGroup.startsThread === true, "the group's top level has no thread of its own").toBe(true);
+    // Its own session, group context and bookkeeping.
     expect(sessionBaseFor(inThread, "group")).not.toBe(sessionBaseFor(inGroup, "group"));
-    // The group's settings reach it: the ids its settings are looked up by include one of the group's.
-    const settingsIds = (m: InboundMessage) => [m.chatId, ...(m.groupAliases ?? [])];
-    expect(settingsIds(inThread).filter((id) => settingsIds(inGroup).includes(id))).not.toEqual([]);
-    await h.adapter.send(targetOf(inThread), "answered in the thread", { format: "plain" });
+    expect(contextKeyOf(inThread)).not.toBe(contextKeyOf(inGroup));
+    expect(chatKeyOf(inThread)).not.toBe(chatKeyOf(inGroup));
+    // The group's settings reach it: the config's entry for the group is the one found for the thread.
+    expect(listedSettingsId(inThread, { [inGroup.chatId]: {} })).toBe(inGroup.chatId);
+    // A second message of the thread is the same conversation.
+    await h.thread.say("again in the thread");
+    const again = await arrived(accepted, "again in the thread");
+    expect([again.chatId, again.threadId, sessionBaseFor(again, "group")]).toEqual([inThread.chatId, inThread.threadId, sessionBaseFor(inThread, "group")]);
+    // The reply goes where the core's one reply place says: into the thread.
+    await h.adapter.send(coreTargetOf(inThread), "answered in the thread", { format: "plain" });
     await vi.waitFor(() => expect(h.thread?.shown()).toContain("answered in the thread"));
   });
 

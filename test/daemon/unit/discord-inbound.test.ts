@@ -102,9 +102,12 @@ describe("translateMessage", () => {
     });
   });
 
-  it("names a thread's parent channel, then the guild, as group aliases, and says whether the bot was addressed", () => {
+  it("makes a thread its parent channel's thread, the guild the group alias, and says whether the bot was addressed", () => {
     const inThread = view({ channelId: "99", parentChannelId: "11", guildId: "20", content: "<@&555> status?", mentionedRoleIds: ["555"] });
-    expect(translate(inThread)).toMatchObject({ chatId: "99", chatType: "group", groupAliases: ["11", "20"], text: "status?", mentioned: true });
+    expect(translate(inThread)).toMatchObject({ chatId: "11", threadId: "99", chatType: "group", groupAliases: ["20"], text: "status?", mentioned: true });
+    // Before the one thread rule the thread was a chat of its own: its stored session moves from there.
+    expect(translate(inThread)?.formerly).toEqual({ chatId: "99" });
+    expect(translate(view({ content: "just chatting" }))?.threadId).toBeUndefined();
     expect(translate(view({ content: "just chatting" }))).toMatchObject({ chatType: "group", groupAliases: ["20"], mentioned: false });
     expect(translate(view({ content: "thanks", repliedUserId: "900" }))).toMatchObject({ mentioned: true });
   });

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../../daemon/config/load.js";
 import { scheduleSchema } from "../../../daemon/config/schedules.js";
 import { ownSessionBase, scheduledMessage, scheduleIdOf } from "../../../daemon/core/schedules/message.js";
+import { sessionBaseFor } from "../../../daemon/core/routing.js";
 import { cronOf, decide, MAX_COUNTED, nextSlot } from "../../../daemon/core/schedules/slots.js";
 import { targetOf } from "../../../daemon/core/delivery.js";
 
@@ -62,6 +63,14 @@ describe("a firing as a message", () => {
     expect(scheduleIdOf({ messageId: "12345" })).toBeUndefined();
     expect(targetOf(message).replyToMessageId).toBeUndefined();
     expect(ownSessionBase("telegram.tg.dm.5001", "inbox")).toBe("telegram.tg.dm.5001.schedule.inbox");
+  });
+
+  it("speaks in a thread of the chat where it names one: the thread's conversation, answered into it", () => {
+    const inTopic = scheduleSchema.parse({ ...schedule, chatId: "-1005555", chatType: "group", threadId: "7", userId: "5001" });
+    const message = scheduledMessage(inTopic, "telegram", at("2026-11-25T08:00:00Z"));
+    expect(message).toMatchObject({ chatId: "-1005555", threadId: "7" });
+    expect(sessionBaseFor(message, "group")).toBe("telegram.tg.group.-1005555.topic.7");
+    expect(targetOf(message)).toMatchObject({ chatId: "-1005555", threadId: "7" });
   });
 });
 

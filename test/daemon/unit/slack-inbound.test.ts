@@ -6,7 +6,7 @@
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { missingScopes, scopesNeeded, slackChannelSchema, slackReactionName } from "../../../daemon/adapters/slack/config.js";
-import { conversationOf, translateMessage, translateSlashCommand, type SlackMessageEvent } from "../../../daemon/adapters/slack/inbound.js";
+import { conversationOf, placeOf, translateMessage, translateSlashCommand, type SlackMessageEvent } from "../../../daemon/adapters/slack/inbound.js";
 import { markdownToMrkdwn } from "../../../daemon/adapters/slack/mrkdwn.js";
 import { streamablePart } from "../../../daemon/adapters/streamable.js";
 import { SIGNATURE_WINDOW_MS, verifySlackRequest } from "../../../daemon/adapters/slack/signature.js";
@@ -40,12 +40,13 @@ describe("translateMessage", () => {
     expect(d.message.sentAt).toBe(1_700_000_000_000);
   });
 
-  it("makes a DM in a thread (an assistant thread, as @slack/bolt's Assistant reads it) that thread's chat and topic", () => {
+  it("makes a DM in a thread (an assistant thread, as @slack/bolt's Assistant reads it) a thread of the DM", () => {
     const d = translateMessage(dm({ ts: "1700000005.000500", thread_ts: "1700000000.000100", text: "in the pane" }), ctx);
     if (d.kind !== "accept") throw new Error("a turn");
-    expect(d.message).toMatchObject({ chatId: "D1:1700000000.000100", chatType: "direct", threadId: "1700000000.000100", messageId: "1700000005.000500" });
+    expect(d.message).toMatchObject({ chatId: "D1", chatType: "direct", threadId: "1700000000.000100", messageId: "1700000005.000500" });
+    expect(d.message.formerly).toEqual({ chatId: "D1:1700000000.000100", threadId: "1700000000.000100" });
     expect(d.message.groupAliases).toBeUndefined();
-    expect(conversationOf(d.message.chatId)).toEqual({ channel: "D1", threadTs: "1700000000.000100" });
+    expect(placeOf(d.message)).toEqual({ channel: "D1", threadTs: "1700000000.000100" });
     // The top level of the DM keeps its chat and has no topic.
     const top = translateMessage(dm(), ctx);
     if (top.kind !== "accept") throw new Error("a turn");
@@ -57,9 +58,14 @@ describe("translateMessage", () => {
     const top = translateMessage({ type: "app_mention", user: "U1", text: "<@U0BOT> help me", ts: "1700000001.000200", channel: "C1" }, ctx);
     const reply = translateMessage(dm({ channel: "C1", channel_type: "channel", ts: "1700000009.000300", thread_ts: "1700000001.000200", text: "more" }), ctx);
     if (top.kind !== "accept" || reply.kind !== "accept") throw new Error("both are turns");
-    expect(top.message).toMatchObject({ chatId: "C1:1700000001.000200", chatType: "group", groupAliases: ["C1"], mentioned: true, text: "help me" });
-    expect(reply.message).toMatchObject({ chatId: "C1:1700000001.000200", mentioned: false });
-    expect(conversationOf(top.message.chatId)).toEqual({ channel: "C1", threadTs: "1700000001.000200" });
+    expect(top.message).toMatchObject({ chatId: "C1", threadId: "1700000001.000200", startsThread: true, chatType: "group", mentioned: true, text: "help me" });
+    expect(reply.message).toMatchObject({ chatId: "C1", threadId: "1700000001.000200", mentioned: false });
+    expect(reply.message.startsThread).toBeUndefined();
+    // How the shape before the one thread rule named it: its stored session moves from there.
+    expect(top.message.formerly).toEqual({ chatId: "C1:1700000001.000200" });
+    expect(placeOf(top.message)).toEqual({ channel: "C1", threadTs: "1700000001.000200" });
+    // An entry journaled before the upgrade still names the thread in its chat id.
+    expect(placeOf({ chatId: "C1:1700000001.000200" })).toEqual({ channel: "C1", threadTs: "1700000001.000200" });
     expect(conversationOf("D1")).toEqual({ channel: "D1" });
   });
 
@@ -124,7 +130,6 @@ describe("translateSlashCommand", () => {
     expect(translateSlashCommand({ ...command, channel_id: "C1", text: "/status" }, ctx, 1_000)).toMatchObject({
       chatId: "C1",
       chatType: "group",
-      groupAliases: ["C1"],
       mentioned: true,
       text: "/status",
     });

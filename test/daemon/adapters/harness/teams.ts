@@ -61,7 +61,7 @@ export const harness: HarnessFactory = async () => {
       say: (text) => void fake.say(text, { conversationType: "channel", conversationId: THREAD }),
       shown: () => fake.messages(THREAD).map((m) => m.text),
     },
-    shown: (chatId) => fake.messages(chatId).map((m) => m.text),
+    shown: (chatId) => fake.chatMessages(chatId).map((m) => m.text),
     // A file the chat shows: a file card (after the person's consent) or an inline image.
     files: (chatId) =>
       fake.messages(chatId).flatMap((m) =>

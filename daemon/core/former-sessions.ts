@@ -1,0 +1,61 @@
+/**
+ * The lazy move of a conversation stored under its name from before the one
+ * thread rule (vocabulary/conversation.ts). A Discord thread's session was
+ * keyed by the thread's channel alone, which does not say its parent, so no
+ * stored key can be renamed offline; the message does say both. So when a
+ * message arrives whose session has nothing stored and whose former session
+ * (`InboundMessage.formerly`) has, that state (its chain's last response, its
+ * service session, its generation, an open question) is written under the
+ * new key: one write, atomic on the file journal and on PostgreSQL, and done
+ * once, since the new key is no longer empty afterwards. The former record is
+ * left as it was (nothing reads it again).
+ *
+ * While an entry journaled before the upgrade is still pending under the
+ * former key (its first message too, with no state yet), the message joins
+ * it there instead, so the two run in one order and the chain is not forked;
+ * the move happens with a message after they are answered.
+ */
+import type { InboundMessage } from "../vocabulary/adapter.js";
+import { formerConversationOf } from "../vocabulary/conversation.js";
+import { sessionKeyOf } from "../vocabulary/keys.js";
+import type { SessionState, StoredRoute } from "../vocabulary/records.js";
+import type { Store } from "../vocabulary/store.js";
+import { sessionBaseFor } from "./routing.js";
+import type { RouteScope } from "../config/schema.js";
+
+/** A state nothing was ever stored in (what `Store.session` answers for an unknown key). */
+const isBlank = (s: SessionState): boolean => s.generation === 0 && s.lastResponseId === undefined && s.sessionId === undefined && s.question === undefined;
+
+export type CarryOver =
+  /** Nothing to do: no former name, the new key has a session already, or the former one has none. */
+  | { kind: "none" }
+  /** The former session was copied to the route's key. */
+  | { kind: "moved"; from: string; to: string }
+  /** Entries of the former session are still pending: the message goes there (this route). */
+  | { kind: "joined"; route: StoredRoute };
+
+/**
+ * Moves the former session of `message` to `route`'s, or routes the message
+ * to the former one while it has pending entries. `route` is the resolved
+ * one (a linked person's base is never a thread's: nothing to carry).
+ */
+export async function carryOverFormerSession(
+  store: Pick<Store, "session" | "setSession" | "pending">,
+  message: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId" | "threadId" | "formerly">,
+  route: StoredRoute & { scope: RouteScope },
+): Promise<CarryOver> {
+  const former = formerConversationOf(message);
+  if (!former) return { kind: "none" };
+  const fromBase = sessionBaseFor(former, route.scope);
+  if (fromBase === route.sessionBase) return { kind: "none" };
+  const to = sessionKeyOf(route);
+  if (!isBlank(store.session(to))) return { kind: "none" };
+  const fromRoute = { ...route, sessionBase: fromBase };
+  // Before its state: a first message journaled before the upgrade has none yet, and the next must still follow it.
+  if (store.pending().some((e) => e.route.instanceId === route.instanceId && e.route.sessionBase === fromBase)) return { kind: "joined", route: fromRoute };
+  const from = sessionKeyOf(fromRoute);
+  const state = store.session(from);
+  if (isBlank(state)) return { kind: "none" };
+  await store.setSession(to, state);
+  return { kind: "moved", from, to };
+}

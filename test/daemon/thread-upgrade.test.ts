@@ -1,0 +1,191 @@
+/**
+ * The upgrade to the one thread rule loses no one's conversation. A data
+ * directory (the file journal) or a PostgreSQL database holds a thread's
+ * session under the key the daemon before the rule gave it: Telegram topics
+ * (unchanged), Discord threads (the thread's channel as the chat), Slack
+ * threads (`<channel>:<ts>` as the chat). Those keys come from that daemon's
+ * own code (test/fixtures/threads-before/keys.json, made by make.mjs from the
+ * old tree), never hand-written here. The session state is a real chain: its
+ * first turn is answered by the emulator before the upgrade. After it, the
+ * thread's next message, translated by today's code, continues that chain:
+ * the fake model's `!recall` answers with the first turn's words, and the
+ * reply goes back into the thread. The move happens once: a second message
+ * finds the session under its new key.
+ */
+import { readFileSync } from "node:fs";
+import pg from "pg";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { z } from "zod";
+import { translateMessage as discordMessage } from "../../daemon/adapters/discord/inbound.js";
+import { translateMessage as slackMessage } from "../../daemon/adapters/slack/inbound.js";
+import { translateMessage as telegramMessage } from "../../daemon/adapters/telegram/inbound.js";
+import { stateSchema } from "../../daemon/config/schema.js";
+import { effectiveScope, sessionBaseFor } from "../../daemon/core/routing.js";
+import { createDaemon } from "../../daemon/daemon.js";
+import { migrate } from "../../daemon/state/postgres/migrations.js";
+import { openStore } from "../../daemon/state/store.js";
+import type { ChatAdapter, ChatTarget, InboundMessage, InboundSink } from "../../daemon/vocabulary/adapter.js";
+import { accountKeyOf } from "../../daemon/vocabulary/keys.js";
+import { createServiceClient } from "../../shared/client/index.js";
+import { systemClock } from "../../shared/clock.js";
+import { seededRandom } from "../../shared/random.js";
+import { startServiceFixture } from "../helpers/bridge.js";
+import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { lacks } from "../helpers/system-programs.js";
+import { waitUntil } from "../helpers/wait.js";
+
+const Case = z.object({
+  platform: z.enum(["telegram", "discord", "slack"]),
+  accountId: z.string(),
+  first: z.unknown(),
+  followUp: z.unknown(),
+  before: z.object({ message: z.object({ chatId: z.string() }).loose(), sessionBase: z.string(), chatKey: z.string() }),
+});
+const fixture = z
+  .object({ madeBy: z.string(), cases: z.array(Case) })
+  .parse(JSON.parse(readFileSync(new URL("../fixtures/threads-before/keys.json", import.meta.url), "utf8")));
+type Case = z.infer<typeof Case>;
+
+/** Today's translation of a raw platform message of the fixture (the raw shapes are the platforms' own). */
+function translateNow(c: Case, raw: unknown): InboundMessage {
+  const message =
+    c.platform === "telegram"
+      ? telegramMessage(raw as Parameters<typeof telegramMessage>[0], { id: 900, username: "bridge_bot" }, c.accountId)
+      : c.platform === "discord"
+        ? discordMessage(raw as Parameters<typeof discordMessage>[0], {
+            accountId: c.accountId,
+            bot: { id: "1500000000000000900", name: "bridge", roleIds: [] },
+          })
+        : (() => {
+            const d = slackMessage(raw as Parameters<typeof slackMessage>[0], { accountId: c.accountId, bot: { userId: "U0BOT0001", name: "bridge" } });
+            return d.kind === "accept" ? d.message : undefined;
+          })();
+  if (!message) throw new Error(`${c.platform}: today's code takes no message from the fixture`);
+  return message;
+}
+
+const CHANNELS = {
+  telegram: { type: "telegram", id: "tg", token: "987654321:ZZZyyyXXXwwwVVVuuuTTTsssRRRqqqPPPoo" },
+  discord: { type: "discord", id: "dc", token: "MTUwMDAwMDAwMDAwMDAwMDkwMA.GAbCdE.upgrade-test-token-not-real-000000000" },
+  slack: { type: "slack", id: "sl", botToken: "xoxb-1111-2222-upgradeTestToken", signingSecret: "upgradeTestSigningSecret0123456789" },
+} as const;
+
+/** The adapter of the account: hands the test's messages to the daemon and keeps what it sends. */
+function recordingAdapter(platform: string, accountId: string) {
+  const sent: { target: ChatTarget; text: string }[] = [];
+  let sink: InboundSink | undefined;
+  const adapter: ChatAdapter = {
+    platform,
+    accountId,
+    limits: { maxMessageLength: 4000, typingRefreshMs: 0 },
+    redelivers: false,
+    async start(s) {
+      sink = s;
+    },
+    async stop() {},
+    measure: (text) => text.length,
+    async send(target, text) {
+      sent.push({ target, text });
+    },
+    async sendTyping() {},
+  };
+  const accept = (message: InboundMessage) => {
+    if (!sink) throw new Error("not started");
+    return sink.accept(message);
+  };
+  return { adapter, sent, accept };
+}
+
+let server: TestPostgres | undefined;
+const noPostgres = lacks("postgres", import.meta.url);
+beforeAll(async () => {
+  if (!noPostgres) server = await startTestPostgres();
+}, 60_000);
+afterAll(() => server?.close());
+
+/** Where the old session is written before the daemon starts, and the state section that reads it. */
+type Backend = (c: Case, dataDir: string, key: string, state: object) => Promise<{ state?: z.input<typeof stateSchema> }>;
+
+const fileBackend: Backend = async (_c, dataDir, key, state) => {
+  const store = await openStore({ dataDir, clock: systemClock });
+  // The journal's session record has not changed with the rule: only the key it is written under did.
+  await store.setSession(key as Parameters<typeof store.setSession>[0], { generation: 0, ...state });
+  await store.close();
+  return {};
+};
+
+const postgresBackend: Backend = async (c, _dataDir, key, state) => {
+  if (!server) throw new Error("no PostgreSQL");
+  const url = await server.createDatabase("threads");
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  onTestFinished(() => pool.end());
+  await migrate(pool);
+  // The row as the daemon before the rule wrote it: the session key, the account's unit, the state.
+  await pool.query("INSERT INTO session (base, unit, state) VALUES ($1, $2, $3)", [
+    key,
+    accountKeyOf(c.platform, c.accountId),
+    JSON.stringify({ generation: 0, ...state }),
+  ]);
+  return { state: { kind: "postgres", url, nodeId: "upgraded", leaseTtlMs: 3_000, pollMs: 100 } };
+};
+
+async function upgradeContinues(c: Case, backend: Backend): Promise<void> {
+  const service = await startServiceFixture("thread-upgrade-");
+  const base = service.configFor({ ...CHANNELS[c.platform], access: { mode: "open" } });
+  // Before the upgrade: a real first turn, in the service session the old daemon would have used.
+  const client = createServiceClient({ baseUrl: service.baseUrl, apiKey: base.service.apiKey });
+  const first = await client.createSessionResponse({
+    instance_id: service.instanceId,
+    session_id: c.before.sessionBase,
+    body: { model: base.service.defaultModel, input: "the word is plum" },
+  });
+  const oldKey = `${service.instanceId} ${c.before.sessionBase}`;
+  const { state } = await backend(c, service.dataDir, oldKey, { lastResponseId: first.id, sessionId: c.before.sessionBase });
+
+  const { adapter, sent, accept } = recordingAdapter(c.platform, c.accountId);
+  const daemon = createDaemon({
+    config: { ...base, ...(state ? { state: stateSchema.parse(state) } : {}) },
+    adapters: [adapter],
+    logger: pino({ level: "silent" }),
+    random: seededRandom(3),
+  });
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
+  await daemon.start();
+
+  const next = translateNow(c, c.followUp);
+  expect(next.text).toBe("!recall");
+  await waitUntil(async () => (await accept(next)).status === "accepted", "the follow-up taken (once the account is held)");
+  const reply = await waitUntil(() => sent.find((s) => s.text.includes("plum")), "the recalled first turn");
+  // The thread the message came from is where the answer goes.
+  expect(reply.target).toMatchObject({ chatId: next.chatId, threadId: next.threadId });
+
+  // Once: the session lives under the new key now, so the next message continues from there.
+  const newBase = sessionBaseFor(next, effectiveScope(undefined, next));
+  if (c.platform !== "telegram") expect(newBase).not.toBe(c.before.sessionBase);
+  const again = translateNow(c, { ...(c.followUp as object), ...idOf(c, "again") });
+  await waitUntil(async () => (await accept(again)).status === "accepted", "a second follow-up taken");
+  await waitUntil(() => sent.filter((s) => s.text.includes("plum")).length === 2, "the chain recalled again");
+}
+
+/** A raw message's own id, changed (a second message of the thread). */
+const idOf = (c: Case, suffix: string): object =>
+  c.platform === "telegram" ? { message_id: 103 } : c.platform === "discord" ? { id: `1600000000000000003` } : { ts: `1700000019.000${suffix.length}00` };
+
+describe("a thread's conversation after the upgrade to the one thread rule", () => {
+  for (const c of fixture.cases) {
+    it(`continues a ${c.platform} thread stored by the daemon before it (file journal)`, { timeout: 30_000 }, () => upgradeContinues(c, fileBackend));
+    it.skipIf(noPostgres)(`continues a ${c.platform} thread stored by the daemon before it (PostgreSQL)`, { timeout: 30_000 }, () =>
+      upgradeContinues(c, postgresBackend),
+    );
+  }
+
+  it("reads fixtures made by the daemon before the rule, in the shapes it had", () => {
+    const [telegram, discord, slack] = fixture.cases;
+    expect(fixture.madeBy).toBe("1029eb6");
+    expect(telegram?.before.sessionBase).toBe("telegram.tg.group.-1005555.topic.7");
+    // A Discord thread was a chat of its own; a Slack thread a chat "<channel>:<ts>".
+    expect(discord?.before.message.chatId).toBe("1300000000000000077");
+    expect(slack?.before.message.chatId).toBe("C0CHANNEL1:1700000001.000200");
+  });
+});
