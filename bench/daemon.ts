@@ -108,12 +108,15 @@ export async function closedLoops(chats: number, perChat: number, turn: (chat: n
 
 /**
  * Starts the compiled command and resolves with the child once `ready` matches its stdout.
- * BENCH_EMULATOR_PROFILE=DIR writes an emulator's CPU profile there (`--cpu-prof`).
+ * BENCH_EMULATOR_PROFILE=DIR writes an emulator's CPU profile there (`--cpu-prof`);
+ * BENCH_EMULATOR_BIN=PATH runs another build's emulator (`dist/bin/agent-bridge.js`), for a before/after.
  */
 export function startChild(args: string[], ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
-  const dir = args[0] === "emulator" ? process.env.BENCH_EMULATOR_PROFILE : undefined;
+  const emulator = args[0] === "emulator";
+  const dir = emulator ? process.env.BENCH_EMULATOR_PROFILE : undefined;
   const profile = dir ? ["--cpu-prof", "--cpu-prof-dir", dir] : [];
-  const child = spawn(process.execPath, [...profile, BIN, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const bin = (emulator && process.env.BENCH_EMULATOR_BIN) || BIN;
+  const child = spawn(process.execPath, [...profile, bin, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
   return new Promise((resolve, reject) => {
