@@ -33,8 +33,9 @@ class PairSide extends Duplex {
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    if (this.peer.destroyed) return callback();
-    if (this.peer.push(chunk)) callback();
+    // Written after the other side closed: refused, as TCP answers EPIPE.
+    if (this.peer.destroyed) callback(Object.assign(new Error("write EPIPE"), { code: "EPIPE" }));
+    else if (this.peer.push(chunk)) callback();
     else this.#held = () => callback();
   }
 
