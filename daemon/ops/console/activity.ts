@@ -108,6 +108,7 @@ export class ActivityFeed {
     this.#clock = clock;
   }
 
+  /** Turn events are built only while someone listens (the console's stream): three objects a turn otherwise made for nobody. */
   subscribe(listener: (event: ActivityEvent) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
@@ -147,7 +148,15 @@ export class ActivityFeed {
       });
       if (chat.turns.length > TURNS_PER_CHAT) chat.turns.shift();
     }
-    this.emit({ type: "accepted", at: this.#clock.now(), chat: chatRefOf(entry.message), instance: entry.route.instanceId, entry: entry.id, kind: entry.kind });
+    if (this.#listeners.size)
+      this.emit({
+        type: "accepted",
+        at: this.#clock.now(),
+        chat: chatRefOf(entry.message),
+        instance: entry.route.instanceId,
+        entry: entry.id,
+        kind: entry.kind,
+      });
   }
 
   /** A turn's reply is known (journaled before it is sent). Messages merged into the turn join its text. */
@@ -164,7 +173,8 @@ export class ActivityFeed {
       }
     }
     const latencyMs = Math.max(0, this.#clock.now() - lead.acceptedAt);
-    this.emit({ type: "replied", at: this.#clock.now(), chat: chatRefOf(lead.message), instance: lead.route.instanceId, entry: lead.id, latencyMs });
+    if (this.#listeners.size)
+      this.emit({ type: "replied", at: this.#clock.now(), chat: chatRefOf(lead.message), instance: lead.route.instanceId, entry: lead.id, latencyMs });
   }
 
   /** Entries were completed (delivered, or given up): a turn's latency counts once, for its leader. */
@@ -183,7 +193,8 @@ export class ActivityFeed {
       if (this.#latencies.length > LATENCY_WINDOW) this.#latencies.shift();
       this.#plot(this.#history.turnsPerMinute, now, this.turnsPerMinute());
       this.#plot(this.#history.latencyMs, now, latencyMs);
-      this.emit({ type: "delivered", at: now, chat: chatRefOf(entry.message), instance: entry.route.instanceId, entry: entry.id, latencyMs });
+      if (this.#listeners.size)
+        this.emit({ type: "delivered", at: now, chat: chatRefOf(entry.message), instance: entry.route.instanceId, entry: entry.id, latencyMs });
     }
   }
 
