@@ -4,7 +4,7 @@
  * turn, the turns that waited a whole second or more (first turns apart), the emulator's CPU
  * over the run, and the kernel's TCP counters around it (`nstat`, machine-wide: dropped
  * handshakes, SYN and data retransmits, timeouts), to tell a timer's wait from work
- * (docs/architecture.md, "Whole-second waits: work, not a timer").
+ * (docs/architecture.md, "Whole-second waits: the gateway hop now in process").
  *
  * `BENCH_CHATS`, `BENCH_TURNS`; `BENCH_EACH_POOL=N`: the chats share one pool of N connections
  * instead (what a client can do: excess turns queue in the client, first in first out);

@@ -13,6 +13,11 @@
  * direct client's 200 cold connects on a loaded machine could stall a chat for seconds: its p99
  * and so its turns/s, set by the slowest chat, measured connection setup, not turns).
  *
+ * At 200 chats the comparison runs in interleaved rounds (BENCH_DAEMON_ROUNDS, default 3): each
+ * round times the direct client and the daemon (and, with BENCH_DAEMON_BASELINE, another build's
+ * daemon) on the same emulator, the order turning from round to round; the per-round ratios and
+ * their median are printed, with the load average beside each.
+ *
  * At 200 chats the daemon runs a second time with its state on PostgreSQL (a throwaway local
  * server on the same cores): goal 0.8x of the file journal's throughput. Then the failover time
  * of two nodes on one database (kill -9 of the owner to the first reply from the next), median
@@ -23,7 +28,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent } from "undici";
 import { createServiceClient } from "../shared/client/index.js";
@@ -108,12 +113,15 @@ export async function closedLoops(chats: number, perChat: number, turn: (chat: n
 
 /**
  * Starts the compiled command and resolves with the child once `ready` matches its stdout.
- * BENCH_EMULATOR_PROFILE=DIR writes an emulator's CPU profile there (`--cpu-prof`).
+ * BENCH_EMULATOR_PROFILE=DIR writes an emulator's CPU profile there (`--cpu-prof`);
+ * BENCH_EMULATOR_BIN=PATH runs another build's emulator (`dist/bin/agent-bridge.js`), for a before/after.
  */
 export function startChild(args: string[], ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
-  const dir = args[0] === "emulator" ? process.env.BENCH_EMULATOR_PROFILE : undefined;
+  const emulator = args[0] === "emulator";
+  const dir = emulator ? process.env.BENCH_EMULATOR_PROFILE : undefined;
   const profile = dir ? ["--cpu-prof", "--cpu-prof-dir", dir] : [];
-  const child = spawn(process.execPath, [...profile, BIN, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const bin = (emulator && process.env.BENCH_EMULATOR_BIN) || BIN;
+  const child = spawn(process.execPath, [...profile, bin, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
   return new Promise((resolve, reject) => {
@@ -136,8 +144,13 @@ export function stopChild(child: ChildProcess): Promise<void> {
 }
 
 const ONE_PROCESS = process.env.BENCH_ONE_PROCESS === "1";
-/** BENCH_DAEMON_BASELINE=PATH: another build's `dist/bin/agent-bridge.js`, run on the same load after this one (before it with BENCH_DAEMON_BASELINE_FIRST=1): a same-run before/after. */
+/** BENCH_DAEMON_BASELINE=PATH: another build's `dist/bin/agent-bridge.js`, run on the same load in each round: a same-run before/after. */
 const BASELINE = process.env.BENCH_DAEMON_BASELINE;
+/** Rounds at 200 chats: direct, daemon (and baseline) in each, in turning order; the median ratio is the result. */
+const ROUNDS = Number(process.env.BENCH_DAEMON_ROUNDS ?? 3);
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
+/** The machine's load average when a line is printed: the numbers mean little above the number of cores. */
+const loadNote = () => `   [load ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} cores]`;
 
 /** The emulator in a process of its own that also runs the daemon when told (bench/one-process.ts). */
 async function startOneProcess(): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
@@ -202,50 +215,91 @@ export async function benchDaemon(): Promise<void> {
     };
     // The warm-up is every chat's first turn on a cold connection: reported, not counted in the run.
     const first = await closedLoops(chats, 1, directTurn);
-    const emulatorCpuBefore = await cpuMs(emulator.child.pid);
-    const ownCpuDirect = process.cpuUsage();
-    const poolBefore = { ...pool };
-    const direct = await closedLoops(chats, messages, directTurn);
-    const ownCpuDirectUsed = process.cpuUsage(ownCpuDirect);
-    const poolDuring = `connections opened ${pool.connects - poolBefore.connects}, closed idle ${pool.idleClosed - poolBefore.idleClosed}, closed otherwise ${pool.otherClosed - poolBefore.otherClosed}`;
-
-    const emulatorCpuDirect = await cpuMs(emulator.child.pid);
     const line = (name: string, r: Result) =>
       `  ${name.padEnd(30)} ${r.turnsPerSecond.toFixed(0).padStart(6)} turns/s   p50 ${r.p50.toFixed(1).padStart(7)} ms   p99 ${r.p99.toFixed(1).padStart(7)} ms   >= 1 s: ${r.slow.total} (${r.slow.first} first of the run)`;
     const turns = chats * messages;
-    const perTurn = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? "?" : ((b - a) / turns).toFixed(2));
+    const perTurn = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? Number.NaN : (b - a) / turns);
     const own = (used: NodeJS.CpuUsage) => ((used.user + used.system) / 1000 / turns).toFixed(2);
 
-    // With a baseline build, BENCH_DAEMON_BASELINE_FIRST=1 runs it first (the second run meets a warmer emulator).
-    const baseFirst =
-      BASELINE && !ONE_PROCESS && process.env.BENCH_DAEMON_BASELINE_FIRST === "1" ? await relayed(chats, messages, { kind: "file" }, BASELINE) : undefined;
-    const through = await relayed(chats, messages, { kind: "file" });
-    console.log(
-      `${chats} chat${chats === 1 ? "" : "s"} x ${messages} messages${ONE_PROCESS ? " (the emulator and the daemon in one process: its CPU is both)" : ""}:`,
-    );
-    console.log(line("direct client", direct));
-    console.log(`  direct client during the run: ${poolDuring} (goal: none opened after the first turn)`);
-    if (chats > 1)
+    /** The direct client's closed loops, with the emulator's CPU and the pool's connections over them. */
+    const directRun = async (round: number) => {
+      // From the second round on, one untimed turn per chat first, as the daemon gets each round: the
+      // pool closed its connections while the daemon ran (30 s idle), and the run should open none.
+      if (round > 1) await closedLoops(chats, 1, directTurn);
+      const emulatorCpuBefore = await cpuMs(emulator.child.pid);
+      const ownCpu = process.cpuUsage();
+      const poolBefore = { ...pool };
+      const result = await closedLoops(chats, messages, directTurn);
+      const ownCpuUsed = process.cpuUsage(ownCpu);
+      const emulatorCpu = perTurn(emulatorCpuBefore, await cpuMs(emulator.child.pid));
+      const poolDuring = `connections opened ${pool.connects - poolBefore.connects}, closed idle ${pool.idleClosed - poolBefore.idleClosed}, closed otherwise ${pool.otherClosed - poolBefore.otherClosed}`;
+      return { result, ownCpuUsed, emulatorCpu, poolDuring };
+    };
+
+    // Interleaved rounds (BENCH_DAEMON_ROUNDS, default 3 at 200 chats): a neighbour's load moves the
+    // lines of a round alike, the order turns each round (the side that runs second meets a warmer
+    // emulator), and the ratios are taken per round and their median reported.
+    const rounds = chats > 1 ? ROUNDS : 1;
+    const ratios: number[] = [];
+    const p99Ratios: number[] = [];
+    const daemonCpus: number[] = [];
+    const baseRatios: number[] = [];
+    const baseCpus: number[] = [];
+    let lastRelayed: Awaited<ReturnType<typeof relayed>> | undefined;
+    for (let round = 1; round <= rounds; round++) {
+      const sides: ("direct" | "daemon" | "baseline")[] = ["direct", "daemon", ...(BASELINE && !ONE_PROCESS ? (["baseline"] as const) : [])];
+      const order = [...sides.slice((round - 1) % sides.length), ...sides.slice(0, (round - 1) % sides.length)];
+      let direct: Awaited<ReturnType<typeof directRun>> | undefined;
+      let through: Awaited<ReturnType<typeof relayed>> | undefined;
+      let base: Awaited<ReturnType<typeof relayed>> | undefined;
+      for (const side of order) {
+        if (side === "direct") direct = await directRun(round);
+        else if (side === "daemon") through = await relayed(chats, messages, { kind: "file" });
+        else base = await relayed(chats, messages, { kind: "file" }, BASELINE);
+      }
+      if (!direct || !through) throw new Error("a round lost a side");
+      lastRelayed = through;
       console.log(
-        `  first turn of ${chats} chats at once (cold connections): p50 ${first.p50.toFixed(1)} ms, p99 ${first.p99.toFixed(1)} ms = ${(first.p99 / direct.p50).toFixed(1)}x the run's p50 (goal <= 10x)`,
+        `${chats} chat${chats === 1 ? "" : "s"} x ${messages} messages${rounds > 1 ? `, round ${round} of ${rounds} (order: ${order.join(", ")})` : ""}${ONE_PROCESS ? " (the emulator and the daemon in one process: its CPU is both)" : ""}:`,
       );
-    console.log(line("through the daemon", through.result));
-    if (BASELINE && !ONE_PROCESS) {
-      // Another build of the daemon (another checkout's dist/bin/agent-bridge.js) on the same load, right after: a same-run before/after.
-      const base = baseFirst ?? (await relayed(chats, messages, { kind: "file" }, BASELINE));
-      console.log(line("through the baseline daemon", base.result));
+      console.log(line("direct client", direct.result));
+      console.log(`  direct client during the run: ${direct.poolDuring} (goal: none opened after the first turn)`);
+      if (chats > 1 && round === 1)
+        console.log(
+          `  first turn of ${chats} chats at once (cold connections): p50 ${first.p50.toFixed(1)} ms, p99 ${first.p99.toFixed(1)} ms = ${(first.p99 / direct.result.p50).toFixed(1)}x the run's p50 (goal <= 10x)`,
+        );
+      console.log(line("through the daemon", through.result));
+      const daemonCpu = perTurn(through.daemonCpu[0], through.daemonCpu[1]);
+      daemonCpus.push(daemonCpu);
+      if (base) {
+        // Another build of the daemon (another checkout's dist/bin/agent-bridge.js) on the same load: a same-run before/after.
+        console.log(line("through the baseline daemon", base.result));
+        const baseCpu = perTurn(base.daemonCpu[0], base.daemonCpu[1]);
+        baseCpus.push(baseCpu);
+        baseRatios.push(base.result.turnsPerSecond / direct.result.turnsPerSecond);
+        console.log(`  CPU per turn: daemon ${daemonCpu.toFixed(2)} ms, baseline daemon ${baseCpu.toFixed(2)} ms`);
+      }
       console.log(
-        `  CPU per turn: daemon ${perTurn(through.daemonCpu[0], through.daemonCpu[1])} ms, baseline daemon ${perTurn(base.daemonCpu[0], base.daemonCpu[1])} ms`,
+        `  CPU per turn: emulator ${direct.emulatorCpu.toFixed(2)} ms (direct), ${perTurn(through.emulatorCpu[0], through.emulatorCpu[1]).toFixed(2)} ms (relayed); daemon ${daemonCpu.toFixed(2)} ms`,
       );
+      // This process: the typed client on the direct side; the Bot API fake and the chats' driver on the relayed side.
+      console.log(`  CPU per turn of this process: ${own(direct.ownCpuUsed)} ms (direct client), ${own(through.ownCpu)} ms (Bot API fake and driver)`);
+      const ratio = through.result.turnsPerSecond / direct.result.turnsPerSecond;
+      const p99Ratio = through.result.p99 / direct.result.p99;
+      ratios.push(ratio);
+      p99Ratios.push(p99Ratio);
+      console.log(`  ratio: ${ratio.toFixed(2)}x throughput (goal >= 0.8x at 200 chats), p99 ${p99Ratio.toFixed(1)}x (goal <= 3x)${loadNote()}`);
     }
-    console.log(
-      `  CPU per turn: emulator ${perTurn(emulatorCpuBefore, emulatorCpuDirect)} ms (direct), ${perTurn(through.emulatorCpu[0], through.emulatorCpu[1])} ms (relayed); daemon ${perTurn(through.daemonCpu[0], through.daemonCpu[1])} ms`,
-    );
-    // This process: the typed client on the direct side; the Bot API fake and the chats' driver on the relayed side.
-    console.log(`  CPU per turn of this process: ${own(ownCpuDirectUsed)} ms (direct client), ${own(through.ownCpu)} ms (Bot API fake and driver)`);
-    console.log(
-      `  ratio: ${(through.result.turnsPerSecond / direct.turnsPerSecond).toFixed(2)}x throughput (goal >= 0.8x at 200 chats), p99 ${(through.result.p99 / direct.p99).toFixed(1)}x (goal <= 3x)`,
-    );
+    if (rounds > 1) {
+      console.log(
+        `${chats} chats, median of ${rounds} rounds: ${median(ratios).toFixed(2)}x throughput (per round ${ratios.map((r) => r.toFixed(2)).join(", ")}; goal >= 0.8x), p99 ${median(p99Ratios).toFixed(1)}x (goal <= 3x), daemon CPU ${median(daemonCpus).toFixed(2)} ms per turn`,
+      );
+      if (baseRatios.length)
+        console.log(
+          `  baseline daemon, median: ${median(baseRatios).toFixed(2)}x throughput (per round ${baseRatios.map((r) => r.toFixed(2)).join(", ")}), CPU ${median(baseCpus).toFixed(2)} ms per turn`,
+        );
+    }
+    const through = lastRelayed!;
     if (chats > 1 && process.env.BENCH_POSTGRES !== "0" && !ONE_PROCESS) {
       // The same load with the state on PostgreSQL (a throwaway local server, fsync on): one node of a bridge.
       const pgServer = await startTestPostgres();
@@ -256,7 +310,7 @@ export async function benchDaemon(): Promise<void> {
         const pgCpuAfter = await postgresCpuMs(pgServer);
         console.log(line("through the daemon, PostgreSQL", onPg.result));
         console.log(
-          `  CPU per turn: daemon ${perTurn(onPg.daemonCpu[0], onPg.daemonCpu[1])} ms, the PostgreSQL server ${perTurn(pgCpuBefore, pgCpuAfter)} ms (warm-up and start-up included)`,
+          `  CPU per turn: daemon ${perTurn(onPg.daemonCpu[0], onPg.daemonCpu[1]).toFixed(2)} ms, the PostgreSQL server ${perTurn(pgCpuBefore, pgCpuAfter).toFixed(2)} ms (warm-up and start-up included)`,
         );
         console.log(
           `  ratio: PostgreSQL ${(onPg.result.turnsPerSecond / through.result.turnsPerSecond).toFixed(2)}x the file journal's throughput (goal >= 0.8x), p99 ${(onPg.result.p99 / through.result.p99).toFixed(1)}x`,

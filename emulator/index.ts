@@ -20,6 +20,7 @@ import { sendError } from "./errors.js";
 import { createFaultRegistry } from "./faults.js";
 import { createGateway, type FakeGateway } from "./gateway/index.js";
 import { treeFileWriter } from "./gateway/media.js";
+import { inProcessConnector } from "./gateway/in-process.js";
 import { type ModelScriptInput, openScripts } from "./gateway/script/index.js";
 import { modelScriptHandlers } from "./routes/model-scripts.js";
 import { applyFixture, checkFixture, describeFixtureProblems, type FixtureInput, readFixtureFile } from "./seed/index.js";
@@ -230,6 +231,8 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
   await gateway.listen(0, options.gatewayHost ?? "127.0.0.1");
   // Remembered so instance views keep answering after the gateway is closed (tests close it on purpose).
   const gatewayBase = gateway.url;
+  /** The gateway's `host:port`: connections to it are made in process (refused once it is closed). */
+  const gatewayHost = new URL(gatewayBase).host;
 
   const requests = createRequestLog();
   const env: EmulatorEnv = {
@@ -242,7 +245,12 @@ export async function createEmulator(options: EmulatorOptions = {}): Promise<Emu
     faults,
     settings,
     workspaces: createWorkspaces(workspaceRoot),
-    gatewayDispatcher: new Agent({ keepAliveTimeout: 30_000, connections: 256 }),
+    // The hop to this emulator's own gateway is made in process (gateway/in-process.ts); an instance's gateway_override goes over TCP.
+    gatewayDispatcher: new Agent({
+      keepAliveTimeout: 30_000,
+      connections: 256,
+      connect: inProcessConnector(gatewayHost, () => gateway.connectInProcess()),
+    }),
     publicUrl: () => listener.linkBase(),
     gatewayUrlOf: (instance) => instance.gateway_override ?? `${gatewayBase}/instances/${encodeURIComponent(instance.id)}`,
     settle: (instance) => settleInstance(env, instance),

@@ -21,6 +21,8 @@ import { finalResponse, pacedDeltas, streamFrames, type Turn } from "./wire.js";
 import { withoutUndefined } from "../../shared/util/without-undefined.js";
 import { handleTranscription, isTranscriptionRequest } from "./transcription.js";
 import { LISTEN_BACKLOG } from "../../shared/listen.js";
+import type { Duplex } from "node:stream";
+import { duplexPair } from "./in-process.js";
 
 /** Names the script rule that answered a turn (percent-encoded). */
 export const RULE_HEADER = "x-emulator-model-rule";
@@ -132,6 +134,8 @@ class GatewayServer implements FakeGateway {
   readonly #sendStream: ReturnType<typeof createStreamSender>;
   /** The HTTP server; one per gateway, listening between listen() and close(). */
   readonly #server: Server;
+  /** Its in-process connections (connectInProcess), destroyed by close() as its TCP ones are. */
+  readonly #inProcess = new Set<Duplex>();
   /** Ids of output items, from the gateway's randomness (a seed repeats them). */
   readonly #newId: NewId = (prefix) => `${prefix}_${hex(this.#random, 16)}`;
 
@@ -375,6 +379,15 @@ class GatewayServer implements FakeGateway {
     return `${this.url}/instances/${encodeURIComponent(instanceId)}`;
   }
 
+  connectInProcess(): Duplex | undefined {
+    if (!this.#server.listening) return undefined;
+    const [client, server] = duplexPair();
+    this.#inProcess.add(server);
+    server.once("close", () => this.#inProcess.delete(server));
+    this.#server.emit("connection", server);
+    return client;
+  }
+
   forgetInstance(instanceId: string): void {
     this.#generations.set(instanceId, (this.#generations.get(instanceId) ?? 0) + 1);
     forget(this.#options.state(), instanceId);
@@ -387,6 +400,7 @@ class GatewayServer implements FakeGateway {
     this.#closed = true;
     this.#baseUrl = null;
     const server = this.#server;
+    for (const socket of this.#inProcess) socket.destroy();
     if (!server.listening) return Promise.resolve();
     return new Promise<void>((resolve) => {
       server.close(() => resolve());

@@ -1,3 +1,4 @@
+import type { Duplex } from "node:stream";
 import type { Clock } from "../../shared/clock.js";
 import type { Random } from "../../shared/random.js";
 import type { GatewayState, StoredResponse } from "../store/state.js";
@@ -58,6 +59,11 @@ export interface FakeGateway {
   urlFor(instanceId: string): string;
   /** Drops every response and session head of the instance (instance deleted). */
   forgetInstance(instanceId: string): void;
+  /**
+   * A connection to this gateway in process (gateway/in-process.ts), served as one accepted over
+   * TCP; undefined when it is not listening. The emulator's own hop to its gateway uses it.
+   */
+  connectInProcess(): Duplex | undefined;
   /** Stops listening and destroys open sockets, hanging ones included. */
   close(): Promise<void>;
 }

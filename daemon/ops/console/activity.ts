@@ -90,8 +90,13 @@ export class ActivityFeed {
   readonly #chats = new BoundedMap<ChatKey, ChatRecord>(MAX_CHATS);
   /** Every listener gets every event in order; removed by the function `subscribe` returns. */
   readonly #listeners = new Set<(event: ActivityEvent) => void>();
-  /** When each turn of the last minute was delivered, oldest first. */
+  /**
+   * When each turn of the last minute was delivered, oldest first from `#deliveredStart`: a queue,
+   * so dropping the old is a step of an index, not a copy of the minute's times on every delivery
+   * (at hundreds of turns a second that copy was a tenth of the relay's CPU).
+   */
   #deliveredTimes: number[] = [];
+  #deliveredStart = 0;
   /** The latest delivery latencies (ms), oldest first; at most LATENCY_WINDOW. */
   #latencies: number[] = [];
   /** The overview's plots: a point per delivered turn (turns per minute, latency) and per queue move (depth over every instance). */
@@ -103,6 +108,7 @@ export class ActivityFeed {
     this.#clock = clock;
   }
 
+  /** Turn events are built only while someone listens (the console's stream): three objects a turn otherwise made for nobody. */
   subscribe(listener: (event: ActivityEvent) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
@@ -142,7 +148,15 @@ export class ActivityFeed {
       });
       if (chat.turns.length > TURNS_PER_CHAT) chat.turns.shift();
     }
-    this.emit({ type: "accepted", at: this.#clock.now(), chat: chatRefOf(entry.message), instance: entry.route.instanceId, entry: entry.id, kind: entry.kind });
+    if (this.#listeners.size)
+      this.emit({
+        type: "accepted",
+        at: this.#clock.now(),
+        chat: chatRefOf(entry.message),
+        instance: entry.route.instanceId,
+        entry: entry.id,
+        kind: entry.kind,
+      });
   }
 
   /** A turn's reply is known (journaled before it is sent). Messages merged into the turn join its text. */
@@ -159,7 +173,8 @@ export class ActivityFeed {
       }
     }
     const latencyMs = Math.max(0, this.#clock.now() - lead.acceptedAt);
-    this.emit({ type: "replied", at: this.#clock.now(), chat: chatRefOf(lead.message), instance: lead.route.instanceId, entry: lead.id, latencyMs });
+    if (this.#listeners.size)
+      this.emit({ type: "replied", at: this.#clock.now(), chat: chatRefOf(lead.message), instance: lead.route.instanceId, entry: lead.id, latencyMs });
   }
 
   /** Entries were completed (delivered, or given up): a turn's latency counts once, for its leader. */
@@ -178,15 +193,24 @@ export class ActivityFeed {
       if (this.#latencies.length > LATENCY_WINDOW) this.#latencies.shift();
       this.#plot(this.#history.turnsPerMinute, now, this.turnsPerMinute());
       this.#plot(this.#history.latencyMs, now, latencyMs);
-      this.emit({ type: "delivered", at: now, chat: chatRefOf(entry.message), instance: entry.route.instanceId, entry: entry.id, latencyMs });
+      if (this.#listeners.size)
+        this.emit({ type: "delivered", at: now, chat: chatRefOf(entry.message), instance: entry.route.instanceId, entry: entry.id, latencyMs });
     }
   }
 
   /** Turns delivered in the last minute. */
   turnsPerMinute(): number {
     const since = this.#clock.now() - MINUTE;
-    this.#deliveredTimes = this.#deliveredTimes.filter((t) => t > since);
-    return this.#deliveredTimes.length;
+    const times = this.#deliveredTimes;
+    let start = this.#deliveredStart;
+    while (start < times.length && times[start]! <= since) start++;
+    // The dropped head is let go once it is most of the array.
+    if (start > 1024 && start * 2 > times.length) {
+      this.#deliveredTimes = times.slice(start);
+      start = 0;
+    }
+    this.#deliveredStart = start;
+    return this.#deliveredTimes.length - start;
   }
 
   /** The median of the latest delivery latencies, or undefined before the first. */

@@ -84,6 +84,23 @@ describe("the console's activity feed", () => {
     expect(JSON.stringify(events)).not.toContain("secret");
   });
 
+  it("counts turns per minute exactly over thousands of deliveries, as old ones leave the minute", () => {
+    const clock = createManualClock(1_000_000);
+    const feed = new ActivityFeed(clock);
+    // 3,000 turns, one every 40 ms (two minutes): the minute before the last holds the 1,499 sent after its start.
+    for (let i = 0; i < 3_000; i++) {
+      const e = entry(`c${i % 50}`, "hi", clock.now());
+      feed.accepted(e);
+      feed.completed([e]);
+      clock.advance(40);
+    }
+    expect(feed.turnsPerMinute()).toBe(1_499);
+    clock.advance(30_000);
+    expect(feed.turnsPerMinute()).toBe(749);
+    clock.advance(30_000);
+    expect(feed.turnsPerMinute()).toBe(0);
+  });
+
   it("plots the last hour: a point per delivered turn (turns per minute, latency) and per queue move (depth over every instance)", () => {
     const clock = createManualClock(1_000_000);
     const feed = new ActivityFeed(clock);
