@@ -139,7 +139,7 @@ it("a direct channel opened while the socket was gone is found by the catch-up (
 
 it("a 429 is a retryable SendError that waits Retry-After; the next try goes through", async () => {
   const target = { platform: "mattermost", accountId: "mm", chatId: DM, chatType: "direct" as const };
-  fake.limitRequests(1, 1);
+  fake.limitRequests(1, 1, 10, "POST /api/v4/posts");
   const refused = await adapter.send(target, "too soon", { format: "markdown" }).catch((e: unknown) => e);
   expect(refused).toBeInstanceOf(SendError);
   expect(refused).toMatchObject({ permanent: false, status: 429, retryAfterMs: 1000 });

@@ -150,7 +150,7 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
   let deafToPings = false;
   /** While set, file downloads wait for it (a slow file store): a test can stop the bot between an event and its journal. */
   let fileHold: { arrived: number; released: Promise<void> } | null = null;
-  let rate: { limit: number; remaining: number; resetSeconds: number; refuse: number } | null = null;
+  let rate: { limit: number; remaining: number; resetSeconds: number; refuse: number; only?: string } | null = null;
   const socketLog: { connection_id: string; sequence_number: string; resumed: boolean }[] = [];
 
   const newId = (): string => randomBytes(13).toString("hex").slice(0, 26);
@@ -272,9 +272,9 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
   }
 
   /** app/ratelimit.go: the headers on every answer while limiting is on; 429 with Retry-After over the limit. */
-  function rateLimited(res: ServerResponse): boolean {
+  function rateLimited(res: ServerResponse, call: string): boolean {
     if (!rate) return false;
-    if (rate.refuse > 0) {
+    if (rate.refuse > 0 && (rate.only === undefined || rate.only === call)) {
       rate.refuse--;
       res.setHeader("X-RateLimit-Limit", String(rate.limit));
       res.setHeader("X-RateLimit-Remaining", "0");
@@ -299,7 +299,7 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
     if (tokenOf(req.headers.authorization) !== options.token) {
       return appError(res, 401, "api.context.session_expired.app_error", "Invalid or expired session, please login again.");
     }
-    if (rateLimited(res)) return;
+    if (rateLimited(res, `${method} ${path}`)) return;
     const body = await readBody(req);
     const route = path.slice("/api/v4".length);
     /** The route's captures when `method` and `pattern` match it. */
@@ -589,9 +589,13 @@ export async function createFakeMattermost(options: FakeMattermostOptions) {
         },
       };
     },
-    /** Turns rate limiting on: the next `refuse` requests get 429 with `Retry-After: resetSeconds`. */
-    limitRequests(refuse: number, resetSeconds = 1, limit = 10): void {
-      rate = { limit, remaining: limit, resetSeconds, refuse };
+    /**
+     * Turns rate limiting on: the next `refuse` requests get 429 with `Retry-After: resetSeconds`;
+     * with `only` ("POST /api/v4/posts"), the next `refuse` of those, so a background call of the
+     * adapter (a catch-up, typing) cannot take the refusal a test aims at one call.
+     */
+    limitRequests(refuse: number, resetSeconds = 1, limit = 10, only?: string): void {
+      rate = { limit, remaining: limit, resetSeconds, refuse, ...(only === undefined ? {} : { only }) };
     },
     async close(): Promise<void> {
       for (const client of wss.clients) client.terminate();
