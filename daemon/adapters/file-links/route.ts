@@ -9,14 +9,13 @@
  * and a wrong guess learns nothing. The name segment is for the person who
  * downloads (it is not checked).
  */
-import { createReadStream } from "node:fs";
 import { pipeline } from "node:stream/promises";
 import type { Clock } from "../../../shared/clock.js";
 import type { PrefixRoute } from "../webhook.js";
-import type { FileLinkStore } from "./store.js";
+import type { FileStore } from "../../vocabulary/file-store.js";
 
 /** `store`: the channel's store once it is open (undefined before: every request is 404). */
-export function fileRoute(prefix: string, store: () => FileLinkStore | undefined, clock: Clock): PrefixRoute {
+export function fileRoute(prefix: string, store: () => FileStore | undefined, clock: Clock): PrefixRoute {
   return {
     prefix,
     async serve(req, res, rest) {
@@ -25,7 +24,7 @@ export function fileRoute(prefix: string, store: () => FileLinkStore | undefined
       const found = token === undefined ? undefined : await store()?.find(token);
       if (!found) return void res.writeHead(404, { "cache-control": "no-store" }).end();
       if (method !== "GET" && method !== "HEAD") return void res.writeHead(405, { allow: "GET, HEAD" }).end();
-      const { meta, path } = found;
+      const { meta } = found;
       const headers: Record<string, string> = {
         "content-type": meta.mimeType,
         "content-disposition": dispositionOf(meta.fileName, meta.mimeType),
@@ -45,7 +44,7 @@ export function fileRoute(prefix: string, store: () => FileLinkStore | undefined
         ...(range ? { "content-range": `bytes ${start}-${end}/${meta.size}` } : {}),
       });
       if (method === "HEAD" || length === 0) return void res.end();
-      await pipeline(createReadStream(path, { start, end }), res).catch(() => {
+      await pipeline(found.read(start, end), res).catch(() => {
         // The platform went away mid-file: nothing to answer any more.
         res.destroy();
       });
