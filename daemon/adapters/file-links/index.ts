@@ -98,7 +98,9 @@ export interface ServedFiles {
 }
 
 /** The route of a channel's links on a node that may not own it; undefined without `public_base_url`. */
-export function servedFilesOf(deps: Omit<FileLinksDeps, "config" | "dataDir"> & { config: FileLinksConfig; backend: FileStoreBackend }): ServedFiles | undefined {
+export function servedFilesOf(
+  deps: Omit<FileLinksDeps, "config" | "dataDir"> & { config: FileLinksConfig; backend: FileStoreBackend },
+): ServedFiles | undefined {
   const { public_base_url } = deps.config;
   if (public_base_url === undefined) return undefined;
   const full = { ...deps, dataDir: "", config: { ...deps.config, public_base_url } };

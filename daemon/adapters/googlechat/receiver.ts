@@ -15,7 +15,9 @@ import { createCertCache } from "./verify.js";
 
 export async function startGoogleChatReceiver(config: GoogleChatChannelConfig, deps: ReceiverDeps): Promise<Receiver> {
   const log = deps.logger.child({ adapter: "googlechat", accountId: config.id, role: "receiver" });
-  const files = deps.fileStores && servedFilesOf({ config: config.file_links, backend: deps.fileStores, platform: "googlechat", accountId: config.id, clock: deps.clock, log });
+  const files =
+    deps.fileStores &&
+    servedFilesOf({ config: config.file_links, backend: deps.fileStores, platform: "googlechat", accountId: config.id, clock: deps.clock, log });
   await files?.open();
   const endpoint = await listenForChat({
     config,

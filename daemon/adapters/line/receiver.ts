@@ -34,7 +34,8 @@ export async function startLineReceiver(config: LineChannelConfig, deps: Receive
       return "retry";
     }
   };
-  const files = deps.fileStores && servedFilesOf({ config: config.file_links, backend: deps.fileStores, platform: "line", accountId: config.id, clock: deps.clock, log });
+  const files =
+    deps.fileStores && servedFilesOf({ config: config.file_links, backend: deps.fileStores, platform: "line", accountId: config.id, clock: deps.clock, log });
   await files?.open();
   const endpoint = await listenWebhook({
     ...config.http,

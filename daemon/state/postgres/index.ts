@@ -162,8 +162,7 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
       };
     },
     linkBook: (fencedBy) => createPgLinkBook({ pool, fencedBy }),
-    fileStores: (fencedBy) =>
-      pgFileStores({ pool, fencedBy, clock: deps.clock ?? monotonicClock, ...(deps.onError ? { onError: deps.onError } : {}) }),
+    fileStores: (fencedBy) => pgFileStores({ pool, fencedBy, clock: deps.clock ?? monotonicClock, ...(deps.onError ? { onError: deps.onError } : {}) }),
     holdSession: (key, signal) => holdSharedSession(pool, deps.clock ?? monotonicClock, key, options.leaseTtlMs / 3000, signal),
     openUnit: (lease) => openUnitState({ pool, lease, maxAttachmentBytes: options.maxAttachmentBytes, ...(deps.random ? { random: deps.random } : {}) }),
     async close() {
