@@ -64,8 +64,9 @@ export function pgFileStores(deps: PgFileStoreDeps): FileStoreBackend {
     return key;
   };
   return {
+    // The key is read at the first put: a node that only serves links never needs it.
     async open(options) {
-      const store = new PgFileStore(deps, options, await sharedKey());
+      const store = new PgFileStore(deps, options, sharedKey);
       if (options.sweeps) store.startSweeping();
       return store;
     },
@@ -85,11 +86,11 @@ class PgFileStore implements FileStore {
   readonly #deps: PgFileStoreDeps;
   readonly #o: FileStoreOptions;
   readonly #unit: string;
-  readonly #key: Buffer;
+  readonly #key: () => Promise<Buffer>;
   #timer: Timer | undefined;
   #closed = false;
 
-  constructor(deps: PgFileStoreDeps, options: FileStoreOptions, key: Buffer) {
+  constructor(deps: PgFileStoreDeps, options: FileStoreOptions, key: () => Promise<Buffer>) {
     this.#deps = deps;
     this.#o = options;
     this.#unit = accountKeyOf(options.platform, options.accountId);
@@ -100,7 +101,9 @@ class PgFileStore implements FileStore {
     const size = file.data.length;
     if (size > this.#o.maxTotalBytes) throw new Error(`a file of ${size} bytes is larger than file_links.max_total_mb`);
     const digest = createHash("sha256").update(file.data).digest("hex");
-    const token = createHmac("sha256", this.#key).update(`${purpose}\u0000${digest}`).digest("base64url");
+    const token = createHmac("sha256", await this.#key())
+      .update(`${purpose}\u0000${digest}`)
+      .digest("base64url");
     const id = idOf(token);
     const expiresAt = await this.#deps.fencedBy(this.#unit, "file link", async (client) => {
       const kept = await client.query(
