@@ -7,13 +7,18 @@
  * byte range and HEAD; after a kill -9 of the owner the survivor still serves
  * the link; once the link's expiry has passed (on the database's clock) it is
  * 404 on every node. The tokens' HMAC key is one row every node shares and
- * appears in no log.
+ * appears in no log. LINE likewise: its media fetcher (https only, the
+ * certificate verified) reaches the other node through the test's TLS proxy,
+ * the stand-in for the load balancer.
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { expect, it, onTestFailed, onTestFinished } from "vitest";
 import { createFakeGoogleChat } from "../../fakes/googlechat.js";
+import { createFakeLine } from "../../fakes/line.js";
+import { TEST_TLS_CERT } from "../../fakes/tls-test-cert.js";
+import { startTlsProxy } from "../../helpers/tls-proxy.js";
 import { startTestPostgres } from "../../helpers/postgres.js";
 import { lacks } from "../../helpers/system-programs.js";
 import { waitUntil } from "../../helpers/wait.js";
@@ -158,5 +163,108 @@ it.skipIf(noPostgres)(
     const key = keys[0]?.key ?? Buffer.alloc(0);
     for (const c of children.values())
       for (const form of [key.toString("hex"), key.toString("base64"), key.toString("base64url")]) expect(`${c.out()}${c.err()}`).not.toContain(form);
+  },
+);
+
+const LINE_TOKEN = "clusterLineChannelAccessTokenThatMustStaySecret0123456789abcdef==";
+const LINE_SECRET = "00112233445566778899aabbccddeeff";
+const ALICE = `U${"7".repeat(32)}`;
+
+it.skipIf(noPostgres)(
+  "LINE fetches the owner's image over TLS through the other node, and through the survivor after a kill -9",
+  { timeout: 90_000 },
+  async () => {
+    const pgServer = await startTestPostgres();
+    onTestFinished(() => pgServer.close());
+    const dbUrl = await pgServer.createDatabase("filelinksline");
+    const service = await startService({ permissions: ["interact", "files"] });
+    onTestFinished(() => service.close());
+    // The load balancer in front of the nodes: TLS ends here, and it forwards to whichever node the test says.
+    let behind = "";
+    const tls = await startTlsProxy(() => behind);
+    onTestFinished(() => tls.close());
+    const fake = await createFakeLine({ channelAccessToken: LINE_TOKEN, channelSecret: LINE_SECRET, trustedCa: TEST_TLS_CERT });
+    onTestFinished(() => fake.close());
+    const db = new pg.Pool({ connectionString: dbUrl, max: 1 });
+    onTestFinished(() => db.end());
+    const dir = tempDir();
+    onTestFinished(dir.remove);
+    const children = new Map<string, DaemonChild>();
+    onTestFailed(() => {
+      for (const [name, c] of children) process.stderr.write(`--- node ${name}\n${c.out()}${c.err()}\n`);
+    });
+    onTestFinished(async () => {
+      for (const c of children.values()) c.kill();
+      await Promise.all([...children.values()].map((c) => c.exited));
+    });
+    const node = (name: string): DaemonChild => {
+      mkdirSync(join(dir.path, name), { recursive: true });
+      const { configFile } = writeDaemonConfig(join(dir.path, name), {
+        service: { baseUrl: service.url },
+        apiKey: service.key,
+        instance: service.instanceIds[0] ?? "",
+        channels: [
+          {
+            type: "line",
+            id: "ln",
+            channel_access_token: LINE_TOKEN,
+            channel_secret: LINE_SECRET,
+            api: fake.apiBase,
+            data_api: fake.apiBase,
+            http: { port: 0 },
+            file_links: { public_base_url: `${tls.url}/line/files` },
+            access: { users: [ALICE] },
+          },
+        ],
+        extra: { logLevel: "info", state: { kind: "postgres", url: dbUrl, nodeId: name, leaseTtlMs: 2_000, pollMs: 200 } },
+      });
+      const child = startDaemonProcess(configFile);
+      children.set(name, child);
+      return child;
+    };
+    const lineEndpointOf = (child: DaemonChild): string | undefined =>
+      [...`${child.out()}${child.err()}`.matchAll(/"url":"(http:\/\/127\.0\.0\.1:\d+)\/line\/webhook"/g)].map((m) => m[1] ?? "").at(-1);
+    const holder = async (not?: string): Promise<string> => {
+      let found = "";
+      await waitUntil(
+        async () => {
+          const { rows } = await db.query("SELECT holder FROM lease WHERE unit = 'line:ln' AND expires_at > clock_timestamp()");
+          found = (rows[0] as { holder: string | null } | undefined)?.holder ?? "";
+          return found !== "" && found !== not;
+        },
+        "an owner of line:ln",
+        30_000,
+        50,
+      );
+      return found;
+    };
+
+    const a = node("a");
+    await a.waitFor((o) => o.includes("daemon started"), "a started");
+    const first = await holder();
+    const b = node("b");
+    await b.waitFor((o) => o.includes("daemon started"), "b started");
+    const [owning, other] = first === "a" ? [a, b] : [b, a];
+    await waitUntil(() => lineEndpointOf(other), "the other node's endpoint");
+    behind = lineEndpointOf(other) ?? "";
+    fake.setWebhookUrl(`${behind}/line/webhook`);
+
+    await fake.say({ userId: ALICE }, "!file chart.png");
+    await waitUntil(() => fake.messages(ALICE).some((m) => m.type === "image"), "the image message", 30_000);
+    const imageUrl = fake.messages(ALICE).find((m) => m.type === "image")?.url ?? "";
+    expect(imageUrl.startsWith(`${tls.url}/line/files/`)).toBe(true);
+    const image = await fake.fetchMedia(imageUrl);
+    expect(image.headers.get("content-type")).toBe("image/png");
+    const bytes = Buffer.from(await image.arrayBuffer());
+    expect(bytes.subarray(0, 4).toString("hex")).toBe(PNG_MAGIC);
+    const part = await fake.fetchMedia(imageUrl, { headers: { range: "bytes=0-7" } });
+    expect([part.status, Buffer.from(await part.arrayBuffer()).toString("hex")]).toEqual([206, bytes.subarray(0, 8).toString("hex")]);
+
+    owning.kill();
+    await owning.exited;
+    const again = await fake.fetchMedia(imageUrl);
+    expect(again.status).toBe(200);
+    expect(Buffer.from(await again.arrayBuffer()).toString("hex")).toBe(bytes.toString("hex"));
+    expect(await holder(first)).not.toBe(first);
   },
 );
