@@ -441,6 +441,7 @@ export class BridgeDaemon implements Daemon {
           logger: this.logger.child({ channel: channel.id, type: channel.type }),
           clock: this.#clock,
           keep: (key, body) => cluster.state.inbox.put(unit, key, body),
+          fileStores: cluster.store.fileStores,
         });
         if (receiver) this.#receivers.push(receiver);
       }
@@ -680,6 +681,7 @@ export class BridgeDaemon implements Daemon {
         stateFor: (c) => s.kv(adapterNamespaceOf(c.type, c.id)),
         credentialsFor: (c) => this.#cluster!.store.credentials(accountKeyOf(c.type, c.id)),
         inboxFor: (c) => this.#cluster!.store.inbox(accountKeyOf(c.type, c.id)),
+        fileStores: this.#cluster!.store.fileStores,
       }));
     // Lost while the adapter was built: it must not connect (another node may own the account
     // by now); the lease's end gives the account up, and this adapter never started.

@@ -8,6 +8,7 @@ import type { Readable, Writable } from "node:stream";
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
 import type { AdapterStateStore, ChatAdapter, CredentialStore, EventInbox } from "../vocabulary/adapter.js";
+import type { FileStoreBackend } from "../vocabulary/file-store.js";
 import type { FinalChannel, PlatformDeps } from "./platform.js";
 import { platforms } from "./registry.js";
 
@@ -27,6 +28,8 @@ export interface BuildAdapterDeps<C extends FinalChannel = FinalChannel> {
   credentialsFor?(channel: C): CredentialStore;
   /** Several machines: the events other nodes kept for the account. */
   inboxFor?(channel: C): EventInbox;
+  /** Several machines: the state backend's store of reply files served by link. */
+  fileStores?: FileStoreBackend;
   /** Counts a send of the channel's by kind (/metrics). */
   countSend?(channel: C, kind: string): void;
   /** Tests: builds the adapter instead of its platform (a fake socket, say), from the same deps. */
@@ -59,6 +62,7 @@ export async function buildAdapter<C extends FinalChannel>(config: AdapterSettin
     ...(deps.stdout ? { stdout: deps.stdout } : {}),
     ...(deps.credentialsFor ? { credentials: deps.credentialsFor(channel) } : {}),
     ...(deps.inboxFor ? { inbox: deps.inboxFor(channel) } : {}),
+    ...(deps.fileStores ? { fileStores: deps.fileStores } : {}),
     ...(deps.countSend ? { countSend: (kind: string) => deps.countSend?.(channel, kind) } : {}),
   };
   const adapter = deps.create?.(channel, platformDeps) ?? platforms.map((p) => p.create(channel, platformDeps)).find((a) => a !== undefined);

@@ -60,6 +60,8 @@ export interface ReceiverDeps {
   clock: import("../../shared/clock.js").Clock;
   /** Keeps one event for the account's owner (a repeated key is one event); resolves once it is durable. */
   keep(key: string, body: unknown): Promise<void>;
+  /** The state backend's store of reply files served by link: a channel's endpoint on every node serves its links. */
+  fileStores?: import("../vocabulary/file-store.js").FileStoreBackend;
 }
 
 /** A receiver every node runs for one channel, whoever owns the account. */

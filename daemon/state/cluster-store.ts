@@ -32,6 +32,7 @@ import type { HeldLease, PostgresState, UnitState } from "./postgres/index.js";
 import type { JournalEntry, SessionState, StoredAttachment } from "../vocabulary/records.js";
 import { DuplicateEntryError, LeaseLostError, StateWriteError } from "../vocabulary/state-errors.js";
 import type { Store } from "../vocabulary/store.js";
+import type { FileStoreBackend } from "../vocabulary/file-store.js";
 
 /** One platform account of the config: the unit `<platform>:<accountId>`. */
 export interface ClusterAccount {
@@ -50,6 +51,8 @@ export interface ClusterStore extends Store {
   units(): string[];
   /** The credentials of a unit this node holds (WhatsApp's linked device), fenced by its lease. */
   credentials(unit: string): CredentialStore;
+  /** Reply files served by link: any node serves them; writes are fenced by the file's account's lease. */
+  readonly fileStores: FileStoreBackend;
   /** The events kept for a unit this node holds (removal fenced by its lease). */
   inbox(unit: string): EventInbox;
 }
@@ -188,6 +191,7 @@ export function createClusterStore(deps: ClusterStoreDeps): ClusterStore {
       if (hold) hold.state = value;
     },
     linkBook: state.linkBook((unit, operation, work) => write(unit, (u) => u.fenced(operation, work))),
+    fileStores: state.fileStores((unit, operation, work) => write(unit, (u) => u.fenced(operation, work))),
     async holdSession(key, account, signal) {
       // A session under one account is that account's owner's alone: the scheduler orders it.
       if (unitOfSession(key) !== undefined) return async () => {};

@@ -447,6 +447,11 @@ export interface AdapterDeps {
    */
   inbox?: EventInbox;
   /**
+   * Several machines: where reply files served by link are kept (the state backend, so any
+   * node serves them). Absent: on disk below `dataDir`.
+   */
+  fileStores?: import("./file-store.js").FileStoreBackend;
+  /**
    * Told of each send whose kind the operator should see counted (a platform whose answers
    * are free one way and counted against a quota the other: "reply", "push"): /metrics
    * counts it by platform, account and kind (`adapter_sends_total`). Absent: not counted.

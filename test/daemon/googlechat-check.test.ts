@@ -2,13 +2,21 @@
  * `agent-bridge check` for a Google Chat channel, against the fake Google
  * Chat: the service account key (from the environment or a file) traded for a
  * token at its token endpoint, the Chat API asked with it, and with
- * audience_type app-url the endpoint's health answer. The key never printed.
+ * audience_type app-url the endpoint's health answer; the file route reached
+ * through public_base_url (the operator's proxy, here a client that forwards
+ * bot.example.com to a server running the channel's real file route). The key
+ * never printed.
  */
 import { generateKeyPairSync } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { fileRoute } from "../../daemon/adapters/file-links/route.js";
 import { runCheckCommand } from "../../daemon/check/command.js";
+import { type HttpClient, undiciHttp } from "../../daemon/helpers/probe.js";
+import { systemClock } from "../../shared/clock.js";
 import { createFakeGoogleChat, type FakeGoogleChat } from "../fakes/googlechat.js";
 import { deadPort } from "../helpers/emulator.js";
 import { type Service, startService, tempDir } from "./daemon-harness.js";
@@ -19,12 +27,23 @@ let service: Service;
 let fake: FakeGoogleChat;
 let dir: { path: string; remove(): void };
 let count = 0;
+/** The bridge's file route behind the operator's proxy: `https://bot.example.com/...` is forwarded here. */
+let files: Server;
+let http: HttpClient = undiciHttp;
 
 beforeAll(async () => {
   [service, fake] = await Promise.all([startService(), createFakeGoogleChat({ audienceType: "project-number", audience: PROJECT })]);
   dir = tempDir();
 });
+beforeAll(async () => {
+  const route = fileRoute("/googlechat/files", () => undefined, systemClock);
+  files = createServer((req, res) => void route.serve(req, res, (req.url ?? "").slice(`${route.prefix}/`.length)));
+  await new Promise<void>((resolve) => files.listen(0, "127.0.0.1", resolve));
+  const local = `http://127.0.0.1:${(files.address() as AddressInfo).port}`;
+  http = (url, req) => undiciHttp(url.replace("https://bot.example.com", local), req);
+});
 afterAll(async () => {
+  await new Promise((resolve) => files.close(resolve));
   await Promise.all([service.close(), fake.close()]);
   dir.remove();
 });
@@ -52,7 +71,7 @@ async function check(channel: Record<string, unknown>, env: Record<string, strin
   };
   writeFileSync(file, JSON.stringify(config));
   const lines: string[] = [];
-  const code = await runCheckCommand({ configFile: file, env, out: (l) => lines.push(l), timeoutMs: 5_000 });
+  const code = await runCheckCommand({ configFile: file, env, out: (l) => lines.push(l), timeoutMs: 5_000, http });
   const line = lines.find((l) => l.includes("channel gc (googlechat)")) ?? "";
   return { code, line, printed: lines.join("\n") };
 }
@@ -63,6 +82,7 @@ it("passes a key Google accepts, from the environment, with the Chat API answeri
   const { code, line, printed } = await check({});
   expect(line).toMatch(/^ok {4}channel gc \(googlechat\): key accepted \(agent-bridge@fake-project\.iam\.gserviceaccount\.com\), Chat API answers/);
   expect(code).toBe(0);
+  expect(line).toContain("reply files served at https://bot.example.com/googlechat/files/… (reachable)");
   expect(printed).not.toContain(privateKeyLine(fake.serviceAccountKey));
 });
 

@@ -13,12 +13,13 @@
  */
 import { messagingApi } from "@line/bot-sdk";
 import pino from "pino";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { Agent, request } from "undici";
+import { afterAll, beforeAll, expect, it, onTestFinished } from "vitest";
 import { lineChannelSchema } from "../../daemon/adapters/line/config.js";
 import { mp4DurationMs } from "../../daemon/adapters/line/file-messages.js";
 import { createLineAdapter } from "../../daemon/adapters/line/index.js";
 import { linePlatform } from "../../daemon/adapters/line/platform.js";
-import { undiciHttp } from "../../daemon/helpers/probe.js";
+import { type HttpClient, undiciHttp } from "../../daemon/helpers/probe.js";
 import type { ChatTarget, InboundMessage, InboundSink, OutboundFile } from "../../daemon/vocabulary/adapter.js";
 import { createManualClock } from "../../shared/clock.js";
 import { TEST_TLS_CERT } from "../fakes/tls-test-cert.js";
@@ -261,9 +262,24 @@ it("without public_base_url: no files capability (the core says the file stays i
   expect(without?.status).toBe("warn");
   expect(without?.message).toContain("no file_links.public_base_url: files the agent makes are not sent");
   expect(without?.fix).toContain("file_links.public_base_url");
-  const withIt = await linePlatform.check(channelOf({ file_links: { public_base_url: PUBLIC } }), checkDeps);
-  expect(withIt?.message).toContain(`reply files served at ${PUBLIC}/…`);
+  // Through the operator's reverse proxy (whose certificate the check's client trusts here): the route answers the probe.
+  const trusting = new Agent({ connect: { ca: TEST_TLS_CERT } });
+  onTestFinished(() => trusting.close());
+  const http: HttpClient = async (url, req) => {
+    const method = req.method === "HEAD" ? "HEAD" : req.method === "POST" ? "POST" : "GET";
+    const res = await request(url, { method, headers: req.headers ?? {}, body: req.body ?? null, signal: req.signal, dispatcher: trusting });
+    const headers = Object.fromEntries(Object.entries(res.headers).flatMap(([k, v]) => (typeof v === "string" ? [[k, v]] : [])));
+    return { status: res.statusCode, text: await res.body.text(), headers };
+  };
+  const viaProxy = { ...checkDeps, http };
+  const withIt = await linePlatform.check(channelOf({ file_links: { public_base_url: PUBLIC } }), viaProxy);
+  expect(withIt?.message).toContain(`reply files served at ${PUBLIC}/… (reachable)`);
   expect(withIt?.message).not.toContain("no file_links.public_base_url");
+  // A public URL the proxy does not forward to the file route: a warning that says so, with its fix.
+  const elsewhere = await linePlatform.check(channelOf({ file_links: { public_base_url: `${tls.url}/elsewhere/files` } }), viaProxy);
+  expect(elsewhere?.status).toBe("warn");
+  expect(elsewhere?.message).toContain(`a HEAD of ${tls.url}/elsewhere/files/probe did not reach the channel's file route (HTTP 404)`);
+  expect(elsewhere?.fix).toContain("forward /elsewhere/files/ unchanged");
 });
 
 it("a public_base_url over the webhook path is refused by the config", () => {

@@ -6,6 +6,7 @@
  * warns.
  */
 import { z } from "zod";
+import { type ProbeDeps, probe } from "../../helpers/probe.js";
 
 const MIB = 1024 * 1024;
 
@@ -52,7 +53,32 @@ export const filesPathOf = (publicBaseUrl: string): string => new URL(publicBase
 
 export const bytesOfMb = (mb: number): number => Math.floor(mb * MIB);
 
-/** What `check` says of a channel's files out: served at the base URL, or not sent at all (a warning). */
+/** The path under `public_base_url` the file route answers for `check`, and the header it answers with. */
+export const PROBE_PATH = "probe";
+export const PROBE_HEADER = "x-agent-bridge-files";
+/** The longest `check` waits for the probe through the public URL. */
+const PROBE_TIMEOUT_MS = 5_000;
+
+/**
+ * What `check` says of a channel's files out, with a HEAD of `<public_base_url>/probe`: the route
+ * reached through the public URL (ok), or not (a warning: the platform could not fetch the files;
+ * the daemon may also just not be running), or no files sent at all (a warning).
+ */
+export async function checkFiles(publicBaseUrl: string | undefined, deps: ProbeDeps): Promise<{ warn: boolean; note: string; fix?: string }> {
+  const plain = filesNote(publicBaseUrl);
+  if (publicBaseUrl === undefined) return plain;
+  const base = publicBaseUrl.replace(/\/+$/, "");
+  const got = await probe({ ...deps, timeoutMs: Math.min(deps.timeoutMs, PROBE_TIMEOUT_MS) }, `${base}/${PROBE_PATH}`, { method: "HEAD" });
+  if (got.kind === "answer" && got.status === 204 && got.headers[PROBE_HEADER] === "1") return { warn: false, note: `${plain.note} (reachable)` };
+  const why = got.kind === "unreachable" ? got.reason : `HTTP ${got.status}${got.status === 204 ? " from something else" : ""}`;
+  return {
+    warn: true,
+    note: `${plain.note}, but a HEAD of ${base}/${PROBE_PATH} did not reach the channel's file route (${why}): the platform cannot fetch them`,
+    fix: `with the bridge running, have your reverse proxy forward ${filesPathOf(publicBaseUrl)}/ unchanged to the channel's http.host:http.port`,
+  };
+}
+
+/** What `check` says of a channel's files out without asking the network: served at the base URL, or not sent at all (a warning). */
 export function filesNote(publicBaseUrl: string | undefined): { warn: boolean; note: string; fix?: string } {
   if (publicBaseUrl !== undefined) return { warn: false, note: `reply files served at ${publicBaseUrl}/…` };
   return {

@@ -6,15 +6,14 @@
  * `<public_base_url>/<token>/<name>` until the link expires. The adapter then
  * sends the platform that URL in whatever form the platform shows it.
  */
-import { join } from "node:path";
 import type { Logger } from "pino";
 import type { Clock } from "../../../shared/clock.js";
-import { pathComponent } from "../../../shared/util/names.js";
 import { type FileLimits, type OutboundFile, SendError } from "../../vocabulary/adapter.js";
+import type { FileStore, FileStoreBackend } from "../../vocabulary/file-store.js";
 import type { PrefixRoute } from "../webhook.js";
 import { bytesOfMb, type FileLinksConfig, filesPathOf } from "./config.js";
 import { fileRoute } from "./route.js";
-import { FileLinkStore } from "./store.js";
+import { diskFileStores } from "./store.js";
 
 export { type FileLinksConfig, fileLinksSchema } from "./config.js";
 
@@ -46,6 +45,8 @@ export interface FileLinksDeps {
   accountId: string;
   clock: Clock;
   log: Logger;
+  /** Several machines: the state backend's store (any node serves any link). Absent: files on disk below `dataDir`. */
+  backend?: FileStoreBackend;
 }
 
 /** The longest URL a platform is given (LINE takes 2,000 characters). */
@@ -59,26 +60,55 @@ export function fileLinksOf(deps: Omit<FileLinksDeps, "config"> & { config: File
 
 export function createFileLinks(deps: FileLinksDeps): FileLinks {
   const { config } = deps;
-  let store: FileLinkStore | undefined;
+  let store: FileStore | undefined;
+  const backend = deps.backend ?? diskFileStores(deps);
   const max = Math.min(bytesOfMb(config.max_file_mb), bytesOfMb(config.max_total_mb));
   const base = config.public_base_url.replace(/\/+$/, "");
   return {
     route: fileRoute(filesPathOf(config.public_base_url), () => store, deps.clock),
     limits: { photo: max, voice: max, document: max },
     async open() {
-      store ??= await FileLinkStore.open({
-        dir: join(deps.dataDir, "file-links", `${deps.platform}-${pathComponent(deps.accountId)}`),
-        clock: deps.clock,
-        ttlMs: config.ttl_hours * 60 * 60 * 1000,
-        maxTotalBytes: bytesOfMb(config.max_total_mb),
-        log: deps.log,
-      });
+      store ??= await backend.open({ ...storeOptionsOf(deps), sweeps: true });
     },
     async publish(purpose, file) {
       if (!store) throw new SendError("the channel's file store is not open", { permanent: false });
       const { token, expiresAt } = await store.put(purpose, { fileName: file.fileName, mimeType: file.mimeType, data: file.data });
       const named = `${base}/${token}/${encodeURIComponent(file.fileName)}`;
       return { url: named.length <= URL_MAX ? named : `${base}/${token}/file`, expiresAt };
+    },
+    close() {
+      store?.close();
+      store = undefined;
+    },
+  };
+}
+
+const storeOptionsOf = (deps: FileLinksDeps) => ({
+  platform: deps.platform,
+  accountId: deps.accountId,
+  ttlMs: deps.config.ttl_hours * 60 * 60 * 1000,
+  maxTotalBytes: bytesOfMb(deps.config.max_total_mb),
+});
+
+/** A node that serves a channel's links without owning its account (several machines: every node's endpoint). */
+export interface ServedFiles {
+  readonly route: PrefixRoute;
+  open(): Promise<void>;
+  close(): void;
+}
+
+/** The route of a channel's links on a node that may not own it; undefined without `public_base_url`. */
+export function servedFilesOf(
+  deps: Omit<FileLinksDeps, "config" | "dataDir"> & { config: FileLinksConfig; backend: FileStoreBackend },
+): ServedFiles | undefined {
+  const { public_base_url } = deps.config;
+  if (public_base_url === undefined) return undefined;
+  const full = { ...deps, dataDir: "", config: { ...deps.config, public_base_url } };
+  let store: FileStore | undefined;
+  return {
+    route: fileRoute(filesPathOf(public_base_url), () => store, deps.clock),
+    async open() {
+      store ??= await deps.backend.open({ ...storeOptionsOf(full), sweeps: false });
     },
     close() {
       store?.close();

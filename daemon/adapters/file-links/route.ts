@@ -7,25 +7,29 @@
  * whole, as RFC 9110 allows). Anything else under the prefix, an unknown or
  * expired token included, is 404 with no body: nothing under it is listable
  * and a wrong guess learns nothing. The name segment is for the person who
- * downloads (it is not checked).
+ * downloads (it is not checked). `<prefix>/probe` (never a token: those are
+ * 43 characters) answers 204 with `x-agent-bridge-files`, so `check` can tell
+ * that the public URL reaches this route.
  */
-import { createReadStream } from "node:fs";
 import { pipeline } from "node:stream/promises";
 import type { Clock } from "../../../shared/clock.js";
 import type { PrefixRoute } from "../webhook.js";
-import type { FileLinkStore } from "./store.js";
+import type { FileStore } from "../../vocabulary/file-store.js";
+import { PROBE_HEADER, PROBE_PATH } from "./config.js";
 
 /** `store`: the channel's store once it is open (undefined before: every request is 404). */
-export function fileRoute(prefix: string, store: () => FileLinkStore | undefined, clock: Clock): PrefixRoute {
+export function fileRoute(prefix: string, store: () => FileStore | undefined, clock: Clock): PrefixRoute {
   return {
     prefix,
     async serve(req, res, rest) {
       const method = req.method ?? "";
+      if (rest === PROBE_PATH && (method === "GET" || method === "HEAD"))
+        return void res.writeHead(204, { "cache-control": "no-store", [PROBE_HEADER]: "1" }).end();
       const token = /^([^/]+)(?:\/[^/]+)?$/.exec(rest)?.[1];
       const found = token === undefined ? undefined : await store()?.find(token);
       if (!found) return void res.writeHead(404, { "cache-control": "no-store" }).end();
       if (method !== "GET" && method !== "HEAD") return void res.writeHead(405, { allow: "GET, HEAD" }).end();
-      const { meta, path } = found;
+      const { meta } = found;
       const headers: Record<string, string> = {
         "content-type": meta.mimeType,
         "content-disposition": dispositionOf(meta.fileName, meta.mimeType),
@@ -45,7 +49,7 @@ export function fileRoute(prefix: string, store: () => FileLinkStore | undefined
         ...(range ? { "content-range": `bytes ${start}-${end}/${meta.size}` } : {}),
       });
       if (method === "HEAD" || length === 0) return void res.end();
-      await pipeline(createReadStream(path, { start, end }), res).catch(() => {
+      await pipeline(found.read(start, end), res).catch(() => {
         // The platform went away mid-file: nothing to answer any more.
         res.destroy();
       });

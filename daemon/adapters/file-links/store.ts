@@ -17,12 +17,17 @@
  * end early.
  */
 import { createHash, createHmac, randomBytes } from "node:crypto";
+import { createReadStream } from "node:fs";
 import { mkdir, readdir, readFile, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import { writeFileAtomic } from "../../../shared/durable-files.js";
+import { pathComponent } from "../../../shared/util/names.js";
+import type { FileLink, FileLinkMeta, FileStore, FileStoreBackend, FoundFile, StoredFile } from "../../vocabulary/file-store.js";
+
+export type { FileLink, FileLinkMeta, FileStore, FoundFile, StoredFile } from "../../vocabulary/file-store.js";
 
 /** What a token looks like in a URL: 32 bytes, base64url, no padding. */
 export const TOKEN = /^[A-Za-z0-9_-]{43}$/;
@@ -36,7 +41,6 @@ const Meta = z.strictObject({
   createdAt: z.number(),
   expiresAt: z.number(),
 });
-export type FileLinkMeta = z.output<typeof Meta>;
 
 export interface FileLinkStoreOptions {
   /** The folder the files are kept in (made when missing). */
@@ -49,24 +53,21 @@ export interface FileLinkStoreOptions {
   randomBytes?: (n: number) => Buffer;
 }
 
-export interface StoredFile {
-  readonly fileName: string;
-  readonly mimeType: string;
-  readonly data: Buffer;
+/** One machine: each channel's files in a folder of its own below the data directory. */
+export function diskFileStores(deps: { dataDir: string; clock: Clock; log: Logger }): FileStoreBackend {
+  return {
+    open: (o) =>
+      FileLinkStore.open({
+        dir: join(deps.dataDir, "file-links", `${o.platform}-${pathComponent(o.accountId)}`),
+        clock: deps.clock,
+        ttlMs: o.ttlMs,
+        maxTotalBytes: o.maxTotalBytes,
+        log: deps.log,
+      }),
+  };
 }
 
-export interface FileLink {
-  token: string;
-  expiresAt: number;
-}
-
-/** A live link's file: what it is, and where its bytes lie. */
-export interface FoundFile {
-  meta: FileLinkMeta;
-  path: string;
-}
-
-export class FileLinkStore {
+export class FileLinkStore implements FileStore {
   readonly #o: FileLinkStoreOptions;
   readonly #key: Buffer;
   /** Stored id (the token's hash) → size and expiry, for the disk bound and the sweep. */
@@ -147,7 +148,7 @@ export class FileLinkStore {
       () => undefined,
     );
     if (!meta || size !== meta.size) return undefined;
-    return { meta, path };
+    return { meta, read: (start, end) => createReadStream(path, { start, end }) };
   }
 
   /** Deletes every expired file; resolves with how many links ended. */

@@ -47,12 +47,16 @@ export function createGoogleChatAdapter(config: GoogleChatChannelConfig, deps: A
   let stopped: Promise<void> | undefined;
   const replies = new SyncReplies(deps.clock, config.syncReplyMs);
   const certs = createCertCache(certsUrlOf(config), deps.clock);
-  // Several machines: every node serves the endpoint but the files are the owner's: none are sent (docs/platforms.md).
-  const links = deps.inbox
-    ? undefined
-    : fileLinksOf({ config: config.file_links, dataDir: deps.dataDir, platform: "googlechat", accountId: config.id, clock: deps.clock, log });
-  if (deps.inbox && config.file_links.public_base_url)
-    log.warn("google chat file links are not served on several machines: reply files stay in the agent's workspace");
+  // Several machines: the files go to the state backend, whose links every node's endpoint serves (receiver.ts).
+  const links = fileLinksOf({
+    config: config.file_links,
+    dataDir: deps.dataDir,
+    platform: "googlechat",
+    accountId: config.id,
+    clock: deps.clock,
+    log,
+    ...(deps.fileStores ? { backend: deps.fileStores } : {}),
+  });
 
   let headers: (url: string) => Promise<Headers> = () => Promise.reject(new Error("not started"));
   const handOver = new ChatHandOver({
@@ -86,6 +90,7 @@ export function createGoogleChatAdapter(config: GoogleChatChannelConfig, deps: A
     client = chatClient(config.api, auth);
     outbound = createChatOutbound({ client, log, redact });
     handOver.open(sink);
+    await links?.open();
     if (deps.inbox) {
       intake = new InboxIntake({
         inbox: deps.inbox,
@@ -98,7 +103,6 @@ export function createGoogleChatAdapter(config: GoogleChatChannelConfig, deps: A
       sink.status({ state: "connected", detail: "taking events from the bridge's inbox" });
       return;
     }
-    await links?.open();
     endpoint = await listenForChat({
       config,
       certs,

@@ -11,7 +11,7 @@ import { z } from "zod";
 import { type ProbeDeps, probe } from "../../helpers/probe.js";
 import { type CheckResult, channelSubject } from "../../vocabulary/check-result.js";
 import { type ChannelCheckDeps, definePlatform, loadAdapterModule } from "../platform.js";
-import { filesNote } from "../file-links/config.js";
+import { checkFiles } from "../file-links/config.js";
 import { certsUrlOf, type GoogleChatChannelConfig, googleChatChannelSchema } from "./config.js";
 
 const TokenAnswer = z.object({ access_token: z.string().min(1) });
@@ -78,12 +78,11 @@ async function checkGoogleChat(channel: GoogleChatChannelConfig, deps: ChannelCh
     channel.audience_type !== "app-url"
       ? ({ status: "ok", subject, message: `${who}; requests are verified as signed by Chat for project ${channel.audience}` } as const)
       : await checkEndpoint(channel, deps, subject, who);
-  return withFilesNote(result, channel.file_links.public_base_url);
+  return withFilesNote(result, await checkFiles(channel.file_links.public_base_url, deps));
 }
 
 /** The result with what is said of files out; a warning (with its fix) where none are sent and nothing worse was found. */
-function withFilesNote(result: CheckResult, publicBaseUrl: string | undefined): CheckResult {
-  const files = filesNote(publicBaseUrl);
+function withFilesNote(result: CheckResult, files: { warn: boolean; note: string; fix?: string }): CheckResult {
   // A worse finding keeps its words ending in its fix; the files' note goes before them.
   if (result.status !== "ok") return files.warn ? { ...result, message: `${result.message}; ${files.note}` } : result;
   const message = `${result.message}; ${files.note}`;

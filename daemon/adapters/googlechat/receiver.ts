@@ -7,6 +7,7 @@
  * could not be kept, 503. The owner takes the rows (connection.ts `InboxIntake`).
  */
 import type { Receiver, ReceiverDeps } from "../platform.js";
+import { servedFilesOf } from "../file-links/index.js";
 import { jsonAnswer } from "../webhook.js";
 import { certsUrlOf, type GoogleChatChannelConfig } from "./config.js";
 import { inboxKeyOf, listenForChat } from "./connection.js";
@@ -14,6 +15,10 @@ import { createCertCache } from "./verify.js";
 
 export async function startGoogleChatReceiver(config: GoogleChatChannelConfig, deps: ReceiverDeps): Promise<Receiver> {
   const log = deps.logger.child({ adapter: "googlechat", accountId: config.id, role: "receiver" });
+  const files =
+    deps.fileStores &&
+    servedFilesOf({ config: config.file_links, backend: deps.fileStores, platform: "googlechat", accountId: config.id, clock: deps.clock, log });
+  await files?.open();
   const endpoint = await listenForChat({
     config,
     certs: createCertCache(certsUrlOf(config), deps.clock),
@@ -29,7 +34,8 @@ export async function startGoogleChatReceiver(config: GoogleChatChannelConfig, d
         return jsonAnswer(503, { error: "not kept; try again" });
       }
     },
+    routes: files ? [files.route] : [],
   });
   log.info({ url: `${endpoint.url}${config.http.path}` }, "google chat endpoint listening");
-  return endpoint;
+  return { close: () => endpoint.close().finally(() => files?.close()) };
 }

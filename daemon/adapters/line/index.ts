@@ -71,12 +71,16 @@ export function createLineAdapter(config: LineChannelConfig, deps: AdapterDeps, 
       await handOver.take(tap, []);
     },
   });
-  // Several machines: every node serves the endpoint but the files are the owner's: none are sent (docs/platforms.md).
-  const links = deps.inbox
-    ? undefined
-    : fileLinksOf({ config: config.file_links, dataDir: deps.dataDir, platform: "line", accountId: config.id, clock: deps.clock, log });
-  if (deps.inbox && config.file_links.public_base_url)
-    log.warn("line file links are not served on several machines: reply files stay in the agent's workspace");
+  // Several machines: the files go to the state backend, whose links every node's endpoint serves (receiver.ts).
+  const links = fileLinksOf({
+    config: config.file_links,
+    dataDir: deps.dataDir,
+    platform: "line",
+    accountId: config.id,
+    clock: deps.clock,
+    log,
+    ...(deps.fileStores ? { backend: deps.fileStores } : {}),
+  });
   const connection = new LineConnection({
     config,
     client,

@@ -8,7 +8,7 @@ import { z } from "zod";
 import { probe, type ProbeDeps } from "../../helpers/probe.js";
 import { channelSubject, type CheckResult } from "../../vocabulary/check-result.js";
 import { definePlatform, loadAdapterModule } from "../platform.js";
-import { filesNote } from "../file-links/config.js";
+import { checkFiles } from "../file-links/config.js";
 import { lineChannelSchema, type LineChannelConfig } from "./config.js";
 
 const BotInfo = z.object({ userId: z.string(), displayName: z.string().optional(), basicId: z.string().optional() });
@@ -59,7 +59,7 @@ async function checkLine(channel: LineChannelConfig, deps: ProbeDeps): Promise<C
       if (limit.data.value > 0 && left / limit.data.value < channel.quota_warning) warn = true;
     }
   }
-  const files = filesNote(channel.file_links.public_base_url);
+  const files = await checkFiles(channel.file_links.public_base_url, deps);
   notes.push(files.note);
   if (files.warn) warn = true;
   return {

@@ -8,6 +8,7 @@
  * (inbox-intake.ts).
  */
 import type { Receiver, ReceiverDeps } from "../platform.js";
+import { servedFilesOf } from "../file-links/index.js";
 import { listenWebhook } from "../webhook.js";
 import type { LineChannelConfig } from "./config.js";
 import type { EventVerdict } from "./events.js";
@@ -33,15 +34,19 @@ export async function startLineReceiver(config: LineChannelConfig, deps: Receive
       return "retry";
     }
   };
+  const files =
+    deps.fileStores && servedFilesOf({ config: config.file_links, backend: deps.fileStores, platform: "line", accountId: config.id, clock: deps.clock, log });
+  await files?.open();
   const endpoint = await listenWebhook({
     ...config.http,
     health: "line webhook endpoint ready",
     name: "line webhook",
     log,
     handle: (request) => onWebhook({ channelSecret: config.channel_secret, log, handle: keepAll }, request),
+    routes: files ? [files.route] : [],
   });
   log.info({ url: `${endpoint.url}${config.http.path}` }, "line webhook endpoint listening");
-  return endpoint;
+  return { close: () => endpoint.close().finally(() => files?.close()) };
 }
 
 function eventIdOf(event: unknown): string | undefined {

@@ -35,6 +35,8 @@ import { describeUrl, resolvePostgresOptions, type PostgresStateInput, type Reso
 import { openUnitState, type UnitState } from "./unit-state.js";
 import { createPgLinkBook, type FencedBy } from "./identity-links.js";
 import { holdSharedSession, type SharedSessionHold } from "./shared-sessions.js";
+import { pgFileStores } from "./file-links.js";
+import type { FileStoreBackend } from "../../vocabulary/file-store.js";
 import type { LinkBook } from "../../vocabulary/identity-links.js";
 
 export { AttachmentTooLargeError, LeaseLostError, SchemaTooNewError, StateWriteError, StoredRowError } from "../../vocabulary/state-errors.js";
@@ -84,6 +86,8 @@ export interface PostgresState {
   readonly inbox: Inbox;
   /** Identity links, in tables every node sees; `fencedBy` fences each write by the lease of the account whose command makes it. */
   linkBook(fencedBy: FencedBy): LinkBook;
+  /** Reply files served by link, in tables every node reads; `fencedBy` fences each write by the lease of the file's account. */
+  fileStores(fencedBy: FencedBy): FileStoreBackend;
   /** Holds a session no account owns (shared-sessions.ts) until released. */
   holdSession(key: string, signal?: AbortSignal): Promise<SharedSessionHold>;
   /** The state of a unit this node holds, loaded from the database; its writes are fenced by `lease`. */
@@ -158,6 +162,7 @@ export async function openPostgresState(input: PostgresStateInput, deps: Postgre
       };
     },
     linkBook: (fencedBy) => createPgLinkBook({ pool, fencedBy }),
+    fileStores: (fencedBy) => pgFileStores({ pool, fencedBy, clock: deps.clock ?? monotonicClock, ...(deps.onError ? { onError: deps.onError } : {}) }),
     holdSession: (key, signal) => holdSharedSession(pool, deps.clock ?? monotonicClock, key, options.leaseTtlMs / 3000, signal),
     openUnit: (lease) => openUnitState({ pool, lease, maxAttachmentBytes: options.maxAttachmentBytes, ...(deps.random ? { random: deps.random } : {}) }),
     async close() {

@@ -14,6 +14,8 @@ const MIGRATION_LOCK = 0x61_62_72_67; // "abrg"
 
 /** Hard cap of one stored attachment (the option `maxAttachmentBytes` is at most this). */
 const ATTACHMENT_CAP = 64 * 1024 * 1024;
+/** The bytes of one row of a served file (file-links.ts). */
+export const FILE_CHUNK = 1024 * 1024;
 
 export const MIGRATIONS: readonly { version: number; sql: string }[] = [
   {
@@ -98,6 +100,31 @@ export const MIGRATIONS: readonly { version: number; sql: string }[] = [
         body jsonb NOT NULL,
         received_at timestamptz NOT NULL DEFAULT clock_timestamp(),
         PRIMARY KEY (unit, key)
+      );
+    `,
+  },
+  {
+    // Reply files served by link (file-links.ts): any node serves any link, so the bytes live here,
+    // in chunks of at most ${FILE_CHUNK} bytes a range read fetches one at a time. The HMAC key of the
+    // tokens is one row every node shares; a file row is named by its token's SHA-256 only.
+    version: 5,
+    sql: `
+      CREATE TABLE file_link_key (id int PRIMARY KEY CHECK (id = 1), key bytea NOT NULL CHECK (octet_length(key) = 32));
+      CREATE TABLE file_link (
+        id text PRIMARY KEY,
+        unit text NOT NULL,
+        file_name text NOT NULL,
+        mime_type text NOT NULL,
+        size bigint NOT NULL CHECK (size >= 0),
+        created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        expires_at timestamptz NOT NULL
+      );
+      CREATE INDEX file_link_unit_expiry ON file_link (unit, expires_at);
+      CREATE TABLE file_link_chunk (
+        id text NOT NULL REFERENCES file_link (id) ON DELETE CASCADE,
+        n int NOT NULL,
+        bytes bytea NOT NULL CHECK (octet_length(bytes) <= ${FILE_CHUNK}),
+        PRIMARY KEY (id, n)
       );
     `,
   },

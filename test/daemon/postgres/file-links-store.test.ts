@@ -1,0 +1,111 @@
+/**
+ * The PostgreSQL file store of reply links (state/postgres/file-links.ts)
+ * against a real server: what the owner keeps any other node serves, a byte
+ * range across the 1 MiB rows included; the same file for the same purpose is
+ * the same link; the channel's total is bounded; expired links are not served
+ * and the owner's sweep deletes them; another channel's store does not serve
+ * a token; and a node that lost the account's lease writes nothing.
+ */
+import { createHash } from "node:crypto";
+import { buffer, text } from "node:stream/consumers";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { FILE_CHUNK } from "../../../daemon/state/postgres/migrations.js";
+import { LeaseLostError, openPostgresState, type PostgresState } from "../../../daemon/state/postgres/index.js";
+import type { FileStoreOptions } from "../../../daemon/vocabulary/file-store.js";
+import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
+import { lacks } from "../../helpers/system-programs.js";
+import { waitUntil } from "../../helpers/wait.js";
+
+const noPostgres = lacks("postgres", import.meta.url);
+const UNIT = "googlechat:gc";
+
+let server: TestPostgres;
+beforeAll(async () => {
+  server = await startTestPostgres();
+}, 60_000);
+afterAll(() => server?.close());
+
+async function node(url: string, nodeId: string, leaseTtlMs = 30_000): Promise<PostgresState> {
+  const state = await openPostgresState({ kind: "postgres", url, nodeId, leaseTtlMs, poolSize: 4 }, { units: [UNIT, "line:ln"] });
+  onTestFinished(() => state.abandon());
+  return state;
+}
+
+/** A node's file stores, each write fenced by the lease it holds of the account (none: every write refused). */
+async function storesOf(state: PostgresState, own: boolean) {
+  const lease = own ? await state.leases.acquire(UNIT) : undefined;
+  if (own && !lease) throw new Error("could not acquire");
+  const unit = lease && (await state.openUnit(lease));
+  return state.fileStores((u, operation, work) => {
+    if (!unit || u !== UNIT) return Promise.reject(new LeaseLostError(u, 0, "not held"));
+    return unit.fenced(operation, work);
+  });
+}
+
+const options = (extra: Partial<FileStoreOptions> = {}): FileStoreOptions => ({
+  platform: "googlechat",
+  accountId: "gc",
+  ttlMs: 3_600_000,
+  maxTotalBytes: 10 * FILE_CHUNK,
+  sweeps: false,
+  ...extra,
+});
+const hashOf = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+const bytesOf = (n: number, seed: number) => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + seed) % 251));
+
+describe.skipIf(noPostgres)("postgres file links", () => {
+  it("the owner's file is served by another node, whole and by ranges across rows; the same file again is the same link", async () => {
+    const url = await server.createDatabase("fl_serve");
+    const owner = await (await storesOf(await node(url, "a"), true)).open(options());
+    const other = await (await storesOf(await node(url, "b"), false)).open(options());
+    const data = bytesOf(2 * FILE_CHUNK + 12_345, 7);
+    const link = await owner.put("purpose-1", { fileName: "big.bin", mimeType: "application/octet-stream", data });
+    const found = await other.find(link.token);
+    expect(found?.meta).toMatchObject({ fileName: "big.bin", mimeType: "application/octet-stream", size: data.length, expiresAt: link.expiresAt });
+    // Compared as hashes: vitest's element-wise equality of MiB-long buffers takes seconds.
+    expect(hashOf(await buffer(found!.read(0, data.length - 1)))).toBe(hashOf(data));
+    const [from, to] = [FILE_CHUNK - 3, 2 * FILE_CHUNK + 2];
+    expect((await buffer(found!.read(from, to))).toString("hex")).toBe(data.subarray(from, to + 1).toString("hex"));
+    expect(await buffer(found!.read(data.length - 1, data.length - 1))).toEqual(data.subarray(-1));
+    expect(await owner.put("purpose-1", { fileName: "big.bin", mimeType: "application/octet-stream", data })).toEqual(link);
+    expect((await owner.put("purpose-2", { fileName: "big.bin", mimeType: "application/octet-stream", data })).token).not.toBe(link.token);
+    // Another channel's route does not serve this channel's token; a malformed one is not looked up.
+    const line = await (await storesOf(await node(url, "c"), false)).open(options({ platform: "line", accountId: "ln" }));
+    expect(await line.find(link.token)).toBeUndefined();
+    expect(await other.find("not a token")).toBeUndefined();
+  });
+
+  it("the total is bounded (the links closest to expiry end first); expired links are not served and the owner's sweep deletes them", async () => {
+    const url = await server.createDatabase("fl_bound");
+    const state = await node(url, "a");
+    const owner = await (await storesOf(state, true)).open(options({ maxTotalBytes: 2 * FILE_CHUNK }));
+    const file = (n: number) => ({ fileName: `f${n}.txt`, mimeType: "text/plain", data: Buffer.alloc(FILE_CHUNK - 10, 48 + n) });
+    const first = await owner.put("1", file(1));
+    const second = await owner.put("2", file(2));
+    const third = await owner.put("3", file(3));
+    expect(await owner.find(first.token)).toBeUndefined();
+    expect(await text((await owner.find(third.token))!.read(0, 3))).toBe("3333");
+    await expect(owner.put("big", { fileName: "x", mimeType: "text/plain", data: Buffer.alloc(2 * FILE_CHUNK + 1) })).rejects.toThrow(/max_total_mb/);
+
+    const db = new (await import("pg")).default.Pool({ connectionString: url, max: 1 });
+    onTestFinished(() => db.end());
+    await db.query("UPDATE file_link SET expires_at = clock_timestamp() - interval '1 second'");
+    expect(await owner.find(second.token)).toBeUndefined();
+    expect(await owner.sweep()).toBe(2);
+    expect((await db.query("SELECT (SELECT count(*) FROM file_link)::int + (SELECT count(*) FROM file_link_chunk)::int AS n")).rows).toEqual([{ n: 0 }]);
+  });
+
+  it("a node that lost the account's lease writes nothing", async () => {
+    const url = await server.createDatabase("fl_fence");
+    const a = await node(url, "a", 1_000);
+    const stores = await storesOf(a, true);
+    const owner = await stores.open(options());
+    await a.leases.halt();
+    const b = await node(url, "b", 1_000);
+    await waitUntil(async () => (await b.leases.acquire(UNIT)) !== undefined, "b to take the account", 10_000, 50);
+    await expect(owner.put("p", { fileName: "f", mimeType: "text/plain", data: Buffer.from("late") })).rejects.toBeInstanceOf(LeaseLostError);
+    const db = new (await import("pg")).default.Pool({ connectionString: url, max: 1 });
+    onTestFinished(() => db.end());
+    expect((await db.query("SELECT count(*)::int AS n FROM file_link")).rows).toEqual([{ n: 0 }]);
+  });
+});
