@@ -42,18 +42,21 @@ export const directPartOf = (m: Pick<Conversation, "threadId">): string => (m.th
 
 /**
  * The ids a group's settings (access, mention rule, context) are looked up
- * by, most specific first: the thread's own (where the config lists it),
- * the chat, then what the chat belongs to (`groupAliases`: a guild, a team).
+ * by, most specific first: the thread's own (where the config lists it), the
+ * id it had before the one thread rule (`formerly`: what /whoami showed then,
+ * a Slack `C123:<ts>`, a Teams chain, so a thread listed by it keeps its
+ * settings), the chat, then what the chat belongs to (`groupAliases`: a guild, a team).
  */
-export const settingsIdsOf = (m: Pick<Conversation, "chatId" | "threadId" | "groupAliases">): string[] => [
+export const settingsIdsOf = (m: Pick<Conversation, "chatId" | "threadId" | "groupAliases"> & Pick<InboundMessage, "formerly">): string[] => [
   ...(m.threadId !== undefined ? [m.threadId] : []),
+  ...(m.formerly !== undefined && m.formerly.chatId !== m.chatId && m.formerly.chatId !== m.threadId ? [m.formerly.chatId] : []),
   m.chatId,
   ...(m.groupAliases ?? []),
 ];
 
 /** The first of `settingsIdsOf` that `groups` lists, or undefined. */
 export const listedSettingsId = (
-  m: Pick<Conversation, "chatId" | "threadId" | "groupAliases">,
+  m: Pick<Conversation, "chatId" | "threadId" | "groupAliases"> & Pick<InboundMessage, "formerly">,
   groups: Readonly<Record<string, unknown>>,
 ): string | undefined => settingsIdsOf(m).find((id) => Object.hasOwn(groups, id));
 

@@ -27,7 +27,7 @@ const GENERAL = "800000000000000002";
 const alice: FakeUser = { id: "700000000000000001", username: "alice" };
 const bob: FakeUser = { id: "700000000000000002", username: "bob" };
 
-async function bridge() {
+async function bridge(over: { groups?: Record<string, object>; buttons?: Record<string, unknown>; clock?: ReturnType<typeof createSteppableClock> } = {}) {
   const service = await startServiceFixture("buttons-discord-");
   const fake = await createFakeDiscord({ token: TOKEN, guilds: [{ id: GUILD, name: "Guild", channels: [{ id: GENERAL, name: "general" }] }] });
   onTestFinished(() => fake.close());
@@ -38,10 +38,10 @@ async function bridge() {
     api: fake.apiBase,
     streaming: "off",
     groupContext: { enabled: false },
-    access: { users: [alice.id, bob.id], groups: { [GENERAL]: {} } },
-    buttons: { tools: ["choice", "confirm"] },
+    access: { users: [alice.id, bob.id], groups: over.groups ?? { [GENERAL]: {} } },
+    buttons: over.buttons ?? { tools: ["choice", "confirm"] },
   });
-  const daemon = createDaemon({ config, random: seededRandom(5) });
+  const daemon = createDaemon({ config, random: seededRandom(5), ...(over.clock ? { clock: over.clock } : {}) });
   onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
   return { fake };
@@ -103,6 +103,24 @@ it("in a guild channel only the asker may answer: someone else's tap is refused 
   expect(contents(fake, GENERAL).some((t) => /returned:/.test(t))).toBe(false);
   fake.tapButton({ messageId: question.id, user: alice, index: 0 });
   await waitFor(() => contents(fake, GENERAL).find((t) => /returned: staging/.test(t)), "alice's answer");
+});
+
+it("a question in a channel whose guild is listed expires: the agent is told there was no answer", async () => {
+  // The expiry is handed to intake like a tap, as the chat the question was asked in: the guild's settings must still apply to it.
+  const clock = createSteppableClock();
+  const { fake } = await bridge({ groups: { [GUILD]: {} }, buttons: { tools: ["choice"], expireMinutes: 1 }, clock });
+  fake.dispatchMessage({
+    channelId: GENERAL,
+    guildId: GUILD,
+    author: alice,
+    content: `<@${fake.bot.id}> !ask Deploy where? | staging | production`,
+    mentions: [fake.bot],
+  });
+  const question = await questionIn(fake, GENERAL);
+  await vi.waitFor(() => expect(clock.delays().some((d) => d > 55_000 && d <= 60_000)).toBe(true));
+  clock.advance(60_000);
+  await waitFor(() => contents(fake, GENERAL).find((t) => /returned: No answer: the person did not answer in time/.test(t)), "the agent told");
+  await waitFor(() => fake.buttonsOn(question.id).length === 0 || undefined, "the buttons gone");
 });
 
 it("a core slower than Discord's deadline: the tap is answered in time, and a refusal follows privately", async () => {

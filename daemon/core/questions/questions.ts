@@ -46,7 +46,8 @@ const idOfIndexKey = (key: string): string => key.split("\u0000")[2] ?? key;
 interface IndexEntry {
   key: string;
   expiresAt: number;
-  chat: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId"> & { threadId?: string };
+  /** As the question's chat was named, its group aliases too: the expiry goes through intake's access check (a guild's settings). */
+  chat: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId"> & { threadId?: string; groupAliases?: string[] };
 }
 
 export interface QuestionMetrics {
@@ -284,6 +285,7 @@ export function createQuestions(deps: QuestionsDeps): Questions {
           chatType: m.chatType,
           userId: q.askerId,
           ...(m.threadId ? { threadId: m.threadId } : {}),
+          ...(m.groupAliases?.length ? { groupAliases: m.groupAliases } : {}),
         },
       };
       await index().set(indexKey(m, q.id), entry);

@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../../daemon/config/load.js";
 import type { AccessConfig } from "../../../daemon/config/schema.js";
 import { checkAccess, groupRequiresMention, normalizeUserId } from "../../../daemon/core/access.js";
+import { translateMessage as slackMessage } from "../../../daemon/adapters/slack/inbound.js";
+import { translateMessage as teamsMessage } from "../../../daemon/adapters/teams/inbound.js";
 import type { InboundMessage } from "../../../daemon/vocabulary/adapter.js";
 
 const KEY = `svc_org_${"0".repeat(64)}`;
@@ -161,5 +163,50 @@ describe("group aliases", () => {
     expect(inGuild("some-channel", "u1").allowed).toBe(false); // the guild's list replaces the channel-wide one
     expect(inGuild("special-channel", "u2").allowed).toBe(false); // the chat's own entry wins
     expect(checkAccess(a, msg({ chatType: "group", chatId: "other", userId: "u2" })).allowed).toBe(false);
+  });
+});
+
+describe("a thread listed by the id it had before the one thread rule", () => {
+  // Before the rule /whoami in a Slack thread showed the chat `C123:<ts>`, in a Teams reply chain
+  // `<channel>;messageid=<root>`; an operator who listed that id (here: to turn the bot off there)
+  // must not find the bot answering in it after the upgrade.
+  const a = access({
+    users: ["U1", "aad-u1"],
+    allowUnlistedGroups: true,
+    groups: { "C123:1700000000.000100": { enabled: false }, "19:ch@thread.tacv2;messageid=1700000000001": { enabled: false } },
+  });
+
+  it("Slack: a thread listed as <channel>:<ts> keeps its settings", () => {
+    const bot = { userId: "U0BOT", name: "bridge" };
+    const event = {
+      type: "message",
+      channel: "C123",
+      channel_type: "channel",
+      user: "U1",
+      text: "<@U0BOT> hi",
+      ts: "1700000000.000200",
+      thread_ts: "1700000000.000100",
+    };
+    const t = slackMessage(event, { accountId: "sl", bot });
+    if (t.kind !== "accept") throw new Error("not taken");
+    expect(checkAccess(a, t.message)).toEqual({ allowed: false, reason: "group disabled" });
+    const elsewhere = slackMessage({ ...event, thread_ts: "1700000000.000300" }, { accountId: "sl", bot });
+    if (elsewhere.kind !== "accept") throw new Error("not taken");
+    expect(checkAccess(a, elsewhere.message).allowed).toBe(true);
+  });
+
+  it("Teams: a reply chain listed by its conversation id keeps its settings", () => {
+    const activity = {
+      type: "message",
+      id: "1700000000002",
+      conversation: { id: "19:ch@thread.tacv2;messageid=1700000000001", conversationType: "channel" },
+      from: { id: "29:u1", aadObjectId: "aad-u1" },
+      recipient: { id: "28:bot" },
+      text: "hi",
+      channelData: { channel: { id: "19:ch@thread.tacv2" }, team: { id: "team-1" } },
+    };
+    const t = teamsMessage(activity, "tm");
+    if (!("message" in t)) throw new Error("not taken");
+    expect(checkAccess(a, t.message)).toEqual({ allowed: false, reason: "group disabled" });
   });
 });
