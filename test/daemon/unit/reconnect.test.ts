@@ -284,6 +284,24 @@ describe("startReconnectLoop", () => {
     expect(h.reconnecting()[0]).toMatchObject({ detail: "bad token [redacted]" });
   });
 
+  it("a classify or describe that throws is the platform's bug, not the link's: the loop retries as by default and never rejects", async () => {
+    const h = harness({
+      classify: () => {
+        throw new Error("classify bug");
+      },
+      describe: () => {
+        throw new Error("describe bug with xoxb-secret");
+      },
+    });
+    (await h.session(0)).fail(new Error("bad token xoxb-secret"));
+    expect(await h.loop.firstOutcome).toBe("retrying");
+    expect(h.reconnecting()).toEqual([expect.objectContaining({ attempt: 1, delayMs: 100, detail: "the error could not be described" })]);
+    h.clock.advance(100);
+    (await h.session(1)).ctx.connected();
+    h.stop.abort();
+    expect(await h.loop.done).toEqual({ state: "stopped" });
+  });
+
   it("untilAborted: resolves when the signal aborts, at once when it already has", async () => {
     const stop = new AbortController();
     let resolved = false;
