@@ -52,7 +52,8 @@ function harness(options: Partial<ReconnectOptions> & { clock?: ManualClock } = 
   });
   /** Session n (from 0), once it has started. */
   const session = async (n: number): Promise<Held> => {
-    await flush();
+    // A try at once starts a turn of the event loop later (the loop yields between tries).
+    for (let turn = 0; turn < 3 && !held[n]; turn++) await flush();
     const s = held[n];
     if (!s) throw new Error(`session ${n} has not started (${held.length} did)`);
     return s;
@@ -217,6 +218,22 @@ describe("startReconnectLoop", () => {
       [2, 0, "refresh"],
       [3, 200, undefined],
     ]);
+  });
+
+  it("a session that ends at once, again and again at once, lets the process run between tries, so a stop can reach it", async () => {
+    let sessions = 0;
+    const h = harness({
+      classify: () => ({ atOnce: true }),
+      session: async () => {
+        sessions++;
+        throw new Error("renew");
+      },
+    });
+    // Before the fix the loop ran every try in one go of microtasks: this timer never ran.
+    await flush();
+    expect(sessions).toBeGreaterThan(0);
+    h.stop.abort();
+    expect(await h.loop.done).toEqual({ state: "stopped" });
   });
 
   it("stops at once when aborted during the wait: the timer goes, no session starts, done says stopped", async () => {
