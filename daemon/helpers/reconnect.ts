@@ -233,6 +233,10 @@ export function startReconnectLoop(options: ReconnectOptions): ReconnectLoop {
           () => false,
         );
         if (!waited) return end({ state: "stopped" });
+      } else {
+        // Not time, a turn of the event loop: a session that ends at once, retried at once, must
+        // not keep the process in microtasks, where no stop, timer or I/O could ever reach it.
+        await new Promise<void>((resolve) => setImmediate(resolve));
       }
     }
   })();
