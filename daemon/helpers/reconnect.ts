@@ -137,6 +137,22 @@ export function startReconnectLoop(options: ReconnectOptions): ReconnectLoop {
   const healthyAfterMs = options.healthyAfterMs ?? 0;
   const signal = options.signal ?? new AbortController().signal;
   const describe = options.describe ?? messageOf;
+  // A platform's classify or describe that throws is its bug, not the link's: the loop must still
+  // never reject, so the failure gets the default verdict and a detail that cannot hold a secret.
+  const classify = (error: unknown): ReconnectVerdict => {
+    try {
+      return options.classify?.(error) ?? {};
+    } catch {
+      return {};
+    }
+  };
+  const describeSafely = (error: unknown): string => {
+    try {
+      return describe(error);
+    } catch {
+      return "the error could not be described";
+    }
+  };
   let settleFirst: (outcome: FirstOutcome) => void = () => undefined;
   const firstOutcome = new Promise<FirstOutcome>((resolve) => {
     settleFirst = resolve;
@@ -201,8 +217,8 @@ export function startReconnectLoop(options: ReconnectOptions): ReconnectLoop {
       if (signal.aborted) return end({ state: "stopped" });
       const { error, healthy } = await runSession();
       if (signal.aborted) return end({ state: "stopped" });
-      const verdict = options.classify?.(error) ?? {};
-      const detail = verdict.detail ?? describe(error);
+      const verdict = classify(error);
+      const detail = verdict.detail ?? describeSafely(error);
       if (verdict.fatal) return end({ state: "failed", error, detail });
       const atOnce = verdict.atOnce === true || (healthy && options.retryHealthyAtOnce === true);
       const delayMs = atOnce ? 0 : Math.max(backoff.failed(), verdict.afterMs ?? 0);
@@ -217,6 +233,10 @@ export function startReconnectLoop(options: ReconnectOptions): ReconnectLoop {
           () => false,
         );
         if (!waited) return end({ state: "stopped" });
+      } else {
+        // Not time, a turn of the event loop: a session that ends at once, retried at once, must
+        // not keep the process in microtasks, where no stop, timer or I/O could ever reach it.
+        await new Promise<void>((resolve) => setImmediate(resolve));
       }
     }
   })();

@@ -52,7 +52,8 @@ function harness(options: Partial<ReconnectOptions> & { clock?: ManualClock } = 
   });
   /** Session n (from 0), once it has started. */
   const session = async (n: number): Promise<Held> => {
-    await flush();
+    // A try at once starts a turn of the event loop later (the loop yields between tries).
+    for (let turn = 0; turn < 3 && !held[n]; turn++) await flush();
     const s = held[n];
     if (!s) throw new Error(`session ${n} has not started (${held.length} did)`);
     return s;
@@ -219,6 +220,22 @@ describe("startReconnectLoop", () => {
     ]);
   });
 
+  it("a session that ends at once, again and again at once, lets the process run between tries, so a stop can reach it", async () => {
+    let sessions = 0;
+    const h = harness({
+      classify: () => ({ atOnce: true }),
+      session: async () => {
+        sessions++;
+        throw new Error("renew");
+      },
+    });
+    // Before the fix the loop ran every try in one go of microtasks: this timer never ran.
+    await flush();
+    expect(sessions).toBeGreaterThan(0);
+    h.stop.abort();
+    expect(await h.loop.done).toEqual({ state: "stopped" });
+  });
+
   it("stops at once when aborted during the wait: the timer goes, no session starts, done says stopped", async () => {
     const h = harness();
     (await h.session(0)).fail(new Error("down"));
@@ -282,6 +299,24 @@ describe("startReconnectLoop", () => {
     (await h.session(0)).fail(new Error("bad token xoxb-secret"));
     await flush();
     expect(h.reconnecting()[0]).toMatchObject({ detail: "bad token [redacted]" });
+  });
+
+  it("a classify or describe that throws is the platform's bug, not the link's: the loop retries as by default and never rejects", async () => {
+    const h = harness({
+      classify: () => {
+        throw new Error("classify bug");
+      },
+      describe: () => {
+        throw new Error("describe bug with xoxb-secret");
+      },
+    });
+    (await h.session(0)).fail(new Error("bad token xoxb-secret"));
+    expect(await h.loop.firstOutcome).toBe("retrying");
+    expect(h.reconnecting()).toEqual([expect.objectContaining({ attempt: 1, delayMs: 100, detail: "the error could not be described" })]);
+    h.clock.advance(100);
+    (await h.session(1)).ctx.connected();
+    h.stop.abort();
+    expect(await h.loop.done).toEqual({ state: "stopped" });
   });
 
   it("untilAborted: resolves when the signal aborts, at once when it already has", async () => {
