@@ -12,7 +12,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { expect, it, onTestFailed, onTestFinished } from "vitest";
-import { createFakeGoogleChat } from "../../fakes/googlechat.js";
+import { fakeGoogleChatForTest, googleChatChannelFor } from "../../helpers/googlechat-setup.js";
 import { startTestPostgres } from "../../helpers/postgres.js";
 import { lacks } from "../../helpers/system-programs.js";
 import { waitUntil } from "../../helpers/wait.js";
@@ -34,8 +34,7 @@ it.skipIf(noPostgres)("any node keeps verified events for the owner; across a ki
   const dbUrl = await pgServer.createDatabase("googlechat");
   const service = await startService();
   onTestFinished(() => service.close());
-  const fake = await createFakeGoogleChat({ audienceType: "project-number", audience: PROJECT, spaceWrites: 50 });
-  onTestFinished(() => fake.close());
+  const fake = await fakeGoogleChatForTest(PROJECT);
   const db = new pg.Pool({ connectionString: dbUrl, max: 1 });
   onTestFinished(() => db.end());
   const dir = tempDir();
@@ -54,20 +53,7 @@ it.skipIf(noPostgres)("any node keeps verified events for the owner; across a ki
       service: { baseUrl: service.url },
       apiKey: service.key,
       instance: service.instanceIds[0] ?? "",
-      channels: [
-        {
-          type: "googlechat",
-          id: "gc",
-          audience_type: "project-number",
-          audience: PROJECT,
-          serviceAccountKey: fake.serviceAccountKey,
-          api: fake.url,
-          certsUrl: fake.certsUrl,
-          http: { port: 0 },
-          streaming: "off",
-          access: { users: ["users/alice"] },
-        },
-      ],
+      channels: [{ ...googleChatChannelFor(fake, PROJECT, { streaming: "off", access: { users: ["users/alice"] } }), id: "gc" }],
       extra: {
         logLevel: "info", // each node's endpoint is read from its log
         attachments: { enabled: false },
