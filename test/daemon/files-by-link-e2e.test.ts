@@ -11,16 +11,14 @@
  * chat is told the file stays in the workspace, as before.
  */
 import { expect, it, onTestFinished } from "vitest";
-import type { GoogleChatChannelConfig } from "../../daemon/adapters/googlechat/config.js";
-import { createGoogleChatAdapter } from "../../daemon/adapters/googlechat/index.js";
 import type { LineChannelConfig } from "../../daemon/adapters/line/config.js";
 import { createLineAdapter } from "../../daemon/adapters/line/index.js";
 import { createDaemon } from "../../daemon/daemon.js";
 import { seededRandom } from "../../shared/random.js";
-import { createFakeGoogleChat } from "../fakes/googlechat.js";
 import { createFakeLine } from "../fakes/line.js";
 import { TEST_TLS_CERT } from "../fakes/tls-test-cert.js";
 import { startServiceFixture } from "../helpers/bridge.js";
+import { fakeGoogleChatForTest, startGoogleChatDaemon } from "../helpers/googlechat-setup.js";
 import { startTlsProxy } from "../helpers/tls-proxy.js";
 import { waitUntil } from "../helpers/wait.js";
 
@@ -107,40 +105,23 @@ it("LINE without public_base_url: the chat is told the file stays in the agent's
 
 it("Google Chat: the file arrives as a card whose Download button (and image) give its bytes", async () => {
   const service = await startServiceFixture("files-link-gc-");
-  const fake = await createFakeGoogleChat({ audienceType: "project-number", audience: PROJECT, spaceWrites: 50 });
-  onTestFinished(() => fake.close());
+  const fake = await fakeGoogleChatForTest(PROJECT);
   let endpoint = "";
-  const config = service.configFor({
-    type: "googlechat",
-    id: "gc",
-    audience_type: "project-number",
-    audience: PROJECT,
-    serviceAccountKey: fake.serviceAccountKey,
-    api: fake.url,
-    certsUrl: fake.certsUrl,
-    http: { port: 0 },
-    streaming: "off",
-    syncReplyMs: 0,
-    file_links: { public_base_url: "https://bridge.example.com/googlechat/files" },
-    access: { users: ["users/alice"] },
+  const daemon = await startGoogleChatDaemon({
+    service,
+    fake,
+    project: PROJECT,
+    seed: 22,
+    settings: {
+      streaming: "off",
+      syncReplyMs: 0,
+      file_links: { public_base_url: "https://bridge.example.com/googlechat/files" },
+      access: { users: ["users/alice"] },
+    },
+    onListening: (url) => {
+      endpoint = url;
+    },
   });
-  const daemon = createDaemon({
-    config,
-    random: seededRandom(22),
-    createAdapter: (c, deps) =>
-      c.type === "googlechat"
-        ? Promise.resolve(
-            createGoogleChatAdapter(c as GoogleChatChannelConfig, deps, {
-              onListening: (url) => {
-                endpoint = url;
-                fake.setEndpoint(`${url}/googlechat/events`);
-              },
-            }),
-          )
-        : undefined,
-  });
-  onTestFinished(() => daemon.stop({ graceMs: 0 }));
-  await daemon.start();
   const bot = () => fake.messages("spaces/dm-alice").filter((m) => m.sender.type === "BOT");
   await fake.say({ space: "spaces/dm-alice", text: "!file chart.png" }).answered;
   await waitUntil(() => bot().some((m) => m.cardsV2), "the file's card");

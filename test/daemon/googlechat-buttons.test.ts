@@ -5,13 +5,10 @@
  * event and goes to the agent as the call's output; the card is replaced by
  * who chose what. A double tap and someone else's tap are told so, privately.
  */
-import { describe, expect, it, onTestFinished } from "vitest";
-import type { GoogleChatChannelConfig } from "../../daemon/adapters/googlechat/config.js";
-import { createGoogleChatAdapter } from "../../daemon/adapters/googlechat/index.js";
-import { createDaemon } from "../../daemon/daemon.js";
-import { seededRandom } from "../../shared/random.js";
-import { createFakeGoogleChat, type FakeGoogleChat } from "../fakes/googlechat.js";
+import { describe, expect, it } from "vitest";
+import type { FakeGoogleChat } from "../fakes/googlechat.js";
 import { startServiceFixture } from "../helpers/bridge.js";
+import { fakeGoogleChatForTest, startGoogleChatDaemon } from "../helpers/googlechat-setup.js";
 import { waitUntil } from "../helpers/wait.js";
 
 const PROJECT = "864209753186";
@@ -20,32 +17,19 @@ const SPACE = "spaces/team";
 
 async function bridge() {
   const service = await startServiceFixture("googlechat-buttons-");
-  const fake = await createFakeGoogleChat({ audienceType: "project-number", audience: PROJECT, spaceWrites: 50 });
-  onTestFinished(() => fake.close());
-  const config = service.configFor({
-    type: "googlechat",
-    id: "gc",
-    audience_type: "project-number",
-    audience: PROJECT,
-    serviceAccountKey: fake.serviceAccountKey,
-    api: fake.url,
-    certsUrl: fake.certsUrl,
-    http: { port: 0 },
-    streaming: "off",
-    syncReplyMs: 0,
-    access: { users: ["users/alice", "users/bob"], groups: { [SPACE]: {} } },
-    buttons: { tools: ["choice", "confirm"] },
+  const fake = await fakeGoogleChatForTest(PROJECT);
+  await startGoogleChatDaemon({
+    service,
+    fake,
+    project: PROJECT,
+    seed: 11,
+    settings: {
+      streaming: "off",
+      syncReplyMs: 0,
+      access: { users: ["users/alice", "users/bob"], groups: { [SPACE]: {} } },
+      buttons: { tools: ["choice", "confirm"] },
+    },
   });
-  const daemon = createDaemon({
-    config,
-    random: seededRandom(11),
-    createAdapter: (c, deps) =>
-      c.type === "googlechat"
-        ? Promise.resolve(createGoogleChatAdapter(c as GoogleChatChannelConfig, deps, { onListening: (url) => fake.setEndpoint(`${url}/googlechat/events`) }))
-        : undefined,
-  });
-  onTestFinished(() => daemon.stop({ graceMs: 0 }));
-  await daemon.start();
   return fake;
 }
 

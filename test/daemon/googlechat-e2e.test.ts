@@ -6,49 +6,25 @@
  * the HTTP answer itself when it is ready within the sync window, through the
  * Chat API otherwise, into the thread the message came from.
  */
-import { describe, expect, it, onTestFinished } from "vitest";
-import type { GoogleChatChannelConfig } from "../../daemon/adapters/googlechat/config.js";
-import { createGoogleChatAdapter } from "../../daemon/adapters/googlechat/index.js";
-import { createDaemon } from "../../daemon/daemon.js";
+import { describe, expect, it } from "vitest";
 import { streamText } from "../../emulator/gateway/model.js";
-import { seededRandom } from "../../shared/random.js";
-import { createFakeGoogleChat } from "../fakes/googlechat.js";
+import type { createFakeGoogleChat } from "../fakes/googlechat.js";
 import { startServiceFixture } from "../helpers/bridge.js";
+import { fakeGoogleChatForTest, startGoogleChatDaemon } from "../helpers/googlechat-setup.js";
 import { waitUntil } from "../helpers/wait.js";
 
 const PROJECT = "246813579024";
 
 async function bridge(channel: Record<string, unknown> = {}) {
   const service = await startServiceFixture("googlechat-e2e-");
-  const fake = await createFakeGoogleChat({ audienceType: "project-number", audience: PROJECT, spaceWrites: 50 });
-  onTestFinished(() => fake.close());
-  const config = service.configFor({
-    type: "googlechat",
-    id: "gc",
-    audience_type: "project-number",
-    audience: PROJECT,
-    serviceAccountKey: fake.serviceAccountKey,
-    api: fake.url,
-    certsUrl: fake.certsUrl,
-    http: { port: 0 },
-    streaming: "off",
-    access: { users: ["users/alice"], groups: { "spaces/team": {} } },
-    ...channel,
+  const fake = await fakeGoogleChatForTest(PROJECT);
+  const daemon = await startGoogleChatDaemon({
+    service,
+    fake,
+    project: PROJECT,
+    seed: 7,
+    settings: { streaming: "off", access: { users: ["users/alice"], groups: { "spaces/team": {} } }, ...channel },
   });
-  const daemon = createDaemon({
-    config,
-    random: seededRandom(7),
-    createAdapter: (c, deps) =>
-      c.type === "googlechat"
-        ? Promise.resolve(
-            createGoogleChatAdapter(c as GoogleChatChannelConfig, deps, {
-              onListening: (url) => fake.setEndpoint(`${url}/googlechat/events`),
-            }),
-          )
-        : undefined,
-  });
-  onTestFinished(() => daemon.stop({ graceMs: 0 }));
-  await daemon.start();
   return { fake, daemon, service };
 }
 

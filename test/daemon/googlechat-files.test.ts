@@ -23,7 +23,8 @@ import { Agent, fetch as undiciFetch } from "undici";
 import { TEST_TLS_CERT } from "../fakes/tls-test-cert.js";
 import { tempDir } from "../helpers/emulator.js";
 import { startTlsProxy, type TlsProxy } from "../helpers/tls-proxy.js";
-import { createFakeGoogleChat, type FakeGoogleChat } from "../fakes/googlechat.js";
+import type { FakeGoogleChat } from "../fakes/googlechat.js";
+import { googleChatChannelFor, startFakeGoogleChat } from "../helpers/googlechat-setup.js";
 import { testSink } from "../fakes/sink.js";
 import { waitUntil } from "../helpers/wait.js";
 
@@ -40,18 +41,7 @@ let adapter: ChatAdapter;
 let endpointBase = "";
 
 const channelOf = (settings: Record<string, unknown>) => ({
-  ...googleChatChannelSchema.parse({
-    type: "googlechat",
-    audience_type: "project-number",
-    audience: PROJECT,
-    serviceAccountKey: fake.serviceAccountKey,
-    api: fake.url,
-    certsUrl: fake.certsUrl,
-    http: { port: 0 },
-    syncReplyMs: 0,
-    access: { mode: "open" },
-    ...settings,
-  }),
+  ...googleChatChannelSchema.parse(googleChatChannelFor(fake, PROJECT, { syncReplyMs: 0, access: { mode: "open" }, ...settings })),
   id: "gc",
 });
 
@@ -74,7 +64,7 @@ const follow = (url: string) => {
 beforeAll(async () => {
   tls = await startTlsProxy(() => endpointBase);
   PUBLIC = `${tls.url}/googlechat/files`;
-  fake = await createFakeGoogleChat({ audienceType: "project-number", audience: PROJECT, spaceWrites: 50 });
+  fake = await startFakeGoogleChat(PROJECT);
   const channel = channelOf({ file_links: { public_base_url: PUBLIC, ttl_hours: 48 } });
   adapter = createGoogleChatAdapter(channel, deps(), {
     onListening: (url) => {

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { beforeAll, expect, it, vi } from "vitest";
 import { markdownToChat } from "../../daemon/adapters/googlechat/outbound.js";
 import { streamText } from "../../emulator/gateway/model.js";
-import { createFakeGoogleChat } from "../fakes/googlechat.js";
+import { googleChatChannelFor, startFakeGoogleChat } from "../helpers/googlechat-setup.js";
 import { openServiceFixture, type ServiceFixture } from "../helpers/bridge.js";
 import { tempDir } from "./daemon-harness.js";
 import { type DaemonChild, startDaemonProcess, until, writeDaemonConfig } from "./daemon-process.js";
@@ -33,7 +33,7 @@ function endpointOf(child: DaemonChild): string | undefined {
 }
 
 it("a kill -9 mid-stream finishes the same message in place after the restart, nothing doubled", { timeout: 60_000 }, async () => {
-  const fake = await createFakeGoogleChat({ audienceType: "project-number", audience: PROJECT, spaceWrites: 50 });
+  const fake = await startFakeGoogleChat(PROJECT);
   const dir = tempDir();
   const apiKey = service.configFor({ type: "terminal", id: "terminal" }).service.apiKey;
   const { configFile, dataDir } = writeDaemonConfig(dir.path, {
@@ -41,20 +41,7 @@ it("a kill -9 mid-stream finishes the same message in place after the restart, n
     apiKey,
     instance: service.instanceId,
     extra: { logLevel: "info" },
-    channels: [
-      {
-        type: "googlechat",
-        id: "gc",
-        audience_type: "project-number",
-        audience: PROJECT,
-        serviceAccountKey: fake.serviceAccountKey,
-        api: fake.url,
-        certsUrl: fake.certsUrl,
-        http: { port: 0 },
-        access: { users: ["users/alice"] },
-        minEditIntervalMs: 100,
-      },
-    ],
+    channels: [{ ...googleChatChannelFor(fake, PROJECT, { access: { users: ["users/alice"] }, minEditIntervalMs: 100 }), id: "gc" }],
   });
   const children: DaemonChild[] = [];
   const journal = () => readFileSync(join(dataDir, "journal.jsonl"), "utf8");

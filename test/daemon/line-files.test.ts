@@ -27,6 +27,7 @@ import { tempDir } from "../helpers/emulator.js";
 import { startTlsProxy, type TlsProxy } from "../helpers/tls-proxy.js";
 import { createFakeLine, type FakeLine } from "../fakes/line.js";
 import { admitUpTo } from "../fakes/sink.js";
+import { lineChannelFor } from "../helpers/line-setup.js";
 import { waitUntil } from "../helpers/wait.js";
 import { logCollector } from "./adapters/harness/harness.js";
 
@@ -58,18 +59,7 @@ const sink: InboundSink = {
 
 let tls: TlsProxy;
 
-const channelOf = (settings: Record<string, unknown>) => ({
-  ...lineChannelSchema.parse({
-    type: "line",
-    channel_access_token: TOKEN,
-    channel_secret: SECRET,
-    api: fake.apiBase,
-    data_api: fake.apiBase,
-    http: { port: 0 },
-    ...settings,
-  }),
-  id: "ln",
-});
+const channelOf = (settings: Record<string, unknown>) => lineChannelFor(fake, { token: TOKEN, secret: SECRET }, settings);
 
 const deps = () => ({
   logger: pino({ level: "debug" }, logs),

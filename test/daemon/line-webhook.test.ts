@@ -8,12 +8,12 @@
  */
 import pino from "pino";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { lineChannelSchema } from "../../daemon/adapters/line/config.js";
 import { createLineAdapter, REPLY_TOKEN_LIFE_MS } from "../../daemon/adapters/line/index.js";
 import { type ChatTarget, type InboundMessage, type InboundSink, SendError } from "../../daemon/vocabulary/adapter.js";
 import { createManualClock } from "../../shared/clock.js";
 import { createFakeLine, type FakeLine } from "../fakes/line.js";
 import { admitUpTo } from "../fakes/sink.js";
+import { lineChannelFor } from "../helpers/line-setup.js";
 import { waitUntil } from "../helpers/wait.js";
 import { logCollector } from "./adapters/harness/harness.js";
 
@@ -56,19 +56,7 @@ const taken = (text: string) => waitUntil(() => accepted.find((m) => m.text === 
 
 beforeAll(async () => {
   fake = await createFakeLine({ channelAccessToken: TOKEN, channelSecret: SECRET, redelivery: true, quota: 1000, now: () => clock.now() });
-  const channel = {
-    ...lineChannelSchema.parse({
-      type: "line",
-      channel_access_token: TOKEN,
-      channel_secret: SECRET,
-      api: fake.apiBase,
-      data_api: fake.apiBase,
-      http: { port: 0 },
-      webhook_redelivery: true,
-      quota_warning: 0.5,
-    }),
-    id: "ln",
-  };
+  const channel = lineChannelFor(fake, { token: TOKEN, secret: SECRET }, { webhook_redelivery: true, quota_warning: 0.5 });
   adapter = createLineAdapter(
     channel,
     {

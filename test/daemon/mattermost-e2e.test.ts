@@ -7,12 +7,10 @@
  * answer; what was posted while the daemon was down is answered once at the
  * next start (catch-up by `?since=`), and nothing answered before again.
  */
-import { expect, it, onTestFinished, vi } from "vitest";
-import { createDaemon, type Daemon } from "../../daemon/daemon.js";
+import { expect, it, vi } from "vitest";
 import { streamText } from "../../emulator/gateway/model.js";
-import { seededRandom } from "../../shared/random.js";
-import { createFakeMattermost } from "../fakes/mattermost.js";
 import { startServiceFixture } from "../helpers/bridge.js";
+import { mattermostBridge } from "../helpers/mattermost-setup.js";
 import { waitUntil } from "../helpers/wait.js";
 
 const TOKEN = "e2et0kenthatmuststaysecre1";
@@ -26,31 +24,19 @@ it("answers DMs, mentions in a channel (with the eyes reaction) and threads in p
   timeout: 60_000,
 }, async () => {
   const service = await startServiceFixture("mattermost-e2e-");
-  const fake = await createFakeMattermost({
-    token: TOKEN,
-    bot: BOT,
-    users: [ALICE],
-    channels: [
-      { id: DM, type: "D" },
-      { id: TOWN, type: "O", team_id: TEAM, name: "town-square" },
-    ],
-  });
-  onTestFinished(() => fake.close());
-  const config = service.configFor({
-    type: "mattermost",
-    id: "mm",
-    bot_token: TOKEN,
-    base_url: fake.baseUrl,
-    groupContext: { enabled: false },
-    minEditIntervalMs: 200,
-    access: { users: [ALICE.id], groups: { [TEAM]: {} } },
-  });
-  const launch = async (seed: number): Promise<Daemon> => {
-    const daemon = createDaemon({ config, random: seededRandom(seed) });
-    onTestFinished(() => daemon.stop({ graceMs: 0 }));
-    await daemon.start();
-    return daemon;
-  };
+  const { fake, launch } = await mattermostBridge(
+    service,
+    {
+      token: TOKEN,
+      bot: BOT,
+      users: [ALICE],
+      channels: [
+        { id: DM, type: "D" },
+        { id: TOWN, type: "O", team_id: TEAM, name: "town-square" },
+      ],
+    },
+    { minEditIntervalMs: 200, access: { users: [ALICE.id], groups: { [TEAM]: {} } } },
+  );
   const shown = (channelId: string, rootId?: string) => fake.botPosts(channelId, rootId).map((p) => p.message);
 
   const first = await launch(1);

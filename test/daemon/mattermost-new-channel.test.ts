@@ -7,11 +7,9 @@
  * saw, fetches its posts (`?since=`) and the agent answers each once; a later
  * reconnect that catches up again answers nothing twice.
  */
-import { expect, it, onTestFinished } from "vitest";
-import { createDaemon, type Daemon } from "../../daemon/daemon.js";
-import { seededRandom } from "../../shared/random.js";
-import { createFakeMattermost } from "../fakes/mattermost.js";
+import { expect, it } from "vitest";
 import { startServiceFixture } from "../helpers/bridge.js";
+import { mattermostBridge } from "../helpers/mattermost-setup.js";
 import { waitUntil } from "../helpers/wait.js";
 
 const TOKEN = "newchant0kenmuststaysecre1";
@@ -24,33 +22,21 @@ const TEAM = "teamteamteamteamteamteamte";
 
 it("a direct channel opened and posted to while the bot was offline is found after it reconnects and answered once", { timeout: 60_000 }, async () => {
   const service = await startServiceFixture("mattermost-new-channel-");
-  const fake = await createFakeMattermost({
-    token: TOKEN,
-    bot: BOT,
-    users: [ALICE, BOB],
-    channels: [
-      { id: DM, type: "D" },
-      { id: TOWN, type: "O", team_id: TEAM, name: "town-square" },
-    ],
-  });
-  onTestFinished(() => fake.close());
+  const { fake, launch } = await mattermostBridge(
+    service,
+    {
+      token: TOKEN,
+      bot: BOT,
+      users: [ALICE, BOB],
+      channels: [
+        { id: DM, type: "D" },
+        { id: TOWN, type: "O", team_id: TEAM, name: "town-square" },
+      ],
+    },
+    { ackReaction: { scope: "off" }, access: { users: [ALICE.id, BOB.id], groups: { [TEAM]: {} } } },
+  );
   // Said before the bot ever listened: history, not a message to answer.
   fake.postUnannounced({ channelId: TOWN, userId: ALICE.id, message: "@agentbot from before the bot existed" });
-  const config = service.configFor({
-    type: "mattermost",
-    id: "mm",
-    bot_token: TOKEN,
-    base_url: fake.baseUrl,
-    groupContext: { enabled: false },
-    ackReaction: { scope: "off" },
-    access: { users: [ALICE.id, BOB.id], groups: { [TEAM]: {} } },
-  });
-  const launch = async (seed: number): Promise<Daemon> => {
-    const daemon = createDaemon({ config, random: seededRandom(seed) });
-    onTestFinished(() => daemon.stop({ graceMs: 0 }));
-    await daemon.start();
-    return daemon;
-  };
   const shown = (channelId: string) => fake.botPosts(channelId).map((p) => p.message);
   const listings = () => fake.calls().filter((c) => c.method === "GET" && c.path === "/api/v4/users/me/channels" && c.status === 200).length;
 

@@ -11,19 +11,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as nip59 from "nostr-tools/nip59";
 import { finalizeEvent, generateSecretKey, getPublicKey } from "nostr-tools/pure";
-import pino from "pino";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { nostrChannelSchema } from "../../daemon/adapters/nostr/config.js";
-import { createNostrAdapter, RATE_LIMIT_WAIT_MS } from "../../daemon/adapters/nostr/index.js";
+import { RATE_LIMIT_WAIT_MS } from "../../daemon/adapters/nostr/index.js";
 import { fileKey, recordKey } from "../../daemon/adapters/nostr/keys.js";
 import { nostrPlatform } from "../../daemon/adapters/nostr/platform.js";
 import { type ChatTarget, type CredentialStore, type InboundMessage, SendError } from "../../daemon/vocabulary/adapter.js";
 import { undiciHttp } from "../../daemon/helpers/probe.js";
-import { systemClock } from "../../shared/clock.js";
-import { seededRandom } from "../../shared/random.js";
 import { createFakeRelay, createPerson, type FakeRelay } from "../fakes/nostr.js";
-import { testSink } from "../fakes/sink.js";
-import { logCollector } from "./adapters/harness/harness.js";
+import { startNostrBot } from "../helpers/nostr-setup.js";
 import { waitUntil } from "../helpers/wait.js";
 
 async function relays(...options: { auth?: boolean }[]): Promise<FakeRelay[]> {
@@ -33,26 +29,7 @@ async function relays(...options: { auth?: boolean }[]): Promise<FakeRelay[]> {
 }
 
 /** A bot on `urls` with durable state in `state` and its key in `dir`: a second call with the same is the next life. */
-async function bot(urls: string[], dir: string, state: Map<string, unknown>) {
-  const channel = nostrPlatform.finalize(nostrChannelSchema.parse({ type: "nostr", relays: urls, access: { mode: "open" } }), { id: "ns", dataDir: dir });
-  if (!channel) throw new Error("not a nostr channel");
-  const logs = logCollector();
-  const adapter = createNostrAdapter(
-    channel,
-    {
-      logger: pino({ level: "trace" }, logs),
-      state: { get: <T>(k: string) => state.get(k) as T | undefined, set: async (k, v) => void state.set(k, structuredClone(v)) },
-      dataDir: dir,
-      clock: systemClock,
-      maxAttachmentBytes: 1024,
-    },
-    { random: seededRandom("nostr"), backoffInitialMs: 10, backoffMaxMs: 50 },
-  );
-  const accepted: InboundMessage[] = [];
-  await adapter.start(testSink({ accept: (m) => void accepted.push(m) }));
-  onTestFinished(() => adapter.stop());
-  return { adapter, accepted, logs, key: await fileKey(channel.keyFile), keyFile: channel.keyFile };
-}
+const bot = (urls: string[], dir: string, state: Map<string, unknown>) => startNostrBot({ relays: urls, dir, state, maxAttachmentBytes: 1024, seed: "nostr" });
 
 const target = (m: InboundMessage): ChatTarget => ({ platform: m.platform, accountId: m.accountId, chatId: m.chatId, chatType: m.chatType });
 const freshDir = () => mkdtempSync(join(tmpdir(), "nostr-test-"));

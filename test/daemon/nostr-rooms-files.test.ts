@@ -10,21 +10,16 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as nip17 from "nostr-tools/nip17";
-import pino from "pino";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { nostrChannelSchema } from "../../daemon/adapters/nostr/config.js";
 import { hexToNpub } from "../../daemon/adapters/nostr/config.js";
-import { createNostrAdapter } from "../../daemon/adapters/nostr/index.js";
 import { fileKey } from "../../daemon/adapters/nostr/keys.js";
 import { nostrPlatform } from "../../daemon/adapters/nostr/platform.js";
 import { type ChatTarget, type InboundMessage, SendError } from "../../daemon/vocabulary/adapter.js";
-import { systemClock } from "../../shared/clock.js";
-import { seededRandom } from "../../shared/random.js";
 import { createFakeBlossom, type FakeBlossom } from "../fakes/blossom.js";
 import { createFakeRelay, createPerson, type FakeRelay, type Person } from "../fakes/nostr.js";
-import { testSink } from "../fakes/sink.js";
+import { startNostrBot } from "../helpers/nostr-setup.js";
 import { waitUntil } from "../helpers/wait.js";
-import { logCollector } from "./adapters/harness/harness.js";
 import { undiciHttp } from "../../daemon/helpers/probe.js";
 import { readFile } from "node:fs/promises";
 
@@ -47,28 +42,15 @@ async function bot(
   maxAttachmentBytes = 1024 * 1024,
   life = { dir: mkdtempSync(join(tmpdir(), "nostr-rooms-")), state: new Map<string, unknown>() },
 ) {
-  const { dir, state } = life;
-  const channel = nostrPlatform.finalize(nostrChannelSchema.parse({ type: "nostr", relays: [r.url], access: { mode: "open" }, ...extra }), {
-    id: "ns",
-    dataDir: dir,
+  const { adapter, accepted, logs, key } = await startNostrBot({
+    relays: [r.url],
+    ...life,
+    settings: extra,
+    maxAttachmentBytes,
+    sinkMaxAttachmentBytes: maxAttachmentBytes,
+    seed: "rooms",
   });
-  if (!channel) throw new Error("not a nostr channel");
-  const logs = logCollector();
-  const adapter = createNostrAdapter(
-    channel,
-    {
-      logger: pino({ level: "trace" }, logs),
-      state: { get: <T>(k: string) => state.get(k) as T | undefined, set: async (k, v) => void state.set(k, structuredClone(v)) },
-      dataDir: dir,
-      clock: systemClock,
-      maxAttachmentBytes,
-    },
-    { random: seededRandom("rooms"), backoffInitialMs: 10, backoffMaxMs: 50 },
-  );
-  const accepted: InboundMessage[] = [];
-  await adapter.start(testSink({ accept: (m) => void accepted.push(m), maxAttachmentBytes }));
-  onTestFinished(() => adapter.stop());
-  return { adapter, accepted, logs, key: await fileKey(channel.keyFile) };
+  return { adapter, accepted, logs, key };
 }
 
 function people(botKey: string, n: number): Person[] {

@@ -11,6 +11,7 @@
  */
 import type { InboundMessage } from "../../vocabulary/adapter.js";
 import type { DeclaredFile } from "../hand-over.js";
+import { extensionFor } from "../file-extensions.js";
 
 /** Which private-message scheme a person used: answered in the same one. */
 export type DmProtocol = "nip17" | "nip04";
@@ -146,22 +147,6 @@ function fileOf(view: DirectMessageView, tags: string[][]): NostrFileRef[] {
   ];
 }
 
-const EXTENSIONS: Record<string, string> = {
-  "audio/mp4": "m4a",
-  "audio/aac": "m4a",
-  "audio/mpeg": "mp3",
-  "audio/ogg": "ogg",
-  "audio/webm": "webm",
-  "audio/wav": "wav",
-  "image/jpeg": "jpg",
-  "image/png": "png",
-  "image/gif": "gif",
-  "image/webp": "webp",
-  "video/mp4": "mp4",
-  "application/pdf": "pdf",
-  "text/plain": "txt",
-};
-
 /** A safe base name: the sender's `name` tag where there is one, else one made from the URL's last part and the type. */
 function fileNameOf(name: string | undefined, url: URL, mimeType: string | undefined): string {
   const clean = (s: string) =>
@@ -177,7 +162,7 @@ function fileNameOf(name: string | undefined, url: URL, mimeType: string | undef
       .replace(/[^\w-]/g, "")
       .slice(0, 16) || "file";
   const prefix = mimeType?.startsWith("audio/") ? "voice" : "nostr";
-  return `${prefix}-${stem}.${(mimeType && EXTENSIONS[mimeType]) ?? "bin"}`;
+  return `${prefix}-${stem}.${extensionFor(mimeType)}`;
 }
 
 function ignored(context: TranslateContext, reason: string): undefined {

@@ -13,6 +13,7 @@
  */
 import { z } from "zod";
 import type { InboundMessage } from "../../vocabulary/adapter.js";
+import { extensionFor } from "../file-extensions.js";
 
 const Mention = z.object({ number: z.string().nullish(), uuid: z.string().nullish(), start: z.number(), length: z.number() });
 const Attachment = z.object({
@@ -87,20 +88,6 @@ function kindOf(contentType: string | undefined): SignalFileRef["kind"] {
   return "document";
 }
 
-const EXTENSIONS: Record<string, string> = {
-  "audio/aac": "m4a",
-  "audio/mp4": "m4a",
-  "audio/mpeg": "mp3",
-  "audio/ogg": "ogg",
-  "image/jpeg": "jpg",
-  "image/png": "png",
-  "image/gif": "gif",
-  "image/webp": "webp",
-  "video/mp4": "mp4",
-  "application/pdf": "pdf",
-  "text/plain": "txt",
-};
-
 /** A safe base name: signal-cli gives the sender's file name only when they sent one (voice notes and photos come without). */
 function fileNameOf(name: string | null | undefined, id: string, contentType: string | undefined): string {
   const base = (name ?? "")
@@ -109,7 +96,7 @@ function fileNameOf(name: string | null | undefined, id: string, contentType: st
     ?.replace(/[^\w.\- ]/g, "_")
     .trim();
   if (base && base !== "." && base !== "..") return base;
-  const ext = (contentType && EXTENSIONS[contentType]) ?? "bin";
+  const ext = extensionFor(contentType);
   return `signal-${id.replace(/[^\w-]/g, "").slice(0, 24) || "file"}.${ext}`;
 }
 

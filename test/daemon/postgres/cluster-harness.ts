@@ -7,7 +7,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
-import { expect } from "vitest";
+import { expect, onTestFailed, onTestFinished } from "vitest";
 import { forThisTest } from "../../helpers/for-this-test.js";
 import { createFakeDiscord, type FakeDiscord } from "../../fakes/discord.js";
 import { createFakeTelegram, type FakeTelegram, type FakeUser } from "../../fakes/telegram-bot-api.js";
@@ -259,5 +259,82 @@ export function conversation(c: Cluster) {
       }
     },
     expected,
+  };
+}
+
+/**
+ * Daemon processes for one test of a platform on several machines, each named
+ * node with the same channels on the shared database: killed when the test
+ * ends, their output printed when it failed.
+ */
+export function platformNodes(options: {
+  dir: string;
+  service: Service;
+  dbUrl: string;
+  channels: unknown[];
+  /** Top-level settings besides the state (logLevel "info": tests read each node's log). */
+  extra?: Record<string, unknown>;
+}): (name: string) => DaemonChild {
+  const children = new Map<string, DaemonChild>();
+  onTestFailed(() => {
+    for (const [name, c] of children) process.stderr.write(`--- node ${name}\n${c.out()}${c.err()}\n`);
+  });
+  onTestFinished(async () => {
+    for (const c of children.values()) c.kill();
+    await Promise.all([...children.values()].map((c) => c.exited));
+  });
+  return (name) => {
+    mkdirSync(join(options.dir, name), { recursive: true });
+    const { configFile } = writeDaemonConfig(join(options.dir, name), {
+      service: { baseUrl: options.service.url },
+      apiKey: options.service.key,
+      instance: options.service.instanceIds[0] ?? "",
+      channels: options.channels,
+      extra: {
+        logLevel: "info",
+        ...options.extra,
+        state: { kind: "postgres", url: options.dbUrl, nodeId: name, leaseTtlMs: 2_000, pollMs: 200 },
+      },
+    });
+    const child = startDaemonProcess(configFile);
+    children.set(name, child);
+    return child;
+  };
+}
+
+/** What a platform cluster test reads from the shared database: who owns the unit (from the lease row), whether all is answered, the inbox's size. */
+export function clusterState(db: pg.Pool, unit: string) {
+  return {
+    /** The node holding a live lease on `unit` (other than `not`), once there is one. */
+    async owner(not?: string): Promise<string> {
+      let holder: string | null = null;
+      await waitUntil(
+        async () => {
+          const { rows } = await db.query("SELECT holder, expires_at > clock_timestamp() AS live FROM lease WHERE unit = $1", [unit]);
+          const row = rows[0] as { holder: string | null; live: boolean } | undefined;
+          holder = row?.live && row.holder !== not ? row.holder : null;
+          return holder !== null;
+        },
+        `a node${not ? ` other than ${not}` : ""} to own ${unit}`,
+        30_000,
+        50,
+      );
+      return holder ?? "";
+    },
+    /** Every journal entry done: every message answered and recorded. */
+    settled: () =>
+      waitUntil(
+        async () => {
+          const { rows } = await db.query("SELECT count(*)::int AS n FROM entry WHERE state <> 'done'");
+          return (rows[0] as { n: number }).n === 0;
+        },
+        "every message answered and recorded",
+        30_000,
+        20,
+      ),
+    async inboxSize(): Promise<number> {
+      const { rows } = await db.query("SELECT count(*)::int AS n FROM inbox");
+      return (rows[0] as { n: number }).n;
+    },
   };
 }

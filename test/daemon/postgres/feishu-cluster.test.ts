@@ -1,24 +1,12 @@
-/**
- * A Feishu/Lark app on a bridge of several machines: two daemon processes on
- * one PostgreSQL database, the account (`feishu:fs`) owned by one of them
- * through its lease. Over HTTP every node serves the endpoint: one that does
- * not own the account verifies and decrypts each event, keeps it in the
- * database's inbox and answers 200 once kept; the owner takes it in and
- * answers. Killed (SIGKILL), the owner's events wait in the inbox for the
- * next owner, and every message is answered once. Over the long connection
- * only the owner ever holds a connection. (Slack's slack-cluster.test.ts, for
- * Feishu.)
- */
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
 import pg from "pg";
-import { afterEach, expect, it, onTestFailed, onTestFinished } from "vitest";
+import { afterEach, expect, it, onTestFinished } from "vitest";
 import { createFakeFeishu, type FakeFeishu } from "../../fakes/feishu.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { lacks } from "../../helpers/system-programs.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { startService, tempDir, type Service } from "../daemon-harness.js";
-import { startDaemonProcess, writeDaemonConfig, type DaemonChild } from "../daemon-process.js";
+import { clusterState, platformNodes } from "./cluster-harness.js";
+import type { DaemonChild } from "../daemon-process.js";
 
 const noPostgres = lacks("postgres", import.meta.url);
 
@@ -53,81 +41,35 @@ async function bridge(mode: "http" | "websocket") {
   onTestFinished(() => db.end());
   const dir = tempDir();
   onTestFinished(dir.remove);
-  const children = new Map<string, DaemonChild>();
-  onTestFailed(() => {
-    for (const [name, c] of children) process.stderr.write(`--- node ${name}\n${c.out()}${c.err()}\n`);
-  });
-  onTestFinished(async () => {
-    for (const c of children.values()) c.kill();
-    await Promise.all([...children.values()].map((c) => c.exited));
+  const node = platformNodes({
+    dir: dir.path,
+    service,
+    dbUrl,
+    channels: [
+      {
+        type: "feishu",
+        id: "fs",
+        app_id: APP_ID,
+        app_secret: APP_SECRET,
+        mode,
+        ...(mode === "http" ? { encrypt_key: ENCRYPT_KEY, verification_token: TOKEN, http: { port: 0 } } : {}),
+        api: fake.apiBase,
+        streaming: "off",
+        ackReaction: { scope: "off" },
+        access: { users: [ALICE] },
+      },
+    ],
+    extra: { attachments: { enabled: false } },
   });
   return {
     fake,
-    node(name: string): DaemonChild {
-      mkdirSync(join(dir.path, name), { recursive: true });
-      const { configFile } = writeDaemonConfig(join(dir.path, name), {
-        service: { baseUrl: service.url },
-        apiKey: service.key,
-        instance: service.instanceIds[0] ?? "",
-        channels: [
-          {
-            type: "feishu",
-            id: "fs",
-            app_id: APP_ID,
-            app_secret: APP_SECRET,
-            mode,
-            ...(mode === "http" ? { encrypt_key: ENCRYPT_KEY, verification_token: TOKEN, http: { port: 0 } } : {}),
-            api: fake.apiBase,
-            streaming: "off",
-            ackReaction: { scope: "off" },
-            access: { users: [ALICE] },
-          },
-        ],
-        extra: {
-          logLevel: "info",
-          attachments: { enabled: false },
-          state: { kind: "postgres", url: dbUrl, nodeId: name, leaseTtlMs: 2_000, pollMs: 200 },
-        },
-      });
-      const child = startDaemonProcess(configFile);
-      children.set(name, child);
-      return child;
-    },
-    async owner(not?: string): Promise<string> {
-      let holder: string | null = null;
-      await waitUntil(
-        async () => {
-          const { rows } = await db.query("SELECT holder, expires_at > clock_timestamp() AS live FROM lease WHERE unit = $1", [UNIT]);
-          const row = rows[0] as { holder: string | null; live: boolean } | undefined;
-          holder = row?.live && row.holder !== not ? row.holder : null;
-          return holder !== null;
-        },
-        `a node${not ? ` other than ${not}` : ""} to own ${UNIT}`,
-        30_000,
-        50,
-      );
-      return holder ?? "";
-    },
-    async settled() {
-      await waitUntil(
-        async () => {
-          const { rows } = await db.query("SELECT count(*)::int AS n FROM entry WHERE state <> 'done'");
-          return (rows[0] as { n: number }).n === 0;
-        },
-        "every message answered and recorded",
-        30_000,
-        20,
-      );
-    },
+    node,
+    ...clusterState(db, UNIT),
     texts: () =>
       fake
         .messages(DM)
         .filter((m) => m.sender === "bot")
         .map((m) => fake.textOf(m)),
-    async inboxSize() {
-      const { rows } = await db.query("SELECT count(*)::int AS n FROM inbox");
-      return (rows[0] as { n: number }).n;
-    },
   };
 }
 

@@ -1,24 +1,13 @@
-/**
- * A Nostr bot on a bridge of several machines: two daemon processes on one
- * PostgreSQL database, one Nostr account (`nostr:ns`) owned by one of them
- * through its lease. Only the owner connects to the relay, so each message is
- * answered once; the bot's key is generated once, in the database, and the
- * next owner is the same bot. Killed (SIGKILL), the owner leaves a message
- * published meanwhile on the relay; the next owner's subscription looks back
- * from when the account was last caught up (kept in the database) and answers
- * it, and answers nothing twice.
- */
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
 import pg from "pg";
-import { afterEach, expect, it, onTestFailed, onTestFinished } from "vitest";
+import { afterEach, expect, it, onTestFinished } from "vitest";
 import { npubToHex } from "../../../daemon/adapters/nostr/config.js";
 import { createFakeRelay, createPerson } from "../../fakes/nostr.js";
 import { startTestPostgres } from "../../helpers/postgres.js";
 import { lacks } from "../../helpers/system-programs.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { startService, tempDir } from "../daemon-harness.js";
-import { startDaemonProcess, writeDaemonConfig, type DaemonChild } from "../daemon-process.js";
+import { clusterState, platformNodes } from "./cluster-harness.js";
+import type { DaemonChild } from "../daemon-process.js";
 
 const noPostgres = lacks("postgres", import.meta.url);
 const UNIT = "nostr:ns";
@@ -44,56 +33,14 @@ it.skipIf(noPostgres)(
     onTestFinished(() => db.end());
     const dir = tempDir();
     onTestFinished(dir.remove);
-    const children = new Map<string, DaemonChild>();
-    onTestFailed(() => {
-      for (const [name, c] of children) process.stderr.write(`--- node ${name}\n${c.out()}${c.err()}\n`);
+    const node = platformNodes({
+      dir: dir.path,
+      service,
+      dbUrl,
+      channels: [{ type: "nostr", id: "ns", relays: [relay.url], access: { mode: "open" } }],
+      extra: { attachments: { enabled: false } },
     });
-    onTestFinished(async () => {
-      for (const c of children.values()) c.kill();
-      await Promise.all([...children.values()].map((c) => c.exited));
-    });
-    const node = (name: string): DaemonChild => {
-      mkdirSync(join(dir.path, name), { recursive: true });
-      const { configFile } = writeDaemonConfig(join(dir.path, name), {
-        service: { baseUrl: service.url },
-        apiKey: service.key,
-        instance: service.instanceIds[0] ?? "",
-        channels: [{ type: "nostr", id: "ns", relays: [relay.url], access: { mode: "open" } }],
-        extra: {
-          logLevel: "info",
-          attachments: { enabled: false },
-          state: { kind: "postgres", url: dbUrl, nodeId: name, leaseTtlMs: 2_000, pollMs: 200 },
-        },
-      });
-      const child = startDaemonProcess(configFile);
-      children.set(name, child);
-      return child;
-    };
-    const owner = async (not?: string): Promise<string> => {
-      let holder: string | null = null;
-      await waitUntil(
-        async () => {
-          const { rows } = await db.query("SELECT holder, expires_at > clock_timestamp() AS live FROM lease WHERE unit = $1", [UNIT]);
-          const row = rows[0] as { holder: string | null; live: boolean } | undefined;
-          holder = row?.live && row.holder !== not ? row.holder : null;
-          return holder !== null;
-        },
-        `a node${not ? ` other than ${not}` : ""} to own ${UNIT}`,
-        30_000,
-        50,
-      );
-      return holder ?? "";
-    };
-    const settled = () =>
-      waitUntil(
-        async () => {
-          const { rows } = await db.query("SELECT count(*)::int AS n FROM entry WHERE state <> 'done'");
-          return (rows[0] as { n: number }).n === 0;
-        },
-        "every message answered and recorded",
-        30_000,
-        20,
-      );
+    const { owner, settled } = clusterState(db, UNIT);
 
     const a = node("a");
     await a.waitFor((o) => o.includes("daemon started"), "a started");

@@ -1,26 +1,12 @@
-/**
- * A Signal account on a bridge of several machines: two daemon processes on
- * one PostgreSQL database in front of one signal-cli daemon (the fake), the
- * account (`signal:sig`) owned by one of them through its lease. Only the
- * owner reads signal-cli's event stream (signal-cli writes every event to
- * every stream open, so a second reader would answer twice). Each message
- * is spooled in the account's state in the database the moment it is read
- * off the stream; the owner is killed (SIGKILL) while a message is in the
- * spool and not yet journaled (its file being fetched), and a message comes
- * while no node listens: the next owner hands over the spool it finds in the
- * database, reads what waited on Signal's server (`--receive-mode
- * on-connection`), and each message is answered exactly once.
- */
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
 import pg from "pg";
-import { expect, it, onTestFailed, onTestFinished } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import { createFakeSignal } from "../../fakes/signal.js";
 import { startTestPostgres } from "../../helpers/postgres.js";
 import { lacks } from "../../helpers/system-programs.js";
 import { waitUntil } from "../../helpers/wait.js";
 import { startService, tempDir } from "../daemon-harness.js";
-import { type DaemonChild, startDaemonProcess, writeDaemonConfig } from "../daemon-process.js";
+import { clusterState, platformNodes } from "./cluster-harness.js";
+import type { DaemonChild } from "../daemon-process.js";
 
 const noPostgres = lacks("postgres", import.meta.url);
 
@@ -43,66 +29,24 @@ async function bridge() {
   const dir = tempDir();
   onTestFinished(dir.remove);
   const alice = fake.person("Alice", "+15550002222");
-  const children = new Map<string, DaemonChild>();
-  onTestFailed(() => {
-    for (const [name, c] of children) process.stderr.write(`--- node ${name}\n${c.out()}${c.err()}\n`);
-  });
-  onTestFinished(async () => {
-    for (const c of children.values()) c.kill();
-    await Promise.all([...children.values()].map((c) => c.exited));
+  const node = platformNodes({
+    dir: dir.path,
+    service,
+    dbUrl,
+    channels: [
+      { type: "signal", id: "sig", account: ACCOUNT, url: fake.url, streaming: "off", groupContext: { enabled: false }, access: { users: [alice.number] } },
+    ],
   });
   return {
     fake,
     alice,
-    node(name: string): DaemonChild {
-      mkdirSync(join(dir.path, name), { recursive: true });
-      const { configFile } = writeDaemonConfig(join(dir.path, name), {
-        service: { baseUrl: service.url },
-        apiKey: service.key,
-        instance: service.instanceIds[0] ?? "",
-        channels: [
-          { type: "signal", id: "sig", account: ACCOUNT, url: fake.url, streaming: "off", groupContext: { enabled: false }, access: { users: [alice.number] } },
-        ],
-        extra: {
-          logLevel: "info",
-          state: { kind: "postgres", url: dbUrl, nodeId: name, leaseTtlMs: 2_000, pollMs: 200 },
-        },
-      });
-      const child = startDaemonProcess(configFile);
-      children.set(name, child);
-      return child;
-    },
-    async owner(not?: string): Promise<string> {
-      let holder: string | null = null;
-      await waitUntil(
-        async () => {
-          const { rows } = await db.query("SELECT holder, expires_at > clock_timestamp() AS live FROM lease WHERE unit = $1", [UNIT]);
-          const row = rows[0] as { holder: string | null; live: boolean } | undefined;
-          holder = row?.live && row.holder !== not ? row.holder : null;
-          return holder !== null;
-        },
-        `a node${not ? ` other than ${not}` : ""} to own ${UNIT}`,
-        30_000,
-        50,
-      );
-      return holder ?? "";
-    },
+    node,
+    ...clusterState(db, UNIT),
     /** The spool as the database holds it: message id -> the event's data. */
     async spool(): Promise<Record<string, unknown>> {
       const { rows } = await db.query("SELECT v FROM kv WHERE unit = $1 AND ns = $2 AND k = $3", [UNIT, "adapter:signal:sig", JSON.stringify("spool")]);
       const value = (rows[0] as { v: unknown } | undefined)?.v;
       return typeof value === "object" && value !== null ? (value as Record<string, unknown>) : {};
-    },
-    async settled() {
-      await waitUntil(
-        async () => {
-          const { rows } = await db.query("SELECT count(*)::int AS n FROM entry WHERE state <> 'done'");
-          return (rows[0] as { n: number }).n === 0;
-        },
-        "every message answered and recorded",
-        30_000,
-        20,
-      );
     },
     answersTo: (text: string) => fake.sent(alice.uuid).filter((m) => m.text.includes(text)),
   };

@@ -4,7 +4,7 @@ import { googleChatChannelSchema } from "../../../../daemon/adapters/googlechat/
 import { createGoogleChatAdapter } from "../../../../daemon/adapters/googlechat/index.js";
 import { googleChatPlatform } from "../../../../daemon/adapters/googlechat/platform.js";
 import { systemClock } from "../../../../shared/clock.js";
-import { createFakeGoogleChat } from "../../../fakes/googlechat.js";
+import { googleChatChannelFor, startFakeGoogleChat } from "../../../helpers/googlechat-setup.js";
 import { tempDir } from "../../../helpers/emulator.js";
 import { type Feature, type HarnessFactory, logCollector } from "./harness.js";
 
@@ -15,23 +15,17 @@ const SPACE = "spaces/team";
 export const features: readonly Feature[] = ["group", "thread", "edits", "buttons", "files"];
 
 export const harness: HarnessFactory = async () => {
-  // A burst the suite's back-to-back sends fit in (Chat's own is a write a second per space).
-  const fake = await createFakeGoogleChat({ audienceType: "project-number", audience: PROJECT, spaceWrites: 50 });
+  const fake = await startFakeGoogleChat(PROJECT);
   const channel = {
-    ...googleChatChannelSchema.parse({
-      type: "googlechat",
-      audience_type: "project-number",
-      audience: PROJECT,
-      serviceAccountKey: fake.serviceAccountKey,
-      api: fake.url,
-      certsUrl: fake.certsUrl,
-      http: { port: 0 },
-      // Every reply through the API here: the shared suite's sends need message ids (sync answers: googlechat-adapter.test.ts).
-      syncReplyMs: 0,
-      access: { mode: "open" },
-      // Files out as cards linking to the app's own endpoint (googlechat-files.test.ts follows the links).
-      file_links: { public_base_url: "https://bridge.example.com/googlechat/files" },
-    }),
+    ...googleChatChannelSchema.parse(
+      googleChatChannelFor(fake, PROJECT, {
+        // Every reply through the API here: the shared suite's sends need message ids (sync answers: googlechat-adapter.test.ts).
+        syncReplyMs: 0,
+        access: { mode: "open" },
+        // Files out as cards linking to the app's own endpoint (googlechat-files.test.ts follows the links).
+        file_links: { public_base_url: "https://bridge.example.com/googlechat/files" },
+      }),
+    ),
     id: "gc",
   };
   const logs = logCollector();

@@ -1,11 +1,11 @@
 /** LINE for the shared suite: the real adapter (`@line/bot-sdk`'s client, the shared webhook endpoint) against the fake LINE. */
 import pino from "pino";
-import { lineChannelSchema } from "../../../../daemon/adapters/line/config.js";
 import { createLineAdapter } from "../../../../daemon/adapters/line/index.js";
 import { linePlatform } from "../../../../daemon/adapters/line/platform.js";
 import { systemClock } from "../../../../shared/clock.js";
 import { createFakeLine } from "../../../fakes/line.js";
 import { tempDir } from "../../../helpers/emulator.js";
+import { lineChannelFor } from "../../../helpers/line-setup.js";
 import { type Feature, type HarnessFactory, logCollector } from "./harness.js";
 
 export const TOKEN = "contractLineChannelAccessTokenThatMustStaySecret0123456789+/=";
@@ -18,21 +18,16 @@ export const features: readonly Feature[] = ["group", "buttons", "files"];
 export const harness: HarnessFactory = async () => {
   // Redelivery on, as the set-up guide asks: an event the core could not take comes again.
   const fake = await createFakeLine({ channelAccessToken: TOKEN, channelSecret: SECRET, redelivery: true });
-  const channel = {
-    ...lineChannelSchema.parse({
-      type: "line",
-      channel_access_token: TOKEN,
-      channel_secret: SECRET,
-      api: fake.apiBase,
-      data_api: fake.apiBase,
-      http: { port: 0 },
+  const channel = lineChannelFor(
+    fake,
+    { token: TOKEN, secret: SECRET },
+    {
       webhook_redelivery: true,
       access: { mode: "open" },
       // Files out by link on the channel's own endpoint (line-files.test.ts fetches them as LINE would).
       file_links: { public_base_url: "https://bridge.example.com/line/files" },
-    }),
-    id: "ln",
-  };
+    },
+  );
   const logs = logCollector();
   const dir = tempDir();
   const state = new Map<string, unknown>();
