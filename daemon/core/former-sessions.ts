@@ -8,7 +8,10 @@
  * service session, its generation, an open question) is written under the
  * new key: one write, atomic on the file journal and on PostgreSQL, and done
  * once, since the new key is no longer empty afterwards. The former record is
- * left as it was (nothing reads it again).
+ * left as it was (nothing reads it again), but for an open question: its
+ * expiry moves in the same write (to the new key and the thread's chat, so it
+ * reaches the moved conversation and is one message with a tap in the
+ * thread), and the former copy keeps no open question.
  *
  * While an entry journaled before the upgrade is still pending under the
  * former key (its first message too, with no state yet), the message joins
@@ -19,7 +22,8 @@ import type { InboundMessage } from "../vocabulary/adapter.js";
 import { formerConversationOf } from "../vocabulary/conversation.js";
 import { sessionKeyOf } from "../vocabulary/keys.js";
 import type { SessionState, StoredRoute } from "../vocabulary/records.js";
-import type { Store } from "../vocabulary/store.js";
+import type { StateWrite, Store } from "../vocabulary/store.js";
+import { questionExpiryMoved } from "./questions/questions.js";
 import { sessionBaseFor } from "./routing.js";
 import type { RouteScope } from "../config/schema.js";
 
@@ -40,7 +44,7 @@ export type CarryOver =
  * one (a linked person's base is never a thread's: nothing to carry).
  */
 export async function carryOverFormerSession(
-  store: Pick<Store, "session" | "setSession" | "pending">,
+  store: Pick<Store, "session" | "writeTogether" | "pending" | "kv">,
   message: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId" | "threadId" | "formerly">,
   route: StoredRoute & { scope: RouteScope },
 ): Promise<CarryOver> {
@@ -56,6 +60,13 @@ export async function carryOverFormerSession(
   const from = sessionKeyOf(fromRoute);
   const state = store.session(from);
   if (isBlank(state)) return { kind: "none" };
-  await store.setSession(to, state);
+  const writes: StateWrite[] = [{ session: to, state }];
+  const q = state.question;
+  if (q && !q.closed) {
+    // The open question goes with its expiry, and the former copy is no longer open (nothing answers or expires it twice).
+    const { question: _moved, ...rest } = state;
+    writes.push({ session: from, state: rest }, ...questionExpiryMoved(store, q.id, to, message));
+  }
+  await store.writeTogether(writes);
   return { kind: "moved", from, to };
 }

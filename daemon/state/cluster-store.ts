@@ -190,6 +190,18 @@ export function createClusterStore(deps: ClusterStoreDeps): ClusterStore {
       await write(unit ?? key, (u) => u.setSession(key, value));
       if (hold) hold.state = value;
     },
+    async writeTogether(writes) {
+      const units = new Set(writes.map((w) => ("session" in w ? (shared.get(w.session)?.unit ?? unitOfSession(w.session)) : unitOfKv(w.namespace, w.key))));
+      const [unit, ...others] = units;
+      if (unit === undefined || others.length) throw new Error("state: writes made together must all belong to one account (cluster-store.ts)");
+      await write(unit, (u) =>
+        u.writeTogether(writes.map((w) => ("session" in w ? { base: w.session, state: w.state } : { namespace: w.namespace, key: w.key, value: w.value }))),
+      );
+      for (const w of writes) {
+        const hold = "session" in w ? shared.get(w.session) : undefined;
+        if (hold && "session" in w) hold.state = w.state;
+      }
+    },
     linkBook: state.linkBook((unit, operation, work) => write(unit, (u) => u.fenced(operation, work))),
     fileStores: state.fileStores((unit, operation, work) => write(unit, (u) => u.fenced(operation, work))),
     async holdSession(key, account, signal) {

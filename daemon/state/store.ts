@@ -38,7 +38,7 @@ import {
   type StoredReply,
 } from "../vocabulary/records.js";
 import { StoreState } from "./store-state.js";
-import type { Store } from "../vocabulary/store.js";
+import type { StateWrite, Store } from "../vocabulary/store.js";
 
 // The errors a caller of the store branches on, beside the store they come from.
 export { DataDirLockedError } from "../../shared/durable-files.js";
@@ -217,6 +217,17 @@ class JournalStore implements FileStore {
 
   setSession(key: SessionKey, session: SessionState): Promise<void> {
     return this.#commit([{ t: "session", base: key, state: session }]);
+  }
+
+  writeTogether(writes: readonly StateWrite[]): Promise<void> {
+    return this.#commit(
+      writes.map(
+        (w): Unnumbered<JournalRecord> =>
+          "session" in w
+            ? { t: "session", base: w.session, state: w.state }
+            : { t: "kv", ns: w.namespace, k: w.key, ...(w.value === undefined ? {} : { v: w.value }) },
+      ),
+    );
   }
 
   kv(namespace: string): AdapterStateStore & { keys(): string[] } {

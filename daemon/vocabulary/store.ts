@@ -9,6 +9,9 @@ import type { EntryKind, JournalEntry, SessionState, StoredAttachment, StoredPre
  * Readers are synchronous (the state is in memory); every write resolves once
  * it is durable.
  */
+/** One write of `Store.writeTogether`: a session's state, or a key-value (`value` undefined removes it). */
+export type StateWrite = { session: SessionKey; state: SessionState } | { namespace: string; key: string; value: unknown };
+
 export interface Store {
   /** Entries not yet fully answered, in acceptance order. */
   pending(): JournalEntry[];
@@ -30,6 +33,11 @@ export interface Store {
   /** The session chain of a session key (`sessionKeyOf` in keys.ts: the instance and the session base). */
   session(key: SessionKey): SessionState;
   setSession(key: SessionKey, state: SessionState): Promise<void>;
+  /**
+   * Session states and key-values of one account, all or none: one journal append, one
+   * database statement (a session moved with its open question's expiry, former-sessions.ts).
+   */
+  writeTogether(writes: readonly StateWrite[]): Promise<void>;
   /** Durable key-values of one namespace (an adapter's, say). */
   kv(namespace: string): AdapterStateStore & { keys(): string[] };
   /**

@@ -9,19 +9,22 @@
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pino } from "pino";
 import { expect, it, onTestFinished } from "vitest";
 import { placeOf, translateMessage as slackMessage } from "../../daemon/adapters/slack/inbound.js";
 import { targetOf } from "../../daemon/core/delivery.js";
 import { carryOverFormerSession } from "../../daemon/core/former-sessions.js";
+import { answerMessageId, createQuestions, QUESTIONS_NAMESPACE } from "../../daemon/core/questions/questions.js";
 import { effectiveScope, sessionBaseFor } from "../../daemon/core/routing.js";
 import { openStore } from "../../daemon/state/store.js";
 import type { InboundMessage } from "../../daemon/vocabulary/adapter.js";
 import { dedupeKeyOf, sessionKeyOf } from "../../daemon/vocabulary/keys.js";
 import { createManualClock } from "../../shared/clock.js";
+import { waitUntil } from "../helpers/wait.js";
 
-async function store() {
+async function store(clock = createManualClock()) {
   const dataDir = mkdtempSync(join(tmpdir(), "former-sessions-"));
-  const s = await openStore({ dataDir, clock: createManualClock() });
+  const s = await openStore({ dataDir, clock });
   onTestFinished(async () => {
     await s.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -127,4 +130,65 @@ it("reads an entry the daemon before the rule left pending (a Slack thread as th
   if (next.kind !== "accept") throw new Error("a turn");
   const route = { ...routeOf(next.message), instanceId: "INSTANCE" };
   expect(await carryOverFormerSession(s, next.message, route)).toEqual({ kind: "joined", route: { ...route, sessionBase: entry.route.sessionBase } });
+});
+
+it("moves an open question's expiry with its session: it expires into the thread's moved conversation once, as the thread's tap would be named", async () => {
+  const clock = createManualClock();
+  const s = await store(clock);
+  const m = { ...inThread("1"), text: "/status" };
+  const from = sessionKeyOf(formerRoute(m));
+  const to = sessionKeyOf(routeOf(m));
+  const question = {
+    id: "q1",
+    callId: "call_1",
+    tool: "choice" as const,
+    text: "Deploy where?",
+    options: ["staging", "production"],
+    allowText: false,
+    askerId: "alice",
+    askedAt: clock.now(),
+    expiresAt: clock.now() + 60_000,
+    otherOutputs: [],
+  };
+  await s.setSession(from, { generation: 0, lastResponseId: "resp_asked", sessionId: "svc", question });
+  // The question's expiry as the daemon before the rule indexed it: the former key, the thread as the chat.
+  const indexKey = `discord\u0000dc\u0000${question.id}`;
+  await s.kv(QUESTIONS_NAMESPACE).set(indexKey, {
+    key: from,
+    expiresAt: question.expiresAt,
+    chat: { platform: "discord", accountId: "dc", chatId: "thread", chatType: "group", userId: "alice", groupAliases: ["guild"] },
+  });
+  const injected: InboundMessage[] = [];
+  const questions = createQuestions({
+    config: () => {
+      throw new Error("the expiry reads no settings");
+    },
+    store: s,
+    clock,
+    logger: pino({ level: "silent" }),
+    adapterFor: () => undefined,
+    channelFor: () => undefined,
+    inject: async (message) => void injected.push(message),
+    newId: () => "unused",
+  });
+  onTestFinished(() => questions.close());
+  questions.start();
+
+  // A command in the thread (it closes no question) moves the session.
+  expect(await carryOverFormerSession(s, m, routeOf(m))).toEqual({ kind: "moved", from, to });
+  expect(s.session(to).question).toEqual(question);
+  // The former copy is no longer an open question: nothing can answer or expire it there.
+  expect(s.session(from).question).toBeUndefined();
+
+  clock.advance(60_000);
+  await waitUntil(() => injected.length > 0, "the expiry injected");
+  clock.advance(120_000);
+  expect(injected).toHaveLength(1);
+  const [expiry] = injected;
+  // Into the thread as today's code names it, so the moved conversation hears of it (and no other).
+  expect(expiry).toMatchObject({ chatId: "parent", threadId: "thread", answers: { questionId: "q1", closed: "expired" } });
+  expect(sessionKeyOf(routeOf(expiry!))).toBe(to);
+  // A tap on the question in the thread is the same message: one answer, whichever comes first.
+  const tap = { ...inThread("tap"), messageId: answerMessageId("q1"), text: "staging", answers: { questionId: "q1" } };
+  expect(dedupeKeyOf(expiry!)).toBe(dedupeKeyOf(tap));
 });

@@ -22,6 +22,7 @@ import { translateMessage as slackMessage } from "../../daemon/adapters/slack/in
 import { translateMessage as telegramMessage } from "../../daemon/adapters/telegram/inbound.js";
 import { stateSchema } from "../../daemon/config/schema.js";
 import { effectiveScope, sessionBaseFor } from "../../daemon/core/routing.js";
+import { toolDeclarations } from "../../daemon/core/questions/tools.js";
 import { createDaemon } from "../../daemon/daemon.js";
 import { migrate } from "../../daemon/state/postgres/migrations.js";
 import { openStore } from "../../daemon/state/store.js";
@@ -32,6 +33,7 @@ import { systemClock } from "../../shared/clock.js";
 import { seededRandom } from "../../shared/random.js";
 import { startServiceFixture } from "../helpers/bridge.js";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { createSteppableClock } from "../helpers/steppable-clock.js";
 import { lacks } from "../helpers/system-programs.js";
 import { waitUntil } from "../helpers/wait.js";
 
@@ -105,17 +107,20 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 /** Where the old session is written before the daemon starts, and the state section that reads it. */
-type Backend = (c: Case, dataDir: string, key: string, state: object) => Promise<{ state?: z.input<typeof stateSchema> }>;
+type Backend = (c: Case, dataDir: string, key: string, state: object, question?: QuestionIndex) => Promise<{ state?: z.input<typeof stateSchema> }>;
+/** An open question's expiry as that daemon indexed it (kv namespace "questions"). */
+type QuestionIndex = { key: string; entry: object };
 
-const fileBackend: Backend = async (_c, dataDir, key, state) => {
+const fileBackend: Backend = async (_c, dataDir, key, state, question) => {
   const store = await openStore({ dataDir, clock: systemClock });
   // The journal's session record has not changed with the rule: only the key it is written under did.
   await store.setSession(key as Parameters<typeof store.setSession>[0], { generation: 0, ...state });
+  if (question) await store.kv("questions").set(question.key, question.entry);
   await store.close();
   return {};
 };
 
-const postgresBackend: Backend = async (c, _dataDir, key, state) => {
+const postgresBackend: Backend = async (c, _dataDir, key, state, question) => {
   if (!server) throw new Error("no PostgreSQL");
   const url = await server.createDatabase("threads");
   const pool = new pg.Pool({ connectionString: url, max: 1 });
@@ -127,6 +132,13 @@ const postgresBackend: Backend = async (c, _dataDir, key, state) => {
     accountKeyOf(c.platform, c.accountId),
     JSON.stringify({ generation: 0, ...state }),
   ]);
+  // A kv row as unit-state.ts writes it: the key as its JSON.
+  if (question)
+    await pool.query("INSERT INTO kv (unit, ns, k, v) VALUES ($1, 'questions', $2, $3)", [
+      accountKeyOf(c.platform, c.accountId),
+      JSON.stringify(question.key),
+      JSON.stringify(question.entry),
+    ]);
   return { state: { kind: "postgres", url, nodeId: "upgraded", leaseTtlMs: 3_000, pollMs: 100 } };
 };
 
@@ -172,7 +184,83 @@ async function upgradeContinues(c: Case, backend: Backend): Promise<void> {
 const idOf = (c: Case, suffix: string): object =>
   c.platform === "telegram" ? { message_id: 103 } : c.platform === "discord" ? { id: `1600000000000000003` } : { ts: `1700000019.000${suffix.length}00` };
 
+/**
+ * A thread's question left open before the upgrade: a command in the thread moves the session
+ * (closing nothing), then the question expires. The expiry reaches the moved conversation, in the
+ * thread, once: the agent hears there was no answer, on the chain that asked.
+ */
+async function openQuestionExpiresInThread(c: Case, backend: Backend): Promise<void> {
+  const service = await startServiceFixture("thread-question-");
+  const base = service.configFor({ ...CHANNELS[c.platform], access: { mode: "open" } });
+  const client = createServiceClient({ baseUrl: service.baseUrl, apiKey: base.service.apiKey });
+  const asked = await client.createSessionResponse({
+    instance_id: service.instanceId,
+    session_id: c.before.sessionBase,
+    body: { model: base.service.defaultModel, input: "!ask Deploy where? | staging | production", tools: toolDeclarations(["choice"]) },
+  });
+  const call = asked.output.find((i) => i.type === "function_call");
+  if (call?.type !== "function_call") throw new Error("the fake model asks with the tool");
+  const clock = createSteppableClock();
+  const oldKey = `${service.instanceId} ${c.before.sessionBase}`;
+  const askerId = c.before.message.userId as string;
+  const question = {
+    id: "q-before",
+    callId: call.call_id,
+    tool: "choice",
+    text: "Deploy where?",
+    options: ["staging", "production"],
+    allowText: false,
+    askerId,
+    askedAt: clock.now(),
+    expiresAt: clock.now() + 60 * 60_000,
+    otherOutputs: [],
+  };
+  const { state } = await backend(
+    c,
+    service.dataDir,
+    oldKey,
+    { lastResponseId: asked.id, sessionId: c.before.sessionBase, question },
+    {
+      key: `${c.platform}\u0000${c.accountId}\u0000${question.id}`,
+      entry: { key: oldKey, expiresAt: question.expiresAt, chat: { ...c.before.message, userId: askerId } },
+    },
+  );
+
+  const { adapter, sent, accept } = recordingAdapter(c.platform, c.accountId);
+  const daemon = createDaemon({
+    config: { ...base, buttons: { ...base.buttons, tools: ["choice"] }, ...(state ? { state: stateSchema.parse(state) } : {}) },
+    adapters: [adapter],
+    logger: pino({ level: "silent" }),
+    random: seededRandom(3),
+    clock,
+  });
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
+  await daemon.start();
+
+  const command = translateNow(c, { ...(c.followUp as object), ...idOf(c, "status"), content: "<@1500000000000000900> /status" });
+  await waitUntil(async () => (await accept(command)).status === "accepted", "the command taken (once the account is held)");
+  await waitUntil(() => sent.some((s) => s.target.threadId === command.threadId), "the status shown in the thread");
+
+  clock.advance(60 * 60_000);
+  const told = await waitUntil(() => sent.find((s) => /returned: No answer/.test(s.text)), "the agent told there was no answer");
+  expect(told.target).toMatchObject({ chatId: command.chatId, threadId: command.threadId });
+  // Once: nothing else expires (the former copy holds no open question).
+  clock.advance(120 * 60_000);
+  await daemon.stop({ graceMs: 1_000 });
+  expect(sent.filter((s) => /returned: No answer/.test(s.text))).toHaveLength(1);
+}
+
 describe("a thread's conversation after the upgrade to the one thread rule", () => {
+  const discord = fixture.cases.find((c) => c.platform === "discord");
+  if (discord) {
+    it("expires a Discord thread's question left open before it into the moved conversation, once (file journal)", { timeout: 30_000 }, () =>
+      openQuestionExpiresInThread(discord, fileBackend),
+    );
+    it.skipIf(noPostgres)("expires a Discord thread's question left open before it into the moved conversation, once (PostgreSQL)", { timeout: 30_000 }, () =>
+      openQuestionExpiresInThread(discord, postgresBackend),
+    );
+  }
+
   for (const c of fixture.cases) {
     it(`continues a ${c.platform} thread stored by the daemon before it (file journal)`, { timeout: 30_000 }, () => upgradeContinues(c, fileBackend));
     it.skipIf(noPostgres)(`continues a ${c.platform} thread stored by the daemon before it (PostgreSQL)`, { timeout: 30_000 }, () =>

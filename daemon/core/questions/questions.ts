@@ -17,7 +17,7 @@ import type { ButtonsConfig } from "../../vocabulary/config-fields.js";
 import type { ChatAdapter, ChatTarget, InboundMessage, RefusalReason } from "../../vocabulary/adapter.js";
 import { sessionKeyOf, type SessionKey } from "../../vocabulary/keys.js";
 import type { JournalEntry, OpenQuestion, SessionState, StoredRoute } from "../../vocabulary/records.js";
-import type { Store } from "../../vocabulary/store.js";
+import type { StateWrite, Store } from "../../vocabulary/store.js";
 import type { QuestionEvent } from "../relay-types.js";
 import {
   answerOutput,
@@ -48,6 +48,35 @@ interface IndexEntry {
   expiresAt: number;
   /** As the question's chat was named, its group aliases too: the expiry goes through intake's access check (a guild's settings). */
   chat: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId"> & { threadId?: string; groupAliases?: string[] };
+}
+
+/**
+ * The index writes that move an open question's expiry with its session (core/former-sessions.ts):
+ * its session key and its chat as the thread's messages name it now, so the expiry closes the
+ * question where it lives and is the same message as a tap in the thread. Its index key (platform,
+ * account, id) stays, and so does its armed timer: the expiry reads its entry when it fires.
+ */
+export function questionExpiryMoved(
+  store: Pick<Store, "kv">,
+  questionId: string,
+  key: SessionKey,
+  chat: Pick<InboundMessage, "chatId" | "chatType" | "threadId">,
+): StateWrite[] {
+  const kv = store.kv(INDEX);
+  return kv
+    .keys()
+    .filter((k) => idOfIndexKey(k) === questionId)
+    .flatMap((k): StateWrite[] => {
+      const entry = kv.get<IndexEntry>(k);
+      if (!entry) return [];
+      const { threadId: _former, ...rest } = entry.chat;
+      const moved: IndexEntry = {
+        ...entry,
+        key,
+        chat: { ...rest, chatId: chat.chatId, chatType: chat.chatType, ...(chat.threadId ? { threadId: chat.threadId } : {}) },
+      };
+      return [{ namespace: INDEX, key: k, value: moved }];
+    });
 }
 
 export interface QuestionMetrics {
@@ -187,8 +216,10 @@ export function createQuestions(deps: QuestionsDeps): Questions {
     timers.set(id, { timer, platform: entry.chat.platform, accountId: entry.chat.accountId });
   };
 
-  async function expire(id: string, entry: IndexEntry, key: string): Promise<void> {
+  async function expire(id: string, armed: IndexEntry, key: string): Promise<void> {
     timers.delete(id);
+    // As the index has it now: a session moved to its thread's new key took its question's entry along (questionExpiryMoved).
+    const entry = index().get<IndexEntry>(key) ?? armed;
     const q = store.session(entry.key as SessionKey).question;
     if (q?.id !== id || q.closed) {
       await index().set(key, undefined);

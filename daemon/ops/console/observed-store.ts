@@ -35,6 +35,7 @@ export function observedStore(store: Store, feed: ActivityFeed): Store {
     },
     session: (key) => store.session(key),
     setSession: (key, state) => store.setSession(key, state),
+    writeTogether: (writes) => store.writeTogether(writes),
     kv(namespace) {
       const kv = store.kv(namespace);
       if (namespace !== PAIRING_NAMESPACE) return kv;

@@ -64,6 +64,8 @@ export interface UnitState {
   complete(ids: string[]): Promise<void>;
   session(base: string): SessionState;
   setSession(base: string, state: SessionState): Promise<void>;
+  /** Sessions and key-values in one batch, so one statement: all or none. */
+  writeTogether(writes: readonly ({ base: string; state: SessionState } | { namespace: string; key: string; value: unknown })[]): Promise<void>;
   /** Durable key-values of one namespace (an adapter's offset, say). */
   kv(namespace: string): AdapterStateStore & { keys(): string[] };
   /** A spooled attachment's bytes, until its entry is done. */
@@ -337,6 +339,25 @@ export async function openUnitState(deps: UnitStateDeps): Promise<UnitState> {
     async setSession(base, state) {
       await batcher.write({ op: "session", base, state: json(state) });
       sessions.set(base, state);
+    },
+    async writeTogether(writes) {
+      await batcher.write({
+        op: "together",
+        writes: writes.map((w) =>
+          "base" in w
+            ? { op: "session" as const, base: w.base, state: json(w.state) }
+            : { op: "kv" as const, ns: w.namespace, k: storedKey(w.key), v: w.value === undefined ? undefined : json(w.value) },
+        ),
+      });
+      for (const w of writes) {
+        if ("base" in w) sessions.set(w.base, w.state);
+        else {
+          const m = kvs.get(w.namespace) ?? new Map<string, unknown>();
+          kvs.set(w.namespace, m);
+          if (w.value === undefined) m.delete(w.key);
+          else m.set(w.key, w.value);
+        }
+      }
     },
     kv(namespace) {
       return {

@@ -18,6 +18,9 @@ import type pg from "pg";
 import { z } from "zod";
 import { GroupCommit } from "../../../shared/group-commit.js";
 
+type SessionWrite = { op: "session"; base: string; state: string };
+type KvWrite = { op: "kv"; ns: string; k: string; v: string | undefined };
+
 export type BatchedWrite =
   | { op: "accept"; id: string; key: string; kind: string; message: string; route: string }
   /** With the session change it caused, in the same commit. */
@@ -25,8 +28,10 @@ export type BatchedWrite =
   | { op: "sent"; id: string; n: number }
   | { op: "preview"; id: string; preview: string | null }
   | { op: "done"; ids: readonly string[] }
-  | { op: "session"; base: string; state: string }
-  | { op: "kv"; ns: string; k: string; v: string | undefined };
+  | SessionWrite
+  | KvWrite
+  /** Session and kv writes that must never be split across batches (one statement commits them all). */
+  | { op: "together"; writes: readonly (SessionWrite | KvWrite)[] };
 
 /** What an accepted entry got from the database (absent: its dedupe key was taken). */
 export interface AcceptedAt {
@@ -143,7 +148,7 @@ export class WriteBatcher {
     // The later write of one session or key wins, as it would have in order.
     const sessions = new Map<string, string>();
     const kvs = new Map<string, { ns: string; k: string; v: string | undefined }>();
-    for (const w of writes) {
+    for (const w of writes.flatMap((w): readonly BatchedWrite[] => (w.op === "together" ? w.writes : [w]))) {
       switch (w.op) {
         case "accept":
           acc.id.push(w.id);

@@ -126,6 +126,24 @@ describe.skipIf(noPostgres)("postgres unit state", () => {
     expect((await state.openUnit(lease)).pending()).toEqual([]);
   });
 
+  it("writes sessions and key-values together (a thread's session moved with its question's expiry), and they read back after a reopen", async () => {
+    const url = await server.createDatabase("together");
+    const { state, lease, unit } = await owner(url);
+    await unit.setSession("i1 former", { generation: 1, lastResponseId: "r1" });
+    await unit.kv("questions").set("telegram\u0000bot\u0000q1", { key: "i1 former" });
+    await unit.writeTogether([
+      { base: "i1 new", state: { generation: 1, lastResponseId: "r1" } },
+      { base: "i1 former", state: { generation: 1 } },
+      { namespace: "questions", key: "telegram\u0000bot\u0000q1", value: { key: "i1 new" } },
+      { namespace: "pairing", key: "gone", value: undefined },
+    ]);
+    expect(unit.session("i1 new").lastResponseId).toBe("r1");
+    const again = await state.openUnit(lease);
+    expect(again.session("i1 new")).toEqual({ generation: 1, lastResponseId: "r1" });
+    expect(again.session("i1 former")).toEqual({ generation: 1 });
+    expect(again.kv("questions").get("telegram\u0000bot\u0000q1")).toEqual({ key: "i1 new" });
+  });
+
   it("refuses an attachment over maxAttachmentBytes and stores nothing of its message", async () => {
     const url = await server.createDatabase("cap");
     const { unit } = await owner(url, "a", { maxAttachmentBytes: 10 });
