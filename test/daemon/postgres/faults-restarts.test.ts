@@ -15,7 +15,10 @@ const startNodes = clusterPerTest();
 
 describe.skipIf(noPostgres)("restarts of the nodes of a bridge on several machines", () => {
   it("a rolling restart of all three nodes loses nothing and answers nothing twice", { timeout: 120_000 }, async () => {
-    const c = await startNodes({ leaseTtlMs: 3_000 });
+    // A SIGTERM frees the lease at once, so its length costs this test nothing; a short one (3 s:
+    // deadline 2.4 s after a renewal sent every second) self-fenced on a starved machine, and a
+    // lease lost with a reply in flight may send it again (the paused-node fault, the chaos test's).
+    const c = await startNodes({ leaseTtlMs: 15_000 });
     let nodes = ["a", "b", "c"].map((n) => c.node(n));
     await c.owner();
     for (const node of nodes) await node.child.waitFor((o) => o.includes("daemon started"), `${node.name} to start`);
