@@ -16,6 +16,7 @@ import {
   type WAMessage,
 } from "@whiskeysockets/baileys";
 import type { ChatType, InboundAttachment, InboundMessage } from "../../vocabulary/adapter.js";
+import { extensionFor } from "../file-extensions.js";
 import { chatIdFromJid, jidUser, userIdFromJid } from "./ids.js";
 import { safeBaseName } from "../../../shared/util/names.js";
 
@@ -195,24 +196,6 @@ function mediaOf(content: proto.IMessage, messageId: string): MediaInfo | undefi
     ...(declared !== undefined ? { declaredBytes: declared } : {}),
     ...(seconds !== undefined ? { seconds } : {}),
   };
-}
-
-const EXTENSIONS: Record<string, string> = {
-  "application/pdf": "pdf",
-  "image/jpeg": "jpg",
-  "image/png": "png",
-  "image/webp": "webp",
-  "image/gif": "gif",
-  "audio/ogg": "ogg",
-  "audio/mpeg": "mp3",
-  "audio/mp4": "m4a",
-  "video/mp4": "mp4",
-  "text/plain": "txt",
-};
-
-function extensionFor(mimeType: string | undefined): string {
-  const bare = mimeType?.split(";")[0]?.trim().toLowerCase();
-  return (bare && EXTENSIONS[bare]) || "bin";
 }
 
 /** Protobuf numbers arrive as number or Long. */
