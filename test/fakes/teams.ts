@@ -421,7 +421,7 @@ export async function createFakeTeams(options: FakeTeamsOptions) {
     rollKeys() {
       keys.unshift(signingPair());
     },
-    /** What the chat shows: a stream that has had only informative updates is a progress bar, not a message. */
+    /** A conversation's messages as the chat shows them (see isShown). */
     messages: (conversationId: string): ShownMessage[] => (conversations.get(conversationId) ?? []).filter(isShown),
     /** A chat's messages with those of its channel's reply chains (`<channel>;messageid=<root>`), as the channel shows them. */
     chatMessages: (chatId: string): ShownMessage[] =>
