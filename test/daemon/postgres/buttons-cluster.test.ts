@@ -15,7 +15,9 @@ const startNodes = clusterPerTest();
 
 describe.skipIf(noPostgres)("buttons on several daemons on PostgreSQL", () => {
   it("a question asked by a node killed with -9 is answered by a tap on the next owner, once", { timeout: 90_000 }, async () => {
-    const c = await startNodes({ leaseTtlMs: 2_000, telegramExtra: { buttons: { tools: ["choice", "confirm"] } } });
+    // 6 s, not 2 s: under the whole suite's load a node stalled past a 2 s lease's fence (its local deadline 1.6 s after a renewal, renewed every 0.67 s)
+    // fences itself and the account changes hands again mid-test; the kill -9 still frees it within one lease.
+    const c = await startNodes({ leaseTtlMs: 6_000, telegramExtra: { buttons: { tools: ["choice", "confirm"] } } });
     const nodes = ["a", "b"].map((n) => c.node(n));
     await c.owner();
     c.fake.privateText(alice, "!ask Deploy where? | staging | production");
