@@ -148,6 +148,8 @@ const ONE_PROCESS = process.env.BENCH_ONE_PROCESS === "1";
 const BASELINE = process.env.BENCH_DAEMON_BASELINE;
 /** Rounds at 200 chats: direct, daemon (and baseline) in each, in turning order; the median ratio is the result. */
 const ROUNDS = Number(process.env.BENCH_DAEMON_ROUNDS ?? 3);
+/** BENCH_DAEMON_FLOOR=1: the floor relay (bench/floor-relay.ts) as one more side of each round: what any relay of this design could reach. */
+const FLOOR = process.env.BENCH_DAEMON_FLOOR === "1";
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
 /** The machine's load average when a line is printed: the numbers mean little above the number of cores. */
 const loadNote = () => `   [load ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} cores]`;
@@ -245,16 +247,25 @@ export async function benchDaemon(): Promise<void> {
     const daemonCpus: number[] = [];
     const baseRatios: number[] = [];
     const baseCpus: number[] = [];
+    const floorRatios: number[] = [];
+    const floorCpus: number[] = [];
     let lastRelayed: Awaited<ReturnType<typeof relayed>> | undefined;
     for (let round = 1; round <= rounds; round++) {
-      const sides: ("direct" | "daemon" | "baseline")[] = ["direct", "daemon", ...(BASELINE && !ONE_PROCESS ? (["baseline"] as const) : [])];
+      const sides: ("direct" | "daemon" | "baseline" | "floor")[] = [
+        "direct",
+        "daemon",
+        ...(BASELINE && !ONE_PROCESS ? (["baseline"] as const) : []),
+        ...(FLOOR && !ONE_PROCESS ? (["floor"] as const) : []),
+      ];
       const order = [...sides.slice((round - 1) % sides.length), ...sides.slice(0, (round - 1) % sides.length)];
       let direct: Awaited<ReturnType<typeof directRun>> | undefined;
       let through: Awaited<ReturnType<typeof relayed>> | undefined;
       let base: Awaited<ReturnType<typeof relayed>> | undefined;
+      let floor: Awaited<ReturnType<typeof relayed>> | undefined;
       for (const side of order) {
         if (side === "direct") direct = await directRun(round);
         else if (side === "daemon") through = await relayed(chats, messages, { kind: "file" });
+        else if (side === "floor") floor = await relayed(chats, messages, { kind: "file" }, "floor");
         else base = await relayed(chats, messages, { kind: "file" }, BASELINE);
       }
       if (!direct || !through) throw new Error("a round lost a side");
@@ -279,6 +290,14 @@ export async function benchDaemon(): Promise<void> {
         baseRatios.push(base.result.turnsPerSecond / direct.result.turnsPerSecond);
         console.log(`  CPU per turn: daemon ${daemonCpu.toFixed(2)} ms, baseline daemon ${baseCpu.toFixed(2)} ms`);
       }
+      if (floor) {
+        // The least any relay of this design does per turn (bench/floor-relay.ts): the ceiling of the ratio.
+        console.log(line("through the floor relay", floor.result));
+        const floorCpu = perTurn(floor.daemonCpu[0], floor.daemonCpu[1]);
+        floorRatios.push(floor.result.turnsPerSecond / direct.result.turnsPerSecond);
+        floorCpus.push(floorCpu);
+        console.log(`  floor relay: ${floorRatios.at(-1)!.toFixed(2)}x the direct client, CPU ${floorCpu.toFixed(2)} ms per turn`);
+      }
       console.log(
         `  CPU per turn: emulator ${direct.emulatorCpu.toFixed(2)} ms (direct), ${perTurn(through.emulatorCpu[0], through.emulatorCpu[1]).toFixed(2)} ms (relayed); daemon ${daemonCpu.toFixed(2)} ms`,
       );
@@ -294,6 +313,10 @@ export async function benchDaemon(): Promise<void> {
       console.log(
         `${chats} chats, median of ${rounds} rounds: ${median(ratios).toFixed(2)}x throughput (per round ${ratios.map((r) => r.toFixed(2)).join(", ")}; goal >= 0.8x), p99 ${median(p99Ratios).toFixed(1)}x (goal <= 3x), daemon CPU ${median(daemonCpus).toFixed(2)} ms per turn`,
       );
+      if (floorRatios.length)
+        console.log(
+          `  floor relay, median: ${median(floorRatios).toFixed(2)}x throughput (per round ${floorRatios.map((r) => r.toFixed(2)).join(", ")}), CPU ${median(floorCpus).toFixed(2)} ms per turn`,
+        );
       if (baseRatios.length)
         console.log(
           `  baseline daemon, median: ${median(baseRatios).toFixed(2)}x throughput (per round ${baseRatios.map((r) => r.toFixed(2)).join(", ")}), CPU ${median(baseCpus).toFixed(2)} ms per turn`,
@@ -327,7 +350,7 @@ export async function benchDaemon(): Promise<void> {
   await agent.close();
   await stopChild(emulator.child);
 
-  /** The closed loops through a daemon process with this state backend. */
+  /** The closed loops through a daemon process with this state backend (or, with `bin` "floor", through bench/floor-relay.ts). */
   async function relayed(chats: number, messages: number, state: Record<string, unknown>, bin = BIN) {
     const dataDir = await mkdtemp(join(tmpdir(), "bench-daemon-"));
     const configFile = join(dataDir, "config.json");
@@ -335,9 +358,12 @@ export async function benchDaemon(): Promise<void> {
     // The daemon prints nothing with silent logs: the warm-up turn is its readiness check.
     // BENCH_DAEMON_PROFILE=DIR writes the daemon's CPU profile there (`--cpu-prof`), to see where its time goes.
     const profile = process.env.BENCH_DAEMON_PROFILE ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_DAEMON_PROFILE] : [];
+    const floorArgs = [join(import.meta.dirname, "floor-relay.ts"), fake.url, TOKEN, baseUrl, api_key, instance.id, join(dataDir, "journal")];
     const daemon = ONE_PROCESS
       ? await inOneProcess(emulator.child, { start: configFile })
-      : spawn(process.execPath, [...profile, bin, "run", "--config", configFile], { cwd: ROOT, stdio: "ignore" });
+      : bin === "floor"
+        ? spawn(process.execPath, [...profile, "--import", "tsx", ...floorArgs], { cwd: ROOT, stdio: "ignore" })
+        : spawn(process.execPath, [...profile, bin, "run", "--config", configFile], { cwd: ROOT, stdio: "ignore" });
     // Warm-up: one turn in one chat (grammY's getMe, the first poll, the first service call).
     await relayTurn(0, "warm-up");
     await closedLoops(chats, 1, (chat) => relayTurn(chat, "warm-up")); // as the direct side: one untimed turn per chat
