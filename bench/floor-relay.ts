@@ -18,7 +18,8 @@ import { open } from "node:fs/promises";
 import { Agent, request } from "undici";
 
 const [apiRoot, token, baseUrl, apiKey, instanceId, journalPath] = process.argv.slice(2);
-if (!apiRoot || !token || !baseUrl || !apiKey || !instanceId || !journalPath) throw new Error("usage: floor-relay API_ROOT TOKEN BASE_URL API_KEY INSTANCE JOURNAL");
+if (!apiRoot || !token || !baseUrl || !apiKey || !instanceId || !journalPath)
+  throw new Error("usage: floor-relay API_ROOT TOKEN BASE_URL API_KEY INSTANCE JOURNAL");
 
 const agent = new Agent({ keepAliveTimeout: 30_000, connections: 256 });
 const journal = await open(journalPath, constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | constants.O_DSYNC);
@@ -44,7 +45,12 @@ async function flush(): Promise<void> {
 }
 
 async function call(url: string, body: object, headers: Record<string, string> = {}): Promise<unknown> {
-  const res = await request(url, { method: "POST", dispatcher: agent, headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  const res = await request(url, {
+    method: "POST",
+    dispatcher: agent,
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
   return res.body.json();
 }
 
