@@ -20,10 +20,13 @@ import { z } from "zod";
 import { translateMessage as discordMessage } from "../../daemon/adapters/discord/inbound.js";
 import { translateMessage as slackMessage } from "../../daemon/adapters/slack/inbound.js";
 import { translateMessage as telegramMessage } from "../../daemon/adapters/telegram/inbound.js";
+import { scheduleSchema } from "../../daemon/config/schedules.js";
 import { stateSchema } from "../../daemon/config/schema.js";
+import { cronOf, nextSlot } from "../../daemon/core/schedules/slots.js";
 import { effectiveScope, sessionBaseFor } from "../../daemon/core/routing.js";
 import { toolDeclarations } from "../../daemon/core/questions/tools.js";
 import { createDaemon } from "../../daemon/daemon.js";
+import { testHandle } from "../../daemon/test-handle.js";
 import { migrate } from "../../daemon/state/postgres/migrations.js";
 import { openStore } from "../../daemon/state/store.js";
 import type { ChatAdapter, ChatTarget, InboundMessage, InboundSink } from "../../daemon/vocabulary/adapter.js";
@@ -180,6 +183,66 @@ async function upgradeContinues(c: Case, backend: Backend): Promise<void> {
   await waitUntil(() => sent.filter((s) => s.text.includes("plum")).length === 2, "the chain recalled again");
 }
 
+/**
+ * A schedule naming the thread (its chat and `threadId`, as `/whoami` shows them now) fires before
+ * anyone writes there after the upgrade: its prompt goes on the thread's stored chain (the same
+ * service session, the first turn's response as its parent), so the thread's next message finds
+ * that conversation under its new key and continues it too, instead of the old one being lost.
+ */
+async function scheduleFiresFirst(c: Case, backend: Backend): Promise<void> {
+  const service = await startServiceFixture("thread-schedule-");
+  const base = service.configFor({ ...CHANNELS[c.platform], access: { mode: "open" } });
+  const client = createServiceClient({ baseUrl: service.baseUrl, apiKey: base.service.apiKey });
+  const first = await client.createSessionResponse({
+    instance_id: service.instanceId,
+    session_id: c.before.sessionBase,
+    body: { model: base.service.defaultModel, input: "the word is plum" },
+  });
+  const oldKey = `${service.instanceId} ${c.before.sessionBase}`;
+  const { state } = await backend(c, service.dataDir, oldKey, { lastResponseId: first.id, sessionId: c.before.sessionBase });
+
+  const next = translateNow(c, c.followUp);
+  const hourly = "0 * * * *";
+  const schedule = scheduleSchema.parse({
+    id: "digest",
+    cron: hourly,
+    timeZone: "UTC",
+    channel: CHANNELS[c.platform].id,
+    chatId: next.chatId,
+    ...(next.threadId !== undefined ? { threadId: next.threadId } : {}),
+    chatType: next.chatType,
+    prompt: "!recall",
+  });
+  const { adapter, sent, accept } = recordingAdapter(c.platform, c.accountId);
+  const clock = createSteppableClock();
+  const daemon = createDaemon({
+    config: { ...base, schedules: [schedule], ...(state ? { state: stateSchema.parse(state) } : {}) },
+    adapters: [adapter],
+    logger: pino({ level: "silent" }),
+    random: seededRandom(3),
+    clock,
+  });
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
+  await daemon.start();
+
+  await waitUntil(() => testHandle(daemon).schedules?.nextCheck(schedule.id) !== undefined, "the schedule's timer (once the account is held)");
+  clock.advance(nextSlot(cronOf(hourly, "UTC"), clock.now())! - clock.now() + 1000);
+  const answered = await waitUntil(() => sent[0], "the scheduled prompt answered");
+  expect(answered.target).toMatchObject({ chatId: next.chatId, threadId: next.threadId });
+  const responses = () => Object.values(service.emulator.emulator.store.data.gateway.responses);
+  const scheduled = responses().find((r) => r.input_text.includes("!recall"));
+  // The thread's own conversation: the service session it had, its chain's last response the parent.
+  expect(scheduled).toMatchObject({ session: c.before.sessionBase, parent_id: first.id });
+  expect(answered.text).toContain("plum");
+
+  // The thread's next message continues that same conversation (the move was not left behind a fresh session).
+  expect(next.text).toBe("!recall");
+  await waitUntil(async () => (await accept(next)).status === "accepted", "the follow-up taken");
+  await waitUntil(() => sent.filter((s) => s.text.includes("plum")).length === 2, "the chain recalled again from the thread");
+  const followed = responses().filter((r) => r.input_text.includes("!recall") && r.id !== scheduled?.id);
+  expect(followed).toEqual([expect.objectContaining({ session: c.before.sessionBase, parent_id: scheduled?.id })]);
+}
+
 /** A raw message's own id, changed (a second message of the thread). */
 const idOf = (c: Case, suffix: string): object =>
   c.platform === "telegram" ? { message_id: 103 } : c.platform === "discord" ? { id: `1600000000000000003` } : { ts: `1700000019.000${suffix.length}00` };
@@ -265,6 +328,15 @@ describe("a thread's conversation after the upgrade to the one thread rule", () 
     it(`continues a ${c.platform} thread stored by the daemon before it (file journal)`, { timeout: 30_000 }, () => upgradeContinues(c, fileBackend));
     it.skipIf(noPostgres)(`continues a ${c.platform} thread stored by the daemon before it (PostgreSQL)`, { timeout: 30_000 }, () =>
       upgradeContinues(c, postgresBackend),
+    );
+  }
+
+  for (const c of fixture.cases) {
+    it(`continues a ${c.platform} thread's stored conversation when a schedule speaks in it first (file journal)`, { timeout: 30_000 }, () =>
+      scheduleFiresFirst(c, fileBackend),
+    );
+    it.skipIf(noPostgres)(`continues a ${c.platform} thread's stored conversation when a schedule speaks in it first (PostgreSQL)`, { timeout: 30_000 }, () =>
+      scheduleFiresFirst(c, postgresBackend),
     );
   }
 

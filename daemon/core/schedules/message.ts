@@ -3,8 +3,11 @@
  * schedule names, the person it names, the prompt as the text, and a message
  * id made of the schedule and the slot. That id is the firing's dedupe key, so
  * a slot is journaled once whatever fires it again (a restart, a second node).
- * Pure.
+ * Like a platform's message in a thread it says how the thread was named
+ * before the one thread rule (`formerly`), so its stored session moves the
+ * same way (core/former-sessions.ts). Pure.
  */
+import { formerPlaceOf } from "../../config/former-places.js";
 import type { InboundMessage } from "../../vocabulary/adapter.js";
 import { encodeId } from "../../vocabulary/keys.js";
 import type { ScheduleConfig } from "../../config/schedules.js";
@@ -14,11 +17,13 @@ const PREFIX = "schedule:";
 
 /** The message one slot of `schedule` journals, on the platform of its channel. */
 export function scheduledMessage(schedule: ScheduleConfig, platform: string, slot: number): InboundMessage {
+  const formerly = formerPlaceOf({ platform, chatId: schedule.chatId, chatType: schedule.chatType, threadId: schedule.threadId });
   return {
     platform,
     accountId: schedule.channel,
     chatId: schedule.chatId,
     ...(schedule.threadId !== undefined ? { threadId: schedule.threadId } : {}),
+    ...(formerly ? { formerly } : {}),
     chatType: schedule.chatType,
     userId: schedule.userId ?? schedule.chatId,
     userName: `schedule ${schedule.id}`,
