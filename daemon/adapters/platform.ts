@@ -102,10 +102,11 @@ export interface PlatformSpec<T extends string, S extends z.ZodType<ParsedChanne
   machineBound?: boolean;
   /**
    * How the platform named `place` before the one thread rule, as its messages say in `formerly`
-   * (derived by the same code), so a conversation the core opens with no message (a schedule's)
-   * moves its stored session like the thread's next message would. Absent: names never changed.
+   * (derived by the same code, imported when asked: the descriptor loads with the config), so a
+   * conversation the core opens with no message (a schedule's) moves its stored session like the
+   * thread's next message would. Absent: names never changed.
    */
-  formerPlaceOf?(place: NamedPlace): InboundMessage["formerly"];
+  formerPlaceOf?(place: NamedPlace): Promise<InboundMessage["formerly"]>;
   /** The channel's config schema (a strict object with `type: z.literal(type)`, `...channelCommon`). */
   schema: S;
   /** Per-channel defaults that need the id or the data folder; must set `id`. */
@@ -148,7 +149,7 @@ export interface Platform<
   readonly machineBound: boolean;
   readonly schema: S;
   /** `PlatformSpec.formerPlaceOf`; undefined where the platform never renamed it. */
-  formerPlaceOf(place: NamedPlace): InboundMessage["formerly"];
+  formerPlaceOf(place: NamedPlace): Promise<InboundMessage["formerly"]>;
   finalize(channel: ParsedChannel, context: FinalizeContext): C | undefined;
   secrets(channel: FinalChannel): string[] | undefined;
   check(channel: FinalChannel, deps: ChannelCheckDeps): Promise<CheckResult> | undefined;
@@ -171,7 +172,7 @@ export function definePlatform<T extends string, S extends z.ZodType<ParsedChann
     secretHeaders: spec.secretHeaders ?? [],
     machineBound: spec.machineBound ?? false,
     schema: spec.schema,
-    formerPlaceOf: (place) => spec.formerPlaceOf?.(place),
+    formerPlaceOf: async (place) => spec.formerPlaceOf?.(place),
     finalize: (channel, context) => (parsedHere(channel) ? spec.finalize(channel, context) : undefined),
     secrets: (channel) => (finalHere(channel) ? spec.secrets(channel) : undefined),
     check: (channel, deps) => (finalHere(channel) ? spec.check(channel, deps) : undefined),

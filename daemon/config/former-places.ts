@@ -9,5 +9,5 @@ import { platforms } from "../adapters/registry.js";
 import type { InboundMessage } from "../vocabulary/adapter.js";
 
 /** `formerly` for `place`, as a message there would carry it; undefined where its name never changed. */
-export const formerPlaceOf = (place: NamedPlace & Pick<InboundMessage, "platform">): InboundMessage["formerly"] =>
+export const formerPlaceOf = async (place: NamedPlace & Pick<InboundMessage, "platform">): Promise<InboundMessage["formerly"]> =>
   platforms.find((p) => p.type === place.platform)?.formerPlaceOf(place);

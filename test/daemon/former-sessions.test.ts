@@ -14,6 +14,7 @@ import { expect, it, onTestFinished } from "vitest";
 import { placeOf as discordPlace } from "../../daemon/adapters/discord/inbound.js";
 import { placeOf, threadOf, translateMessage as slackMessage } from "../../daemon/adapters/slack/inbound.js";
 import { placeOf as teamsPlace } from "../../daemon/adapters/teams/inbound.js";
+import { formerPlaceOf } from "../../daemon/config/former-places.js";
 import { scheduleSchema } from "../../daemon/config/schedules.js";
 import { targetOf } from "../../daemon/core/delivery.js";
 import { carryOverFormerSession } from "../../daemon/core/former-sessions.js";
@@ -197,24 +198,22 @@ it("moves an open question's expiry with its session: it expires into the thread
   expect(dedupeKeyOf(expiry!)).toBe(dedupeKeyOf(tap));
 });
 
-/** A schedule's firing into `place` on `platform`, as fire.ts journals it. */
-const firingIn = (platform: string, place: { chatId: string; threadId?: string | undefined; chatType: "direct" | "group" }) =>
-  scheduledMessage(
-    scheduleSchema.parse({
-      id: "digest",
-      cron: "0 * * * *",
-      timeZone: "UTC",
-      channel: "acc",
-      chatId: place.chatId,
-      ...(place.threadId !== undefined ? { threadId: place.threadId } : {}),
-      chatType: place.chatType,
-      prompt: "news?",
-    }),
-    platform,
-    0,
-  );
+/** A schedule's firing into `place` on `platform`, as fire.ts journals it (its thread's former name asked of the platform). */
+async function firingIn(platform: string, place: { chatId: string; threadId?: string | undefined; chatType: "direct" | "group" }) {
+  const schedule = scheduleSchema.parse({
+    id: "digest",
+    cron: "0 * * * *",
+    timeZone: "UTC",
+    channel: "acc",
+    chatId: place.chatId,
+    ...(place.threadId !== undefined ? { threadId: place.threadId } : {}),
+    chatType: place.chatType,
+    prompt: "news?",
+  });
+  return scheduledMessage(schedule, platform, 0, await formerPlaceOf({ platform, ...place }));
+}
 
-it("names a schedule's thread as the platform's own messages there name it before the one thread rule, so its firing moves the same session", () => {
+it("names a schedule's thread as the platform's own messages there name it before the one thread rule, so its firing moves the same session", async () => {
   // Each platform's messages in a thread, by its inbound code; a schedule naming that chat and thread says the same `formerly`.
   const places = [
     { platform: "discord", chatType: "group" as const, ...discordPlace({ channelId: "thread", parentChannelId: "parent", guildId: "guild" }) },
@@ -224,21 +223,21 @@ it("names a schedule's thread as the platform's own messages there name it befor
   ];
   for (const { platform, formerly, ...place } of places) {
     expect(formerly).toBeDefined();
-    expect(firingIn(platform, place).formerly).toEqual(formerly);
+    expect((await firingIn(platform, place)).formerly).toEqual(formerly);
   }
   // A chat's top level, and a platform whose threads never changed name (a Telegram topic): nothing to move.
-  expect(firingIn("discord", { chatId: "parent", chatType: "group" }).formerly).toBeUndefined();
-  expect(firingIn("slack", { chatId: "C0CHANNEL1", chatType: "group" }).formerly).toBeUndefined();
-  expect(firingIn("teams", { chatId: "19:abc@thread.tacv2", chatType: "group" }).formerly).toBeUndefined();
-  expect(firingIn("telegram", { chatId: "-1005555", threadId: "7", chatType: "group" }).formerly).toBeUndefined();
+  expect((await firingIn("discord", { chatId: "parent", chatType: "group" })).formerly).toBeUndefined();
+  expect((await firingIn("slack", { chatId: "C0CHANNEL1", chatType: "group" })).formerly).toBeUndefined();
+  expect((await firingIn("teams", { chatId: "19:abc@thread.tacv2", chatType: "group" })).formerly).toBeUndefined();
+  expect((await firingIn("telegram", { chatId: "-1005555", threadId: "7", chatType: "group" })).formerly).toBeUndefined();
   // A person's direct chat has no Discord thread or Teams chain: never their whole conversation moved into one.
-  expect(firingIn("discord", { chatId: "dm", threadId: "x", chatType: "direct" }).formerly).toBeUndefined();
-  expect(firingIn("teams", { chatId: "a:1personal", threadId: "x", chatType: "direct" }).formerly).toBeUndefined();
+  expect((await firingIn("discord", { chatId: "dm", threadId: "x", chatType: "direct" })).formerly).toBeUndefined();
+  expect((await firingIn("teams", { chatId: "a:1personal", threadId: "x", chatType: "direct" })).formerly).toBeUndefined();
 });
 
 it("moves a schedule's own conversation in a thread (`session: own`) to the thread's new name, beside the thread's conversation, which stays", async () => {
   const s = await store();
-  const firing = { ...firingIn("discord", { chatId: "parent", threadId: "thread", chatType: "group" }), accountId: "dc" };
+  const firing = { ...(await firingIn("discord", { chatId: "parent", threadId: "thread", chatType: "group" })), accountId: "dc" };
   const own = (chatBase: string) => ownSessionBase(chatBase, "digest");
   const chat = routeOf(firing);
   const route = { ...chat, sessionBase: own(chat.sessionBase) };

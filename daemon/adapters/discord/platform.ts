@@ -8,7 +8,6 @@ import { probe, type ProbeDeps } from "../../helpers/probe.js";
 import { channelSubject, type CheckResult } from "../../vocabulary/check-result.js";
 import { definePlatform, loadAdapterModule } from "../platform.js";
 import { discordChannelSchema, type DiscordChannelConfig } from "./config.js";
-import { placeOf } from "./inbound.js";
 
 const DiscordUser = z.object({ id: z.string(), username: z.string() });
 
@@ -43,8 +42,11 @@ export const discordPlatform = definePlatform({
   finalize: (channel, { id }): DiscordChannelConfig => ({ ...channel, id }),
   secrets: (channel) => [channel.token],
   // A thread is a channel of its own (its parent the chat), only in a guild: its messages' `placeOf`, from the ids alone.
-  formerPlaceOf: ({ chatId, chatType, threadId }) =>
-    threadId === undefined || chatType !== "group" ? undefined : placeOf({ channelId: threadId, parentChannelId: chatId, guildId: null }).formerly,
+  async formerPlaceOf({ chatId, chatType, threadId }) {
+    if (threadId === undefined || chatType !== "group") return undefined;
+    const { placeOf } = await import("./inbound.js");
+    return placeOf({ channelId: threadId, parentChannelId: chatId, guildId: null }).formerly;
+  },
   check: checkDiscord,
   load: loadAdapter,
   async create(channel, deps) {

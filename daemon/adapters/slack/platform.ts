@@ -10,7 +10,6 @@ import { probe, type ProbeDeps } from "../../helpers/probe.js";
 import { channelSubject, type CheckResult } from "../../vocabulary/check-result.js";
 import { definePlatform, loadAdapterModule } from "../platform.js";
 import { missingScopes, scopesNeeded, slackChannelSchema, type SlackChannelConfig } from "./config.js";
-import { threadOf } from "./inbound.js";
 
 const AuthTest = z.object({ ok: z.literal(true), user: z.string().optional(), team: z.string().optional(), user_id: z.string() });
 const SlackError = z.object({ ok: z.literal(false), error: z.string() });
@@ -90,8 +89,11 @@ export const slackPlatform = definePlatform({
   secrets: (channel) => [channel.botToken, channel.appToken, channel.signingSecret].filter((s): s is string => s !== undefined),
   check: checkSlack,
   // A thread named by its root's ts, as its replies' `threadOf` names it (a channel's top level kept its name).
-  formerPlaceOf: ({ chatId, chatType, threadId }) =>
-    threadId === undefined ? undefined : threadOf(chatId, chatType === "direct", threadId, threadId).formerly,
+  async formerPlaceOf({ chatId, chatType, threadId }) {
+    if (threadId === undefined) return undefined;
+    const { threadOf } = await import("./inbound.js");
+    return threadOf(chatId, chatType === "direct", threadId, threadId).formerly;
+  },
   load: loadAdapter,
   // Several machines, HTTP Events API: every node's endpoint keeps events for the owner.
   receive: (channel, deps) =>

@@ -10,7 +10,6 @@ import { probe, type ProbeDeps } from "../../helpers/probe.js";
 import { channelSubject, type CheckResult } from "../../vocabulary/check-result.js";
 import { definePlatform, loadAdapterModule } from "../platform.js";
 import { ANONYMOUS_MODE, CONNECTOR_SCOPE, type TeamsChannelConfig, teamsChannelSchema, tokenEndpointOf } from "./config.js";
-import { conversationIdOf, placeOf } from "./inbound.js";
 
 const TokenAnswer = z.object({ access_token: z.string().min(1) });
 const TokenError = z.object({ error: z.string(), error_codes: z.array(z.number()).optional() });
@@ -87,7 +86,11 @@ export const teamsPlatform = definePlatform({
   secrets: (channel) => [channel.app_password].filter((s): s is string => s !== undefined),
   check: checkTeams,
   // A channel's reply chain by its conversation id, as its messages' `placeOf` reads it (a personal chat has none).
-  formerPlaceOf: (place) => (place.chatType === "group" ? placeOf(conversationIdOf(place)).formerly : undefined),
+  async formerPlaceOf(place) {
+    if (place.chatType !== "group") return undefined;
+    const { conversationIdOf, placeOf } = await import("./inbound.js");
+    return placeOf(conversationIdOf(place)).formerly;
+  },
   load: loadAdapter,
   // Several machines: every node's endpoint verifies and keeps activities for the owner.
   receive: (channel, deps) => import("./receiver.js").then(({ startTeamsReceiver }) => startTeamsReceiver(channel, deps)),

@@ -8,6 +8,7 @@
  * upgrade goes on with the thread's conversation instead of taking its key.
  */
 import type { Logger } from "pino";
+import { formerPlaceOf } from "../../config/former-places.js";
 import type { DaemonConfig, ScheduleConfig } from "../../config/schema.js";
 import { dedupeKeyOf } from "../../vocabulary/keys.js";
 import type { JournalEntry } from "../../vocabulary/records.js";
@@ -33,7 +34,8 @@ export function createFire(deps: FireDeps): Fire {
   const { config, store, scheduler, logger: log } = deps;
   /** One slot of a schedule, journaled as an inbound message of its chat (its dedupe key is the slot), then queued like one. */
   return async function fireScheduled(schedule, platform, slot) {
-    const message = scheduledMessage(schedule, platform, slot);
+    const formerly = await formerPlaceOf({ platform, chatId: schedule.chatId, chatType: schedule.chatType, threadId: schedule.threadId });
+    const message = scheduledMessage(schedule, platform, slot, formerly);
     const resolved = resolveRoute(config, message);
     if (!resolved) return "no_route";
     const within = schedule.session === "own" ? (chatBase: string) => ownSessionBase(chatBase, schedule.id) : undefined;

@@ -4,10 +4,9 @@
  * id made of the schedule and the slot. That id is the firing's dedupe key, so
  * a slot is journaled once whatever fires it again (a restart, a second node).
  * Like a platform's message in a thread it says how the thread was named
- * before the one thread rule (`formerly`), so its stored session moves the
- * same way (core/former-sessions.ts). Pure.
+ * before the one thread rule (`formerly`, as fire.ts asks the platform), so
+ * its stored session moves the same way (core/former-sessions.ts). Pure.
  */
-import { formerPlaceOf } from "../../config/former-places.js";
 import type { InboundMessage } from "../../vocabulary/adapter.js";
 import { encodeId } from "../../vocabulary/keys.js";
 import type { ScheduleConfig } from "../../config/schedules.js";
@@ -15,9 +14,8 @@ import type { ScheduleConfig } from "../../config/schedules.js";
 /** Platform message ids never contain ":" (numbers, snowflakes, WhatsApp's hex ids), so this prefix cannot collide with one. */
 const PREFIX = "schedule:";
 
-/** The message one slot of `schedule` journals, on the platform of its channel. */
-export function scheduledMessage(schedule: ScheduleConfig, platform: string, slot: number): InboundMessage {
-  const formerly = formerPlaceOf({ platform, chatId: schedule.chatId, chatType: schedule.chatType, threadId: schedule.threadId });
+/** The message one slot of `schedule` journals, on the platform of its channel; `formerly`: its thread's name before the one thread rule. */
+export function scheduledMessage(schedule: ScheduleConfig, platform: string, slot: number, formerly?: InboundMessage["formerly"]): InboundMessage {
   return {
     platform,
     accountId: schedule.channel,
