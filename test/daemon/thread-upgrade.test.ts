@@ -253,6 +253,46 @@ const idOf = (c: Case, suffix: string): object =>
  * thread, once: the agent hears there was no answer, on the chain that asked.
  */
 async function openQuestionExpiresInThread(c: Case, backend: Backend): Promise<void> {
+  const { sent, accept, clock, daemon } = await questionLeftOpen(c, backend);
+
+  const command = translateNow(c, { ...(c.followUp as object), ...idOf(c, "status"), content: "<@1500000000000000900> /status" });
+  await waitUntil(async () => (await accept(command)).status === "accepted", "the command taken (once the account is held)");
+  await waitUntil(() => sent.some((s) => s.target.threadId === command.threadId), "the status shown in the thread");
+
+  clock.advance(60 * 60_000);
+  const told = await waitUntil(() => sent.find((s) => /returned: No answer/.test(s.text)), "the agent told there was no answer");
+  expect(told.target).toMatchObject({ chatId: command.chatId, threadId: command.threadId });
+  // Once: nothing else expires (the former copy holds no open question).
+  clock.advance(120 * 60_000);
+  await daemon.stop({ graceMs: 1_000 });
+  expect(sent.filter((s) => /returned: No answer/.test(s.text))).toHaveLength(1);
+}
+
+/**
+ * The same question expiring before anything moved the thread's session: it closes on the former
+ * key (where it lives) in the former chat, and the thread's next message moves the chain as the
+ * expiry left it, so the conversation goes on from the expiry's answer.
+ */
+async function openQuestionExpiresFirst(c: Case, backend: Backend): Promise<void> {
+  const { service, asked, sent, accept, clock, daemon } = await questionLeftOpen(c, backend);
+  await waitUntil(() => testHandle(daemon).store !== undefined && testHandle(daemon).scheduler !== undefined, "the daemon started");
+  clock.advance(60 * 60_000);
+  const told = await waitUntil(() => sent.find((s) => /returned: No answer/.test(s.text)), "the agent told there was no answer");
+  expect(told.target).toMatchObject({ chatId: c.before.message.chatId });
+  const responses = () => Object.values(service.emulator.emulator.store.data.gateway.responses);
+  // The expiry's turn answers the question on the chain that asked it.
+  const expiry = await waitUntil(() => responses().find((r) => r.parent_id === asked.id), "the expiry's turn on the service");
+  expect(expiry.session).toBe(c.before.sessionBase);
+
+  const next = translateNow(c, c.followUp);
+  await waitUntil(async () => (await accept(next)).status === "accepted", "the follow-up taken");
+  const followed = await waitUntil(() => responses().find((r) => r.input_text.includes("!recall")), "the follow-up's turn on the service");
+  expect(followed).toMatchObject({ session: c.before.sessionBase, parent_id: expiry.id });
+  await waitUntil(() => sent.some((s) => s.target.threadId === next.threadId), "the follow-up answered in the thread");
+}
+
+/** A Discord thread's question asked before the upgrade, still open, and a daemon of today started on that state. */
+async function questionLeftOpen(c: Case, backend: Backend) {
   const service = await startServiceFixture("thread-question-");
   const base = service.configFor({ ...CHANNELS[c.platform], access: { mode: "open" } });
   const client = createServiceClient({ baseUrl: service.baseUrl, apiKey: base.service.apiKey });
@@ -299,18 +339,7 @@ async function openQuestionExpiresInThread(c: Case, backend: Backend): Promise<v
   });
   onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
-
-  const command = translateNow(c, { ...(c.followUp as object), ...idOf(c, "status"), content: "<@1500000000000000900> /status" });
-  await waitUntil(async () => (await accept(command)).status === "accepted", "the command taken (once the account is held)");
-  await waitUntil(() => sent.some((s) => s.target.threadId === command.threadId), "the status shown in the thread");
-
-  clock.advance(60 * 60_000);
-  const told = await waitUntil(() => sent.find((s) => /returned: No answer/.test(s.text)), "the agent told there was no answer");
-  expect(told.target).toMatchObject({ chatId: command.chatId, threadId: command.threadId });
-  // Once: nothing else expires (the former copy holds no open question).
-  clock.advance(120 * 60_000);
-  await daemon.stop({ graceMs: 1_000 });
-  expect(sent.filter((s) => /returned: No answer/.test(s.text))).toHaveLength(1);
+  return { service, asked, sent, accept, clock, daemon };
 }
 
 describe("a thread's conversation after the upgrade to the one thread rule", () => {
@@ -321,6 +350,16 @@ describe("a thread's conversation after the upgrade to the one thread rule", () 
     );
     it.skipIf(noPostgres)("expires a Discord thread's question left open before it into the moved conversation, once (PostgreSQL)", { timeout: 30_000 }, () =>
       openQuestionExpiresInThread(discord, postgresBackend),
+    );
+    it(
+      "closes a Discord thread's question expiring before anything moved it on the former key, and the thread goes on from there (file journal)",
+      { timeout: 30_000 },
+      () => openQuestionExpiresFirst(discord, fileBackend),
+    );
+    it.skipIf(noPostgres)(
+      "closes a Discord thread's question expiring before anything moved it on the former key, and the thread goes on from there (PostgreSQL)",
+      { timeout: 30_000 },
+      () => openQuestionExpiresFirst(discord, postgresBackend),
     );
   }
 
