@@ -17,7 +17,13 @@
  * former key (its first message too, with no state yet), the message joins
  * it there instead, so the two run in one order and the chain is not forked;
  * the move happens with a message after they are answered.
+ *
+ * Every entry that opens a conversation goes through `carriedOverRoute`: a
+ * platform's message, a tap and an expiry (intake.ts), and a schedule's
+ * firing (schedules/fire.ts, whose message says `formerly` by the platform's
+ * own rule), so whichever comes first after the upgrade moves the session.
  */
+import type { Logger } from "pino";
 import type { InboundMessage } from "../vocabulary/adapter.js";
 import { formerConversationOf } from "../vocabulary/conversation.js";
 import { sessionKeyOf } from "../vocabulary/keys.js";
@@ -38,19 +44,25 @@ export type CarryOver =
   /** Entries of the former session are still pending: the message goes there (this route). */
   | { kind: "joined"; route: StoredRoute };
 
+type CarryStore = Pick<Store, "session" | "writeTogether" | "pending" | "kv">;
+type Carried = Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId" | "threadId" | "formerly">;
+
 /**
  * Moves the former session of `message` to `route`'s, or routes the message
  * to the former one while it has pending entries. `route` is the resolved
  * one (a linked person's base is never a thread's: nothing to carry).
+ * `within`: how `route`'s base comes from the chat's (a schedule's own
+ * conversation beside it), applied to the former chat's base alike.
  */
 export async function carryOverFormerSession(
-  store: Pick<Store, "session" | "writeTogether" | "pending" | "kv">,
-  message: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId" | "threadId" | "formerly">,
+  store: CarryStore,
+  message: Carried,
   route: StoredRoute & { scope: RouteScope },
+  within: (chatBase: string) => string = (chatBase) => chatBase,
 ): Promise<CarryOver> {
   const former = formerConversationOf(message);
   if (!former) return { kind: "none" };
-  const fromBase = sessionBaseFor(former, route.scope);
+  const fromBase = within(sessionBaseFor(former, route.scope));
   if (fromBase === route.sessionBase) return { kind: "none" };
   const to = sessionKeyOf(route);
   if (!isBlank(store.session(to))) return { kind: "none" };
@@ -69,4 +81,17 @@ export async function carryOverFormerSession(
   }
   await store.writeTogether(writes);
   return { kind: "moved", from, to };
+}
+
+/** The route an entry of `message` goes on (`route`, or its former one while that has pending entries), the former session moved first; a move is logged. */
+export async function carriedOverRoute(
+  deps: { store: CarryStore; log: Pick<Logger, "info"> },
+  message: Carried,
+  route: StoredRoute & { scope: RouteScope },
+  within?: (chatBase: string) => string,
+): Promise<StoredRoute> {
+  const carried = await carryOverFormerSession(deps.store, message, route, within);
+  if (carried.kind === "moved")
+    deps.log.info({ platform: message.platform, accountId: message.accountId, from: carried.from, to: carried.to }, "session moved to its thread's new key");
+  return carried.kind === "joined" ? carried.route : route;
 }
