@@ -7,7 +7,8 @@
  * (`InboundMessage.formerly`) has, that state (its chain's last response, its
  * service session, its generation, an open question) is written under the
  * new key: one write, atomic on the file journal and on PostgreSQL, and done
- * once, since the new key is no longer empty afterwards. The former record is
+ * once, since the new key is no longer empty afterwards (`createCarryOver`:
+ * also for messages at once). The former record is
  * left as it was (nothing reads it again), but for an open question: its
  * expiry moves in the same write (to the new key and the thread's chat, so it
  * reaches the moved conversation and is one message with a tap in the
@@ -20,7 +21,7 @@
  */
 import type { InboundMessage } from "../vocabulary/adapter.js";
 import { formerConversationOf } from "../vocabulary/conversation.js";
-import { sessionKeyOf } from "../vocabulary/keys.js";
+import { type SessionKey, sessionKeyOf } from "../vocabulary/keys.js";
 import type { SessionState, StoredRoute } from "../vocabulary/records.js";
 import type { StateWrite, Store } from "../vocabulary/store.js";
 import { questionExpiryMoved } from "./questions/questions.js";
@@ -69,4 +70,28 @@ export async function carryOverFormerSession(
   }
   await store.writeTogether(writes);
   return { kind: "moved", from, to };
+}
+
+/**
+ * `carryOverFormerSession` once per key: a message whose key a move is being
+ * written to (another message of the thread, a moment before) waits for that
+ * write and then looks again, finding the key taken. Without it two messages
+ * at once both read the new key as empty before either write is stored (the
+ * PostgreSQL store records a write once the database has it) and both moved.
+ */
+export function createCarryOver(
+  store: Parameters<typeof carryOverFormerSession>[0],
+): (message: Parameters<typeof carryOverFormerSession>[1], route: Parameters<typeof carryOverFormerSession>[2]) => Promise<CarryOver> {
+  const moving = new Map<SessionKey, Promise<CarryOver>>();
+  return async function carryOver(message, route) {
+    const to = sessionKeyOf(route);
+    for (let inFlight = moving.get(to); inFlight; inFlight = moving.get(to)) await inFlight.catch(() => undefined);
+    const work = carryOverFormerSession(store, message, route);
+    moving.set(to, work);
+    try {
+      return await work;
+    } finally {
+      if (moving.get(to) === work) moving.delete(to);
+    }
+  };
 }

@@ -30,7 +30,7 @@ import { chatKeyOf, dedupeKeyOf, type DedupeKey } from "../vocabulary/keys.js";
 import type { InboundOutcome, RelayMetrics } from "./relay-types.js";
 import { hashCode, type Pairing } from "./pairing.js";
 import { type ResolvedRoute, resolveRoute } from "./routing.js";
-import { carryOverFormerSession } from "./former-sessions.js";
+import { createCarryOver } from "./former-sessions.js";
 import { formerConversationOf, listedSettingsId } from "../vocabulary/conversation.js";
 import type { Scheduler } from "./scheduler.js";
 
@@ -77,6 +77,7 @@ export const HASHED = "sha256:";
 export function createIntake(deps: IntakeDeps): Intake {
   const { config, store, scheduler, metrics } = deps;
   const log = deps.logger;
+  const carryOver = createCarryOver(store);
   /** Aborted by `beginStop`: from then on redelivering platforms are deferred. */
   const stopping = new AbortController();
   const warnedNoChannel = new BoundedMap<string, true>(1000);
@@ -193,7 +194,7 @@ export function createIntake(deps: IntakeDeps): Intake {
 
   /** The route's session, its former one moved to it first where the message names one (former-sessions.ts). */
   async function carriedOver(message: InboundMessage, route: ResolvedRoute): Promise<StoredRoute> {
-    const carried = await carryOverFormerSession(store, message, route);
+    const carried = await carryOver(message, route);
     if (carried.kind === "moved")
       log.info({ platform: message.platform, accountId: message.accountId, from: carried.from, to: carried.to }, "session moved to its thread's new key");
     return carried.kind === "joined" ? carried.route : route;
