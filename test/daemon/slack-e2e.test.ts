@@ -240,6 +240,36 @@ describe("group context", () => {
   });
 });
 
+describe("threads of one channel", () => {
+  it("keep their own conversations when both speak at once; @bot /new resets one thread only, and /agent new in the channel neither", async () => {
+    const { fake, daemon } = await bridge("http");
+    const a = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> apples` });
+    const b = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> bananas` });
+    await waitFor(() => texts(fake, GENERAL).length === 2, "both threads answered");
+    const inThread = (ts: string) => fake.messages(GENERAL).filter((m) => m.threadTs === ts).map((m) => m.text);
+    // Both threads at once, follow-ups needing no mention: each recalls only its own.
+    fake.say({ user: ALICE, channel: GENERAL, text: "!recall", threadTs: a.ts });
+    fake.say({ user: ALICE, channel: GENERAL, text: "!recall", threadTs: b.ts });
+    await waitFor(() => inThread(a.ts).length === 2 && inThread(b.ts).length === 2, "both recalls");
+    expect(inThread(a.ts)[1]).toContain("apples");
+    expect(inThread(a.ts)[1]).not.toContain("bananas");
+    expect(inThread(b.ts)[1]).toContain("bananas");
+    expect(inThread(b.ts)[1]).not.toContain("apples");
+    // Slack takes no slash command in a thread: /agent new in the channel is the channel's own conversation, no thread's.
+    await fake.slashCommand({ user: ALICE, channel: GENERAL, text: "new" });
+    await waitFor(() => fake.messages(GENERAL).some((m) => m.threadTs === undefined), "the channel's reset said in the channel");
+    // "@bot /new" in thread A resets A alone.
+    fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> /new`, threadTs: a.ts });
+    await waitFor(() => inThread(a.ts).length === 3, "the reset in thread A");
+    fake.say({ user: ALICE, channel: GENERAL, text: "!recall", threadTs: a.ts });
+    fake.say({ user: ALICE, channel: GENERAL, text: "!recall", threadTs: b.ts });
+    await waitFor(() => inThread(a.ts).length === 4 && inThread(b.ts).length === 3, "both recalls again");
+    await daemon.whenIdle();
+    expect(inThread(a.ts)[3]).not.toContain("apples");
+    expect(inThread(b.ts)[2]).toContain("bananas");
+  });
+});
+
 describe("streamed replies", () => {
   it("stream natively in a channel thread: one message started, appended to as the agent writes, stopped with the answer", async () => {
     const { fake, daemon, service } = await bridge("socket", { streaming: "partial", minEditIntervalMs: 50 });
