@@ -246,7 +246,11 @@ describe("threads of one channel", () => {
     const a = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> apples` });
     const b = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> bananas` });
     await waitFor(() => texts(fake, GENERAL).length === 2, "both threads answered");
-    const inThread = (ts: string) => fake.messages(GENERAL).filter((m) => m.threadTs === ts).map((m) => m.text);
+    const inThread = (ts: string) =>
+      fake
+        .messages(GENERAL)
+        .filter((m) => m.threadTs === ts)
+        .map((m) => m.text);
     // Both threads at once, follow-ups needing no mention: each recalls only its own.
     fake.say({ user: ALICE, channel: GENERAL, text: "!recall", threadTs: a.ts });
     fake.say({ user: ALICE, channel: GENERAL, text: "!recall", threadTs: b.ts });
