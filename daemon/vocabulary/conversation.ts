@@ -72,6 +72,15 @@ export const listedSettingsId = (
   groups: Readonly<Record<string, unknown>>,
 ): string | undefined => settingsIdsOf(m).find((id) => Object.hasOwn(groups, id));
 
+/**
+ * The chat keys a conversation's own choices (`/queue <mode>`) are looked up
+ * by, most specific first: its thread's, then its chat's top level, so a
+ * choice made for a chat holds in its threads unless a thread made its own
+ * (as its settings do; Slack takes no slash command in a thread).
+ */
+export const choiceKeysOf = (m: Pick<Conversation, "platform" | "accountId" | "chatId" | "threadId">): ChatKey[] =>
+  m.threadId === undefined ? [chatKeyOf(m)] : [chatKeyOf(m), chatKeyOf({ platform: m.platform, accountId: m.accountId, chatId: m.chatId })];
+
 /** Where a reply to `m` goes: its chat and, within it, its thread. */
 export const replyPlaceOf = (m: Pick<Conversation, "platform" | "accountId" | "chatId" | "chatType" | "threadId">): Omit<ChatTarget, "replyToMessageId"> => ({
   platform: m.platform,

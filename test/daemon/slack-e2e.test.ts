@@ -608,3 +608,35 @@ it("queue modes: /queue collect answers what came meanwhile as one turn; /queue 
     queued: () => testHandle(daemon).scheduler?.depth().totalWaiting ?? 0,
   });
 });
+
+it("a channel's queue mode, chosen with /agent queue in the channel (Slack takes no slash command in a thread), is its threads' unless a thread chose its own", async () => {
+  const { fake, daemon, service } = await bridge("socket", { access: { users: [ALICE], owners: [ALICE], groups: { [GENERAL]: {} } } });
+  await fake.slashCommand({ user: ALICE, channel: GENERAL, text: "queue collect" });
+  await waitFor(() => fake.messages(GENERAL).some((m) => m.threadTs === undefined && /collect/.test(m.text)), "the choice said in the channel");
+  const asked = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> hello` });
+  const inThread = () =>
+    fake
+      .messages(GENERAL)
+      .filter((m) => m.threadTs === asked.ts)
+      .map((m) => m.text);
+  await waitFor(() => inThread().length === 1, "the first answer");
+  // /queue in the thread says where its mode comes from: the channel's choice.
+  fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> /queue`, threadTs: asked.ts });
+  await waitFor(() => inThread().length === 2, "the thread's queue mode");
+  expect(inThread()[1]).toMatch(/^Queue mode: collect \(chosen for this chat\)/);
+  const slept = service.nextSleep(5000);
+  fake.say({ user: ALICE, channel: GENERAL, text: "!sleep 5000", threadTs: asked.ts });
+  await slept;
+  fake.say({ user: ALICE, channel: GENERAL, text: "a", threadTs: asked.ts });
+  fake.say({ user: ALICE, channel: GENERAL, text: "b", threadTs: asked.ts });
+  await waitFor(() => (testHandle(daemon).scheduler?.depth().totalWaiting ?? 0) === 2, "both taken while the turn runs");
+  service.emulator.clock.advance(5000);
+  await waitFor(() => inThread().length === 4, "the collected answer");
+  expect(inThread().slice(2)).toEqual(["slept 5000", "You said: (2 messages, in the order they were sent:)\n\n[1] a\n\n[2] b"]);
+  // The thread's own choice wins over the channel's.
+  fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> /queue followup`, threadTs: asked.ts });
+  await waitFor(() => inThread().length === 5, "the thread's own choice");
+  fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> /queue`, threadTs: asked.ts });
+  await waitFor(() => inThread().length === 6, "the thread's queue mode again");
+  expect(inThread()[5]).toMatch(/^Queue mode: followup \(chosen for this chat\)/);
+});
