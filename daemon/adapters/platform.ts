@@ -14,7 +14,7 @@ import type { Readable, Writable } from "node:stream";
 import type { z } from "zod";
 import type { ProbeDeps } from "../helpers/probe.js";
 import type { CheckResult } from "../vocabulary/check-result.js";
-import type { AdapterDeps, ChatAdapter } from "../vocabulary/adapter.js";
+import type { AdapterDeps, ChatAdapter, InboundMessage } from "../vocabulary/adapter.js";
 import { isModuleNotFound } from "../../shared/util/module-not-found.js";
 
 /** A channel as its schema parses it, before the daemon fills in the id. */
@@ -83,6 +83,9 @@ export interface UserIdRules {
   normalize(id: string): string;
 }
 
+/** A conversation as the core names it, without a message: a schedule's chat and thread. */
+export type NamedPlace = Pick<InboundMessage, "chatId" | "chatType"> & { threadId?: string | undefined };
+
 /** One platform, as its folder writes it: every function sees only its own channels, precisely typed. */
 export interface PlatformSpec<T extends string, S extends z.ZodType<ParsedChannel & { type: T }>, C extends FinalChannel & { type: T }> {
   /** The channel `type` in the config. */
@@ -97,6 +100,13 @@ export interface PlatformSpec<T extends string, S extends z.ZodType<ParsedChanne
   secretHeaders?: readonly string[];
   /** The account belongs to this machine and cannot move between the nodes of a bridge on several machines (default false). */
   machineBound?: boolean;
+  /**
+   * How the platform named `place` before the one thread rule, as its messages say in `formerly`
+   * (derived by the same code, imported when asked: the descriptor loads with the config), so a
+   * conversation the core opens with no message (a schedule's) moves its stored session like the
+   * thread's next message would. Absent: names never changed.
+   */
+  formerPlaceOf?(place: NamedPlace): Promise<InboundMessage["formerly"]>;
   /** The channel's config schema (a strict object with `type: z.literal(type)`, `...channelCommon`). */
   schema: S;
   /** Per-channel defaults that need the id or the data folder; must set `id`. */
@@ -138,6 +148,8 @@ export interface Platform<
   readonly secretHeaders: readonly string[];
   readonly machineBound: boolean;
   readonly schema: S;
+  /** `PlatformSpec.formerPlaceOf`; undefined where the platform never renamed it. */
+  formerPlaceOf(place: NamedPlace): Promise<InboundMessage["formerly"]>;
   finalize(channel: ParsedChannel, context: FinalizeContext): C | undefined;
   secrets(channel: FinalChannel): string[] | undefined;
   check(channel: FinalChannel, deps: ChannelCheckDeps): Promise<CheckResult> | undefined;
@@ -160,6 +172,7 @@ export function definePlatform<T extends string, S extends z.ZodType<ParsedChann
     secretHeaders: spec.secretHeaders ?? [],
     machineBound: spec.machineBound ?? false,
     schema: spec.schema,
+    formerPlaceOf: async (place) => spec.formerPlaceOf?.(place),
     finalize: (channel, context) => (parsedHere(channel) ? spec.finalize(channel, context) : undefined),
     secrets: (channel) => (finalHere(channel) ? spec.secrets(channel) : undefined),
     check: (channel, deps) => (finalHere(channel) ? spec.check(channel, deps) : undefined),

@@ -7,8 +7,8 @@
  * (`InboundMessage.formerly`) has, that state (its chain's last response, its
  * service session, its generation, an open question) is written under the
  * new key: one write, atomic on the file journal and on PostgreSQL, and done
- * once, since the new key is no longer empty afterwards (`createCarryOver`:
- * also for messages at once). The former record is
+ * once, since the new key is no longer empty afterwards (`onceAtATime`: also
+ * for entries at once). The former record is
  * left as it was (nothing reads it again), but for an open question: its
  * expiry moves in the same write (to the new key and the thread's chat, so it
  * reaches the moved conversation and is one message with a tap in the
@@ -18,7 +18,13 @@
  * former key (its first message too, with no state yet), the message joins
  * it there instead, so the two run in one order and the chain is not forked;
  * the move happens with a message after they are answered.
+ *
+ * Every entry that opens a conversation goes through `carriedOverRoute`: a
+ * platform's message, a tap and an expiry (intake.ts), and a schedule's
+ * firing (schedules/fire.ts, whose message says `formerly` by the platform's
+ * own rule), so whichever comes first after the upgrade moves the session.
  */
+import type { Logger } from "pino";
 import type { InboundMessage } from "../vocabulary/adapter.js";
 import { formerConversationOf } from "../vocabulary/conversation.js";
 import { type SessionKey, sessionKeyOf } from "../vocabulary/keys.js";
@@ -39,19 +45,25 @@ export type CarryOver =
   /** Entries of the former session are still pending: the message goes there (this route). */
   | { kind: "joined"; route: StoredRoute };
 
+type CarryStore = Pick<Store, "session" | "writeTogether" | "pending" | "kv">;
+type Carried = Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId" | "threadId" | "formerly">;
+
 /**
  * Moves the former session of `message` to `route`'s, or routes the message
  * to the former one while it has pending entries. `route` is the resolved
  * one (a linked person's base is never a thread's: nothing to carry).
+ * `within`: how `route`'s base comes from the chat's (a schedule's own
+ * conversation beside it), applied to the former chat's base alike.
  */
 export async function carryOverFormerSession(
-  store: Pick<Store, "session" | "writeTogether" | "pending" | "kv">,
-  message: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId" | "threadId" | "formerly">,
+  store: CarryStore,
+  message: Carried,
   route: StoredRoute & { scope: RouteScope },
+  within: (chatBase: string) => string = (chatBase) => chatBase,
 ): Promise<CarryOver> {
   const former = formerConversationOf(message);
   if (!former) return { kind: "none" };
-  const fromBase = sessionBaseFor(former, route.scope);
+  const fromBase = within(sessionBaseFor(former, route.scope));
   if (fromBase === route.sessionBase) return { kind: "none" };
   const to = sessionKeyOf(route);
   if (!isBlank(store.session(to))) return { kind: "none" };
@@ -73,25 +85,37 @@ export async function carryOverFormerSession(
 }
 
 /**
- * `carryOverFormerSession` once per key: a message whose key a move is being
- * written to (another message of the thread, a moment before) waits for that
- * write and then looks again, finding the key taken. Without it two messages
- * at once both read the new key as empty before either write is stored (the
- * PostgreSQL store records a write once the database has it) and both moved.
+ * The carry-overs under way, per store and new key. An entry whose key a move
+ * is being written to (another message of the thread, or a schedule's firing,
+ * a moment before) waits for that write and then looks again, finding the key
+ * taken. Without it two at once both read the new key as empty before either
+ * write is stored (the PostgreSQL store records a write once the database has
+ * it) and both moved.
  */
-export function createCarryOver(
-  store: Parameters<typeof carryOverFormerSession>[0],
-): (message: Parameters<typeof carryOverFormerSession>[1], route: Parameters<typeof carryOverFormerSession>[2]) => Promise<CarryOver> {
-  const moving = new Map<SessionKey, Promise<CarryOver>>();
-  return async function carryOver(message, route) {
-    const to = sessionKeyOf(route);
-    for (let inFlight = moving.get(to); inFlight; inFlight = moving.get(to)) await inFlight.catch(() => undefined);
-    const work = carryOverFormerSession(store, message, route);
-    moving.set(to, work);
-    try {
-      return await work;
-    } finally {
-      if (moving.get(to) === work) moving.delete(to);
-    }
-  };
+const moving = new WeakMap<CarryStore, Map<SessionKey, Promise<CarryOver>>>();
+
+async function onceAtATime(store: CarryStore, to: SessionKey, carry: () => Promise<CarryOver>): Promise<CarryOver> {
+  const underWay = moving.get(store) ?? new Map<SessionKey, Promise<CarryOver>>();
+  moving.set(store, underWay);
+  for (let inFlight = underWay.get(to); inFlight; inFlight = underWay.get(to)) await inFlight.catch(() => undefined);
+  const work = carry();
+  underWay.set(to, work);
+  try {
+    return await work;
+  } finally {
+    if (underWay.get(to) === work) underWay.delete(to);
+  }
+}
+
+/** The route an entry of `message` goes on (`route`, or its former one while that has pending entries), the former session moved first; a move is logged. */
+export async function carriedOverRoute(
+  deps: { store: CarryStore; log: Pick<Logger, "info"> },
+  message: Carried,
+  route: StoredRoute & { scope: RouteScope },
+  within?: (chatBase: string) => string,
+): Promise<StoredRoute> {
+  const carried = await onceAtATime(deps.store, sessionKeyOf(route), () => carryOverFormerSession(deps.store, message, route, within));
+  if (carried.kind === "moved")
+    deps.log.info({ platform: message.platform, accountId: message.accountId, from: carried.from, to: carried.to }, "session moved to its thread's new key");
+  return carried.kind === "joined" ? carried.route : route;
 }

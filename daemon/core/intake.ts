@@ -29,8 +29,8 @@ import { noticeText, type Notices } from "./notices.js";
 import { chatKeyOf, dedupeKeyOf, type DedupeKey } from "../vocabulary/keys.js";
 import type { InboundOutcome, RelayMetrics } from "./relay-types.js";
 import { hashCode, type Pairing } from "./pairing.js";
-import { type ResolvedRoute, resolveRoute } from "./routing.js";
-import { createCarryOver } from "./former-sessions.js";
+import { resolveRoute } from "./routing.js";
+import { carriedOverRoute } from "./former-sessions.js";
 import { formerConversationOf, listedSettingsId } from "../vocabulary/conversation.js";
 import type { Scheduler } from "./scheduler.js";
 
@@ -77,7 +77,6 @@ export const HASHED = "sha256:";
 export function createIntake(deps: IntakeDeps): Intake {
   const { config, store, scheduler, metrics } = deps;
   const log = deps.logger;
-  const carryOver = createCarryOver(store);
   /** Aborted by `beginStop`: from then on redelivering platforms are deferred. */
   const stopping = new AbortController();
   const warnedNoChannel = new BoundedMap<string, true>(1000);
@@ -184,20 +183,12 @@ export function createIntake(deps: IntakeDeps): Intake {
           : kept.text;
     // A linked person's direct messages share one conversation across their apps (identity-links.ts).
     const linked = await deps.links.sessionBaseFor(message);
-    const sessionRoute = linked ? { ...route, sessionBase: linked } : await carriedOver(message, route);
+    const sessionRoute = linked ? { ...route, sessionBase: linked } : await carriedOverRoute({ store, log }, message, route);
     const accepted = { key, message: { ...kept, text }, route: sessionRoute };
     const tapRefused = message.answers && deps.screenAnswer?.(message, accepted.route);
     if (tapRefused) return refused(message.platform, tapRefused, "denied");
     if (command) return journalCommand(accepted, tellDropped);
     return queueTurn(adapter, accepted, tellDropped);
-  }
-
-  /** The route's session, its former one moved to it first where the message names one (former-sessions.ts). */
-  async function carriedOver(message: InboundMessage, route: ResolvedRoute): Promise<StoredRoute> {
-    const carried = await carryOver(message, route);
-    if (carried.kind === "moved")
-      log.info({ platform: message.platform, accountId: message.accountId, from: carried.from, to: carried.to }, "session moved to its thread's new key");
-    return carried.kind === "joined" ? carried.route : route;
   }
 
   /** A stranger in a direct chat on a pairing channel: a code (or why none), said in their chat. */

@@ -243,7 +243,7 @@ export function createRelay(deps: RelayDeps): Relay {
     store,
     clock,
     logger: log,
-    fire: createFire({ config, store, scheduler }),
+    fire: createFire({ config, store, scheduler, logger: log }),
     count: (schedule, outcome) => metrics.scheduled(schedule, outcome),
   });
 

@@ -10,6 +10,9 @@
  * - when it starts over: once a session has proven healthy (by default as
  *   soon as it says it is connected; with `healthyAfterMs`, only after it
  *   stayed up that long; or when it says so itself with `ctx.healthy()`);
+ * - when a platform's "new connection, now" is honoured: once per healthy
+ *   link, so a server that asks for it on every connection is backed off
+ *   like any failure instead of being reconnected to in a hot loop;
  * - stopping: the `signal` ends the wait at once and is the session's signal
  *   too, so nothing reconnects after it aborted;
  * - status news (connected / reconnecting with attempt and delay / stopped /
@@ -58,7 +61,15 @@ export type ReconnectVerdict =
       reason?: ReconnectReason;
       /** Wait at least this long (a server's retry-after), ms; the backoff still counts the failure. */
       afterMs?: number;
-      /** Try again now, and do not count this as a failure (the platform asked for a new connection). */
+      /**
+       * The platform asked for a new connection (WhatsApp's 515 after pairing, Slack's refresh):
+       * try again now, without counting a failure. Honoured once per healthy link: only for the
+       * first at-once verdict since the link last proved healthy (or since the loop started), which
+       * a session that proved healthy always is. A repeat with no healthy session in between
+       * (a server that answers every connection so, a broken account) is a fault: it counts as a
+       * failure and waits the backoff (and `afterMs`), reported as "reconnecting" with its attempt
+       * and delay, the detail marked as asked again, until a session proves healthy.
+       */
       atOnce?: boolean;
     };
 
@@ -174,6 +185,8 @@ export function startReconnectLoop(options: ReconnectOptions): ReconnectLoop {
   let tries = 0;
   /** "connected" was said since the last "reconnecting". */
   let announced = false;
+  /** An at-once verdict came since the link last proved healthy: the next one counts as a failure. */
+  let askedAtOnce = false;
 
   /** One session, settled; its outcome as an error (a `SessionEnded` when it resolved), and whether it proved healthy. */
   async function runSession(): Promise<{ error: unknown; healthy: boolean }> {
@@ -185,6 +198,7 @@ export function startReconnectLoop(options: ReconnectOptions): ReconnectLoop {
       healthy = true;
       tries = 0;
       backoff.reset();
+      askedAtOnce = false;
     };
     const ctx: SessionContext = {
       signal,
@@ -218,9 +232,12 @@ export function startReconnectLoop(options: ReconnectOptions): ReconnectLoop {
       const { error, healthy } = await runSession();
       if (signal.aborted) return end({ state: "stopped" });
       const verdict = classify(error);
-      const detail = verdict.detail ?? describeSafely(error);
-      if (verdict.fatal) return end({ state: "failed", error, detail });
-      const atOnce = verdict.atOnce === true || (healthy && options.retryHealthyAtOnce === true);
+      const named = verdict.detail ?? describeSafely(error);
+      if (verdict.fatal) return end({ state: "failed", error, detail: named });
+      const askedAgain = verdict.atOnce === true && askedAtOnce;
+      if (verdict.atOnce === true) askedAtOnce = true;
+      const detail = askedAgain ? `${named} (again, with no working connection in between)` : named;
+      const atOnce = (verdict.atOnce === true && !askedAgain) || (healthy && options.retryHealthyAtOnce === true);
       const delayMs = atOnce ? 0 : Math.max(backoff.failed(), verdict.afterMs ?? 0);
       const reason = verdict.reason ?? (error instanceof SessionEnded ? "closed" : undefined);
       tries++;

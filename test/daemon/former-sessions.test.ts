@@ -11,11 +11,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { expect, it, onTestFinished } from "vitest";
-import { placeOf, translateMessage as slackMessage } from "../../daemon/adapters/slack/inbound.js";
+import { placeOf as discordPlace } from "../../daemon/adapters/discord/inbound.js";
+import { placeOf, threadOf, translateMessage as slackMessage } from "../../daemon/adapters/slack/inbound.js";
+import { placeOf as teamsPlace } from "../../daemon/adapters/teams/inbound.js";
+import { formerPlaceOf } from "../../daemon/config/former-places.js";
+import { scheduleSchema } from "../../daemon/config/schedules.js";
 import { targetOf } from "../../daemon/core/delivery.js";
 import { carryOverFormerSession } from "../../daemon/core/former-sessions.js";
 import { answerMessageId, createQuestions, QUESTIONS_NAMESPACE } from "../../daemon/core/questions/questions.js";
 import { effectiveScope, sessionBaseFor } from "../../daemon/core/routing.js";
+import { ownSessionBase, scheduledMessage } from "../../daemon/core/schedules/message.js";
 import { openStore } from "../../daemon/state/store.js";
 import type { InboundMessage } from "../../daemon/vocabulary/adapter.js";
 import { dedupeKeyOf, sessionKeyOf } from "../../daemon/vocabulary/keys.js";
@@ -191,4 +196,62 @@ it("moves an open question's expiry with its session: it expires into the thread
   // A tap on the question in the thread is the same message: one answer, whichever comes first.
   const tap = { ...inThread("tap"), messageId: answerMessageId("q1"), text: "staging", answers: { questionId: "q1" } };
   expect(dedupeKeyOf(expiry!)).toBe(dedupeKeyOf(tap));
+});
+
+/** A schedule's firing into `place` on `platform`, as fire.ts journals it (its thread's former name asked of the platform). */
+async function firingIn(platform: string, place: { chatId: string; threadId?: string | undefined; chatType: "direct" | "group" }) {
+  const schedule = scheduleSchema.parse({
+    id: "digest",
+    cron: "0 * * * *",
+    timeZone: "UTC",
+    channel: "acc",
+    chatId: place.chatId,
+    ...(place.threadId !== undefined ? { threadId: place.threadId } : {}),
+    chatType: place.chatType,
+    prompt: "news?",
+  });
+  return scheduledMessage(schedule, platform, 0, await formerPlaceOf({ platform, ...place }));
+}
+
+it("names a schedule's thread as the platform's own messages there name it before the one thread rule, so its firing moves the same session", async () => {
+  // Each platform's messages in a thread, by its inbound code; a schedule naming that chat and thread says the same `formerly`.
+  const places = [
+    { platform: "discord", chatType: "group" as const, ...discordPlace({ channelId: "thread", parentChannelId: "parent", guildId: "guild" }) },
+    { platform: "slack", chatType: "group" as const, ...threadOf("C0CHANNEL1", false, "1700000001.000200", "1700000009.000300") },
+    { platform: "slack", chatType: "direct" as const, ...threadOf("D0ALICE01", true, "1700000002.000100", "1700000003.000100") },
+    { platform: "teams", chatType: "group" as const, ...teamsPlace("19:abc@thread.tacv2;messageid=1700000000000") },
+  ];
+  for (const { platform, formerly, ...place } of places) {
+    expect(formerly).toBeDefined();
+    expect((await firingIn(platform, place)).formerly).toEqual(formerly);
+  }
+  // A chat's top level, and a platform whose threads never changed name (a Telegram topic): nothing to move.
+  expect((await firingIn("discord", { chatId: "parent", chatType: "group" })).formerly).toBeUndefined();
+  expect((await firingIn("slack", { chatId: "C0CHANNEL1", chatType: "group" })).formerly).toBeUndefined();
+  expect((await firingIn("teams", { chatId: "19:abc@thread.tacv2", chatType: "group" })).formerly).toBeUndefined();
+  expect((await firingIn("telegram", { chatId: "-1005555", threadId: "7", chatType: "group" })).formerly).toBeUndefined();
+  // A person's direct chat has no Discord thread or Teams chain: never their whole conversation moved into one.
+  expect((await firingIn("discord", { chatId: "dm", threadId: "x", chatType: "direct" })).formerly).toBeUndefined();
+  expect((await firingIn("teams", { chatId: "a:1personal", threadId: "x", chatType: "direct" })).formerly).toBeUndefined();
+});
+
+it("moves a schedule's own conversation in a thread (`session: own`) to the thread's new name, beside the thread's conversation, which stays", async () => {
+  const s = await store();
+  const firing = { ...(await firingIn("discord", { chatId: "parent", threadId: "thread", chatType: "group" })), accountId: "dc" };
+  const own = (chatBase: string) => ownSessionBase(chatBase, "digest");
+  const chat = routeOf(firing);
+  const route = { ...chat, sessionBase: own(chat.sessionBase) };
+  const from = sessionKeyOf({ ...route, sessionBase: own(formerRoute(inThread("1")).sessionBase) });
+  expect(from).toBe("inst discord.dc.group.thread.schedule.digest");
+  const kept = { generation: 1, lastResponseId: "resp_own", sessionId: "svc_own" };
+  await s.setSession(from, kept);
+  const thread = { generation: 0, lastResponseId: "resp_thread", sessionId: "svc" };
+  await s.setSession(sessionKeyOf(formerRoute(inThread("1"))), thread);
+
+  const to = sessionKeyOf(route);
+  expect(await carryOverFormerSession(s, firing, route, own)).toEqual({ kind: "moved", from, to });
+  expect(s.session(to)).toEqual(kept);
+  // The thread's own conversation is the thread's next message's to move, not the schedule's.
+  expect(s.session(sessionKeyOf(chat))).toEqual({ generation: 0 });
+  expect(s.session(sessionKeyOf(formerRoute(inThread("1"))))).toEqual(thread);
 });

@@ -2,19 +2,27 @@
  * Each platform's library loads only when a channel of it is enabled: the
  * registry and the descriptors are light, and `create` imports the adapter.
  * A real node process runs the compiled buildAdapters with a module resolve
- * hook that reports every platform library it is asked for.
+ * hook that reports every platform library (every peer dependency) it is asked for.
+ * And the `agent-bridge` command's bundle holds none of them: they load from
+ * node_modules, the version the person installed.
  */
 import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const dist = (path: string) => pathToFileURL(join(ROOT, "dist", path)).href;
-const LIBRARIES = /^(grammy|discord\.js|@whiskeysockets\/baileys)(\/|$)/;
+/** The platform libraries: package.json's peer dependencies but vitest (the test helpers' runner). */
+const PEERS = Object.keys(
+  z.object({ peerDependencies: z.record(z.string(), z.string()) }).parse(JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"))).peerDependencies,
+).filter((name) => name !== "vitest");
+const LIBRARIES = new RegExp(`^(${PEERS.map((name) => name.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")).join("|")})(\\/|$)`);
 
 let dir: string;
 
@@ -78,5 +86,15 @@ describe("platform libraries load lazily", () => {
   it("an enabled channel loads its own platform's library, and only that one", async () => {
     const result = await build([{ type: "discord", token: "discord-token" }]);
     expect(result).toEqual({ built: ["discord"], loaded: ["discord.js"] });
+  });
+});
+
+describe("the command's bundle", () => {
+  it("holds no platform library: each loads from node_modules when a channel needs it", () => {
+    const bundle = readFileSync(join(ROOT, "dist", "bin", "agent-bridge.cjs"), "latin1");
+    // esbuild names each bundled module's file in a comment line: `// node_modules/<package>/<file>`.
+    const bundled = new Set([...bundle.matchAll(/^\/\/ node_modules\/((?:@[^/\s]+\/)?[^/\s]+)\//gm)].map((m) => m[1]!));
+    expect(bundled.size).toBeGreaterThan(5); // the libraries it does bundle (express, zod, undici...) are named this way
+    expect(PEERS.filter((name) => bundled.has(name))).toEqual([]);
   });
 });

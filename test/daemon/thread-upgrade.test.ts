@@ -20,10 +20,13 @@ import { z } from "zod";
 import { translateMessage as discordMessage } from "../../daemon/adapters/discord/inbound.js";
 import { translateMessage as slackMessage } from "../../daemon/adapters/slack/inbound.js";
 import { translateMessage as telegramMessage } from "../../daemon/adapters/telegram/inbound.js";
+import { scheduleSchema } from "../../daemon/config/schedules.js";
 import { stateSchema } from "../../daemon/config/schema.js";
+import { cronOf, nextSlot } from "../../daemon/core/schedules/slots.js";
 import { effectiveScope, sessionBaseFor } from "../../daemon/core/routing.js";
 import { toolDeclarations } from "../../daemon/core/questions/tools.js";
 import { createDaemon } from "../../daemon/daemon.js";
+import { testHandle } from "../../daemon/test-handle.js";
 import { migrate } from "../../daemon/state/postgres/migrations.js";
 import { openStore } from "../../daemon/state/store.js";
 import type { ChatAdapter, ChatTarget, InboundMessage, InboundSink } from "../../daemon/vocabulary/adapter.js";
@@ -181,6 +184,66 @@ async function upgradeContinues(c: Case, backend: Backend): Promise<void> {
 }
 
 /**
+ * A schedule naming the thread (its chat and `threadId`, as `/whoami` shows them now) fires before
+ * anyone writes there after the upgrade: its prompt goes on the thread's stored chain (the same
+ * service session, the first turn's response as its parent), so the thread's next message finds
+ * that conversation under its new key and continues it too, instead of the old one being lost.
+ */
+async function scheduleFiresFirst(c: Case, backend: Backend): Promise<void> {
+  const service = await startServiceFixture("thread-schedule-");
+  const base = service.configFor({ ...CHANNELS[c.platform], access: { mode: "open" } });
+  const client = createServiceClient({ baseUrl: service.baseUrl, apiKey: base.service.apiKey });
+  const first = await client.createSessionResponse({
+    instance_id: service.instanceId,
+    session_id: c.before.sessionBase,
+    body: { model: base.service.defaultModel, input: "the word is plum" },
+  });
+  const oldKey = `${service.instanceId} ${c.before.sessionBase}`;
+  const { state } = await backend(c, service.dataDir, oldKey, { lastResponseId: first.id, sessionId: c.before.sessionBase });
+
+  const next = translateNow(c, c.followUp);
+  const hourly = "0 * * * *";
+  const schedule = scheduleSchema.parse({
+    id: "digest",
+    cron: hourly,
+    timeZone: "UTC",
+    channel: CHANNELS[c.platform].id,
+    chatId: next.chatId,
+    ...(next.threadId !== undefined ? { threadId: next.threadId } : {}),
+    chatType: next.chatType,
+    prompt: "!recall",
+  });
+  const { adapter, sent, accept } = recordingAdapter(c.platform, c.accountId);
+  const clock = createSteppableClock();
+  const daemon = createDaemon({
+    config: { ...base, schedules: [schedule], ...(state ? { state: stateSchema.parse(state) } : {}) },
+    adapters: [adapter],
+    logger: pino({ level: "silent" }),
+    random: seededRandom(3),
+    clock,
+  });
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
+  await daemon.start();
+
+  await waitUntil(() => testHandle(daemon).schedules?.nextCheck(schedule.id) !== undefined, "the schedule's timer (once the account is held)");
+  clock.advance(nextSlot(cronOf(hourly, "UTC"), clock.now())! - clock.now() + 1000);
+  const answered = await waitUntil(() => sent[0], "the scheduled prompt answered");
+  expect(answered.target).toMatchObject({ chatId: next.chatId, threadId: next.threadId });
+  const responses = () => Object.values(service.emulator.emulator.store.data.gateway.responses);
+  const scheduled = responses().find((r) => r.input_text.includes("!recall"));
+  // The thread's own conversation: the service session it had, its chain's last response the parent.
+  expect(scheduled).toMatchObject({ session: c.before.sessionBase, parent_id: first.id });
+  expect(answered.text).toContain("plum");
+
+  // The thread's next message continues that same conversation (the move was not left behind a fresh session).
+  expect(next.text).toBe("!recall");
+  await waitUntil(async () => (await accept(next)).status === "accepted", "the follow-up taken");
+  await waitUntil(() => sent.filter((s) => s.text.includes("plum")).length === 2, "the chain recalled again from the thread");
+  const followed = responses().filter((r) => r.input_text.includes("!recall") && r.id !== scheduled?.id);
+  expect(followed).toEqual([expect.objectContaining({ session: c.before.sessionBase, parent_id: scheduled?.id })]);
+}
+
+/**
  * Two messages of the thread at once, the first after the upgrade: both find the session under
  * its former key, one moves it (once: the log says so once), and both are answered in the one
  * moved chain, in the order they came, neither lost.
@@ -236,6 +299,46 @@ const idOf = (c: Case, suffix: string): object =>
  * thread, once: the agent hears there was no answer, on the chain that asked.
  */
 async function openQuestionExpiresInThread(c: Case, backend: Backend): Promise<void> {
+  const { sent, accept, clock, daemon } = await questionLeftOpen(c, backend);
+
+  const command = translateNow(c, { ...(c.followUp as object), ...idOf(c, "status"), content: "<@1500000000000000900> /status" });
+  await waitUntil(async () => (await accept(command)).status === "accepted", "the command taken (once the account is held)");
+  await waitUntil(() => sent.some((s) => s.target.threadId === command.threadId), "the status shown in the thread");
+
+  clock.advance(60 * 60_000);
+  const told = await waitUntil(() => sent.find((s) => /returned: No answer/.test(s.text)), "the agent told there was no answer");
+  expect(told.target).toMatchObject({ chatId: command.chatId, threadId: command.threadId });
+  // Once: nothing else expires (the former copy holds no open question).
+  clock.advance(120 * 60_000);
+  await daemon.stop({ graceMs: 1_000 });
+  expect(sent.filter((s) => /returned: No answer/.test(s.text))).toHaveLength(1);
+}
+
+/**
+ * The same question expiring before anything moved the thread's session: it closes on the former
+ * key (where it lives) in the former chat, and the thread's next message moves the chain as the
+ * expiry left it, so the conversation goes on from the expiry's answer.
+ */
+async function openQuestionExpiresFirst(c: Case, backend: Backend): Promise<void> {
+  const { service, asked, sent, accept, clock, daemon } = await questionLeftOpen(c, backend);
+  await waitUntil(() => testHandle(daemon).store !== undefined && testHandle(daemon).scheduler !== undefined, "the daemon started");
+  clock.advance(60 * 60_000);
+  const told = await waitUntil(() => sent.find((s) => /returned: No answer/.test(s.text)), "the agent told there was no answer");
+  expect(told.target).toMatchObject({ chatId: c.before.message.chatId });
+  const responses = () => Object.values(service.emulator.emulator.store.data.gateway.responses);
+  // The expiry's turn answers the question on the chain that asked it.
+  const expiry = await waitUntil(() => responses().find((r) => r.parent_id === asked.id), "the expiry's turn on the service");
+  expect(expiry.session).toBe(c.before.sessionBase);
+
+  const next = translateNow(c, c.followUp);
+  await waitUntil(async () => (await accept(next)).status === "accepted", "the follow-up taken");
+  const followed = await waitUntil(() => responses().find((r) => r.input_text.includes("!recall")), "the follow-up's turn on the service");
+  expect(followed).toMatchObject({ session: c.before.sessionBase, parent_id: expiry.id });
+  await waitUntil(() => sent.some((s) => s.target.threadId === next.threadId), "the follow-up answered in the thread");
+}
+
+/** A Discord thread's question asked before the upgrade, still open, and a daemon of today started on that state. */
+async function questionLeftOpen(c: Case, backend: Backend) {
   const service = await startServiceFixture("thread-question-");
   const base = service.configFor({ ...CHANNELS[c.platform], access: { mode: "open" } });
   const client = createServiceClient({ baseUrl: service.baseUrl, apiKey: base.service.apiKey });
@@ -282,18 +385,7 @@ async function openQuestionExpiresInThread(c: Case, backend: Backend): Promise<v
   });
   onTestFinished(() => daemon.stop({ graceMs: 0 }));
   await daemon.start();
-
-  const command = translateNow(c, { ...(c.followUp as object), ...idOf(c, "status"), content: "<@1500000000000000900> /status" });
-  await waitUntil(async () => (await accept(command)).status === "accepted", "the command taken (once the account is held)");
-  await waitUntil(() => sent.some((s) => s.target.threadId === command.threadId), "the status shown in the thread");
-
-  clock.advance(60 * 60_000);
-  const told = await waitUntil(() => sent.find((s) => /returned: No answer/.test(s.text)), "the agent told there was no answer");
-  expect(told.target).toMatchObject({ chatId: command.chatId, threadId: command.threadId });
-  // Once: nothing else expires (the former copy holds no open question).
-  clock.advance(120 * 60_000);
-  await daemon.stop({ graceMs: 1_000 });
-  expect(sent.filter((s) => /returned: No answer/.test(s.text))).toHaveLength(1);
+  return { service, asked, sent, accept, clock, daemon };
 }
 
 describe("a thread's conversation after the upgrade to the one thread rule", () => {
@@ -305,12 +397,31 @@ describe("a thread's conversation after the upgrade to the one thread rule", () 
     it.skipIf(noPostgres)("expires a Discord thread's question left open before it into the moved conversation, once (PostgreSQL)", { timeout: 30_000 }, () =>
       openQuestionExpiresInThread(discord, postgresBackend),
     );
+    it(
+      "closes a Discord thread's question expiring before anything moved it on the former key, and the thread goes on from there (file journal)",
+      { timeout: 30_000 },
+      () => openQuestionExpiresFirst(discord, fileBackend),
+    );
+    it.skipIf(noPostgres)(
+      "closes a Discord thread's question expiring before anything moved it on the former key, and the thread goes on from there (PostgreSQL)",
+      { timeout: 30_000 },
+      () => openQuestionExpiresFirst(discord, postgresBackend),
+    );
   }
 
   for (const c of fixture.cases) {
     it(`continues a ${c.platform} thread stored by the daemon before it (file journal)`, { timeout: 30_000 }, () => upgradeContinues(c, fileBackend));
     it.skipIf(noPostgres)(`continues a ${c.platform} thread stored by the daemon before it (PostgreSQL)`, { timeout: 30_000 }, () =>
       upgradeContinues(c, postgresBackend),
+    );
+  }
+
+  for (const c of fixture.cases) {
+    it(`continues a ${c.platform} thread's stored conversation when a schedule speaks in it first (file journal)`, { timeout: 30_000 }, () =>
+      scheduleFiresFirst(c, fileBackend),
+    );
+    it.skipIf(noPostgres)(`continues a ${c.platform} thread's stored conversation when a schedule speaks in it first (PostgreSQL)`, { timeout: 30_000 }, () =>
+      scheduleFiresFirst(c, postgresBackend),
     );
   }
 

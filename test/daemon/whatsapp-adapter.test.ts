@@ -211,6 +211,41 @@ describe("WhatsApp adapter: linking and connection lifecycle", () => {
     await env.adapter.stop();
   });
 
+  it("a 515 on every connection is a fault, not a pairing: only the first restarts at once, the repeats back off on the clock", async () => {
+    const env = setup();
+    const sink = recordingSink();
+    const started = env.adapter.start(sink);
+    await vi.waitFor(() => expect(env.fake.sockets).toHaveLength(1));
+    env.fake.latest().showQr();
+    await started;
+    env.fake.latest().close(515, "restart required");
+    // The restart WhatsApp asks for after pairing: at once.
+    await vi.waitFor(() => expect(env.fake.sockets).toHaveLength(2));
+
+    // Asked again before any socket opened: each repeat waits the growing backoff.
+    for (let failures = 0; failures < 3; failures++) {
+      env.fake.latest().close(515, "restart required");
+      await settle();
+      env.clock.advance(backoffCeiling(failures) / 2 - 1);
+      await settle();
+      expect(env.fake.sockets).toHaveLength(2 + failures);
+      env.clock.advance(backoffCeiling(failures) / 2);
+      await vi.waitFor(() => expect(env.fake.sockets).toHaveLength(3 + failures));
+    }
+    const details = sink.statuses.filter((s) => s.state === "reconnecting").map((s) => s.detail);
+    expect(details[0]).toBe("restart required after linking");
+    expect(details.slice(1)).toEqual(
+      [1, 2, 3].map(() => expect.stringMatching(/^restart required after linking \(again, with no working connection in between\); retrying in \d+ s$/)),
+    );
+
+    // Once a socket opened, a 515 is the platform's ordinary request again: at once.
+    env.fake.latest().open();
+    env.fake.latest().close(515, "restart required");
+    await vi.waitFor(() => expect(env.fake.sockets).toHaveLength(6));
+    expect(env.fake.maxAlive()).toBe(1);
+    await env.adapter.stop();
+  });
+
   it("reconnects after other closes with growing, jittered delays on the clock, never two sockets alive", async () => {
     const env = setup();
     const sink = await startConnected(env);

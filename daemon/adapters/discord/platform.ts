@@ -41,6 +41,12 @@ export const discordPlatform = definePlatform({
   schema: discordChannelSchema,
   finalize: (channel, { id }): DiscordChannelConfig => ({ ...channel, id }),
   secrets: (channel) => [channel.token],
+  // A thread is a channel of its own (its parent the chat), only in a guild: its messages' `placeOf`, from the ids alone.
+  async formerPlaceOf({ chatId, chatType, threadId }) {
+    if (threadId === undefined || chatType !== "group") return undefined;
+    const { placeOf } = await import("./inbound.js");
+    return placeOf({ channelId: threadId, parentChannelId: chatId, guildId: null }).formerly;
+  },
   check: checkDiscord,
   load: loadAdapter,
   async create(channel, deps) {

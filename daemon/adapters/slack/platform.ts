@@ -88,6 +88,12 @@ export const slackPlatform = definePlatform({
   finalize: (channel, { id }): SlackChannelConfig => ({ ...channel, id }),
   secrets: (channel) => [channel.botToken, channel.appToken, channel.signingSecret].filter((s): s is string => s !== undefined),
   check: checkSlack,
+  // A thread named by its root's ts, as its replies' `threadOf` names it (a channel's top level kept its name).
+  async formerPlaceOf({ chatId, chatType, threadId }) {
+    if (threadId === undefined) return undefined;
+    const { threadOf } = await import("./inbound.js");
+    return threadOf(chatId, chatType === "direct", threadId, threadId).formerly;
+  },
   load: loadAdapter,
   // Several machines, HTTP Events API: every node's endpoint keeps events for the owner.
   receive: (channel, deps) =>

@@ -85,6 +85,12 @@ export const teamsPlatform = definePlatform({
   finalize: (channel, { id }): TeamsChannelConfig => ({ ...channel, id }),
   secrets: (channel) => [channel.app_password].filter((s): s is string => s !== undefined),
   check: checkTeams,
+  // A channel's reply chain by its conversation id, as its messages' `placeOf` reads it (a personal chat has none).
+  async formerPlaceOf(place) {
+    if (place.chatType !== "group") return undefined;
+    const { conversationIdOf, placeOf } = await import("./inbound.js");
+    return placeOf(conversationIdOf(place)).formerly;
+  },
   load: loadAdapter,
   // Several machines: every node's endpoint verifies and keeps activities for the owner.
   receive: (channel, deps) => import("./receiver.js").then(({ startTeamsReceiver }) => startTeamsReceiver(channel, deps)),

@@ -115,14 +115,16 @@ const CountRow = z.object({
 const FreeRow = z.object({ unit: z.string(), stale: z.boolean() });
 
 const ms = (n: number) => n / 1000;
+/** The keeper's periodic rounds. */
+type Round = "renew" | "place";
 /** A node that has not heartbeat for this many polls is not given units (a live one does every poll, a slow round aside). */
 const FRESH_POLLS = 5;
 
 export class LeaseKeeper {
   readonly #o: LeaseKeeperOptions;
   readonly #held = new Map<string, Held>();
-  /** One pending timer per periodic round (renew, place). */
-  #timers: Timer[] = [];
+  /** The pending timer of each periodic round; a round whose entry is gone is not set again. */
+  readonly #timers = new Map<Round, Timer>();
   #listener: pg.Client | undefined;
   #stopped = false;
   /** True once this node's units have rows in `lease` (placement reads them); set by the first round that reaches the database. */
@@ -176,8 +178,8 @@ export class LeaseKeeper {
    * later one: the node stays up, says so in `lastRound`, and joins when the database is back.
    */
   async start(): Promise<void> {
-    this.#every(this.#o.renewEveryMs, () => this.renew());
-    this.#every(this.#o.pollMs, () => this.place());
+    this.#every("renew", this.#o.renewEveryMs, () => this.renew());
+    this.#every("place", this.#o.pollMs, () => this.place());
     await this.#tracked(() => this.place());
   }
 
@@ -263,22 +265,33 @@ export class LeaseKeeper {
     });
   }
 
-  /** Graceful stop: releases every lease (others take over in about a second) and leaves the node table. */
+  /**
+   * Graceful stop: releases every lease (others take over in about a second) and leaves the node
+   * table. Placement stops first; renewals go on until the last release is done, since each
+   * release waits for its unit to wind down and the leases not yet released (and that one) must
+   * not expire meanwhile: self-fenced mid-hand-over, a send in progress goes unrecorded and the
+   * next owner sends it again.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.#cancelTimers();
-    await this.#rounds.add(async () => {
-      for (const h of [...this.#held.values()]) await this.#release(h);
-      await this.#o.pool.query("DELETE FROM node WHERE id = $1", [this.#o.nodeId]);
-    });
-    await this.#renewals.onIdle();
-    await this.#unlisten();
+    this.#cancel("place");
+    try {
+      await this.#rounds.add(async () => {
+        for (const h of [...this.#held.values()]) await this.#release(h);
+        await this.#o.pool.query("DELETE FROM node WHERE id = $1", [this.#o.nodeId]);
+      });
+    } finally {
+      this.#cancel("renew");
+      await this.#renewals.onIdle();
+      await this.#unlisten();
+    }
   }
 
   /** Stops renewing and placing without writing anything: what a paused or cut-off node does (its deadlines still fire). */
   async halt(): Promise<void> {
     this.#stopped = true;
-    this.#cancelTimers();
+    this.#cancel("place");
+    this.#cancel("renew");
     await this.#unlisten();
   }
 
@@ -365,11 +378,17 @@ export class LeaseKeeper {
     await client?.end().catch(() => undefined);
   }
 
-  #every(period: number, round: () => Promise<void>): void {
-    const slot = this.#timers.length;
+  /** Runs `round` every `period` after the last one ended, until `#cancel(name)`. */
+  #every(name: Round, period: number, round: () => Promise<void>): void {
     const next = () => {
-      if (this.#stopped) return;
-      this.#timers[slot] = this.#o.clock.setTimeout(() => void this.#tracked(round).finally(next), period);
+      const timer = this.#o.clock.setTimeout(
+        () =>
+          void this.#tracked(round).finally(() => {
+            if (this.#timers.get(name) === timer) next();
+          }),
+        period,
+      );
+      this.#timers.set(name, timer);
     };
     next();
   }
@@ -389,8 +408,8 @@ export class LeaseKeeper {
       );
   }
 
-  #cancelTimers(): void {
-    for (const t of this.#timers) t.cancel();
-    this.#timers = [];
+  #cancel(name: Round): void {
+    this.#timers.get(name)?.cancel();
+    this.#timers.delete(name);
   }
 }

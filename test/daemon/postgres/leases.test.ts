@@ -213,6 +213,76 @@ describe.skipIf(noPostgres)("leases", () => {
     expect(other.valid()).toBe(true);
   });
 
+  it("a graceful stop goes on renewing every lease until its own release, however long a wind-down takes", async () => {
+    const url = await server.createDatabase("renewduringstop");
+    const ttl = 3_000;
+    // Released in this order (the order they were acquired in): the slow one first, the other waits behind it.
+    const units = ["discord:slow", "telegram:next"];
+    let windDown!: () => void;
+    const windingDown = new Promise<void>((resolve) => (windDown = resolve));
+    const releasing: string[] = [];
+    const a = await node({
+      url,
+      nodeId: "a",
+      units,
+      leaseTtlMs: ttl,
+      // A gateway that takes longer than a whole lease to close.
+      beforeRelease: async (lease) => {
+        releasing.push(lease.unit);
+        if (lease.unit === "discord:slow") await windingDown;
+      },
+    });
+    await a.leases.start();
+    const leases = units.map((unit) => a.leases.held().find((l) => l.unit === unit));
+    if (!leases.every((l) => l !== undefined)) throw new Error("a does not hold both units");
+    // How each lease ended, and whether its own release had begun by then.
+    const ends: { unit: string; detail: string; releaseBegun: boolean }[] = [];
+    for (const lease of leases)
+      lease.signal.addEventListener(
+        "abort",
+        () => {
+          const reason: unknown = lease.signal.reason;
+          ends.push({
+            unit: lease.unit,
+            detail: reason instanceof LeaseLostError ? reason.detail : String(reason),
+            releaseBegun: releasing.includes(lease.unit),
+          });
+        },
+        { once: true },
+      );
+    // Another node tries to take each unit a has not let go yet: it must find none free.
+    const b = await node({ url, nodeId: "b", units, leaseTtlMs: ttl });
+    const takenEarly: string[] = [];
+    const tryToTake = async () => {
+      for (const unit of units) if (!ends.some((e) => e.unit === unit) && (await b.leases.acquire(unit))) takenEarly.push(unit);
+    };
+
+    const stopped = a.leases.stop();
+    await waitUntil(() => releasing.length, "the stop to begin winding the first unit down");
+    const deadlines = leases.map((l) => l.deadline());
+    // Past a whole lease of wind-down: unrenewed, both leases would have ended and b could take them.
+    await waitUntil(
+      async () => {
+        await tryToTake();
+        return ends.length > 0 || takenEarly.length > 0 || leases.every((l, i) => l.deadline() > (deadlines[i] ?? 0) + ttl);
+      },
+      "renewals past one TTL during the stop's wind-down",
+      15_000,
+      50,
+    );
+    await tryToTake();
+    expect(ends).toEqual([]);
+    expect(takenEarly).toEqual([]);
+    expect(releasing).toEqual(["discord:slow"]);
+    expect(leases.every((l) => l.valid())).toBe(true);
+
+    windDown();
+    await stopped;
+    // Each ended by its own release, none before it began; then b takes both, one epoch on.
+    expect(ends).toEqual(units.map((unit) => ({ unit, detail: "released by this node", releaseBegun: true })));
+    expect(await Promise.all(units.map(async (unit) => (await b.leases.acquire(unit))?.epoch))).toEqual([2, 2]);
+  });
+
   it("takes over a killed node's units within the lease time, though that node still counts as live for the fair share", async () => {
     const url = await server.createDatabase("failover");
     const units = ["u1", "u2", "u3", "u4"];

@@ -220,12 +220,58 @@ describe("startReconnectLoop", () => {
     ]);
   });
 
-  it("a session that ends at once, again and again at once, lets the process run between tries, so a stop can reach it", async () => {
+  it("an at-once verdict again, with no healthy session in between, counts as a failure: a platform that always asks for a new link is backed off, not hammered", async () => {
+    const h = harness({ classify: () => ({ atOnce: true, detail: "restart required" }) });
+    for (let n = 0; n < 6; n++) {
+      (await h.session(n)).fail(new Error("515"));
+      await flush();
+      const wait = h.reconnecting()[n]!.delayMs;
+      if (wait > 0) {
+        // Not a millisecond early: the next connection waits the whole delay.
+        h.clock.advance(wait - 1);
+        await flush();
+        expect(h.held).toHaveLength(n + 1);
+        h.clock.advance(1);
+      }
+    }
+    // The first is the platform's normal request (free); each repeat waits the shared backoff.
+    expect(h.reconnecting().map((s) => s.state === "reconnecting" && [s.attempt, s.delayMs])).toEqual([
+      [1, 0],
+      [2, 100],
+      [3, 200],
+      [4, 400],
+      [5, 800],
+      [6, 1000],
+    ]);
+    // The status says the request came again before any link worked.
+    expect(h.reconnecting()[0]).toMatchObject({ detail: "restart required" });
+    expect(h.reconnecting()[1]).toMatchObject({ detail: "restart required (again, with no working connection in between)" });
+  });
+
+  it("an at-once verdict after a healthy session is free again, and the backoff starts over from the base", async () => {
+    const h = harness({ classify: (e) => (e instanceof SessionEnded ? {} : { atOnce: true }) });
+    (await h.session(0)).fail(new Error("515 after pairing"));
+    (await h.session(1)).fail(new Error("515 again"));
+    await flush();
+    h.clock.advance(100);
+    const s2 = await h.session(2);
+    s2.ctx.connected();
+    s2.fail(new Error("renew after a working link"));
+    // No clock movement: the link that worked is re-made at once.
+    const s3 = await h.session(3);
+    s3.end();
+    await flush();
+    expect(h.reconnecting().map((s) => s.state === "reconnecting" && s.delayMs)).toEqual([0, 100, 0, 100]);
+  });
+
+  it("a session that connects and ends at once, again and again, lets the process run between tries, so a stop can reach it", async () => {
     let sessions = 0;
     const h = harness({
       classify: () => ({ atOnce: true }),
-      session: async () => {
+      session: async (ctx) => {
         sessions++;
+        // Connected each time, so each at-once verdict is free: every try comes at once.
+        ctx.connected();
         throw new Error("renew");
       },
     });
