@@ -115,8 +115,8 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
           ...withoutUndefined({ routeStopped: service.stoppedRoutes.get(route.ruleIndex) }),
           approvePairing: (codeArg) => deps.approvePairing(entry, codeArg),
           queueMode: {
-            mode: deps.queueModes.modeOf(deps.config, chatKeyOf(m), route.ruleIndex, m.accountId),
-            chosen: deps.queueModes.chosen(chatKeyOf(m)) !== undefined,
+            mode: deps.queueModes.modeOf(deps.config, m, route.ruleIndex),
+            chosen: deps.queueModes.chosen(m) !== undefined,
           },
           setQueueMode: async (mode) => {
             // A group's mode applies to everyone in it: only the channel's owners change it there.

@@ -7,7 +7,8 @@
  * (`InboundMessage.formerly`) has, that state (its chain's last response, its
  * service session, its generation, an open question) is written under the
  * new key: one write, atomic on the file journal and on PostgreSQL, and done
- * once, since the new key is no longer empty afterwards. The former record is
+ * once, since the new key is no longer empty afterwards (`onceAtATime`: also
+ * for entries at once). The former record is
  * left as it was (nothing reads it again), but for an open question: its
  * expiry moves in the same write (to the new key and the thread's chat, so it
  * reaches the moved conversation and is one message with a tap in the
@@ -26,7 +27,7 @@
 import type { Logger } from "pino";
 import type { InboundMessage } from "../vocabulary/adapter.js";
 import { formerConversationOf } from "../vocabulary/conversation.js";
-import { sessionKeyOf } from "../vocabulary/keys.js";
+import { type SessionKey, sessionKeyOf } from "../vocabulary/keys.js";
 import type { SessionState, StoredRoute } from "../vocabulary/records.js";
 import type { StateWrite, Store } from "../vocabulary/store.js";
 import { questionExpiryMoved } from "./questions/questions.js";
@@ -83,6 +84,29 @@ export async function carryOverFormerSession(
   return { kind: "moved", from, to };
 }
 
+/**
+ * The carry-overs under way, per store and new key. An entry whose key a move
+ * is being written to (another message of the thread, or a schedule's firing,
+ * a moment before) waits for that write and then looks again, finding the key
+ * taken. Without it two at once both read the new key as empty before either
+ * write is stored (the PostgreSQL store records a write once the database has
+ * it) and both moved.
+ */
+const moving = new WeakMap<CarryStore, Map<SessionKey, Promise<CarryOver>>>();
+
+async function onceAtATime(store: CarryStore, to: SessionKey, carry: () => Promise<CarryOver>): Promise<CarryOver> {
+  const underWay = moving.get(store) ?? new Map<SessionKey, Promise<CarryOver>>();
+  moving.set(store, underWay);
+  for (let inFlight = underWay.get(to); inFlight; inFlight = underWay.get(to)) await inFlight.catch(() => undefined);
+  const work = carry();
+  underWay.set(to, work);
+  try {
+    return await work;
+  } finally {
+    if (underWay.get(to) === work) underWay.delete(to);
+  }
+}
+
 /** The route an entry of `message` goes on (`route`, or its former one while that has pending entries), the former session moved first; a move is logged. */
 export async function carriedOverRoute(
   deps: { store: CarryStore; log: Pick<Logger, "info"> },
@@ -90,7 +114,7 @@ export async function carriedOverRoute(
   route: StoredRoute & { scope: RouteScope },
   within?: (chatBase: string) => string,
 ): Promise<StoredRoute> {
-  const carried = await carryOverFormerSession(deps.store, message, route, within);
+  const carried = await onceAtATime(deps.store, sessionKeyOf(route), () => carryOverFormerSession(deps.store, message, route, within));
   if (carried.kind === "moved")
     deps.log.info({ platform: message.platform, accountId: message.accountId, from: carried.from, to: carried.to }, "session moved to its thread's new key");
   return carried.kind === "joined" ? carried.route : route;

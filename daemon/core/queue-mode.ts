@@ -1,6 +1,7 @@
 /**
  * Which queue mode a message's session is in: the chat's own choice
- * (`/queue <mode>`, kept in the store), else its route's `queue.mode`, else
+ * (`/queue <mode>`, kept in the store; a thread's, else its chat's:
+ * `choiceKeysOf`), else its route's `queue.mode`, else
  * its channel's, else the top-level `queue.mode`. Read when the message comes
  * and when its turn starts, so a changed mode applies from the next message.
  */
@@ -8,6 +9,7 @@ import type { DaemonConfig } from "../config/schema.js";
 import type { QueueMode } from "../vocabulary/config-fields.js";
 import type { AdapterStateStore } from "../vocabulary/adapter.js";
 import type { ChatKey } from "../vocabulary/keys.js";
+import { choiceKeysOf } from "../vocabulary/conversation.js";
 
 export const QUEUE_MODES: readonly QueueMode[] = ["followup", "collect", "interrupt"];
 
@@ -29,20 +31,23 @@ export class ChatQueueModes {
     this.#kv = kv;
   }
 
-  /** The chat's own choice, if it made one (a value that is no mode any more counts as none). */
-  chosen(chat: ChatKey): QueueMode | undefined {
-    const value = this.#kv.get<unknown>(chat);
-    return typeof value === "string" && isQueueMode(value) ? value : undefined;
+  /** The conversation's own choice, if it or its chat made one (a value that is no mode any more counts as none). */
+  chosen(conversation: Parameters<typeof choiceKeysOf>[0]): QueueMode | undefined {
+    for (const chat of choiceKeysOf(conversation)) {
+      const value = this.#kv.get<unknown>(chat);
+      if (typeof value === "string" && isQueueMode(value)) return value;
+    }
+    return undefined;
   }
 
-  /** Sets the chat's mode; undefined goes back to the config's. */
+  /** Sets the chat's (or thread's) mode; undefined goes back to its chat's or the config's. */
   choose(chat: ChatKey, mode: QueueMode | undefined): Promise<void> {
     return this.#kv.set(chat, mode);
   }
 
-  /** The mode for a message of this chat, route and channel. */
-  modeOf(config: DaemonConfig, chat: ChatKey, ruleIndex: number, accountId: string): QueueMode {
-    return this.chosen(chat) ?? configuredQueueMode(config, ruleIndex, accountId);
+  /** The mode for a message of this conversation, route and channel. */
+  modeOf(config: DaemonConfig, conversation: Parameters<typeof choiceKeysOf>[0], ruleIndex: number): QueueMode {
+    return this.chosen(conversation) ?? configuredQueueMode(config, ruleIndex, conversation.accountId);
   }
 }
 

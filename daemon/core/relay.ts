@@ -38,7 +38,7 @@ import { parseCommand } from "./commands.js";
 import { createDelivery, targetOf } from "./delivery.js";
 import { GroupContexts } from "./group-context.js";
 import { createIntake } from "./intake.js";
-import { chatKeyOf, sessionKeyOf } from "../vocabulary/keys.js";
+import { sessionKeyOf } from "../vocabulary/keys.js";
 import { ChatQueueModes } from "./queue-mode.js";
 import { createNotices } from "./notices.js";
 import { createPairing } from "./pairing.js";
@@ -147,7 +147,7 @@ export function createRelay(deps: RelayDeps): Relay {
   });
 
   const queueModes = new ChatQueueModes(store.kv("relay:queue-modes"));
-  const queueModeOf = (entry: JournalEntry) => queueModes.modeOf(config, chatKeyOf(entry.message), entry.route.ruleIndex, entry.message.accountId);
+  const queueModeOf = (entry: JournalEntry) => queueModes.modeOf(config, entry.message, entry.route.ruleIndex);
   /** A waiting turn's entry may start together with others: a message not yet answered, in a session that collects or interrupts. */
   function joinable(entry: JournalEntry | undefined): boolean {
     return !!entry && entry.kind === "turn" && !entry.reply && queueModeOf(entry) !== "followup";

@@ -41,17 +41,29 @@ export const groupPartOf = (m: Pick<Conversation, "chatId" | "threadId">): strin
 export const directPartOf = (m: Pick<Conversation, "threadId">): string => (m.threadId === undefined ? "" : `.topic.${encodeId(m.threadId)}`);
 
 /**
+ * A thread's own key in `access.groups`: `<chat>:<thread>` (the Chat and
+ * Thread `/whoami` shows there). Never the thread id alone: a Telegram topic's
+ * id is a message id, unique only in its chat (topic 7 is in many forums), a
+ * Slack ts only in its channel, so a bare one would carry one chat's thread
+ * settings, access included, into every other chat with that thread id.
+ */
+export const threadSettingsIdOf = (m: Pick<Conversation, "chatId"> & { threadId: string }): string => `${m.chatId}:${m.threadId}`;
+
+/**
  * The ids a group's settings (access, mention rule, context) are looked up
- * by, most specific first: the thread's own (where the config lists it), the
- * id it had before the one thread rule (`formerly`: what /whoami showed then,
- * a Slack `C123:<ts>`, a Teams chain, so a thread listed by it keeps its
- * settings), the chat, then what the chat belongs to (`groupAliases`: a guild, a team).
+ * by, most specific first: the thread's own (`threadSettingsIdOf`), the id it
+ * had before the one thread rule (`formerly`: what /whoami showed then, a
+ * Discord thread's own channel, a Slack `C123:<ts>`, a Teams chain, each
+ * unique to it, so a thread listed by it keeps its settings), the chat, then
+ * what the chat belongs to (`groupAliases`: a guild, a team).
  */
 export const settingsIdsOf = (m: Pick<Conversation, "chatId" | "threadId" | "groupAliases"> & Pick<InboundMessage, "formerly">): string[] => [
-  ...(m.threadId !== undefined ? [m.threadId] : []),
-  ...(m.formerly !== undefined && m.formerly.chatId !== m.chatId && m.formerly.chatId !== m.threadId ? [m.formerly.chatId] : []),
-  m.chatId,
-  ...(m.groupAliases ?? []),
+  ...new Set([
+    ...(m.threadId !== undefined ? [threadSettingsIdOf({ chatId: m.chatId, threadId: m.threadId })] : []),
+    ...(m.formerly !== undefined && m.formerly.chatId !== m.chatId ? [m.formerly.chatId] : []),
+    m.chatId,
+    ...(m.groupAliases ?? []),
+  ]),
 ];
 
 /** The first of `settingsIdsOf` that `groups` lists, or undefined. */
@@ -59,6 +71,15 @@ export const listedSettingsId = (
   m: Pick<Conversation, "chatId" | "threadId" | "groupAliases"> & Pick<InboundMessage, "formerly">,
   groups: Readonly<Record<string, unknown>>,
 ): string | undefined => settingsIdsOf(m).find((id) => Object.hasOwn(groups, id));
+
+/**
+ * The chat keys a conversation's own choices (`/queue <mode>`) are looked up
+ * by, most specific first: its thread's, then its chat's top level, so a
+ * choice made for a chat holds in its threads unless a thread made its own
+ * (as its settings do; Slack takes no slash command in a thread).
+ */
+export const choiceKeysOf = (m: Pick<Conversation, "platform" | "accountId" | "chatId" | "threadId">): ChatKey[] =>
+  m.threadId === undefined ? [chatKeyOf(m)] : [chatKeyOf(m), chatKeyOf({ platform: m.platform, accountId: m.accountId, chatId: m.chatId })];
 
 /** Where a reply to `m` goes: its chat and, within it, its thread. */
 export const replyPlaceOf = (m: Pick<Conversation, "platform" | "accountId" | "chatId" | "chatType" | "threadId">): Omit<ChatTarget, "replyToMessageId"> => ({

@@ -24,12 +24,23 @@ import { createSteppableClock } from "../helpers/steppable-clock.js";
 const TOKEN = "MTA0NjY5.buttons-bot.token-value-that-must-stay-secret";
 const GUILD = "800000000000000001";
 const GENERAL = "800000000000000002";
+const GENERAL_THREAD = "800000000000000012";
 const alice: FakeUser = { id: "700000000000000001", username: "alice" };
 const bob: FakeUser = { id: "700000000000000002", username: "bob" };
 
 async function bridge(over: { groups?: Record<string, object>; buttons?: Record<string, unknown>; clock?: ReturnType<typeof createSteppableClock> } = {}) {
   const service = await startServiceFixture("buttons-discord-");
-  const fake = await createFakeDiscord({ token: TOKEN, guilds: [{ id: GUILD, name: "Guild", channels: [{ id: GENERAL, name: "general" }] }] });
+  const fake = await createFakeDiscord({
+    token: TOKEN,
+    guilds: [
+      {
+        id: GUILD,
+        name: "Guild",
+        channels: [{ id: GENERAL, name: "general" }],
+        threads: [{ id: GENERAL_THREAD, name: "release plans", parentId: GENERAL }],
+      },
+    ],
+  });
   onTestFinished(() => fake.close());
   const config = service.configFor({
     type: "discord",
@@ -120,6 +131,24 @@ it("a question in a channel whose guild is listed expires: the agent is told the
   await vi.waitFor(() => expect(clock.delays().some((d) => d > 55_000 && d <= 60_000)).toBe(true));
   clock.advance(60_000);
   await waitFor(() => contents(fake, GENERAL).find((t) => /returned: No answer: the person did not answer in time/.test(t)), "the agent told");
+  await waitFor(() => fake.buttonsOn(question.id).length === 0 || undefined, "the buttons gone");
+});
+
+it("a question in a thread listed by its own id (as before the one thread rule) expires: the agent is told there was no answer", async () => {
+  // The expiry names the thread as its messages do, the id it had before the rule too: the thread's own entry applies to it.
+  const clock = createSteppableClock();
+  const { fake } = await bridge({ groups: { [GENERAL_THREAD]: {} }, buttons: { tools: ["choice"], expireMinutes: 1 }, clock });
+  fake.dispatchMessage({
+    channelId: GENERAL_THREAD,
+    guildId: GUILD,
+    author: alice,
+    content: `<@${fake.bot.id}> !ask Deploy where? | staging | production`,
+    mentions: [fake.bot],
+  });
+  const question = await questionIn(fake, GENERAL_THREAD);
+  await vi.waitFor(() => expect(clock.delays().some((d) => d > 55_000 && d <= 60_000)).toBe(true));
+  clock.advance(60_000);
+  await waitFor(() => contents(fake, GENERAL_THREAD).find((t) => /returned: No answer: the person did not answer in time/.test(t)), "the agent told");
   await waitFor(() => fake.buttonsOn(question.id).length === 0 || undefined, "the buttons gone");
 });
 

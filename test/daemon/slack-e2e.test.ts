@@ -240,6 +240,40 @@ describe("group context", () => {
   });
 });
 
+describe("threads of one channel", () => {
+  it("keep their own conversations when both speak at once; @bot /new resets one thread only, and /agent new in the channel neither", async () => {
+    const { fake, daemon } = await bridge("http");
+    const a = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> apples` });
+    const b = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> bananas` });
+    await waitFor(() => texts(fake, GENERAL).length === 2, "both threads answered");
+    const inThread = (ts: string) =>
+      fake
+        .messages(GENERAL)
+        .filter((m) => m.threadTs === ts)
+        .map((m) => m.text);
+    // Both threads at once, follow-ups needing no mention: each recalls only its own.
+    fake.say({ user: ALICE, channel: GENERAL, text: "!recall", threadTs: a.ts });
+    fake.say({ user: ALICE, channel: GENERAL, text: "!recall", threadTs: b.ts });
+    await waitFor(() => inThread(a.ts).length === 2 && inThread(b.ts).length === 2, "both recalls");
+    expect(inThread(a.ts)[1]).toContain("apples");
+    expect(inThread(a.ts)[1]).not.toContain("bananas");
+    expect(inThread(b.ts)[1]).toContain("bananas");
+    expect(inThread(b.ts)[1]).not.toContain("apples");
+    // Slack takes no slash command in a thread: /agent new in the channel is the channel's own conversation, no thread's.
+    await fake.slashCommand({ user: ALICE, channel: GENERAL, text: "new" });
+    await waitFor(() => fake.messages(GENERAL).some((m) => m.threadTs === undefined), "the channel's reset said in the channel");
+    // "@bot /new" in thread A resets A alone.
+    fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> /new`, threadTs: a.ts });
+    await waitFor(() => inThread(a.ts).length === 3, "the reset in thread A");
+    fake.say({ user: ALICE, channel: GENERAL, text: "!recall", threadTs: a.ts });
+    fake.say({ user: ALICE, channel: GENERAL, text: "!recall", threadTs: b.ts });
+    await waitFor(() => inThread(a.ts).length === 4 && inThread(b.ts).length === 3, "both recalls again");
+    await daemon.whenIdle();
+    expect(inThread(a.ts)[3]).not.toContain("apples");
+    expect(inThread(b.ts)[2]).toContain("bananas");
+  });
+});
+
 describe("streamed replies", () => {
   it("stream natively in a channel thread: one message started, appended to as the agent writes, stopped with the answer", async () => {
     const { fake, daemon, service } = await bridge("socket", { streaming: "partial", minEditIntervalMs: 50 });
@@ -573,4 +607,36 @@ it("queue modes: /queue collect answers what came meanwhile as one turn; /queue 
     replies: () => texts(fake, DM),
     queued: () => testHandle(daemon).scheduler?.depth().totalWaiting ?? 0,
   });
+});
+
+it("a channel's queue mode, chosen with /agent queue in the channel (Slack takes no slash command in a thread), is its threads' unless a thread chose its own", async () => {
+  const { fake, daemon, service } = await bridge("socket", { access: { users: [ALICE], owners: [ALICE], groups: { [GENERAL]: {} } } });
+  await fake.slashCommand({ user: ALICE, channel: GENERAL, text: "queue collect" });
+  await waitFor(() => fake.messages(GENERAL).some((m) => m.threadTs === undefined && /collect/.test(m.text)), "the choice said in the channel");
+  const asked = fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> hello` });
+  const inThread = () =>
+    fake
+      .messages(GENERAL)
+      .filter((m) => m.threadTs === asked.ts)
+      .map((m) => m.text);
+  await waitFor(() => inThread().length === 1, "the first answer");
+  // /queue in the thread says where its mode comes from: the channel's choice.
+  fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> /queue`, threadTs: asked.ts });
+  await waitFor(() => inThread().length === 2, "the thread's queue mode");
+  expect(inThread()[1]).toMatch(/^Queue mode: collect \(chosen for this chat\)/);
+  const slept = service.nextSleep(5000);
+  fake.say({ user: ALICE, channel: GENERAL, text: "!sleep 5000", threadTs: asked.ts });
+  await slept;
+  fake.say({ user: ALICE, channel: GENERAL, text: "a", threadTs: asked.ts });
+  fake.say({ user: ALICE, channel: GENERAL, text: "b", threadTs: asked.ts });
+  await waitFor(() => (testHandle(daemon).scheduler?.depth().totalWaiting ?? 0) === 2, "both taken while the turn runs");
+  service.emulator.clock.advance(5000);
+  await waitFor(() => inThread().length === 4, "the collected answer");
+  expect(inThread().slice(2)).toEqual(["slept 5000", "You said: (2 messages, in the order they were sent:)\n\n[1] a\n\n[2] b"]);
+  // The thread's own choice wins over the channel's.
+  fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> /queue followup`, threadTs: asked.ts });
+  await waitFor(() => inThread().length === 5, "the thread's own choice");
+  fake.say({ user: ALICE, channel: GENERAL, text: `<@${fake.bot.userId}> /queue`, threadTs: asked.ts });
+  await waitFor(() => inThread().length === 6, "the thread's queue mode again");
+  expect(inThread()[5]).toMatch(/^Queue mode: followup \(chosen for this chat\)/);
 });

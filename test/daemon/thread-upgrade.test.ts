@@ -99,7 +99,7 @@ function recordingAdapter(platform: string, accountId: string) {
     if (!sink) throw new Error("not started");
     return sink.accept(message);
   };
-  return { adapter, sent, accept };
+  return { adapter, sent, accept, started: () => sink !== undefined };
 }
 
 let server: TestPostgres | undefined;
@@ -243,6 +243,52 @@ async function scheduleFiresFirst(c: Case, backend: Backend): Promise<void> {
   expect(followed).toEqual([expect.objectContaining({ session: c.before.sessionBase, parent_id: scheduled?.id })]);
 }
 
+/**
+ * Two messages of the thread at once, the first after the upgrade: both find the session under
+ * its former key, one moves it (once: the log says so once), and both are answered in the one
+ * moved chain, in the order they came, neither lost.
+ */
+async function twoAtOnce(c: Case, backend: Backend): Promise<void> {
+  const service = await startServiceFixture("thread-upgrade-race-");
+  const base = service.configFor({ ...CHANNELS[c.platform], access: { mode: "open" } });
+  const client = createServiceClient({ baseUrl: service.baseUrl, apiKey: base.service.apiKey });
+  const first = await client.createSessionResponse({
+    instance_id: service.instanceId,
+    session_id: c.before.sessionBase,
+    body: { model: base.service.defaultModel, input: "the word is plum" },
+  });
+  const { state } = await backend(c, service.dataDir, `${service.instanceId} ${c.before.sessionBase}`, {
+    lastResponseId: first.id,
+    sessionId: c.before.sessionBase,
+  });
+  const logged: string[] = [];
+  const { adapter, sent, accept, started } = recordingAdapter(c.platform, c.accountId);
+  const daemon = createDaemon({
+    config: { ...base, ...(state ? { state: stateSchema.parse(state) } : {}) },
+    adapters: [adapter],
+    logger: pino({ level: "info" }, { write: (line: string) => void logged.push(line) }),
+    random: seededRandom(3),
+  });
+  onTestFinished(() => daemon.stop({ graceMs: 0 }));
+  await daemon.start();
+
+  const one = translateNow(c, c.followUp);
+  const two = translateNow(c, { ...(c.followUp as object), ...idOf(c, "again") });
+  // Once the account is held (PostgreSQL: its adapter started): both handed over in the same tick.
+  await waitUntil(started, "the account held");
+  const outcomes = await Promise.all([accept(one), accept(two)]);
+  expect(outcomes.map((o) => o.status)).toEqual(["accepted", "accepted"]);
+  const replies = await waitUntil(() => {
+    const recalled = sent.filter((s) => s.text.includes("plum"));
+    return recalled.length === 2 ? recalled : undefined;
+  }, "both answered from the moved chain");
+  for (const r of replies) expect(r.target).toMatchObject({ chatId: one.chatId, threadId: one.threadId });
+  // In the order they came: the second answer's chain holds the first's turn.
+  expect(replies[0]?.text).not.toContain("!recall");
+  expect(replies[1]?.text).toContain("!recall");
+  expect(logged.filter((l) => l.includes("session moved to its thread's new key"))).toHaveLength(1);
+}
+
 /** A raw message's own id, changed (a second message of the thread). */
 const idOf = (c: Case, suffix: string): object =>
   c.platform === "telegram" ? { message_id: 103 } : c.platform === "discord" ? { id: `1600000000000000003` } : { ts: `1700000019.000${suffix.length}00` };
@@ -376,6 +422,17 @@ describe("a thread's conversation after the upgrade to the one thread rule", () 
     );
     it.skipIf(noPostgres)(`continues a ${c.platform} thread's stored conversation when a schedule speaks in it first (PostgreSQL)`, { timeout: 30_000 }, () =>
       scheduleFiresFirst(c, postgresBackend),
+    );
+  }
+
+  for (const c of fixture.cases.filter((c) => c.platform !== "telegram")) {
+    it(`moves a ${c.platform} thread once for two messages at once, answering both in order in the moved chain (file journal)`, { timeout: 30_000 }, () =>
+      twoAtOnce(c, fileBackend),
+    );
+    it.skipIf(noPostgres)(
+      `moves a ${c.platform} thread once for two messages at once, answering both in order in the moved chain (PostgreSQL)`,
+      { timeout: 30_000 },
+      () => twoAtOnce(c, postgresBackend),
     );
   }
 

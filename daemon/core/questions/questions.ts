@@ -46,8 +46,8 @@ const idOfIndexKey = (key: string): string => key.split("\u0000")[2] ?? key;
 interface IndexEntry {
   key: string;
   expiresAt: number;
-  /** As the question's chat was named, its group aliases too: the expiry goes through intake's access check (a guild's settings). */
-  chat: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId"> & { threadId?: string; groupAliases?: string[] };
+  /** As the question's chat was named, its group aliases and former name too: the expiry goes through intake's access check (a guild's settings, a thread's listed by its former id). */
+  chat: Pick<InboundMessage, "platform" | "accountId" | "chatId" | "chatType" | "userId" | "formerly"> & { threadId?: string; groupAliases?: string[] };
 }
 
 /**
@@ -60,7 +60,7 @@ export function questionExpiryMoved(
   store: Pick<Store, "kv">,
   questionId: string,
   key: SessionKey,
-  chat: Pick<InboundMessage, "chatId" | "chatType" | "threadId">,
+  chat: Pick<InboundMessage, "chatId" | "chatType" | "threadId" | "formerly">,
 ): StateWrite[] {
   const kv = store.kv(INDEX);
   return kv
@@ -69,11 +69,17 @@ export function questionExpiryMoved(
     .flatMap((k): StateWrite[] => {
       const entry = kv.get<IndexEntry>(k);
       if (!entry) return [];
-      const { threadId: _former, ...rest } = entry.chat;
+      const { threadId: _former, formerly: _before, ...rest } = entry.chat;
       const moved: IndexEntry = {
         ...entry,
         key,
-        chat: { ...rest, chatId: chat.chatId, chatType: chat.chatType, ...(chat.threadId ? { threadId: chat.threadId } : {}) },
+        chat: {
+          ...rest,
+          chatId: chat.chatId,
+          chatType: chat.chatType,
+          ...(chat.threadId ? { threadId: chat.threadId } : {}),
+          ...(chat.formerly ? { formerly: chat.formerly } : {}),
+        },
       };
       return [{ namespace: INDEX, key: k, value: moved }];
     });
@@ -317,6 +323,7 @@ export function createQuestions(deps: QuestionsDeps): Questions {
           userId: q.askerId,
           ...(m.threadId ? { threadId: m.threadId } : {}),
           ...(m.groupAliases?.length ? { groupAliases: m.groupAliases } : {}),
+          ...(m.formerly ? { formerly: { chatId: m.formerly.chatId, ...(m.formerly.threadId !== undefined ? { threadId: m.formerly.threadId } : {}) } } : {}),
         },
       };
       await index().set(indexKey(m, q.id), entry);

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { platforms } from "../../../daemon/adapters/registry.js";
 import { chunksFor, targetOf as coreTargetOf } from "../../../daemon/core/delivery.js";
-import { contextKeyOf, listedSettingsId } from "../../../daemon/vocabulary/conversation.js";
+import { contextKeyOf, listedSettingsId, threadSettingsIdOf } from "../../../daemon/vocabulary/conversation.js";
 import { chatKeyOf } from "../../../daemon/vocabulary/keys.js";
 import { sessionBaseFor } from "../../../daemon/core/routing.js";
 import { CAPABILITY_NAMES, SendError, type ChatTarget, type InboundMessage, type InboundSink } from "../../../daemon/vocabulary/adapter.js";
@@ -169,6 +169,10 @@ describe.each(harnessed)("the adapter contract: %s", (type, features) => {
     expect(chatKeyOf(inThread)).not.toBe(chatKeyOf(inGroup));
     // The group's settings reach it: the config's entry for the group is the one found for the thread.
     expect(listedSettingsId(inThread, { [inGroup.chatId]: {} })).toBe(inGroup.chatId);
+    // Its own entry, `<chat>:<thread>`, before the group's; never its bare id (unique only within its chat on some platforms).
+    const own = threadSettingsIdOf({ chatId: inThread.chatId, threadId: inThread.threadId ?? "" });
+    expect(listedSettingsId(inThread, { [inGroup.chatId]: {}, [own]: {} })).toBe(own);
+    expect(listedSettingsId({ chatId: `${inThread.chatId}-elsewhere`, threadId: inThread.threadId }, { [own]: {} })).toBeUndefined();
     // A second message of the thread is the same conversation.
     await h.thread.say("again in the thread");
     const again = await arrived(accepted, "again in the thread");

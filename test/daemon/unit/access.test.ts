@@ -4,6 +4,7 @@ import type { AccessConfig } from "../../../daemon/config/schema.js";
 import { checkAccess, groupRequiresMention, normalizeUserId } from "../../../daemon/core/access.js";
 import { translateMessage as slackMessage } from "../../../daemon/adapters/slack/inbound.js";
 import { translateMessage as teamsMessage } from "../../../daemon/adapters/teams/inbound.js";
+import { translateMessage as telegramMessage } from "../../../daemon/adapters/telegram/inbound.js";
 import type { InboundMessage } from "../../../daemon/vocabulary/adapter.js";
 
 const KEY = `svc_org_${"0".repeat(64)}`;
@@ -208,5 +209,58 @@ describe("a thread listed by the id it had before the one thread rule", () => {
     const t = teamsMessage(activity, "tm");
     if (!("message" in t)) throw new Error("not taken");
     expect(checkAccess(a, t.message)).toEqual({ allowed: false, reason: "group disabled" });
+  });
+});
+
+describe("a thread listed by its own id", () => {
+  // A Telegram topic's id is a message id, unique only inside its chat ("Unique message identifier
+  // inside this chat", Bot API): topic 7 exists in many forums. A listing meant for one forum's
+  // topic must not reach the same topic id of another forum, least of all one the bridge does not serve.
+  const topicMessage = (chatId: number, topic: number, userId = 5001) =>
+    telegramMessage(
+      {
+        message_id: 100,
+        date: 1700000000,
+        chat: { id: chatId, type: "supergroup", title: "Forum", is_forum: true },
+        from: { id: userId, is_bot: false, first_name: "A", username: "a" },
+        message_thread_id: topic,
+        is_topic_message: true,
+        text: "@bridge_bot hi",
+        entities: [{ type: "mention", offset: 0, length: 11 }],
+      } as Parameters<typeof telegramMessage>[0],
+      { id: 900, username: "bridge_bot" },
+      "tg",
+    );
+  const served = -1001111;
+  const unlisted = -1002222;
+
+  it("a Telegram topic listed as <chat>:<topic> has its settings there alone: the same topic id of an unlisted forum is not served", () => {
+    const a = access({ users: ["5001", "5002"], groups: { [String(served)]: {}, [`${served}:7`]: { users: ["5002"] } } });
+    const inServed = topicMessage(served, 7, 5002);
+    const elsewhere = topicMessage(unlisted, 7, 5002);
+    if (!inServed || !elsewhere) throw new Error("not taken");
+    expect(checkAccess(a, inServed).allowed).toBe(true);
+    // The topic's own list replaces the channel-wide one in it.
+    expect(checkAccess(a, topicMessage(served, 7, 5001) ?? inServed)).toEqual({ allowed: false, reason: "user not in group allowlist" });
+    expect(checkAccess(a, elsewhere)).toEqual({ allowed: false, reason: "group not in allowlist" });
+  });
+
+  it("a bare topic id listed does not let the same topic of an unlisted forum in", () => {
+    const a = access({ users: ["5001"], groups: { [String(served)]: {}, "7": { requireMention: false } } });
+    const elsewhere = topicMessage(unlisted, 7);
+    if (!elsewhere) throw new Error("not taken");
+    expect(checkAccess(a, elsewhere)).toEqual({ allowed: false, reason: "group not in allowlist" });
+  });
+
+  it("a Discord thread listed by its own channel id (what /whoami showed in it before the one thread rule) keeps its settings", () => {
+    const a = access({ users: ["u1"], groups: { "1300000000000000077": { enabled: false } } });
+    const inThread = msg({
+      platform: "discord",
+      chatType: "group",
+      chatId: "1300000000000000001",
+      threadId: "1300000000000000077",
+      formerly: { chatId: "1300000000000000077" },
+    });
+    expect(checkAccess(a, inThread)).toEqual({ allowed: false, reason: "group disabled" });
   });
 });
