@@ -53,6 +53,12 @@ export interface AccountLease {
   valid(): boolean;
 }
 
+/** An account's halt and whether its lease still lets it reach the platform (ask right before each call). */
+export interface AccountGuard {
+  readonly signal: AbortSignal;
+  mayReach(): boolean;
+}
+
 export function targetOf(m: StoredMessage | InboundMessage, replyTo?: string): ChatTarget {
   const named = replyTo ?? m.messageId;
   // A scheduled prompt's id is no platform message: its answer quotes nothing.
@@ -83,6 +89,8 @@ export interface Delivery {
   halt(): Promise<void>;
   /** The same for one account (its lease is handed over): no further chunk of its replies; resolves once its sends in progress are recorded. */
   haltAccount(platform: string, accountId: string): Promise<void>;
+  /** What the account's platform traffic answers to: the halts (the daemon's, the account's, its lease's end) and its lease's validity. */
+  accountGuard(target: { platform: string; accountId: string }): AccountGuard;
   /** The account is this node's again: its replies may be sent (several machines: while `lease` is valid). */
   resumeAccount(platform: string, accountId: string, lease?: AccountLease): void;
 }
@@ -274,6 +282,10 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
       accountHalts.get(key)?.controller.abort();
       const sends = sendsOf.get(key);
       while (sends?.size) await Promise.allSettled([...sends]);
+    },
+    accountGuard(target) {
+      const { signal, mayReach } = accountHalt(target);
+      return { signal, mayReach };
     },
     resumeAccount(platform, accountId, lease) {
       const key = adapterKeyOf(platform, accountId);

@@ -173,6 +173,7 @@ export function createRelay(deps: RelayDeps): Relay {
     metrics,
     channelFor: deps.channelFor,
     signal: halt.signal,
+    guardFor: (target) => delivery.accountGuard(target),
     deliverRest: (id) => delivery.deliver(id),
   });
   const stoppable = new StoppableTurns();
