@@ -72,7 +72,12 @@ export interface ClusterNode {
   handOver(unit: string): Promise<boolean>;
 }
 
-/** A graceful give-up that takes longer than this is cut short (the lease would expire anyway). */
+/**
+ * A graceful give-up that takes longer than this is cut short. The lease is renewed meanwhile, so
+ * nothing else would end a wind-down that hangs (a gateway that never closes): it would hold the
+ * account, and a stop, for ever. Cut short, the lease is released and its signal stops the
+ * account's sends; one in flight and not yet recorded is sent again by the next owner.
+ */
 const GIVE_UP_LIMIT_MS = 5_000;
 
 export async function openClusterNode(deps: ClusterNodeDeps): Promise<ClusterNode> {
@@ -108,6 +113,8 @@ export async function openClusterNode(deps: ClusterNodeDeps): Promise<ClusterNod
     metrics.leaseEpoch.set({ unit: lease.unit }, lease.epoch);
     metrics.leaseAcquisitionsTotal.inc({ unit: lease.unit });
     logger.info({ unit: lease.unit, epoch: lease.epoch, resumed: entries.length }, "took the account");
+    // The account's sends stop with the signal itself (the relay's adopt joins it to the account's
+    // halt); this step, queued behind the take, stops the adapter and forgets the state.
     lease.signal.addEventListener("abort", () => background(chain(lease.unit, () => end(lease, false))), { once: true });
     try {
       await deps.take(channel, entries, lease);

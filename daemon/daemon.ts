@@ -692,7 +692,7 @@ export class BridgeDaemon implements Daemon {
     this.#stopping.delete(adapter);
     this.#adapterIndex.set(adapterKeyOf(adapter.platform, adapter.accountId), adapter);
     if (!this.#adapters.includes(adapter)) this.#adapters.push(adapter);
-    this.#relay!.adopt(adapter.platform, adapter.accountId, entries);
+    this.#relay!.adopt(adapter.platform, adapter.accountId, entries, lease);
     await this.#startAdapter(adapter);
   }
 

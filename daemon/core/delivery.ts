@@ -9,6 +9,12 @@
  * Files the agent named (`StoredReply.files`) go out after the chunks, each
  * counted by `sent` the same way: downloaded and sent (file-delivery.ts), or
  * the line saying why not.
+ *
+ * Several machines: an account's sends go out only under its lease. Its halt
+ * fires with the lease's signal (not after the hand-over steps queued before
+ * it), and each attempt first asks the lease whether it is still valid (a
+ * deadline passed while the event loop was held, its timer not yet run). A
+ * refused send is a halt: the reply stays pending for the next owner.
  */
 import { scheduleIdOf } from "./schedules/message.js";
 import type { Logger } from "pino";
@@ -23,7 +29,7 @@ import { SendError, type ChatAdapter, type ChatTarget, type InboundMessage, type
 import { splitReply } from "./chunking.js";
 import { prepareFile } from "./file-delivery.js";
 import { errorSummary, StoppingError, type RelayMetrics, type TurnOutcome } from "./relay-types.js";
-import { AbortedError } from "../../shared/clock.js";
+import { abortReason, AbortedError } from "../../shared/clock.js";
 import { retry, type RetryVerdict } from "../helpers/retry.js";
 import { adapterKeyOf, type AdapterKey } from "../vocabulary/keys.js";
 
@@ -37,6 +43,20 @@ export interface DeliveryDeps {
   /** Downloads the files a reply names. */
   client: ServiceClient;
   adapterFor(platform: string, accountId: string): ChatAdapter | undefined;
+}
+
+/** What an account's sends answer to on several machines: its lease (one machine has none: always valid). */
+export interface AccountLease {
+  /** Aborts when the lease ends (lost, expired, released). */
+  readonly signal: AbortSignal;
+  /** Still held and before its deadline. */
+  valid(): boolean;
+}
+
+/** An account's halt and whether its lease still lets it reach the platform (ask right before each call). */
+export interface AccountGuard {
+  readonly signal: AbortSignal;
+  mayReach(): boolean;
 }
 
 export function targetOf(m: StoredMessage | InboundMessage, replyTo?: string): ChatTarget {
@@ -69,8 +89,10 @@ export interface Delivery {
   halt(): Promise<void>;
   /** The same for one account (its lease is handed over): no further chunk of its replies; resolves once its sends in progress are recorded. */
   haltAccount(platform: string, accountId: string): Promise<void>;
-  /** The account is this node's again: its replies may be sent. */
-  resumeAccount(platform: string, accountId: string): void;
+  /** What the account's platform traffic answers to: the halts (the daemon's, the account's, its lease's end) and its lease's validity. */
+  accountGuard(target: { platform: string; accountId: string }): AccountGuard;
+  /** The account is this node's again: its replies may be sent (several machines: while `lease` is valid). */
+  resumeAccount(platform: string, accountId: string, lease?: AccountLease): void;
 }
 
 export function createDelivery(deps: DeliveryDeps): Delivery {
@@ -80,23 +102,29 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
   const halted = new AbortController();
   const sendsInProgress = new Set<Promise<unknown>>();
   /**
-   * Per account: its own halt (a fresh controller when it comes back) and that joined with the
-   * daemon's, made once per controller: `AbortSignal.any` costs a signal and weak references
-   * per call, and a reply asked for it twice per chunk.
+   * Per account: its own halt (a fresh controller when it comes back), that joined with the
+   * daemon's and its lease's, made once per controller (`AbortSignal.any` costs a signal and weak
+   * references per call, and a reply asked for it twice per chunk), and whether its lease lets it send.
    */
-  const accountHalts = new Map<AdapterKey, { controller: AbortController; signal: AbortSignal }>();
+  type AccountHalt = { controller: AbortController; signal: AbortSignal; mayReach(): boolean };
+  const accountHalts = new Map<AdapterKey, AccountHalt>();
   const accountOf = (t: { platform: string; accountId: string }) => adapterKeyOf(t.platform, t.accountId);
-  /** Aborted when the daemon halts or the target's account is handed over. */
-  function haltSignal(target: { platform: string; accountId: string }): AbortSignal {
+  function haltOf(lease: AccountLease | undefined): AccountHalt {
+    const controller = new AbortController();
+    const signals = lease ? [halted.signal, controller.signal, lease.signal] : [halted.signal, controller.signal];
+    return { controller, signal: AbortSignal.any(signals), mayReach: lease ? () => lease.valid() : () => true };
+  }
+  function accountHalt(target: { platform: string; accountId: string }): AccountHalt {
     const key = accountOf(target);
     let account = accountHalts.get(key);
     if (!account) {
-      const controller = new AbortController();
-      account = { controller, signal: AbortSignal.any([halted.signal, controller.signal]) };
+      account = haltOf(undefined);
       accountHalts.set(key, account);
     }
-    return account.signal;
+    return account;
   }
+  /** Aborted when the daemon halts, or the target's account is handed over or its lease ends. */
+  const haltSignal = (target: { platform: string; accountId: string }): AbortSignal => accountHalt(target).signal;
   const sendsOf = new Map<AdapterKey, Set<Promise<unknown>>>();
 
   type SendResult = "sent" | "failed" | "halted";
@@ -120,16 +148,26 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
     return sendWithRetry(instanceId, target, () => files.send(target, file));
   }
 
-  /** One send (a chunk, a file) through the one retry policy. */
+  /**
+   * One send (a chunk, a file) through the one retry policy. Each attempt first asks the account's
+   * lease: past it, the account halts instead (the lease's own timer may not have run yet).
+   */
   async function sendWithRetry(instanceId: string, target: ChatTarget, send: () => Promise<unknown>): Promise<SendResult> {
-    const signal = haltSignal(target);
+    const account = accountHalt(target);
+    const { signal } = account;
+    const underLease = () => {
+      if (account.mayReach()) return send();
+      account.controller.abort();
+      return Promise.reject(abortReason(signal));
+    };
     try {
-      await retry(send, {
+      await retry(underLease, {
         clock,
         random,
         maxAttempts: policy.maxAttempts,
         backoff: { baseMs: policy.baseDelayMs, maxMs: policy.maxDelayMs },
-        classify: classifySendError,
+        // A halt (this attempt refused by the lease, say) is not retried, nor logged as a failed send.
+        classify: (error) => (signal.aborted ? { retry: false } : classifySendError(error)),
         signal,
         onRetry(error, attempt, delayMs) {
           metrics.error("-", "send");
@@ -245,9 +283,14 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
       const sends = sendsOf.get(key);
       while (sends?.size) await Promise.allSettled([...sends]);
     },
-    resumeAccount(platform, accountId) {
+    accountGuard(target) {
+      const { signal, mayReach } = accountHalt(target);
+      return { signal, mayReach };
+    },
+    resumeAccount(platform, accountId, lease) {
       const key = adapterKeyOf(platform, accountId);
-      if (accountHalts.get(key)?.controller.signal.aborted) accountHalts.delete(key);
+      if (lease) accountHalts.set(key, haltOf(lease));
+      else if (accountHalts.get(key)?.controller.signal.aborted) accountHalts.delete(key);
     },
   };
 }

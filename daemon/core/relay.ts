@@ -35,7 +35,7 @@ import type { AcceptOutcome, AdmissionAnswer, AdmissionQuestion, ChatAdapter, In
 import { Acknowledgements } from "./acknowledgement.js";
 import { createCommandRunner } from "./command-runner.js";
 import { parseCommand } from "./commands.js";
-import { createDelivery, targetOf } from "./delivery.js";
+import { createDelivery, targetOf, type AccountLease } from "./delivery.js";
 import { GroupContexts } from "./group-context.js";
 import { createIntake } from "./intake.js";
 import { sessionKeyOf } from "../vocabulary/keys.js";
@@ -84,8 +84,8 @@ export interface Relay {
   readonly scheduler: Scheduler<string>;
   /** Queues the turns the journal still holds (after a restart), in order; starts nothing until `release`. */
   resume(): void;
-  /** An account this node now owns (several machines): its stored entries resume, in order, and its replies may be sent. */
-  adopt(platform: string, accountId: string, entries: readonly JournalEntry[]): void;
+  /** An account this node now owns (several machines): its stored entries resume, in order, and its replies may be sent while `lease` is valid. */
+  adopt(platform: string, accountId: string, entries: readonly JournalEntry[], lease: AccountLease): void;
   /** An account being handed over: no further chunk of its replies; resolves once its sends in progress are recorded. */
   handOver(platform: string, accountId: string): Promise<void>;
   /** Adapters can send: runs resumed turns and commands, and owed notices. */
@@ -173,6 +173,7 @@ export function createRelay(deps: RelayDeps): Relay {
     metrics,
     channelFor: deps.channelFor,
     signal: halt.signal,
+    guardFor: (target) => delivery.accountGuard(target),
     deliverRest: (id) => delivery.deliver(id),
   });
   const stoppable = new StoppableTurns();
@@ -357,8 +358,8 @@ export function createRelay(deps: RelayDeps): Relay {
     resume() {
       queueStored(store.pending());
     },
-    adopt(platform, accountId, entries) {
-      delivery.resumeAccount(platform, accountId);
+    adopt(platform, accountId, entries, lease) {
+      delivery.resumeAccount(platform, accountId, lease);
       schedules.startAccount(platform, accountId);
       queueStored(entries);
       for (const entry of entries) if (entry.kind === "command") commands.track(entry);

@@ -15,7 +15,7 @@ import type { ChannelConfig, DaemonConfig } from "../config/schema.js";
 import type { JournalEntry } from "../vocabulary/records.js";
 import type { Store } from "../vocabulary/store.js";
 import type { ChatAdapter, ChatTarget } from "../vocabulary/adapter.js";
-import { targetOf } from "./delivery.js";
+import { targetOf, type AccountGuard } from "./delivery.js";
 import { errorSummary, type RelayMetrics } from "./relay-types.js";
 import { createAppendWriter, createPreviewDriver, type AppendWriter, type ChatGate, type PreviewDriver } from "./stream-delivery.js";
 
@@ -55,6 +55,8 @@ export interface ReplyViewsDeps {
   channelFor(accountId: string): ChannelConfig | undefined;
   /** Aborted when the daemon halts: previews stop where they are (the journal keeps them). */
   signal: AbortSignal;
+  /** Several machines: what a chat's account answers to, its halt and its lease (delivery.ts `accountGuard`); a preview stops with either. */
+  guardFor?(target: ChatTarget): AccountGuard;
   /** Sends what a reply holds beyond its text (the files it names), then ends its entries (delivery.ts `deliver`). */
   deliverRest(leaderId: string): Promise<void>;
 }
@@ -89,17 +91,20 @@ export class ReplyViews {
 
   /** The preview driver of `lead`'s reply, resuming its journaled preview if it has one. */
   preview(adapter: ChatAdapter, lead: JournalEntry, target?: ChatTarget): PreviewDriver {
-    const { config, store, clock, metrics, logger, signal } = this.#deps;
+    const { config, store, clock, metrics, logger } = this.#deps;
     const last = lead.reply ? (store.get(lead.reply.members.at(-1) ?? lead.id) ?? lead) : lead;
+    const to = target ?? targetOf(lead.message, last.message.messageId);
+    const guard = this.#deps.guardFor?.(to);
     const driver = createPreviewDriver({
       adapter,
-      target: target ?? targetOf(lead.message, last.message.messageId),
+      target: to,
       clock,
       gate: this.#gate,
       maxAttempts: config.retry.maxAttempts,
       ...(lead.preview ? { resume: lead.preview } : {}),
       record: (preview) => store.recordPreview(lead.id, preview),
-      signal,
+      signal: guard ? AbortSignal.any([this.#deps.signal, guard.signal]) : this.#deps.signal,
+      ...(guard ? { mayReach: guard.mayReach } : {}),
       onError(error, action) {
         metrics.error("-", "send");
         logger.warn({ platform: adapter.platform, action: action.kind, err: errorSummary(error) }, "a streamed send or edit failed");

@@ -39,8 +39,10 @@ export interface PreviewDriverOptions {
   resume?: StoredPreview;
   /** Journals the preview; awaited before the next operation. */
   record(preview: StoredPreview): Promise<void>;
-  /** Aborted when the daemon halts: the driver stops where it is (the journal keeps the preview). */
+  /** Aborted when the daemon halts (or the account's lease ends): the driver stops where it is (the journal keeps the preview). */
   signal: AbortSignal;
+  /** Asked right before each platform call: false (the account's lease has passed its deadline) stops the driver as the signal does. Default: always. */
+  mayReach?(): boolean;
   onError?(error: unknown, action: PreviewAction): void;
 }
 
@@ -203,6 +205,7 @@ export class StreamDriver implements PreviewDriver {
       if (edits.mayBeOpen && !edits.mayBeOpen(id)) continue;
       // Paced like any edit in the chat (minEditIntervalMs).
       await this.#takeTurnAtGate();
+      this.#stopUnlessReachable();
       try {
         await edits.end(target, id, m.shown);
         this.#ended.add(i);
@@ -230,10 +233,16 @@ export class StreamDriver implements PreviewDriver {
         continue;
       }
       await this.#takeTurnAtGate();
+      this.#stopUnlessReachable();
       await this.#attempt(action);
       // New messages (and deletions) are journaled before anything else happens; edits need not be (redone after a restart).
       if (action.kind !== "edit") await this.#options.record({ state: plan.state(), ids: [...this.#ids] });
     }
+  }
+
+  /** Right before a platform call: halted, or past the account's lease, the driver stops (the journal keeps the preview). */
+  #stopUnlessReachable(): void {
+    if (this.#options.signal.aborted || this.#options.mayReach?.() === false) throw new StoppingError();
   }
 
   /** Waits until the chat's gate opens, then closes it for one interval. */

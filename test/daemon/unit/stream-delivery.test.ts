@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { rawLength, SendError, type ChatAdapter, type ChatTarget, type EditCapability } from "../../../daemon/vocabulary/adapter.js";
 import { createPreviewDriver } from "../../../daemon/core/stream-delivery.js";
 import { chunksFor } from "../../../daemon/core/delivery.js";
+import { StoppingError } from "../../../daemon/core/relay-types.js";
 import { telegramMarkdownToHtml, telegramVisibleLength } from "../../../daemon/adapters/telegram/index.js";
 import type { StoredPreview } from "../../../daemon/vocabulary/records.js";
 import { createManualClock } from "../../../shared/clock.js";
@@ -253,5 +254,33 @@ describe("preview driver", () => {
     const { driver, clock } = drive(p);
     driver.update("Hello");
     expect(await settle(clock, driver.finish("Hello."))).toBe("gave_up");
+  });
+
+  it("stops before the next send or edit once the account's lease may no longer reach the platform (its deadline passed), keeping the preview", async () => {
+    const p = platform();
+    const clock = createManualClock();
+    const records: StoredPreview[] = [];
+    let reachable = true;
+    const driver = createPreviewDriver({
+      adapter: p.adapter,
+      target,
+      clock,
+      gate: new Map(),
+      maxAttempts: 3,
+      record: async (r) => void records.push(r),
+      signal: new AbortController().signal,
+      mayReach: () => reachable,
+    });
+    driver.update("Hello");
+    await vi.waitFor(() => expect(records).toHaveLength(1));
+    reachable = false;
+    driver.update("Hello, world");
+    const ended = driver.finish("Hello, world.").then(
+      () => "finished",
+      (error: unknown) => error,
+    );
+    expect(await settle(clock, ended)).toBeInstanceOf(StoppingError);
+    expect(p.ops).toEqual(["send 1"]);
+    expect(records.at(-1)?.ids).toEqual(["1"]);
   });
 });
