@@ -4,13 +4,17 @@
  * range across the 1 MiB rows included; the same file for the same purpose is
  * the same link; the channel's total is bounded; expired links are not served
  * and the owner's sweep deletes them; another channel's store does not serve
- * a token; and a node that lost the account's lease writes nothing.
+ * a token; a download reads ahead no more than a row; and a node that lost
+ * the account's lease writes nothing.
  */
 import { createHash } from "node:crypto";
 import { buffer, text } from "node:stream/consumers";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import pg from "pg";
+import { pgFileStores } from "../../../daemon/state/postgres/file-links.js";
 import { FILE_CHUNK } from "../../../daemon/state/postgres/migrations.js";
 import { LeaseLostError, openPostgresState, type PostgresState } from "../../../daemon/state/postgres/index.js";
+import { createManualClock } from "../../../shared/clock.js";
 import type { FileStoreOptions } from "../../../daemon/vocabulary/file-store.js";
 import { startTestPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { lacks } from "../../helpers/system-programs.js";
@@ -93,6 +97,32 @@ describe.skipIf(noPostgres)("postgres file links", () => {
     expect(await owner.find(second.token)).toBeUndefined();
     expect(await owner.sweep()).toBe(2);
     expect((await db.query("SELECT (SELECT count(*) FROM file_link)::int + (SELECT count(*) FROM file_link_chunk)::int AS n")).rows).toEqual([{ n: 0 }]);
+  });
+
+  it("a download whose reader stops holds at most one row in memory, not a read-ahead of many (many slow downloads of a big file)", async () => {
+    const url = await server.createDatabase("fl_ahead");
+    const owner = await (await storesOf(await node(url, "a"), true)).open(options());
+    const data = bytesOf(8 * FILE_CHUNK, 3);
+    const link = await owner.put("p", { fileName: "big.bin", mimeType: "application/octet-stream", data });
+    // One connection: the pool serves its queries in order, so each of our queries below lets an eager reader take one more row.
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    onTestFinished(() => pool.end());
+    const serving = await pgFileStores({ pool, fencedBy: () => Promise.reject(new Error("serves only")), clock: createManualClock() }).open(options());
+    const stream = (await serving.find(link.token))!.read(0, data.length - 1);
+    stream.read(0);
+    await waitUntil(() => stream.readableLength > 0, "the first row read");
+    for (let i = 0; i < 4; i++) await pool.query("SELECT 1");
+    // The rows go: what the reader gets now is only what it had already taken into memory.
+    const db = new pg.Pool({ connectionString: url, max: 1 });
+    onTestFinished(() => db.end());
+    await db.query("DELETE FROM file_link");
+    let held = 0;
+    await expect(
+      (async () => {
+        for await (const bytes of stream) held += (bytes as Buffer).length;
+      })(),
+    ).rejects.toThrow(/ended while it was read/);
+    expect(held).toBeLessThanOrEqual(FILE_CHUNK);
   });
 
   it("a node that lost the account's lease writes nothing", async () => {
