@@ -9,8 +9,11 @@
  * and a wrong guess learns nothing. The name segment is for the person who
  * downloads (it is not checked). `<prefix>/probe` (never a token: those are
  * 43 characters) answers 204 with `x-agent-bridge-files`, so `check` can tell
- * that the public URL reaches this route.
+ * that the public URL reaches this route. Closing the endpoint cuts the
+ * downloads under way (`close`): a client that stopped reading would otherwise
+ * hold the endpoint open for as long as it liked.
  */
+import type { ServerResponse } from "node:http";
 import { pipeline } from "node:stream/promises";
 import type { Clock } from "../../../shared/clock.js";
 import type { PrefixRoute } from "../webhook.js";
@@ -19,8 +22,12 @@ import { PROBE_HEADER, PROBE_PATH } from "./config.js";
 
 /** `store`: the channel's store once it is open (undefined before: every request is 404). */
 export function fileRoute(prefix: string, store: () => FileStore | undefined, clock: Clock): PrefixRoute {
+  const downloads = new Set<ServerResponse>();
   return {
     prefix,
+    close() {
+      for (const res of downloads) res.destroy();
+    },
     async serve(req, res, rest) {
       const method = req.method ?? "";
       if (rest === PROBE_PATH && (method === "GET" || method === "HEAD"))
@@ -49,10 +56,13 @@ export function fileRoute(prefix: string, store: () => FileStore | undefined, cl
         ...(range ? { "content-range": `bytes ${start}-${end}/${meta.size}` } : {}),
       });
       if (method === "HEAD" || length === 0) return void res.end();
-      await pipeline(found.read(start, end), res).catch(() => {
-        // The platform went away mid-file: nothing to answer any more.
-        res.destroy();
-      });
+      downloads.add(res);
+      await pipeline(found.read(start, end), res)
+        .catch(() => {
+          // The platform went away mid-file (or the endpoint closed): nothing to answer any more.
+          res.destroy();
+        })
+        .finally(() => downloads.delete(res));
     },
   };
 }

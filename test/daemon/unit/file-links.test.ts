@@ -7,6 +7,7 @@
  * link; disk is bounded; expired files are deleted.
  */
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { type IncomingMessage, request } from "node:http";
 import { join } from "node:path";
 import pino from "pino";
 import { expect, it } from "vitest";
@@ -191,6 +192,35 @@ it("disk is bounded: past max_total_mb the link closest to its end ends first; a
     return got.status;
   };
   expect([await status(one.url), await status(two.url), await status(three.url)]).toEqual([404, 200, 200]);
+});
+
+/** Starts a GET of `url` and resolves once its headers came; the body is left unread (a downloader that stopped reading). */
+function stalledDownload(url: string): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent: false }, (res) => {
+      res.pause();
+      resolve(res);
+    });
+    forThisTest({ close: () => void req.destroy() });
+    req.once("error", reject);
+    req.end();
+  });
+}
+
+it("a downloader that stops reading does not keep the endpoint from closing (a channel restart, a shutdown): its download is cut", async () => {
+  const clock = createManualClock();
+  const dir = folder();
+  const r = await rig(clock, dir);
+  // Far more than the loopback socket's buffers hold, so the server's writes stall.
+  const big = Buffer.alloc(64 * 1024 * 1024, 7);
+  const { url } = await r.links.publish(purposeOf("ln", "U1", "m1", "out/big.bin"), file("big.bin", big));
+  const res = await stalledDownload(r.local(url));
+  expect(res.statusCode).toBe(200);
+  await r.endpoint.close();
+  // What was already on its way arrives; then the response ends short of the file.
+  const cut = new Promise<boolean>((resolve) => res.once("close", () => resolve(!res.complete)));
+  res.on("error", () => undefined).resume();
+  expect(await cut).toBe(true);
 });
 
 it("public_base_url must be https with a path and no query", () => {
