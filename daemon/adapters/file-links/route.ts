@@ -3,8 +3,9 @@
  * and HEAD of `<prefix>/<token>/<name>` answer the one file the token stands
  * for, with its type, a Content-Disposition naming it (inline for images,
  * audio and video a platform shows; an attachment otherwise), and one byte
- * range when asked (206, or 416 past the end; several ranges are answered
- * whole, as RFC 9110 allows). Anything else under the prefix, an unknown or
+ * range when asked (206, or 416 past the end; several ranges, or a range
+ * whose If-Range is not this file's ETag, are answered whole, as RFC 9110
+ * allows and requires). Anything else under the prefix, an unknown or
  * expired token included, is 404 with no body: nothing under it is listable
  * and a wrong guess learns nothing. The name segment is for the person who
  * downloads (it is not checked). `<prefix>/probe` (never a token: those are
@@ -46,7 +47,9 @@ export function fileRoute(prefix: string, store: () => FileStore | undefined, cl
         "referrer-policy": "no-referrer",
         etag: `"${token?.slice(0, 16)}"`,
       };
-      const range = rangeOf(req.headers.range, meta.size);
+      // An If-Range naming anything but this file's ETag (strongly) means the client holds another version: the whole file (RFC 9110 13.1.5).
+      const ifRange = req.headers["if-range"];
+      const range = ifRange === undefined || ifRange === headers.etag ? rangeOf(req.headers.range, meta.size) : undefined;
       if (range === "unsatisfiable") return void res.writeHead(416, { ...headers, "content-range": `bytes */${meta.size}` }).end();
       const [start, end] = range ?? [0, meta.size - 1];
       const length = meta.size === 0 ? 0 : end - start + 1;

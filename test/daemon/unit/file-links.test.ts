@@ -194,6 +194,25 @@ it("disk is bounded: past max_total_mb the link closest to its end ends first; a
   expect([await status(one.url), await status(two.url), await status(three.url)]).toEqual([404, 200, 200]);
 });
 
+it("a range whose If-Range names another version (an ETag not this file's, or a date) is answered whole, as RFC 9110 requires", async () => {
+  const clock = createManualClock();
+  const r = await rig(clock, folder());
+  const data = Buffer.from("0123456789");
+  const { url } = await r.links.publish(purposeOf("ln", "U1", "m1", "out/a.txt"), file("a.txt", data, "text/plain"));
+  const etag = (await fetch(r.local(url), { method: "HEAD" })).headers.get("etag") ?? "";
+  expect(etag).toMatch(/^"[^"]+"$/);
+  const answer = async (ifRange: string) => {
+    const got = await fetch(r.local(url), { headers: { range: "bytes=2-3", "if-range": ifRange } });
+    return [got.status, await got.text()];
+  };
+  // A resumed download of what the client holds: the range.
+  expect(await answer(etag)).toEqual([206, "23"]);
+  // What the client holds is not this file (or is named by a date, which the route does not give): the whole file, not a piece to splice.
+  expect(await answer('"another-version"')).toEqual([200, "0123456789"]);
+  expect(await answer(`W/${etag}`)).toEqual([200, "0123456789"]);
+  expect(await answer("Sat, 01 Jan 2000 00:00:00 GMT")).toEqual([200, "0123456789"]);
+});
+
 /** Starts a GET of `url` and resolves once its headers came; the body is left unread (a downloader that stopped reading). */
 function stalledDownload(url: string): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
