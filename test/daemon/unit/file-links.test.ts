@@ -6,7 +6,7 @@
  * outlive a restart until they expire; the same purpose and bytes give the same
  * link; disk is bounded; expired files are deleted.
  */
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { type IncomingMessage, request } from "node:http";
 import { join } from "node:path";
 import pino from "pino";
@@ -240,6 +240,25 @@ it("a downloader that stops reading does not keep the endpoint from closing (a c
   const cut = new Promise<boolean>((resolve) => res.once("close", () => resolve(!res.complete)));
   res.on("error", () => undefined).resume();
   expect(await cut).toBe(true);
+});
+
+it("files published at the same time stay within max_total_mb too (each sees the other's bytes)", async () => {
+  const clock = createManualClock();
+  const dir = folder();
+  const MiB = 1024 * 1024;
+  const r = await rig(clock, dir, { max_total_mb: 2, max_file_mb: 1.5 });
+  const [a, b] = await Promise.all([
+    r.links.publish(purposeOf("ln", "U1", "m1", "out/a.bin"), file("a.bin", Buffer.alloc(1.5 * MiB, 1))),
+    r.links.publish(purposeOf("ln", "U2", "m1", "out/b.bin"), file("b.bin", Buffer.alloc(1.5 * MiB, 2))),
+  ]);
+  const kept = join(dir, "file-links", "line-ln");
+  const onDisk = readdirSync(kept)
+    .filter((n) => n.endsWith(".bin"))
+    .reduce((sum, n) => sum + statSync(join(kept, n)).size, 0);
+  expect(onDisk).toBeLessThanOrEqual(2 * MiB);
+  const statuses = await Promise.all([a.url, b.url].map(async (url) => (await fetch(r.local(url), { method: "HEAD" })).status));
+  // The one published first made room for the other.
+  expect(statuses).toEqual([404, 200]);
 });
 
 it("public_base_url must be https with a path and no query", () => {
