@@ -9,6 +9,7 @@
  */
 import { createHash } from "node:crypto";
 import { buffer, text } from "node:stream/consumers";
+import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import pg from "pg";
 import { pgFileStores } from "../../../daemon/state/postgres/file-links.js";
@@ -123,6 +124,32 @@ describe.skipIf(noPostgres)("postgres file links", () => {
       })(),
     ).rejects.toThrow(/ended while it was read/);
     expect(held).toBeLessThanOrEqual(FILE_CHUNK);
+  });
+
+  it("files kept at the same time stay within the channel's total (each counts the other's bytes)", async () => {
+    const url = await server.createDatabase("fl_race");
+    const owner = await (await storesOf(await node(url, "a"), true)).open(options({ maxTotalBytes: 2 * FILE_CHUNK }));
+    const db = new pg.Pool({ connectionString: url, max: 1 });
+    onTestFinished(() => db.end());
+    // The bytes' rows wait on a lock, so both writes are under way at once, each past its count of what is kept.
+    const blocker = await db.connect();
+    onTestFinished(() => blocker.release(true));
+    await blocker.query("BEGIN; LOCK TABLE file_link_chunk IN EXCLUSIVE MODE");
+    const file = (n: number) => ({ fileName: `f${n}.bin`, mimeType: "application/octet-stream", data: Buffer.alloc(FILE_CHUNK + FILE_CHUNK / 2, n) });
+    const both = Promise.all([owner.put("1", file(1)), owner.put("2", file(2))]);
+    const watch = new pg.Pool({ connectionString: url, max: 1 });
+    onTestFinished(() => watch.end());
+    const waiting = async () =>
+      z
+        .object({ n: z.number() })
+        .parse((await watch.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")).rows[0])
+        .n;
+    await waitUntil(async () => (await waiting()) === 2, "both writes waiting");
+    await blocker.query("COMMIT");
+    const [first, second] = await both;
+    const kept = z.object({ total: z.number() }).parse((await watch.query("SELECT coalesce(sum(size), 0)::int AS total FROM file_link")).rows[0]).total;
+    expect(kept).toBeLessThanOrEqual(2 * FILE_CHUNK);
+    expect([await owner.find(first.token), await owner.find(second.token)].filter((f) => f !== undefined)).toHaveLength(1);
   });
 
   it("a node that lost the account's lease writes nothing", async () => {
