@@ -1,8 +1,9 @@
 /**
  * The file route on a channel's own endpoint (../webhook.ts `routes`): GET
  * and HEAD of `<prefix>/<token>/<name>` answer the one file the token stands
- * for, with its type, a Content-Disposition naming it (inline for images,
- * audio and video a platform shows; an attachment otherwise), and one byte
+ * for, with its type, a Content-Disposition naming it (inline for raster
+ * images, audio and video a platform shows; an attachment otherwise), a
+ * Content-Security-Policy under which it runs no script, and one byte
  * range when asked (206, or 416 past the end; several ranges, or a range
  * whose If-Range is not this file's ETag, are answered whole, as RFC 9110
  * allows and requires). Anything else under the prefix, an unknown or
@@ -44,6 +45,8 @@ export function fileRoute(prefix: string, store: () => FileStore | undefined, cl
         "accept-ranges": "bytes",
         "cache-control": `private, max-age=${Math.max(0, Math.floor((meta.expiresAt - clock.now()) / 1000))}`,
         "x-content-type-options": "nosniff",
+        // A browser that opens the link runs nothing from it on this origin (the policy raw.githubusercontent.com serves files with).
+        "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox",
         "referrer-policy": "no-referrer",
         etag: `"${token?.slice(0, 16)}"`,
       };
@@ -70,8 +73,8 @@ export function fileRoute(prefix: string, store: () => FileStore | undefined, cl
   };
 }
 
-/** Types a platform shows in place; everything else downloads as a file. */
-const INLINE = /^(image|audio|video)\//;
+/** Types a platform shows in place (raster images: an SVG can carry script); everything else downloads as a file. */
+const INLINE = /^(image\/(png|jpeg|gif|webp)|audio\/|video\/)/i;
 
 export function dispositionOf(fileName: string, mimeType: string): string {
   const ascii = fileName.replace(/[^\x20-\x7e]|["\\]/g, "_");

@@ -131,6 +131,25 @@ it("an image and an audio file are inline (a platform shows them); the same purp
   await got.body?.cancel();
 });
 
+it("a file that could run script (SVG, HTML) is a download, and no served file runs script on the bridge's origin", async () => {
+  const clock = createManualClock();
+  const r = await rig(clock, folder());
+  const script = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(document.domain)</script></svg>');
+  for (const [name, type] of [
+    ["x.svg", "image/svg+xml"],
+    ["x.svg", "IMAGE/SVG+XML"],
+    ["x.html", "text/html"],
+    ["p.png", "image/png"],
+  ] as const) {
+    const { url } = await r.links.publish(purposeOf("ln", "U1", "m1", `out/${name}${type}`), file(name, script, type, "document"));
+    const got = await fetch(r.local(url));
+    await got.body?.cancel();
+    // A browser that opens the link runs nothing (raw.githubusercontent.com's policy); only raster images, audio and video show in place.
+    expect([type, got.headers.get("content-security-policy")]).toEqual([type, "default-src 'none'; style-src 'unsafe-inline'; sandbox"]);
+    expect([type, got.headers.get("content-disposition")?.split(";")[0]]).toEqual([type, type === "image/png" ? "inline" : "attachment"]);
+  }
+});
+
 it("links outlive a restart until they expire; then 404 and the files are deleted", async () => {
   const clock = createManualClock();
   const dir = folder();
