@@ -2,10 +2,11 @@
  * The PostgreSQL file store of reply links (state/postgres/file-links.ts)
  * against a real server: what the owner keeps any other node serves, a byte
  * range across the 1 MiB rows included; the same file for the same purpose is
- * the same link; the channel's total is bounded; expired links are not served
- * and the owner's sweep deletes them; another channel's store does not serve
- * a token; a download reads ahead no more than a row; and a node that lost
- * the account's lease writes nothing.
+ * the same link; the channel's total is bounded, also for files kept at once;
+ * expired links are not served and the owner's sweep deletes them; another
+ * channel's store does not serve a token; a download reads ahead no more than
+ * a row; a put killed mid-file leaves nothing; and a node that lost the
+ * account's lease writes nothing.
  */
 import { createHash } from "node:crypto";
 import { buffer, text } from "node:stream/consumers";
@@ -150,6 +151,32 @@ describe.skipIf(noPostgres)("postgres file links", () => {
     const kept = z.object({ total: z.number() }).parse((await watch.query("SELECT coalesce(sum(size), 0)::int AS total FROM file_link")).rows[0]).total;
     expect(kept).toBeLessThanOrEqual(2 * FILE_CHUNK);
     expect([await owner.find(first.token), await owner.find(second.token)].filter((f) => f !== undefined)).toHaveLength(1);
+  });
+
+  it("a put cut off mid-file (its connection killed while rows were being written) leaves no link and no rows", async () => {
+    const url = await server.createDatabase("fl_cut");
+    const owner = await (await storesOf(await node(url, "a"), true)).open(options());
+    const db = new pg.Pool({ connectionString: url, max: 2 });
+    onTestFinished(() => db.end());
+    const blocker = await db.connect();
+    onTestFinished(() => blocker.release(true));
+    // The bytes' rows wait on this lock: the put has written the link's row, not its bytes, when it is killed.
+    await blocker.query("BEGIN; LOCK TABLE file_link_chunk IN SHARE ROW EXCLUSIVE MODE");
+    const put = owner.put("p", { fileName: "big.bin", mimeType: "application/octet-stream", data: bytesOf(3 * FILE_CHUNK, 1) });
+    const outcome = put.then(
+      () => "kept",
+      () => "failed",
+    );
+    const Pid = z.object({ pid: z.number() });
+    const writer = await waitUntil(
+      async () => (await db.query("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")).rows[0],
+      "the put waiting on its rows",
+    );
+    await db.query("SELECT pg_terminate_backend($1)", [Pid.parse(writer).pid]);
+    await blocker.query("COMMIT");
+    expect(await outcome).toBe("failed");
+    const rows = await db.query("SELECT (SELECT count(*) FROM file_link)::int AS links, (SELECT count(*) FROM file_link_chunk)::int AS chunks");
+    expect(rows.rows).toEqual([{ links: 0, chunks: 0 }]);
   });
 
   it("a node that lost the account's lease writes nothing", async () => {
