@@ -15,7 +15,7 @@
  * downloads under way (`close`): a client that stopped reading would otherwise
  * hold the endpoint open for as long as it liked.
  */
-import type { ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { pipeline } from "node:stream/promises";
 import type { Clock } from "../../../shared/clock.js";
 import type { PrefixRoute } from "../webhook.js";
@@ -24,51 +24,57 @@ import { PROBE_HEADER, PROBE_PATH } from "./config.js";
 
 /** `store`: the channel's store once it is open (undefined before: every request is 404). */
 export function fileRoute(prefix: string, store: () => FileStore | undefined, clock: Clock): PrefixRoute {
-  const downloads = new Set<ServerResponse>();
+  /** The requests under way, from their arrival: one still looking its file up when the endpoint closes would start its download after. */
+  const underWay = new Set<ServerResponse>();
+  const answer = async (req: IncomingMessage, res: ServerResponse, rest: string): Promise<void> => {
+    const method = req.method ?? "";
+    if (rest === PROBE_PATH && (method === "GET" || method === "HEAD"))
+      return void res.writeHead(204, { "cache-control": "no-store", [PROBE_HEADER]: "1" }).end();
+    const token = /^([^/]+)(?:\/[^/]+)?$/.exec(rest)?.[1];
+    const found = token === undefined ? undefined : await store()?.find(token);
+    if (!found) return void res.writeHead(404, { "cache-control": "no-store" }).end();
+    if (method !== "GET" && method !== "HEAD") return void res.writeHead(405, { allow: "GET, HEAD" }).end();
+    const { meta } = found;
+    const headers: Record<string, string> = {
+      "content-type": meta.mimeType,
+      "content-disposition": dispositionOf(meta.fileName, meta.mimeType),
+      "accept-ranges": "bytes",
+      "cache-control": `private, max-age=${Math.max(0, Math.floor((meta.expiresAt - clock.now()) / 1000))}`,
+      "x-content-type-options": "nosniff",
+      // A browser that opens the link runs nothing from it on this origin (the policy raw.githubusercontent.com serves files with).
+      "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox",
+      "referrer-policy": "no-referrer",
+      etag: `"${token?.slice(0, 16)}"`,
+    };
+    // An If-Range naming anything but this file's ETag (strongly) means the client holds another version: the whole file (RFC 9110 13.1.5).
+    const ifRange = req.headers["if-range"];
+    const range = ifRange === undefined || ifRange === headers.etag ? rangeOf(req.headers.range, meta.size) : undefined;
+    if (range === "unsatisfiable") return void res.writeHead(416, { ...headers, "content-range": `bytes */${meta.size}` }).end();
+    const [start, end] = range ?? [0, meta.size - 1];
+    const length = meta.size === 0 ? 0 : end - start + 1;
+    res.writeHead(range ? 206 : 200, {
+      ...headers,
+      "content-length": String(length),
+      ...(range ? { "content-range": `bytes ${start}-${end}/${meta.size}` } : {}),
+    });
+    if (method === "HEAD" || length === 0) return void res.end();
+    await pipeline(found.read(start, end), res).catch(() => {
+      // The platform went away mid-file (or the endpoint closed): nothing to answer any more.
+      res.destroy();
+    });
+  };
   return {
     prefix,
     close() {
-      for (const res of downloads) res.destroy();
+      for (const res of underWay) res.destroy();
     },
     async serve(req, res, rest) {
-      const method = req.method ?? "";
-      if (rest === PROBE_PATH && (method === "GET" || method === "HEAD"))
-        return void res.writeHead(204, { "cache-control": "no-store", [PROBE_HEADER]: "1" }).end();
-      const token = /^([^/]+)(?:\/[^/]+)?$/.exec(rest)?.[1];
-      const found = token === undefined ? undefined : await store()?.find(token);
-      if (!found) return void res.writeHead(404, { "cache-control": "no-store" }).end();
-      if (method !== "GET" && method !== "HEAD") return void res.writeHead(405, { allow: "GET, HEAD" }).end();
-      const { meta } = found;
-      const headers: Record<string, string> = {
-        "content-type": meta.mimeType,
-        "content-disposition": dispositionOf(meta.fileName, meta.mimeType),
-        "accept-ranges": "bytes",
-        "cache-control": `private, max-age=${Math.max(0, Math.floor((meta.expiresAt - clock.now()) / 1000))}`,
-        "x-content-type-options": "nosniff",
-        // A browser that opens the link runs nothing from it on this origin (the policy raw.githubusercontent.com serves files with).
-        "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox",
-        "referrer-policy": "no-referrer",
-        etag: `"${token?.slice(0, 16)}"`,
-      };
-      // An If-Range naming anything but this file's ETag (strongly) means the client holds another version: the whole file (RFC 9110 13.1.5).
-      const ifRange = req.headers["if-range"];
-      const range = ifRange === undefined || ifRange === headers.etag ? rangeOf(req.headers.range, meta.size) : undefined;
-      if (range === "unsatisfiable") return void res.writeHead(416, { ...headers, "content-range": `bytes */${meta.size}` }).end();
-      const [start, end] = range ?? [0, meta.size - 1];
-      const length = meta.size === 0 ? 0 : end - start + 1;
-      res.writeHead(range ? 206 : 200, {
-        ...headers,
-        "content-length": String(length),
-        ...(range ? { "content-range": `bytes ${start}-${end}/${meta.size}` } : {}),
-      });
-      if (method === "HEAD" || length === 0) return void res.end();
-      downloads.add(res);
-      await pipeline(found.read(start, end), res)
-        .catch(() => {
-          // The platform went away mid-file (or the endpoint closed): nothing to answer any more.
-          res.destroy();
-        })
-        .finally(() => downloads.delete(res));
+      underWay.add(res);
+      try {
+        await answer(req, res, rest);
+      } finally {
+        underWay.delete(res);
+      }
     },
   };
 }

@@ -13,8 +13,11 @@ import pino from "pino";
 import { expect, it } from "vitest";
 import { createFileLinks, type FileLinks, purposeOf } from "../../../daemon/adapters/file-links/index.js";
 import { fileLinksSchema } from "../../../daemon/adapters/file-links/config.js";
+import { fileRoute } from "../../../daemon/adapters/file-links/route.js";
+import { FileLinkStore } from "../../../daemon/adapters/file-links/store.js";
 import { listenWebhook, textAnswer, type WebhookEndpoint } from "../../../daemon/adapters/webhook.js";
 import type { OutboundFile } from "../../../daemon/vocabulary/adapter.js";
+import type { FileStore } from "../../../daemon/vocabulary/file-store.js";
 import { createManualClock, type ManualClock } from "../../../shared/clock.js";
 import { tempDir } from "../../helpers/emulator.js";
 import { forThisTest } from "../../helpers/for-this-test.js";
@@ -259,6 +262,45 @@ it("a downloader that stops reading does not keep the endpoint from closing (a c
   const cut = new Promise<boolean>((resolve) => res.once("close", () => resolve(!res.complete)));
   res.on("error", () => undefined).resume();
   expect(await cut).toBe(true);
+});
+
+it("a request still looking its file up when the endpoint closes does not start its download after the close", async () => {
+  const clock = createManualClock();
+  const dir = folder();
+  const store = await FileLinkStore.open({ dir, clock, ttlMs: HOUR, maxTotalBytes: 128 * 1024 * 1024, log });
+  forThisTest({ close: () => store.close() });
+  const { token } = await store.put("p", { fileName: "big.bin", mimeType: "application/octet-stream", data: Buffer.alloc(64 * 1024 * 1024, 5) });
+  // The real store, its look-up held until the endpoint is closing (a slow database, a busy disk).
+  let lookingUp!: () => void;
+  const askedFor = new Promise<void>((resolve) => (lookingUp = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const held: FileStore = {
+    put: (p, f) => store.put(p, f),
+    sweep: () => store.sweep(),
+    close: () => store.close(),
+    find: (t) => (lookingUp(), released.then(() => store.find(t))),
+  };
+  const endpoint = await listenWebhook({
+    host: "127.0.0.1",
+    port: 0,
+    path: "/line/webhook",
+    name: "test",
+    log,
+    routes: [fileRoute("/line/files", () => held, clock)],
+    handle: async () => textAnswer(200),
+  });
+  forThisTest({ close: () => endpoint.close() });
+  // Left unread: had its download started after the close, the close would wait for it for ever.
+  const download = stalledDownload(`${endpoint.url}/line/files/${token}/big.bin`).then(
+    (res) => `answered ${res.statusCode}`,
+    () => "closed unanswered",
+  );
+  await askedFor;
+  const closed = endpoint.close();
+  release();
+  await closed;
+  expect(await download).toBe("closed unanswered");
 });
 
 it("files published at the same time stay within max_total_mb too (each sees the other's bytes)", async () => {
