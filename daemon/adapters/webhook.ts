@@ -6,7 +6,8 @@
  * (when asked for), 405 to other methods, the body read up to a limit (413
  * beyond it, and nothing more read), a handler's failure logged without the
  * request and answered 500, and on close the requests under way awaited (their
- * events still reach the core, or the platform delivers them again).
+ * events still reach the core, or the platform delivers them again; a route's
+ * downloads are cut, as a client that stopped reading would hold them forever).
  *
  * What stays the platform's is `handle`: it gets the raw bytes before anything
  * is parsed, so a signature over them can be checked first, and answers the
@@ -49,6 +50,8 @@ export interface WebhookAnswer {
 export interface PrefixRoute {
   readonly prefix: string;
   serve(req: IncomingMessage, res: ServerResponse, rest: string): Promise<void>;
+  /** Called as the endpoint closes: ends what `serve` has under way that could last as long as a client likes (a download the client stopped reading). */
+  close?(): void;
 }
 
 export interface WebhookOptions {
@@ -102,6 +105,7 @@ export async function listenWebhook(options: WebhookOptions): Promise<WebhookEnd
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      for (const route of options.routes ?? []) route.close?.();
       await Promise.allSettled([...inFlight]);
       // The connections those requests kept alive are idle now: without this, close waits out their keep-alive.
       server.closeIdleConnections();

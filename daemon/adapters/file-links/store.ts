@@ -14,7 +14,9 @@
  * serves the links until they expire. A link past its expiry is not served
  * and its files are deleted (by the sweep, and by a lookup that finds it
  * expired). Disk is bounded: past `maxTotalBytes` the links closest to expiry
- * end early.
+ * end early. The writes (keeping a file, making room, deleting an expired
+ * one) run one at a time, so files kept at the same time each count the
+ * other's bytes, and a link renewed as it expires is not deleted under it.
  */
 import { createHash, createHmac, randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
@@ -25,6 +27,7 @@ import { z } from "zod";
 import type { Clock, Timer } from "../../../shared/clock.js";
 import { writeFileAtomic } from "../../../shared/durable-files.js";
 import { pathComponent } from "../../../shared/util/names.js";
+import { createSerialQueue } from "../../helpers/retry.js";
 import type { FileLink, FileLinkMeta, FileStore, FileStoreBackend, FoundFile, StoredFile } from "../../vocabulary/file-store.js";
 
 export type { FileLink, FileLinkMeta, FileStore, FoundFile, StoredFile } from "../../vocabulary/file-store.js";
@@ -74,6 +77,8 @@ export class FileLinkStore implements FileStore {
   readonly #index: Map<string, { size: number; expiresAt: number }>;
   #sweepTimer: Timer | undefined;
   #closed = false;
+  /** The writes, one at a time (the one key: the store's folder). */
+  readonly #writes = createSerialQueue<"folder">();
 
   private constructor(options: FileLinkStoreOptions, key: Buffer, index: Map<string, { size: number; expiresAt: number }>) {
     this.#o = options;
@@ -113,7 +118,11 @@ export class FileLinkStore implements FileStore {
   }
 
   /** Keeps `file` for `purpose` and returns its link (the same token for the same purpose and bytes). */
-  async put(purpose: string, file: StoredFile): Promise<FileLink> {
+  put(purpose: string, file: StoredFile): Promise<FileLink> {
+    return this.#writes.run("folder", () => this.#put(purpose, file));
+  }
+
+  async #put(purpose: string, file: StoredFile): Promise<FileLink> {
     if (file.data.length > this.#o.maxTotalBytes) throw new Error(`a file of ${file.data.length} bytes is larger than file_links.max_total_mb`);
     const digest = createHash("sha256").update(file.data).digest("hex");
     const token = createHmac("sha256", this.#key).update(`${purpose}\u0000${digest}`).digest("base64url");
@@ -138,7 +147,8 @@ export class FileLinkStore implements FileStore {
     const known = this.#index.get(id);
     if (!known) return undefined;
     if (known.expiresAt <= this.#o.clock.now()) {
-      await this.#forget(id);
+      // Deleted after the writes under way; the answer (404) need not wait for them.
+      void this.#writes.run("folder", () => this.#forgetExpired([id])).catch((error: unknown) => this.#warnFailed(error));
       return undefined;
     }
     const meta = await readMeta(join(this.#o.dir, `${id}.json`));
@@ -152,12 +162,12 @@ export class FileLinkStore implements FileStore {
   }
 
   /** Deletes every expired file; resolves with how many links ended. */
-  async sweep(): Promise<number> {
-    const now = this.#o.clock.now();
-    const expired = [...this.#index].filter(([, v]) => v.expiresAt <= now).map(([id]) => id);
-    for (const id of expired) await this.#forget(id);
-    if (expired.length > 0) this.#o.log.debug({ ended: expired.length }, "expired file links deleted");
-    return expired.length;
+  sweep(): Promise<number> {
+    return this.#writes.run("folder", async () => {
+      const ended = await this.#forgetExpired([...this.#index.keys()]);
+      if (ended > 0) this.#o.log.debug({ ended }, "expired file links deleted");
+      return ended;
+    });
   }
 
   /** Stops the sweep (the files stay for the next life). */
@@ -171,11 +181,15 @@ export class FileLinkStore implements FileStore {
     this.#sweepTimer = this.#o.clock.setTimeout(
       () => {
         void this.sweep()
-          .catch((error: unknown) => this.#o.log.warn({ err: error instanceof Error ? error.message : String(error) }, "file link sweep failed"))
+          .catch((error: unknown) => this.#warnFailed(error))
           .finally(() => this.#scheduleSweep());
       },
       Math.min(SWEEP_EVERY_MS, this.#o.ttlMs),
     );
+  }
+
+  #warnFailed(error: unknown): void {
+    this.#o.log.warn({ err: error instanceof Error ? error.message : String(error) }, "deleting expired file links failed");
   }
 
   /** Ends the links closest to expiry until `bytes` more fit (a link being renewed counts as gone). */
@@ -189,6 +203,14 @@ export class FileLinkStore implements FileStore {
       total -= size;
       this.#o.log.info("a file link ended early: the served files reached file_links.max_total_mb");
     }
+  }
+
+  /** Deletes those of `ids` that are expired now (one renewed meanwhile is not); resolves with how many. */
+  async #forgetExpired(ids: readonly string[]): Promise<number> {
+    const now = this.#o.clock.now();
+    const expired = ids.filter((id) => (this.#index.get(id)?.expiresAt ?? Number.POSITIVE_INFINITY) <= now);
+    for (const id of expired) await this.#forget(id);
+    return expired.length;
   }
 
   async #forget(id: string): Promise<void> {

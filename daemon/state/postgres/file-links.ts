@@ -15,8 +15,9 @@
  * Tokens are made as on one machine (../../adapters/file-links/store.ts) with
  * one HMAC key every node reads from `file_link_key` (made by the first node
  * that needs it; never logged). Every write (put, sweep, making room) is one
- * transaction fenced by the account's lease; only the owner's store sweeps,
- * so one node does. Expiry is on the database's clock (nodes' clocks need not
+ * transaction fenced by the account's lease, and a channel's puts take a
+ * transaction advisory lock of it (one at a time, so each counts the other's
+ * bytes against the cap); only the owner's store sweeps, so one node does. Expiry is on the database's clock (nodes' clocks need not
  * agree); an expired link is never served, whether or not it was swept yet.
  */
 import { createHash, createHmac, randomBytes } from "node:crypto";
@@ -106,6 +107,8 @@ class PgFileStore implements FileStore {
       .digest("base64url");
     const id = idOf(token);
     const expiresAt = await this.#deps.fencedBy(this.#unit, "file link", async (client) => {
+      // One keeping at a time per channel: otherwise two counting what is kept at once both fit under the cap, and together pass it.
+      await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`file_link ${this.#unit}`]);
       const kept = await client.query(
         "SELECT size, expires_at > clock_timestamp() AS live, extract(epoch FROM expires_at) * 1000 AS expires_ms FROM file_link WHERE id = $1 FOR UPDATE",
         [id],

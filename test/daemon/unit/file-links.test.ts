@@ -6,14 +6,18 @@
  * outlive a restart until they expire; the same purpose and bytes give the same
  * link; disk is bounded; expired files are deleted.
  */
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { type IncomingMessage, request } from "node:http";
 import { join } from "node:path";
 import pino from "pino";
 import { expect, it } from "vitest";
 import { createFileLinks, type FileLinks, purposeOf } from "../../../daemon/adapters/file-links/index.js";
 import { fileLinksSchema } from "../../../daemon/adapters/file-links/config.js";
+import { fileRoute } from "../../../daemon/adapters/file-links/route.js";
+import { FileLinkStore } from "../../../daemon/adapters/file-links/store.js";
 import { listenWebhook, textAnswer, type WebhookEndpoint } from "../../../daemon/adapters/webhook.js";
 import type { OutboundFile } from "../../../daemon/vocabulary/adapter.js";
+import type { FileStore } from "../../../daemon/vocabulary/file-store.js";
 import { createManualClock, type ManualClock } from "../../../shared/clock.js";
 import { tempDir } from "../../helpers/emulator.js";
 import { forThisTest } from "../../helpers/for-this-test.js";
@@ -130,6 +134,25 @@ it("an image and an audio file are inline (a platform shows them); the same purp
   await got.body?.cancel();
 });
 
+it("a file that could run script (SVG, HTML) is a download, and no served file runs script on the bridge's origin", async () => {
+  const clock = createManualClock();
+  const r = await rig(clock, folder());
+  const script = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(document.domain)</script></svg>');
+  for (const [name, type] of [
+    ["x.svg", "image/svg+xml"],
+    ["x.svg", "IMAGE/SVG+XML"],
+    ["x.html", "text/html"],
+    ["p.png", "image/png"],
+  ] as const) {
+    const { url } = await r.links.publish(purposeOf("ln", "U1", "m1", `out/${name}${type}`), file(name, script, type, "document"));
+    const got = await fetch(r.local(url));
+    await got.body?.cancel();
+    // A browser that opens the link runs nothing (raw.githubusercontent.com's policy); only raster images, audio and video show in place.
+    expect([type, got.headers.get("content-security-policy")]).toEqual([type, "default-src 'none'; style-src 'unsafe-inline'; sandbox"]);
+    expect([type, got.headers.get("content-disposition")?.split(";")[0]]).toEqual([type, type === "image/png" ? "inline" : "attachment"]);
+  }
+});
+
 it("links outlive a restart until they expire; then 404 and the files are deleted", async () => {
   const clock = createManualClock();
   const dir = folder();
@@ -191,6 +214,112 @@ it("disk is bounded: past max_total_mb the link closest to its end ends first; a
     return got.status;
   };
   expect([await status(one.url), await status(two.url), await status(three.url)]).toEqual([404, 200, 200]);
+});
+
+it("a range whose If-Range names another version (an ETag not this file's, or a date) is answered whole, as RFC 9110 requires", async () => {
+  const clock = createManualClock();
+  const r = await rig(clock, folder());
+  const data = Buffer.from("0123456789");
+  const { url } = await r.links.publish(purposeOf("ln", "U1", "m1", "out/a.txt"), file("a.txt", data, "text/plain"));
+  const etag = (await fetch(r.local(url), { method: "HEAD" })).headers.get("etag") ?? "";
+  expect(etag).toMatch(/^"[^"]+"$/);
+  const answer = async (ifRange: string) => {
+    const got = await fetch(r.local(url), { headers: { range: "bytes=2-3", "if-range": ifRange } });
+    return [got.status, await got.text()];
+  };
+  // A resumed download of what the client holds: the range.
+  expect(await answer(etag)).toEqual([206, "23"]);
+  // What the client holds is not this file (or is named by a date, which the route does not give): the whole file, not a piece to splice.
+  expect(await answer('"another-version"')).toEqual([200, "0123456789"]);
+  expect(await answer(`W/${etag}`)).toEqual([200, "0123456789"]);
+  expect(await answer("Sat, 01 Jan 2000 00:00:00 GMT")).toEqual([200, "0123456789"]);
+});
+
+/** Starts a GET of `url` and resolves once its headers came; the body is left unread (a downloader that stopped reading). */
+function stalledDownload(url: string): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent: false }, (res) => {
+      res.pause();
+      resolve(res);
+    });
+    forThisTest({ close: () => void req.destroy() });
+    req.once("error", reject);
+    req.end();
+  });
+}
+
+it("a downloader that stops reading does not keep the endpoint from closing (a channel restart, a shutdown): its download is cut", async () => {
+  const clock = createManualClock();
+  const dir = folder();
+  const r = await rig(clock, dir);
+  // Far more than the loopback socket's buffers hold, so the server's writes stall.
+  const big = Buffer.alloc(64 * 1024 * 1024, 7);
+  const { url } = await r.links.publish(purposeOf("ln", "U1", "m1", "out/big.bin"), file("big.bin", big));
+  const res = await stalledDownload(r.local(url));
+  expect(res.statusCode).toBe(200);
+  await r.endpoint.close();
+  // What was already on its way arrives; then the response ends short of the file.
+  const cut = new Promise<boolean>((resolve) => res.once("close", () => resolve(!res.complete)));
+  res.on("error", () => undefined).resume();
+  expect(await cut).toBe(true);
+});
+
+it("a request still looking its file up when the endpoint closes does not start its download after the close", async () => {
+  const clock = createManualClock();
+  const dir = folder();
+  const store = await FileLinkStore.open({ dir, clock, ttlMs: HOUR, maxTotalBytes: 128 * 1024 * 1024, log });
+  forThisTest({ close: () => store.close() });
+  const { token } = await store.put("p", { fileName: "big.bin", mimeType: "application/octet-stream", data: Buffer.alloc(64 * 1024 * 1024, 5) });
+  // The real store, its look-up held until the endpoint is closing (a slow database, a busy disk).
+  let lookingUp!: () => void;
+  const askedFor = new Promise<void>((resolve) => (lookingUp = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const held: FileStore = {
+    put: (p, f) => store.put(p, f),
+    sweep: () => store.sweep(),
+    close: () => store.close(),
+    find: (t) => (lookingUp(), released.then(() => store.find(t))),
+  };
+  const endpoint = await listenWebhook({
+    host: "127.0.0.1",
+    port: 0,
+    path: "/line/webhook",
+    name: "test",
+    log,
+    routes: [fileRoute("/line/files", () => held, clock)],
+    handle: async () => textAnswer(200),
+  });
+  forThisTest({ close: () => endpoint.close() });
+  // Left unread: had its download started after the close, the close would wait for it for ever.
+  const download = stalledDownload(`${endpoint.url}/line/files/${token}/big.bin`).then(
+    (res) => `answered ${res.statusCode}`,
+    () => "closed unanswered",
+  );
+  await askedFor;
+  const closed = endpoint.close();
+  release();
+  await closed;
+  expect(await download).toBe("closed unanswered");
+});
+
+it("files published at the same time stay within max_total_mb too (each sees the other's bytes)", async () => {
+  const clock = createManualClock();
+  const dir = folder();
+  const MiB = 1024 * 1024;
+  const r = await rig(clock, dir, { max_total_mb: 2, max_file_mb: 1.5 });
+  const [a, b] = await Promise.all([
+    r.links.publish(purposeOf("ln", "U1", "m1", "out/a.bin"), file("a.bin", Buffer.alloc(1.5 * MiB, 1))),
+    r.links.publish(purposeOf("ln", "U2", "m1", "out/b.bin"), file("b.bin", Buffer.alloc(1.5 * MiB, 2))),
+  ]);
+  const kept = join(dir, "file-links", "line-ln");
+  const onDisk = readdirSync(kept)
+    .filter((n) => n.endsWith(".bin"))
+    .reduce((sum, n) => sum + statSync(join(kept, n)).size, 0);
+  expect(onDisk).toBeLessThanOrEqual(2 * MiB);
+  const statuses = await Promise.all([a.url, b.url].map(async (url) => (await fetch(r.local(url), { method: "HEAD" })).status));
+  // The one published first made room for the other.
+  expect(statuses).toEqual([404, 200]);
 });
 
 it("public_base_url must be https with a path and no query", () => {
