@@ -89,6 +89,14 @@ describe("a Bot Framework token", () => {
     expect(await verify(sign(claims({ iss: tenantIssuer, tid: TENANT }), good))).toMatchObject({ ok: false, reason: "wrong issuer" });
   });
 
+  it("is refused from the tenant's issuer when it does not vouch for the activity's service URL (the reply, with the bot's token, would go there)", async () => {
+    const { verify } = setup();
+    const tenantIssuer = `https://login.microsoftonline.com/${TENANT}/v2.0`;
+    const noServiceUrl = sign(claims({ iss: tenantIssuer, tid: TENANT, serviceurl: undefined }), good);
+    const verdict = await verify(noServiceUrl, { tenantId: TENANT, serviceUrl: "https://attacker.example/" });
+    expect(verdict).toMatchObject({ ok: false, reason: "no serviceUrl claim" });
+  });
+
   it("is refused when the key is not endorsed for the activity's channel", async () => {
     const webchatOnly = pair("k2", ["webchat"]);
     const { verify } = setup([webchatOnly]);

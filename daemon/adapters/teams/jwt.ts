@@ -78,7 +78,11 @@ export function checkClaims(claims: JwtClaimSet, rules: ClaimRules): Verdict<Jwt
   if (serviceUrl !== undefined && rules.serviceUrl !== undefined && trimSlash(serviceUrl) !== trimSlash(rules.serviceUrl)) {
     return { ok: false, reason: "the token's serviceUrl is not the activity's" };
   }
-  if (claims.iss === BOT_FRAMEWORK_ISSUER && serviceUrl === undefined) return { ok: false, reason: "no serviceUrl claim" };
+  // Whatever the issuer: the reply goes to the activity's serviceUrl with the bot's own token, so a token that
+  // does not vouch for it would let anyone with a token for this app id aim that reply (SSRF).
+  if (serviceUrl === undefined && (claims.iss === BOT_FRAMEWORK_ISSUER || rules.serviceUrl !== undefined)) {
+    return { ok: false, reason: "no serviceUrl claim" };
+  }
   return { ok: true, value: claims };
 }
 
