@@ -217,6 +217,7 @@ export function createRelay(deps: RelayDeps): Relay {
       await accept(adapter, message);
     },
     newId: () => `${clock.now().toString(36)}${hex(random, 6)}`,
+    mayReach: (target) => delivery.accountGuard(target).mayReach(),
   });
 
   /** Intake, with the group's context before a message that addresses the bot, and a reaction on a turn's message once taken. */
