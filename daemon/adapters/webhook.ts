@@ -62,6 +62,14 @@ export interface WebhookOptions {
   readonly path: string;
   /** The largest body read; larger ones are answered 413 unread. Default 1 MiB. */
   readonly maxBytes?: number;
+  /**
+   * How long a client may take to send a request's headers, and the whole request, before the
+   * connection is answered 408 and closed. Defaults 10 s and 30 s: the endpoint is public, and
+   * Node's own (60 s, 300 s, checked every 30 s) let a client that sends a byte now and then hold
+   * a socket for minutes; the platforms send a webhook's few KiB at once.
+   */
+  readonly headersTimeoutMs?: number;
+  readonly requestTimeoutMs?: number;
   /** Answered 200 with this text to GET and HEAD on the path (a load balancer's health check). Absent: 405. */
   readonly health?: string;
   /** Other paths served by the same server, each below its prefix. */
@@ -86,11 +94,17 @@ export interface WebhookEndpoint {
 }
 
 const DEFAULT_MAX_BYTES = 1024 * 1024;
+const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 /** Listens; rejects when the port cannot be had. */
 export async function listenWebhook(options: WebhookOptions): Promise<WebhookEndpoint> {
   const inFlight = new Set<Promise<unknown>>();
-  const server = createServer((req, res) => {
+  const headersTimeout = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
+  const requestTimeout = Math.max(headersTimeout, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+  // Node enforces both only when it checks its connections (every 30 s by default): checked often enough that a limit means what it says.
+  const timeouts = { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.min(1_000, Math.max(10, Math.floor(headersTimeout / 4))) };
+  const server = createServer(timeouts, (req, res) => {
     const work = serve(options, req, res).catch((error: unknown) => {
       options.log.error({ err: error instanceof Error ? error.message : String(error) }, `${options.name} request failed`);
       if (!res.headersSent) res.writeHead(500).end();

@@ -3,6 +3,7 @@
  * before the platform's handler sees anything, and what it awaits on close.
  */
 import { request } from "node:http";
+import { connect } from "node:net";
 import pino from "pino";
 import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { listenWebhook, textAnswer, type WebhookRequest } from "../../../daemon/adapters/webhook.js";
@@ -161,5 +162,33 @@ describe("webhook endpoint: a platform that gave up waiting", () => {
     const { url } = await endpoint({ handle: async () => ({ ...textAnswer(200, "here"), sent: (written) => void outcomes.push(written) }) });
     expect(await send(url, "POST", "/hook", "{}")).toEqual({ status: 200, body: "here" });
     await vi.waitFor(() => expect(outcomes).toEqual([true]));
+  });
+});
+
+describe("webhook endpoint: a client that sends slowly", () => {
+  /** A raw connection that writes `data` and then nothing more; resolves with what the server sent once it closed the connection. */
+  function stall(url: string, data: string): Promise<string> {
+    const { hostname, port } = new URL(url);
+    return new Promise((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () => socket.write(data));
+      let answer = "";
+      socket.on("data", (d: Buffer) => (answer += d.toString("latin1")));
+      socket.on("error", reject);
+      socket.on("close", () => resolve(answer));
+    });
+  }
+
+  it("is cut off with 408 when its headers take longer than headersTimeoutMs, unseen by the handler", async () => {
+    const { url, seen } = await endpoint({ headersTimeoutMs: 200, requestTimeoutMs: 400 });
+    const answer = await stall(url, "POST /hook HTTP/1.1\r\nHost: x\r\nX-Half: ");
+    expect(answer).toMatch(/^HTTP\/1\.1 408/);
+    expect(seen).toHaveLength(0);
+  });
+
+  it("is cut off with 408 when its body takes longer than requestTimeoutMs, unseen by the handler", async () => {
+    const { url, seen } = await endpoint({ headersTimeoutMs: 200, requestTimeoutMs: 400 });
+    const answer = await stall(url, 'POST /hook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":');
+    expect(answer).toMatch(/^HTTP\/1\.1 408/);
+    expect(seen).toHaveLength(0);
   });
 });
