@@ -56,8 +56,6 @@ export interface AcknowledgementsDeps {
   channelFor(accountId: string): ChannelConfig | undefined;
   adapterFor(platform: string, accountId: string): ChatAdapter | undefined;
   logger: Logger;
-  /** Several machines: whether the account's lease still lets it reach the platform (delivery.ts `accountGuard`; none: always). */
-  mayReach?(target: { platform: string; accountId: string }): boolean;
 }
 
 /** The reactions of one daemon; the pending map only orders a clear after its own set. */
@@ -110,8 +108,6 @@ export class Acknowledgements {
         chatType: message.chatType,
         ...(message.threadId !== undefined ? { threadId: message.threadId } : {}),
       };
-      // A lost lease: the account is another node's now, and so are its reactions.
-      if (this.#deps.mayReach?.(target) === false) return;
       await adapter.reactions?.react(target, message.messageId, emoji, { remove });
     } catch (error) {
       this.#deps.logger.debug(

@@ -187,12 +187,7 @@ export function createRelay(deps: RelayDeps): Relay {
   /** Transcripts of turns that ended while this node was down or elsewhere: forgotten (best effort). */
   const sweepTranscripts = () => void voiceNotes.sweep().catch((error: unknown) => log.debug({ err: errorSummary(error) }, "could not forget old transcripts"));
   const groupContext = new GroupContexts({ clock, channelFor: deps.channelFor });
-  const acks = new Acknowledgements({
-    channelFor: deps.channelFor,
-    adapterFor: deps.adapterFor,
-    logger: log,
-    mayReach: (target) => delivery.accountGuard(target).mayReach(),
-  });
+  const acks = new Acknowledgements({ channelFor: deps.channelFor, adapterFor: deps.adapterFor, logger: log });
 
   /** Runs a turn, then clears its messages' reactions (unless the daemon stops: the turn resumes at the next start). */
   async function acknowledged(ids: readonly string[], run: () => Promise<void>): Promise<void> {
@@ -222,7 +217,6 @@ export function createRelay(deps: RelayDeps): Relay {
       await accept(adapter, message);
     },
     newId: () => `${clock.now().toString(36)}${hex(random, 6)}`,
-    mayReach: (target) => delivery.accountGuard(target).mayReach(),
   });
 
   /** Intake, with the group's context before a message that addresses the bot, and a reaction on a turn's message once taken. */

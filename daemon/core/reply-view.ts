@@ -65,11 +65,6 @@ export class ReplyViews {
   readonly #deps: ReplyViewsDeps;
   /** Per chat, when the next streamed send or edit may go: shared by every reply in the chat. */
   readonly #gate: ChatGate = new Map();
-
-  /** Whether the chat's account may reach its platform now (several machines: its lease is valid; one machine: always). */
-  mayReach(target: ChatTarget): boolean {
-    return this.#deps.guardFor?.(target).mayReach() ?? true;
-  }
   /** Previews not yet settled; each removes itself when it settles, so halting waits for exactly these. */
   readonly #previews = new Set<Promise<void>>();
 
@@ -153,14 +148,13 @@ export class ReplyViews {
 }
 
 /** Shows "typing…" until stopped, refreshed as often as the platform needs it. */
-export function startTyping(adapter: ChatAdapter, target: ChatTarget, clock: Clock, delayMs = 0, mayReach: () => boolean = () => true): { stop(): void } {
+export function startTyping(adapter: ChatAdapter, target: ChatTarget, clock: Clock, delayMs = 0): { stop(): void } {
   const every = adapter.limits.typingRefreshMs;
   if (!(every > 0)) return { stop() {} };
   let timer: { cancel(): void } | undefined;
   let active = true;
   const tick = () => {
-    // A lost lease: this node shows nothing more in the account's chats.
-    if (!active || !mayReach()) return;
+    if (!active) return;
     adapter.sendTyping(target).catch(() => undefined);
     timer = clock.setTimeout(tick, every);
   };

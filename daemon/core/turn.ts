@@ -209,9 +209,7 @@ async function askService(turn: OpenTurn, view: ReplyView, deps: TurnDeps): Prom
   const route = turn.lead.route;
   const stoppable = deps.stoppable.begin(sessionKeyOf(route));
   // A scheduled prompt may end in silence: nobody is shown the agent typing for it.
-  const typing = scheduledOnly(turn.entries)
-    ? { stop() {} }
-    : startTyping(turn.adapter, view.target, deps.clock, deps.config.queue.typingDelayMs, () => deps.views.mayReach(view.target));
+  const typing = scheduledOnly(turn.entries) ? { stop() {} } : startTyping(turn.adapter, view.target, deps.clock, deps.config.queue.typingDelayMs);
   const notes = turn.notes;
   try {
     const transcripts = await deps.voiceNotes.transcribe(turn.entries, notes, turn.logCtx);

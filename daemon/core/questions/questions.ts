@@ -101,8 +101,6 @@ export interface QuestionsDeps {
   inject(message: InboundMessage): Promise<void>;
   /** Makes a question id. */
   newId(): string;
-  /** Several machines: whether the account's lease still lets it reach the platform (ask right before each call; none: always). */
-  mayReach?(target: { platform: string; accountId: string }): boolean;
 }
 
 /** What a turn's entries come to when its session may have a question open. */
@@ -210,8 +208,6 @@ export function createQuestions(deps: QuestionsDeps): Questions {
   /** Each armed question's expiry, with the account it belongs to (a hand-over disarms that account's). */
   const timers = new Map<string, { timer: Timer; platform: string; accountId: string }>();
   const index = () => store.kv(INDEX);
-  /** The account's lease still lets this node reach its platform (one machine: always). */
-  const reachable = (m: { platform: string; accountId: string }): boolean => deps.mayReach?.(m) ?? true;
 
   /** Cancels a question's expiry and forgets its timer (answered, stopped, abandoned). */
   const disarm = (id: string) => {
@@ -308,7 +304,7 @@ export function createQuestions(deps: QuestionsDeps): Questions {
         await index().set(indexKey(m, answered.question.id), undefined);
         disarm(answered.question.id);
         const adapter = deps.adapterFor(m.platform, m.accountId);
-        if (answered.question.messageId && adapter?.buttons && answered.shown && reachable(m)) {
+        if (answered.question.messageId && adapter?.buttons && answered.shown) {
           await adapter.buttons
             .close(target, answered.question.messageId, viewOf(answered.question), `${answered.question.text}\n${answered.shown}`)
             .catch((error: unknown) => log.debug({ err: String(error) }, "could not take a question's buttons away"));
@@ -334,8 +330,6 @@ export function createQuestions(deps: QuestionsDeps): Questions {
       arm(q.id, entry);
       const adapter = deps.adapterFor(m.platform, m.accountId);
       if (!adapter?.buttons) return;
-      // A lost lease: the next owner shows it (the stored question has no message yet), not this node too.
-      if (!reachable(m)) return;
       try {
         const receipt = await adapter.buttons.ask(target, viewOf(q));
         const current = store.session(key);
@@ -346,7 +340,7 @@ export function createQuestions(deps: QuestionsDeps): Questions {
           "could not show a question's buttons: it can be answered by typing its number",
         );
         // The reply already carries nothing of the question: say it as text so the person can answer.
-        if (reachable(m)) await adapter.send(target, questionText(q), { format: "plain" }).catch(() => {});
+        await adapter.send(target, questionText(q), { format: "plain" }).catch(() => {});
       }
     },
 
@@ -356,7 +350,7 @@ export function createQuestions(deps: QuestionsDeps): Questions {
       const m = entry.message;
       await index().set(indexKey(m, question.id), undefined);
       const adapter = deps.adapterFor(m.platform, m.accountId);
-      if (!question.messageId || !adapter?.buttons || !reachable(m)) return;
+      if (!question.messageId || !adapter?.buttons) return;
       const target: ChatTarget = {
         platform: m.platform,
         accountId: m.accountId,

@@ -14,8 +14,6 @@ import { afterAll, beforeAll, expect, it, onTestFinished } from "vitest";
 import { createTelegramAdapter } from "../../../daemon/adapters/telegram/index.js";
 import { daemonConfigSchema, stateSchema, type DaemonConfig } from "../../../daemon/config/schema.js";
 import { createDelivery } from "../../../daemon/core/delivery.js";
-import { createQuestions } from "../../../daemon/core/questions/questions.js";
-import { sessionKeyOf } from "../../../daemon/vocabulary/keys.js";
 import { noMetrics, StoppingError } from "../../../daemon/core/relay-types.js";
 import { createClusterStore } from "../../../daemon/state/cluster-store.js";
 import { openPostgresState } from "../../../daemon/state/postgres/index.js";
@@ -132,105 +130,6 @@ it.skipIf(noPostgres)(
 );
 
 /** The monotonic clock, with time that passed while the event loop was held: `hold(ms)` moves `now()` on and runs no timer. */
-it.skipIf(noPostgres)(
-  "a question whose lease's deadline passes before it is shown is not shown (no buttons, no text); it stays stored, unshown, for the next owner",
-  { timeout: 60_000 },
-  async () => {
-    const url = await server.createDatabase("leasequestion");
-    const fake = await createFakeTelegram({ token: TOKEN });
-    onTestFinished(() => fake.close());
-    const config = daemonConfigSchema.parse({
-      service: { baseUrl: "http://127.0.0.1:9", apiKey: "svc_sk_unused" },
-      dataDir: "/nonexistent",
-      routes: [{ instance: "i1" }],
-      channels: [{ type: "telegram", id: "tg", token: TOKEN, apiRoot: fake.url }],
-    });
-    const channel = config.channels[0];
-    if (channel?.type !== "telegram") throw new Error("the config has no telegram channel");
-    const clock = holdableClock();
-    const state = await openPostgresState({ kind: "postgres", url, nodeId: "a", leaseTtlMs: 60_000, poolSize: 2 }, { units: [UNIT], clock });
-    onTestFinished(() => state.abandon());
-    const lease = await state.leases.acquire(UNIT);
-    if (!lease) throw new Error("a could not acquire the account");
-    const store = createClusterStore({ state, accounts: [{ platform: "telegram", accountId: "tg" }], onWriteFailed() {} });
-    await store.adopt(lease);
-    const logger = pino({ level: "silent" });
-    const adapter = createTelegramAdapter(channel, {
-      logger,
-      clock,
-      state: store.kv("adapter:telegram:tg"),
-      dataDir: "/nonexistent",
-      maxAttachmentBytes: 1024,
-    });
-    const delivery = createDelivery({
-      config,
-      store,
-      clock,
-      random: seededRandom(1),
-      logger,
-      metrics: noMetrics,
-      client: createServiceClient({ baseUrl: config.service.baseUrl, apiKey: config.service.apiKey }),
-      adapterFor: () => adapter,
-    });
-    delivery.resumeAccount("telegram", "tg", lease);
-    // The event loop is held past the lease's deadline right after the question is indexed (its expiry armed), before it is shown.
-    const holdingClock: Clock = {
-      ...clock,
-      setTimeout(fn, ms) {
-        clock.hold(60_000);
-        return clock.setTimeout(fn, ms);
-      },
-    };
-    const questions = createQuestions({
-      config: () => config,
-      store,
-      clock: holdingClock,
-      logger,
-      adapterFor: () => adapter,
-      channelFor: () => channel,
-      async inject() {},
-      newId: () => "q1",
-      mayReach: (target) => delivery.accountGuard(target).mayReach(),
-    });
-    onTestFinished(() => questions.close());
-
-    const message = {
-      platform: "telegram",
-      accountId: "tg",
-      chatId: String(alice.id),
-      chatType: "direct" as const,
-      userId: String(alice.id),
-      messageId: "1",
-      text: "hello",
-      sentAt: 0,
-    };
-    const route = { ruleIndex: 0, instanceId: "i1", model: "m", scope: "chat", sessionBase: `telegram.tg.${alice.id}` };
-    const entry = await store.add({ kind: "turn", key: dedupeKeyOf(message), message, route });
-    const key = sessionKeyOf(route);
-    const question = {
-      id: "q1",
-      callId: "call_1",
-      tool: "choice" as const,
-      text: "Which one?",
-      options: ["red", "blue"],
-      allowText: false,
-      askerId: String(alice.id),
-      askedAt: clock.now(),
-      expiresAt: clock.now() + 3_600_000,
-      otherOutputs: [],
-    };
-    await store.setSession(key, { ...store.session(key), question });
-
-    // Past the deadline: the question is neither asked with buttons nor said as text.
-    expect(lease.valid()).toBe(true);
-    await questions.afterReply(entry, { platform: "telegram", accountId: "tg", chatId: String(alice.id), chatType: "direct" }, undefined);
-    expect(lease.valid()).toBe(false);
-    expect(fake.calls("sendMessage")).toBe(0);
-    // Stored as not yet shown: no message id that a later close would edit.
-    expect(store.session(key).question?.messageId).toBeUndefined();
-  },
-);
-
 function holdableClock(): Clock & { hold(ms: number): void } {
   let held = 0;
   return {
