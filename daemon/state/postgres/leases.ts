@@ -37,7 +37,8 @@ export interface HeldLease {
 }
 
 /** Owns one held lease's deadline timer and signal. */
-class Held implements HeldLease {
+/** A lease this node holds (exported for its unit test). */
+export class Held implements HeldLease {
   readonly #controller = new AbortController();
   readonly #clock: Clock;
   #deadline = Number.NEGATIVE_INFINITY;
@@ -65,9 +66,18 @@ class Held implements HeldLease {
     return !this.signal.aborted && this.#clock.now() < this.#deadline;
   }
 
-  /** A renewal succeeded: the deadline moves on (never back). */
+  /**
+   * A renewal succeeded: the deadline moves on (never back). Not once the deadline has passed:
+   * `valid()` has said false since (a send may have been refused and its account halted), and a
+   * renewal answered after an event-loop stall must not bring back a lease its holder already
+   * treated as lost; it ends now, as its timer would have.
+   */
   extend(deadline: number): void {
     if (this.signal.aborted || deadline <= this.#deadline) return;
+    if (this.#deadline !== Number.NEGATIVE_INFINITY && this.#clock.now() >= this.#deadline) {
+      this.end(new LeaseLostError(this.unit, this.epoch, "self-fenced: not renewed before its local deadline"));
+      return;
+    }
     this.#deadline = deadline;
     this.#timer?.cancel();
     this.#timer = this.#clock.setTimeout(
